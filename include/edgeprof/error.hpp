@@ -1,0 +1,57 @@
+// The one exception family thrown by edgeprof's public API.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace edgeprof {
+
+// Base of every error edgeprof throws. The message names what was wrong (file, value, errno)
+// and what to do about it; `sys_errno()` is the errno behind it, or 0.
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const std::string& message, int sys_errno = 0)
+      : std::runtime_error(message), errno_(sys_errno) {}
+  int sys_errno() const noexcept { return errno_; }
+
+ private:
+  int errno_;
+};
+
+// A device description or size string is invalid (bad field, bad value).
+class DeviceError : public Error {
+ public:
+  using Error::Error;
+};
+
+// The host cannot emulate what was asked (too little capacity, missing controller, ...).
+class UnsupportedError : public Error {
+ public:
+  using Error::Error;
+};
+
+// The caller may not create or change the cgroups it needs (EACCES, EPERM, EROFS).
+class PermissionDenied : public Error {
+ public:
+  using Error::Error;
+};
+
+// A cgroup file operation failed for another reason.
+class CgroupError : public Error {
+ public:
+  using Error::Error;
+};
+
+// The workload could not be started: no such file, not executable, bad working directory...
+// `path()` is the file that failed.
+class SpawnError : public Error {
+ public:
+  SpawnError(const std::string& message, int sys_errno, std::string path)
+      : Error(message, sys_errno), path_(std::move(path)) {}
+  const std::string& path() const noexcept { return path_; }
+
+ private:
+  std::string path_;
+};
+
+}  // namespace edgeprof

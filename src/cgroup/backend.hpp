@@ -1,0 +1,107 @@
+// cgroup v1 and v2 behind one interface. A Backend knows the hierarchies and the caller's
+// place in them; a Cgroup is one slice's cgroup(s), removed by its owner (Slice).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "edgeprof/plan.hpp"
+#include "edgeprof/slice.hpp"
+#include "fs.hpp"
+
+namespace edgeprof::detail {
+
+// statfs magic numbers (linux/magic.h), named here so the mode logic reads as a table.
+inline constexpr long kCgroup2Magic = 0x63677270;
+inline constexpr long kTmpfsMagic = 0x01021994;
+
+// unified: /sys/fs/cgroup is cgroup2. hybrid: tmpfs with a cgroup2 `unified/`. legacy: else.
+CgroupMode classify_mode(std::optional<long> root_type, std::optional<long> unified_type);
+
+// Where each hierarchy is mounted. v2: `unified` is the mount. v1: controller -> mount path
+// (controllers mounted together share a path).
+struct Layout {
+  CgroupMode mode = CgroupMode::unified;
+  std::string unified;
+  std::map<std::string, std::string> v1;
+};
+
+// Discovers the layout of the real machine: mode by statfs, mounts through libcgroup (once).
+Layout discover_layout(const Fs& fs);
+
+// Kernel counters of a slice at one instant. Unset = the file is missing on this kernel.
+struct Counters {
+  std::optional<std::uint64_t> user_ns, system_ns;
+  std::optional<std::uint64_t> periods, throttled_periods, throttled_ns;
+  std::optional<std::uint64_t> memory_peak;
+  std::optional<std::uint64_t> oom_kills;
+};
+
+// One slice's cgroup(s) in one backend.
+class Cgroup {
+ public:
+  virtual ~Cgroup() = default;
+  // Applies the plan; limits that cannot be applied are appended to `unapplied` when allowed,
+  // else thrown as UnsupportedError.
+  virtual void apply(const EmulationPlan& plan, bool allow_missing,
+                     std::vector<std::string>& unapplied) = 0;
+  // A directory fd for clone3(CLONE_INTO_CGROUP), or -1 when the child must be attached.
+  virtual int clone_fd() const = 0;
+  // Moves a whole process (all its threads) into the slice.
+  virtual void attach(pid_t pid) = 0;
+  virtual Counters counters() const = 0;
+  // Starts a fresh peak-memory measurement where the kernel allows it; false if it cannot.
+  virtual bool reset_peak() = 0;
+  virtual const char* peak_source() const = 0;
+  virtual std::vector<pid_t> procs() const = 0;
+  // Kills every process in the slice and returns once none is left (or throws after a while).
+  virtual void kill_all() = 0;
+  // Removes the cgroup(s); never throws. Returns false if something could not be removed.
+  virtual bool remove() noexcept = 0;
+  virtual std::vector<std::string> paths() const = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual CgroupMode mode() const = 0;
+  // Creates a slice cgroup named `name` beneath the parent.
+  virtual std::unique_ptr<Cgroup> create(const std::string& name) = 0;
+  // Names of edgeprof slices directly beneath the parent.
+  virtual std::vector<std::string> slice_names() const = 0;
+  // Kills and removes a left-over slice by name (found by slice_names()).
+  virtual void remove_stale(const std::string& name) = 0;
+};
+
+// `parent` is a cgroup path ("/a/b") or empty for this process's own cgroup.
+std::unique_ptr<Backend> make_v1_backend(const Fs& fs, const Layout& layout,
+                                         const std::string& parent);
+std::unique_ptr<Backend> make_v2_backend(const Fs& fs, const Layout& layout,
+                                         const std::string& parent);
+std::unique_ptr<Backend> make_backend(const Fs& fs, const Layout& layout,
+                                      const std::string& parent);
+
+// SwapTotal of /proc/meminfo in bytes (0 when unreadable).
+std::uint64_t host_swap_bytes(const Fs& fs);
+
+// Reads /proc/<pid>/stat's start time, or nullopt when the process is gone.
+std::optional<std::uint64_t> process_start_time(const Fs& fs, pid_t pid);
+
+// Kills the processes listed by `list` until it comes back empty, with `freeze`/`thaw` around
+// each round when given (so a fork bomb cannot outrun the loop). Throws CgroupError naming
+// `where` if processes survive for `patience_ms`.
+void kill_loop(const std::function<std::vector<pid_t>()>& list,
+               const std::function<bool(bool)>& set_frozen, const std::string& where,
+               int patience_ms = 5000);
+
+// rmdir with retries: a cgroup stays busy for a moment after its last task was killed.
+int remove_dir_retrying(const Fs& fs, const std::string& path, int patience_ms = 2000);
+
+}  // namespace edgeprof::detail

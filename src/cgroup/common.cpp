@@ -1,0 +1,108 @@
+// What both backends share: mode detection, mount discovery, the kill loop, removal, and the
+// choice of backend.
+#include <libcgroup.h>
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <fmt/format.h>
+#include <mutex>
+#include <thread>
+
+#include "cgroup/backend.hpp"
+#include "parse.hpp"
+
+namespace edgeprof::detail {
+
+CgroupMode classify_mode(std::optional<long> root_type, std::optional<long> unified_type) {
+  if (root_type == kCgroup2Magic) return CgroupMode::unified;
+  if (root_type == kTmpfsMagic && unified_type == kCgroup2Magic) return CgroupMode::hybrid;
+  return CgroupMode::legacy;
+}
+
+Layout discover_layout(const Fs& fs) {
+  Layout layout;
+  layout.mode = classify_mode(fs.fs_type(files::kCgroupMount),
+                              fs.fs_type(join(files::kCgroupMount, "unified")));
+  if (layout.mode == CgroupMode::unified) {
+    layout.unified = files::kCgroupMount;
+    return layout;
+  }
+  // libcgroup reads the mount table for us; measured to be fine for this one-off discovery
+  // (docs/architecture.md), unlike for anything on the hot path. It is not thread-safe: lock.
+  static std::mutex lock;
+  std::lock_guard<std::mutex> guard(lock);
+  static const int init = cgroup_init();
+  if (init != 0) {
+    throw CgroupError(fmt::format(
+        "libcgroup could not read the cgroup mounts ({}, code {}); check that cgroup "
+        "hierarchies are mounted under /sys/fs/cgroup",
+        cgroup_strerror(init), init));
+  }
+  void* handle = nullptr;
+  cgroup_mount_point mount{};
+  for (int rc = cgroup_get_controller_begin(&handle, &mount); rc == 0;
+       rc = cgroup_get_controller_next(&handle, &mount)) {
+    std::string path = mount.path;
+    // In hybrid mode libcgroup also lists v2-only controllers at the unified mount: skip them.
+    if (fs.fs_type(path) == kCgroup2Magic) continue;
+    layout.v1.emplace(mount.name, path);
+  }
+  cgroup_get_controller_end(&handle);
+  return layout;
+}
+
+std::unique_ptr<Backend> make_backend(const Fs& fs, const Layout& layout,
+                                      const std::string& parent) {
+  if (layout.mode == CgroupMode::unified) return make_v2_backend(fs, layout, parent);
+  return make_v1_backend(fs, layout, parent);
+}
+
+std::uint64_t host_swap_bytes(const Fs& fs) {
+  auto meminfo = fs.read(files::kProcMeminfo);
+  return meminfo ? find_key(*meminfo, "SwapTotal:").value_or(0) * 1024 : 0;
+}
+
+std::optional<std::uint64_t> process_start_time(const Fs& fs, pid_t pid) {
+  auto stat = fs.read(fmt::format("/proc/{}/stat", pid));
+  if (!stat) return std::nullopt;
+  return parse_stat_starttime(*stat);
+}
+
+void kill_loop(const std::function<std::vector<pid_t>()>& list,
+               const std::function<bool(bool)>& set_frozen, const std::string& where,
+               int patience_ms) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::milliseconds(patience_ms);
+  for (int round = 0;; ++round) {
+    bool frozen = set_frozen && set_frozen(true);
+    std::vector<pid_t> pids = list();
+    for (pid_t pid : pids) ::kill(pid, SIGKILL);
+    // SIGKILL is delivered to frozen tasks only once they thaw.
+    if (frozen) set_frozen(false);
+    if (pids.empty()) return;
+    if (Clock::now() > deadline) {
+      throw CgroupError(fmt::format(
+          "{} processes in {} survived SIGKILL for {} ms (for example pid {}); they may be in "
+          "uninterruptible sleep (state D): look at /proc/{}/stack",
+          pids.size(), where, patience_ms, pids.front(), pids.front()));
+    }
+    // Killed tasks leave cgroup.procs once they have exited: give them a moment.
+    std::this_thread::sleep_for(std::chrono::microseconds(round < 10 ? 100 : 2000));
+  }
+}
+
+int remove_dir_retrying(const Fs& fs, const std::string& path, int patience_ms) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::milliseconds(patience_ms);
+  for (int round = 0;; ++round) {
+    int err = fs.rmdir(path);
+    if (err == 0 || err == ENOENT) return 0;
+    if (err != EBUSY || Clock::now() > deadline) return err;
+    std::this_thread::sleep_for(std::chrono::microseconds(round < 10 ? 100 : 2000));
+  }
+}
+
+}  // namespace edgeprof::detail

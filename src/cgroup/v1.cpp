@@ -1,0 +1,279 @@
+// cgroup v1: one directory per hierarchy (cpu, cpuacct, cpuset, memory, pids, freezer), each
+// beneath the caller's own cgroup in that hierarchy.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fmt/format.h>
+#include <set>
+#include <thread>
+
+#include "cgroup/backend.hpp"
+#include "parse.hpp"
+
+namespace edgeprof::detail {
+
+namespace {
+
+// Controllers edgeprof uses on v1; freezer only makes killing race-free.
+const char* const kV1Controllers[] = {"cpu", "cpuacct", "cpuset", "memory", "pids", "freezer"};
+
+// One hierarchy: the controllers mounted there and the parent directory to create slices in.
+struct Hierarchy {
+  std::set<std::string> controllers;
+  std::string parent_dir;  // absolute, under the mount
+};
+
+class V1Cgroup final : public Cgroup {
+ public:
+  // `create` = false adopts existing directories (a slice left behind by a dead process).
+  V1Cgroup(const Fs& fs, std::vector<Hierarchy> hierarchies, const std::string& name,
+           bool create)
+      : fs_(fs) {
+    for (Hierarchy& h : hierarchies) {
+      std::string dir = join(h.parent_dir, name);
+      if (int err = create ? fs_.mkdir(dir) : 0) {
+        remove();
+        throw_sys_error(err, "cannot create cgroup", fs_.resolve(dir));
+      }
+      dirs_.push_back({std::move(h.controllers), std::move(dir), std::move(h.parent_dir)});
+    }
+  }
+  void apply(const EmulationPlan& plan, bool allow_missing,
+             std::vector<std::string>& unapplied) override {
+    auto missing = [&](const char* controller, const std::string& what) {
+      std::string text = fmt::format("{} (the v1 '{}' controller is not mounted)", what,
+                                     controller);
+      if (!allow_missing) {
+        throw UnsupportedError(fmt::format(
+            "cannot apply {}: mount the '{}' hierarchy under /sys/fs/cgroup, or allow running "
+            "without it (allow_missing_controllers / --allow-missing)",
+            text, controller));
+      }
+      unapplied.push_back(text);
+    };
+    if (const Dir* d = find("cpuset")) {
+      auto mems = fs_.read(join(d->parent, "cpuset.mems"));
+      fs_.write_or_throw(join(d->path, "cpuset.mems"), mems ? *mems : "0");
+      fs_.write_or_throw(join(d->path, "cpuset.cpus"), format_cpu_list(plan.cpus),
+                         "the CPUs must be allowed in the parent cpuset");
+    } else {
+      missing("cpuset", fmt::format("cpuset {}", format_cpu_list(plan.cpus)));
+    }
+    if (const Dir* d = find("cpu")) {
+      fs_.write_or_throw(join(d->path, "cpu.cfs_period_us"), std::to_string(plan.cpu_period_us));
+      fs_.write_or_throw(join(d->path, "cpu.cfs_quota_us"), std::to_string(plan.cpu_quota_us));
+    } else {
+      missing("cpu", "cpu quota");
+    }
+    if (const Dir* d = find("memory")) {
+      fs_.write_or_throw(join(d->path, "memory.limit_in_bytes"),
+                         std::to_string(plan.memory_max_bytes));
+      std::string memsw = join(d->path, "memory.memsw.limit_in_bytes");
+      if (fs_.exists(memsw)) {
+        fs_.write_or_throw(memsw, std::to_string(plan.memory_max_bytes + plan.swap_max_bytes));
+      } else if (host_swap_bytes(fs_) > 0) {
+        unapplied.push_back(
+            "swap limit (memory.memsw.limit_in_bytes is missing: boot the kernel with "
+            "swapaccount=1); the workload may use the host's swap");
+      }
+    } else {
+      missing("memory", "memory limit");
+    }
+    if (plan.pids_max) {
+      if (const Dir* d = find("pids")) {
+        fs_.write_or_throw(join(d->path, "pids.max"), std::to_string(*plan.pids_max));
+      } else {
+        missing("pids", "pids limit");
+      }
+    }
+  }
+
+  int clone_fd() const override { return -1; }
+
+  void attach(pid_t pid) override {
+    // cgroup.procs (not tasks) moves every thread of the process.
+    const std::string value = std::to_string(pid);
+    for (const Dir& d : dirs_) {
+      fs_.write_or_throw(join(d.path, files::kProcs), value);
+    }
+  }
+
+  Counters counters() const override {
+    Counters c;
+    if (const Dir* d = find("cpuacct")) {
+      auto usage = read_u64(join(d->path, "cpuacct.usage"));
+      auto stat = fs_.read(join(d->path, "cpuacct.stat"));
+      if (usage && stat) {
+        auto split = split_cpu_time(*usage, find_key(*stat, "user").value_or(0),
+                                    find_key(*stat, "system").value_or(0));
+        c.user_ns = split.user_ns;
+        c.system_ns = split.system_ns;
+      }
+    }
+    if (const Dir* d = find("cpu")) {
+      if (auto stat = fs_.read(join(d->path, "cpu.stat"))) {
+        c.periods = find_key(*stat, "nr_periods");
+        c.throttled_periods = find_key(*stat, "nr_throttled");
+        c.throttled_ns = find_key(*stat, "throttled_time");
+      }
+    }
+    if (const Dir* d = find("memory")) {
+      c.memory_peak = read_u64(join(d->path, "memory.max_usage_in_bytes"));
+      if (auto oom = fs_.read(join(d->path, "memory.oom_control"))) {
+        c.oom_kills = find_key(*oom, "oom_kill");
+      }
+    }
+    return c;
+  }
+
+  bool reset_peak() override {
+    const Dir* d = find("memory");
+    return d && fs_.write(join(d->path, "memory.max_usage_in_bytes"), "0") == 0;
+  }
+
+  const char* peak_source() const override { return "memory.max_usage_in_bytes"; }
+
+  std::vector<pid_t> procs() const override {
+    std::set<pid_t> all;
+    for (const Dir& d : dirs_) {
+      if (auto text = fs_.read(join(d.path, files::kProcs))) {
+        for (pid_t pid : parse_pids(*text)) all.insert(pid);
+      }
+    }
+    return {all.begin(), all.end()};
+  }
+
+  void kill_all() override {
+    std::function<bool(bool)> freeze;
+    if (const Dir* d = find("freezer")) {
+      freeze = [this, path = join(d->path, "freezer.state")](bool on) {
+        if (fs_.write(path, on ? "FROZEN" : "THAWED") != 0) return false;
+        if (!on) return true;
+        // Freezing is asynchronous (FREEZING until every task stopped); a bounded wait.
+        for (int i = 0; i < 200; ++i) {
+          auto state = fs_.read(path);
+          if (state && state->rfind("FROZEN", 0) == 0) return true;
+          std::this_thread::sleep_for(std::chrono::microseconds(50));
+        }
+        return true;
+      };
+    }
+    kill_loop([this] { return procs(); }, freeze, describe());
+  }
+
+  bool remove() noexcept override {
+    bool ok = true;
+    for (const Dir& d : dirs_) ok = remove_dir_retrying(fs_, d.path) == 0 && ok;
+    dirs_.clear();
+    return ok;
+  }
+
+  std::vector<std::string> paths() const override {
+    std::vector<std::string> out;
+    for (const Dir& d : dirs_) out.push_back(fs_.resolve(d.path));
+    return out;
+  }
+
+ private:
+  struct Dir {
+    std::set<std::string> controllers;
+    std::string path;
+    std::string parent;
+  };
+
+  const Dir* find(const char* controller) const {
+    for (const Dir& d : dirs_) {
+      if (d.controllers.count(controller)) return &d;
+    }
+    return nullptr;
+  }
+
+  std::optional<std::uint64_t> read_u64(const std::string& path) const {
+    auto text = fs_.read(path);
+    return text ? parse_u64(*text) : std::nullopt;
+  }
+
+  std::string describe() const {
+    return dirs_.empty() ? std::string("(removed slice)") : fs_.resolve(dirs_.front().path);
+  }
+
+  Fs fs_;
+  std::vector<Dir> dirs_;
+};
+
+class V1Backend final : public Backend {
+ public:
+  V1Backend(const Fs& fs, const Layout& layout, const std::string& parent)
+      : fs_(fs), mode_(layout.mode) {
+    std::vector<CgroupMembership> own;
+    if (parent.empty()) own = parse_proc_cgroup(fs_.read_or_throw(files::kProcSelfCgroup));
+    // Group the controllers by mount (cpu and cpuacct are often mounted together).
+    std::map<std::string, std::set<std::string>> by_mount;
+    for (const char* controller : kV1Controllers) {
+      auto it = layout.v1.find(controller);
+      if (it != layout.v1.end()) by_mount[it->second].insert(controller);
+    }
+    for (auto& [mount, controllers] : by_mount) {
+      std::string cgroup = parent.empty() ? own_path(own, *controllers.begin()) : parent;
+      hierarchies_.push_back({controllers, join(mount, cgroup)});
+    }
+    if (hierarchies_.empty()) {
+      throw UnsupportedError(
+          "no cgroup v1 hierarchy edgeprof needs (cpu, cpuacct, cpuset, memory, pids) is "
+          "mounted under /sys/fs/cgroup");
+    }
+  }
+
+  CgroupMode mode() const override { return mode_; }
+
+  std::unique_ptr<Cgroup> create(const std::string& name) override {
+    return std::make_unique<V1Cgroup>(fs_, hierarchies_, name, true);
+  }
+
+  std::vector<std::string> slice_names() const override {
+    std::set<std::string> names;
+    for (const Hierarchy& h : hierarchies_) {
+      for (std::string& name : fs_.subdirs(h.parent_dir)) {
+        if (parse_slice_name(name)) names.insert(std::move(name));
+      }
+    }
+    return {names.begin(), names.end()};
+  }
+
+  void remove_stale(const std::string& name) override {
+    // A left-over slice may exist in only some hierarchies: take what is there.
+    std::vector<Hierarchy> present;
+    for (const Hierarchy& h : hierarchies_) {
+      if (fs_.exists(join(h.parent_dir, name))) present.push_back(h);
+    }
+    V1Cgroup cgroup(fs_, present, name, false);
+    cgroup.kill_all();
+    cgroup.remove();
+  }
+
+ private:
+  static std::string own_path(const std::vector<CgroupMembership>& own,
+                              const std::string& controller) {
+    for (const CgroupMembership& m : own) {
+      if (std::find(m.controllers.begin(), m.controllers.end(), controller) !=
+          m.controllers.end()) {
+        return m.path;
+      }
+    }
+    return "/";
+  }
+
+  Fs fs_;
+  CgroupMode mode_;
+  std::vector<Hierarchy> hierarchies_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_v1_backend(const Fs& fs, const Layout& layout,
+                                         const std::string& parent) {
+  return std::make_unique<V1Backend>(fs, layout, parent);
+}
+
+}  // namespace edgeprof::detail

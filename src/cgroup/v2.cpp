@@ -1,0 +1,318 @@
+// cgroup v2: one directory beneath the parent, with the controllers enabled in the parent's
+// cgroup.subtree_control.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fmt/format.h>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "cgroup/backend.hpp"
+#include "parse.hpp"
+
+namespace edgeprof::detail {
+
+namespace {
+
+// Leaf that a delegated caller's processes move into, so that its own cgroup may enable
+// controllers for its children ("no internal processes").
+constexpr const char* kCallerLeaf = "edgeprof-caller";
+
+// Controllers a slice uses, and what is lost without each.
+struct Wanted {
+  const char* controller;
+  const char* loses;
+};
+constexpr Wanted kWanted[] = {
+    {"cpu", "cpu.max quota (core count x core speed)"},
+    {"cpuset", "cpuset (which host CPUs the device's cores run on)"},
+    {"memory", "memory.max and memory.swap.max limits, peak memory and OOM counters"},
+    {"pids", "pids.max limit"},
+};
+
+std::string missing_hint(const std::string& controller) {
+  return fmt::format(
+      "the '{}' controller is not available to this cgroup. On systemd, user services are "
+      "delegated only cpu, memory and pids: add a drop-in "
+      "/etc/systemd/system/user@.service.d/delegate.conf with \"[Service]\\nDelegate=cpu "
+      "cpuset io memory pids\" and log in again; as root, enable it in every ancestor's "
+      "cgroup.subtree_control. Or allow running without it (allow_missing_controllers / "
+      "--allow-missing)",
+      controller);
+}
+
+class V2Cgroup final : public Cgroup {
+ public:
+  V2Cgroup(const Fs& fs, std::string dir, std::set<std::string> enabled, bool create)
+      : fs_(fs), dir_(std::move(dir)), enabled_(std::move(enabled)) {
+    if (create) {
+      if (int err = fs_.mkdir(dir_)) throw_sys_error(err, "cannot create cgroup", fs_.resolve(dir_));
+    }
+    // O_RDONLY, not O_PATH: clone3 needs an fd it can fdget().
+    dir_fd_ = ::open(fs_.resolve(dir_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir_fd_ < 0) {
+      int err = errno;
+      fs_.rmdir(dir_);
+      throw_sys_error(err, "cannot open cgroup", fs_.resolve(dir_));
+    }
+  }
+  ~V2Cgroup() override { close_fds(); }
+
+  void apply(const EmulationPlan& plan, bool allow_missing,
+             std::vector<std::string>& unapplied) override {
+    for (const Wanted& w : kWanted) {
+      if (enabled_.count(w.controller)) continue;
+      if (std::string_view(w.controller) == "pids" && !plan.pids_max) continue;
+      if (!allow_missing) {
+        throw UnsupportedError(fmt::format("cannot apply the {}: {}", w.loses,
+                                           missing_hint(w.controller)));
+      }
+      unapplied.push_back(fmt::format("{} (the '{}' controller is not available)", w.loses,
+                                      w.controller));
+    }
+    if (enabled_.count("cpuset")) {
+      fs_.write_or_throw(join(dir_, "cpuset.cpus"), format_cpu_list(plan.cpus),
+                         "the CPUs must be allowed in the parent's cpuset.cpus.effective");
+    }
+    if (enabled_.count("cpu")) {
+      fs_.write_or_throw(join(dir_, "cpu.max"),
+                         fmt::format("{} {}", plan.cpu_quota_us, plan.cpu_period_us));
+    }
+    if (enabled_.count("memory")) {
+      fs_.write_or_throw(join(dir_, "memory.max"), std::to_string(plan.memory_max_bytes));
+      std::string swap = join(dir_, "memory.swap.max");
+      if (fs_.exists(swap)) {
+        fs_.write_or_throw(swap, std::to_string(plan.swap_max_bytes));
+      } else if (host_swap_bytes(fs_) > 0) {
+        unapplied.push_back(
+            "swap limit (memory.swap.max is missing: the kernel was built or booted without "
+            "swap accounting); the workload may use the host's swap");
+      }
+    }
+    if (plan.pids_max && enabled_.count("pids")) {
+      fs_.write_or_throw(join(dir_, "pids.max"), std::to_string(*plan.pids_max));
+    }
+  }
+
+  int clone_fd() const override { return dir_fd_; }
+
+  void attach(pid_t pid) override {
+    fs_.write_or_throw(join(dir_, files::kProcs), std::to_string(pid));
+  }
+
+  Counters counters() const override {
+    Counters c;
+    // cpu.stat's usage fields exist even without the cpu controller enabled.
+    if (auto stat = fs_.read(join(dir_, "cpu.stat"))) {
+      auto us = [](std::optional<std::uint64_t> v) {
+        return v ? std::optional<std::uint64_t>(*v * 1000) : std::nullopt;
+      };
+      c.user_ns = us(find_key(*stat, "user_usec"));
+      c.system_ns = us(find_key(*stat, "system_usec"));
+      c.periods = find_key(*stat, "nr_periods");
+      c.throttled_periods = find_key(*stat, "nr_throttled");
+      c.throttled_ns = us(find_key(*stat, "throttled_usec"));
+    }
+    if (peak_fd_ >= 0) {
+      char buf[64];
+      ssize_t n = ::pread(peak_fd_, buf, sizeof buf - 1, 0);
+      if (n > 0) c.memory_peak = parse_u64(std::string_view(buf, static_cast<size_t>(n)));
+    } else if (auto peak = fs_.read(join(dir_, "memory.peak"))) {
+      c.memory_peak = parse_u64(*peak);
+    }
+    if (auto events = fs_.read(join(dir_, "memory.events"))) {
+      c.oom_kills = find_key(*events, "oom_kill");
+    }
+    return c;
+  }
+
+  bool reset_peak() override {
+    // Since Linux 6.12 a write to memory.peak starts a new peak for reads through that fd.
+    if (peak_fd_ < 0) {
+      peak_fd_ = ::open(fs_.resolve(join(dir_, "memory.peak")).c_str(), O_RDWR | O_CLOEXEC);
+      if (peak_fd_ < 0) return false;
+    }
+    if (::pwrite(peak_fd_, "reset\n", 6, 0) == 6) return true;
+    ::close(peak_fd_);
+    peak_fd_ = -1;
+    return false;
+  }
+
+  const char* peak_source() const override { return "memory.peak"; }
+
+  std::vector<pid_t> procs() const override {
+    auto text = fs_.read(join(dir_, files::kProcs));
+    return text ? parse_pids(*text) : std::vector<pid_t>{};
+  }
+
+  void kill_all() override {
+    const std::string kill_file = join(dir_, files::kKill);
+    if (fs_.exists(kill_file)) {
+      // cgroup.kill (Linux 5.14) kills the whole subtree atomically; then wait for the exits.
+      fs_.write_or_throw(kill_file, "1");
+      kill_loop([this] { return procs(); }, {}, fs_.resolve(dir_));
+      return;
+    }
+    const std::string freeze_file = join(dir_, files::kFreeze);
+    std::function<bool(bool)> freeze;
+    if (fs_.exists(freeze_file)) {
+      freeze = [this, freeze_file](bool on) {
+        return fs_.write(freeze_file, on ? "1" : "0") == 0;
+      };
+    }
+    kill_loop([this] { return procs(); }, freeze, fs_.resolve(dir_));
+  }
+
+  bool remove() noexcept override {
+    close_fds();
+    if (dir_.empty()) return true;
+    bool ok = remove_dir_retrying(fs_, dir_) == 0;
+    dir_.clear();
+    return ok;
+  }
+
+  std::vector<std::string> paths() const override {
+    if (dir_.empty()) return {};
+    return {fs_.resolve(dir_)};
+  }
+
+ private:
+  void close_fds() {
+    if (dir_fd_ >= 0) ::close(dir_fd_);
+    if (peak_fd_ >= 0) ::close(peak_fd_);
+    dir_fd_ = peak_fd_ = -1;
+  }
+
+  Fs fs_;
+  std::string dir_;
+  std::set<std::string> enabled_;
+  int dir_fd_ = -1;
+  int peak_fd_ = -1;
+};
+
+class V2Backend final : public Backend {
+ public:
+  V2Backend(const Fs& fs, const Layout& layout, const std::string& parent) : fs_(fs) {
+    std::string cgroup = parent;
+    const bool own = parent.empty();
+    if (own) {
+      for (const CgroupMembership& m :
+           parse_proc_cgroup(fs_.read_or_throw(files::kProcSelfCgroup))) {
+        if (m.hierarchy == 0 && m.controllers.empty()) cgroup = m.path;
+      }
+      if (cgroup.empty()) {
+        throw CgroupError(fmt::format("{} has no cgroup v2 line (\"0::/path\")",
+                                      fs_.resolve(files::kProcSelfCgroup)));
+      }
+      // Already moved into our leaf by an earlier slice: slices go beside the leaf.
+      const std::string leaf_suffix = std::string("/") + kCallerLeaf;
+      if (cgroup.size() > leaf_suffix.size() &&
+          cgroup.compare(cgroup.size() - leaf_suffix.size(), leaf_suffix.size(), leaf_suffix) ==
+              0) {
+        cgroup.resize(cgroup.size() - leaf_suffix.size());
+      }
+    }
+    parent_dir_ = join(layout.unified, cgroup);
+    enable_controllers(own && cgroup != "/");
+  }
+
+  CgroupMode mode() const override { return CgroupMode::unified; }
+
+  std::unique_ptr<Cgroup> create(const std::string& name) override {
+    return std::make_unique<V2Cgroup>(fs_, join(parent_dir_, name), enabled_, true);
+  }
+
+  std::vector<std::string> slice_names() const override {
+    std::vector<std::string> names;
+    for (std::string& name : fs_.subdirs(parent_dir_)) {
+      if (parse_slice_name(name)) names.push_back(std::move(name));
+    }
+    return names;
+  }
+
+  void remove_stale(const std::string& name) override {
+    V2Cgroup cgroup(fs_, join(parent_dir_, name), enabled_, false);
+    cgroup.kill_all();
+    cgroup.remove();
+  }
+
+ private:
+  // Enables the wanted controllers for the parent's children. A non-root cgroup that holds
+  // processes cannot ("no internal processes", EBUSY): when the parent is our own cgroup, its
+  // processes move into a leaf child first, staying under the same ancestors and limits.
+  void enable_controllers(bool own_non_root) {
+    // One process may build many backends (one per slice): serialise the set-up.
+    static std::mutex lock;
+    std::lock_guard<std::mutex> guard(lock);
+    const std::string control = join(parent_dir_, files::kSubtreeControl);
+    std::set<std::string> available;
+    if (auto text = fs_.read(join(parent_dir_, files::kControllers))) {
+      for (std::string& c : split_words(*text)) available.insert(std::move(c));
+    } else {
+      throw_sys_error(errno, "cannot read", fs_.resolve(join(parent_dir_, files::kControllers)));
+    }
+    std::set<std::string> active;
+    if (auto text = fs_.read(control)) {
+      for (std::string& c : split_words(*text)) active.insert(std::move(c));
+    }
+    for (const Wanted& w : kWanted) {
+      const std::string c = w.controller;
+      if (active.count(c)) {
+        enabled_.insert(c);
+        continue;
+      }
+      if (!available.count(c)) continue;  // reported by apply() as missing
+      int err = fs_.write(control, "+" + c);
+      if (err == EBUSY && own_non_root) {
+        move_into_leaf();
+        err = fs_.write(control, "+" + c);
+      }
+      if (err == 0) {
+        enabled_.insert(c);
+      } else {
+        throw_sys_error(err, fmt::format("cannot enable the '{}' controller in", c),
+                        fs_.resolve(control),
+                        err == EBUSY ? "the cgroup holds processes; run edgeprof in a cgroup "
+                                       "of its own (systemd-run --scope -p Delegate=yes ...) "
+                                       "or set EDGEPROF_CGROUP_PARENT to an empty cgroup"
+                                     : "");
+      }
+    }
+  }
+
+  void move_into_leaf() {
+    const std::string leaf = join(parent_dir_, kCallerLeaf);
+    if (int err = fs_.mkdir(leaf); err != 0 && err != EEXIST) {
+      throw_sys_error(err, "cannot create cgroup", fs_.resolve(leaf));
+    }
+    const std::string procs = join(parent_dir_, files::kProcs);
+    // Processes may fork while we move them: repeat until the parent is empty.
+    for (int round = 0; round < 100; ++round) {
+      auto text = fs_.read(procs);
+      std::vector<pid_t> pids = text ? parse_pids(*text) : std::vector<pid_t>{};
+      if (pids.empty()) return;
+      for (pid_t pid : pids) {
+        int err = fs_.write(join(leaf, files::kProcs), std::to_string(pid));
+        if (err != 0 && err != ESRCH) {
+          throw_sys_error(err, fmt::format("cannot move pid {} into", pid), fs_.resolve(leaf));
+        }
+      }
+    }
+  }
+
+  Fs fs_;
+  std::string parent_dir_;
+  std::set<std::string> enabled_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_v2_backend(const Fs& fs, const Layout& layout,
+                                         const std::string& parent) {
+  return std::make_unique<V2Backend>(fs, layout, parent);
+}
+
+}  // namespace edgeprof::detail

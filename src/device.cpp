@@ -1,0 +1,174 @@
+#include "edgeprof/device.hpp"
+
+#include <cmath>
+#include <fmt/format.h>
+
+#include "edgeprof/error.hpp"
+
+namespace edgeprof {
+
+namespace {
+
+struct Unit {
+  std::string_view suffix;
+  double factor;
+};
+
+// Longest suffixes first so "MiB" is not read as "M" + "iB".
+constexpr Unit kUnits[] = {
+    {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
+    {"kB", 1e3},     {"KB", 1e3},        {"MB", 1e6},           {"GB", 1e9},
+    {"TB", 1e12},    {"Ki", 1024.0},     {"Mi", 1048576.0},     {"Gi", 1073741824.0},
+    {"Ti", 1099511627776.0},             {"K", 1024.0},         {"M", 1048576.0},
+    {"G", 1073741824.0},                 {"T", 1099511627776.0}, {"k", 1024.0},
+    {"m", 1048576.0},                    {"g", 1073741824.0},    {"B", 1.0},
+    {"b", 1.0},
+};
+
+[[noreturn]] void bad_size(std::string_view text, std::string_view field, std::string_view why) {
+  throw DeviceError(fmt::format(
+      "{}: cannot read '{}' as a size ({}). Write bytes as a number with an optional unit, "
+      "for example 536870912, 512MiB, 1.5GiB or 500MB",
+      field, text, why));
+}
+
+}  // namespace
+
+std::uint64_t parse_size(std::string_view text, std::string_view field) {
+  std::string_view s = text;
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  if (s.empty()) bad_size(text, field, "it is empty");
+  double factor = 1.0;
+  for (const Unit& unit : kUnits) {
+    if (s.size() > unit.suffix.size() && s.substr(s.size() - unit.suffix.size()) == unit.suffix) {
+      factor = unit.factor;
+      s.remove_suffix(unit.suffix.size());
+      while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+      break;
+    }
+  }
+  // Digits with at most one '.', nothing else: no signs, exponents, or stray words.
+  bool dot = false;
+  for (char c : s) {
+    if (c == '.' && !dot) {
+      dot = true;
+    } else if (c < '0' || c > '9') {
+      bad_size(text, field, "unknown number or unit");
+    }
+  }
+  if (s.empty() || s == ".") bad_size(text, field, "no number");
+  double value = std::stod(std::string(s)) * factor;
+  if (value >= 18446744073709551615.0) bad_size(text, field, "too large");
+  double rounded = std::round(value);
+  if (std::fabs(value - rounded) > 1e-6 * std::max(1.0, value)) {
+    bad_size(text, field, "not a whole number of bytes");
+  }
+  return static_cast<std::uint64_t>(rounded);
+}
+
+std::string format_size(std::uint64_t bytes) {
+  constexpr const char* kNames[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes);
+  int unit = 0;
+  while (value >= 1024.0 && unit < 4) {
+    value /= 1024.0;
+    ++unit;
+  }
+  if (unit == 0) return fmt::format("{} B", bytes);
+  if (std::fabs(value - std::round(value)) < 0.005) return fmt::format("{:.0f} {}", value, kNames[unit]);
+  return fmt::format("{:.2f} {}", value, kNames[unit]);
+}
+
+void Device::validate() const {
+  const std::string who = name.empty() ? std::string("device") : fmt::format("device '{}'", name);
+  if (cores < 1) {
+    throw DeviceError(fmt::format("{}: cores = {} is invalid; a device has at least 1 core", who,
+                                  cores));
+  }
+  if (!(core_speed > 0.0) || !std::isfinite(core_speed)) {
+    throw DeviceError(fmt::format(
+        "{}: core_speed = {} is invalid; it is the speed of one device core relative to one host "
+        "core and must be greater than 0 (for example 0.25)",
+        who, core_speed));
+  }
+  if (memory_bytes < kMinDeviceMemory) {
+    throw DeviceError(fmt::format("{}: memory = {} is below the floor of {}; give the device's "
+                                  "RAM, for example \"512MiB\"",
+                                  who, memory_bytes == 0 ? "0" : format_size(memory_bytes),
+                                  format_size(kMinDeviceMemory)));
+  }
+  if (pids_max && *pids_max < 1) {
+    throw DeviceError(fmt::format("{}: pids_max = {} is invalid; it must be at least 1", who,
+                                  *pids_max));
+  }
+  if ((io_read_bps && *io_read_bps == 0) || (io_write_bps && *io_write_bps == 0)) {
+    throw DeviceError(fmt::format("{}: an I/O bandwidth of 0 bytes/s is invalid", who));
+  }
+}
+
+bool operator==(const Device& a, const Device& b) {
+  return a.name == b.name && a.cores == b.cores && a.core_speed == b.core_speed &&
+         a.memory_bytes == b.memory_bytes && a.swap_bytes == b.swap_bytes &&
+         a.io_read_bps == b.io_read_bps && a.io_write_bps == b.io_write_bps &&
+         a.pids_max == b.pids_max && a.description == b.description && a.source == b.source;
+}
+
+Device make_device(std::string name, int cores, double core_speed, std::string_view memory,
+                   std::string_view swap) {
+  Device d;
+  d.name = std::move(name);
+  d.cores = cores;
+  d.core_speed = core_speed;
+  d.memory_bytes = parse_size(memory, "memory");
+  d.swap_bytes = parse_size(swap, "swap");
+  d.validate();
+  return d;
+}
+
+namespace {
+
+Device builtin(std::string name, int cores, double speed, std::string_view memory,
+               std::string description, std::string source) {
+  Device d = make_device(std::move(name), cores, speed, memory);
+  d.description = std::move(description);
+  d.source = std::move(source);
+  return d;
+}
+
+// Core speeds are estimated: one device core relative to a reference x86-64 server core
+// (Geekbench 5 single-core about 1000). Host calibration replaces them with measured ratios.
+constexpr const char* kSpeedEstimate =
+    "cores and memory: vendor specifications (measured by the vendor); core_speed: estimated "
+    "from published single-core benchmark results relative to a reference x86-64 server core, "
+    "not calibrated against this host";
+
+}  // namespace
+
+const std::vector<Device>& builtin_devices() {
+  static const std::vector<Device> devices = {
+      builtin("raspberry-pi-zero-2w", 4, 0.10, "512MiB",
+              "Raspberry Pi Zero 2 W: 4x Cortex-A53 @ 1.0 GHz, 512 MiB", kSpeedEstimate),
+      builtin("raspberry-pi-3b", 4, 0.12, "1GiB",
+              "Raspberry Pi 3 Model B: 4x Cortex-A53 @ 1.2 GHz, 1 GiB", kSpeedEstimate),
+      builtin("raspberry-pi-4", 4, 0.25, "4GiB",
+              "Raspberry Pi 4 Model B (4 GiB): 4x Cortex-A72 @ 1.5 GHz", kSpeedEstimate),
+      builtin("jetson-nano", 4, 0.20, "4GiB",
+              "NVIDIA Jetson Nano: 4x Cortex-A57 @ 1.43 GHz, 4 GiB shared with the GPU (CPU "
+              "only is emulated)",
+              kSpeedEstimate),
+  };
+  return devices;
+}
+
+const Device& builtin_device(std::string_view name) {
+  std::string known;
+  for (const Device& d : builtin_devices()) {
+    if (d.name == name) return d;
+    known += known.empty() ? d.name : ", " + d.name;
+  }
+  throw DeviceError(fmt::format("no built-in device named '{}'; the built-in devices are: {}",
+                                name, known));
+}
+
+}  // namespace edgeprof

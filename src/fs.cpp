@@ -1,0 +1,147 @@
+#include "fs.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fmt/format.h>
+
+namespace edgeprof::detail {
+
+namespace {
+
+bool is_permission(int err) { return err == EACCES || err == EPERM || err == EROFS; }
+
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+}  // namespace
+
+std::string sys_message(int err, std::string_view action, std::string_view path,
+                        std::string_view hint) {
+  std::string message = fmt::format("{} {}: {} (errno {})", action, path, std::strerror(err), err);
+  if (!hint.empty()) {
+    message += fmt::format(". {}", hint);
+  } else if (is_permission(err)) {
+    message += fmt::format(
+        ". edgeprof needs write access to the cgroup it creates slices in: run as root, or "
+        "under a delegated systemd scope (systemd-run --user --scope -p Delegate=yes ...), or "
+        "set EDGEPROF_CGROUP_PARENT to a cgroup you own");
+  }
+  return message;
+}
+
+void throw_sys_error(int err, std::string_view action, std::string_view path,
+                     std::string_view hint) {
+  std::string message = sys_message(err, action, path, hint);
+  if (is_permission(err)) throw PermissionDenied(message, err);
+  throw CgroupError(message, err);
+}
+
+std::optional<std::string> Fs::read(std::string_view path, int* err) const {
+  const std::string full = resolve(path);
+  Fd fd(::open(full.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) {
+    if (err) *err = errno;
+    return std::nullopt;
+  }
+  std::string out;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (err) *err = errno;
+      return std::nullopt;
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+std::string Fs::read_or_throw(std::string_view path) const {
+  int err = 0;
+  auto text = read(path, &err);
+  if (!text) throw_sys_error(err, "cannot read", resolve(path));
+  return *text;
+}
+
+int Fs::write(std::string_view path, std::string_view value) const {
+  const std::string full = resolve(path);
+  Fd fd(::open(full.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC));
+  if (fd.get() < 0) return errno;
+  for (;;) {
+    ssize_t n = ::write(fd.get(), value.data(), value.size());
+    if (n >= 0) return 0;
+    if (errno != EINTR) return errno;
+  }
+}
+
+void Fs::write_or_throw(std::string_view path, std::string_view value,
+                        std::string_view hint) const {
+  if (int err = write(path, value)) {
+    throw_sys_error(err, fmt::format("cannot write '{}' to", value), resolve(path), hint);
+  }
+}
+
+bool Fs::exists(std::string_view path) const {
+  return ::access(resolve(path).c_str(), F_OK) == 0;
+}
+
+int Fs::mkdir(std::string_view path) const {
+  return ::mkdir(resolve(path).c_str(), 0755) == 0 ? 0 : errno;
+}
+
+int Fs::rmdir(std::string_view path) const {
+  return ::rmdir(resolve(path).c_str()) == 0 ? 0 : errno;
+}
+
+std::vector<std::string> Fs::subdirs(std::string_view path) const {
+  std::vector<std::string> out;
+  DIR* dir = ::opendir(resolve(path).c_str());
+  if (!dir) return out;
+  while (dirent* entry = ::readdir(dir)) {
+    if (entry->d_type != DT_DIR) continue;
+    std::string_view name = entry->d_name;
+    if (name == "." || name == "..") continue;
+    out.emplace_back(name);
+  }
+  ::closedir(dir);
+  return out;
+}
+
+int Fs::open_dir(std::string_view path) const {
+  int fd = ::open(resolve(path).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  return fd >= 0 ? fd : -errno;
+}
+
+std::optional<long> Fs::fs_type(std::string_view path) const {
+  struct statfs st {};
+  if (::statfs(resolve(path).c_str(), &st) != 0) return std::nullopt;
+  return static_cast<long>(st.f_type);
+}
+
+std::string join(std::string_view a, std::string_view b) {
+  while (!a.empty() && a.back() == '/') a.remove_suffix(1);
+  while (!b.empty() && b.front() == '/') b.remove_prefix(1);
+  if (b.empty()) return a.empty() ? std::string("/") : std::string(a);
+  return std::string(a) + "/" + std::string(b);
+}
+
+}  // namespace edgeprof::detail

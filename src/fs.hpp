@@ -1,0 +1,68 @@
+// The one filesystem layer: every /sys/fs/cgroup and /proc access goes through Fs, whose root
+// is injectable so tests can point a whole hierarchy at a temporary directory.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "edgeprof/error.hpp"
+
+namespace edgeprof::detail {
+
+// File names, in one place.
+namespace files {
+inline constexpr const char* kProcs = "cgroup.procs";
+inline constexpr const char* kControllers = "cgroup.controllers";
+inline constexpr const char* kSubtreeControl = "cgroup.subtree_control";
+inline constexpr const char* kKill = "cgroup.kill";
+inline constexpr const char* kFreeze = "cgroup.freeze";
+inline constexpr const char* kEvents = "cgroup.events";
+inline constexpr const char* kProcSelfCgroup = "/proc/self/cgroup";
+inline constexpr const char* kProcMeminfo = "/proc/meminfo";
+inline constexpr const char* kCgroupMount = "/sys/fs/cgroup";
+}  // namespace files
+
+// The message for a failed system call on `path`: what was being done, the errno, and the
+// remedy (`hint`, or for EACCES/EPERM/EROFS how to get write access).
+std::string sys_message(int err, std::string_view action, std::string_view path,
+                        std::string_view hint = {});
+// Throws PermissionDenied for EACCES/EPERM/EROFS, CgroupError otherwise.
+[[noreturn]] void throw_sys_error(int err, std::string_view action, std::string_view path,
+                                  std::string_view hint = {});
+
+class Fs {
+ public:
+  // `root` is prefixed to every absolute path; "" is the real filesystem.
+  explicit Fs(std::string root = {}) : root_(std::move(root)) {}
+
+  std::string resolve(std::string_view path) const { return root_ + std::string(path); }
+  const std::string& root() const { return root_; }
+
+  // Reads a whole (small) file. nullopt and errno in *err on failure.
+  std::optional<std::string> read(std::string_view path, int* err = nullptr) const;
+  // Reads or throws an error naming the file.
+  std::string read_or_throw(std::string_view path) const;
+  // Writes `value` in a single write(2) (cgroup files want one value per write). 0 or errno.
+  int write(std::string_view path, std::string_view value) const;
+  void write_or_throw(std::string_view path, std::string_view value,
+                      std::string_view hint = {}) const;
+  bool exists(std::string_view path) const;
+  int mkdir(std::string_view path) const;  // 0 or errno
+  int rmdir(std::string_view path) const;  // 0 or errno
+  // Names of the subdirectories of `path` (empty when it cannot be read).
+  std::vector<std::string> subdirs(std::string_view path) const;
+  // An O_PATH|O_DIRECTORY fd of `path` (for clone3's CLONE_INTO_CGROUP), or -errno.
+  int open_dir(std::string_view path) const;
+  // statfs f_type of `path`, or nullopt.
+  std::optional<long> fs_type(std::string_view path) const;
+
+ private:
+  std::string root_;
+};
+
+// Joins cgroup paths without doubling slashes: join("/a/", "/b") == "/a/b".
+std::string join(std::string_view a, std::string_view b);
+
+}  // namespace edgeprof::detail

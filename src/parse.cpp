@@ -1,0 +1,164 @@
+#include "parse.hpp"
+
+#include <charconv>
+
+namespace edgeprof::detail {
+
+namespace {
+
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+// Calls fn(line) for each line, without the newline.
+template <class Fn>
+void for_each_line(std::string_view text, Fn&& fn) {
+  while (!text.empty()) {
+    size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    fn(line);
+    if (nl == std::string_view::npos) break;
+    text.remove_prefix(nl + 1);
+  }
+}
+
+}  // namespace
+
+std::optional<std::uint64_t> parse_u64(std::string_view text) {
+  text = trim(text);
+  if (text.empty()) return std::nullopt;
+  std::uint64_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+std::optional<std::uint64_t> find_key(std::string_view text, std::string_view key) {
+  std::optional<std::uint64_t> found;
+  for_each_line(text, [&](std::string_view line) {
+    if (found) return;
+    line = trim(line);
+    if (line.size() <= key.size() || line.substr(0, key.size()) != key ||
+        !is_space(line[key.size()])) {
+      return;
+    }
+    std::string_view rest = trim(line.substr(key.size()));
+    rest = rest.substr(0, rest.find_first_of(" \t"));  // "24591236 kB" -> "24591236"
+    found = parse_u64(rest);
+  });
+  return found;
+}
+
+std::optional<Limit> parse_limit(std::string_view text) {
+  text = trim(text);
+  if (text == "max") return Limit{true, 0};
+  auto value = parse_u64(text);
+  if (!value) return std::nullopt;
+  // v1 reports "no limit" as PAGE_COUNTER_MAX rounded to pages (9223372036854771712).
+  if (*value >= (std::uint64_t{1} << 62)) return Limit{true, 0};
+  return Limit{false, *value};
+}
+
+std::vector<CgroupMembership> parse_proc_cgroup(std::string_view text) {
+  std::vector<CgroupMembership> out;
+  for_each_line(text, [&](std::string_view line) {
+    line = trim(line);
+    size_t c1 = line.find(':');
+    if (c1 == std::string_view::npos) return;
+    size_t c2 = line.find(':', c1 + 1);
+    if (c2 == std::string_view::npos) return;
+    auto id = parse_u64(line.substr(0, c1));
+    if (!id) return;
+    CgroupMembership m;
+    m.hierarchy = static_cast<int>(*id);
+    std::string_view list = line.substr(c1 + 1, c2 - c1 - 1);
+    while (!list.empty()) {
+      size_t comma = list.find(',');
+      std::string_view name = list.substr(0, comma);
+      if (!name.empty()) m.controllers.emplace_back(name);
+      if (comma == std::string_view::npos) break;
+      list.remove_prefix(comma + 1);
+    }
+    m.path = std::string(line.substr(c2 + 1));
+    out.push_back(std::move(m));
+  });
+  return out;
+}
+
+std::vector<pid_t> parse_pids(std::string_view text) {
+  std::vector<pid_t> out;
+  for_each_line(text, [&](std::string_view line) {
+    if (auto v = parse_u64(line)) out.push_back(static_cast<pid_t>(*v));
+  });
+  return out;
+}
+
+std::optional<std::uint64_t> parse_stat_starttime(std::string_view text) {
+  // The command name (field 2) may contain spaces and parentheses: count from the last ')'.
+  size_t paren = text.rfind(')');
+  if (paren == std::string_view::npos) return std::nullopt;
+  std::string_view rest = text.substr(paren + 1);
+  // rest starts at field 3; starttime is field 22, i.e. the 20th word of rest.
+  int field = 2;
+  while (!rest.empty()) {
+    while (!rest.empty() && is_space(rest.front())) rest.remove_prefix(1);
+    if (rest.empty()) break;
+    size_t end = rest.find_first_of(" \t\n");
+    std::string_view word = rest.substr(0, end);
+    if (++field == 22) return parse_u64(word);
+    if (end == std::string_view::npos) break;
+    rest.remove_prefix(end);
+  }
+  return std::nullopt;
+}
+
+std::string format_slice_name(const SliceName& name) {
+  return "edgeprof-" + std::to_string(name.owner) + "-" + std::to_string(name.owner_start) + "-" +
+         std::to_string(name.sequence);
+}
+
+std::optional<SliceName> parse_slice_name(std::string_view name) {
+  constexpr std::string_view prefix = "edgeprof-";
+  if (name.substr(0, prefix.size()) != prefix) return std::nullopt;
+  name.remove_prefix(prefix.size());
+  std::uint64_t parts[3];
+  for (int i = 0; i < 3; ++i) {
+    size_t dash = name.find('-');
+    if ((i < 2) == (dash == std::string_view::npos)) return std::nullopt;
+    auto value = parse_u64(name.substr(0, dash));
+    if (!value) return std::nullopt;
+    parts[i] = *value;
+    if (dash != std::string_view::npos) name.remove_prefix(dash + 1);
+  }
+  if (parts[0] == 0) return std::nullopt;
+  return SliceName{static_cast<pid_t>(parts[0]), parts[1], parts[2]};
+}
+
+CpuSplit split_cpu_time(std::uint64_t usage_ns, std::uint64_t user_ticks,
+                        std::uint64_t system_ticks) {
+  const std::uint64_t ticks = user_ticks + system_ticks;
+  if (ticks == 0) return {usage_ns, 0};
+  // 128-bit product: usage_ns x ticks overflows 64 bits after a few CPU-days.
+  __extension__ using u128 = unsigned __int128;
+  auto user = static_cast<std::uint64_t>(u128{usage_ns} * user_ticks / ticks);
+  return {user, usage_ns - user};
+}
+
+std::vector<std::string> split_words(std::string_view text) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i < text.size()) {
+    while (i < text.size() && is_space(text[i])) ++i;
+    size_t j = i;
+    while (j < text.size() && !is_space(text[j])) ++j;
+    if (j > i) out.emplace_back(text.substr(i, j - i));
+    i = j;
+  }
+  return out;
+}
+
+}  // namespace edgeprof::detail

@@ -1,0 +1,65 @@
+// Pure parsers of cgroup and /proc text. No I/O: tests feed them literal text and captures.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace edgeprof::detail {
+
+// A decimal unsigned integer, surrounding whitespace allowed; nullopt otherwise.
+std::optional<std::uint64_t> parse_u64(std::string_view text);
+
+// The value of `key` in flat-keyed text ("key value" per line), as cpu.stat, memory.stat,
+// memory.events, memory.oom_control and /proc/meminfo ("MemTotal:") are written.
+std::optional<std::uint64_t> find_key(std::string_view text, std::string_view key);
+
+// A limit file: "max" (or v1's huge "unlimited" values) -> nullopt-in-value; a number -> it.
+struct Limit {
+  bool unlimited = false;
+  std::uint64_t value = 0;
+};
+std::optional<Limit> parse_limit(std::string_view text);
+
+// One line of /proc/<pid>/cgroup: "hierarchy-id:controller,list:/path".
+struct CgroupMembership {
+  int hierarchy = 0;
+  std::vector<std::string> controllers;  // empty for the v2 line ("0::/path")
+  std::string path;
+};
+std::vector<CgroupMembership> parse_proc_cgroup(std::string_view text);
+
+// The pids in cgroup.procs (one per line).
+std::vector<pid_t> parse_pids(std::string_view text);
+
+// Field 22 (starttime, clock ticks since boot) of /proc/<pid>/stat; nullopt when malformed.
+std::optional<std::uint64_t> parse_stat_starttime(std::string_view text);
+
+// Slice directory names: "edgeprof-<owner pid>-<owner starttime>-<sequence>".
+struct SliceName {
+  pid_t owner = 0;
+  std::uint64_t owner_start = 0;
+  std::uint64_t sequence = 0;
+};
+std::string format_slice_name(const SliceName& name);
+std::optional<SliceName> parse_slice_name(std::string_view name);
+
+// cgroup v1 CPU time: cpuacct.usage is exact (scheduler runtime, ns) but cpuacct.usage_user
+// and usage_sys are tick samples that can exceed it (seen: 1.07 s "user" for 0.76 s of
+// runtime). Split the exact total in the ratio of cpuacct.stat's user and system ticks, as the
+// kernel's cputime_adjust() does; with no ticks at all, count it as user time.
+struct CpuSplit {
+  std::uint64_t user_ns = 0;
+  std::uint64_t system_ns = 0;
+};
+CpuSplit split_cpu_time(std::uint64_t usage_ns, std::uint64_t user_ticks,
+                        std::uint64_t system_ticks);
+
+// Whitespace-separated words ("cpuset cpu io memory pids" of cgroup.controllers).
+std::vector<std::string> split_words(std::string_view text);
+
+}  // namespace edgeprof::detail

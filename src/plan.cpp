@@ -1,0 +1,152 @@
+#include "edgeprof/plan.hpp"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+
+#include "edgeprof/error.hpp"
+#include "fs.hpp"
+#include "parse.hpp"
+
+namespace edgeprof {
+
+std::vector<int> parse_cpu_list(std::string_view text) {
+  std::vector<int> cpus;
+  std::string_view rest = text;
+  while (!rest.empty() && (rest.back() == '\n' || rest.back() == ' ')) rest.remove_suffix(1);
+  auto bad = [&] {
+    return Error(fmt::format("cannot read '{}' as a CPU list (expected e.g. \"0-3,8\")", text));
+  };
+  while (!rest.empty()) {
+    size_t comma = rest.find(',');
+    std::string_view item = rest.substr(0, comma);
+    size_t dash = item.find('-');
+    auto lo = detail::parse_u64(item.substr(0, dash));
+    auto hi = dash == std::string_view::npos ? lo : detail::parse_u64(item.substr(dash + 1));
+    if (!lo || !hi || *hi < *lo || *hi > 65535) throw bad();
+    for (auto c = *lo; c <= *hi; ++c) cpus.push_back(static_cast<int>(c));
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  std::sort(cpus.begin(), cpus.end());
+  cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
+  return cpus;
+}
+
+std::string format_cpu_list(const std::vector<int>& cpus) {
+  std::vector<int> sorted = cpus;
+  std::sort(sorted.begin(), sorted.end());
+  std::string out;
+  for (size_t i = 0; i < sorted.size();) {
+    size_t j = i;
+    while (j + 1 < sorted.size() && sorted[j + 1] == sorted[j] + 1) ++j;
+    if (!out.empty()) out += ',';
+    out += j == i ? fmt::format("{}", sorted[i]) : fmt::format("{}-{}", sorted[i], sorted[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+HostFacts host_facts() {
+  HostFacts facts;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    for (int c = 0; c < CPU_SETSIZE; ++c) {
+      if (CPU_ISSET(c, &set)) facts.cpus.push_back(c);
+    }
+  }
+  detail::Fs fs;
+  if (auto meminfo = fs.read(detail::files::kProcMeminfo)) {
+    facts.memory_bytes = detail::find_key(*meminfo, "MemTotal:").value_or(0) * 1024;
+    facts.swap_bytes = detail::find_key(*meminfo, "SwapTotal:").value_or(0) * 1024;
+  }
+  return facts;
+}
+
+bool operator==(const EmulationPlan& a, const EmulationPlan& b) {
+  return a.cpus == b.cpus && a.cpu_period_us == b.cpu_period_us &&
+         a.cpu_quota_us == b.cpu_quota_us && a.memory_max_bytes == b.memory_max_bytes &&
+         a.swap_max_bytes == b.swap_max_bytes && a.pids_max == b.pids_max && a.notes == b.notes;
+}
+
+EmulationPlan plan_emulation(const Device& device, const HostFacts& host,
+                             const PlanOptions& options) {
+  device.validate();
+  if (options.cpu_period_us < kMinCpuPeriodUs || options.cpu_period_us > kMaxCpuPeriodUs) {
+    throw Error(fmt::format("cpu_period_us = {} is out of range: the kernel accepts {} to {} us",
+                            options.cpu_period_us, kMinCpuPeriodUs, kMaxCpuPeriodUs));
+  }
+  EmulationPlan plan;
+  const std::string who = fmt::format("device '{}'", device.name);
+
+  // CPUs: the device's core count, capped by what the host allows this process.
+  std::vector<int> usable = options.cpus.empty() ? host.cpus : options.cpus;
+  for (int cpu : options.cpus) {
+    if (std::find(host.cpus.begin(), host.cpus.end(), cpu) == host.cpus.end()) {
+      throw UnsupportedError(fmt::format("CPU {} was asked for, but this process may only use "
+                                         "CPUs {}",
+                                         cpu, format_cpu_list(host.cpus)));
+    }
+  }
+  if (usable.empty()) throw UnsupportedError("the host reports no usable CPUs");
+  std::sort(usable.begin(), usable.end());
+  const size_t ncpus = std::min<size_t>(static_cast<size_t>(device.cores), usable.size());
+  plan.cpus.assign(usable.begin(), usable.begin() + static_cast<long>(ncpus));
+
+  const double capacity = device.cores * device.core_speed;
+  if (capacity > static_cast<double>(ncpus) + 1e-9) {
+    throw UnsupportedError(fmt::format(
+        "{} needs {:.2f} host cores of CPU capacity ({} cores x speed {}), but only {} host "
+        "CPU{} can be used. Emulate it on a larger host, or lower cores or core_speed",
+        who, capacity, device.cores, device.core_speed, ncpus, ncpus == 1 ? "" : "s"));
+  }
+  if (static_cast<size_t>(device.cores) > ncpus) {
+    plan.notes.push_back(fmt::format(
+        "{} cores are emulated on {} host CPU{}: total CPU capacity matches the device, but no "
+        "more than {} threads run at the same instant",
+        device.cores, ncpus, ncpus == 1 ? "" : "s", ncpus));
+  }
+
+  // Bandwidth: quota = capacity x period; stretch the period when the quota would fall under
+  // the kernel's minimum, and say so (a longer period makes the throttling coarser).
+  plan.cpu_period_us = options.cpu_period_us;
+  double quota = capacity * static_cast<double>(plan.cpu_period_us);
+  if (quota < static_cast<double>(kMinCpuQuotaUs)) {
+    auto period = static_cast<std::uint64_t>(std::ceil(kMinCpuQuotaUs / capacity));
+    if (period > kMaxCpuPeriodUs) {
+      throw UnsupportedError(fmt::format(
+          "{} has {:.4f} host cores of capacity, below what CFS bandwidth control can express "
+          "(1 ms per 1 s period = 0.001 cores)",
+          who, capacity));
+    }
+    plan.notes.push_back(fmt::format(
+        "cpu period raised from {} us to {} us so the quota reaches the kernel's 1 ms minimum",
+        plan.cpu_period_us, period));
+    plan.cpu_period_us = period;
+    quota = capacity * static_cast<double>(period);
+  }
+  plan.cpu_quota_us = static_cast<std::uint64_t>(std::llround(quota));
+
+  // Memory.
+  if (host.memory_bytes && device.memory_bytes > host.memory_bytes) {
+    throw UnsupportedError(fmt::format(
+        "{} has {} of memory but this host has only {}: the limit could never be reached, so "
+        "out-of-memory behaviour would not be emulated",
+        who, format_size(device.memory_bytes), format_size(host.memory_bytes)));
+  }
+  plan.memory_max_bytes = device.memory_bytes;
+  plan.swap_max_bytes = device.swap_bytes;
+  if (device.swap_bytes > 0 && host.swap_bytes < device.swap_bytes) {
+    plan.notes.push_back(fmt::format("the device has {} of swap but the host has {}: swap "
+                                     "beyond the host's cannot be used",
+                                     format_size(device.swap_bytes),
+                                     format_size(host.swap_bytes)));
+  }
+  plan.pids_max = device.pids_max;
+  return plan;
+}
+
+}  // namespace edgeprof

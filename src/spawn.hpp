@@ -1,0 +1,69 @@
+// Starting a process inside a cgroup before it runs a single instruction of the workload.
+#pragma once
+
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "edgeprof/slice.hpp"
+
+namespace edgeprof::detail {
+
+using Clock = std::chrono::steady_clock;
+
+// Everything the child needs, prepared in the parent: between fork and exec only
+// async-signal-safe calls are allowed, so nothing is allocated there.
+class PreparedCommand {
+ public:
+  // Resolves argv[0] through PATH and opens the stdio files; throws SpawnError naming the file.
+  explicit PreparedCommand(const Command& command);
+  ~PreparedCommand();
+  PreparedCommand(const PreparedCommand&) = delete;
+  PreparedCommand& operator=(const PreparedCommand&) = delete;
+
+  const std::string& path() const { return path_; }
+
+ private:
+  friend struct Spawner;
+  std::string path_;
+  std::vector<std::string> argv_storage_, env_storage_;
+  std::vector<char*> argv_, envp_;
+  std::string cwd_;
+  int stdio_[3] = {-1, -1, -1};  // -1 = inherit
+};
+
+struct Spawned {
+  pid_t pid = -1;
+  int pidfd = -1;
+  Clock::time_point released;  // when the child was let go to exec
+  bool cloned_into_cgroup = false;
+};
+
+// Starts the command. With `cgroup_fd` >= 0 the child is created inside that cgroup v2 by
+// clone3(CLONE_INTO_CGROUP); otherwise (or when the kernel lacks it) it is forked, held on a
+// pipe until `place(pid)` has put it in the cgroup, then released. Returns after the exec
+// succeeded; throws SpawnError (with errno and path) when it failed.
+Spawned spawn_process(const PreparedCommand& command, int cgroup_fd,
+                      const std::function<void(pid_t)>& place);
+
+struct Exit {
+  int status = 0;  // as from waitpid
+  rusage usage{};
+  Clock::time_point when;
+};
+
+// Waits for the child's exit via its pidfd until `deadline` (nullopt = for ever), calling
+// `tick` at least every `tick_every` while waiting. Returns nullopt when the deadline passed.
+std::optional<Exit> wait_exit(const Spawned& child, std::optional<Clock::time_point> deadline,
+                              const std::function<void()>& tick,
+                              std::chrono::milliseconds tick_every);
+
+// Blocks until the child has exited (after it was killed) and reaps it.
+Exit reap(const Spawned& child);
+
+}  // namespace edgeprof::detail

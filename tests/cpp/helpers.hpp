@@ -1,0 +1,60 @@
+// Test helpers: temporary fake trees, fixture lookup, and the paths of the helper programs.
+#pragma once
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace edgeprof::test {
+
+// A directory tree in /tmp that a detail::Fs can be rooted at; removed on destruction.
+class FakeTree {
+ public:
+  FakeTree() {
+    char pattern[] = "/tmp/edgeprof-test-XXXXXX";
+    root_ = ::mkdtemp(pattern);
+  }
+  ~FakeTree() {
+    std::error_code ec;
+    std::filesystem::remove_all(root_, ec);
+  }
+  FakeTree(const FakeTree&) = delete;
+  FakeTree& operator=(const FakeTree&) = delete;
+
+  const std::string& root() const { return root_; }
+  void file(const std::string& path, const std::string& content) const {
+    std::filesystem::create_directories(std::filesystem::path(root_ + path).parent_path());
+    std::ofstream(root_ + path) << content;
+  }
+  void dir(const std::string& path) const { std::filesystem::create_directories(root_ + path); }
+  std::string read(const std::string& path) const { return slurp(root_ + path); }
+  bool exists(const std::string& path) const { return std::filesystem::exists(root_ + path); }
+
+  static std::string slurp(const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+
+ private:
+  std::string root_;
+};
+
+inline std::string fixture(const std::string& name) {
+  return FakeTree::slurp(std::string(EDGEPROF_FIXTURES) + "/" + name);
+}
+inline bool has_fixture(const std::string& name) {
+  return std::filesystem::exists(std::string(EDGEPROF_FIXTURES) + "/" + name);
+}
+
+// The helper programs sit next to the test binary (also inside the VM, at the same path).
+inline std::string helper(const std::string& name) {
+  return std::filesystem::read_symlink("/proc/self/exe").parent_path() / name;
+}
+
+}  // namespace edgeprof::test

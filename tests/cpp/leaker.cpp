@@ -1,0 +1,24 @@
+// Creates a slice, starts a long sleep in it, prints the slice's directories, then dies by
+// SIGKILL without cleaning up: what a crashed profiler leaves behind, for the stale-slice test.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <edgeprof/edgeprof.hpp>
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: %s WORKLOAD_BINARY\n", argv[0]);
+    return 64;
+  }
+  edgeprof::Slice slice(edgeprof::make_device("leaker", 1, 1.0, "64MiB"));
+  edgeprof::Command command;
+  command.argv = {argv[1], "fork-sleep"};
+  command.stdout_stream = edgeprof::Stdio::discard();  // the test reads our stdout to EOF
+  // fork-sleep exits at once, leaving its child asleep in the slice.
+  edgeprof::Result result = slice.spawn(command).wait();
+  std::printf("%d\n", result.exit_code.value_or(-1));
+  for (const std::string& path : slice.paths()) std::printf("%s\n", path.c_str());
+  std::fflush(stdout);
+  ::kill(::getpid(), SIGKILL);
+}

@@ -1,0 +1,170 @@
+// The backends against fake cgroup trees: what they write where, and what they refuse.
+#include <catch2/catch.hpp>
+
+#include "cgroup/backend.hpp"
+#include "edgeprof/error.hpp"
+#include "helpers.hpp"
+
+using namespace edgeprof;
+using namespace edgeprof::detail;
+using edgeprof::test::FakeTree;
+
+TEST_CASE("the cgroup mode is decided by the filesystem types", "[cgroup]") {
+  CHECK(classify_mode(kCgroup2Magic, std::nullopt) == CgroupMode::unified);
+  CHECK(classify_mode(kTmpfsMagic, kCgroup2Magic) == CgroupMode::hybrid);
+  CHECK(classify_mode(kTmpfsMagic, std::nullopt) == CgroupMode::legacy);
+  CHECK(classify_mode(kTmpfsMagic, kTmpfsMagic) == CgroupMode::legacy);
+  CHECK(classify_mode(std::nullopt, std::nullopt) == CgroupMode::legacy);
+}
+
+namespace {
+
+EmulationPlan sample_plan() {
+  EmulationPlan plan;
+  plan.cpus = {0, 1};
+  plan.cpu_period_us = 10000;
+  plan.cpu_quota_us = 5000;
+  plan.memory_max_bytes = 64ull << 20;
+  plan.swap_max_bytes = 16ull << 20;
+  plan.pids_max = 100;
+  return plan;
+}
+
+// The interface files the kernel would create in a new cgroup directory.
+void kernel_files(const FakeTree& tree, const std::string& dir,
+                  std::initializer_list<const char*> names) {
+  for (const char* name : names) tree.file(dir + "/" + name, "");
+}
+
+}  // namespace
+
+TEST_CASE("v2: slices go beneath the caller's own cgroup with every limit written", "[cgroup]") {
+  FakeTree tree;
+  const std::string own = "/sys/fs/cgroup/user.slice/app.scope";
+  tree.file("/proc/self/cgroup", "0::/user.slice/app.scope\n");
+  tree.file(own + "/cgroup.controllers", "cpuset cpu io memory pids\n");
+  tree.file(own + "/cgroup.subtree_control", "cpuset cpu memory pids\n");
+  Layout layout{CgroupMode::unified, "/sys/fs/cgroup", {}};
+  auto backend = make_v2_backend(Fs(tree.root()), layout, "");
+  CHECK(backend->mode() == CgroupMode::unified);
+
+  auto cgroup = backend->create("edgeprof-1-2-3");
+  const std::string dir = own + "/edgeprof-1-2-3";
+  REQUIRE(tree.exists(dir));
+  CHECK(cgroup->clone_fd() >= 0);
+  kernel_files(tree, dir,
+               {"cpuset.cpus", "cpu.max", "memory.max", "memory.swap.max", "pids.max",
+                "cgroup.procs"});
+  std::vector<std::string> unapplied;
+  cgroup->apply(sample_plan(), false, unapplied);
+  CHECK(unapplied.empty());
+  CHECK(tree.read(dir + "/cpuset.cpus") == "0-1");
+  CHECK(tree.read(dir + "/cpu.max") == "5000 10000");
+  CHECK(tree.read(dir + "/memory.max") == "67108864");
+  CHECK(tree.read(dir + "/memory.swap.max") == "16777216");
+  CHECK(tree.read(dir + "/pids.max") == "100");
+  cgroup->attach(4321);
+  CHECK(tree.read(dir + "/cgroup.procs") == "4321");
+  CHECK(backend->slice_names() == std::vector<std::string>{"edgeprof-1-2-3"});
+  for (auto* f : {"cpuset.cpus", "cpu.max", "memory.max", "memory.swap.max", "pids.max",
+                  "cgroup.procs"}) {
+    std::filesystem::remove(tree.root() + dir + "/" + f);
+  }
+  CHECK(cgroup->remove());
+  CHECK_FALSE(tree.exists(dir));
+}
+
+TEST_CASE("v2: a missing controller is an error naming it, unless allowed", "[cgroup]") {
+  // What an unprivileged systemd user gets: cpu, memory and pids, but no cpuset.
+  FakeTree tree;
+  const std::string own = "/sys/fs/cgroup/user.slice/user@1000.service/app.scope";
+  tree.file("/proc/self/cgroup", "0::/user.slice/user@1000.service/app.scope\n");
+  tree.file(own + "/cgroup.controllers", "cpu memory pids\n");
+  tree.file(own + "/cgroup.subtree_control", "cpu memory pids\n");
+  Layout layout{CgroupMode::unified, "/sys/fs/cgroup", {}};
+  auto backend = make_v2_backend(Fs(tree.root()), layout, "");
+  auto cgroup = backend->create("edgeprof-1-2-4");
+  const std::string dir = own + "/edgeprof-1-2-4";
+  kernel_files(tree, dir, {"cpu.max", "memory.max", "memory.swap.max", "pids.max"});
+  std::vector<std::string> unapplied;
+  CHECK_THROWS_WITH(cgroup->apply(sample_plan(), false, unapplied),
+                    Catch::Contains("'cpuset'") && Catch::Contains("Delegate="));
+  CHECK_THROWS_AS(cgroup->apply(sample_plan(), false, unapplied), UnsupportedError);
+  cgroup->apply(sample_plan(), true, unapplied);
+  REQUIRE(unapplied.size() == 1);
+  CHECK_THAT(unapplied[0], Catch::Contains("cpuset"));
+  CHECK(tree.read(dir + "/cpu.max") == "5000 10000");
+}
+
+TEST_CASE("v2: an explicit parent is used instead of the caller's cgroup", "[cgroup]") {
+  FakeTree tree;
+  tree.file("/proc/self/cgroup", "0::/elsewhere\n");
+  tree.file("/sys/fs/cgroup/jobs/cgroup.controllers", "cpuset cpu memory pids\n");
+  tree.file("/sys/fs/cgroup/jobs/cgroup.subtree_control", "");
+  Layout layout{CgroupMode::unified, "/sys/fs/cgroup", {}};
+  auto backend = make_v2_backend(Fs(tree.root()), layout, "/jobs");
+  // Each controller is enabled for the children with its own write.
+  CHECK(tree.read("/sys/fs/cgroup/jobs/cgroup.subtree_control") == "+pids");
+  backend->create("edgeprof-9-9-9");
+  CHECK(tree.exists("/sys/fs/cgroup/jobs/edgeprof-9-9-9"));
+  CHECK_FALSE(tree.exists("/sys/fs/cgroup/elsewhere"));
+  std::filesystem::remove(tree.root() + "/sys/fs/cgroup/jobs/edgeprof-9-9-9");
+}
+
+TEST_CASE("v1: one directory per hierarchy, each under the caller's cgroup there", "[cgroup]") {
+  FakeTree tree;
+  tree.file("/proc/self/cgroup", edgeprof::test::fixture("v1/proc_self_cgroup"));
+  const std::string mem_parent = "/sys/fs/cgroup/memory/process_api/742a94da09bad8f76c354094074a054f";
+  tree.dir(mem_parent);
+  tree.file("/sys/fs/cgroup/cpuset/cpuset.mems", "0\n");
+  for (auto* h : {"cpu", "cpuacct", "pids", "freezer"}) tree.dir(std::string("/sys/fs/cgroup/") + h);
+  Layout layout{CgroupMode::hybrid, "", {}};
+  for (auto* c : {"cpu", "cpuacct", "cpuset", "memory", "pids", "freezer"}) {
+    layout.v1[c] = std::string("/sys/fs/cgroup/") + c;
+  }
+  auto backend = make_v1_backend(Fs(tree.root()), layout, "");
+  CHECK(backend->mode() == CgroupMode::hybrid);
+  auto cgroup = backend->create("edgeprof-1-2-3");
+  CHECK(cgroup->clone_fd() == -1);
+  CHECK(cgroup->paths().size() == 6);
+  CHECK(tree.exists(mem_parent + "/edgeprof-1-2-3"));
+  CHECK(tree.exists("/sys/fs/cgroup/cpu/edgeprof-1-2-3"));
+  kernel_files(tree, "/sys/fs/cgroup/cpu/edgeprof-1-2-3", {"cpu.cfs_period_us", "cpu.cfs_quota_us", "cgroup.procs"});
+  kernel_files(tree, "/sys/fs/cgroup/cpuset/edgeprof-1-2-3", {"cpuset.cpus", "cpuset.mems", "cgroup.procs"});
+  kernel_files(tree, mem_parent + "/edgeprof-1-2-3",
+               {"memory.limit_in_bytes", "memory.memsw.limit_in_bytes", "cgroup.procs"});
+  kernel_files(tree, "/sys/fs/cgroup/pids/edgeprof-1-2-3", {"pids.max", "cgroup.procs"});
+  kernel_files(tree, "/sys/fs/cgroup/cpuacct/edgeprof-1-2-3", {"cgroup.procs"});
+  kernel_files(tree, "/sys/fs/cgroup/freezer/edgeprof-1-2-3", {"cgroup.procs"});
+  std::vector<std::string> unapplied;
+  cgroup->apply(sample_plan(), false, unapplied);
+  CHECK(unapplied.empty());
+  CHECK(tree.read("/sys/fs/cgroup/cpuset/edgeprof-1-2-3/cpuset.mems") == "0\n");
+  CHECK(tree.read("/sys/fs/cgroup/cpuset/edgeprof-1-2-3/cpuset.cpus") == "0-1");
+  CHECK(tree.read("/sys/fs/cgroup/cpu/edgeprof-1-2-3/cpu.cfs_period_us") == "10000");
+  CHECK(tree.read("/sys/fs/cgroup/cpu/edgeprof-1-2-3/cpu.cfs_quota_us") == "5000");
+  CHECK(tree.read(mem_parent + "/edgeprof-1-2-3/memory.limit_in_bytes") == "67108864");
+  // memsw limits memory + swap together.
+  CHECK(tree.read(mem_parent + "/edgeprof-1-2-3/memory.memsw.limit_in_bytes") == "83886080");
+  CHECK(tree.read("/sys/fs/cgroup/pids/edgeprof-1-2-3/pids.max") == "100");
+  cgroup->attach(777);
+  CHECK(tree.read(mem_parent + "/edgeprof-1-2-3/cgroup.procs") == "777");
+  CHECK(tree.read("/sys/fs/cgroup/freezer/edgeprof-1-2-3/cgroup.procs") == "777");
+}
+
+TEST_CASE("v1: a missing hierarchy is an error unless allowed", "[cgroup]") {
+  FakeTree tree;
+  tree.file("/proc/self/cgroup", "3:cpu:/\n4:memory:/\n");
+  tree.dir("/sys/fs/cgroup/cpu");
+  tree.dir("/sys/fs/cgroup/memory");
+  Layout layout{CgroupMode::legacy, "", {{"cpu", "/sys/fs/cgroup/cpu"}, {"memory", "/sys/fs/cgroup/memory"}}};
+  auto backend = make_v1_backend(Fs(tree.root()), layout, "");
+  auto cgroup = backend->create("edgeprof-1-2-3");
+  kernel_files(tree, "/sys/fs/cgroup/cpu/edgeprof-1-2-3", {"cpu.cfs_period_us", "cpu.cfs_quota_us"});
+  kernel_files(tree, "/sys/fs/cgroup/memory/edgeprof-1-2-3", {"memory.limit_in_bytes"});
+  std::vector<std::string> unapplied;
+  CHECK_THROWS_WITH(cgroup->apply(sample_plan(), false, unapplied), Catch::Contains("'cpuset'"));
+  unapplied.clear();
+  cgroup->apply(sample_plan(), true, unapplied);
+  CHECK(unapplied.size() == 2);  // cpuset and pids
+}

@@ -1,0 +1,76 @@
+#include <catch2/catch.hpp>
+
+#include "edgeprof/device.hpp"
+#include "edgeprof/error.hpp"
+
+using namespace edgeprof;
+
+TEST_CASE("parse_size understands binary, decimal and docker-style units", "[device]") {
+  CHECK(parse_size("1048576") == 1048576u);
+  CHECK(parse_size("512MiB") == 512ull << 20);
+  CHECK(parse_size("512Mi") == 512ull << 20);
+  CHECK(parse_size("512M") == 512ull << 20);
+  CHECK(parse_size("512m") == 512ull << 20);
+  CHECK(parse_size("1.5GiB") == 3ull << 29);
+  CHECK(parse_size("500MB") == 500000000u);
+  CHECK(parse_size("1kB") == 1000u);
+  CHECK(parse_size(" 4 GiB ") == 4ull << 30);
+  CHECK(parse_size("0") == 0u);
+}
+
+TEST_CASE("parse_size rejects what is not a size, naming field and value", "[device]") {
+  for (const char* bad : {"12 parsecs", "", "GiB", "-1MiB", "1e9", "0.5B", "1.2.3MiB", "lots"}) {
+    CAPTURE(bad);
+    try {
+      parse_size(bad, "memory");
+      FAIL("accepted");
+    } catch (const DeviceError& e) {
+      std::string what = e.what();
+      CHECK(what.find("memory") != std::string::npos);
+      CHECK(what.find(std::string("'") + bad + "'") != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("format_size is readable", "[device]") {
+  CHECK(format_size(999) == "999 B");
+  CHECK(format_size(512ull << 20) == "512 MiB");
+  CHECK(format_size(3ull << 29) == "1.50 GiB");
+}
+
+TEST_CASE("devices are validated on construction", "[device]") {
+  CHECK_NOTHROW(make_device("ok", 2, 0.5, "512MiB"));
+  auto message = [](auto&& fn) {
+    try {
+      fn();
+    } catch (const DeviceError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  CHECK_THAT(message([] { make_device("b", 0, 0.5, "512MiB"); }),
+             Catch::Contains("cores = 0"));
+  CHECK_THAT(message([] { make_device("b", -2, 0.5, "512MiB"); }),
+             Catch::Contains("cores = -2"));
+  CHECK_THAT(message([] { make_device("b", 1, 0.0, "512MiB"); }),
+             Catch::Contains("core_speed = 0"));
+  CHECK_THAT(message([] { make_device("b", 1, -1.0, "512MiB"); }),
+             Catch::Contains("core_speed = -1"));
+  CHECK_THAT(message([] { make_device("b", 1, 0.5, "1MiB"); }), Catch::Contains("floor"));
+  CHECK_THAT(message([] { make_device("b", 1, 0.5, "12 parsecs"); }),
+             Catch::Contains("12 parsecs"));
+  Device d = make_device("b", 1, 0.5, "64MiB");
+  d.pids_max = 0;
+  CHECK_THROWS_AS(d.validate(), DeviceError);
+}
+
+TEST_CASE("built-in devices exist, are valid and are found by name", "[device]") {
+  for (const char* name : {"raspberry-pi-3b", "raspberry-pi-4", "jetson-nano"}) {
+    const Device& d = builtin_device(name);
+    CHECK(d.name == name);
+    CHECK_NOTHROW(d.validate());
+    CHECK_FALSE(d.source.empty());
+  }
+  CHECK_THROWS_WITH(builtin_device("raspberry-pi-9"),
+                    Catch::Contains("raspberry-pi-9") && Catch::Contains("raspberry-pi-4"));
+}

@@ -1,0 +1,329 @@
+// Real slices on the running kernel: cgroup v1 on the host, cgroup v2 in the VM
+// (tests/vm/run-v2.sh). They need root (or a delegated cgroup) and say so when they skip.
+#include <signal.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <thread>
+
+#include "edgeprof/edgeprof.hpp"
+#include "helpers.hpp"
+
+using namespace edgeprof;
+using edgeprof::test::FakeTree;
+using edgeprof::test::helper;
+
+namespace {
+
+// Whether this process may create slices; the reason is printed once when it may not.
+bool can_create_slices() {
+  static const bool ok = [] {
+    try {
+      Slice probe(make_device("probe", 1, 1.0, "64MiB"));
+      return true;
+    } catch (const PermissionDenied& e) {
+      std::fprintf(stderr, "SKIPPING [kernel] tests: %s\n", e.what());
+      return false;
+    }
+  }();
+  return ok;
+}
+
+#define REQUIRE_CGROUPS()                                  \
+  do {                                                     \
+    if (!can_create_slices()) {                            \
+      WARN("skipped: no permission to create cgroups");    \
+      return;                                              \
+    }                                                      \
+  } while (0)
+
+Command program(std::string path) {
+  Command c;
+  c.argv = {std::move(path)};
+  return c;
+}
+
+Command workload(std::vector<std::string> args) {
+  Command c;
+  c.argv = {helper("edgeprof_workload")};
+  c.argv.insert(c.argv.end(), args.begin(), args.end());
+  return c;
+}
+
+// Directories of slices this process owns, anywhere under /sys/fs/cgroup.
+std::vector<std::string> our_slices() {
+  namespace fs = std::filesystem;
+  const std::string prefix = "edgeprof-" + std::to_string(::getpid()) + "-";
+  std::vector<std::string> found;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator("/sys/fs/cgroup", ec);
+       it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (ec) break;
+    if (it.depth() >= 4) it.disable_recursion_pending();
+    if (it->is_directory(ec) && it->path().filename().string().rfind(prefix, 0) == 0) {
+      found.push_back(it->path());
+    }
+  }
+  return found;
+}
+
+bool all_gone(const std::vector<std::string>& paths) {
+  for (const auto& p : paths) {
+    if (std::filesystem::exists(p)) return false;
+  }
+  return true;
+}
+
+const Device& half_core() {
+  static const Device d = make_device("half-core", 1, 0.5, "256MiB");
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("the kernel's cgroup mode is detected", "[kernel]") {
+  const bool in_vm = std::getenv("EDGEPROF_IN_VM") != nullptr;
+  if (in_vm) {
+    CHECK(cgroup_mode() == CgroupMode::unified);
+  } else {
+    CHECK(cgroup_mode() != CgroupMode::unified);  // this project's host runs hybrid v1
+  }
+}
+
+TEST_CASE("a CPU-bound child under 1 core x speed 0.5 uses about half a core", "[kernel]") {
+  REQUIRE_CGROUPS();
+  Result r = run(workload({"spin", "1.5"}), half_core());
+  REQUIRE(r.ok());
+  const double cores_used = (r.cpu_user_s + r.cpu_system_s) / r.wall_time_s;
+  CAPTURE(r.cpu_user_s, r.cpu_system_s, r.wall_time_s, r.throttled_s, to_text(r));
+  CHECK(cores_used == Approx(0.5).margin(0.1));
+  CHECK(r.throttled_periods > 0);
+  CHECK(r.periods >= r.throttled_periods);
+  CHECK(r.plan.cpu_quota_us * 2 == r.plan.cpu_period_us);
+  CHECK(our_slices().empty());
+}
+
+TEST_CASE("two threads on a 2-core x 0.25 device share half a host core", "[kernel]") {
+  REQUIRE_CGROUPS();
+  if (host_facts().cpus.size() < 2) {
+    WARN("skipped: needs 2 host CPUs");
+    return;
+  }
+  Result r = run(workload({"spin", "1.5", "2"}), make_device("two-slow", 2, 0.25, "256MiB"));
+  REQUIRE(r.ok());
+  CHECK(r.plan.cpus.size() == 2);
+  CHECK((r.cpu_user_s + r.cpu_system_s) / r.wall_time_s == Approx(0.5).margin(0.1));
+}
+
+TEST_CASE("a child allocating past the memory limit is OOM-killed and reported so",
+          "[kernel]") {
+  REQUIRE_CGROUPS();
+  Result r = run(workload({"touch", "256"}), make_device("small", 1, 1.0, "64MiB"));
+  CAPTURE(to_text(r));
+  CHECK(r.oom_killed);
+  CHECK(r.oom_kills >= 1);
+  CHECK(r.signal == SIGKILL);
+  CHECK_FALSE(r.exit_code);
+  CHECK_FALSE(r.ok());
+  REQUIRE(r.peak_memory_bytes);
+  CHECK(*r.peak_memory_bytes <= (64ull << 20));
+  CHECK(*r.peak_memory_bytes >= (48ull << 20));
+  CHECK(our_slices().empty());
+}
+
+TEST_CASE("peak memory is the kernel's peak of what the workload touched", "[kernel]") {
+  REQUIRE_CGROUPS();
+  Result r = run(workload({"touch", "100"}), make_device("roomy", 1, 1.0, "512MiB"));
+  REQUIRE(r.ok());
+  REQUIRE(r.peak_memory_bytes);
+  CAPTURE(*r.peak_memory_bytes, r.child_max_rss_bytes, r.peak_memory_source);
+  CHECK(*r.peak_memory_bytes >= (100ull << 20));
+  CHECK(*r.peak_memory_bytes <= (120ull << 20));
+  CHECK(r.child_max_rss_bytes >= (100ull << 20));
+  CHECK_FALSE(r.oom_killed);
+  CHECK_THAT(r.peak_memory_source, Catch::StartsWith(cgroup_mode() == CgroupMode::unified
+                                                         ? "memory.peak"
+                                                         : "memory.max_usage_in_bytes"));
+}
+
+TEST_CASE("the child is inside the slice when it runs", "[kernel]") {
+  REQUIRE_CGROUPS();
+  FakeTree tmp;
+  Slice slice(half_core());
+  Command c = workload({"cgroup"});
+  c.stdout_stream = Stdio::file(tmp.root() + "/out");
+  Result r = slice.spawn(c).wait();
+  REQUIRE(r.ok());
+  const std::string membership = FakeTree::slurp(tmp.root() + "/out");
+  const std::string name = std::filesystem::path(slice.paths().front()).filename();
+  CAPTURE(membership, name);
+  if (slice.mode() == CgroupMode::unified) {
+    CHECK_THAT(membership, Catch::Contains("0::/") && Catch::Contains(name));
+  } else {
+    for (const char* controller : {":cpu", ":memory:", ":cpuset:", ":pids:"}) {
+      CAPTURE(controller);
+      bool found = false;
+      size_t pos = 0;
+      while ((pos = membership.find(controller, pos)) != std::string::npos) {
+        size_t end = membership.find('\n', pos);
+        found = found || membership.substr(pos, end - pos).find(name) != std::string::npos;
+        pos = end;
+      }
+      CHECK(found);
+    }
+  }
+}
+
+TEST_CASE("exit codes, environment, working directory and stdio reach the workload",
+          "[kernel]") {
+  REQUIRE_CGROUPS();
+  FakeTree tmp;
+  Slice slice(half_core());
+  CHECK(slice.spawn(workload({"exit", "3"})).wait().exit_code == 3);
+
+  Command env = workload({"env", "EDGEPROF_TEST"});
+  env.env = std::vector<std::string>{"EDGEPROF_TEST=hello there", "PATH=/bin"};
+  env.stdout_stream = Stdio::file(tmp.root() + "/env");
+  REQUIRE(slice.spawn(env).wait().ok());
+  CHECK(FakeTree::slurp(tmp.root() + "/env") == "hello there\n");
+
+  Command cwd = workload({"cwd"});
+  cwd.cwd = tmp.root();
+  cwd.stdout_stream = Stdio::file(tmp.root() + "/cwd");
+  REQUIRE(slice.spawn(cwd).wait().ok());
+  CHECK(FakeTree::slurp(tmp.root() + "/cwd") == tmp.root() + "\n");
+
+  Command quiet = workload({"nonsense-mode"});
+  quiet.stderr_stream = Stdio::discard();
+  CHECK(slice.spawn(quiet).wait().exit_code == 64);
+}
+
+TEST_CASE("exec failures are errors with the errno and the path, not exit code 127",
+          "[kernel]") {
+  REQUIRE_CGROUPS();
+  FakeTree tmp;
+  tmp.file("/not-executable", "#!/bin/sh\n");
+  Slice slice(half_core());
+  try {
+    slice.spawn(program("/no/such/program"));
+    FAIL("spawned");
+  } catch (const SpawnError& e) {
+    CHECK(e.sys_errno() == ENOENT);
+    CHECK(e.path() == "/no/such/program");
+    CHECK_THAT(e.what(), Catch::Contains("/no/such/program"));
+  }
+  try {
+    slice.spawn(program(tmp.root() + "/not-executable"));
+    FAIL("spawned");
+  } catch (const SpawnError& e) {
+    CHECK(e.sys_errno() == EACCES);
+  }
+  try {
+    slice.spawn(program("edgeprof-no-such-command-anywhere"));
+    FAIL("spawned");
+  } catch (const SpawnError& e) {
+    CHECK(e.sys_errno() == ENOENT);
+    CHECK_THAT(e.what(), Catch::Contains("PATH"));
+  }
+  Command bad_cwd = workload({"exit", "0"});
+  bad_cwd.cwd = "/no/such/dir";
+  CHECK_THROWS_WITH(slice.spawn(bad_cwd), Catch::Contains("/no/such/dir"));
+  Command bad_out = workload({"exit", "0"});
+  bad_out.stdout_stream = Stdio::file("/no/such/dir/out");
+  CHECK_THROWS_AS(slice.spawn(bad_out), SpawnError);
+  // The slice is still usable after failed spawns.
+  CHECK(slice.spawn(workload({"exit", "0"})).wait().ok());
+}
+
+TEST_CASE("a timeout kills the whole slice and reports timed_out", "[kernel]") {
+  REQUIRE_CGROUPS();
+  std::vector<std::string> paths;
+  {
+    Slice slice(half_core());
+    paths = slice.paths();
+    Result r = slice.spawn(workload({"sleep", "30"})).wait(std::chrono::milliseconds(300));
+    CHECK(r.timed_out);
+    CHECK(r.signal == SIGKILL);
+    CHECK(r.wall_time_s == Approx(0.3).margin(0.25));
+    CHECK_FALSE(r.ok());
+  }
+  CHECK(all_gone(paths));
+}
+
+TEST_CASE("an interrupt during wait kills the workload and removes the slice", "[kernel]") {
+  REQUIRE_CGROUPS();
+  RunOptions options;
+  const auto start = std::chrono::steady_clock::now();
+  options.check = [&] {
+    if (std::chrono::steady_clock::now() - start > std::chrono::milliseconds(200)) {
+      throw std::runtime_error("interrupted by the test");
+    }
+  };
+  CHECK_THROWS_WITH(run(workload({"sleep", "30"}), half_core(), options),
+                    "interrupted by the test");
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
+  CHECK(our_slices().empty());
+}
+
+TEST_CASE("processes left behind by the workload die with the slice", "[kernel]") {
+  REQUIRE_CGROUPS();
+  std::vector<std::string> paths;
+  {
+    Slice slice(half_core());
+    paths = slice.paths();
+    REQUIRE(slice.spawn(workload({"fork-sleep"})).wait().ok());
+    // The grandchild is still asleep in the slice.
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    CHECK_FALSE(FakeTree::slurp(paths.front() + "/cgroup.procs").empty());
+  }
+  CHECK(all_gone(paths));
+}
+
+TEST_CASE("a slice is reusable: each run gets its own CPU time", "[kernel]") {
+  REQUIRE_CGROUPS();
+  Slice slice(half_core());
+  Result a = slice.spawn(workload({"spin", "0.4"})).wait();
+  Result b = slice.spawn(workload({"exit", "0"})).wait();
+  CHECK(a.cpu_user_s + a.cpu_system_s > 0.1);
+  CHECK(b.cpu_user_s + b.cpu_system_s < 0.05);
+}
+
+TEST_CASE("slices left by a profiler killed with SIGKILL are removed by the next one",
+          "[kernel]") {
+  REQUIRE_CGROUPS();
+  const std::string cmd = "exec " + helper("edgeprof_leaker") + " " + helper("edgeprof_workload");
+  FILE* out = ::popen(cmd.c_str(), "r");
+  REQUIRE(out);
+  std::vector<std::string> lines;
+  char buf[4096];
+  while (std::fgets(buf, sizeof buf, out)) {
+    std::string line = buf;
+    if (!line.empty() && line.back() == '\n') line.pop_back();
+    lines.push_back(line);
+  }
+  ::pclose(out);
+  REQUIRE(lines.size() >= 2);
+  std::vector<std::string> leaked(lines.begin() + 1, lines.end());
+  for (const auto& p : leaked) CHECK(std::filesystem::exists(p));
+  // The leaked slice still holds a live process (the workload's grandchild).
+  CHECK_FALSE(FakeTree::slurp(leaked.front() + "/cgroup.procs").empty());
+  {
+    Slice next(half_core());
+    CHECK(all_gone(leaked));
+  }
+}
+
+TEST_CASE("an invalid device never creates a slice", "[kernel]") {
+  REQUIRE_CGROUPS();
+  Device bad = half_core();
+  bad.cores = 0;
+  CHECK_THROWS_AS(Slice(bad), DeviceError);
+  Device huge = half_core();
+  huge.cores = 64;
+  huge.core_speed = 1.0;
+  CHECK_THROWS_AS(Slice(huge), UnsupportedError);
+  CHECK(our_slices().empty());
+}

@@ -1,0 +1,134 @@
+#include <catch2/catch.hpp>
+
+#include "helpers.hpp"
+#include "parse.hpp"
+
+using namespace edgeprof::detail;
+using edgeprof::test::fixture;
+using edgeprof::test::has_fixture;
+
+TEST_CASE("parse_u64 takes decimal integers and nothing else", "[parse]") {
+  CHECK(parse_u64("42\n") == 42u);
+  CHECK(parse_u64("  18446744073709551615 ") == 18446744073709551615ull);
+  CHECK_FALSE(parse_u64(""));
+  CHECK_FALSE(parse_u64("-1"));
+  CHECK_FALSE(parse_u64("12abc"));
+  CHECK_FALSE(parse_u64("18446744073709551616"));  // overflow
+}
+
+TEST_CASE("find_key reads flat-keyed files", "[parse]") {
+  const std::string text = "nr_periods 30\nnr_throttled 27\nthrottled_time 132976148\n";
+  CHECK(find_key(text, "nr_periods") == 30u);
+  CHECK(find_key(text, "throttled_time") == 132976148u);
+  CHECK_FALSE(find_key(text, "nr_throttle"));  // a prefix of a key is not the key
+  CHECK_FALSE(find_key(text, "missing"));
+  CHECK(find_key("MemTotal:       24591236 kB\n", "MemTotal:") == 24591236u);
+  CHECK(find_key("oom_kill_disable 0\nunder_oom 0\noom_kill 1", "oom_kill") == 1u);
+}
+
+TEST_CASE("parse_limit reads max and v1's unlimited value", "[parse]") {
+  CHECK(parse_limit("max\n")->unlimited);
+  CHECK(parse_limit("9223372036854771712\n")->unlimited);
+  CHECK(parse_limit("16777216\n")->value == 16777216u);
+  CHECK_FALSE(parse_limit("lots"));
+}
+
+TEST_CASE("parse_proc_cgroup reads hybrid and unified membership", "[parse]") {
+  auto hybrid = parse_proc_cgroup(
+      "9:name=systemd:/\n4:memory:/process_api/abc\n2:cpu,cpuacct:/a b\n0::/\n");
+  REQUIRE(hybrid.size() == 4);
+  CHECK(hybrid[1].hierarchy == 4);
+  CHECK(hybrid[1].controllers == std::vector<std::string>{"memory"});
+  CHECK(hybrid[1].path == "/process_api/abc");
+  CHECK(hybrid[2].controllers == std::vector<std::string>{"cpu", "cpuacct"});
+  CHECK(hybrid[2].path == "/a b");
+  CHECK(hybrid[3].controllers.empty());
+  auto unified = parse_proc_cgroup("0::/user.slice/user-1000.slice/session-2.scope\n");
+  REQUIRE(unified.size() == 1);
+  CHECK(unified[0].path == "/user.slice/user-1000.slice/session-2.scope");
+}
+
+TEST_CASE("parse_stat_starttime copes with spaces and parentheses in the name", "[parse]") {
+  const std::string stat =
+      "1234 (a (weird) name) S 1 1234 1234 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 "
+      "98765 1000000 200 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0\n";
+  CHECK(parse_stat_starttime(stat) == 98765u);
+  CHECK_FALSE(parse_stat_starttime("garbage"));
+}
+
+TEST_CASE("slice names round-trip and reject look-alikes", "[parse]") {
+  SliceName name{4242, 987654, 7};
+  CHECK(format_slice_name(name) == "edgeprof-4242-987654-7");
+  auto back = parse_slice_name("edgeprof-4242-987654-7");
+  REQUIRE(back);
+  CHECK(back->owner == 4242);
+  CHECK(back->owner_start == 987654u);
+  CHECK(back->sequence == 7u);
+  CHECK_FALSE(parse_slice_name("edgeprof-caller"));
+  CHECK_FALSE(parse_slice_name("edgeprof-1-2"));
+  CHECK_FALSE(parse_slice_name("edgeprof-1-2-3-4"));
+  CHECK_FALSE(parse_slice_name("edgeprof-0-2-3"));
+  CHECK_FALSE(parse_slice_name("other-1-2-3"));
+}
+
+TEST_CASE("v1 CPU time is the exact total split in the ratio of the ticks", "[parse]") {
+  auto split = split_cpu_time(757270296, 75, 0);
+  CHECK(split.user_ns == 757270296u);
+  CHECK(split.system_ns == 0u);
+  split = split_cpu_time(1000, 3, 1);
+  CHECK(split.user_ns == 750u);
+  CHECK(split.system_ns == 250u);
+  split = split_cpu_time(500, 0, 0);
+  CHECK(split.user_ns == 500u);
+  // A CPU-year of nanoseconds times many ticks does not overflow.
+  split = split_cpu_time(31536000000000000ull, 3153600000ull, 3153600000ull);
+  CHECK(split.user_ns == 15768000000000000ull);
+}
+
+TEST_CASE("parse_pids and split_words", "[parse]") {
+  CHECK(parse_pids("12\n345\n\n") == std::vector<pid_t>{12, 345});
+  CHECK(parse_pids("").empty());
+  CHECK(split_words("cpuset cpu io memory hugetlb pids\n") ==
+        std::vector<std::string>{"cpuset", "cpu", "io", "memory", "hugetlb", "pids"});
+}
+
+TEST_CASE("parsers read real cgroup v1 captures", "[parse][fixtures]") {
+  const std::string stat = fixture("v1/cpu.stat");
+  CHECK(find_key(stat, "nr_periods") == 30u);
+  CHECK(find_key(stat, "nr_throttled") == 27u);
+  CHECK(find_key(stat, "throttled_time") == 132976148u);
+  CHECK(find_key(fixture("v1/memory.oom_control"), "oom_kill") == 1u);
+  CHECK(parse_u64(fixture("v1/memory.max_usage_in_bytes")) == 16777216u);
+  // The capture shows why cpuacct.usage_user is not used: user + sys exceeds the exact usage.
+  CHECK(*parse_u64(fixture("v1/cpuacct.usage_user")) + *parse_u64(fixture("v1/cpuacct.usage_sys")) >
+        *parse_u64(fixture("v1/cpuacct.usage")));
+  CHECK(find_key(fixture("v1/memory.stat"), "hierarchical_memory_limit") == 16777216u);
+  auto own = parse_proc_cgroup(fixture("v1/proc_self_cgroup"));
+  REQUIRE(own.size() == 10);
+  CHECK(own[5].controllers == std::vector<std::string>{"memory"});
+  CHECK(own[5].path.rfind("/process_api/", 0) == 0);
+}
+
+TEST_CASE("parsers read real cgroup v2 captures", "[parse][fixtures]") {
+  if (!has_fixture("v2/cpu.stat")) {
+    WARN("tests/fixtures/v2 is not captured yet; see tests/fixtures/v2/README.md");
+    return;
+  }
+  const std::string stat = fixture("v2/cpu.stat");
+  auto usage = find_key(stat, "usage_usec");
+  auto user = find_key(stat, "user_usec");
+  auto system = find_key(stat, "system_usec");
+  REQUIRE(usage);
+  REQUIRE(user);
+  REQUIRE(system);
+  CHECK(*usage >= *user);
+  CHECK(find_key(stat, "nr_throttled").value_or(0) > 0);
+  CHECK(find_key(fixture("v2/memory.events.oom"), "oom_kill").value_or(0) >= 1);
+  CHECK(parse_u64(fixture("v2/memory.peak")).value_or(0) > (20u << 20));
+  CHECK(parse_limit(fixture("v2/memory.swap.max")));
+  auto controllers = split_words(fixture("v2/cgroup.controllers"));
+  CHECK(std::find(controllers.begin(), controllers.end(), "memory") != controllers.end());
+  auto own = parse_proc_cgroup(fixture("v2/proc_self_cgroup"));
+  REQUIRE(own.size() == 1);
+  CHECK(own[0].hierarchy == 0);
+}

@@ -1,0 +1,76 @@
+#include <catch2/catch.hpp>
+
+#include "edgeprof/error.hpp"
+#include "edgeprof/plan.hpp"
+
+using namespace edgeprof;
+
+namespace {
+HostFacts host(int cpus, std::uint64_t memory = 8ull << 30) {
+  HostFacts h;
+  for (int i = 0; i < cpus; ++i) h.cpus.push_back(i);
+  h.memory_bytes = memory;
+  return h;
+}
+}  // namespace
+
+TEST_CASE("quota is cores x speed x period over min(cores, host CPUs) CPUs", "[plan]") {
+  auto plan = plan_emulation(make_device("d", 1, 0.5, "512MiB"), host(4));
+  CHECK(plan.cpus == std::vector<int>{0});
+  CHECK(plan.cpu_period_us == kDefaultCpuPeriodUs);
+  CHECK(plan.cpu_quota_us == 5000);
+  CHECK(plan.capacity_cores() == Approx(0.5));
+  CHECK(plan.memory_max_bytes == 512ull << 20);
+  CHECK(plan.swap_max_bytes == 0);
+  CHECK(plan.notes.empty());
+
+  auto four = plan_emulation(make_device("pi", 4, 0.25, "4GiB"), host(2));
+  CHECK(four.cpus == std::vector<int>{0, 1});
+  CHECK(four.cpu_quota_us == 10000);
+  REQUIRE(four.notes.size() == 1);
+  CHECK_THAT(four.notes[0], Catch::Contains("4 cores are emulated on 2 host CPUs"));
+}
+
+TEST_CASE("the plan honours the period option and explicit CPUs", "[plan]") {
+  PlanOptions options;
+  options.cpu_period_us = 100000;
+  options.cpus = {2, 3};
+  auto plan = plan_emulation(make_device("d", 2, 0.3, "1GiB"), host(4), options);
+  CHECK(plan.cpus == std::vector<int>{2, 3});
+  CHECK(plan.cpu_quota_us == 60000);
+  options.cpus = {7};
+  CHECK_THROWS_AS(plan_emulation(make_device("d", 1, 0.3, "1GiB"), host(4), options),
+                  UnsupportedError);
+  options.cpus = {};
+  options.cpu_period_us = 500;
+  CHECK_THROWS_WITH(plan_emulation(make_device("d", 1, 0.3, "1GiB"), host(4), options),
+                    Catch::Contains("cpu_period_us = 500"));
+}
+
+TEST_CASE("a tiny quota stretches the period to the kernel's 1 ms minimum", "[plan]") {
+  auto plan = plan_emulation(make_device("slow", 1, 0.05, "64MiB"), host(2));
+  CHECK(plan.cpu_period_us == 20000);
+  CHECK(plan.cpu_quota_us == 1000);
+  REQUIRE(plan.notes.size() == 1);
+  CHECK_THAT(plan.notes[0], Catch::Contains("1 ms minimum"));
+}
+
+TEST_CASE("the plan refuses what the host cannot emulate, saying why", "[plan]") {
+  CHECK_THROWS_WITH(plan_emulation(make_device("big", 4, 0.8, "1GiB"), host(2)),
+                    Catch::Contains("3.20 host cores") && Catch::Contains("2 host CPUs"));
+  CHECK_THROWS_AS(plan_emulation(make_device("big", 4, 0.8, "1GiB"), host(2)),
+                  UnsupportedError);
+  CHECK_THROWS_WITH(plan_emulation(make_device("fat", 1, 0.5, "16GiB"), host(2, 8ull << 30)),
+                    Catch::Contains("16 GiB") && Catch::Contains("8 GiB"));
+  CHECK_THROWS_AS(plan_emulation(make_device("tiny", 1, 0.0005, "64MiB"), host(2)),
+                  UnsupportedError);
+}
+
+TEST_CASE("CPU lists round-trip", "[plan]") {
+  CHECK(parse_cpu_list("0-3,8\n") == std::vector<int>{0, 1, 2, 3, 8});
+  CHECK(parse_cpu_list("") == std::vector<int>{});
+  CHECK(format_cpu_list({8, 0, 1, 2, 3}) == "0-3,8");
+  CHECK(format_cpu_list({1, 3}) == "1,3");
+  CHECK_THROWS_AS(parse_cpu_list("3-1"), Error);
+  CHECK_THROWS_AS(parse_cpu_list("a"), Error);
+}
