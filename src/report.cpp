@@ -50,6 +50,18 @@ std::string json_optional(const std::optional<T>& v) {
 // Doubles with enough digits to round-trip, and JSON-safe.
 std::string json_number(double v) { return std::isfinite(v) ? fmt::format("{}", v) : "null"; }
 
+const char* mode_token(CgroupMode mode) {
+  switch (mode) {
+    case CgroupMode::unified:
+      return "unified";
+    case CgroupMode::hybrid:
+      return "hybrid";
+    case CgroupMode::legacy:
+      return "legacy";
+  }
+  return "unknown";
+}
+
 std::string exit_text(const Result& r) {
   if (r.timed_out) return "killed at the timeout";
   if (r.oom_killed) {
@@ -69,9 +81,10 @@ std::string to_text(const Result& r) {
   out += fmt::format("device        {} ({} cores x speed {}, {} memory)\n", r.device.name,
                      r.device.cores, r.device.core_speed, format_size(r.device.memory_bytes));
   out += fmt::format("emulation     cpus {}, quota {:.3g} cores ({} us / {} us), memory.max {}, "
-                     "cgroup {}\n",
+                     "cgroup {}, child placed by {}\n",
                      format_cpu_list(p.cpus), p.capacity_cores(), p.cpu_quota_us,
-                     p.cpu_period_us, format_size(p.memory_max_bytes), to_string(r.cgroup_mode));
+                     p.cpu_period_us, format_size(p.memory_max_bytes), to_string(r.cgroup_mode),
+                     r.placement);
   out += fmt::format("outcome       {}\n", exit_text(r));
   out += fmt::format("wall time     {:.6f} s   measured (monotonic clock, exec to exit)\n",
                      r.wall_time_s);
@@ -113,13 +126,14 @@ std::string to_json(const Result& r) {
       "\"child_max_rss_bytes\": {}, \"provenance\": {{\"wall_time_s\": \"measured\", "
       "\"cpu_user_s\": \"measured\", \"cpu_system_s\": \"measured\", "
       "\"peak_memory_bytes\": \"measured\", \"throttled_s\": \"measured\"}}, "
-      "\"cgroup_mode\": {}, \"unapplied\": {}, \"device\": {}, \"plan\": {}}}",
+      "\"cgroup_mode\": {}, \"placement\": {}, \"unapplied\": {}, \"device\": {}, "
+      "\"plan\": {}}}",
       json_strings(r.command), json_optional(r.exit_code), json_optional(r.signal), r.timed_out,
       r.oom_killed, r.oom_kills, json_number(r.wall_time_s), json_number(r.cpu_user_s),
       json_number(r.cpu_system_s), json_optional(r.peak_memory_bytes),
       json_string(r.peak_memory_source), json_number(r.throttled_s), r.throttled_periods,
-      r.periods, r.child_max_rss_bytes, json_string(to_string(r.cgroup_mode)),
-      json_strings(r.unapplied), device, plan);
+      r.periods, r.child_max_rss_bytes, json_string(mode_token(r.cgroup_mode)),
+      json_string(r.placement), json_strings(r.unapplied), device, plan);
 }
 
 }  // namespace edgeprof

@@ -221,6 +221,7 @@ Result Child::State::finish(const detail::Exit& exit, bool timed_out) {
   r.cgroup_mode = slice->backend->mode();
   r.unapplied = slice->unapplied;
   r.command = argv;
+  r.placement = process.cloned_into_cgroup ? "clone3" : "fork+attach";
   return r;
 }
 

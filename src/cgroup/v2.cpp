@@ -241,8 +241,10 @@ class V2Backend final : public Backend {
 
  private:
   // Enables the wanted controllers for the parent's children. A non-root cgroup that holds
-  // processes cannot ("no internal processes", EBUSY): when the parent is our own cgroup, its
-  // processes move into a leaf child first, staying under the same ancestors and limits.
+  // processes cannot ("no internal processes"): when the parent is our own cgroup, its
+  // processes move into a leaf child first, staying under the same ancestors and limits. This
+  // must happen before the first write: enabling a threaded controller (cpu, cpuset, pids) in
+  // a cgroup with processes makes it a thread root, and a later +memory fails with EOPNOTSUPP.
   void enable_controllers(bool own_non_root) {
     // One process may build many backends (one per slice): serialise the set-up.
     static std::mutex lock;
@@ -258,6 +260,11 @@ class V2Backend final : public Backend {
     if (auto text = fs_.read(control)) {
       for (std::string& c : split_words(*text)) active.insert(std::move(c));
     }
+    bool to_enable = false;
+    for (const Wanted& w : kWanted) {
+      to_enable = to_enable || (available.count(w.controller) && !active.count(w.controller));
+    }
+    if (to_enable && own_non_root) move_into_leaf();
     for (const Wanted& w : kWanted) {
       const std::string c = w.controller;
       if (active.count(c)) {
@@ -266,19 +273,16 @@ class V2Backend final : public Backend {
       }
       if (!available.count(c)) continue;  // reported by apply() as missing
       int err = fs_.write(control, "+" + c);
-      if (err == EBUSY && own_non_root) {
-        move_into_leaf();
-        err = fs_.write(control, "+" + c);
-      }
       if (err == 0) {
         enabled_.insert(c);
       } else {
         throw_sys_error(err, fmt::format("cannot enable the '{}' controller in", c),
                         fs_.resolve(control),
-                        err == EBUSY ? "the cgroup holds processes; run edgeprof in a cgroup "
-                                       "of its own (systemd-run --scope -p Delegate=yes ...) "
-                                       "or set EDGEPROF_CGROUP_PARENT to an empty cgroup"
-                                     : "");
+                        err == EBUSY || err == EOPNOTSUPP
+                            ? "the cgroup holds processes or threaded cgroups; run edgeprof in "
+                              "a cgroup of its own (systemd-run --scope -p Delegate=yes ...) or "
+                              "set EDGEPROF_CGROUP_PARENT to an empty cgroup"
+                            : "");
       }
     }
   }

@@ -48,9 +48,6 @@ class FakeTree {
 inline std::string fixture(const std::string& name) {
   return FakeTree::slurp(std::string(EDGEPROF_FIXTURES) + "/" + name);
 }
-inline bool has_fixture(const std::string& name) {
-  return std::filesystem::exists(std::string(EDGEPROF_FIXTURES) + "/" + name);
-}
 
 // The helper programs sit next to the test binary (also inside the VM, at the same path).
 inline std::string helper(const std::string& name) {
