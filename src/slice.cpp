@@ -74,7 +74,7 @@ struct Slice::Impl {
   int running = 0;  // children spawned and not yet reaped
 
   void require_alive() const {
-    if (!cgroup) throw Error("this slice was already destroyed");
+    if (!cgroup) throw Error("this slice is closed: create a new Slice");
   }
 
   void destroy() noexcept {
@@ -139,6 +139,12 @@ const std::vector<std::string>& Slice::unapplied() const { return impl_->unappli
 std::vector<std::string> Slice::paths() const {
   return impl_->cgroup ? impl_->cgroup->paths() : std::vector<std::string>{};
 }
+
+void Slice::close() noexcept {
+  if (impl_) impl_->destroy();
+}
+
+bool Slice::closed() const noexcept { return !impl_ || !impl_->cgroup; }
 
 void Slice::kill() {
   impl_->require_alive();

@@ -154,6 +154,11 @@ class Slice {
   // Kills every process in the slice (the slice itself stays).
   void kill();
 
+  // Kills everything in the slice and removes its cgroups now rather than at destruction (for
+  // languages without deterministic destruction). Idempotent; spawn() afterwards throws.
+  void close() noexcept;
+  bool closed() const noexcept;
+
   const Device& device() const;
   const EmulationPlan& plan() const;
   CgroupMode mode() const;

@@ -1,0 +1,66 @@
+import pytest
+
+import edgeprof
+
+
+def test_device_from_keywords():
+    d = edgeprof.Device(name="my-board", cores=2, core_speed=0.5, memory="512MiB")
+    assert (d.name, d.cores, d.core_speed, d.memory_bytes, d.swap_bytes) == (
+        "my-board", 2, 0.5, 512 << 20, 0)
+    assert d == edgeprof.Device(name="my-board", cores=2, core_speed=0.5, memory=512 << 20)
+    assert "my-board" in repr(d)
+
+
+@pytest.mark.parametrize(
+    "kwargs, fragment",
+    [
+        (dict(cores=0, core_speed=0.5, memory="512MiB"), "cores = 0"),
+        (dict(cores=-1, core_speed=0.5, memory="512MiB"), "cores = -1"),
+        (dict(cores=1, core_speed=0.0, memory="512MiB"), "core_speed = 0"),
+        (dict(cores=1, core_speed=-2.0, memory="512MiB"), "core_speed = -2"),
+        (dict(cores=1, core_speed=0.5, memory="12 parsecs"), "'12 parsecs'"),
+        (dict(cores=1, core_speed=0.5, memory="1KiB"), "floor"),
+        (dict(cores=1, core_speed=0.5, memory=-5), "negative"),
+        (dict(cores=1, core_speed=0.5, memory="512MiB", pids_max=0), "pids_max = 0"),
+    ],
+)
+def test_invalid_devices_name_the_field_and_value(kwargs, fragment):
+    with pytest.raises(edgeprof.DeviceError, match=fragment) as info:
+        edgeprof.Device(name="bad", **kwargs)
+    assert isinstance(info.value, ValueError)
+    assert isinstance(info.value, edgeprof.Error)
+
+
+def test_sizes():
+    assert edgeprof.parse_size("1.5GiB") == 3 << 29
+    assert edgeprof.parse_size("500MB") == 500_000_000
+    assert edgeprof.format_size(512 << 20) == "512 MiB"
+    with pytest.raises(edgeprof.DeviceError, match="parsecs"):
+        edgeprof.parse_size("12 parsecs")
+
+
+def test_builtin_devices():
+    names = [d.name for d in edgeprof.builtin_devices()]
+    for name in ("raspberry-pi-3b", "raspberry-pi-4", "jetson-nano"):
+        assert name in names
+        assert edgeprof.builtin_device(name).source
+    with pytest.raises(edgeprof.DeviceError, match="raspberry-pi-4"):
+        edgeprof.builtin_device("raspberry-pi-9")
+
+
+def test_plan_is_pure_and_refuses_what_the_host_cannot_do():
+    plan = edgeprof.plan_emulation(
+        edgeprof.Device(name="d", cores=1, core_speed=0.5, memory="256MiB"), cpu_period_us=20000)
+    assert plan.cpu_quota_us == 10000
+    assert plan.capacity_cores == pytest.approx(0.5)
+    with pytest.raises(edgeprof.UnsupportedError, match="host cores"):
+        edgeprof.plan_emulation(
+            edgeprof.Device(name="big", cores=512, core_speed=1.0, memory="256MiB"))
+
+
+def test_exception_hierarchy():
+    assert issubclass(edgeprof.PermissionDenied, PermissionError)
+    assert issubclass(edgeprof.PermissionDenied, edgeprof.Error)
+    assert issubclass(edgeprof.SpawnError, OSError)
+    assert issubclass(edgeprof.DeviceError, ValueError)
+    assert edgeprof.Error.__module__ == "edgeprof"
