@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Installs what the tests need and runs every test tier:
+#   1. C++ (ctest): unit tests, real-kernel tests on this machine's cgroups, the same tests in a
+#      cgroup v2 qemu VM, packaging (install + find_package / add_subdirectory consumers);
+#   2. Python (pytest): the API and the CLI on real cgroups;
+#   3. a final check that no edgeprof cgroup was left behind.
+# Usage: bash tests/run-all.sh        (as root; Debian 12 or similar)
+# Environment: BUILD_DIR (default build/test), EDGEPROF_SKIP_VM=1 skips the VM tier.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+BUILD_DIR=${BUILD_DIR:-build/test}
+PYTHON=${PYTHON:-python3}
+
+step() { printf '\n=== %s\n' "$*"; }
+
+packages=(g++ pkg-config cmake ninja-build libcgroup-dev libfmt-dev catch2 cgroup-tools)
+[[ ${EDGEPROF_SKIP_VM:-0} == 1 ]] || packages+=(qemu-system-x86 linux-image-amd64 busybox-static cpio)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  step "installing Debian packages: ${missing[*]}"
+  if [[ $(id -u) != 0 ]]; then
+    echo "run-all.sh: missing packages (${missing[*]}); run as root or install them first" >&2
+    exit 2
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+step "installing the Python package with its test dependencies"
+"$PYTHON" -m pip install -q --disable-pip-version-check --root-user-action=ignore ".[test]"
+
+step "building the C++ library, tests and benchmarks (warnings are errors)"
+vm=ON
+[[ ${EDGEPROF_SKIP_VM:-0} == 1 ]] && vm=OFF
+cmake -S . -B "$BUILD_DIR" -G Ninja -DEDGEPROF_WERROR=ON -DEDGEPROF_TEST_VM=$vm >/dev/null
+cmake --build "$BUILD_DIR"
+
+step "C++ tests (ctest)"
+ctest --test-dir "$BUILD_DIR" --output-on-failure
+
+step "Python tests (pytest)"
+"$PYTHON" -m pytest -p no:cacheprovider tests/python
+
+step "leftover cgroups"
+left=$(find /sys/fs/cgroup -maxdepth 6 -type d -name 'edgeprof-[0-9]*' 2>/dev/null || true)
+if [[ -n $left ]]; then
+  echo "the tests left these cgroups behind:" >&2
+  echo "$left" >&2
+  exit 1
+fi
+echo "none"
