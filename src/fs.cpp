@@ -137,6 +137,39 @@ std::optional<long> Fs::fs_type(std::string_view path) const {
   return static_cast<long>(st.f_type);
 }
 
+StatFile::StatFile(const Fs& fs, std::string_view path)
+    : fd_(::open(fs.resolve(path).c_str(), O_RDONLY | O_CLOEXEC)) {}
+
+StatFile::~StatFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+StatFile& StatFile::operator=(StatFile&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = other.fd_;
+    other.fd_ = -1;
+  }
+  return *this;
+}
+
+std::optional<std::string> StatFile::read() const {
+  if (fd_ < 0) return std::nullopt;
+  std::string out;
+  char buf[4096];
+  for (off_t offset = 0;;) {
+    ssize_t n = ::pread(fd_, buf, sizeof buf, offset);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return std::nullopt;
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+    offset += n;
+  }
+  return out;
+}
+
 std::string join(std::string_view a, std::string_view b) {
   while (!a.empty() && a.back() == '/') a.remove_suffix(1);
   while (!b.empty() && b.front() == '/') b.remove_prefix(1);

@@ -190,8 +190,11 @@ Child Slice::spawn(const Command& command) {
   // A fresh peak per workload when the slice is idle and the kernel can reset it.
   if (s.running == 0) state->peak_reset = s.cgroup->reset_peak();
   state->before = s.cgroup->counters();
-  state->process = detail::spawn_process(prepared, s.cgroup->clone_fd(),
-                                         [&s](pid_t pid) { s.cgroup->attach(pid); });
+  detail::Placement placement;
+  placement.cgroup_fd = s.cgroup->clone_fd();
+  placement.procs_fds = s.cgroup->self_attach_fds();
+  placement.attach = [&s](pid_t pid) { s.cgroup->attach(pid); };
+  state->process = detail::spawn_process(prepared, placement);
   ++s.running;
   return Child(std::move(state));
 }
@@ -227,7 +230,7 @@ Result Child::State::finish(const detail::Exit& exit, bool timed_out) {
   r.cgroup_mode = slice->backend->mode();
   r.unapplied = slice->unapplied;
   r.command = argv;
-  r.placement = process.cloned_into_cgroup ? "clone3" : "fork+attach";
+  r.placement = process.placement;
   return r;
 }
 
@@ -243,10 +246,10 @@ Result Child::wait(std::optional<std::chrono::duration<double>> timeout,
   try {
     exit = detail::wait_exit(s.process, deadline, check, std::chrono::milliseconds(50));
   } catch (...) {
-    // Interrupted (Ctrl-C in Python, or the caller's own check): nothing keeps running.
+    // Interrupted (Ctrl-C in Python, or the caller's own check): nothing keeps running, and
+    // the child is reaped so the destructor has nothing left to do.
     if (s.slice->cgroup) s.slice->cgroup->kill_all();
-    s.finish(detail::reap(s.process), false);
-    s.result.emplace();
+    s.result = s.finish(detail::reap(s.process), false);
     throw;
   }
   bool timed_out = false;

@@ -10,7 +10,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <memory>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fmt/format.h>
 #include <thread>
@@ -29,6 +31,8 @@ struct CloneArgs {
   std::uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls,
       set_tid, set_tid_size, cgroup;
 };
+constexpr std::uint64_t kCloneVm = 0x100;
+constexpr std::uint64_t kCloneVfork = 0x4000;
 constexpr std::uint64_t kClonePidfd = 0x1000;
 constexpr std::uint64_t kCloneIntoCgroup = 0x200000000ULL;
 constexpr unsigned kCloseRangeCloexec = 1u << 2;
@@ -42,15 +46,130 @@ constexpr long SYS_pidfd_open = 434;
 constexpr long SYS_close_range = 436;
 #endif
 
-// Set once clone3(CLONE_INTO_CGROUP) was refused as unknown, so later spawns go straight to fork.
+// Set once clone3 was refused as unknown, so later spawns go straight to fork.
 std::atomic<bool> clone3_unusable{false};
 
-// What the child reports through the error pipe when it cannot get to the workload.
-enum class Stage : int { release, dup2, chdir, exec };
+// Where the child reports why it could not get to the workload.
+enum class Stage : int { none = -1, release, attach, dup2, chdir, exec };
 struct ChildError {
   Stage stage;
   int err;
 };
+
+// Everything the child reads, and (with CLONE_VM, sharing our memory) writes back.
+struct ChildContext {
+  const std::string* path;
+  char* const* argv;
+  char* const* envp;
+  const std::string* cwd;
+  const int* stdio;
+  const int* procs_fds;  // cgroup.procs to write "0" into (v1 fast path)
+  size_t nprocs;
+  int release_fd;  // fork path: wait for one byte before going on
+  int error_fd;    // fork path: report failures here; -1 = into `failure` (shared memory)
+  pid_t parent;
+  volatile Stage failed_stage = Stage::none;  // written by a CLONE_VM child
+  volatile int failed_errno = 0;
+  timespec exec_time{};  // the child's clock just before execve
+};
+
+[[noreturn]] void child_fail(ChildContext& c, Stage stage) {
+  ChildError e{stage, errno};
+  if (c.error_fd >= 0) {
+    ssize_t ignored = ::write(c.error_fd, &e, sizeof e);
+    (void)ignored;
+  } else {
+    c.failed_errno = e.err;
+    c.failed_stage = stage;
+  }
+  ::_exit(127);
+}
+
+// Runs in the new process between clone/fork and exec. Async-signal-safe calls only, and with
+// CLONE_VM nothing of the parent's may change but `ChildContext`: no allocation, no stdio.
+int child_main(void* arg) {
+  ChildContext& c = *static_cast<ChildContext*>(arg);
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != c.parent) ::_exit(127);  // the parent died before we set PDEATHSIG
+  if (c.release_fd >= 0) {
+    char byte;
+    ssize_t n;
+    do {
+      n = ::read(c.release_fd, &byte, 1);
+    } while (n < 0 && errno == EINTR);
+    if (n != 1) child_fail(c, Stage::release);
+  }
+  // "0" is the writer: the child moves itself, with all its threads, into each hierarchy.
+  for (size_t i = 0; i < c.nprocs; ++i) {
+    if (::write(c.procs_fds[i], "0", 1) != 1) child_fail(c, Stage::attach);
+  }
+  // The workload starts with default signal handling, whatever the profiler had (Python
+  // ignores SIGPIPE, for one), and with nothing blocked. Without CLONE_SIGHAND the handler
+  // table is the child's own copy.
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  for (int sig = 1; sig < NSIG; ++sig) ::sigaction(sig, &dfl, nullptr);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  for (int i = 0; i < 3; ++i) {
+    if (c.stdio[i] >= 0 && ::dup2(c.stdio[i], i) < 0) child_fail(c, Stage::dup2);
+  }
+  if (!c.cwd->empty() && ::chdir(c.cwd->c_str()) != 0) child_fail(c, Stage::chdir);
+  // Descriptors the profiler left inheritable do not leak into the workload (Linux 5.11).
+  ::syscall(SYS_close_range, 3u, ~0u, kCloseRangeCloexec);
+  ::clock_gettime(CLOCK_MONOTONIC, &c.exec_time);
+  ::execve(c.path->c_str(), c.argv, c.envp);
+  child_fail(c, Stage::exec);
+}
+
+#if defined(__x86_64__)
+constexpr bool kHaveClone3Trampoline = true;
+// clone3 with a stack of the child's own: the child calls fn(arg) on it and exits with the
+// result, as glibc's internal clone3.S does. The libc syscall() wrapper cannot be used with
+// CLONE_VM: the child would return into the wrapper's frame on an empty stack. Returns the pid
+// or -errno.
+long clone3_with_fn(CloneArgs* args, int (*fn)(void*), void* arg) {
+  struct Entry {
+    int (*fn)(void*);
+    void* arg;
+  } entry{fn, arg};
+  long rc;
+  asm volatile(
+      "syscall\n\t"
+      "test %%rax, %%rax\n\t"
+      "jnz 1f\n\t"
+      // The child, on the new stack (16-byte aligned top); rdx survives the syscall.
+      "xor %%ebp, %%ebp\n\t"
+      "mov 8(%%rdx), %%rdi\n\t"
+      "call *(%%rdx)\n\t"
+      "mov %%eax, %%edi\n\t"
+      "mov $60, %%eax\n\t"  // exit
+      "syscall\n\t"
+      "hlt\n\t"
+      "1:\n\t"
+      : "=a"(rc)
+      : "0"(static_cast<long>(SYS_clone3)), "D"(args), "S"(sizeof(CloneArgs)), "d"(&entry)
+      : "rcx", "r11", "memory", "cc");
+  return rc;
+}
+#else
+// Elsewhere the fork path is used: a trampoline that cannot be tested here is not shipped.
+constexpr bool kHaveClone3Trampoline = false;
+long clone3_with_fn(CloneArgs*, int (*)(void*), void*) { return -ENOSYS; }
+#endif
+
+// The child's stack for the CLONE_VM path: one per spawning thread, kept for the next spawn.
+struct Stack {
+  char* base;
+  size_t size;
+};
+Stack child_stack() {
+  constexpr size_t kSize = 256 * 1024;  // glibc's posix_spawn makes do with far less
+  thread_local std::unique_ptr<char[]> memory(new char[kSize + 64]);
+  auto base = (reinterpret_cast<std::uintptr_t>(memory.get()) + 63) & ~std::uintptr_t{63};
+  return {reinterpret_cast<char*>(base), kSize};
+}
 
 class Pipe {
  public:
@@ -78,45 +197,6 @@ class Pipe {
   }
   int fds_[2] = {-1, -1};
 };
-
-[[noreturn]] void child_fail(int error_fd, Stage stage) {
-  ChildError e{stage, errno};
-  ssize_t ignored = ::write(error_fd, &e, sizeof e);
-  (void)ignored;
-  ::_exit(127);
-}
-
-// Runs in the new process between fork/clone and exec: async-signal-safe calls only.
-[[noreturn]] void child_main(const std::string& path, char* const* argv, char* const* envp,
-                             const std::string& cwd, const int* stdio, int release_fd,
-                             int error_fd, pid_t parent) {
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() != parent) ::_exit(127);  // the parent died before we set PDEATHSIG
-  if (release_fd >= 0) {
-    char byte;
-    ssize_t n;
-    do {
-      n = ::read(release_fd, &byte, 1);
-    } while (n < 0 && errno == EINTR);
-    if (n != 1) child_fail(error_fd, Stage::release);
-  }
-  // The workload starts with default signal handling, whatever the profiler had (Python
-  // ignores SIGPIPE, for one), and with nothing blocked.
-  struct sigaction dfl {};
-  dfl.sa_handler = SIG_DFL;
-  for (int sig = 1; sig < NSIG; ++sig) ::sigaction(sig, &dfl, nullptr);
-  sigset_t none;
-  sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  for (int i = 0; i < 3; ++i) {
-    if (stdio[i] >= 0 && ::dup2(stdio[i], i) < 0) child_fail(error_fd, Stage::dup2);
-  }
-  if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) child_fail(error_fd, Stage::chdir);
-  // Descriptors the profiler left inheritable do not leak into the workload (Linux 5.11).
-  ::syscall(SYS_close_range, 3u, ~0u, kCloseRangeCloexec);
-  ::execve(path.c_str(), argv, envp);
-  child_fail(error_fd, Stage::exec);
-}
 
 bool is_executable_file(const std::string& path) {
   struct stat st {};
@@ -154,11 +234,7 @@ PreparedCommand::PreparedCommand(const Command& command) {
     throw SpawnError("the command is empty: give at least the program to run", EINVAL, "");
   }
   argv_storage_ = command.argv;
-  if (command.env) {
-    env_storage_ = *command.env;
-  } else {
-    for (char** e = environ; e && *e; ++e) env_storage_.emplace_back(*e);
-  }
+  if (command.env) env_storage_ = *command.env;
   cwd_ = command.cwd;
 
   const std::string& program = command.argv.front();
@@ -166,8 +242,12 @@ PreparedCommand::PreparedCommand(const Command& command) {
     path_ = program;
   } else {
     std::string search = "/usr/local/bin:/usr/bin:/bin";
-    for (const std::string& e : env_storage_) {
-      if (e.rfind("PATH=", 0) == 0) search = e.substr(5);
+    if (command.env) {
+      for (const std::string& e : env_storage_) {
+        if (e.rfind("PATH=", 0) == 0) search = e.substr(5);
+      }
+    } else if (const char* path = std::getenv("PATH")) {
+      search = path;
     }
     bool denied = false;
     for (size_t start = 0; start <= search.size();) {
@@ -202,8 +282,15 @@ PreparedCommand::PreparedCommand(const Command& command) {
   }
   for (std::string& a : argv_storage_) argv_.push_back(a.data());
   argv_.push_back(nullptr);
-  for (std::string& e : env_storage_) envp_.push_back(e.data());
-  envp_.push_back(nullptr);
+  // Inheriting: this process's environ as it is (no copy), as posix_spawn callers pass it.
+  if (command.env) {
+    for (std::string& e : env_storage_) envp_.push_back(e.data());
+    envp_.push_back(nullptr);
+  }
+}
+
+char* const* PreparedCommand::envp() const {
+  return envp_.empty() ? environ : const_cast<char* const*>(envp_.data());
 }
 
 PreparedCommand::~PreparedCommand() {
@@ -213,80 +300,116 @@ PreparedCommand::~PreparedCommand() {
 }
 
 struct Spawner {
-  static Spawned spawn(const PreparedCommand& c, int cgroup_fd,
-                       const std::function<void(pid_t)>& place) {
-    Pipe errors;
+  static void fill(ChildContext& ctx, const PreparedCommand& c, const Placement& placement) {
+    ctx.path = &c.path_;
+    ctx.argv = c.argv_.data();
+    ctx.envp = c.envp();
+    ctx.cwd = &c.cwd_;
+    ctx.stdio = c.stdio_;
+    ctx.procs_fds = placement.procs_fds.data();
+    ctx.nprocs = placement.procs_fds.size();
+    ctx.release_fd = -1;
+    ctx.error_fd = -1;
+    ctx.parent = ::getpid();
+  }
+
+  // clone3(CLONE_VM | CLONE_VFORK): returns false when the kernel does not know it.
+  static bool try_vfork(const PreparedCommand& c, const Placement& placement, Spawned& out) {
+    ChildContext ctx;
+    fill(ctx, c, placement);
+    CloneArgs args{};
+    int pidfd = -1;
+    args.flags = kCloneVm | kCloneVfork | kClonePidfd;
+    if (placement.cgroup_fd >= 0) {
+      args.flags |= kCloneIntoCgroup;
+      args.cgroup = static_cast<std::uint64_t>(placement.cgroup_fd);
+      ctx.nprocs = 0;
+    }
+    args.pidfd = reinterpret_cast<std::uintptr_t>(&pidfd);
+    args.exit_signal = SIGCHLD;
+    const Stack stack = child_stack();
+    args.stack = reinterpret_cast<std::uintptr_t>(stack.base);
+    args.stack_size = stack.size;
+    // No signal handler may run in the child while it shares our memory (as glibc does).
+    sigset_t all, old;
+    sigfillset(&all);
+    ::pthread_sigmask(SIG_SETMASK, &all, &old);
+    const long rc = clone3_with_fn(&args, child_main, &ctx);
+    ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    if (rc == -ENOSYS || rc == -E2BIG || rc == -EINVAL) {
+      clone3_unusable.store(true, std::memory_order_relaxed);  // kernel older than 5.7 / 5.3
+      return false;
+    }
+    if (rc < 0) {
+      const int err = static_cast<int>(-rc);
+      throw Error(fmt::format("cannot start a process {}: clone3: {} (errno {})",
+                              placement.cgroup_fd >= 0 ? "inside the cgroup" : "",
+                              std::strerror(err), err),
+                  err);
+    }
+    // CLONE_VFORK: we run again once the child has exec'd or exited.
+    out.pid = static_cast<pid_t>(rc);
+    out.pidfd = pidfd;
+    out.placement = placement.cgroup_fd >= 0 ? "clone3" : "vfork+attach";
+    if (ctx.failed_stage != Stage::none) {
+      ::waitpid(out.pid, nullptr, 0);
+      ::close(pidfd);
+      fail(c, ChildError{ctx.failed_stage, ctx.failed_errno});
+    }
+    out.released = Clock::time_point(std::chrono::duration_cast<Clock::duration>(
+        std::chrono::seconds(ctx.exec_time.tv_sec) +
+        std::chrono::nanoseconds(ctx.exec_time.tv_nsec)));
+    return true;
+  }
+
+  static Spawned fork_and_release(const PreparedCommand& c, const Placement& placement) {
+    Pipe errors, release;
+    ChildContext ctx;
+    fill(ctx, c, placement);
+    ctx.nprocs = 0;  // the parent places the child
+    ctx.release_fd = release.read_end();
+    ctx.error_fd = errors.write_end();
     Spawned out;
-    const pid_t parent = ::getpid();
-
-    if (cgroup_fd >= 0 && !clone3_unusable.load(std::memory_order_relaxed)) {
-      CloneArgs args{};
-      int pidfd = -1;
-      args.flags = kCloneIntoCgroup | kClonePidfd;
-      args.pidfd = reinterpret_cast<std::uintptr_t>(&pidfd);
-      args.exit_signal = SIGCHLD;
-      args.cgroup = static_cast<std::uint64_t>(cgroup_fd);
-      out.released = Clock::now();
-      long rc = ::syscall(SYS_clone3, &args, sizeof args);
-      if (rc == 0) {
-        errors.close_read();
-        child_main(c.path_, c.argv_.data(), c.envp_.data(), c.cwd_, c.stdio_, -1,
-                   errors.write_end(), parent);
-      }
-      if (rc > 0) {
-        out.pid = static_cast<pid_t>(rc);
-        out.pidfd = pidfd;
-        out.cloned_into_cgroup = true;
-      } else if (errno == ENOSYS || errno == E2BIG || errno == EINVAL) {
-        clone3_unusable.store(true, std::memory_order_relaxed);  // kernel older than 5.7
-      } else {
-        int err = errno;
-        throw Error(fmt::format("cannot start a process inside the cgroup (clone3 "
-                                "CLONE_INTO_CGROUP): {} (errno {})",
-                                std::strerror(err), err),
-                    err);
-      }
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      release.close_write();
+      errors.close_read();
+      child_main(&ctx);
     }
-
-    if (out.pid < 0) {
-      Pipe release;
-      pid_t pid = ::fork();
-      if (pid == 0) {
-        release.close_write();
-        errors.close_read();
-        child_main(c.path_, c.argv_.data(), c.envp_.data(), c.cwd_, c.stdio_, release.read_end(),
-                   errors.write_end(), parent);
-      }
-      if (pid < 0) {
-        int err = errno;
-        throw Error(fmt::format("cannot fork: {} (errno {})", std::strerror(err), err), err);
-      }
-      release.close_read();
-      try {
-        place(pid);
-      } catch (...) {
-        ::kill(pid, SIGKILL);
-        ::waitpid(pid, nullptr, 0);
-        throw;
-      }
-      out.pid = pid;
-      out.pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));  // -1 before Linux 5.3
-      out.released = Clock::now();
-      ssize_t ignored = ::write(release.write_end(), "x", 1);
-      (void)ignored;
+    if (pid < 0) {
+      int err = errno;
+      throw Error(fmt::format("cannot fork: {} (errno {})", std::strerror(err), err), err);
     }
-
-    // The error pipe closes on a successful exec (O_CLOEXEC) or carries why it failed.
+    release.close_read();
     errors.close_write();
-    ChildError failure{};
+    try {
+      placement.attach(pid);
+    } catch (...) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+      throw;
+    }
+    out.pid = pid;
+    out.pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));  // -1 before Linux 5.3
+    out.placement = "fork+attach";
+    out.released = Clock::now();
+    ssize_t ignored = ::write(release.write_end(), "x", 1);
+    (void)ignored;
+    // The error pipe closes on a successful exec (O_CLOEXEC) or carries why it failed.
+    ChildError failure{Stage::none, 0};
     ssize_t n;
     do {
       n = ::read(errors.read_end(), &failure, sizeof failure);
     } while (n < 0 && errno == EINTR);
-    if (n <= 0) return out;
+    if (n > 0) {
+      ::waitpid(out.pid, nullptr, 0);
+      if (out.pidfd >= 0) ::close(out.pidfd);
+      fail(c, failure);
+    }
+    return out;
+  }
 
-    ::waitpid(out.pid, nullptr, 0);
-    if (out.pidfd >= 0) ::close(out.pidfd);
+  [[noreturn]] static void fail(const PreparedCommand& c, ChildError failure) {
     const int err = failure.err;
     switch (failure.stage) {
       case Stage::chdir:
@@ -297,17 +420,30 @@ struct Spawner {
         throw SpawnError(fmt::format("cannot execute '{}': {} (errno {})", c.path_,
                                      std::strerror(err), err),
                          err, c.path_);
+      case Stage::attach:
+        throw SpawnError(fmt::format("the child could not enter the slice (writing its pid to "
+                                     "cgroup.procs): {} (errno {})",
+                                     std::strerror(err), err),
+                         err, c.path_);
       default:
         throw SpawnError(fmt::format("the child failed before executing '{}': {} (errno {})",
                                      c.path_, std::strerror(err), err),
                          err, c.path_);
     }
   }
+
+  static Spawned spawn(const PreparedCommand& c, const Placement& placement, bool fast) {
+    Spawned out;
+    if (fast && kHaveClone3Trampoline && !clone3_unusable.load(std::memory_order_relaxed) &&
+        try_vfork(c, placement, out)) {
+      return out;
+    }
+    return fork_and_release(c, placement);
+  }
 };
 
-Spawned spawn_process(const PreparedCommand& command, int cgroup_fd,
-                      const std::function<void(pid_t)>& place) {
-  return Spawner::spawn(command, cgroup_fd, place);
+Spawned spawn_process(const PreparedCommand& command, const Placement& placement, bool fast) {
+  return Spawner::spawn(command, placement, fast);
 }
 
 namespace {
@@ -333,9 +469,10 @@ std::optional<Exit> wait_exit(const Spawned& child, std::optional<Clock::time_po
                               const std::function<void()>& tick,
                               std::chrono::milliseconds tick_every) {
   for (;;) {
-    auto now = Clock::now();
+    // The clock is read only when there is a deadline: a read is a system call on machines
+    // whose clocksource the vDSO cannot use (HPET, as under qemu TCG).
     std::optional<Clock::duration> budget;
-    if (deadline) budget = std::max(Clock::duration::zero(), *deadline - now);
+    if (deadline) budget = std::max(Clock::duration::zero(), *deadline - Clock::now());
     if (tick && (!budget || *budget > tick_every)) budget = tick_every;
 
     bool exited;
@@ -351,7 +488,7 @@ std::optional<Exit> wait_exit(const Spawned& child, std::optional<Clock::time_po
       exited = rc > 0;
     } else {
       // No pidfd (Linux < 5.3): poll every millisecond.
-      auto until = budget ? now + *budget : Clock::time_point::max();
+      auto until = budget ? Clock::now() + *budget : Clock::time_point::max();
       while (!(exited = has_exited(child)) && Clock::now() < until) {
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
       }

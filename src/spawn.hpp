@@ -27,6 +27,7 @@ class PreparedCommand {
   PreparedCommand& operator=(const PreparedCommand&) = delete;
 
   const std::string& path() const { return path_; }
+  char* const* envp() const;
 
  private:
   friend struct Spawner;
@@ -40,16 +41,27 @@ class PreparedCommand {
 struct Spawned {
   pid_t pid = -1;
   int pidfd = -1;
-  Clock::time_point released;  // when the child was let go to exec
-  bool cloned_into_cgroup = false;
+  Clock::time_point released;  // when the child was about to exec
+  const char* placement = "";  // "clone3" (born inside), "vfork+attach" or "fork+attach"
 };
 
-// Starts the command. With `cgroup_fd` >= 0 the child is created inside that cgroup v2 by
-// clone3(CLONE_INTO_CGROUP); otherwise (or when the kernel lacks it) it is forked, held on a
-// pipe until `place(pid)` has put it in the cgroup, then released. Returns after the exec
-// succeeded; throws SpawnError (with errno and path) when it failed.
-Spawned spawn_process(const PreparedCommand& command, int cgroup_fd,
-                      const std::function<void(pid_t)>& place);
+// How the child gets into the slice.
+struct Placement {
+  int cgroup_fd = -1;           // cgroup v2: born inside it (clone3 CLONE_INTO_CGROUP)
+  std::vector<int> procs_fds;   // cgroup v1: the child writes "0" into each cgroup.procs
+  std::function<void(pid_t)> attach;  // fallback: the parent places the held child
+};
+
+// Starts the command inside the slice, before it runs an instruction of the workload.
+//
+// Fast path (x86-64, Linux >= 5.3): clone3(CLONE_VM | CLONE_VFORK), as glibc's posix_spawn:
+// no page tables are copied and the parent sleeps until the child has exec'd. On v2 the child
+// is created inside the cgroup; on v1 it enters by writing itself into `procs_fds`.
+// Fallback (other architectures, older kernels, or `fast` = false): fork; the child waits on a
+// pipe until `attach(pid)` placed it, then execs.
+// Returns after the exec succeeded; throws SpawnError (with errno and path) when it failed.
+Spawned spawn_process(const PreparedCommand& command, const Placement& placement,
+                      bool fast = true);
 
 struct Exit {
   int status = 0;  // as from waitpid

@@ -74,8 +74,9 @@ struct Result {
   // Measured by wait4() for the direct child only, as a cross-check of the slice counters.
   std::uint64_t child_max_rss_bytes = 0;
 
-  // How the child entered the slice: "clone3" (created inside the cgroup, cgroup v2 on Linux
-  // >= 5.7) or "fork+attach" (held on a pipe until placed, then released to exec).
+  // How the child entered the slice: "clone3" (created inside the cgroup: cgroup v2, Linux
+  // >= 5.7), "vfork+attach" (wrote itself into cgroup.procs before exec: cgroup v1), or
+  // "fork+attach" (held on a pipe until placed: other architectures and older kernels).
   std::string placement;
 
   Device device;

@@ -54,6 +54,8 @@ class Cgroup {
                      std::vector<std::string>& unapplied) = 0;
   // A directory fd for clone3(CLONE_INTO_CGROUP), or -1 when the child must be attached.
   virtual int clone_fd() const = 0;
+  // cgroup.procs fds a child writes "0" into to enter the slice by itself (v1; empty on v2).
+  virtual const std::vector<int>& self_attach_fds() = 0;
   // Moves a whole process (all its threads) into the slice.
   virtual void attach(pid_t pid) = 0;
   virtual Counters counters() const = 0;

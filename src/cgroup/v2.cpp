@@ -104,9 +104,15 @@ class V2Cgroup final : public Cgroup {
   }
 
   Counters counters() const override {
+    if (!kept_) {
+      kept_.emplace();
+      kept_->cpu_stat = StatFile(fs_, join(dir_, "cpu.stat"));
+      kept_->memory_peak = StatFile(fs_, join(dir_, "memory.peak"));
+      kept_->memory_events = StatFile(fs_, join(dir_, "memory.events"));
+    }
     Counters c;
     // cpu.stat's usage fields exist even without the cpu controller enabled.
-    if (auto stat = fs_.read(join(dir_, "cpu.stat"))) {
+    if (auto stat = kept_->cpu_stat.read()) {
       auto us = [](std::optional<std::uint64_t> v) {
         return v ? std::optional<std::uint64_t>(*v * 1000) : std::nullopt;
       };
@@ -116,28 +122,34 @@ class V2Cgroup final : public Cgroup {
       c.throttled_periods = find_key(*stat, "nr_throttled");
       c.throttled_ns = us(find_key(*stat, "throttled_usec"));
     }
+    // After a reset, the peak is read through the fd that was reset (fd-local since 6.12).
     if (peak_fd_ >= 0) {
       char buf[64];
       ssize_t n = ::pread(peak_fd_, buf, sizeof buf - 1, 0);
       if (n > 0) c.memory_peak = parse_u64(std::string_view(buf, static_cast<size_t>(n)));
-    } else if (auto peak = fs_.read(join(dir_, "memory.peak"))) {
+    } else if (auto peak = kept_->memory_peak.read()) {
       c.memory_peak = parse_u64(*peak);
     }
-    if (auto events = fs_.read(join(dir_, "memory.events"))) {
-      c.oom_kills = find_key(*events, "oom_kill");
-    }
+    if (auto events = kept_->memory_events.read()) c.oom_kills = find_key(*events, "oom_kill");
     return c;
+  }
+
+  const std::vector<int>& self_attach_fds() override {
+    static const std::vector<int> none;
+    return none;  // born inside by clone3, or attached by the parent
   }
 
   bool reset_peak() override {
     // Since Linux 6.12 a write to memory.peak starts a new peak for reads through that fd.
+    // Older kernels refuse the write: then remember that, rather than retry every spawn.
+    if (peak_unresettable_) return false;
     if (peak_fd_ < 0) {
       peak_fd_ = ::open(fs_.resolve(join(dir_, "memory.peak")).c_str(), O_RDWR | O_CLOEXEC);
-      if (peak_fd_ < 0) return false;
     }
-    if (::pwrite(peak_fd_, "reset\n", 6, 0) == 6) return true;
-    ::close(peak_fd_);
+    if (peak_fd_ >= 0 && ::pwrite(peak_fd_, "reset\n", 6, 0) == 6) return true;
+    if (peak_fd_ >= 0) ::close(peak_fd_);
     peak_fd_ = -1;
+    peak_unresettable_ = true;
     return false;
   }
 
@@ -149,6 +161,7 @@ class V2Cgroup final : public Cgroup {
   }
 
   void kill_all() override {
+    if (procs().empty()) return;
     const std::string kill_file = join(dir_, files::kKill);
     if (fs_.exists(kill_file)) {
       // cgroup.kill (Linux 5.14) kills the whole subtree atomically; then wait for the exits.
@@ -180,7 +193,12 @@ class V2Cgroup final : public Cgroup {
   }
 
  private:
+  struct Kept {
+    StatFile cpu_stat, memory_peak, memory_events;
+  };
+
   void close_fds() {
+    kept_.reset();
     if (dir_fd_ >= 0) ::close(dir_fd_);
     if (peak_fd_ >= 0) ::close(peak_fd_);
     dir_fd_ = peak_fd_ = -1;
@@ -191,6 +209,8 @@ class V2Cgroup final : public Cgroup {
   std::set<std::string> enabled_;
   int dir_fd_ = -1;
   int peak_fd_ = -1;
+  bool peak_unresettable_ = false;
+  mutable std::optional<Kept> kept_;
 };
 
 class V2Backend final : public Backend {

@@ -1,6 +1,7 @@
 // Real slices on the running kernel: cgroup v1 on the host, cgroup v2 in the VM
 // (tests/vm/run-v2.sh). They need root (or a delegated cgroup) and say so when they skip.
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -157,8 +158,12 @@ TEST_CASE("the child is inside the slice when it runs", "[kernel]") {
   c.stdout_stream = Stdio::file(tmp.root() + "/out");
   Result r = slice.spawn(c).wait();
   REQUIRE(r.ok());
-  // v2 kernels >= 5.7 create the child inside the cgroup; v1 holds it until it is placed.
-  CHECK(r.placement == (slice.mode() == CgroupMode::unified ? "clone3" : "fork+attach"));
+  // v2 kernels >= 5.7 create the child inside the cgroup; on v1 it writes itself in.
+#if defined(__x86_64__)
+  CHECK(r.placement == (slice.mode() == CgroupMode::unified ? "clone3" : "vfork+attach"));
+#else
+  CHECK(r.placement == "fork+attach");
+#endif
   const std::string membership = FakeTree::slurp(tmp.root() + "/out");
   const std::string name = std::filesystem::path(slice.paths().front()).filename();
   CAPTURE(membership, name);
@@ -321,6 +326,38 @@ TEST_CASE("slices left by a profiler killed with SIGKILL are removed by the next
     Slice next(half_core());
     CHECK(all_gone(leaked));
   }
+}
+
+TEST_CASE("an unprivileged caller is told why it cannot create slices and what to do",
+          "[kernel]") {
+  if (::geteuid() != 0) {
+    WARN("skipped: needs root to become an unprivileged user");
+    return;
+  }
+  // The check runs in a child that drops to nobody, so this process keeps its privileges.
+  pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(3);
+    try {
+      Slice slice(make_device("unprivileged", 1, 1.0, "64MiB"));
+      ::_exit(1);
+    } catch (const PermissionDenied& e) {
+      const std::string what = e.what();
+      const bool helpful = e.sys_errno() != 0 &&
+                           what.find("/sys/fs/cgroup") != std::string::npos &&
+                           what.find("Delegate=yes") != std::string::npos;
+      ::_exit(helpful ? 0 : 2);
+    } catch (...) {
+      ::_exit(4);
+    }
+  }
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  // 0: PermissionDenied naming the file and the remedy; 1: no error at all; 2: unhelpful text.
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(our_slices().empty());
 }
 
 TEST_CASE("an invalid device never creates a slice", "[kernel]") {

@@ -1,0 +1,125 @@
+// The fork fallback of spawn_process (other architectures, kernels before 5.3/5.7), forced on
+// this kernel so that path stays tested where the fast path is the default.
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+
+#include "cgroup/backend.hpp"
+#include "edgeprof/edgeprof.hpp"
+#include "helpers.hpp"
+#include "spawn.hpp"
+
+using namespace edgeprof;
+using namespace edgeprof::detail;
+using edgeprof::test::FakeTree;
+using edgeprof::test::helper;
+
+namespace {
+
+// A real cgroup with limits applied, owned by the test.
+struct TestCgroup {
+  Fs fs;
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<Cgroup> cgroup;
+
+  TestCgroup() {
+    backend = make_backend(fs, discover_layout(fs), "");
+    cgroup = backend->create("edgeprof-" + std::to_string(::getpid()) + "-0-999");
+    std::vector<std::string> unapplied;
+    cgroup->apply(plan_emulation(make_device("t", 1, 0.5, "128MiB"), host_facts()), true,
+                  unapplied);
+  }
+  ~TestCgroup() {
+    cgroup->kill_all();
+    cgroup->remove();
+  }
+};
+
+Exit run_to_exit(const Spawned& child) {
+  auto exit = wait_exit(child, std::nullopt, {}, std::chrono::milliseconds(50));
+  if (child.pidfd >= 0) ::close(child.pidfd);
+  return *exit;
+}
+
+}  // namespace
+
+TEST_CASE("the fork fallback places the child before it execs", "[kernel][spawn]") {
+  if (::geteuid() != 0) {
+    WARN("skipped: needs root");
+    return;
+  }
+  TestCgroup cg;
+  FakeTree tmp;
+  Command command;
+  command.argv = {helper("edgeprof_workload"), "cgroup"};
+  command.stdout_stream = Stdio::file(tmp.root() + "/out");
+  PreparedCommand prepared(command);
+  Placement placement;
+  placement.attach = [&](pid_t pid) { cg.cgroup->attach(pid); };
+  Spawned child = spawn_process(prepared, placement, /*fast=*/false);
+  CHECK(std::string(child.placement) == "fork+attach");
+  Exit exit = run_to_exit(child);
+  REQUIRE(WIFEXITED(exit.status));
+  CHECK(WEXITSTATUS(exit.status) == 0);
+  const std::string name = std::filesystem::path(cg.cgroup->paths().front()).filename();
+  CHECK_THAT(FakeTree::slurp(tmp.root() + "/out"), Catch::Contains(name));
+}
+
+TEST_CASE("the fork fallback reports exec failures with errno and path", "[kernel][spawn]") {
+  if (::geteuid() != 0) {
+    WARN("skipped: needs root");
+    return;
+  }
+  TestCgroup cg;
+  FakeTree tmp;
+  tmp.file("/script", "#!/bin/sh\n");  // not executable
+  Command command;
+  command.argv = {tmp.root() + "/script"};
+  PreparedCommand prepared(command);
+  Placement placement;
+  placement.attach = [&](pid_t pid) { cg.cgroup->attach(pid); };
+  try {
+    spawn_process(prepared, placement, /*fast=*/false);
+    FAIL("spawned");
+  } catch (const SpawnError& e) {
+    CHECK(e.sys_errno() == EACCES);
+    CHECK(e.path() == tmp.root() + "/script");
+  }
+  // A failed placement kills the held child and reports the error.
+  placement.attach = [](pid_t) { throw CgroupError("placement failed on purpose"); };
+  Command ok;
+  ok.argv = {helper("edgeprof_workload"), "exit", "0"};
+  PreparedCommand prepared_ok(ok);
+  CHECK_THROWS_WITH(spawn_process(prepared_ok, placement, false), "placement failed on purpose");
+}
+
+TEST_CASE("the fast path reports a failed self-attach", "[kernel][spawn]") {
+  if (::geteuid() != 0) {
+    WARN("skipped: needs root");
+    return;
+  }
+#if !defined(__x86_64__)
+  WARN("skipped: the fast path is x86-64 only");
+  return;
+#endif
+  // A cgroup.procs fd opened read-only: the child's write of "0" fails with EBADF.
+  TestCgroup cg;
+  int bad = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  Command ok;
+  ok.argv = {helper("edgeprof_workload"), "exit", "0"};
+  PreparedCommand prepared(ok);
+  Placement placement;
+  placement.procs_fds = {bad};
+  placement.attach = [&](pid_t pid) { cg.cgroup->attach(pid); };
+  try {
+    spawn_process(prepared, placement, true);
+    FAIL("spawned");
+  } catch (const SpawnError& e) {
+    CHECK(e.sys_errno() == EBADF);
+    CHECK_THAT(e.what(), Catch::Contains("cgroup.procs"));
+  }
+  ::close(bad);
+}
