@@ -50,18 +50,6 @@ std::string json_optional(const std::optional<T>& v) {
 // Doubles with enough digits to round-trip, and JSON-safe.
 std::string json_number(double v) { return std::isfinite(v) ? fmt::format("{}", v) : "null"; }
 
-const char* mode_token(CgroupMode mode) {
-  switch (mode) {
-    case CgroupMode::unified:
-      return "unified";
-    case CgroupMode::hybrid:
-      return "hybrid";
-    case CgroupMode::legacy:
-      return "legacy";
-  }
-  return "unknown";
-}
-
 std::string exit_text(const Result& r) {
   if (r.timed_out) return "killed at the timeout";
   if (r.oom_killed) {
@@ -83,7 +71,7 @@ std::string to_text(const Result& r) {
   out += fmt::format("emulation     cpus {}, quota {:.3g} cores ({} us / {} us), memory.max {}, "
                      "cgroup {}, child placed by {}\n",
                      format_cpu_list(p.cpus), p.capacity_cores(), p.cpu_quota_us,
-                     p.cpu_period_us, format_size(p.memory_max_bytes), to_string(r.cgroup_mode),
+                     p.cpu_period_us, format_size(p.memory_max_bytes), describe(r.cgroup_mode),
                      r.placement);
   out += fmt::format("outcome       {}\n", exit_text(r));
   out += fmt::format("wall time     {:.6f} s   measured (monotonic clock, exec to exit)\n",
@@ -132,7 +120,7 @@ std::string to_json(const Result& r) {
       r.oom_killed, r.oom_kills, json_number(r.wall_time_s), json_number(r.cpu_user_s),
       json_number(r.cpu_system_s), json_optional(r.peak_memory_bytes),
       json_string(r.peak_memory_source), json_number(r.throttled_s), r.throttled_periods,
-      r.periods, r.child_max_rss_bytes, json_string(mode_token(r.cgroup_mode)),
+      r.periods, r.child_max_rss_bytes, json_string(to_string(r.cgroup_mode)),
       json_string(r.placement), json_strings(r.unapplied), device, plan);
 }
 

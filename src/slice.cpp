@@ -21,6 +21,18 @@ using detail::Clock;
 const char* to_string(CgroupMode mode) {
   switch (mode) {
     case CgroupMode::unified:
+      return "unified";
+    case CgroupMode::hybrid:
+      return "hybrid";
+    case CgroupMode::legacy:
+      return "legacy";
+  }
+  return "unknown";
+}
+
+const char* describe(CgroupMode mode) {
+  switch (mode) {
+    case CgroupMode::unified:
       return "unified (cgroup v2)";
     case CgroupMode::hybrid:
       return "hybrid (cgroup v1 controllers)";

@@ -18,7 +18,10 @@ namespace edgeprof {
 // How this machine mounts cgroups. unified = pure cgroup v2; hybrid = v1 controllers plus a
 // cgroup2 mount at /sys/fs/cgroup/unified; legacy = v1 only.
 enum class CgroupMode { unified, hybrid, legacy };
+// "unified", "hybrid" or "legacy".
 const char* to_string(CgroupMode mode);
+// For people: "unified (cgroup v2)", "hybrid (cgroup v1 controllers)", "legacy (cgroup v1)".
+const char* describe(CgroupMode mode);
 
 // Detects the mode once (statfs of /sys/fs/cgroup) and caches it.
 CgroupMode cgroup_mode();

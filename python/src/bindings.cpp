@@ -137,18 +137,6 @@ std::optional<std::chrono::duration<double>> to_timeout(std::optional<double> se
   return std::chrono::duration<double>(*seconds);
 }
 
-const char* mode_name(CgroupMode mode) {
-  switch (mode) {
-    case CgroupMode::unified:
-      return "unified";
-    case CgroupMode::hybrid:
-      return "hybrid";
-    case CgroupMode::legacy:
-      return "legacy";
-  }
-  return "unknown";
-}
-
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -228,7 +216,7 @@ PYBIND11_MODULE(_core, m) {
   m.def("parse_size", &parse_size, py::arg("text"), py::arg("field") = "size",
         "Bytes in a size such as \"512MiB\", \"1.5GiB\", \"500MB\" or \"512M\".");
   m.def("format_size", &format_size, py::arg("bytes"));
-  m.def("cgroup_mode", [] { return mode_name(cgroup_mode()); },
+  m.def("cgroup_mode", [] { return to_string(cgroup_mode()); },
         "'unified' (cgroup v2), 'hybrid' or 'legacy' (cgroup v1 controllers).");
 
   py::class_<EmulationPlan>(m, "EmulationPlan", "The cgroup settings that emulate a device.")
@@ -271,7 +259,7 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("placement", &Result::placement)
       .def_readonly("device", &Result::device)
       .def_readonly("plan", &Result::plan)
-      .def_property_readonly("cgroup_mode", [](const Result& r) { return mode_name(r.cgroup_mode); })
+      .def_property_readonly("cgroup_mode", [](const Result& r) { return to_string(r.cgroup_mode); })
       .def_readonly("unapplied", &Result::unapplied)
       .def_readonly("command", &Result::command)
       .def_property_readonly("ok", &Result::ok)
@@ -287,7 +275,10 @@ PYBIND11_MODULE(_core, m) {
             py::gil_scoped_release release;
             return c.wait(t, python_signals());
           },
-          py::arg("timeout") = py::none());
+          py::arg("timeout") = py::none(),
+          "Waits for the workload to exit and returns its Result. After `timeout` seconds it "
+          "kills everything in the slice and reports timed_out. Ctrl-C kills the workload and "
+          "raises KeyboardInterrupt. The GIL is released while waiting.");
 
   py::class_<Slice>(m, "Slice", "One emulated device instance (its cgroups).")
       .def(py::init([](const py::object& device, const py::object& parent,
@@ -312,13 +303,16 @@ PYBIND11_MODULE(_core, m) {
           },
           py::arg("argv"), py::kw_only(), py::arg("env") = py::none(), py::arg("cwd") = py::none(),
           py::arg("stdin") = py::none(), py::arg("stdout") = py::none(),
-          py::arg("stderr") = py::none())
+          py::arg("stderr") = py::none(),
+          "Starts argv inside the slice (inside before its first instruction) and returns a "
+          "Child. env replaces the whole environment; stdin/stdout/stderr take None (inherit), "
+          "subprocess.DEVNULL or a file path. SpawnError (errno, path) when it cannot start.")
       .def("kill", &Slice::kill, py::call_guard<py::gil_scoped_release>())
       .def("close", &Slice::close, py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("closed", &Slice::closed)
       .def_property_readonly("device", &Slice::device)
       .def_property_readonly("plan", &Slice::plan)
-      .def_property_readonly("mode", [](const Slice& s) { return mode_name(s.mode()); })
+      .def_property_readonly("mode", [](const Slice& s) { return to_string(s.mode()); })
       .def_property_readonly("unapplied", &Slice::unapplied)
       .def_property_readonly("paths", &Slice::paths)
       .def("__enter__", [](Slice& s) -> Slice& { return s; }, py::return_value_policy::reference)
@@ -347,5 +341,15 @@ PYBIND11_MODULE(_core, m) {
       py::arg("env") = py::none(), py::arg("cwd") = py::none(), py::arg("stdin") = py::none(),
       py::arg("stdout") = py::none(), py::arg("stderr") = py::none(),
       py::arg("parent") = py::none(), py::arg("cpu_period_us") = kDefaultCpuPeriodUs,
-      py::arg("cpus") = std::vector<int>{}, py::arg("allow_missing_controllers") = false);
+      py::arg("cpus") = std::vector<int>{}, py::arg("allow_missing_controllers") = false,
+      "Runs argv in a fresh slice emulating `device` (a Device or a built-in device's name) "
+      "and returns its Result; the slice is removed before returning, also on errors and "
+      "Ctrl-C.\n\n"
+      "timeout: seconds, then the workload is killed and Result.timed_out is set.\n"
+      "env, cwd, stdin, stdout, stderr: as Slice.spawn.\n"
+      "parent: the cgroup to create the slice beneath (default: $EDGEPROF_CGROUP_PARENT, "
+      "else this process's own cgroup).\n"
+      "cpu_period_us: the CFS bandwidth period; cpus: explicit host CPUs for the cpuset.\n"
+      "allow_missing_controllers: run even when a cgroup controller is missing; the limits "
+      "not applied are listed in Result.unapplied.");
 }
