@@ -71,6 +71,20 @@ void remove_stale_slices(detail::Backend& backend, const detail::Fs& fs) {
   }
 }
 
+// This process's pid and start time, which name its slices. Read once per process: a forked
+// child (Python multiprocessing) has a new pid, so the cache is keyed by it.
+detail::SliceName own_identity(const detail::Fs& fs) {
+  static std::mutex lock;
+  static detail::SliceName cached;
+  std::lock_guard<std::mutex> guard(lock);
+  const pid_t self = ::getpid();
+  if (cached.owner != self) {
+    cached.owner = self;
+    cached.owner_start = detail::process_start_time(fs, self).value_or(0);
+  }
+  return cached;
+}
+
 }  // namespace
 
 CgroupMode cgroup_mode() { return layout().mode; }
@@ -116,9 +130,8 @@ Slice::Slice(Device device, SliceOptions options) : impl_(std::make_shared<Impl>
   s.backend = detail::make_backend(s.fs, layout(), parent_from(s.options));
   remove_stale_slices(*s.backend, s.fs);
 
-  const pid_t self = ::getpid();
-  detail::SliceName name{self, detail::process_start_time(s.fs, self).value_or(0),
-                         sequence.fetch_add(1) + 1};
+  detail::SliceName name = own_identity(s.fs);
+  name.sequence = sequence.fetch_add(1) + 1;
   s.cgroup = s.backend->create(detail::format_slice_name(name));
   try {
     s.cgroup->apply(s.plan, s.options.allow_missing_controllers, s.unapplied);
