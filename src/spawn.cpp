@@ -205,7 +205,19 @@ bool is_executable_file(const std::string& path) {
 }
 
 int open_stdio(const Stdio& s, int index) {
+  static const char* const kNames[] = {"stdin", "stdout", "stderr"};
   if (s.kind == Stdio::Kind::inherit) return -1;
+  if (s.kind == Stdio::Kind::fd) {
+    // Our own copy, clear of 0-2 so dup2 in the child never aliases; EBADF names a bad fd.
+    int fd = ::fcntl(s.fd, F_DUPFD_CLOEXEC, 3);
+    if (fd < 0) {
+      int err = errno;
+      throw SpawnError(fmt::format("cannot use descriptor {} as {}: {} (errno {})", s.fd,
+                                   kNames[index], std::strerror(err), err),
+                       err, "");
+    }
+    return fd;
+  }
   const bool input = index == 0;
   const std::string path = s.kind == Stdio::Kind::discard ? "/dev/null" : s.path;
   int flags = O_CLOEXEC | (input ? O_RDONLY : O_WRONLY);
@@ -213,7 +225,6 @@ int open_stdio(const Stdio& s, int index) {
   int fd = ::open(path.c_str(), flags, 0644);
   if (fd < 0) {
     int err = errno;
-    static const char* const kNames[] = {"stdin", "stdout", "stderr"};
     throw SpawnError(fmt::format("cannot open {} file '{}': {} (errno {})", kNames[index], path,
                                  std::strerror(err), err),
                      err, path);

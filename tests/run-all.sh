@@ -2,7 +2,7 @@
 # Installs what the tests need and runs every test tier:
 #   1. C++ (ctest): unit tests, real-kernel tests on this machine's cgroups, the same tests in a
 #      cgroup v2 qemu VM, packaging (install + find_package / add_subdirectory consumers);
-#   2. Python (pytest): the API and the CLI on real cgroups;
+#   2. Python (pytest): the API and the CLI on real cgroups, in the cgroup v2 VM and here;
 #   3. a final check that no edgeprof cgroup was left behind.
 # Usage: bash tests/run-all.sh        (as root; Debian 12 or similar)
 # Environment: BUILD_DIR (default build/test), EDGEPROF_SKIP_VM=1 skips the VM tier.
@@ -41,6 +41,13 @@ cmake --build "$BUILD_DIR"
 
 step "C++ tests (ctest)"
 ctest --test-dir "$BUILD_DIR" --output-on-failure
+
+step "Python tests in the cgroup v2 VM (pytest)"
+if [[ $vm == ON ]]; then
+  tests/vm/run-pytest-v2.sh -q
+else
+  echo "skipped (EDGEPROF_SKIP_VM=1)"
+fi
 
 step "Python tests (pytest)"
 "$PYTHON" -m pytest -p no:cacheprovider tests/python

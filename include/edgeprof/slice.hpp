@@ -28,16 +28,20 @@ CgroupMode cgroup_mode();
 
 // Where a child's standard stream goes.
 struct Stdio {
-  enum class Kind { inherit, discard, file };
+  enum class Kind { inherit, discard, file, fd };
   Kind kind = Kind::inherit;
   std::string path;     // for Kind::file
   bool append = false;  // for Kind::file opened for writing
+  int fd = -1;          // for Kind::fd: a descriptor of this process, duplicated for the child
 
   static Stdio inherit() { return {}; }
-  static Stdio discard() { return {Kind::discard, {}, false}; }
+  static Stdio discard() { return {Kind::discard, {}, false, -1}; }
   static Stdio file(std::string path, bool append = false) {
-    return {Kind::file, std::move(path), append};
+    return {Kind::file, std::move(path), append, -1};
   }
+  // The child's stream becomes a copy of this process's descriptor `fd` (for example 2, to
+  // send the workload's stdout to our stderr).
+  static Stdio descriptor(int fd) { return {Kind::fd, {}, false, fd}; }
 };
 
 // A command to run. argv[0] is looked up in PATH (the child's, when `env` sets one) unless it

@@ -1,12 +1,13 @@
 """Type stubs for edgeprof's C++ core."""
 
 import os
-from typing import Literal, Mapping, Optional, Sequence, Union
+from typing import IO, Any, Literal, Mapping, Optional, Sequence, Union
 
 __version__: str
 DEFAULT_CPU_PERIOD_US: int
 
-_Stream = Union[None, int, str, os.PathLike]  # None = inherit, subprocess.DEVNULL, or a path
+# None = inherit; subprocess.DEVNULL; a file descriptor; an open file object; or a path.
+_Stream = Union[None, int, IO[Any], str, os.PathLike]
 _DeviceLike = Union["Device", str]  # a Device or a built-in device's name
 
 class Error(Exception): ...

@@ -101,7 +101,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     result = edgeprof.run(
         command, device=_device(args), timeout=args.timeout,
         # With --json, stdout carries only the JSON: the workload's stdout goes to stderr.
-        stdout="/dev/stderr" if args.json else None,
+        stdout=sys.stderr.fileno() if args.json else None,
         **_run_options(args))
     if args.json:
         print(result.to_json())

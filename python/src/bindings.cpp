@@ -80,13 +80,20 @@ Device to_device(const py::object& value) {
 
 Stdio to_stdio(const py::object& value, const char* name) {
   if (value.is_none()) return Stdio::inherit();
-  if (py::isinstance<py::int_>(value) && value.cast<int>() == kDevnull) return Stdio::discard();
+  if (py::isinstance<py::int_>(value) && !py::isinstance<py::bool_>(value)) {
+    const int fd = value.cast<int>();
+    if (fd == kDevnull) return Stdio::discard();
+    if (fd >= 0) return Stdio::descriptor(fd);
+  }
+  if (py::hasattr(value, "fileno") && !py::isinstance<py::str>(value)) {
+    return Stdio::descriptor(value.attr("fileno")().cast<int>());
+  }
   py::object fspath = py::module_::import("os").attr("fspath");
   try {
     return Stdio::file(py::str(fspath(value)).cast<std::string>());
   } catch (const py::error_already_set&) {
-    throw py::type_error(std::string(name) + ": expected None (inherit), subprocess.DEVNULL or "
-                         "a file path");
+    throw py::type_error(std::string(name) + ": expected None (inherit), subprocess.DEVNULL, "
+                         "a file descriptor, a file object or a file path");
   }
 }
 
@@ -306,7 +313,7 @@ PYBIND11_MODULE(_core, m) {
           py::arg("stderr") = py::none(),
           "Starts argv inside the slice (inside before its first instruction) and returns a "
           "Child. env replaces the whole environment; stdin/stdout/stderr take None (inherit), "
-          "subprocess.DEVNULL or a file path. SpawnError (errno, path) when it cannot start.")
+          "subprocess.DEVNULL, a file descriptor, an open file object or a file path. SpawnError (errno, path) when it cannot start.")
       .def("kill", &Slice::kill, py::call_guard<py::gil_scoped_release>())
       .def("close", &Slice::close, py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("closed", &Slice::closed)

@@ -91,6 +91,17 @@ def test_env_cwd_and_stdio(half_core, tmp_path):
         edgeprof.run(["true"], device=half_core, stdout=3.5)
 
 
+def test_stdio_takes_descriptors_and_file_objects(half_core, tmp_path):
+    with open(tmp_path / "by-fd", "w") as f:
+        assert edgeprof.run(["echo", "by fd"], device=half_core, stdout=f.fileno()).ok
+    with open(tmp_path / "by-object", "w") as f:
+        assert edgeprof.run(["echo", "by object"], device=half_core, stdout=f).ok
+    assert (tmp_path / "by-fd").read_text() == "by fd\n"
+    assert (tmp_path / "by-object").read_text() == "by object\n"
+    with pytest.raises(edgeprof.SpawnError, match="descriptor 987"):
+        edgeprof.run(["true"], device=half_core, stdout=987)
+
+
 def test_slice_context_manager_runs_several_children(half_core):
     with edgeprof.Slice(half_core) as s:
         assert s.mode in ("unified", "hybrid", "legacy")

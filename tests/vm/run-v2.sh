@@ -32,6 +32,8 @@
 #                       (same absolute paths; relative ones are taken from
 #                       the current directory); symlinks are dereferenced
 #   EDGEPROF_VM_KERNEL  kernel image (default: newest /boot/vmlinuz-*)
+#   EDGEPROF_VM_MEMORY  guest memory in MiB (default 1024); a test that emulates a
+#                       4 GiB device needs a guest with more than 4 GiB
 #   EDGEPROF_VM_RUNNER  "session" (default, described above) or "service":
 #                       PROGRAM is alone in /runner, the init shell stays in
 #                       the root cgroup (like a systemd Delegate=yes service)
@@ -300,6 +302,11 @@ echo "$P booted"
 mount -t proc -o nosuid,nodev,noexec proc /proc
 mount -t sysfs -o nosuid,nodev,noexec sysfs /sys
 mount -t devtmpfs -o nosuid devtmpfs /dev
+# What udev/systemd create on a real system: programs open /dev/stderr by name.
+ln -sf /proc/self/fd /dev/fd
+ln -sf /proc/self/fd/0 /dev/stdin
+ln -sf /proc/self/fd/1 /dev/stdout
+ln -sf /proc/self/fd/2 /dev/stderr
 mkdir -p /dev/shm /dev/pts
 mount -t tmpfs -o nosuid,nodev tmpfs /dev/shm
 mount -t tmpfs -o nosuid,nodev tmpfs /tmp
@@ -374,7 +381,7 @@ fifo=$tmp/console
 mkfifo "$fifo"
 vm_start=$(now_us)
 # stdin is /dev/null: the VM never reads it, and qemu leaves the terminal alone.
-qemu-system-x86_64 -accel tcg -cpu max -m 1024 -smp 2 \
+qemu-system-x86_64 -accel tcg -cpu max -m "${EDGEPROF_VM_MEMORY:-1024}" -smp 2 \
   -nodefaults -display none -no-reboot \
   -chardev stdio,id=console,signal=off -serial chardev:console \
   -kernel "$kernel" -initrd "$tmp/initrd.gz" \
