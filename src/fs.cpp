@@ -170,6 +170,21 @@ std::optional<std::string> StatFile::read() const {
   return out;
 }
 
+std::optional<std::string_view> StatFile::read_into(char* buffer, size_t capacity) const {
+  if (fd_ < 0) return std::nullopt;
+  size_t used = 0;
+  for (;;) {
+    if (used == capacity) return std::nullopt;  // might be truncated: do not parse half
+    ssize_t n = ::pread(fd_, buffer + used, capacity - used, static_cast<off_t>(used));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return std::nullopt;
+    }
+    if (n == 0) return std::string_view(buffer, used);
+    used += static_cast<size_t>(n);
+  }
+}
+
 std::string join(std::string_view a, std::string_view b) {
   while (!a.empty() && a.back() == '/') a.remove_suffix(1);
   while (!b.empty() && b.front() == '/') b.remove_prefix(1);

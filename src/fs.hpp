@@ -76,6 +76,9 @@ class StatFile {
 
   bool ok() const { return fd_ >= 0; }
   std::optional<std::string> read() const;
+  // Reads into `buffer` without allocating (the sampler's hot path). nullopt on an error, or
+  // when the file does not fit in `capacity` bytes.
+  std::optional<std::string_view> read_into(char* buffer, size_t capacity) const;
 
  private:
   int fd_ = -1;

@@ -148,6 +148,73 @@ CpuSplit split_cpu_time(std::uint64_t usage_ns, std::uint64_t user_ticks,
   return {user, usage_ns - user};
 }
 
+namespace {
+
+// Calls fn(key, value) for each "key=value" word of a line.
+template <class Fn>
+void for_each_pair(std::string_view line, Fn&& fn) {
+  size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && is_space(line[i])) ++i;
+    size_t j = i;
+    while (j < line.size() && !is_space(line[j])) ++j;
+    std::string_view word = line.substr(i, j - i);
+    size_t eq = word.find('=');
+    if (eq != std::string_view::npos) fn(word.substr(0, eq), word.substr(eq + 1));
+    i = j;
+  }
+}
+
+}  // namespace
+
+IoTotals parse_io_stat(std::string_view text) {
+  IoTotals t;
+  for_each_line(text, [&](std::string_view line) {
+    for_each_pair(line, [&](std::string_view key, std::string_view value) {
+      const std::uint64_t v = parse_u64(value).value_or(0);
+      if (key == "rbytes") t.read_bytes += v;
+      if (key == "wbytes") t.write_bytes += v;
+      if (key == "rios") t.read_ops += v;
+      if (key == "wios") t.write_ops += v;
+    });
+  });
+  return t;
+}
+
+ReadWrite parse_blkio(std::string_view text) {
+  ReadWrite rw;
+  for_each_line(text, [&](std::string_view line) {
+    line = trim(line);
+    // "MAJ:MIN Op N"; the closing "Total N" line has no device.
+    size_t a = line.find(' ');
+    if (a == std::string_view::npos || line.substr(0, a).find(':') == std::string_view::npos) {
+      return;
+    }
+    std::string_view rest = trim(line.substr(a + 1));
+    size_t b = rest.find(' ');
+    if (b == std::string_view::npos) return;
+    std::string_view op = rest.substr(0, b);
+    const std::uint64_t v = parse_u64(rest.substr(b + 1)).value_or(0);
+    if (op == "Read") rw.read += v;
+    if (op == "Write") rw.write += v;
+  });
+  return rw;
+}
+
+Pressure parse_pressure(std::string_view text) {
+  Pressure p;
+  for_each_line(text, [&](std::string_view line) {
+    line = trim(line);
+    const bool some = line.rfind("some ", 0) == 0;
+    const bool full = line.rfind("full ", 0) == 0;
+    if (!some && !full) return;
+    for_each_pair(line, [&](std::string_view key, std::string_view value) {
+      if (key == "total") (some ? p.some_us : p.full_us) = parse_u64(value);
+    });
+  });
+  return p;
+}
+
 std::vector<std::string> split_words(std::string_view text) {
   std::vector<std::string> out;
   size_t i = 0;

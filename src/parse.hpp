@@ -59,6 +59,26 @@ struct CpuSplit {
 CpuSplit split_cpu_time(std::uint64_t usage_ns, std::uint64_t user_ticks,
                         std::uint64_t system_ticks);
 
+// Block I/O of a cgroup, summed over its devices.
+struct IoTotals {
+  std::uint64_t read_bytes = 0, write_bytes = 0, read_ops = 0, write_ops = 0;
+};
+// v2 io.stat: "MAJ:MIN rbytes=N wbytes=N rios=N wios=N dbytes=N dios=N" per device.
+IoTotals parse_io_stat(std::string_view text);
+// v1 blkio.throttle.io_service_bytes / io_serviced: "MAJ:MIN Read N", "MAJ:MIN Write N", ...
+// Returns {sum of Read, sum of Write}.
+struct ReadWrite {
+  std::uint64_t read = 0, write = 0;
+};
+ReadWrite parse_blkio(std::string_view text);
+
+// Pressure stall information ("some ... total=N" / "full ... total=N", microseconds stalled).
+// `full` is absent from cpu.pressure before Linux 5.13.
+struct Pressure {
+  std::optional<std::uint64_t> some_us, full_us;
+};
+Pressure parse_pressure(std::string_view text);
+
 // Whitespace-separated words ("cpuset cpu io memory pids" of cgroup.controllers).
 std::vector<std::string> split_words(std::string_view text);
 

@@ -168,3 +168,19 @@ TEST_CASE("v1: a missing hierarchy is an error unless allowed", "[cgroup]") {
   cgroup->apply(sample_plan(), true, unapplied);
   CHECK(unapplied.size() == 2);  // cpuset and pids
 }
+
+TEST_CASE("a kept stat file re-reads the current content, without allocating", "[fs][sampler]") {
+  FakeTree tree;
+  tree.file("/stat", "usage_usec 10\n");
+  Fs fs(tree.root());
+  StatFile file(fs, "/stat");
+  REQUIRE(file.ok());
+  char buf[64];
+  CHECK(file.read_into(buf, sizeof buf) == std::string_view("usage_usec 10\n"));
+  tree.file("/stat", "usage_usec 20000\n");  // the kernel's file changes under the same fd
+  CHECK(file.read_into(buf, sizeof buf) == std::string_view("usage_usec 20000\n"));
+  CHECK(file.read() == std::string("usage_usec 20000\n"));
+  CHECK_FALSE(file.read_into(buf, 8));  // does not fit: no half a file
+  CHECK_FALSE(StatFile(fs, "/missing").ok());
+  CHECK_FALSE(StatFile(fs, "/missing").read_into(buf, sizeof buf));
+}

@@ -127,3 +127,58 @@ TEST_CASE("parsers read real cgroup v2 captures", "[parse][fixtures]") {
   REQUIRE(own.size() == 1);
   CHECK(own[0].hierarchy == 0);
 }
+
+TEST_CASE("io.stat is summed over devices", "[parse][sampler]") {
+  auto t = parse_io_stat(
+      "8:0 rbytes=1000 wbytes=2000 rios=3 wios=4 dbytes=0 dios=0\n"
+      "253:1 rbytes=10 wbytes=20 rios=1 wios=2 dbytes=5 dios=1\n");
+  CHECK(t.read_bytes == 1010u);
+  CHECK(t.write_bytes == 2020u);
+  CHECK(t.read_ops == 4u);
+  CHECK(t.write_ops == 6u);
+  CHECK(parse_io_stat("").read_bytes == 0u);
+  auto captured = parse_io_stat(fixture("v2/io.stat"));
+  CHECK(captured.read_bytes == 4194304u);
+  CHECK(captured.write_bytes == 8388608u);
+  CHECK(captured.read_ops == 16u);
+  CHECK(captured.write_ops == 32u);
+}
+
+TEST_CASE("v1 blkio files sum the Read and Write lines of every device", "[parse][sampler]") {
+  auto rw = parse_blkio("8:0 Read 100\n8:0 Write 7\n8:0 Sync 107\n8:0 Async 0\n8:0 Total 107\n"
+                        "8:16 Read 1\n8:16 Write 2\nTotal 110\n");
+  CHECK(rw.read == 101u);
+  CHECK(rw.write == 9u);
+  CHECK(parse_blkio("Total 0\n").read == 0u);
+  auto bytes = parse_blkio(fixture("v1/blkio.throttle.io_service_bytes"));
+  CHECK(bytes.read == 8192u);
+  CHECK(bytes.write == 4194304u);
+  auto ops = parse_blkio(fixture("v1/blkio.throttle.io_serviced"));
+  CHECK(ops.read == 2u);
+  CHECK(ops.write == 8u);
+}
+
+TEST_CASE("pressure files give the some and full stall totals", "[parse][sampler]") {
+  auto p = parse_pressure(
+      "some avg10=1.50 avg60=0.20 avg300=0.00 total=123456\n"
+      "full avg10=0.00 avg60=0.00 avg300=0.00 total=789\n");
+  CHECK(p.some_us == 123456u);
+  CHECK(p.full_us == 789u);
+  auto old_cpu = parse_pressure("some avg10=0.00 avg60=0.00 avg300=0.00 total=5\n");
+  CHECK(old_cpu.some_us == 5u);
+  CHECK_FALSE(old_cpu.full_us);
+  CHECK(parse_pressure(fixture("v2/cpu.pressure")).some_us == 728264u);
+  CHECK(parse_pressure(fixture("v2/memory.pressure")).some_us);
+  CHECK(parse_pressure(fixture("v1/proc_pressure_memory")).full_us == 16156u);
+}
+
+TEST_CASE("memory.stat gives the anon, file and fault figures on v1 and v2", "[parse][sampler]") {
+  const std::string v2 = fixture("v2/memory.stat");
+  CHECK(find_key(v2, "anon") == 21012480u);
+  CHECK(find_key(v2, "file") == 4096u);
+  CHECK(find_key(v2, "pgmajfault"));
+  const std::string v1 = fixture("v1/memory.stat");
+  CHECK(find_key(v1, "total_rss") == 0u);
+  CHECK(find_key(v1, "total_cache") == 24576u);
+  CHECK(find_key(v1, "total_pgmajfault") == 0u);
+}
