@@ -1,11 +1,16 @@
 // edgeprof_bench_spawn: what a Slice costs (issue 2). Results: docs/benchmarks.md.
 //
 //   1. spawn   /bin/true in a reused Slice (slice.spawn(cmd).wait()) against posix_spawn +
-//              waitpid, plus an instrumented replica of edgeprof's fork+attach path that times
-//              its phases (on cgroup v1 the pid is written into every hierarchy's cgroup.procs
-//              while the child waits on a pipe), sketches of cheaper paths (a vfork-style child
-//              that enters the slice itself, or is born in it by clone3 on v2), and the same
-//              after 50 ms of idleness (the first cgroup.procs write then waits for RCU).
+//              waitpid. Slice::spawn's default path (src/spawn.cpp, x86-64) is
+//              clone3(CLONE_VM|CLONE_VFORK): on cgroup v2 the child is born in the slice
+//              (CLONE_INTO_CGROUP, placement "clone3"), on v1 it writes "0" into cgroup.procs
+//              fds the slice keeps ("vfork+attach"); fork + pipe + parent attach is only the
+//              fallback ("fork+attach": other architectures, kernels < 5.3 / 5.7). Also run:
+//              replicas of both paths with the same system calls (the default one untimed and
+//              timed, the fallback timed) to show where the time goes, the fallback without
+//              cgroup work, minimal vfork-style spawns as lower bounds (no pidfd, no clock
+//              reads, no library), and the same after 50 ms of idleness (on v1 the first
+//              cgroup.procs write then waits for an RCU grace period).
 //   2. create  { Slice s(device); } against Debian's cgroup-tools run as processes (cgcreate,
 //              cgset, cgexec, cgdelete: what a shell-script profiler does), and a replica of
 //              Slice construction and destruction that times each step.
@@ -617,6 +622,9 @@ SliceView view_of(const edgeprof::Slice& slice, const BenchArea* area) {
 struct CounterFiles {
   std::optional<std::string> reset_path;
   std::string reset_value;
+  // v1: the backend opens, writes and closes memory.max_usage_in_bytes for every reset; v2
+  // writes a kept memory.peak fd, and stops trying once the kernel refused (before 6.12).
+  bool reset_reopens = false;
   std::vector<std::string> reads;
 };
 
@@ -632,6 +640,7 @@ CounterFiles counter_files(const SliceView& v) {
   } else {
     c.reset_path = v.file("memory.max_usage_in_bytes");
     c.reset_value = "0";
+    c.reset_reopens = true;
     for (const char* f : {"cpuacct.usage", "cpuacct.stat", "cpu.stat", "memory.max_usage_in_bytes",
                           "memory.oom_control"}) {
       add(f);
@@ -640,11 +649,83 @@ CounterFiles counter_files(const SliceView& v) {
   return c;
 }
 
-void read_counters(const CounterFiles& c) {
-  for (const std::string& f : c.reads) (void)read_file(f);
+// Descriptors the slice keeps for its life, as the backends do: cgroup.procs of each hierarchy
+// (v1 self-attach) and the counter files.
+class KeptFds {
+ public:
+  KeptFds(const SliceView& v, const CounterFiles& c) : reset_value_(c.reset_value) {
+    for (const std::string& p : v.paths)
+      procs_.push_back(open_or_throw(join(p, "cgroup.procs"), O_WRONLY));
+    // On v2 before Linux 6.12 memory.peak cannot be reset: root may open it for writing, but
+    // the write fails (EINVAL); reset() then stops trying, as the v2 backend does.
+    if (c.reset_path) reset_ = ::open(c.reset_path->c_str(), O_WRONLY | O_CLOEXEC);
+    for (const std::string& f : c.reads) counters_.push_back(open_or_throw(f, O_RDONLY));
+  }
+  ~KeptFds() {
+    for (int fd : procs_) ::close(fd);
+    for (int fd : counters_) ::close(fd);
+    if (reset_ >= 0) ::close(reset_);
+  }
+  KeptFds(const KeptFds&) = delete;
+  KeptFds& operator=(const KeptFds&) = delete;
+
+  // The minimal spawns: pwrite the reset, one pread per counter file.
+  void reset_and_read() const {
+    reset();
+    read();
+  }
+  void reset() const {
+    if (reset_ < 0) return;
+    const auto n = ::pwrite(reset_, reset_value_.data(), reset_value_.size(), 0);
+    if (n != static_cast<ssize_t>(reset_value_.size())) {
+      ::close(reset_);
+      reset_ = -1;
+    }
+  }
+  void read() const {
+    char buf[4096];
+    for (int fd : counters_) {
+      ssize_t ignored = ::pread(fd, buf, sizeof buf, 0);
+      (void)ignored;
+    }
+  }
+  // As edgeprof's StatFile::read: pread from offset 0 until end of file (two calls each).
+  void read_all() const {
+    char buf[4096];
+    for (int fd : counters_) {
+      for (off_t offset = 0;;) {
+        ssize_t n = ::pread(fd, buf, sizeof buf, offset);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        offset += n;
+      }
+    }
+  }
+  const std::vector<int>& procs() const { return procs_; }
+
+ private:
+  static int open_or_throw(const std::string& path, int flags) {
+    int fd = ::open(path.c_str(), flags | O_CLOEXEC);
+    if (fd < 0) throw BenchError(fmt::format("open {}: {}", path, std::strerror(errno)));
+    return fd;
+  }
+  std::vector<int> procs_, counters_;
+  mutable int reset_ = -1;  // closed once the kernel refused a reset
+  std::string reset_value_;
+};
+
+// The counter work of Slice::spawn before the child starts: reset the peak as the backend does,
+// then read every counter file through its kept fd.
+void counters_before(const CounterFiles& c, const KeptFds& kept) {
+  if (c.reset_reopens) {
+    if (c.reset_path) write_file(*c.reset_path, c.reset_value);
+  } else {
+    kept.reset();
+  }
+  kept.read_all();
 }
 
-// ------------------------------------------------------ 1. spawn: the instrumented replica
+// ------------------------------------------------------ 1. spawn: instrumented replicas
 
 std::int64_t mono_ns() {
   timespec ts{};
@@ -654,9 +735,13 @@ std::int64_t mono_ns() {
 std::int64_t ns_of(Clock::time_point t) {  // steady_clock is CLOCK_MONOTONIC
   return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
 }
+std::int64_t ns_of(const timespec& ts) { return std::int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec; }
 double us_ns(std::int64_t a, std::int64_t b) { return double(b - a) / 1000.0; }
 
-// What the replica's child stamps into a page shared with the parent (CLOCK_MONOTONIC, ns).
+// Keeps values the compiler would otherwise drop (edgeprof's wall time, computed and unused).
+volatile double g_sink = 0;
+
+// What the fork replica's child stamps into a page shared with the parent (CLOCK_MONOTONIC, ns).
 struct ChildClock {
   std::int64_t started, released, signals_reset;
 };
@@ -670,7 +755,8 @@ ChildClock* child_clock() {
   return page;
 }
 
-// The child side of edgeprof's spawn (src/spawn.cpp child_main), with the same system calls.
+// The child side of edgeprof's fork fallback (src/spawn.cpp child_main with a release pipe),
+// with the same system calls.
 [[noreturn]] void replica_child(int release_fd, int error_fd, pid_t parent, char* const* argv,
                                 ChildClock* clock) {
   clock->started = mono_ns();
@@ -706,18 +792,17 @@ void check_exit(int status, const char* who) {
   throw BenchError(fmt::format("{} in {}: {}", kTrue, who, describe_status(status)));
 }
 
-// edgeprof's fork+attach path rebuilt from the outside with a clock between the steps: the
-// counters, fork (the child held on a pipe), the writes of the pid into each cgroup.procs,
-// release and exec, and the wait. `cgroup` = false leaves out everything cgroup-related
-// (counters, attach): the bare fork + pipe + exec mechanism.
-void replica_spawn(const SliceView& v, const CounterFiles& counters, bool cgroup, Phases* phases) {
+// edgeprof's fork fallback ("fork+attach": other architectures, kernels before 5.3 / 5.7;
+// src/spawn.cpp fork_and_release) rebuilt from the outside with a clock between the steps: the
+// counters (on kept fds, as the backends now read them), fork (the child held on a pipe), the
+// parent's writes of the pid into each cgroup.procs, release and exec, and the wait. `cgroup` =
+// false leaves out everything cgroup-related (counters, attach): the bare fork + pipe + exec.
+void replica_spawn(const SliceView& v, const CounterFiles& counters, const KeptFds& kept,
+                   bool cgroup, Phases* phases) {
   char* argv[] = {const_cast<char*>(kTrue), nullptr};
   ChildClock* clock = child_clock();
   auto t0 = Clock::now();
-  if (cgroup) {
-    if (counters.reset_path) write_file(*counters.reset_path, counters.reset_value);
-    read_counters(counters);
-  }
+  if (cgroup) counters_before(counters, kept);
   auto t1 = Clock::now();
   int errors[2], release[2];
   if (::pipe2(errors, O_CLOEXEC) != 0 || ::pipe2(release, O_CLOEXEC) != 0) {
@@ -773,13 +858,13 @@ void replica_spawn(const SliceView& v, const CounterFiles& counters, bool cgroup
   while (::wait4(pid, &status, 0, &usage) < 0 && errno == EINTR) {
   }
   auto t5 = Clock::now();
-  if (cgroup) read_counters(counters);
+  if (cgroup) kept.read_all();
   auto t6 = Clock::now();
   if (n > 0) {
     throw BenchError(fmt::format("the replica child could not execute {}: {}", kTrue,
                                  std::strerror(child_errno)));
   }
-  check_exit(status, "the fork+attach replica");
+  check_exit(status, "the fork-fallback replica");
   if (!phases) return;
   phases->add("reset peak + read counters (before)", us_between(t0, t1));
   phases->add("pipes + fork (parent side)", us_between(t1, t2));
@@ -800,98 +885,19 @@ void replica_spawn(const SliceView& v, const CounterFiles& counters, bool cgroup
   phases->add("total", us_between(t0, t6));
 }
 
-// ------------------------------------------ 1. spawn: a sketch of a cheaper v1 path (not edgeprof)
-
-// Descriptors a slice could keep for its life: cgroup.procs of each hierarchy and the counters.
-class KeptFds {
- public:
-  KeptFds(const SliceView& v, const CounterFiles& c) : reset_value_(c.reset_value) {
-    for (const std::string& p : v.paths)
-      procs_.push_back(open_or_throw(join(p, "cgroup.procs"), O_WRONLY));
-    if (c.reset_path) reset_ = ::open(c.reset_path->c_str(), O_WRONLY | O_CLOEXEC);
-    for (const std::string& f : c.reads) counters_.push_back(open_or_throw(f, O_RDONLY));
-  }
-  ~KeptFds() {
-    for (int fd : procs_) ::close(fd);
-    for (int fd : counters_) ::close(fd);
-    if (reset_ >= 0) ::close(reset_);
-  }
-  KeptFds(const KeptFds&) = delete;
-  KeptFds& operator=(const KeptFds&) = delete;
-
-  void reset_and_read() const {
-    if (reset_ >= 0) {
-      ssize_t ignored = ::pwrite(reset_, reset_value_.data(), reset_value_.size(), 0);
-      (void)ignored;
-    }
-    read();
-  }
-  void read() const {
-    char buf[4096];
-    for (int fd : counters_) {
-      ssize_t ignored = ::pread(fd, buf, sizeof buf, 0);
-      (void)ignored;
-    }
-  }
-  const std::vector<int>& procs() const { return procs_; }
-
- private:
-  static int open_or_throw(const std::string& path, int flags) {
-    int fd = ::open(path.c_str(), flags | O_CLOEXEC);
-    if (fd < 0) throw BenchError(fmt::format("open {}: {}", path, std::strerror(errno)));
-    return fd;
-  }
-  std::vector<int> procs_, counters_;
-  int reset_ = -1;
-  std::string reset_value_;
-};
-
-struct VforkArgs {
-  const int* procs;
-  size_t nprocs;
-  char* const* argv;
-  volatile int err;
-  volatile int stage;  // 0 = exec'd, 1 = attach failed, 2 = exec failed
-};
-
-// Runs on its own stack in the parent's memory (CLONE_VM), the parent suspended until it execs
-// (CLONE_VFORK), as glibc's posix_spawn child does. It puts itself into the slice by writing
-// "0" (= the writer) into each kept cgroup.procs, so no pipe handshake is needed.
-int vfork_child(void* p) {
-  auto* a = static_cast<VforkArgs*>(p);
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  for (size_t i = 0; i < a->nprocs; ++i) {
-    if (::write(a->procs[i], "0", 1) != 1) {
-      a->err = errno;
-      a->stage = 1;
-      ::_exit(127);
-    }
-  }
-  struct sigaction dfl {};
-  dfl.sa_handler = SIG_DFL;
-  for (int sig = 1; sig < NSIG; ++sig) ::sigaction(sig, &dfl, nullptr);
-  sigset_t none;
-  sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  ::syscall(SYS_close_range, 3u, ~0u, kCloseRangeCloexec);
-  ::execve(a->argv[0], a->argv, environ);
-  a->err = errno;
-  a->stage = 2;
-  ::_exit(127);
-}
-
 // clone3's argument (CLONE_ARGS_SIZE_VER2), as in src/spawn.cpp.
 struct CloneArgs {
   std::uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls, set_tid,
       set_tid_size, cgroup;
 };
+constexpr std::uint64_t kClonePidfd = 0x1000;
 constexpr std::uint64_t kCloneIntoCgroup = 0x200000000ULL;
 
 #if defined(__x86_64__)
 constexpr bool kHaveClone3OnStack = true;
 // clone3 with a stack of the child's own, the child calling fn(arg) there and exiting with its
-// result, as glibc's clone3.S does: the libc syscall() wrapper cannot be used with CLONE_VM,
-// the child would return into it on an empty stack.
+// result, as glibc's clone3.S and src/spawn.cpp do: the libc syscall() wrapper cannot be used
+// with CLONE_VM, the child would return into it on an empty stack.
 long clone3_on_stack(CloneArgs* args, int (*fn)(void*), void* arg) {
   struct Entry {
     int (*fn)(void*);
@@ -917,16 +923,198 @@ long clone3_on_stack(CloneArgs* args, int (*fn)(void*), void* arg) {
   return rc;
 }
 #else
+// As in src/spawn.cpp: elsewhere edgeprof uses its fork fallback, and so do these rows.
 constexpr bool kHaveClone3OnStack = false;
 long clone3_on_stack(CloneArgs*, int (*)(void*), void*) { return -ENOSYS; }
 #endif
 
-// How the sketch puts the child into the slice.
+// The kernel does not know clone3 (before 5.3) or CLONE_INTO_CGROUP (before 5.7): edgeprof then
+// takes its fork fallback, and the rows that need clone3 are left out.
+struct Clone3Refused : BenchError {
+  using BenchError::BenchError;
+};
+
+// What the default-path replica's child reads and, sharing the parent's memory (CLONE_VM),
+// writes back: how it failed, and with `timed` its timestamps (CLOCK_MONOTONIC, ns).
+constexpr size_t kMaxProcs = 16;
+struct VforkChild {
+  const int* procs;
+  size_t nprocs;
+  char* const* argv;
+  pid_t parent;
+  bool timed;
+  volatile int stage = 0;  // 0 = exec'd, 1 = attach failed, 2 = exec failed
+  volatile int err = 0;
+  std::int64_t started = 0, checked = 0, signals_reset = 0;
+  std::int64_t attached[kMaxProcs] = {};
+  timespec exec_time{};  // edgeprof's own clock read, just before execve
+};
+
+// src/spawn.cpp child_main on the default path, with the same system calls: runs on its own
+// stack in the parent's memory, the parent suspended until it execs (CLONE_VFORK).
+int replica_vfork_child(void* p) {
+  VforkChild& c = *static_cast<VforkChild*>(p);
+  if (c.timed) c.started = mono_ns();
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != c.parent) ::_exit(127);
+  if (c.timed) c.checked = mono_ns();
+  for (size_t i = 0; i < c.nprocs; ++i) {
+    if (::write(c.procs[i], "0", 1) != 1) {
+      c.err = errno;
+      c.stage = 1;
+      ::_exit(127);
+    }
+    if (c.timed && i < kMaxProcs) c.attached[i] = mono_ns();
+  }
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  for (int sig = 1; sig < NSIG; ++sig) ::sigaction(sig, &dfl, nullptr);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  if (c.timed) c.signals_reset = mono_ns();
+  ::syscall(SYS_close_range, 3u, ~0u, kCloseRangeCloexec);
+  ::clock_gettime(CLOCK_MONOTONIC, &c.exec_time);
+  ::execve(c.argv[0], c.argv, environ);
+  c.err = errno;
+  c.stage = 2;
+  ::_exit(127);
+}
+
+// edgeprof's default path (src/spawn.cpp try_vfork, x86-64): the counters on kept fds,
+// clone3(CLONE_VM|CLONE_VFORK|CLONE_PIDFD) with all signals blocked, the child born in the slice
+// (v2: CLONE_INTO_CGROUP with `cgroup_fd`) or writing "0" into the kept cgroup.procs fds (v1:
+// `cgroup_fd` = -1), then the wait without a deadline (ppoll on the pidfd, a clock read, wait4)
+// and the counters again. edgeprof reads the clock twice per run (the child just before execve,
+// the parent when the pidfd is readable); with `phases` the replica adds a clock read between
+// the steps and in the child, and records them.
+void replica_vfork_spawn(const SliceView& v, const CounterFiles& counters, const KeptFds& kept,
+                         int cgroup_fd, Phases* phases) {
+  alignas(64) static char stack[256 * 1024];  // src/spawn.cpp's child stack is as large
+  char* argv[] = {const_cast<char*>(kTrue), nullptr};
+  const bool timed = phases != nullptr;
+  auto stamp = [timed] { return timed ? Clock::now() : Clock::time_point{}; };
+  const auto t0 = stamp();
+  counters_before(counters, kept);
+  const auto t1 = stamp();
+  VforkChild c{kept.procs().data(), cgroup_fd >= 0 ? 0 : kept.procs().size(), argv, ::getpid(),
+               timed};
+  int pidfd = -1;
+  CloneArgs ca{};
+  ca.flags = CLONE_VM | CLONE_VFORK | kClonePidfd;
+  if (cgroup_fd >= 0) {
+    ca.flags |= kCloneIntoCgroup;
+    ca.cgroup = static_cast<std::uint64_t>(cgroup_fd);
+  }
+  ca.pidfd = reinterpret_cast<std::uintptr_t>(&pidfd);
+  ca.exit_signal = SIGCHLD;
+  ca.stack = reinterpret_cast<std::uintptr_t>(stack);
+  ca.stack_size = sizeof stack;
+  sigset_t all, old;
+  sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &old);
+  const long rc = clone3_on_stack(&ca, replica_vfork_child, &c);
+  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  const auto t2 = stamp();
+  if (rc == -ENOSYS || rc == -E2BIG || rc == -EINVAL) {
+    throw Clone3Refused(fmt::format("clone3{}: {}", cgroup_fd >= 0 ? " CLONE_INTO_CGROUP" : "",
+                                    std::strerror(static_cast<int>(-rc))));
+  }
+  if (rc < 0) {
+    throw BenchError(fmt::format("clone3: {}", std::strerror(static_cast<int>(-rc))));
+  }
+  const auto pid = static_cast<pid_t>(rc);
+  if (c.stage != 0) {
+    ::waitpid(pid, nullptr, 0);
+    ::close(pidfd);
+    throw BenchError(fmt::format("the replica child could not {}: {}",
+                                 c.stage == 1 ? "attach itself" : "execute /bin/true",
+                                 std::strerror(c.err)));
+  }
+  pollfd p{pidfd, POLLIN, 0};
+  while (::ppoll(&p, 1, nullptr, nullptr) < 0 && errno == EINTR) {
+  }
+  const auto exited = Clock::now();  // edgeprof's Exit::when
+  int status = 0;
+  rusage usage{};
+  while (::wait4(pid, &status, 0, &usage) < 0 && errno == EINTR) {
+  }
+  ::close(pidfd);
+  const auto t3 = stamp();
+  kept.read_all();
+  const auto t4 = stamp();
+  g_sink = us_ns(ns_of(c.exec_time), ns_of(exited));  // Result::wall_time_s
+  check_exit(status, "the default-path replica");
+  if (!phases) return;
+  phases->add("reset peak + read counters (before)", us_between(t0, t1));
+  phases->add(cgroup_fd >= 0 ? "block signals + clone3 (CLONE_INTO_CGROUP) until the child runs"
+                             : "block signals + clone3 until the child runs",
+              us_ns(ns_of(t1), c.started));
+  phases->add("child: PR_SET_PDEATHSIG + getppid", us_ns(c.started, c.checked));
+  std::int64_t last = c.checked;
+  if (c.nprocs > 0 && c.nprocs <= kMaxProcs) {
+    phases->add(fmt::format("child: write \"0\" into {} kept cgroup.procs", c.nprocs),
+                us_ns(c.checked, c.attached[c.nprocs - 1]));
+    for (size_t i = 0; i < c.nprocs; ++i) {
+      phases->add(fmt::format("  cgroup.procs {}", v.labels[i]),
+                  us_ns(i == 0 ? c.checked : c.attached[i - 1], c.attached[i]));
+    }
+    last = c.attached[c.nprocs - 1];
+  }
+  phases->add("child: reset 64 signal handlers + mask", us_ns(last, c.signals_reset));
+  phases->add("child: close_range + clock read", us_ns(c.signals_reset, ns_of(c.exec_time)));
+  phases->add("execve until the parent resumes (CLONE_VFORK release)",
+              us_ns(ns_of(c.exec_time), ns_of(t2)));
+  phases->add("wait for exit (ppoll pidfd, clock read, wait4)", us_between(t2, t3));
+  phases->add("read counters (after)", us_between(t3, t4));
+  phases->add("total", us_between(t0, t4));
+}
+
+// ------------------------------------ 1. spawn: minimal vfork-style spawns (lower bounds)
+
+struct VforkArgs {
+  const int* procs;
+  size_t nprocs;
+  char* const* argv;
+  volatile int err;
+  volatile int stage;  // 0 = exec'd, 1 = attach failed, 2 = exec failed
+};
+
+// Runs on its own stack in the parent's memory (CLONE_VM), the parent suspended until it execs
+// (CLONE_VFORK), as glibc's posix_spawn child does. It puts itself into the slice by writing
+// "0" (= the writer) into each kept cgroup.procs, so no pipe handshake is needed. Unlike
+// edgeprof's child: no getppid check, no clock read.
+int vfork_child(void* p) {
+  auto* a = static_cast<VforkArgs*>(p);
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  for (size_t i = 0; i < a->nprocs; ++i) {
+    if (::write(a->procs[i], "0", 1) != 1) {
+      a->err = errno;
+      a->stage = 1;
+      ::_exit(127);
+    }
+  }
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  for (int sig = 1; sig < NSIG; ++sig) ::sigaction(sig, &dfl, nullptr);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  ::syscall(SYS_close_range, 3u, ~0u, kCloseRangeCloexec);
+  ::execve(a->argv[0], a->argv, environ);
+  a->err = errno;
+  a->stage = 2;
+  ::_exit(127);
+}
+
+// How the minimal spawn puts the child into the slice.
 enum class Placement {
   self_attach,  // clone(CLONE_VM|CLONE_VFORK); the child writes "0" into each cgroup.procs
   clone3_into,  // clone3(CLONE_VM|CLONE_VFORK|CLONE_INTO_CGROUP): born inside (cgroup v2)
 };
 
+// The least a vfork-style spawn into the slice can do: no pidfd (waitpid), no clock read, one
+// pread per counter file, none of the library's bookkeeping. Not edgeprof code.
 void vfork_spawn(const KeptFds& kept, Placement how, int cgroup_fd = -1) {
   alignas(64) static char stack[64 * 1024];
   char* argv[] = {const_cast<char*>(kTrue), nullptr};
@@ -960,11 +1148,11 @@ void vfork_spawn(const KeptFds& kept, Placement how, int cgroup_fd = -1) {
   }
   kept.read();
   if (args.stage != 0) {
-    throw BenchError(fmt::format("the vfork-style child could not {}: {}",
+    throw BenchError(fmt::format("the minimal vfork-style child could not {}: {}",
                                  args.stage == 1 ? "attach itself" : "execute /bin/true",
                                  std::strerror(args.err)));
   }
-  check_exit(status, "the vfork-style sketch");
+  check_exit(status, "the minimal vfork-style spawn");
 }
 
 // Runs `variants` `reps` times, the order rotating every repetition; returns the samples (µs).
@@ -1025,6 +1213,46 @@ edgeprof::Device bench_device() {
   return edgeprof::make_device("bench", cores, 1.0, "256MiB");
 }
 
+// What a clock read costs here: the median gap between back-to-back steady_clock reads, and the
+// clocksource behind them (the vDSO reads tsc without a system call, hpet only through one).
+struct ClockCost {
+  double us = 0;
+  std::string source;
+};
+ClockCost clock_cost() {
+  std::vector<double> gaps;
+  for (int i = 0; i < 1000; ++i) {
+    auto a = Clock::now();
+    gaps.push_back(us_between(a, Clock::now()));
+  }
+  ClockCost c{summarize(gaps).median, "unknown"};
+  if (auto s = read_file("/sys/devices/system/clocksource/clocksource0/current_clocksource")) {
+    c.source = trim(*s);
+  }
+  return c;
+}
+
+// What Result::placement says, spelt out.
+std::string describe_placement(const std::string& placement, size_t nprocs) {
+  if (placement == "clone3") {
+    return "born inside the slice by clone3(CLONE_VM|CLONE_VFORK|CLONE_INTO_CGROUP), no "
+           "cgroup.procs write";
+  }
+  if (placement == "vfork+attach") {
+    return fmt::format(
+        "clone3(CLONE_VM|CLONE_VFORK), the child wrote \"0\" into the slice's {} kept "
+        "cgroup.procs fds",
+        nprocs);
+  }
+  if (placement == "fork+attach") {
+    return fmt::format(
+        "the fork fallback: forked, held on a pipe while the parent wrote its pid into {} "
+        "cgroup.procs; the fallback replica below is what edgeprof did here",
+        nprocs);
+  }
+  return "unknown";
+}
+
 void bench_spawn(const Options& o, const BenchArea* area, Report& report) {
   const edgeprof::Device device = bench_device();
   edgeprof::Slice slice(device);
@@ -1035,21 +1263,14 @@ void bench_spawn(const Options& o, const BenchArea* area, Report& report) {
   cmd.argv = {kTrue};
   std::string placement;
   const bool v2 = v.mode == edgeprof::CgroupMode::unified;
+  const ClockCost clock = clock_cost();
 
-  std::vector<std::string> names = {
-      "posix_spawn + waitpid (baseline)",
-      "Slice::spawn(/bin/true).wait(), reused slice",
-      "replica of edgeprof's fork+attach path",
-      "replica without cgroup work (fork + pipe + exec)",
-      "sketch: vfork-style child attaches itself, kept fds",
-  };
-  // On cgroup v2, also the child born inside by clone3 with CLONE_VM|CLONE_VFORK.
+  // On cgroup v2 the clone3 rows put the child in the slice with CLONE_INTO_CGROUP.
   int slice_fd = -1;
   if (v2 && kHaveClone3OnStack) {
     slice_fd = ::open(v.paths.at(0).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (slice_fd < 0)
       throw BenchError(fmt::format("open {}: {}", v.paths[0], std::strerror(errno)));
-    names.push_back("sketch: clone3 CLONE_VM|CLONE_VFORK|CLONE_INTO_CGROUP, kept fds");
   }
   struct FdCloser {
     int& fd;
@@ -1057,30 +1278,73 @@ void bench_spawn(const Options& o, const BenchArea* area, Report& report) {
       if (fd >= 0) ::close(fd);
     }
   } close_slice_fd{slice_fd};
-  Phases phases, cold_phases;
-  Phases* record = nullptr;
-  std::vector<std::function<void()>> variants = {
-      [] { check_exit(spawn_and_wait({kTrue}), "posix_spawn"); },
-      [&] {
-        edgeprof::Result r = slice.spawn(cmd).wait();
-        if (!r.ok()) {
-          check_stop();
-          throw BenchError(
-              fmt::format("Slice::spawn({}) did not succeed: {}", kTrue, edgeprof::to_text(r)));
-        }
-        placement = r.placement;
-      },
-      [&] { replica_spawn(v, counters, true, record); },
-      [&] { replica_spawn(v, counters, false, nullptr); },
-      [&] { vfork_spawn(kept, Placement::self_attach); },
+  // Whether the kernel takes edgeprof's default path (clone3 with CLONE_VM|CLONE_VFORK, and
+  // CLONE_INTO_CGROUP on v2); one untimed run of the replica tells.
+  std::string no_clone3;
+  if (!kHaveClone3OnStack) {
+    no_clone3 = "not x86-64: edgeprof uses its fork fallback here";
+  } else {
+    try {
+      replica_vfork_spawn(v, counters, kept, slice_fd, nullptr);
+    } catch (const Clone3Refused& e) {
+      no_clone3 = fmt::format("the kernel refused {}: edgeprof uses its fork fallback here",
+                              e.what());
+    }
+  }
+  const bool clone3 = no_clone3.empty();
+
+  const std::string default_path =
+      v2 ? "replica of edgeprof's clone3 path (CLONE_VM|CLONE_VFORK|CLONE_INTO_CGROUP)"
+         : "replica of edgeprof's vfork+attach path (clone3 CLONE_VM|CLONE_VFORK)";
+  struct Variant {
+    std::string name;
+    std::function<void()> run;
+    bool after_idle;  // also run in the 50 ms-idle benchmark
   };
-  if (slice_fd >= 0)
-    variants.push_back([&] { vfork_spawn(kept, Placement::clone3_into, slice_fd); });
+  Phases vfork_phases, fork_phases, cold_vfork_phases, cold_fork_phases;
+  Phases* vfork_record = nullptr;
+  Phases* fork_record = nullptr;
+  std::vector<Variant> list;
+  list.push_back({"posix_spawn + waitpid (baseline)",
+                  [] { check_exit(spawn_and_wait({kTrue}), "posix_spawn"); }, true});
+  list.push_back({"Slice::spawn(/bin/true).wait(), reused slice",
+                  [&] {
+                    edgeprof::Result r = slice.spawn(cmd).wait();
+                    if (!r.ok()) {
+                      check_stop();
+                      throw BenchError(fmt::format("Slice::spawn({}) did not succeed: {}", kTrue,
+                                                   edgeprof::to_text(r)));
+                    }
+                    placement = r.placement;
+                  },
+                  true});
+  if (clone3) {
+    list.push_back({default_path + ", untimed",
+                    [&] { replica_vfork_spawn(v, counters, kept, slice_fd, nullptr); }, false});
+    list.push_back({default_path + ", timed phases",
+                    [&] { replica_vfork_spawn(v, counters, kept, slice_fd, vfork_record); },
+                    true});
+  }
+  list.push_back({"replica of edgeprof's fork fallback (fork + pipe + parent attach), timed phases",
+                  [&] { replica_spawn(v, counters, kept, true, fork_record); }, true});
+  list.push_back({"fork fallback without cgroup work (fork + pipe + exec)",
+                  [&] { replica_spawn(v, counters, kept, false, nullptr); }, false});
+  list.push_back({"minimal vfork+attach: clone(CLONE_VM|CLONE_VFORK), kept fds, waitpid",
+                  [&] { vfork_spawn(kept, Placement::self_attach); }, true});
+  if (clone3 && slice_fd >= 0) {
+    list.push_back(
+        {"minimal clone3 CLONE_VM|CLONE_VFORK|CLONE_INTO_CGROUP, kept fds, waitpid",
+         [&] { vfork_spawn(kept, Placement::clone3_into, slice_fd); }, true});
+  }
+  std::vector<std::function<void()>> variants;
+  for (const Variant& x : list) variants.push_back(x.run);
+
   std::printf("\n[1/3] spawn: %d repetitions of %zu variants (interleaved)...\n", o.spawn_reps,
               variants.size());
   std::fflush(stdout);
   auto samples = interleave(variants, 0, o.quick ? 2 : 10);  // warm-up, not recorded
-  record = &phases;
+  vfork_record = &vfork_phases;
+  fork_record = &fork_phases;
   samples = interleave(variants, o.spawn_reps, 0);
 
   const double base = summarize(samples[0]).median;
@@ -1089,50 +1353,81 @@ void bench_spawn(const Options& o, const BenchArea* area, Report& report) {
       kStatsHeader,
       {},
       {}};
-  for (size_t i = 0; i < names.size(); ++i) {
-    t.rows.push_back(stats_row(names[i], summarize(samples[i]), i == 0 ? 0 : base));
+  for (size_t i = 0; i < list.size(); ++i) {
+    t.rows.push_back(stats_row(list[i].name, summarize(samples[i]), i == 0 ? 0 : base));
   }
   const double ratio = summarize(samples[1]).median / base;
   const double target = v2 ? 1.1 : 1.5;
   t.notes.push_back(fmt::format(
-      "Slice::spawn placed the child by {}; device: {} cores x {} speed, {} (cpuset {}, quota "
+      "Slice::spawn took its \"{}\" path: {}; device: {} cores x {} speed, {} (cpuset {}, quota "
       "{}/{} us)",
-      placement, device.cores, device.core_speed, edgeprof::format_size(device.memory_bytes),
-      edgeprof::format_cpu_list(slice.plan().cpus), slice.plan().cpu_quota_us,
-      slice.plan().cpu_period_us));
+      placement, describe_placement(placement, v.paths.size()), device.cores, device.core_speed,
+      edgeprof::format_size(device.memory_bytes), edgeprof::format_cpu_list(slice.plan().cpus),
+      slice.plan().cpu_quota_us, slice.plan().cpu_period_us));
+  if (!clone3) t.notes.push_back("clone3 rows left out: " + no_clone3);
   t.notes.push_back(
-      "the sketches are not edgeprof code: the child shares the parent's memory until it execs "
-      "(CLONE_VM|CLONE_VFORK, as posix_spawn), and enters the slice by writing \"0\" into "
-      "cgroup.procs fds the slice keeps open (self-attach) or is born inside it (clone3); the "
-      "counters are read by pread on kept fds");
+      "the replicas issue the same system calls as src/spawn.cpp (default path: try_vfork + "
+      "child_main; fallback: fork_and_release) and the backend's counter work (pread on kept "
+      "fds, the peak reset as the backend does it). The untimed replica reads the clock only "
+      "where edgeprof does (twice: the child just before execve, the parent when the pidfd is "
+      "readable); the timed ones add a read between the steps.");
+  t.notes.push_back(
+      "the minimal rows are lower bounds, not edgeprof code: the child shares the parent's "
+      "memory until it execs (CLONE_VM|CLONE_VFORK, as posix_spawn) and enters the slice by "
+      "writing \"0\" into the kept cgroup.procs fds or is born inside (clone3); no pidfd "
+      "(waitpid), no clock read, one pread per counter file, no library bookkeeping");
+  t.notes.push_back(fmt::format(
+      "a clock read (back-to-back steady_clock::now) costs {} us here (clocksource {})",
+      fmt_us(clock.us), clock.source));
   t.notes.push_back(fmt::format("target: median <= {}x posix_spawn on cgroup {}: {} ({})", target,
                                 v2 ? "v2" : "v1", ratio <= target ? "MET" : "MISSED",
                                 fmt_ratio(ratio)));
   report.add(std::move(t));
 
-  Table p = phase_table(fmt::format("Where the time goes: phases of the fork+attach replica ({})",
-                                    edgeprof::to_string(v.mode)),
-                        phases, "total");
+  if (clone3) {
+    Table p = phase_table(
+        fmt::format("Where the time goes: phases of the {} ({})", default_path,
+                    edgeprof::to_string(v.mode)),
+        vfork_phases, "total");
+    // Parent: 5 stamps; child: 3, and one per cgroup.procs write when it attaches itself.
+    const size_t extra_reads = 8 + (slice_fd >= 0 ? 0 : kept.procs().size());
+    p.notes.push_back(fmt::format(
+        "Rows named \"child:\" are timestamps the child writes into the parent's memory "
+        "(CLONE_VM); the parent sleeps from clone3 until the child's execve has replaced its "
+        "memory (CLONE_VFORK). Indented rows split the row above. The timed replica reads the "
+        "clock {} times more per run than the untimed one (which reads it where edgeprof does).",
+        extra_reads));
+    report.add(std::move(p));
+  }
+  Table p = phase_table(
+      fmt::format("Where the time goes: phases of the fork fallback replica ({})",
+                  edgeprof::to_string(v.mode)),
+      fork_phases, "total");
   p.notes.push_back(
-      "The replica issues the same system calls as edgeprof's fork path (src/spawn.cpp), with a "
-      "clock read between the steps. Indented rows split the row above: single cgroup.procs "
-      "writes, and the child's side (timestamps it writes into a shared page).");
+      "The replica issues the same system calls as edgeprof's fork fallback (src/spawn.cpp "
+      "fork_and_release; used on other architectures and kernels before 5.3 / 5.7), with a clock "
+      "read between the steps. Indented rows split the row above: single cgroup.procs writes, "
+      "and the child's side (timestamps it writes into a shared page).");
   report.add(std::move(p));
 
   // After a quiet spell, as when a profiler starts one long workload: nothing has touched the
   // cgroup locks for a while.
   const int cold_reps = std::max(3, o.spawn_reps / 10);
   const auto idle = std::chrono::milliseconds(50);
-  std::vector<std::function<void()>> cold = variants;
-  std::vector<std::string> cold_names = names;
-  cold.erase(cold.begin() + 3);  // the bare fork + exec says nothing about cgroups
-  cold_names.erase(cold_names.begin() + 3);
+  std::vector<std::function<void()>> cold;
+  std::vector<std::string> cold_names;
+  for (const Variant& x : list) {
+    if (!x.after_idle) continue;
+    cold.push_back(x.run);
+    cold_names.push_back(x.name);
+  }
   std::printf("\n[1/3] spawn after %lld ms idle: %d repetitions of %zu variants...\n",
               static_cast<long long>(idle.count()), cold_reps, cold.size());
   std::fflush(stdout);
-  record = &cold_phases;
+  vfork_record = &cold_vfork_phases;
+  fork_record = &cold_fork_phases;
   auto cold_samples = interleave(cold, cold_reps, 0, idle);
-  record = nullptr;
+  vfork_record = fork_record = nullptr;
   const double cold_base = summarize(cold_samples[0]).median;
   Table c{fmt::format("Spawn after {} ms idle ({})", idle.count(), edgeprof::to_string(v.mode)),
           kStatsHeader,
@@ -1141,13 +1436,20 @@ void bench_spawn(const Options& o, const BenchArea* area, Report& report) {
   for (size_t i = 0; i < cold.size(); ++i) {
     c.rows.push_back(stats_row(cold_names[i], summarize(cold_samples[i]), i == 0 ? 0 : cold_base));
   }
-  for (const auto& [name, values] : cold_phases.all()) {
-    if (name.find("cgroup.procs") == std::string::npos) continue;
-    Stats s = summarize(values);
-    c.rows.push_back({"replica phase: " + (name[0] == ' ' ? name.substr(2) : name),
-                      std::to_string(s.n), fmt_us(s.median), fmt_us(s.p90), fmt_us(s.p99),
-                      fmt_us(s.max), fmt_us(s.mean), ""});
-  }
+  auto phase_rows = [&c](const char* who, const Phases& phases) {
+    for (const auto& [name, values] : phases.all()) {
+      if (name.find("cgroup.procs") == std::string::npos &&
+          name.find("clone3") == std::string::npos) {
+        continue;
+      }
+      Stats s = summarize(values);
+      c.rows.push_back({fmt::format("{} phase: {}", who, name[0] == ' ' ? name.substr(2) : name),
+                        std::to_string(s.n), fmt_us(s.median), fmt_us(s.p90), fmt_us(s.p99),
+                        fmt_us(s.max), fmt_us(s.mean), ""});
+    }
+  };
+  if (clone3) phase_rows("default-path replica", cold_vfork_phases);
+  phase_rows("fork fallback replica", cold_fork_phases);
   c.notes.push_back(fmt::format(
       "each sample is preceded by {} ms of sleep; the order of the variants rotates as above",
       idle.count()));
@@ -1211,6 +1513,15 @@ ToolGroup tool_group(const BenchArea& area, const std::string& name) {
   return g;
 }
 
+// The slice name's owner start time: src/slice.cpp reads /proc/self/stat once per process (per
+// pid), so only the replica's first slice pays for it.
+void read_own_start_time_once() {
+  static pid_t done_for = -1;
+  if (done_for == ::getpid()) return;
+  (void)read_file("/proc/self/stat");
+  done_for = ::getpid();
+}
+
 // Replica of Slice construction + destruction on cgroup v1 (src/slice.cpp, src/cgroup/v1.cpp),
 // timed step by step. Creates edgeprof-bench-r<N> in the container.
 void replica_create_v1(const BenchArea& area, const edgeprof::Device& device,
@@ -1232,7 +1543,7 @@ void replica_create_v1(const BenchArea& area, const edgeprof::Device& device,
     }
   }
   auto t4 = T();
-  (void)read_file("/proc/self/stat");
+  read_own_start_time_once();
   auto t5 = T();
   std::vector<std::string> dirs;
   std::vector<double> mk;
@@ -1279,15 +1590,9 @@ void replica_create_v1(const BenchArea& area, const edgeprof::Device& device,
     throw;
   }
   auto t7 = T();
-  // Destruction: kill_all (freeze, list every hierarchy's cgroup.procs, thaw), then rmdir.
-  const auto freezer = dir_of("freezer");
-  if (freezer) write_file(join(*freezer, "freezer.state"), "FROZEN");
-  auto t7a = T();
-  if (freezer) (void)read_file(join(*freezer, "freezer.state"));
-  auto t7b = T();
+  // Destruction: kill_all lists every hierarchy's cgroup.procs and freezes, kills and thaws
+  // only when a process is there (never here: nothing ran in the slice); then rmdir.
   for (const auto& d : dirs) (void)read_file(join(d, "cgroup.procs"));
-  auto t7c = T();
-  if (freezer) write_file(join(*freezer, "freezer.state"), "THAWED");
   auto t8 = T();
   std::vector<double> rm;
   for (const auto& d : dirs) {
@@ -1304,20 +1609,14 @@ void replica_create_v1(const BenchArea& area, const edgeprof::Device& device,
   ph.add("backend: read /proc/self/cgroup", us_between(t2, t3));
   ph.add(fmt::format("stale sweep: list {} parent dirs", area.hierarchies().size()),
          us_between(t3, t4));
-  ph.add("slice name: read /proc/self/stat", us_between(t4, t5));
+  ph.add("slice name: own start time (/proc/self/stat once per process)", us_between(t4, t5));
   ph.add(fmt::format("mkdir x{}", dirs.size()), us_between(t5, t6));
   for (size_t i = 0; i < mk.size(); ++i) {
     ph.add(fmt::format("  mkdir {}", fmt::join(area.hierarchies()[i].controllers, ",")), mk[i]);
   }
   ph.add("apply limits (cpuset, cfs, memory, memsw)", us_between(t6, t7));
-  ph.add(fmt::format("kill_all: freeze, read {} cgroup.procs, thaw", dirs.size()),
+  ph.add(fmt::format("kill_all: read {} cgroup.procs (empty: no freezing)", dirs.size()),
          us_between(t7, t8));
-  if (freezer) {
-    ph.add("  write FROZEN to freezer.state", us_between(t7, t7a));
-    ph.add("  read freezer.state", us_between(t7a, t7b));
-  }
-  ph.add(fmt::format("  read {} cgroup.procs", dirs.size()), us_between(t7b, t7c));
-  if (freezer) ph.add("  write THAWED to freezer.state", us_between(t7c, t8));
   ph.add(fmt::format("rmdir x{}", dirs.size()), us_between(t8, t9));
   for (size_t i = 0; i < rm.size(); ++i) {
     ph.add(fmt::format("  rmdir {}", fmt::join(area.hierarchies()[i].controllers, ",")), rm[i]);
@@ -1344,7 +1643,7 @@ void replica_create_v2(const std::string& parent, const edgeprof::Device& device
     }
   }
   auto t4 = T();
-  (void)read_file("/proc/self/stat");
+  read_own_start_time_once();
   auto t5 = T();
   const std::string dir = join(parent, name);
   if (::mkdir(dir.c_str(), 0755) != 0) {
@@ -1370,7 +1669,7 @@ void replica_create_v2(const std::string& parent, const edgeprof::Device& device
     throw;
   }
   auto t7 = T();
-  if (exists(join(dir, "cgroup.kill"))) write_file(join(dir, "cgroup.kill"), "1");
+  // kill_all: cgroup.kill only when a process is there (never here: nothing ran in the slice).
   (void)read_file(join(dir, "cgroup.procs"));
   auto t8 = T();
   if (fd >= 0) ::close(fd);
@@ -1382,10 +1681,10 @@ void replica_create_v2(const std::string& parent, const edgeprof::Device& device
   ph.add("plan_emulation()", us_between(t1, t2));
   ph.add("backend: /proc/self/cgroup, cgroup.controllers, subtree_control", us_between(t2, t3));
   ph.add("stale sweep: list the parent dir", us_between(t3, t4));
-  ph.add("slice name: read /proc/self/stat", us_between(t4, t5));
+  ph.add("slice name: own start time (/proc/self/stat once per process)", us_between(t4, t5));
   ph.add("mkdir + open dir fd", us_between(t5, t6));
   ph.add("apply limits (cpuset, cpu.max, memory.max, swap.max)", us_between(t6, t7));
-  ph.add("kill_all: cgroup.kill, read cgroup.procs", us_between(t7, t8));
+  ph.add("kill_all: read cgroup.procs (empty: no cgroup.kill)", us_between(t7, t8));
   ph.add("close + rmdir", us_between(t8, t9));
   ph.add("total", us_between(t0, t9));
 }

@@ -480,8 +480,7 @@ std::optional<Exit> wait_exit(const Spawned& child, std::optional<Clock::time_po
                               const std::function<void()>& tick,
                               std::chrono::milliseconds tick_every) {
   for (;;) {
-    // The clock is read only when there is a deadline: a read is a system call on machines
-    // whose clocksource the vDSO cannot use (HPET, as under qemu TCG).
+    // The clock is read only when there is a deadline to compute.
     std::optional<Clock::duration> budget;
     if (deadline) budget = std::max(Clock::duration::zero(), *deadline - Clock::now());
     if (tick && (!budget || *budget > tick_every)) budget = tick_every;
