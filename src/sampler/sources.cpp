@@ -1,0 +1,268 @@
+#include "sampler/sources.hpp"
+
+#include "parse.hpp"
+
+namespace edgeprof::detail {
+
+namespace {
+
+constexpr const char* kMetricNames[kMetricCount] = {
+    "cpu_usage_ns",        "cpu_user_ns",          "cpu_system_ns",
+    "cpu_periods",         "cpu_throttled_periods", "cpu_throttled_ns",
+    "memory_current",      "memory_peak",          "memory_anon",
+    "memory_file",         "memory_swap",          "memory_major_faults",
+    "memory_oom_kills",    "io_read_bytes",        "io_write_bytes",
+    "io_read_ops",         "io_write_ops",         "pressure_cpu_some_us",
+    "pressure_memory_some_us", "pressure_memory_full_us", "pressure_io_some_us",
+    "pressure_io_full_us", "tasks",
+};
+
+// Sets `m` from `key` of flat-keyed text, scaled; false when the key is missing.
+bool take(std::string_view text, std::string_view key, Reading& r, Metric m,
+          std::uint64_t scale = 1) {
+  auto v = find_key(text, key);
+  if (v) r.set(m, *v * scale);
+  return v.has_value();
+}
+
+bool take_single(std::string_view text, Reading& r, Metric m) {
+  auto v = parse_u64(text);
+  if (v) r.set(m, *v);
+  return v.has_value();
+}
+
+// Parsers, one per file kind. They receive the texts of the source's files in order.
+
+bool v2_cpu_stat(const std::string_view* t, Reading& v) {
+  bool ok = take(t[0], "usage_usec", v, Metric::cpu_usage_ns, 1000) &&
+            take(t[0], "user_usec", v, Metric::cpu_user_ns, 1000) &&
+            take(t[0], "system_usec", v, Metric::cpu_system_ns, 1000);
+  // Throttling fields appear only with the cpu controller enabled.
+  take(t[0], "nr_periods", v, Metric::cpu_periods);
+  take(t[0], "nr_throttled", v, Metric::cpu_throttled_periods);
+  take(t[0], "throttled_usec", v, Metric::cpu_throttled_ns, 1000);
+  return ok;
+}
+
+bool v1_cpu_time(const std::string_view* t, Reading& v) {
+  auto usage = parse_u64(t[0]);
+  if (!usage) return false;
+  auto split = split_cpu_time(*usage, find_key(t[1], "user").value_or(0),
+                              find_key(t[1], "system").value_or(0));
+  v.set(Metric::cpu_usage_ns, *usage);
+  v.set(Metric::cpu_user_ns, split.user_ns);
+  v.set(Metric::cpu_system_ns, split.system_ns);
+  return true;
+}
+
+bool v1_cpu_stat(const std::string_view* t, Reading& v) {
+  return take(t[0], "nr_periods", v, Metric::cpu_periods) &&
+         take(t[0], "nr_throttled", v, Metric::cpu_throttled_periods) &&
+         take(t[0], "throttled_time", v, Metric::cpu_throttled_ns);
+}
+
+bool memory_current(const std::string_view* t, Reading& v) {
+  return take_single(t[0], v, Metric::memory_current);
+}
+bool memory_peak(const std::string_view* t, Reading& v) {
+  return take_single(t[0], v, Metric::memory_peak);
+}
+bool memory_swap(const std::string_view* t, Reading& v) {
+  return take_single(t[0], v, Metric::memory_swap);
+}
+bool tasks(const std::string_view* t, Reading& v) {
+  return take_single(t[0], v, Metric::tasks);
+}
+
+bool v2_memory_stat(const std::string_view* t, Reading& v) {
+  return take(t[0], "anon", v, Metric::memory_anon) &&
+         take(t[0], "file", v, Metric::memory_file) &&
+         take(t[0], "pgmajfault", v, Metric::memory_major_faults);
+}
+
+bool v1_memory_stat(const std::string_view* t, Reading& v) {
+  bool ok = take(t[0], "total_rss", v, Metric::memory_anon) &&
+            take(t[0], "total_cache", v, Metric::memory_file) &&
+            take(t[0], "total_pgmajfault", v, Metric::memory_major_faults);
+  take(t[0], "total_swap", v, Metric::memory_swap);  // absent without swap accounting
+  return ok;
+}
+
+bool v2_memory_events(const std::string_view* t, Reading& v) {
+  return take(t[0], "oom_kill", v, Metric::memory_oom_kills);
+}
+bool v1_oom_control(const std::string_view* t, Reading& v) {
+  return take(t[0], "oom_kill", v, Metric::memory_oom_kills);
+}
+
+bool v2_io_stat(const std::string_view* t, Reading& v) {
+  IoTotals io = parse_io_stat(t[0]);
+  v.set(Metric::io_read_bytes, io.read_bytes);
+  v.set(Metric::io_write_bytes, io.write_bytes);
+  v.set(Metric::io_read_ops, io.read_ops);
+  v.set(Metric::io_write_ops, io.write_ops);
+  return true;
+}
+
+bool v1_blkio(const std::string_view* t, Reading& v) {
+  ReadWrite bytes = parse_blkio(t[0]);
+  ReadWrite ops = parse_blkio(t[1]);
+  v.set(Metric::io_read_bytes, bytes.read);
+  v.set(Metric::io_write_bytes, bytes.write);
+  v.set(Metric::io_read_ops, ops.read);
+  v.set(Metric::io_write_ops, ops.write);
+  return true;
+}
+
+bool pressure_cpu(const std::string_view* t, Reading& v) {
+  Pressure p = parse_pressure(t[0]);
+  if (!p.some_us) return false;
+  v.set(Metric::pressure_cpu_some_us, *p.some_us);
+  return true;
+}
+bool pressure_memory(const std::string_view* t, Reading& v) {
+  Pressure p = parse_pressure(t[0]);
+  if (!p.some_us || !p.full_us) return false;
+  v.set(Metric::pressure_memory_some_us, *p.some_us);
+  v.set(Metric::pressure_memory_full_us, *p.full_us);
+  return true;
+}
+bool pressure_io(const std::string_view* t, Reading& v) {
+  Pressure p = parse_pressure(t[0]);
+  if (!p.some_us || !p.full_us) return false;
+  v.set(Metric::pressure_io_some_us, *p.some_us);
+  v.set(Metric::pressure_io_full_us, *p.full_us);
+  return true;
+}
+
+}  // namespace
+
+const char* metric_name(Metric m) { return kMetricNames[static_cast<int>(m)]; }
+
+void Columns::reserve(size_t rows) {
+  t_ns.reserve(rows);
+  for (auto& column : values) column.reserve(rows);
+}
+
+void Sources::add(const Fs& fs, std::string name, std::vector<std::string> paths,
+                  std::vector<Metric> metrics, bool (*parse)(const std::string_view*, Reading&),
+                  bool host_wide) {
+  Source s;
+  s.name = std::move(name);
+  s.host_wide = host_wide;
+  s.metrics = std::move(metrics);
+  s.parse = parse;
+  for (const std::string& path : paths) {
+    StatFile file(fs, path);
+    if (!file.ok()) {
+      missing_.push_back({s.name, false, false, host_wide});
+      return;
+    }
+    s.files.push_back(std::move(file));
+  }
+  sources_.push_back(std::move(s));
+}
+
+Sources Sources::v2(const Fs& fs, const std::string& dir) {
+  Sources s;
+  auto f = [&](const char* name) { return join(dir, name); };
+  using M = Metric;
+  s.add(fs, "cpu.stat", {f("cpu.stat")},
+        {M::cpu_usage_ns, M::cpu_user_ns, M::cpu_system_ns, M::cpu_periods,
+         M::cpu_throttled_periods, M::cpu_throttled_ns},
+        v2_cpu_stat);
+  s.add(fs, "memory.current", {f("memory.current")}, {M::memory_current}, memory_current);
+  s.add(fs, "memory.peak", {f("memory.peak")}, {M::memory_peak}, memory_peak);
+  s.add(fs, "memory.stat", {f("memory.stat")},
+        {M::memory_anon, M::memory_file, M::memory_major_faults}, v2_memory_stat);
+  s.add(fs, "memory.swap.current", {f("memory.swap.current")}, {M::memory_swap}, memory_swap);
+  s.add(fs, "memory.events", {f("memory.events")}, {M::memory_oom_kills}, v2_memory_events);
+  s.add(fs, "io.stat", {f("io.stat")},
+        {M::io_read_bytes, M::io_write_bytes, M::io_read_ops, M::io_write_ops}, v2_io_stat);
+  s.add(fs, "cpu.pressure", {f("cpu.pressure")}, {M::pressure_cpu_some_us}, pressure_cpu);
+  s.add(fs, "memory.pressure", {f("memory.pressure")},
+        {M::pressure_memory_some_us, M::pressure_memory_full_us}, pressure_memory);
+  s.add(fs, "io.pressure", {f("io.pressure")},
+        {M::pressure_io_some_us, M::pressure_io_full_us}, pressure_io);
+  s.add(fs, "pids.current", {f("pids.current")}, {M::tasks}, tasks);
+  return s;
+}
+
+Sources Sources::v1(const Fs& fs, const std::map<std::string, std::string>& dirs) {
+  Sources s;
+  using M = Metric;
+  auto f = [&](const char* controller, const char* name) {
+    auto it = dirs.find(controller);
+    return it == dirs.end() ? std::string("/nonexistent/") + name : join(it->second, name);
+  };
+  s.add(fs, "cpuacct.usage+cpuacct.stat",
+        {f("cpuacct", "cpuacct.usage"), f("cpuacct", "cpuacct.stat")},
+        {M::cpu_usage_ns, M::cpu_user_ns, M::cpu_system_ns}, v1_cpu_time);
+  s.add(fs, "cpu.stat", {f("cpu", "cpu.stat")},
+        {M::cpu_periods, M::cpu_throttled_periods, M::cpu_throttled_ns}, v1_cpu_stat);
+  s.add(fs, "memory.usage_in_bytes", {f("memory", "memory.usage_in_bytes")},
+        {M::memory_current}, memory_current);
+  s.add(fs, "memory.max_usage_in_bytes", {f("memory", "memory.max_usage_in_bytes")},
+        {M::memory_peak}, memory_peak);
+  s.add(fs, "memory.stat", {f("memory", "memory.stat")},
+        {M::memory_anon, M::memory_file, M::memory_major_faults, M::memory_swap},
+        v1_memory_stat);
+  s.add(fs, "memory.oom_control", {f("memory", "memory.oom_control")}, {M::memory_oom_kills},
+        v1_oom_control);
+  s.add(fs, "blkio.throttle.io_service_bytes+io_serviced",
+        {f("blkio", "blkio.throttle.io_service_bytes_recursive"),
+         f("blkio", "blkio.throttle.io_serviced_recursive")},
+        {M::io_read_bytes, M::io_write_bytes, M::io_read_ops, M::io_write_ops}, v1_blkio);
+  // v1 has no per-cgroup pressure: the host's, labelled host-wide.
+  s.add(fs, "/proc/pressure/cpu", {"/proc/pressure/cpu"}, {M::pressure_cpu_some_us},
+        pressure_cpu, true);
+  s.add(fs, "/proc/pressure/memory", {"/proc/pressure/memory"},
+        {M::pressure_memory_some_us, M::pressure_memory_full_us}, pressure_memory, true);
+  s.add(fs, "/proc/pressure/io", {"/proc/pressure/io"},
+        {M::pressure_io_some_us, M::pressure_io_full_us}, pressure_io, true);
+  s.add(fs, "pids.current", {f("pids", "pids.current")}, {M::tasks}, tasks);
+  return s;
+}
+
+void Sources::tick(std::int64_t t_ns, Columns& out) {
+  if (out.rows() == 0) out.complete = available();
+  // Stat files are small (memory.stat is the largest, about 1.5 KiB on 6.1).
+  char buffers[2][8192];
+  std::string_view texts[2];
+  for (Source& s : sources_) {
+    if (s.failed) continue;
+    bool ok = true;
+    for (size_t i = 0; i < s.files.size() && ok; ++i) {
+      auto text = s.files[i].read_into(buffers[i], sizeof buffers[i]);
+      ok = text.has_value();
+      if (ok) texts[i] = *text;
+    }
+    Reading reading{last_.data(), {}};
+    if (ok) ok = s.parse(texts, reading);
+    if (!ok) s.failed = true;  // reported by status(); the run goes on
+    // A metric the file did not give this time (or ever) is incomplete, never a silent zero.
+    for (Metric m : s.metrics) {
+      if (!reading.present.test(static_cast<size_t>(m))) {
+        out.complete.reset(static_cast<size_t>(m));
+      }
+    }
+  }
+  out.t_ns.push_back(t_ns);
+  for (int m = 0; m < kMetricCount; ++m) out.values[m].push_back(last_[m]);
+}
+
+std::vector<SourceStatus> Sources::status() const {
+  std::vector<SourceStatus> out = missing_;
+  for (const Source& s : sources_) out.push_back({s.name, true, s.failed, s.host_wide});
+  return out;
+}
+
+std::bitset<kMetricCount> Sources::available() const {
+  std::bitset<kMetricCount> bits;
+  for (const Source& s : sources_) {
+    for (Metric m : s.metrics) bits.set(static_cast<size_t>(m));
+  }
+  return bits;
+}
+
+}  // namespace edgeprof::detail

@@ -1,0 +1,169 @@
+// The sampler's sources and tick, on fake cgroup trees made of real captures.
+#include <catch2/catch.hpp>
+
+#include "helpers.hpp"
+#include "parse.hpp"
+#include "sampler/sources.hpp"
+
+using namespace edgeprof::detail;
+using edgeprof::test::FakeTree;
+using edgeprof::test::fixture;
+
+namespace {
+
+std::uint64_t value(const Columns& c, Metric m, size_t row = 0) {
+  return c.values[static_cast<int>(m)].at(row);
+}
+bool complete(const Columns& c, Metric m) { return c.complete.test(static_cast<size_t>(m)); }
+
+void copy_fixtures(const FakeTree& tree, const std::string& dir, const char* version,
+                   std::initializer_list<const char*> names) {
+  for (const char* name : names) {
+    tree.file(dir + "/" + name, fixture(std::string(version) + "/" + name));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("v2: one tick records every source of a slice", "[sampler]") {
+  FakeTree tree;
+  const std::string dir = "/sys/fs/cgroup/runner/edgeprof-1-2-3";
+  copy_fixtures(tree, dir, "v2",
+                {"cpu.stat", "memory.current", "memory.peak", "memory.stat", "memory.events",
+                 "io.stat", "cpu.pressure", "memory.pressure", "io.pressure", "pids.current"});
+  tree.file(dir + "/memory.swap.current", "0\n");
+  Sources sources = Sources::v2(Fs(tree.root()), dir);
+  Columns columns;
+  columns.reserve(4);
+  sources.tick(1000, columns);
+
+  REQUIRE(columns.rows() == 1);
+  CHECK(columns.t_ns[0] == 1000);
+  const std::string stat = fixture("v2/cpu.stat");
+  CHECK(value(columns, Metric::cpu_usage_ns) == *find_key(stat, "usage_usec") * 1000);
+  CHECK(value(columns, Metric::cpu_throttled_periods) == *find_key(stat, "nr_throttled"));
+  CHECK(value(columns, Metric::memory_peak) == *parse_u64(fixture("v2/memory.peak")));
+  CHECK(value(columns, Metric::memory_anon) == 21012480u);
+  CHECK(value(columns, Metric::io_write_bytes) == 8388608u);
+  CHECK(value(columns, Metric::pressure_cpu_some_us) == 728264u);
+  CHECK(value(columns, Metric::tasks) == *parse_u64(fixture("v2/pids.current")));
+  CHECK(columns.complete.all());
+  for (const SourceStatus& s : sources.status()) {
+    CAPTURE(s.name);
+    CHECK(s.available);
+    CHECK_FALSE(s.failed);
+    CHECK_FALSE(s.host_wide);
+  }
+}
+
+TEST_CASE("a source failing mid-run is disabled and marked, and the others go on",
+          "[sampler]") {
+  FakeTree tree;
+  const std::string dir = "/cg";
+  tree.file(dir + "/cpu.stat", "usage_usec 100\nuser_usec 60\nsystem_usec 40\n");
+  tree.file(dir + "/memory.current", "4096\n");
+  Sources sources = Sources::v2(Fs(tree.root()), dir);
+  Columns columns;
+  sources.tick(1, columns);
+  CHECK(value(columns, Metric::cpu_usage_ns) == 100000u);
+  // Without the cpu controller cpu.stat has no throttling fields: incomplete, not zero.
+  CHECK_FALSE(complete(columns, Metric::cpu_throttled_periods));
+  CHECK(complete(columns, Metric::cpu_usage_ns));
+  // Files that do not exist are not sources at all.
+  CHECK_FALSE(columns.complete.test(static_cast<size_t>(Metric::tasks)));
+  CHECK_FALSE(sources.available().test(static_cast<size_t>(Metric::tasks)));
+
+  tree.file(dir + "/cpu.stat", "garbage\n");
+  tree.file(dir + "/memory.current", "8192\n");
+  sources.tick(2, columns);
+  REQUIRE(columns.rows() == 2);
+  CHECK_FALSE(complete(columns, Metric::cpu_usage_ns));
+  CHECK(value(columns, Metric::cpu_usage_ns, 1) == 100000u);  // carried, and marked incomplete
+  CHECK(value(columns, Metric::memory_current, 1) == 8192u);
+  CHECK(complete(columns, Metric::memory_current));
+  bool cpu_failed = false;
+  for (const SourceStatus& s : sources.status()) {
+    if (s.name == "cpu.stat") cpu_failed = s.failed;
+  }
+  CHECK(cpu_failed);
+  tree.file(dir + "/cpu.stat", "usage_usec 500\nuser_usec 300\nsystem_usec 200\n");
+  sources.tick(3, columns);
+  CHECK(value(columns, Metric::cpu_usage_ns, 2) == 100000u);  // disabled for the rest of the run
+}
+
+TEST_CASE("v1: hierarchies, the exact CPU split and host-wide pressure", "[sampler]") {
+  FakeTree tree;
+  const std::map<std::string, std::string> dirs = {
+      {"cpu", "/sys/fs/cgroup/cpu/s"},
+      {"cpuacct", "/sys/fs/cgroup/cpuacct/s"},
+      {"memory", "/sys/fs/cgroup/memory/s"},
+      {"blkio", "/sys/fs/cgroup/blkio/s"},
+  };  // no pids hierarchy: tasks is unavailable, not zero
+  copy_fixtures(tree, dirs.at("cpu"), "v1", {"cpu.stat"});
+  copy_fixtures(tree, dirs.at("cpuacct"), "v1", {"cpuacct.usage", "cpuacct.stat"});
+  copy_fixtures(tree, dirs.at("memory"), "v1",
+                {"memory.usage_in_bytes", "memory.max_usage_in_bytes", "memory.stat",
+                 "memory.oom_control"});
+  tree.file(dirs.at("blkio") + "/blkio.throttle.io_service_bytes_recursive",
+            fixture("v1/blkio.throttle.io_service_bytes"));
+  tree.file(dirs.at("blkio") + "/blkio.throttle.io_serviced_recursive",
+            fixture("v1/blkio.throttle.io_serviced"));
+  tree.file("/proc/pressure/memory", fixture("v1/proc_pressure_memory"));
+  Sources sources = Sources::v1(Fs(tree.root()), dirs);
+  Columns columns;
+  sources.tick(5, columns);
+  const auto usage = *parse_u64(fixture("v1/cpuacct.usage"));
+  CHECK(value(columns, Metric::cpu_usage_ns) == usage);
+  CHECK(value(columns, Metric::cpu_user_ns) + value(columns, Metric::cpu_system_ns) == usage);
+  CHECK(value(columns, Metric::memory_oom_kills) == 1u);
+  CHECK(value(columns, Metric::io_write_bytes) == 4194304u);
+  CHECK(value(columns, Metric::pressure_memory_full_us) == 16156u);
+  CHECK_FALSE(sources.available().test(static_cast<size_t>(Metric::tasks)));
+  bool host_wide = false;
+  for (const SourceStatus& s : sources.status()) {
+    if (s.name == "/proc/pressure/memory") host_wide = s.host_wide && s.available;
+  }
+  CHECK(host_wide);
+}
+
+#include <chrono>
+#include <thread>
+#include <unistd.h>
+
+#include "edgeprof/edgeprof.hpp"
+
+TEST_CASE("the sources read a live slice", "[sampler][kernel]") {
+  if (::geteuid() != 0) {
+    WARN("skipped: needs root");
+    return;
+  }
+  using namespace edgeprof;
+  Slice slice(make_device("sampled", 1, 1.0, "256MiB"));
+  std::map<std::string, std::string> dirs;  // v1: controller -> directory, from the mount path
+  for (const std::string& path : slice.paths()) {
+    for (const char* c : {"cpu", "cpuacct", "memory", "pids", "blkio"}) {
+      if (path.rfind(std::string("/sys/fs/cgroup/") + c + "/", 0) == 0) dirs[c] = path;
+    }
+  }
+  Sources sources = slice.mode() == CgroupMode::unified
+                        ? Sources::v2(Fs(), slice.paths().front())
+                        : Sources::v1(Fs(), dirs);
+  Command c;
+  c.argv = {edgeprof::test::helper("edgeprof_workload"), "touch", "64", "1.0"};
+  Child child = slice.spawn(c);
+  Columns columns;
+  sources.tick(0, columns);  // at once: before the workload has done its work
+  for (int i = 1; i < 8; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    sources.tick(i, columns);
+  }
+  REQUIRE(child.wait().ok());
+  CHECK(complete(columns, Metric::cpu_usage_ns));
+  CHECK(complete(columns, Metric::memory_current));
+  CHECK(complete(columns, Metric::tasks));
+  const auto& mem = columns.values[static_cast<int>(Metric::memory_current)];
+  CHECK(*std::max_element(mem.begin(), mem.end()) >= (64u << 20));
+  const auto& cpu = columns.values[static_cast<int>(Metric::cpu_usage_ns)];
+  CHECK(cpu.back() > cpu.front());
+  CHECK(columns.values[static_cast<int>(Metric::tasks)][3] == 1u);
+}
