@@ -65,6 +65,7 @@
 #include <thread>
 #include <vector>
 
+#include "clone3.hpp"
 #include "edgeprof/edgeprof.hpp"
 
 extern char** environ;
@@ -885,48 +886,14 @@ void replica_spawn(const SliceView& v, const CounterFiles& counters, const KeptF
   phases->add("total", us_between(t0, t6));
 }
 
-// clone3's argument (CLONE_ARGS_SIZE_VER2), as in src/spawn.cpp.
-struct CloneArgs {
-  std::uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls, set_tid,
-      set_tid_size, cgroup;
-};
-constexpr std::uint64_t kClonePidfd = 0x1000;
-constexpr std::uint64_t kCloneIntoCgroup = 0x200000000ULL;
-
-#if defined(__x86_64__)
-constexpr bool kHaveClone3OnStack = true;
-// clone3 with a stack of the child's own, the child calling fn(arg) there and exiting with its
-// result, as glibc's clone3.S and src/spawn.cpp do: the libc syscall() wrapper cannot be used
-// with CLONE_VM, the child would return into it on an empty stack.
+// The trampoline edgeprof itself uses (src/clone3.hpp), so the replica measures the same code.
+using edgeprof::detail::CloneArgs;
+using edgeprof::detail::kCloneIntoCgroup;
+using edgeprof::detail::kClonePidfd;
+constexpr bool kHaveClone3OnStack = edgeprof::detail::kHaveClone3Trampoline;
 long clone3_on_stack(CloneArgs* args, int (*fn)(void*), void* arg) {
-  struct Entry {
-    int (*fn)(void*);
-    void* arg;
-  } entry{fn, arg};
-  long rc;
-  asm volatile(
-      "syscall\n\t"
-      "test %%rax, %%rax\n\t"
-      "jnz 1f\n\t"
-      // The child, on its new stack (16-byte aligned top); rdx survives the syscall.
-      "xor %%ebp, %%ebp\n\t"
-      "mov 8(%%rdx), %%rdi\n\t"
-      "call *(%%rdx)\n\t"
-      "mov %%eax, %%edi\n\t"
-      "mov $60, %%eax\n\t"  // exit
-      "syscall\n\t"
-      "hlt\n\t"
-      "1:\n\t"
-      : "=a"(rc)
-      : "0"(435L), "D"(args), "S"(sizeof(CloneArgs)), "d"(&entry)
-      : "rcx", "r11", "memory", "cc");
-  return rc;
+  return edgeprof::detail::clone3_with_fn(args, fn, arg);
 }
-#else
-// As in src/spawn.cpp: elsewhere edgeprof uses its fork fallback, and so do these rows.
-constexpr bool kHaveClone3OnStack = false;
-long clone3_on_stack(CloneArgs*, int (*)(void*), void*) { return -ENOSYS; }
-#endif
 
 // The kernel does not know clone3 (before 5.3) or CLONE_INTO_CGROUP (before 5.7): edgeprof then
 // takes its fork fallback, and the rows that need clone3 are left out.

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 #include <thread>
 
+#include "clone3.hpp"
 #include "edgeprof/error.hpp"
 
 extern char** environ;
@@ -25,20 +26,7 @@ namespace edgeprof::detail {
 
 namespace {
 
-// clone3's argument, as in <linux/sched.h> (CLONE_ARGS_SIZE_VER2), spelt out here because that
-// header clashes with glibc's <sched.h>.
-struct CloneArgs {
-  std::uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls,
-      set_tid, set_tid_size, cgroup;
-};
-constexpr std::uint64_t kCloneVm = 0x100;
-constexpr std::uint64_t kCloneVfork = 0x4000;
-constexpr std::uint64_t kClonePidfd = 0x1000;
-constexpr std::uint64_t kCloneIntoCgroup = 0x200000000ULL;
 constexpr unsigned kCloseRangeCloexec = 1u << 2;
-#ifndef SYS_clone3
-constexpr long SYS_clone3 = 435;
-#endif
 #ifndef SYS_pidfd_open
 constexpr long SYS_pidfd_open = 434;
 #endif
@@ -123,41 +111,6 @@ int child_main(void* arg) {
   child_fail(c, Stage::exec);
 }
 
-#if defined(__x86_64__)
-constexpr bool kHaveClone3Trampoline = true;
-// clone3 with a stack of the child's own: the child calls fn(arg) on it and exits with the
-// result, as glibc's internal clone3.S does. The libc syscall() wrapper cannot be used with
-// CLONE_VM: the child would return into the wrapper's frame on an empty stack. Returns the pid
-// or -errno.
-long clone3_with_fn(CloneArgs* args, int (*fn)(void*), void* arg) {
-  struct Entry {
-    int (*fn)(void*);
-    void* arg;
-  } entry{fn, arg};
-  long rc;
-  asm volatile(
-      "syscall\n\t"
-      "test %%rax, %%rax\n\t"
-      "jnz 1f\n\t"
-      // The child, on the new stack (16-byte aligned top); rdx survives the syscall.
-      "xor %%ebp, %%ebp\n\t"
-      "mov 8(%%rdx), %%rdi\n\t"
-      "call *(%%rdx)\n\t"
-      "mov %%eax, %%edi\n\t"
-      "mov $60, %%eax\n\t"  // exit
-      "syscall\n\t"
-      "hlt\n\t"
-      "1:\n\t"
-      : "=a"(rc)
-      : "0"(static_cast<long>(SYS_clone3)), "D"(args), "S"(sizeof(CloneArgs)), "d"(&entry)
-      : "rcx", "r11", "memory", "cc");
-  return rc;
-}
-#else
-// Elsewhere the fork path is used: a trampoline that cannot be tested here is not shipped.
-constexpr bool kHaveClone3Trampoline = false;
-long clone3_with_fn(CloneArgs*, int (*)(void*), void*) { return -ENOSYS; }
-#endif
 
 // The child's stack for the CLONE_VM path: one per spawning thread, kept for the next spawn.
 struct Stack {

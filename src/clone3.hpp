@@ -1,0 +1,33 @@
+// clone3 with a function on a stack of the child's own: what glibc does internally for
+// posix_spawn, which glibc 2.36 does not export. Private to edgeprof (and its benchmark).
+#pragma once
+
+#include <cstdint>
+
+namespace edgeprof::detail {
+
+// clone3's argument, as in <linux/sched.h> (CLONE_ARGS_SIZE_VER2), spelt out here because that
+// header clashes with glibc's <sched.h>.
+struct CloneArgs {
+  std::uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls,
+      set_tid, set_tid_size, cgroup;
+};
+inline constexpr std::uint64_t kCloneVm = 0x100;
+inline constexpr std::uint64_t kCloneVfork = 0x4000;
+inline constexpr std::uint64_t kClonePidfd = 0x1000;
+inline constexpr std::uint64_t kCloneIntoCgroup = 0x200000000ULL;
+
+#if defined(__x86_64__)
+inline constexpr bool kHaveClone3Trampoline = true;
+#else
+// Elsewhere the fork path is used: a trampoline that cannot be tested here is not shipped.
+inline constexpr bool kHaveClone3Trampoline = false;
+#endif
+
+// clone3(args) with the child calling fn(arg) on the stack in args->stack and exiting with its
+// result, as glibc's internal clone3.S does. The libc syscall() wrapper cannot be used with
+// CLONE_VM: the child would return into the wrapper's frame on an empty stack. Returns the
+// child's pid, or -errno (-ENOSYS where kHaveClone3Trampoline is false).
+long clone3_with_fn(CloneArgs* args, int (*fn)(void*), void* arg);
+
+}  // namespace edgeprof::detail
