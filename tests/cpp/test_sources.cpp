@@ -167,3 +167,47 @@ TEST_CASE("the sources read a live slice", "[sampler][kernel]") {
   CHECK(cpu.back() > cpu.front());
   CHECK(columns.values[static_cast<int>(Metric::tasks)][3] == 1u);
 }
+
+#include "sampler/sampler.hpp"
+
+TEST_CASE("the sampler refuses intervals outside 1 ms .. 60 s", "[sampler]") {
+  FakeTree tree;
+  CHECK_THROWS_WITH(Sampler(Sources::v2(Fs(tree.root()), "/cg"), std::chrono::microseconds(500)),
+                    Catch::Contains("1 ms to 60 s"));
+  CHECK_THROWS_AS(Sampler(Sources::v2(Fs(tree.root()), "/cg"), std::chrono::seconds(61)),
+                  edgeprof::Error);
+  CHECK_NOTHROW(Sampler(Sources::v2(Fs(tree.root()), "/cg"), std::chrono::milliseconds(1)));
+}
+
+TEST_CASE("the sampler ticks on its deadlines and stops at once with a final sample",
+          "[sampler]") {
+  FakeTree tree;
+  tree.file("/cg/memory.current", "4096\n");
+  {
+    Sampler sampler(Sources::v2(Fs(tree.root()), "/cg"), std::chrono::milliseconds(10));
+    const auto origin = Sampler::Clock::now();
+    sampler.start(origin);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    tree.file("/cg/memory.current", "8192\n");
+    sampler.stop();
+    const Columns& c = sampler.columns();
+    // About 11 samples (t = 0, 10, ... 100 ms) plus the final one; a loaded machine may miss
+    // some deadlines, which are counted rather than bunched.
+    CAPTURE(c.rows(), sampler.missed());
+    CHECK(c.rows() + sampler.missed() >= 9);
+    CHECK(c.rows() <= 14);
+    for (size_t i = 1; i < c.rows(); ++i) CHECK(c.t_ns[i] > c.t_ns[i - 1]);
+    CHECK(value(c, Metric::memory_current, c.rows() - 1) == 8192u);  // the final counters
+    CHECK(complete(c, Metric::memory_current));
+  }
+  {
+    // A 60 s interval: stop() wakes the thread instead of waiting for the next deadline.
+    Sampler sampler(Sources::v2(Fs(tree.root()), "/cg"), std::chrono::seconds(60));
+    sampler.start(Sampler::Clock::now());
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const auto before = Sampler::Clock::now();
+    sampler.stop();
+    CHECK(Sampler::Clock::now() - before < std::chrono::seconds(1));
+    CHECK(sampler.columns().rows() == 2);  // the first sample and the final one
+  }
+}
