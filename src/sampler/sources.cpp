@@ -120,19 +120,19 @@ bool pressure_cpu(const std::string_view* t, Reading& v) {
   v.set(Metric::pressure_cpu_some_us, *p.some_us);
   return true;
 }
-bool pressure_memory(const std::string_view* t, Reading& v) {
-  Pressure p = parse_pressure(t[0]);
+// memory.pressure and io.pressure: the "some" and "full" stall totals.
+bool pressure_pair(std::string_view text, Reading& v, Metric some, Metric full) {
+  Pressure p = parse_pressure(text);
   if (!p.some_us || !p.full_us) return false;
-  v.set(Metric::pressure_memory_some_us, *p.some_us);
-  v.set(Metric::pressure_memory_full_us, *p.full_us);
+  v.set(some, *p.some_us);
+  v.set(full, *p.full_us);
   return true;
 }
+bool pressure_memory(const std::string_view* t, Reading& v) {
+  return pressure_pair(t[0], v, Metric::pressure_memory_some_us, Metric::pressure_memory_full_us);
+}
 bool pressure_io(const std::string_view* t, Reading& v) {
-  Pressure p = parse_pressure(t[0]);
-  if (!p.some_us || !p.full_us) return false;
-  v.set(Metric::pressure_io_some_us, *p.some_us);
-  v.set(Metric::pressure_io_full_us, *p.full_us);
-  return true;
+  return pressure_pair(t[0], v, Metric::pressure_io_some_us, Metric::pressure_io_full_us);
 }
 
 }  // namespace
