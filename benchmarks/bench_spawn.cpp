@@ -56,6 +56,7 @@
 #include <ctime>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <set>
@@ -65,20 +66,16 @@
 #include <thread>
 #include <vector>
 
+#include "cgroup/backend.hpp"
 #include "clone3.hpp"
+#include "parse.hpp"
 #include "edgeprof/edgeprof.hpp"
 
 extern char** environ;
 
 namespace {
 
-#ifndef SYS_pidfd_open
-constexpr long SYS_pidfd_open = 434;
-#endif
-#ifndef SYS_close_range
-constexpr long SYS_close_range = 436;
-#endif
-constexpr unsigned kCloseRangeCloexec = 1u << 2;
+using edgeprof::detail::kCloseRangeCloexec;
 
 constexpr const char* kTrue = "/bin/true";
 constexpr const char* kCgroupRoot = "/sys/fs/cgroup";
@@ -373,36 +370,23 @@ Table phase_table(const std::string& title, const Phases& phases, const std::str
 
 // ------------------------------------------------------------------------- cgroup v1 layout
 
-// controller -> mount point of its v1 hierarchy, from /proc/self/mountinfo.
+// controller -> mount point of its v1 hierarchy, found as edgeprof finds it (libcgroup, once).
 std::map<std::string, std::string> v1_mounts() {
   std::map<std::string, std::string> out;
-  std::ifstream in("/proc/self/mountinfo");
-  for (std::string line; std::getline(in, line);) {
-    size_t dash = line.find(" - ");
-    if (dash == std::string::npos) continue;
-    auto pre = split(line.substr(0, dash), ' ');
-    auto post = split(line.substr(dash + 3), ' ');
-    if (pre.size() < 5 || post.size() < 3 || post[0] != "cgroup") continue;
-    for (const std::string& opt : split(post[2], ',')) {
-      for (const std::string& c : kEdgeprofControllers) {
-        if (opt == c) out[c] = pre[4];
-      }
-    }
+  const edgeprof::detail::Layout layout = edgeprof::detail::discover_layout(edgeprof::detail::Fs());
+  for (const std::string& c : kEdgeprofControllers) {
+    if (auto it = layout.v1.find(c); it != layout.v1.end()) out[c] = it->second;
   }
   return out;
 }
 
-// controller -> this process's cgroup in that hierarchy, from /proc/self/cgroup.
+// controller -> this process's cgroup in that hierarchy, parsed as edgeprof parses it.
 std::map<std::string, std::string> own_v1_paths() {
   std::map<std::string, std::string> out;
   std::ifstream in("/proc/self/cgroup");
-  for (std::string line; std::getline(in, line);) {
-    size_t a = line.find(':');
-    size_t b = a == std::string::npos ? a : line.find(':', a + 1);
-    if (b == std::string::npos) continue;
-    for (const std::string& c : split(line.substr(a + 1, b - a - 1), ',')) {
-      out[c] = line.substr(b + 1);
-    }
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const auto& m : edgeprof::detail::parse_proc_cgroup(text)) {
+    for (const std::string& c : m.controllers) out[c] = m.path;
   }
   return out;
 }

@@ -1,14 +1,8 @@
 #include "clone3.hpp"
 
-#include <sys/syscall.h>
-
 #include <cerrno>
 
 namespace edgeprof::detail {
-
-#ifndef SYS_clone3
-constexpr long SYS_clone3 = 435;
-#endif
 
 #if defined(__x86_64__)
 long clone3_with_fn(CloneArgs* args, int (*fn)(void*), void* arg) {

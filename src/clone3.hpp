@@ -1,8 +1,22 @@
-// clone3 with a function on a stack of the child's own: what glibc does internally for
-// posix_spawn, which glibc 2.36 does not export. Private to edgeprof (and its benchmark).
+// What glibc 2.36 lacks for spawning: clone3 with a function on a stack of the child's own
+// (what glibc does internally for posix_spawn), and the numbers of newer system calls.
+// Private to edgeprof (and its benchmark).
 #pragma once
 
+#include <sys/syscall.h>
+
 #include <cstdint>
+
+// System call numbers (x86-64 and aarch64 share them) for headers older than the kernel.
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
+#ifndef SYS_clone3
+#define SYS_clone3 435
+#endif
 
 namespace edgeprof::detail {
 
@@ -16,6 +30,7 @@ inline constexpr std::uint64_t kCloneVm = 0x100;
 inline constexpr std::uint64_t kCloneVfork = 0x4000;
 inline constexpr std::uint64_t kClonePidfd = 0x1000;
 inline constexpr std::uint64_t kCloneIntoCgroup = 0x200000000ULL;
+inline constexpr unsigned kCloseRangeCloexec = 1u << 2;  // CLOSE_RANGE_CLOEXEC, Linux 5.11
 
 #if defined(__x86_64__)
 inline constexpr bool kHaveClone3Trampoline = true;

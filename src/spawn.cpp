@@ -26,13 +26,6 @@ namespace edgeprof::detail {
 
 namespace {
 
-constexpr unsigned kCloseRangeCloexec = 1u << 2;
-#ifndef SYS_pidfd_open
-constexpr long SYS_pidfd_open = 434;
-#endif
-#ifndef SYS_close_range
-constexpr long SYS_close_range = 436;
-#endif
 
 // Set once clone3 was refused as unknown, so later spawns go straight to fork.
 std::atomic<bool> clone3_unusable{false};
