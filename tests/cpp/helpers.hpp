@@ -30,6 +30,12 @@ class FakeTree {
     std::filesystem::create_directories(std::filesystem::path(root_ + path).parent_path());
     std::ofstream(root_ + path) << content;
   }
+  // Overwrites in place without truncating, as a kernel counter changes under a reader: a
+  // concurrent pread never sees an empty file. `content` must be as long as the old content.
+  void overwrite(const std::string& path, const std::string& content) const {
+    std::fstream f(root_ + path, std::ios::in | std::ios::out | std::ios::binary);
+    f.write(content.data(), static_cast<std::streamsize>(content.size()));
+  }
   void dir(const std::string& path) const { std::filesystem::create_directories(root_ + path); }
   std::string read(const std::string& path) const { return slurp(root_ + path); }
   bool exists(const std::string& path) const { return std::filesystem::exists(root_ + path); }

@@ -188,7 +188,7 @@ TEST_CASE("the sampler ticks on its deadlines and stops at once with a final sam
     const auto origin = Sampler::Clock::now();
     sampler.start(origin);
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    tree.file("/cg/memory.current", "8192\n");
+    tree.overwrite("/cg/memory.current", "8192\n");  // the sampler may be reading it now
     sampler.stop();
     const Columns& c = sampler.columns();
     // About 11 samples (t = 0, 10, ... 100 ms) plus the final one; a loaded machine may miss
