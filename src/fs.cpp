@@ -138,7 +138,13 @@ std::optional<long> Fs::fs_type(std::string_view path) const {
 }
 
 StatFile::StatFile(const Fs& fs, std::string_view path)
-    : fd_(::open(fs.resolve(path).c_str(), O_RDONLY | O_CLOEXEC)) {}
+    : fd_(::open(fs.resolve(path).c_str(), O_RDONLY | O_CLOEXEC)), path_(path) {
+  if (fd_ < 0) error_ = errno;
+}
+
+std::string StatFile::error() const {
+  return fd_ >= 0 ? std::string() : sys_message(error_, "opening", path_);
+}
 
 StatFile::~StatFile() {
   if (fd_ >= 0) ::close(fd_);
@@ -148,6 +154,8 @@ StatFile& StatFile::operator=(StatFile&& other) noexcept {
   if (this != &other) {
     if (fd_ >= 0) ::close(fd_);
     fd_ = other.fd_;
+    path_ = std::move(other.path_);
+    error_ = other.error_;
     other.fd_ = -1;
   }
   return *this;
@@ -174,7 +182,10 @@ std::optional<std::string_view> StatFile::read_into(char* buffer, size_t capacit
   if (fd_ < 0) return std::nullopt;
   size_t used = 0;
   for (;;) {
-    if (used == capacity) return std::nullopt;  // might be truncated: do not parse half
+    if (used == capacity) {  // might be truncated: do not parse half
+      errno = EFBIG;
+      return std::nullopt;
+    }
     ssize_t n = ::pread(fd_, buffer + used, capacity - used, static_cast<off_t>(used));
     if (n < 0) {
       if (errno == EINTR) continue;

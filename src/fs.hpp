@@ -68,20 +68,35 @@ class StatFile {
  public:
   StatFile() = default;
   StatFile(const Fs& fs, std::string_view path);  // not ok() when the file is missing
+  // Takes ownership of an open descriptor.
+  static StatFile adopt(int fd, std::string path) {
+    StatFile f;
+    f.fd_ = fd;
+    f.path_ = std::move(path);
+    return f;
+  }
   ~StatFile();
-  StatFile(StatFile&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+  StatFile(StatFile&& other) noexcept
+      : fd_(other.fd_), path_(std::move(other.path_)), error_(other.error_) {
+    other.fd_ = -1;
+  }
   StatFile& operator=(StatFile&& other) noexcept;
   StatFile(const StatFile&) = delete;
   StatFile& operator=(const StatFile&) = delete;
 
   bool ok() const { return fd_ >= 0; }
+  const std::string& path() const { return path_; }
+  // Why the file could not be opened ("" when it is open).
+  std::string error() const;
   std::optional<std::string> read() const;
-  // Reads into `buffer` without allocating (the sampler's hot path). nullopt on an error, or
-  // when the file does not fit in `capacity` bytes.
+  // Reads into `buffer` without allocating (the sampler's hot path). nullopt on an error (errno
+  // says which; EFBIG when the file does not fit in `capacity` bytes).
   std::optional<std::string_view> read_into(char* buffer, size_t capacity) const;
 
  private:
   int fd_ = -1;
+  std::string path_;
+  int error_ = 0;  // errno of the failed open
 };
 
 // Joins cgroup paths without doubling slashes: join("/a/", "/b") == "/a/b".

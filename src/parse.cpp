@@ -181,6 +181,41 @@ IoTotals parse_io_stat(std::string_view text) {
   return t;
 }
 
+std::optional<NetTotals> parse_net_dev(std::string_view text) {
+  if (text.substr(0, 6) != "Inter-") return std::nullopt;
+  NetTotals t;
+  bool ok = true;
+  int line_no = 0;
+  for_each_line(text, [&](std::string_view line) {
+    if (++line_no <= 2 || !ok) return;  // two header lines
+    const size_t colon = line.find(':');
+    if (colon == std::string_view::npos) {
+      ok = trim(line).empty();
+      return;
+    }
+    // rx: bytes packets errs drop fifo frame compressed multicast; tx: bytes packets ...
+    std::uint64_t fields[10] = {};
+    std::string_view rest = line.substr(colon + 1);
+    for (int i = 0; i < 10; ++i) {
+      rest = trim(rest);
+      const size_t end = std::min(rest.find(' '), rest.size());
+      auto v = parse_u64(rest.substr(0, end));
+      if (!v) {
+        ok = false;
+        return;
+      }
+      fields[i] = *v;
+      rest = rest.substr(end);
+    }
+    t.rx_bytes += fields[0];
+    t.rx_packets += fields[1];
+    t.tx_bytes += fields[8];
+    t.tx_packets += fields[9];
+  });
+  if (!ok) return std::nullopt;
+  return t;
+}
+
 ReadWrite parse_blkio(std::string_view text) {
   ReadWrite rw;
   for_each_line(text, [&](std::string_view line) {

@@ -79,6 +79,13 @@ struct Pressure {
 };
 Pressure parse_pressure(std::string_view text);
 
+// /proc/<pid>/net/dev, summed over every interface of the namespace. nullopt when the text is
+// not in that format (no "Inter-|" header or a malformed interface line).
+struct NetTotals {
+  std::uint64_t rx_bytes = 0, rx_packets = 0, tx_bytes = 0, tx_packets = 0;
+};
+std::optional<NetTotals> parse_net_dev(std::string_view text);
+
 // Whitespace-separated words ("cpuset cpu io memory pids" of cgroup.controllers).
 std::vector<std::string> split_words(std::string_view text);
 

@@ -1,54 +1,437 @@
-// Result as text for people and as JSON for programs.
+// Reports as text for people, JSON for programs (and back), and CSV time series.
 #include <fmt/format.h>
+#include <sys/utsname.h>
+#include <unistd.h>
 
 #include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
 
+#include "edgeprof/error.hpp"
 #include "edgeprof/slice.hpp"
+#include "edgeprof/version.hpp"
 
 namespace edgeprof {
 
+using nlohmann::json;
+
+// Host information.
+
+const HostInfo& host_info() {
+  static const HostInfo info = [] {
+    HostInfo h;
+    char name[256] = {};
+    if (::gethostname(name, sizeof name - 1) == 0) h.hostname = name;
+    utsname u{};
+    if (::uname(&u) == 0) h.kernel = u.release;
+    std::ifstream cpuinfo("/proc/cpuinfo");
+    for (std::string line; std::getline(cpuinfo, line);) {
+      if (line.rfind("model name", 0) == 0) {
+        auto colon = line.find(':');
+        if (colon != std::string::npos) h.cpu_model = line.substr(line.find_first_not_of(' ', colon + 1));
+        break;
+      }
+    }
+    const HostFacts facts = host_facts();
+    h.cpus = static_cast<int>(facts.cpus.size());
+    h.memory_bytes = facts.memory_bytes;
+    return h;
+  }();
+  return info;
+}
+
 namespace {
 
-std::string json_string(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          out += fmt::format("\\u{:04x}", static_cast<unsigned char>(c));
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
+// JSON building blocks. Unset optionals are null; reading back, null is unset.
+template <class T>
+json opt(const std::optional<T>& v) {
+  return v ? json(*v) : json(nullptr);
 }
-
-std::string json_strings(const std::vector<std::string>& items) {
-  std::string out = "[";
-  for (size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + json_string(items[i]);
-  return out + "]";
-}
+// Doubles that are not finite have no JSON form; they are null (and read back as unset).
+json num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+json opt(const std::optional<double>& v) { return v && std::isfinite(*v) ? json(*v) : json(nullptr); }
 
 template <class T>
-std::string json_optional(const std::optional<T>& v) {
-  return v ? fmt::format("{}", *v) : "null";
+void get_opt(const json& j, const char* key, std::optional<T>& out) {
+  if (!j.contains(key) || j.at(key).is_null()) {
+    out.reset();
+  } else {
+    out = j.at(key).get<T>();
+  }
 }
 
-// Doubles with enough digits to round-trip, and JSON-safe.
-std::string json_number(double v) { return std::isfinite(v) ? fmt::format("{}", v) : "null"; }
+json device_json(const Device& d) {
+  return {{"name", d.name},
+          {"cores", d.cores},
+          {"core_speed", d.core_speed},
+          {"memory_bytes", d.memory_bytes},
+          {"swap_bytes", d.swap_bytes},
+          {"io_read_bps", opt(d.io_read_bps)},
+          {"io_write_bps", opt(d.io_write_bps)},
+          {"pids_max", opt(d.pids_max)},
+          {"description", d.description},
+          {"source", d.source}};
+}
+
+Device device_from(const json& j) {
+  Device d;
+  d.name = j.at("name").get<std::string>();
+  d.cores = j.at("cores").get<int>();
+  d.core_speed = j.at("core_speed").get<double>();
+  d.memory_bytes = j.at("memory_bytes").get<std::uint64_t>();
+  d.swap_bytes = j.at("swap_bytes").get<std::uint64_t>();
+  get_opt(j, "io_read_bps", d.io_read_bps);
+  get_opt(j, "io_write_bps", d.io_write_bps);
+  get_opt(j, "pids_max", d.pids_max);
+  d.description = j.at("description").get<std::string>();
+  d.source = j.at("source").get<std::string>();
+  return d;
+}
+
+json plan_json(const EmulationPlan& p) {
+  return {{"cpus", format_cpu_list(p.cpus)},
+          {"cpu_period_us", p.cpu_period_us},
+          {"cpu_quota_us", p.cpu_quota_us},
+          {"capacity_cores", p.capacity_cores()},
+          {"memory_max_bytes", p.memory_max_bytes},
+          {"swap_max_bytes", p.swap_max_bytes},
+          {"pids_max", opt(p.pids_max)},
+          {"notes", p.notes}};
+}
+
+EmulationPlan plan_from(const json& j) {
+  EmulationPlan p;
+  p.cpus = parse_cpu_list(j.at("cpus").get<std::string>());
+  p.cpu_period_us = j.at("cpu_period_us").get<std::uint64_t>();
+  p.cpu_quota_us = j.at("cpu_quota_us").get<std::uint64_t>();
+  p.memory_max_bytes = j.at("memory_max_bytes").get<std::uint64_t>();
+  p.swap_max_bytes = j.at("swap_max_bytes").get<std::uint64_t>();
+  get_opt(j, "pids_max", p.pids_max);
+  p.notes = j.at("notes").get<std::vector<std::string>>();
+  return p;
+}
+
+json host_json(const HostInfo& h) {
+  return {{"hostname", h.hostname},
+          {"kernel", h.kernel},
+          {"cpu_model", h.cpu_model},
+          {"cpus", h.cpus},
+          {"memory_bytes", h.memory_bytes}};
+}
+
+HostInfo host_from(const json& j) {
+  HostInfo h;
+  h.hostname = j.at("hostname").get<std::string>();
+  h.kernel = j.at("kernel").get<std::string>();
+  h.cpu_model = j.at("cpu_model").get<std::string>();
+  h.cpus = j.at("cpus").get<int>();
+  h.memory_bytes = j.at("memory_bytes").get<std::uint64_t>();
+  return h;
+}
+
+// Summary fields in one table, so writing, reading and the text agree.
+struct DoubleField {
+  const char* name;
+  std::optional<double> Summary::*member;
+};
+struct CountField {
+  const char* name;
+  std::optional<std::uint64_t> Summary::*member;
+};
+constexpr DoubleField kDoubleFields[] = {
+    {"cpu_cores_avg", &Summary::cpu_cores_avg},
+    {"cpu_cores_p95", &Summary::cpu_cores_p95},
+    {"cpu_cores_peak", &Summary::cpu_cores_peak},
+    {"cpu_capacity_avg", &Summary::cpu_capacity_avg},
+    {"cpu_capacity_p95", &Summary::cpu_capacity_p95},
+    {"cpu_capacity_peak", &Summary::cpu_capacity_peak},
+    {"throttled_fraction", &Summary::throttled_fraction},
+    {"pressure_cpu_some_s", &Summary::pressure_cpu_some_s},
+    {"pressure_memory_some_s", &Summary::pressure_memory_some_s},
+    {"pressure_memory_full_s", &Summary::pressure_memory_full_s},
+    {"pressure_io_some_s", &Summary::pressure_io_some_s},
+    {"pressure_io_full_s", &Summary::pressure_io_full_s},
+    {"interval_p50_s", &Summary::interval_p50_s},
+    {"jitter_p50_s", &Summary::jitter_p50_s},
+    {"jitter_p99_s", &Summary::jitter_p99_s},
+};
+constexpr CountField kCountFields[] = {
+    {"memory_avg_bytes", &Summary::memory_avg_bytes},
+    {"memory_sampled_peak_bytes", &Summary::memory_sampled_peak_bytes},
+    {"memory_anon_peak_bytes", &Summary::memory_anon_peak_bytes},
+    {"memory_file_peak_bytes", &Summary::memory_file_peak_bytes},
+    {"memory_swap_peak_bytes", &Summary::memory_swap_peak_bytes},
+    {"major_faults", &Summary::major_faults},
+    {"io_read_bytes", &Summary::io_read_bytes},
+    {"io_write_bytes", &Summary::io_write_bytes},
+    {"io_read_ops", &Summary::io_read_ops},
+    {"io_write_ops", &Summary::io_write_ops},
+    {"net_rx_bytes", &Summary::net_rx_bytes},
+    {"net_tx_bytes", &Summary::net_tx_bytes},
+    {"net_rx_packets", &Summary::net_rx_packets},
+    {"net_tx_packets", &Summary::net_tx_packets},
+    {"tasks_peak", &Summary::tasks_peak},
+};
+
+json summary_json(const Summary& s) {
+  json j;
+  for (const auto& f : kDoubleFields) j[f.name] = opt(s.*f.member);
+  for (const auto& f : kCountFields) j[f.name] = opt(s.*f.member);
+  j["pressure_host_wide"] = s.pressure_host_wide;
+  j["samples"] = s.samples;
+  j["interval_s"] = s.interval_s;
+  j["missed_deadlines"] = s.missed_deadlines;
+  return j;
+}
+
+Summary summary_from(const json& j) {
+  Summary s;
+  for (const auto& f : kDoubleFields) get_opt(j, f.name, s.*f.member);
+  for (const auto& f : kCountFields) get_opt(j, f.name, s.*f.member);
+  s.pressure_host_wide = j.at("pressure_host_wide").get<bool>();
+  s.samples = j.at("samples").get<std::uint64_t>();
+  s.interval_s = j.at("interval_s").get<double>();
+  s.missed_deadlines = j.at("missed_deadlines").get<std::uint64_t>();
+  return s;
+}
+
+json phase_json(const Phase& p) {
+  return {{"name", p.name},
+          {"start_s", p.start_s},
+          {"end_s", p.end_s},
+          {"wall_time_s", p.wall_time_s()},
+          {"ended_by_exit", p.ended_by_exit},
+          {"cpu_s", opt(p.cpu_s)},
+          {"memory_start_bytes", opt(p.memory_start_bytes)},
+          {"memory_peak_bytes", opt(p.memory_peak_bytes)},
+          {"memory_net_peak_bytes", opt(p.memory_net_peak_bytes)}};
+}
+
+Phase phase_from(const json& j) {
+  Phase p;
+  p.name = j.at("name").get<std::string>();
+  p.start_s = j.at("start_s").get<double>();
+  p.end_s = j.at("end_s").get<double>();
+  p.ended_by_exit = j.at("ended_by_exit").get<bool>();
+  get_opt(j, "cpu_s", p.cpu_s);
+  get_opt(j, "memory_start_bytes", p.memory_start_bytes);
+  get_opt(j, "memory_peak_bytes", p.memory_peak_bytes);
+  get_opt(j, "memory_net_peak_bytes", p.memory_net_peak_bytes);
+  return p;
+}
+
+json metric_names(const std::bitset<kMetricCount>& bits) {
+  json names = json::array();
+  for (int m = 0; m < kMetricCount; ++m) {
+    if (bits.test(static_cast<size_t>(m))) names.push_back(to_string(static_cast<Metric>(m)));
+  }
+  return names;
+}
+
+std::bitset<kMetricCount> metric_bits(const json& names) {
+  std::bitset<kMetricCount> bits;
+  for (const auto& n : names) {
+    auto m = metric_from_string(n.get<std::string>());
+    if (!m) throw Error(fmt::format("unknown metric '{}'", n.get<std::string>()));
+    bits.set(static_cast<size_t>(*m));
+  }
+  return bits;
+}
+
+json series_json(const TimeSeries& s) {
+  json columns = json::object();
+  for (int m = 0; m < kMetricCount; ++m) {
+    if (s.available.test(static_cast<size_t>(m))) {
+      columns[to_string(static_cast<Metric>(m))] = s.values[static_cast<size_t>(m)];
+    }
+  }
+  return {{"t_ns", s.t_ns},
+          {"scheduled", s.scheduled},
+          {"available", metric_names(s.available)},
+          {"complete", metric_names(s.complete)},
+          {"columns", columns}};
+}
+
+TimeSeries series_from(const json& j) {
+  TimeSeries s;
+  s.t_ns = j.at("t_ns").get<std::vector<std::int64_t>>();
+  s.scheduled = j.at("scheduled").get<std::vector<std::uint8_t>>();
+  s.available = metric_bits(j.at("available"));
+  s.complete = metric_bits(j.at("complete"));
+  for (int m = 0; m < kMetricCount; ++m) {
+    const char* name = to_string(static_cast<Metric>(m));
+    auto& column = s.values[static_cast<size_t>(m)];
+    if (j.at("columns").contains(name)) {
+      column = j.at("columns").at(name).get<std::vector<std::uint64_t>>();
+      if (column.size() != s.t_ns.size()) {
+        throw Error(fmt::format("series column {} has {} rows, t_ns has {}", name,
+                                column.size(), s.t_ns.size()));
+      }
+    } else {
+      column.assign(s.t_ns.size(), 0);  // not available in the run: zeros, as recorded
+    }
+  }
+  return s;
+}
+
+json source_json(const SourceStatus& s) {
+  return {{"name", s.name},
+          {"available", s.available},
+          {"failed", s.failed},
+          {"host_wide", s.host_wide},
+          {"error", s.error}};
+}
+
+SourceStatus source_from(const json& j) {
+  return {j.at("name").get<std::string>(), j.at("available").get<bool>(),
+          j.at("failed").get<bool>(), j.at("host_wide").get<bool>(),
+          j.at("error").get<std::string>()};
+}
+
+json result_json(const Result& r) {
+  json j;
+  j["schema"] = "edgeprof.result";
+  j["schema_version"] = kReportSchemaVersion;
+  j["edgeprof_version"] = r.edgeprof_version;
+  j["host"] = host_json(r.host);
+  j["command"] = r.command;
+  j["exit_code"] = opt(r.exit_code);
+  j["signal"] = opt(r.signal);
+  j["timed_out"] = r.timed_out;
+  j["oom_killed"] = r.oom_killed;
+  j["oom_kills"] = r.oom_kills;
+  j["ok"] = r.ok();
+  j["wall_time_s"] = num(r.wall_time_s);
+  j["cpu_user_s"] = num(r.cpu_user_s);
+  j["cpu_system_s"] = num(r.cpu_system_s);
+  j["peak_memory_bytes"] = opt(r.peak_memory_bytes);
+  j["peak_memory_source"] = r.peak_memory_source;
+  j["throttled_s"] = num(r.throttled_s);
+  j["throttled_periods"] = r.throttled_periods;
+  j["periods"] = r.periods;
+  j["child_max_rss_bytes"] = r.child_max_rss_bytes;
+  j["provenance"] = {{"wall_time_s", "measured"},     {"cpu_user_s", "measured"},
+                     {"cpu_system_s", "measured"},    {"peak_memory_bytes", "measured"},
+                     {"throttled_s", "measured"},     {"child_max_rss_bytes", "measured"},
+                     {"summary.cpu_cores_avg", "measured"},
+                     {"summary.cpu_cores_p95", "sampled"},
+                     {"summary.cpu_cores_peak", "sampled"},
+                     {"summary.memory_*", "sampled"}, {"summary.io_*", "measured"},
+                     {"summary.net_*", "measured"},   {"summary.pressure_*", "measured"},
+                     {"summary.tasks_peak", "sampled"},
+                     {"phases.start_s/end_s", "measured"},
+                     {"phases.cpu_s/memory_*", "sampled"}};
+  j["placement"] = r.placement;
+  j["cgroup_mode"] = to_string(r.cgroup_mode);
+  j["network_isolated"] = r.network_isolated;
+  j["unapplied"] = r.unapplied;
+  j["warnings"] = r.warnings;
+  j["device"] = device_json(r.device);
+  j["plan"] = plan_json(r.plan);
+  j["summary"] = summary_json(r.summary);
+  j["phases"] = json::array();
+  for (const Phase& p : r.phases) j["phases"].push_back(phase_json(p));
+  j["sources"] = json::array();
+  for (const SourceStatus& s : r.sources) j["sources"].push_back(source_json(s));
+  j["series"] = series_json(r.series);
+  return j;
+}
+
+void check_schema(const json& j, const char* schema) {
+  if (!j.is_object() || !j.contains("schema") || j.at("schema") != schema) {
+    throw Error(fmt::format("this JSON is not an edgeprof report: expected \"schema\": \"{}\"",
+                            schema));
+  }
+  const int found = j.at("schema_version").get<int>();
+  if (found > kReportSchemaVersion) {
+    throw Error(fmt::format("this report has schema version {}, newer than this edgeprof ({}) "
+                            "reads ({}): upgrade edgeprof",
+                            found, version(), kReportSchemaVersion));
+  }
+}
+
+Result result_from(const json& j) {
+  check_schema(j, "edgeprof.result");
+  Result r;
+  r.edgeprof_version = j.at("edgeprof_version").get<std::string>();
+  r.host = host_from(j.at("host"));
+  r.command = j.at("command").get<std::vector<std::string>>();
+  get_opt(j, "exit_code", r.exit_code);
+  get_opt(j, "signal", r.signal);
+  r.timed_out = j.at("timed_out").get<bool>();
+  r.oom_killed = j.at("oom_killed").get<bool>();
+  r.oom_kills = j.at("oom_kills").get<std::uint64_t>();
+  auto number = [&](const char* key) {
+    return j.at(key).is_null() ? std::nan("") : j.at(key).get<double>();
+  };
+  r.wall_time_s = number("wall_time_s");
+  r.cpu_user_s = number("cpu_user_s");
+  r.cpu_system_s = number("cpu_system_s");
+  get_opt(j, "peak_memory_bytes", r.peak_memory_bytes);
+  r.peak_memory_source = j.at("peak_memory_source").get<std::string>();
+  r.throttled_s = number("throttled_s");
+  r.throttled_periods = j.at("throttled_periods").get<std::uint64_t>();
+  r.periods = j.at("periods").get<std::uint64_t>();
+  r.child_max_rss_bytes = j.at("child_max_rss_bytes").get<std::uint64_t>();
+  r.placement = j.at("placement").get<std::string>();
+  r.cgroup_mode = cgroup_mode_from_string(j.at("cgroup_mode").get<std::string>());
+  r.network_isolated = j.at("network_isolated").get<bool>();
+  r.unapplied = j.at("unapplied").get<std::vector<std::string>>();
+  r.warnings = j.at("warnings").get<std::vector<std::string>>();
+  r.device = device_from(j.at("device"));
+  r.plan = plan_from(j.at("plan"));
+  r.summary = summary_from(j.at("summary"));
+  for (const auto& p : j.at("phases")) r.phases.push_back(phase_from(p));
+  for (const auto& s : j.at("sources")) r.sources.push_back(source_from(s));
+  r.series = series_from(j.at("series"));
+  return r;
+}
+
+json statistic_json(const Statistic& s) {
+  return {{"n", s.n},           {"median", num(s.median)}, {"mean", num(s.mean)},
+          {"stddev", num(s.stddev)}, {"ci95_low", num(s.ci95_low)},
+          {"ci95_high", num(s.ci95_high)}, {"min", num(s.min)}, {"max", num(s.max)}};
+}
+
+Statistic statistic_from(const json& j) {
+  Statistic s;
+  s.n = j.at("n").get<std::size_t>();
+  s.median = j.at("median").get<double>();
+  s.mean = j.at("mean").get<double>();
+  s.stddev = j.at("stddev").get<double>();
+  s.ci95_low = j.at("ci95_low").get<double>();
+  s.ci95_high = j.at("ci95_high").get<double>();
+  s.min = j.at("min").get<double>();
+  s.max = j.at("max").get<double>();
+  return s;
+}
+
+json repeated_json(const RepeatedResult& r) {
+  json j;
+  j["schema"] = "edgeprof.repeated";
+  j["schema_version"] = kReportSchemaVersion;
+  j["edgeprof_version"] = version();
+  j["repeat"] = r.runs.size();
+  j["warmup"] = r.warmups.size();
+  j["all_ok"] = r.all_ok();
+  j["stats"] = json::object();
+  for (const auto& [name, s] : r.stats) j["stats"][name] = statistic_json(s);
+  j["runs"] = json::array();
+  for (const Result& x : r.runs) j["runs"].push_back(result_json(x));
+  j["warmups"] = json::array();
+  for (const Result& x : r.warmups) j["warmups"].push_back(result_json(x));
+  return j;
+}
+
+// Parses JSON text, turning the library's exceptions into edgeprof errors that say where.
+template <class Fn>
+auto from_text(std::string_view text, const char* what, Fn&& fn) {
+  try {
+    return fn(json::parse(text));
+  } catch (const json::exception& e) {
+    throw Error(fmt::format("cannot read {} from JSON: {}", what, e.what()));
+  }
+}
 
 std::string exit_text(const Result& r) {
   if (r.timed_out) return "killed at the timeout";
@@ -61,67 +444,209 @@ std::string exit_text(const Result& r) {
   return fmt::format("exit code {}", r.exit_code.value_or(-1));
 }
 
+std::string size_or(const std::optional<std::uint64_t>& v) {
+  return v ? format_size(*v) : std::string("n/a");
+}
+
+std::string seconds_or(const std::optional<double>& v, const char* fmt_spec = "{:.3f} s") {
+  return v ? fmt::format(fmt::runtime(fmt_spec), *v) : std::string("n/a");
+}
+
+std::string percent_or(const std::optional<double>& v) {
+  return v ? fmt::format("{:.0f}%", *v * 100) : std::string("n/a");
+}
+
 }  // namespace
 
 std::string to_text(const Result& r) {
   const EmulationPlan& p = r.plan;
+  const Summary& s = r.summary;
   std::string out;
-  out += fmt::format("device        {} ({} cores x speed {}, {} memory)\n", r.device.name,
-                     r.device.cores, r.device.core_speed, format_size(r.device.memory_bytes));
-  out += fmt::format("emulation     cpus {}, quota {:.3g} cores ({} us / {} us), memory.max {}, "
-                     "cgroup {}, child placed by {}\n",
-                     format_cpu_list(p.cpus), p.capacity_cores(), p.cpu_quota_us,
-                     p.cpu_period_us, format_size(p.memory_max_bytes), describe(r.cgroup_mode),
-                     r.placement);
-  out += fmt::format("outcome       {}\n", exit_text(r));
-  out += fmt::format("wall time     {:.6f} s   measured (monotonic clock, exec to exit)\n",
-                     r.wall_time_s);
-  out += fmt::format("cpu time      {:.3f} s user + {:.3f} s system   measured (cgroup counters)\n",
-                     r.cpu_user_s, r.cpu_system_s);
-  if (r.peak_memory_bytes) {
-    out += fmt::format("peak memory   {}   measured (kernel counter {})\n",
-                       format_size(*r.peak_memory_bytes), r.peak_memory_source);
-  } else {
-    out += "peak memory   unavailable (no memory controller)\n";
+  auto row = [&](std::string_view label, const std::string& value, std::string_view how) {
+    out += fmt::format("{:<14}{}{}{}\n", label, value, how.empty() ? "" : "   ", how);
+  };
+  row("device", fmt::format("{} ({} cores x speed {}, {} memory)", r.device.name, r.device.cores,
+                            r.device.core_speed, format_size(r.device.memory_bytes)),
+      "");
+  row("emulation",
+      fmt::format("cpus {}, quota {:.3g} cores ({} us / {} us), memory.max {}, cgroup {}, "
+                  "child placed by {}{}",
+                  format_cpu_list(p.cpus), p.capacity_cores(), p.cpu_quota_us, p.cpu_period_us,
+                  format_size(p.memory_max_bytes), describe(r.cgroup_mode), r.placement,
+                  r.network_isolated ? ", own network namespace (loopback only)" : ""),
+      "");
+  row("outcome", exit_text(r), "");
+  row("wall time", fmt::format("{:.6f} s", r.wall_time_s),
+      "measured (monotonic clock, exec to exit)");
+  row("cpu time", fmt::format("{:.3f} s user + {:.3f} s system", r.cpu_user_s, r.cpu_system_s),
+      "measured (cgroup counters)");
+  if (s.cpu_cores_avg) {
+    row("cpu use",
+        fmt::format("avg {:.2f} / p95 {} / peak {} host cores = {} / {} / {} of the device",
+                    *s.cpu_cores_avg, seconds_or(s.cpu_cores_p95, "{:.2f}"),
+                    seconds_or(s.cpu_cores_peak, "{:.2f}"), percent_or(s.cpu_capacity_avg),
+                    percent_or(s.cpu_capacity_p95), percent_or(s.cpu_capacity_peak)),
+        "avg measured, p95/peak sampled");
   }
-  out += fmt::format("throttled     {:.3f} s in {} of {} periods   measured (cpu.stat)\n",
-                     r.throttled_s, r.throttled_periods, r.periods);
-  for (const std::string& note : p.notes) out += fmt::format("note          {}\n", note);
-  for (const std::string& u : r.unapplied) out += fmt::format("NOT APPLIED   {}\n", u);
+  if (r.peak_memory_bytes) {
+    row("peak memory", format_size(*r.peak_memory_bytes),
+        fmt::format("measured (kernel counter {})", r.peak_memory_source));
+  } else {
+    row("peak memory", "unavailable (no memory controller)", "");
+  }
+  if (s.memory_avg_bytes) {
+    row("memory",
+        fmt::format("avg {}, anon peak {}, page cache peak {}", format_size(*s.memory_avg_bytes),
+                    size_or(s.memory_anon_peak_bytes), size_or(s.memory_file_peak_bytes)),
+        "sampled");
+  }
+  row("throttled",
+      fmt::format("{:.3f} s in {} of {} periods{}", r.throttled_s, r.throttled_periods, r.periods,
+                  s.throttled_fraction ? fmt::format(" ({})", percent_or(s.throttled_fraction))
+                                       : ""),
+      "measured (cpu.stat)");
+  if (s.io_read_bytes || s.io_write_bytes) {
+    row("block i/o",
+        fmt::format("read {} in {} ops, written {} in {} ops", size_or(s.io_read_bytes),
+                    s.io_read_ops.value_or(0), size_or(s.io_write_bytes),
+                    s.io_write_ops.value_or(0)),
+        "measured");
+  }
+  if (s.net_rx_bytes) {
+    row("network", fmt::format("received {}, sent {}", size_or(s.net_rx_bytes),
+                               size_or(s.net_tx_bytes)),
+        "measured (own network namespace)");
+  }
+  if (s.pressure_cpu_some_s || s.pressure_memory_some_s || s.pressure_io_some_s) {
+    row("stalls (PSI)",
+        fmt::format("cpu {}, memory {} (full {}), io {} (full {})",
+                    seconds_or(s.pressure_cpu_some_s), seconds_or(s.pressure_memory_some_s),
+                    seconds_or(s.pressure_memory_full_s), seconds_or(s.pressure_io_some_s),
+                    seconds_or(s.pressure_io_full_s)),
+        s.pressure_host_wide ? "measured, HOST-WIDE (cgroup v1 has no per-slice pressure)"
+                             : "measured");
+  }
+  if (s.tasks_peak) row("tasks", fmt::format("peak {}", *s.tasks_peak), "sampled");
+  if (s.samples) {
+    row("sampling",
+        fmt::format("{} samples every {:g} ms; achieved {} ms median, lateness p50 {} / p99 {} "
+                    "ms{}",
+                    s.samples, s.interval_s * 1e3,
+                    s.interval_p50_s ? fmt::format("{:.3f}", *s.interval_p50_s * 1e3) : "n/a",
+                    s.jitter_p50_s ? fmt::format("{:.3f}", *s.jitter_p50_s * 1e3) : "n/a",
+                    s.jitter_p99_s ? fmt::format("{:.3f}", *s.jitter_p99_s * 1e3) : "n/a",
+                    s.missed_deadlines ? fmt::format(", {} deadlines missed", s.missed_deadlines)
+                                       : ""),
+        "");
+  }
+  for (const Phase& ph : r.phases) {
+    row(fmt::format("phase {}", ph.name),
+        fmt::format("{:.3f} s wall{}, cpu {}, memory {} -> peak {} (net {}{})",
+                    ph.wall_time_s(), ph.ended_by_exit ? " (to exit)" : "",
+                    seconds_or(ph.cpu_s), size_or(ph.memory_start_bytes),
+                    size_or(ph.memory_peak_bytes),
+                    ph.memory_net_peak_bytes && *ph.memory_net_peak_bytes < 0 ? "-" : "+",
+                    ph.memory_net_peak_bytes
+                        ? format_size(static_cast<std::uint64_t>(
+                              std::llabs(*ph.memory_net_peak_bytes)))
+                        : "n/a"),
+        "wall measured, rest sampled");
+  }
+  for (const std::string& note : p.notes) row("note", note, "");
+  for (const std::string& u : r.unapplied) row("NOT APPLIED", u, "");
+  for (const std::string& w : r.warnings) row("warning", w, "");
   return out;
 }
 
-std::string to_json(const Result& r) {
-  const Device& d = r.device;
-  const EmulationPlan& p = r.plan;
-  std::string device = fmt::format(
-      "{{\"name\": {}, \"cores\": {}, \"core_speed\": {}, \"memory_bytes\": {}, "
-      "\"swap_bytes\": {}, \"io_read_bps\": {}, \"io_write_bps\": {}, \"pids_max\": {}, "
-      "\"description\": {}, \"source\": {}}}",
-      json_string(d.name), d.cores, json_number(d.core_speed), d.memory_bytes, d.swap_bytes,
-      json_optional(d.io_read_bps), json_optional(d.io_write_bps), json_optional(d.pids_max),
-      json_string(d.description), json_string(d.source));
-  std::string plan = fmt::format(
-      "{{\"cpus\": {}, \"cpu_period_us\": {}, \"cpu_quota_us\": {}, \"memory_max_bytes\": {}, "
-      "\"swap_max_bytes\": {}, \"pids_max\": {}, \"notes\": {}}}",
-      json_string(format_cpu_list(p.cpus)), p.cpu_period_us, p.cpu_quota_us, p.memory_max_bytes,
-      p.swap_max_bytes, json_optional(p.pids_max), json_strings(p.notes));
-  return fmt::format(
-      "{{\"command\": {}, \"exit_code\": {}, \"signal\": {}, \"timed_out\": {}, "
-      "\"oom_killed\": {}, \"oom_kills\": {}, \"wall_time_s\": {}, \"cpu_user_s\": {}, "
-      "\"cpu_system_s\": {}, \"peak_memory_bytes\": {}, \"peak_memory_source\": {}, "
-      "\"throttled_s\": {}, \"throttled_periods\": {}, \"periods\": {}, "
-      "\"child_max_rss_bytes\": {}, \"provenance\": {{\"wall_time_s\": \"measured\", "
-      "\"cpu_user_s\": \"measured\", \"cpu_system_s\": \"measured\", "
-      "\"peak_memory_bytes\": \"measured\", \"throttled_s\": \"measured\"}}, "
-      "\"cgroup_mode\": {}, \"placement\": {}, \"unapplied\": {}, \"device\": {}, "
-      "\"plan\": {}}}",
-      json_strings(r.command), json_optional(r.exit_code), json_optional(r.signal), r.timed_out,
-      r.oom_killed, r.oom_kills, json_number(r.wall_time_s), json_number(r.cpu_user_s),
-      json_number(r.cpu_system_s), json_optional(r.peak_memory_bytes),
-      json_string(r.peak_memory_source), json_number(r.throttled_s), r.throttled_periods,
-      r.periods, r.child_max_rss_bytes, json_string(to_string(r.cgroup_mode)),
-      json_string(r.placement), json_strings(r.unapplied), device, plan);
+std::string to_json(const Result& r) { return result_json(r).dump(); }
+
+Result result_from_json(std::string_view text) {
+  return from_text(text, "an edgeprof result", [](const json& j) { return result_from(j); });
+}
+
+std::string to_csv(const Result& r) {
+  const TimeSeries& s = r.series;
+  std::string out = "t_s,scheduled";
+  for (int m = 0; m < kMetricCount; ++m) {
+    if (s.available.test(static_cast<size_t>(m))) {
+      out += ',';
+      out += to_string(static_cast<Metric>(m));
+    }
+  }
+  const auto cores = s.cpu_cores();
+  if (!cores.empty()) out += ",cpu_cores";
+  out += '\n';
+  for (size_t i = 0; i < s.size(); ++i) {
+    out += fmt::format("{:.9f},{}", double(s.t_ns[i]) / 1e9,
+                       i < s.scheduled.size() ? int(s.scheduled[i]) : 1);
+    for (int m = 0; m < kMetricCount; ++m) {
+      if (s.available.test(static_cast<size_t>(m))) {
+        out += fmt::format(",{}", s.values[static_cast<size_t>(m)][i]);
+      }
+    }
+    if (!cores.empty()) out += i ? fmt::format(",{:.6f}", cores[i - 1]) : std::string(",");
+    out += '\n';
+  }
+  return out;
+}
+
+bool operator==(const Result& a, const Result& b) { return result_json(a) == result_json(b); }
+bool operator==(const Summary& a, const Summary& b) { return summary_json(a) == summary_json(b); }
+bool operator==(const Phase& a, const Phase& b) { return phase_json(a) == phase_json(b); }
+bool operator==(const HostInfo& a, const HostInfo& b) { return host_json(a) == host_json(b); }
+bool operator==(const Statistic& a, const Statistic& b) {
+  return statistic_json(a) == statistic_json(b);
+}
+bool operator==(const RepeatedResult& a, const RepeatedResult& b) {
+  return repeated_json(a) == repeated_json(b);
+}
+
+const Statistic& RepeatedResult::stat(const std::string& name) const {
+  auto it = stats.find(name);
+  if (it == stats.end()) {
+    std::vector<std::string> names;
+    for (const auto& [n, s] : stats) names.push_back(n);
+    throw Error(fmt::format("no statistic '{}' (present in every run: {})", name,
+                            fmt::join(names, ", ")));
+  }
+  return it->second;
+}
+
+bool RepeatedResult::all_ok() const {
+  for (const Result& r : runs) {
+    if (!r.ok()) return false;
+  }
+  return !runs.empty();
+}
+
+std::string to_text(const RepeatedResult& r) {
+  std::string out;
+  if (!r.runs.empty()) {
+    const Result& first = r.runs.front();
+    out += fmt::format("{} runs (+{} warm-up) of {} on {}; {}\n", r.runs.size(), r.warmups.size(),
+                       fmt::join(first.command, " "), first.device.name,
+                       r.all_ok() ? "all succeeded" : "SOME FAILED (see runs)");
+  }
+  out += fmt::format("{:<34}{:>12}{:>12}{:>12}{:>27}{:>12}{:>12}\n", "figure", "median", "mean",
+                     "stddev", "95% CI of the mean", "min", "max");
+  for (const auto& [name, s] : r.stats) {
+    out += fmt::format("{:<34}{:>12.6g}{:>12.6g}{:>12.4g}{:>13.6g} .. {:<10.6g}{:>12.6g}{:>12.6g}\n",
+                       name, s.median, s.mean, s.stddev, s.ci95_low, s.ci95_high, s.min, s.max);
+  }
+  return out;
+}
+
+std::string to_json(const RepeatedResult& r) { return repeated_json(r).dump(); }
+
+RepeatedResult repeated_from_json(std::string_view text) {
+  return from_text(text, "an edgeprof repeated result", [](const json& j) {
+    check_schema(j, "edgeprof.repeated");
+    RepeatedResult r;
+    for (const auto& x : j.at("runs")) r.runs.push_back(result_from(x));
+    for (const auto& x : j.at("warmups")) r.warmups.push_back(result_from(x));
+    for (const auto& [name, s] : j.at("stats").items()) r.stats[name] = statistic_from(s);
+    return r;
+  });
 }
 
 }  // namespace edgeprof

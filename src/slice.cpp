@@ -1,10 +1,15 @@
 #include "edgeprof/slice.hpp"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <utility>
 #include <cstdlib>
 #include <fmt/format.h>
 #include <mutex>
@@ -12,6 +17,10 @@
 #include "cgroup/backend.hpp"
 #include "edgeprof/error.hpp"
 #include "parse.hpp"
+#include "edgeprof/phase.hpp"
+#include "edgeprof/version.hpp"
+#include "netns.hpp"
+#include "sampler/sampler.hpp"
 #include "spawn.hpp"
 
 namespace edgeprof {
@@ -42,7 +51,38 @@ const char* describe(CgroupMode mode) {
   return "unknown";
 }
 
+CgroupMode cgroup_mode_from_string(std::string_view text) {
+  for (CgroupMode m : {CgroupMode::unified, CgroupMode::hybrid, CgroupMode::legacy}) {
+    if (text == to_string(m)) return m;
+  }
+  throw Error(fmt::format("unknown cgroup mode '{}': expected unified, hybrid or legacy", text));
+}
+
 namespace {
+
+// A descriptor owned by one object.
+class OwnedFd {
+ public:
+  OwnedFd() = default;
+  explicit OwnedFd(int fd) : fd_(fd) {}
+  OwnedFd(OwnedFd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+  OwnedFd& operator=(OwnedFd&& o) noexcept {
+    if (this != &o) {
+      reset();
+      fd_ = std::exchange(o.fd_, -1);
+    }
+    return *this;
+  }
+  ~OwnedFd() { reset(); }
+  int get() const { return fd_; }
+  void reset() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_ = -1;
+};
 
 const detail::Layout& layout() {
   static const detail::Layout cached = detail::discover_layout(detail::Fs());
@@ -183,8 +223,18 @@ struct Child::State {
   bool peak_reset = false;
   std::vector<std::string> argv;
   std::optional<Result> result;
+  // Observation: the phase channel's read end, the sampler, the network namespace.
+  OwnedFd marks;
+  std::unique_ptr<detail::NetworkNamespace> netns;
+  std::unique_ptr<detail::Sampler> sampler;
+  Clock::time_point origin;  // the sampler's time zero
+  std::chrono::nanoseconds interval{0};
+
+  std::string marks_text;
 
   Result finish(const detail::Exit& exit, bool timed_out);
+  void observe(Result& r, const detail::Exit& exit);
+  void analyse(Result& r);
   void close_pidfd() {
     if (process.pidfd >= 0) ::close(process.pidfd);
     process.pidfd = -1;
@@ -205,13 +255,42 @@ Child::~Child() {
 
 pid_t Child::pid() const { return state_->process.pid; }
 
-Child Slice::spawn(const Command& command) {
+Child Slice::spawn(const Command& command, const SpawnOptions& options) {
   impl_->require_alive();
   Impl& s = *impl_;
+  if (options.sample_interval.count() != 0) detail::check_sample_interval(options.sample_interval);
   detail::PreparedCommand prepared(command);
   auto state = std::make_unique<Child::State>();
   state->slice = impl_;
   state->argv = command.argv;
+  state->interval = options.sample_interval;
+
+  // The phase channel: a non-blocking pipe whose write end only the child inherits, named in
+  // its environment with the pipe's inode (edgeprof/phase.hpp).
+  int ends[2];
+  if (::pipe2(ends, O_CLOEXEC | O_NONBLOCK) != 0) {
+    throw Error(fmt::format("cannot create the phase pipe: {} (errno {})", std::strerror(errno),
+                            errno),
+                errno);
+  }
+  state->marks = OwnedFd(ends[0]);
+  OwnedFd write_end(ends[1]);
+  struct stat st {};
+  ::fstat(write_end.get(), &st);
+  prepared.set_env(kPhaseEnv, fmt::format("{}:{}", write_end.get(), st.st_ino));
+  prepared.keep_fd(write_end.get());
+
+  if (options.isolate_network) {
+    state->netns = std::make_unique<detail::NetworkNamespace>();
+    prepared.set_netns(state->netns->fd());
+  }
+  if (options.sample_interval.count() != 0) {
+    detail::Sources sources = s.cgroup->sources();
+    if (state->netns) sources.add_network(state->netns->take_dev());
+    state->sampler = std::make_unique<detail::Sampler>(std::move(sources), options.sample_interval);
+    state->sampler->watch_marks(state->marks.get());
+  }
+
   // A fresh peak per workload when the slice is idle and the kernel can reset it.
   if (s.running == 0) state->peak_reset = s.cgroup->reset_peak();
   state->before = s.cgroup->counters();
@@ -219,7 +298,16 @@ Child Slice::spawn(const Command& command) {
   placement.cgroup_fd = s.cgroup->clone_fd();
   placement.procs_fds = s.cgroup->self_attach_fds();
   placement.attach = [&s](pid_t pid) { s.cgroup->attach(pid); };
-  state->process = detail::spawn_process(prepared, placement);
+  // The sampler starts before the child is released, so its first sample is the baseline.
+  state->origin = Clock::now();
+  if (state->sampler) state->sampler->start(state->origin);
+  try {
+    state->process = detail::spawn_process(prepared, placement);
+  } catch (...) {
+    if (state->sampler) state->sampler->stop();
+    throw;
+  }
+  write_end.reset();  // the child has its own copy; EOF once every writer is gone
   ++s.running;
   return Child(std::move(state));
 }
@@ -228,6 +316,7 @@ Result Child::State::finish(const detail::Exit& exit, bool timed_out) {
   close_pidfd();
   --slice->running;
   Result r;
+  observe(r, exit);
   if (WIFEXITED(exit.status)) r.exit_code = WEXITSTATUS(exit.status);
   if (WIFSIGNALED(exit.status)) r.signal = WTERMSIG(exit.status);
   r.timed_out = timed_out;
@@ -256,7 +345,59 @@ Result Child::State::finish(const detail::Exit& exit, bool timed_out) {
   r.unapplied = slice->unapplied;
   r.command = argv;
   r.placement = process.placement;
+  r.network_isolated = netns != nullptr;
+  r.host = host_info();
+  r.edgeprof_version = version();
+  analyse(r);
   return r;
+}
+
+// Stops the sampler (its last sample holds the final counters) and collects what it saw.
+void Child::State::observe(Result& r, const detail::Exit& exit) {
+  (void)exit;
+  if (sampler) {
+    sampler->stop();
+    r.series = sampler->take_columns();
+    r.sources = sampler->sources().status();
+    // Times relative to the release of the child, not to the sampler's start.
+    const std::int64_t shift = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   origin - process.released)
+                                   .count();
+    for (auto& t : r.series.t_ns) t += shift;
+    marks_text = sampler->marks();
+  } else {
+    char buffer[4096];
+    ssize_t n;
+    while ((n = ::read(marks.get(), buffer, sizeof buffer)) > 0) {
+      marks_text.append(buffer, static_cast<size_t>(n));
+    }
+  }
+  marks.reset();
+}
+
+// The figures derived from the samples and the marks.
+void Child::State::analyse(Result& r) {
+  const bool host_wide_pressure = slice->backend->mode() != CgroupMode::unified;
+  r.summary = summarize(r.series, std::chrono::duration<double>(interval).count(),
+                        r.plan.capacity_cores(), sampler ? sampler->missed() : 0,
+                        host_wide_pressure);
+  const std::int64_t release_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(process.released.time_since_epoch())
+          .count();
+  std::size_t malformed = 0;
+  r.phases = parse_phases(marks_text, release_ns, r.series, r.wall_time_s, &malformed);
+  if (malformed) {
+    r.warnings.push_back(fmt::format("{} phase mark{} could not be read (a partial line from a "
+                                     "killed workload, or an end without a begin)",
+                                     malformed, malformed == 1 ? "" : "s"));
+  }
+  for (const SourceStatus& st : r.sources) {
+    if (st.failed) {
+      r.warnings.push_back(fmt::format("sampling of {} stopped during the run ({}); its "
+                                       "figures are marked incomplete",
+                                       st.name, st.error));
+    }
+  }
 }
 
 Result Child::wait(std::optional<std::chrono::duration<double>> timeout,
@@ -289,8 +430,24 @@ Result Child::wait(std::optional<std::chrono::duration<double>> timeout,
 
 Result run(const Command& command, const Device& device, const RunOptions& options) {
   Slice slice(device, options.slice);
-  Child child = slice.spawn(command);
+  Child child = slice.spawn(command, options.spawn);
   return child.wait(options.timeout, options.check);
+}
+
+RepeatedResult run_repeated(const Command& command, const Device& device, int repeat,
+                            int warmup, const RunOptions& options, const RunCallback& progress) {
+  if (repeat < 1) throw Error(fmt::format("repeat must be at least 1, got {}", repeat));
+  if (warmup < 0) throw Error(fmt::format("warmup must be 0 or more, got {}", warmup));
+  RepeatedResult out;
+  const int total = warmup + repeat;
+  for (int i = 0; i < total; ++i) {
+    const bool is_warmup = i < warmup;
+    Result r = run(command, device, options);  // a fresh slice each time
+    if (progress) progress(i, total, is_warmup, r);
+    (is_warmup ? out.warmups : out.runs).push_back(std::move(r));
+  }
+  out.stats = describe_runs(out.runs);
+  return out;
 }
 
 }  // namespace edgeprof

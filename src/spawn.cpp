@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -31,7 +32,7 @@ namespace {
 std::atomic<bool> clone3_unusable{false};
 
 // Where the child reports why it could not get to the workload.
-enum class Stage : int { none = -1, release, attach, dup2, chdir, exec };
+enum class Stage : int { none = -1, release, attach, dup2, chdir, netns, keep_fd, exec };
 struct ChildError {
   Stage stage;
   int err;
@@ -46,6 +47,9 @@ struct ChildContext {
   const int* stdio;
   const int* procs_fds;  // cgroup.procs to write "0" into (v1 fast path)
   size_t nprocs;
+  const int* keep_fds;  // stay open across exec (the phase channel)
+  size_t nkeep;
+  int netns_fd;  // setns into it before exec; -1 = stay in ours
   int release_fd;  // fork path: wait for one byte before going on
   int error_fd;    // fork path: report failures here; -1 = into `failure` (shared memory)
   pid_t parent;
@@ -97,8 +101,12 @@ int child_main(void* arg) {
     if (c.stdio[i] >= 0 && ::dup2(c.stdio[i], i) < 0) child_fail(c, Stage::dup2);
   }
   if (!c.cwd->empty() && ::chdir(c.cwd->c_str()) != 0) child_fail(c, Stage::chdir);
+  if (c.netns_fd >= 0 && ::setns(c.netns_fd, CLONE_NEWNET) != 0) child_fail(c, Stage::netns);
   // Descriptors the profiler left inheritable do not leak into the workload (Linux 5.11).
   ::syscall(SYS_close_range, 3u, ~0u, kCloseRangeCloexec);
+  for (size_t i = 0; i < c.nkeep; ++i) {
+    if (::fcntl(c.keep_fds[i], F_SETFD, 0) != 0) child_fail(c, Stage::keep_fd);
+  }
   ::clock_gettime(CLOCK_MONOTONIC, &c.exec_time);
   ::execve(c.path->c_str(), c.argv, c.envp);
   child_fail(c, Stage::exec);
@@ -241,13 +249,31 @@ PreparedCommand::PreparedCommand(const Command& command) {
   argv_.push_back(nullptr);
   // Inheriting: this process's environ as it is (no copy), as posix_spawn callers pass it.
   if (command.env) {
+    own_env_ = true;
     for (std::string& e : env_storage_) envp_.push_back(e.data());
     envp_.push_back(nullptr);
   }
 }
 
+void PreparedCommand::set_env(const std::string& name, const std::string& value) {
+  if (!own_env_) {
+    for (char** e = environ; e && *e; ++e) env_storage_.emplace_back(*e);
+    own_env_ = true;
+  }
+  const std::string prefix = name + "=";
+  std::vector<std::string> kept;
+  for (std::string& e : env_storage_) {
+    if (e.rfind(prefix, 0) != 0) kept.push_back(std::move(e));
+  }
+  kept.push_back(prefix + value);
+  env_storage_ = std::move(kept);
+  envp_.clear();
+  for (std::string& e : env_storage_) envp_.push_back(e.data());
+  envp_.push_back(nullptr);
+}
+
 char* const* PreparedCommand::envp() const {
-  return envp_.empty() ? environ : const_cast<char* const*>(envp_.data());
+  return own_env_ ? const_cast<char* const*>(envp_.data()) : environ;
 }
 
 PreparedCommand::~PreparedCommand() {
@@ -265,6 +291,9 @@ struct Spawner {
     ctx.stdio = c.stdio_;
     ctx.procs_fds = placement.procs_fds.data();
     ctx.nprocs = placement.procs_fds.size();
+    ctx.keep_fds = c.keep_fds_.data();
+    ctx.nkeep = c.keep_fds_.size();
+    ctx.netns_fd = c.netns_fd_;
     ctx.release_fd = -1;
     ctx.error_fd = -1;
     ctx.parent = ::getpid();
@@ -375,6 +404,11 @@ struct Spawner {
                          err, c.cwd_);
       case Stage::exec:
         throw SpawnError(fmt::format("cannot execute '{}': {} (errno {})", c.path_,
+                                     std::strerror(err), err),
+                         err, c.path_);
+      case Stage::netns:
+        throw SpawnError(fmt::format("the child could not join its own network namespace "
+                                     "(setns): {} (errno {})",
                                      std::strerror(err), err),
                          err, c.path_);
       case Stage::attach:

@@ -29,6 +29,14 @@ class PreparedCommand {
   const std::string& path() const { return path_; }
   char* const* envp() const;
 
+  // Sets NAME=value in the child's environment (replacing an inherited NAME).
+  void set_env(const std::string& name, const std::string& value);
+  // Keeps this descriptor of ours open, at the same number, in the child (every other one
+  // above 2 is closed at exec).
+  void keep_fd(int fd) { keep_fds_.push_back(fd); }
+  // The child joins this network namespace (an fd of /proc/.../ns/net) before exec.
+  void set_netns(int fd) { netns_fd_ = fd; }
+
  private:
   friend struct Spawner;
   std::string path_;
@@ -36,6 +44,9 @@ class PreparedCommand {
   std::vector<char*> argv_, envp_;
   std::string cwd_;
   int stdio_[3] = {-1, -1, -1};  // -1 = inherit
+  std::vector<int> keep_fds_;
+  int netns_fd_ = -1;
+  bool own_env_ = false;  // envp_ built from env_storage_ (else this process's environ)
 };
 
 struct Spawned {

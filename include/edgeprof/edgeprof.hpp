@@ -3,6 +3,9 @@
 
 #include "edgeprof/device.hpp"
 #include "edgeprof/error.hpp"
+#include "edgeprof/phase.hpp"
 #include "edgeprof/plan.hpp"
+#include "edgeprof/result.hpp"
+#include "edgeprof/series.hpp"
 #include "edgeprof/slice.hpp"
 #include "edgeprof/version.hpp"

@@ -12,16 +12,9 @@
 
 #include "edgeprof/device.hpp"
 #include "edgeprof/plan.hpp"
+#include "edgeprof/result.hpp"
 
 namespace edgeprof {
-
-// How this machine mounts cgroups. unified = pure cgroup v2; hybrid = v1 controllers plus a
-// cgroup2 mount at /sys/fs/cgroup/unified; legacy = v1 only.
-enum class CgroupMode { unified, hybrid, legacy };
-// "unified", "hybrid" or "legacy".
-const char* to_string(CgroupMode mode);
-// For people: "unified (cgroup v2)", "hybrid (cgroup v1 controllers)", "legacy (cgroup v1)".
-const char* describe(CgroupMode mode);
 
 // Detects the mode once (statfs of /sys/fs/cgroup) and caches it.
 CgroupMode cgroup_mode();
@@ -56,52 +49,6 @@ struct Command {
   Stdio stderr_stream = Stdio::inherit();
 };
 
-// What happened to one workload, measured from kernel counters at its end.
-struct Result {
-  std::optional<int> exit_code;  // set when the workload exited
-  std::optional<int> signal;     // set when a signal ended it
-  bool timed_out = false;        // edgeprof killed it at the timeout
-  bool oom_killed = false;       // the kernel's OOM killer killed a task of the slice
-  std::uint64_t oom_kills = 0;   // how many tasks the OOM killer killed in the slice
-
-  // Measured: monotonic clock from the moment the child was released to exec until its exit
-  // was observed.
-  double wall_time_s = 0;
-  // Measured: CPU time of every task of the slice during the run (cgroup counters).
-  double cpu_user_s = 0;
-  double cpu_system_s = 0;
-  // Measured: the kernel's own peak counter for the slice; `peak_memory_source` names the file
-  // (memory.peak on v2, memory.max_usage_in_bytes on v1). Unset when the counter is missing.
-  std::optional<std::uint64_t> peak_memory_bytes;
-  std::string peak_memory_source;
-  // Measured: CFS bandwidth throttling during the run.
-  double throttled_s = 0;
-  std::uint64_t throttled_periods = 0;
-  std::uint64_t periods = 0;
-  // Measured by wait4() for the direct child only, as a cross-check of the slice counters.
-  std::uint64_t child_max_rss_bytes = 0;
-
-  // How the child entered the slice: "clone3" (created inside the cgroup: cgroup v2, Linux
-  // >= 5.7), "vfork+attach" (wrote itself into cgroup.procs before exec: cgroup v1), or
-  // "fork+attach" (held on a pipe until placed: other architectures and older kernels).
-  std::string placement;
-
-  Device device;
-  EmulationPlan plan;
-  CgroupMode cgroup_mode = CgroupMode::unified;
-  // Limits the device asks for that were not applied (with the reason).
-  std::vector<std::string> unapplied;
-  std::vector<std::string> command;
-
-  // true when the workload exited with status 0 and was neither killed nor timed out.
-  bool ok() const { return exit_code && *exit_code == 0 && !timed_out && !oom_killed; }
-};
-
-// A readable multi-line summary, every figure labelled with where it came from.
-std::string to_text(const Result& result);
-// One JSON object with every field above.
-std::string to_json(const Result& result);
-
 struct SliceOptions {
   // The cgroup to create the slice beneath, as a path inside each hierarchy
   // ("/user.slice/foo.scope"). Empty = the EDGEPROF_CGROUP_PARENT environment variable, else
@@ -114,6 +61,16 @@ struct SliceOptions {
 };
 
 class Slice;
+
+// How a workload is started and observed.
+struct SpawnOptions {
+  // Sampling interval, 1 ms .. 60 s (kDefaultSampleIntervalNs: 10 ms); 0 = no sampling (the
+  // exact end-of-run figures are still reported).
+  std::chrono::nanoseconds sample_interval{kDefaultSampleIntervalNs};
+  // Run the workload in a network namespace of its own with only loopback (an offline device);
+  // its network traffic is then counted exactly. Needs CAP_SYS_ADMIN.
+  bool isolate_network = false;
+};
 
 // Called at least every 50 ms while a workload runs; it may throw to abort the run, in which
 // case the slice's processes are killed before the exception propagates.
@@ -138,6 +95,16 @@ class Child {
 
  private:
   friend class Slice;
+
+// How a workload is started and observed.
+struct SpawnOptions {
+  // Sampling interval, 1 ms .. 60 s (kDefaultSampleIntervalNs: 10 ms); 0 = no sampling (the
+  // exact end-of-run figures are still reported).
+  std::chrono::nanoseconds sample_interval{kDefaultSampleIntervalNs};
+  // Run the workload in a network namespace of its own with only loopback (an offline device);
+  // its network traffic is then counted exactly. Needs CAP_SYS_ADMIN.
+  bool isolate_network = false;
+};
   struct State;
   explicit Child(std::unique_ptr<State> state);
   std::unique_ptr<State> state_;
@@ -157,7 +124,7 @@ class Slice {
 
   // Starts the command inside the slice: the child is in the cgroup before it executes its
   // first instruction. Throws SpawnError when the command cannot be executed.
-  Child spawn(const Command& command);
+  Child spawn(const Command& command, const SpawnOptions& options = {});
 
   // Kills every process in the slice (the slice itself stays).
   void kill();
@@ -182,6 +149,7 @@ class Slice {
 
 struct RunOptions {
   SliceOptions slice;
+  SpawnOptions spawn;
   std::optional<std::chrono::duration<double>> timeout;
   InterruptCheck check;
 };
@@ -189,5 +157,15 @@ struct RunOptions {
 // Runs one command in a fresh slice emulating `device` and returns its result; the slice is
 // removed before returning.
 Result run(const Command& command, const Device& device, const RunOptions& options = {});
+
+// Called after each run of a repeated measurement: (index from 0, total, warm-up?, result).
+using RunCallback = std::function<void(int, int, bool, const Result&)>;
+
+// Runs the command `warmup` times (reported apart, not counted) and then `repeat` times, each in
+// a fresh slice, and describes every figure over the counted runs. Runs go on after a failed
+// one (its result is kept and all_ok() says so). Throws Error when repeat < 1 or warmup < 0.
+RepeatedResult run_repeated(const Command& command, const Device& device, int repeat,
+                            int warmup = 0, const RunOptions& options = {},
+                            const RunCallback& progress = {});
 
 }  // namespace edgeprof

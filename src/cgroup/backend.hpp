@@ -15,6 +15,7 @@
 #include "edgeprof/plan.hpp"
 #include "edgeprof/slice.hpp"
 #include "fs.hpp"
+#include "sampler/sources.hpp"
 
 namespace edgeprof::detail {
 
@@ -68,6 +69,8 @@ class Cgroup {
   // Removes the cgroup(s); never throws. Returns false if something could not be removed.
   virtual bool remove() noexcept = 0;
   virtual std::vector<std::string> paths() const = 0;
+  // The sampler's sources for this slice (files opened now, kept open by the Sources).
+  virtual Sources sources() const = 0;
 };
 
 class Backend {

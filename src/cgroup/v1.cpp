@@ -188,6 +188,14 @@ class V1Cgroup final : public Cgroup {
     return ok;
   }
 
+  Sources sources() const override {
+    std::map<std::string, std::string> dirs;
+    for (const Dir& d : dirs_) {
+      for (const std::string& controller : d.controllers) dirs[controller] = d.path;
+    }
+    return Sources::v1(fs_, dirs);
+  }
+
   std::vector<std::string> paths() const override {
     std::vector<std::string> out;
     for (const Dir& d : dirs_) out.push_back(fs_.resolve(d.path));

@@ -192,6 +192,8 @@ class V2Cgroup final : public Cgroup {
     return {fs_.resolve(dir_)};
   }
 
+  Sources sources() const override { return Sources::v2(fs_, dir_); }
+
  private:
   struct Kept {
     StatFile cpu_stat, memory_peak, memory_events;

@@ -1,17 +1,33 @@
 #include "sampler/sampler.hpp"
 
 #include <fmt/format.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include "edgeprof/error.hpp"
 
 namespace edgeprof::detail {
 
-Sampler::Sampler(Sources sources, std::chrono::nanoseconds interval)
-    : sources_(std::move(sources)), interval_(interval) {
+void check_sample_interval(std::chrono::nanoseconds interval) {
   if (interval < kMinSampleInterval || interval > kMaxSampleInterval) {
     throw Error(fmt::format("sampling interval {} ms is out of range: edgeprof samples every "
                             "1 ms to 60 s",
                             std::chrono::duration<double, std::milli>(interval).count()));
+  }
+}
+
+Sampler::Sampler(Sources sources, std::chrono::nanoseconds interval)
+    : sources_(std::move(sources)), interval_(interval) {
+  check_sample_interval(interval);
+  stop_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (stop_fd_ < 0) {
+    throw Error(fmt::format("cannot create the sampler's eventfd: {} (errno {})",
+                            std::strerror(errno), errno),
+                errno);
   }
   // Ten minutes' worth up front at 100 ms, less at finer intervals; vectors grow beyond.
   columns_.reserve(static_cast<size_t>(std::min<std::int64_t>(
@@ -19,7 +35,10 @@ Sampler::Sampler(Sources sources, std::chrono::nanoseconds interval)
                 1024)));
 }
 
-Sampler::~Sampler() { stop(); }
+Sampler::~Sampler() {
+  stop();
+  ::close(stop_fd_);
+}
 
 void Sampler::start(Clock::time_point origin) {
   origin_ = origin;
@@ -28,43 +47,75 @@ void Sampler::start(Clock::time_point origin) {
 
 void Sampler::stop() {
   if (!thread_.joinable()) return;
-  {
-    std::lock_guard<std::mutex> guard(lock_);
-    stopping_ = true;
-  }
-  wake_.notify_all();
+  const std::uint64_t one = 1;
+  ssize_t ignored = ::write(stop_fd_, &one, sizeof one);
+  (void)ignored;
   thread_.join();
 }
 
-void Sampler::sample() noexcept {
+void Sampler::sample(bool scheduled) noexcept {
   try {
     const auto now = Clock::now();
     sources_.tick(std::chrono::duration_cast<std::chrono::nanoseconds>(now - origin_).count(),
-                  columns_);
+                  columns_, scheduled);
   } catch (...) {
     // Only growing the columns can throw (out of memory): the run goes on without samples.
   }
 }
 
+bool Sampler::drain_marks() noexcept {
+  char buffer[4096];
+  for (;;) {
+    const ssize_t n = ::read(marks_fd_, buffer, sizeof buffer);
+    if (n > 0) {
+      try {
+        marks_.append(buffer, static_cast<size_t>(n));
+      } catch (...) {
+        return true;  // out of memory: marks are lost, sampling goes on
+      }
+      continue;
+    }
+    if (n == 0) return false;            // every writer closed it
+    if (errno == EINTR) continue;
+    return errno == EAGAIN;              // nothing more for now
+  }
+}
+
 void Sampler::run() {
-  std::unique_lock<std::mutex> guard(lock_);
+  pollfd fds[2] = {{stop_fd_, POLLIN, 0}, {marks_fd_, POLLIN, 0}};
+  nfds_t count = marks_fd_ >= 0 ? 2 : 1;
   auto deadline = Clock::now();
-  while (!stopping_) {
-    guard.unlock();
+  for (;;) {
     sample();
-    guard.lock();
     deadline += interval_;
-    const auto now = Clock::now();
+    auto now = Clock::now();
     if (deadline <= now) {
       // Too busy to keep up: skip the deadlines already passed rather than bunch samples.
       const auto behind = (now - deadline) / interval_ + 1;
       missed_ += static_cast<std::uint64_t>(behind);
       deadline += behind * interval_;
     }
-    wake_.wait_until(guard, deadline, [this] { return stopping_; });
+    bool stopping = false;
+    for (;;) {
+      const auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - now);
+      if (left.count() <= 0) break;
+      const timespec ts{static_cast<time_t>(left.count() / 1000000000),
+                        static_cast<long>(left.count() % 1000000000)};
+      const int rc = ::ppoll(fds, count, &ts, nullptr);
+      if (rc > 0 && fds[0].revents) {
+        stopping = true;
+        break;
+      }
+      if (rc > 0 && count == 2 && fds[1].revents) {
+        if (!drain_marks()) count = 1;  // the pipe's writers are gone: stop watching it
+        sample(false);                  // a phase boundary: sample it now
+      }
+      now = Clock::now();
+    }
+    if (stopping) break;
   }
-  guard.unlock();
-  sample();  // the final counters, after the workload was reaped
+  if (marks_fd_ >= 0) drain_marks();
+  sample(false);  // the final counters, after the workload was reaped
 }
 
 }  // namespace edgeprof::detail

@@ -1,9 +1,10 @@
-// The sampler's timer thread: it only schedules Sources::tick at absolute deadlines.
+// The sampler's timer thread: it only schedules Sources::tick at absolute deadlines, and takes
+// an extra sample when the workload marks a phase.
 #pragma once
 
+#include <atomic>
 #include <chrono>
-#include <condition_variable>
-#include <mutex>
+#include <string>
 #include <thread>
 
 #include "sampler/sources.hpp"
@@ -13,15 +14,23 @@ namespace edgeprof::detail {
 inline constexpr std::chrono::nanoseconds kMinSampleInterval = std::chrono::milliseconds(1);
 inline constexpr std::chrono::nanoseconds kMaxSampleInterval = std::chrono::seconds(60);
 
+// Throws Error naming the value when `interval` is outside 1 ms .. 60 s.
+void check_sample_interval(std::chrono::nanoseconds interval);
+
 class Sampler {
  public:
   using Clock = std::chrono::steady_clock;
 
-  // Throws Error when `interval` is outside 1 ms .. 60 s.
+  // Throws Error when `interval` is outside 1 ms .. 60 s, or when no eventfd can be made.
   Sampler(Sources sources, std::chrono::nanoseconds interval);
   ~Sampler();  // stops the thread if still running
   Sampler(const Sampler&) = delete;
   Sampler& operator=(const Sampler&) = delete;
+
+  // Before start(): also read phase marks from `fd` (the non-blocking read end of the phase
+  // pipe; owned by the caller). The thread appends what arrives to marks() and takes a sample
+  // at once, so phase boundaries get samples of their own.
+  void watch_marks(int fd) { marks_fd_ = fd; }
 
   // Starts the thread: a first sample at once, then one at each absolute deadline start + k x
   // interval (no drift). Sample times are recorded relative to `origin`.
@@ -31,21 +40,27 @@ class Sampler {
 
   // The samples; read after stop().
   const Columns& columns() const { return columns_; }
+  Columns take_columns() { return std::move(columns_); }
   const Sources& sources() const { return sources_; }
+  // The raw text of the phase marks received (read after stop()).
+  const std::string& marks() const { return marks_; }
+  std::chrono::nanoseconds interval() const { return interval_; }
   // Deadlines passed while a sample was still being taken (the machine was too busy).
   std::uint64_t missed() const { return missed_; }
 
  private:
   void run();
-  void sample() noexcept;
+  void sample(bool scheduled = true) noexcept;
+  // Reads what the workload wrote; false once every writer has closed the pipe.
+  bool drain_marks() noexcept;
 
   Sources sources_;
   Columns columns_;
   std::chrono::nanoseconds interval_;
   Clock::time_point origin_;
-  std::mutex lock_;
-  std::condition_variable wake_;
-  bool stopping_ = false;
+  int stop_fd_ = -1;   // eventfd: stop() writes, the thread wakes
+  int marks_fd_ = -1;  // not owned
+  std::string marks_;
   std::thread thread_;
   std::uint64_t missed_ = 0;
 };

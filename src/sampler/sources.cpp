@@ -1,21 +1,14 @@
 #include "sampler/sources.hpp"
 
+#include <fmt/format.h>
+
+#include <cerrno>
+
 #include "parse.hpp"
 
 namespace edgeprof::detail {
 
 namespace {
-
-constexpr const char* kMetricNames[kMetricCount] = {
-    "cpu_usage_ns",        "cpu_user_ns",          "cpu_system_ns",
-    "cpu_periods",         "cpu_throttled_periods", "cpu_throttled_ns",
-    "memory_current",      "memory_peak",          "memory_anon",
-    "memory_file",         "memory_swap",          "memory_major_faults",
-    "memory_oom_kills",    "io_read_bytes",        "io_write_bytes",
-    "io_read_ops",         "io_write_ops",         "pressure_cpu_some_us",
-    "pressure_memory_some_us", "pressure_memory_full_us", "pressure_io_some_us",
-    "pressure_io_full_us", "tasks",
-};
 
 // Sets `m` from `key` of flat-keyed text, scaled; false when the key is missing.
 bool take(std::string_view text, std::string_view key, Reading& r, Metric m,
@@ -62,29 +55,29 @@ bool v1_cpu_stat(const std::string_view* t, Reading& v) {
 }
 
 bool memory_current(const std::string_view* t, Reading& v) {
-  return take_single(t[0], v, Metric::memory_current);
+  return take_single(t[0], v, Metric::memory_current_bytes);
 }
 bool memory_peak(const std::string_view* t, Reading& v) {
-  return take_single(t[0], v, Metric::memory_peak);
+  return take_single(t[0], v, Metric::memory_peak_bytes);
 }
 bool memory_swap(const std::string_view* t, Reading& v) {
-  return take_single(t[0], v, Metric::memory_swap);
+  return take_single(t[0], v, Metric::memory_swap_bytes);
 }
 bool tasks(const std::string_view* t, Reading& v) {
   return take_single(t[0], v, Metric::tasks);
 }
 
 bool v2_memory_stat(const std::string_view* t, Reading& v) {
-  return take(t[0], "anon", v, Metric::memory_anon) &&
-         take(t[0], "file", v, Metric::memory_file) &&
+  return take(t[0], "anon", v, Metric::memory_anon_bytes) &&
+         take(t[0], "file", v, Metric::memory_file_bytes) &&
          take(t[0], "pgmajfault", v, Metric::memory_major_faults);
 }
 
 bool v1_memory_stat(const std::string_view* t, Reading& v) {
-  bool ok = take(t[0], "total_rss", v, Metric::memory_anon) &&
-            take(t[0], "total_cache", v, Metric::memory_file) &&
+  bool ok = take(t[0], "total_rss", v, Metric::memory_anon_bytes) &&
+            take(t[0], "total_cache", v, Metric::memory_file_bytes) &&
             take(t[0], "total_pgmajfault", v, Metric::memory_major_faults);
-  take(t[0], "total_swap", v, Metric::memory_swap);  // absent without swap accounting
+  take(t[0], "total_swap", v, Metric::memory_swap_bytes);  // absent without swap accounting
   return ok;
 }
 
@@ -114,6 +107,16 @@ bool v1_blkio(const std::string_view* t, Reading& v) {
   return true;
 }
 
+bool net_dev(const std::string_view* t, Reading& v) {
+  auto totals = parse_net_dev(t[0]);
+  if (!totals) return false;
+  v.set(Metric::net_rx_bytes, totals->rx_bytes);
+  v.set(Metric::net_tx_bytes, totals->tx_bytes);
+  v.set(Metric::net_rx_packets, totals->rx_packets);
+  v.set(Metric::net_tx_packets, totals->tx_packets);
+  return true;
+}
+
 bool pressure_cpu(const std::string_view* t, Reading& v) {
   Pressure p = parse_pressure(t[0]);
   if (!p.some_us) return false;
@@ -137,12 +140,7 @@ bool pressure_io(const std::string_view* t, Reading& v) {
 
 }  // namespace
 
-const char* metric_name(Metric m) { return kMetricNames[static_cast<int>(m)]; }
-
-void Columns::reserve(size_t rows) {
-  t_ns.reserve(rows);
-  for (auto& column : values) column.reserve(rows);
-}
+const char* metric_name(Metric m) { return to_string(m); }
 
 void Sources::add(const Fs& fs, std::string name, std::vector<std::string> paths,
                   std::vector<Metric> metrics, bool (*parse)(const std::string_view*, Reading&),
@@ -153,9 +151,14 @@ void Sources::add(const Fs& fs, std::string name, std::vector<std::string> paths
   s.metrics = std::move(metrics);
   s.parse = parse;
   for (const std::string& path : paths) {
+    if (path.empty()) {  // v1: the controller is not part of the slice
+      missing_.push_back({s.name, false, false, host_wide,
+                          "its cgroup v1 controller is not mounted or not used for slices"});
+      return;
+    }
     StatFile file(fs, path);
     if (!file.ok()) {
-      missing_.push_back({s.name, false, false, host_wide});
+      missing_.push_back({s.name, false, false, host_wide, file.error()});
       return;
     }
     s.files.push_back(std::move(file));
@@ -171,11 +174,11 @@ Sources Sources::v2(const Fs& fs, const std::string& dir) {
         {M::cpu_usage_ns, M::cpu_user_ns, M::cpu_system_ns, M::cpu_periods,
          M::cpu_throttled_periods, M::cpu_throttled_ns},
         v2_cpu_stat);
-  s.add(fs, "memory.current", {f("memory.current")}, {M::memory_current}, memory_current);
-  s.add(fs, "memory.peak", {f("memory.peak")}, {M::memory_peak}, memory_peak);
+  s.add(fs, "memory.current", {f("memory.current")}, {M::memory_current_bytes}, memory_current);
+  s.add(fs, "memory.peak", {f("memory.peak")}, {M::memory_peak_bytes}, memory_peak);
   s.add(fs, "memory.stat", {f("memory.stat")},
-        {M::memory_anon, M::memory_file, M::memory_major_faults}, v2_memory_stat);
-  s.add(fs, "memory.swap.current", {f("memory.swap.current")}, {M::memory_swap}, memory_swap);
+        {M::memory_anon_bytes, M::memory_file_bytes, M::memory_major_faults}, v2_memory_stat);
+  s.add(fs, "memory.swap.current", {f("memory.swap.current")}, {M::memory_swap_bytes}, memory_swap);
   s.add(fs, "memory.events", {f("memory.events")}, {M::memory_oom_kills}, v2_memory_events);
   s.add(fs, "io.stat", {f("io.stat")},
         {M::io_read_bytes, M::io_write_bytes, M::io_read_ops, M::io_write_ops}, v2_io_stat);
@@ -193,7 +196,7 @@ Sources Sources::v1(const Fs& fs, const std::map<std::string, std::string>& dirs
   using M = Metric;
   auto f = [&](const char* controller, const char* name) {
     auto it = dirs.find(controller);
-    return it == dirs.end() ? std::string("/nonexistent/") + name : join(it->second, name);
+    return it == dirs.end() ? std::string() : join(it->second, name);
   };
   s.add(fs, "cpuacct.usage+cpuacct.stat",
         {f("cpuacct", "cpuacct.usage"), f("cpuacct", "cpuacct.stat")},
@@ -201,11 +204,11 @@ Sources Sources::v1(const Fs& fs, const std::map<std::string, std::string>& dirs
   s.add(fs, "cpu.stat", {f("cpu", "cpu.stat")},
         {M::cpu_periods, M::cpu_throttled_periods, M::cpu_throttled_ns}, v1_cpu_stat);
   s.add(fs, "memory.usage_in_bytes", {f("memory", "memory.usage_in_bytes")},
-        {M::memory_current}, memory_current);
+        {M::memory_current_bytes}, memory_current);
   s.add(fs, "memory.max_usage_in_bytes", {f("memory", "memory.max_usage_in_bytes")},
-        {M::memory_peak}, memory_peak);
+        {M::memory_peak_bytes}, memory_peak);
   s.add(fs, "memory.stat", {f("memory", "memory.stat")},
-        {M::memory_anon, M::memory_file, M::memory_major_faults, M::memory_swap},
+        {M::memory_anon_bytes, M::memory_file_bytes, M::memory_major_faults, M::memory_swap_bytes},
         v1_memory_stat);
   s.add(fs, "memory.oom_control", {f("memory", "memory.oom_control")}, {M::memory_oom_kills},
         v1_oom_control);
@@ -224,22 +227,41 @@ Sources Sources::v1(const Fs& fs, const std::map<std::string, std::string>& dirs
   return s;
 }
 
-void Sources::tick(std::int64_t t_ns, Columns& out) {
-  if (out.rows() == 0) out.complete = available();
+void Sources::add_network(StatFile dev) {
+  Source s;
+  s.name = "net/dev";
+  s.metrics = {Metric::net_rx_bytes, Metric::net_tx_bytes, Metric::net_rx_packets,
+               Metric::net_tx_packets};
+  s.parse = net_dev;
+  s.files.push_back(std::move(dev));
+  sources_.push_back(std::move(s));
+}
+
+void Sources::tick(std::int64_t t_ns, Columns& out, bool scheduled) {
+  if (out.size() == 0) {
+    out.available = available();
+    out.complete = out.available;
+  }
   // Stat files are small (memory.stat is the largest, about 1.5 KiB on 6.1).
   char buffers[2][8192];
   std::string_view texts[2];
   for (Source& s : sources_) {
     if (s.failed) continue;
     bool ok = true;
-    for (size_t i = 0; i < s.files.size() && ok; ++i) {
+    int error = 0;
+    size_t i = 0;
+    for (; i < s.files.size() && ok; ++i) {
       auto text = s.files[i].read_into(buffers[i], sizeof buffers[i]);
       ok = text.has_value();
       if (ok) texts[i] = *text;
+      else error = errno;
     }
     Reading reading{last_.data(), {}};
-    if (ok) ok = s.parse(texts, reading);
-    if (!ok) s.failed = true;  // reported by status(); the run goes on
+    if (ok && !s.parse(texts, reading)) {
+      ok = false;
+      i = 0;
+    }
+    if (!ok) fail(s, i, error);  // reported by status(); the run goes on
     // A metric the file did not give this time (or ever) is incomplete, never a silent zero.
     for (Metric m : s.metrics) {
       if (!reading.present.test(static_cast<size_t>(m))) {
@@ -248,12 +270,30 @@ void Sources::tick(std::int64_t t_ns, Columns& out) {
     }
   }
   out.t_ns.push_back(t_ns);
+  out.scheduled.push_back(scheduled ? 1 : 0);
   for (int m = 0; m < kMetricCount; ++m) out.values[m].push_back(last_[m]);
+}
+
+// The rare path: a source stopped working mid-run. Allocates (once per source).
+void Sources::fail(Source& s, size_t file, int error) {
+  s.failed = true;
+  const std::string path = file > 0 && file <= s.files.size() ? s.files[file - 1].path() : s.name;
+  s.error = error ? sys_message(error, "reading", path)
+                  : fmt::format("{} could not be parsed", s.name);
+  const std::string message =
+      fmt::format("edgeprof: sampling stopped for {} ({}); its metrics are marked incomplete "
+                  "and the run goes on",
+                  s.name, s.error);
+  if (logger_) {
+    logger_(message);
+  } else {
+    fmt::print(stderr, "{}\n", message);
+  }
 }
 
 std::vector<SourceStatus> Sources::status() const {
   std::vector<SourceStatus> out = missing_;
-  for (const Source& s : sources_) out.push_back({s.name, true, s.failed, s.host_wide});
+  for (const Source& s : sources_) out.push_back({s.name, true, s.failed, s.host_wide, s.error});
   return out;
 }
 

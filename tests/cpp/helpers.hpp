@@ -4,10 +4,15 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
+
+#include "edgeprof/edgeprof.hpp"
 
 namespace edgeprof::test {
 
@@ -58,6 +63,41 @@ inline std::string fixture(const std::string& name) {
 // The helper programs sit next to the test binary (also inside the VM, at the same path).
 inline std::string helper(const std::string& name) {
   return std::filesystem::read_symlink("/proc/self/exe").parent_path() / name;
+}
+
+// Whether this process may create slices; the reason is printed once when it may not.
+inline bool can_create_slices() {
+  static const bool ok = [] {
+    try {
+      edgeprof::Slice probe(edgeprof::make_device("probe", 1, 1.0, "64MiB"));
+      return true;
+    } catch (const edgeprof::PermissionDenied& e) {
+      std::fprintf(stderr, "SKIPPING [kernel] tests: %s\n", e.what());
+      return false;
+    }
+  }();
+  return ok;
+}
+
+#define REQUIRE_CGROUPS()                                  \
+  do {                                                     \
+    if (!can_create_slices()) {                            \
+      WARN("skipped: no permission to create cgroups");    \
+      return;                                              \
+    }                                                      \
+  } while (0)
+
+inline edgeprof::Command program(std::string path) {
+  edgeprof::Command c;
+  c.argv = {std::move(path)};
+  return c;
+}
+
+inline edgeprof::Command workload(std::vector<std::string> args) {
+  edgeprof::Command c;
+  c.argv = {helper("edgeprof_workload")};
+  c.argv.insert(c.argv.end(), args.begin(), args.end());
+  return c;
 }
 
 }  // namespace edgeprof::test

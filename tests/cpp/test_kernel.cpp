@@ -17,43 +17,11 @@
 using namespace edgeprof;
 using edgeprof::test::FakeTree;
 using edgeprof::test::helper;
+using edgeprof::test::can_create_slices;
+using edgeprof::test::program;
+using edgeprof::test::workload;
 
 namespace {
-
-// Whether this process may create slices; the reason is printed once when it may not.
-bool can_create_slices() {
-  static const bool ok = [] {
-    try {
-      Slice probe(make_device("probe", 1, 1.0, "64MiB"));
-      return true;
-    } catch (const PermissionDenied& e) {
-      std::fprintf(stderr, "SKIPPING [kernel] tests: %s\n", e.what());
-      return false;
-    }
-  }();
-  return ok;
-}
-
-#define REQUIRE_CGROUPS()                                  \
-  do {                                                     \
-    if (!can_create_slices()) {                            \
-      WARN("skipped: no permission to create cgroups");    \
-      return;                                              \
-    }                                                      \
-  } while (0)
-
-Command program(std::string path) {
-  Command c;
-  c.argv = {std::move(path)};
-  return c;
-}
-
-Command workload(std::vector<std::string> args) {
-  Command c;
-  c.argv = {helper("edgeprof_workload")};
-  c.argv.insert(c.argv.end(), args.begin(), args.end());
-  return c;
-}
 
 // Directories of slices this process owns, anywhere under /sys/fs/cgroup.
 std::vector<std::string> our_slices() {

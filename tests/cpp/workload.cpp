@@ -1,7 +1,14 @@
 // A small workload program for the tests: each mode exercises one thing a slice must emulate or
 // measure. It needs nothing but libc, so it also runs inside the cgroup v2 VM.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
+
+#include <edgeprof/phase.hpp>
 
 #include <chrono>
 #include <cstdio>
@@ -41,6 +48,91 @@ int touch(long mib, double hold_seconds) {
   return 0;
 }
 
+long long monotonic_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<long long>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
+}
+
+// What the kernel says about this process, for cross-checks: CPU seconds, peak RSS (KiB) from
+// getrusage and VmHWM (KiB) from /proc/self/status.
+void report_self(long long started_ns) {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  long hwm = -1;
+  if (FILE* f = std::fopen("/proc/self/status", "r")) {
+    char line[256];
+    while (std::fgets(line, sizeof line, f)) {
+      if (std::sscanf(line, "VmHWM: %ld kB", &hwm) == 1) break;
+    }
+    std::fclose(f);
+  }
+  std::printf("utime=%.6f stime=%.6f maxrss_kib=%ld vmhwm_kib=%ld start_ns=%lld end_ns=%lld\n",
+              double(u.ru_utime.tv_sec) + double(u.ru_utime.tv_usec) / 1e6,
+              double(u.ru_stime.tv_sec) + double(u.ru_stime.tv_usec) / 1e6, u.ru_maxrss, hwm,
+              started_ns, monotonic_ns());
+  std::fflush(stdout);
+}
+
+// Phases a profiler should see: load (32 MiB touched), compute (0.3 s of CPU), and an explicit
+// idle phase (0.2 s asleep).
+int phases() {
+  std::printf("profiled=%d\n", edgeprof::profiled() ? 1 : 0);
+  std::fflush(stdout);
+  edgeprof::mark("load");
+  const size_t bytes = size_t{32} << 20;
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return 2;
+  std::memset(p, 0x5A, bytes);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  edgeprof::mark("compute");
+  spin(0.3, 1);
+  {
+    edgeprof::ScopedPhase idle("idle");
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  munmap(p, bytes);
+  return 0;
+}
+
+// Sends `bytes` to itself over TCP on 127.0.0.1 (works with only loopback up).
+int loopback(long bytes) {
+  int server = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  if (bind(server, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      listen(server, 1) != 0 ||
+      getsockname(server, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    std::perror("loopback server");
+    return 3;
+  }
+  int client = socket(AF_INET, SOCK_STREAM, 0);
+  if (connect(client, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    std::perror("loopback connect");
+    return 3;
+  }
+  int peer = accept(server, nullptr, nullptr);
+  std::thread sender([&] {
+    std::vector<char> chunk(65536, 'x');
+    long left = bytes;
+    while (left > 0) {
+      ssize_t n = send(client, chunk.data(), static_cast<size_t>(std::min<long>(left, 65536)), 0);
+      if (n <= 0) break;
+      left -= n;
+    }
+    shutdown(client, SHUT_WR);
+  });
+  char buf[65536];
+  long got = 0;
+  ssize_t n;
+  while ((n = recv(peer, buf, sizeof buf, 0)) > 0) got += n;
+  sender.join();
+  std::printf("received=%ld\n", got);
+  return got == bytes ? 0 : 4;
+}
+
 int print_file(const char* path) {
   FILE* f = std::fopen(path, "r");
   if (!f) return 2;
@@ -54,11 +146,24 @@ int print_file(const char* path) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  const long long started = monotonic_ns();
   const std::string mode = argc > 1 ? argv[1] : "";
   auto arg = [&](int i, double fallback) { return argc > i ? std::atof(argv[i]) : fallback; };
   if (mode == "spin") return spin(arg(2, 1.0), static_cast<int>(arg(3, 1)));
   if (mode == "touch") return touch(static_cast<long>(arg(2, 64)), arg(3, 0));
   if (mode == "exit") return static_cast<int>(arg(2, 0));
+  if (mode == "spin-report") {
+    spin(arg(2, 1.0), static_cast<int>(arg(3, 1)));
+    report_self(started);
+    return 0;
+  }
+  if (mode == "touch-report") {
+    if (int rc = touch(static_cast<long>(arg(2, 64)), arg(3, 0))) return rc;
+    report_self(started);
+    return 0;
+  }
+  if (mode == "phases") return phases();
+  if (mode == "loopback") return loopback(static_cast<long>(arg(2, 1 << 20)));
   if (mode == "sleep") {
     std::this_thread::sleep_for(std::chrono::duration<double>(arg(2, 1)));
     return 0;
@@ -83,8 +188,9 @@ int main(int argc, char** argv) {
     return 0;
   }
   std::fprintf(stderr,
-               "usage: %s spin SECONDS [THREADS] | touch MIB [HOLD_S] | exit N | sleep S | "
-               "cgroup | env NAME | cwd | fork-sleep\n",
+               "usage: %s spin SECONDS [THREADS] | spin-report SECONDS [THREADS] | touch MIB "
+               "[HOLD_S] | touch-report MIB [HOLD_S] | phases | loopback BYTES | exit N | "
+               "sleep S | cgroup | env NAME | cwd | fork-sleep\n",
                argv[0]);
   return 64;
 }

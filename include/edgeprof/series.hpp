@@ -1,0 +1,96 @@
+// Time series sampled from a slice's cgroup files while a workload runs.
+#pragma once
+
+#include <array>
+#include <bitset>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace edgeprof {
+
+// Every figure the sampler records, named by what and in which unit. Cumulative counters grow
+// over the run (the report takes differences); gauges are levels at the sample's instant.
+enum class Metric : int {
+  cpu_usage_ns,           // counter: CPU time of all tasks of the slice
+  cpu_user_ns,            // counter
+  cpu_system_ns,          // counter
+  cpu_periods,            // counter: CFS bandwidth periods with runnable tasks
+  cpu_throttled_periods,  // counter
+  cpu_throttled_ns,       // counter
+  memory_current_bytes,   // gauge: memory charged to the slice (anon + page cache + kernel)
+  memory_peak_bytes,      // gauge: the kernel's high-water mark, where it keeps one
+  memory_anon_bytes,      // gauge
+  memory_file_bytes,      // gauge: page cache
+  memory_swap_bytes,      // gauge
+  memory_major_faults,    // counter
+  memory_oom_kills,       // counter
+  io_read_bytes,          // counter
+  io_write_bytes,         // counter
+  io_read_ops,            // counter
+  io_write_ops,           // counter
+  pressure_cpu_some_us,   // counter: PSI stall time (host-wide on cgroup v1)
+  pressure_memory_some_us,
+  pressure_memory_full_us,
+  pressure_io_some_us,
+  pressure_io_full_us,
+  tasks,                  // gauge: tasks (threads) in the slice
+  net_rx_bytes,           // counter: only with the workload in its own network namespace
+  net_tx_bytes,
+  net_rx_packets,
+  net_tx_packets,
+};
+inline constexpr int kMetricCount = static_cast<int>(Metric::net_tx_packets) + 1;
+
+// "cpu_usage_ns", ...; the names used in JSON, CSV and Python.
+const char* to_string(Metric m);
+std::optional<Metric> metric_from_string(std::string_view name);
+// true for counters (cumulative), false for gauges.
+bool is_cumulative(Metric m);
+
+// Samples in columns: one time column and one column per metric, preallocated and grown
+// geometrically when a run outlasts the reservation.
+struct TimeSeries {
+  // When each sample was actually taken: monotonic nanoseconds since the workload was released
+  // to exec (the first sample, taken just before, is slightly negative).
+  std::vector<std::int64_t> t_ns;
+  std::array<std::vector<std::uint64_t>, kMetricCount> values;
+  // 1 = taken at a deadline of the sampling schedule; 0 = an extra sample (at a phase mark, or
+  // the final one after the workload was reaped).
+  std::vector<std::uint8_t> scheduled;
+  // Metrics some source provided for this run; the others' columns hold zeros and mean
+  // nothing.
+  std::bitset<kMetricCount> available;
+  // Metrics recorded in every row. A source that failed mid-run keeps its rows (the last good
+  // value repeated) and is marked incomplete here, never a silent zero.
+  std::bitset<kMetricCount> complete;
+
+  size_t size() const { return t_ns.size(); }
+  void reserve(size_t rows);
+  const std::vector<std::uint64_t>& operator[](Metric m) const {
+    return values[static_cast<size_t>(m)];
+  }
+  bool has(Metric m) const { return available.test(static_cast<size_t>(m)); }
+
+  // CPU used between consecutive samples, in host cores (size() - 1 values, the first for the
+  // gap between rows 0 and 1; empty when CPU usage is not available).
+  std::vector<double> cpu_cores() const;
+};
+
+bool operator==(const TimeSeries& a, const TimeSeries& b);
+inline bool operator!=(const TimeSeries& a, const TimeSeries& b) { return !(a == b); }
+
+// One sampled file (or pair of files) and how it fared in a run.
+struct SourceStatus {
+  std::string name;        // "cpu.stat", "memory.stat", "/proc/pressure/io", ...
+  bool available = false;  // opened at the start of the run
+  bool failed = false;     // disabled during the run after a read or parse failure
+  bool host_wide = false;  // it describes the whole host, not the slice (v1 pressure)
+  std::string error;       // why it is missing or failed
+};
+
+bool operator==(const SourceStatus& a, const SourceStatus& b);
+
+}  // namespace edgeprof

@@ -1,0 +1,28 @@
+// A network namespace of the workload's own, with only loopback up: an offline device whose
+// network traffic can be counted exactly.
+#pragma once
+
+#include "fs.hpp"
+
+namespace edgeprof::detail {
+
+class NetworkNamespace {
+ public:
+  // Creates the namespace (from a short-lived thread, so this process stays where it is) and
+  // brings loopback up. Throws PermissionDenied without CAP_SYS_ADMIN, Error otherwise.
+  NetworkNamespace();
+  ~NetworkNamespace();
+  NetworkNamespace(const NetworkNamespace&) = delete;
+  NetworkNamespace& operator=(const NetworkNamespace&) = delete;
+
+  // For setns(fd, CLONE_NEWNET) in the child.
+  int fd() const { return ns_fd_; }
+  // net/dev of the namespace, opened inside it (once; later calls return a closed file).
+  StatFile take_dev() { return std::move(dev_); }
+
+ private:
+  int ns_fd_ = -1;
+  StatFile dev_;
+};
+
+}  // namespace edgeprof::detail

@@ -1,0 +1,405 @@
+// The pure analysis of a run: summary of a time series, phases from marks, statistics.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "edgeprof/error.hpp"
+#include "edgeprof/result.hpp"
+#include "parse.hpp"
+
+namespace edgeprof {
+
+namespace {
+
+// Linear interpolation between order statistics (numpy's default), on a sorted copy.
+double percentile(std::vector<double> values, double q) {
+  std::sort(values.begin(), values.end());
+  const double pos = q * double(values.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(pos));
+  const size_t hi = std::min(lo + 1, values.size() - 1);
+  return values[lo] + (values[hi] - values[lo]) * (pos - double(lo));
+}
+
+bool complete(const TimeSeries& s, Metric m) {
+  return s.size() > 0 && s.complete.test(static_cast<size_t>(m));
+}
+
+std::optional<std::uint64_t> delta(const TimeSeries& s, Metric m) {
+  if (!complete(s, m)) return std::nullopt;
+  const auto& v = s[m];
+  return v.back() >= v.front() ? v.back() - v.front() : 0;
+}
+
+std::optional<std::uint64_t> peak(const TimeSeries& s, Metric m) {
+  if (!complete(s, m)) return std::nullopt;
+  return *std::max_element(s[m].begin(), s[m].end());
+}
+
+std::optional<double> seconds(std::optional<std::uint64_t> us) {
+  if (!us) return std::nullopt;
+  return double(*us) / 1e6;
+}
+
+}  // namespace
+
+Summary summarize(const TimeSeries& s, double interval_s, double capacity_cores,
+                  std::uint64_t missed_deadlines, bool pressure_host_wide) {
+  Summary out;
+  out.samples = s.size();
+  out.interval_s = interval_s;
+  out.missed_deadlines = missed_deadlines;
+  out.pressure_host_wide = pressure_host_wide;
+  if (s.size() == 0) return out;
+
+  // Rows taken on the schedule; extra samples (phase marks, the final one) are left out of the
+  // per-interval figures.
+  std::vector<size_t> rows;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i >= s.scheduled.size() || s.scheduled[i]) rows.push_back(i);
+  }
+  const double interval_ns = interval_s * 1e9;
+  if (rows.size() >= 2 && interval_ns > 0) {
+    std::vector<double> gaps, lateness;
+    const std::int64_t t0 = s.t_ns[rows[0]];
+    for (size_t k = 0; k < rows.size(); ++k) {
+      const double since = double(s.t_ns[rows[k]] - t0);
+      lateness.push_back(std::fmod(since, interval_ns) / 1e9);
+      if (k) gaps.push_back(double(s.t_ns[rows[k]] - s.t_ns[rows[k - 1]]) / 1e9);
+    }
+    out.interval_p50_s = percentile(gaps, 0.5);
+    out.jitter_p50_s = percentile(lateness, 0.5);
+    out.jitter_p99_s = percentile(lateness, 0.99);
+  }
+
+  const double span_ns = double(s.t_ns.back() - s.t_ns.front());
+  if (complete(s, Metric::cpu_usage_ns)) {
+    const auto& usage = s[Metric::cpu_usage_ns];
+    if (span_ns > 0) out.cpu_cores_avg = double(usage.back() - usage.front()) / span_ns;
+    std::vector<double> rates;
+    for (size_t k = 1; k < rows.size(); ++k) {
+      const double dt = double(s.t_ns[rows[k]] - s.t_ns[rows[k - 1]]);
+      const auto a = usage[rows[k - 1]], b = usage[rows[k]];
+      if (dt > 0) rates.push_back(b >= a ? double(b - a) / dt : 0.0);
+    }
+    if (!rates.empty()) {
+      out.cpu_cores_p95 = percentile(rates, 0.95);
+      out.cpu_cores_peak = *std::max_element(rates.begin(), rates.end());
+    }
+    if (capacity_cores > 0) {
+      auto fraction = [&](std::optional<double> cores) -> std::optional<double> {
+        if (!cores) return std::nullopt;
+        return *cores / capacity_cores;
+      };
+      out.cpu_capacity_avg = fraction(out.cpu_cores_avg);
+      out.cpu_capacity_p95 = fraction(out.cpu_cores_p95);
+      out.cpu_capacity_peak = fraction(out.cpu_cores_peak);
+    }
+  }
+  auto periods = delta(s, Metric::cpu_periods);
+  auto throttled = delta(s, Metric::cpu_throttled_periods);
+  if (periods && throttled) {
+    out.throttled_fraction = *periods ? double(*throttled) / double(*periods) : 0.0;
+  }
+
+  if (complete(s, Metric::memory_current_bytes)) {
+    const auto& mem = s[Metric::memory_current_bytes];
+    out.memory_sampled_peak_bytes = *std::max_element(mem.begin(), mem.end());
+    if (span_ns > 0) {
+      double area = 0;  // trapezoids over every row, extra samples included
+      for (size_t i = 1; i < s.size(); ++i) {
+        area += 0.5 * (double(mem[i]) + double(mem[i - 1])) * double(s.t_ns[i] - s.t_ns[i - 1]);
+      }
+      out.memory_avg_bytes = static_cast<std::uint64_t>(std::llround(area / span_ns));
+    } else {
+      out.memory_avg_bytes = mem.front();
+    }
+  }
+  out.memory_anon_peak_bytes = peak(s, Metric::memory_anon_bytes);
+  out.memory_file_peak_bytes = peak(s, Metric::memory_file_bytes);
+  out.memory_swap_peak_bytes = peak(s, Metric::memory_swap_bytes);
+  out.major_faults = delta(s, Metric::memory_major_faults);
+  out.io_read_bytes = delta(s, Metric::io_read_bytes);
+  out.io_write_bytes = delta(s, Metric::io_write_bytes);
+  out.io_read_ops = delta(s, Metric::io_read_ops);
+  out.io_write_ops = delta(s, Metric::io_write_ops);
+  out.net_rx_bytes = delta(s, Metric::net_rx_bytes);
+  out.net_tx_bytes = delta(s, Metric::net_tx_bytes);
+  out.net_rx_packets = delta(s, Metric::net_rx_packets);
+  out.net_tx_packets = delta(s, Metric::net_tx_packets);
+  out.pressure_cpu_some_s = seconds(delta(s, Metric::pressure_cpu_some_us));
+  out.pressure_memory_some_s = seconds(delta(s, Metric::pressure_memory_some_us));
+  out.pressure_memory_full_s = seconds(delta(s, Metric::pressure_memory_full_us));
+  out.pressure_io_some_s = seconds(delta(s, Metric::pressure_io_some_us));
+  out.pressure_io_full_s = seconds(delta(s, Metric::pressure_io_full_us));
+  out.tasks_peak = peak(s, Metric::tasks);
+  return out;
+}
+
+namespace {
+
+// The value of a counter at time t, interpolated linearly between the rows around it.
+std::optional<double> counter_at(const TimeSeries& s, Metric m, std::int64_t t) {
+  if (!complete(s, m)) return std::nullopt;
+  const auto& v = s[m];
+  auto it = std::lower_bound(s.t_ns.begin(), s.t_ns.end(), t);
+  if (it == s.t_ns.begin()) return double(v.front());
+  if (it == s.t_ns.end()) return double(v.back());
+  const size_t hi = static_cast<size_t>(it - s.t_ns.begin());
+  const size_t lo = hi - 1;
+  const double span = double(s.t_ns[hi] - s.t_ns[lo]);
+  const double f = span > 0 ? double(t - s.t_ns[lo]) / span : 1.0;
+  return double(v[lo]) + f * (double(v[hi]) - double(v[lo]));
+}
+
+// Fills the sampled figures of a phase [start, end] (ns since release).
+void measure_phase(Phase& p, const TimeSeries& s, std::int64_t start, std::int64_t end) {
+  auto c0 = counter_at(s, Metric::cpu_usage_ns, start);
+  auto c1 = counter_at(s, Metric::cpu_usage_ns, end);
+  if (c0 && c1) p.cpu_s = std::max(0.0, *c1 - *c0) / 1e9;
+  if (!complete(s, Metric::memory_current_bytes)) return;
+  const auto& mem = s[Metric::memory_current_bytes];
+  // The first sample at or after the start (the sampler takes one as the mark arrives) up to
+  // the first sample at or after the end.
+  size_t first = static_cast<size_t>(
+      std::lower_bound(s.t_ns.begin(), s.t_ns.end(), start) - s.t_ns.begin());
+  size_t last = static_cast<size_t>(
+      std::lower_bound(s.t_ns.begin(), s.t_ns.end(), end) - s.t_ns.begin());
+  if (s.size() == 0) return;
+  first = std::min(first, s.size() - 1);
+  last = std::min(last, s.size() - 1);
+  p.memory_start_bytes = mem[first];
+  std::uint64_t top = 0;
+  for (size_t i = first; i <= last; ++i) top = std::max(top, mem[i]);
+  p.memory_peak_bytes = top;
+  p.memory_net_peak_bytes = static_cast<std::int64_t>(top) - static_cast<std::int64_t>(mem[first]);
+}
+
+}  // namespace
+
+std::vector<Phase> parse_phases(std::string_view marks, std::int64_t release_ns,
+                                const TimeSeries& series, double end_s, std::size_t* malformed) {
+  struct Open {
+    std::string name;
+    std::int64_t start;
+    size_t index;  // into out
+  };
+  std::vector<Phase> out;
+  std::vector<std::int64_t> starts, ends;
+  std::vector<Open> open_explicit;  // B ... E
+  std::optional<Open> open_mark;    // M ... next M
+  std::size_t bad = 0;
+  const std::int64_t end_ns = static_cast<std::int64_t>(std::llround(end_s * 1e9));
+
+  auto begin = [&](std::string_view name, std::int64_t t) {
+    Phase p;
+    p.name = std::string(name);
+    p.start_s = double(t) / 1e9;
+    out.push_back(std::move(p));
+    starts.push_back(t);
+    ends.push_back(t);
+    return Open{std::string(name), t, out.size() - 1};
+  };
+  auto finish = [&](const Open& o, std::int64_t t) {
+    out[o.index].end_s = double(t) / 1e9;
+    ends[o.index] = t;
+  };
+
+  size_t pos = 0;
+  while (pos < marks.size()) {
+    size_t nl = marks.find('\n', pos);
+    if (nl == std::string_view::npos) {  // a partial last line (the workload was killed)
+      ++bad;
+      break;
+    }
+    std::string_view line = marks.substr(pos, nl - pos);
+    pos = nl + 1;
+    const size_t a = line.find(' ');
+    auto t_abs = a == std::string_view::npos ? std::nullopt : detail::parse_u64(line.substr(0, a));
+    if (!t_abs || line.size() < a + 3 || line[a + 2] != ' ') {
+      ++bad;
+      continue;
+    }
+    const char kind = line[a + 1];
+    const std::string_view name = line.substr(a + 3);
+    const std::int64_t t = static_cast<std::int64_t>(*t_abs) - release_ns;
+    if (kind == 'M') {
+      if (open_mark) finish(*open_mark, t);
+      open_mark = begin(name, t);
+    } else if (kind == 'B') {
+      open_explicit.push_back(begin(name, t));
+    } else if (kind == 'E') {
+      auto it = std::find_if(open_explicit.rbegin(), open_explicit.rend(),
+                             [&](const Open& o) { return o.name == name; });
+      if (it == open_explicit.rend()) {
+        ++bad;  // an end without a begin
+        continue;
+      }
+      finish(*it, t);
+      open_explicit.erase(std::next(it).base());
+    } else {
+      ++bad;
+    }
+  }
+  auto close_at_exit = [&](const Open& o) {
+    finish(o, std::max(end_ns, o.start));
+    out[o.index].ended_by_exit = true;
+  };
+  if (open_mark) close_at_exit(*open_mark);
+  for (const Open& o : open_explicit) close_at_exit(o);
+  for (size_t i = 0; i < out.size(); ++i) measure_phase(out[i], series, starts[i], ends[i]);
+  if (malformed) *malformed = bad;
+  return out;
+}
+
+// Statistics.
+
+namespace {
+
+// Continued fraction of the regularised incomplete beta function (modified Lentz).
+double beta_fraction(double a, double b, double x) {
+  constexpr double kTiny = 1e-300;
+  double c = 1.0, d = 1.0 - (a + b) * x / (a + 1.0);
+  if (std::fabs(d) < kTiny) d = kTiny;
+  d = 1.0 / d;
+  double h = d;
+  for (int m = 1; m <= 300; ++m) {
+    const double m2 = 2.0 * m;
+    double aa = m * (b - m) * x / ((a + m2 - 1.0) * (a + m2));
+    d = 1.0 + aa * d;
+    if (std::fabs(d) < kTiny) d = kTiny;
+    c = 1.0 + aa / c;
+    if (std::fabs(c) < kTiny) c = kTiny;
+    d = 1.0 / d;
+    h *= d * c;
+    aa = -(a + m) * (a + b + m) * x / ((a + m2) * (a + m2 + 1.0));
+    d = 1.0 + aa * d;
+    if (std::fabs(d) < kTiny) d = kTiny;
+    c = 1.0 + aa / c;
+    if (std::fabs(c) < kTiny) c = kTiny;
+    d = 1.0 / d;
+    const double delta = d * c;
+    h *= delta;
+    if (std::fabs(delta - 1.0) < 1e-15) break;
+  }
+  return h;
+}
+
+// I_x(a, b).
+double incomplete_beta(double a, double b, double x) {
+  if (x <= 0) return 0;
+  if (x >= 1) return 1;
+  const double front = std::exp(std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) +
+                                a * std::log(x) + b * std::log1p(-x));
+  if (x < (a + 1.0) / (a + b + 2.0)) return front * beta_fraction(a, b, x) / a;
+  return 1.0 - front * beta_fraction(b, a, 1.0 - x) / b;
+}
+
+// P(T <= t) for Student's t with `dof` degrees of freedom.
+double student_t_cdf(double t, double dof) {
+  const double tail = 0.5 * incomplete_beta(dof / 2.0, 0.5, dof / (dof + t * t));
+  return t >= 0 ? 1.0 - tail : tail;
+}
+
+}  // namespace
+
+double student_t_quantile(double p, double dof) {
+  if (!(p > 0 && p < 1) || !(dof > 0)) {
+    throw Error(fmt::format("student_t_quantile needs 0 < p < 1 and dof > 0, got p = {}, "
+                            "dof = {}",
+                            p, dof));
+  }
+  if (p == 0.5) return 0;
+  if (p < 0.5) return -student_t_quantile(1 - p, dof);
+  // Bisection on the CDF: monotone, and 200 halvings of [0, hi] reach double precision.
+  double lo = 0, hi = 1;
+  while (student_t_cdf(hi, dof) < p) hi *= 2;
+  for (int i = 0; i < 200 && hi - lo > 1e-15 * hi; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (student_t_cdf(mid, dof) < p ? lo : hi) = mid;
+  }
+  return 0.5 * (lo + hi);
+}
+
+Statistic statistics(const std::vector<double>& values) {
+  if (values.empty()) throw Error("cannot describe an empty sample: no runs were measured");
+  Statistic s;
+  s.n = values.size();
+  s.median = percentile(values, 0.5);
+  double sum = 0;
+  for (double v : values) sum += v;
+  s.mean = sum / double(s.n);
+  s.min = *std::min_element(values.begin(), values.end());
+  s.max = *std::max_element(values.begin(), values.end());
+  if (s.n >= 2) {
+    double ss = 0;
+    for (double v : values) ss += (v - s.mean) * (v - s.mean);
+    s.stddev = std::sqrt(ss / double(s.n - 1));
+    const double half =
+        student_t_quantile(0.975, double(s.n - 1)) * s.stddev / std::sqrt(double(s.n));
+    s.ci95_low = s.mean - half;
+    s.ci95_high = s.mean + half;
+  } else {
+    s.ci95_low = s.ci95_high = s.mean;
+  }
+  return s;
+}
+
+std::map<std::string, Statistic> describe_runs(const std::vector<Result>& runs) {
+  std::map<std::string, std::vector<double>> figures;
+  std::map<std::string, size_t> seen;
+  auto add = [&](const std::string& name, std::optional<double> v) {
+    if (!v) return;
+    figures[name].push_back(*v);
+  };
+  auto opt = [](auto o) -> std::optional<double> {
+    if (!o) return std::nullopt;
+    return double(*o);
+  };
+  for (const Result& r : runs) {
+    add("wall_time_s", r.wall_time_s);
+    add("cpu_user_s", r.cpu_user_s);
+    add("cpu_system_s", r.cpu_system_s);
+    add("cpu_time_s", r.cpu_user_s + r.cpu_system_s);
+    add("peak_memory_bytes", opt(r.peak_memory_bytes));
+    add("throttled_s", r.throttled_s);
+    add("child_max_rss_bytes", double(r.child_max_rss_bytes));
+    const Summary& s = r.summary;
+    add("cpu_cores_avg", s.cpu_cores_avg);
+    add("cpu_cores_p95", s.cpu_cores_p95);
+    add("cpu_cores_peak", s.cpu_cores_peak);
+    add("cpu_capacity_avg", s.cpu_capacity_avg);
+    add("throttled_fraction", s.throttled_fraction);
+    add("memory_avg_bytes", opt(s.memory_avg_bytes));
+    add("memory_sampled_peak_bytes", opt(s.memory_sampled_peak_bytes));
+    add("io_read_bytes", opt(s.io_read_bytes));
+    add("io_write_bytes", opt(s.io_write_bytes));
+    add("net_rx_bytes", opt(s.net_rx_bytes));
+    add("net_tx_bytes", opt(s.net_tx_bytes));
+    add("tasks_peak", opt(s.tasks_peak));
+    // Phases: per name, the total over the run's occurrences (a phase marked in a loop).
+    std::map<std::string, std::array<std::optional<double>, 3>> phases;
+    for (const Phase& p : r.phases) {
+      auto& f = phases[p.name];
+      f[0] = f[0].value_or(0) + p.wall_time_s();
+      if (p.cpu_s) f[1] = f[1].value_or(0) + *p.cpu_s;
+      if (p.memory_net_peak_bytes) {
+        f[2] = std::max(f[2].value_or(-1e300), double(*p.memory_net_peak_bytes));
+      }
+    }
+    for (const auto& [name, f] : phases) {
+      add("phase." + name + ".wall_time_s", f[0]);
+      add("phase." + name + ".cpu_s", f[1]);
+      add("phase." + name + ".memory_net_peak_bytes", f[2]);
+    }
+  }
+  std::map<std::string, Statistic> out;
+  for (const auto& [name, values] : figures) {
+    if (values.size() == runs.size()) out[name] = statistics(values);  // present in every run
+  }
+  return out;
+}
+
+}  // namespace edgeprof

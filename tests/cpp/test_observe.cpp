@@ -1,0 +1,209 @@
+// A real run observed by the sampler: its figures checked against independent accounts (the
+// workload's own getrusage, VmHWM and clock), phases, network isolation. Host (v1) and VM (v2).
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <sstream>
+
+#include "edgeprof/edgeprof.hpp"
+#include "helpers.hpp"
+
+using namespace edgeprof;
+using edgeprof::test::can_create_slices;
+using edgeprof::test::FakeTree;
+using edgeprof::test::workload;
+
+namespace {
+
+// Runs the command with stdout into a file and returns the result and what it printed.
+std::pair<Result, std::string> run_capturing(Slice& slice, Command command,
+                                             const SpawnOptions& options = {}) {
+  char path[] = "/tmp/edgeprof-test-out-XXXXXX";
+  const int fd = ::mkstemp(path);
+  ::close(fd);
+  command.stdout_stream = Stdio::file(path);
+  Result r = slice.spawn(command, options).wait(std::chrono::seconds(60));
+  std::string out = FakeTree::slurp(path);
+  std::filesystem::remove(path);
+  return {r, out};
+}
+
+// "key=value key=value" -> map.
+std::map<std::string, double> fields(const std::string& line) {
+  std::map<std::string, double> out;
+  std::istringstream in(line);
+  for (std::string word; in >> word;) {
+    auto eq = word.find('=');
+    if (eq != std::string::npos) out[word.substr(0, eq)] = std::stod(word.substr(eq + 1));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a sampled run agrees with the workload's own rusage and clock", "[kernel][observe]") {
+  REQUIRE_CGROUPS();
+  Slice slice(make_device("one-core", 1, 1.0, "256MiB"));
+  SpawnOptions options;
+  options.sample_interval = std::chrono::milliseconds(5);
+  const auto before = std::chrono::steady_clock::now();
+  auto [r, out] = run_capturing(slice, workload({"spin-report", "1.0"}), options);
+  const double outside = std::chrono::duration<double>(std::chrono::steady_clock::now() - before).count();
+  REQUIRE(r.ok());
+  auto self = fields(out);
+  REQUIRE(self.count("utime"));
+  CAPTURE(out, r.cpu_user_s, r.cpu_system_s, r.wall_time_s, outside);
+
+  // CPU: the slice's counters against the kernel's rusage of the (only) process.
+  const double rusage_cpu = self["utime"] + self["stime"];
+  CHECK(r.cpu_user_s + r.cpu_system_s == Approx(rusage_cpu).epsilon(0.03).margin(0.02));
+  // Wall time: the workload's own clock runs inside it, the caller's around it.
+  const double own = (self["end_ns"] - self["start_ns"]) / 1e9;
+  CHECK(r.wall_time_s >= own);
+  CHECK(r.wall_time_s - own < 0.005);  // exec and dynamic loading before main()
+  CHECK(r.wall_time_s <= outside);
+
+  // The samples: every 5 ms, times strictly increasing, the first just before the release.
+  const TimeSeries& s = r.series;
+  CHECK(r.summary.samples == s.size());
+  CHECK(s.size() >= 150);
+  CHECK(s.t_ns.front() <= 0);
+  for (size_t i = 1; i < s.size(); ++i) REQUIRE(s.t_ns[i] > s.t_ns[i - 1]);
+  CHECK(s.t_ns.back() >= std::llround(r.wall_time_s * 1e9));  // the final sample, after exit
+  CHECK(s.has(Metric::cpu_usage_ns));
+  CHECK(s.has(Metric::memory_current_bytes));
+  CHECK(s.complete == s.available);
+  CHECK(*r.summary.cpu_cores_avg == Approx(1.0).epsilon(0.1));
+  CHECK(*r.summary.cpu_capacity_avg == Approx(1.0).epsilon(0.1));
+  CHECK(*r.summary.interval_p50_s == Approx(0.005).epsilon(0.1));
+  CHECK(*r.summary.tasks_peak >= 1);
+  for (const SourceStatus& st : r.sources) {
+    CAPTURE(st.name, st.error);
+    CHECK_FALSE(st.failed);
+  }
+  CHECK(r.warnings.empty());
+}
+
+TEST_CASE("peak memory agrees with the process's VmHWM and ru_maxrss", "[kernel][observe]") {
+  REQUIRE_CGROUPS();
+  Slice slice(make_device("mem", 1, 1.0, "512MiB"));
+  auto [r, out] = run_capturing(slice, workload({"touch-report", "128", "0.1"}));
+  REQUIRE(r.ok());
+  auto self = fields(out);
+  const double hwm = self["vmhwm_kib"] * 1024, maxrss = self["maxrss_kib"] * 1024;
+  CAPTURE(out, *r.peak_memory_bytes, hwm, maxrss, *r.summary.memory_anon_peak_bytes);
+  REQUIRE(r.peak_memory_bytes);
+  // The slice is charged for the process's pages plus its page tables and kernel objects.
+  CHECK(double(*r.peak_memory_bytes) == Approx(hwm).epsilon(0.05));
+  CHECK(maxrss == Approx(hwm).epsilon(0.01));
+  CHECK(double(*r.summary.memory_anon_peak_bytes) == Approx(128.0 * (1 << 20)).epsilon(0.05));
+  CHECK(*r.summary.memory_sampled_peak_bytes <= *r.peak_memory_bytes);
+}
+
+TEST_CASE("phase marks land in their phases", "[kernel][observe][phase]") {
+  REQUIRE_CGROUPS();
+  Slice slice(make_device("phases", 1, 1.0, "256MiB"));
+  SpawnOptions options;
+  options.sample_interval = std::chrono::milliseconds(5);
+  auto [r, out] = run_capturing(slice, workload({"phases"}), options);
+  REQUIRE(r.ok());
+  CHECK(out.find("profiled=1") != std::string::npos);
+  REQUIRE(r.phases.size() == 3);
+  const Phase& load = r.phases[0];
+  const Phase& compute = r.phases[1];
+  const Phase& idle = r.phases[2];
+  CHECK(load.name == "load");
+  CHECK(compute.name == "compute");
+  CHECK(idle.name == "idle");
+  CAPTURE(to_text(r));
+  // load touches 32 MiB: its own footprint, net of the process's baseline.
+  CHECK(*load.memory_net_peak_bytes >= (31 << 20));
+  CHECK(*load.memory_net_peak_bytes <= (40 << 20));
+  CHECK(load.wall_time_s() >= 0.1);
+  // compute spins for 0.3 s on a full core; the marks are consecutive.
+  CHECK(compute.start_s == load.end_s);
+  CHECK(compute.wall_time_s() == Approx(0.5).margin(0.05));  // spin 0.3 + idle 0.2: to exit
+  CHECK(compute.ended_by_exit);
+  CHECK(*compute.cpu_s == Approx(0.3).margin(0.05));
+  // idle sleeps 0.2 s inside compute's span.
+  CHECK(idle.wall_time_s() == Approx(0.2).margin(0.03));
+  CHECK_FALSE(idle.ended_by_exit);
+  CHECK(*idle.cpu_s < 0.02);
+  CHECK(idle.start_s >= compute.start_s + 0.29);
+}
+
+TEST_CASE("outside edgeprof the phase marks are no-ops", "[observe][phase]") {
+  FILE* p = ::popen((edgeprof::test::helper("edgeprof_workload") + " phases").c_str(), "r");
+  REQUIRE(p);
+  char line[64] = {};
+  REQUIRE(std::fgets(line, sizeof line, p));
+  CHECK(std::string(line) == "profiled=0\n");
+  CHECK(::pclose(p) == 0);
+}
+
+TEST_CASE("a workload in its own network namespace has loopback only, counted exactly",
+          "[kernel][observe][network]") {
+  REQUIRE_CGROUPS();
+  Slice slice(make_device("net", 1, 1.0, "256MiB"));
+  SpawnOptions options;
+  options.isolate_network = true;
+  auto [r, out] = run_capturing(slice, workload({"loopback", "1048576"}), options);
+  CAPTURE(out, to_text(r));
+  REQUIRE(r.ok());
+  CHECK(r.network_isolated);
+  REQUIRE(r.summary.net_rx_bytes);
+  // Loopback: what is sent is received; TCP headers add a little.
+  CHECK(*r.summary.net_rx_bytes >= 1048576u);
+  CHECK(*r.summary.net_rx_bytes < 1048576u * 11 / 10);
+  CHECK(*r.summary.net_tx_bytes == *r.summary.net_rx_bytes);
+
+  // Without the option the host's network is shared and nothing is reported as the workload's.
+  auto [shared, out2] = run_capturing(slice, workload({"exit", "0"}));
+  CHECK_FALSE(shared.summary.net_rx_bytes);
+  CHECK_FALSE(shared.series.has(Metric::net_rx_bytes));
+}
+
+TEST_CASE("sampling can be turned off; the exact figures remain", "[kernel][observe]") {
+  REQUIRE_CGROUPS();
+  Slice slice(make_device("quiet", 1, 1.0, "256MiB"));
+  SpawnOptions options;
+  options.sample_interval = std::chrono::nanoseconds(0);
+  auto [r, out] = run_capturing(slice, workload({"phases"}), options);
+  REQUIRE(r.ok());
+  CHECK(r.series.size() == 0);
+  CHECK(r.summary.samples == 0);
+  CHECK_FALSE(r.summary.cpu_cores_avg);
+  REQUIRE(r.phases.size() == 3);  // wall times come from the marks themselves
+  CHECK_FALSE(r.phases[1].cpu_s);
+  CHECK(r.cpu_user_s > 0.2);
+
+  options.sample_interval = std::chrono::microseconds(100);
+  CHECK_THROWS_WITH(slice.spawn(workload({"exit"}), options), Catch::Contains("1 ms to 60 s"));
+}
+
+TEST_CASE("repeated runs: warm-ups apart, statistics over fresh slices", "[kernel][observe]") {
+  REQUIRE_CGROUPS();
+  int calls = 0;
+  RepeatedResult rr = run_repeated(workload({"spin", "0.05"}), make_device("rep", 1, 1.0, "128MiB"),
+                                   3, 1, {}, [&](int i, int total, bool warm, const Result& r) {
+                                     CHECK(i == calls++);
+                                     CHECK(total == 4);
+                                     CHECK(warm == (i == 0));
+                                     CHECK(r.ok());
+                                   });
+  CHECK(calls == 4);
+  CHECK(rr.warmups.size() == 1);
+  CHECK(rr.runs.size() == 3);
+  CHECK(rr.all_ok());
+  const Statistic& wall = rr.stat("wall_time_s");
+  CHECK(wall.n == 3);
+  CHECK(wall.median == Approx(0.05).margin(0.02));
+  CHECK(wall.min <= wall.median);
+  CHECK(wall.ci95_low <= wall.mean);
+  CHECK_THROWS_AS(run_repeated(workload({"exit"}), make_device("x", 1, 1.0, "64MiB"), 0),
+                  Error);
+}

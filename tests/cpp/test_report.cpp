@@ -1,0 +1,255 @@
+// The pure analysis of a run: summary, phases, statistics, JSON and CSV. No kernel needed.
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "edgeprof/edgeprof.hpp"
+#include "parse.hpp"
+
+using namespace edgeprof;
+
+namespace {
+
+// A series with one row per `t_ms`, the given CPU (ms of CPU time, cumulative) and memory.
+TimeSeries make_series(const std::vector<double>& t_ms, const std::vector<double>& cpu_ms,
+                       const std::vector<std::uint64_t>& memory,
+                       std::vector<std::uint8_t> scheduled = {}) {
+  TimeSeries s;
+  for (size_t i = 0; i < t_ms.size(); ++i) {
+    s.t_ns.push_back(std::llround(t_ms[i] * 1e6));
+    s.scheduled.push_back(scheduled.empty() ? 1 : scheduled[i]);
+    for (auto& column : s.values) column.push_back(0);
+    s.values[static_cast<size_t>(Metric::cpu_usage_ns)].back() =
+        static_cast<std::uint64_t>(std::llround(cpu_ms[i] * 1e6));
+    s.values[static_cast<size_t>(Metric::memory_current_bytes)].back() = memory[i];
+  }
+  s.available.set(static_cast<size_t>(Metric::cpu_usage_ns));
+  s.available.set(static_cast<size_t>(Metric::memory_current_bytes));
+  s.complete = s.available;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("summarize: CPU in host cores and device capacity, memory, the achieved interval",
+          "[report]") {
+  // 10 ms interval; CPU: 1 core for 20 ms, then 0.5 cores for 20 ms; samples 0.2 ms late at
+  // t = 10 and 30 ms.
+  TimeSeries s = make_series({0, 10.2, 20, 30.2, 40}, {0, 10.2, 20, 25.1, 30},
+                             {100, 100, 300, 300, 100});
+  Summary sum = summarize(s, 0.010, 2.0, 1, true);
+  CHECK(sum.samples == 5);
+  CHECK(sum.missed_deadlines == 1);
+  CHECK(sum.pressure_host_wide);
+  CHECK(*sum.cpu_cores_avg == Approx(0.75));
+  CHECK(*sum.cpu_cores_peak == Approx(1.0));
+  CHECK(*sum.cpu_capacity_avg == Approx(0.375));  // of 2 cores of capacity
+  CHECK(*sum.cpu_capacity_peak == Approx(0.5));
+  CHECK(*sum.memory_sampled_peak_bytes == 300);
+  // Trapezoids: (100*10.2 + 200*9.8 + 300*10.2 + 200*9.8) / 40
+  CHECK(*sum.memory_avg_bytes == 200);
+  CHECK(*sum.interval_p50_s == Approx(0.010));
+  CHECK(*sum.jitter_p50_s == Approx(0.0).margin(1e-9));
+  CHECK(*sum.jitter_p99_s == Approx(0.0002).epsilon(0.02));
+  // Metrics that were not sampled are unset, never zero.
+  CHECK_FALSE(sum.io_read_bytes);
+  CHECK_FALSE(sum.tasks_peak);
+  CHECK_FALSE(sum.throttled_fraction);
+}
+
+TEST_CASE("summarize leaves extra samples out of per-interval CPU figures", "[report]") {
+  // An extra sample 0.05 ms after t = 10 ms (a phase mark) would make a 40-core spike if used.
+  TimeSeries s = make_series({0, 10, 10.05, 20}, {0, 5, 7, 10}, {1, 1, 1, 1}, {1, 1, 0, 1});
+  Summary sum = summarize(s, 0.010, 1.0);
+  CHECK(*sum.cpu_cores_peak == Approx(0.5));
+  CHECK(*sum.interval_p50_s == Approx(0.010));
+}
+
+TEST_CASE("a metric incomplete after a failed source is not summarised", "[report]") {
+  TimeSeries s = make_series({0, 10}, {0, 5}, {1, 2});
+  s.complete.reset(static_cast<size_t>(Metric::memory_current_bytes));
+  Summary sum = summarize(s, 0.010, 1.0);
+  CHECK(sum.cpu_cores_avg);
+  CHECK_FALSE(sum.memory_avg_bytes);
+  CHECK_FALSE(sum.memory_sampled_peak_bytes);
+}
+
+TEST_CASE("phases from marks: consecutive marks, explicit begin/end, open at exit",
+          "[report][phase]") {
+  const std::int64_t release = 5'000'000'000;  // the workload's clock at release
+  // Samples every 10 ms from release; memory grows from 10 to 50 during "load".
+  TimeSeries s = make_series({0, 10, 20, 30, 40, 50}, {0, 1, 2, 12, 22, 23},
+                             {10, 30, 50, 50, 50, 20});
+  auto at = [&](double ms) { return std::to_string(release + std::llround(ms * 1e6)); };
+  const std::string marks = at(5) + " M load\n" + at(20) + " M compute\n" + at(20) +
+                            " B inner loop\n" + at(40) + " E inner loop\n" + at(41) +
+                            " E never begun\n" + "garbage\n" + at(45) + " B";
+  std::size_t malformed = 0;
+  auto phases = parse_phases(marks, release, s, 0.050, &malformed);
+  CHECK(malformed == 3);  // the end without a begin, the garbage line, the partial last line
+  REQUIRE(phases.size() == 3);
+  CHECK(phases[0].name == "load");
+  CHECK(phases[0].start_s == Approx(0.005));
+  CHECK(phases[0].end_s == Approx(0.020));
+  CHECK_FALSE(phases[0].ended_by_exit);
+  CHECK(*phases[0].cpu_s == Approx(0.0015));  // interpolated: 0.5 ms -> 2 ms
+  CHECK(*phases[0].memory_start_bytes == 30);  // first sample at or after the start
+  CHECK(*phases[0].memory_peak_bytes == 50);
+  CHECK(*phases[0].memory_net_peak_bytes == 20);
+  CHECK(phases[1].name == "compute");
+  CHECK(phases[1].ended_by_exit);
+  CHECK(phases[1].end_s == Approx(0.050));
+  CHECK(phases[2].name == "inner loop");  // names may contain spaces
+  CHECK(phases[2].wall_time_s() == Approx(0.020));
+  CHECK(*phases[2].cpu_s == Approx(0.020));
+  CHECK(*phases[2].memory_net_peak_bytes == 0);
+}
+
+TEST_CASE("Student t quantiles match reference tables", "[report][stats]") {
+  // Reference values: scipy.stats.t.ppf.
+  CHECK(student_t_quantile(0.975, 1) == Approx(12.706204736).epsilon(1e-9));
+  CHECK(student_t_quantile(0.975, 2) == Approx(4.302652730).epsilon(1e-9));
+  CHECK(student_t_quantile(0.975, 4) == Approx(2.776445105).epsilon(1e-9));
+  CHECK(student_t_quantile(0.975, 10) == Approx(2.228138852).epsilon(1e-9));
+  CHECK(student_t_quantile(0.975, 30) == Approx(2.042272456).epsilon(1e-9));
+  CHECK(student_t_quantile(0.95, 4) == Approx(2.131846786).epsilon(1e-9));
+  CHECK(student_t_quantile(0.995, 7) == Approx(3.499483297).epsilon(1e-9));
+  CHECK(student_t_quantile(0.025, 10) == Approx(-2.228138852).epsilon(1e-9));
+  CHECK(student_t_quantile(0.975, 1e6) == Approx(1.959966).epsilon(1e-5));
+  CHECK_THROWS_AS(student_t_quantile(1.0, 3), Error);
+  CHECK_THROWS_AS(student_t_quantile(0.5, 0), Error);
+}
+
+TEST_CASE("statistics of repeated figures", "[report][stats]") {
+  Statistic s = statistics({2, 4, 4, 4, 5, 5, 7, 9});
+  CHECK(s.n == 8);
+  CHECK(s.mean == Approx(5));
+  CHECK(s.median == Approx(4.5));
+  CHECK(s.stddev == Approx(2.138089935));
+  const double half = 2.364624252 * 2.138089935 / std::sqrt(8.0);
+  CHECK(s.ci95_low == Approx(5 - half));
+  CHECK(s.ci95_high == Approx(5 + half));
+  CHECK(s.min == 2);
+  CHECK(s.max == 9);
+  Statistic one = statistics({3});
+  CHECK(one.stddev == 0);
+  CHECK(one.ci95_low == 3);
+  CHECK_THROWS_AS(statistics({}), Error);
+}
+
+namespace {
+
+Result sample_result() {
+  Result r;
+  r.exit_code = 0;
+  r.wall_time_s = 1.25;
+  r.cpu_user_s = 0.75;
+  r.cpu_system_s = 0.1;
+  r.peak_memory_bytes = 123456789;
+  r.peak_memory_source = "memory.peak";
+  r.throttled_s = 0.3;
+  r.throttled_periods = 30;
+  r.periods = 125;
+  r.child_max_rss_bytes = 100000;
+  r.placement = "clone3";
+  r.device = make_device("board", 2, 0.5, "512MiB");
+  r.plan.cpus = {0, 1};
+  r.plan.cpu_period_us = 10000;
+  r.plan.cpu_quota_us = 10000;
+  r.plan.memory_max_bytes = 512u << 20;
+  r.plan.notes = {"a note"};
+  r.cgroup_mode = CgroupMode::hybrid;
+  r.unapplied = {"I/O bandwidth"};
+  r.command = {"python3", "-c", "print(\"hi\")\n"};
+  r.network_isolated = true;
+  r.series = make_series({-0.1, 10, 20}, {0, 3, 9}, {5, 7, 6}, {1, 1, 0});
+  r.summary = summarize(r.series, 0.01, 1.0);
+  r.sources = {{"cpu.stat", true, false, false, ""},
+               {"io.stat", false, false, false, "opening io.stat: No such file"}};
+  Phase p;
+  p.name = "load";
+  p.start_s = 0.001;
+  p.end_s = 0.015;
+  p.cpu_s = 0.004;
+  p.memory_start_bytes = 7;
+  p.memory_peak_bytes = 7;
+  p.memory_net_peak_bytes = 0;
+  r.phases = {p};
+  r.warnings = {"careful"};
+  r.host = host_info();
+  r.edgeprof_version = version();
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("a result survives JSON unchanged", "[report][json]") {
+  const Result r = sample_result();
+  const std::string text = to_json(r);
+  const Result back = result_from_json(text);
+  CHECK(back == r);
+  CHECK(back.series == r.series);
+  CHECK(back.command == r.command);
+  CHECK(back.summary.cpu_cores_avg == r.summary.cpu_cores_avg);
+  CHECK_FALSE(back.summary.io_read_bytes);  // unset stays unset
+  CHECK(to_json(back) == text);
+  CHECK(text.find("\"schema_version\":1") != std::string::npos);
+
+  Result changed = r;
+  changed.series.values[static_cast<size_t>(Metric::cpu_usage_ns)][1] += 1;
+  CHECK(changed != r);
+}
+
+TEST_CASE("reading JSON that is not a report names what is wrong", "[report][json]") {
+  CHECK_THROWS_WITH(result_from_json("{\"a\": 1}"), Catch::Contains("not an edgeprof report"));
+  CHECK_THROWS_WITH(result_from_json("[1, 2"), Catch::Contains("cannot read"));
+  std::string newer = to_json(sample_result());
+  newer.replace(newer.find("\"schema_version\":1"), 18, "\"schema_version\":99");
+  CHECK_THROWS_WITH(result_from_json(newer), Catch::Contains("upgrade edgeprof"));
+  std::string broken = to_json(sample_result());
+  broken.replace(broken.find("\"wall_time_s\":1.25"), 13, "\"wall_time_x\"");
+  CHECK_THROWS_WITH(result_from_json(broken), Catch::Contains("wall_time_s"));
+}
+
+TEST_CASE("repeated results: statistics per figure, JSON round trip", "[report][json][stats]") {
+  RepeatedResult rr;
+  for (double wall : {1.0, 2.0, 3.0}) {
+    Result r = sample_result();
+    r.wall_time_s = wall;
+    rr.runs.push_back(r);
+  }
+  rr.warmups.push_back(sample_result());
+  rr.stats = describe_runs(rr.runs);
+  CHECK(rr.stat("wall_time_s").median == 2.0);
+  CHECK(rr.stat("cpu_time_s").mean == Approx(0.85));
+  CHECK(rr.stat("phase.load.wall_time_s").n == 3);
+  CHECK(rr.stats.count("io_read_bytes") == 0);  // not measured in these runs
+  CHECK_THROWS_WITH(rr.stat("nope"), Catch::Contains("wall_time_s"));
+  CHECK(rr.all_ok());
+  CHECK(repeated_from_json(to_json(rr)) == rr);
+  CHECK(to_text(rr).find("95% CI") != std::string::npos);
+}
+
+TEST_CASE("the time series as CSV: available metrics and derived CPU cores", "[report]") {
+  const std::string csv = to_csv(sample_result());
+  CHECK(csv.rfind("t_s,scheduled,cpu_usage_ns,memory_current_bytes,cpu_cores\n", 0) == 0);
+  CHECK(csv.find("0.010000000,1,3000000,7,0.29") != std::string::npos);
+  CHECK(std::count(csv.begin(), csv.end(), '\n') == 4);
+}
+
+TEST_CASE("net/dev: totals over every interface", "[parse]") {
+  const std::string text =
+      "Inter-|   Receive                                                |  Transmit\n"
+      " face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs "
+      "drop fifo colls carrier compressed\n"
+      "    lo:    6386      58    0    0    0     0          0         0     6386      58    0 "
+      "   0    0     0       0          0\n"
+      "  eth0: 1000 10 0 0 0 0 0 0 2000 20 0 0 0 0 0 0\n";
+  auto t = detail::parse_net_dev(text);
+  REQUIRE(t);
+  CHECK(t->rx_bytes == 7386);
+  CHECK(t->rx_packets == 68);
+  CHECK(t->tx_bytes == 8386);
+  CHECK(t->tx_packets == 78);
+  CHECK_FALSE(detail::parse_net_dev("something else\n"));
+  CHECK_FALSE(detail::parse_net_dev("Inter-|\n face |\n lo: 1 2 x\n"));
+}
