@@ -78,11 +78,18 @@ Summary summarize(const TimeSeries& s, double interval_s, double capacity_cores,
   if (complete(s, Metric::cpu_usage_ns)) {
     const auto& usage = s[Metric::cpu_usage_ns];
     if (span_ns > 0) out.cpu_cores_avg = double(usage.back() - usage.front()) / span_ns;
+    // Rates over windows of at least kCpuRateWindowNs (or the interval, if longer): the kernel
+    // charges CPU time to a cgroup at scheduler ticks, so rates over a few milliseconds are
+    // mostly quantisation noise.
+    const double window_ns = std::max(interval_ns, double(kCpuRateWindowNs));
+    out.cpu_window_s = window_ns / 1e9;
     std::vector<double> rates;
-    for (size_t k = 1; k < rows.size(); ++k) {
-      const double dt = double(s.t_ns[rows[k]] - s.t_ns[rows[k - 1]]);
-      const auto a = usage[rows[k - 1]], b = usage[rows[k]];
-      if (dt > 0) rates.push_back(b >= a ? double(b - a) / dt : 0.0);
+    for (size_t a = 0, b = 1; b < rows.size(); ++b) {
+      const double dt = double(s.t_ns[rows[b]] - s.t_ns[rows[a]]);
+      if (dt < window_ns * 0.999) continue;
+      const auto c0 = usage[rows[a]], c1 = usage[rows[b]];
+      rates.push_back(c1 >= c0 ? double(c1 - c0) / dt : 0.0);
+      a = b;
     }
     if (!rates.empty()) {
       out.cpu_cores_p95 = percentile(rates, 0.95);
@@ -161,10 +168,13 @@ void measure_phase(Phase& p, const TimeSeries& s, std::int64_t start, std::int64
   if (c0 && c1) p.cpu_s = std::max(0.0, *c1 - *c0) / 1e9;
   if (!complete(s, Metric::memory_current_bytes)) return;
   const auto& mem = s[Metric::memory_current_bytes];
-  // The first sample at or after the start (the sampler takes one as the mark arrives) up to
-  // the first sample at or after the end.
+  // Memory when the phase began: the last sample at or before the mark (the workload goes on
+  // after marking, so the sample the mark triggers already holds some of the phase's own
+  // memory). The peak: every sample up to the first one at or after the end (the one the end
+  // mark triggers).
   size_t first = static_cast<size_t>(
-      std::lower_bound(s.t_ns.begin(), s.t_ns.end(), start) - s.t_ns.begin());
+      std::upper_bound(s.t_ns.begin(), s.t_ns.end(), start) - s.t_ns.begin());
+  first = first > 0 ? first - 1 : 0;
   size_t last = static_cast<size_t>(
       std::lower_bound(s.t_ns.begin(), s.t_ns.end(), end) - s.t_ns.begin());
   if (s.size() == 0) return;

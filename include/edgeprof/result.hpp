@@ -42,13 +42,20 @@ bool operator==(const HostInfo& a, const HostInfo& b);
 // cheap (docs/benchmarks.md). 1 ms .. 60 s may be asked for.
 inline constexpr std::int64_t kDefaultSampleIntervalNs = 10'000'000;
 
+// CPU rates (p95, peak) are taken over windows of at least this long: the kernel charges CPU
+// time to cgroups at scheduler ticks (every 4 ms at HZ=250), so a rate over 5 ms can be off by
+// more than 100%, one over 100 ms by at most about 8% per running task.
+inline constexpr std::int64_t kCpuRateWindowNs = 100'000'000;
+
 // Figures derived from the samples. Unset = the metric was not available in this run (never a
 // silent zero). Provenance: "measured" figures are differences of exact kernel counters between
 // the first and last sample; "sampled" figures are taken from the samples, so they may miss
 // what happened between two samples.
 struct Summary {
-  // Sampled: CPU used per sampling interval, in host cores (average over the run is measured).
+  // CPU used, in host cores: the average over the run is measured (counter difference / time);
+  // p95 and peak are sampled, over windows of cpu_window_s (kCpuRateWindowNs or the interval).
   std::optional<double> cpu_cores_avg, cpu_cores_p95, cpu_cores_peak;
+  double cpu_window_s = 0;
   // The same as a fraction of the emulated device's capacity (cores x speed).
   std::optional<double> cpu_capacity_avg, cpu_capacity_p95, cpu_capacity_peak;
   // Measured: throttled periods / periods (cpu.stat).
@@ -97,8 +104,9 @@ struct Phase {
   // sampler takes a sample as soon as a mark arrives, so the error is a few microseconds'
   // worth of CPU at each end).
   std::optional<double> cpu_s;
-  // Sampled: memory of the slice at the first sample of the phase, the highest sample during
-  // it, and the difference (the phase's own footprint, net of what was in use before).
+  // Sampled: memory of the slice at the last sample before the phase began, the highest
+  // sample during it, and the difference (the phase's own footprint, net of what was in use
+  // before).
   std::optional<std::uint64_t> memory_start_bytes, memory_peak_bytes;
   std::optional<std::int64_t> memory_net_peak_bytes;
 

@@ -2,6 +2,7 @@
 // emulates, spawns or measures lives in the C++ library.
 #include <pybind11/chrono.h>
 #include <pybind11/functional.h>
+#include <pybind11/numpy.h>
 #include <pybind11/operators.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -138,6 +139,39 @@ InterruptCheck python_signals() {
   };
 }
 
+// Seconds (None or 0 = no sampling) -> the sampler's interval; the C++ side checks the range.
+std::chrono::nanoseconds to_interval(std::optional<double> seconds) {
+  if (!seconds || *seconds == 0) return std::chrono::nanoseconds(0);
+  if (!(*seconds > 0)) throw py::value_error("interval must be positive (seconds), or None");
+  return std::chrono::nanoseconds(static_cast<std::int64_t>(*seconds * 1e9 + 0.5));
+}
+
+// A read-only numpy view of a column owned by `owner` (kept alive by the array).
+template <class T>
+py::array_t<T> view(const std::vector<T>& column, const py::handle& owner) {
+  py::array_t<T> a({static_cast<py::ssize_t>(column.size())}, {static_cast<py::ssize_t>(sizeof(T))},
+                   column.data(), owner);
+  py::detail::array_proxy(a.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
+  return a;
+}
+
+std::vector<std::string> metric_names(const std::bitset<kMetricCount>& bits) {
+  std::vector<std::string> out;
+  for (int m = 0; m < kMetricCount; ++m) {
+    if (bits.test(static_cast<size_t>(m))) out.emplace_back(to_string(static_cast<Metric>(m)));
+  }
+  return out;
+}
+
+Metric to_metric(const std::string& name) {
+  if (auto m = metric_from_string(name)) return *m;
+  std::vector<std::string> all;
+  for (int i = 0; i < kMetricCount; ++i) all.emplace_back(to_string(static_cast<Metric>(i)));
+  std::string known;
+  for (const auto& n : all) known += (known.empty() ? "" : ", ") + n;
+  throw py::key_error("no metric '" + name + "'; metrics: " + known);
+}
+
 std::optional<std::chrono::duration<double>> to_timeout(std::optional<double> seconds) {
   if (!seconds) return std::nullopt;
   if (*seconds <= 0) throw py::value_error("timeout must be positive (seconds)");
@@ -248,6 +282,118 @@ PYBIND11_MODULE(_core, m) {
       py::arg("cpus") = std::vector<int>{},
       "The cgroup settings that would emulate the device on this host (nothing is created).");
 
+  m.attr("DEFAULT_INTERVAL_S") = double(kDefaultSampleIntervalNs) / 1e9;
+  m.attr("REPORT_SCHEMA_VERSION") = kReportSchemaVersion;
+  {
+    std::vector<std::string> names;
+    for (int i = 0; i < kMetricCount; ++i) names.emplace_back(to_string(static_cast<Metric>(i)));
+    m.attr("METRICS") = py::tuple(py::cast(names));
+  }
+
+  py::class_<TimeSeries>(m, "TimeSeries",
+                         "Samples in columns. Columns are read-only numpy views of the C++ "
+                         "storage (no copy), valid as long as any of them is referenced.")
+      .def("__len__", &TimeSeries::size)
+      .def_property_readonly(
+          "t_ns", [](py::object self) { return view(self.cast<const TimeSeries&>().t_ns, self); },
+          "When each sample was taken: monotonic ns since the workload was released to exec.")
+      .def_property_readonly(
+          "scheduled",
+          [](py::object self) { return view(self.cast<const TimeSeries&>().scheduled, self); },
+          "1 = taken at a deadline of the schedule; 0 = extra (a phase mark, the final one).")
+      .def("__getitem__",
+           [](py::object self, const std::string& name) {
+             const TimeSeries& s = self.cast<const TimeSeries&>();
+             const Metric metric = to_metric(name);
+             if (!s.has(metric)) {
+               throw py::key_error("metric '" + name + "' was not available in this run");
+             }
+             return view(s[metric], self);
+           },
+           py::arg("metric"), "The column of a metric available in this run.")
+      .def_property_readonly("available",
+                             [](const TimeSeries& s) { return metric_names(s.available); })
+      .def_property_readonly("complete",
+                             [](const TimeSeries& s) { return metric_names(s.complete); })
+      .def(
+          "cpu_cores",
+          [](const TimeSeries& s) {
+            auto v = s.cpu_cores();
+            return py::array_t<double>(static_cast<py::ssize_t>(v.size()), v.data());
+          },
+          "CPU used between consecutive samples, in host cores (len - 1 values).")
+      .def(py::self == py::self);
+
+  py::class_<Summary>(m, "Summary",
+                      "Figures derived from the samples; None = not available in this run.")
+      .def_readonly("cpu_cores_avg", &Summary::cpu_cores_avg)
+      .def_readonly("cpu_cores_p95", &Summary::cpu_cores_p95)
+      .def_readonly("cpu_cores_peak", &Summary::cpu_cores_peak)
+      .def_readonly("cpu_window_s", &Summary::cpu_window_s)
+      .def_readonly("cpu_capacity_avg", &Summary::cpu_capacity_avg)
+      .def_readonly("cpu_capacity_p95", &Summary::cpu_capacity_p95)
+      .def_readonly("cpu_capacity_peak", &Summary::cpu_capacity_peak)
+      .def_readonly("throttled_fraction", &Summary::throttled_fraction)
+      .def_readonly("memory_avg_bytes", &Summary::memory_avg_bytes)
+      .def_readonly("memory_sampled_peak_bytes", &Summary::memory_sampled_peak_bytes)
+      .def_readonly("memory_anon_peak_bytes", &Summary::memory_anon_peak_bytes)
+      .def_readonly("memory_file_peak_bytes", &Summary::memory_file_peak_bytes)
+      .def_readonly("memory_swap_peak_bytes", &Summary::memory_swap_peak_bytes)
+      .def_readonly("major_faults", &Summary::major_faults)
+      .def_readonly("io_read_bytes", &Summary::io_read_bytes)
+      .def_readonly("io_write_bytes", &Summary::io_write_bytes)
+      .def_readonly("io_read_ops", &Summary::io_read_ops)
+      .def_readonly("io_write_ops", &Summary::io_write_ops)
+      .def_readonly("net_rx_bytes", &Summary::net_rx_bytes)
+      .def_readonly("net_tx_bytes", &Summary::net_tx_bytes)
+      .def_readonly("net_rx_packets", &Summary::net_rx_packets)
+      .def_readonly("net_tx_packets", &Summary::net_tx_packets)
+      .def_readonly("pressure_cpu_some_s", &Summary::pressure_cpu_some_s)
+      .def_readonly("pressure_memory_some_s", &Summary::pressure_memory_some_s)
+      .def_readonly("pressure_memory_full_s", &Summary::pressure_memory_full_s)
+      .def_readonly("pressure_io_some_s", &Summary::pressure_io_some_s)
+      .def_readonly("pressure_io_full_s", &Summary::pressure_io_full_s)
+      .def_readonly("pressure_host_wide", &Summary::pressure_host_wide)
+      .def_readonly("tasks_peak", &Summary::tasks_peak)
+      .def_readonly("samples", &Summary::samples)
+      .def_readonly("interval_s", &Summary::interval_s)
+      .def_readonly("interval_p50_s", &Summary::interval_p50_s)
+      .def_readonly("jitter_p50_s", &Summary::jitter_p50_s)
+      .def_readonly("jitter_p99_s", &Summary::jitter_p99_s)
+      .def_readonly("missed_deadlines", &Summary::missed_deadlines)
+      .def(py::self == py::self);
+
+  py::class_<Phase>(m, "Phase", "A phase the workload marked, with its own figures.")
+      .def_readonly("name", &Phase::name)
+      .def_readonly("start_s", &Phase::start_s)
+      .def_readonly("end_s", &Phase::end_s)
+      .def_property_readonly("wall_time_s", &Phase::wall_time_s)
+      .def_readonly("ended_by_exit", &Phase::ended_by_exit)
+      .def_readonly("cpu_s", &Phase::cpu_s)
+      .def_readonly("memory_start_bytes", &Phase::memory_start_bytes)
+      .def_readonly("memory_peak_bytes", &Phase::memory_peak_bytes)
+      .def_readonly("memory_net_peak_bytes", &Phase::memory_net_peak_bytes)
+      .def(py::self == py::self)
+      .def("__repr__", [](const Phase& p) {
+        return "Phase(name=" + py::repr(py::str(p.name)).cast<std::string>() +
+               ", wall_time_s=" + py::repr(py::float_(p.wall_time_s())).cast<std::string>() + ")";
+      });
+
+  py::class_<SourceStatus>(m, "SourceStatus", "One sampled file and how it fared in the run.")
+      .def_readonly("name", &SourceStatus::name)
+      .def_readonly("available", &SourceStatus::available)
+      .def_readonly("failed", &SourceStatus::failed)
+      .def_readonly("host_wide", &SourceStatus::host_wide)
+      .def_readonly("error", &SourceStatus::error);
+
+  py::class_<HostInfo>(m, "HostInfo", "The machine a report was measured on.")
+      .def_readonly("hostname", &HostInfo::hostname)
+      .def_readonly("kernel", &HostInfo::kernel)
+      .def_readonly("cpu_model", &HostInfo::cpu_model)
+      .def_readonly("cpus", &HostInfo::cpus)
+      .def_readonly("memory_bytes", &HostInfo::memory_bytes);
+  m.def("host_info", &host_info, "This machine (read once per process).");
+
   py::class_<Result>(m, "Result", "What happened to one workload, from kernel counters.")
       .def_readonly("exit_code", &Result::exit_code)
       .def_readonly("signal", &Result::signal)
@@ -269,9 +415,66 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("cgroup_mode", [](const Result& r) { return to_string(r.cgroup_mode); })
       .def_readonly("unapplied", &Result::unapplied)
       .def_readonly("command", &Result::command)
+      .def_readonly("network_isolated", &Result::network_isolated)
+      .def_readonly("series", &Result::series)
+      .def_readonly("summary", &Result::summary)
+      .def_readonly("sources", &Result::sources)
+      .def_readonly("phases", &Result::phases)
+      .def_readonly("warnings", &Result::warnings)
+      .def_readonly("host", &Result::host)
+      .def_readonly("edgeprof_version", &Result::edgeprof_version)
       .def_property_readonly("ok", &Result::ok)
-      .def("to_json", [](const Result& r) { return to_json(r); })
+      .def("to_json", [](const Result& r) { return to_json(r); },
+           "The whole result as JSON (schema_version REPORT_SCHEMA_VERSION).")
+      .def_static("from_json", [](const std::string& text) { return result_from_json(text); },
+                  py::arg("text"), "Reads what to_json wrote; equal to the original.")
+      .def("to_csv", [](const Result& r) { return to_csv(r); },
+           "The time series as CSV text.")
+      .def(py::self == py::self)
       .def("__str__", [](const Result& r) { return to_text(r); });
+
+  py::class_<Statistic>(m, "Statistic", "One figure over repeated runs.")
+      .def_readonly("n", &Statistic::n)
+      .def_readonly("median", &Statistic::median)
+      .def_readonly("mean", &Statistic::mean)
+      .def_readonly("stddev", &Statistic::stddev)
+      .def_readonly("ci95_low", &Statistic::ci95_low)
+      .def_readonly("ci95_high", &Statistic::ci95_high)
+      .def_readonly("min", &Statistic::min)
+      .def_readonly("max", &Statistic::max)
+      .def(py::self == py::self)
+      .def("__repr__", [](const Statistic& s) {
+        return "Statistic(n=" + std::to_string(s.n) +
+               ", median=" + py::repr(py::float_(s.median)).cast<std::string>() +
+               ", ci95=(" + py::repr(py::float_(s.ci95_low)).cast<std::string>() + ", " +
+               py::repr(py::float_(s.ci95_high)).cast<std::string>() + "))";
+      });
+  m.def("statistics", &statistics, py::arg("values"),
+        "n, median, mean, sample stddev, Student t 95% interval of the mean, min, max.");
+  m.def("student_t_quantile", &student_t_quantile, py::arg("p"), py::arg("dof"));
+
+  py::class_<RepeatedResult>(m, "RepeatedResult",
+                             "The runs of a repeated measurement and their statistics.")
+      .def_readonly("warmups", &RepeatedResult::warmups)
+      .def_readonly("runs", &RepeatedResult::runs)
+      .def_readonly("stats", &RepeatedResult::stats)
+      .def("stat", &RepeatedResult::stat, py::arg("name"), py::return_value_policy::copy)
+      .def_property_readonly("ok", &RepeatedResult::all_ok)
+      .def("to_json", [](const RepeatedResult& r) { return to_json(r); })
+      .def_static("from_json",
+                  [](const std::string& text) { return repeated_from_json(text); },
+                  py::arg("text"))
+      .def(py::self == py::self)
+      .def("__str__", [](const RepeatedResult& r) { return to_text(r); });
+
+  m.def("mark", [](const std::string& name) { edgeprof::mark(name); }, py::arg("name"),
+        "Starts phase `name` (the previous mark's phase ends). A no-op outside edgeprof.");
+  m.def("phase_begin", [](const std::string& name) { edgeprof::phase_begin(name); },
+        py::arg("name"));
+  m.def("phase_end", [](const std::string& name) { edgeprof::phase_end(name); },
+        py::arg("name"));
+  m.def("profiled", &edgeprof::profiled,
+        "True when this process runs under edgeprof with a phase channel.");
 
   py::class_<Child>(m, "Child", "A workload started in a Slice.")
       .def_property_readonly("pid", &Child::pid)
@@ -303,14 +506,19 @@ PYBIND11_MODULE(_core, m) {
           "spawn",
           [](Slice& s, const std::vector<std::string>& argv, const py::object& env,
              const py::object& cwd, const py::object& stdin_, const py::object& stdout_,
-             const py::object& stderr_) {
+             const py::object& stderr_, std::optional<double> interval, bool isolate_network) {
             Command c = to_command(argv, env, cwd, stdin_, stdout_, stderr_);
+            SpawnOptions o;
+            o.sample_interval = to_interval(interval);
+            o.isolate_network = isolate_network;
             py::gil_scoped_release release;
-            return s.spawn(c);
+            return s.spawn(c, o);
           },
           py::arg("argv"), py::kw_only(), py::arg("env") = py::none(), py::arg("cwd") = py::none(),
           py::arg("stdin") = py::none(), py::arg("stdout") = py::none(),
           py::arg("stderr") = py::none(),
+          py::arg("interval") = double(kDefaultSampleIntervalNs) / 1e9,
+          py::arg("isolate_network") = false,
           "Starts argv inside the slice (inside before its first instruction) and returns a "
           "Child. env replaces the whole environment; stdin/stdout/stderr take None (inherit), "
           "subprocess.DEVNULL, a file descriptor, an open file object or a file path. SpawnError (errno, path) when it cannot start.")
@@ -333,27 +541,52 @@ PYBIND11_MODULE(_core, m) {
       [](const std::vector<std::string>& argv, const py::object& device,
          std::optional<double> timeout, const py::object& env, const py::object& cwd,
          const py::object& stdin_, const py::object& stdout_, const py::object& stderr_,
-         const py::object& parent, std::uint64_t cpu_period_us, const std::vector<int>& cpus,
-         bool allow_missing) {
+         std::optional<double> interval, bool isolate_network, int repeat, int warmup,
+         const std::optional<RunCallback>& progress, const py::object& parent,
+         std::uint64_t cpu_period_us, const std::vector<int>& cpus,
+         bool allow_missing) -> py::object {
         Device d = to_device(device);
         Command c = to_command(argv, env, cwd, stdin_, stdout_, stderr_);
         RunOptions o;
         o.slice = to_slice_options(parent, cpu_period_us, cpus, allow_missing);
+        o.spawn.sample_interval = to_interval(interval);
+        o.spawn.isolate_network = isolate_network;
         o.timeout = to_timeout(timeout);
         o.check = python_signals();
-        py::gil_scoped_release release;
-        return run(c, d, o);
+        if (repeat == 1 && warmup == 0) {
+          Result r;
+          {
+            py::gil_scoped_release release;
+            r = run(c, d, o);
+          }
+          return py::cast(std::move(r));
+        }
+        RepeatedResult rr;
+        {
+          py::gil_scoped_release release;
+          rr = run_repeated(c, d, repeat, warmup, o, progress.value_or(RunCallback{}));
+        }
+        return py::cast(std::move(rr));
       },
       py::arg("argv"), py::kw_only(), py::arg("device"), py::arg("timeout") = py::none(),
       py::arg("env") = py::none(), py::arg("cwd") = py::none(), py::arg("stdin") = py::none(),
       py::arg("stdout") = py::none(), py::arg("stderr") = py::none(),
-      py::arg("parent") = py::none(), py::arg("cpu_period_us") = kDefaultCpuPeriodUs,
-      py::arg("cpus") = std::vector<int>{}, py::arg("allow_missing_controllers") = false,
+      py::arg("interval") = double(kDefaultSampleIntervalNs) / 1e9,
+      py::arg("isolate_network") = false, py::arg("repeat") = 1, py::arg("warmup") = 0,
+      py::arg("progress") = py::none(), py::arg("parent") = py::none(),
+      py::arg("cpu_period_us") = kDefaultCpuPeriodUs, py::arg("cpus") = std::vector<int>{},
+      py::arg("allow_missing_controllers") = false,
       "Runs argv in a fresh slice emulating `device` (a Device or a built-in device's name) "
       "and returns its Result; the slice is removed before returning, also on errors and "
-      "Ctrl-C.\n\n"
-      "timeout: seconds, then the workload is killed and Result.timed_out is set.\n"
+      "Ctrl-C. With repeat > 1 or warmup > 0 it returns a RepeatedResult instead: warm-up runs "
+      "first (kept apart), then `repeat` runs, each in a fresh slice, with statistics.\n\n"
+      "timeout: seconds per run, then the workload is killed and Result.timed_out is set.\n"
       "env, cwd, stdin, stdout, stderr: as Slice.spawn.\n"
+      "interval: sampling interval in seconds (1 ms .. 60 s, default 0.01); None = no "
+      "sampling.\n"
+      "isolate_network: run in a network namespace of its own with only loopback (an offline "
+      "device), its traffic counted exactly.\n"
+      "progress: called after each run as progress(index, total, is_warmup, result).\n"
       "parent: the cgroup to create the slice beneath (default: $EDGEPROF_CGROUP_PARENT, "
       "else this process's own cgroup).\n"
       "cpu_period_us: the CFS bandwidth period; cpus: explicit host CPUs for the cpuset.\n"

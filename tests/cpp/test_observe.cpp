@@ -2,6 +2,7 @@
 // workload's own getrusage, VmHWM and clock), phases, network isolation. Host (v1) and VM (v2).
 #include <unistd.h>
 
+#include <cstdlib>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdio>
@@ -31,6 +32,11 @@ std::pair<Result, std::string> run_capturing(Slice& slice, Command command,
   std::filesystem::remove(path);
   return {r, out};
 }
+
+// Time from exec to main(): dynamic loading. Under the VM's software emulation (TCG) it takes
+// tens of milliseconds; on the host well under one.
+// (A few ms on a busy host, where the workload also waits to be scheduled.)
+double exec_budget_s() { return std::getenv("EDGEPROF_IN_VM") ? 0.25 : 0.010; }
 
 // "key=value key=value" -> map.
 std::map<std::string, double> fields(const std::string& line) {
@@ -64,7 +70,7 @@ TEST_CASE("a sampled run agrees with the workload's own rusage and clock", "[ker
   // Wall time: the workload's own clock runs inside it, the caller's around it.
   const double own = (self["end_ns"] - self["start_ns"]) / 1e9;
   CHECK(r.wall_time_s >= own);
-  CHECK(r.wall_time_s - own < 0.005);  // exec and dynamic loading before main()
+  CHECK(r.wall_time_s - own < exec_budget_s());  // exec and dynamic loading before main()
   CHECK(r.wall_time_s <= outside);
 
   // The samples: every 5 ms, times strictly increasing, the first just before the release.
@@ -77,8 +83,12 @@ TEST_CASE("a sampled run agrees with the workload's own rusage and clock", "[ker
   CHECK(s.has(Metric::cpu_usage_ns));
   CHECK(s.has(Metric::memory_current_bytes));
   CHECK(s.complete == s.available);
-  CHECK(*r.summary.cpu_cores_avg == Approx(1.0).epsilon(0.1));
-  CHECK(*r.summary.cpu_capacity_avg == Approx(1.0).epsilon(0.1));
+  // The sampled average agrees with the exact counters (the spin gets close to its full core on
+  // the host; less under the VM's emulation, where qemu's own threads compete).
+  const double exact_cores = (r.cpu_user_s + r.cpu_system_s) / r.wall_time_s;
+  CHECK(*r.summary.cpu_cores_avg == Approx(exact_cores).epsilon(0.05));
+  CHECK(*r.summary.cpu_capacity_avg == Approx(*r.summary.cpu_cores_avg));  // capacity: 1 core
+  CHECK(*r.summary.cpu_cores_peak <= 1.15);  // 100 ms windows: within a tick's worth
   CHECK(*r.summary.interval_p50_s == Approx(0.005).epsilon(0.1));
   CHECK(*r.summary.tasks_peak >= 1);
   for (const SourceStatus& st : r.sources) {
@@ -112,6 +122,7 @@ TEST_CASE("phase marks land in their phases", "[kernel][observe][phase]") {
   auto [r, out] = run_capturing(slice, workload({"phases"}), options);
   REQUIRE(r.ok());
   CHECK(out.find("profiled=1") != std::string::npos);
+  CAPTURE(out);
   REQUIRE(r.phases.size() == 3);
   const Phase& load = r.phases[0];
   const Phase& compute = r.phases[1];
@@ -128,7 +139,9 @@ TEST_CASE("phase marks land in their phases", "[kernel][observe][phase]") {
   CHECK(compute.start_s == load.end_s);
   CHECK(compute.wall_time_s() == Approx(0.5).margin(0.05));  // spin 0.3 + idle 0.2: to exit
   CHECK(compute.ended_by_exit);
-  CHECK(*compute.cpu_s == Approx(0.3).margin(0.05));
+  // Its CPU, interpolated between samples, against the workload's own getrusage of the spin
+  // (a tick's worth of charging lag at each end).
+  CHECK(*compute.cpu_s == Approx(fields(out)["spin_cpu"]).margin(0.015));
   // idle sleeps 0.2 s inside compute's span.
   CHECK(idle.wall_time_s() == Approx(0.2).margin(0.03));
   CHECK_FALSE(idle.ended_by_exit);
@@ -142,6 +155,8 @@ TEST_CASE("outside edgeprof the phase marks are no-ops", "[observe][phase]") {
   char line[64] = {};
   REQUIRE(std::fgets(line, sizeof line, p));
   CHECK(std::string(line) == "profiled=0\n");
+  while (std::fgets(line, sizeof line, p)) {
+  }
   CHECK(::pclose(p) == 0);
 }
 
@@ -179,7 +194,7 @@ TEST_CASE("sampling can be turned off; the exact figures remain", "[kernel][obse
   CHECK_FALSE(r.summary.cpu_cores_avg);
   REQUIRE(r.phases.size() == 3);  // wall times come from the marks themselves
   CHECK_FALSE(r.phases[1].cpu_s);
-  CHECK(r.cpu_user_s > 0.2);
+  CHECK(r.cpu_user_s > 0.1);
 
   options.sample_interval = std::chrono::microseconds(100);
   CHECK_THROWS_WITH(slice.spawn(workload({"exit"}), options), Catch::Contains("1 ms to 60 s"));
@@ -201,7 +216,8 @@ TEST_CASE("repeated runs: warm-ups apart, statistics over fresh slices", "[kerne
   CHECK(rr.all_ok());
   const Statistic& wall = rr.stat("wall_time_s");
   CHECK(wall.n == 3);
-  CHECK(wall.median == Approx(0.05).margin(0.02));
+  CHECK(wall.median >= 0.05);
+  CHECK(wall.median < 0.05 + exec_budget_s() + 0.02);
   CHECK(wall.min <= wall.median);
   CHECK(wall.ci95_low <= wall.mean);
   CHECK_THROWS_AS(run_repeated(workload({"exit"}), make_device("x", 1, 1.0, "64MiB"), 0),

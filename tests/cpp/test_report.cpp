@@ -32,36 +32,55 @@ TimeSeries make_series(const std::vector<double>& t_ms, const std::vector<double
 
 TEST_CASE("summarize: CPU in host cores and device capacity, memory, the achieved interval",
           "[report]") {
-  // 10 ms interval; CPU: 1 core for 20 ms, then 0.5 cores for 20 ms; samples 0.2 ms late at
-  // t = 10 and 30 ms.
-  TimeSeries s = make_series({0, 10.2, 20, 30.2, 40}, {0, 10.2, 20, 25.1, 30},
-                             {100, 100, 300, 300, 100});
-  Summary sum = summarize(s, 0.010, 2.0, 1, true);
-  CHECK(sum.samples == 5);
+  // 50 ms interval; CPU: 1 core for 200 ms, then 0.5 cores; samples at t = 50 and 250 ms are
+  // 0.2 ms late.
+  TimeSeries s = make_series({0, 50.2, 100, 150, 200, 250.2, 300, 350, 400},
+                             {0, 50.2, 100, 150, 200, 225.1, 250, 275, 300},
+                             {100, 100, 300, 300, 100, 100, 100, 100, 100});
+  Summary sum = summarize(s, 0.050, 2.0, 1, true);
+  CHECK(sum.samples == 9);
   CHECK(sum.missed_deadlines == 1);
   CHECK(sum.pressure_host_wide);
+  CHECK(sum.cpu_window_s == Approx(0.1));
   CHECK(*sum.cpu_cores_avg == Approx(0.75));
-  CHECK(*sum.cpu_cores_peak == Approx(1.0));
+  CHECK(*sum.cpu_cores_peak == Approx(1.0));  // windows: 1, 1, 0.5, 0.5
+  CHECK(*sum.cpu_cores_p95 == Approx(1.0));
   CHECK(*sum.cpu_capacity_avg == Approx(0.375));  // of 2 cores of capacity
   CHECK(*sum.cpu_capacity_peak == Approx(0.5));
   CHECK(*sum.memory_sampled_peak_bytes == 300);
-  // Trapezoids: (100*10.2 + 200*9.8 + 300*10.2 + 200*9.8) / 40
-  CHECK(*sum.memory_avg_bytes == 200);
-  CHECK(*sum.interval_p50_s == Approx(0.010));
+  // Trapezoids: 100 x 50.2 + 200 x 49.8 + 300 x 50 + 200 x 50 + 100 x 200, over 400 ms.
+  CHECK(*sum.memory_avg_bytes == 150);
+  CHECK(*sum.interval_p50_s == Approx(0.050));
   CHECK(*sum.jitter_p50_s == Approx(0.0).margin(1e-9));
-  CHECK(*sum.jitter_p99_s == Approx(0.0002).epsilon(0.02));
+  CHECK(*sum.jitter_p99_s == Approx(0.0002).epsilon(0.05));
   // Metrics that were not sampled are unset, never zero.
   CHECK_FALSE(sum.io_read_bytes);
   CHECK_FALSE(sum.tasks_peak);
   CHECK_FALSE(sum.throttled_fraction);
 }
 
-TEST_CASE("summarize leaves extra samples out of per-interval CPU figures", "[report]") {
-  // An extra sample 0.05 ms after t = 10 ms (a phase mark) would make a 40-core spike if used.
-  TimeSeries s = make_series({0, 10, 10.05, 20}, {0, 5, 7, 10}, {1, 1, 1, 1}, {1, 1, 0, 1});
+TEST_CASE("summarize: CPU rates over windows of 100 ms, extra samples left out", "[report]") {
+  // 10 ms interval: a counter charged at scheduler ticks (0 then 8 ms at once) must not read as
+  // 0 then 2 cores; an extra sample 0.05 ms after t = 100 ms (a phase mark) must not make a
+  // spike either.
+  std::vector<double> t, cpu;
+  std::vector<std::uint8_t> scheduled;
+  for (int i = 0; i <= 20; ++i) {
+    t.push_back(i * 10.0);
+    cpu.push_back((i / 2) * 8.0);  // 8 ms of CPU every 20 ms in steps: 0.4 cores
+    scheduled.push_back(1);
+    if (i == 10) {
+      t.push_back(100.05);
+      cpu.push_back(80.0 + 3.0);
+      scheduled.push_back(0);
+    }
+  }
+  TimeSeries s = make_series(t, cpu, std::vector<std::uint64_t>(t.size(), 1), scheduled);
   Summary sum = summarize(s, 0.010, 1.0);
-  CHECK(*sum.cpu_cores_peak == Approx(0.5));
+  CHECK(*sum.cpu_cores_peak == Approx(0.4));
+  CHECK(*sum.cpu_cores_p95 == Approx(0.4));
   CHECK(*sum.interval_p50_s == Approx(0.010));
+  CHECK(s.cpu_cores().size() == s.size() - 1);  // the raw per-sample rates stay available
 }
 
 TEST_CASE("a metric incomplete after a failed source is not summarised", "[report]") {
@@ -92,9 +111,9 @@ TEST_CASE("phases from marks: consecutive marks, explicit begin/end, open at exi
   CHECK(phases[0].end_s == Approx(0.020));
   CHECK_FALSE(phases[0].ended_by_exit);
   CHECK(*phases[0].cpu_s == Approx(0.0015));  // interpolated: 0.5 ms -> 2 ms
-  CHECK(*phases[0].memory_start_bytes == 30);  // first sample at or after the start
+  CHECK(*phases[0].memory_start_bytes == 10);  // the last sample before the start
   CHECK(*phases[0].memory_peak_bytes == 50);
-  CHECK(*phases[0].memory_net_peak_bytes == 20);
+  CHECK(*phases[0].memory_net_peak_bytes == 40);
   CHECK(phases[1].name == "compute");
   CHECK(phases[1].ended_by_exit);
   CHECK(phases[1].end_s == Approx(0.050));

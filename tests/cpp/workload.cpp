@@ -86,7 +86,14 @@ int phases() {
   std::memset(p, 0x5A, bytes);
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   edgeprof::mark("compute");
+  rusage before{}, after{};
+  getrusage(RUSAGE_SELF, &before);
   spin(0.3, 1);
+  getrusage(RUSAGE_SELF, &after);
+  auto seconds = [](const timeval& tv) { return double(tv.tv_sec) + double(tv.tv_usec) / 1e6; };
+  std::printf("spin_cpu=%.6f\n", seconds(after.ru_utime) - seconds(before.ru_utime) +
+                                      seconds(after.ru_stime) - seconds(before.ru_stime));
+  std::fflush(stdout);
   {
     edgeprof::ScopedPhase idle("idle");
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
