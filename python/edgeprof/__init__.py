@@ -7,52 +7,90 @@ back exact, honestly labelled measurements::
     dev = edgeprof.Device(name="my-board", cores=2, core_speed=0.5, memory="512MiB")
     r = edgeprof.run(["python3", "infer.py"], device=dev)
     r.wall_time_s, r.cpu_user_s, r.peak_memory_bytes, r.oom_killed
+    r.summary.cpu_cores_p95, r.series["memory_current_bytes"], r.to_pandas()
 
-The work is done by the C++ library (``edgeprof._core``); this package re-exports it.
+    # inside the workload: phases of its own
+    with edgeprof.phase("inference"):
+        model(x)
+
+The work is done by the C++ library (``edgeprof._core``); this package re-exports it and adds
+what is Pythonic (pandas frames, the phase context manager, the command line).
 """
 
 from edgeprof._core import (
     DEFAULT_CPU_PERIOD_US,
+    DEFAULT_INTERVAL_S,
+    METRICS,
+    REPORT_SCHEMA_VERSION,
     CgroupError,
     Child,
     Device,
     DeviceError,
     EmulationPlan,
     Error,
+    HostInfo,
+    Phase,
     PermissionDenied,
+    RepeatedResult,
     Result,
     Slice,
+    SourceStatus,
     SpawnError,
+    Statistic,
+    Summary,
+    TimeSeries,
     UnsupportedError,
     __version__,
     builtin_device,
     builtin_devices,
     cgroup_mode,
     format_size,
+    host_info,
     parse_size,
     plan_emulation,
     run,
+    statistics,
 )
+from edgeprof._phases import mark, phase, profiled
+from edgeprof import _frames
+
+_frames.install()
+del _frames
 
 __all__ = [
     "DEFAULT_CPU_PERIOD_US",
+    "DEFAULT_INTERVAL_S",
+    "METRICS",
+    "REPORT_SCHEMA_VERSION",
     "CgroupError",
     "Child",
     "Device",
     "DeviceError",
     "EmulationPlan",
     "Error",
+    "HostInfo",
+    "Phase",
     "PermissionDenied",
+    "RepeatedResult",
     "Result",
     "Slice",
+    "SourceStatus",
     "SpawnError",
+    "Statistic",
+    "Summary",
+    "TimeSeries",
     "UnsupportedError",
     "__version__",
     "builtin_device",
     "builtin_devices",
     "cgroup_mode",
     "format_size",
+    "host_info",
+    "mark",
     "parse_size",
+    "phase",
     "plan_emulation",
+    "profiled",
     "run",
+    "statistics",
 ]

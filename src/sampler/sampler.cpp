@@ -42,6 +42,9 @@ Sampler::~Sampler() {
 
 void Sampler::start(Clock::time_point origin) {
   origin_ = origin;
+  // The first sample in the caller, so it is taken before the workload is released however
+  // late the thread gets going (starting a thread under software emulation takes milliseconds).
+  sample();
   thread_ = std::thread([this] { run(); });
 }
 
@@ -84,9 +87,10 @@ bool Sampler::drain_marks() noexcept {
 void Sampler::run() {
   pollfd fds[2] = {{stop_fd_, POLLIN, 0}, {marks_fd_, POLLIN, 0}};
   nfds_t count = marks_fd_ >= 0 ? 2 : 1;
-  auto deadline = Clock::now();
-  for (;;) {
-    sample();
+  // The first sample was taken by start(); the schedule counts from the origin.
+  auto deadline = origin_;
+  for (bool first = true;; first = false) {
+    if (!first) sample();
     deadline += interval_;
     auto now = Clock::now();
     if (deadline <= now) {

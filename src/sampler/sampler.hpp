@@ -32,8 +32,9 @@ class Sampler {
   // at once, so phase boundaries get samples of their own.
   void watch_marks(int fd) { marks_fd_ = fd; }
 
-  // Starts the thread: a first sample at once, then one at each absolute deadline start + k x
-  // interval (no drift). Sample times are recorded relative to `origin`.
+  // Takes a first sample at once (in the caller), then starts the thread, which samples at each
+  // absolute deadline origin + k x interval (no drift). Sample times are recorded relative to
+  // `origin`, which should be about now.
   void start(Clock::time_point origin);
   // Wakes the thread at once, takes a last sample (the final counters) and joins.
   void stop();

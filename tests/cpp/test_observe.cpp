@@ -36,7 +36,10 @@ std::pair<Result, std::string> run_capturing(Slice& slice, Command command,
 // Time from exec to main(): dynamic loading. Under the VM's software emulation (TCG) it takes
 // tens of milliseconds; on the host well under one.
 // (A few ms on a busy host, where the workload also waits to be scheduled.)
-double exec_budget_s() { return std::getenv("EDGEPROF_IN_VM") ? 0.25 : 0.010; }
+bool in_vm() { return std::getenv("EDGEPROF_IN_VM") != nullptr; }
+double exec_budget_s() { return in_vm() ? 0.5 : 0.010; }
+// Tolerances: the VM's software emulation makes every system call slow and timings loose.
+double slack(double host, double vm) { return in_vm() ? vm : host; }
 
 // "key=value key=value" -> map.
 std::map<std::string, double> fields(const std::string& line) {
@@ -66,7 +69,9 @@ TEST_CASE("a sampled run agrees with the workload's own rusage and clock", "[ker
 
   // CPU: the slice's counters against the kernel's rusage of the (only) process.
   const double rusage_cpu = self["utime"] + self["stime"];
-  CHECK(r.cpu_user_s + r.cpu_system_s == Approx(rusage_cpu).epsilon(0.03).margin(0.02));
+  // (The slice also pays for the process's exit after its report: slow under emulation.)
+  CHECK(r.cpu_user_s + r.cpu_system_s ==
+        Approx(rusage_cpu).epsilon(slack(0.03, 0.10)).margin(0.02));
   // Wall time: the workload's own clock runs inside it, the caller's around it.
   const double own = (self["end_ns"] - self["start_ns"]) / 1e9;
   CHECK(r.wall_time_s >= own);
@@ -137,13 +142,14 @@ TEST_CASE("phase marks land in their phases", "[kernel][observe][phase]") {
   CHECK(load.wall_time_s() >= 0.1);
   // compute spins for 0.3 s on a full core; the marks are consecutive.
   CHECK(compute.start_s == load.end_s);
-  CHECK(compute.wall_time_s() == Approx(0.5).margin(0.05));  // spin 0.3 + idle 0.2: to exit
+  // spin 0.3 + idle 0.2: to exit
+  CHECK(compute.wall_time_s() == Approx(0.5).margin(slack(0.05, 0.15)));
   CHECK(compute.ended_by_exit);
   // Its CPU, interpolated between samples, against the workload's own getrusage of the spin
   // (a tick's worth of charging lag at each end).
-  CHECK(*compute.cpu_s == Approx(fields(out)["spin_cpu"]).margin(0.015));
+  CHECK(*compute.cpu_s == Approx(fields(out)["spin_cpu"]).margin(slack(0.015, 0.05)));
   // idle sleeps 0.2 s inside compute's span.
-  CHECK(idle.wall_time_s() == Approx(0.2).margin(0.03));
+  CHECK(idle.wall_time_s() == Approx(0.2).margin(slack(0.03, 0.1)));
   CHECK_FALSE(idle.ended_by_exit);
   CHECK(*idle.cpu_s < 0.02);
   CHECK(idle.start_s >= compute.start_s + 0.29);

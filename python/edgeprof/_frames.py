@@ -1,0 +1,66 @@
+"""Results as pandas DataFrames (pandas is imported only when asked for)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from edgeprof import _core
+
+
+def _pandas() -> Any:
+    try:
+        import pandas
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            "to_pandas() needs pandas, which edgeprof does not install: pip install pandas"
+        ) from e
+    return pandas
+
+
+def series_to_pandas(self: "_core.TimeSeries") -> Any:
+    """One row per sample: ``t_s`` (seconds since the workload was released), ``scheduled``,
+    every metric available in the run, and ``cpu_cores`` (CPU used since the previous sample,
+    in host cores; NaN in the first row)."""
+    pd = _pandas()
+    data: dict[str, Any] = {"t_s": np.asarray(self.t_ns) / 1e9,
+                            "scheduled": np.asarray(self.scheduled, dtype=bool)}
+    for name in self.available:
+        data[name] = self[name]
+    cores = self.cpu_cores()
+    if len(cores):
+        data["cpu_cores"] = np.concatenate(([np.nan], cores))
+    return pd.DataFrame(data)
+
+
+def result_to_pandas(self: "_core.Result") -> Any:
+    """The run's time series as a DataFrame (see ``TimeSeries.to_pandas``)."""
+    return series_to_pandas(self.series)
+
+
+def phases_to_pandas(self: "_core.Result") -> Any:
+    """One row per phase the workload marked."""
+    pd = _pandas()
+    columns = ["name", "start_s", "end_s", "wall_time_s", "ended_by_exit", "cpu_s",
+               "memory_start_bytes", "memory_peak_bytes", "memory_net_peak_bytes"]
+    return pd.DataFrame([{c: getattr(p, c) for c in columns} for p in self.phases],
+                        columns=columns)
+
+
+def repeated_to_pandas(self: "_core.RepeatedResult") -> Any:
+    """One row per figure: n, median, mean, stddev, ci95_low, ci95_high, min, max."""
+    pd = _pandas()
+    fields = ["n", "median", "mean", "stddev", "ci95_low", "ci95_high", "min", "max"]
+    rows = {name: {f: getattr(s, f) for f in fields} for name, s in self.stats.items()}
+    frame = pd.DataFrame.from_dict(rows, orient="index", columns=fields)
+    frame.index.name = "figure"
+    return frame
+
+
+def install() -> None:
+    """Adds the pandas methods to the core's classes."""
+    _core.TimeSeries.to_pandas = series_to_pandas
+    _core.Result.to_pandas = result_to_pandas
+    _core.Result.phases_to_pandas = phases_to_pandas
+    _core.RepeatedResult.to_pandas = repeated_to_pandas

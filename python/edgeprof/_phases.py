@@ -1,0 +1,49 @@
+"""Phase marks for Python workloads: ``with edgeprof.phase("inference"): ...``.
+
+The marks go through the C++ core's header-only channel (``edgeprof/phase.hpp``); outside
+edgeprof they are cheap no-ops.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+from edgeprof import _core
+
+
+class phase(contextlib.ContextDecorator):
+    """Marks the enclosed block (or decorated function) as phase ``name`` of the workload.
+
+    The report of a run under edgeprof then gives the phase its own wall time (measured by the
+    workload's clock), CPU time and memory (sampled), and the memory net of what was in use
+    when it began. Phases may nest and repeat; outside edgeprof this does nothing::
+
+        with edgeprof.phase("load"):
+            model = load_model()
+        with edgeprof.phase("inference"):
+            model(x)
+    """
+
+    def __init__(self, name: str) -> None:
+        if not isinstance(name, str) or not name:
+            raise ValueError("a phase needs a non-empty name")
+        self.name = name
+
+    def __enter__(self) -> "phase":
+        _core.phase_begin(self.name)
+        return self
+
+    def __exit__(self, *exc: object) -> bool:
+        _core.phase_end(self.name)
+        return False
+
+
+def mark(name: str) -> None:
+    """Starts phase ``name``; the phase started by the previous ``mark`` ends here (the last one
+    at exit). The simplest way to split a script into consecutive phases."""
+    _core.mark(name)
+
+
+def profiled() -> bool:
+    """True when this process runs under edgeprof (its phase marks are recorded)."""
+    return _core.profiled()
