@@ -543,8 +543,8 @@ std::string to_text(const Result& r) {
         "");
   }
   for (const Phase& ph : r.phases) {
-    row(fmt::format("phase {}", ph.name),
-        fmt::format("{:.3f} s wall{}, cpu {}, memory {} -> peak {} (net {}{})",
+    row("phase",
+        fmt::format("{}: {:.3f} s wall{}, cpu {}, memory {} -> peak {} (net {}{})", ph.name,
                     ph.wall_time_s(), ph.ended_by_exit ? " (to exit)" : "",
                     seconds_or(ph.cpu_s), size_or(ph.memory_start_bytes),
                     size_or(ph.memory_peak_bytes),

@@ -1,10 +1,16 @@
 """Type stubs for edgeprof's C++ core."""
 
 import os
-from typing import IO, Any, Literal, Mapping, Optional, Sequence, Union
+from typing import IO, Any, Callable, Literal, Mapping, Optional, Sequence, Union, overload
+
+import numpy as np
+import numpy.typing as npt
 
 __version__: str
 DEFAULT_CPU_PERIOD_US: int
+DEFAULT_INTERVAL_S: float
+REPORT_SCHEMA_VERSION: int
+METRICS: tuple[str, ...]
 
 # None = inherit; subprocess.DEVNULL; a file descriptor; an open file object; or a path.
 _Stream = Union[None, int, IO[Any], str, os.PathLike]
@@ -74,6 +80,84 @@ class EmulationPlan:
     @property
     def capacity_cores(self) -> float: ...
 
+class TimeSeries:
+    def __len__(self) -> int: ...
+    @property
+    def t_ns(self) -> npt.NDArray[np.int64]: ...
+    @property
+    def scheduled(self) -> npt.NDArray[np.uint8]: ...
+    def __getitem__(self, metric: str) -> npt.NDArray[np.uint64]: ...
+    @property
+    def available(self) -> list[str]: ...
+    @property
+    def complete(self) -> list[str]: ...
+    def cpu_cores(self) -> npt.NDArray[np.float64]: ...
+    def to_pandas(self) -> Any: ...  # pandas.DataFrame
+
+class Summary:
+    cpu_cores_avg: Optional[float]
+    cpu_cores_p95: Optional[float]
+    cpu_cores_peak: Optional[float]
+    cpu_window_s: float
+    cpu_capacity_avg: Optional[float]
+    cpu_capacity_p95: Optional[float]
+    cpu_capacity_peak: Optional[float]
+    throttled_fraction: Optional[float]
+    memory_avg_bytes: Optional[int]
+    memory_sampled_peak_bytes: Optional[int]
+    memory_anon_peak_bytes: Optional[int]
+    memory_file_peak_bytes: Optional[int]
+    memory_swap_peak_bytes: Optional[int]
+    major_faults: Optional[int]
+    io_read_bytes: Optional[int]
+    io_write_bytes: Optional[int]
+    io_read_ops: Optional[int]
+    io_write_ops: Optional[int]
+    net_rx_bytes: Optional[int]
+    net_tx_bytes: Optional[int]
+    net_rx_packets: Optional[int]
+    net_tx_packets: Optional[int]
+    pressure_cpu_some_s: Optional[float]
+    pressure_memory_some_s: Optional[float]
+    pressure_memory_full_s: Optional[float]
+    pressure_io_some_s: Optional[float]
+    pressure_io_full_s: Optional[float]
+    pressure_host_wide: bool
+    tasks_peak: Optional[int]
+    samples: int
+    interval_s: float
+    interval_p50_s: Optional[float]
+    jitter_p50_s: Optional[float]
+    jitter_p99_s: Optional[float]
+    missed_deadlines: int
+
+class Phase:
+    name: str
+    start_s: float
+    end_s: float
+    wall_time_s: float
+    ended_by_exit: bool
+    cpu_s: Optional[float]
+    memory_start_bytes: Optional[int]
+    memory_peak_bytes: Optional[int]
+    memory_net_peak_bytes: Optional[int]
+
+class SourceStatus:
+    name: str
+    available: bool
+    failed: bool
+    host_wide: bool
+    error: str
+
+class HostInfo:
+    hostname: str
+    kernel: str
+    cpu_model: str
+    cpus: int
+    memory_bytes: int
+
+def host_info() -> HostInfo: ...
+
 class Result:
     @property
     def exit_code(self) -> Optional[int]: ...
@@ -116,8 +200,62 @@ class Result:
     @property
     def command(self) -> list[str]: ...
     @property
+    def network_isolated(self) -> bool: ...
+    @property
+    def series(self) -> TimeSeries: ...
+    @property
+    def summary(self) -> Summary: ...
+    @property
+    def sources(self) -> list[SourceStatus]: ...
+    @property
+    def phases(self) -> list[Phase]: ...
+    @property
+    def warnings(self) -> list[str]: ...
+    @property
+    def host(self) -> HostInfo: ...
+    @property
+    def edgeprof_version(self) -> str: ...
+    @property
     def ok(self) -> bool: ...
     def to_json(self) -> str: ...
+    @staticmethod
+    def from_json(text: str) -> "Result": ...
+    def to_csv(self) -> str: ...
+    def to_pandas(self) -> Any: ...  # pandas.DataFrame of the time series
+    def phases_to_pandas(self) -> Any: ...
+
+class Statistic:
+    n: int
+    median: float
+    mean: float
+    stddev: float
+    ci95_low: float
+    ci95_high: float
+    min: float
+    max: float
+
+def statistics(values: Sequence[float]) -> Statistic: ...
+def student_t_quantile(p: float, dof: float) -> float: ...
+
+class RepeatedResult:
+    @property
+    def warmups(self) -> list[Result]: ...
+    @property
+    def runs(self) -> list[Result]: ...
+    @property
+    def stats(self) -> dict[str, Statistic]: ...
+    def stat(self, name: str) -> Statistic: ...
+    @property
+    def ok(self) -> bool: ...
+    def to_json(self) -> str: ...
+    @staticmethod
+    def from_json(text: str) -> "RepeatedResult": ...
+    def to_pandas(self) -> Any: ...  # pandas.DataFrame, one row per figure
+
+def mark(name: str) -> None: ...
+def phase_begin(name: str) -> None: ...
+def phase_end(name: str) -> None: ...
+def profiled() -> bool: ...
 
 class Child:
     @property
@@ -143,6 +281,8 @@ class Slice:
         stdin: _Stream = None,
         stdout: _Stream = None,
         stderr: _Stream = None,
+        interval: Optional[float] = ...,
+        isolate_network: bool = False,
     ) -> Child: ...
     def kill(self) -> None: ...
     def close(self) -> None: ...
@@ -169,6 +309,9 @@ def cgroup_mode() -> Literal["unified", "hybrid", "legacy"]: ...
 def plan_emulation(
     device: _DeviceLike, cpu_period_us: int = ..., cpus: Sequence[int] = ()
 ) -> EmulationPlan: ...
+_Progress = Callable[[int, int, bool, Result], None]
+
+@overload
 def run(
     argv: Sequence[str],
     *,
@@ -179,8 +322,34 @@ def run(
     stdin: _Stream = None,
     stdout: _Stream = None,
     stderr: _Stream = None,
+    interval: Optional[float] = ...,
+    isolate_network: bool = False,
+    repeat: Literal[1] = 1,
+    warmup: Literal[0] = 0,
+    progress: Optional[_Progress] = None,
     parent: Optional[str] = None,
     cpu_period_us: int = ...,
     cpus: Sequence[int] = (),
     allow_missing_controllers: bool = False,
 ) -> Result: ...
+@overload
+def run(
+    argv: Sequence[str],
+    *,
+    device: _DeviceLike,
+    timeout: Optional[float] = None,
+    env: Optional[Mapping[str, str]] = None,
+    cwd: Union[None, str, os.PathLike] = None,
+    stdin: _Stream = None,
+    stdout: _Stream = None,
+    stderr: _Stream = None,
+    interval: Optional[float] = ...,
+    isolate_network: bool = False,
+    repeat: int = 1,
+    warmup: int = 0,
+    progress: Optional[_Progress] = None,
+    parent: Optional[str] = None,
+    cpu_period_us: int = ...,
+    cpus: Sequence[int] = (),
+    allow_missing_controllers: bool = False,
+) -> Union[Result, RepeatedResult]: ...

@@ -1,8 +1,9 @@
 """The ``edgeprof`` command line. Every subcommand calls the C++ core through the Python API.
 
-Exit codes: the workload's own exit code for ``run``; 128+N when a signal N ended it (137 for
-an out-of-memory kill); 124 when ``--timeout`` killed it; 2 for usage errors and for errors of
-edgeprof itself (bad device, no permission, command not found); 130 on Ctrl-C.
+Exit codes: the workload's own exit code for ``run`` (with ``--repeat``, that of the first run
+that failed); 128+N when a signal N ended it (137 for an out-of-memory kill); 124 when
+``--timeout`` killed it; 2 for usage errors and for errors of edgeprof itself (bad device, no
+permission, command not found, unreadable report); 130 on Ctrl-C.
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ examples:
   edgeprof run --device raspberry-pi-4 -- python3 infer.py --model mobilenet
   edgeprof run --cores 2 --speed 0.5 --memory 512MiB --timeout 60 -- ./train
   edgeprof run --device jetson-nano --json -- python3 infer.py > result.json
+  edgeprof run --device raspberry-pi-4 --interval 1ms --json r.json --csv r.csv -- ./infer
+  edgeprof run --device raspberry-pi-4 --repeat 5 --warmup 1 -- python3 infer.py
+  edgeprof show r.json
   edgeprof demo --device raspberry-pi-3b
 """
 
@@ -94,20 +98,98 @@ def cmd_devices(args: argparse.Namespace) -> int:
     return 0
 
 
+def _interval(text: str) -> Optional[float]:
+    """'10ms', '1 ms', '0.5s', '2' (seconds) or 'off' -> seconds (None = no sampling)."""
+    t = text.strip().lower()
+    if t in ("off", "none", "0"):
+        return None
+    try:
+        if t.endswith("ms"):
+            return float(t[:-2]) / 1e3
+        if t.endswith("us"):
+            return float(t[:-2]) / 1e6
+        return float(t[:-1] if t.endswith("s") else t)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"invalid interval {text!r}: give e.g. 10ms, 0.5s, 2 (seconds) or off") from None
+
+
+def _write(path: str, text: str) -> None:
+    """Writes a report file, or stdout for '-'."""
+    if path == "-":
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        return
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as e:
+        raise edgeprof.Error(f"cannot write {path}: {e.strerror} (errno {e.errno})") from e
+
+
+def _runs_csv(runs: list) -> str:
+    """The runs' time series in one CSV, with a leading run column (1-based)."""
+    lines: list[str] = []
+    for i, r in enumerate(runs, 1):
+        rows = r.to_csv().splitlines()
+        if not lines:
+            lines.append("run," + rows[0])
+        lines.extend(f"{i},{row}" for row in rows[1:])
+    return "\n".join(lines) + "\n"
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         raise edgeprof.Error("no command given: edgeprof run [options] -- COMMAND [ARGS...]")
+    if args.repeat < 1 or args.warmup < 0:
+        raise edgeprof.Error("--repeat must be at least 1 and --warmup 0 or more")
+    json_to_stdout = args.json == "-"
+    repeated = args.repeat > 1 or args.warmup > 0
+
+    def progress(index: int, total: int, warmup: bool, r: edgeprof.Result) -> None:
+        what = "warm-up" if warmup else f"run {index - args.warmup + 1}/{args.repeat}"
+        outcome = "ok" if r.ok else "FAILED"
+        print(f"edgeprof: [{index + 1}/{total}] {what}: {r.wall_time_s:.3f} s, {outcome}",
+              file=sys.stderr, flush=True)
+
     result = edgeprof.run(
-        command, device=_device(args), timeout=args.timeout,
-        # With --json, stdout carries only the JSON: the workload's stdout goes to stderr.
-        stdout=sys.stderr.fileno() if args.json else None,
+        command, device=_device(args), timeout=args.timeout, interval=args.interval,
+        isolate_network=args.isolate_network, repeat=args.repeat, warmup=args.warmup,
+        progress=progress if repeated else None,
+        # With the JSON on stdout, stdout carries only the JSON: the workload's goes to stderr.
+        stdout=sys.stderr.fileno() if json_to_stdout else None,
         **_run_options(args))
+    runs = result.runs if repeated else [result]
     if args.json:
-        print(result.to_json())
-    else:
-        print(str(result), end="", file=sys.stderr)
-    return _exit_status(result)
+        _write(args.json, result.to_json())
+    if args.csv:
+        _write(args.csv, _runs_csv(runs) if repeated else result.to_csv())
+    if not json_to_stdout:
+        if repeated:
+            print(str(runs[-1]), end="", file=sys.stderr)
+            print(f"\n{result}", end="", file=sys.stderr)
+        else:
+            print(str(result), end="", file=sys.stderr)
+    for r in runs:
+        if not r.ok:
+            return _exit_status(r)
+    return _exit_status(runs[-1])
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    try:
+        with open(args.file, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as e:
+        raise edgeprof.Error(f"cannot read {args.file}: {e.strerror} (errno {e.errno})") from e
+    kind = json.loads(text).get("schema") if text.lstrip().startswith("{") else None
+    report = (edgeprof.RepeatedResult if kind == "edgeprof.repeated" else edgeprof.Result) \
+        .from_json(text)
+    if args.csv:
+        runs = report.runs if isinstance(report, edgeprof.RepeatedResult) else [report]
+        _write(args.csv, _runs_csv(runs) if len(runs) > 1 else runs[0].to_csv())
+    print(str(report), end="")
+    return 0
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -158,10 +240,28 @@ def build_parser() -> argparse.ArgumentParser:
                        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_device_options(p)
     p.add_argument("--timeout", type=float, help="kill the workload after this many seconds")
-    p.add_argument("--json", action="store_true",
-                   help="print the result as JSON on stdout (the workload's stdout goes to stderr)")
+    m = p.add_argument_group("measurement")
+    m.add_argument("--interval", type=_interval, default=edgeprof.DEFAULT_INTERVAL_S,
+                   help="sampling interval, 1ms to 60s, or 'off' (default 10ms)")
+    m.add_argument("--repeat", type=int, default=1,
+                   help="run N times, each in a fresh slice, and print statistics")
+    m.add_argument("--warmup", type=int, default=0,
+                   help="runs before the counted ones, reported apart (default 0)")
+    m.add_argument("--isolate-network", action="store_true",
+                   help="run in a network namespace of its own, loopback only (an offline "
+                   "device); its network traffic is then reported")
+    o = p.add_argument_group("output (the readable summary goes to stderr)")
+    o.add_argument("--json", nargs="?", const="-", metavar="FILE",
+                   help="write the result as JSON to FILE, or to stdout without FILE (the "
+                   "workload's stdout then goes to stderr)")
+    o.add_argument("--csv", metavar="FILE", help="write the sampled time series as CSV")
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND [ARGS...]")
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("show", help="print a saved JSON report (edgeprof run --json FILE)")
+    p.add_argument("file", help="the JSON file")
+    p.add_argument("--csv", metavar="FILE", help="also write its time series as CSV")
+    p.set_defaults(func=cmd_show)
 
     p = sub.add_parser("demo", help="profile the bundled example workloads and rank them")
     _add_device_options(p)

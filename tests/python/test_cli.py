@@ -67,6 +67,10 @@ def test_run_exit_codes_for_oom_and_timeout():
         (["run", "--cores", "1", "--speed", "1", "--memory", "12 parsecs", "--", "true"],
          "12 parsecs"),
         (["run"], "no command"),
+        (["run", "--interval", "fast", "--", "true"], "invalid interval"),
+        (["run", "--interval", "0.1ms", "--", "true"], "1 ms to 60 s"),
+        (["run", "--repeat", "0", "--", "true"], "--repeat"),
+        (["show", "/no/such/report.json"], "/no/such/report.json"),
     ],
 )
 def test_errors_exit_2_with_a_message(args, fragment):
@@ -86,3 +90,44 @@ def test_demo_ranks_the_bundled_workloads():
     walls = [r["wall_time_s"] for r in rows]
     assert walls == sorted(walls)
     assert all(r["device"]["name"] == "raspberry-pi-4" for r in rows)
+
+
+@requires_cgroups
+def test_run_writes_json_and_csv_files_and_show_reads_them(tmp_path):
+    report, series = tmp_path / "r.json", tmp_path / "r.csv"
+    p = edgeprof("run", "--cores", "1", "--speed", "1", "--memory", "128MiB",
+                 "--interval", "5ms", "--json", str(report), "--csv", str(series), "--",
+                 "sleep", "0.2")
+    assert p.returncode == 0, p.stderr
+    assert "sampling" in p.stderr and "every 5 ms" in p.stderr
+    data = json.loads(report.read_text())
+    assert data["summary"]["interval_s"] == 0.005 and data["summary"]["samples"] >= 30
+    rows = series.read_text().splitlines()
+    assert rows[0].startswith("t_s,scheduled,") and len(rows) == data["summary"]["samples"] + 1
+    shown = edgeprof("show", str(report))
+    assert shown.returncode == 0 and "wall time" in shown.stdout
+
+
+@requires_cgroups
+def test_run_repeat_prints_statistics_and_progress(tmp_path):
+    report = tmp_path / "rr.json"
+    p = edgeprof("run", "--cores", "1", "--speed", "1", "--memory", "128MiB", "--repeat", "3",
+                 "--warmup", "1", "--json", str(report), "--csv", str(tmp_path / "rr.csv"),
+                 "--", "sleep", "0.05")
+    assert p.returncode == 0, p.stderr
+    assert "[1/4] warm-up" in p.stderr and "[4/4] run 3/3" in p.stderr
+    assert "95% CI of the mean" in p.stderr and "wall_time_s" in p.stderr
+    data = json.loads(report.read_text())
+    assert data["schema"] == "edgeprof.repeated" and data["repeat"] == 3
+    assert data["stats"]["wall_time_s"]["n"] == 3
+    csv_runs = {line.split(",")[0] for line in (tmp_path / "rr.csv").read_text().splitlines()[1:]}
+    assert csv_runs == {"1", "2", "3"}
+    shown = edgeprof("show", str(report))
+    assert shown.returncode == 0 and "3 runs (+1 warm-up)" in shown.stdout
+
+
+@requires_cgroups
+def test_run_repeat_exit_code_is_the_first_failure():
+    p = edgeprof("run", "--repeat", "2", "--", "sh", "-c", "exit 3")
+    assert p.returncode == 3
+    assert "SOME FAILED" in p.stderr

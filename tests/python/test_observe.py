@@ -1,0 +1,193 @@
+"""Sampling, phases, repeats and reports from Python: real runs of real Python workloads."""
+
+import gc
+import json
+import sys
+import tempfile
+import textwrap
+
+import numpy as np
+import pytest
+
+import edgeprof
+from conftest import requires_cgroups
+
+# A Python workload with phases: imports (interpreter), a 48 MiB buffer (load), and CPU work.
+PHASED = textwrap.dedent("""
+    import time, edgeprof
+    print("profiled", edgeprof.profiled(), flush=True)
+    with edgeprof.phase("load"):
+        buf = bytearray(48 << 20)
+        for i in range(0, len(buf), 4096):
+            buf[i] = 1
+        time.sleep(0.05)
+    with edgeprof.phase("inference"):
+        t = time.process_time()
+        x = 0
+        while time.process_time() - t < 0.3:
+            x += 1
+    print("inference_cpu", time.process_time() - t, flush=True)
+""")
+
+
+@pytest.fixture
+def one_core():
+    return edgeprof.Device(name="one-core", cores=1, core_speed=1.0, memory="512MiB")
+
+
+@requires_cgroups
+def test_series_are_numpy_views_without_copies(one_core, tmp_path):
+    r = edgeprof.run([sys.executable, "-c", "import time; time.sleep(0.3)"], device=one_core,
+                     interval=0.005)
+    assert r.ok
+    s = r.series
+    assert len(s) == r.summary.samples >= 40
+    mem = s["memory_current_bytes"]
+    assert isinstance(mem, np.ndarray) and mem.dtype == np.uint64 and len(mem) == len(s)
+    assert not mem.flags.writeable and not mem.flags.owndata
+    # The same storage each time: views, not copies.
+    assert np.shares_memory(mem, s["memory_current_bytes"])
+    t = s.t_ns
+    assert t.dtype == np.int64 and np.all(np.diff(t) > 0)
+    assert t[0] <= 0 <= t[-1] and t[-1] >= r.wall_time_s * 1e9
+    # The views keep the result alive.
+    del r, s
+    gc.collect()
+    assert mem.max() > 0 and len(t) == len(mem)
+
+
+@requires_cgroups
+def test_unavailable_metrics_raise_instead_of_reading_as_zero(one_core):
+    r = edgeprof.run(["true"], device=one_core)
+    assert "net_rx_bytes" not in r.series.available
+    with pytest.raises(KeyError, match="not available"):
+        r.series["net_rx_bytes"]
+    with pytest.raises(KeyError, match="metrics: cpu_usage_ns"):
+        r.series["no_such_metric"]
+    assert r.summary.net_rx_bytes is None
+    assert set(r.series.available) <= set(edgeprof.METRICS)
+
+
+@requires_cgroups
+def test_python_phases_separate_the_model_from_the_interpreter(one_core):
+    with tempfile.NamedTemporaryFile("w+") as out_file:
+        r = edgeprof.run([sys.executable, "-c", PHASED], device=one_core, interval=0.005,
+                         stdout=out_file.name)
+        out_file.seek(0)
+        printed = dict(line.split(" ", 1) for line in out_file.read().splitlines())
+    assert r.ok, str(r)
+    assert printed["profiled"] == "True"
+    names = [p.name for p in r.phases]
+    assert names == ["load", "inference"]
+    load, inference = r.phases
+    # The buffer's 48 MiB, net of the interpreter that was already there.
+    assert 47 << 20 <= load.memory_net_peak_bytes <= 56 << 20, str(r)
+    assert load.memory_start_bytes >= 4 << 20  # the interpreter itself
+    assert inference.cpu_s == pytest.approx(float(printed["inference_cpu"]), abs=0.03)
+    assert inference.wall_time_s >= 0.3
+    assert not inference.ended_by_exit
+    frame = r.phases_to_pandas() if _has_pandas() else None
+    if frame is not None:
+        assert list(frame["name"]) == ["load", "inference"]
+
+
+def test_phases_are_no_ops_outside_edgeprof():
+    assert not edgeprof.profiled()
+    with edgeprof.phase("nothing"):
+        pass
+
+    @edgeprof.phase("decorated")
+    def f():
+        return 42
+
+    assert f() == 42
+    edgeprof.mark("x")
+    with pytest.raises(ValueError):
+        edgeprof.phase("")
+
+
+@requires_cgroups
+def test_a_result_reads_back_equal_from_json(one_core):
+    r = edgeprof.run([sys.executable, "-c", PHASED], device=one_core, interval=0.01,
+                     stdout=-3)
+    text = r.to_json()
+    data = json.loads(text)
+    assert data["schema"] == "edgeprof.result"
+    assert data["schema_version"] == edgeprof.REPORT_SCHEMA_VERSION
+    assert data["edgeprof_version"] == edgeprof.__version__
+    assert data["host"]["cpus"] >= 1 and data["device"]["name"] == "one-core"
+    assert data["cgroup_mode"] == edgeprof.cgroup_mode()
+    back = edgeprof.Result.from_json(text)
+    assert back == r
+    assert back.to_json() == text
+    assert np.array_equal(back.series["cpu_usage_ns"], r.series["cpu_usage_ns"])
+    with pytest.raises(edgeprof.Error, match="not an edgeprof report"):
+        edgeprof.Result.from_json('{"schema": "something else"}')
+
+
+@requires_cgroups
+def test_csv_has_a_row_per_sample(one_core):
+    r = edgeprof.run(["sleep", "0.1"], device=one_core, interval=0.01)
+    lines = r.to_csv().splitlines()
+    header = lines[0].split(",")
+    assert header[:2] == ["t_s", "scheduled"] and "memory_current_bytes" in header
+    assert header[-1] == "cpu_cores"
+    assert len(lines) == len(r.series) + 1
+
+
+def _has_pandas():
+    try:
+        import pandas  # noqa: F401
+        return True
+    except ImportError:
+        return False
+
+
+@requires_cgroups
+def test_to_pandas(one_core):
+    pd = pytest.importorskip("pandas")
+    r = edgeprof.run(["sleep", "0.1"], device=one_core, interval=0.01)
+    frame = r.to_pandas()
+    assert isinstance(frame, pd.DataFrame)
+    assert len(frame) == len(r.series)
+    assert {"t_s", "scheduled", "cpu_usage_ns", "memory_current_bytes", "cpu_cores"} <= set(frame)
+    assert np.isnan(frame["cpu_cores"].iloc[0])
+    assert frame["t_s"].is_monotonic_increasing
+
+
+@requires_cgroups
+def test_repeat_and_warmup_give_statistics(one_core):
+    seen = []
+    rr = edgeprof.run(["sleep", "0.05"], device=one_core, repeat=3, warmup=1,
+                      progress=lambda i, n, warm, r: seen.append((i, n, warm, r.ok)))
+    assert isinstance(rr, edgeprof.RepeatedResult)
+    assert seen == [(0, 4, True, True), (1, 4, False, True), (2, 4, False, True),
+                    (3, 4, False, True)]
+    assert len(rr.warmups) == 1 and len(rr.runs) == 3 and rr.ok
+    wall = rr.stat("wall_time_s")
+    assert wall.n == 3 and wall.min <= wall.median <= wall.max
+    assert wall.ci95_low <= wall.mean <= wall.ci95_high
+    assert 0.05 <= wall.median < 0.2
+    assert rr.stats["wall_time_s"] == wall
+    assert edgeprof.RepeatedResult.from_json(rr.to_json()) == rr
+    assert "95% CI" in str(rr)
+    if _has_pandas():
+        assert rr.to_pandas().loc["wall_time_s", "n"] == 3
+    with pytest.raises(edgeprof.Error, match="repeat must be at least 1"):
+        edgeprof.run(["true"], device=one_core, repeat=0)
+
+
+@requires_cgroups
+def test_interval_is_checked_and_can_be_off(one_core):
+    with pytest.raises(edgeprof.Error, match="1 ms to 60 s"):
+        edgeprof.run(["true"], device=one_core, interval=0.0001)
+    r = edgeprof.run(["true"], device=one_core, interval=None)
+    assert r.ok and len(r.series) == 0 and r.summary.samples == 0
+
+
+def test_statistics_match_numpy():
+    values = [1.5, 2.0, 2.5, 4.0, 10.0]
+    s = edgeprof.statistics(values)
+    assert s.median == pytest.approx(np.median(values))
+    assert s.mean == pytest.approx(np.mean(values))
+    assert s.stddev == pytest.approx(np.std(values, ddof=1))
