@@ -17,7 +17,8 @@ namespace edgeprof::detail {
 namespace {
 
 // Controllers edgeprof uses on v1; freezer only makes killing race-free.
-const char* const kV1Controllers[] = {"cpu", "cpuacct", "cpuset", "memory", "pids", "freezer"};
+// blkio only for its I/O counters (storage bandwidth emulation is a later step).
+const char* const kV1Controllers[] = {"cpu", "cpuacct", "cpuset", "memory", "pids", "freezer", "blkio"};
 
 // One hierarchy: the controllers mounted there and the parent directory to create slices in.
 struct Hierarchy {

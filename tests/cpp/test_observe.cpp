@@ -229,3 +229,22 @@ TEST_CASE("repeated runs: warm-ups apart, statistics over fresh slices", "[kerne
   CHECK_THROWS_AS(run_repeated(workload({"exit"}), make_device("x", 1, 1.0, "64MiB"), 0),
                   Error);
 }
+
+TEST_CASE("block I/O of the slice is counted", "[kernel][observe][io]") {
+  REQUIRE_CGROUPS();
+  Slice slice(make_device("io", 1, 1.0, "256MiB"));
+  const std::string path = std::filesystem::temp_directory_path() /
+                           ("edgeprof-direct-io-" + std::to_string(::getpid()));
+  auto [r, out] = run_capturing(slice, workload({"direct-io", path, "16"}));
+  if (r.exit_code == 5) {
+    WARN("skipped: " << path << " is on a filesystem without O_DIRECT (tmpfs)");
+    return;
+  }
+  REQUIRE(r.ok());
+  CAPTURE(to_text(r));
+  REQUIRE(r.summary.io_write_bytes);
+  CHECK(*r.summary.io_write_bytes >= (16u << 20));
+  CHECK(*r.summary.io_write_bytes < (20u << 20));
+  CHECK(*r.summary.io_read_bytes >= (16u << 20));
+  CHECK(*r.summary.io_write_ops >= 16);
+}

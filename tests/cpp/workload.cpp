@@ -1,6 +1,7 @@
 // A small workload program for the tests: each mode exercises one thing a slice must emulate or
 // measure. It needs nothing but libc, so it also runs inside the cgroup v2 VM.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -10,6 +11,7 @@
 
 #include <edgeprof/phase.hpp>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -140,6 +142,35 @@ int loopback(long bytes) {
   return got == bytes ? 0 : 4;
 }
 
+// Writes `mib` MiB to `path` with O_DIRECT (past the page cache, so the block layer counts it),
+// reads it back the same way, and removes the file. Exit 5 when the filesystem refuses O_DIRECT
+// (tmpfs).
+int direct_io(const char* path, long mib) {
+  const int fd = open(path, O_CREAT | O_TRUNC | O_RDWR | O_DIRECT, 0600);
+  if (fd < 0) {
+    std::perror(path);
+    return errno == EINVAL ? 5 : 3;
+  }
+  const size_t chunk = 1 << 20;
+  void* buf = nullptr;
+  if (posix_memalign(&buf, 4096, chunk) != 0) return 2;
+  std::memset(buf, 0x42, chunk);
+  int rc = 0;
+  for (long i = 0; i < mib && rc == 0; ++i) {
+    if (write(fd, buf, chunk) != static_cast<ssize_t>(chunk)) rc = errno == EINVAL ? 5 : 3;
+  }
+  for (long i = 0; i < mib && rc == 0; ++i) {
+    if (pread(fd, buf, chunk, static_cast<off_t>(i) * static_cast<off_t>(chunk)) !=
+        static_cast<ssize_t>(chunk)) {
+      rc = 3;
+    }
+  }
+  close(fd);
+  unlink(path);
+  std::free(buf);
+  return rc;
+}
+
 int print_file(const char* path) {
   FILE* f = std::fopen(path, "r");
   if (!f) return 2;
@@ -170,6 +201,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (mode == "phases") return phases();
+  if (mode == "direct-io" && argc > 3) return direct_io(argv[2], static_cast<long>(arg(3, 8)));
   if (mode == "loopback") return loopback(static_cast<long>(arg(2, 1 << 20)));
   if (mode == "sleep") {
     std::this_thread::sleep_for(std::chrono::duration<double>(arg(2, 1)));
@@ -196,7 +228,8 @@ int main(int argc, char** argv) {
   }
   std::fprintf(stderr,
                "usage: %s spin SECONDS [THREADS] | spin-report SECONDS [THREADS] | touch MIB "
-               "[HOLD_S] | touch-report MIB [HOLD_S] | phases | loopback BYTES | exit N | "
+               "[HOLD_S] | touch-report MIB [HOLD_S] | phases | loopback BYTES | direct-io PATH MIB | "
+               "exit N | "
                "sleep S | cgroup | env NAME | cwd | fork-sleep\n",
                argv[0]);
   return 64;
