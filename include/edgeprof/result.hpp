@@ -44,7 +44,7 @@ inline constexpr std::int64_t kDefaultSampleIntervalNs = 10'000'000;
 
 // CPU rates (p95, peak) are taken over windows of at least this long: the kernel charges CPU
 // time to cgroups at scheduler ticks (every 4 ms at HZ=250), so a rate over 5 ms can be off by
-// more than 100%, one over 100 ms by at most about 8% per running task.
+// more than 100%, one over 100 ms by at most about 8% per running task (docs/sampling.md).
 inline constexpr std::int64_t kCpuRateWindowNs = 100'000'000;
 
 // Figures derived from the samples. Unset = the metric was not available in this run (never a

@@ -67,6 +67,9 @@ TEST_CASE("a source failing mid-run is disabled and marked, and the others go on
   tree.file(dir + "/cpu.stat", "usage_usec 100\nuser_usec 60\nsystem_usec 40\n");
   tree.file(dir + "/memory.current", "4096\n");
   Sources sources = Sources::v2(Fs(tree.root()), dir);
+  static std::vector<std::string> logged;
+  logged.clear();
+  sources.set_logger([](const std::string& message) { logged.push_back(message); });
   Columns columns;
   sources.tick(1, columns);
   CHECK(value(columns, Metric::cpu_usage_ns) == 100000u);
@@ -87,12 +90,18 @@ TEST_CASE("a source failing mid-run is disabled and marked, and the others go on
   CHECK(complete(columns, Metric::memory_current_bytes));
   bool cpu_failed = false;
   for (const SourceStatus& s : sources.status()) {
-    if (s.name == "cpu.stat") cpu_failed = s.failed;
+    if (s.name == "cpu.stat") {
+      cpu_failed = s.failed;
+      CHECK(s.error == "cpu.stat could not be parsed");
+    }
   }
   CHECK(cpu_failed);
   tree.file(dir + "/cpu.stat", "usage_usec 500\nuser_usec 300\nsystem_usec 200\n");
   sources.tick(3, columns);
   CHECK(value(columns, Metric::cpu_usage_ns, 2) == 100000u);  // disabled for the rest of the run
+  // Logged once, naming the source, whatever the number of ticks after.
+  REQUIRE(logged.size() == 1);
+  CHECK(logged[0].find("sampling stopped for cpu.stat") != std::string::npos);
 }
 
 TEST_CASE("v1: hierarchies, the exact CPU split and host-wide pressure", "[sampler]") {
