@@ -211,16 +211,24 @@ def cmd_demo(args: argparse.Namespace) -> int:
                           for i, (n, r) in enumerate(rows, 1)], indent=2))
         return 0 if all(r.ok for _, r in rows) else 1
     print(f"\nmeasured on {device.name} (emulated); ranked by wall time")
-    print(f"{'rank':>4}  {'workload':<10} {'wall s':>8} {'cpu s':>7} {'peak memory':>12} "
-          f"{'throttled':>9}  outcome")
+    print(f"{'rank':>4}  {'workload':<10} {'wall s':>8} {'infer s':>8} {'cpu s':>7} "
+          f"{'peak memory':>12} {'model mem':>10} {'throttled':>9}  outcome")
     for i, (name, r) in enumerate(rows, 1):
         peak = edgeprof.format_size(r.peak_memory_bytes) if r.peak_memory_bytes else "n/a"
+        phases = {p.name: p for p in r.phases}
+        infer = phases.get("inference")
+        load = phases.get("load")
+        infer_s = f"{infer.wall_time_s:.3f}" if infer else "n/a"
+        model = (edgeprof.format_size(max(load.memory_net_peak_bytes, 0))
+                 if load and load.memory_net_peak_bytes is not None else "n/a")
         outcome = "ok" if r.ok else ("OOM-killed" if r.oom_killed else
                                      "timed out" if r.timed_out else f"failed ({r.exit_code})")
-        print(f"{i:>4}  {name:<10} {r.wall_time_s:>8.3f} {r.cpu_user_s + r.cpu_system_s:>7.3f} "
-              f"{peak:>12} {r.throttled_s:>8.3f}s  {outcome}")
-    print("\nwall time: monotonic clock, exec to exit; cpu and peak memory: cgroup counters "
-          f"({rows[0][1].peak_memory_source}); all measured, none projected")
+        print(f"{i:>4}  {name:<10} {r.wall_time_s:>8.3f} {infer_s:>8} "
+              f"{r.cpu_user_s + r.cpu_system_s:>7.3f} {peak:>12} {model:>10} "
+              f"{r.throttled_s:>8.3f}s  {outcome}")
+    print("\nwall, infer (the inference phase): monotonic clock, measured; cpu and peak memory: "
+          f"cgroup counters ({rows[0][1].peak_memory_source}), measured; model mem: memory the "
+          "load phase added, sampled every 10 ms; none projected")
     return 0 if all(r.ok for _, r in rows) else 1
 
 
