@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -307,13 +308,13 @@ double incomplete_beta(double a, double b, double x) {
   return 1.0 - front * beta_fraction(b, a, 1.0 - x) / b;
 }
 
-// P(T <= t) for Student's t with `dof` degrees of freedom.
+}  // namespace
+
 double student_t_cdf(double t, double dof) {
+  if (std::isinf(t)) return t > 0 ? 1.0 : 0.0;
   const double tail = 0.5 * incomplete_beta(dof / 2.0, 0.5, dof / (dof + t * t));
   return t >= 0 ? 1.0 - tail : tail;
 }
-
-}  // namespace
 
 double student_t_quantile(double p, double dof) {
   if (!(p > 0 && p < 1) || !(dof > 0)) {
@@ -357,57 +358,57 @@ Statistic statistics(const std::vector<double>& values) {
   return s;
 }
 
-std::map<std::string, Statistic> describe_runs(const std::vector<Result>& runs) {
-  std::map<std::string, std::vector<double>> figures;
-  std::map<std::string, size_t> seen;
-  auto add = [&](const std::string& name, std::optional<double> v) {
-    if (!v) return;
-    figures[name].push_back(*v);
+std::map<std::string, double> figures(const Result& r) {
+  std::map<std::string, double> f;
+  f["wall_time_s"] = r.wall_time_s;
+  f["cpu_user_s"] = r.cpu_user_s;
+  f["cpu_system_s"] = r.cpu_system_s;
+  f["cpu_time_s"] = r.cpu_user_s + r.cpu_system_s;
+  f["throttled_s"] = r.throttled_s;
+  f["child_max_rss_bytes"] = double(r.child_max_rss_bytes);
+  if (r.peak_memory_bytes) f["peak_memory_bytes"] = double(*r.peak_memory_bytes);
+  const Summary& s = r.summary;
+  auto put = [&](const char* name, auto v) {
+    if (v) f[name] = double(*v);
   };
-  auto opt = [](auto o) -> std::optional<double> {
-    if (!o) return std::nullopt;
-    return double(*o);
-  };
-  for (const Result& r : runs) {
-    add("wall_time_s", r.wall_time_s);
-    add("cpu_user_s", r.cpu_user_s);
-    add("cpu_system_s", r.cpu_system_s);
-    add("cpu_time_s", r.cpu_user_s + r.cpu_system_s);
-    add("peak_memory_bytes", opt(r.peak_memory_bytes));
-    add("throttled_s", r.throttled_s);
-    add("child_max_rss_bytes", double(r.child_max_rss_bytes));
-    const Summary& s = r.summary;
-    add("cpu_cores_avg", s.cpu_cores_avg);
-    add("cpu_cores_p95", s.cpu_cores_p95);
-    add("cpu_cores_peak", s.cpu_cores_peak);
-    add("cpu_capacity_avg", s.cpu_capacity_avg);
-    add("throttled_fraction", s.throttled_fraction);
-    add("memory_avg_bytes", opt(s.memory_avg_bytes));
-    add("memory_sampled_peak_bytes", opt(s.memory_sampled_peak_bytes));
-    add("io_read_bytes", opt(s.io_read_bytes));
-    add("io_write_bytes", opt(s.io_write_bytes));
-    add("net_rx_bytes", opt(s.net_rx_bytes));
-    add("net_tx_bytes", opt(s.net_tx_bytes));
-    add("tasks_peak", opt(s.tasks_peak));
-    // Phases: per name, the total over the run's occurrences (a phase marked in a loop).
-    std::map<std::string, std::array<std::optional<double>, 3>> phases;
-    for (const Phase& p : r.phases) {
-      auto& f = phases[p.name];
-      f[0] = f[0].value_or(0) + p.wall_time_s();
-      if (p.cpu_s) f[1] = f[1].value_or(0) + *p.cpu_s;
-      if (p.memory_net_peak_bytes) {
-        f[2] = std::max(f[2].value_or(-1e300), double(*p.memory_net_peak_bytes));
-      }
-    }
-    for (const auto& [name, f] : phases) {
-      add("phase." + name + ".wall_time_s", f[0]);
-      add("phase." + name + ".cpu_s", f[1]);
-      add("phase." + name + ".memory_net_peak_bytes", f[2]);
+  put("cpu_cores_avg", s.cpu_cores_avg);
+  put("cpu_cores_p95", s.cpu_cores_p95);
+  put("cpu_cores_peak", s.cpu_cores_peak);
+  put("cpu_capacity_avg", s.cpu_capacity_avg);
+  put("throttled_fraction", s.throttled_fraction);
+  put("memory_avg_bytes", s.memory_avg_bytes);
+  put("memory_sampled_peak_bytes", s.memory_sampled_peak_bytes);
+  put("io_read_bytes", s.io_read_bytes);
+  put("io_write_bytes", s.io_write_bytes);
+  put("net_rx_bytes", s.net_rx_bytes);
+  put("net_tx_bytes", s.net_tx_bytes);
+  put("tasks_peak", s.tasks_peak);
+  std::map<std::string, std::array<std::optional<double>, 3>> phases;
+  for (const Phase& p : r.phases) {
+    auto& v = phases[p.name];
+    v[0] = v[0].value_or(0) + p.wall_time_s();
+    if (p.cpu_s) v[1] = v[1].value_or(0) + *p.cpu_s;
+    if (p.memory_net_peak_bytes) {
+      v[2] = std::max(v[2].value_or(-1e300), double(*p.memory_net_peak_bytes));
     }
   }
+  for (const auto& [name, v] : phases) {
+    put(("phase." + name + ".wall_time_s").c_str(), v[0]);
+    put(("phase." + name + ".cpu_s").c_str(), v[1]);
+    put(("phase." + name + ".memory_net_peak_bytes").c_str(), v[2]);
+  }
+  return f;
+}
+
+
+std::map<std::string, Statistic> describe_runs(const std::vector<Result>& runs) {
+  std::map<std::string, std::vector<double>> values;
+  for (const Result& r : runs) {
+    for (const auto& [name, v] : figures(r)) values[name].push_back(v);
+  }
   std::map<std::string, Statistic> out;
-  for (const auto& [name, values] : figures) {
-    if (values.size() == runs.size()) out[name] = statistics(values);  // present in every run
+  for (const auto& [name, v] : values) {
+    if (v.size() == runs.size()) out[name] = statistics(v);  // present in every run
   }
   return out;
 }

@@ -5,6 +5,8 @@
 #include "edgeprof/error.hpp"
 #include "edgeprof/phase.hpp"
 #include "edgeprof/plan.hpp"
+#include "edgeprof/projection.hpp"
+#include "edgeprof/rank.hpp"
 #include "edgeprof/result.hpp"
 #include "edgeprof/series.hpp"
 #include "edgeprof/slice.hpp"

@@ -220,14 +220,23 @@ struct RepeatedResult {
 };
 bool operator==(const RepeatedResult& a, const RepeatedResult& b);
 
-// Computes `stats` from the runs (a pure function).
+// Every named figure of a result: "wall_time_s", "cpu_user_s", "cpu_system_s", "cpu_time_s",
+// "throttled_s", "child_max_rss_bytes", "peak_memory_bytes" (when measured), the summary's
+// figures that were available ("cpu_cores_avg", "memory_avg_bytes", "io_read_bytes", ...), and
+// for each phase name "phase.<name>.wall_time_s", ".cpu_s" (summed over the phase's
+// occurrences) and ".memory_net_peak_bytes" (the largest).
+std::map<std::string, double> figures(const Result& result);
+
+// Computes `stats` from the runs (a pure function): every figure present in every run.
 std::map<std::string, Statistic> describe_runs(const std::vector<Result>& runs);
 
 std::string to_text(const RepeatedResult& result);
 std::string to_json(const RepeatedResult& result);
 RepeatedResult repeated_from_json(std::string_view json);
 
-// Two-sided Student t quantile: the t with P(T <= t) = p for `dof` degrees of freedom.
+// Student t quantile: the t with P(T <= t) = p for `dof` degrees of freedom.
 double student_t_quantile(double p, double dof);
+// P(T <= t) for Student's t with `dof` degrees of freedom.
+double student_t_cdf(double t, double dof);
 
 }  // namespace edgeprof

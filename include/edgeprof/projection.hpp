@@ -1,0 +1,142 @@
+// Predicting device numbers: fit device ~ f(what edgeprof measured under emulation) on a few
+// calibration workloads measured once on the real device, and say how far to trust it.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "edgeprof/rank.hpp"
+#include "edgeprof/result.hpp"
+
+namespace edgeprof {
+
+enum class FitModel {
+  linear,      // y = a x + b, ordinary least squares
+  origin,      // y = a x
+  loglog,      // y = c x^k, least squares on log y = log c + k log x (x, y > 0)
+  theil_sen,   // y = a x + b, median of pairwise slopes: robust to one outlier among few points
+  multi,       // y = b + sum a_j x_j over several features, optionally ridge-regularised
+  automatic,   // the model with the smallest leave-one-out error (see Fit::reason)
+};
+const char* to_string(FitModel model);
+FitModel fit_model_from_string(std::string_view text);  // "linear", ..., "auto"
+
+struct FitOptions {
+  FitModel model = FitModel::automatic;
+  double ridge = 0;  // multi only: lambda of the ridge penalty on the slopes (0 = none)
+  // Feature names, one per column of x (for reports and for applying to results); default
+  // "x" or "x1", "x2", ...
+  std::vector<std::string> features;
+  std::string target = "y";
+};
+
+// The estimate for one input, with its prediction interval.
+struct Prediction {
+  double estimate = 0;
+  double low = 0, high = 0;  // prediction interval at `confidence`
+  double confidence = 0.95;
+  // The t distribution of the estimate (in log space for loglog): for budget confidence.
+  double center = 0, scale = 0, dof = 0;
+  bool log_space = false;
+  std::string provenance = "projected";
+};
+
+// A fitted projection. Every figure is computed from the points (leave-one-out refits them n
+// times, exactly).
+class Projection {
+ public:
+  // x: one row per calibration workload, one column per feature; y: the device's figures.
+  // Throws Error with fewer than 3 points (or not more points than coefficients), a degenerate
+  // x (all equal, or collinear features), NaN or infinite values, and for loglog non-positive
+  // values.
+  static Projection fit(const std::vector<std::vector<double>>& x, const std::vector<double>& y,
+                        const FitOptions& options = {});
+  // One feature.
+  static Projection fit(const std::vector<double>& x, const std::vector<double>& y,
+                        const FitOptions& options = {});
+
+  FitModel model() const { return model_; }
+  // Why this model: for "auto", the leave-one-out errors that decided.
+  const std::string& reason() const { return reason_; }
+  const std::vector<std::string>& features() const { return options_.features; }
+  const std::string& target() const { return options_.target; }
+
+  // Coefficients: for linear/theil_sen/multi {intercept b, slopes a_j...}, for origin {a}, for
+  // loglog {log c, k}; named in coefficient_names(). Standard errors (OLS formulas; for
+  // theil_sen the OLS formula with its residuals, an approximation).
+  const std::vector<double>& coefficients() const { return coef_; }
+  const std::vector<double>& standard_errors() const { return se_; }
+  const std::vector<std::string>& coefficient_names() const { return coef_names_; }
+  double r_squared() const { return r2_; }
+  double residual_standard_error() const { return rse_; }  // in y units (log y for loglog)
+  double dof() const { return dof_; }
+  std::size_t points() const { return y_.size(); }
+
+  // Leave-one-out: absolute percentage errors of predicting each point from the others.
+  const std::vector<double>& loo_ape() const { return loo_ape_; }
+  double loo_ape_median() const { return loo_median_; }
+  double loo_ape_max() const { return loo_max_; }
+  double loo_within_10pct() const { return loo_within_; }  // share of points within +-10%
+
+  Prediction predict(const std::vector<double>& x, double confidence = 0.95) const;
+  Prediction predict(double x, double confidence = 0.95) const;
+
+  // The points it was fitted on.
+  const std::vector<std::vector<double>>& x() const { return x_; }
+  const std::vector<double>& y() const { return y_; }
+  const FitOptions& options() const { return options_; }
+
+  std::string to_text() const;
+
+ private:
+  FitModel model_ = FitModel::linear;
+  std::string reason_;
+  FitOptions options_;
+  std::vector<std::vector<double>> x_;
+  std::vector<double> y_;
+  std::vector<double> coef_, se_;
+  std::vector<std::string> coef_names_;
+  // (X'X + lambda)^-1 and X'X for intervals (row-major, p x p).
+  std::vector<double> xtx_inv_, xtx_;
+  double r2_ = 0, rse_ = 0, dof_ = 0;
+  std::vector<double> loo_ape_;
+  double loo_median_ = 0, loo_max_ = 0, loo_within_ = 0;
+
+  // `allow_exact`: as many points as coefficients (leave-one-out refits of small sets).
+  static Projection fit_one(const std::vector<std::vector<double>>& x,
+                            const std::vector<double>& y, FitModel model,
+                            const FitOptions& options, bool with_loo, bool allow_exact = false);
+  double point_estimate(const std::vector<double>& x) const;
+};
+
+// A projected figure against a budget: fits when the estimate is within the limit; confidence
+// is the probability, under the prediction's t distribution, that the true figure is.
+BudgetCheck check_budget(const Prediction& prediction, double limit);
+
+// A projection for one device (and optionally one model family), saved with its points.
+struct Calibration {
+  std::string device;
+  std::string family;  // "" = any
+  Projection projection;
+};
+
+// JSON: {"schema": "edgeprof.calibrations", "schema_version": 1, "calibrations": [...]},
+// each with its device, family, model, features, target, ridge and points; loading refits them
+// (the fit is a deterministic function of the points) and checks the coefficients.
+std::string calibrations_to_json(const std::vector<Calibration>& calibrations);
+std::vector<Calibration> calibrations_from_json(std::string_view json);
+
+// The calibration for (device, family, target): an exact family match first, then one for any
+// family. nullopt when there is none.
+std::optional<Calibration> find_calibration(const std::vector<Calibration>& calibrations,
+                                            const std::string& device, const std::string& target,
+                                            const std::string& family = "");
+
+// Applies a calibration to a result: its features are the result's figures (figure()), and the
+// projected figure is labelled "projected".
+Prediction project(const Calibration& calibration, const Result& result,
+                   double confidence = 0.95);
+
+}  // namespace edgeprof

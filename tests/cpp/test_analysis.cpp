@@ -1,0 +1,261 @@
+// Ranking, agreement, Pareto fronts, budgets and projections, on hand-checked small cases.
+// Reference values: scipy 1.16 (stats.mannwhitneyu, ttest_ind, spearmanr, kendalltau,
+// permutation_test, linregress, theilslopes, t.ppf), noted next to each.
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "edgeprof/edgeprof.hpp"
+
+using namespace edgeprof;
+
+TEST_CASE("two-sample tests match scipy", "[analysis]") {
+  // Exact Mann-Whitney (no ties, a sample of at most 8).
+  CHECK(mann_whitney_p({1, 2, 3, 4, 5}, {6, 7, 8, 9, 10}) == Approx(0.007936507936507936));
+  CHECK(mann_whitney_p({1, 2, 3}, {4, 5, 6}) == Approx(0.1));  // 3 vs 3 cannot reach 0.05
+  // Normal approximation with ties and continuity correction.
+  CHECK(mann_whitney_p({1, 2, 2, 3, 4, 5, 6, 7, 8, 9}, {3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 12}) ==
+        Approx(0.03411273712347272).epsilon(1e-9));
+  CHECK(welch_p({1, 2, 3, 4}, {3, 4, 5, 6.5}) == Approx(0.07572247714213783).epsilon(1e-9));
+  CHECK(welch_p({1, 1}, {1, 1}) == 1.0);
+  CHECK_THROWS_AS(welch_p({1}, {1, 2}), Error);
+}
+
+TEST_CASE("rank: medians first, ties where the test cannot separate", "[analysis][rank]") {
+  std::vector<RankItem> items = {
+      {"slow", {10, 11, 12, 10.5, 11.5}},
+      {"fast", {1, 1.1, 0.9, 1.05, 0.95}},
+      {"fast-too", {1.02, 0.97, 1.08, 0.92, 1.01}},  // indistinguishable from "fast"
+      {"middle", {5, 5.2, 4.9, 5.1, 5.05}},
+  };
+  const auto copy = items;
+  auto ranked = rank(items);
+  CHECK(items.size() == copy.size());  // the input is not modified
+  CHECK(items[0].samples == copy[0].samples);
+  REQUIRE(ranked.size() == 4);
+  CHECK(ranked[0].rank == 1);
+  CHECK(ranked[1].rank == 1);
+  CHECK(ranked[0].tied);
+  CHECK(ranked[1].tied);
+  CHECK((ranked[0].name == "fast" || ranked[0].name == "fast-too"));
+  CHECK(ranked[2].name == "middle");
+  CHECK(ranked[2].rank == 3);  // two items are significantly better
+  CHECK_FALSE(ranked[2].tied);
+  CHECK(ranked[3].name == "slow");
+  CHECK(ranked[3].rank == 4);
+  CHECK(ranked[3].index == 0);
+  CHECK(ranked[3].value == Approx(11));
+
+  // Higher is better (accuracy), and single measurements compared by value.
+  auto acc = rank({{"a", {0.7}}, {"b", {0.9}}, {"c", {0.9}}}, {true});
+  CHECK(acc[0].name == "b");  // stable among equals
+  CHECK(acc[1].name == "c");
+  CHECK(acc[0].rank == 1);
+  CHECK(acc[1].rank == 1);
+  CHECK(acc[2].rank == 3);
+
+  // With 3 runs each, Mann-Whitney cannot separate anything; Welch can.
+  std::vector<RankItem> three = {{"x", {1, 1.1, 1.2}}, {"y", {2, 2.1, 2.2}}};
+  CHECK(rank(three)[1].rank == 1);
+  RankOptions welch;
+  welch.test = RankTest::welch;
+  CHECK(rank(three, welch)[1].rank == 2);
+
+  CHECK_THROWS_WITH(rank({{"empty", {}}}), Catch::Contains("'empty' has no measurements"));
+  CHECK_THROWS_WITH(rank({{"nan", {std::nan("")}}}), Catch::Contains("finite"));
+  RankOptions bad;
+  bad.alpha = 1.5;
+  CHECK_THROWS_WITH(rank(three, bad), Catch::Contains("alpha"));
+}
+
+TEST_CASE("rank agreement: Spearman and Kendall, exact and asymptotic", "[analysis][rank]") {
+  const std::vector<double> x = {1, 2, 3, 4, 5, 6, 7}, y = {2, 1, 4, 3, 7, 5, 6};
+  auto s = spearman(x, y);
+  CHECK(s.coefficient == Approx(0.8214285714285715));
+  CHECK(s.exact);
+  CHECK(s.p_value == Approx(0.034126984126984124));  // permutation_test, all pairings
+  auto k = kendall(x, y);
+  CHECK(k.coefficient == Approx(0.6190476190476191));
+  CHECK(k.p_value == Approx(0.06904761904761905));  // kendalltau exact
+  std::vector<double> x12, y12 = {0, 2, 1, 3, 5, 4, 7, 6, 9, 8, 11, 10};
+  for (int i = 0; i < 12; ++i) x12.push_back(i);
+  auto s12 = spearman(x12, y12);
+  CHECK_FALSE(s12.exact);
+  CHECK(s12.coefficient == Approx(0.965034965034965));
+  CHECK(s12.p_value == Approx(3.880985299627466e-07).epsilon(1e-6));
+  auto k12 = kendall(x12, y12);
+  CHECK(k12.exact);
+  CHECK(k12.p_value == Approx(1.6342325370103148e-05).epsilon(1e-9));
+  // Ties, 12 items: tau-b with the tie-corrected normal approximation.
+  const std::vector<double> xt = {1, 2, 2, 3, 4, 5, 5, 6, 7, 8, 9, 10},
+                            yt = {1, 3, 2, 2, 5, 4, 6, 6, 8, 7, 10, 9};
+  auto kt = kendall(xt, yt);
+  CHECK(kt.coefficient == Approx(0.84375));
+  CHECK(kt.p_value == Approx(0.00018571312946413703).epsilon(1e-6));
+  CHECK(spearman(xt, yt).coefficient == Approx(0.9542253521126759));
+
+  CHECK_THROWS_WITH(spearman({1, 2}, {1, 2}), Catch::Contains("at least 3"));
+  CHECK_THROWS_WITH(kendall({1, 2, 3}, {1, 2}), Catch::Contains("same items"));
+  CHECK_THROWS_WITH(kendall({1, 1, 1}, {1, 2, 3}), Catch::Contains("same value"));
+}
+
+TEST_CASE("Pareto front with mixed directions", "[analysis][rank]") {
+  // time (lower better), memory (lower better), accuracy (higher better)
+  std::vector<std::vector<double>> m = {{1, 2, 3, 2}, {10, 5, 1, 6}, {0.7, 0.8, 0.9, 0.75}};
+  auto front = pareto_front(m, {false, false, true});
+  CHECK(front == std::vector<bool>{true, true, true, false});  // 3 is dominated by 1
+  CHECK_THROWS_AS(pareto_front({{1, 2}, {1}}, {false, false}), Error);
+}
+
+TEST_CASE("projection: OLS reproduces scipy's linregress, with an exact leave-one-out",
+          "[analysis][projection]") {
+  const std::vector<double> x = {1, 2, 3, 4, 5}, y = {2.1, 3.9, 6.2, 7.8, 10.1};
+  FitOptions o;
+  o.model = FitModel::linear;
+  auto p = Projection::fit(x, y, o);
+  REQUIRE(p.coefficients().size() == 2);
+  CHECK(p.coefficients()[1] == Approx(1.99));
+  CHECK(p.coefficients()[0] == Approx(0.05).margin(1e-12));
+  CHECK(p.standard_errors()[1] == Approx(0.059721576223897795));
+  CHECK(p.standard_errors()[0] == Approx(0.19807406022327906));
+  CHECK(p.r_squared() == Approx(0.997305328900977));
+  CHECK(p.residual_standard_error() == Approx(0.18885620632287128));
+  CHECK(p.loo_ape_median() == Approx(0.03846153846153844));
+  CHECK(p.loo_ape_max() == Approx(0.07142857142857223));
+  CHECK(p.loo_within_10pct() == 1.0);
+  auto pred = p.predict(6.0);
+  CHECK(pred.estimate == Approx(11.99));
+  CHECK(pred.low == Approx(11.11903241162346));
+  CHECK(pred.high == Approx(12.86096758837654));
+  CHECK(pred.provenance == "projected");
+
+  o.model = FitModel::origin;
+  auto q = Projection::fit(x, y, o);
+  CHECK(q.coefficients()[0] == Approx(2.003636363636364));
+  CHECK(q.standard_errors()[0] == Approx(0.022286637585693218));
+
+  o.model = FitModel::loglog;
+  auto l = Projection::fit(x, y, o);
+  CHECK(std::exp(l.coefficients()[0]) == Approx(2.0645148177648722));
+  CHECK(l.coefficients()[1] == Approx(0.9753846856975045));
+  CHECK(l.r_squared() == Approx(0.9977128110264435));
+  auto lp = l.predict(6.0);
+  CHECK(lp.low < lp.estimate);
+  CHECK(lp.estimate < lp.high);
+}
+
+TEST_CASE("projection: Theil-Sen shrugs off one outlier; auto says what it picked",
+          "[analysis][projection]") {
+  const std::vector<double> x = {1, 2, 3, 4, 20}, y = {3.1, 2.0, 5.5, 1.0, 4.2};
+  FitOptions o;
+  o.model = FitModel::theil_sen;
+  auto t = Projection::fit(x, y, o);
+  CHECK(t.coefficients()[1] == Approx(-0.00928792569659442));  // theilslopes
+  CHECK(t.coefficients()[0] == Approx(3.1278637770897832));
+
+  // A clean line with one outlier: Theil-Sen predicts the others better than OLS.
+  const std::vector<double> xs = {1, 2, 3, 4, 5, 6}, ys = {2, 4, 6, 8, 30, 12};
+  o.model = FitModel::automatic;
+  auto a = Projection::fit(xs, ys, o);
+  CHECK(a.model() == FitModel::theil_sen);
+  CHECK(a.reason().find("picked theil_sen") != std::string::npos);
+  CHECK(a.reason().find("linear") != std::string::npos);
+  CHECK(a.coefficients()[1] == Approx(2.0));
+}
+
+TEST_CASE("projection: several features, ridge, and errors for bad input",
+          "[analysis][projection]") {
+  // y = 1 + 2 x1 + 3 x2 exactly.
+  std::vector<std::vector<double>> x = {{1, 1}, {2, 1}, {1, 3}, {3, 2}, {4, 5}, {2, 4}};
+  std::vector<double> y;
+  for (const auto& r : x) y.push_back(1 + 2 * r[0] + 3 * r[1]);
+  FitOptions o;
+  o.model = FitModel::multi;
+  o.features = {"wall_time_s", "peak_memory_bytes"};
+  auto m = Projection::fit(x, y, o);
+  CHECK(m.coefficients()[0] == Approx(1).margin(1e-9));
+  CHECK(m.coefficients()[1] == Approx(2));
+  CHECK(m.coefficients()[2] == Approx(3));
+  CHECK(m.predict({5, 5}).estimate == Approx(26));
+  CHECK(m.coefficient_names()[2] == "a_peak_memory_bytes");
+  o.ridge = 10;
+  auto r = Projection::fit(x, y, o);
+  CHECK(std::fabs(r.coefficients()[1]) < 2);  // shrunk
+  CHECK(r.dof() > 3);                         // effective degrees of freedom grow
+
+  CHECK_THROWS_WITH(Projection::fit(std::vector<double>{1, 2}, {1, 2}),
+                    Catch::Contains("at least 3 calibration points"));
+  CHECK_THROWS_WITH(Projection::fit(std::vector<double>{2, 2, 2}, {1, 2, 3}),
+                    Catch::Contains("all measured inputs are equal"));
+  CHECK_THROWS_WITH(Projection::fit(std::vector<double>{1, 2, std::nan("")}, {1, 2, 3}),
+                    Catch::Contains("nan"));
+  CHECK_THROWS_WITH(Projection::fit(std::vector<double>{1, 2, 3}, {1, -2, 3}),
+                    Catch::Contains("must be positive"));
+  CHECK_THROWS_WITH(Projection::fit(std::vector<double>{1, -2, 3}, {1, 2, 3}),
+                    Catch::Contains("negative"));
+  std::vector<std::vector<double>> collinear = {{1, 2}, {2, 4}, {3, 6}, {4, 8}};
+  CHECK_THROWS_WITH(Projection::fit(collinear, {1, 2, 3, 4}, o), Catch::Contains("collinear"));
+  o.model = FitModel::linear;
+  CHECK_THROWS_WITH(Projection::fit(x, y, o), Catch::Contains("use 'multi'"));
+  CHECK_THROWS_WITH(fit_model_from_string("quadratic"), Catch::Contains("theil_sen"));
+}
+
+TEST_CASE("budget checks: measured and projected", "[analysis][rank]") {
+  auto m = check_budget(0.08, 0.1);
+  CHECK(m.fits);
+  CHECK(m.margin == Approx(0.02));
+  CHECK(m.margin_fraction == Approx(0.2));
+  CHECK_FALSE(m.confidence);
+  CHECK(m.provenance == "measured");
+
+  FitOptions o;
+  o.model = FitModel::linear;
+  auto p = Projection::fit(std::vector<double>{1, 2, 3, 4, 5}, {2.1, 3.9, 6.2, 7.8, 10.1}, o);
+  auto pred = p.predict(6.0);  // 11.99, 95% interval 11.12 .. 12.86
+  auto at_high = check_budget(pred, pred.high);
+  CHECK(at_high.fits);
+  CHECK(*at_high.confidence == Approx(0.975).epsilon(1e-6));
+  auto at_estimate = check_budget(pred, pred.estimate);
+  CHECK(*at_estimate.confidence == Approx(0.5));
+  auto over = check_budget(pred, 11.0);
+  CHECK_FALSE(over.fits);
+  CHECK(*over.confidence < 0.05);
+  CHECK(over.provenance == "projected");
+  CHECK_THROWS_AS(check_budget(1.0, 0.0), Error);
+}
+
+TEST_CASE("calibrations survive JSON and project results", "[analysis][projection]") {
+  FitOptions o;
+  o.model = FitModel::linear;
+  o.features = {"wall_time_s"};
+  o.target = "device_wall_time_s";
+  Calibration c{"lg-g6", "mobilenet",
+                Projection::fit(std::vector<double>{1, 2, 3, 4, 5}, {2.1, 3.9, 6.2, 7.8, 10.1},
+                                o)};
+  const std::string text = calibrations_to_json({c});
+  auto back = calibrations_from_json(text);
+  REQUIRE(back.size() == 1);
+  CHECK(back[0].device == "lg-g6");
+  CHECK(back[0].projection.coefficients() == c.projection.coefficients());
+  CHECK(back[0].projection.loo_ape() == c.projection.loo_ape());
+
+  CHECK(find_calibration(back, "lg-g6", "device_wall_time_s", "mobilenet"));
+  CHECK_FALSE(find_calibration(back, "lg-g6", "device_wall_time_s", "resnet"));
+  CHECK_FALSE(find_calibration(back, "pixel-4", "device_wall_time_s"));
+
+  Result r;
+  r.wall_time_s = 6.0;
+  auto projected = project(back[0], r);
+  CHECK(projected.estimate == Approx(11.99));
+  CHECK(projected.provenance == "projected");
+  r.phases.clear();
+  Calibration by_phase = c;
+  FitOptions op = o;
+  op.features = {"phase.inference.wall_time_s"};
+  by_phase.projection = Projection::fit(std::vector<double>{1, 2, 3}, {2, 4, 6.5}, op);
+  CHECK_THROWS_WITH(project(by_phase, r), Catch::Contains("no figure 'phase.inference"));
+
+  std::string edited = text;
+  edited.replace(edited.find("10.1"), 4, "12.1");
+  CHECK_THROWS_WITH(calibrations_from_json(edited), Catch::Contains("edited"));
+  CHECK_THROWS_WITH(calibrations_from_json("{}"), Catch::Contains("not an edgeprof calibration"));
+}
