@@ -154,10 +154,11 @@ std::vector<RankedItem> rank(const std::vector<RankItem>& items, const RankOptio
     }
     out[i].rank = 1 + better;
   }
+  // Best median first (input order among equal medians); a rank never goes down along it.
   std::stable_sort(out.begin(), out.end(), [&](const RankedItem& a, const RankedItem& b) {
-    if (a.rank != b.rank) return a.rank < b.rank;
     return sign * a.value < sign * b.value;
   });
+  for (size_t i = 1; i < out.size(); ++i) out[i].rank = std::max(out[i].rank, out[i - 1].rank);
   for (size_t i = 0; i < out.size(); ++i) {
     out[i].tied = (i > 0 && out[i - 1].rank == out[i].rank) ||
                   (i + 1 < out.size() && out[i + 1].rank == out[i].rank);

@@ -40,15 +40,15 @@ struct RankedItem {
   std::size_t index = 0;  // position in the input
   double value = 0;       // the median of the samples
   std::size_t n = 0;      // number of samples
-  // 1 + the number of items significantly better than this one (competition ranking): items
-  // that no test can separate share a rank.
+  // 1 + the number of items significantly better than this one (competition ranking), made
+  // non-decreasing along the median order (an item never ranks above one with a better
+  // median): items that the test cannot separate share a rank.
   int rank = 0;
   bool tied = false;  // shares its rank with another item
 };
 
 // Ranks by median, best first; ties as above (items with one sample each are compared by value
-// alone: equal values tie). The order among items of equal rank is by median, then input order
-// (stable). Throws Error for an empty sample, NaN, or an alpha outside (0, 1).
+// alone: equal values tie). Items of equal median keep their input order (stable). Throws Error for an empty sample, NaN, or an alpha outside (0, 1).
 std::vector<RankedItem> rank(const std::vector<RankItem>& items, const RankOptions& options = {});
 
 // Two-sided p-value of the test comparing two samples.

@@ -51,6 +51,23 @@ from edgeprof._core import (
     run,
     statistics,
 )
+from edgeprof._core import (
+    Agreement,
+    BudgetCheck,
+    Calibration,
+    Prediction,
+    Projection,
+    RankedItem,
+    check_budget,
+    figure,
+    figures,
+    find_calibration,
+    kendall,
+    pareto_front,
+    project,
+    spearman,
+)
+from edgeprof._analysis import load_calibrations, pareto, rank, save_calibrations
 from edgeprof._phases import mark, phase, profiled
 from edgeprof import _frames
 
@@ -58,6 +75,24 @@ _frames.install()
 del _frames
 
 __all__ = [
+    "Agreement",
+    "BudgetCheck",
+    "Calibration",
+    "Prediction",
+    "Projection",
+    "RankedItem",
+    "check_budget",
+    "figure",
+    "figures",
+    "find_calibration",
+    "kendall",
+    "load_calibrations",
+    "pareto",
+    "pareto_front",
+    "project",
+    "rank",
+    "save_calibrations",
+    "spearman",
     "DEFAULT_CPU_PERIOD_US",
     "DEFAULT_INTERVAL_S",
     "METRICS",

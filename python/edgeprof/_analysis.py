@@ -1,0 +1,85 @@
+"""Pythonic entry points to the C++ ranking and projection code: they turn results, mappings
+and numbers into the core's inputs, and nothing more."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Iterable, Mapping, Optional, Sequence, Union
+
+from edgeprof import _core
+
+_Measured = Union["_core.Result", "_core.RepeatedResult", float, Sequence[float]]
+
+
+def _samples(value: Any, metric: Optional[str], name: str) -> list[float]:
+    if isinstance(value, _core.RepeatedResult):
+        return _core.figure_samples(value, metric or "wall_time_s")
+    if isinstance(value, _core.Result):
+        return [_core.figure(value, metric or "wall_time_s")]
+    if isinstance(value, (int, float)):
+        return [float(value)]
+    try:
+        return [float(v) for v in value]
+    except TypeError:
+        raise TypeError(f"{name!r}: expected a Result, a RepeatedResult, a number or a sequence "
+                        f"of numbers, got {type(value).__name__}") from None
+
+
+def _pairs(items: Union[Mapping[str, Any], Iterable[tuple[str, Any]]]) -> list[tuple[str, Any]]:
+    return list(items.items()) if isinstance(items, Mapping) else list(items)
+
+
+def rank(items: Union[Mapping[str, _Measured], Iterable[tuple[str, _Measured]]],
+         metric: Optional[str] = None, *, higher_is_better: bool = False,
+         test: str = "mann-whitney", alpha: float = 0.05) -> list["_core.RankedItem"]:
+    """Ranks items best first by the median of ``metric`` (default ``wall_time_s``).
+
+    ``items`` maps names to a ``Result`` (one measurement), a ``RepeatedResult`` (its runs), a
+    number, or a sequence of numbers. Two items share a rank (``tied``) when the test
+    (``"mann-whitney"``, two-sided, or ``"welch"``) does not find them different at ``alpha``:
+    each item's rank is 1 + the number of items significantly better, never above an item with
+    a better median. Mann-Whitney needs 4 or more runs per item to separate anything at 0.05.
+    The input is not modified.
+    """
+    pairs = _pairs(items)
+    names = [str(n) for n, _ in pairs]
+    samples = [_samples(v, metric, n) for n, v in pairs]
+    return _core._rank(names, samples, higher_is_better, test, alpha)
+
+
+def pareto(items: Union[Mapping[str, Mapping[str, float]], Iterable[tuple[str, Mapping[str, float]]]],
+           objectives: Mapping[str, str]) -> list[str]:
+    """The names of the items on the Pareto front.
+
+    ``items`` maps names to their figures (``{"mobilenet": {"time": 0.02, "memory": 12e6,
+    "accuracy": 0.71}}``); ``objectives`` says which to use and how: ``{"time": "min",
+    "memory": "min", "accuracy": "max"}``.
+    """
+    pairs = _pairs(items)
+    for key, direction in objectives.items():
+        if direction not in ("min", "max"):
+            raise ValueError(f"objective {key!r}: direction must be 'min' or 'max', not "
+                             f"{direction!r}")
+    try:
+        metrics = [[float(figs[key]) for _, figs in pairs] for key in objectives]
+    except KeyError as e:
+        raise KeyError(f"an item has no figure {e.args[0]!r}") from None
+    flags = _core.pareto_front(metrics, [d == "max" for d in objectives.values()])
+    return [name for (name, _), on in zip(pairs, flags) if on]
+
+
+def save_calibrations(path: Union[str, os.PathLike], calibrations: Sequence["_core.Calibration"]) -> None:
+    """Writes calibrations (with their points) to a JSON file."""
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(_core.calibrations_to_json(list(calibrations)))
+
+
+def load_calibrations(path: Union[str, os.PathLike]) -> list["_core.Calibration"]:
+    """Reads calibrations back (each is refitted from its points and checked)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as e:
+        raise _core.Error(f"cannot read calibrations from {os.fspath(path)}: {e.strerror} "
+                          f"(errno {e.errno})") from e
+    return _core.calibrations_from_json(text)
