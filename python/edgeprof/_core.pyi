@@ -353,3 +353,96 @@ def run(
     cpus: Sequence[int] = (),
     allow_missing_controllers: bool = False,
 ) -> Union[Result, RepeatedResult]: ...
+
+# Ranking and projection.
+
+def figure(result: Result, name: str) -> float: ...
+def figures(result: Result) -> dict[str, float]: ...
+def figure_samples(result: RepeatedResult, name: str) -> list[float]: ...
+
+class RankedItem:
+    name: str
+    index: int
+    value: float
+    n: int
+    rank: int
+    tied: bool
+
+def _rank(
+    names: Sequence[str], samples: Sequence[Sequence[float]], higher_is_better: bool, test: str,
+    alpha: float
+) -> list[RankedItem]: ...
+def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float: ...
+def welch_p(a: Sequence[float], b: Sequence[float]) -> float: ...
+
+class Agreement:
+    coefficient: float
+    p_value: float
+    exact: bool
+    n: int
+
+def spearman(x: Sequence[float], y: Sequence[float]) -> Agreement: ...
+def kendall(x: Sequence[float], y: Sequence[float]) -> Agreement: ...
+def pareto_front(metrics: Sequence[Sequence[float]], maximize: Sequence[bool]) -> list[bool]: ...
+
+class BudgetCheck:
+    fits: bool
+    value: float
+    limit: float
+    margin: float
+    margin_fraction: float
+    confidence: Optional[float]
+    provenance: str
+
+class Prediction:
+    estimate: float
+    low: float
+    high: float
+    confidence: float
+    dof: float
+    provenance: str
+
+@overload
+def check_budget(value: float, limit: float) -> BudgetCheck: ...
+@overload
+def check_budget(prediction: Prediction, limit: float) -> BudgetCheck: ...
+
+class Projection:
+    @staticmethod
+    def fit(
+        x: Sequence[Union[float, Sequence[float]]],
+        y: Sequence[float],
+        model: Literal["linear", "origin", "loglog", "theil_sen", "multi", "auto"] = "auto",
+        ridge: float = 0.0,
+        features: Optional[Sequence[str]] = None,
+        target: str = "y",
+    ) -> "Projection": ...
+    model: str
+    reason: str
+    features: list[str]
+    target: str
+    coefficients: list[float]
+    standard_errors: list[float]
+    coefficient_names: list[str]
+    r_squared: float
+    residual_standard_error: float
+    dof: float
+    points: int
+    loo_ape: list[float]
+    loo_ape_median: float
+    loo_ape_max: float
+    loo_within_10pct: float
+    def predict(self, x: Union[float, Sequence[float]], confidence: float = 0.95) -> Prediction: ...
+
+class Calibration:
+    def __init__(self, device: str, projection: Projection, family: str = "") -> None: ...
+    device: str
+    family: str
+    projection: Projection
+
+def calibrations_to_json(calibrations: Sequence[Calibration]) -> str: ...
+def calibrations_from_json(text: str) -> list[Calibration]: ...
+def find_calibration(
+    calibrations: Sequence[Calibration], device: str, target: str, family: str = ""
+) -> Optional[Calibration]: ...
+def project(calibration: Calibration, result: Result, confidence: float = 0.95) -> Prediction: ...
