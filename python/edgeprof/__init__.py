@@ -69,10 +69,11 @@ from edgeprof._core import (
 )
 from edgeprof._analysis import load_calibrations, pareto, rank, save_calibrations
 from edgeprof._phases import mark, phase, profiled
-from edgeprof import _frames
+from edgeprof import _display, _frames
 
 _frames.install()
-del _frames
+_display.install()
+del _frames, _display
 
 __all__ = [
     "Agreement",

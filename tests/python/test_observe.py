@@ -191,3 +191,24 @@ def test_statistics_match_numpy():
     assert s.median == pytest.approx(np.median(values))
     assert s.mean == pytest.approx(np.mean(values))
     assert s.stddev == pytest.approx(np.std(values, ddof=1))
+
+
+@requires_cgroups
+def test_results_show_as_html_and_plot(one_core, tmp_path):
+    r = edgeprof.run([sys.executable, "-c", PHASED], device=one_core, interval=0.005,
+                     stdout=-3)
+    page = r._repr_html_()
+    assert page.startswith("<table") and "wall time" in page and "measured" in page
+    assert "phase load" in page and "<script" not in page
+    rr = edgeprof.run(["true"], device=one_core, repeat=2)
+    assert "95% CI" in rr._repr_html_()
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    fig = r.plot()
+    cpu_ax, mem_ax = fig.axes[:2]
+    assert cpu_ax.get_ylabel() == "host cores" and mem_ax.get_ylabel() == "MiB"
+    fig.savefig(tmp_path / "plot.png")
+    assert (tmp_path / "plot.png").stat().st_size > 1000
+    quiet = edgeprof.run(["true"], device=one_core, interval=None)
+    with pytest.raises(ValueError, match="no time series"):
+        quiet.plot()

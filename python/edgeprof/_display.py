@@ -1,0 +1,143 @@
+"""How results show themselves: compact HTML in Jupyter, and plots (matplotlib, imported only
+when plotting)."""
+
+from __future__ import annotations
+
+import html
+from typing import Any, Optional
+
+import numpy as np
+
+from edgeprof import _core
+
+
+def _size(n: Optional[float]) -> str:
+    return "n/a" if n is None else _core.format_size(int(n))
+
+
+def _row(label: str, value: str, how: str = "") -> str:
+    return (f"<tr><th style='text-align:left'>{html.escape(label)}</th>"
+            f"<td style='text-align:left'>{html.escape(value)}</td>"
+            f"<td style='text-align:left;color:#777'>{html.escape(how)}</td></tr>")
+
+
+def result_html(self: "_core.Result") -> str:
+    """A compact table of the figures that matter, each with how it was obtained."""
+    s = self.summary
+    outcome = ("ok" if self.ok else "OOM-killed" if self.oom_killed else "timed out"
+               if self.timed_out else f"signal {self.signal}" if self.signal is not None
+               else f"exit code {self.exit_code}")
+    d = self.device
+    rows = [
+        _row("device", f"{d.name}: {d.cores} cores x speed {d.core_speed:g}, "
+             f"{_size(d.memory_bytes)}"),
+        _row("outcome", outcome),
+        _row("wall time", f"{self.wall_time_s:.4f} s", "measured"),
+        _row("cpu time", f"{self.cpu_user_s:.3f} s user + {self.cpu_system_s:.3f} s system",
+             "measured"),
+        _row("peak memory", _size(self.peak_memory_bytes), "measured"),
+        _row("throttled", f"{self.throttled_s:.3f} s", "measured"),
+    ]
+    if s.cpu_cores_avg is not None:
+        p95 = f"{s.cpu_cores_p95:.2f}" if s.cpu_cores_p95 is not None else "n/a"
+        rows.append(_row("cpu use", f"avg {s.cpu_cores_avg:.2f}, p95 {p95} host cores",
+                         "avg measured, p95 sampled"))
+    if s.memory_avg_bytes is not None:
+        rows.append(_row("memory avg", _size(s.memory_avg_bytes), "sampled"))
+    for p in self.phases:
+        net = p.memory_net_peak_bytes
+        rows.append(_row(f"phase {p.name}",
+                         f"{p.wall_time_s:.4f} s, memory +{_size(max(net, 0)) if net is not None else 'n/a'}",
+                         "wall measured, memory sampled"))
+    for w in list(self.unapplied) + list(self.warnings):
+        rows.append(_row("note", w))
+    return ("<table style='font-size:90%'><caption style='text-align:left'>edgeprof result: "
+            f"{html.escape(' '.join(self.command))}</caption>{''.join(rows)}</table>")
+
+
+def repeated_html(self: "_core.RepeatedResult") -> str:
+    head = ("<tr><th>figure</th><th>median</th><th>mean</th><th>stddev</th>"
+            "<th>95% CI of the mean</th><th>min</th><th>max</th></tr>")
+    rows = "".join(
+        f"<tr><td style='text-align:left'>{html.escape(name)}</td><td>{s.median:.6g}</td>"
+        f"<td>{s.mean:.6g}</td><td>{s.stddev:.3g}</td><td>{s.ci95_low:.6g} .. "
+        f"{s.ci95_high:.6g}</td><td>{s.min:.6g}</td><td>{s.max:.6g}</td></tr>"
+        for name, s in self.stats.items())
+    ok = "all succeeded" if self.ok else "SOME FAILED"
+    return (f"<table style='font-size:90%'><caption style='text-align:left'>edgeprof: "
+            f"{len(self.runs)} runs (+{len(self.warmups)} warm-up), {ok}</caption>{head}{rows}"
+            "</table>")
+
+
+def _pyplot() -> Any:
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError as e:
+        raise ImportError("plot() needs matplotlib, which edgeprof does not install: "
+                          "pip install matplotlib") from e
+    return plt
+
+
+def result_plot(self: "_core.Result", ax: Any = None) -> Any:
+    """CPU use and memory over time, with the device's limits and the phases marked.
+
+    Returns the matplotlib figure. ``ax``: two axes to draw into (CPU, memory) instead of a new
+    figure.
+    """
+    plt = _pyplot()
+    series = self.series
+    if len(series) < 2:
+        raise ValueError("this result has no time series to plot (it was run with "
+                         "interval=None)")
+    if ax is None:
+        fig, (cpu_ax, mem_ax) = plt.subplots(2, 1, sharex=True, figsize=(8, 5))
+    else:
+        cpu_ax, mem_ax = ax
+        fig = cpu_ax.figure
+    t = np.asarray(series.t_ns) / 1e9
+    scheduled = np.asarray(series.scheduled, dtype=bool)
+    if "cpu_usage_ns" in series.available:
+        # Over the scheduled samples, in windows as long as the summary's (the kernel charges
+        # CPU time at scheduler ticks: shorter windows show its quantisation, not the load).
+        ts = t[scheduled]
+        usage = np.asarray(series["cpu_usage_ns"], dtype=float)[scheduled]
+        window = max(self.summary.cpu_window_s, self.summary.interval_s)
+        edges = [0]
+        for i in range(1, len(ts)):
+            if ts[i] - ts[edges[-1]] >= window * 0.999:
+                edges.append(i)
+        if len(edges) >= 2:
+            e = np.array(edges)
+            cores = np.diff(usage[e]) / np.diff(ts[e]) / 1e9
+            cpu_ax.step(ts[e][1:], cores, where="pre",
+                        label=f"cpu (sampled, {window * 1e3:g} ms windows)")
+        cpu_ax.axhline(self.plan.capacity_cores, color="red", linestyle="--",
+                       label=f"device capacity ({self.plan.capacity_cores:g} cores)")
+    cpu_ax.set_ylabel("host cores")
+    cpu_ax.set_ylim(bottom=0)
+    if "memory_current_bytes" in series.available:
+        mib = np.asarray(series["memory_current_bytes"], dtype=float) / 2**20
+        mem_ax.plot(t, mib, label="memory (sampled)")
+        limit = self.plan.memory_max_bytes / 2**20
+        if limit <= 4 * max(mib.max(), 1):
+            mem_ax.axhline(limit, color="red", linestyle="--", label="device memory")
+        else:  # a limit far above the curve would flatten it
+            mem_ax.set_title(f"device memory {_size(self.plan.memory_max_bytes)} (off scale)",
+                             fontsize=8, loc="right")
+    mem_ax.set_ylabel("MiB")
+    mem_ax.set_xlabel("seconds since exec")
+    for i, p in enumerate(self.phases):
+        for a in (cpu_ax, mem_ax):
+            a.axvspan(p.start_s, p.end_s, alpha=0.08, color=f"C{(i % 8) + 2}")
+        cpu_ax.annotate(p.name, (p.start_s, 1.0), xycoords=("data", "axes fraction"),
+                        va="bottom", fontsize=8)
+    for a in (cpu_ax, mem_ax):
+        a.legend(loc="upper right", fontsize=8)
+    cpu_ax.set_title(f"{' '.join(self.command)[:60]} on {self.device.name}", fontsize=10)
+    return fig
+
+
+def install() -> None:
+    _core.Result._repr_html_ = result_html
+    _core.RepeatedResult._repr_html_ = repeated_html
+    _core.Result.plot = result_plot
