@@ -69,6 +69,7 @@ from edgeprof._core import (
 )
 from edgeprof._analysis import load_calibrations, pareto, rank, save_calibrations
 from edgeprof._phases import mark, phase, profiled
+from edgeprof._profile import Profiled, RemoteTraceback, WorkerDied, profile, profiled_function
 from edgeprof import _display, _frames
 
 _frames.install()
@@ -76,6 +77,11 @@ _display.install()
 del _frames, _display
 
 __all__ = [
+    "Profiled",
+    "RemoteTraceback",
+    "WorkerDied",
+    "profile",
+    "profiled_function",
     "Agreement",
     "BudgetCheck",
     "Calibration",

@@ -1,0 +1,132 @@
+"""``edgeprof.profile``: run a Python function on an emulated device and get its value and
+its report."""
+
+from __future__ import annotations
+
+import functools
+import os
+import pickle
+import sys
+import tempfile
+from typing import Any, Callable, NamedTuple, Optional, Union
+
+from edgeprof import _core
+
+
+class Profiled(NamedTuple):
+    """What ``profile`` returns: the function's return value and the run's report."""
+    value: Any
+    report: "_core.Result"
+
+
+class RemoteTraceback(Exception):
+    """The traceback of an exception raised in the worker (the ``__cause__`` of the re-raised
+    exception)."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+    def __str__(self) -> str:
+        return f"\n\nthe function raised in the edgeprof worker:\n{self.text}"
+
+
+class WorkerDied(_core.Error):
+    """The worker process ended without a result (out-of-memory kill, timeout, signal)."""
+
+    def __init__(self, message: str, report: "_core.Result") -> None:
+        super().__init__(message)
+        self.report = report
+
+
+def _pickled_call(fn: Callable, args: tuple, kwargs: dict) -> dict:
+    payload: dict[str, Any] = {"sys_path": list(sys.path)}
+    main = sys.modules.get("__main__")
+    if getattr(fn, "__module__", None) == "__main__" and getattr(main, "__file__", None):
+        payload["main_path"] = os.path.abspath(main.__file__)
+    try:
+        payload["call"] = pickle.dumps((fn, args, kwargs))
+    except (pickle.PicklingError, AttributeError, TypeError) as e:
+        try:
+            import cloudpickle  # lambdas, closures, functions defined in a notebook
+        except ImportError:
+            raise TypeError(
+                f"edgeprof.profile runs the function in a fresh process and needs to pickle it "
+                f"and its arguments: {e}. Define the function at module level, or install "
+                f"cloudpickle (pip install cloudpickle) for lambdas and notebook functions"
+            ) from e
+        payload["call"] = cloudpickle.dumps((fn, args, kwargs))
+        payload["cloudpickle"] = True
+    return payload
+
+
+def profile(fn: Callable, *args: Any, device: Union[str, "_core.Device"] = "raspberry-pi-4",
+            timeout: Optional[float] = None, interval: Optional[float] = _core.DEFAULT_INTERVAL_S,
+            isolate_network: bool = False, **kwargs: Any) -> Profiled:
+    """Runs ``fn(*args, **kwargs)`` in a fresh Python process inside a slice emulating
+    ``device``, and returns ``Profiled(value, report)``.
+
+    The process is a new interpreter (started by exec, never a fork of this one, so threads and
+    libraries like PyTorch in the caller are safe); it is in the slice from its first
+    instruction. ``fn`` and its arguments are pickled (module-level functions; with cloudpickle
+    installed, also lambdas and notebook functions). The report's phase ``function`` covers the
+    call alone, without the interpreter's start-up. An exception in ``fn`` is raised here as the
+    original type, with the worker's traceback as its ``__cause__``. If the worker dies (out of
+    memory, timeout), ``WorkerDied`` carries the report. Options of edgeprof (``device``,
+    ``timeout``, ``interval``, ``isolate_network``) cannot be passed to ``fn`` as keywords: use
+    ``functools.partial`` for those.
+    """
+    payload = _pickled_call(fn, args, kwargs)
+    with tempfile.TemporaryDirectory(prefix="edgeprof-profile-") as tmp:
+        call_path = os.path.join(tmp, "call.pickle")
+        result_path = os.path.join(tmp, "result.pickle")
+        with open(call_path, "wb") as f:
+            pickle.dump(payload, f)
+        report = _core.run([sys.executable, "-m", "edgeprof._worker", call_path, result_path],
+                           device=device, timeout=timeout, interval=interval,
+                           isolate_network=isolate_network)
+        name = getattr(fn, "__qualname__", repr(fn))
+        if not os.path.exists(result_path):
+            what = ("was killed by the out-of-memory killer" if report.oom_killed else
+                    "timed out" if report.timed_out else
+                    f"ended by signal {report.signal}" if report.signal is not None else
+                    f"exited with code {report.exit_code} without a result")
+            raise WorkerDied(f"the edgeprof worker running {name} {what} on {report.device.name}",
+                             report)
+        with open(result_path, "rb") as f:
+            kind, inner, text = pickle.load(f)
+    try:
+        value = pickle.loads(inner)
+    except Exception as e:  # noqa: BLE001 - e.g. an exception class whose __init__ differs
+        what = "return value" if kind == "ok" else "exception"
+        raise _core.Error(f"edgeprof.profile ran {name}, but its {what} cannot be unpickled "
+                          f"here: {e}" + (f"\n{text}" if text else "")) from None
+    if kind == "ok":
+        return Profiled(value, report)
+    if kind == "error":
+        value.edgeprof_report = report
+        raise value from RemoteTraceback(text)
+    raise _core.Error(f"edgeprof.profile could not run {name}: {value}\n{text}")
+
+
+def profiled_function(*, device: Union[str, "_core.Device"] = "raspberry-pi-4",
+                      timeout: Optional[float] = None,
+                      interval: Optional[float] = _core.DEFAULT_INTERVAL_S) -> Callable:
+    """Decorator form: each call of the decorated function runs under ``profile`` and returns
+    ``Profiled(value, report)``::
+
+        @edgeprof.profiled_function(device="jetson-nano")
+        def infer(batch): ...
+
+        value, report = infer(8)
+    """
+    def wrap(fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def call(*args: Any, **kwargs: Any) -> Profiled:
+            # The module's name for the function is now this wrapper: it is what pickles, and
+            # the worker calls the function it wraps.
+            return profile(call, *args, device=device, timeout=timeout, interval=interval,
+                           **kwargs)
+        call.__edgeprof_wrapped__ = fn  # type: ignore[attr-defined]
+        return call
+    return wrap

@@ -1,0 +1,74 @@
+"""edgeprof.profile: a Python function on an emulated device, in a fresh worker process."""
+
+import threading
+
+import pytest
+
+import edgeprof
+import profiled_functions as funcs
+from conftest import requires_cgroups
+
+
+@pytest.fixture
+def board():
+    return edgeprof.Device(name="board", cores=1, core_speed=1.0, memory="512MiB")
+
+
+@requires_cgroups
+def test_value_and_report(board):
+    value, report = edgeprof.profile(funcs.allocate, 64, device=board)
+    assert value == 64 << 20
+    assert report.ok and report.device.name == "board"
+    phases = {p.name: p for p in report.phases}
+    # The call alone, without the interpreter's start-up, and the buffer inside it.
+    assert phases["function"].wall_time_s < report.wall_time_s
+    assert phases["allocate"].memory_net_peak_bytes >= 63 << 20
+
+
+@requires_cgroups
+def test_exceptions_come_back_as_the_original_type_with_the_traceback(board):
+    with pytest.raises(KeyError, match="missing weights") as info:
+        edgeprof.profile(funcs.fail, "missing weights", device=board)
+    cause = info.value.__cause__
+    assert isinstance(cause, edgeprof.RemoteTraceback)
+    assert "profiled_functions.py" in cause.text and "in fail" in cause.text
+    assert info.value.edgeprof_report.exit_code == 0
+    with pytest.raises(edgeprof.Error, match="cannot be unpickled here") as odd:
+        edgeprof.profile(funcs.fail_oddly, device=board)
+    assert "in fail_oddly" in str(odd.value)
+
+
+@requires_cgroups
+def test_a_worker_killed_for_memory_is_reported_with_its_report():
+    small = edgeprof.Device(name="small", cores=1, core_speed=1.0, memory="96MiB")
+    with pytest.raises(edgeprof.WorkerDied, match="out-of-memory") as info:
+        edgeprof.profile(funcs.exhaust, device=small)
+    assert info.value.report.oom_killed
+
+
+@requires_cgroups
+def test_safe_with_threads_in_the_caller(board):
+    stop = threading.Event()
+    busy = threading.Thread(target=lambda: stop.wait(10))
+    busy.start()
+    try:
+        assert edgeprof.profile(funcs.with_threads, device=board).value == sum(range(10**6))
+    finally:
+        stop.set()
+        busy.join()
+
+
+@requires_cgroups
+def test_decorator_form():
+    value, report = funcs.decorated(21)
+    assert value == 42 and report.ok
+
+
+def test_unpicklable_functions_say_what_to_do():
+    try:
+        import cloudpickle  # noqa: F401
+        pytest.skip("cloudpickle is installed: lambdas pickle")
+    except ImportError:
+        pass
+    with pytest.raises(TypeError, match="module level"):
+        edgeprof.profile(lambda: 1)
