@@ -1,6 +1,7 @@
 // Umbrella header: everything a C++ tool needs to emulate a device and profile a workload.
 #pragma once
 
+#include "edgeprof/compare.hpp"
 #include "edgeprof/device.hpp"
 #include "edgeprof/error.hpp"
 #include "edgeprof/phase.hpp"

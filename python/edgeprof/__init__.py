@@ -55,6 +55,10 @@ from edgeprof._core import (
     Agreement,
     BudgetCheck,
     Calibration,
+    Comparison,
+    ComparisonRow,
+    Score,
+    score,
     Prediction,
     Projection,
     RankedItem,
@@ -70,13 +74,21 @@ from edgeprof._core import (
 from edgeprof._analysis import load_calibrations, pareto, rank, save_calibrations
 from edgeprof._phases import mark, phase, profiled
 from edgeprof._profile import Profiled, RemoteTraceback, WorkerDied, profile, profiled_function
+from edgeprof import _compare as _compare_module
 from edgeprof import _display, _frames
+from edgeprof._compare import compare
 
 _frames.install()
 _display.install()
-del _frames, _display
+_compare_module.install()
+del _frames, _display, _compare_module
 
 __all__ = [
+    "Comparison",
+    "ComparisonRow",
+    "Score",
+    "compare",
+    "score",
     "Profiled",
     "RemoteTraceback",
     "WorkerDied",

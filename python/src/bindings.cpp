@@ -636,6 +636,106 @@ PYBIND11_MODULE(_core, m) {
         py::arg("confidence") = 0.95,
         "The device figure a calibration projects from a result's figures.");
 
+  py::class_<ComparisonRow>(m, "ComparisonRow", "One workload on one device.")
+      .def_readonly("workload", &ComparisonRow::workload)
+      .def_readonly("device", &ComparisonRow::device)
+      .def_readonly("result", &ComparisonRow::result)
+      .def_readonly("value", &ComparisonRow::value)
+      .def_readonly("memory", &ComparisonRow::memory)
+      .def_readonly("rank", &ComparisonRow::rank)
+      .def_readonly("tied", &ComparisonRow::tied)
+      .def_readonly("pareto", &ComparisonRow::pareto)
+      .def_readonly("projected", &ComparisonRow::projected);
+  py::class_<Comparison>(m, "Comparison", "Workloads compared on devices.")
+      .def_readonly("rows", &Comparison::rows)
+      .def_property_readonly("metric", [](const Comparison& c) { return c.options.metric; })
+      .def_property_readonly("memory_metric",
+                             [](const Comparison& c) { return c.options.memory_metric; })
+      .def_property_readonly("projected_target",
+                             [](const Comparison& c) { return c.options.projected_target; })
+      .def_property_readonly("repeat", [](const Comparison& c) { return c.options.repeat; })
+      .def("__str__", [](const Comparison& c) { return to_text(c); });
+  m.def(
+      "_compare",
+      [](const std::vector<std::string>& names, const std::vector<std::vector<std::string>>& argvs,
+         const std::vector<py::object>& devices, int repeat, int warmup,
+         const std::string& metric, const std::string& memory_metric, const std::string& test,
+         double alpha, const std::vector<Calibration>& calibrations,
+         const std::string& projected_target, std::optional<double> interval,
+         std::optional<double> timeout, const std::optional<CompareProgress>& progress) {
+        std::vector<Workload> workloads;
+        for (size_t i = 0; i < names.size(); ++i) {
+          Command c;
+          c.argv = argvs[i];
+          c.stdout_stream = Stdio::discard();
+          workloads.push_back({names[i], c});
+        }
+        std::vector<Device> devs;
+        for (const py::object& d : devices) devs.push_back(to_device(d));
+        CompareOptions o;
+        o.repeat = repeat;
+        o.warmup = warmup;
+        o.metric = metric;
+        o.memory_metric = memory_metric;
+        o.rank.alpha = alpha;
+        o.rank.test = test == "welch" ? RankTest::welch : RankTest::mann_whitney;
+        if (test != "welch" && test != "mann-whitney") {
+          throw py::value_error("test must be 'mann-whitney' or 'welch', not '" + test + "'");
+        }
+        o.calibrations = calibrations;
+        o.projected_target = projected_target;
+        o.run.spawn.sample_interval = to_interval(interval);
+        o.run.timeout = to_timeout(timeout);
+        o.run.check = python_signals();
+        py::gil_scoped_release release;
+        return compare(workloads, devs, o, progress.value_or(CompareProgress{}));
+      },
+      py::arg("names"), py::arg("argvs"), py::arg("devices"), py::arg("repeat"),
+      py::arg("warmup"), py::arg("metric"), py::arg("memory_metric"), py::arg("test"),
+      py::arg("alpha"), py::arg("calibrations"), py::arg("projected_target"),
+      py::arg("interval"), py::arg("timeout"), py::arg("progress"));
+
+  py::class_<Score>(m, "Score", "What an objective function needs from one run.")
+      .def_readonly("ok", &Score::ok)
+      .def_readonly("latency", &Score::latency)
+      .def_readonly("memory", &Score::memory)
+      .def_readonly("latency_provenance", &Score::latency_provenance)
+      .def_readonly("memory_provenance", &Score::memory_provenance)
+      .def_readonly("latency_prediction", &Score::latency_prediction)
+      .def_readonly("memory_prediction", &Score::memory_prediction)
+      .def_readonly("latency_check", &Score::latency_check)
+      .def_readonly("memory_check", &Score::memory_check)
+      .def_readonly("fits", &Score::fits)
+      .def_readonly("penalty", &Score::penalty)
+      .def("__repr__", [](const Score& s) {
+        return std::string("Score(ok=") + (s.ok ? "True" : "False") +
+               ", latency=" + py::repr(py::float_(s.latency)).cast<std::string>() + " (" +
+               s.latency_provenance + "), memory=" +
+               py::repr(py::float_(s.memory)).cast<std::string>() + " (" + s.memory_provenance +
+               "), fits=" + (s.fits ? "True" : "False") +
+               ", penalty=" + py::repr(py::float_(s.penalty)).cast<std::string>() + ")";
+      });
+  m.def(
+      "score",
+      [](const Result& r, std::optional<double> latency, std::optional<double> memory,
+         const std::string& latency_figure, const std::string& memory_figure,
+         const std::optional<Calibration>& latency_calibration,
+         const std::optional<Calibration>& memory_calibration) {
+        Budget b;
+        b.latency_s = latency;
+        if (memory) b.memory_bytes = *memory;
+        b.latency_figure = latency_figure;
+        b.memory_figure = memory_figure;
+        return score(r, b, latency_calibration, memory_calibration);
+      },
+      py::arg("result"), py::kw_only(), py::arg("latency") = py::none(),
+      py::arg("memory") = py::none(), py::arg("latency_figure") = "wall_time_s",
+      py::arg("memory_figure") = "peak_memory_bytes",
+      py::arg("latency_calibration") = py::none(), py::arg("memory_calibration") = py::none(),
+      "Scores a run for an objective: latency and memory (projected through the calibrations "
+      "when given) against the budget (latency in the figure's unit, memory in bytes). "
+      "penalty = sum of relative overruns; a failed run has ok = fits = False.");
+
   m.def("mark", [](const std::string& name) { edgeprof::mark(name); }, py::arg("name"),
         "Starts phase `name` (the previous mark's phase ends). A no-op outside edgeprof.");
   m.def("phase_begin", [](const std::string& name) { edgeprof::phase_begin(name); },

@@ -203,8 +203,8 @@ if ((example_built)); then
     fail "$name" "$(outputs)"
   elif [[ -n $leftovers ]]; then
     fail "$name" "cgroups left behind: $leftovers"
-  elif expect_contains "$name" "$work/out" '"exit_code": 3' &&
-       expect_contains "$name" "$work/out" '"command": ["/bin/sh", "-c", "exit 3"]'; then
+  elif expect_contains "$name" "$work/out" '"exit_code":3' &&
+       expect_contains "$name" "$work/out" '"command":["/bin/sh","-c","exit 3"]'; then
     # The report is one JSON object on the last line; check that it parses, if python3 is here.
     if command -v python3 >/dev/null &&
        ! why=$(tail -n 1 "$work/out" | python3 -c 'import json, sys; json.load(sys.stdin)' 2>&1)

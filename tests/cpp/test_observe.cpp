@@ -251,3 +251,64 @@ TEST_CASE("block I/O of the slice is counted", "[kernel][observe][io]") {
   CHECK(*r.summary.io_read_bytes >= (16u << 20));
   CHECK(*r.summary.io_write_ops >= 16);
 }
+
+TEST_CASE("compare ranks workloads per device, marks the Pareto front, and projects",
+          "[kernel][observe][compare]") {
+  REQUIRE_CGROUPS();
+  std::vector<Workload> workloads = {{"slow", workload({"spin", "0.12"})},
+                                     {"fast", workload({"spin", "0.03"})},
+                                     {"broken", workload({"exit", "3"})}};
+  CompareOptions o;
+  o.repeat = 5;
+  FitOptions f;
+  f.model = FitModel::linear;
+  f.features = {"wall_time_s"};
+  f.target = "device_wall_time_s";
+  o.calibrations = {{"board", "", Projection::fit(std::vector<double>{0.1, 0.2, 0.3, 0.4},
+                                                  {0.2, 0.41, 0.59, 0.8}, f)}};
+  o.projected_target = "device_wall_time_s";
+  int calls = 0;
+  Comparison c = compare(workloads, {make_device("board", 1, 1.0, "128MiB")}, o,
+                         [&](int done, int total, const std::string&, const std::string& device,
+                             const Result&) {
+                           CHECK(done == ++calls);
+                           CHECK(total == 15);
+                           CHECK(device == "board");
+                         });
+  CAPTURE(to_text(c));
+  REQUIRE(c.rows.size() == 3);
+  CHECK(c.rows[0].workload == "fast");
+  CHECK(c.rows[0].rank == 1);
+  CHECK(c.rows[1].workload == "slow");
+  CHECK(c.rows[1].rank == 2);  // 5 runs each: separated
+  CHECK(c.rows[2].workload == "broken");
+  CHECK(c.rows[2].rank == 3);
+  CHECK_FALSE(c.rows[2].result.all_ok());
+  CHECK(c.rows[0].pareto);  // fastest, and no bigger
+  REQUIRE(c.rows[0].projected);
+  CHECK(c.rows[0].projected->estimate == Approx(2 * c.rows[0].value).margin(0.03));
+  CHECK(to_text(c).find("FAILED") != std::string::npos);
+  CHECK_THROWS_WITH(compare({workloads[0], workloads[0]}, {make_device("b", 1, 1, "64MiB")}),
+                    Catch::Contains("two workloads are named 'slow'"));
+
+  // Scoring one run against a budget, measured and projected.
+  const Result& run = c.rows[0].result.runs.front();
+  Budget budget;
+  budget.latency_s = 10.0;
+  budget.memory_bytes = 1e12;
+  Score s = score(run, budget);
+  CHECK(s.ok);
+  CHECK(s.fits);
+  CHECK(s.penalty == 0);
+  CHECK(s.latency == run.wall_time_s);
+  CHECK(s.latency_provenance == "measured");
+  budget.latency_s = run.wall_time_s / 2;  // twice over
+  Score over = score(run, budget, o.calibrations[0]);
+  CHECK_FALSE(over.fits);
+  CHECK(over.latency_provenance == "projected");
+  CHECK(over.penalty > 2.0);  // the projection is about twice the measured time
+  CHECK(over.latency_check->confidence);
+  Score failed = score(c.rows[2].result.runs.front(), budget);
+  CHECK_FALSE(failed.ok);
+  CHECK_FALSE(failed.fits);
+}

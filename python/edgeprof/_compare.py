@@ -1,0 +1,125 @@
+"""``edgeprof.compare``: every workload on every device, ranked, as a tidy table."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from typing import Any, Iterable, Mapping, Optional, Sequence, Union
+
+from edgeprof import _core
+
+_Devices = Union[str, "_core.Device", Sequence[Union[str, "_core.Device"]]]
+
+
+class _Progress:
+    """tqdm where installed, else one line per run on stderr."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.bar: Any = None
+
+    def __call__(self, done: int, total: int, workload: str, device: str,
+                 result: "_core.Result") -> None:
+        if not self.enabled:
+            return
+        if self.bar is None:
+            try:
+                from tqdm.auto import tqdm
+                self.bar = tqdm(total=total, desc="edgeprof compare", unit="run")
+            except ImportError:
+                self.bar = False
+        if self.bar:
+            self.bar.set_postfix_str(f"{workload} on {device}", refresh=False)
+            self.bar.update(1)
+        else:
+            outcome = "ok" if result.ok else "FAILED"
+            print(f"edgeprof: [{done}/{total}] {workload} on {device}: "
+                  f"{result.wall_time_s:.3f} s, {outcome}", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.bar:
+            self.bar.close()
+
+
+def compare(workloads: Union[Mapping[str, Union[str, Sequence[str]]], Iterable[tuple[str, Any]]],
+            devices: _Devices = "raspberry-pi-4", *, repeat: int = 5, warmup: int = 0,
+            metric: str = "wall_time_s", memory_metric: str = "peak_memory_bytes",
+            test: str = "mann-whitney", alpha: float = 0.05,
+            calibrations: Optional[Sequence["_core.Calibration"]] = None,
+            projected_target: str = "", interval: Optional[float] = _core.DEFAULT_INTERVAL_S,
+            timeout: Optional[float] = None, progress: bool = True) -> "_core.Comparison":
+    """Runs every workload on every device ``repeat`` times (each in a fresh slice) and ranks the
+    workloads per device by the median of ``metric``, with ties where the test cannot separate
+    them; marks the Pareto front of (metric, memory); projects ``projected_target`` with the
+    calibration found for each (device, workload) when ``calibrations`` are given.
+
+    ``workloads`` maps names to commands (a list of arguments, or a string split like a shell
+    would). Shows progress (tqdm where installed). Ctrl-C stops at once and leaves nothing
+    behind. The result prints as a table; ``to_pandas()`` gives one row per workload x device.
+    """
+    pairs = list(workloads.items()) if isinstance(workloads, Mapping) else list(workloads)
+    names = [str(n) for n, _ in pairs]
+    argvs = [shlex.split(c) if isinstance(c, str) else [str(a) for a in c] for _, c in pairs]
+    if isinstance(devices, (str, _core.Device)):
+        devices = [devices]
+    bar = _Progress(progress)
+    try:
+        return _core._compare(names, argvs, list(devices), repeat, warmup, metric, memory_metric,
+                              test, alpha, list(calibrations or []), projected_target, interval,
+                              timeout, bar)
+    finally:
+        bar.close()
+
+
+def comparison_to_pandas(self: "_core.Comparison") -> Any:
+    """One row per workload x device: rank, tied, pareto, medians, statistics, projection."""
+    from edgeprof._frames import _pandas
+    pd = _pandas()
+    rows = []
+    for r in self.rows:
+        row = {"device": r.device, "workload": r.workload, "rank": r.rank, "tied": r.tied,
+               "pareto": r.pareto, self.metric: r.value, self.memory_metric: r.memory,
+               "runs": len(r.result.runs), "ok": r.result.ok}
+        stat = r.result.stats.get(self.metric)
+        if stat is not None:
+            row[f"{self.metric}_ci95_low"] = stat.ci95_low
+            row[f"{self.metric}_ci95_high"] = stat.ci95_high
+        if self.projected_target:
+            p = r.projected
+            row[f"{self.projected_target} (projected)"] = p.estimate if p else None
+            row[f"{self.projected_target}_low"] = p.low if p else None
+            row[f"{self.projected_target}_high"] = p.high if p else None
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def comparison_plot(self: "_core.Comparison", ax: Any = None) -> Any:
+    """Median time against median memory per workload, one colour per device, the Pareto front
+    circled. Returns the matplotlib figure."""
+    from edgeprof._display import _pyplot
+    plt = _pyplot()
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+    else:
+        fig = ax.figure
+    devices = list(dict.fromkeys(r.device for r in self.rows))
+    for i, d in enumerate(devices):
+        rows = [r for r in self.rows if r.device == d and r.value == r.value]
+        ax.scatter([r.value for r in rows], [r.memory / 2**20 for r in rows], color=f"C{i}",
+                   label=d)
+        for r in rows:
+            ax.annotate(r.workload, (r.value, r.memory / 2**20), fontsize=8,
+                        xytext=(3, 3), textcoords="offset points")
+            if r.pareto:
+                ax.scatter([r.value], [r.memory / 2**20], s=160, facecolors="none",
+                           edgecolors=f"C{i}")
+    ax.set_xlabel(f"{self.metric} (median, measured)")
+    ax.set_ylabel(f"{self.memory_metric} (median, MiB)")
+    ax.set_title("circled: Pareto front per device", fontsize=9)
+    ax.legend(fontsize=8)
+    return fig
+
+
+def install() -> None:
+    _core.Comparison.to_pandas = comparison_to_pandas
+    _core.Comparison.plot = comparison_plot
