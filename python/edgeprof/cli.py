@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 from typing import Optional, Sequence
@@ -26,6 +27,10 @@ examples:
   edgeprof run --device raspberry-pi-4 --interval 1ms --json r.json --csv r.csv -- ./infer
   edgeprof run --device raspberry-pi-4 --repeat 5 --warmup 1 -- python3 infer.py
   edgeprof show r.json
+  edgeprof compare -w "small=python3 infer.py --model small" -w "big=python3 infer.py --model big" \
+      --device raspberry-pi-4 --device jetson-nano --repeat 5
+  edgeprof fit calibration.csv --x wall_time_s --y device_wall_time_s --device lg-g6 -o cal.json
+  edgeprof project r.json --calibrations cal.json
   edgeprof demo --device raspberry-pi-3b
 """
 
@@ -192,6 +197,135 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _workloads(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """-w NAME=COMMAND options and --file lines ("NAME: COMMAND" or "NAME=COMMAND")."""
+    specs = list(args.workload or [])
+    if args.file:
+        try:
+            with open(args.file, encoding="utf-8") as f:
+                for line in f:
+                    line = line.strip()
+                    if line and not line.startswith("#"):
+                        specs.append(line)
+        except OSError as e:
+            raise edgeprof.Error(f"cannot read {args.file}: {e.strerror} (errno {e.errno})") from e
+    out = []
+    for spec in specs:
+        sep = min((i for i in (spec.find("="), spec.find(":")) if i > 0), default=-1)
+        if sep <= 0 or not spec[sep + 1:].strip():
+            raise edgeprof.Error(f"workload {spec!r}: write NAME=COMMAND (or NAME: COMMAND in a "
+                                 "file)")
+        out.append((spec[:sep].strip(), spec[sep + 1:].strip()))
+    if len(out) < 1:
+        raise edgeprof.Error("no workloads: give -w NAME=COMMAND (several times) or --file FILE")
+    return out
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    calibrations = edgeprof.load_calibrations(args.calibrations) if args.calibrations else []
+    devices = args.device or ["raspberry-pi-4"]
+    comparison = edgeprof.compare(
+        _workloads(args), [edgeprof.builtin_device(d) for d in devices], repeat=args.repeat,
+        warmup=args.warmup, metric=args.metric, test=args.test, alpha=args.alpha,
+        calibrations=calibrations, projected_target=args.target if calibrations else "",
+        interval=args.interval, timeout=args.timeout, progress=not args.quiet)
+    if args.json:
+        rows = [{"device": r.device, "workload": r.workload, "rank": r.rank, "tied": r.tied,
+                 "pareto": r.pareto, "metric": comparison.metric, "value": r.value,
+                 "memory_metric": comparison.memory_metric, "memory": r.memory,
+                 "projected": None if r.projected is None else {
+                     "target": comparison.projected_target, "estimate": r.projected.estimate,
+                     "low": r.projected.low, "high": r.projected.high,
+                     "confidence": r.projected.confidence, "provenance": "projected"},
+                 "result": json.loads(r.result.to_json())} for r in comparison.rows]
+        _write(args.json, json.dumps({"schema": "edgeprof.comparison", "schema_version": 1,
+                                      "rows": rows}))
+    if args.json != "-":
+        print(str(comparison), end="")
+    return 0 if all(r.result.ok for r in comparison.rows) else 1
+
+
+def _read_csv(path: str) -> list[dict[str, str]]:
+    import csv
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            return list(csv.DictReader(f))
+    except OSError as e:
+        raise edgeprof.Error(f"cannot read {path}: {e.strerror} (errno {e.errno})") from e
+
+
+def cmd_fit(args: argparse.Namespace) -> int:
+    rows = _read_csv(args.csv)
+    if not rows:
+        raise edgeprof.Error(f"{args.csv} has no data rows")
+    missing = [c for c in args.x + [args.y] if c not in rows[0]]
+    if missing:
+        raise edgeprof.Error(f"{args.csv} has no column {', '.join(missing)}; its columns: "
+                             f"{', '.join(rows[0])}")
+    try:
+        x = [[float(r[c]) for c in args.x] for r in rows]
+        y = [float(r[args.y]) for r in rows]
+    except ValueError as e:
+        raise edgeprof.Error(f"{args.csv}: {e}") from e
+    fit = edgeprof.Projection.fit(x, y, model=args.model, ridge=args.ridge, features=args.x,
+                                  target=args.y)
+    calibration = edgeprof.Calibration(args.device, fit, family=args.family or "")
+    kept = []
+    if args.output and os.path.exists(args.output):
+        kept = [c for c in edgeprof.load_calibrations(args.output)
+                if (c.device, c.family, c.projection.target) !=
+                (args.device, args.family or "", args.y)]
+    if args.output:
+        edgeprof.save_calibrations(args.output, kept + [calibration])
+    if args.json:
+        print(edgeprof.calibrations_to_json([calibration]))
+    else:
+        print(str(fit), end="")
+        if args.output:
+            print(f"saved to {args.output} for device {args.device}"
+                  + (f", family {args.family}" if args.family else ""))
+    return 0
+
+
+def cmd_project(args: argparse.Namespace) -> int:
+    try:
+        with open(args.report, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as e:
+        raise edgeprof.Error(f"cannot read {args.report}: {e.strerror} (errno {e.errno})") from e
+    if json.loads(text).get("schema") == "edgeprof.repeated":
+        runs = edgeprof.RepeatedResult.from_json(text).runs
+    else:
+        runs = [edgeprof.Result.from_json(text)]
+    calibrations = edgeprof.load_calibrations(args.calibrations)
+    device = args.device or runs[0].device.name
+    targets = [args.target] if args.target else sorted(
+        {c.projection.target for c in calibrations if c.device == device})
+    if not targets:
+        raise edgeprof.Error(f"{args.calibrations} has no calibration for device {device!r}; it "
+                             f"has: {', '.join(sorted({c.device for c in calibrations})) or 'none'}")
+    out = []
+    for target in targets:
+        cal = edgeprof.find_calibration(calibrations, device, target, args.family or "")
+        if cal is None:
+            raise edgeprof.Error(f"no calibration of {target!r} for device {device!r}")
+        for i, run in enumerate(runs, 1):
+            p = edgeprof.project(cal, run, args.confidence)
+            out.append({"run": i, "device": device, "target": target, "estimate": p.estimate,
+                        "low": p.low, "high": p.high, "confidence": p.confidence,
+                        "provenance": "projected", "model": cal.projection.model,
+                        "features": {f: edgeprof.figure(run, f) for f in cal.projection.features}})
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return 0
+    for o in out:
+        inputs = ", ".join(f"{k} {v:.6g}" for k, v in o["features"].items())
+        print(f"run {o['run']}: {o['target']} on {o['device']} = {o['estimate']:.6g} "
+              f"[{o['low']:.6g}, {o['high']:.6g}] at {o['confidence']:.0%}, projected "
+              f"({o['model']} from measured {inputs})")
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     device = _device(args)
     rows = []
@@ -270,6 +404,59 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", help="the JSON file")
     p.add_argument("--csv", metavar="FILE", help="also write its time series as CSV")
     p.set_defaults(func=cmd_show)
+
+    p = sub.add_parser("compare", help="run several commands on one or more devices and rank them",
+                       epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("-w", "--workload", action="append", metavar="NAME=COMMAND",
+                   help="a workload to compare (give it several times)")
+    p.add_argument("--file", help="a file of workloads, one 'NAME: COMMAND' per line")
+    p.add_argument("--device", action="append",
+                   help="a built-in device (several times for several; default raspberry-pi-4)")
+    p.add_argument("--repeat", type=int, default=5, help="runs per workload and device (5)")
+    p.add_argument("--warmup", type=int, default=0, help="warm-up runs, not counted (0)")
+    p.add_argument("--metric", default="wall_time_s",
+                   help="figure to rank by, lower is better (default wall_time_s; e.g. "
+                   "phase.inference.wall_time_s)")
+    p.add_argument("--test", choices=["mann-whitney", "welch"], default="mann-whitney",
+                   help="test deciding ties (default mann-whitney)")
+    p.add_argument("--alpha", type=float, default=0.05, help="significance level (0.05)")
+    p.add_argument("--calibrations", help="calibration file (edgeprof fit) to project with")
+    p.add_argument("--target", default="device_wall_time_s",
+                   help="the calibrated figure to project (default device_wall_time_s)")
+    p.add_argument("--interval", type=_interval, default=edgeprof.DEFAULT_INTERVAL_S,
+                   help="sampling interval (default 10ms)")
+    p.add_argument("--timeout", type=float, help="per run, in seconds")
+    p.add_argument("--quiet", action="store_true", help="no progress")
+    p.add_argument("--json", nargs="?", const="-", metavar="FILE",
+                   help="write the comparison (every run included) as JSON")
+    p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("fit", help="fit a projection from a CSV of emulated vs device figures",
+                       epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("csv", help="one row per calibration workload, with a header")
+    p.add_argument("--x", action="append", required=True,
+                   help="column measured by edgeprof (several times for several features)")
+    p.add_argument("--y", required=True, help="column measured on the device")
+    p.add_argument("--device", required=True, help="the device's name (to look it up later)")
+    p.add_argument("--family", help="model family the calibration is for (default: any)")
+    p.add_argument("--model", default="auto",
+                   choices=["auto", "linear", "origin", "loglog", "theil_sen", "multi"])
+    p.add_argument("--ridge", type=float, default=0.0, help="ridge penalty (multi only)")
+    p.add_argument("-o", "--output", help="calibration file to add it to (replacing one for "
+                   "the same device, family and target)")
+    p.add_argument("--json", action="store_true", help="print the calibration as JSON")
+    p.set_defaults(func=cmd_fit)
+
+    p = sub.add_parser("project", help="apply saved calibrations to a report",
+                       epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("report", help="a JSON report (edgeprof run --json FILE)")
+    p.add_argument("--calibrations", required=True, help="the calibration file (edgeprof fit)")
+    p.add_argument("--device", help="the device to project to (default: the report's)")
+    p.add_argument("--family", help="model family (default: a calibration for any family)")
+    p.add_argument("--target", help="only this calibrated figure (default: every one)")
+    p.add_argument("--confidence", type=float, default=0.95, help="of the interval (0.95)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=cmd_project)
 
     p = sub.add_parser("demo", help="profile the bundled example workloads and rank them")
     _add_device_options(p)

@@ -131,3 +131,47 @@ def test_run_repeat_exit_code_is_the_first_failure():
     p = edgeprof("run", "--repeat", "2", "--", "sh", "-c", "exit 3")
     assert p.returncode == 3
     assert "SOME FAILED" in p.stderr
+
+
+@requires_cgroups
+def test_compare_ranks_commands_and_projects(tmp_path):
+    data = tmp_path / "cal.csv"
+    data.write_text("wall_time_s,device_wall_time_s\n0.01,0.021\n0.02,0.039\n0.04,0.081\n"
+                    "0.08,0.16\n")
+    fit = edgeprof("fit", str(data), "--x", "wall_time_s", "--y", "device_wall_time_s",
+                   "--device", "raspberry-pi-4", "--model", "linear", "-o",
+                   str(tmp_path / "cal.json"))
+    assert fit.returncode == 0, fit.stderr
+    assert "leave-one-out" in fit.stdout and "[linear]" in fit.stdout
+    workloads = tmp_path / "workloads.txt"
+    workloads.write_text("# name: command\nquick: sleep 0.01\nslower: sleep 0.06\n")
+    p = edgeprof("compare", "--file", str(workloads), "--repeat", "5", "--calibrations",
+                 str(tmp_path / "cal.json"), "--json", str(tmp_path / "cmp.json"))
+    assert p.returncode == 0, p.stderr
+    assert "[10/10]" in p.stderr  # progress, one line per run without tqdm
+    lines = [line for line in p.stdout.splitlines() if "quick" in line or "slower" in line]
+    assert lines[0].split()[:2] == ["1", "quick"] and lines[1].split()[:2] == ["2", "slower"]
+    rows = json.loads((tmp_path / "cmp.json").read_text())["rows"]
+    assert rows[0]["projected"]["provenance"] == "projected"
+    assert rows[0]["projected"]["estimate"] == pytest.approx(2 * rows[0]["value"], rel=0.2)
+
+    run = edgeprof("run", "--json", str(tmp_path / "r.json"), "--", "sleep", "0.02")
+    assert run.returncode == 0
+    proj = edgeprof("project", str(tmp_path / "r.json"), "--calibrations",
+                    str(tmp_path / "cal.json"), "--json")
+    assert proj.returncode == 0, proj.stderr
+    out = json.loads(proj.stdout)[0]
+    assert out["target"] == "device_wall_time_s" and out["low"] < out["estimate"] < out["high"]
+
+
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["compare", "-w", "nocommand"], "NAME=COMMAND"),
+        (["compare"], "no workloads"),
+        (["fit", "/no/such.csv", "--x", "a", "--y", "b", "--device", "d"], "/no/such.csv"),
+    ],
+)
+def test_compare_and_fit_errors(args, fragment):
+    p = edgeprof(*args)
+    assert p.returncode == 2 and fragment in p.stderr and "Traceback" not in p.stderr

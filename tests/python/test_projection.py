@@ -172,3 +172,21 @@ def test_rank_agreement_on_published_panels():
     rho = edgeprof.spearman(g6.x, g6.y)
     assert rho.coefficient == pytest.approx(1.0) and rho.exact and rho.p_value < 0.01
     assert "| LG G6" in auptimizer.markdown(DATA)
+
+
+def test_compare_and_score_from_python(tmp_path):
+    conftest = pytest.importorskip("conftest")
+    if not conftest.CAN_CREATE:
+        pytest.skip(f"cannot create cgroups: {conftest.WHY_NOT}")
+    board = edgeprof.Device(name="board", cores=1, core_speed=1.0, memory="128MiB")
+    c = edgeprof.compare({"fast": "sleep 0.01", "slow": ["sleep", "0.05"]}, board, repeat=5,
+                         progress=False)
+    assert [r.workload for r in c.rows] == ["fast", "slow"]
+    assert [r.rank for r in c.rows] == [1, 2]
+    assert "ranked by median wall_time_s" in str(c)
+    pd = pytest.importorskip("pandas")
+    frame = c.to_pandas()
+    assert isinstance(frame, pd.DataFrame) and list(frame["rank"]) == [1, 2]
+    s = edgeprof.score(c.rows[0].result.runs[0], latency=0.001)
+    assert s.ok and not s.fits and s.penalty > 1 and s.latency_provenance == "measured"
+    assert edgeprof.score(c.rows[0].result.runs[0], latency=10, memory=1e9).fits
