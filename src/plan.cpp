@@ -92,9 +92,11 @@ EmulationPlan plan_emulation(const Device& device, const HostFacts& host,
     }
   }
   if (usable.empty()) throw UnsupportedError("the host reports no usable CPUs");
-  std::sort(usable.begin(), usable.end());
+  // The first ones in the order given (the host's: ascending), listed ascending.
+  usable.erase(std::unique(usable.begin(), usable.end()), usable.end());
   const size_t ncpus = std::min<size_t>(static_cast<size_t>(device.cores), usable.size());
   plan.cpus.assign(usable.begin(), usable.begin() + static_cast<long>(ncpus));
+  std::sort(plan.cpus.begin(), plan.cpus.end());
 
   const double capacity = device.cores * device.core_speed;
   if (capacity > static_cast<double>(ncpus) + 1e-9) {

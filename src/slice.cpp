@@ -12,6 +12,7 @@
 #include <utility>
 #include <cstdlib>
 #include <fmt/format.h>
+#include <map>
 #include <mutex>
 
 #include "cgroup/backend.hpp"
@@ -125,6 +126,44 @@ detail::SliceName own_identity(const detail::Fs& fs) {
   return cached;
 }
 
+// Which host CPUs the live slices of this process use, so that slices running at the same time
+// (concurrent trials of a hyper-parameter search) get CPUs of their own while there are enough.
+class CpuLedger {
+ public:
+  // The host's CPUs, least used first (lowest number among equals).
+  std::vector<int> order(const std::vector<int>& host) {
+    std::lock_guard<std::mutex> guard(lock_);
+    std::vector<int> out = host;
+    std::stable_sort(out.begin(), out.end(), [&](int a, int b) { return use(a) < use(b); });
+    return out;
+  }
+  // Records the CPUs of a new slice; returns how many other slices already use one of them.
+  int take(const std::vector<int>& cpus) {
+    std::lock_guard<std::mutex> guard(lock_);
+    int shared = 0;
+    for (int c : cpus) shared = std::max(shared, use(c));
+    for (int c : cpus) ++use_[c];
+    return shared;
+  }
+  void give(const std::vector<int>& cpus) {
+    std::lock_guard<std::mutex> guard(lock_);
+    for (int c : cpus) --use_[c];
+  }
+
+ private:
+  int use(int cpu) const {
+    auto it = use_.find(cpu);
+    return it == use_.end() ? 0 : it->second;
+  }
+  std::mutex lock_;
+  std::map<int, int> use_;
+};
+
+CpuLedger& cpu_ledger() {
+  static CpuLedger ledger;
+  return ledger;
+}
+
 }  // namespace
 
 CgroupMode cgroup_mode() { return layout().mode; }
@@ -138,12 +177,17 @@ struct Slice::Impl {
   std::unique_ptr<detail::Backend> backend;
   std::unique_ptr<detail::Cgroup> cgroup;
   int running = 0;  // children spawned and not yet reaped
+  bool ledger_taken = false;  // plan.cpus recorded in the CPU ledger
 
   void require_alive() const {
     if (!cgroup) throw Error("this slice is closed: create a new Slice");
   }
 
   void destroy() noexcept {
+    if (ledger_taken) {
+      cpu_ledger().give(plan.cpus);
+      ledger_taken = false;
+    }
     if (!cgroup) return;
     try {
       cgroup->kill_all();
@@ -164,7 +208,19 @@ struct Slice::Impl {
 Slice::Slice(Device device, SliceOptions options) : impl_(std::make_shared<Impl>()) {
   static std::atomic<std::uint64_t> sequence{0};
   Impl& s = *impl_;
-  s.plan = plan_emulation(device, host_facts(), options.plan);
+  const HostFacts host = host_facts();
+  PlanOptions plan_options = options.plan;
+  // Without explicit CPUs, the least used ones: concurrent slices do not share CPUs while the
+  // host has enough.
+  if (plan_options.cpus.empty()) plan_options.cpus = cpu_ledger().order(host.cpus);
+  s.plan = plan_emulation(device, host, plan_options);
+  if (const int shared = cpu_ledger().take(s.plan.cpus); shared > 0) {
+    s.plan.notes.push_back(fmt::format(
+        "shares host CPUs {} with {} other slice{} of this process running at the same time: "
+        "their workloads compete for them",
+        format_cpu_list(s.plan.cpus), shared, shared == 1 ? "" : "s"));
+  }
+  s.ledger_taken = true;
   s.device = std::move(device);
   s.options = std::move(options);
   s.backend = detail::make_backend(s.fs, layout(), parent_from(s.options));

@@ -31,7 +31,9 @@ inline constexpr std::uint64_t kDefaultCpuPeriodUs = 10000;
 
 struct PlanOptions {
   std::uint64_t cpu_period_us = kDefaultCpuPeriodUs;
-  std::vector<int> cpus;  // explicit host CPUs for the cpuset; empty = the first ones allowed
+  // Host CPUs for the cpuset, in order of preference (the first ones are used); empty = the
+  // ones this process's other live slices use least, lowest number first.
+  std::vector<int> cpus;
 };
 
 // cgroup settings that emulate one device on this host.

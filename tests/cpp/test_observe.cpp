@@ -312,3 +312,31 @@ TEST_CASE("compare ranks workloads per device, marks the Pareto front, and proje
   CHECK_FALSE(failed.ok);
   CHECK_FALSE(failed.fits);
 }
+
+TEST_CASE("slices alive at the same time get CPUs of their own while there are enough",
+          "[kernel][observe][cpus]") {
+  REQUIRE_CGROUPS();
+  const auto host = host_facts().cpus;
+  if (host.size() < 2) {
+    WARN("skipped: needs 2 CPUs");
+    return;
+  }
+  const Device one = make_device("one", 1, 1.0, "64MiB");
+  std::vector<int> first;
+  {
+    Slice a(one);
+    Slice b(one);
+    first = a.plan().cpus;
+    REQUIRE(a.plan().cpus.size() == 1);
+    CHECK(a.plan().cpus != b.plan().cpus);  // concurrent trials do not share a CPU
+    std::vector<Slice> more;
+    for (size_t i = 0; i < host.size(); ++i) more.emplace_back(one);  // more than the host has
+    bool noted = false;
+    for (const std::string& n : more.back().plan().notes) {
+      noted = noted || n.find("shares host CPUs") != std::string::npos;
+    }
+    CHECK(noted);
+  }
+  Slice again(one);
+  CHECK(again.plan().cpus == first);  // all released: the first CPU again
+}
