@@ -193,6 +193,9 @@ std::optional<std::string_view> StatFile::read_into(char* buffer, size_t capacit
     }
     if (n == 0) return std::string_view(buffer, used);
     used += static_cast<size_t>(n);
+    // cgroup and /proc stat files are seq_files: a read fills the buffer unless the content
+    // ends, so a short read is the end (and the extra read that would say so is saved).
+    if (used < capacity) return std::string_view(buffer, used);
   }
 }
 

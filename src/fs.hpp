@@ -89,8 +89,9 @@ class StatFile {
   // Why the file could not be opened ("" when it is open).
   std::string error() const;
   std::optional<std::string> read() const;
-  // Reads into `buffer` without allocating (the sampler's hot path). nullopt on an error (errno
-  // says which; EFBIG when the file does not fit in `capacity` bytes).
+  // Reads into `buffer` without allocating (the sampler's hot path): one pread when the content
+  // is shorter than `capacity` (a short read of a seq_file is its end). nullopt on an error
+  // (errno says which; EFBIG when the file does not fit in `capacity` bytes).
   std::optional<std::string_view> read_into(char* buffer, size_t capacity) const;
 
  private:

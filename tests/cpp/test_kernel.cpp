@@ -223,7 +223,8 @@ TEST_CASE("a timeout kills the whole slice and reports timed_out", "[kernel]") {
     Result r = slice.spawn(workload({"sleep", "30"})).wait(std::chrono::milliseconds(300));
     CHECK(r.timed_out);
     CHECK(r.signal == SIGKILL);
-    CHECK(r.wall_time_s == Approx(0.3).margin(0.25));
+    CHECK(r.wall_time_s >= 0.3);
+    CHECK(r.wall_time_s < 2.5);  // killing and reaping take a moment on a loaded host
     CHECK_FALSE(r.ok());
   }
   CHECK(all_gone(paths));

@@ -81,7 +81,8 @@ TEST_CASE("a sampled run agrees with the workload's own rusage and clock", "[ker
   // The samples: every 5 ms, times strictly increasing, the first just before the release.
   const TimeSeries& s = r.series;
   CHECK(r.summary.samples == s.size());
-  CHECK(s.size() >= 150);
+  // About 200 deadlines in 1 s; a loaded host skips some (counted, not bunched).
+  CHECK(s.size() + r.summary.missed_deadlines >= 150);
   CHECK(s.t_ns.front() <= 0);
   for (size_t i = 1; i < s.size(); ++i) REQUIRE(s.t_ns[i] > s.t_ns[i - 1]);
   CHECK(s.t_ns.back() >= std::llround(r.wall_time_s * 1e9));  // the final sample, after exit
@@ -94,7 +95,8 @@ TEST_CASE("a sampled run agrees with the workload's own rusage and clock", "[ker
   CHECK(*r.summary.cpu_cores_avg == Approx(exact_cores).epsilon(0.05));
   CHECK(*r.summary.cpu_capacity_avg == Approx(*r.summary.cpu_cores_avg));  // capacity: 1 core
   CHECK(*r.summary.cpu_cores_peak <= 1.15);  // 100 ms windows: within a tick's worth
-  CHECK(*r.summary.interval_p50_s == Approx(0.005).epsilon(slack(0.1, 1.0)));
+  CHECK(*r.summary.interval_p50_s >= 0.0049);
+  CHECK(*r.summary.interval_p50_s <= slack(0.025, 0.05));  // at worst a few skipped deadlines
   CHECK(*r.summary.tasks_peak >= 1);
   for (const SourceStatus& st : r.sources) {
     CAPTURE(st.name, st.error);
