@@ -148,7 +148,7 @@ def test_compare_ranks_commands_and_projects(tmp_path):
     p = edgeprof("compare", "--file", str(workloads), "--repeat", "5", "--calibrations",
                  str(tmp_path / "cal.json"), "--json", str(tmp_path / "cmp.json"))
     assert p.returncode == 0, p.stderr
-    assert "[10/10]" in p.stderr  # progress, one line per run without tqdm
+    assert "10/10" in p.stderr  # progress: a tqdm bar, or one line per run without tqdm
     lines = [line for line in p.stdout.splitlines() if "quick" in line or "slower" in line]
     assert lines[0].split()[:2] == ["1", "quick"] and lines[1].split()[:2] == ["2", "slower"]
     rows = json.loads((tmp_path / "cmp.json").read_text())["rows"]
