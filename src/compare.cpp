@@ -7,16 +7,13 @@
 #include <set>
 
 #include "edgeprof/error.hpp"
+#include "stats.hpp"
 
 namespace edgeprof {
 
 namespace {
 
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+using detail::median_of;
 
 // A figure of every counted run, or nothing when a run lacks it (failed runs).
 std::optional<std::vector<double>> samples(const RepeatedResult& r, const std::string& name) {

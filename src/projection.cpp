@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "edgeprof/error.hpp"
+#include "stats.hpp"
 
 namespace edgeprof {
 
@@ -20,11 +21,7 @@ namespace {
 using Eigen::MatrixXd;
 using Eigen::VectorXd;
 
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+using detail::median_of;
 
 // How many coefficients a model has with k features.
 size_t coefficient_count(FitModel m, size_t k) {

@@ -9,16 +9,13 @@
 #include <numeric>
 
 #include "edgeprof/error.hpp"
+#include "stats.hpp"
 
 namespace edgeprof {
 
 namespace {
 
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+using detail::median_of;
 
 void check_finite(const std::vector<double>& v, const std::string& what) {
   for (double x : v) {

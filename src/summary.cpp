@@ -10,19 +10,13 @@
 #include "edgeprof/error.hpp"
 #include "edgeprof/result.hpp"
 #include "parse.hpp"
+#include "stats.hpp"
 
 namespace edgeprof {
 
 namespace {
 
-// Linear interpolation between order statistics (numpy's default), on a sorted copy.
-double percentile(std::vector<double> values, double q) {
-  std::sort(values.begin(), values.end());
-  const double pos = q * double(values.size() - 1);
-  const size_t lo = static_cast<size_t>(std::floor(pos));
-  const size_t hi = std::min(lo + 1, values.size() - 1);
-  return values[lo] + (values[hi] - values[lo]) * (pos - double(lo));
-}
+using detail::percentile;
 
 bool complete(const TimeSeries& s, Metric m) {
   return s.size() > 0 && s.complete.test(static_cast<size_t>(m));

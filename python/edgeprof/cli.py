@@ -119,6 +119,14 @@ def _interval(text: str) -> Optional[float]:
             f"invalid interval {text!r}: give e.g. 10ms, 0.5s, 2 (seconds) or off") from None
 
 
+def _read_text(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except OSError as e:
+        raise edgeprof.Error(f"cannot read {path}: {e.strerror} (errno {e.errno})") from e
+
+
 def _write(path: str, text: str) -> None:
     """Writes a report file, or stdout for '-'."""
     if path == "-":
@@ -182,11 +190,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    try:
-        with open(args.file, encoding="utf-8") as f:
-            text = f.read()
-    except OSError as e:
-        raise edgeprof.Error(f"cannot read {args.file}: {e.strerror} (errno {e.errno})") from e
+    text = _read_text(args.file)
     kind = json.loads(text).get("schema") if text.lstrip().startswith("{") else None
     report = (edgeprof.RepeatedResult if kind == "edgeprof.repeated" else edgeprof.Result) \
         .from_json(text)
@@ -201,14 +205,10 @@ def _workloads(args: argparse.Namespace) -> list[tuple[str, str]]:
     """-w NAME=COMMAND options and --file lines ("NAME: COMMAND" or "NAME=COMMAND")."""
     specs = list(args.workload or [])
     if args.file:
-        try:
-            with open(args.file, encoding="utf-8") as f:
-                for line in f:
-                    line = line.strip()
-                    if line and not line.startswith("#"):
-                        specs.append(line)
-        except OSError as e:
-            raise edgeprof.Error(f"cannot read {args.file}: {e.strerror} (errno {e.errno})") from e
+        for line in _read_text(args.file).splitlines():
+            line = line.strip()
+            if line and not line.startswith("#"):
+                specs.append(line)
     out = []
     for spec in specs:
         sep = min((i for i in (spec.find("="), spec.find(":")) if i > 0), default=-1)
@@ -288,11 +288,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
 
 
 def cmd_project(args: argparse.Namespace) -> int:
-    try:
-        with open(args.report, encoding="utf-8") as f:
-            text = f.read()
-    except OSError as e:
-        raise edgeprof.Error(f"cannot read {args.report}: {e.strerror} (errno {e.errno})") from e
+    text = _read_text(args.report)
     if json.loads(text).get("schema") == "edgeprof.repeated":
         runs = edgeprof.RepeatedResult.from_json(text).runs
     else:
