@@ -53,6 +53,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_common.hpp"
 #include "cgroup/backend.hpp"
 #include "edgeprof/edgeprof.hpp"
 #include "fs.hpp"
@@ -64,58 +65,14 @@ extern char** environ;
 
 namespace {
 
+using namespace bench;
 using edgeprof::detail::Columns;
 using edgeprof::detail::Sampler;
 using edgeprof::detail::Sources;
-using Clock = std::chrono::steady_clock;
 
 constexpr const char* kWorkloadScript = "while :; do :; done";
 const std::vector<int> kIntervalsMs = {1, 10, 100};
 const std::vector<int> kBareIntervalsMs = {1, 10};  // the bare wake-up loop
-
-double seconds_between(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
-double us_between(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double, std::micro>(b - a).count();
-}
-
-// ------------------------------------------------------------------------------ errors, signals
-
-struct BenchError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-// The benchmark cannot run here at all (not root, no cgroups): exit 77, "skipped".
-struct CannotRun : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-// Thrown from waits once SIGINT/SIGTERM/SIGHUP arrived, to unwind and clean up.
-struct Interrupted {};
-
-volatile std::sig_atomic_t g_stop = 0;
-void on_stop_signal(int) { g_stop = 1; }
-void check_stop() {
-  if (g_stop) throw Interrupted{};
-}
-
-void install_signal_handlers() {
-  struct sigaction sa {};
-  sa.sa_handler = on_stop_signal;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESTART;
-  for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &sa, nullptr);
-}
-
-// Sleeps `seconds`, in steps short enough to notice a stop signal.
-void sleep_checked(double seconds) {
-  const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                        std::chrono::duration<double>(seconds));
-  for (auto now = Clock::now(); now < until; now = Clock::now()) {
-    check_stop();
-    std::this_thread::sleep_for(
-        std::min<Clock::duration>(until - now, std::chrono::milliseconds(20)));
-  }
-}
 
 // ---------------------------------------------------------------------------------- files
 
@@ -123,21 +80,6 @@ std::optional<std::string> read_file(const std::string& path) {
   std::ifstream in(path);
   if (!in) return std::nullopt;
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
-
-std::vector<std::string> split(std::string_view s, char sep) {
-  std::vector<std::string> out;
-  for (size_t start = 0;;) {
-    const size_t at = s.find(sep, start);
-    out.emplace_back(s.substr(start, at == std::string_view::npos ? s.npos : at - start));
-    if (at == std::string_view::npos) return out;
-    start = at + 1;
-  }
 }
 
 std::vector<std::string> dir_entries(const std::string& path) {
@@ -197,19 +139,6 @@ double rusage_cpu_s(const rusage& ru) {
 
 // ---------------------------------------------------------------------------------- statistics
 
-double quantile(const std::vector<double>& sorted, double q) {
-  if (sorted.empty()) return 0;
-  const double pos = q * double(sorted.size() - 1);
-  const auto lo = static_cast<size_t>(pos);
-  const size_t hi = std::min(lo + 1, sorted.size() - 1);
-  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - double(lo));
-}
-
-// Quantile q of v (0 for an empty v).
-double quantile_of(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
-  return quantile(v, q);
-}
 double median(std::vector<double> v) { return quantile_of(std::move(v), 0.5); }
 
 struct Spread {
@@ -241,72 +170,6 @@ std::string ratio(double num_, double den) {
   if (!(den > 0) || !(num_ > 0)) return "";
   return fmt::format("{:.0f}x", num_ / den);
 }
-
-// ---------------------------------------------------------------------------------- tables
-
-struct Table {
-  std::string title;
-  std::vector<std::string> header;
-  std::vector<std::vector<std::string>> rows;
-  std::vector<std::string> notes;
-};
-
-std::string render_text(const Table& t) {
-  std::vector<size_t> width(t.header.size(), 0);
-  auto measure = [&](const std::vector<std::string>& row) {
-    for (size_t i = 0; i < row.size() && i < width.size(); ++i)
-      width[i] = std::max(width[i], row[i].size());
-  };
-  measure(t.header);
-  for (const auto& row : t.rows) measure(row);
-  auto line = [&](const std::vector<std::string>& row) {
-    std::string out = " ";
-    for (size_t i = 0; i < width.size(); ++i) {
-      const std::string cell = i < row.size() ? row[i] : "";
-      const std::string pad(width[i] - std::min(width[i], cell.size()), ' ');
-      out += i == 0 ? cell + pad : "  " + pad + cell;
-    }
-    return out + "\n";
-  };
-  std::string out = "\n" + t.title + "\n" + std::string(t.title.size(), '-') + "\n";
-  out += line(t.header);
-  for (const auto& row : t.rows) out += line(row);
-  for (const auto& note : t.notes) out += "  " + note + "\n";
-  return out;
-}
-
-std::string render_markdown(const Table& t) {
-  auto cells = [](const std::vector<std::string>& row) {
-    std::string out = "|";
-    for (const std::string& c : row) out += " " + c + " |";
-    return out + "\n";
-  };
-  std::string out = "#### " + t.title + "\n\n" + cells(t.header) + "|";
-  for (size_t i = 0; i < t.header.size(); ++i) out += i == 0 ? " --- |" : " ---: |";
-  out += "\n";
-  for (const auto& row : t.rows) out += cells(row);
-  if (!t.notes.empty()) out += "\n";
-  for (const auto& note : t.notes) out += "- " + note + "\n";
-  return out + "\n";
-}
-
-struct Report {
-  std::vector<std::string> preamble;
-  std::vector<Table> tables;
-
-  void add(Table t) {
-    std::fputs(render_text(t).c_str(), stdout);
-    std::fflush(stdout);
-    tables.push_back(std::move(t));
-  }
-  std::string markdown() const {
-    std::string out = "<!-- written by edgeprof_bench_sampler --markdown -->\n\n";
-    for (const auto& p : preamble) out += "- " + p + "\n";
-    out += "\n";
-    for (const auto& t : tables) out += render_markdown(t);
-    return out;
-  }
-};
 
 // ------------------------------------------------------------------------- the slice's files
 
@@ -1228,26 +1091,7 @@ Options parse_options(int argc, char** argv) {
 std::string loadavg() { return trim(read_file("/proc/loadavg").value_or("?")); }
 
 std::vector<std::string> machine_lines(const Options& o, const std::string& psrecord) {
-  std::vector<std::string> out;
-  utsname u{};
-  ::uname(&u);
-  std::string cpu = "unknown CPU";
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("model name", 0) == 0) {
-      cpu = trim(line.substr(line.find(':') + 2));
-      break;
-    }
-  }
-  char date[64];
-  const std::time_t now = std::time(nullptr);
-  std::strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
-  out.push_back(
-      fmt::format("run: {}{}", date, std::getenv("EDGEPROF_IN_VM") ? " (inside the qemu VM)" : ""));
-  out.push_back(fmt::format("machine: {} CPUs ({}), kernel {}, cgroups {}",
-                            std::thread::hardware_concurrency(), cpu, u.release,
-                            edgeprof::to_string(edgeprof::cgroup_mode())));
-  out.push_back(fmt::format("command: `{}`", o.command_line));
+  std::vector<std::string> out = bench::machine_lines(o.command_line);
   out.push_back(
       fmt::format("workload: `/bin/sh -c '{}'` in a slice, {} s per measurement, {} "
                   "repetitions; {} ticks / reads per item",
@@ -1317,6 +1161,7 @@ int run(const Options& o) {
     }
   }
   Report report;
+  report.program = "edgeprof_bench_sampler";
   report.preamble = machine_lines(o, psrecord);
 
   int cpus = static_cast<int>(edgeprof::host_facts().cpus.size());
@@ -1350,20 +1195,6 @@ int run(const Options& o) {
 
 int main(int argc, char** argv) {
   const Options o = parse_options(argc, argv);
-  install_signal_handlers();
-  try {
-    return run(o);
-  } catch (const CannotRun& e) {
-    std::fprintf(stderr, "edgeprof_bench_sampler: cannot run here: %s\n", e.what());
-    return 77;
-  } catch (const Interrupted&) {
-    std::fprintf(stderr, "edgeprof_bench_sampler: interrupted (cleaned up)\n");
-    return 130;
-  } catch (const edgeprof::PermissionDenied& e) {
-    std::fprintf(stderr, "edgeprof_bench_sampler: permission denied: %s\n", e.what());
-    return 77;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "edgeprof_bench_sampler: error: %s\n", e.what());
-    return 1;
-  }
+  return bench::guarded_main("edgeprof_bench_sampler", "interrupted (cleaned up)",
+                             [&] { return run(o); });
 }

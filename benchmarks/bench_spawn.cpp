@@ -66,6 +66,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_common.hpp"
 #include "cgroup/backend.hpp"
 #include "clone3.hpp"
 #include "parse.hpp"
@@ -75,6 +76,7 @@ extern char** environ;
 
 namespace {
 
+using namespace bench;
 using edgeprof::detail::kCloseRangeCloexec;
 
 constexpr const char* kTrue = "/bin/true";
@@ -84,37 +86,6 @@ const std::vector<std::string> kEdgeprofControllers = {"cpu",    "cpuacct", "cpu
                                                        "memory", "pids",    "freezer"};
 const std::vector<std::string> kToolControllers = {"cpu", "cpuacct", "cpuset", "memory", "pids"};
 
-using Clock = std::chrono::steady_clock;
-double us_between(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double, std::micro>(b - a).count();
-}
-
-// ------------------------------------------------------------------------------ errors, signals
-
-struct BenchError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-// The benchmark cannot run here at all (not root, no cgroups): exit 77, "skipped".
-struct CannotRun : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-// Thrown between repetitions once SIGINT/SIGTERM/SIGHUP arrived, to unwind and clean up.
-struct Interrupted {};
-
-volatile std::sig_atomic_t g_stop = 0;
-void on_stop_signal(int) { g_stop = 1; }
-void check_stop() {
-  if (g_stop) throw Interrupted{};
-}
-
-void install_signal_handlers() {
-  struct sigaction sa {};
-  sa.sa_handler = on_stop_signal;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESTART;
-  for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &sa, nullptr);
-}
-
 // ---------------------------------------------------------------------------------- files
 
 std::string join(std::string_view a, std::string_view b) {
@@ -122,22 +93,6 @@ std::string join(std::string_view a, std::string_view b) {
   while (!b.empty() && b.front() == '/') b.remove_prefix(1);
   if (b.empty()) return a.empty() ? std::string("/") : std::string(a);
   return std::string(a) + "/" + std::string(b);
-}
-
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
-
-std::vector<std::string> split(std::string_view s, char sep) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  for (;;) {
-    size_t at = s.find(sep, start);
-    out.emplace_back(s.substr(start, at == std::string_view::npos ? s.npos : at - start));
-    if (at == std::string_view::npos) return out;
-    start = at + 1;
-  }
 }
 
 // open/read/close, as edgeprof's Fs::read does.
@@ -217,14 +172,6 @@ struct Stats {
   double median = 0, p90 = 0, p99 = 0, mean = 0, max = 0;
 };
 
-double quantile(const std::vector<double>& sorted, double q) {
-  if (sorted.empty()) return 0;
-  double pos = q * double(sorted.size() - 1);
-  auto lo = static_cast<size_t>(pos);
-  size_t hi = std::min(lo + 1, sorted.size() - 1);
-  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - double(lo));
-}
-
 Stats summarize(std::vector<double> v) {
   Stats s;
   s.n = v.size();
@@ -246,89 +193,6 @@ std::string fmt_us(double us) {
   return fmt::format("{:.0f}", us);
 }
 std::string fmt_ratio(double r) { return fmt::format("{:.2f}x", r); }
-
-// ---------------------------------------------------------------------------------- tables
-
-struct Table {
-  std::string title;
-  std::vector<std::string> header;
-  std::vector<std::vector<std::string>> rows;
-  std::vector<std::string> notes;  // printed under the table
-};
-
-std::string render_text(const Table& t) {
-  std::vector<size_t> width(t.header.size(), 0);
-  auto measure = [&](const std::vector<std::string>& row) {
-    for (size_t i = 0; i < row.size() && i < width.size(); ++i) {
-      width[i] = std::max(width[i], row[i].size());
-    }
-  };
-  measure(t.header);
-  for (const auto& row : t.rows) measure(row);
-  auto line = [&](const std::vector<std::string>& row) {
-    std::string out = " ";
-    for (size_t i = 0; i < width.size(); ++i) {
-      const std::string cell = i < row.size() ? row[i] : "";
-      std::string pad(width[i] - std::min(width[i], cell.size()), ' ');
-      out += i == 0 ? cell + pad : "  " + pad + cell;
-    }
-    return out + "\n";
-  };
-  std::string out = "\n" + t.title + "\n" + std::string(t.title.size(), '-') + "\n";
-  out += line(t.header);
-  for (const auto& row : t.rows) out += line(row);
-  for (const auto& note : t.notes) out += "  " + note + "\n";
-  return out;
-}
-
-std::string md_cell(const std::string& s) {
-  // Markdown drops leading spaces: indented (sub-)rows get a visible marker instead.
-  if (s.rfind("  ", 0) == 0) return "&emsp;↳ " + md_cell(s.substr(2));
-  std::string out;
-  for (char c : s) {
-    if (c == '|')
-      out += "\\|";
-    else
-      out += c;
-  }
-  return out;
-}
-
-std::string render_markdown(const Table& t) {
-  std::string out = "#### " + t.title + "\n\n|";
-  for (const auto& h : t.header) out.append(" ").append(md_cell(h)).append(" |");
-  out += "\n|";
-  for (size_t i = 0; i < t.header.size(); ++i) out += i == 0 ? " --- |" : " ---: |";
-  out += "\n";
-  for (const auto& row : t.rows) {
-    out += "|";
-    for (const auto& cell : row) out.append(" ").append(md_cell(cell)).append(" |");
-    out += "\n";
-  }
-  if (!t.notes.empty()) {
-    out += "\n";
-    for (const auto& note : t.notes) out += "- " + note + "\n";
-  }
-  return out + "\n";
-}
-
-struct Report {
-  std::vector<std::string> preamble;
-  std::vector<Table> tables;
-
-  void add(Table t) {
-    std::fputs(render_text(t).c_str(), stdout);
-    std::fflush(stdout);
-    tables.push_back(std::move(t));
-  }
-  std::string markdown() const {
-    std::string out = "<!-- written by edgeprof_bench_spawn --markdown -->\n\n";
-    for (const auto& p : preamble) out += "- " + p + "\n";
-    out += "\n";
-    for (const auto& t : tables) out += render_markdown(t);
-    return out;
-  }
-};
 
 // Phases of one instrumented operation, in the order they were first recorded.
 class Phases {
@@ -2110,26 +1974,7 @@ Options parse_options(int argc, char** argv) {
 }
 
 std::vector<std::string> machine_lines(const Options& o, double discovery_ms) {
-  std::vector<std::string> out;
-  utsname u{};
-  ::uname(&u);
-  std::string cpu = "unknown CPU";
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("model name", 0) == 0) {
-      cpu = trim(line.substr(line.find(':') + 2));
-      break;
-    }
-  }
-  char date[64];
-  std::time_t now = std::time(nullptr);
-  std::strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
-  out.push_back(
-      fmt::format("run: {}{}", date, std::getenv("EDGEPROF_IN_VM") ? " (inside the qemu VM)" : ""));
-  out.push_back(fmt::format("machine: {} CPUs ({}), kernel {}, cgroups {}",
-                            std::thread::hardware_concurrency(), cpu, u.release,
-                            edgeprof::to_string(edgeprof::cgroup_mode())));
-  out.push_back(fmt::format("command: `{}`", o.command_line));
+  std::vector<std::string> out = bench::machine_lines(o.command_line);
   out.push_back(fmt::format("repetitions: spawn {}, create/remove {}, reads {}", o.spawn_reps,
                             o.create_reps, o.reads));
   out.push_back(fmt::format(
@@ -2153,6 +1998,8 @@ int run(const Options& o) {
   const double discovery_ms = us_between(d0, Clock::now()) / 1000.0;
 
   Report report;
+  report.program = "edgeprof_bench_spawn";
+  report.escape_cells = true;
   report.preamble = machine_lines(o, discovery_ms);
   std::printf("edgeprof_bench_spawn\n");
   for (const auto& line : report.preamble) std::printf("  %s\n", line.c_str());
@@ -2188,20 +2035,5 @@ int run(const Options& o) {
 
 int main(int argc, char** argv) {
   Options o = parse_options(argc, argv);
-  install_signal_handlers();
-  try {
-    return run(o);
-  } catch (const CannotRun& e) {
-    std::fprintf(stderr, "edgeprof_bench_spawn: cannot run here: %s\n", e.what());
-    return 77;
-  } catch (const Interrupted&) {
-    std::fprintf(stderr, "edgeprof_bench_spawn: interrupted\n");
-    return 130;
-  } catch (const edgeprof::PermissionDenied& e) {
-    std::fprintf(stderr, "edgeprof_bench_spawn: permission denied: %s\n", e.what());
-    return 77;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "edgeprof_bench_spawn: error: %s\n", e.what());
-    return 1;
-  }
+  return bench::guarded_main("edgeprof_bench_spawn", "interrupted", [&] { return run(o); });
 }
