@@ -16,21 +16,12 @@ namespace {
 
 bool is_permission(int err) { return err == EACCES || err == EPERM || err == EROFS; }
 
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
 }  // namespace
+
+void UniqueFd::reset(int fd) {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = fd;
+}
 
 std::string sys_message(int err, std::string_view action, std::string_view path,
                         std::string_view hint) {
@@ -55,7 +46,7 @@ void throw_sys_error(int err, std::string_view action, std::string_view path,
 
 std::optional<std::string> Fs::read(std::string_view path, int* err) const {
   const std::string full = resolve(path);
-  Fd fd(::open(full.c_str(), O_RDONLY | O_CLOEXEC));
+  UniqueFd fd(::open(full.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) {
     if (err) *err = errno;
     return std::nullopt;
@@ -84,7 +75,7 @@ std::string Fs::read_or_throw(std::string_view path) const {
 
 int Fs::write(std::string_view path, std::string_view value) const {
   const std::string full = resolve(path);
-  Fd fd(::open(full.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC));
+  UniqueFd fd(::open(full.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC));
   if (fd.get() < 0) return errno;
   for (;;) {
     ssize_t n = ::write(fd.get(), value.data(), value.size());

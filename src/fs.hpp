@@ -32,6 +32,32 @@ std::string sys_message(int err, std::string_view action, std::string_view path,
 [[noreturn]] void throw_sys_error(int err, std::string_view action, std::string_view path,
                                   std::string_view hint = {});
 
+// A file descriptor owned by one object: closed on destruction, movable.
+class UniqueFd {
+ public:
+  UniqueFd() = default;
+  explicit UniqueFd(int fd) : fd_(fd) {}
+  UniqueFd(UniqueFd&& o) noexcept : fd_(o.release()) {}
+  UniqueFd& operator=(UniqueFd&& o) noexcept {
+    if (this != &o) reset(o.release());
+    return *this;
+  }
+  UniqueFd(const UniqueFd&) = delete;
+  UniqueFd& operator=(const UniqueFd&) = delete;
+  ~UniqueFd() { reset(); }
+
+  int get() const { return fd_; }
+  int release() {
+    const int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
+  void reset(int fd = -1);
+
+ private:
+  int fd_ = -1;
+};
+
 class Fs {
  public:
   // `root` is prefixed to every absolute path; "" is the real filesystem.

@@ -43,15 +43,14 @@ NetworkNamespace::NetworkNamespace() {
       return failed("bringing lo up");
     }
     ::close(sock);
-    ns_fd_ = ::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-    if (ns_fd_ < 0) return failed("opening /proc/thread-self/ns/net");
+    ns_fd_.reset(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
+    if (ns_fd_.get() < 0) return failed("opening /proc/thread-self/ns/net");
     dev_fd = ::open("/proc/thread-self/net/dev", O_RDONLY | O_CLOEXEC);
     if (dev_fd < 0) return failed("opening /proc/thread-self/net/dev");
   });
   worker.join();
   if (err) {
-    if (ns_fd_ >= 0) ::close(ns_fd_);
-    ns_fd_ = -1;
+    ns_fd_.reset();
     const std::string message = fmt::format(
         "cannot give the workload a network namespace of its own: {}: {} (errno {}){}", step,
         std::strerror(err), err,
@@ -63,10 +62,6 @@ NetworkNamespace::NetworkNamespace() {
     throw Error(message, err);
   }
   dev_ = StatFile::adopt(dev_fd, "/proc/thread-self/net/dev (the workload's namespace)");
-}
-
-NetworkNamespace::~NetworkNamespace() {
-  if (ns_fd_ >= 0) ::close(ns_fd_);
 }
 
 }  // namespace edgeprof::detail

@@ -11,17 +11,16 @@ class NetworkNamespace {
   // Creates the namespace (from a short-lived thread, so this process stays where it is) and
   // brings loopback up. Throws PermissionDenied without CAP_SYS_ADMIN, Error otherwise.
   NetworkNamespace();
-  ~NetworkNamespace();
   NetworkNamespace(const NetworkNamespace&) = delete;
   NetworkNamespace& operator=(const NetworkNamespace&) = delete;
 
   // For setns(fd, CLONE_NEWNET) in the child.
-  int fd() const { return ns_fd_; }
+  int fd() const { return ns_fd_.get(); }
   // net/dev of the namespace, opened inside it (once; later calls return a closed file).
   StatFile take_dev() { return std::move(dev_); }
 
  private:
-  int ns_fd_ = -1;
+  UniqueFd ns_fd_;
   StatFile dev_;
 };
 

@@ -61,30 +61,6 @@ CgroupMode cgroup_mode_from_string(std::string_view text) {
 
 namespace {
 
-// A descriptor owned by one object.
-class OwnedFd {
- public:
-  OwnedFd() = default;
-  explicit OwnedFd(int fd) : fd_(fd) {}
-  OwnedFd(OwnedFd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
-  OwnedFd& operator=(OwnedFd&& o) noexcept {
-    if (this != &o) {
-      reset();
-      fd_ = std::exchange(o.fd_, -1);
-    }
-    return *this;
-  }
-  ~OwnedFd() { reset(); }
-  int get() const { return fd_; }
-  void reset() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_ = -1;
-};
-
 const detail::Layout& layout() {
   static const detail::Layout cached = detail::discover_layout(detail::Fs());
   return cached;
@@ -280,7 +256,7 @@ struct Child::State {
   std::vector<std::string> argv;
   std::optional<Result> result;
   // Observation: the phase channel's read end, the sampler, the network namespace.
-  OwnedFd marks;
+  detail::UniqueFd marks;
   std::unique_ptr<detail::NetworkNamespace> netns;
   std::unique_ptr<detail::Sampler> sampler;
   Clock::time_point origin;  // the sampler's time zero
@@ -329,8 +305,8 @@ Child Slice::spawn(const Command& command, const SpawnOptions& options) {
                             errno),
                 errno);
   }
-  state->marks = OwnedFd(ends[0]);
-  OwnedFd write_end(ends[1]);
+  state->marks = detail::UniqueFd(ends[0]);
+  detail::UniqueFd write_end(ends[1]);
   struct stat st {};
   ::fstat(write_end.get(), &st);
   prepared.set_env(kPhaseEnv, fmt::format("{}:{}", write_end.get(), st.st_ino));

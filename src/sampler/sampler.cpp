@@ -23,8 +23,8 @@ void check_sample_interval(std::chrono::nanoseconds interval) {
 Sampler::Sampler(Sources sources, std::chrono::nanoseconds interval)
     : sources_(std::move(sources)), interval_(interval) {
   check_sample_interval(interval);
-  stop_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (stop_fd_ < 0) {
+  stop_fd_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (stop_fd_.get() < 0) {
     throw Error(fmt::format("cannot create the sampler's eventfd: {} (errno {})",
                             std::strerror(errno), errno),
                 errno);
@@ -35,10 +35,7 @@ Sampler::Sampler(Sources sources, std::chrono::nanoseconds interval)
                 1024)));
 }
 
-Sampler::~Sampler() {
-  stop();
-  ::close(stop_fd_);
-}
+Sampler::~Sampler() { stop(); }
 
 void Sampler::start(Clock::time_point origin) {
   origin_ = origin;
@@ -51,7 +48,7 @@ void Sampler::start(Clock::time_point origin) {
 void Sampler::stop() {
   if (!thread_.joinable()) return;
   const std::uint64_t one = 1;
-  ssize_t ignored = ::write(stop_fd_, &one, sizeof one);
+  ssize_t ignored = ::write(stop_fd_.get(), &one, sizeof one);
   (void)ignored;
   thread_.join();
 }
@@ -85,7 +82,7 @@ bool Sampler::drain_marks() noexcept {
 }
 
 void Sampler::run() {
-  pollfd fds[2] = {{stop_fd_, POLLIN, 0}, {marks_fd_, POLLIN, 0}};
+  pollfd fds[2] = {{stop_fd_.get(), POLLIN, 0}, {marks_fd_, POLLIN, 0}};
   nfds_t count = marks_fd_ >= 0 ? 2 : 1;
   // The first sample was taken by start(); the schedule counts from the origin.
   auto deadline = origin_;

@@ -59,7 +59,7 @@ class Sampler {
   Columns columns_;
   std::chrono::nanoseconds interval_;
   Clock::time_point origin_;
-  int stop_fd_ = -1;   // eventfd: stop() writes, the thread wakes
+  UniqueFd stop_fd_;   // eventfd: stop() writes, the thread wakes
   int marks_fd_ = -1;  // not owned
   std::string marks_;
   std::thread thread_;

@@ -54,17 +54,10 @@ bool v1_cpu_stat(const std::string_view* t, Reading& v) {
          take(t[0], "throttled_time", v, Metric::cpu_throttled_ns);
 }
 
-bool memory_current(const std::string_view* t, Reading& v) {
-  return take_single(t[0], v, Metric::memory_current_bytes);
-}
-bool memory_peak(const std::string_view* t, Reading& v) {
-  return take_single(t[0], v, Metric::memory_peak_bytes);
-}
-bool memory_swap(const std::string_view* t, Reading& v) {
-  return take_single(t[0], v, Metric::memory_swap_bytes);
-}
-bool tasks(const std::string_view* t, Reading& v) {
-  return take_single(t[0], v, Metric::tasks);
+// Files holding one number: memory.current, memory.peak, memory.swap.current, pids.current...
+template <Metric M>
+bool single(const std::string_view* t, Reading& v) {
+  return take_single(t[0], v, M);
 }
 
 bool v2_memory_stat(const std::string_view* t, Reading& v) {
@@ -81,30 +74,28 @@ bool v1_memory_stat(const std::string_view* t, Reading& v) {
   return ok;
 }
 
-bool v2_memory_events(const std::string_view* t, Reading& v) {
+// memory.events (v2) and memory.oom_control (v1) both count "oom_kill".
+bool oom_kills(const std::string_view* t, Reading& v) {
   return take(t[0], "oom_kill", v, Metric::memory_oom_kills);
 }
-bool v1_oom_control(const std::string_view* t, Reading& v) {
-  return take(t[0], "oom_kill", v, Metric::memory_oom_kills);
+
+bool set_io(Reading& v, std::uint64_t read_bytes, std::uint64_t write_bytes, std::uint64_t read_ops,
+            std::uint64_t write_ops) {
+  v.set(Metric::io_read_bytes, read_bytes);
+  v.set(Metric::io_write_bytes, write_bytes);
+  v.set(Metric::io_read_ops, read_ops);
+  v.set(Metric::io_write_ops, write_ops);
+  return true;
 }
 
 bool v2_io_stat(const std::string_view* t, Reading& v) {
-  IoTotals io = parse_io_stat(t[0]);
-  v.set(Metric::io_read_bytes, io.read_bytes);
-  v.set(Metric::io_write_bytes, io.write_bytes);
-  v.set(Metric::io_read_ops, io.read_ops);
-  v.set(Metric::io_write_ops, io.write_ops);
-  return true;
+  const IoTotals io = parse_io_stat(t[0]);
+  return set_io(v, io.read_bytes, io.write_bytes, io.read_ops, io.write_ops);
 }
 
 bool v1_blkio(const std::string_view* t, Reading& v) {
-  ReadWrite bytes = parse_blkio(t[0]);
-  ReadWrite ops = parse_blkio(t[1]);
-  v.set(Metric::io_read_bytes, bytes.read);
-  v.set(Metric::io_write_bytes, bytes.write);
-  v.set(Metric::io_read_ops, ops.read);
-  v.set(Metric::io_write_ops, ops.write);
-  return true;
+  const ReadWrite bytes = parse_blkio(t[0]), ops = parse_blkio(t[1]);
+  return set_io(v, bytes.read, bytes.write, ops.read, ops.write);
 }
 
 bool net_dev(const std::string_view* t, Reading& v) {
@@ -174,20 +165,23 @@ Sources Sources::v2(const Fs& fs, const std::string& dir) {
         {M::cpu_usage_ns, M::cpu_user_ns, M::cpu_system_ns, M::cpu_periods,
          M::cpu_throttled_periods, M::cpu_throttled_ns},
         v2_cpu_stat);
-  s.add(fs, "memory.current", {f("memory.current")}, {M::memory_current_bytes}, memory_current);
-  s.add(fs, "memory.peak", {f("memory.peak")}, {M::memory_peak_bytes}, memory_peak);
+  s.add(fs, "memory.current", {f("memory.current")}, {M::memory_current_bytes},
+        single<M::memory_current_bytes>);
+  s.add(fs, "memory.peak", {f("memory.peak")}, {M::memory_peak_bytes},
+        single<M::memory_peak_bytes>);
   s.add(fs, "memory.stat", {f("memory.stat")},
         {M::memory_anon_bytes, M::memory_file_bytes, M::memory_major_faults}, v2_memory_stat);
-  s.add(fs, "memory.swap.current", {f("memory.swap.current")}, {M::memory_swap_bytes}, memory_swap);
-  s.add(fs, "memory.events", {f("memory.events")}, {M::memory_oom_kills}, v2_memory_events);
+  s.add(fs, "memory.swap.current", {f("memory.swap.current")}, {M::memory_swap_bytes},
+        single<M::memory_swap_bytes>);
+  s.add(fs, "memory.events", {f("memory.events")}, {M::memory_oom_kills}, oom_kills);
   s.add(fs, "io.stat", {f("io.stat")},
         {M::io_read_bytes, M::io_write_bytes, M::io_read_ops, M::io_write_ops}, v2_io_stat);
   s.add(fs, "cpu.pressure", {f("cpu.pressure")}, {M::pressure_cpu_some_us}, pressure_cpu);
   s.add(fs, "memory.pressure", {f("memory.pressure")},
         {M::pressure_memory_some_us, M::pressure_memory_full_us}, pressure_memory);
-  s.add(fs, "io.pressure", {f("io.pressure")},
-        {M::pressure_io_some_us, M::pressure_io_full_us}, pressure_io);
-  s.add(fs, "pids.current", {f("pids.current")}, {M::tasks}, tasks);
+  s.add(fs, "io.pressure", {f("io.pressure")}, {M::pressure_io_some_us, M::pressure_io_full_us},
+        pressure_io);
+  s.add(fs, "pids.current", {f("pids.current")}, {M::tasks}, single<M::tasks>);
   return s;
 }
 
@@ -204,26 +198,26 @@ Sources Sources::v1(const Fs& fs, const std::map<std::string, std::string>& dirs
   s.add(fs, "cpu.stat", {f("cpu", "cpu.stat")},
         {M::cpu_periods, M::cpu_throttled_periods, M::cpu_throttled_ns}, v1_cpu_stat);
   s.add(fs, "memory.usage_in_bytes", {f("memory", "memory.usage_in_bytes")},
-        {M::memory_current_bytes}, memory_current);
+        {M::memory_current_bytes}, single<M::memory_current_bytes>);
   s.add(fs, "memory.max_usage_in_bytes", {f("memory", "memory.max_usage_in_bytes")},
-        {M::memory_peak_bytes}, memory_peak);
+        {M::memory_peak_bytes}, single<M::memory_peak_bytes>);
   s.add(fs, "memory.stat", {f("memory", "memory.stat")},
         {M::memory_anon_bytes, M::memory_file_bytes, M::memory_major_faults, M::memory_swap_bytes},
         v1_memory_stat);
   s.add(fs, "memory.oom_control", {f("memory", "memory.oom_control")}, {M::memory_oom_kills},
-        v1_oom_control);
+        oom_kills);
   s.add(fs, "blkio.throttle.io_service_bytes+io_serviced",
         {f("blkio", "blkio.throttle.io_service_bytes_recursive"),
          f("blkio", "blkio.throttle.io_serviced_recursive")},
         {M::io_read_bytes, M::io_write_bytes, M::io_read_ops, M::io_write_ops}, v1_blkio);
   // v1 has no per-cgroup pressure: the host's, labelled host-wide.
-  s.add(fs, "/proc/pressure/cpu", {"/proc/pressure/cpu"}, {M::pressure_cpu_some_us},
-        pressure_cpu, true);
+  s.add(fs, "/proc/pressure/cpu", {"/proc/pressure/cpu"}, {M::pressure_cpu_some_us}, pressure_cpu,
+        true);
   s.add(fs, "/proc/pressure/memory", {"/proc/pressure/memory"},
         {M::pressure_memory_some_us, M::pressure_memory_full_us}, pressure_memory, true);
   s.add(fs, "/proc/pressure/io", {"/proc/pressure/io"},
         {M::pressure_io_some_us, M::pressure_io_full_us}, pressure_io, true);
-  s.add(fs, "pids.current", {f("pids", "pids.current")}, {M::tasks}, tasks);
+  s.add(fs, "pids.current", {f("pids", "pids.current")}, {M::tasks}, single<M::tasks>);
   return s;
 }
 
@@ -253,8 +247,10 @@ void Sources::tick(std::int64_t t_ns, Columns& out, bool scheduled) {
     for (; i < s.files.size() && ok; ++i) {
       auto text = s.files[i].read_into(buffers[i], sizeof buffers[i]);
       ok = text.has_value();
-      if (ok) texts[i] = *text;
-      else error = errno;
+      if (ok)
+        texts[i] = *text;
+      else
+        error = errno;
     }
     Reading reading{last_.data(), {}};
     if (ok && !s.parse(texts, reading)) {
@@ -278,12 +274,12 @@ void Sources::tick(std::int64_t t_ns, Columns& out, bool scheduled) {
 void Sources::fail(Source& s, size_t file, int error) {
   s.failed = true;
   const std::string path = file > 0 && file <= s.files.size() ? s.files[file - 1].path() : s.name;
-  s.error = error ? sys_message(error, "reading", path)
-                  : fmt::format("{} could not be parsed", s.name);
-  const std::string message =
-      fmt::format("edgeprof: sampling stopped for {} ({}); its metrics are marked incomplete "
-                  "and the run goes on",
-                  s.name, s.error);
+  s.error =
+      error ? sys_message(error, "reading", path) : fmt::format("{} could not be parsed", s.name);
+  const std::string message = fmt::format(
+      "edgeprof: sampling stopped for {} ({}); its metrics are marked incomplete "
+      "and the run goes on",
+      s.name, s.error);
   if (logger_) {
     logger_(message);
   } else {
