@@ -980,12 +980,12 @@ void tick_tables(const Options& o, edgeprof::Slice& slice, const SourceDirs& dir
   }
   t.notes.push_back(fmt::format(
       "{} ticks per set while the workload spins in the slice; each sample includes a clock "
-      "read pair. A tick reads every open source (pread from offset 0 until end of file, two "
-      "calls per file), parses it and appends a row.",
+      "read pair. A tick reads every open source (one pread from offset 0 per file: a short "
+      "read is the end), parses it and appends a row.",
       o.ticks));
   report.add(std::move(t));
 
-  Table f{"One read of each file (StatFile::read_into: pread until end of file)",
+  Table f{"One read of each file (StatFile::read_into: one pread, a short read being the end)",
           {"file", "bytes", "median us", "p90 us", "p99 us", "one pread alone: median us"},
           {},
           {}};

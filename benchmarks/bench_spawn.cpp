@@ -538,7 +538,7 @@ class KeptFds {
       (void)ignored;
     }
   }
-  // As edgeprof's StatFile::read: pread from offset 0 until end of file (two calls each).
+  // As edgeprof's StatFile::read: pread from offset 0 until a short read (one call each).
   void read_all() const {
     char buf[4096];
     for (int fd : counters_) {
@@ -547,6 +547,7 @@ class KeptFds {
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) break;
         offset += n;
+        if (static_cast<size_t>(n) < sizeof buf) break;
       }
     }
   }

@@ -165,6 +165,7 @@ std::optional<std::string> StatFile::read() const {
     if (n == 0) break;
     out.append(buf, static_cast<size_t>(n));
     offset += n;
+    if (static_cast<size_t>(n) < sizeof buf) break;  // a short read of a seq_file is its end
   }
   return out;
 }

@@ -114,6 +114,7 @@ class StatFile {
   const std::string& path() const { return path_; }
   // Why the file could not be opened ("" when it is open).
   std::string error() const;
+  // Reads the whole file; as read_into, a short read is taken as its end.
   std::optional<std::string> read() const;
   // Reads into `buffer` without allocating (the sampler's hot path): one pread when the content
   // is shorter than `capacity` (a short read of a seq_file is its end). nullopt on an error
