@@ -108,8 +108,11 @@ def comparison_plot(self: "_core.Comparison", ax: Any = None) -> Any:
         ax.scatter([r.value for r in rows], [r.memory / 2**20 for r in rows], color=f"C{i}",
                    label=d)
         for r in rows:
+            # Alternate devices label above and below their points: the same workload on two
+            # similar devices would otherwise print its name twice in one place.
             ax.annotate(r.workload, (r.value, r.memory / 2**20), fontsize=8,
-                        xytext=(3, 3), textcoords="offset points")
+                        xytext=(4, 4 if i % 2 == 0 else -11), textcoords="offset points",
+                        color=f"C{i}")
             if r.pareto:
                 ax.scatter([r.value], [r.memory / 2**20], s=160, facecolors="none",
                            edgecolors=f"C{i}")

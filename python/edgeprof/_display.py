@@ -4,6 +4,7 @@ when plotting)."""
 from __future__ import annotations
 
 import html
+import os
 from typing import Any, Optional
 
 import numpy as np
@@ -78,6 +79,13 @@ def _pyplot() -> Any:
     return plt
 
 
+def _short_command(argv: "list[str]", width: int = 70) -> str:
+    """The command for a title: paths shortened to their last component, then truncated."""
+    words = [os.path.basename(a) if os.sep in a and not a.startswith("-") else a for a in argv]
+    text = " ".join(words)
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
 def result_plot(self: "_core.Result", ax: Any = None) -> Any:
     """CPU use and memory over time, with the device's limits and the phases marked.
 
@@ -102,6 +110,11 @@ def result_plot(self: "_core.Result", ax: Any = None) -> Any:
         ts = t[scheduled]
         usage = np.asarray(series["cpu_usage_ns"], dtype=float)[scheduled]
         window = max(self.summary.cpu_window_s, self.summary.interval_s)
+        span = float(ts[-1] - ts[0]) if len(ts) else 0.0
+        if span < 10 * window:
+            # A short run would get a point or two: narrower windows (at least two samples),
+            # at the cost of the tick quantisation the label's window length tells about.
+            window = max(2 * self.summary.interval_s, span / 10)
         edges = [0]
         for i in range(1, len(ts)):
             if ts[i] - ts[edges[-1]] >= window * 0.999:
@@ -110,7 +123,7 @@ def result_plot(self: "_core.Result", ax: Any = None) -> Any:
             e = np.array(edges)
             cores = np.diff(usage[e]) / np.diff(ts[e]) / 1e9
             cpu_ax.step(ts[e][1:], cores, where="pre",
-                        label=f"cpu (sampled, {window * 1e3:g} ms windows)")
+                        label=f"cpu (sampled, {window * 1e3:.3g} ms windows)")
         cpu_ax.axhline(self.plan.capacity_cores, color="red", linestyle="--",
                        label=f"device capacity ({self.plan.capacity_cores:g} cores)")
     cpu_ax.set_ylabel("host cores")
@@ -132,8 +145,8 @@ def result_plot(self: "_core.Result", ax: Any = None) -> Any:
         cpu_ax.annotate(p.name, (p.start_s, 1.0), xycoords=("data", "axes fraction"),
                         va="bottom", fontsize=8)
     for a in (cpu_ax, mem_ax):
-        a.legend(loc="upper right", fontsize=8)
-    cpu_ax.set_title(f"{' '.join(self.command)[:60]} on {self.device.name}", fontsize=10)
+        a.legend(loc="best", fontsize=8)
+    fig.suptitle(f"{_short_command(self.command)} on {self.device.name}", fontsize=10)
     return fig
 
 
