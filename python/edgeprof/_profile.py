@@ -42,21 +42,33 @@ class WorkerDied(_core.Error):
 def _pickled_call(fn: Callable, args: tuple, kwargs: dict) -> dict:
     payload: dict[str, Any] = {"sys_path": list(sys.path)}
     main = sys.modules.get("__main__")
-    if getattr(fn, "__module__", None) == "__main__" and getattr(main, "__file__", None):
-        payload["main_path"] = os.path.abspath(main.__file__)
-    try:
-        payload["call"] = pickle.dumps((fn, args, kwargs))
-    except (pickle.PicklingError, AttributeError, TypeError) as e:
+    # A function of an interactive __main__ (a notebook, the REPL, python -c) pickles by
+    # reference without error, yet the worker has no such module to find it in: send it by
+    # value (cloudpickle) instead.
+    interactive = (getattr(fn, "__module__", None) == "__main__"
+                   and not getattr(main, "__file__", None))
+    if getattr(fn, "__module__", None) == "__main__" and not interactive:
+        payload["main_path"] = os.path.abspath(main.__file__)  # type: ignore[union-attr]
+    error: Optional[Exception] = None
+    if not interactive:
         try:
-            import cloudpickle  # lambdas, closures, functions defined in a notebook
-        except ImportError:
-            raise TypeError(
-                f"edgeprof.profile runs the function in a fresh process and needs to pickle it "
-                f"and its arguments: {e}. Define the function at module level, or install "
-                f"cloudpickle (pip install cloudpickle) for lambdas and notebook functions"
-            ) from e
-        payload["call"] = cloudpickle.dumps((fn, args, kwargs))
-        payload["cloudpickle"] = True
+            payload["call"] = pickle.dumps((fn, args, kwargs))
+            return payload
+        except (pickle.PicklingError, AttributeError, TypeError) as e:
+            error = e
+    try:
+        import cloudpickle  # lambdas, closures, functions defined in a notebook
+    except ImportError:
+        why = (f"{error}" if error else
+               f"{getattr(fn, '__qualname__', fn)!r} is defined in an interactive session "
+               f"(a notebook or the REPL), which the worker cannot import")
+        raise TypeError(
+            f"edgeprof.profile runs the function in a fresh process and needs to pickle it "
+            f"and its arguments: {why}. Define the function in a module, or install "
+            f"cloudpickle (pip install cloudpickle) for lambdas and notebook functions"
+        ) from error
+    payload["call"] = cloudpickle.dumps((fn, args, kwargs))
+    payload["cloudpickle"] = True
     return payload
 
 

@@ -1,5 +1,7 @@
 """edgeprof.profile: a Python function on an emulated device, in a fresh worker process."""
 
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -70,5 +72,20 @@ def test_unpicklable_functions_say_what_to_do():
         pytest.skip("cloudpickle is installed: lambdas pickle")
     except ImportError:
         pass
-    with pytest.raises(TypeError, match="module level"):
+    with pytest.raises(TypeError, match="Define the function in a module"):
         edgeprof.profile(lambda: 1)
+
+
+@requires_cgroups
+def test_functions_of_an_interactive_session_are_sent_by_value():
+    # A notebook's or the REPL's functions live in a __main__ without a file: pickle accepts
+    # them by reference, and a worker could not find them. `python -c` has the same __main__.
+    pytest.importorskip("cloudpickle")
+    code = ("import edgeprof\n"
+            "def double(x):\n"
+            "    return 2 * x\n"
+            "value, report = edgeprof.profile(double, 21, device='raspberry-pi-4')\n"
+            "print(value, report.ok)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["42", "True"]
