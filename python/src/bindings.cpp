@@ -1,5 +1,7 @@
 // edgeprof._core: converts between Python and C++ types and nothing else. Everything that
 // emulates, spawns or measures lives in the C++ library.
+#include <cmath>
+
 #include <pybind11/chrono.h>
 #include <pybind11/functional.h>
 #include <pybind11/numpy.h>
@@ -256,7 +258,16 @@ PYBIND11_MODULE(_core, m) {
         "A built-in device by name; DeviceError lists the known names when there is none.");
   m.def("parse_size", &parse_size, py::arg("text"), py::arg("field") = "size",
         "Bytes in a size such as \"512MiB\", \"1.5GiB\", \"500MB\" or \"512M\".");
-  m.def("format_size", &format_size, py::arg("bytes"));
+  // Sizes from summaries and scores are floats (averages, projections): accept any real number.
+  m.def(
+      "format_size",
+      [](double bytes) {
+        if (!std::isfinite(bytes) || bytes < 0)
+          throw py::value_error("format_size: a size must be a finite number of bytes >= 0, got " +
+                                py::repr(py::float_(bytes)).cast<std::string>());
+        return format_size(static_cast<std::uint64_t>(std::llround(bytes)));
+      },
+      py::arg("bytes"));
   m.def("cgroup_mode", [] { return to_string(cgroup_mode()); },
         "'unified' (cgroup v2), 'hybrid' or 'legacy' (cgroup v1 controllers).");
 

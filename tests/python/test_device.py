@@ -35,6 +35,10 @@ def test_sizes():
     assert edgeprof.parse_size("1.5GiB") == 3 << 29
     assert edgeprof.parse_size("500MB") == 500_000_000
     assert edgeprof.format_size(512 << 20) == "512 MiB"
+    # Averages and projections are floats: they format too, and nonsense is refused.
+    assert edgeprof.format_size(float(512 << 20)) == "512 MiB"
+    with pytest.raises(ValueError, match="got -1.0"):
+        edgeprof.format_size(-1.0)
     with pytest.raises(edgeprof.DeviceError, match="parsecs"):
         edgeprof.parse_size("12 parsecs")
 
