@@ -159,6 +159,8 @@ extra=${listing#*$'\n'}
 extra=${extra//$'\n'/:}
 extra+=:$tests_dir
 [[ ! -f $checkout/pyproject.toml ]] || extra+=:$checkout/pyproject.toml
+# The notebook tutorial test reads the committed notebook.
+[[ ! -d $checkout/examples/notebooks ]] || extra+=:$checkout/examples/notebooks
 [[ -z ${EDGEPROF_VM_EXTRA:-} ]] || extra+=:$EDGEPROF_VM_EXTRA
 
 # Leave out the default test directory when the arguments name tests.
