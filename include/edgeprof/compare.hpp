@@ -1,4 +1,5 @@
-// Comparing workloads on devices, and scoring one run for hyper-parameter searches.
+/// @file
+/// Comparing workloads on devices, and scoring one run for hyper-parameter searches.
 #pragma once
 
 #include <functional>
@@ -12,81 +13,93 @@
 
 namespace edgeprof {
 
-// A named command to compare.
+/// A named command to compare.
 struct Workload {
-  std::string name;
-  Command command;
+  std::string name;  ///< unique among the workloads compared
+  Command command;   ///< what to run
 };
 
+/// How compare() runs, ranks and projects.
 struct CompareOptions {
-  int repeat = 5;  // runs per workload and device (5 lets Mann-Whitney separate at 0.05)
-  int warmup = 0;
-  std::string metric = "wall_time_s";               // ranked on, lower is better
-  std::string memory_metric = "peak_memory_bytes";  // the second axis of the Pareto front
-  RankOptions rank;
-  RunOptions run;
-  // Projections to the devices' own numbers: the calibration found for (device name, target,
-  // family = workload name, else any family) is applied to each run.
+  int repeat = 5;  ///< runs per workload and device (5 lets Mann-Whitney separate at 0.05)
+  int warmup = 0;  ///< runs per workload and device before those, not counted
+  std::string metric = "wall_time_s";               ///< ranked on, lower is better
+  std::string memory_metric = "peak_memory_bytes";  ///< the second axis of the Pareto front
+  RankOptions rank;  ///< how the workloads are ranked on `metric`
+  RunOptions run;    ///< how each run is started and observed
+  /// Projections to the devices' own numbers: the calibration found for (device name, target,
+  /// family = workload name, else any family) is applied to each run.
   std::vector<Calibration> calibrations;
-  std::string projected_target;  // e.g. "device_wall_time_s"; empty = no projection
+  std::string projected_target;  ///< e.g. "device_wall_time_s"; empty = no projection
 };
 
-// One workload on one device.
+/// One workload on one device.
 struct ComparisonRow {
-  std::string workload;
-  std::string device;
-  RepeatedResult result;
-  double value = 0;         // the median of the ranked metric
-  double memory = 0;        // the median of the memory metric
-  int rank = 0;             // among the workloads on this device
-  bool tied = false;
-  bool pareto = false;      // on the (metric, memory) Pareto front of this device
-  std::optional<Prediction> projected;  // of the run with the median metric
+  std::string workload;   ///< the workload's name
+  std::string device;     ///< the device's name
+  RepeatedResult result;  ///< its runs and their statistics
+  double value = 0;       ///< the median of the ranked metric (NaN when a run failed)
+  double memory = 0;      ///< the median of the memory metric (NaN when a run failed)
+  int rank = 0;           ///< among the workloads on this device
+  bool tied = false;      ///< shares its rank with another workload on this device
+  bool pareto = false;    ///< on the (metric, memory) Pareto front of this device
+  std::optional<Prediction> projected;  ///< of the run with the median metric
 };
 
+/// What compare() found.
 struct Comparison {
-  std::vector<ComparisonRow> rows;  // by device (in the order given), then rank
-  CompareOptions options;
+  std::vector<ComparisonRow> rows;  ///< by device (in the order given), then rank
+  CompareOptions options;           ///< the options it ran with
 };
 
-// Called after each run: (runs done, runs in all, workload, device, result).
+/// Called after each run: (runs done, runs in all, workload, device, result). Warm-ups count as
+/// runs.
 using CompareProgress =
     std::function<void(int, int, const std::string&, const std::string&, const Result&)>;
 
-// Runs every workload on every device `repeat` times (after `warmup`), ranks the workloads per
-// device with ties (rank()), marks the Pareto front of (metric, memory) per device, and projects
-// with a calibration where one is given. Throws Error for no workloads, no devices, or duplicate
-// names; a workload that fails keeps its row (its result says so) and ranks last.
+/// Runs every workload on every device `repeat` times (after `warmup`), ranks the workloads per
+/// device with ties (rank()), marks the Pareto front of (metric, memory) per device, and projects
+/// with a calibration where one is given. Throws Error for no workloads, no devices, or duplicate
+/// names; a workload that fails keeps its row (its result says so) and ranks last. Errors that
+/// prevent a run (from Slice or Slice::spawn()) propagate.
 Comparison compare(const std::vector<Workload>& workloads, const std::vector<Device>& devices,
                    const CompareOptions& options = {}, const CompareProgress& progress = {});
 
-// A readable table: one block per device.
+/// A readable table: one block per device.
 std::string to_text(const Comparison& comparison);
 
-// What an objective function needs from one run, against an optional budget.
+/// What an objective function needs from one run, against an optional budget.
 struct Budget {
-  std::optional<double> latency_s;             // on `latency_figure`
-  std::optional<double> memory_bytes;          // on `memory_figure`
-  std::string latency_figure = "wall_time_s";  // e.g. "phase.inference.wall_time_s"
-  std::string memory_figure = "peak_memory_bytes";
+  std::optional<double> latency_s;             ///< limit on `latency_figure`, in seconds
+  std::optional<double> memory_bytes;          ///< limit on `memory_figure`, in bytes
+  std::string latency_figure = "wall_time_s";  ///< e.g. "phase.inference.wall_time_s"
+  std::string memory_figure = "peak_memory_bytes";  ///< any figure() name
 };
 
+/// One run scored by score().
 struct Score {
-  bool ok = false;  // the run succeeded (exit 0, not killed, not timed out)
-  double latency = 0;  // the figure, projected when a latency calibration is given
-  double memory = 0;
-  std::string latency_provenance;  // "measured" or "projected"
-  std::string memory_provenance;
+  bool ok = false;  ///< the run succeeded (exit 0, not killed, not timed out)
+  double latency = 0;  ///< the figure, projected when a latency calibration is given
+  double memory = 0;   ///< the figure, projected when a memory calibration is given
+  std::string latency_provenance;  ///< "measured" or "projected"
+  std::string memory_provenance;   ///< "measured" or "projected"
+  ///@{
+  /// The projections, when a calibration was given and the run succeeded.
   std::optional<Prediction> latency_prediction, memory_prediction;
+  ///@}
+  ///@{
+  /// The checks against the budget's limits, for each limit given when the run succeeded.
   std::optional<BudgetCheck> latency_check, memory_check;
-  bool fits = false;   // ok, and within every limit given
-  // Sum of the relative overruns of the limits (0 when within them): a penalty for a
-  // single-objective search, e.g. objective = accuracy - penalty.
+  ///@}
+  bool fits = false;   ///< ok, and within every limit given
+  /// Sum of the relative overruns of the limits (0 when within them): a penalty for a
+  /// single-objective search, e.g. objective = accuracy - penalty.
   double penalty = 0;
 };
 
-// Scores a run: its latency and memory figures (projected through the calibrations when given),
-// checked against the budget. A failed run scores ok = false, fits = false.
+/// Scores a run: its latency and memory figures (projected through the calibrations when given),
+/// checked against the budget. A failed run scores ok = false, fits = false (and NaN for a
+/// figure it lacks). Throws Error when a successful run lacks a figure the budget names.
 Score score(const Result& result, const Budget& budget = {},
             const std::optional<Calibration>& latency_calibration = std::nullopt,
             const std::optional<Calibration>& memory_calibration = std::nullopt);

@@ -1,17 +1,19 @@
-// Phase marks for workloads: a program run under edgeprof tells the profiler where its phases
-// (load, warm-up, inference, ...) begin and end, and the report gives each phase its own wall
-// time, CPU time and memory.
-//
-// Header-only and free of dependencies, so a C++ workload needs neither to link edgeprof nor
-// to know whether it runs under it: outside edgeprof every call is a cheap no-op (one load of a
-// cached flag).
-//
-// The channel: edgeprof hands the workload the write end of a non-blocking pipe and names it
-// in the environment, EDGEPROF_PHASE_FD=<fd>:<inode>. The inode guards against writing into an
-// unrelated file that happens to have that number (the variable was inherited by a process
-// whose descriptors were closed). Each mark is one line, "<CLOCK_MONOTONIC ns> <B|E|M>
-// <name>\n", written with one write() below PIPE_BUF, so concurrent marks from several threads
-// or processes never interleave. A mark that finds the pipe full is dropped, never blocks.
+/// @file
+/// Phase marks for workloads: a program run under edgeprof tells the profiler where its phases
+/// (load, warm-up, inference, ...) begin and end, and the report gives each phase its own wall
+/// time, CPU time and memory.
+///
+/// Header-only and free of dependencies, so a C++ workload needs neither to link edgeprof nor
+/// to know whether it runs under it: outside edgeprof every call is a cheap no-op (one load of a
+/// cached flag).
+///
+/// The channel: edgeprof hands the workload the write end of a non-blocking pipe and names it
+/// in the environment, `EDGEPROF_PHASE_FD=<fd>:<inode>`. The inode guards against writing into
+/// an unrelated file that happens to have that number (the variable was inherited by a process
+/// whose descriptors were closed). Each mark is one line, `<CLOCK_MONOTONIC ns> <B|E|M> <name>`
+/// and a newline, written with one write() below PIPE_BUF, so concurrent marks from several
+/// threads or processes never interleave. A mark that finds the pipe full is dropped, never
+/// blocks.
 #pragma once
 
 #include <sys/stat.h>
@@ -25,11 +27,12 @@
 
 namespace edgeprof {
 
+/// The environment variable that names the phase channel to the workload.
 inline constexpr const char* kPhaseEnv = "EDGEPROF_PHASE_FD";
 
 namespace phase_detail {
 
-// The channel's fd, or -1 outside edgeprof; decided once per process.
+/// The channel's fd, or -1 outside edgeprof; decided once per process.
 inline int channel() {
   static const int fd = [] {
     const char* value = std::getenv(kPhaseEnv);
@@ -47,6 +50,8 @@ inline int channel() {
   return fd;
 }
 
+/// Writes one mark of `kind` ('B', 'E' or 'M') for phase `name`, stamped with the monotonic
+/// clock; does nothing outside edgeprof.
 inline void send(char kind, std::string_view name) {
   const int fd = channel();
   if (fd < 0) return;
@@ -69,25 +74,30 @@ inline void send(char kind, std::string_view name) {
 
 }  // namespace phase_detail
 
-// True when this process runs under edgeprof with a phase channel.
+/// True when this process runs under edgeprof with a phase channel.
 inline bool profiled() { return phase_detail::channel() >= 0; }
 
-// Starts phase `name`; the phase started by the previous mark() ends here. The last one ends
-// when the workload exits. The simplest way to split a program into consecutive phases.
+/// Starts phase `name`; the phase started by the previous mark() ends here. The last one ends
+/// when the workload exits. The simplest way to split a program into consecutive phases.
+/// A name is cut at 200 bytes, and line breaks and NULs in it become '_'.
 inline void mark(std::string_view name) { phase_detail::send('M', name); }
 
-// Begins / ends a phase explicitly (phases may nest; an end closes the latest open phase of
-// that name).
+/// Begins a phase explicitly (phases may nest; phase_end() closes it).
 inline void phase_begin(std::string_view name) { phase_detail::send('B', name); }
+/// Ends a phase explicitly: closes the latest open phase of that name.
 inline void phase_end(std::string_view name) { phase_detail::send('E', name); }
 
-// A phase for the lifetime of a scope: { edgeprof::ScopedPhase p("inference"); run(); }
-// `name` must outlive the object (a string literal does).
+/// A phase for the lifetime of a scope: `{ edgeprof::ScopedPhase p("inference"); run(); }`.
+/// `name` must outlive the object (a string literal does).
 class ScopedPhase {
  public:
+  /// Begins phase `name` (phase_begin()).
   explicit ScopedPhase(std::string_view name) : name_(name) { phase_begin(name_); }
+  /// Ends the phase (phase_end()).
   ~ScopedPhase() { phase_end(name_); }
+  /// Not copyable: a copy would end the phase twice.
   ScopedPhase(const ScopedPhase&) = delete;
+  /// Not copyable: a copy would end the phase twice.
   ScopedPhase& operator=(const ScopedPhase&) = delete;
 
  private:
