@@ -220,6 +220,32 @@ inline std::vector<std::string> machine_lines(const std::string& command_line) {
   return out;
 }
 
+// ------------------------------------------------------------------------------ options
+
+// What a benchmark's option parser reports a bad argument with: its name and usage text.
+struct Cli {
+  const char* program;
+  void (*print)(FILE*);
+
+  // Prints the problem and the usage to stderr and exits 2.
+  [[noreturn]] void fail(const std::string& what) const {
+    std::fprintf(stderr, "%s: %s\n", program, what.c_str());
+    print(stderr);
+    std::exit(2);
+  }
+
+  // The number `value` of option `flag`, which must lie in [lo, hi]; fails otherwise.
+  double number(const std::string& flag, const char* value, double lo, double hi) const {
+    char* end = nullptr;
+    const double x = value ? std::strtod(value, &end) : 0;
+    if (!value || *end != '\0' || !(x >= lo && x <= hi)) {
+      fail(fmt::format("{} wants a number from {} to {}, not '{}'", flag, lo, hi,
+                       value ? value : ""));
+    }
+    return x;
+  }
+};
+
 // ---------------------------------------------------------------------------------- main
 
 // Installs the stop-signal handlers and runs `run`, turning what it throws into the exit

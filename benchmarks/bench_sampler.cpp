@@ -1028,21 +1028,7 @@ void usage(FILE* to) {
                "2 usage, 77 cannot run here (not root, no cgroups), 130 interrupted.\n");
 }
 
-[[noreturn]] void bad_usage(const std::string& what) {
-  std::fprintf(stderr, "edgeprof_bench_sampler: %s\n", what.c_str());
-  usage(stderr);
-  std::exit(2);
-}
-
-double parse_number(const std::string& flag, const char* value, double lo, double hi) {
-  char* end = nullptr;
-  const double x = value ? std::strtod(value, &end) : 0;
-  if (!value || *end != '\0' || !(x >= lo && x <= hi)) {
-    bad_usage(
-        fmt::format("{} wants a number from {} to {}, not '{}'", flag, lo, hi, value ? value : ""));
-  }
-  return x;
-}
+const bench::Cli kCli{"edgeprof_bench_sampler", usage};
 
 Options parse_options(int argc, char** argv) {
   Options o;
@@ -1055,29 +1041,29 @@ Options parse_options(int argc, char** argv) {
     if (a == "--quick") {
       o.quick = true;
     } else if (a == "--seconds") {
-      o.seconds = parse_number(a, value(), 0.05, 3600);
+      o.seconds = kCli.number(a, value(), 0.05, 3600);
       given[0] = true;
     } else if (a == "--reps") {
-      o.reps = static_cast<int>(parse_number(a, value(), 1, 1000));
+      o.reps = static_cast<int>(kCli.number(a, value(), 1, 1000));
       given[1] = true;
     } else if (a == "--ticks") {
-      o.ticks = static_cast<int>(parse_number(a, value(), 1, 10000000));
+      o.ticks = static_cast<int>(kCli.number(a, value(), 1, 10000000));
       given[2] = true;
     } else if (a == "--psrecord") {
       const char* v = value();
-      if (!v || !*v) bad_usage("--psrecord wants a path");
+      if (!v || !*v) kCli.fail("--psrecord wants a path");
       o.psrecord = v;
     } else if (a == "--no-psrecord") {
       o.psrecord.clear();
     } else if (a == "--markdown") {
       const char* v = value();
-      if (!v) bad_usage("--markdown wants a file name");
+      if (!v) kCli.fail("--markdown wants a file name");
       o.markdown = v;
     } else if (a == "-h" || a == "--help") {
       usage(stdout);
       std::exit(0);
     } else {
-      bad_usage(fmt::format("unknown argument '{}'", a));
+      kCli.fail(fmt::format("unknown argument '{}'", a));
     }
   }
   if (o.quick) {
