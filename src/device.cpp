@@ -1,8 +1,10 @@
 #include "edgeprof/device.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
 
+#include "edgeprof/catalog.hpp"
 #include "edgeprof/error.hpp"
 
 namespace edgeprof {
@@ -105,13 +107,42 @@ void Device::validate() const {
   if ((io_read_bps && *io_read_bps == 0) || (io_write_bps && *io_write_bps == 0)) {
     throw DeviceError(fmt::format("{}: an I/O bandwidth of 0 bytes/s is invalid", who));
   }
+  for (const std::optional<double>* w : {&power.idle_watts, &power.loaded_watts}) {
+    if (*w && !(**w >= 0.0 && std::isfinite(**w))) {
+      throw DeviceError(fmt::format("{}: power = {} W is invalid; it must be 0 or more", who,
+                                    **w));
+    }
+  }
+  if (power.idle_watts && power.loaded_watts && *power.loaded_watts < *power.idle_watts) {
+    throw DeviceError(fmt::format("{}: loaded power {} W is below idle power {} W", who,
+                                  *power.loaded_watts, *power.idle_watts));
+  }
+  double last = -1.0;
+  for (const SpeedStep& step : speed_schedule) {
+    if (!(step.after_s >= 0.0) || !std::isfinite(step.after_s) || step.after_s <= last) {
+      throw DeviceError(fmt::format(
+          "{}: speed_schedule step at after_s = {} is invalid; steps start at 0 s or later, in "
+          "increasing order",
+          who, step.after_s));
+    }
+    if (!(step.factor > 0.0 && step.factor <= 1.0)) {
+      throw DeviceError(fmt::format(
+          "{}: speed_schedule factor = {} at {} s is invalid; it is a fraction of core_speed "
+          "in (0, 1]",
+          who, step.factor, step.after_s));
+    }
+    last = step.after_s;
+  }
 }
 
 bool operator==(const Device& a, const Device& b) {
   return a.name == b.name && a.cores == b.cores && a.core_speed == b.core_speed &&
          a.memory_bytes == b.memory_bytes && a.swap_bytes == b.swap_bytes &&
          a.io_read_bps == b.io_read_bps && a.io_write_bps == b.io_write_bps &&
-         a.pids_max == b.pids_max && a.description == b.description && a.source == b.source;
+         a.pids_max == b.pids_max && a.description == b.description && a.source == b.source &&
+         a.aliases == b.aliases && a.cpu == b.cpu && a.storage == b.storage &&
+         a.power == b.power && a.scores == b.scores && a.speed_schedule == b.speed_schedule &&
+         a.sources == b.sources;
 }
 
 Device make_device(std::string name, int cores, double core_speed, std::string_view memory,
@@ -126,45 +157,15 @@ Device make_device(std::string name, int cores, double core_speed, std::string_v
   return d;
 }
 
-namespace {
-
-Device builtin(std::string name, int cores, double speed, std::string_view memory,
-               std::string description, std::string source) {
-  Device d = make_device(std::move(name), cores, speed, memory);
-  d.description = std::move(description);
-  d.source = std::move(source);
-  return d;
-}
-
-// Core speeds are estimated: one device core relative to a reference x86-64 server core
-// (Geekbench 5 single-core about 1000). Host calibration replaces them with measured ratios.
-constexpr const char* kSpeedEstimate =
-    "cores and memory: vendor specifications (measured by the vendor); core_speed: estimated "
-    "from published single-core benchmark results relative to a reference x86-64 server core, "
-    "not calibrated against this host";
-
-}  // namespace
-
-const std::vector<Device>& builtin_devices() {
-  static const std::vector<Device> devices = {
-      builtin("raspberry-pi-zero-2w", 4, 0.10, "512MiB",
-              "Raspberry Pi Zero 2 W: 4x Cortex-A53 @ 1.0 GHz, 512 MiB", kSpeedEstimate),
-      builtin("raspberry-pi-3b", 4, 0.12, "1GiB",
-              "Raspberry Pi 3 Model B: 4x Cortex-A53 @ 1.2 GHz, 1 GiB", kSpeedEstimate),
-      builtin("raspberry-pi-4", 4, 0.25, "4GiB",
-              "Raspberry Pi 4 Model B (4 GiB): 4x Cortex-A72 @ 1.5 GHz", kSpeedEstimate),
-      builtin("jetson-nano", 4, 0.20, "4GiB",
-              "NVIDIA Jetson Nano: 4x Cortex-A57 @ 1.43 GHz, 4 GiB shared with the GPU (CPU "
-              "only is emulated)",
-              kSpeedEstimate),
-  };
-  return devices;
-}
+const std::vector<Device>& builtin_devices() { return catalog_devices(); }
 
 const Device& builtin_device(std::string_view name) {
   std::string known;
   for (const Device& d : builtin_devices()) {
-    if (d.name == name) return d;
+    if (d.name == name ||
+        std::find(d.aliases.begin(), d.aliases.end(), name) != d.aliases.end()) {
+      return d;
+    }
     known += known.empty() ? d.name : ", " + d.name;
   }
   throw DeviceError(fmt::format("no built-in device named '{}'; the built-in devices are: {}",

@@ -1,9 +1,13 @@
 #include "edgeprof/plan.hpp"
 
 #include <sched.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <fmt/format.h>
 
 #include "edgeprof/error.hpp"
@@ -63,13 +67,46 @@ HostFacts host_facts() {
     facts.memory_bytes = detail::find_key(*meminfo, "MemTotal:").value_or(0) * 1024;
     facts.swap_bytes = detail::find_key(*meminfo, "SwapTotal:").value_or(0) * 1024;
   }
+  // The whole disk under the current directory: /sys/dev/block/MAJ:MIN is a partition's or a
+  // disk's directory; a partition's parent directory is its disk's.
+  struct stat st {};
+  if (::stat(".", &st) != 0) {
+    facts.io_device_problem = fmt::format("cannot stat the current directory: {}",
+                                          std::strerror(errno));
+  } else if (major(st.st_dev) == 0) {
+    facts.io_device_problem =
+        "the current directory is on a filesystem without a block device (tmpfs, overlay, NFS)";
+  } else {
+    const std::string dev = fmt::format("{}:{}", major(st.st_dev), minor(st.st_dev));
+    const std::string sys = "/sys/dev/block/" + dev;
+    if (fs.exists(sys + "/partition")) {
+      if (auto parent = fs.read(sys + "/../dev")) {
+        std::string d = *parent;
+        while (!d.empty() && (d.back() == '\n' || d.back() == ' ')) d.pop_back();
+        facts.io_device = d;
+      } else {
+        facts.io_device_problem = fmt::format("cannot find the disk of partition {}", dev);
+      }
+    } else if (fs.exists(sys)) {
+      facts.io_device = dev;
+    } else {
+      facts.io_device_problem = fmt::format("block device {} is not in /sys/dev/block", dev);
+    }
+  }
   return facts;
 }
 
 bool operator==(const EmulationPlan& a, const EmulationPlan& b) {
   return a.cpus == b.cpus && a.cpu_period_us == b.cpu_period_us &&
          a.cpu_quota_us == b.cpu_quota_us && a.memory_max_bytes == b.memory_max_bytes &&
-         a.swap_max_bytes == b.swap_max_bytes && a.pids_max == b.pids_max && a.notes == b.notes;
+         a.swap_max_bytes == b.swap_max_bytes && a.pids_max == b.pids_max &&
+         a.io_device == b.io_device && a.io_read_bps == b.io_read_bps &&
+         a.io_write_bps == b.io_write_bps && a.notes == b.notes;
+}
+
+std::uint64_t choose_cpu_period_us(std::uint64_t iteration_time_us) {
+  if (iteration_time_us == 0) return kDefaultCpuPeriodUs;
+  return std::clamp<std::uint64_t>(iteration_time_us / 4, kMinChosenCpuPeriodUs, 100000);
 }
 
 EmulationPlan plan_emulation(const Device& device, const HostFacts& host,
@@ -78,6 +115,12 @@ EmulationPlan plan_emulation(const Device& device, const HostFacts& host,
   if (options.cpu_period_us < kMinCpuPeriodUs || options.cpu_period_us > kMaxCpuPeriodUs) {
     throw Error(fmt::format("cpu_period_us = {} is out of range: the kernel accepts {} to {} us",
                             options.cpu_period_us, kMinCpuPeriodUs, kMaxCpuPeriodUs));
+  }
+  if (options.iteration_time_us && options.cpu_period_us != kDefaultCpuPeriodUs) {
+    throw Error(fmt::format("give either a CFS period (cpu_period_us = {}) or the workload's "
+                            "iteration time ({:g} ms), not both: the period is chosen from the "
+                            "iteration time",
+                            options.cpu_period_us, double(options.iteration_time_us) / 1000));
   }
   EmulationPlan plan;
   const std::string who = fmt::format("device '{}'", device.name);
@@ -115,6 +158,12 @@ EmulationPlan plan_emulation(const Device& device, const HostFacts& host,
   // Bandwidth: quota = capacity x period; stretch the period when the quota would fall under
   // the kernel's minimum, and say so (a longer period makes the throttling coarser).
   plan.cpu_period_us = options.cpu_period_us;
+  if (options.iteration_time_us) {
+    plan.cpu_period_us = choose_cpu_period_us(options.iteration_time_us);
+    plan.notes.push_back(fmt::format(
+        "cpu period {} us, chosen for iterations of {:g} ms (a quarter, within 5 to 100 ms)",
+        plan.cpu_period_us, static_cast<double>(options.iteration_time_us) / 1e3));
+  }
   double quota = capacity * static_cast<double>(plan.cpu_period_us);
   if (quota < static_cast<double>(kMinCpuQuotaUs)) {
     auto period = static_cast<std::uint64_t>(std::ceil(kMinCpuQuotaUs / capacity));
@@ -148,6 +197,24 @@ EmulationPlan plan_emulation(const Device& device, const HostFacts& host,
                                      format_size(host.swap_bytes)));
   }
   plan.pids_max = device.pids_max;
+
+  // Storage: the disk of the current directory, where the workload's files most likely are.
+  if (device.io_read_bps || device.io_write_bps) {
+    if (host.io_device.empty()) {
+      plan.notes.push_back(fmt::format("storage bandwidth is not emulated: {}",
+                                       host.io_device_problem.empty()
+                                           ? std::string("no block device found")
+                                           : host.io_device_problem));
+    } else {
+      plan.io_device = host.io_device;
+      plan.io_read_bps = device.io_read_bps;
+      plan.io_write_bps = device.io_write_bps;
+      plan.notes.push_back(fmt::format(
+          "storage bandwidth is limited on disk {} (the current directory's) for reads and "
+          "writes that reach the disk; the page cache is not limited (docs/storage.md)",
+          plan.io_device));
+    }
+  }
   return plan;
 }
 

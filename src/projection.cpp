@@ -2,6 +2,8 @@
 // ridge; exact leave-one-out; prediction intervals from the t distribution; calibrations.
 #include "edgeprof/projection.hpp"
 
+#include "edgeprof/catalog.hpp"
+
 #include <fmt/format.h>
 
 #include <Eigen/Dense>
@@ -11,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "edgeprof/catalog.hpp"
 #include "edgeprof/error.hpp"
 #include "stats.hpp"
 
@@ -540,12 +543,26 @@ std::vector<Calibration> calibrations_from_json(std::string_view text) {
   }
 }
 
+namespace {
+
+// A catalog device's name for one of its aliases ("raspberry-pi-4" -> "raspberry-pi-4b-4gb");
+// any other name unchanged.
+std::string canonical_device_name(const std::string& name) {
+  for (const Device& d : catalog_devices()) {
+    if (std::find(d.aliases.begin(), d.aliases.end(), name) != d.aliases.end()) return d.name;
+  }
+  return name;
+}
+
+}  // namespace
+
 std::optional<Calibration> find_calibration(const std::vector<Calibration>& calibrations,
                                             const std::string& device, const std::string& target,
                                             const std::string& family) {
   const Calibration* any = nullptr;
+  const std::string wanted = canonical_device_name(device);
   for (const Calibration& c : calibrations) {
-    if (c.device != device || c.projection.target() != target) continue;
+    if (canonical_device_name(c.device) != wanted || c.projection.target() != target) continue;
     if (!family.empty() && c.family == family) return c;
     if (c.family.empty() && !any) any = &c;
   }

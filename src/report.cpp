@@ -7,6 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "edgeprof/catalog.hpp"
 #include "edgeprof/error.hpp"
 #include "edgeprof/slice.hpp"
 #include "edgeprof/version.hpp"
@@ -60,20 +61,23 @@ void get_opt(const json& j, const char* key, std::optional<T>& out) {
   }
 }
 
+// A report's device is a device file (catalog.hpp's schema) plus where it was loaded from.
 json device_json(const Device& d) {
-  return {{"name", d.name},
-          {"cores", d.cores},
-          {"core_speed", d.core_speed},
-          {"memory_bytes", d.memory_bytes},
-          {"swap_bytes", d.swap_bytes},
-          {"io_read_bps", opt(d.io_read_bps)},
-          {"io_write_bps", opt(d.io_write_bps)},
-          {"pids_max", opt(d.pids_max)},
-          {"description", d.description},
-          {"source", d.source}};
+  json j = json::parse(device_to_json(d));
+  j["origin"] = d.origin;
+  return j;
 }
 
 Device device_from(const json& j) {
+  if (j.contains("edgeprof_device")) {
+    json file = j;
+    const std::string origin = file.value("origin", std::string());
+    file.erase("origin");
+    Device d = parse_device_json(file.dump(), "the report's device");
+    d.origin = origin;
+    return d;
+  }
+  // Reports written before device files existed (edgeprof 0.1 development versions).
   Device d;
   d.name = j.at("name").get<std::string>();
   d.cores = j.at("cores").get<int>();
@@ -96,6 +100,9 @@ json plan_json(const EmulationPlan& p) {
           {"memory_max_bytes", p.memory_max_bytes},
           {"swap_max_bytes", p.swap_max_bytes},
           {"pids_max", opt(p.pids_max)},
+          {"io_device", p.io_device},
+          {"io_read_bps", opt(p.io_read_bps)},
+          {"io_write_bps", opt(p.io_write_bps)},
           {"notes", p.notes}};
 }
 
@@ -107,6 +114,9 @@ EmulationPlan plan_from(const json& j) {
   p.memory_max_bytes = j.at("memory_max_bytes").get<std::uint64_t>();
   p.swap_max_bytes = j.at("swap_max_bytes").get<std::uint64_t>();
   get_opt(j, "pids_max", p.pids_max);
+  if (j.contains("io_device")) p.io_device = j.at("io_device").get<std::string>();
+  get_opt(j, "io_read_bps", p.io_read_bps);
+  get_opt(j, "io_write_bps", p.io_write_bps);
   p.notes = j.at("notes").get<std::vector<std::string>>();
   return p;
 }
@@ -206,7 +216,8 @@ json phase_json(const Phase& p) {
           {"cpu_s", opt(p.cpu_s)},
           {"memory_start_bytes", opt(p.memory_start_bytes)},
           {"memory_peak_bytes", opt(p.memory_peak_bytes)},
-          {"memory_net_peak_bytes", opt(p.memory_net_peak_bytes)}};
+          {"memory_net_peak_bytes", opt(p.memory_net_peak_bytes)},
+          {"energy_j", opt(p.energy_j)}};
 }
 
 Phase phase_from(const json& j) {
@@ -219,6 +230,7 @@ Phase phase_from(const json& j) {
   get_opt(j, "memory_start_bytes", p.memory_start_bytes);
   get_opt(j, "memory_peak_bytes", p.memory_peak_bytes);
   get_opt(j, "memory_net_peak_bytes", p.memory_net_peak_bytes);
+  get_opt(j, "energy_j", p.energy_j);
   return p;
 }
 
@@ -322,12 +334,24 @@ json result_json(const Result& r) {
                      {"summary.net_*", "measured"},   {"summary.pressure_*", "measured"},
                      {"summary.tasks_peak", "sampled"},
                      {"phases.start_s/end_s", "measured"},
-                     {"phases.cpu_s/memory_*", "sampled"}};
+                     {"phases.cpu_s/memory_*", "sampled"},
+                     {"energy_j", "estimated"},
+                     {"phases.energy_j", "estimated"},
+                     {"speed_changes.t_s", "measured"}};
   j["placement"] = r.placement;
   j["cgroup_mode"] = to_string(r.cgroup_mode);
   j["network_isolated"] = r.network_isolated;
   j["unapplied"] = r.unapplied;
   j["warnings"] = r.warnings;
+  j["energy_j"] = opt(r.energy_j);
+  j["speed_changes"] = json::array();
+  for (const SpeedChange& c : r.speed_changes) {
+    j["speed_changes"].push_back({{"t_s", num(c.t_s)},
+                                  {"factor", c.factor},
+                                  {"cpu_quota_us", c.cpu_quota_us},
+                                  {"cpu_period_us", c.cpu_period_us},
+                                  {"error", c.error}});
+  }
   j["device"] = device_json(r.device);
   j["plan"] = plan_json(r.plan);
   j["summary"] = summary_json(r.summary);
@@ -380,6 +404,18 @@ Result result_from(const json& j) {
   r.network_isolated = j.at("network_isolated").get<bool>();
   r.unapplied = j.at("unapplied").get<std::vector<std::string>>();
   r.warnings = j.at("warnings").get<std::vector<std::string>>();
+  get_opt(j, "energy_j", r.energy_j);
+  if (j.contains("speed_changes")) {
+    for (const auto& c : j.at("speed_changes")) {
+      SpeedChange change;
+      change.t_s = c.at("t_s").is_null() ? std::nan("") : c.at("t_s").get<double>();
+      change.factor = c.at("factor").get<double>();
+      change.cpu_quota_us = c.at("cpu_quota_us").get<std::uint64_t>();
+      change.cpu_period_us = c.at("cpu_period_us").get<std::uint64_t>();
+      change.error = c.at("error").get<std::string>();
+      r.speed_changes.push_back(std::move(change));
+    }
+  }
   r.device = device_from(j.at("device"));
   r.plan = plan_from(j.at("plan"));
   r.summary = summary_from(j.at("summary"));
@@ -435,6 +471,8 @@ auto from_text(std::string_view text, const char* what, Fn&& fn) {
   }
 }
 
+}  // namespace
+
 std::string exit_text(const Result& r) {
   if (r.timed_out) return "killed at the timeout";
   if (r.oom_killed) {
@@ -445,6 +483,8 @@ std::string exit_text(const Result& r) {
   if (r.signal) return fmt::format("killed by signal {}", *r.signal);
   return fmt::format("exit code {}", r.exit_code.value_or(-1));
 }
+
+namespace {
 
 std::string size_or(const std::optional<std::uint64_t>& v) {
   return v ? format_size(*v) : std::string("n/a");
@@ -554,6 +594,24 @@ std::string to_text(const Result& r) {
                               std::llabs(*ph.memory_net_peak_bytes)))
                         : "n/a"),
         "wall measured, rest sampled");
+  }
+  if (r.energy_j) {
+    std::string phases;
+    for (const Phase& ph : r.phases) {
+      if (ph.energy_j) phases += fmt::format(", {} {:.3g} J", ph.name, *ph.energy_j);
+    }
+    row("energy", fmt::format("{:.3g} J on the device{}", *r.energy_j, phases),
+        fmt::format("estimated from the device's idle {:g} W and loaded {:g} W and the measured "
+                    "CPU use",
+                    r.device.power.idle_watts.value_or(0), r.device.power.loaded_watts.value_or(0)));
+  }
+  for (const SpeedChange& c : r.speed_changes) {
+    row("speed change",
+        c.error.empty()
+            ? fmt::format("at {:.3f} s: x{:g} of core speed (quota {} us per {} us)", c.t_s,
+                          c.factor, c.cpu_quota_us, c.cpu_period_us)
+            : fmt::format("at {:.3f} s: x{:g} FAILED: {}", c.t_s, c.factor, c.error),
+        "time measured; from the device's speed schedule");
   }
   for (const std::string& note : p.notes) row("note", note, "");
   for (const std::string& u : r.unapplied) row("NOT APPLIED", u, "");

@@ -23,6 +23,7 @@
 #include "netns.hpp"
 #include "sampler/sampler.hpp"
 #include "spawn.hpp"
+#include "speed_schedule.hpp"
 
 namespace edgeprof {
 
@@ -212,9 +213,6 @@ Slice::Slice(Device device, SliceOptions options) : impl_(std::make_shared<Impl>
     s.cgroup.reset();
     throw;
   }
-  if (s.device.io_read_bps || s.device.io_write_bps) {
-    s.unapplied.push_back("I/O bandwidth (storage emulation is not implemented yet)");
-  }
 }
 
 Slice::Slice(Slice&&) noexcept = default;
@@ -259,6 +257,9 @@ struct Child::State {
   detail::UniqueFd marks;
   std::unique_ptr<detail::NetworkNamespace> netns;
   std::unique_ptr<detail::Sampler> sampler;
+  // The device's speed schedule, applied while the workload runs (declared after `slice`, so
+  // destroyed, and its thread stopped, before the slice it writes to may go).
+  std::unique_ptr<detail::SpeedScheduler> scheduler;
   Clock::time_point origin;  // the sampler's time zero
   std::chrono::nanoseconds interval{0};
 
@@ -275,7 +276,14 @@ struct Child::State {
 
 Child::Child(std::unique_ptr<State> state) : state_(std::move(state)) {}
 Child::Child(Child&&) noexcept = default;
-Child& Child::operator=(Child&&) noexcept = default;
+// Assigning over a Child that was never waited for ends its workload, as destroying it does.
+Child& Child::operator=(Child&& other) noexcept {
+  if (this != &other) {
+    Child abandoned(std::move(*this));
+    state_ = std::move(other.state_);
+  }
+  return *this;
+}
 
 Child::~Child() {
   if (!state_ || state_->result) return;
@@ -341,6 +349,10 @@ Child Slice::spawn(const Command& command, const SpawnOptions& options) {
   }
   write_end.reset();  // the child has its own copy; EOF once every writer is gone
   ++s.running;
+  if (!s.device.speed_schedule.empty()) {
+    state->scheduler = std::make_unique<detail::SpeedScheduler>(
+        *s.cgroup, s.plan, s.device.speed_schedule, state->process.released);
+  }
   return Child(std::move(state));
 }
 
@@ -387,6 +399,19 @@ Result Child::State::finish(const detail::Exit& exit, bool timed_out) {
 // Stops the sampler (its last sample holds the final counters) and collects what it saw.
 void Child::State::observe(Result& r, const detail::Exit& exit) {
   (void)exit;
+  if (scheduler) {
+    r.speed_changes = scheduler->stop();
+    scheduler.reset();
+    // The next workload in this slice starts at the device's full speed again.
+    if (!r.speed_changes.empty() && slice->cgroup) {
+      if (int err = slice->cgroup->set_cpu_bandwidth(slice->plan.cpu_quota_us,
+                                                     slice->plan.cpu_period_us)) {
+        r.warnings.push_back(fmt::format("could not restore the CPU bandwidth after the speed "
+                                         "schedule: {} (errno {})",
+                                         std::strerror(err), err));
+      }
+    }
+  }
   if (sampler) {
     sampler->stop();
     r.series = sampler->take_columns();
@@ -418,6 +443,14 @@ void Child::State::analyse(Result& r) {
           .count();
   std::size_t malformed = 0;
   r.phases = parse_phases(marks_text, release_ns, r.series, r.wall_time_s, &malformed);
+  const double capacity = r.plan.capacity_cores();
+  r.energy_j = estimate_energy_j(r.device.power, r.wall_time_s, r.cpu_user_s + r.cpu_system_s,
+                                 capacity);
+  for (Phase& ph : r.phases) {
+    if (ph.cpu_s) {
+      ph.energy_j = estimate_energy_j(r.device.power, ph.wall_time_s(), *ph.cpu_s, capacity);
+    }
+  }
   if (malformed) {
     r.warnings.push_back(fmt::format("{} phase mark{} could not be read (a partial line from a "
                                      "killed workload, or an end without a begin)",

@@ -408,3 +408,17 @@ std::map<std::string, Statistic> describe_runs(const std::vector<Result>& runs) 
 }
 
 }  // namespace edgeprof
+
+namespace edgeprof {
+
+std::optional<double> estimate_energy_j(const PowerDescription& power, double wall_s,
+                                        double cpu_s, double capacity_cores) {
+  if (!power.idle_watts || !power.loaded_watts || !(capacity_cores > 0)) return std::nullopt;
+  if (!std::isfinite(wall_s) || !std::isfinite(cpu_s)) return std::nullopt;
+  // The share of the device's CPU capacity in use, averaged over the interval; above 1 only
+  // through counter noise, which would overstate the power beyond `loaded`.
+  const double busy_s = std::min(std::max(cpu_s, 0.0) / capacity_cores, std::max(wall_s, 0.0));
+  return *power.idle_watts * wall_s + (*power.loaded_watts - *power.idle_watts) * busy_s;
+}
+
+}  // namespace edgeprof

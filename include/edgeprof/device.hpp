@@ -1,56 +1,124 @@
-// What an edge device is, as far as emulation is concerned.
+/// @file
+/// What an edge device is, as far as emulation is concerned.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "edgeprof/microbench.hpp"
+
 namespace edgeprof {
 
-// Smallest memory limit a device may declare: below this even a shell cannot start.
+/// Smallest memory limit a device may declare: below this even a shell cannot start.
 inline constexpr std::uint64_t kMinDeviceMemory = 16ull << 20;
 
-// A target device. `core_speed` is the speed of one device core relative to one core of the
-// host edgeprof runs on (0.25 = a quarter as fast). Construct, then call `validate()` (the
-// factory functions below do).
-struct Device {
-  std::string name;
-  int cores = 1;
-  double core_speed = 1.0;
-  std::uint64_t memory_bytes = 0;
-  std::uint64_t swap_bytes = 0;
-  std::optional<std::uint64_t> io_read_bps;   // storage read bandwidth, bytes/s
-  std::optional<std::uint64_t> io_write_bps;  // storage write bandwidth, bytes/s
-  std::optional<std::int64_t> pids_max;       // most tasks the workload may have
-  std::string description;
-  // Where the figures come from and whether they are measured or estimated.
-  std::string source;
+/// Where one figure of a device comes from.
+struct FigureSource {
+  /// "specified" (a vendor's specification), "measured" (a published or probed measurement) or
+  /// "estimated" (derived from a proxy, a different benchmark, or general knowledge).
+  std::string status;
+  std::string source;  ///< a URL, or a description of the measurement
+};
 
-  // Throws DeviceError naming the field and the value when something is out of range.
+/// The device's processor, for people and for the record (emulation uses cores and core_speed).
+struct CpuDescription {
+  std::string model;         ///< core type, e.g. "Cortex-A72"
+  std::string soc;           ///< e.g. "BCM2711"
+  double clock_mhz = 0;      ///< maximum clock of the emulated cores; 0 = unknown
+  std::string architecture;  ///< e.g. "aarch64"
+  std::string layout;        ///< every core cluster, e.g. "4x Cortex-A76 @ 2400 MHz + 4x A55"
+};
+
+/// Typical power draw of the whole device, for energy estimates (Result::energy).
+struct PowerDescription {
+  std::optional<double> idle_watts;    ///< idle, in watts
+  std::optional<double> loaded_watts;  ///< all cores busy, in watts
+};
+
+/// One step of a speed schedule (thermal throttling, DVFS): from `after_s` seconds after the
+/// workload starts, the cores run at `factor` times core_speed.
+struct SpeedStep {
+  double after_s = 0;  ///< seconds since the workload was started, >= 0
+  double factor = 1;   ///< fraction of core_speed, in (0, 1]
+};
+
+/// A target device. `core_speed` is the speed of one device core relative to one core of the
+/// host edgeprof runs on (0.25 = a quarter as fast). Construct, then call `validate()` (the
+/// factory functions below do).
+struct Device {
+  std::string name;                           ///< e.g. "raspberry-pi-4"
+  int cores = 1;                              ///< CPU cores, at least 1
+  double core_speed = 1.0;                    ///< one device core / one host core, above 0
+  std::uint64_t memory_bytes = 0;             ///< RAM, at least kMinDeviceMemory
+  std::uint64_t swap_bytes = 0;               ///< swap, 0 = none
+  std::optional<std::uint64_t> io_read_bps;   ///< storage read bandwidth, bytes/s
+  std::optional<std::uint64_t> io_write_bps;  ///< storage write bandwidth, bytes/s
+  std::optional<std::int64_t> pids_max;       ///< most tasks the workload may have
+  std::string description;                    ///< for people: processor, clock, memory
+  /// Free-text note on where the figures come from (per-figure sources are in `sources`).
+  std::string source;
+  std::vector<std::string> aliases;  ///< other names find_device() accepts
+  CpuDescription cpu;                ///< the processor, described
+  std::string storage;               ///< storage kind, e.g. "microSD"; bandwidth in io_*_bps
+  PowerDescription power;            ///< typical power draw
+  /// Per-core scores measured by edgeprof-probe on the device; core_speed comes from them.
+  std::optional<CoreScores> scores;
+  /// Speed steps in increasing order of after_s; empty = full speed throughout.
+  std::vector<SpeedStep> speed_schedule;
+  /// Figure name ("cores", "core_speed", "memory", "cpu", "storage", "power", ...) -> where it
+  /// comes from and whether it is specified, measured or estimated.
+  std::map<std::string, FigureSource> sources;
+  /// Where the description was loaded from: "catalog", a file path, or "" when built in code.
+  std::string origin;
+
+  /// Throws DeviceError naming the field and the value when something is out of range.
   void validate() const;
 };
 
+/// Both fields equal.
+inline bool operator==(const FigureSource& a, const FigureSource& b) {
+  return a.status == b.status && a.source == b.source;
+}
+/// Every field equal.
+inline bool operator==(const CpuDescription& a, const CpuDescription& b) {
+  return a.model == b.model && a.soc == b.soc && a.clock_mhz == b.clock_mhz &&
+         a.architecture == b.architecture && a.layout == b.layout;
+}
+/// Both figures equal.
+inline bool operator==(const PowerDescription& a, const PowerDescription& b) {
+  return a.idle_watts == b.idle_watts && a.loaded_watts == b.loaded_watts;
+}
+/// Both fields equal.
+inline bool operator==(const SpeedStep& a, const SpeedStep& b) {
+  return a.after_s == b.after_s && a.factor == b.factor;
+}
+/// Every field equal.
 bool operator==(const Device& a, const Device& b);
+/// Some field differs.
 inline bool operator!=(const Device& a, const Device& b) { return !(a == b); }
 
-// Parses a byte size: a plain integer ("1048576"), binary units ("512MiB", "1.5GiB", "512Mi",
-// and docker-style "512M"/"512m"), or decimal units ("500MB", "2GB", "1kB"). `field` names the
-// setting in the error message. Throws DeviceError.
+/// Parses a byte size: a plain integer ("1048576"), binary units ("512MiB", "1.5GiB", "512Mi",
+/// and docker-style "512M"/"512m"), or decimal units ("500MB", "2GB", "1kB"). `field` names the
+/// setting in the error message. Throws DeviceError.
 std::uint64_t parse_size(std::string_view text, std::string_view field = "size");
 
-// Formats bytes for people: "512 MiB", "1.5 GiB", "999 B".
+/// Formats bytes for people: "512 MiB", "1.50 GiB", "999 B".
 std::string format_size(std::uint64_t bytes);
 
-// Builds and validates a device; `memory` and `swap` are size strings as parse_size takes.
+/// Builds and validates a device; `memory` and `swap` are size strings as parse_size takes.
+/// Throws DeviceError.
 Device make_device(std::string name, int cores, double core_speed, std::string_view memory,
                    std::string_view swap = "0");
 
-// The built-in devices (a handful; a sourced catalog comes later).
+/// The built-in devices: the catalog (catalog.hpp, catalog_devices()).
 const std::vector<Device>& builtin_devices();
 
-// A built-in device by name; throws DeviceError listing the known names when there is none.
+/// A built-in device by name or alias; throws DeviceError listing the known names when there is
+/// none. find_device() (catalog.hpp) also finds the user's device files.
 const Device& builtin_device(std::string_view name);
 
 }  // namespace edgeprof

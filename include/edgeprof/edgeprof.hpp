@@ -1,9 +1,17 @@
-// Umbrella header: everything a C++ tool needs to emulate a device and profile a workload.
+/// @file
+/// Umbrella header: everything a C++ tool needs to emulate a device and profile a workload.
 #pragma once
 
+/// @namespace edgeprof
+/// Emulated edge devices (Device, Slice), runs and their reports (Result, RepeatedResult), and
+/// the analysis that decides between models (rank(), compare(), Projection, score()).
+
+#include "edgeprof/calibrate.hpp"
+#include "edgeprof/catalog.hpp"
 #include "edgeprof/compare.hpp"
 #include "edgeprof/device.hpp"
 #include "edgeprof/error.hpp"
+#include "edgeprof/microbench.hpp"
 #include "edgeprof/phase.hpp"
 #include "edgeprof/plan.hpp"
 #include "edgeprof/projection.hpp"

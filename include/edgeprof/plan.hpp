@@ -1,4 +1,5 @@
-// The emulation plan: a pure function from (device, host) to cgroup settings.
+/// @file
+/// The emulation plan: a pure function from (device, host) to cgroup settings.
 #pragma once
 
 #include <cstdint>
@@ -11,56 +12,89 @@
 
 namespace edgeprof {
 
-// What the plan needs to know about the host. `host_facts()` reads them; tests make their own.
+/// What the plan needs to know about the host. `host_facts()` reads them; tests make their own.
 struct HostFacts {
-  std::vector<int> cpus;          // CPUs this process may use (its affinity / cpuset)
-  std::uint64_t memory_bytes = 0; // MemTotal
-  std::uint64_t swap_bytes = 0;   // SwapTotal
+  std::vector<int> cpus;          ///< CPUs this process may use (its affinity / cpuset)
+  std::uint64_t memory_bytes = 0; ///< MemTotal
+  std::uint64_t swap_bytes = 0;   ///< SwapTotal
+  /// "MAJ:MIN" of the whole disk that holds the current directory, whose bandwidth a device's
+  /// storage figures limit; "" when there is none (tmpfs, overlay, network filesystems).
+  std::string io_device;
+  /// Why io_device is empty, for the report.
+  std::string io_device_problem;
 };
 
-// Reads this host's facts from /proc and sched_getaffinity.
+/// Reads this host's facts from /proc and sched_getaffinity. A figure that cannot be read is
+/// left empty or 0.
 HostFacts host_facts();
 
-// Kernel bounds on the CFS bandwidth period and quota, in microseconds.
+/// Shortest CFS bandwidth period the kernel accepts, in microseconds.
 inline constexpr std::uint64_t kMinCpuPeriodUs = 1000;
+/// Longest CFS bandwidth period the kernel accepts, in microseconds.
 inline constexpr std::uint64_t kMaxCpuPeriodUs = 1000000;
+/// Smallest CFS bandwidth quota the kernel accepts, in microseconds.
 inline constexpr std::uint64_t kMinCpuQuotaUs = 1000;
-// Default period: short enough that a 10 ms inference sees the device's speed rather than a
-// burst-then-stall pattern, long enough that the scheduler's bandwidth accounting stays cheap.
+/// Default period: short enough that a 10 ms inference sees the device's speed rather than a
+/// burst-then-stall pattern, long enough that the scheduler's bandwidth accounting stays cheap.
 inline constexpr std::uint64_t kDefaultCpuPeriodUs = 10000;
 
+/// The shortest period choose_cpu_period_us() picks: shorter ones cost the workload measurably
+/// (each throttle and unthrottle is work for the scheduler; +16% total time at 2 ms, measured in
+/// docs/benchmarks.md), although the kernel accepts down to kMinCpuPeriodUs.
+inline constexpr std::uint64_t kMinChosenCpuPeriodUs = 5000;
+
+/// The CFS period for a workload whose iterations (one inference, one training step) take
+/// `iteration_time_us` on the device: a quarter of it, so that each iteration spans several
+/// periods and sees the device's average speed instead of a burst at full speed and a stall,
+/// within kMinChosenCpuPeriodUs .. 100 ms (docs/period.md has the measurements behind the rule).
+/// 0 = unknown: kDefaultCpuPeriodUs.
+std::uint64_t choose_cpu_period_us(std::uint64_t iteration_time_us);
+
+/// Choices the plan leaves to the caller.
 struct PlanOptions {
+  /// CFS bandwidth period in microseconds, kMinCpuPeriodUs .. kMaxCpuPeriodUs; the plan
+  /// lengthens it when the quota would fall below kMinCpuQuotaUs (and says so in its notes).
   std::uint64_t cpu_period_us = kDefaultCpuPeriodUs;
-  // Host CPUs for the cpuset, in order of preference (the first ones are used); empty = the
-  // ones this process's other live slices use least, lowest number first.
+  /// The workload's typical iteration time on the device, in microseconds; when set, the period
+  /// is choose_cpu_period_us(iteration_time_us) and cpu_period_us must be left at its default.
+  std::uint64_t iteration_time_us = 0;
+  /// Host CPUs for the cpuset, in order of preference (the first ones are used); empty = the
+  /// ones this process's other live slices use least, lowest number first.
   std::vector<int> cpus;
 };
 
-// cgroup settings that emulate one device on this host.
+/// cgroup settings that emulate one device on this host.
 struct EmulationPlan {
-  std::vector<int> cpus;             // cpuset.cpus
-  std::uint64_t cpu_period_us = 0;   // cpu.max period / cpu.cfs_period_us
-  std::uint64_t cpu_quota_us = 0;    // cpu.max quota / cpu.cfs_quota_us
-  std::uint64_t memory_max_bytes = 0;
-  std::uint64_t swap_max_bytes = 0;
-  std::optional<std::int64_t> pids_max;
-  std::vector<std::string> notes;    // where the emulation differs from the device, and why
+  std::vector<int> cpus;                 ///< cpuset.cpus
+  std::uint64_t cpu_period_us = 0;       ///< cpu.max period / cpu.cfs_period_us
+  std::uint64_t cpu_quota_us = 0;        ///< cpu.max quota / cpu.cfs_quota_us
+  std::uint64_t memory_max_bytes = 0;    ///< memory.max / memory.limit_in_bytes
+  std::uint64_t swap_max_bytes = 0;      ///< swap allowed on top of memory_max_bytes
+  std::optional<std::int64_t> pids_max;  ///< pids.max; unset = no limit
+  /// The disk ("MAJ:MIN") whose bandwidth is limited; "" = no storage emulation.
+  std::string io_device;
+  std::optional<std::uint64_t> io_read_bps;   ///< io.max rbps / blkio read_bps_device
+  std::optional<std::uint64_t> io_write_bps;  ///< io.max wbps / blkio write_bps_device
+  std::vector<std::string> notes;        ///< where the emulation differs from the device, and why
 
-  // The CPU capacity granted, in host cores (quota / period).
+  /// The CPU capacity granted, in host cores (quota / period).
   double capacity_cores() const {
     return cpu_period_us ? double(cpu_quota_us) / double(cpu_period_us) : 0.0;
   }
 };
 
+/// Every field equal.
 bool operator==(const EmulationPlan& a, const EmulationPlan& b);
 
-// Throws UnsupportedError when the host cannot emulate the device (more CPU capacity or memory
-// than the host has, CPUs not available) and DeviceError for an invalid device.
+/// Throws UnsupportedError when the host cannot emulate the device (more CPU capacity or memory
+/// than the host has, CPUs not available, less than 0.001 cores of capacity), DeviceError for an
+/// invalid device, and Error for a cpu_period_us outside kMinCpuPeriodUs .. kMaxCpuPeriodUs.
 EmulationPlan plan_emulation(const Device& device, const HostFacts& host,
                              const PlanOptions& options = {});
 
-// "0-3,8" <-> {0,1,2,3,8}. parse_cpu_list throws Error on malformed text.
+/// "0-3,8" -> {0,1,2,3,8}, sorted and without duplicates. Throws Error on malformed text.
 std::vector<int> parse_cpu_list(std::string_view text);
+/// {8,0,1,2,3} -> "0-3,8": the CPUs in ascending order, runs as ranges.
 std::string format_cpu_list(const std::vector<int>& cpus);
 
 }  // namespace edgeprof

@@ -38,6 +38,9 @@ class Device:
         pids_max: Optional[int] = None,
         description: str = "",
         source: str = "user-supplied",
+        speed_schedule: Sequence[SpeedStep] = (),
+        idle_watts: Optional[float] = None,
+        loaded_watts: Optional[float] = None,
     ) -> None: ...
     @property
     def name(self) -> str: ...
@@ -59,8 +62,109 @@ class Device:
     def description(self) -> str: ...
     @property
     def source(self) -> str: ...
+    @property
+    def aliases(self) -> list[str]: ...
+    @property
+    def cpu(self) -> CpuDescription: ...
+    @property
+    def storage(self) -> str: ...  # storage kind, e.g. "microSD"; bandwidth in io_*_bps
+    @property
+    def power(self) -> PowerDescription: ...
+    @property
+    def scores(self) -> Optional[CoreScores]: ...  # probed devices: the suite's scores
+    @property
+    def speed_schedule(self) -> list[SpeedStep]: ...
+    @property
+    def sources(self) -> dict[str, FigureSource]: ...  # figure name -> where it comes from
+    @property
+    def origin(self) -> str: ...  # "catalog", a file path, or "" when built in code
+    def to_json(self) -> str: ...  # this device as a device file
     def __eq__(self, other: object) -> bool: ...
     def __hash__(self) -> int: ...
+
+class FigureSource:
+    @property
+    def status(self) -> Literal["specified", "measured", "estimated"]: ...
+    @property
+    def source(self) -> str: ...
+
+class CpuDescription:
+    @property
+    def model(self) -> str: ...
+    @property
+    def soc(self) -> str: ...
+    @property
+    def clock_mhz(self) -> Optional[float]: ...
+    @property
+    def architecture(self) -> str: ...
+    @property
+    def layout(self) -> str: ...
+
+class PowerDescription:
+    @property
+    def idle_watts(self) -> Optional[float]: ...
+    @property
+    def loaded_watts(self) -> Optional[float]: ...
+
+class SpeedStep:
+    def __init__(self, after_s: float, factor: float) -> None: ...
+    @property
+    def after_s(self) -> float: ...
+    @property
+    def factor(self) -> float: ...
+
+class UserDevices:
+    @property
+    def devices(self) -> list[Device]: ...
+    @property
+    def problems(self) -> list[str]: ...  # one per file that did not load: file, field, problem
+
+def catalog_devices() -> list[Device]: ...
+def load_device_file(path: Union[str, os.PathLike]) -> Device: ...
+def find_device(name_or_path: str) -> Device: ...
+def user_devices() -> UserDevices: ...
+def device_search_path() -> list[str]: ...
+
+SUITE_VERSION: str  # "edgeprof-suite-1"
+
+class CoreScores:
+    def __init__(
+        self, *, integer: float, floating: float, memory: float, suite: str = ...
+    ) -> None: ...
+    @property
+    def suite(self) -> str: ...
+    @property
+    def integer(self) -> float: ...  # integer kernel, units per second
+    @property
+    def floating(self) -> float: ...  # floating-point kernel, units per second
+    @property
+    def memory(self) -> float: ...  # millions of dependent loads per second
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+
+def run_suite(*, per_kernel_s: float = 0.2, repeats: int = 5, cpu: int = -1) -> CoreScores: ...
+def speed_from_scores(device: CoreScores, host: CoreScores) -> float: ...
+
+class HostCalibration:
+    @property
+    def scores(self) -> CoreScores: ...
+    @property
+    def cpu_model(self) -> str: ...
+    @property
+    def kernel(self) -> str: ...
+    @property
+    def hostname(self) -> str: ...
+    @property
+    def measured_at(self) -> str: ...  # ISO 8601 UTC
+    @property
+    def from_cache(self) -> bool: ...
+    @property
+    def cache_file(self) -> str: ...  # "" when no cache directory is known
+    @property
+    def note(self) -> str: ...  # why measured rather than read; "" when read from the cache
+
+def host_calibration(remeasure: bool = False) -> HostCalibration: ...
+def choose_cpu_period_us(iteration_time_us: int) -> int: ...  # a quarter, within 5 to 100 ms
 
 class EmulationPlan:
     @property
@@ -77,6 +181,12 @@ class EmulationPlan:
     def pids_max(self) -> Optional[int]: ...
     @property
     def notes(self) -> list[str]: ...
+    @property
+    def io_device(self) -> str: ...  # the host disk (MAJ:MIN) limited; "" when none
+    @property
+    def io_read_bps(self) -> Optional[int]: ...
+    @property
+    def io_write_bps(self) -> Optional[int]: ...
     @property
     def capacity_cores(self) -> float: ...
 
@@ -141,6 +251,7 @@ class Phase:
     memory_start_bytes: Optional[int]
     memory_peak_bytes: Optional[int]
     memory_net_peak_bytes: Optional[int]
+    energy_j: Optional[float]  # estimated, from the device's power figures
 
 class SourceStatus:
     name: str
@@ -216,6 +327,10 @@ class Result:
     @property
     def edgeprof_version(self) -> str: ...
     @property
+    def speed_changes(self) -> list[SpeedChange]: ...  # made by the device's speed schedule
+    @property
+    def energy_j(self) -> Optional[float]: ...  # estimated; None without power figures
+    @property
     def ok(self) -> bool: ...
     def to_json(self) -> str: ...
     @staticmethod
@@ -223,6 +338,23 @@ class Result:
     def to_csv(self) -> str: ...
     def to_pandas(self) -> Any: ...  # pandas.DataFrame of the time series
     def phases_to_pandas(self) -> Any: ...
+    def plot(self, ax: Any = None) -> Any: ...  # matplotlib: CPU and memory over time
+
+class SpeedChange:
+    @property
+    def t_s(self) -> float: ...  # measured: seconds since the workload's release
+    @property
+    def factor(self) -> float: ...
+    @property
+    def cpu_quota_us(self) -> int: ...
+    @property
+    def cpu_period_us(self) -> int: ...
+    @property
+    def error(self) -> str: ...  # "" when the change was applied
+
+def estimate_energy_j(
+    power: PowerDescription, wall_s: float, cpu_s: float, capacity_cores: float
+) -> Optional[float]: ...
 
 class Statistic:
     n: int
@@ -271,6 +403,7 @@ class Slice:
         cpu_period_us: int = ...,
         cpus: Sequence[int] = (),
         allow_missing_controllers: bool = False,
+        iteration_time: Optional[float] = None,  # seconds; chooses cpu_period_us
     ) -> None: ...
     def spawn(
         self,
@@ -307,7 +440,10 @@ def parse_size(text: str, field: str = "size") -> int: ...
 def format_size(bytes: float) -> str: ...  # rounded to whole bytes; ValueError below 0
 def cgroup_mode() -> Literal["unified", "hybrid", "legacy"]: ...
 def plan_emulation(
-    device: _DeviceLike, cpu_period_us: int = ..., cpus: Sequence[int] = ()
+    device: _DeviceLike,
+    cpu_period_us: int = ...,
+    cpus: Sequence[int] = (),
+    iteration_time: Optional[float] = None,
 ) -> EmulationPlan: ...
 _Progress = Callable[[int, int, bool, Result], None]
 
@@ -331,6 +467,7 @@ def run(
     cpu_period_us: int = ...,
     cpus: Sequence[int] = (),
     allow_missing_controllers: bool = False,
+    iteration_time: Optional[float] = None,
 ) -> Result: ...
 @overload
 def run(
@@ -352,6 +489,7 @@ def run(
     cpu_period_us: int = ...,
     cpus: Sequence[int] = (),
     allow_missing_controllers: bool = False,
+    iteration_time: Optional[float] = None,
 ) -> Union[Result, RepeatedResult]: ...
 
 # Ranking and projection.
@@ -446,3 +584,165 @@ def find_calibration(
     calibrations: Sequence[Calibration], device: str, target: str, family: str = ""
 ) -> Optional[Calibration]: ...
 def project(calibration: Calibration, result: Result, confidence: float = 0.95) -> Prediction: ...
+
+# Comparing workloads on devices (edgeprof.compare wraps _compare) and scoring trials.
+
+class ComparisonRow:
+    @property
+    def workload(self) -> str: ...
+    @property
+    def device(self) -> str: ...
+    @property
+    def result(self) -> RepeatedResult: ...
+    @property
+    def value(self) -> float: ...  # median of the ranked metric; NaN when a run failed
+    @property
+    def memory(self) -> float: ...  # median of the memory metric; NaN when a run failed
+    @property
+    def rank(self) -> int: ...
+    @property
+    def tied(self) -> bool: ...
+    @property
+    def pareto(self) -> bool: ...
+    @property
+    def projected(self) -> Optional[Prediction]: ...
+
+class Comparison:
+    @property
+    def rows(self) -> list[ComparisonRow]: ...
+    @property
+    def metric(self) -> str: ...
+    @property
+    def memory_metric(self) -> str: ...
+    @property
+    def projected_target(self) -> str: ...
+    @property
+    def repeat(self) -> int: ...
+    def to_pandas(self) -> Any: ...  # pandas.DataFrame, one row per workload x device
+    def plot(self, ax: Any = None) -> Any: ...  # matplotlib: time against memory
+
+def _compare(
+    names: Sequence[str],
+    argvs: Sequence[Sequence[str]],
+    devices: Sequence[object],
+    repeat: int,
+    warmup: int,
+    metric: str,
+    memory_metric: str,
+    test: str,
+    alpha: float,
+    calibrations: Sequence[Calibration],
+    projected_target: str,
+    interval: Optional[float],
+    timeout: Optional[float],
+    progress: Optional[Callable[[int, int, str, str, Result], None]],
+) -> Comparison: ...
+
+class Score:
+    @property
+    def ok(self) -> bool: ...
+    @property
+    def latency(self) -> float: ...
+    @property
+    def memory(self) -> float: ...
+    @property
+    def latency_provenance(self) -> Literal["measured", "projected"]: ...
+    @property
+    def memory_provenance(self) -> Literal["measured", "projected"]: ...
+    @property
+    def latency_prediction(self) -> Optional[Prediction]: ...
+    @property
+    def memory_prediction(self) -> Optional[Prediction]: ...
+    @property
+    def latency_check(self) -> Optional[BudgetCheck]: ...
+    @property
+    def memory_check(self) -> Optional[BudgetCheck]: ...
+    @property
+    def fits(self) -> bool: ...
+    @property
+    def penalty(self) -> float: ...  # sum of the relative overruns of the limits
+
+def score(
+    result: Result,
+    *,
+    latency: Optional[float] = None,
+    memory: Optional[float] = None,
+    latency_figure: str = "wall_time_s",
+    memory_figure: str = "peak_memory_bytes",
+    latency_calibration: Optional[Calibration] = None,
+    memory_calibration: Optional[Calibration] = None,
+) -> Score: ...
+
+# Core speed calibrated from workloads measured on the real device.
+
+class SpeedModel:
+    def __init__(self, a: float, b: float) -> None: ...
+    @property
+    def a(self) -> float: ...  # scales with 1 / speed
+    @property
+    def b(self) -> float: ...  # does not depend on the speed
+    def at(self, speed: float) -> float: ...
+
+def fit_speed_model(points: Sequence[tuple[float, float]]) -> SpeedModel: ...
+def solve_core_speed(
+    models: Sequence[SpeedModel], targets: Sequence[float], lo: float, hi: float
+) -> float: ...
+
+class WorkloadSpeedFit:
+    @property
+    def name(self) -> str: ...
+    @property
+    def device_value(self) -> float: ...
+    @property
+    def points(self) -> list[tuple[float, float]]: ...  # measured (speed, median figure)
+    @property
+    def model(self) -> SpeedModel: ...
+    @property
+    def emulated(self) -> float: ...  # measured at the calibrated speed
+    @property
+    def residual(self) -> float: ...  # emulated / device_value - 1
+    @property
+    def speed_sensitive(self) -> bool: ...
+
+class PeriodSpeedFit:
+    @property
+    def period_us(self) -> int: ...
+    @property
+    def core_speed(self) -> float: ...
+    @property
+    def rms_residual(self) -> float: ...
+    @property
+    def workloads(self) -> list[WorkloadSpeedFit]: ...
+
+class SpeedCalibration:
+    @property
+    def core_speed(self) -> float: ...
+    @property
+    def period_us(self) -> int: ...
+    @property
+    def rms_residual(self) -> float: ...
+    @property
+    def max_abs_residual(self) -> float: ...
+    @property
+    def periods(self) -> list[PeriodSpeedFit]: ...
+    @property
+    def device(self) -> Device: ...  # with the calibrated core_speed and its source
+    @property
+    def notes(self) -> list[str]: ...
+
+def calibrate_speed(
+    device: _DeviceLike,
+    workloads: Sequence[tuple[str, Sequence[str], float]],  # (name, argv, device value)
+    *,
+    figure: str = "wall_time_s",
+    repeat: int = 3,
+    speeds: Sequence[float] = (),
+    periods_us: Sequence[int] = (),
+    parent: Optional[str] = None,
+    cpu_period_us: int = ...,
+    cpus: Sequence[int] = (),
+    allow_missing_controllers: bool = False,
+    iteration_time: Optional[float] = None,
+    timeout: Optional[float] = None,
+    progress: Optional[Callable[[int, int, str, float, int], None]] = None,
+) -> SpeedCalibration: ...

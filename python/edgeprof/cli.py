@@ -21,7 +21,9 @@ from edgeprof.workloads import WORKLOADS
 EXAMPLES = """\
 examples:
   edgeprof devices
+  edgeprof devices show raspberry-pi-4
   edgeprof run --device raspberry-pi-4 -- python3 infer.py --model mobilenet
+  edgeprof run --device ./my-board.toml -- python3 infer.py
   edgeprof run --cores 2 --speed 0.5 --memory 512MiB --timeout 60 -- ./train
   edgeprof run --device jetson-nano --json -- python3 infer.py > result.json
   edgeprof run --device raspberry-pi-4 --interval 1ms --json r.json --csv r.csv -- ./infer
@@ -31,6 +33,8 @@ examples:
       --device raspberry-pi-4 --device jetson-nano --repeat 5
   edgeprof fit calibration.csv --x wall_time_s --y device_wall_time_s --device lg-g6 -o cal.json
   edgeprof project r.json --calibrations cal.json
+  edgeprof calibrate-speed --device raspberry-pi-4 -w "mobilenet=python3 infer.py mobilenet" \
+      --measured mobilenet=0.84 --save my-pi4.json
   edgeprof demo --device raspberry-pi-3b
 """
 
@@ -48,7 +52,7 @@ def _device(args: argparse.Namespace) -> edgeprof.Device:
             name="custom", cores=args.cores, core_speed=args.speed, memory=args.memory,
             swap=args.swap or 0,
         )
-    return edgeprof.builtin_device(args.device or "raspberry-pi-4")
+    return edgeprof.find_device(args.device or "raspberry-pi-4")
 
 
 def _exit_status(result: edgeprof.Result) -> int:
@@ -60,8 +64,9 @@ def _exit_status(result: edgeprof.Result) -> int:
 
 
 def _add_device_options(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("device (a built-in name, or a custom one)")
-    g.add_argument("--device", help="built-in device name (default: raspberry-pi-4)")
+    g = p.add_argument_group("device (a name, a device file, or a custom one)")
+    g.add_argument("--device", help="a device name from `edgeprof devices`, or the path of a "
+                   "device file (.toml or .json; default: raspberry-pi-4)")
     g.add_argument("--cores", type=int, help="custom device: number of cores")
     g.add_argument("--speed", type=float, help="custom device: core speed relative to a host core")
     g.add_argument("--memory", help="custom device: memory, e.g. 512MiB")
@@ -69,6 +74,9 @@ def _add_device_options(p: argparse.ArgumentParser) -> None:
     e = p.add_argument_group("emulation")
     e.add_argument("--cpu-period-us", type=int, default=edgeprof.DEFAULT_CPU_PERIOD_US,
                    help="CFS bandwidth period in microseconds (default %(default)s)")
+    e.add_argument("--iteration-time", type=_interval, metavar="TIME",
+                   help="the workload's typical iteration on the device (e.g. 20ms): the CFS "
+                   "period becomes a quarter of it, within 5-100 ms (docs/period.md)")
     e.add_argument("--parent", help="cgroup to create slices beneath "
                    "(default: $EDGEPROF_CGROUP_PARENT, else this process's own cgroup)")
     e.add_argument("--allow-missing", action="store_true",
@@ -78,28 +86,103 @@ def _add_device_options(p: argparse.ArgumentParser) -> None:
 
 def _run_options(args: argparse.Namespace) -> dict:
     return dict(cpu_period_us=args.cpu_period_us, parent=args.parent,
-                allow_missing_controllers=args.allow_missing)
+                allow_missing_controllers=args.allow_missing,
+                iteration_time=getattr(args, "iteration_time", None))
+
+
+def _figure(d: edgeprof.Device, figure: str) -> str:
+    src = d.sources.get(figure)
+    if src is None:
+        return f"specified in {d.origin}" if d.origin and d.origin != "catalog" else "not sourced"
+    return f"{src.status}: {src.source}"
+
+
+def _show_device(d: edgeprof.Device) -> None:
+    watts = lambda w: f"{w:g} W" if w is not None else "unknown"  # noqa: E731
+    bw = lambda b: f"{b / 1e6:g} MB/s" if b else "unknown"  # noqa: E731
+    print(f"{d.name}" + (f" (also: {', '.join(d.aliases)})" if d.aliases else ""))
+    print(f"  {d.description}" if d.description else "", end="\n" if d.description else "")
+    print(f"  from: {d.origin or 'built in code'}")
+    rows = [
+        ("cores", f"{d.cores}", "cores"),
+        ("core speed", f"{d.core_speed:g} of one host core", "core_speed"),
+        ("memory", edgeprof.format_size(d.memory_bytes), "memory"),
+        ("cpu", ", ".join(x for x in (
+            d.cpu.layout or " ".join(x for x in (d.cpu.model, f"@ {d.cpu.clock_mhz:g} MHz"
+                                                 if d.cpu.clock_mhz else "") if x),
+            d.cpu.soc, d.cpu.architecture) if x) or "unknown", "cpu"),
+        ("storage", f"{d.storage or 'unknown'}, read {bw(d.io_read_bps)}, write "
+                    f"{bw(d.io_write_bps)}", "storage"),
+        ("power", f"idle {watts(d.power.idle_watts)}, loaded {watts(d.power.loaded_watts)}",
+         "power"),
+    ]
+    if d.swap_bytes:
+        rows.append(("swap", edgeprof.format_size(d.swap_bytes), "swap"))
+    if d.speed_schedule:
+        rows.append(("speed schedule", ", ".join(f"x{s.factor:g} from {s.after_s:g} s"
+                                                 for s in d.speed_schedule), "speed_schedule"))
+    for label, value, figure in rows:
+        print(f"  {label:<15} {value}")
+        print(f"  {'':<15}   {_figure(d, figure)}")
 
 
 def cmd_devices(args: argparse.Namespace) -> int:
-    devices = edgeprof.builtin_devices()
-    if args.name:
-        d = edgeprof.builtin_device(args.name)
-        print(f"{d.name}\n  {d.description}\n  cores {d.cores}, core speed {d.core_speed} "
-              f"(estimated), memory {edgeprof.format_size(d.memory_bytes)}\n  sources: {d.source}")
+    words = list(args.what)
+    if words and words[0] == "show":
+        words.pop(0)
+        if len(words) != 1:
+            raise edgeprof.DeviceError("usage: edgeprof devices show NAME (a device name or the "
+                                       "path of a device file)")
+    if len(words) > 1:
+        raise edgeprof.DeviceError(f"unexpected arguments {words[1:]}; usage: edgeprof devices "
+                                   "[show NAME]")
+    if words:
+        d = edgeprof.find_device(words[0])
+        if args.json:
+            print(d.to_json(), end="")
+        else:
+            _show_device(d)
         return 0
+    devices = list(edgeprof.catalog_devices())
+    user = edgeprof.user_devices()
+    devices += user.devices
+    for problem in user.problems:  # on stderr, so that --json output stays parseable
+        print(f"edgeprof: skipped {problem}", file=sys.stderr)
     if args.json:
-        print(json.dumps([
-            {"name": d.name, "cores": d.cores, "core_speed": d.core_speed,
-             "memory_bytes": d.memory_bytes, "description": d.description, "source": d.source}
-            for d in devices], indent=2))
+        print(json.dumps([json.loads(d.to_json()) for d in devices], indent=2))
         return 0
-    print(f"{'name':<22} {'cores':>5} {'speed':>6} {'memory':>9}  description")
+    print(f"{'name':<22} {'cores':>5} {'speed':>6} {'memory':>9} {'idle/load W':>12}  "
+          f"description")
     for d in devices:
-        print(f"{d.name:<22} {d.cores:>5} {d.core_speed:>6.2f} "
-              f"{edgeprof.format_size(d.memory_bytes):>9}  {d.description}")
-    print("\ncore speed: one device core relative to a reference x86-64 core, estimated "
-          "(see `edgeprof devices NAME`)")
+        w = (f"{d.power.idle_watts:g}/{d.power.loaded_watts:g}"
+             if d.power.idle_watts is not None and d.power.loaded_watts is not None else "")
+        mark = "" if d.origin == "catalog" else " [user]"
+        print(f"{d.name:<22} {d.cores:>5} {d.core_speed:>6.3f} "
+              f"{edgeprof.format_size(d.memory_bytes):>9} {w:>12}  {d.description}{mark}")
+    print("\ncore speed: one device core relative to the catalog's reference x86 core "
+          "(catalog devices: estimated) or to one core of this host (probed devices); "
+          "`edgeprof devices show NAME` gives every figure's source (docs/devices.md)")
+    paths = edgeprof.device_search_path()
+    print(f"your device files: {', '.join(paths) or '(none: set EDGEPROF_DEVICE_PATH)'}")
+    return 0
+
+
+def cmd_calibrate_host(args: argparse.Namespace) -> int:
+    cal = edgeprof.host_calibration(remeasure=args.remeasure)
+    s = cal.scores
+    if args.json:
+        print(json.dumps({"suite": s.suite, "integer": s.integer, "floating": s.floating,
+                          "memory": s.memory, "cpu_model": cal.cpu_model, "kernel": cal.kernel,
+                          "measured_at": cal.measured_at, "from_cache": cal.from_cache,
+                          "cache_file": cal.cache_file}, indent=2))
+        return 0
+    how = "cached" if cal.from_cache else "measured now"
+    print(f"host per-core scores ({s.suite}, {how}, measured {cal.measured_at}):")
+    print(f"  integer {s.integer:.4g}   floating point {s.floating:.4g}   memory {s.memory:.4g}")
+    print(f"  cpu {cal.cpu_model}, kernel {cal.kernel}")
+    print(f"  cache: {cal.cache_file or '(not written)'}")
+    if getattr(cal, "note", ""):
+        print(f"  note: {cal.note}")
     return 0
 
 
@@ -221,11 +304,75 @@ def _workloads(args: argparse.Namespace) -> list[tuple[str, str]]:
     return out
 
 
+def cmd_calibrate_speed(args: argparse.Namespace) -> int:
+    import shlex
+    workloads = _workloads(args)
+    measured: dict[str, float] = {}
+    for spec in args.measured or []:
+        name, sep, value = spec.partition("=")
+        try:
+            seconds = float(value)
+        except ValueError:
+            seconds = float("nan")
+        if not sep or not name.strip() or not seconds > 0:
+            raise edgeprof.Error(f"--measured {spec!r}: write NAME=VALUE, the positive figure "
+                                 "(seconds of wall time by default) measured on the device")
+        measured[name.strip()] = seconds
+    names = [n for n, _ in workloads]
+    missing = [n for n in names if n not in measured]
+    extra = [n for n in measured if n not in names]
+    if missing or extra:
+        raise edgeprof.Error(
+            "every workload needs its device figure and every figure a workload: "
+            + "; ".join(filter(None, [
+                f"no --measured for {', '.join(missing)}" if missing else "",
+                f"--measured for unknown workload {', '.join(extra)}" if extra else ""])))
+    periods = []
+    for text in (args.periods_ms or "").split(","):
+        if text.strip():
+            try:
+                periods.append(round(float(text) * 1000))
+            except ValueError:
+                raise edgeprof.Error(f"--periods-ms: {text!r} is not a number of milliseconds")
+
+    def progress(done: int, planned: int, name: str, speed: float, period_us: int) -> None:
+        if not args.quiet:
+            print(f"edgeprof: [{done}/{planned}] {name} at core speed {speed:.4f}, period "
+                  f"{period_us / 1000:g} ms", file=sys.stderr, flush=True)
+
+    cal = edgeprof.calibrate_speed(
+        _device(args), [(n, shlex.split(c), measured[n]) for n, c in workloads],
+        figure=args.figure, repeat=args.repeat, periods_us=periods, timeout=args.timeout,
+        progress=progress, **_run_options(args))
+    if args.save:
+        _write(args.save, cal.device.to_json())
+    if args.json:
+        _write(args.json, json.dumps({
+            "core_speed": cal.core_speed, "period_us": cal.period_us,
+            "rms_residual": cal.rms_residual, "max_abs_residual": cal.max_abs_residual,
+            "provenance": "measured", "notes": list(cal.notes),
+            "periods": [{"period_us": p.period_us, "core_speed": p.core_speed,
+                         "rms_residual": p.rms_residual,
+                         "workloads": [{"name": w.name, "device_value": w.device_value,
+                                        "emulated": w.emulated, "residual": w.residual,
+                                        "a": w.model.a, "b": w.model.b,
+                                        "points": [list(pt) for pt in w.points],
+                                        "speed_sensitive": w.speed_sensitive}
+                                       for w in p.workloads]}
+                        for p in cal.periods],
+            "device": json.loads(cal.device.to_json())}, indent=2))
+    if args.json != "-":
+        print(str(cal), end="")
+        if args.save:
+            print(f"saved the calibrated device to {args.save}")
+    return 0
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     calibrations = edgeprof.load_calibrations(args.calibrations) if args.calibrations else []
     devices = args.device or ["raspberry-pi-4"]
     comparison = edgeprof.compare(
-        _workloads(args), [edgeprof.builtin_device(d) for d in devices], repeat=args.repeat,
+        _workloads(args), [edgeprof.find_device(d) for d in devices], repeat=args.repeat,
         warmup=args.warmup, metric=args.metric, test=args.test, alpha=args.alpha,
         calibrations=calibrations, projected_target=args.target if calibrations else "",
         interval=args.interval, timeout=args.timeout, progress=not args.quiet)
@@ -254,6 +401,15 @@ def _read_csv(path: str) -> list[dict[str, str]]:
         raise edgeprof.Error(f"cannot read {path}: {e.strerror} (errno {e.errno})") from e
 
 
+def _device_name(text: str) -> str:
+    """The name runs record for the device `text` names (an alias or a device file resolves to
+    it), so that calibrations saved under it are found; `text` itself for an unknown device."""
+    try:
+        return edgeprof.find_device(text).name
+    except edgeprof.DeviceError:
+        return text
+
+
 def cmd_fit(args: argparse.Namespace) -> int:
     rows = _read_csv(args.csv)
     if not rows:
@@ -269,12 +425,13 @@ def cmd_fit(args: argparse.Namespace) -> int:
         raise edgeprof.Error(f"{args.csv}: {e}") from e
     fit = edgeprof.Projection.fit(x, y, model=args.model, ridge=args.ridge, features=args.x,
                                   target=args.y)
-    calibration = edgeprof.Calibration(args.device, fit, family=args.family or "")
+    device = _device_name(args.device)
+    calibration = edgeprof.Calibration(device, fit, family=args.family or "")
     kept = []
     if args.output and os.path.exists(args.output):
         kept = [c for c in edgeprof.load_calibrations(args.output)
                 if (c.device, c.family, c.projection.target) !=
-                (args.device, args.family or "", args.y)]
+                (device, args.family or "", args.y)]
     if args.output:
         edgeprof.save_calibrations(args.output, kept + [calibration])
     if args.json:
@@ -282,7 +439,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     else:
         print(str(fit), end="")
         if args.output:
-            print(f"saved to {args.output} for device {args.device}"
+            print(f"saved to {args.output} for device {device}"
                   + (f", family {args.family}" if args.family else ""))
     return 0
 
@@ -294,7 +451,7 @@ def cmd_project(args: argparse.Namespace) -> int:
     else:
         runs = [edgeprof.Result.from_json(text)]
     calibrations = edgeprof.load_calibrations(args.calibrations)
-    device = args.device or runs[0].device.name
+    device = _device_name(args.device) if args.device else runs[0].device.name
     targets = [args.target] if args.target else sorted(
         {c.projection.target for c in calibrations if c.device == device})
     if not targets:
@@ -369,10 +526,44 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"edgeprof {edgeprof.__version__}")
     sub = parser.add_subparsers(dest="subcommand", required=True, metavar="COMMAND")
 
-    p = sub.add_parser("devices", help="list the built-in devices, or show one")
-    p.add_argument("name", nargs="?", help="show this device with its sources")
-    p.add_argument("--json", action="store_true", help="print JSON")
+    p = sub.add_parser("devices", help="list the catalog and your device files, or show one",
+                       epilog="examples:\n  edgeprof devices\n  edgeprof devices show "
+                       "raspberry-pi-4\n  edgeprof devices show ./my-board.toml --json",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("what", nargs="*", metavar="show NAME",
+                   help="show one device (a name or a device file) with every figure's source")
+    p.add_argument("--json", action="store_true", help="print device files (JSON)")
     p.set_defaults(func=cmd_devices)
+
+    p = sub.add_parser("calibrate-host", help="measure (or show the cached) per-core scores of "
+                       "this host, against which probed devices' speeds are computed")
+    p.add_argument("--remeasure", action="store_true", help="measure again, ignoring the cache")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=cmd_calibrate_host)
+
+    p = sub.add_parser("calibrate-speed", help="find the core speed that reproduces figures "
+                       "measured on the real device", epilog=EXAMPLES,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_device_options(p)
+    p.add_argument("-w", "--workload", action="append", metavar="NAME=COMMAND",
+                   help="a workload you measured on the device (several times for several)")
+    p.add_argument("--file", help="a file of workloads, one 'NAME: COMMAND' per line")
+    p.add_argument("-m", "--measured", action="append", metavar="NAME=SECONDS",
+                   help="what workload NAME measured on the device (its --figure)")
+    p.add_argument("--figure", default="wall_time_s",
+                   help="the figure compared (default wall_time_s)")
+    p.add_argument("--repeat", type=int, default=3,
+                   help="runs per workload and speed; their median counts (default 3)")
+    p.add_argument("--periods-ms", metavar="MS,MS,...",
+                   help="candidate CFS periods; the one with the smallest residual wins "
+                   "(default: the --cpu-period-us or --iteration-time one)")
+    p.add_argument("--timeout", type=float, help="kill a run after this many seconds")
+    p.add_argument("--save", metavar="FILE",
+                   help="write the device with the calibrated speed as a device file (JSON)")
+    p.add_argument("--json", nargs="?", const="-", metavar="FILE",
+                   help="write the calibration as JSON to FILE, or to stdout")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    p.set_defaults(func=cmd_calibrate_speed)
 
     p = sub.add_parser("run", help="run a command on an emulated device",
                        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)

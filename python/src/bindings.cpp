@@ -11,6 +11,8 @@
 
 #include <edgeprof/edgeprof.hpp>
 
+#include "bind_microbench.hpp"
+
 namespace py = pybind11;
 using namespace edgeprof;
 
@@ -77,7 +79,10 @@ std::uint64_t to_size(const py::object& value, const char* field) {
 }
 
 Device to_device(const py::object& value) {
-  if (py::isinstance<py::str>(value)) return builtin_device(value.cast<std::string>());
+  if (py::isinstance<py::str>(value)) return find_device(value.cast<std::string>());
+  if (py::hasattr(value, "__fspath__")) {
+    return load_device_file(py::module_::import("os").attr("fspath")(value).cast<std::string>());
+  }
   return value.cast<Device>();
 }
 
@@ -123,10 +128,17 @@ Command to_command(const std::vector<std::string>& argv, const py::object& env,
 }
 
 SliceOptions to_slice_options(const py::object& parent, std::uint64_t cpu_period_us,
-                              const std::vector<int>& cpus, bool allow_missing) {
+                              const std::vector<int>& cpus, bool allow_missing,
+                              std::optional<double> iteration_time = std::nullopt) {
   SliceOptions o;
   if (!parent.is_none()) o.parent = parent.cast<std::string>();
   o.plan.cpu_period_us = cpu_period_us;
+  if (iteration_time) {
+    if (!(*iteration_time > 0) || !std::isfinite(*iteration_time)) {
+      throw py::value_error("iteration_time must be a positive number of seconds");
+    }
+    o.plan.iteration_time_us = static_cast<std::uint64_t>(std::llround(*iteration_time * 1e6));
+  }
   o.plan.cpus = cpus;
   o.allow_missing_controllers = allow_missing;
   return o;
@@ -186,6 +198,8 @@ PYBIND11_MODULE(_core, m) {
   m.doc() = "edgeprof's C++ core. Use the `edgeprof` package rather than this module.";
   m.attr("__version__") = version();
   m.attr("DEFAULT_CPU_PERIOD_US") = kDefaultCpuPeriodUs;
+  m.def("choose_cpu_period_us", &choose_cpu_period_us, py::arg("iteration_time_us"),
+        "The CFS period for iterations of this length: a quarter, within 5 to 100 ms.");
 
   error_type = new_error(m, "Error", PyExc_Exception, "Base of every error edgeprof raises.");
   device_error_type = new_error(m, "DeviceError",
@@ -209,6 +223,34 @@ PYBIND11_MODULE(_core, m) {
       py::make_tuple(py::handle(error_type), py::handle(PyExc_OSError)).release().ptr(),
       "The workload could not be started (errno and filename say why).");
   py::register_exception_translator(&translate);
+  bind_microbench(m);
+
+  py::class_<FigureSource>(m, "FigureSource", "Where one figure of a device comes from.")
+      .def_readonly("status", &FigureSource::status,
+                    "'specified', 'measured' or 'estimated'")
+      .def_readonly("source", &FigureSource::source)
+      .def("__repr__", [](const FigureSource& f) {
+        return "FigureSource(status='" + f.status + "', source=" +
+               py::repr(py::str(f.source)).cast<std::string>() + ")";
+      });
+  py::class_<CpuDescription>(m, "CpuDescription", "The device's processor, described.")
+      .def_readonly("model", &CpuDescription::model)
+      .def_readonly("soc", &CpuDescription::soc)
+      .def_readonly("clock_mhz", &CpuDescription::clock_mhz)
+      .def_readonly("architecture", &CpuDescription::architecture)
+      .def_readonly("layout", &CpuDescription::layout);
+  py::class_<PowerDescription>(m, "PowerDescription", "Typical power draw of the device.")
+      .def_readonly("idle_watts", &PowerDescription::idle_watts)
+      .def_readonly("loaded_watts", &PowerDescription::loaded_watts);
+  py::class_<SpeedStep>(m, "SpeedStep", "From after_s seconds on, factor x core_speed.")
+      .def(py::init([](double after_s, double factor) { return SpeedStep{after_s, factor}; }),
+           py::arg("after_s"), py::arg("factor"))
+      .def_readonly("after_s", &SpeedStep::after_s)
+      .def_readonly("factor", &SpeedStep::factor)
+      .def("__repr__", [](const SpeedStep& st) {
+        return "SpeedStep(after_s=" + py::repr(py::float_(st.after_s)).cast<std::string>() +
+               ", factor=" + py::repr(py::float_(st.factor)).cast<std::string>() + ")";
+      });
 
   py::class_<Device>(m, "Device", "A target device: cores, core speed relative to one host "
                                   "core, memory, swap and optional limits.")
@@ -216,7 +258,8 @@ PYBIND11_MODULE(_core, m) {
                        py::object swap, std::optional<std::uint64_t> io_read_bps,
                        std::optional<std::uint64_t> io_write_bps,
                        std::optional<std::int64_t> pids_max, std::string description,
-                       std::string source) {
+                       std::string source, std::vector<SpeedStep> speed_schedule,
+                       std::optional<double> idle_watts, std::optional<double> loaded_watts) {
              Device d;
              d.name = std::move(name);
              d.cores = cores;
@@ -228,13 +271,18 @@ PYBIND11_MODULE(_core, m) {
              d.pids_max = pids_max;
              d.description = std::move(description);
              d.source = std::move(source);
+             d.speed_schedule = std::move(speed_schedule);
+             d.power.idle_watts = idle_watts;
+             d.power.loaded_watts = loaded_watts;
              d.validate();
              return d;
            }),
            py::kw_only(), py::arg("name"), py::arg("cores"), py::arg("core_speed"),
            py::arg("memory"), py::arg("swap") = py::int_(0), py::arg("io_read_bps") = py::none(),
            py::arg("io_write_bps") = py::none(), py::arg("pids_max") = py::none(),
-           py::arg("description") = "", py::arg("source") = "user-supplied")
+           py::arg("description") = "", py::arg("source") = "user-supplied",
+           py::arg("speed_schedule") = std::vector<SpeedStep>{},
+           py::arg("idle_watts") = py::none(), py::arg("loaded_watts") = py::none())
       .def_readonly("name", &Device::name)
       .def_readonly("cores", &Device::cores)
       .def_readonly("core_speed", &Device::core_speed)
@@ -245,6 +293,15 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("pids_max", &Device::pids_max)
       .def_readonly("description", &Device::description)
       .def_readonly("source", &Device::source)
+      .def_readonly("aliases", &Device::aliases)
+      .def_readonly("cpu", &Device::cpu)
+      .def_readonly("storage", &Device::storage)
+      .def_readonly("power", &Device::power)
+      .def_readonly("scores", &Device::scores)
+      .def_readonly("speed_schedule", &Device::speed_schedule)
+      .def_readonly("sources", &Device::sources)
+      .def_readonly("origin", &Device::origin)
+      .def("to_json", &device_to_json, "This device as a device file (JSON).")
       .def(py::self == py::self)
       .def("__hash__", [](const Device& d) { return py::hash(py::str(d.name)); })
       .def("__repr__", [](const Device& d) {
@@ -253,7 +310,25 @@ PYBIND11_MODULE(_core, m) {
                ", memory='" + format_size(d.memory_bytes) + "')";
       });
 
-  m.def("builtin_devices", &builtin_devices, "The built-in devices.");
+  m.def("builtin_devices", &builtin_devices, "The built-in devices (the catalog).");
+  m.def("catalog_devices", &catalog_devices, "The built-in catalog of real devices.");
+  m.def("load_device_file",
+        [](py::object path) {
+          return load_device_file(py::module_::import("os").attr("fspath")(path).cast<std::string>());
+        },
+        py::arg("path"), "A device from a TOML or JSON device file (docs/devices.md).");
+  m.def("find_device", [](const std::string& name) { return find_device(name); },
+        py::arg("name_or_path"),
+        "A device by name or alias (the catalog, then your device files), or from a file path.");
+  py::class_<UserDevices>(m, "UserDevices", "The user's device files: those that loaded, and "
+                                            "one message per file that did not.")
+      .def_readonly("devices", &UserDevices::devices)
+      .def_readonly("problems", &UserDevices::problems);
+  m.def("user_devices", [] { return user_devices(); },
+        "The devices in the user's device directories (device_search_path()).");
+  m.def("device_search_path", &device_search_path,
+        "Directories searched for device files: $EDGEPROF_DEVICE_PATH, else "
+        "~/.config/edgeprof/devices.");
   m.def("builtin_device", &builtin_device, py::arg("name"),
         "A built-in device by name; DeviceError lists the known names when there is none.");
   m.def("parse_size", &parse_size, py::arg("text"), py::arg("field") = "size",
@@ -279,18 +354,21 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("swap_max_bytes", &EmulationPlan::swap_max_bytes)
       .def_readonly("pids_max", &EmulationPlan::pids_max)
       .def_readonly("notes", &EmulationPlan::notes)
+      .def_readonly("io_device", &EmulationPlan::io_device,
+                    "The host disk (MAJ:MIN) whose bandwidth is limited; '' when none.")
+      .def_readonly("io_read_bps", &EmulationPlan::io_read_bps)
+      .def_readonly("io_write_bps", &EmulationPlan::io_write_bps)
       .def_property_readonly("capacity_cores", &EmulationPlan::capacity_cores);
 
   m.def(
       "plan_emulation",
-      [](const py::object& device, std::uint64_t cpu_period_us, const std::vector<int>& cpus) {
-        PlanOptions o;
-        o.cpu_period_us = cpu_period_us;
-        o.cpus = cpus;
+      [](const py::object& device, std::uint64_t cpu_period_us, const std::vector<int>& cpus,
+         std::optional<double> iteration_time) {
+        PlanOptions o = to_slice_options(py::none(), cpu_period_us, cpus, false, iteration_time).plan;
         return plan_emulation(to_device(device), host_facts(), o);
       },
       py::arg("device"), py::arg("cpu_period_us") = kDefaultCpuPeriodUs,
-      py::arg("cpus") = std::vector<int>{},
+      py::arg("cpus") = std::vector<int>{}, py::arg("iteration_time") = py::none(),
       "The cgroup settings that would emulate the device on this host (nothing is created).");
 
   m.attr("DEFAULT_INTERVAL_S") = double(kDefaultSampleIntervalNs) / 1e9;
@@ -374,6 +452,21 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("missed_deadlines", &Summary::missed_deadlines)
       .def(py::self == py::self);
 
+  py::class_<SpeedChange>(m, "SpeedChange", "A CPU bandwidth change made by the device's speed "
+                                            "schedule during a run.")
+      .def_readonly("t_s", &SpeedChange::t_s, "Measured: seconds since the workload's release.")
+      .def_readonly("factor", &SpeedChange::factor)
+      .def_readonly("cpu_quota_us", &SpeedChange::cpu_quota_us)
+      .def_readonly("cpu_period_us", &SpeedChange::cpu_period_us)
+      .def_readonly("error", &SpeedChange::error)
+      .def("__repr__", [](const SpeedChange& c) {
+        return "SpeedChange(t_s=" + py::repr(py::float_(c.t_s)).cast<std::string>() +
+               ", factor=" + py::repr(py::float_(c.factor)).cast<std::string>() + ")";
+      });
+  m.def("estimate_energy_j", &estimate_energy_j, py::arg("power"), py::arg("wall_s"),
+        py::arg("cpu_s"), py::arg("capacity_cores"),
+        "Estimated joules: idle W x wall_s + (loaded W - idle W) x cpu_s / capacity_cores.");
+
   py::class_<Phase>(m, "Phase", "A phase the workload marked, with its own figures.")
       .def_readonly("name", &Phase::name)
       .def_readonly("start_s", &Phase::start_s)
@@ -384,6 +477,7 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("memory_start_bytes", &Phase::memory_start_bytes)
       .def_readonly("memory_peak_bytes", &Phase::memory_peak_bytes)
       .def_readonly("memory_net_peak_bytes", &Phase::memory_net_peak_bytes)
+      .def_readonly("energy_j", &Phase::energy_j, "Estimated: the device's energy over the phase (J).")
       .def(py::self == py::self)
       .def("__repr__", [](const Phase& p) {
         return "Phase(name=" + py::repr(py::str(p.name)).cast<std::string>() +
@@ -432,6 +526,9 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("sources", &Result::sources)
       .def_readonly("phases", &Result::phases)
       .def_readonly("warnings", &Result::warnings)
+      .def_readonly("speed_changes", &Result::speed_changes)
+      .def_readonly("energy_j", &Result::energy_j,
+                    "Estimated: the device's energy for the run, in joules (docs/energy.md).")
       .def_readonly("host", &Result::host)
       .def_readonly("edgeprof_version", &Result::edgeprof_version)
       .def_property_readonly("ok", &Result::ok)
@@ -706,6 +803,90 @@ PYBIND11_MODULE(_core, m) {
       py::arg("alpha"), py::arg("calibrations"), py::arg("projected_target"),
       py::arg("interval"), py::arg("timeout"), py::arg("progress"));
 
+  py::class_<SpeedModel>(m, "SpeedModel", "A figure as a function of core speed: a / speed + b.")
+      .def(py::init([](double a, double b) { return SpeedModel{a, b}; }), py::arg("a"),
+           py::arg("b"))
+      .def_readonly("a", &SpeedModel::a, "The part that scales with 1 / speed.")
+      .def_readonly("b", &SpeedModel::b, "The part that does not depend on the speed.")
+      .def("at", &SpeedModel::at, py::arg("speed"))
+      .def("__repr__", [](const SpeedModel& sm) {
+        return "SpeedModel(a=" + py::repr(py::float_(sm.a)).cast<std::string>() +
+               ", b=" + py::repr(py::float_(sm.b)).cast<std::string>() + ")";
+      });
+  m.def("fit_speed_model", &fit_speed_model, py::arg("points"),
+        "Least-squares fit of value = a / speed + b to (speed, value) points.");
+  m.def("solve_core_speed", &solve_core_speed, py::arg("models"), py::arg("targets"),
+        py::arg("lo"), py::arg("hi"),
+        "The speed in [lo, hi] minimising the sum of squared log errors of the models against "
+        "the targets; models with a <= 0 are left out.");
+  py::class_<WorkloadSpeedFit>(m, "WorkloadSpeedFit", "One workload's part of a calibration.")
+      .def_readonly("name", &WorkloadSpeedFit::name)
+      .def_readonly("device_value", &WorkloadSpeedFit::device_value)
+      .def_readonly("points", &WorkloadSpeedFit::points,
+                    "Measured here: (speed, median figure) in the order run.")
+      .def_readonly("model", &WorkloadSpeedFit::model)
+      .def_readonly("emulated", &WorkloadSpeedFit::emulated,
+                    "Measured here at the calibrated speed (median).")
+      .def_readonly("residual", &WorkloadSpeedFit::residual, "emulated / device_value - 1.")
+      .def_readonly("speed_sensitive", &WorkloadSpeedFit::speed_sensitive);
+  py::class_<PeriodSpeedFit>(m, "PeriodSpeedFit", "The calibration at one candidate period.")
+      .def_readonly("period_us", &PeriodSpeedFit::period_us)
+      .def_readonly("core_speed", &PeriodSpeedFit::core_speed)
+      .def_readonly("rms_residual", &PeriodSpeedFit::rms_residual)
+      .def_readonly("workloads", &PeriodSpeedFit::workloads);
+  py::class_<SpeedCalibration>(m, "SpeedCalibration", "What calibrate_speed() found.")
+      .def_readonly("core_speed", &SpeedCalibration::core_speed)
+      .def_readonly("period_us", &SpeedCalibration::period_us)
+      .def_readonly("rms_residual", &SpeedCalibration::rms_residual)
+      .def_readonly("max_abs_residual", &SpeedCalibration::max_abs_residual)
+      .def_readonly("periods", &SpeedCalibration::periods)
+      .def_readonly("device", &SpeedCalibration::device,
+                    "The device with the calibrated core_speed and its source.")
+      .def_readonly("notes", &SpeedCalibration::notes)
+      .def("__str__", [](const SpeedCalibration& c) { return to_text(c); });
+  m.def(
+      "calibrate_speed",
+      [](const py::object& device,
+         const std::vector<std::tuple<std::string, std::vector<std::string>, double>>& workloads,
+         const std::string& figure, int repeat, const std::vector<double>& speeds,
+         const std::vector<std::uint64_t>& periods_us, const py::object& parent,
+         std::uint64_t cpu_period_us, const std::vector<int>& cpus, bool allow_missing,
+         std::optional<double> iteration_time, std::optional<double> timeout,
+         const std::optional<SpeedFitProgress>& progress) {
+        Device d = to_device(device);
+        std::vector<DeviceMeasurement> measured;
+        for (const auto& [name, argv, value] : workloads) {
+          Command c;
+          c.argv = argv;
+          c.stdout_stream = Stdio::discard();
+          measured.push_back({name, c, value});
+        }
+        SpeedFitOptions o;
+        o.figure = figure;
+        o.repeat = repeat;
+        o.speeds = speeds;
+        o.periods_us = periods_us;
+        o.run.slice = to_slice_options(parent, cpu_period_us, cpus, allow_missing, iteration_time);
+        o.run.spawn.sample_interval = std::chrono::nanoseconds(0);
+        o.run.timeout = to_timeout(timeout);
+        o.run.check = python_signals();
+        py::gil_scoped_release release;
+        return calibrate_speed(d, measured, o, progress.value_or(SpeedFitProgress{}));
+      },
+      py::arg("device"), py::arg("workloads"), py::kw_only(),
+      py::arg("figure") = "wall_time_s", py::arg("repeat") = 3,
+      py::arg("speeds") = std::vector<double>{}, py::arg("periods_us") = std::vector<std::uint64_t>{},
+      py::arg("parent") = py::none(), py::arg("cpu_period_us") = kDefaultCpuPeriodUs,
+      py::arg("cpus") = std::vector<int>{}, py::arg("allow_missing_controllers") = false,
+      py::arg("iteration_time") = py::none(), py::arg("timeout") = py::none(),
+      py::arg("progress") = py::none(),
+      "Finds the core speed at which emulating `device` reproduces figures measured on the "
+      "real device. workloads: (name, argv, device_value) tuples, device_value being the "
+      "figure (seconds of wall time by default) measured on the device. Measures each "
+      "workload here at a few speeds, fits figure = a / speed + b, solves, and runs every "
+      "workload again at the solution to report measured residuals. periods_us: candidate "
+      "CFS periods, the best kept. progress(done, planned, workload, speed, period_us).");
+
   py::class_<Score>(m, "Score", "What an objective function needs from one run.")
       .def_readonly("ok", &Score::ok)
       .def_readonly("latency", &Score::latency)
@@ -773,15 +954,16 @@ PYBIND11_MODULE(_core, m) {
   py::class_<Slice>(m, "Slice", "One emulated device instance (its cgroups).")
       .def(py::init([](const py::object& device, const py::object& parent,
                        std::uint64_t cpu_period_us, const std::vector<int>& cpus,
-                       bool allow_missing) {
+                       bool allow_missing, std::optional<double> iteration_time) {
              Device d = to_device(device);
-             SliceOptions o = to_slice_options(parent, cpu_period_us, cpus, allow_missing);
+             SliceOptions o =
+                 to_slice_options(parent, cpu_period_us, cpus, allow_missing, iteration_time);
              py::gil_scoped_release release;
              return std::make_unique<Slice>(std::move(d), std::move(o));
            }),
            py::arg("device"), py::kw_only(), py::arg("parent") = py::none(),
            py::arg("cpu_period_us") = kDefaultCpuPeriodUs, py::arg("cpus") = std::vector<int>{},
-           py::arg("allow_missing_controllers") = false)
+           py::arg("allow_missing_controllers") = false, py::arg("iteration_time") = py::none())
       .def(
           "spawn",
           [](Slice& s, const std::vector<std::string>& argv, const py::object& env,
@@ -824,11 +1006,11 @@ PYBIND11_MODULE(_core, m) {
          std::optional<double> interval, bool isolate_network, int repeat, int warmup,
          const std::optional<RunCallback>& progress, const py::object& parent,
          std::uint64_t cpu_period_us, const std::vector<int>& cpus,
-         bool allow_missing) -> py::object {
+         bool allow_missing, std::optional<double> iteration_time) -> py::object {
         Device d = to_device(device);
         Command c = to_command(argv, env, cwd, stdin_, stdout_, stderr_);
         RunOptions o;
-        o.slice = to_slice_options(parent, cpu_period_us, cpus, allow_missing);
+        o.slice = to_slice_options(parent, cpu_period_us, cpus, allow_missing, iteration_time);
         o.spawn.sample_interval = to_interval(interval);
         o.spawn.isolate_network = isolate_network;
         o.timeout = to_timeout(timeout);
@@ -855,7 +1037,7 @@ PYBIND11_MODULE(_core, m) {
       py::arg("isolate_network") = false, py::arg("repeat") = 1, py::arg("warmup") = 0,
       py::arg("progress") = py::none(), py::arg("parent") = py::none(),
       py::arg("cpu_period_us") = kDefaultCpuPeriodUs, py::arg("cpus") = std::vector<int>{},
-      py::arg("allow_missing_controllers") = false,
+      py::arg("allow_missing_controllers") = false, py::arg("iteration_time") = py::none(),
       "Runs argv in a fresh slice emulating `device` (a Device or a built-in device's name) "
       "and returns its Result; the slice is removed before returning, also on errors and "
       "Ctrl-C. With repeat > 1 or warmup > 0 it returns a RepeatedResult instead: warm-up runs "
@@ -870,6 +1052,8 @@ PYBIND11_MODULE(_core, m) {
       "parent: the cgroup to create the slice beneath (default: $EDGEPROF_CGROUP_PARENT, "
       "else this process's own cgroup).\n"
       "cpu_period_us: the CFS bandwidth period; cpus: explicit host CPUs for the cpuset.\n"
+      "iteration_time: the workload's typical iteration on the device, in seconds; the CFS "
+      "period is then a quarter of it, within 5 to 100 ms (docs/period.md).\n"
       "allow_missing_controllers: run even when a cgroup controller is missing; the limits "
       "not applied are listed in Result.unapplied.");
 }

@@ -60,6 +60,9 @@ class Cgroup {
   // Moves a whole process (all its threads) into the slice.
   virtual void attach(pid_t pid) = 0;
   virtual Counters counters() const = 0;
+  // Changes the CPU bandwidth while the slice runs (a speed schedule): 0, or the errno of the
+  // failed write.
+  virtual int set_cpu_bandwidth(std::uint64_t quota_us, std::uint64_t period_us) noexcept = 0;
   // Starts a fresh peak-memory measurement where the kernel allows it; false if it cannot.
   virtual bool reset_peak() = 0;
   virtual const char* peak_source() const = 0;

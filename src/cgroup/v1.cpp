@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <fmt/format.h>
 #include <set>
 #include <thread>
@@ -69,6 +70,23 @@ class V1Cgroup final : public Cgroup {
       fs_.write_or_throw(join(d->path, "cpu.cfs_quota_us"), std::to_string(plan.cpu_quota_us));
     } else {
       missing("cpu", "cpu quota");
+    }
+    if (!plan.io_device.empty()) {
+      // Best effort: a device's storage figures never stop a run.
+      if (const Dir* d = find("blkio")) {
+        const std::pair<const char*, std::optional<std::uint64_t>> limits[] = {
+            {"blkio.throttle.read_bps_device", plan.io_read_bps},
+            {"blkio.throttle.write_bps_device", plan.io_write_bps}};
+        for (const auto& [file, bps] : limits) {
+          if (!bps) continue;
+          if (int err = fs_.write(join(d->path, file), fmt::format("{} {}", plan.io_device, *bps))) {
+            unapplied.push_back(fmt::format("storage bandwidth: cannot write {} ({}, errno {})",
+                                            file, std::strerror(err), err));
+          }
+        }
+      } else {
+        unapplied.push_back("storage bandwidth (the v1 'blkio' controller is not mounted)");
+      }
     }
     if (const Dir* d = find("memory")) {
       fs_.write_or_throw(join(d->path, "memory.limit_in_bytes"),
@@ -141,6 +159,16 @@ class V1Cgroup final : public Cgroup {
       }
     }
     return procs_fds_;
+  }
+
+  int set_cpu_bandwidth(std::uint64_t quota_us, std::uint64_t period_us) noexcept override {
+    const Dir* d = find("cpu");
+    if (!d) return ENOENT;
+    // The period was set by apply(); a schedule changes the quota alone unless asked.
+    if (int err = fs_.write(join(d->path, "cpu.cfs_period_us"), std::to_string(period_us))) {
+      return err;
+    }
+    return fs_.write(join(d->path, "cpu.cfs_quota_us"), std::to_string(quota_us));
   }
 
   bool reset_peak() override {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <fmt/format.h>
 #include <mutex>
 #include <set>
@@ -31,6 +32,7 @@ constexpr Wanted kWanted[] = {
     {"cpuset", "cpuset (which host CPUs the device's cores run on)"},
     {"memory", "memory.max and memory.swap.max limits, peak memory and OOM counters"},
     {"pids", "pids.max limit"},
+    {"io", "io.max storage bandwidth"},
 };
 
 std::string missing_hint(const std::string& controller) {
@@ -66,6 +68,13 @@ class V2Cgroup final : public Cgroup {
     for (const Wanted& w : kWanted) {
       if (enabled_.count(w.controller)) continue;
       if (std::string_view(w.controller) == "pids" && !plan.pids_max) continue;
+      if (std::string_view(w.controller) == "io") {
+        // Best effort: a device's storage figures never stop a run.
+        if (!plan.io_device.empty()) {
+          unapplied.push_back("storage bandwidth (the 'io' controller is not available)");
+        }
+        continue;
+      }
       if (!allow_missing) {
         throw UnsupportedError(fmt::format("cannot apply the {}: {}", w.loses,
                                            missing_hint(w.controller)));
@@ -90,6 +99,18 @@ class V2Cgroup final : public Cgroup {
         unapplied.push_back(
             "swap limit (memory.swap.max is missing: the kernel was built or booted without "
             "swap accounting); the workload may use the host's swap");
+      }
+    }
+    if (!plan.io_device.empty() && enabled_.count("io")) {
+      auto limit = [](const std::optional<std::uint64_t>& bps) {
+        return bps ? std::to_string(*bps) : std::string("max");
+      };
+      const std::string line = fmt::format("{} rbps={} wbps={}", plan.io_device,
+                                           limit(plan.io_read_bps), limit(plan.io_write_bps));
+      if (int err = fs_.write(join(dir_, "io.max"), line)) {
+        unapplied.push_back(fmt::format("storage bandwidth: cannot write '{}' to io.max ({}, "
+                                        "errno {})",
+                                        line, std::strerror(err), err));
       }
     }
     if (plan.pids_max && enabled_.count("pids")) {
@@ -137,6 +158,11 @@ class V2Cgroup final : public Cgroup {
   const std::vector<int>& self_attach_fds() override {
     static const std::vector<int> none;
     return none;  // born inside by clone3, or attached by the parent
+  }
+
+  int set_cpu_bandwidth(std::uint64_t quota_us, std::uint64_t period_us) noexcept override {
+    if (!enabled_.count("cpu")) return ENOENT;
+    return fs_.write(join(dir_, "cpu.max"), fmt::format("{} {}", quota_us, period_us));
   }
 
   bool reset_peak() override {

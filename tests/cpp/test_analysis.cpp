@@ -241,6 +241,11 @@ TEST_CASE("calibrations survive JSON and project results", "[analysis][projectio
   CHECK(find_calibration(back, "lg-g6", "device_wall_time_s", "mobilenet"));
   CHECK_FALSE(find_calibration(back, "lg-g6", "device_wall_time_s", "resnet"));
   CHECK_FALSE(find_calibration(back, "pixel-4", "device_wall_time_s"));
+  // A calibration saved under a catalog alias applies to runs that record the device's name.
+  Calibration alias{"raspberry-pi-4", "", c.projection};
+  CHECK(find_calibration({alias}, "raspberry-pi-4b-4gb", "device_wall_time_s"));
+  CHECK(find_calibration({alias}, "raspberry-pi-4", "device_wall_time_s"));
+  CHECK_FALSE(find_calibration({alias}, "raspberry-pi-4b-8gb", "device_wall_time_s"));
 
   Result r;
   r.wall_time_s = 6.0;

@@ -169,6 +169,67 @@ TEST_CASE("v1: a missing hierarchy is an error unless allowed", "[cgroup]") {
   CHECK(unapplied.size() == 2);  // cpuset and pids
 }
 
+TEST_CASE("storage bandwidth: io.max on v2, blkio throttling on v1, never an error",
+          "[cgroup][io]") {
+  EmulationPlan plan = sample_plan();
+  plan.io_device = "254:0";
+  plan.io_read_bps = 20000000;
+  SECTION("v2 with the io controller writes one io.max line; an unset direction is max") {
+    FakeTree tree;
+    const std::string own = "/sys/fs/cgroup/app.scope";
+    tree.file("/proc/self/cgroup", "0::/app.scope\n");
+    tree.file(own + "/cgroup.controllers", "cpuset cpu io memory pids\n");
+    tree.file(own + "/cgroup.subtree_control", "cpuset cpu io memory pids\n");
+    Layout layout{CgroupMode::unified, "/sys/fs/cgroup", {}};
+    auto cgroup = make_v2_backend(Fs(tree.root()), layout, "")->create("edgeprof-1-2-5");
+    const std::string dir = own + "/edgeprof-1-2-5";
+    kernel_files(tree, dir, {"cpuset.cpus", "cpu.max", "memory.max", "memory.swap.max",
+                             "pids.max", "io.max"});
+    std::vector<std::string> unapplied;
+    cgroup->apply(plan, false, unapplied);
+    CHECK(unapplied.empty());
+    CHECK(tree.read(dir + "/io.max") == "254:0 rbps=20000000 wbps=max");
+  }
+  SECTION("v2 without the io controller runs, and says storage was not limited") {
+    FakeTree tree;
+    const std::string own = "/sys/fs/cgroup/app.scope";
+    tree.file("/proc/self/cgroup", "0::/app.scope\n");
+    tree.file(own + "/cgroup.controllers", "cpuset cpu memory pids\n");
+    tree.file(own + "/cgroup.subtree_control", "cpuset cpu memory pids\n");
+    Layout layout{CgroupMode::unified, "/sys/fs/cgroup", {}};
+    auto cgroup = make_v2_backend(Fs(tree.root()), layout, "")->create("edgeprof-1-2-6");
+    kernel_files(tree, own + "/edgeprof-1-2-6",
+                 {"cpuset.cpus", "cpu.max", "memory.max", "memory.swap.max", "pids.max"});
+    std::vector<std::string> unapplied;
+    cgroup->apply(plan, false, unapplied);  // allow_missing is false, and still no error
+    REQUIRE(unapplied.size() == 1);
+    CHECK_THAT(unapplied[0], Catch::Contains("storage bandwidth") && Catch::Contains("'io'"));
+  }
+  SECTION("v1 writes blkio.throttle files for the directions the device declares") {
+    FakeTree tree;
+    tree.file("/proc/self/cgroup", "3:cpu:/\n4:memory:/\n5:blkio:/\n6:cpuset:/\n7:pids:/\n");
+    tree.file("/sys/fs/cgroup/cpuset/cpuset.mems", "0\n");
+    Layout layout{CgroupMode::legacy, "", {}};
+    for (auto* c : {"cpu", "cpuset", "memory", "pids", "blkio"}) {
+      tree.dir(std::string("/sys/fs/cgroup/") + c);
+      layout.v1[c] = std::string("/sys/fs/cgroup/") + c;
+    }
+    auto cgroup = make_v1_backend(Fs(tree.root()), layout, "")->create("edgeprof-1-2-7");
+    const std::string blkio = "/sys/fs/cgroup/blkio/edgeprof-1-2-7";
+    kernel_files(tree, "/sys/fs/cgroup/cpu/edgeprof-1-2-7", {"cpu.cfs_period_us", "cpu.cfs_quota_us"});
+    kernel_files(tree, "/sys/fs/cgroup/cpuset/edgeprof-1-2-7", {"cpuset.cpus", "cpuset.mems"});
+    kernel_files(tree, "/sys/fs/cgroup/memory/edgeprof-1-2-7", {"memory.limit_in_bytes"});
+    kernel_files(tree, "/sys/fs/cgroup/pids/edgeprof-1-2-7", {"pids.max"});
+    kernel_files(tree, blkio, {"blkio.throttle.read_bps_device", "blkio.throttle.write_bps_device"});
+    plan.io_write_bps = 5000000;
+    std::vector<std::string> unapplied;
+    cgroup->apply(plan, true, unapplied);
+    CHECK(tree.read(blkio + "/blkio.throttle.read_bps_device") == "254:0 20000000");
+    CHECK(tree.read(blkio + "/blkio.throttle.write_bps_device") == "254:0 5000000");
+    for (const std::string& u : unapplied) CHECK_THAT(u, !Catch::Contains("storage"));
+  }
+}
+
 TEST_CASE("a kept stat file re-reads the current content, without allocating", "[fs][sampler]") {
   FakeTree tree;
   tree.file("/stat", "usage_usec 10\n");

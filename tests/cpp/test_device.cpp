@@ -64,13 +64,27 @@ TEST_CASE("devices are validated on construction", "[device]") {
   CHECK_THROWS_AS(d.validate(), DeviceError);
 }
 
-TEST_CASE("built-in devices exist, are valid and are found by name", "[device]") {
-  for (const char* name : {"raspberry-pi-3b", "raspberry-pi-4", "jetson-nano"}) {
+TEST_CASE("built-in devices exist, are valid and are found by name or alias", "[device]") {
+  for (const char* name : {"raspberry-pi-3b", "raspberry-pi-4b-4gb", "jetson-nano"}) {
     const Device& d = builtin_device(name);
     CHECK(d.name == name);
     CHECK_NOTHROW(d.validate());
-    CHECK_FALSE(d.source.empty());
+    CHECK(d.sources.count("core_speed"));
   }
+  CHECK(builtin_device("raspberry-pi-4").name == "raspberry-pi-4b-4gb");
   CHECK_THROWS_WITH(builtin_device("raspberry-pi-9"),
-                    Catch::Contains("raspberry-pi-9") && Catch::Contains("raspberry-pi-4"));
+                    Catch::Contains("raspberry-pi-9") && Catch::Contains("raspberry-pi-4b-4gb"));
+}
+
+TEST_CASE("devices with a speed schedule or power figures are validated", "[device]") {
+  Device d = make_device("b", 2, 0.5, "64MiB");
+  d.speed_schedule = {{10, 0.7}, {5, 0.5}};
+  CHECK_THROWS_WITH(d.validate(), Catch::Contains("increasing order"));
+  d.speed_schedule = {{10, 0}};
+  CHECK_THROWS_WITH(d.validate(), Catch::Contains("(0, 1]"));
+  d.speed_schedule = {{0, 1.0}, {30, 0.7}};
+  CHECK_NOTHROW(d.validate());
+  d.power.idle_watts = 3;
+  d.power.loaded_watts = 2;
+  CHECK_THROWS_WITH(d.validate(), Catch::Contains("below idle power"));
 }

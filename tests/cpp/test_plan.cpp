@@ -47,6 +47,29 @@ TEST_CASE("the plan honours the period option and explicit CPUs", "[plan]") {
                     Catch::Contains("cpu_period_us = 500"));
 }
 
+TEST_CASE("the period is chosen from the workload's iteration time", "[plan]") {
+  CHECK(choose_cpu_period_us(0) == kDefaultCpuPeriodUs);
+  CHECK(choose_cpu_period_us(80000) == 20000);     // 80 ms inference: 20 ms periods
+  CHECK(choose_cpu_period_us(20000) == 5000);      // shorter periods cost more than they gain
+  CHECK(choose_cpu_period_us(500) == 5000);
+  CHECK(choose_cpu_period_us(10000000) == 100000);  // 10 s steps: 100 ms is plenty
+  PlanOptions options;
+  options.iteration_time_us = 40000;
+  auto plan = plan_emulation(make_device("d", 1, 0.5, "512MiB"), host(2), options);
+  CHECK(plan.cpu_period_us == 10000);
+  CHECK(plan.cpu_quota_us == 5000);
+  REQUIRE(plan.notes.size() == 1);
+  CHECK_THAT(plan.notes[0], Catch::Contains("chosen for iterations of 40 ms"));
+  // The quota floor still wins: 0.1 cores cannot have a 5 ms period.
+  options.iteration_time_us = 20000;
+  auto slow = plan_emulation(make_device("d", 1, 0.1, "512MiB"), host(2), options);
+  CHECK(slow.cpu_period_us == 10000);
+  CHECK(slow.cpu_quota_us == 1000);
+  options.cpu_period_us = 5000;
+  CHECK_THROWS_WITH(plan_emulation(make_device("d", 1, 0.5, "512MiB"), host(2), options),
+                    Catch::Contains("not both"));
+}
+
 TEST_CASE("a tiny quota stretches the period to the kernel's 1 ms minimum", "[plan]") {
   auto plan = plan_emulation(make_device("slow", 1, 0.05, "64MiB"), host(2));
   CHECK(plan.cpu_period_us == 20000);
@@ -73,4 +96,31 @@ TEST_CASE("CPU lists round-trip", "[plan]") {
   CHECK(format_cpu_list({1, 3}) == "1,3");
   CHECK_THROWS_AS(parse_cpu_list("3-1"), Error);
   CHECK_THROWS_AS(parse_cpu_list("a"), Error);
+}
+
+TEST_CASE("storage bandwidth goes on the host disk, or a note says why it cannot",
+          "[plan][io]") {
+  Device d = make_device("disk", 1, 0.5, "256MiB");
+  d.io_read_bps = 40000000;
+  HostFacts h = host(2);
+  h.io_device = "8:0";
+  EmulationPlan p = plan_emulation(d, h);
+  CHECK(p.io_device == "8:0");
+  CHECK(p.io_read_bps == std::optional<std::uint64_t>(40000000));
+  CHECK_FALSE(p.io_write_bps);
+  h.io_device.clear();
+  h.io_device_problem = "the current directory is on a filesystem without a block device";
+  p = plan_emulation(d, h);
+  CHECK(p.io_device.empty());
+  CHECK_FALSE(p.io_read_bps);
+  bool noted = false;
+  for (const std::string& n : p.notes) {
+    noted = noted || n.find("without a block device") != std::string::npos;
+  }
+  CHECK(noted);
+  // Without storage figures nothing is planned and nothing noted about storage.
+  d.io_read_bps.reset();
+  h.io_device = "8:0";
+  p = plan_emulation(d, h);
+  CHECK(p.io_device.empty());
 }

@@ -40,6 +40,23 @@ int spin(double seconds, int threads) {
   return 0;
 }
 
+// A fixed amount of work: busy-loops until this thread has used `cpu_seconds` of CPU, then
+// sleeps `sleep_seconds`. Under a quota of speed x one core it takes cpu / speed + sleep.
+int work(double cpu_seconds, double sleep_seconds) {
+  auto cpu_now = [] {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+  };
+  const double until = cpu_now() + cpu_seconds;
+  volatile unsigned long x = 0;
+  while (cpu_now() < until) {
+    for (int i = 0; i < 10000; ++i) x = x + static_cast<unsigned long>(i);
+  }
+  std::this_thread::sleep_for(std::chrono::duration<double>(sleep_seconds));
+  return 0;
+}
+
 // Allocates and touches `mib` MiB (so every page is really charged), then holds it.
 int touch(long mib, double hold_seconds) {
   const size_t bytes = static_cast<size_t>(mib) << 20;
@@ -188,6 +205,7 @@ int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   auto arg = [&](int i, double fallback) { return argc > i ? std::atof(argv[i]) : fallback; };
   if (mode == "spin") return spin(arg(2, 1.0), static_cast<int>(arg(3, 1)));
+  if (mode == "work") return work(arg(2, 0.1), arg(3, 0));
   if (mode == "touch") return touch(static_cast<long>(arg(2, 64)), arg(3, 0));
   if (mode == "exit") return static_cast<int>(arg(2, 0));
   if (mode == "spin-report") {
@@ -227,7 +245,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   std::fprintf(stderr,
-               "usage: %s spin SECONDS [THREADS] | spin-report SECONDS [THREADS] | touch MIB "
+               "usage: %s spin SECONDS [THREADS] | spin-report SECONDS [THREADS] | work CPU_S [SLEEP_S] | touch MIB "
                "[HOLD_S] | touch-report MIB [HOLD_S] | phases | loopback BYTES | direct-io PATH MIB | "
                "exit N | "
                "sleep S | cgroup | env NAME | cwd | fork-sleep\n",

@@ -1,5 +1,7 @@
 import glob
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -38,3 +40,13 @@ def no_leftover_slices():
 @pytest.fixture
 def half_core():
     return edgeprof.Device(name="half-core", cores=1, core_speed=0.5, memory="256MiB")
+
+
+def cli(*args: str, env_extra: dict[str, str] | None = None,
+        **kwargs) -> subprocess.CompletedProcess:
+    """`edgeprof ARGS...` run as users run it, in a subprocess; `env_extra` adds to its
+    environment."""
+    if env_extra:
+        kwargs["env"] = {**os.environ, **env_extra}
+    return subprocess.run([sys.executable, "-m", "edgeprof", *args], capture_output=True,
+                          text=True, timeout=600, **kwargs)

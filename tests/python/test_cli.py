@@ -1,26 +1,23 @@
 """The edgeprof command line, run as users run it (a subprocess)."""
 
 import json
-import subprocess
 import sys
 
 import pytest
 
+from conftest import cli as edgeprof
 from conftest import requires_cgroups
-
-
-def edgeprof(*args, **kwargs):
-    return subprocess.run([sys.executable, "-m", "edgeprof", *args], capture_output=True,
-                          text=True, timeout=600, **kwargs)
 
 
 def test_devices_lists_the_builtin_devices():
     p = edgeprof("devices")
     assert p.returncode == 0
-    for name in ("raspberry-pi-3b", "raspberry-pi-4", "jetson-nano"):
-        assert name in p.stdout
+    for name in ("raspberry-pi-3b", "raspberry-pi-4b-4gb", "jetson-nano"):
+        assert name in p.stdout.split()
     data = json.loads(edgeprof("devices", "--json").stdout)
-    assert {d["name"] for d in data} >= {"raspberry-pi-4", "jetson-nano"}
+    by_name = {d["name"]: d for d in data}
+    assert by_name.keys() >= {"raspberry-pi-4b-4gb", "jetson-nano"}
+    assert "raspberry-pi-4" in by_name["raspberry-pi-4b-4gb"]["aliases"]
     one = edgeprof("devices", "jetson-nano")
     assert one.returncode == 0 and "estimated" in one.stdout
 
@@ -89,7 +86,8 @@ def test_demo_ranks_the_bundled_workloads():
     assert {r["workload"] for r in rows} == {"mlp-small", "mlp-large", "cnn-tiny"}
     walls = [r["wall_time_s"] for r in rows]
     assert walls == sorted(walls)
-    assert all(r["device"]["name"] == "raspberry-pi-4" for r in rows)
+    # The default device is the alias raspberry-pi-4; reports name the device it resolves to.
+    assert all(r["device"]["name"] == "raspberry-pi-4b-4gb" for r in rows)
 
 
 @requires_cgroups

@@ -45,9 +45,15 @@ def test_sizes():
 
 def test_builtin_devices():
     names = [d.name for d in edgeprof.builtin_devices()]
-    for name in ("raspberry-pi-3b", "raspberry-pi-4", "jetson-nano"):
+    for name in ("raspberry-pi-3b", "raspberry-pi-4b-4gb", "jetson-nano"):
         assert name in names
-        assert edgeprof.builtin_device(name).source
+        assert edgeprof.builtin_device(name).sources["core_speed"].source  # every figure sourced
+    # The catalog's speeds (docs/devices.md), and the old name as an alias of the 4 GiB board.
+    pi4 = edgeprof.builtin_device("raspberry-pi-4")
+    assert (pi4.name, pi4.cores, pi4.core_speed) == ("raspberry-pi-4b-4gb", 4, 0.373)
+    assert edgeprof.plan_emulation(pi4).capacity_cores == pytest.approx(4 * 0.373)
+    assert edgeprof.builtin_device("raspberry-pi-3b").core_speed == 0.220
+    assert edgeprof.builtin_device("jetson-nano").core_speed == 0.355
     with pytest.raises(edgeprof.DeviceError, match="raspberry-pi-4"):
         edgeprof.builtin_device("raspberry-pi-9")
 

@@ -39,7 +39,8 @@ def test_result_fields_and_json(half_core, tmp_path):
     assert r.peak_memory_bytes and r.peak_memory_bytes > 1 << 20
     data = json.loads(r.to_json())
     assert data["exit_code"] == 3
-    assert data["device"]["name"] == "raspberry-pi-4"
+    assert data["device"]["name"] == "raspberry-pi-4b-4gb"  # the alias resolves to it
+    assert "raspberry-pi-4" in data["device"]["aliases"]
     assert data["provenance"]["wall_time_s"] == "measured"
     assert "measured" in str(r)
 

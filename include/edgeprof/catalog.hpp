@@ -1,0 +1,61 @@
+/// @file
+/// Where devices come from: the built-in catalog, device files (JSON or TOML, one schema,
+/// docs/devices.md) and the user's device directories, and finding a device by name or path.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "edgeprof/device.hpp"
+#include "edgeprof/microbench.hpp"
+
+namespace edgeprof {
+
+/// The device-file schema version this edgeprof writes and the newest it reads (the
+/// `edgeprof_device` field).
+inline constexpr int kDeviceSchemaVersion = 1;
+
+/// Options for loading device files.
+struct DeviceLoadOptions {
+  /// This host's per-core scores, to turn a probed device's `scores` into a core speed. Unset =
+  /// host_calibration() (measured once, then cached).
+  std::optional<CoreScores> host_scores;
+};
+
+/// Parses a device file's JSON text. `origin` (the file name) starts every error message, which
+/// also names the field and the problem. Throws DeviceError.
+Device parse_device_json(std::string_view text, const std::string& origin,
+                         const DeviceLoadOptions& options = {});
+/// Parses a device file's TOML text; as parse_device_json (TOML errors give line and column).
+Device parse_device_toml(std::string_view text, const std::string& origin,
+                         const DeviceLoadOptions& options = {});
+/// Loads a device file: TOML for `.toml`, JSON for `.json`, else by content. Throws DeviceError
+/// naming the file (with the errno when it cannot be read), the field and the problem.
+Device load_device_file(const std::string& path, const DeviceLoadOptions& options = {});
+/// A device as a device file (JSON, schema kDeviceSchemaVersion) that load_device_file reads
+/// back to an equal device.
+std::string device_to_json(const Device& device);
+
+/// The built-in catalog: real devices, each figure with its source and status (docs/devices.md).
+const std::vector<Device>& catalog_devices();
+
+/// The directories searched for the user's device files: `EDGEPROF_DEVICE_PATH` (separated by
+/// ':'), else `$XDG_CONFIG_HOME/edgeprof/devices`, else `~/.config/edgeprof/devices`.
+std::vector<std::string> device_search_path();
+
+/// The user's devices, from every `*.json` and `*.toml` file in device_search_path().
+struct UserDevices {
+  std::vector<Device> devices;        ///< the files that loaded, in path order
+  std::vector<std::string> problems;  ///< one message per file that did not load
+};
+/// Loads the user's device files; a broken file is reported in `problems`, not thrown.
+UserDevices user_devices(const DeviceLoadOptions& options = {});
+
+/// A device by name or alias (the catalog first, then the user's device files) or, when the
+/// argument contains '/' or ends in .json or .toml, from that file. Throws DeviceError listing
+/// the known names when nothing matches.
+Device find_device(std::string_view name_or_path, const DeviceLoadOptions& options = {});
+
+}  // namespace edgeprof

@@ -1,0 +1,117 @@
+/// @file
+/// Core speed, measured rather than guessed: a short per-core micro-benchmark suite, this host's
+/// cached calibration, and the device file that `edgeprof-probe` writes on a real device. A
+/// device's core speed is the ratio of its scores to the host's (speed_from_scores).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace edgeprof {
+
+/// The suite's version. Scores compare only between runs of the same version: it changes
+/// whenever a kernel, its work unit or its data changes.
+inline constexpr const char* kSuiteVersion = "edgeprof-suite-1";
+
+/// Single-thread scores of one core; higher is faster. Each is work units per second of one
+/// kernel and means something only as a ratio to another machine's scores of the same `suite`.
+struct CoreScores {
+  std::string suite;    ///< the kSuiteVersion that measured them
+  double integer = 0;   ///< integer kernel: units per second (a unit sorts, searches, hashes)
+  double floating = 0;  ///< floating-point kernel: units per second (a matmul and an n-body step)
+  double memory = 0;    ///< memory-bound kernel: millions of dependent loads per second
+};
+
+/// Every field equal.
+inline bool operator==(const CoreScores& a, const CoreScores& b) {
+  return a.suite == b.suite && a.integer == b.integer && a.floating == b.floating &&
+         a.memory == b.memory;
+}
+/// Some field differs.
+inline bool operator!=(const CoreScores& a, const CoreScores& b) { return !(a == b); }
+
+/// How long the suite measures, and where.
+struct SuiteOptions {
+  /// Length of one timed run of a kernel; the work per run is calibrated to it.
+  std::chrono::milliseconds per_kernel{200};
+  /// Timed runs per kernel, at least 1; a score is their median.
+  int repeats = 5;
+  /// The CPU to run on; -1 = the CPU the calling thread is on when the suite starts. The thread
+  /// is pinned there for the suite and its affinity restored afterwards.
+  int cpu = -1;
+  /// Receives a line for people after each step (may be empty).
+  std::function<void(const std::string&)> progress;
+};
+
+/// One kernel's timed runs.
+struct KernelRuns {
+  std::string kernel;          ///< "integer", "floating" or "memory"
+  std::uint64_t units = 0;     ///< work units in each timed run, as calibrated
+  std::vector<double> scores;  ///< the score of each timed run, in run order
+  double median = 0;           ///< the kernel's score
+  double min = 0;              ///< the slowest run
+  double max = 0;              ///< the fastest run
+};
+
+/// A run of the whole suite, with the spread behind each score.
+struct SuiteRun {
+  CoreScores scores;                ///< the medians
+  std::vector<KernelRuns> kernels;  ///< integer, floating, memory
+  int cpu = -1;                     ///< the CPU the suite ran on
+  double seconds = 0;               ///< wall time of the whole suite, set-up included
+};
+
+/// Runs the three kernels on one CPU (see SuiteOptions::cpu) on the calling thread. Wall time
+/// is measured, so a CPU quota (a Slice's cpu.max) shows in the scores. Throws Error when a
+/// kernel's checksum is wrong (a miscompiled or broken build), when the 128 MiB buffer of the
+/// memory kernel cannot be allocated, or when the thread cannot be pinned.
+SuiteRun run_suite_detailed(const SuiteOptions& options = {});
+
+/// run_suite_detailed(options).scores.
+CoreScores run_suite(const SuiteOptions& options = {});
+
+/// The speed of one device core relative to one host core: the geometric mean of the three
+/// ratios device / host. Throws DeviceError when the suites differ or a score is not a positive
+/// number.
+double speed_from_scores(const CoreScores& device, const CoreScores& host);
+
+/// This host's scores, and where they came from.
+struct HostCalibration {
+  CoreScores scores;        ///< this host's per-core scores
+  std::string cpu_model;    ///< from /proc/cpuinfo, as edgeprof-probe names it
+  std::string kernel;       ///< kernel release (uname -r)
+  std::string hostname;     ///< host name
+  std::string measured_at;  ///< when the scores were measured, ISO 8601 UTC
+  bool from_cache = false;  ///< read from cache_file rather than measured by this call
+  /// The cache file: `$EDGEPROF_CACHE_DIR`, else `$XDG_CACHE_HOME/edgeprof`, else
+  /// `~/.cache/edgeprof`, then `host-calibration.json`; "" when none of them is set.
+  std::string cache_file;
+  /// Why the scores were measured rather than read (no cache yet, another CPU or kernel, a
+  /// corrupt file, asked to) and whether they could not be cached; "" when read from the cache.
+  std::string note;
+};
+
+/// This host's calibration: read from the cache when it was measured by the same suite version
+/// on the same CPU model, kernel release and host name; otherwise (or with `remeasure`) measured
+/// with run_suite(options), which takes a few seconds, and cached. A cache that cannot be read
+/// or written is never fatal: `note` says what happened. Throws what run_suite throws.
+HostCalibration host_calibration(bool remeasure = false, const SuiteOptions& options = {});
+
+/// What edgeprof-probe does.
+struct ProbeOptions {
+  std::string name;    ///< the device's name in the file; "" = this machine's host name
+  bool quick = false;  ///< shorter timed runs (about 1 s for the suite): a first look, tests
+  /// Receives progress lines for people (edgeprof-probe prints them on stderr); may be empty.
+  std::function<void(const std::string&)> progress;
+};
+
+/// Measures this machine as edgeprof-probe does and returns its device file (JSON, schema
+/// version 1): cores this process may use, MemTotal, the CPU model, and the suite's scores on
+/// the fastest CPU (the highest cpu_capacity, then cpuinfo_max_freq; named in `description`).
+/// Throws DeviceError for an unusable name and what run_suite throws.
+std::string probe_device_json(const ProbeOptions& options = {});
+
+}  // namespace edgeprof

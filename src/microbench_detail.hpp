@@ -1,0 +1,166 @@
+// The parts of the micro-benchmark suite and edgeprof-probe that tests reach directly: the
+// kernels' work units and checksums, the /proc/cpuinfo parser, and the device-file writer.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "edgeprof/microbench.hpp"
+
+namespace edgeprof::detail {
+
+class Fs;
+
+// splitmix64: a tiny generator whose sequence is the same on every platform and compiler, as
+// the suite's data must be (std's distributions are implementation-defined).
+class SplitMix64 {
+ public:
+  explicit SplitMix64(std::uint64_t seed) : state_(seed) {}
+  std::uint64_t next() {
+    std::uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  // Uniform enough in [0, bound) for shuffling; bound > 0.
+  std::uint64_t below(std::uint64_t bound) { return next() % bound; }
+
+ private:
+  std::uint64_t state_;
+};
+
+// Integer kernel. One unit: 256 keys from `seed`, heap-sorted, 256 binary searches for keys
+// from an LCG, and a multiply-xorshift hash of the result: branchy, L1-resident, serial.
+inline constexpr int kIntegerKeys = 256;
+inline constexpr std::uint64_t kIntegerSeed = 0x5eed0001;
+inline constexpr std::uint64_t kIntegerChecksum = 0xdd77e1ea4802fb96ull;
+std::uint64_t integer_unit(std::uint64_t seed);
+
+// Floating-point kernel. One unit: a 24x24 matrix product by dot products (values are
+// multiples of 1/8 below 2, so every sum is exact and the result is the same with or without
+// fused multiply-add) and 4 leapfrog steps of a softened 12-body system (square roots and
+// divisions; contraction changes its last bits, so it is compared with a tolerance).
+inline constexpr int kMatrixSize = 24;
+inline constexpr int kBodies = 12;
+inline constexpr int kBodySteps = 4;
+inline constexpr std::uint64_t kFloatingSeed = 0x5eed0002;
+struct FloatingChecksum {
+  double exact = 0;   // the matrix product: bit-exact everywhere
+  double approx = 0;  // the n-body system: equal within kFloatingTolerance
+};
+inline constexpr double kFloatingExact = 1585.109375;
+inline constexpr double kFloatingApprox = 38.803876710493505;
+inline constexpr double kFloatingTolerance = 1e-9;  // relative
+FloatingChecksum floating_unit(std::uint64_t seed);
+// Whether `c` is the checksum of the unit of kFloatingSeed.
+bool floating_ok(const FloatingChecksum& c);
+
+// Memory-bound kernel: a buffer of 64-byte lines linked into one random cycle; following the
+// links is one dependent, cache-missing load per step. The suite uses kChaseBytes, far beyond
+// any last-level cache of the devices and hosts in question.
+inline constexpr std::size_t kChaseBytes = std::size_t{128} << 20;
+inline constexpr std::uint64_t kChaseSeed = 0x5eed0003;
+class ChaseBuffer {
+ public:
+  // Maps and links `bytes` / 64 lines (at least 2) in pages of the base size (no transparent
+  // huge pages, whose use depends on each system's settings); every page is written, so none
+  // faults while timed. Throws Error when the memory cannot be had.
+  ChaseBuffer(std::size_t bytes, std::uint64_t seed);
+  ~ChaseBuffer();
+  ChaseBuffer(const ChaseBuffer&) = delete;
+  ChaseBuffer& operator=(const ChaseBuffer&) = delete;
+
+  std::size_t lines() const { return order_.size(); }
+  // The line reached `position` steps along the cycle from its start.
+  std::uint32_t line_at(std::uint64_t position) const {
+    return order_[static_cast<std::size_t>(position % order_.size())];
+  }
+  // Follows `steps` links from `line` and returns the line reached.
+  std::uint32_t chase(std::uint32_t line, std::uint64_t steps) const;
+  // FNV-1a over the first `count` lines of the cycle: pins down the generator and the shuffle.
+  std::uint64_t digest(std::size_t count) const;
+
+ private:
+  struct alignas(64) Line {
+    std::uint32_t next;
+    std::uint32_t pad[15];
+  };
+  Line* lines_ = nullptr;             // mmap(2)ed, lines() of them
+  std::vector<std::uint32_t> order_;  // the cycle: order_[k + 1] follows order_[k]
+};
+// digest(16) of ChaseBuffer(1 MiB, kChaseSeed).
+inline constexpr std::uint64_t kChaseDigest1MiB = 0xe3f9959fcd5fa07full;
+
+// The median of `values` (the mean of the middle two for an even count); 0 when empty.
+double median(std::vector<double> values);
+
+// One "processor" block of /proc/cpuinfo.
+struct CpuInfoEntry {
+  int processor = -1;
+  std::string model_name;               // "model name" (x86, 32-bit ARM); "" when absent
+  std::optional<unsigned> implementer;  // "CPU implementer" (ARM)
+  std::optional<unsigned> part;         // "CPU part" (ARM)
+};
+
+// /proc/cpuinfo, the parts edgeprof uses.
+struct CpuInfo {
+  std::vector<CpuInfoEntry> cpus;
+  std::string model;             // "Model" (Raspberry Pi boards): the board, "" when absent
+  std::string hardware;          // "Hardware" (32-bit and vendor ARM kernels), "" when absent
+  std::string legacy_processor;  // "Processor" of kernels before 3.8 (32-bit ARM), global
+};
+
+// Parses /proc/cpuinfo text (x86, arm64, arm). Never throws: unknown lines are skipped.
+CpuInfo parse_cpuinfo(std::string_view text);
+
+// The name of an ARM core ("Cortex-A72"), "Qualcomm part 0x..." for Qualcomm's own unknown
+// parts, "" when the pair is unknown.
+std::string arm_core_name(unsigned implementer, unsigned part);
+
+// One CPU's model: the ARM core name, else "model name", else "unknown".
+std::string core_model(const CpuInfoEntry& cpu, const CpuInfo& info);
+
+// The processor's model: one core model ("AMD EPYC", "Cortex-A72"), or for mixed cores each
+// with its count in order of appearance ("4x Cortex-A55 + 3x Cortex-A77 + 1x Cortex-A77").
+// "unknown" when nothing can be read.
+std::string cpu_model(const CpuInfo& info);
+
+// The calibration cache directory from the environment's values (nullptr or "" = unset):
+// EDGEPROF_CACHE_DIR, else XDG_CACHE_HOME/edgeprof (when absolute, as the XDG spec says), else
+// HOME/.cache/edgeprof; "" when none applies.
+std::string calibration_cache_dir(const char* edgeprof_cache_dir, const char* xdg_cache_home,
+                                  const char* home);
+
+// The current time as ISO 8601 UTC, "2025-01-31T12:00:00Z".
+std::string utc_now();
+
+// What edgeprof-probe reports about the machine, read once.
+struct ProbeFacts {
+  std::vector<int> cpus;           // CPUs this process may use
+  std::uint64_t memory_bytes = 0;  // MemTotal
+  CpuInfo cpuinfo;
+  std::vector<std::optional<std::uint64_t>> max_khz;   // cpuinfo_max_freq, per entry of cpus
+  std::vector<std::optional<std::uint64_t>> capacity;  // cpu_capacity (arm64), per entry of cpus
+  std::string architecture;                            // uname -m
+  std::string hostname;
+};
+
+// Reads /proc/meminfo, /proc/cpuinfo and each CPU's cpufreq and cpu_capacity through `fs`;
+// `cpus` are the CPUs to describe, `architecture` and `hostname` are taken as given. A file
+// that cannot be read leaves its figure unset.
+ProbeFacts read_probe_facts(const Fs& fs, std::vector<int> cpus, std::string architecture,
+                            std::string hostname);
+
+// The fastest of facts.cpus: the highest cpu_capacity, then the highest cpuinfo_max_freq, the
+// higher-numbered CPU on a tie (CPU 0 takes more interrupts); -1 when nothing tells them apart.
+int fastest_cpu(const ProbeFacts& facts);
+
+// The device file for `facts` and `run`, named `name` and dated `when`.
+std::string probe_json(const ProbeFacts& facts, const SuiteRun& run, const std::string& name,
+                       const std::string& when);
+
+}  // namespace edgeprof::detail

@@ -1,0 +1,60 @@
+#include "speed_schedule.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <fmt/format.h>
+
+namespace edgeprof::detail {
+
+void scaled_bandwidth(const EmulationPlan& plan, double factor, std::uint64_t& quota_us,
+                      std::uint64_t& period_us) {
+  period_us = plan.cpu_period_us;
+  double quota = static_cast<double>(plan.cpu_quota_us) * factor;
+  if (quota < static_cast<double>(kMinCpuQuotaUs)) {
+    const double capacity = plan.capacity_cores() * factor;
+    period_us = std::min<std::uint64_t>(
+        kMaxCpuPeriodUs, static_cast<std::uint64_t>(std::ceil(kMinCpuQuotaUs / capacity)));
+    quota = capacity * static_cast<double>(period_us);
+  }
+  quota_us = std::max<std::uint64_t>(kMinCpuQuotaUs, static_cast<std::uint64_t>(std::llround(quota)));
+}
+
+SpeedScheduler::SpeedScheduler(Cgroup& cgroup, const EmulationPlan& plan,
+                               std::vector<SpeedStep> steps,
+                               std::chrono::steady_clock::time_point start)
+    : cgroup_(cgroup), plan_(plan), steps_(std::move(steps)), start_(start) {
+  thread_ = std::thread([this] { run(); });
+}
+
+SpeedScheduler::~SpeedScheduler() { stop(); }
+
+std::vector<SpeedChange> SpeedScheduler::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  return changes_;
+}
+
+void SpeedScheduler::run() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (const SpeedStep& step : steps_) {
+    const auto due = start_ + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                  std::chrono::duration<double>(step.after_s));
+    if (wake_.wait_until(lock, due, [this] { return stopping_; })) return;
+    SpeedChange change;
+    change.factor = step.factor;
+    scaled_bandwidth(plan_, step.factor, change.cpu_quota_us, change.cpu_period_us);
+    const int err = cgroup_.set_cpu_bandwidth(change.cpu_quota_us, change.cpu_period_us);
+    change.t_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    if (err) {
+      change.error = fmt::format("could not write the CPU bandwidth: {} (errno {})",
+                                 std::strerror(err), err);
+    }
+    changes_.push_back(std::move(change));
+  }
+}
+
+}  // namespace edgeprof::detail

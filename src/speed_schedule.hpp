@@ -1,0 +1,49 @@
+// A device's speed schedule (thermal throttling, DVFS) applied while a workload runs: a thread
+// that sleeps until each step is due and rewrites the slice's CPU bandwidth.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "cgroup/backend.hpp"
+#include "edgeprof/device.hpp"
+#include "edgeprof/plan.hpp"
+#include "edgeprof/result.hpp"
+
+namespace edgeprof::detail {
+
+// The bandwidth for `factor` x the plan's speed: the quota scaled, kept at or above the
+// kernel's 1 ms minimum by lengthening the period (as plan_emulation does).
+void scaled_bandwidth(const EmulationPlan& plan, double factor, std::uint64_t& quota_us,
+                      std::uint64_t& period_us);
+
+class SpeedScheduler {
+ public:
+  // Starts the thread; steps are relative to `start` (the workload's release).
+  SpeedScheduler(Cgroup& cgroup, const EmulationPlan& plan, std::vector<SpeedStep> steps,
+                 std::chrono::steady_clock::time_point start);
+  SpeedScheduler(const SpeedScheduler&) = delete;
+  SpeedScheduler& operator=(const SpeedScheduler&) = delete;
+  ~SpeedScheduler();
+
+  // Stops the thread (steps not yet due are not applied) and returns what was applied.
+  std::vector<SpeedChange> stop();
+
+ private:
+  void run();
+
+  Cgroup& cgroup_;
+  EmulationPlan plan_;
+  std::vector<SpeedStep> steps_;
+  std::chrono::steady_clock::time_point start_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::vector<SpeedChange> changes_;
+  std::thread thread_;
+};
+
+}  // namespace edgeprof::detail

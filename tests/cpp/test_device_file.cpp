@@ -1,0 +1,250 @@
+// Device files (JSON and TOML, one schema), the built-in catalog and find_device.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+
+#include "edgeprof/catalog.hpp"
+#include "edgeprof/error.hpp"
+
+using namespace edgeprof;
+namespace stdfs = std::filesystem;
+
+namespace {
+
+const std::string kDir = std::string(EDGEPROF_FIXTURES) + "/devices";
+
+// The message of the DeviceError that parsing `text` throws, or "" when it parses.
+std::string json_error(const std::string& text) {
+  try {
+    parse_device_json(text, "test.json");
+  } catch (const DeviceError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string toml_error(const std::string& text) {
+  try {
+    parse_device_toml(text, "test.toml");
+  } catch (const DeviceError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+const char* kMinimal = R"({"edgeprof_device": 1, "name": "b", "cores": 2, "core_speed": 0.5,
+                           "memory": "1GiB")";
+
+// Sets an environment variable for one scope.
+struct ScopedEnv {
+  std::string name;
+  std::string old;
+  bool had;
+  ScopedEnv(std::string n, const std::string& value) : name(std::move(n)) {
+    const char* v = std::getenv(name.c_str());
+    had = v != nullptr;
+    if (had) old = v;
+    ::setenv(name.c_str(), value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (had) {
+      ::setenv(name.c_str(), old.c_str(), 1);
+    } else {
+      ::unsetenv(name.c_str());
+    }
+  }
+};
+
+}  // namespace
+
+TEST_CASE("TOML and JSON device files describe the same device", "[device-file]") {
+  const Device t = load_device_file(kDir + "/my-board.toml");
+  const Device j = load_device_file(kDir + "/my-board.json");
+  CHECK(t.name == "my-board");
+  CHECK(t.aliases == std::vector<std::string>{"board"});
+  CHECK(t.cores == 4);
+  CHECK(t.core_speed == 0.3);
+  CHECK(t.memory_bytes == 2ull << 30);
+  CHECK(t.swap_bytes == 512ull << 20);
+  CHECK(t.cpu.model == "Cortex-A55");
+  CHECK(t.cpu.clock_mhz == 1800);
+  CHECK(t.storage == "eMMC");
+  CHECK(t.io_read_bps == std::optional<std::uint64_t>(150000000));
+  CHECK(t.io_write_bps == std::optional<std::uint64_t>(50000000));
+  CHECK(t.power.idle_watts == std::optional<double>(1.2));
+  CHECK(t.power.loaded_watts == std::optional<double>(4.8));
+  REQUIRE(t.speed_schedule.size() == 1);
+  CHECK(t.speed_schedule[0].after_s == 30);
+  CHECK(t.speed_schedule[0].factor == 0.7);
+  CHECK(t.sources.at("core_speed").status == "measured");
+  CHECK(t.origin == kDir + "/my-board.toml");
+  // Same content: equal but for where each came from.
+  Device j2 = j;
+  j2.origin = t.origin;
+  CHECK(j2 == t);
+}
+
+TEST_CASE("device_to_json writes a file that reads back to an equal device", "[device-file]") {
+  const Device t = load_device_file(kDir + "/my-board.toml");
+  Device back = parse_device_json(device_to_json(t), t.origin);
+  CHECK(back == t);
+  for (const Device& d : catalog_devices()) {
+    CAPTURE(d.name);
+    Device again = parse_device_json(device_to_json(d), "catalog");
+    CHECK(again == d);
+  }
+}
+
+TEST_CASE("bad device files name the file, the field and the problem", "[device-file]") {
+  // Each: a mutation of a valid file, and what the error must say.
+  const std::string base = std::string(kMinimal);
+  struct Case {
+    std::string text;
+    std::vector<std::string> says;
+  };
+  const std::vector<Case> cases = {
+      {base + "}", {}},  // valid
+      {base + R"(, "coers": 4})", {"test.json", "'coers'", "unknown field"}},
+      {base + R"(, "cpu": {"clock_mhz": "fast"}})", {"'cpu.clock_mhz'", "expected a number", "fast"}},
+      {R"({"edgeprof_device": 1, "name": "b", "cores": 0, "core_speed": 0.5, "memory": "1GiB"})",
+       {"'cores'", "out of range"}},
+      {R"({"edgeprof_device": 1, "name": "b", "cores": 2, "memory": "1GiB"})",
+       {"'core_speed'", "is required unless", "edgeprof-probe"}},
+      {R"({"edgeprof_device": 1, "name": "b", "cores": 2, "core_speed": 0.5, "memory": "12 parsecs"})",
+       {"test.json", "memory", "12 parsecs"}},
+      {R"({"edgeprof_device": 2, "name": "b", "cores": 2, "core_speed": 0.5, "memory": "1GiB"})",
+       {"'edgeprof_device'", "newer", "upgrade"}},
+      {R"({"name": "b", "cores": 2, "core_speed": 0.5, "memory": "1GiB"})",
+       {"'edgeprof_device'", "is required"}},
+      {base + R"(, "power": {"idle_w": 5, "loaded_w": 2}})", {"'power.loaded_w'", "below idle_w"}},
+      {base + R"(, "speed_schedule": [{"after_s": 30, "factor": 0.7}, {"after_s": 10, "factor": 0.5}]})",
+       {"'speed_schedule[1].after_s'", "increasing"}},
+      {base + R"(, "speed_schedule": [{"after_s": 30, "factor": 1.5}]})",
+       {"'speed_schedule[0].factor'", "out of range"}},
+      {base + R"(, "sources": {"cores": {"status": "guessed", "source": "x"}}})",
+       {"'sources.cores.status'", "guessed", "specified, measured, estimated"}},
+      {base + R"(, "storage": {"read_bps": "0"}})", {"storage", "0 bytes/s"}},
+      {R"({"edgeprof_device": 1, "name": "my board", "cores": 2, "core_speed": 0.5, "memory": "1GiB"})",
+       {"'name'", "my board"}},
+      {"{not json", {"test.json", "not valid JSON"}},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.text);
+    const std::string err = json_error(c.text);
+    if (c.says.empty()) {
+      CHECK(err.empty());
+    } else {
+      CHECK_FALSE(err.empty());
+      for (const std::string& part : c.says) {
+        CAPTURE(err, part);
+        CHECK(contains(err, part));
+      }
+    }
+  }
+}
+
+TEST_CASE("TOML errors give the line and column", "[device-file]") {
+  const std::string err = toml_error("edgeprof_device = 1\nname = \"b\"\ncores = = 2\n");
+  CHECK(contains(err, "test.toml:3:"));
+  CHECK(contains(err, "not valid TOML"));
+  const std::string typed =
+      toml_error("edgeprof_device = 1\nname = \"b\"\ncores = \"four\"\ncore_speed = 0.5\n"
+                 "memory = \"1GiB\"\n");
+  CHECK(contains(typed, "'cores'"));
+  CHECK(contains(typed, "four"));
+}
+
+TEST_CASE("an unreadable device file says which file and why", "[device-file]") {
+  try {
+    load_device_file("/nonexistent/board.toml");
+    FAIL("loaded");
+  } catch (const DeviceError& e) {
+    CHECK(contains(e.what(), "/nonexistent/board.toml"));
+    CHECK(contains(e.what(), "No such file"));
+    CHECK(e.sys_errno() == ENOENT);
+  }
+}
+
+TEST_CASE("probe scores give the core speed relative to this host", "[device-file]") {
+  const std::string text = R"({"edgeprof_device": 1, "name": "probed", "cores": 4,
+      "memory": 4124000256,
+      "scores": {"suite": "edgeprof-suite-1", "integer": 10, "floating": 20, "memory": 40}})";
+  DeviceLoadOptions options;
+  options.host_scores = CoreScores{"edgeprof-suite-1", 40, 40, 40};
+  const Device d = parse_device_json(text, "probed.json", options);
+  // Geometric mean of 1/4, 1/2 and 1.
+  CHECK(d.core_speed == Approx(0.5));
+  CHECK(d.sources.at("core_speed").status == "measured");
+  options.host_scores = CoreScores{"edgeprof-suite-0", 40, 40, 40};
+  try {
+    parse_device_json(text, "probed.json", options);
+    FAIL("accepted scores of another suite");
+  } catch (const DeviceError& e) {
+    CHECK(contains(e.what(), "probed.json"));
+    CHECK(contains(e.what(), "edgeprof-suite-0"));
+  }
+}
+
+TEST_CASE("the catalog: real devices, every figure sourced", "[device-file][catalog]") {
+  const auto& devices = catalog_devices();
+  CHECK(devices.size() >= 12);
+  std::set<std::string> names;
+  for (const Device& d : devices) {
+    CAPTURE(d.name);
+    CHECK(names.insert(d.name).second);
+    for (const std::string& a : d.aliases) CHECK(names.insert(a).second);
+    CHECK(d.origin == "catalog");
+    CHECK_FALSE(d.description.empty());
+    CHECK_FALSE(d.cpu.model.empty());
+    CHECK(d.cpu.clock_mhz > 0);
+    CHECK(d.power.idle_watts.has_value());
+    CHECK(d.power.loaded_watts.has_value());
+    for (const char* figure : {"cores", "core_speed", "memory", "cpu", "storage", "power"}) {
+      CAPTURE(figure);
+      REQUIRE(d.sources.count(figure));
+      CHECK_FALSE(d.sources.at(figure).source.empty());
+    }
+    // No probe results ship with the catalog: every speed is an estimate and says so.
+    CHECK(d.sources.at("core_speed").status == "estimated");
+  }
+  // The names of the first built-in devices still work.
+  for (const char* old : {"raspberry-pi-4", "raspberry-pi-3b", "jetson-nano", "raspberry-pi-zero-2w"}) {
+    CHECK_NOTHROW(builtin_device(old));
+  }
+  CHECK(builtin_device("raspberry-pi-4").name == "raspberry-pi-4b-4gb");
+}
+
+TEST_CASE("find_device: catalog, then the user's device directories, or a path", "[device-file]") {
+  const stdfs::path dir = stdfs::temp_directory_path() / ("edgeprof-devices-" + std::to_string(::getpid()));
+  stdfs::create_directories(dir);
+  stdfs::copy_file(kDir + "/my-board.toml", dir / "my-board.toml",
+                   stdfs::copy_options::overwrite_existing);
+  { std::ofstream(dir / "broken.json") << "{\"edgeprof_device\": 1}"; }
+  ScopedEnv env("EDGEPROF_DEVICE_PATH", dir.string());
+
+  CHECK(find_device("jetson-nano").origin == "catalog");
+  CHECK(find_device("board").name == "my-board");  // by alias
+  CHECK(find_device(kDir + "/my-board.json").name == "my-board");  // by path
+  const UserDevices user = user_devices();
+  REQUIRE(user.devices.size() == 1);
+  REQUIRE(user.problems.size() == 1);
+  CHECK(contains(user.problems[0], "broken.json"));
+  try {
+    find_device("no-such-board");
+    FAIL("found");
+  } catch (const DeviceError& e) {
+    CHECK(contains(e.what(), "no-such-board"));
+    CHECK(contains(e.what(), "my-board"));      // the user's devices are listed
+    CHECK(contains(e.what(), "raspberry-pi-5"));  // and the catalog's
+    CHECK(contains(e.what(), "broken.json"));   // and the files that did not load
+  }
+  stdfs::remove_all(dir);
+}

@@ -1,0 +1,542 @@
+// The per-core micro-benchmark suite: kernels and checksums, speed_from_scores, the cpuinfo
+// parser on captured and hand-written /proc/cpuinfo files, the host calibration cache, the
+// probe's device file, and edgeprof-probe inside a slice at half speed.
+#include <sched.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "edgeprof/edgeprof.hpp"
+#include "edgeprof/microbench.hpp"
+#include "fs.hpp"
+#include "helpers.hpp"
+#include "microbench_detail.hpp"
+
+using namespace edgeprof;
+using namespace edgeprof::detail;
+using edgeprof::test::can_create_slices;
+using edgeprof::test::FakeTree;
+using edgeprof::test::fixture;
+using nlohmann::json;
+
+namespace {
+
+bool in_vm() { return std::getenv("EDGEPROF_IN_VM") != nullptr; }
+
+// Sets an environment variable for one scope and restores the old value (or its absence).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    ::setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      ::setenv(name_, old_->c_str(), 1);
+    } else {
+      ::unsetenv(name_);
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+// Short runs: the tests check behaviour, not speed.
+SuiteOptions quick_suite() {
+  SuiteOptions o;
+  o.per_kernel = std::chrono::milliseconds(20);
+  o.repeats = 1;
+  return o;
+}
+
+CoreScores scores(double integer, double floating, double memory,
+                  std::string suite = kSuiteVersion) {
+  CoreScores s;
+  s.suite = std::move(suite);
+  s.integer = integer;
+  s.floating = floating;
+  s.memory = memory;
+  return s;
+}
+
+std::vector<int> affinity() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  REQUIRE(::sched_getaffinity(0, sizeof set, &set) == 0);
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  }
+  return cpus;
+}
+
+}  // namespace
+
+// Kernels and checksums.
+
+TEST_CASE("the integer kernel's checksum is the known value", "[microbench]") {
+  CHECK(integer_unit(kIntegerSeed) == kIntegerChecksum);
+  CHECK(integer_unit(kIntegerSeed) == integer_unit(kIntegerSeed));
+  CHECK(integer_unit(kIntegerSeed + 1) != kIntegerChecksum);
+}
+
+TEST_CASE("the floating-point kernel's checksum is the known value", "[microbench]") {
+  const FloatingChecksum c = floating_unit(kFloatingSeed);
+  CHECK(c.exact == kFloatingExact);  // bit-exact: sums of multiples of 1/64
+  CHECK(c.approx == Approx(kFloatingApprox).epsilon(1e-12));
+  CHECK(floating_ok(c));
+  CHECK_FALSE(floating_ok(floating_unit(kFloatingSeed + 1)));
+  FloatingChecksum off = c;
+  off.approx *= 1 + 1e-6;
+  CHECK_FALSE(floating_ok(off));
+}
+
+TEST_CASE("the memory kernel follows one cycle through every line", "[microbench]") {
+  const ChaseBuffer buffer(std::size_t{1} << 20, kChaseSeed);
+  REQUIRE(buffer.lines() == (std::size_t{1} << 20) / 64);
+  CHECK(buffer.digest(16) == kChaseDigest1MiB);
+  const std::uint32_t start = buffer.line_at(0);
+  CHECK(buffer.chase(start, buffer.lines()) == start);  // one cycle, back at the start
+  CHECK(buffer.chase(start, 1000) == buffer.line_at(1000));
+  CHECK(buffer.chase(buffer.line_at(1000), buffer.lines() + 5) == buffer.line_at(1005));
+  // No shorter cycle: the first lines.size() - 1 steps never come back.
+  std::uint32_t line = start;
+  std::size_t back = 0;
+  for (std::size_t i = 1; i < buffer.lines(); ++i) {
+    line = buffer.chase(line, 1);
+    back += line == start;
+  }
+  CHECK(back == 0);
+}
+
+TEST_CASE("median of the timed runs", "[microbench]") {
+  CHECK(detail::median({}) == 0);
+  CHECK(detail::median({3}) == 3);
+  CHECK(detail::median({5, 1, 3}) == 3);
+  CHECK(detail::median({4, 1, 3, 2}) == 2.5);
+}
+
+// speed_from_scores.
+
+TEST_CASE("speed_from_scores is the geometric mean of the three ratios", "[microbench]") {
+  const CoreScores host = scores(1000, 400, 10);
+  CHECK(speed_from_scores(host, host) == Approx(1.0));
+  CHECK(speed_from_scores(scores(500, 200, 5), host) == Approx(0.5));
+  // 0.5 * 0.25 * 1 = 0.125, whose cube root is 0.5.
+  CHECK(speed_from_scores(scores(500, 100, 10), host) == Approx(0.5));
+  // 2 * 0.5 * 0.125 = 0.125 as well.
+  CHECK(speed_from_scores(scores(2000, 200, 1.25), host) == Approx(0.5));
+  CHECK(speed_from_scores(host, scores(500, 200, 5)) == Approx(2.0));
+}
+
+TEST_CASE("speed_from_scores refuses other suites and scores that are not positive",
+          "[microbench]") {
+  const CoreScores host = scores(1000, 400, 10);
+  SECTION("another suite version") {
+    const CoreScores old = scores(500, 200, 5, "edgeprof-suite-0");
+    CHECK_THROWS_AS(speed_from_scores(old, host), DeviceError);
+    CHECK_THROWS_WITH(speed_from_scores(old, host), Catch::Contains("edgeprof-suite-0") &&
+                                                        Catch::Contains(kSuiteVersion) &&
+                                                        Catch::Contains("run edgeprof-probe"));
+  }
+  SECTION("a zero, negative or missing score") {
+    CHECK_THROWS_WITH(
+        speed_from_scores(scores(500, 0, 5), host),
+        Catch::Contains("device's floating score is 0") && Catch::Contains("edgeprof-probe"));
+    CHECK_THROWS_AS(speed_from_scores(scores(-1, 200, 5), host), DeviceError);
+    CHECK_THROWS_AS(speed_from_scores(scores(500, 200, NAN), host), DeviceError);
+    CHECK_THROWS_WITH(
+        speed_from_scores(host, scores(500, 200, 0)),
+        Catch::Contains("host's memory score") && Catch::Contains("edgeprof calibrate-host"));
+  }
+}
+
+// /proc/cpuinfo.
+
+TEST_CASE("cpuinfo of an x86 host (captured)", "[microbench]") {
+  const CpuInfo info = parse_cpuinfo(fixture("cpuinfo/x86_64-amd-epyc"));
+  REQUIRE(info.cpus.size() == 2);
+  CHECK(info.cpus[1].processor == 1);
+  CHECK(info.cpus[0].model_name == "AMD EPYC");
+  CHECK_FALSE(info.cpus[0].implementer);
+  CHECK(cpu_model(info) == "AMD EPYC");
+}
+
+TEST_CASE("cpuinfo of ARM boards names the core, not the generic model name", "[microbench]") {
+  SECTION("Raspberry Pi 4, arm64 kernel: no model name at all") {
+    const CpuInfo info = parse_cpuinfo(fixture("cpuinfo/aarch64-raspberry-pi-4"));
+    REQUIRE(info.cpus.size() == 4);
+    CHECK(info.cpus[3].processor == 3);
+    CHECK(info.cpus[0].implementer == 0x41u);
+    CHECK(info.cpus[0].part == 0xd08u);
+    CHECK(cpu_model(info) == "Cortex-A72");
+    CHECK(info.model == "Raspberry Pi 4 Model B Rev 1.4");
+    CHECK(info.hardware == "BCM2835");
+  }
+  SECTION("Jetson Nano: 'ARMv8 Processor rev 1 (v8l)' is not a model") {
+    const CpuInfo info = parse_cpuinfo(fixture("cpuinfo/aarch64-jetson-nano"));
+    REQUIRE(info.cpus.size() == 4);
+    CHECK(info.cpus[0].model_name == "ARMv8 Processor rev 1 (v8l)");
+    CHECK(cpu_model(info) == "Cortex-A57");
+  }
+  SECTION("Raspberry Pi 3, 32-bit kernel") {
+    const CpuInfo info = parse_cpuinfo(fixture("cpuinfo/armv7-raspberry-pi-3"));
+    REQUIRE(info.cpus.size() == 4);
+    CHECK(cpu_model(info) == "Cortex-A53");
+    CHECK(info.model == "Raspberry Pi 3 Model B Rev 1.2");
+  }
+  SECTION("a big.LITTLE phone: each kind of core with its count") {
+    const CpuInfo info = parse_cpuinfo(fixture("cpuinfo/aarch64-snapdragon-865"));
+    REQUIRE(info.cpus.size() == 8);
+    CHECK(info.legacy_processor == "AArch64 Processor rev 14 (aarch64)");
+    CHECK(info.hardware == "Qualcomm Technologies, Inc SM8250");
+    CHECK(core_model(info.cpus[0], info) == "Qualcomm Kryo 4xx Silver");
+    CHECK(core_model(info.cpus[7], info) == "Cortex-A77");
+    CHECK(cpu_model(info) == "4x Qualcomm Kryo 4xx Silver + 4x Cortex-A77");
+  }
+}
+
+TEST_CASE("cpuinfo: unknown parts, odd text", "[microbench]") {
+  CHECK(cpu_model(parse_cpuinfo("")) == "unknown");
+  CHECK(cpu_model(parse_cpuinfo("garbage\n\n:::\n")) == "unknown");
+  // Unknown ARM part without a model name: the raw IDs, so two such devices stay apart.
+  CHECK(cpu_model(parse_cpuinfo("processor\t: 0\nCPU implementer\t: 0x41\nCPU part\t: 0xd99\n")) ==
+        "unknown (CPU implementer 0x41, part 0xd99)");
+  // Unknown part with a model name: the model name.
+  CHECK(cpu_model(parse_cpuinfo("processor : 0\r\nmodel name : Some CPU\r\nCPU implementer : "
+                                "0x99\r\nCPU part : 0x001\r\n")) == "Some CPU");
+  // Only the old global "Processor" line.
+  CHECK(cpu_model(parse_cpuinfo("Processor\t: ARMv6-compatible processor rev 7 (v6l)\n")) ==
+        "ARMv6-compatible processor rev 7 (v6l)");
+  CHECK(arm_core_name(0x51, 0x123) == "Qualcomm part 0x123");
+  CHECK(arm_core_name(0x42, 0x123).empty());
+  const std::pair<unsigned, const char*> parts[] = {
+      {0xd03, "Cortex-A53"}, {0xd05, "Cortex-A55"},  {0xd07, "Cortex-A57"},  {0xd08, "Cortex-A72"},
+      {0xd09, "Cortex-A73"}, {0xd0a, "Cortex-A75"},  {0xd0b, "Cortex-A76"},  {0xd41, "Cortex-A78"},
+      {0xd44, "Cortex-X1"},  {0xd46, "Cortex-A510"}, {0xd47, "Cortex-A710"}, {0xd4d, "Cortex-A715"},
+      {0xd4e, "Cortex-X3"},  {0xd80, "Cortex-A520"}, {0xd81, "Cortex-A720"}};
+  for (const auto& [part, name] : parts) {
+    INFO(part);
+    CHECK(arm_core_name(0x41, part) == name);
+  }
+}
+
+// The suite.
+
+TEST_CASE("run_suite gives positive scores with a bounded spread", "[microbench]") {
+  const std::vector<int> before = affinity();
+  std::vector<std::string> lines;
+  SuiteOptions options;
+  options.per_kernel = std::chrono::milliseconds(100);
+  options.repeats = 5;
+  options.progress = [&lines](const std::string& line) { lines.push_back(line); };
+  const SuiteRun run = run_suite_detailed(options);
+  CHECK(affinity() == before);  // pinned for the suite only
+  CHECK(std::find(before.begin(), before.end(), run.cpu) != before.end());
+  CHECK(run.scores.suite == kSuiteVersion);
+  REQUIRE(run.kernels.size() == 3);
+  CHECK(run.kernels[0].kernel == "integer");
+  CHECK(run.scores.integer == run.kernels[0].median);
+  CHECK(run.scores.floating == run.kernels[1].median);
+  CHECK(run.scores.memory == run.kernels[2].median);
+  CHECK(lines.size() == 5);
+  for (const KernelRuns& k : run.kernels) {
+    INFO(k.kernel << ": median " << k.median << ", min " << k.min << ", max " << k.max);
+    CHECK(k.scores.size() == 5);
+    CHECK(k.units > 0);
+    CHECK(k.min > 0);
+    CHECK(k.min <= k.median);
+    CHECK(k.median <= k.max);
+    // Generous: this 2-CPU VM shares its host; the median is what counts. Measured here:
+    // docs/probe-a-device.md. Timing under TCG means nothing, so the VM only checks the rest.
+    if (!in_vm()) CHECK((k.max - k.min) / k.median < 1.0);
+  }
+  CHECK(run.seconds > 0);
+}
+
+TEST_CASE("run_suite refuses bad options and a CPU it may not use", "[microbench]") {
+  SuiteOptions options = quick_suite();
+  options.repeats = 0;
+  CHECK_THROWS_WITH(run_suite(options), Catch::Contains("repeats = 0"));
+  options = quick_suite();
+  options.per_kernel = std::chrono::milliseconds(0);
+  CHECK_THROWS_WITH(run_suite(options), Catch::Contains("per_kernel"));
+  const std::vector<int> before = affinity();
+  options = quick_suite();
+  options.cpu = CPU_SETSIZE - 1;
+  CHECK_THROWS_WITH(run_suite(options),
+                    Catch::Contains("cannot pin the suite to CPU") && Catch::Contains("taskset"));
+  CHECK(affinity() == before);
+}
+
+// The host calibration cache.
+
+TEST_CASE("the calibration cache directory follows EDGEPROF_CACHE_DIR, then XDG, then HOME",
+          "[microbench]") {
+  CHECK(calibration_cache_dir("/c", "/x", "/h") == "/c");
+  CHECK(calibration_cache_dir("", "/x", "/h") == "/x/edgeprof");
+  CHECK(calibration_cache_dir(nullptr, "relative", "/h") == "/h/.cache/edgeprof");
+  CHECK(calibration_cache_dir(nullptr, nullptr, "/h/") == "/h/.cache/edgeprof");
+  CHECK(calibration_cache_dir(nullptr, nullptr, nullptr).empty());
+}
+
+TEST_CASE("host_calibration measures once, then reads the cache", "[microbench]") {
+  FakeTree tmp;
+  const std::string dir = tmp.root() + "/cache/sub";  // created on demand
+  ScopedEnv env("EDGEPROF_CACHE_DIR", dir);
+  const std::string file = dir + "/host-calibration.json";
+
+  const HostCalibration first = host_calibration(false, quick_suite());
+  CHECK_FALSE(first.from_cache);
+  CHECK(first.cache_file == file);
+  CHECK_THAT(first.note, Catch::Contains("no cached calibration"));
+  CHECK(first.scores.suite == kSuiteVersion);
+  CHECK(first.scores.integer > 0);
+  CHECK(first.cpu_model == cpu_model(parse_cpuinfo(FakeTree::slurp("/proc/cpuinfo"))));
+  CHECK_FALSE(first.kernel.empty());
+  CHECK(first.measured_at.size() == 20);  // 2025-01-31T12:00:00Z
+  REQUIRE(std::filesystem::exists(file));
+  CHECK_FALSE(std::filesystem::exists(file + "." + std::to_string(::getpid()) + ".tmp"));
+
+  const HostCalibration second = host_calibration(false, quick_suite());
+  CHECK(second.from_cache);
+  CHECK(second.note.empty());
+  CHECK(second.scores == first.scores);
+  CHECK(second.measured_at == first.measured_at);
+  CHECK(second.cpu_model == first.cpu_model);
+
+  SECTION("remeasure measures and rewrites") {
+    const HostCalibration again = host_calibration(true, quick_suite());
+    CHECK_FALSE(again.from_cache);
+    CHECK(again.note == "re-measured on request");
+    const HostCalibration after = host_calibration(false, quick_suite());
+    CHECK(after.from_cache);
+    CHECK(after.scores == again.scores);
+  }
+  SECTION("a corrupt file is re-measured and rewritten") {
+    std::ofstream(file) << "{\"edgeprof_host_calibration\": 1, \"scores\": ";
+    const HostCalibration fixed = host_calibration(false, quick_suite());
+    CHECK_FALSE(fixed.from_cache);
+    CHECK_THAT(fixed.note, Catch::Contains("corrupt") && Catch::Contains(file));
+    CHECK(host_calibration(false, quick_suite()).from_cache);
+  }
+  SECTION("a negative score is corrupt too") {
+    json j = json::parse(FakeTree::slurp(file));
+    j["scores"]["memory"] = -1;
+    std::ofstream(file) << j.dump();
+    CHECK_THAT(host_calibration(false, quick_suite()).note, Catch::Contains("corrupt"));
+  }
+  SECTION("another kernel, CPU or suite is re-measured") {
+    json j = json::parse(FakeTree::slurp(file));
+    j["kernel"] = "2.6.32-old";
+    std::ofstream(file) << j.dump();
+    const HostCalibration other = host_calibration(false, quick_suite());
+    CHECK_FALSE(other.from_cache);
+    CHECK_THAT(other.note, Catch::Contains("kernel '2.6.32-old'"));
+    j = json::parse(FakeTree::slurp(file));
+    j["scores"]["suite"] = "edgeprof-suite-0";
+    std::ofstream(file) << j.dump();
+    CHECK_THAT(host_calibration(false, quick_suite()).note,
+               Catch::Contains("suite 'edgeprof-suite-0'"));
+  }
+}
+
+TEST_CASE("a cache directory that cannot be created is not fatal", "[microbench]") {
+  ScopedEnv env("EDGEPROF_CACHE_DIR", "/proc/edgeprof-cannot-be-here");
+  const HostCalibration h = host_calibration(false, quick_suite());
+  CHECK_FALSE(h.from_cache);
+  CHECK(h.scores.integer > 0);
+  CHECK_THAT(h.note, Catch::Contains("cannot create the cache directory") &&
+                         Catch::Contains("/proc/edgeprof-cannot-be-here") &&
+                         Catch::Contains("measures again"));
+}
+
+// edgeprof-probe's device file.
+
+namespace {
+
+// A Raspberry Pi 4's /proc and /sys, with the suite's run made up.
+struct FakePi {
+  FakeTree tree;
+  FakePi() {
+    tree.file("/proc/cpuinfo", fixture("cpuinfo/aarch64-raspberry-pi-4"));
+    tree.file("/proc/meminfo", "MemTotal:        3884356 kB\nMemFree:          123456 kB\n");
+    for (int c = 0; c < 4; ++c) {
+      tree.file("/sys/devices/system/cpu/cpu" + std::to_string(c) + "/cpufreq/cpuinfo_max_freq",
+                "1800000\n");
+    }
+  }
+};
+
+SuiteRun made_up_run(int cpu) {
+  SuiteRun run;
+  run.scores = scores(75000, 30000, 2.5);
+  run.cpu = cpu;
+  return run;
+}
+
+}  // namespace
+
+TEST_CASE("the probe's device file", "[microbench]") {
+  FakePi pi;
+  const ProbeFacts facts = read_probe_facts(Fs(pi.tree.root()), {0, 1, 2, 3}, "aarch64", "pi4");
+  CHECK(facts.memory_bytes == 3884356ull * 1024);
+  REQUIRE(facts.max_khz.size() == 4);
+  CHECK(facts.max_khz[2] == 1800000u);
+  CHECK_FALSE(facts.capacity[2]);
+  CHECK(fastest_cpu(facts) == 3);  // a tie: the highest number, away from CPU 0's interrupts
+
+  const json j = json::parse(probe_json(facts, made_up_run(3), "my-pi", "2025-01-31T12:00:00Z"));
+  CHECK(j.at("edgeprof_device") == 1);
+  CHECK(j.at("name") == "my-pi");
+  CHECK(j.at("cores") == 4);
+  CHECK(j.at("memory") == 3884356ull * 1024);
+  CHECK(j.at("cpu").at("model") == "Cortex-A72");
+  CHECK(j.at("cpu").at("clock_mhz") == 1800.0);
+  CHECK(j.at("cpu").at("architecture") == "aarch64");
+  CHECK(j.at("cpu").at("layout") == "4x Cortex-A72 @ 1800 MHz");
+  CHECK(j.at("scores") == json({{"suite", kSuiteVersion},
+                                {"integer", 75000.0},
+                                {"floating", 30000.0},
+                                {"memory", 2.5}}));
+  const std::string description = j.at("description");
+  CHECK_THAT(description, Catch::StartsWith(std::string("probed by edgeprof-probe ") + version() +
+                                            " on 2025-01-31T12:00:00Z") &&
+                              Catch::Contains("CPU 3 (Cortex-A72, 1800 MHz)") &&
+                              Catch::Contains("Raspberry Pi 4 Model B Rev 1.4"));
+  for (const char* figure : {"cores", "memory", "cpu", "scores"}) {
+    INFO(figure);
+    CHECK(j.at("sources").at(figure).at("status") == "measured");
+    CHECK_THAT(j.at("sources").at(figure).at("source").get<std::string>(),
+               Catch::StartsWith("edgeprof-probe "));
+  }
+  CHECK(j.size() == 8);  // nothing the schema does not know
+}
+
+TEST_CASE("the probe runs on the fastest core of a big.LITTLE device", "[microbench]") {
+  FakeTree phone;
+  phone.file("/proc/cpuinfo", fixture("cpuinfo/aarch64-snapdragon-865"));
+  const struct {
+    int cpu;
+    const char* capacity;
+    const char* khz;
+  } cores[] = {{0, "261", "1804800"}, {1, "261", "1804800"}, {2, "261", "1804800"},
+               {3, "261", "1804800"}, {4, "871", "2419200"}, {5, "871", "2419200"},
+               {6, "871", "2419200"}, {7, "1024", "2841600"}};
+  for (const auto& c : cores) {
+    const std::string dir = "/sys/devices/system/cpu/cpu" + std::to_string(c.cpu);
+    phone.file(dir + "/cpu_capacity", c.capacity);
+    phone.file(dir + "/cpufreq/cpuinfo_max_freq", c.khz);
+  }
+  ProbeFacts facts =
+      read_probe_facts(Fs(phone.root()), {0, 1, 2, 3, 4, 5, 6, 7}, "aarch64", "localhost");
+  CHECK(fastest_cpu(facts) == 7);
+  const json j = json::parse(probe_json(facts, made_up_run(7), "phone", "2025-01-31T12:00:00Z"));
+  CHECK(j.at("cpu").at("model") == "Cortex-A77");
+  CHECK(j.at("cpu").at("clock_mhz") == 2841.6);
+  CHECK(j.at("cpu").at("layout") ==
+        "4x Qualcomm Kryo 4xx Silver @ 1804 MHz + 3x Cortex-A77 @ 2419 MHz + "
+        "1x Cortex-A77 @ 2841 MHz");
+  CHECK_THAT(j.at("description").get<std::string>(),
+             Catch::Contains("CPU 7 (Cortex-A77, 2841 MHz); the fastest of the 8 usable CPUs"));
+
+  // Without cpu_capacity (older kernels) the clock decides; with neither, nothing does.
+  facts.capacity.assign(8, std::nullopt);
+  CHECK(fastest_cpu(facts) == 7);
+  facts.max_khz.assign(8, std::nullopt);
+  CHECK(fastest_cpu(facts) == -1);
+  const json unknown = json::parse(probe_json(facts, made_up_run(2), "phone", "now"));
+  CHECK_THAT(unknown.at("description").get<std::string>(),
+             Catch::Contains("CPU 2 (Qualcomm Kryo 4xx Silver); the one it started on"));
+  CHECK_FALSE(unknown.at("cpu").contains("clock_mhz"));
+}
+
+TEST_CASE("probe_device_json refuses a name a device file cannot hold", "[microbench]") {
+  ProbeOptions options;
+  options.name = "my pi";
+  CHECK_THROWS_AS(probe_device_json(options), DeviceError);
+  options.name = "a/b";
+  CHECK_THROWS_WITH(probe_device_json(options),
+                    Catch::Contains("'a/b' is not a usable device name"));
+}
+
+// edgeprof-probe under emulation: half the core speed gives half the scores.
+
+namespace {
+
+std::string probe_program() {
+  const std::string sibling = edgeprof::test::helper("edgeprof-probe");
+  if (std::filesystem::exists(sibling)) return sibling;
+#ifdef EDGEPROF_PROBE
+  if (std::filesystem::exists(EDGEPROF_PROBE)) return EDGEPROF_PROBE;
+#endif
+  return {};
+}
+
+struct Probed {
+  CoreScores scores;
+  double cpu_share = 0;  // CPU time / wall time of the run: below 1 on a busy host
+};
+
+Probed probe_in_slice(double core_speed, const FakeTree& tmp) {
+  Slice slice(make_device("probe-" + std::to_string(core_speed), 1, core_speed, "1GiB"));
+  Command command;
+  const std::string out = tmp.root() + "/probe-" + std::to_string(core_speed) + ".json";
+  command.argv = {probe_program(), "--quick", "--name", "under-test", "--output", out};
+  command.stderr_stream = Stdio::file(tmp.root() + "/probe.err", true);
+  const Result result = slice.spawn(command).wait(std::chrono::seconds(120));
+  INFO(FakeTree::slurp(tmp.root() + "/probe.err"));
+  REQUIRE(result.ok());
+  const json j = json::parse(FakeTree::slurp(out));
+  CHECK(j.at("name") == "under-test");
+  CHECK(j.at("cores") == 1);  // the slice's cpuset
+  const json& s = j.at("scores");
+  return {scores(s.at("integer"), s.at("floating"), s.at("memory"), s.at("suite")),
+          (result.cpu_user_s + result.cpu_system_s) / result.wall_time_s};
+}
+
+}  // namespace
+
+TEST_CASE("edgeprof-probe in a slice at core_speed 0.5 scores about half", "[microbench][kernel]") {
+  REQUIRE_CGROUPS();
+  if (probe_program().empty()) {
+    WARN("skipped: edgeprof-probe was not built (EDGEPROF_BUILD_PROBE=OFF)");
+    return;
+  }
+  if (in_vm()) {
+    WARN("skipped: timings under TCG mean nothing; the speed ratio is checked on the host");
+    return;
+  }
+  // A quota caps a slice; it cannot give it a CPU that other processes hold. When the host is
+  // so busy that even the full-speed run got little more than half a CPU, half speed cannot be
+  // told from contention: try again, and say so rather than fail when it stays busy.
+  FakeTree tmp;
+  double busiest = 1;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    const Probed full = probe_in_slice(1.0, tmp);
+    const Probed half = probe_in_slice(0.5, tmp);
+    if (full.cpu_share < 0.8) {
+      busiest = std::min(busiest, full.cpu_share);
+      continue;
+    }
+    INFO("full speed: " << full.scores.integer << " " << full.scores.floating << " "
+                        << full.scores.memory << " with " << full.cpu_share << " of a CPU");
+    INFO("half speed: " << half.scores.integer << " " << half.scores.floating << " "
+                        << half.scores.memory << " with " << half.cpu_share << " of a CPU");
+    const double speed = speed_from_scores(half.scores, full.scores);
+    // Generous: a 2-CPU VM on a shared host, and --quick runs of 60 ms against a 10 ms period.
+    CHECK(speed > 0.35);
+    CHECK(speed < 0.65);
+    return;
+  }
+  WARN("skipped: the host is too busy; the full-speed probe got only "
+       << busiest << " of a CPU in 3 attempts");
+}
