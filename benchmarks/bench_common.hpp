@@ -195,6 +195,31 @@ struct Report {
   }
 };
 
+// The first line of /proc/loadavg, or "?".
+inline std::string loadavg() {
+  std::ifstream in("/proc/loadavg");
+  std::string line;
+  std::getline(in, line);
+  return line.empty() ? "?" : line;
+}
+
+// The program's command line as one string, for the report's preamble.
+inline std::string command_line(int argc, char** argv) {
+  return fmt::format("{}", fmt::join(std::vector<std::string>(argv, argv + argc), " "));
+}
+
+// Ends a report: the load average at the end, and the Markdown file when `markdown` names one.
+inline void finish(Report& report, const std::string& markdown) {
+  report.preamble.push_back(fmt::format("load average at the end: {}", loadavg()));
+  std::printf("\n  load average at the end: %s\n", loadavg().c_str());
+  if (!markdown.empty()) {
+    std::ofstream out(markdown);
+    out << report.markdown();
+    if (!out) throw BenchError(fmt::format("cannot write {}", markdown));
+    std::printf("\nwrote %s\n", markdown.c_str());
+  }
+}
+
 // The first lines of a report's preamble: when, on what machine, and the command line.
 inline std::vector<std::string> machine_lines(const std::string& command_line) {
   std::vector<std::string> out;

@@ -451,13 +451,6 @@ const auto kTotal = [](const Run& r) { return r.total_s; };
 const auto kCpu = [](const Run& r) { return r.cpu_s; };
 const auto kThrottled = [](const Run& r) { return r.throttled_s; };
 
-std::string loadavg() {
-  std::ifstream in("/proc/loadavg");
-  std::string line;
-  std::getline(in, line);
-  return line.empty() ? "?" : line;
-}
-
 // ---------------------------------------------------------------------------------- options
 
 // A run is disturbed when others took more than this share of its CPUs.
@@ -1080,8 +1073,7 @@ const bench::Cli kCli{"edgeprof_bench_fidelity", usage};
 
 Options parse_options(int argc, char** argv) {
   Options o;
-  std::vector<std::string> words(argv, argv + argc);
-  o.command_line = fmt::format("{}", fmt::join(words, " "));
+  o.command_line = command_line(argc, argv);
   bool reps_given = false, work_given = false, periods_given = false, mem_given = false,
        wait_given = false, attempts_given = false;
   for (int i = 1; i < argc; ++i) {
@@ -1183,14 +1175,7 @@ int run(const Options& o) {
   if (o.only.count("memory")) memory(o, exe, report, targets);
   report.add(std::move(targets));
 
-  report.preamble.push_back(fmt::format("load average at the end: {}", loadavg()));
-  std::printf("\n  load average at the end: %s\n", loadavg().c_str());
-  if (!o.markdown.empty()) {
-    std::ofstream out(o.markdown);
-    out << report.markdown();
-    if (!out) throw BenchError(fmt::format("cannot write {}", o.markdown));
-    std::printf("\nwrote %s\n", o.markdown.c_str());
-  }
+  finish(report, o.markdown);
   return 0;
 }
 

@@ -1032,8 +1032,7 @@ const bench::Cli kCli{"edgeprof_bench_sampler", usage};
 
 Options parse_options(int argc, char** argv) {
   Options o;
-  std::vector<std::string> words(argv, argv + argc);
-  o.command_line = fmt::format("{}", fmt::join(words, " "));
+  o.command_line = command_line(argc, argv);
   bool given[3] = {false, false, false};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -1074,7 +1073,6 @@ Options parse_options(int argc, char** argv) {
   return o;
 }
 
-std::string loadavg() { return trim(read_file("/proc/loadavg").value_or("?")); }
 
 std::vector<std::string> machine_lines(const Options& o, const std::string& psrecord) {
   std::vector<std::string> out = bench::machine_lines(o.command_line);
@@ -1164,16 +1162,8 @@ int run(const Options& o) {
   interval_table(results, o, report, verdicts);
   tick_tables(o, slice, dirs, report);
   report.add(targets_table(verdicts));
-  report.preamble.push_back(fmt::format("load average at the end: {}", loadavg()));
-  std::printf("\n  load average at the end: %s\n", loadavg().c_str());
-
   slice.close();
-  if (!o.markdown.empty()) {
-    std::ofstream out(o.markdown);
-    out << report.markdown();
-    if (!out) throw BenchError(fmt::format("cannot write {}", o.markdown));
-    std::printf("\nwrote %s\n", o.markdown.c_str());
-  }
+  finish(report, o.markdown);
   return 0;
 }
 

@@ -476,8 +476,7 @@ const bench::Cli kCli{"edgeprof_bench_trial", usage};
 
 Options parse_options(int argc, char** argv) {
   Options o;
-  std::vector<std::string> words(argv, argv + argc);
-  o.command_line = fmt::format("{}", fmt::join(words, " "));
+  o.command_line = command_line(argc, argv);
   bool given[3] = {false, false, false};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -516,13 +515,6 @@ Options parse_options(int argc, char** argv) {
     if (!given[2]) o.reps_long = 0;
   }
   return o;
-}
-
-std::string loadavg() {
-  std::ifstream in("/proc/loadavg");
-  std::string line;
-  std::getline(in, line);
-  return line.empty() ? "?" : line;
 }
 
 std::string seconds_label(double s) {
@@ -611,14 +603,7 @@ int run(const Options& o) {
       "trial, where starting the thread and the first and final samples dominate.");
   report.add(std::move(sampler));
 
-  report.preamble.push_back(fmt::format("load average at the end: {}", loadavg()));
-  std::printf("\n  load average at the end: %s\n", loadavg().c_str());
-  if (!o.markdown.empty()) {
-    std::ofstream out(o.markdown);
-    out << report.markdown();
-    if (!out) throw BenchError(fmt::format("cannot write {}", o.markdown));
-    std::printf("\nwrote %s\n", o.markdown.c_str());
-  }
+  finish(report, o.markdown);
   return 0;
 }
 

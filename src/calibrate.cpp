@@ -114,6 +114,10 @@ double solve_core_speed(const std::vector<SpeedModel>& models, const std::vector
 
 namespace {
 
+// The share of a workload's figure, at the slowest speed measured, that must scale with 1 /
+// speed for the workload to take part in solving for the speed.
+constexpr double kSensitiveShare = 0.05;
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const std::size_t n = v.size();
@@ -192,9 +196,21 @@ class PeriodRun {
     std::vector<double> targets;
     for (WorkloadSpeedFit& w : fit.workloads) {
       w.model = fit_speed_model(w.points);
-      w.speed_sensitive = w.model.a > 0;
-      models.push_back(w.model);
-      targets.push_back(w.device_value);
+      // Sensitive when the speed-dependent part is at least 5% of the value at the slowest
+      // speed measured: a sleep's fit has a small a of either sign from noise alone.
+      double slowest = w.points.front().first;
+      for (const auto& pt : w.points) slowest = std::min(slowest, pt.first);
+      w.speed_sensitive =
+          w.model.a > 0 && w.model.a / slowest >= kSensitiveShare * w.model.at(slowest);
+      if (w.speed_sensitive) {
+        models.push_back(w.model);
+        targets.push_back(w.device_value);
+      }
+    }
+    if (models.empty()) {
+      throw Error("no workload's figure depends on the core speed (each changes by less than 5% "
+                  "between the speeds measured): the workloads cannot calibrate it; use "
+                  "CPU-bound ones");
     }
     const double s = solve_core_speed(models, targets, lo_, hi_);
     auto note = [&](std::string text) {
@@ -209,8 +225,8 @@ class PeriodRun {
     if (s <= lo_ * 1.001) note(fmt::format("the speed hit the lower bound {:.4g}", lo_));
     for (const WorkloadSpeedFit& w : fit.workloads) {
       if (!w.speed_sensitive) {
-        note(fmt::format("workload '{}' does not get faster with more CPU (its fit has a <= "
-                         "0): left out of the solution, its residual still reported",
+        note(fmt::format("workload '{}' hardly depends on the CPU speed (under 5% of its "
+                         "figure): left out of the solution, its residual still reported",
                          w.name));
       }
     }

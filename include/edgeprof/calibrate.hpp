@@ -67,7 +67,9 @@ struct WorkloadSpeedFit {
   SpeedModel model;           ///< fitted to the points
   double emulated = 0;        ///< measured here at the calibrated speed (median)
   double residual = 0;        ///< emulated / device_value - 1, measured
-  bool speed_sensitive = true;  ///< false when the fit found no CPU-bound part (a <= 0)
+  /// Whether the part that scales with 1 / speed is at least 5% of the figure at the slowest
+  /// speed measured; workloads that are not are left out of the solution.
+  bool speed_sensitive = true;
 };
 
 /// The calibration at one candidate period.
