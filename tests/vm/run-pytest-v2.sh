@@ -159,8 +159,9 @@ extra=${listing#*$'\n'}
 extra=${extra//$'\n'/:}
 extra+=:$tests_dir
 [[ ! -f $checkout/pyproject.toml ]] || extra+=:$checkout/pyproject.toml
-# The notebook tutorial test reads the committed notebook.
+# The notebook tutorial test reads the committed notebook, the device-file tests the fixtures.
 [[ ! -d $checkout/examples/notebooks ]] || extra+=:$checkout/examples/notebooks
+[[ ! -d $checkout/tests/fixtures ]] || extra+=:$checkout/tests/fixtures
 [[ -z ${EDGEPROF_VM_EXTRA:-} ]] || extra+=:$EDGEPROF_VM_EXTRA
 
 # Leave out the default test directory when the arguments name tests.
