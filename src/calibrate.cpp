@@ -13,6 +13,7 @@
 #include "edgeprof/plan.hpp"
 #include "edgeprof/rank.hpp"
 #include "edgeprof/result.hpp"
+#include "stats.hpp"
 
 namespace edgeprof {
 
@@ -118,12 +119,6 @@ namespace {
 // speed for the workload to take part in solving for the speed.
 constexpr double kSensitiveShare = 0.05;
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 // Runs the calibration at one period; `run` carries that period.
 class PeriodRun {
  public:
@@ -188,7 +183,7 @@ class PeriodRun {
       ++done_;
       if (progress_) progress_(done_, planned_, w.name, speed, period_us_);
     }
-    return median(values);
+    return detail::median_of(std::move(values));
   }
 
   double solve(PeriodSpeedFit& fit, std::vector<std::string>& notes) {

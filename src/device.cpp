@@ -135,6 +135,10 @@ void Device::validate() const {
   }
 }
 
+bool Device::answers_to(std::string_view n) const {
+  return name == n || std::find(aliases.begin(), aliases.end(), n) != aliases.end();
+}
+
 bool operator==(const Device& a, const Device& b) {
   return a.name == b.name && a.cores == b.cores && a.core_speed == b.core_speed &&
          a.memory_bytes == b.memory_bytes && a.swap_bytes == b.swap_bytes &&
@@ -162,10 +166,7 @@ const std::vector<Device>& builtin_devices() { return catalog_devices(); }
 const Device& builtin_device(std::string_view name) {
   std::string known;
   for (const Device& d : builtin_devices()) {
-    if (d.name == name ||
-        std::find(d.aliases.begin(), d.aliases.end(), name) != d.aliases.end()) {
-      return d;
-    }
+    if (d.answers_to(name)) return d;
     known += known.empty() ? d.name : ", " + d.name;
   }
   throw DeviceError(fmt::format("no built-in device named '{}'; the built-in devices are: {}",

@@ -18,6 +18,7 @@
 #include <toml++/toml.h>
 
 #include "catalog_data.hpp"
+#include "device_json.hpp"
 #include "edgeprof/catalog.hpp"
 #include "edgeprof/error.hpp"
 #include "edgeprof/microbench.hpp"
@@ -163,7 +164,7 @@ class Reader {
 constexpr const char* kFigures[] = {"cores",   "core_speed", "memory", "swap",  "pids_max",
                                     "cpu",     "storage",    "power",  "scores", "speed_schedule"};
 
-Device device_from(const json& j, const std::string& origin, const DeviceLoadOptions& options) {
+Device read_device(const json& j, const std::string& origin, const DeviceLoadOptions& options) {
   Reader r(j, origin, "");
   // Every table is read in full before the version check would matter, but a newer file
   // should fail on its version, not on the first field this version does not know.
@@ -320,7 +321,7 @@ json json_from_toml(const toml::node& node, const std::string& origin) {
                                 origin, src.begin.line, src.begin.column));
 }
 
-json json_to_json(const Device& d) {
+json write_device(const Device& d) {
   json j = {{"edgeprof_device", kDeviceSchemaVersion}, {"name", d.name}};
   if (!d.aliases.empty()) j["aliases"] = d.aliases;
   if (!d.description.empty()) j["description"] = d.description;
@@ -384,16 +385,12 @@ const Catalog& catalog() {
     const DeviceLoadOptions no_scores;
     for (const json& entry : doc.at("devices")) {
       const std::string name = entry.value("name", std::string("?"));
-      out.devices.push_back(device_from(entry, "catalog entry '" + name + "'", no_scores));
+      out.devices.push_back(read_device(entry, "catalog entry '" + name + "'", no_scores));
       out.devices.back().origin = "catalog";
     }
     return out;
   }();
   return c;
-}
-
-bool matches(const Device& d, std::string_view name) {
-  return d.name == name || std::find(d.aliases.begin(), d.aliases.end(), name) != d.aliases.end();
 }
 
 }  // namespace
@@ -407,7 +404,7 @@ Device parse_device_json(std::string_view text, const std::string& origin,
     throw DeviceError(fmt::format("{}: not valid JSON ({}); check the syntax or write TOML",
                                   origin, e.what()));
   }
-  return device_from(j, origin, options);
+  return read_device(j, origin, options);
 }
 
 Device parse_device_toml(std::string_view text, const std::string& origin,
@@ -420,7 +417,7 @@ Device parse_device_toml(std::string_view text, const std::string& origin,
     throw DeviceError(fmt::format("{}:{}:{}: not valid TOML: {}", origin, src.begin.line,
                                   src.begin.column, e.description()));
   }
-  return device_from(json_from_toml(t, origin), origin, options);
+  return read_device(json_from_toml(t, origin), origin, options);
 }
 
 Device load_device_file(const std::string& path, const DeviceLoadOptions& options) {
@@ -440,7 +437,18 @@ Device load_device_file(const std::string& path, const DeviceLoadOptions& option
   return parse_device_toml(*text, path, options);
 }
 
-std::string device_to_json(const Device& device) { return json_to_json(device).dump(2) + "\n"; }
+std::string device_to_json(const Device& device) { return write_device(device).dump(2) + "\n"; }
+
+namespace detail {
+
+json device_file_object(const Device& device) { return write_device(device); }
+
+Device device_from_file_object(const json& object, const std::string& origin,
+                               const DeviceLoadOptions& options) {
+  return read_device(object, origin, options);
+}
+
+}  // namespace detail
 
 const std::vector<Device>& catalog_devices() { return catalog().devices; }
 
@@ -494,11 +502,11 @@ Device find_device(std::string_view name_or_path, const DeviceLoadOptions& optio
     return load_device_file(key, options);
   }
   for (const Device& d : catalog_devices()) {
-    if (matches(d, key)) return d;
+    if (d.answers_to(key)) return d;
   }
   UserDevices user = user_devices(options);
   for (const Device& d : user.devices) {
-    if (matches(d, key)) return d;
+    if (d.answers_to(key)) return d;
   }
   std::string known;
   for (const Device& d : catalog_devices()) known += (known.empty() ? "" : ", ") + d.name;

@@ -26,6 +26,7 @@
 #include "edgeprof/version.hpp"
 #include "fs.hpp"
 #include "microbench_detail.hpp"
+#include "stats.hpp"
 
 namespace edgeprof {
 
@@ -201,10 +202,7 @@ std::uint64_t ChaseBuffer::digest(std::size_t count) const {
 }
 
 double median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+  return values.empty() ? 0 : median_of(std::move(values));
 }
 
 }  // namespace detail

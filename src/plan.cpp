@@ -109,6 +109,19 @@ std::uint64_t choose_cpu_period_us(std::uint64_t iteration_time_us) {
   return std::clamp<std::uint64_t>(iteration_time_us / 4, kMinChosenCpuPeriodUs, 100000);
 }
 
+CpuBandwidth cpu_bandwidth(double capacity_cores, std::uint64_t period_us) {
+  CpuBandwidth b{0, period_us};
+  if (capacity_cores * static_cast<double>(period_us) < static_cast<double>(kMinCpuQuotaUs)) {
+    b.period_us = std::min<std::uint64_t>(
+        kMaxCpuPeriodUs,
+        static_cast<std::uint64_t>(std::ceil(static_cast<double>(kMinCpuQuotaUs) / capacity_cores)));
+  }
+  b.quota_us = std::max<std::uint64_t>(
+      kMinCpuQuotaUs,
+      static_cast<std::uint64_t>(std::llround(capacity_cores * static_cast<double>(b.period_us))));
+  return b;
+}
+
 EmulationPlan plan_emulation(const Device& device, const HostFacts& host,
                              const PlanOptions& options) {
   device.validate();
@@ -164,22 +177,20 @@ EmulationPlan plan_emulation(const Device& device, const HostFacts& host,
         "cpu period {} us, chosen for iterations of {:g} ms (a quarter, within 5 to 100 ms)",
         plan.cpu_period_us, static_cast<double>(options.iteration_time_us) / 1e3));
   }
-  double quota = capacity * static_cast<double>(plan.cpu_period_us);
-  if (quota < static_cast<double>(kMinCpuQuotaUs)) {
-    auto period = static_cast<std::uint64_t>(std::ceil(kMinCpuQuotaUs / capacity));
-    if (period > kMaxCpuPeriodUs) {
-      throw UnsupportedError(fmt::format(
-          "{} has {:.4f} host cores of capacity, below what CFS bandwidth control can express "
-          "(1 ms per 1 s period = 0.001 cores)",
-          who, capacity));
-    }
+  if (capacity * static_cast<double>(kMaxCpuPeriodUs) < static_cast<double>(kMinCpuQuotaUs)) {
+    throw UnsupportedError(fmt::format(
+        "{} has {:.4f} host cores of capacity, below what CFS bandwidth control can express "
+        "(1 ms per 1 s period = 0.001 cores)",
+        who, capacity));
+  }
+  const CpuBandwidth bandwidth = cpu_bandwidth(capacity, plan.cpu_period_us);
+  if (bandwidth.period_us != plan.cpu_period_us) {
     plan.notes.push_back(fmt::format(
         "cpu period raised from {} us to {} us so the quota reaches the kernel's 1 ms minimum",
-        plan.cpu_period_us, period));
-    plan.cpu_period_us = period;
-    quota = capacity * static_cast<double>(period);
+        plan.cpu_period_us, bandwidth.period_us));
   }
-  plan.cpu_quota_us = static_cast<std::uint64_t>(std::llround(quota));
+  plan.cpu_period_us = bandwidth.period_us;
+  plan.cpu_quota_us = bandwidth.quota_us;
 
   // Memory.
   if (host.memory_bytes && device.memory_bytes > host.memory_bytes) {

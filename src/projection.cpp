@@ -549,7 +549,7 @@ namespace {
 // any other name unchanged.
 std::string canonical_device_name(const std::string& name) {
   for (const Device& d : catalog_devices()) {
-    if (std::find(d.aliases.begin(), d.aliases.end(), name) != d.aliases.end()) return d.name;
+    if (d.answers_to(name)) return d.name;
   }
   return name;
 }

@@ -7,10 +7,10 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "edgeprof/catalog.hpp"
 #include "edgeprof/error.hpp"
 #include "edgeprof/slice.hpp"
 #include "edgeprof/version.hpp"
+#include "device_json.hpp"
 
 namespace edgeprof {
 
@@ -63,7 +63,7 @@ void get_opt(const json& j, const char* key, std::optional<T>& out) {
 
 // A report's device is a device file (catalog.hpp's schema) plus where it was loaded from.
 json device_json(const Device& d) {
-  json j = json::parse(device_to_json(d));
+  json j = detail::device_file_object(d);
   j["origin"] = d.origin;
   return j;
 }
@@ -73,7 +73,7 @@ Device device_from(const json& j) {
     json file = j;
     const std::string origin = file.value("origin", std::string());
     file.erase("origin");
-    Device d = parse_device_json(file.dump(), "the report's device");
+    Device d = detail::device_from_file_object(file, "the report's device");
     d.origin = origin;
     return d;
   }

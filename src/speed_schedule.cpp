@@ -1,23 +1,9 @@
 #include "speed_schedule.hpp"
 
-#include <cmath>
 #include <cstring>
 #include <fmt/format.h>
 
 namespace edgeprof::detail {
-
-void scaled_bandwidth(const EmulationPlan& plan, double factor, std::uint64_t& quota_us,
-                      std::uint64_t& period_us) {
-  period_us = plan.cpu_period_us;
-  double quota = static_cast<double>(plan.cpu_quota_us) * factor;
-  if (quota < static_cast<double>(kMinCpuQuotaUs)) {
-    const double capacity = plan.capacity_cores() * factor;
-    period_us = std::min<std::uint64_t>(
-        kMaxCpuPeriodUs, static_cast<std::uint64_t>(std::ceil(kMinCpuQuotaUs / capacity)));
-    quota = capacity * static_cast<double>(period_us);
-  }
-  quota_us = std::max<std::uint64_t>(kMinCpuQuotaUs, static_cast<std::uint64_t>(std::llround(quota)));
-}
 
 SpeedScheduler::SpeedScheduler(Cgroup& cgroup, const EmulationPlan& plan,
                                std::vector<SpeedStep> steps,
@@ -46,7 +32,10 @@ void SpeedScheduler::run() {
     if (wake_.wait_until(lock, due, [this] { return stopping_; })) return;
     SpeedChange change;
     change.factor = step.factor;
-    scaled_bandwidth(plan_, step.factor, change.cpu_quota_us, change.cpu_period_us);
+    const CpuBandwidth b =
+        cpu_bandwidth(plan_.capacity_cores() * step.factor, plan_.cpu_period_us);
+    change.cpu_quota_us = b.quota_us;
+    change.cpu_period_us = b.period_us;
     const int err = cgroup_.set_cpu_bandwidth(change.cpu_quota_us, change.cpu_period_us);
     change.t_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     if (err) {

@@ -15,11 +15,6 @@
 
 namespace edgeprof::detail {
 
-// The bandwidth for `factor` x the plan's speed: the quota scaled, kept at or above the
-// kernel's 1 ms minimum by lengthening the period (as plan_emulation does).
-void scaled_bandwidth(const EmulationPlan& plan, double factor, std::uint64_t& quota_us,
-                      std::uint64_t& period_us);
-
 class SpeedScheduler {
  public:
   // Starts the thread; steps are relative to `start` (the workload's release).

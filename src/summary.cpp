@@ -407,10 +407,6 @@ std::map<std::string, Statistic> describe_runs(const std::vector<Result>& runs) 
   return out;
 }
 
-}  // namespace edgeprof
-
-namespace edgeprof {
-
 std::optional<double> estimate_energy_j(const PowerDescription& power, double wall_s,
                                         double cpu_s, double capacity_cores) {
   if (!power.idle_watts || !power.loaded_watts || !(capacity_cores > 0)) return std::nullopt;

@@ -77,6 +77,8 @@ struct Device {
 
   /// Throws DeviceError naming the field and the value when something is out of range.
   void validate() const;
+  /// Whether `n` is this device's name or one of its aliases.
+  bool answers_to(std::string_view n) const;
 };
 
 /// Both fields equal.

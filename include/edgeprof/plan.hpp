@@ -86,6 +86,17 @@ struct EmulationPlan {
 /// Every field equal.
 bool operator==(const EmulationPlan& a, const EmulationPlan& b);
 
+/// A CFS bandwidth: `quota_us` of CPU time in every `period_us`.
+struct CpuBandwidth {
+  std::uint64_t quota_us = 0;   ///< cpu.max quota / cpu.cfs_quota_us
+  std::uint64_t period_us = 0;  ///< cpu.max period / cpu.cfs_period_us
+};
+
+/// The bandwidth that gives `capacity_cores` host cores at `period_us`, the period lengthened
+/// (up to kMaxCpuPeriodUs) when the quota would fall under kMinCpuQuotaUs; the quota is never
+/// below kMinCpuQuotaUs. Used by plan_emulation() and by speed schedules.
+CpuBandwidth cpu_bandwidth(double capacity_cores, std::uint64_t period_us);
+
 /// Throws UnsupportedError when the host cannot emulate the device (more CPU capacity or memory
 /// than the host has, CPUs not available, less than 0.001 cores of capacity), DeviceError for an
 /// invalid device, and Error for a cpu_period_us outside kMinCpuPeriodUs .. kMaxCpuPeriodUs.

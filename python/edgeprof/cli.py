@@ -181,7 +181,7 @@ def cmd_calibrate_host(args: argparse.Namespace) -> int:
     print(f"  integer {s.integer:.4g}   floating point {s.floating:.4g}   memory {s.memory:.4g}")
     print(f"  cpu {cal.cpu_model}, kernel {cal.kernel}")
     print(f"  cache: {cal.cache_file or '(not written)'}")
-    if getattr(cal, "note", ""):
+    if cal.note:
         print(f"  note: {cal.note}")
     return 0
 

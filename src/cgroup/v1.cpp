@@ -164,7 +164,7 @@ class V1Cgroup final : public Cgroup {
   int set_cpu_bandwidth(std::uint64_t quota_us, std::uint64_t period_us) noexcept override {
     const Dir* d = find("cpu");
     if (!d) return ENOENT;
-    // The period was set by apply(); a schedule changes the quota alone unless asked.
+    // The period first: a schedule may lengthen it so that a small quota stays above 1 ms.
     if (int err = fs_.write(join(d->path, "cpu.cfs_period_us"), std::to_string(period_us))) {
       return err;
     }
