@@ -23,6 +23,9 @@ WORK = ("import sys, time\n"
 # the speed is still found, within a wider margin.
 IN_VM = "EDGEPROF_IN_VM" in os.environ
 SPEED_TOLERANCE = 0.3 if IN_VM else 0.12
+# The sleep in the mixed workload: long against that noise (the last CI run had 0.15 s of sleep
+# show up as 0.03 s in the VM's fit).
+NAP = 0.4
 
 
 def work(cpu: float, nap: float) -> list[str]:
@@ -55,7 +58,7 @@ def test_bad_input_is_refused_before_anything_runs():
 def test_calibration_recovers_the_speed_the_figures_were_measured_at():
     truth = 0.3
     board = edgeprof.Device(name="board", cores=1, core_speed=truth, memory="256MiB")
-    specs = {"cpu": work(0.12, 0.0), "cpu+sleep": work(0.08, 0.15)}
+    specs = {"cpu": work(0.12, 0.0), "cpu+sleep": work(0.08, NAP)}
     measured = {name: edgeprof.run(argv, device=board, interval=None).wall_time_s
                 for name, argv in specs.items()}
     calls = []
@@ -69,9 +72,10 @@ def test_calibration_recovers_the_speed_the_figures_were_measured_at():
     assert len(calls) >= 6 and calls[-1][0] == len(calls)
     fits = cal.periods[0].workloads
     assert [w.name for w in fits] == ["cpu", "cpu+sleep"]
-    # The sleep is part of what does not scale with the speed. (Not exactly 0.15 s more: on a
-    # busy host the full-speed runs get less than a core, which shifts a into b.)
-    assert fits[1].model.b > fits[0].model.b + 0.05, text
+    # The sleep is part of what does not scale with the speed. (Not exactly NAP more: on a busy
+    # host, or under TCG, the full-speed runs get less than a core, which shifts a into b, and
+    # the fit of a start-up of over a second in the VM carries tenths of a second of noise.)
+    assert fits[1].model.b > fits[0].model.b + NAP / 3, text
     assert all(w.residual == pytest.approx(w.emulated / w.device_value - 1) for w in fits)
     assert cal.device.core_speed == cal.core_speed
     assert cal.device.sources["core_speed"].status == "measured"
