@@ -37,20 +37,35 @@ std::optional<std::uint64_t> parse_u64(std::string_view text) {
   return value;
 }
 
-std::optional<std::uint64_t> find_key(std::string_view text, std::string_view key) {
-  std::optional<std::uint64_t> found;
-  for_each_line(text, [&](std::string_view line) {
-    if (found) return;
-    line = trim(line);
-    if (line.size() <= key.size() || line.substr(0, key.size()) != key ||
-        !is_space(line[key.size()])) {
-      return;
+void find_keys(std::string_view text, const std::string_view* keys, std::size_t count,
+               std::optional<std::uint64_t>* out) {
+  for (std::size_t i = 0; i < count; ++i) out[i].reset();
+  std::size_t left = count;
+  size_t pos = 0;
+  while (left > 0 && pos < text.size()) {
+    const size_t nl = text.find('\n', pos);  // memchr
+    const size_t end = nl == std::string_view::npos ? text.size() : nl;
+    size_t at = pos;
+    while (at < end && is_space(text[at])) ++at;
+    size_t key_end = at;
+    while (key_end < end && !is_space(text[key_end])) ++key_end;
+    const std::string_view key = text.substr(at, key_end - at);
+    for (std::size_t i = 0; i < count; ++i) {
+      if (out[i] || keys[i].empty() || key != keys[i]) continue;
+      std::string_view rest = trim(text.substr(key_end, end - key_end));
+      rest = rest.substr(0, rest.find_first_of(" \t"));  // "24591236 kB" -> "24591236"
+      out[i] = parse_u64(rest);  // a line without a number is passed over
+      if (out[i]) --left;
     }
-    std::string_view rest = trim(line.substr(key.size()));
-    rest = rest.substr(0, rest.find_first_of(" \t"));  // "24591236 kB" -> "24591236"
-    found = parse_u64(rest);
-  });
-  return found;
+    if (nl == std::string_view::npos) break;
+    pos = nl + 1;
+  }
+}
+
+std::optional<std::uint64_t> find_key(std::string_view text, std::string_view key) {
+  std::optional<std::uint64_t> value;
+  find_keys(text, &key, 1, &value);
+  return value;
 }
 
 std::optional<Limit> parse_limit(std::string_view text) {
@@ -243,9 +258,15 @@ Pressure parse_pressure(std::string_view text) {
     const bool some = line.rfind("some ", 0) == 0;
     const bool full = line.rfind("full ", 0) == 0;
     if (!some && !full) return;
-    for_each_pair(line, [&](std::string_view key, std::string_view value) {
-      if (key == "total") (some ? p.some_us : p.full_us) = parse_u64(value);
-    });
+    // "total=N" is one of the words (the last one as the kernel writes it).
+    for (size_t at = line.find("total="); at != std::string_view::npos;
+         at = line.find("total=", at + 1)) {
+      if (!is_space(line[at - 1])) continue;  // at >= 5: after "some " / "full "
+      std::string_view value = line.substr(at + 6);
+      value = value.substr(0, value.find_first_of(" \t"));
+      (some ? p.some_us : p.full_us) = parse_u64(value);
+      break;
+    }
   });
   return p;
 }

@@ -17,6 +17,15 @@ std::optional<std::uint64_t> parse_u64(std::string_view text);
 // The value of `key` in flat-keyed text ("key value" per line), as cpu.stat, memory.stat,
 // memory.events, memory.oom_control and /proc/meminfo ("MemTotal:") are written.
 std::optional<std::uint64_t> find_key(std::string_view text, std::string_view key);
+// Several keys in one pass over the lines: out[i] = the value of keys[i], or nullopt. The
+// sampler reads its multi-key files (memory.stat has about 70 lines on v1) this way.
+void find_keys(std::string_view text, const std::string_view* keys, std::size_t count,
+               std::optional<std::uint64_t>* out);
+template <std::size_t N>
+void find_keys(std::string_view text, const std::string_view (&keys)[N],
+               std::optional<std::uint64_t> (&out)[N]) {
+  find_keys(text, keys, N, out);
+}
 
 // A limit file: "max" (or v1's huge "unlimited" values) -> nullopt-in-value; a number -> it.
 struct Limit {

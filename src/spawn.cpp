@@ -10,12 +10,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <atomic>
-#include <memory>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fmt/format.h>
+#include <memory>
 #include <thread>
 
 #include "clone3.hpp"
@@ -256,19 +258,22 @@ PreparedCommand::PreparedCommand(const Command& command) {
 }
 
 void PreparedCommand::set_env(const std::string& name, const std::string& value) {
+  // The child's environment points into this process's environ (or the command's own), minus
+  // an inherited NAME, plus NAME=value: no copy of the other variables' strings.
   if (!own_env_) {
-    for (char** e = environ; e && *e; ++e) env_storage_.emplace_back(*e);
+    for (char** e = environ; e && *e; ++e) envp_.push_back(*e);
+    envp_.push_back(nullptr);
     own_env_ = true;
   }
-  const std::string prefix = name + "=";
-  std::vector<std::string> kept;
-  for (std::string& e : env_storage_) {
-    if (e.rfind(prefix, 0) != 0) kept.push_back(std::move(e));
-  }
-  kept.push_back(prefix + value);
-  env_storage_ = std::move(kept);
-  envp_.clear();
-  for (std::string& e : env_storage_) envp_.push_back(e.data());
+  envp_.pop_back();  // the terminating null
+  const size_t n = name.size();
+  envp_.erase(std::remove_if(envp_.begin(), envp_.end(),
+                             [&](const char* e) {
+                               return std::strncmp(e, name.c_str(), n) == 0 && e[n] == '=';
+                             }),
+              envp_.end());
+  added_env_.push_back(name + "=" + value);
+  envp_.push_back(added_env_.back().data());
   envp_.push_back(nullptr);
 }
 

@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <optional>
 #include <string>
@@ -41,12 +42,13 @@ class PreparedCommand {
   friend struct Spawner;
   std::string path_;
   std::vector<std::string> argv_storage_, env_storage_;
+  std::deque<std::string> added_env_;  // set_env's strings (a deque: they never move)
   std::vector<char*> argv_, envp_;
   std::string cwd_;
   int stdio_[3] = {-1, -1, -1};  // -1 = inherit
   std::vector<int> keep_fds_;
   int netns_fd_ = -1;
-  bool own_env_ = false;  // envp_ built from env_storage_ (else this process's environ)
+  bool own_env_ = false;  // envp_ built here (else this process's environ as it is)
 };
 
 struct Spawned {

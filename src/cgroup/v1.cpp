@@ -125,23 +125,31 @@ class V1Cgroup final : public Cgroup {
     open_counters();
     const Kept& k = *kept_;
     Counters c;
-    auto usage = k.cpuacct_usage.read();
-    auto acct = k.cpuacct_stat.read();
+    char buffer[4096], second[4096];  // each file is one line to a few lines
+    auto usage = k.cpuacct_usage.read_into(buffer, sizeof buffer);
+    auto acct = k.cpuacct_stat.read_into(second, sizeof second);
     if (usage && acct) {
       if (auto total = parse_u64(*usage)) {
-        auto split = split_cpu_time(*total, find_key(*acct, "user").value_or(0),
-                                    find_key(*acct, "system").value_or(0));
+        static constexpr std::string_view keys[] = {"user", "system"};
+        std::optional<std::uint64_t> ticks[2];
+        find_keys(*acct, keys, ticks);
+        auto split = split_cpu_time(*total, ticks[0].value_or(0), ticks[1].value_or(0));
         c.user_ns = split.user_ns;
         c.system_ns = split.system_ns;
       }
     }
-    if (auto stat = k.cpu_stat.read()) {
-      c.periods = find_key(*stat, "nr_periods");
-      c.throttled_periods = find_key(*stat, "nr_throttled");
-      c.throttled_ns = find_key(*stat, "throttled_time");
+    if (auto stat = k.cpu_stat.read_into(buffer, sizeof buffer)) {
+      static constexpr std::string_view keys[] = {"nr_periods", "nr_throttled", "throttled_time"};
+      std::optional<std::uint64_t> values[3];
+      find_keys(*stat, keys, values);
+      c.periods = values[0];
+      c.throttled_periods = values[1];
+      c.throttled_ns = values[2];
     }
-    if (auto peak = k.memory_peak.read()) c.memory_peak = parse_u64(*peak);
-    if (auto oom = k.oom_control.read()) c.oom_kills = find_key(*oom, "oom_kill");
+    if (auto peak = k.memory_peak.read_into(buffer, sizeof buffer)) c.memory_peak = parse_u64(*peak);
+    if (auto oom = k.oom_control.read_into(buffer, sizeof buffer)) {
+      c.oom_kills = find_key(*oom, "oom_kill");
+    }
     return c;
   }
 
@@ -172,8 +180,15 @@ class V1Cgroup final : public Cgroup {
   }
 
   bool reset_peak() override {
-    const Dir* d = find("memory");
-    return d && fs_.write(join(d->path, "memory.max_usage_in_bytes"), "0") == 0;
+    // Once per workload: the file stays open for the next one.
+    if (peak_reset_fd_.get() < 0) {
+      const Dir* d = find("memory");
+      if (!d) return false;
+      const std::string path = fs_.resolve(join(d->path, "memory.max_usage_in_bytes"));
+      peak_reset_fd_.reset(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+      if (peak_reset_fd_.get() < 0) return false;
+    }
+    return ::pwrite(peak_reset_fd_.get(), "0", 1, 0) == 1;
   }
 
   const char* peak_source() const override { return "memory.max_usage_in_bytes"; }
@@ -211,6 +226,7 @@ class V1Cgroup final : public Cgroup {
   bool remove() noexcept override {
     close_procs_fds();
     kept_.reset();
+    peak_reset_fd_.reset();
     bool ok = true;
     for (const Dir& d : dirs_) ok = remove_dir_retrying(fs_, d.path) == 0 && ok;
     dirs_.clear();
@@ -242,6 +258,7 @@ class V1Cgroup final : public Cgroup {
   struct Kept {
     StatFile cpuacct_usage, cpuacct_stat, cpu_stat, memory_peak, oom_control;
   };
+  UniqueFd peak_reset_fd_;  // memory.max_usage_in_bytes, open for writing
 
   void open_counters() const {
     if (kept_) return;

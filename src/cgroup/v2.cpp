@@ -132,26 +132,33 @@ class V2Cgroup final : public Cgroup {
       kept_->memory_events = StatFile(fs_, join(dir_, "memory.events"));
     }
     Counters c;
+    char buffer[4096];  // cpu.stat and memory.events are a few lines each
     // cpu.stat's usage fields exist even without the cpu controller enabled.
-    if (auto stat = kept_->cpu_stat.read()) {
-      auto us = [](std::optional<std::uint64_t> v) {
-        return v ? std::optional<std::uint64_t>(*v * 1000) : std::nullopt;
+    if (auto stat = kept_->cpu_stat.read_into(buffer, sizeof buffer)) {
+      static constexpr std::string_view keys[] = {"user_usec", "system_usec", "nr_periods",
+                                                  "nr_throttled", "throttled_usec"};
+      std::optional<std::uint64_t> v[5];
+      find_keys(*stat, keys, v);
+      auto us = [](std::optional<std::uint64_t> x) {
+        return x ? std::optional<std::uint64_t>(*x * 1000) : std::nullopt;
       };
-      c.user_ns = us(find_key(*stat, "user_usec"));
-      c.system_ns = us(find_key(*stat, "system_usec"));
-      c.periods = find_key(*stat, "nr_periods");
-      c.throttled_periods = find_key(*stat, "nr_throttled");
-      c.throttled_ns = us(find_key(*stat, "throttled_usec"));
+      c.user_ns = us(v[0]);
+      c.system_ns = us(v[1]);
+      c.periods = v[2];
+      c.throttled_periods = v[3];
+      c.throttled_ns = us(v[4]);
     }
     // After a reset, the peak is read through the fd that was reset (fd-local since 6.12).
     if (peak_fd_ >= 0) {
       char buf[64];
       ssize_t n = ::pread(peak_fd_, buf, sizeof buf - 1, 0);
       if (n > 0) c.memory_peak = parse_u64(std::string_view(buf, static_cast<size_t>(n)));
-    } else if (auto peak = kept_->memory_peak.read()) {
+    } else if (auto peak = kept_->memory_peak.read_into(buffer, sizeof buffer)) {
       c.memory_peak = parse_u64(*peak);
     }
-    if (auto events = kept_->memory_events.read()) c.oom_kills = find_key(*events, "oom_kill");
+    if (auto events = kept_->memory_events.read_into(buffer, sizeof buffer)) {
+      c.oom_kills = find_key(*events, "oom_kill");
+    }
     return c;
   }
 

@@ -29,10 +29,9 @@ Sampler::Sampler(Sources sources, std::chrono::nanoseconds interval)
                             std::strerror(errno), errno),
                 errno);
   }
-  // Ten minutes' worth up front at 100 ms, less at finer intervals; vectors grow beyond.
-  columns_.reserve(static_cast<size_t>(std::min<std::int64_t>(
-      6000, std::chrono::minutes(10) / std::max(interval, std::chrono::nanoseconds(100000000)) +
-                1024)));
+  // Room for a short run; the columns double beyond. (Reserving minutes' worth cost a short
+  // workload about 1.4 MB of allocation, and the page faults, per spawn.)
+  columns_.reserve(kInitialSamples);
 }
 
 Sampler::~Sampler() { stop(); }
@@ -63,21 +62,27 @@ void Sampler::sample(bool scheduled) noexcept {
   }
 }
 
-bool Sampler::drain_marks() noexcept {
+Sampler::Drained Sampler::drain_marks() noexcept {
+  Drained d;
   char buffer[4096];
   for (;;) {
     const ssize_t n = ::read(marks_fd_, buffer, sizeof buffer);
     if (n > 0) {
+      d.marks = true;
       try {
         marks_.append(buffer, static_cast<size_t>(n));
       } catch (...) {
-        return true;  // out of memory: marks are lost, sampling goes on
+        return d;  // out of memory: marks are lost, sampling goes on
       }
       continue;
     }
-    if (n == 0) return false;            // every writer closed it
+    if (n == 0) {  // every writer closed it
+      d.open = false;
+      return d;
+    }
     if (errno == EINTR) continue;
-    return errno == EAGAIN;              // nothing more for now
+    d.open = errno == EAGAIN;  // nothing more for now
+    return d;
   }
 }
 
@@ -108,8 +113,9 @@ void Sampler::run() {
         break;
       }
       if (rc > 0 && count == 2 && fds[1].revents) {
-        if (!drain_marks()) count = 1;  // the pipe's writers are gone: stop watching it
-        sample(false);                  // a phase boundary: sample it now
+        const Drained d = drain_marks();
+        if (!d.open) count = 1;   // the pipe's writers are gone (the workload exited)
+        if (d.marks) sample(false);  // a phase boundary: sample it now
       }
       now = Clock::now();
     }

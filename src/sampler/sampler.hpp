@@ -13,6 +13,7 @@ namespace edgeprof::detail {
 
 inline constexpr std::chrono::nanoseconds kMinSampleInterval = std::chrono::milliseconds(1);
 inline constexpr std::chrono::nanoseconds kMaxSampleInterval = std::chrono::seconds(60);
+inline constexpr std::size_t kInitialSamples = 128;  // samples reserved per run
 
 // Throws Error naming the value when `interval` is outside 1 ms .. 60 s.
 void check_sample_interval(std::chrono::nanoseconds interval);
@@ -43,6 +44,11 @@ class Sampler {
   const Columns& columns() const { return columns_; }
   Columns take_columns() { return std::move(columns_); }
   const Sources& sources() const { return sources_; }
+  // After stop(): the sources, rewound for another run.
+  Sources take_sources() {
+    sources_.rewind();
+    return std::move(sources_);
+  }
   // The raw text of the phase marks received (read after stop()).
   const std::string& marks() const { return marks_; }
   std::chrono::nanoseconds interval() const { return interval_; }
@@ -52,8 +58,13 @@ class Sampler {
  private:
   void run();
   void sample(bool scheduled = true) noexcept;
-  // Reads what the workload wrote; false once every writer has closed the pipe.
-  bool drain_marks() noexcept;
+  // Reads what the workload wrote: whether marks arrived, and whether a writer is left. (The
+  // pipe's end at the workload's exit is no phase boundary: stop() takes the final sample.)
+  struct Drained {
+    bool marks = false;
+    bool open = true;
+  };
+  Drained drain_marks() noexcept;
 
   Sources sources_;
   Columns columns_;

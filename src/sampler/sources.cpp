@@ -10,12 +10,20 @@ namespace edgeprof::detail {
 
 namespace {
 
-// Sets `m` from `key` of flat-keyed text, scaled; false when the key is missing.
-bool take(std::string_view text, std::string_view key, Reading& r, Metric m,
-          std::uint64_t scale = 1) {
-  auto v = find_key(text, key);
-  if (v) r.set(m, *v * scale);
-  return v.has_value();
+// Sets metrics[i] from keys[i] of flat-keyed text (one pass), times scales[i] (default 1).
+// Returns false, and sets nothing, when one of the first `required` keys is missing.
+template <std::size_t N>
+bool take(std::string_view text, const std::string_view (&keys)[N], const Metric (&metrics)[N],
+          Reading& r, std::size_t required = N, const std::uint64_t* scales = nullptr) {
+  std::optional<std::uint64_t> values[N];
+  find_keys(text, keys, values);
+  for (std::size_t i = 0; i < required; ++i) {
+    if (!values[i]) return false;
+  }
+  for (std::size_t i = 0; i < N; ++i) {
+    if (values[i]) r.set(metrics[i], *values[i] * (scales ? scales[i] : 1));
+  }
+  return true;
 }
 
 bool take_single(std::string_view text, Reading& r, Metric m) {
@@ -27,21 +35,23 @@ bool take_single(std::string_view text, Reading& r, Metric m) {
 // Parsers, one per file kind. They receive the texts of the source's files in order.
 
 bool v2_cpu_stat(const std::string_view* t, Reading& v) {
-  bool ok = take(t[0], "usage_usec", v, Metric::cpu_usage_ns, 1000) &&
-            take(t[0], "user_usec", v, Metric::cpu_user_ns, 1000) &&
-            take(t[0], "system_usec", v, Metric::cpu_system_ns, 1000);
-  // Throttling fields appear only with the cpu controller enabled.
-  take(t[0], "nr_periods", v, Metric::cpu_periods);
-  take(t[0], "nr_throttled", v, Metric::cpu_throttled_periods);
-  take(t[0], "throttled_usec", v, Metric::cpu_throttled_ns, 1000);
-  return ok;
+  // The throttling fields appear only with the cpu controller enabled: not required.
+  static constexpr std::string_view keys[] = {"usage_usec", "user_usec",    "system_usec",
+                                              "nr_periods", "nr_throttled", "throttled_usec"};
+  static constexpr Metric metrics[] = {Metric::cpu_usage_ns,   Metric::cpu_user_ns,
+                                       Metric::cpu_system_ns,  Metric::cpu_periods,
+                                       Metric::cpu_throttled_periods, Metric::cpu_throttled_ns};
+  static constexpr std::uint64_t scales[] = {1000, 1000, 1000, 1, 1, 1000};
+  return take(t[0], keys, metrics, v, 3, scales);
 }
 
 bool v1_cpu_time(const std::string_view* t, Reading& v) {
   auto usage = parse_u64(t[0]);
   if (!usage) return false;
-  auto split = split_cpu_time(*usage, find_key(t[1], "user").value_or(0),
-                              find_key(t[1], "system").value_or(0));
+  static constexpr std::string_view keys[] = {"user", "system"};
+  std::optional<std::uint64_t> ticks[2];
+  find_keys(t[1], keys, ticks);
+  auto split = split_cpu_time(*usage, ticks[0].value_or(0), ticks[1].value_or(0));
   v.set(Metric::cpu_usage_ns, *usage);
   v.set(Metric::cpu_user_ns, split.user_ns);
   v.set(Metric::cpu_system_ns, split.system_ns);
@@ -49,9 +59,10 @@ bool v1_cpu_time(const std::string_view* t, Reading& v) {
 }
 
 bool v1_cpu_stat(const std::string_view* t, Reading& v) {
-  return take(t[0], "nr_periods", v, Metric::cpu_periods) &&
-         take(t[0], "nr_throttled", v, Metric::cpu_throttled_periods) &&
-         take(t[0], "throttled_time", v, Metric::cpu_throttled_ns);
+  static constexpr std::string_view keys[] = {"nr_periods", "nr_throttled", "throttled_time"};
+  static constexpr Metric metrics[] = {Metric::cpu_periods, Metric::cpu_throttled_periods,
+                                       Metric::cpu_throttled_ns};
+  return take(t[0], keys, metrics, v);
 }
 
 // Files holding one number: memory.current, memory.peak, memory.swap.current, pids.current...
@@ -61,22 +72,26 @@ bool single(const std::string_view* t, Reading& v) {
 }
 
 bool v2_memory_stat(const std::string_view* t, Reading& v) {
-  return take(t[0], "anon", v, Metric::memory_anon_bytes) &&
-         take(t[0], "file", v, Metric::memory_file_bytes) &&
-         take(t[0], "pgmajfault", v, Metric::memory_major_faults);
+  static constexpr std::string_view keys[] = {"anon", "file", "pgmajfault"};
+  static constexpr Metric metrics[] = {Metric::memory_anon_bytes, Metric::memory_file_bytes,
+                                       Metric::memory_major_faults};
+  return take(t[0], keys, metrics, v);
 }
 
 bool v1_memory_stat(const std::string_view* t, Reading& v) {
-  bool ok = take(t[0], "total_rss", v, Metric::memory_anon_bytes) &&
-            take(t[0], "total_cache", v, Metric::memory_file_bytes) &&
-            take(t[0], "total_pgmajfault", v, Metric::memory_major_faults);
-  take(t[0], "total_swap", v, Metric::memory_swap_bytes);  // absent without swap accounting
-  return ok;
+  // total_swap is absent without swap accounting: not required.
+  static constexpr std::string_view keys[] = {"total_rss", "total_cache", "total_pgmajfault",
+                                              "total_swap"};
+  static constexpr Metric metrics[] = {Metric::memory_anon_bytes, Metric::memory_file_bytes,
+                                       Metric::memory_major_faults, Metric::memory_swap_bytes};
+  return take(t[0], keys, metrics, v, 3);
 }
 
 // memory.events (v2) and memory.oom_control (v1) both count "oom_kill".
 bool oom_kills(const std::string_view* t, Reading& v) {
-  return take(t[0], "oom_kill", v, Metric::memory_oom_kills);
+  static constexpr std::string_view keys[] = {"oom_kill"};
+  static constexpr Metric metrics[] = {Metric::memory_oom_kills};
+  return take(t[0], keys, metrics, v);
 }
 
 bool set_io(Reading& v, std::uint64_t read_bytes, std::uint64_t write_bytes, std::uint64_t read_ops,
@@ -229,6 +244,7 @@ void Sources::add_network(StatFile dev) {
   s.parse = net_dev;
   s.files.push_back(std::move(dev));
   sources_.push_back(std::move(s));
+  per_run_ = true;
 }
 
 void Sources::tick(std::int64_t t_ns, Columns& out, bool scheduled) {
@@ -291,6 +307,14 @@ std::vector<SourceStatus> Sources::status() const {
   std::vector<SourceStatus> out = missing_;
   for (const Source& s : sources_) out.push_back({s.name, true, s.failed, s.host_wide, s.error});
   return out;
+}
+
+bool Sources::reusable() const {
+  if (per_run_) return false;
+  for (const Source& s : sources_) {
+    if (s.failed) return false;
+  }
+  return true;
 }
 
 std::bitset<kMetricCount> Sources::available() const {

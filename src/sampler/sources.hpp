@@ -59,6 +59,11 @@ class Sources {
   void tick(std::int64_t t_ns, Columns& out, bool scheduled = true);
 
   std::vector<SourceStatus> status() const;
+  // Whether the next run in the same slice can sample with these open files: no source failed
+  // and none belongs to one run (the network namespace's counters).
+  bool reusable() const;
+  // Forgets the last values read, for the next run.
+  void rewind() { last_.fill(0); }
   // Metrics some open source provides.
   std::bitset<kMetricCount> available() const;
 
@@ -78,6 +83,7 @@ class Sources {
   Logger logger_ = nullptr;
   std::vector<SourceStatus> missing_;
   std::array<std::uint64_t, kMetricCount> last_{};
+  bool per_run_ = false;  // holds a source of one run (add_network)
 };
 
 }  // namespace edgeprof::detail

@@ -23,6 +23,30 @@ TEST_CASE("find_key reads flat-keyed files", "[parse]") {
   CHECK_FALSE(find_key(text, "missing"));
   CHECK(find_key("MemTotal:       24591236 kB\n", "MemTotal:") == 24591236u);
   CHECK(find_key("oom_kill_disable 0\nunder_oom 0\noom_kill 1", "oom_kill") == 1u);
+  // A key that also ends another key (v1 memory.stat: rss, total_rss) is found only where it
+  // begins its line.
+  const std::string stat = "cache 5\nrss 7\nrss_huge 0\ntotal_cache 50\ntotal_rss 70\n";
+  CHECK(find_key(stat, "rss") == 7u);
+  CHECK(find_key(stat, "total_rss") == 70u);
+  CHECK(find_key(stat, "cache") == 5u);
+  // Leading blanks and CRLF are tolerated; a line without a number is passed over.
+  CHECK(find_key("  a 1\r\n\tb 2\r\n", "b") == 2u);
+  CHECK(find_key("a x\na 3\n", "a") == 3u);
+  CHECK_FALSE(find_key("a\nb 1\n", "a"));
+  CHECK_FALSE(find_key("b 1\na", "a"));
+  CHECK_FALSE(find_key("a 1\n", ""));
+}
+
+TEST_CASE("find_keys reads several keys in one pass", "[parse]") {
+  const std::string stat = "cache 5\nrss 7\ntotal_cache 50\ntotal_rss x\ntotal_rss 70\n";
+  const std::string_view keys[] = {"total_rss", "cache", "missing", "rss", "total_rss"};
+  std::optional<std::uint64_t> out[5] = {1u, 1u, 1u, 1u, 1u};  // overwritten, also when absent
+  find_keys(stat, keys, out);
+  CHECK(out[0] == 70u);  // the first line with a number
+  CHECK(out[1] == 5u);
+  CHECK_FALSE(out[2]);
+  CHECK(out[3] == 7u);
+  CHECK(out[4] == 70u);  // a key asked for twice
 }
 
 TEST_CASE("parse_limit reads max and v1's unlimited value", "[parse]") {
