@@ -196,6 +196,35 @@ TEST_CASE("a workload in its own network namespace has loopback only, counted ex
   CHECK_FALSE(shared.series.has(Metric::net_rx_bytes));
 }
 
+TEST_CASE("the next run in a slice is sampled as fully as the first", "[kernel][observe]") {
+  // The slice keeps the sampler's open files between runs: the second run must read live
+  // counters from its first sample on, never the first run's values.
+  REQUIRE_CGROUPS();
+  Slice slice(make_device("twice", 1, 1.0, "256MiB"));
+  SpawnOptions options;
+  options.sample_interval = std::chrono::milliseconds(5);
+  const auto usage = [](const Result& r, size_t i) {
+    return r.series.values[static_cast<int>(Metric::cpu_usage_ns)][i];
+  };
+  auto [first, out1] = run_capturing(slice, workload({"spin-report", "0.3"}), options);
+  auto [second, out2] = run_capturing(slice, workload({"spin-report", "0.3"}), options);
+  REQUIRE(first.ok());
+  REQUIRE(second.ok());
+  for (const Result* r : {&first, &second}) {
+    CAPTURE(r->cpu_user_s, r->cpu_system_s, r->wall_time_s);
+    CHECK(r->series.size() >= 20);
+    CHECK(r->series.complete == r->series.available);
+    CHECK(r->series.has(Metric::memory_current_bytes));
+    const double exact_cores = (r->cpu_user_s + r->cpu_system_s) / r->wall_time_s;
+    CHECK(*r->summary.cpu_cores_avg == Approx(exact_cores).epsilon(0.05));
+    for (const SourceStatus& st : r->sources) CHECK_FALSE(st.failed);
+  }
+  // The slice's CPU counter only grows: the second run starts where the first ended.
+  CHECK(usage(second, 0) >= usage(first, first.series.size() - 1));
+  CHECK(usage(second, second.series.size() - 1) - usage(second, 0) >=
+        static_cast<std::uint64_t>(0.25e9));
+}
+
 TEST_CASE("sampling can be turned off; the exact figures remain", "[kernel][observe]") {
   REQUIRE_CGROUPS();
   Slice slice(make_device("quiet", 1, 1.0, "256MiB"));

@@ -104,6 +104,33 @@ TEST_CASE("a source failing mid-run is disabled and marked, and the others go on
   CHECK(logged[0].find("sampling stopped for cpu.stat") != std::string::npos);
 }
 
+TEST_CASE("sources kept for a slice's next run start fresh, and are not kept after a failure",
+          "[sampler]") {
+  FakeTree tree;
+  const std::string dir = "/cg";
+  tree.file(dir + "/cpu.stat", "usage_usec 100\nuser_usec 60\nsystem_usec 40\n");
+  tree.file(dir + "/memory.current", "4096\n");
+  Sources sources = Sources::v2(Fs(tree.root()), dir);
+  sources.set_logger([](const std::string&) {});
+  Columns first;
+  sources.tick(1, first);
+  CHECK(sources.reusable());
+
+  sources.rewind();
+  tree.file(dir + "/cpu.stat", "usage_usec 300\nuser_usec 160\nsystem_usec 140\n");
+  tree.file(dir + "/memory.current", "not a number\n");
+  Columns next;
+  sources.tick(1, next);
+  CHECK(value(next, Metric::cpu_usage_ns) == 300000u);        // read through the kept file
+  CHECK(value(next, Metric::memory_current_bytes) == 0u);     // not the last run's 4096
+  CHECK_FALSE(complete(next, Metric::memory_current_bytes));  // and marked so
+  CHECK_FALSE(sources.reusable());  // memory.current failed: the next run opens its own
+
+  Sources with_network = Sources::v2(Fs(tree.root()), dir);
+  with_network.add_network(StatFile());
+  CHECK_FALSE(with_network.reusable());  // one run's network namespace
+}
+
 TEST_CASE("v1: hierarchies, the exact CPU split and host-wide pressure", "[sampler]") {
   FakeTree tree;
   const std::map<std::string, std::string> dirs = {
