@@ -23,6 +23,13 @@ void copy_fixtures(const FakeTree& tree, const std::string& dir, const char* ver
   }
 }
 
+// A v2 slice with two sources: cpu.stat (usage 100 us) and memory.current (4096).
+Sources two_sources(const FakeTree& tree, const std::string& dir) {
+  tree.file(dir + "/cpu.stat", "usage_usec 100\nuser_usec 60\nsystem_usec 40\n");
+  tree.file(dir + "/memory.current", "4096\n");
+  return Sources::v2(Fs(tree.root()), dir);
+}
+
 }  // namespace
 
 TEST_CASE("v2: one tick records every source of a slice", "[sampler]") {
@@ -64,9 +71,7 @@ TEST_CASE("a source failing mid-run is disabled and marked, and the others go on
           "[sampler]") {
   FakeTree tree;
   const std::string dir = "/cg";
-  tree.file(dir + "/cpu.stat", "usage_usec 100\nuser_usec 60\nsystem_usec 40\n");
-  tree.file(dir + "/memory.current", "4096\n");
-  Sources sources = Sources::v2(Fs(tree.root()), dir);
+  Sources sources = two_sources(tree, dir);
   static std::vector<std::string> logged;
   logged.clear();
   sources.set_logger([](const std::string& message) { logged.push_back(message); });
@@ -108,9 +113,7 @@ TEST_CASE("sources kept for a slice's next run start fresh, and are not kept aft
           "[sampler]") {
   FakeTree tree;
   const std::string dir = "/cg";
-  tree.file(dir + "/cpu.stat", "usage_usec 100\nuser_usec 60\nsystem_usec 40\n");
-  tree.file(dir + "/memory.current", "4096\n");
-  Sources sources = Sources::v2(Fs(tree.root()), dir);
+  Sources sources = two_sources(tree, dir);
   sources.set_logger([](const std::string&) {});
   Columns first;
   sources.tick(1, first);
