@@ -163,6 +163,42 @@ CpuSplit split_cpu_time(std::uint64_t usage_ns, std::uint64_t user_ticks,
   return {user, usage_ns - user};
 }
 
+CpuStat parse_cpu_stat_v2(std::string_view text) {
+  static constexpr std::string_view keys[] = {"usage_usec", "user_usec",    "system_usec",
+                                              "nr_periods", "nr_throttled", "throttled_usec"};
+  std::optional<std::uint64_t> v[6];
+  find_keys(text, keys, v);
+  auto ns = [](std::optional<std::uint64_t> us) {
+    return us ? std::optional<std::uint64_t>(*us * 1000) : std::nullopt;
+  };
+  return {ns(v[0]), ns(v[1]), ns(v[2]), v[3], v[4], ns(v[5])};
+}
+
+CpuStat parse_cpu_stat_v1(std::string_view text) {
+  static constexpr std::string_view keys[] = {"nr_periods", "nr_throttled", "throttled_time"};
+  std::optional<std::uint64_t> v[3];
+  find_keys(text, keys, v);
+  CpuStat c;
+  c.periods = v[0];
+  c.throttled_periods = v[1];
+  c.throttled_ns = v[2];
+  return c;
+}
+
+CpuStat parse_cpuacct(std::string_view usage, std::string_view stat) {
+  CpuStat c;
+  const auto total = parse_u64(usage);
+  if (!total) return c;
+  static constexpr std::string_view keys[] = {"user", "system"};
+  std::optional<std::uint64_t> ticks[2];
+  find_keys(stat, keys, ticks);
+  const CpuSplit split = split_cpu_time(*total, ticks[0].value_or(0), ticks[1].value_or(0));
+  c.usage_ns = *total;
+  c.user_ns = split.user_ns;
+  c.system_ns = split.system_ns;
+  return c;
+}
+
 namespace {
 
 // Calls fn(key, value) for each "key=value" word of a line.

@@ -68,6 +68,20 @@ struct CpuSplit {
 CpuSplit split_cpu_time(std::uint64_t usage_ns, std::uint64_t user_ticks,
                         std::uint64_t system_ticks);
 
+// A slice's CPU time and CFS throttling, in nanoseconds and periods, as far as its files say.
+// One parser per file kind, shared by the end-of-run counters and the sampler.
+struct CpuStat {
+  std::optional<std::uint64_t> usage_ns, user_ns, system_ns;
+  std::optional<std::uint64_t> periods, throttled_periods, throttled_ns;
+};
+// v2 cpu.stat (microseconds; the throttling fields only with the cpu controller enabled).
+CpuStat parse_cpu_stat_v2(std::string_view text);
+// v1 cpu.stat: the throttling fields only (throttled_time in nanoseconds).
+CpuStat parse_cpu_stat_v1(std::string_view text);
+// v1 cpuacct.usage and cpuacct.stat: the exact total, split by split_cpu_time (nullopt fields
+// when cpuacct.usage is not a number).
+CpuStat parse_cpuacct(std::string_view usage, std::string_view stat);
+
 // Block I/O of a cgroup, summed over its devices.
 struct IoTotals {
   std::uint64_t read_bytes = 0, write_bytes = 0, read_ops = 0, write_ops = 0;

@@ -129,22 +129,15 @@ class V1Cgroup final : public Cgroup {
     auto usage = k.cpuacct_usage.read_into(buffer, sizeof buffer);
     auto acct = k.cpuacct_stat.read_into(second, sizeof second);
     if (usage && acct) {
-      if (auto total = parse_u64(*usage)) {
-        static constexpr std::string_view keys[] = {"user", "system"};
-        std::optional<std::uint64_t> ticks[2];
-        find_keys(*acct, keys, ticks);
-        auto split = split_cpu_time(*total, ticks[0].value_or(0), ticks[1].value_or(0));
-        c.user_ns = split.user_ns;
-        c.system_ns = split.system_ns;
-      }
+      const CpuStat time = parse_cpuacct(*usage, *acct);
+      c.user_ns = time.user_ns;
+      c.system_ns = time.system_ns;
     }
     if (auto stat = k.cpu_stat.read_into(buffer, sizeof buffer)) {
-      static constexpr std::string_view keys[] = {"nr_periods", "nr_throttled", "throttled_time"};
-      std::optional<std::uint64_t> values[3];
-      find_keys(*stat, keys, values);
-      c.periods = values[0];
-      c.throttled_periods = values[1];
-      c.throttled_ns = values[2];
+      const CpuStat cfs = parse_cpu_stat_v1(*stat);
+      c.periods = cfs.periods;
+      c.throttled_periods = cfs.throttled_periods;
+      c.throttled_ns = cfs.throttled_ns;
     }
     if (auto peak = k.memory_peak.read_into(buffer, sizeof buffer)) c.memory_peak = parse_u64(*peak);
     if (auto oom = k.oom_control.read_into(buffer, sizeof buffer)) {

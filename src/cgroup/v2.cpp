@@ -135,18 +135,12 @@ class V2Cgroup final : public Cgroup {
     char buffer[4096];  // cpu.stat and memory.events are a few lines each
     // cpu.stat's usage fields exist even without the cpu controller enabled.
     if (auto stat = kept_->cpu_stat.read_into(buffer, sizeof buffer)) {
-      static constexpr std::string_view keys[] = {"user_usec", "system_usec", "nr_periods",
-                                                  "nr_throttled", "throttled_usec"};
-      std::optional<std::uint64_t> v[5];
-      find_keys(*stat, keys, v);
-      auto us = [](std::optional<std::uint64_t> x) {
-        return x ? std::optional<std::uint64_t>(*x * 1000) : std::nullopt;
-      };
-      c.user_ns = us(v[0]);
-      c.system_ns = us(v[1]);
-      c.periods = v[2];
-      c.throttled_periods = v[3];
-      c.throttled_ns = us(v[4]);
+      const CpuStat cpu = parse_cpu_stat_v2(*stat);
+      c.user_ns = cpu.user_ns;
+      c.system_ns = cpu.system_ns;
+      c.periods = cpu.periods;
+      c.throttled_periods = cpu.throttled_periods;
+      c.throttled_ns = cpu.throttled_ns;
     }
     // After a reset, the peak is read through the fd that was reset (fd-local since 6.12).
     if (peak_fd_ >= 0) {

@@ -10,18 +10,18 @@ namespace edgeprof::detail {
 
 namespace {
 
-// Sets metrics[i] from keys[i] of flat-keyed text (one pass), times scales[i] (default 1).
-// Returns false, and sets nothing, when one of the first `required` keys is missing.
+// Sets metrics[i] from keys[i] of flat-keyed text (one pass). Returns false, and sets nothing,
+// when one of the first `required` keys is missing.
 template <std::size_t N>
 bool take(std::string_view text, const std::string_view (&keys)[N], const Metric (&metrics)[N],
-          Reading& r, std::size_t required = N, const std::uint64_t* scales = nullptr) {
+          Reading& r, std::size_t required = N) {
   std::optional<std::uint64_t> values[N];
   find_keys(text, keys, values);
   for (std::size_t i = 0; i < required; ++i) {
     if (!values[i]) return false;
   }
   for (std::size_t i = 0; i < N; ++i) {
-    if (values[i]) r.set(metrics[i], *values[i] * (scales ? scales[i] : 1));
+    if (values[i]) r.set(metrics[i], *values[i]);
   }
   return true;
 }
@@ -34,35 +34,39 @@ bool take_single(std::string_view text, Reading& r, Metric m) {
 
 // Parsers, one per file kind. They receive the texts of the source's files in order.
 
-bool v2_cpu_stat(const std::string_view* t, Reading& v) {
-  // The throttling fields appear only with the cpu controller enabled: not required.
-  static constexpr std::string_view keys[] = {"usage_usec", "user_usec",    "system_usec",
-                                              "nr_periods", "nr_throttled", "throttled_usec"};
-  static constexpr Metric metrics[] = {Metric::cpu_usage_ns,   Metric::cpu_user_ns,
-                                       Metric::cpu_system_ns,  Metric::cpu_periods,
-                                       Metric::cpu_throttled_periods, Metric::cpu_throttled_ns};
-  static constexpr std::uint64_t scales[] = {1000, 1000, 1000, 1, 1, 1000};
-  return take(t[0], keys, metrics, v, 3, scales);
-}
-
-bool v1_cpu_time(const std::string_view* t, Reading& v) {
-  auto usage = parse_u64(t[0]);
-  if (!usage) return false;
-  static constexpr std::string_view keys[] = {"user", "system"};
-  std::optional<std::uint64_t> ticks[2];
-  find_keys(t[1], keys, ticks);
-  auto split = split_cpu_time(*usage, ticks[0].value_or(0), ticks[1].value_or(0));
-  v.set(Metric::cpu_usage_ns, *usage);
-  v.set(Metric::cpu_user_ns, split.user_ns);
-  v.set(Metric::cpu_system_ns, split.system_ns);
+// Sets what `c` holds of the metrics; false when one of `required` is missing.
+bool set_cpu(const CpuStat& c, Reading& v, std::initializer_list<Metric> required) {
+  const std::pair<Metric, const std::optional<std::uint64_t>*> fields[] = {
+      {Metric::cpu_usage_ns, &c.usage_ns},
+      {Metric::cpu_user_ns, &c.user_ns},
+      {Metric::cpu_system_ns, &c.system_ns},
+      {Metric::cpu_periods, &c.periods},
+      {Metric::cpu_throttled_periods, &c.throttled_periods},
+      {Metric::cpu_throttled_ns, &c.throttled_ns}};
+  for (Metric m : required) {
+    for (const auto& [metric, value] : fields) {
+      if (metric == m && !*value) return false;
+    }
+  }
+  for (const auto& [metric, value] : fields) {
+    if (*value) v.set(metric, **value);
+  }
   return true;
 }
 
+bool v2_cpu_stat(const std::string_view* t, Reading& v) {
+  // The throttling fields appear only with the cpu controller enabled: not required.
+  return set_cpu(parse_cpu_stat_v2(t[0]), v,
+                 {Metric::cpu_usage_ns, Metric::cpu_user_ns, Metric::cpu_system_ns});
+}
+
+bool v1_cpu_time(const std::string_view* t, Reading& v) {
+  return set_cpu(parse_cpuacct(t[0], t[1]), v, {Metric::cpu_usage_ns});
+}
+
 bool v1_cpu_stat(const std::string_view* t, Reading& v) {
-  static constexpr std::string_view keys[] = {"nr_periods", "nr_throttled", "throttled_time"};
-  static constexpr Metric metrics[] = {Metric::cpu_periods, Metric::cpu_throttled_periods,
-                                       Metric::cpu_throttled_ns};
-  return take(t[0], keys, metrics, v);
+  return set_cpu(parse_cpu_stat_v1(t[0]), v,
+                 {Metric::cpu_periods, Metric::cpu_throttled_periods, Metric::cpu_throttled_ns});
 }
 
 // Files holding one number: memory.current, memory.peak, memory.swap.current, pids.current...

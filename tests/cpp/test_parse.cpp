@@ -94,6 +94,32 @@ TEST_CASE("slice names round-trip and reject look-alikes", "[parse]") {
   CHECK_FALSE(parse_slice_name("other-1-2-3"));
 }
 
+TEST_CASE("cpu.stat and cpuacct parse into one shape, in nanoseconds", "[parse]") {
+  const CpuStat v2 = parse_cpu_stat_v2(fixture("v2/cpu.stat"));
+  CHECK(v2.usage_ns == 756803000u);
+  CHECK(v2.user_ns == 637524000u);
+  CHECK(v2.system_ns == 119278000u);
+  CHECK(v2.periods == 15u);
+  CHECK(v2.throttled_periods == 15u);
+  CHECK(v2.throttled_ns == 724491000u);
+  // Without the cpu controller: usage only, no throttling fields (absent, not zero).
+  const CpuStat bare = parse_cpu_stat_v2("usage_usec 5\nuser_usec 3\nsystem_usec 2\n");
+  CHECK(bare.user_ns == 3000u);
+  CHECK_FALSE(bare.periods);
+
+  const CpuStat v1 = parse_cpu_stat_v1(fixture("v1/cpu.stat"));
+  CHECK(v1.periods == 30u);
+  CHECK(v1.throttled_periods == 27u);
+  CHECK(v1.throttled_ns == 132976148u);
+  CHECK_FALSE(v1.usage_ns);
+
+  const CpuStat acct = parse_cpuacct(fixture("v1/cpuacct.usage"), fixture("v1/cpuacct.stat"));
+  CHECK(acct.usage_ns == 145791359u);
+  CHECK(*acct.user_ns + *acct.system_ns == 145791359u);
+  CHECK(acct.user_ns == split_cpu_time(145791359, 8, 6).user_ns);
+  CHECK_FALSE(parse_cpuacct("garbage", "user 1\nsystem 1\n").usage_ns);
+}
+
 TEST_CASE("v1 CPU time is the exact total split in the ratio of the ticks", "[parse]") {
   auto split = split_cpu_time(757270296, 75, 0);
   CHECK(split.user_ns == 757270296u);
