@@ -269,6 +269,22 @@ struct Cli {
     }
     return x;
   }
+
+  // The options every benchmark shares, tried after its own: --markdown FILE (into
+  // `markdown`) and -h/--help; anything else is an unknown argument (exit 2).
+  template <typename Value>
+  void shared_option(const std::string& flag, Value&& value, std::string& markdown) const {
+    if (flag == "--markdown") {
+      const char* v = value();
+      if (!v) fail("--markdown wants a file name");
+      markdown = v;
+    } else if (flag == "-h" || flag == "--help") {
+      print(stdout);
+      std::exit(0);
+    } else {
+      fail(fmt::format("unknown argument '{}'", flag));
+    }
+  }
 };
 
 // ---------------------------------------------------------------------------------- main

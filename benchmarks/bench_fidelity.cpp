@@ -1114,15 +1114,8 @@ Options parse_options(int argc, char** argv) {
         }
         o.only.insert(part);
       }
-    } else if (a == "--markdown") {
-      const char* v = value();
-      if (!v) kCli.fail("--markdown wants a file name");
-      o.markdown = v;
-    } else if (a == "-h" || a == "--help") {
-      usage(stdout);
-      std::exit(0);
     } else {
-      kCli.fail(fmt::format("unknown argument '{}'", a));
+      kCli.shared_option(a, value, o.markdown);
     }
   }
   if (o.quick) {

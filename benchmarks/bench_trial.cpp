@@ -498,15 +498,8 @@ Options parse_options(int argc, char** argv) {
       const char* v = value();
       if (!v || !*v) kCli.fail("--device wants a built-in device name (edgeprof devices)");
       o.device = v;
-    } else if (a == "--markdown") {
-      const char* v = value();
-      if (!v) kCli.fail("--markdown wants a file name");
-      o.markdown = v;
-    } else if (a == "-h" || a == "--help") {
-      usage(stdout);
-      std::exit(0);
     } else {
-      kCli.fail(fmt::format("unknown argument '{}'", a));
+      kCli.shared_option(a, value, o.markdown);
     }
   }
   if (o.quick) {
