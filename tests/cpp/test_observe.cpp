@@ -449,7 +449,9 @@ TEST_CASE("a speed schedule slows the workload down when it says, and the report
   REQUIRE(again.ok());
   CAPTURE(again.throttled_periods, again.throttled_s, again.wall_time_s);
   CHECK(again.speed_changes.empty());
-  CHECK(again.throttled_s < 0.1 * again.wall_time_s);
+  // (Still at half speed it would be throttled about half the time; under the VM's emulation a
+  // full-speed slice is throttled a little too: 10.4% of a 0.44 s run in one CI run.)
+  CHECK(again.throttled_s < slack(0.1, 0.25) * again.wall_time_s);
   // The report keeps the changes through JSON.
   CHECK(result_from_json(to_json(r)).speed_changes.size() == 1);
 }
