@@ -206,13 +206,15 @@ TEST_CASE("the next run in a slice is sampled as fully as the first", "[kernel][
   const auto usage = [](const Result& r, size_t i) {
     return r.series.values[static_cast<int>(Metric::cpu_usage_ns)][i];
   };
-  auto [first, out1] = run_capturing(slice, workload({"spin-report", "0.3"}), options);
-  auto [second, out2] = run_capturing(slice, workload({"spin-report", "0.3"}), options);
+  // One second each, as in the test above: the sampled average spans the run plus the moments
+  // before the release and after the reap, which a 0.3 s run felt at 8% on a busy host.
+  auto [first, out1] = run_capturing(slice, workload({"spin-report", "1.0"}), options);
+  auto [second, out2] = run_capturing(slice, workload({"spin-report", "1.0"}), options);
   REQUIRE(first.ok());
   REQUIRE(second.ok());
   for (const Result* r : {&first, &second}) {
     CAPTURE(r->cpu_user_s, r->cpu_system_s, r->wall_time_s);
-    CHECK(r->series.size() >= 20);
+    CHECK(r->series.size() + r->summary.missed_deadlines >= 100);  // a busy VM skips some
     CHECK(r->series.complete == r->series.available);
     CHECK(r->series.has(Metric::memory_current_bytes));
     const double exact_cores = (r->cpu_user_s + r->cpu_system_s) / r->wall_time_s;
@@ -222,7 +224,7 @@ TEST_CASE("the next run in a slice is sampled as fully as the first", "[kernel][
   // The slice's CPU counter only grows: the second run starts where the first ended.
   CHECK(usage(second, 0) >= usage(first, first.series.size() - 1));
   CHECK(usage(second, second.series.size() - 1) - usage(second, 0) >=
-        static_cast<std::uint64_t>(0.25e9));
+        static_cast<std::uint64_t>(0.8e9));
 }
 
 TEST_CASE("sampling can be turned off; the exact figures remain", "[kernel][observe]") {
