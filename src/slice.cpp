@@ -147,6 +147,40 @@ CpuLedger& cpu_ledger() {
 
 CgroupMode cgroup_mode() { return layout().mode; }
 
+namespace {
+
+// The phase channel (edgeprof/phase.hpp): a non-blocking pipe whose write end only the child
+// inherits, named in its environment with the pipe's inode. A slice keeps one for its next run,
+// because creating one (pipe2, fstat, two closes) is a large part of what a spawn costs where
+// system calls are slow (docs/benchmarks.md). This process holds the write end too, so the read
+// end never reports EOF: marks are read until the pipe is empty, after the child was reaped.
+struct PhasePipe {
+  detail::UniqueFd read, write;
+  std::string env;  // "<write fd>:<inode>"
+};
+
+PhasePipe make_phase_pipe() {
+  int ends[2];
+  if (::pipe2(ends, O_CLOEXEC | O_NONBLOCK) != 0) {
+    const int err = errno;
+    throw Error(fmt::format("cannot create the phase pipe: {} (errno {})", std::strerror(err),
+                            err),
+                err);
+  }
+  PhasePipe p{detail::UniqueFd(ends[0]), detail::UniqueFd(ends[1]), {}};
+  struct stat st {};
+  if (::fstat(p.write.get(), &st) != 0) {
+    const int err = errno;
+    throw Error(fmt::format("cannot read the phase pipe's inode: {} (errno {})",
+                            std::strerror(err), err),
+                err);
+  }
+  p.env = fmt::format("{}:{}", p.write.get(), st.st_ino);
+  return p;
+}
+
+}  // namespace
+
 struct Slice::Impl {
   Device device;
   SliceOptions options;
@@ -159,6 +193,8 @@ struct Slice::Impl {
   // The sampler's open stat files, kept between runs: opening them costs a spawn more than
   // anything else the library does (about a dozen opens on v1).
   std::optional<detail::Sources> spare_sources;
+  // The phase pipe of the last run, for the next one (PhasePipe).
+  std::optional<PhasePipe> spare_pipe;
   bool ledger_taken = false;  // plan.cpus recorded in the CPU ledger
 
   void require_alive() const {
@@ -172,6 +208,7 @@ struct Slice::Impl {
     }
     if (!cgroup) return;
     spare_sources.reset();
+    spare_pipe.reset();
     try {
       cgroup->kill_all();
     } catch (const std::exception& e) {
@@ -259,8 +296,8 @@ struct Child::State {
   bool peak_reset = false;
   std::vector<std::string> argv;
   std::optional<Result> result;
-  // Observation: the phase channel's read end, the sampler, the network namespace.
-  detail::UniqueFd marks;
+  // Observation: the phase channel, the sampler, the network namespace.
+  PhasePipe marks;
   std::unique_ptr<detail::NetworkNamespace> netns;
   std::unique_ptr<detail::Sampler> sampler;
   // The device's speed schedule, applied while the workload runs (declared after `slice`, so
@@ -311,20 +348,16 @@ Child Slice::spawn(const Command& command, const SpawnOptions& options) {
   state->argv = command.argv;
   state->interval = options.sample_interval;
 
-  // The phase channel: a non-blocking pipe whose write end only the child inherits, named in
-  // its environment with the pipe's inode (edgeprof/phase.hpp).
-  int ends[2];
-  if (::pipe2(ends, O_CLOEXEC | O_NONBLOCK) != 0) {
-    throw Error(fmt::format("cannot create the phase pipe: {} (errno {})", std::strerror(errno),
-                            errno),
-                errno);
+  // The phase channel: the slice's spare one when it has one (a run in progress has it
+  // otherwise), else a new one. What a previous run's workload wrote was read at its end.
+  if (s.spare_pipe) {
+    state->marks = std::move(*s.spare_pipe);
+    s.spare_pipe.reset();
+  } else {
+    state->marks = make_phase_pipe();
   }
-  state->marks = detail::UniqueFd(ends[0]);
-  detail::UniqueFd write_end(ends[1]);
-  struct stat st {};
-  ::fstat(write_end.get(), &st);
-  prepared.set_env(kPhaseEnv, fmt::format("{}:{}", write_end.get(), st.st_ino));
-  prepared.keep_fd(write_end.get());
+  prepared.set_env(kPhaseEnv, state->marks.env);
+  prepared.keep_fd(state->marks.write.get());
 
   if (options.isolate_network) {
     state->netns = std::make_unique<detail::NetworkNamespace>();
@@ -335,7 +368,7 @@ Child Slice::spawn(const Command& command, const SpawnOptions& options) {
     s.spare_sources.reset();
     if (state->netns) sources.add_network(state->netns->take_dev());
     state->sampler = std::make_unique<detail::Sampler>(std::move(sources), options.sample_interval);
-    state->sampler->watch_marks(state->marks.get());
+    state->sampler->watch_marks(state->marks.read.get());
   }
 
   // A fresh peak per workload when the slice is idle and the kernel can reset it.
@@ -354,7 +387,6 @@ Child Slice::spawn(const Command& command, const SpawnOptions& options) {
     if (state->sampler) state->sampler->stop();
     throw;
   }
-  write_end.reset();  // the child has its own copy; EOF once every writer is gone
   ++s.running;
   if (!s.device.speed_schedule.empty()) {
     state->scheduler = std::make_unique<detail::SpeedScheduler>(
@@ -435,11 +467,16 @@ void Child::State::observe(Result& r, const detail::Exit& exit) {
   } else {
     char buffer[4096];
     ssize_t n;
-    while ((n = ::read(marks.get(), buffer, sizeof buffer)) > 0) {
+    while ((n = ::read(marks.read.get(), buffer, sizeof buffer)) > 0) {
       marks_text.append(buffer, static_cast<size_t>(n));
     }
   }
-  marks.reset();
+  // Empty now: the slice's next run may use it.
+  if (slice->cgroup && !slice->spare_pipe) {
+    slice->spare_pipe = std::move(marks);
+  } else {
+    marks = PhasePipe{};
+  }
 }
 
 // The figures derived from the samples and the marks.

@@ -469,6 +469,14 @@ std::optional<Exit> wait_exit(const Spawned& child, std::optional<Clock::time_po
     std::optional<Clock::duration> budget;
     if (deadline) budget = std::max(Clock::duration::zero(), *deadline - Clock::now());
     if (tick && (!budget || *budget > tick_every)) budget = tick_every;
+    // Nothing to do meanwhile: wait4 blocks until the exit (one system call instead of two).
+    if (!budget) {
+      Exit e;
+      while (::wait4(child.pid, &e.status, 0, &e.usage) < 0 && errno == EINTR) {
+      }
+      e.when = Clock::now();
+      return e;
+    }
 
     bool exited;
     if (child.pidfd >= 0) {

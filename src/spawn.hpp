@@ -83,7 +83,8 @@ struct Exit {
 };
 
 // Waits for the child's exit via its pidfd until `deadline` (nullopt = for ever), calling
-// `tick` at least every `tick_every` while waiting. Returns nullopt when the deadline passed.
+// `tick` at least every `tick_every` while waiting (with neither, wait4 blocks). Returns nullopt
+// when the deadline passed.
 std::optional<Exit> wait_exit(const Spawned& child, std::optional<Clock::time_point> deadline,
                               const std::function<void()>& tick,
                               std::chrono::milliseconds tick_every);

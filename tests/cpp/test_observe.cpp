@@ -245,6 +245,38 @@ TEST_CASE("sampling can be turned off; the exact figures remain", "[kernel][obse
   CHECK_THROWS_WITH(slice.spawn(workload({"exit"}), options), Catch::Contains("1 ms to 60 s"));
 }
 
+TEST_CASE("each run of a slice gets its own phase marks, also runs at the same time",
+          "[kernel][observe][phase]") {
+  // A slice keeps its phase pipe for the next run: no run may see another's marks.
+  REQUIRE_CGROUPS();
+  Slice slice(make_device("marks", 2, 1.0, "256MiB"));
+  const auto names = [](const Result& r) {
+    std::vector<std::string> out;
+    for (const Phase& ph : r.phases) out.push_back(ph.name);
+    return out;
+  };
+  const std::vector<std::string> expected{"load", "compute", "idle"};
+  SpawnOptions quiet;
+  quiet.sample_interval = std::chrono::nanoseconds(0);
+  for (const SpawnOptions& options : {SpawnOptions{}, quiet, SpawnOptions{}}) {
+    auto [r, out] = run_capturing(slice, workload({"phases"}), options);
+    REQUIRE(r.ok());
+    CHECK(names(r) == expected);
+    CHECK(r.warnings.empty());
+  }
+  // Two at once: one takes the kept pipe, the other gets a new one.
+  Command command = workload({"phases"});
+  command.stdout_stream = Stdio::discard();
+  Child a = slice.spawn(command, quiet);
+  Child b = slice.spawn(command);
+  const Result ra = a.wait(std::chrono::seconds(60));
+  const Result rb = b.wait(std::chrono::seconds(60));
+  CHECK(names(ra) == expected);
+  CHECK(names(rb) == expected);
+  auto [after, out] = run_capturing(slice, workload({"phases"}), quiet);
+  CHECK(names(after) == expected);
+}
+
 TEST_CASE("repeated runs: warm-ups apart, statistics over fresh slices", "[kernel][observe]") {
   REQUIRE_CGROUPS();
   int calls = 0;
