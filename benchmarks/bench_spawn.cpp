@@ -30,7 +30,6 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <libcgroup.h>
-#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -471,10 +470,10 @@ SliceView view_of(const edgeprof::Slice& slice, const BenchArea* area) {
 struct CounterFiles {
   std::optional<std::string> reset_path;
   std::string reset_value;
-  // v1: the backend opens, writes and closes memory.max_usage_in_bytes for every reset; v2
-  // writes a kept memory.peak fd, and stops trying once the kernel refused (before 6.12).
-  bool reset_reopens = false;
+  // The backends write the reset into a kept fd; v2 stops trying once the kernel refused
+  // (before 6.12).
   std::vector<std::string> reads;
+  std::string peak;  // the one of `reads` read at a run's end only
 };
 
 CounterFiles counter_files(const SliceView& v) {
@@ -486,10 +485,11 @@ CounterFiles counter_files(const SliceView& v) {
     c.reset_path = v.file("memory.peak");
     c.reset_value = "reset\n";
     for (const char* f : {"cpu.stat", "memory.peak", "memory.events"}) add(f);
+    c.peak = v.file("memory.peak").value_or("");
   } else {
     c.reset_path = v.file("memory.max_usage_in_bytes");
     c.reset_value = "0";
-    c.reset_reopens = true;
+    c.peak = v.file("memory.max_usage_in_bytes").value_or("");
     for (const char* f : {"cpuacct.usage", "cpuacct.stat", "cpu.stat", "memory.max_usage_in_bytes",
                           "memory.oom_control"}) {
       add(f);
@@ -508,7 +508,10 @@ class KeptFds {
     // On v2 before Linux 6.12 memory.peak cannot be reset: root may open it for writing, but
     // the write fails (EINVAL); reset() then stops trying, as the v2 backend does.
     if (c.reset_path) reset_ = ::open(c.reset_path->c_str(), O_WRONLY | O_CLOEXEC);
-    for (const std::string& f : c.reads) counters_.push_back(open_or_throw(f, O_RDONLY));
+    for (const std::string& f : c.reads) {
+      if (f == c.peak) peak_ = static_cast<int>(counters_.size());
+      counters_.push_back(open_or_throw(f, O_RDONLY));
+    }
   }
   ~KeptFds() {
     for (int fd : procs_) ::close(fd);
@@ -538,10 +541,13 @@ class KeptFds {
       (void)ignored;
     }
   }
-  // As edgeprof's StatFile::read: pread from offset 0 until a short read (one call each).
-  void read_all() const {
+  // As edgeprof's StatFile::read: pread from offset 0 until a short read (one call each); the
+  // peak only at a run's end (`with_peak`), as Slice reads it.
+  void read_all(bool with_peak) const {
     char buf[4096];
-    for (int fd : counters_) {
+    for (size_t i = 0; i < counters_.size(); ++i) {
+      const int fd = counters_[i];
+      if (!with_peak && static_cast<int>(i) == peak_) continue;
       for (off_t offset = 0;;) {
         ssize_t n = ::pread(fd, buf, sizeof buf, offset);
         if (n < 0 && errno == EINTR) continue;
@@ -560,19 +566,16 @@ class KeptFds {
     return fd;
   }
   std::vector<int> procs_, counters_;
+  int peak_ = -1;  // index in counters_
   mutable int reset_ = -1;  // closed once the kernel refused a reset
   std::string reset_value_;
 };
 
 // The counter work of Slice::spawn before the child starts: reset the peak as the backend does,
-// then read every counter file through its kept fd.
-void counters_before(const CounterFiles& c, const KeptFds& kept) {
-  if (c.reset_reopens) {
-    if (c.reset_path) write_file(*c.reset_path, c.reset_value);
-  } else {
-    kept.reset();
-  }
-  kept.read_all();
+// then read the cumulative counter files through their kept fds.
+void counters_before(const KeptFds& kept) {
+  kept.reset();
+  kept.read_all(false);
 }
 
 // ------------------------------------------------------ 1. spawn: instrumented replicas
@@ -647,12 +650,12 @@ void check_exit(int status, const char* who) {
 // counters (on kept fds, as the backends now read them), fork (the child held on a pipe), the
 // parent's writes of the pid into each cgroup.procs, release and exec, and the wait. `cgroup` =
 // false leaves out everything cgroup-related (counters, attach): the bare fork + pipe + exec.
-void replica_spawn(const SliceView& v, const CounterFiles& counters, const KeptFds& kept,
+void replica_spawn(const SliceView& v, const KeptFds& kept,
                    bool cgroup, Phases* phases) {
   char* argv[] = {const_cast<char*>(kTrue), nullptr};
   ChildClock* clock = child_clock();
   auto t0 = Clock::now();
-  if (cgroup) counters_before(counters, kept);
+  if (cgroup) counters_before(kept);
   auto t1 = Clock::now();
   int errors[2], release[2];
   if (::pipe2(errors, O_CLOEXEC) != 0 || ::pipe2(release, O_CLOEXEC) != 0) {
@@ -697,18 +700,13 @@ void replica_spawn(const SliceView& v, const CounterFiles& counters, const KeptF
   } while (n < 0 && errno == EINTR);
   ::close(errors[0]);
   auto t4 = Clock::now();
-  if (pidfd >= 0) {
-    pollfd p{pidfd, POLLIN, 0};
-    while (::ppoll(&p, 1, nullptr, nullptr) < 0 && errno == EINTR) {
-    }
-    ::close(pidfd);
-  }
   int status = 0;
   rusage usage{};
   while (::wait4(pid, &status, 0, &usage) < 0 && errno == EINTR) {
   }
+  if (pidfd >= 0) ::close(pidfd);
   auto t5 = Clock::now();
-  if (cgroup) kept.read_all();
+  if (cgroup) kept.read_all(true);
   auto t6 = Clock::now();
   if (n > 0) {
     throw BenchError(fmt::format("the replica child could not execute {}: {}", kTrue,
@@ -730,7 +728,7 @@ void replica_spawn(const SliceView& v, const CounterFiles& counters, const KeptF
               us_ns(clock->released, clock->signals_reset));
   phases->add("  child: close_range + execve until close-on-exec",
               us_ns(clock->signals_reset, ns_of(t4)));
-  phases->add("wait for exit (ppoll pidfd + wait4)", us_between(t4, t5));
+  phases->add("wait for exit (wait4)", us_between(t4, t5));
   phases->add("read counters (after)", us_between(t5, t6));
   phases->add("total", us_between(t0, t6));
 }
@@ -764,7 +762,34 @@ struct VforkChild {
   std::int64_t started = 0, checked = 0, signals_reset = 0;
   std::int64_t attached[kMaxProcs] = {};
   timespec exec_time{};  // edgeprof's own clock read, just before execve
+  int phase_fd = -1;     // the phase pipe's write end, inherited by the workload
+  char* const* envp = nullptr;
 };
+
+// The phase pipe a slice keeps between runs (src/slice.cpp), and the environment naming it.
+struct ReplicaPhasePipe {
+  int read = -1, write = -1;
+  std::string env;
+  std::vector<char*> envp;
+  ReplicaPhasePipe() {
+    int ends[2];
+    if (::pipe2(ends, O_CLOEXEC | O_NONBLOCK) != 0) {
+      throw BenchError(fmt::format("pipe2: {}", std::strerror(errno)));
+    }
+    read = ends[0];
+    write = ends[1];
+    struct stat st {};
+    ::fstat(write, &st);
+    env = fmt::format("EDGEPROF_PHASE_FD={}:{}", write, st.st_ino);
+    for (char** e = environ; e && *e; ++e) envp.push_back(*e);
+    envp.push_back(env.data());
+    envp.push_back(nullptr);
+  }
+};
+const ReplicaPhasePipe& replica_phase_pipe() {
+  static const ReplicaPhasePipe pipe;
+  return pipe;
+}
 
 // src/spawn.cpp child_main on the default path, with the same system calls: runs on its own
 // stack in the parent's memory, the parent suspended until it execs (CLONE_VFORK).
@@ -790,8 +815,13 @@ int replica_vfork_child(void* p) {
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
   if (c.timed) c.signals_reset = mono_ns();
   ::syscall(SYS_close_range, 3u, ~0u, kCloseRangeCloexec);
+  if (::fcntl(c.phase_fd, F_SETFD, 0) != 0) {
+    c.err = errno;
+    c.stage = 2;
+    ::_exit(127);
+  }
   ::clock_gettime(CLOCK_MONOTONIC, &c.exec_time);
-  ::execve(c.argv[0], c.argv, environ);
+  ::execve(c.argv[0], c.argv, c.envp);
   c.err = errno;
   c.stage = 2;
   ::_exit(127);
@@ -800,21 +830,24 @@ int replica_vfork_child(void* p) {
 // edgeprof's default path (src/spawn.cpp try_vfork, x86-64): the counters on kept fds,
 // clone3(CLONE_VM|CLONE_VFORK|CLONE_PIDFD) with all signals blocked, the child born in the slice
 // (v2: CLONE_INTO_CGROUP with `cgroup_fd`) or writing "0" into the kept cgroup.procs fds (v1:
-// `cgroup_fd` = -1), then the wait without a deadline (ppoll on the pidfd, a clock read, wait4)
-// and the counters again. edgeprof reads the clock twice per run (the child just before execve,
+// `cgroup_fd` = -1), the workload inheriting the slice's kept phase pipe, then the wait without
+// a deadline (wait4, a clock read), the phase pipe read until empty and the counters again. edgeprof reads the clock twice per run (the child just before execve,
 // the parent when the pidfd is readable); with `phases` the replica adds a clock read between
 // the steps and in the child, and records them.
-void replica_vfork_spawn(const SliceView& v, const CounterFiles& counters, const KeptFds& kept,
+void replica_vfork_spawn(const SliceView& v, const KeptFds& kept,
                          int cgroup_fd, Phases* phases) {
   alignas(64) static char stack[256 * 1024];  // src/spawn.cpp's child stack is as large
   char* argv[] = {const_cast<char*>(kTrue), nullptr};
   const bool timed = phases != nullptr;
   auto stamp = [timed] { return timed ? Clock::now() : Clock::time_point{}; };
   const auto t0 = stamp();
-  counters_before(counters, kept);
+  counters_before(kept);
   const auto t1 = stamp();
+  const ReplicaPhasePipe& phase = replica_phase_pipe();
   VforkChild c{kept.procs().data(), cgroup_fd >= 0 ? 0 : kept.procs().size(), argv, ::getpid(),
                timed};
+  c.phase_fd = phase.write;
+  c.envp = phase.envp.data();
   int pidfd = -1;
   CloneArgs ca{};
   ca.flags = CLONE_VM | CLONE_VFORK | kClonePidfd;
@@ -847,17 +880,17 @@ void replica_vfork_spawn(const SliceView& v, const CounterFiles& counters, const
                                  c.stage == 1 ? "attach itself" : "execute /bin/true",
                                  std::strerror(c.err)));
   }
-  pollfd p{pidfd, POLLIN, 0};
-  while (::ppoll(&p, 1, nullptr, nullptr) < 0 && errno == EINTR) {
-  }
-  const auto exited = Clock::now();  // edgeprof's Exit::when
   int status = 0;
   rusage usage{};
   while (::wait4(pid, &status, 0, &usage) < 0 && errno == EINTR) {
   }
+  const auto exited = Clock::now();  // edgeprof's Exit::when
   ::close(pidfd);
+  char marks[4096];
+  while (::read(phase.read, marks, sizeof marks) > 0) {
+  }
   const auto t3 = stamp();
-  kept.read_all();
+  kept.read_all(true);
   const auto t4 = stamp();
   g_sink = us_ns(ns_of(c.exec_time), ns_of(exited));  // Result::wall_time_s
   check_exit(status, "the default-path replica");
@@ -881,7 +914,8 @@ void replica_vfork_spawn(const SliceView& v, const CounterFiles& counters, const
   phases->add("child: close_range + clock read", us_ns(c.signals_reset, ns_of(c.exec_time)));
   phases->add("execve until the parent resumes (CLONE_VFORK release)",
               us_ns(ns_of(c.exec_time), ns_of(t2)));
-  phases->add("wait for exit (ppoll pidfd, clock read, wait4)", us_between(t2, t3));
+  phases->add("wait for exit (wait4, clock read, close pidfd, read the phase pipe)",
+              us_between(t2, t3));
   phases->add("read counters (after)", us_between(t3, t4));
   phases->add("total", us_between(t0, t4));
 }
@@ -1101,7 +1135,7 @@ void bench_spawn(const Options& o, const BenchArea* area, Report& report) {
     no_clone3 = "not x86-64: edgeprof uses its fork fallback here";
   } else {
     try {
-      replica_vfork_spawn(v, counters, kept, slice_fd, nullptr);
+      replica_vfork_spawn(v, kept, slice_fd, nullptr);
     } catch (const Clone3Refused& e) {
       no_clone3 = fmt::format("the kernel refused {}: edgeprof uses its fork fallback here",
                               e.what());
@@ -1149,15 +1183,15 @@ void bench_spawn(const Options& o, const BenchArea* area, Report& report) {
                   true});
   if (clone3) {
     list.push_back({default_path + ", untimed",
-                    [&] { replica_vfork_spawn(v, counters, kept, slice_fd, nullptr); }, false});
+                    [&] { replica_vfork_spawn(v, kept, slice_fd, nullptr); }, false});
     list.push_back({default_path + ", timed phases",
-                    [&] { replica_vfork_spawn(v, counters, kept, slice_fd, vfork_record); },
+                    [&] { replica_vfork_spawn(v, kept, slice_fd, vfork_record); },
                     true});
   }
   list.push_back({"replica of edgeprof's fork fallback (fork + pipe + parent attach), timed phases",
-                  [&] { replica_spawn(v, counters, kept, true, fork_record); }, true});
+                  [&] { replica_spawn(v, kept, true, fork_record); }, true});
   list.push_back({"fork fallback without cgroup work (fork + pipe + exec)",
-                  [&] { replica_spawn(v, counters, kept, false, nullptr); }, false});
+                  [&] { replica_spawn(v, kept, false, nullptr); }, false});
   list.push_back({"minimal vfork+attach: clone(CLONE_VM|CLONE_VFORK), kept fds, waitpid",
                   [&] { vfork_spawn(kept, Placement::self_attach); }, true});
   if (clone3 && slice_fd >= 0) {

@@ -308,6 +308,10 @@ struct Child::State {
 
   std::string marks_text;
 
+  bool result_given_away = false;  // moved out by wait() &&
+
+  // wait(): the stored result, after waiting if it was not waited for yet.
+  Result& await(std::optional<std::chrono::duration<double>> timeout, const InterruptCheck& check);
   Result finish(const detail::Exit& exit, bool timed_out);
   void observe(Result& r, const detail::Exit& exit);
   void analyse(Result& r);
@@ -343,7 +347,9 @@ Child Slice::spawn(const Command& command, const SpawnOptions& options) {
   Impl& s = *impl_;
   if (options.sample_interval.count() != 0) detail::check_sample_interval(options.sample_interval);
   detail::PreparedCommand prepared(command);
-  auto state = std::make_unique<Child::State>();
+  // Default-initialised: every member has its own initialiser, so the zeroing that
+  // make_unique's value-initialisation adds (several kilobytes, the stored Result) is skipped.
+  std::unique_ptr<Child::State> state(new Child::State);
   state->slice = impl_;
   state->argv = command.argv;
   state->interval = options.sample_interval;
@@ -373,7 +379,7 @@ Child Slice::spawn(const Command& command, const SpawnOptions& options) {
 
   // A fresh peak per workload when the slice is idle and the kernel can reset it.
   if (s.running == 0) state->peak_reset = s.cgroup->reset_peak();
-  state->before = s.cgroup->counters();
+  state->before = s.cgroup->counters(false);
   detail::Placement placement;
   placement.cgroup_fd = s.cgroup->clone_fd();
   placement.procs_fds = s.cgroup->self_attach_fds();
@@ -406,7 +412,7 @@ Result Child::State::finish(const detail::Exit& exit, bool timed_out) {
   r.wall_time_s = std::chrono::duration<double>(exit.when - process.released).count();
   r.child_max_rss_bytes = static_cast<std::uint64_t>(exit.usage.ru_maxrss) * 1024;
 
-  const detail::Counters after = slice->cgroup ? slice->cgroup->counters() : detail::Counters{};
+  const detail::Counters after = slice->cgroup ? slice->cgroup->counters(true) : detail::Counters{};
   auto delta = [](std::optional<std::uint64_t> a, std::optional<std::uint64_t> b) {
     return a && b && *b >= *a ? *b - *a : 0;
   };
@@ -512,38 +518,53 @@ void Child::State::analyse(Result& r) {
   }
 }
 
-Result Child::wait(std::optional<std::chrono::duration<double>> timeout,
-                   const InterruptCheck& check) {
-  State& s = *state_;
-  if (s.result) return *s.result;
+Result& Child::State::await(std::optional<std::chrono::duration<double>> timeout,
+                            const InterruptCheck& check) {
+  if (result_given_away) {
+    throw Error("this Child's result was moved out by an earlier wait() on it as an rvalue: "
+                "keep that result, or wait() on the Child as an lvalue to keep a copy in it");
+  }
+  if (result) return *result;
   std::optional<Clock::time_point> deadline;
   if (timeout) {
-    deadline = s.process.released + std::chrono::duration_cast<Clock::duration>(*timeout);
+    deadline = process.released + std::chrono::duration_cast<Clock::duration>(*timeout);
   }
   std::optional<detail::Exit> exit;
   try {
-    exit = detail::wait_exit(s.process, deadline, check, std::chrono::milliseconds(50));
+    exit = detail::wait_exit(process, deadline, check, std::chrono::milliseconds(50));
   } catch (...) {
     // Interrupted (Ctrl-C in Python, or the caller's own check): nothing keeps running, and
     // the child is reaped so the destructor has nothing left to do.
-    if (s.slice->cgroup) s.slice->cgroup->kill_all();
-    s.result = s.finish(detail::reap(s.process), false);
+    if (slice->cgroup) slice->cgroup->kill_all();
+    result = finish(detail::reap(process), false);
     throw;
   }
   bool timed_out = false;
   if (!exit) {
     timed_out = true;
-    if (s.slice->cgroup) s.slice->cgroup->kill_all();
-    exit = detail::reap(s.process);
+    if (slice->cgroup) slice->cgroup->kill_all();
+    exit = detail::reap(process);
   }
-  s.result = s.finish(*exit, timed_out);
-  return *s.result;
+  result = finish(*exit, timed_out);
+  return *result;
+}
+
+Result Child::wait(std::optional<std::chrono::duration<double>> timeout,
+                   const InterruptCheck& check) & {
+  return state_->await(timeout, check);
+}
+
+Result Child::wait(std::optional<std::chrono::duration<double>> timeout,
+                   const InterruptCheck& check) && {
+  Result r = std::move(state_->await(timeout, check));
+  state_->result_given_away = true;
+  return r;
 }
 
 Result run(const Command& command, const Device& device, const RunOptions& options) {
   Slice slice(device, options.slice);
   Child child = slice.spawn(command, options.spawn);
-  return child.wait(options.timeout, options.check);
+  return std::move(child).wait(options.timeout, options.check);
 }
 
 RepeatedResult run_repeated(const Command& command, const Device& device, int repeat,

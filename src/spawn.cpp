@@ -260,18 +260,22 @@ PreparedCommand::PreparedCommand(const Command& command) {
 void PreparedCommand::set_env(const std::string& name, const std::string& value) {
   // The child's environment points into this process's environ (or the command's own), minus
   // an inherited NAME, plus NAME=value: no copy of the other variables' strings.
-  if (!own_env_) {
-    for (char** e = environ; e && *e; ++e) envp_.push_back(*e);
-    envp_.push_back(nullptr);
-    own_env_ = true;
-  }
-  envp_.pop_back();  // the terminating null
   const size_t n = name.size();
-  envp_.erase(std::remove_if(envp_.begin(), envp_.end(),
-                             [&](const char* e) {
-                               return std::strncmp(e, name.c_str(), n) == 0 && e[n] == '=';
-                             }),
-              envp_.end());
+  const auto is_name = [&](const char* e) {
+    return std::strncmp(e, name.c_str(), n) == 0 && e[n] == '=';
+  };
+  if (!own_env_) {
+    size_t count = 0;
+    for (char** e = environ; e && *e; ++e) ++count;
+    envp_.reserve(count + 2);
+    for (char** e = environ; e && *e; ++e) {
+      if (!is_name(*e)) envp_.push_back(*e);
+    }
+    own_env_ = true;
+  } else {
+    envp_.pop_back();  // the terminating null
+    envp_.erase(std::remove_if(envp_.begin(), envp_.end(), is_name), envp_.end());
+  }
   added_env_.push_back(name + "=" + value);
   envp_.push_back(added_env_.back().data());
   envp_.push_back(nullptr);

@@ -111,7 +111,12 @@ class Child {
   /// passes and reports timed_out. Waiting twice returns the same result. The timeout counts
   /// from the workload's release to exec; `check` is called while waiting (InterruptCheck).
   Result wait(std::optional<std::chrono::duration<double>> timeout = std::nullopt,
-              const InterruptCheck& check = {});
+              const InterruptCheck& check = {}) &;
+  /// The same for a Child that is going away (`slice.spawn(command).wait()`,
+  /// `std::move(child).wait()`): the result is moved out rather than copied, and a later wait()
+  /// on the same Child throws Error.
+  Result wait(std::optional<std::chrono::duration<double>> timeout = std::nullopt,
+              const InterruptCheck& check = {}) &&;
 
  private:
   friend class Slice;

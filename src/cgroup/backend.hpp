@@ -59,7 +59,9 @@ class Cgroup {
   virtual const std::vector<int>& self_attach_fds() = 0;
   // Moves a whole process (all its threads) into the slice.
   virtual void attach(pid_t pid) = 0;
-  virtual Counters counters() const = 0;
+  // The counters now; the peak too when `with_peak` (a run's end: its start needs only the
+  // cumulative counters, and every file read costs the spawn a system call).
+  virtual Counters counters(bool with_peak) const = 0;
   // Changes the CPU bandwidth while the slice runs (a speed schedule): 0, or the errno of the
   // failed write.
   virtual int set_cpu_bandwidth(std::uint64_t quota_us, std::uint64_t period_us) noexcept = 0;

@@ -121,7 +121,7 @@ class V1Cgroup final : public Cgroup {
     }
   }
 
-  Counters counters() const override {
+  Counters counters(bool with_peak) const override {
     open_counters();
     const Kept& k = *kept_;
     Counters c;
@@ -139,7 +139,11 @@ class V1Cgroup final : public Cgroup {
       c.throttled_periods = cfs.throttled_periods;
       c.throttled_ns = cfs.throttled_ns;
     }
-    if (auto peak = k.memory_peak.read_into(buffer, sizeof buffer)) c.memory_peak = parse_u64(*peak);
+    if (with_peak) {
+      if (auto peak = k.memory_peak.read_into(buffer, sizeof buffer)) {
+        c.memory_peak = parse_u64(*peak);
+      }
+    }
     if (auto oom = k.oom_control.read_into(buffer, sizeof buffer)) {
       c.oom_kills = find_key(*oom, "oom_kill");
     }

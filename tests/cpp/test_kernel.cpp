@@ -177,6 +177,45 @@ TEST_CASE("exit codes, environment, working directory and stdio reach the worklo
   CHECK(slice.spawn(quiet).wait().exit_code == 64);
 }
 
+TEST_CASE("the workload's phase variable replaces one it would inherit", "[kernel][phase]") {
+  // A profiler that itself runs under edgeprof has EDGEPROF_PHASE_FD: its workloads must get
+  // their own channel, whether they inherit the environment or are given one.
+  REQUIRE_CGROUPS();
+  FakeTree tmp;
+  Slice slice(half_core());
+  ::setenv(kPhaseEnv, "999:1", 1);
+  Command inherited = workload({"env", kPhaseEnv});
+  inherited.stdout_stream = Stdio::file(tmp.root() + "/inherited");
+  const Result a = slice.spawn(inherited).wait();
+  ::unsetenv(kPhaseEnv);
+  REQUIRE(a.ok());
+  Command given = workload({"env", kPhaseEnv});
+  given.env = std::vector<std::string>{std::string(kPhaseEnv) + "=999:1", "PATH=/bin"};
+  given.stdout_stream = Stdio::file(tmp.root() + "/given");
+  REQUIRE(slice.spawn(given).wait().ok());
+  for (const char* name : {"/inherited", "/given"}) {
+    const std::string value = FakeTree::slurp(tmp.root() + name);
+    CAPTURE(name, value);
+    CHECK(value != "999:1\n");
+    CHECK(value.find(':') != std::string::npos);
+  }
+}
+
+TEST_CASE("waiting again returns the same result, unless it was moved out", "[kernel]") {
+  REQUIRE_CGROUPS();
+  Slice slice(half_core());
+  Child child = slice.spawn(workload({"exit", "5"}));
+  const Result first = child.wait();
+  const Result again = child.wait();
+  CHECK(first.exit_code == 5);
+  CHECK(again.exit_code == 5);
+  CHECK(again.wall_time_s == first.wall_time_s);
+  const Result moved = std::move(child).wait();
+  CHECK(moved.exit_code == 5);
+  CHECK(moved.wall_time_s == first.wall_time_s);
+  CHECK_THROWS_WITH(child.wait(), Catch::Contains("moved out"));  // NOLINT(bugprone-use-after-move)
+}
+
 TEST_CASE("exec failures are errors with the errno and the path, not exit code 127",
           "[kernel]") {
   REQUIRE_CGROUPS();
