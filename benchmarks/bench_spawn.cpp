@@ -81,8 +81,8 @@ using edgeprof::detail::kCloseRangeCloexec;
 constexpr const char* kTrue = "/bin/true";
 constexpr const char* kCgroupRoot = "/sys/fs/cgroup";
 // The v1 controllers edgeprof creates a slice in, and the ones the cgroup-tools variant uses.
-const std::vector<std::string> kEdgeprofControllers = {"cpu",    "cpuacct", "cpuset",
-                                                       "memory", "pids",    "freezer"};
+const std::vector<std::string> kEdgeprofControllers = {"cpu",  "cpuacct", "cpuset", "memory",
+                                                       "pids", "freezer", "blkio"};
 const std::vector<std::string> kToolControllers = {"cpu", "cpuacct", "cpuset", "memory", "pids"};
 
 // ---------------------------------------------------------------------------------- files
@@ -317,7 +317,7 @@ class BenchArea {
     }
     if (hierarchies_.empty()) {
       throw CannotRun(
-          "no cgroup v1 hierarchy (cpu, cpuacct, cpuset, memory, pids, freezer) is "
+          "no cgroup v1 hierarchy (cpu, cpuacct, cpuset, memory, pids, freezer, blkio) is "
           "mounted");
     }
     sweep_stale();
@@ -1474,7 +1474,7 @@ void replica_create_v1(const BenchArea& area, const edgeprof::Device& device,
     rm.push_back(us_between(a, T()));
   }
   auto t9 = T();
-  ph.add("host_facts(): sched_getaffinity + /proc/meminfo", us_between(t0, t1));
+  ph.add("host_facts(): affinity, sysinfo, the working directory's disk", us_between(t0, t1));
   ph.add("plan_emulation()", us_between(t1, t2));
   ph.add("backend: read /proc/self/cgroup", us_between(t2, t3));
   ph.add(fmt::format("stale sweep: list {} parent dirs", area.hierarchies().size()),
@@ -1547,7 +1547,7 @@ void replica_create_v2(const std::string& parent, const edgeprof::Device& device
     throw BenchError(fmt::format("cannot remove {}: {}", dir, std::strerror(errno)));
   }
   auto t9 = T();
-  ph.add("host_facts(): sched_getaffinity + /proc/meminfo", us_between(t0, t1));
+  ph.add("host_facts(): affinity, sysinfo, the working directory's disk", us_between(t0, t1));
   ph.add("plan_emulation()", us_between(t1, t2));
   ph.add("backend: /proc/self/cgroup, cgroup.controllers, subtree_control", us_between(t2, t3));
   ph.add("stale sweep: list the parent dir", us_between(t3, t4));
@@ -1711,7 +1711,7 @@ void bench_create(const Options& o, const BenchArea* area, Report& report) {
   if (tools) {
     t.notes.push_back(fmt::format(
         "cgroup-tools groups get cpu,cpuacct,cpuset,pids at the container path and memory at "
-        "{} (our own memory cgroup); edgeprof also creates freezer and writes the device's "
+        "{} (our own memory cgroup); edgeprof also creates freezer and blkio and writes the device's "
         "limits, which the cgroup-tools rows do not (only cpuset.cpus/mems, needed before "
         "cgexec can put a task in the cpuset).",
         area->find("memory") ? join(area->find("memory")->container, "...") : "-"));

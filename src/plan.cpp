@@ -2,6 +2,7 @@
 
 #include <sched.h>
 #include <sys/stat.h>
+#include <sys/sysinfo.h>
 #include <sys/sysmacros.h>
 
 #include <algorithm>
@@ -62,11 +63,14 @@ HostFacts host_facts() {
       if (CPU_ISSET(c, &set)) facts.cpus.push_back(c);
     }
   }
-  detail::Fs fs;
-  if (auto meminfo = fs.read(detail::files::kProcMeminfo)) {
-    facts.memory_bytes = detail::find_key(*meminfo, "MemTotal:").value_or(0) * 1024;
-    facts.swap_bytes = detail::find_key(*meminfo, "SwapTotal:").value_or(0) * 1024;
+  // /proc/meminfo's MemTotal and SwapTotal, without the kernel formatting (and this process
+  // parsing) the whole file for every slice: 0.5 us instead of 11 here.
+  struct sysinfo si {};
+  if (::sysinfo(&si) == 0) {
+    facts.memory_bytes = std::uint64_t{si.totalram} * si.mem_unit;
+    facts.swap_bytes = std::uint64_t{si.totalswap} * si.mem_unit;
   }
+  detail::Fs fs;
   // The whole disk under the current directory: /sys/dev/block/MAJ:MIN is a partition's or a
   // disk's directory; a partition's parent directory is its disk's.
   struct stat st {};

@@ -17,8 +17,8 @@ namespace edgeprof::detail {
 
 namespace {
 
-// Controllers edgeprof uses on v1; freezer only makes killing race-free.
-// blkio only for its I/O counters (storage bandwidth emulation is a later step).
+// Controllers edgeprof uses on v1; freezer only makes killing race-free; blkio for the I/O
+// counters and a device's storage bandwidth.
 const char* const kV1Controllers[] = {"cpu", "cpuacct", "cpuset", "memory", "pids", "freezer", "blkio"};
 
 // One hierarchy: the controllers mounted there and the parent directory to create slices in.
