@@ -7,8 +7,6 @@ import html
 import os
 from typing import Any, Optional
 
-import numpy as np
-
 from edgeprof import _core
 
 
@@ -92,6 +90,8 @@ def result_plot(self: "_core.Result", ax: Any = None) -> Any:
     Returns the matplotlib figure. ``ax``: two axes to draw into (CPU, memory) instead of a new
     figure.
     """
+    import numpy as np  # here, not at import: `import edgeprof` (and the CLI) stays fast
+
     plt = _pyplot()
     series = self.series
     if len(series) < 2:

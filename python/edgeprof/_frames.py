@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from edgeprof import _core
 
 
@@ -23,6 +21,8 @@ def series_to_pandas(self: "_core.TimeSeries") -> Any:
     """One row per sample: ``t_s`` (seconds since the workload was released), ``scheduled``,
     every metric available in the run, and ``cpu_cores`` (CPU used since the previous sample,
     in host cores; NaN in the first row)."""
+    import numpy as np  # here, not at import: `import edgeprof` (and the CLI) stays fast
+
     pd = _pandas()
     data: dict[str, Any] = {"t_s": np.asarray(self.t_ns) / 1e9,
                             "scheduled": np.asarray(self.scheduled, dtype=bool)}
