@@ -650,8 +650,7 @@ void check_exit(int status, const char* who) {
 // counters (on kept fds, as the backends now read them), fork (the child held on a pipe), the
 // parent's writes of the pid into each cgroup.procs, release and exec, and the wait. `cgroup` =
 // false leaves out everything cgroup-related (counters, attach): the bare fork + pipe + exec.
-void replica_spawn(const SliceView& v, const KeptFds& kept,
-                   bool cgroup, Phases* phases) {
+void replica_spawn(const SliceView& v, const KeptFds& kept, bool cgroup, Phases* phases) {
   char* argv[] = {const_cast<char*>(kTrue), nullptr};
   ChildClock* clock = child_clock();
   auto t0 = Clock::now();
@@ -831,11 +830,12 @@ int replica_vfork_child(void* p) {
 // clone3(CLONE_VM|CLONE_VFORK|CLONE_PIDFD) with all signals blocked, the child born in the slice
 // (v2: CLONE_INTO_CGROUP with `cgroup_fd`) or writing "0" into the kept cgroup.procs fds (v1:
 // `cgroup_fd` = -1), the workload inheriting the slice's kept phase pipe, then the wait without
-// a deadline (wait4, a clock read), the phase pipe read until empty and the counters again. edgeprof reads the clock twice per run (the child just before execve,
-// the parent when the pidfd is readable); with `phases` the replica adds a clock read between
-// the steps and in the child, and records them.
-void replica_vfork_spawn(const SliceView& v, const KeptFds& kept,
-                         int cgroup_fd, Phases* phases) {
+// a deadline (wait4, a clock read), the phase pipe read until empty and the counters again.
+// edgeprof reads the clock twice per run (the child just before execve, the parent after the
+// reap); with `phases` the replica adds a clock read between the steps and in the child, and
+// records them.
+void replica_vfork_spawn(const SliceView& v, const KeptFds& kept, int cgroup_fd,
+                         Phases* phases) {
   alignas(64) static char stack[256 * 1024];  // src/spawn.cpp's child stack is as large
   char* argv[] = {const_cast<char*>(kTrue), nullptr};
   const bool timed = phases != nullptr;

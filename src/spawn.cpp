@@ -448,11 +448,13 @@ Spawned spawn_process(const PreparedCommand& command, const Placement& placement
 
 namespace {
 
+// Reaps the child (blocking until it exits) and reads the clock: the exit's time, to within the
+// reap.
 Exit collect(const Spawned& child) {
   Exit e;
-  e.when = Clock::now();
   while (::wait4(child.pid, &e.status, 0, &e.usage) < 0 && errno == EINTR) {
   }
+  e.when = Clock::now();
   return e;
 }
 
@@ -474,13 +476,7 @@ std::optional<Exit> wait_exit(const Spawned& child, std::optional<Clock::time_po
     if (deadline) budget = std::max(Clock::duration::zero(), *deadline - Clock::now());
     if (tick && (!budget || *budget > tick_every)) budget = tick_every;
     // Nothing to do meanwhile: wait4 blocks until the exit (one system call instead of two).
-    if (!budget) {
-      Exit e;
-      while (::wait4(child.pid, &e.status, 0, &e.usage) < 0 && errno == EINTR) {
-      }
-      e.when = Clock::now();
-      return e;
-    }
+    if (!budget) return collect(child);
 
     bool exited;
     if (child.pidfd >= 0) {

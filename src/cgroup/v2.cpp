@@ -143,12 +143,12 @@ class V2Cgroup final : public Cgroup {
       c.throttled_ns = cpu.throttled_ns;
     }
     // After a reset, the peak is read through the fd that was reset (fd-local since 6.12).
-    if (with_peak && peak_fd_ >= 0) {
-      char buf[64];
-      ssize_t n = ::pread(peak_fd_, buf, sizeof buf - 1, 0);
-      if (n > 0) c.memory_peak = parse_u64(std::string_view(buf, static_cast<size_t>(n)));
-    } else if (with_peak) {
-      if (auto peak = kept_->memory_peak.read_into(buffer, sizeof buffer)) {
+    if (with_peak) {
+      if (peak_fd_ >= 0) {
+        char buf[64];
+        ssize_t n = ::pread(peak_fd_, buf, sizeof buf - 1, 0);
+        if (n > 0) c.memory_peak = parse_u64(std::string_view(buf, static_cast<size_t>(n)));
+      } else if (auto peak = kept_->memory_peak.read_into(buffer, sizeof buffer)) {
         c.memory_peak = parse_u64(*peak);
       }
     }
