@@ -23,10 +23,11 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <poll.h>
+#include <sys/epoll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/resource.h>
+#include <sys/timerfd.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -417,8 +418,45 @@ size_t scheduled_intervals(const std::vector<std::int64_t>& t_ns,
   return n;
 }
 
-// A thread that sleeps as Sampler::run does (ppoll until absolute deadlines, skipping the ones
-// already passed) and does nothing else: what any sampling thread pays here, in CPU and jitter.
+// Sleeps as Sampler::run does: epoll_wait on a timerfd that expires at origin + k x period.
+class PeriodicTimer {
+ public:
+  PeriodicTimer(Clock::time_point origin, std::chrono::nanoseconds period)
+      : timer_(::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK)),
+        epoll_(::epoll_create1(EPOLL_CLOEXEC)) {
+    if (timer_.get() < 0 || epoll_.get() < 0) throw BenchError("cannot create a timerfd or epoll");
+    const auto first = (origin + period).time_since_epoch();
+    itimerspec spec{};
+    spec.it_value = {static_cast<time_t>(first.count() / 1000000000),
+                     static_cast<long>(first.count() % 1000000000)};
+    spec.it_interval = {static_cast<time_t>(period.count() / 1000000000),
+                        static_cast<long>(period.count() % 1000000000)};
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    if (::timerfd_settime(timer_.get(), TFD_TIMER_ABSTIME, &spec, nullptr) != 0 ||
+        ::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, timer_.get(), &ev) != 0) {
+      throw BenchError("cannot arm the timerfd");
+    }
+  }
+  // Sleeps until the next deadline; returns how many passed (more than 1: some were missed).
+  std::uint64_t wait() {
+    for (;;) {
+      epoll_event ev{};
+      if (::epoll_wait(epoll_.get(), &ev, 1, -1) < 0 && errno != EINTR) {
+        throw BenchError("epoll_wait failed");
+      }
+      std::uint64_t n = 0;
+      if (::read(timer_.get(), &n, sizeof n) == sizeof n && n > 0) return n;
+    }
+  }
+
+ private:
+  edgeprof::detail::UniqueFd timer_, epoll_;
+};
+
+// A thread that sleeps as Sampler::run does (epoll_wait on a periodic timerfd with absolute
+// deadlines; deadlines passed while busy are skipped) and does nothing else: what any sampling
+// thread pays here, in CPU and jitter.
 class BareWakeups {
  public:
   BareWakeups(std::chrono::milliseconds period, double seconds) : period_(period) {
@@ -441,25 +479,14 @@ class BareWakeups {
 
  private:
   void run() {
-    auto deadline = Clock::now();
+    PeriodicTimer timer(Clock::now(), period_);
     while (!stopping_.load(std::memory_order_relaxed)) {
-      auto now = Clock::now();
+      const auto now = Clock::now();
       if (wakes_.size() < wakes_.capacity()) {
         wakes_.push_back(
             std::chrono::duration_cast<std::chrono::nanoseconds>(now - origin_).count());
       }
-      deadline += period_;
-      if (deadline <= now) {
-        const auto behind = (now - deadline) / period_ + 1;
-        missed_ += static_cast<std::uint64_t>(behind);
-        deadline += behind * period_;
-      }
-      for (; now < deadline; now = Clock::now()) {
-        const auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - now);
-        const timespec ts{static_cast<time_t>(left.count() / 1000000000),
-                          static_cast<long>(left.count() % 1000000000)};
-        ::ppoll(nullptr, 0, &ts, nullptr);
-      }
+      missed_ += timer.wait() - 1;
     }
   }
 
@@ -823,9 +850,9 @@ double thread_cpu_s() {
   return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
 }
 
-// What a sample costs at its real pace, as the sampler thread pays it: sleep in ppoll until the
-// next absolute deadline (as Sampler::run does), then tick, or not. CPU per period from this
-// thread's CPU clock; the tick's own time by the clock around it.
+// What a sample costs at its real pace, as the sampler thread pays it: sleep until the next
+// deadline of a periodic timerfd (as Sampler::run does), then tick, or not. CPU per period from
+// this thread's CPU clock; the tick's own time by the clock around it.
 struct Paced {
   std::vector<double> cpu_us;   // per block: thread CPU per period
   std::vector<double> tick_us;  // per tick (empty without ticks)
@@ -834,15 +861,9 @@ struct Paced {
 void paced_block(std::chrono::milliseconds period, int n, Sources* sources, Columns& columns,
                  Paced& out) {
   const double c0 = thread_cpu_s();
-  auto deadline = Clock::now();
+  PeriodicTimer timer(Clock::now(), period);
   for (int i = 0; i < n; ++i) {
-    deadline += period;
-    for (auto now = Clock::now(); now < deadline; now = Clock::now()) {
-      const auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - now);
-      const timespec ts{static_cast<time_t>(left.count() / 1000000000),
-                        static_cast<long>(left.count() % 1000000000)};
-      ::ppoll(nullptr, 0, &ts, nullptr);
-    }
+    timer.wait();
     if (sources) {
       const auto a = Clock::now();
       sources->tick(i, columns);
@@ -960,7 +981,7 @@ void tick_tables(const Options& o, edgeprof::Slice& slice, const SourceDirs& dir
   }
   w.notes.push_back(fmt::format(
       "{} periods per cell, in blocks of {} (CPU per period: the median over the blocks). "
-      "Wake-up: ppoll until an absolute deadline, as Sampler::run sleeps; the tick: the full "
+      "Wake-up: epoll_wait on a periodic timerfd, as Sampler::run sleeps; the tick: the full "
       "source set. A tick that follows a sleep finds colder caches than one that follows "
       "another tick.",
       paced_n, paced_block_n));

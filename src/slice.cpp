@@ -190,9 +190,10 @@ struct Slice::Impl {
   std::unique_ptr<detail::Backend> backend;
   std::unique_ptr<detail::Cgroup> cgroup;
   int running = 0;  // children spawned and not yet reaped
-  // The sampler's open stat files, kept between runs: opening them costs a spawn more than
-  // anything else the library does (about a dozen opens on v1).
-  std::optional<detail::Sources> spare_sources;
+  // The last run's sampler, for the next one: its thread sleeps between runs, and its stat
+  // files stay open (opening them, about a dozen opens on v1, and starting and joining a
+  // thread each cost a spawn more than anything else the library does).
+  std::unique_ptr<detail::Sampler> spare_sampler;
   // The phase pipe of the last run, for the next one (PhasePipe).
   std::optional<PhasePipe> spare_pipe;
   bool ledger_taken = false;  // plan.cpus recorded in the CPU ledger
@@ -207,7 +208,7 @@ struct Slice::Impl {
       ledger_taken = false;
     }
     if (!cgroup) return;
-    spare_sources.reset();
+    spare_sampler.reset();
     spare_pipe.reset();
     try {
       cgroup->kill_all();
@@ -305,6 +306,7 @@ struct Child::State {
   std::unique_ptr<detail::SpeedScheduler> scheduler;
   Clock::time_point origin;  // the sampler's time zero
   std::chrono::nanoseconds interval{0};
+  std::uint64_t missed = 0;  // sampling deadlines the sampler could not keep
 
   std::string marks_text;
 
@@ -370,10 +372,17 @@ Child Slice::spawn(const Command& command, const SpawnOptions& options) {
     prepared.set_netns(state->netns->fd());
   }
   if (options.sample_interval.count() != 0) {
-    detail::Sources sources = s.spare_sources ? std::move(*s.spare_sources) : s.cgroup->sources();
-    s.spare_sources.reset();
-    if (state->netns) sources.add_network(state->netns->take_dev());
-    state->sampler = std::make_unique<detail::Sampler>(std::move(sources), options.sample_interval);
+    if (s.spare_sampler && !state->netns) {
+      state->sampler = std::move(s.spare_sampler);
+      state->sampler->set_interval(options.sample_interval);
+    } else {
+      // A workload in its own network namespace adds that namespace's counters, a source of
+      // one run: such a sampler is made for the run and not kept.
+      detail::Sources sources = s.cgroup->sources();
+      if (state->netns) sources.add_network(state->netns->take_dev());
+      state->sampler =
+          std::make_unique<detail::Sampler>(std::move(sources), options.sample_interval);
+    }
     state->sampler->watch_marks(state->marks.read.get());
   }
 
@@ -461,15 +470,19 @@ void Child::State::observe(Result& r, const detail::Exit& exit) {
     sampler->stop();
     r.series = sampler->take_columns();
     r.sources = sampler->sources().status();
-    if (slice->cgroup && !slice->spare_sources && sampler->sources().reusable()) {
-      slice->spare_sources = sampler->take_sources();
-    }
+    missed = sampler->missed();
     // Times relative to the release of the child, not to the sampler's start.
     const std::int64_t shift = std::chrono::duration_cast<std::chrono::nanoseconds>(
                                    origin - process.released)
                                    .count();
     for (auto& t : r.series.t_ns) t += shift;
     marks_text = sampler->marks();
+    // The next run in this slice reuses it, its thread asleep until then.
+    if (slice->cgroup && !slice->spare_sampler && sampler->reusable()) {
+      slice->spare_sampler = std::move(sampler);
+    } else {
+      sampler.reset();
+    }
   } else {
     char buffer[4096];
     ssize_t n;
@@ -489,7 +502,7 @@ void Child::State::observe(Result& r, const detail::Exit& exit) {
 void Child::State::analyse(Result& r) {
   const bool host_wide_pressure = slice->backend->mode() != CgroupMode::unified;
   r.summary = summarize(r.series, std::chrono::duration<double>(interval).count(),
-                        r.plan.capacity_cores(), sampler ? sampler->missed() : 0,
+                        r.plan.capacity_cores(), missed,
                         host_wide_pressure);
   const std::int64_t release_ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(process.released.time_since_epoch())

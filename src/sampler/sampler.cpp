@@ -1,16 +1,57 @@
 #include "sampler/sampler.hpp"
 
 #include <fmt/format.h>
-#include <poll.h>
+#include <pthread.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <system_error>
 
 #include "edgeprof/error.hpp"
 
 namespace edgeprof::detail {
+
+namespace {
+
+// What woke the thread (epoll_event.data.u32).
+enum Wake : std::uint32_t { kQuit, kTimer, kMarks };
+
+// How many times this process is a fork away from the one that started: a Sampler made before
+// a fork has no thread in the child, so the child neither reuses nor joins it.
+std::atomic<unsigned> forks{0};
+unsigned fork_count() {
+  static const bool registered =
+      ::pthread_atfork(nullptr, nullptr, [] { forks.fetch_add(1, std::memory_order_relaxed); }) ==
+      0;
+  (void)registered;
+  return forks.load(std::memory_order_relaxed);
+}
+
+[[noreturn]] void fail(const char* what) {
+  const int err = errno;
+  throw Error(fmt::format("cannot {} for the sampler: {} (errno {})", what, std::strerror(err),
+                          err),
+              err);
+}
+
+UniqueFd make_fd(int fd, const char* what) {
+  if (fd < 0) fail(what);
+  return UniqueFd(fd);
+}
+
+void watch(int epoll, int fd, Wake wake) {
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u32 = wake;
+  if (::epoll_ctl(epoll, EPOLL_CTL_ADD, fd, &ev) != 0) fail("watch a file descriptor");
+}
+
+}  // namespace
 
 void check_sample_interval(std::chrono::nanoseconds interval) {
   if (interval < kMinSampleInterval || interval > kMaxSampleInterval) {
@@ -21,35 +62,104 @@ void check_sample_interval(std::chrono::nanoseconds interval) {
 }
 
 Sampler::Sampler(Sources sources, std::chrono::nanoseconds interval)
-    : sources_(std::move(sources)), interval_(interval) {
+    : sources_(std::move(sources)), interval_(interval), forks_(fork_count()) {
   check_sample_interval(interval);
-  stop_fd_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-  if (stop_fd_.get() < 0) {
-    throw Error(fmt::format("cannot create the sampler's eventfd: {} (errno {})",
-                            std::strerror(errno), errno),
-                errno);
+  timer_fd_ = make_fd(::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK),
+                      "create a timerfd");
+  quit_fd_ = make_fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK), "create an eventfd");
+  epoll_fd_ = make_fd(::epoll_create1(EPOLL_CLOEXEC), "create an epoll instance");
+  watch(epoll_fd_.get(), quit_fd_.get(), kQuit);
+  watch(epoll_fd_.get(), timer_fd_.get(), kTimer);
+}
+
+Sampler::~Sampler() {
+  if (!thread_) return;
+  if (forks_ != fork_count()) {
+    // A forked child: the thread stayed in the parent, and joining its copy would never return.
+    (void)thread_.release();
+    return;
   }
+  const std::uint64_t one = 1;
+  ssize_t ignored = ::write(quit_fd_.get(), &one, sizeof one);
+  (void)ignored;
+  thread_->join();
+}
+
+void Sampler::set_interval(std::chrono::nanoseconds interval) {
+  check_sample_interval(interval);
+  interval_ = interval;
+}
+
+bool Sampler::reusable() const { return sources_.reusable() && forks_ == fork_count(); }
+
+// steady_clock is CLOCK_MONOTONIC on Linux, the timerfd's clock.
+void Sampler::arm(Clock::time_point first, std::chrono::nanoseconds every) const {
+  auto to_timespec = [](std::chrono::nanoseconds ns) {
+    return timespec{static_cast<time_t>(ns.count() / 1000000000),
+                    static_cast<long>(ns.count() % 1000000000)};
+  };
+  itimerspec spec{};
+  spec.it_value = to_timespec(first.time_since_epoch());
+  spec.it_interval = to_timespec(every);
+  if (::timerfd_settime(timer_fd_.get(), TFD_TIMER_ABSTIME, &spec, nullptr) != 0) {
+    fail("arm the timer");
+  }
+}
+
+void Sampler::start(Clock::time_point origin) {
+  std::lock_guard<std::mutex> guard(lock_);
+  if (running_) throw Error("the sampler is already running a workload");
+  if (thread_ && exited_) {  // it ended after an idle while: a new one
+    thread_->join();
+    thread_.reset();
+    exited_ = false;
+  }
+  if (!thread_) {
+    try {
+      thread_ = std::make_unique<std::thread>([this] { run(); });
+    } catch (const std::system_error& e) {
+      throw Error(fmt::format("cannot start the sampler's thread: {}", e.what()),
+                  e.code().value());
+    }
+  }
+  origin_ = origin;
+  missed_ = 0;
+  marks_.clear();
+  columns_ = Columns{};
   // Room for a short run; the columns double beyond. (Reserving minutes' worth cost a short
   // workload about 1.4 MB of allocation, and the page faults, per spawn.)
   columns_.reserve(kInitialSamples);
-}
-
-Sampler::~Sampler() { stop(); }
-
-void Sampler::start(Clock::time_point origin) {
-  origin_ = origin;
-  // The first sample in the caller, so it is taken before the workload is released however
-  // late the thread gets going (starting a thread under software emulation takes milliseconds).
+  sources_.rewind();
   sample();
-  thread_ = std::thread([this] { run(); });
+  if (marks_fd_ >= 0) {
+    watch(epoll_fd_.get(), marks_fd_, kMarks);
+    watched_fd_ = marks_fd_;
+  }
+  try {
+    arm(origin + interval_, interval_);
+  } catch (...) {
+    if (watched_fd_ >= 0) ::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, watched_fd_, nullptr);
+    watched_fd_ = -1;
+    throw;
+  }
+  running_ = active_ = true;
 }
 
 void Sampler::stop() {
-  if (!thread_.joinable()) return;
-  const std::uint64_t one = 1;
-  ssize_t ignored = ::write(stop_fd_.get(), &one, sizeof one);
-  (void)ignored;
-  thread_.join();
+  std::lock_guard<std::mutex> guard(lock_);
+  if (!running_) return;
+  running_ = active_ = false;
+  // One expiry after an idle while, at which the thread ends unless a run started since.
+  try {
+    arm(Clock::now() + kSamplerIdleExit, std::chrono::nanoseconds(0));
+  } catch (const Error&) {
+    // Cannot happen with a valid timerfd. The thread then sleeps until the destructor.
+  }
+  if (watched_fd_ >= 0) ::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, watched_fd_, nullptr);
+  watched_fd_ = -1;
+  if (marks_fd_ >= 0) drain_marks();
+  marks_fd_ = -1;
+  sample(false);  // the final counters, after the workload was reaped
 }
 
 void Sampler::sample(bool scheduled) noexcept {
@@ -62,67 +172,61 @@ void Sampler::sample(bool scheduled) noexcept {
   }
 }
 
-Sampler::Drained Sampler::drain_marks() noexcept {
-  Drained d;
+bool Sampler::drain_marks() noexcept {
+  bool arrived = false;
   char buffer[4096];
   for (;;) {
     const ssize_t n = ::read(marks_fd_, buffer, sizeof buffer);
     if (n > 0) {
-      d.marks = true;
+      arrived = true;
       try {
         marks_.append(buffer, static_cast<size_t>(n));
       } catch (...) {
-        return d;  // out of memory: marks are lost, sampling goes on
+        return arrived;  // out of memory: marks are lost, sampling goes on
       }
       continue;
     }
-    if (n == 0) {  // every writer closed it
-      d.open = false;
-      return d;
-    }
-    if (errno == EINTR) continue;
-    d.open = errno == EAGAIN;  // nothing more for now
-    return d;
+    // 0: every writer closed it; EAGAIN: nothing more for now. (The profiler keeps a write end
+    // of a slice's pipe, so the workload's exit is no end of file, and no phase boundary.)
+    if (n < 0 && errno == EINTR) continue;
+    return arrived;
   }
 }
 
-void Sampler::run() {
-  pollfd fds[2] = {{stop_fd_.get(), POLLIN, 0}, {marks_fd_, POLLIN, 0}};
-  nfds_t count = marks_fd_ >= 0 ? 2 : 1;
-  // The first sample was taken by start(); the schedule counts from the origin.
-  auto deadline = origin_;
-  for (bool first = true;; first = false) {
-    if (!first) sample();
-    deadline += interval_;
-    auto now = Clock::now();
-    if (deadline <= now) {
-      // Too busy to keep up: skip the deadlines already passed rather than bunch samples.
-      const auto behind = (now - deadline) / interval_ + 1;
-      missed_ += static_cast<std::uint64_t>(behind);
-      deadline += behind * interval_;
+void Sampler::run() noexcept {
+  epoll_event events[3];
+  for (;;) {
+    const int n = ::epoll_wait(epoll_fd_.get(), events, 3, -1);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return;  // only a closed epoll fd could do this, and the destructor joins first
     }
-    bool stopping = false;
-    for (;;) {
-      const auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - now);
-      if (left.count() <= 0) break;
-      const timespec ts{static_cast<time_t>(left.count() / 1000000000),
-                        static_cast<long>(left.count() % 1000000000)};
-      const int rc = ::ppoll(fds, count, &ts, nullptr);
-      if (rc > 0 && fds[0].revents) {
-        stopping = true;
-        break;
-      }
-      if (rc > 0 && count == 2 && fds[1].revents) {
-        const Drained d = drain_marks();
-        if (!d.open) count = 1;   // the pipe's writers are gone (the workload exited)
-        if (d.marks) sample(false);  // a phase boundary: sample it now
-      }
-      now = Clock::now();
+    bool tick = false, marked = false;
+    for (int i = 0; i < n; ++i) {
+      if (events[i].data.u32 == kQuit) return;
+      tick |= events[i].data.u32 == kTimer;
+      marked |= events[i].data.u32 == kMarks;
     }
-    if (stopping) break;
+    std::lock_guard<std::mutex> guard(lock_);
+    std::uint64_t expirations = 0;
+    if (tick && ::read(timer_fd_.get(), &expirations, sizeof expirations) != sizeof expirations) {
+      expirations = 0;  // re-armed since it woke us (EAGAIN): a stale event
+    }
+    if (!active_) {
+      // Between runs only the idle timer is armed and no marks are watched: its expiry ends
+      // the thread. (Any other event raced with stop() or start() and is stale.)
+      if (expirations > 0) {
+        exited_ = true;
+        return;
+      }
+      continue;
+    }
+    if (expirations > 0) {
+      missed_ += expirations - 1;  // deadlines passed while the machine was too busy
+      sample();
+    }
+    if (marked && drain_marks()) sample(false);  // a phase boundary: sample it now
   }
-  if (marks_fd_ >= 0) drain_marks();
-  sample(false);  // the final counters, after the workload was reaped
 }
 
 }  // namespace edgeprof::detail

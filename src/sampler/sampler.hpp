@@ -1,9 +1,12 @@
-// The sampler's timer thread: it only schedules Sources::tick at absolute deadlines, and takes
-// an extra sample when the workload marks a phase.
+// The sampler: a thread that sleeps in epoll_wait until a timerfd's absolute deadlines, and
+// takes an extra sample when the workload marks a phase. It outlives a run, so that a slice's
+// next run reuses it: starting and joining a thread per run cost a spawn of /bin/true about a
+// quarter of its time (docs/benchmarks.md). Between runs it sleeps, and ends after an idle while.
 #pragma once
 
-#include <atomic>
 #include <chrono>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -14,6 +17,9 @@ namespace edgeprof::detail {
 inline constexpr std::chrono::nanoseconds kMinSampleInterval = std::chrono::milliseconds(1);
 inline constexpr std::chrono::nanoseconds kMaxSampleInterval = std::chrono::seconds(60);
 inline constexpr std::size_t kInitialSamples = 128;  // samples reserved per run
+// How long the thread sleeps after a run before it ends: a slice's next run soon after reuses it,
+// and a process that forks later (Python's multiprocessing) mostly finds no extra thread.
+inline constexpr std::chrono::milliseconds kSamplerIdleExit{100};
 
 // Throws Error naming the value when `interval` is outside 1 ms .. 60 s.
 void check_sample_interval(std::chrono::nanoseconds interval);
@@ -22,59 +28,70 @@ class Sampler {
  public:
   using Clock = std::chrono::steady_clock;
 
-  // Throws Error when `interval` is outside 1 ms .. 60 s, or when no eventfd can be made.
+  // Throws Error when `interval` is outside 1 ms .. 60 s, or when the timerfd, epoll or eventfd
+  // cannot be made. The thread starts with the first run.
   Sampler(Sources sources, std::chrono::nanoseconds interval);
-  ~Sampler();  // stops the thread if still running
+  ~Sampler();  // ends and joins the thread (leaves it alone in a forked child: it is not there)
   Sampler(const Sampler&) = delete;
   Sampler& operator=(const Sampler&) = delete;
 
-  // Before start(): also read phase marks from `fd` (the non-blocking read end of the phase
-  // pipe; owned by the caller). The thread appends what arrives to marks() and takes a sample
-  // at once, so phase boundaries get samples of their own.
+  // Before start(): also read phase marks from `fd` during the next run (the non-blocking read
+  // end of the phase pipe; owned by the caller, open until stop() returns). What arrives is
+  // appended to marks() and sampled at once, so phase boundaries get samples of their own.
   void watch_marks(int fd) { marks_fd_ = fd; }
+  // Before start(): the interval of the next run (throws Error outside 1 ms .. 60 s).
+  void set_interval(std::chrono::nanoseconds interval);
 
-  // Takes a first sample at once (in the caller), then starts the thread, which samples at each
-  // absolute deadline origin + k x interval (no drift). Sample times are recorded relative to
-  // `origin`, which should be about now.
+  // Begins a run: forgets the last run's samples and marks, takes a first sample at once (in
+  // the caller, so it precedes the workload however late the thread gets going), and arms the
+  // timer for origin + k x interval (no drift). Sample times are relative to `origin`, which
+  // should be about now. Throws Error when the timer or the marks cannot be armed.
   void start(Clock::time_point origin);
-  // Wakes the thread at once, takes a last sample (the final counters) and joins.
+  // Ends the run: reads the marks left in the pipe and takes a last sample (the final counters),
+  // in the caller. The thread sleeps until the next run, or ends after kSamplerIdleExit.
   void stop();
 
-  // The samples; read after stop().
+  // The samples of the last run; read after stop().
   const Columns& columns() const { return columns_; }
   Columns take_columns() { return std::move(columns_); }
   const Sources& sources() const { return sources_; }
-  // After stop(): the sources, rewound for another run.
-  Sources take_sources() {
-    sources_.rewind();
-    return std::move(sources_);
-  }
-  // The raw text of the phase marks received (read after stop()).
+  // The raw text of the phase marks received in the last run (read after stop()).
   const std::string& marks() const { return marks_; }
   std::chrono::nanoseconds interval() const { return interval_; }
-  // Deadlines passed while a sample was still being taken (the machine was too busy).
+  // Deadlines of the last run passed while a sample was still being taken (the machine was too
+  // busy to keep up): skipped, not bunched.
   std::uint64_t missed() const { return missed_; }
+  // Whether another run may use this sampler: its sources hold no source of one run and none
+  // failed, and this is the process that made it (a forked child has none of its thread).
+  bool reusable() const;
 
  private:
-  void run();
+  void run() noexcept;
   void sample(bool scheduled = true) noexcept;
-  // Reads what the workload wrote: whether marks arrived, and whether a writer is left. (The
-  // pipe's end at the workload's exit is no phase boundary: stop() takes the final sample.)
-  struct Drained {
-    bool marks = false;
-    bool open = true;
-  };
-  Drained drain_marks() noexcept;
+  // Appends what the workload wrote to marks_; true when something arrived.
+  bool drain_marks() noexcept;
+  // Arms the timer: first at `first`, then every `every` (0: once).
+  void arm(Clock::time_point first, std::chrono::nanoseconds every) const;
 
   Sources sources_;
   Columns columns_;
   std::chrono::nanoseconds interval_;
   Clock::time_point origin_;
-  UniqueFd stop_fd_;   // eventfd: stop() writes, the thread wakes
+  UniqueFd timer_fd_;  // timerfd (CLOCK_MONOTONIC, absolute): the deadlines
+  UniqueFd quit_fd_;   // eventfd: the destructor writes, the thread ends
+  UniqueFd epoll_fd_;  // the thread waits here: timer, quit, and the marks during a run
   int marks_fd_ = -1;  // not owned
+  int watched_fd_ = -1;  // the marks fd in the epoll set during this run
   std::string marks_;
-  std::thread thread_;
   std::uint64_t missed_ = 0;
+  unsigned forks_ = 0;  // the process's fork count when the sampler was made
+  // Everything above that a run touches is guarded by `lock_` while the thread may run; the
+  // thread samples only while `active_`.
+  std::mutex lock_;
+  bool active_ = false;
+  bool running_ = false;  // in start() .. stop()
+  bool exited_ = false;   // the thread ended after an idle while (joined by the next start())
+  std::unique_ptr<std::thread> thread_;
 };
 
 }  // namespace edgeprof::detail

@@ -273,8 +273,24 @@ TEST_CASE("each run of a slice gets its own phase marks, also runs at the same t
   const Result rb = b.wait(std::chrono::seconds(60));
   CHECK(names(ra) == expected);
   CHECK(names(rb) == expected);
+  // Two sampled at once: one takes the kept sampler (its thread asleep since the last run),
+  // the other gets a sampler and thread of its own; both sample on their own deadlines.
+  SpawnOptions fast;
+  fast.sample_interval = std::chrono::milliseconds(5);
+  Child c = slice.spawn(command, fast);
+  Child d = slice.spawn(command, fast);
+  const Result rd = d.wait(std::chrono::seconds(60));
+  const Result rc = c.wait(std::chrono::seconds(60));
+  for (const Result* r : {&rc, &rd}) {
+    CHECK(names(*r) == expected);
+    CAPTURE(r->wall_time_s, r->series.size(), r->summary.missed_deadlines);
+    CHECK(double(r->series.size() + r->summary.missed_deadlines) >= r->wall_time_s / 0.005);
+  }
   auto [after, out] = run_capturing(slice, workload({"phases"}), quiet);
   CHECK(names(after) == expected);
+  auto [sampled, out2] = run_capturing(slice, workload({"phases"}));
+  CHECK(names(sampled) == expected);
+  CHECK(sampled.series.size() >= 2);
 }
 
 TEST_CASE("repeated runs: warm-ups apart, statistics over fresh slices", "[kernel][observe]") {

@@ -1,5 +1,11 @@
 // The sampler's sources and tick, on fake cgroup trees made of real captures.
 #include <catch2/catch.hpp>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <iterator>
+#include <thread>
 
 #include "helpers.hpp"
 #include "parse.hpp"
@@ -255,4 +261,63 @@ TEST_CASE("the sampler ticks on its deadlines and stops at once with a final sam
     CHECK(Sampler::Clock::now() - before < std::chrono::seconds(1));
     CHECK(sampler.columns().size() == 2);  // the first sample and the final one
   }
+}
+
+TEST_CASE("a sampler runs one workload after another, and sleeps in between", "[sampler]") {
+  // A slice keeps its sampler for the next run: each run must start afresh, and nothing may
+  // be sampled between runs.
+  FakeTree tree;
+  tree.file("/cg/memory.current", "4096\n");
+  int ends[2];
+  REQUIRE(::pipe2(ends, O_CLOEXEC | O_NONBLOCK) == 0);
+  UniqueFd read_end(ends[0]), write_end(ends[1]);
+  Sampler sampler(Sources::v2(Fs(tree.root()), "/cg"), std::chrono::milliseconds(10));
+  sampler.watch_marks(read_end.get());
+  sampler.start(Sampler::Clock::now());
+  CHECK_THROWS_WITH(sampler.start(Sampler::Clock::now()), Catch::Contains("already running"));
+  REQUIRE(::write(write_end.get(), "first\n", 6) == 6);
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  sampler.stop();
+  const Columns first = sampler.take_columns();
+  CHECK(sampler.marks() == "first\n");
+  CAPTURE(first.size(), sampler.missed());
+  CHECK(first.size() + sampler.missed() >= 5);
+
+  // Between runs: deadlines pass and marks arrive, and the sampler takes no notice.
+  REQUIRE(::write(write_end.get(), "between\n", 8) == 8);
+  std::this_thread::sleep_for(std::chrono::milliseconds(40));
+  CHECK(sampler.columns().size() == 0);
+
+  // The next run: another interval, a fresh time origin; the marks left in the pipe are its.
+  tree.overwrite("/cg/memory.current", "8192\n");
+  sampler.set_interval(std::chrono::milliseconds(25));
+  sampler.watch_marks(read_end.get());
+  sampler.start(Sampler::Clock::now());
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  sampler.stop();
+  const Columns& second = sampler.columns();
+  CAPTURE(second.size(), sampler.missed());
+  CHECK(second.size() >= 3);  // t = 0, 25, 50 ms and the final one; fewer than the first run
+  CHECK(second.size() <= 5);
+  CHECK(second.t_ns.front() < 5'000'000);
+  CHECK(value(second, Metric::memory_current_bytes, 0) == 8192u);
+  CHECK(sampler.marks() == "between\n");
+  CHECK(sampler.reusable());
+
+  // After an idle while the thread ends; the next run starts another.
+  const auto threads = [] {
+    std::error_code ec;
+    auto it = std::filesystem::directory_iterator("/proc/self/task", ec);
+    return std::distance(it, std::filesystem::directory_iterator{});
+  };
+  const auto parked = threads();
+  std::this_thread::sleep_for(kSamplerIdleExit * 3);
+  CHECK(threads() == parked - 1);
+  sampler.start(Sampler::Clock::now());
+  CHECK(threads() == parked);
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  sampler.stop();
+  CHECK(sampler.columns().size() + sampler.missed() >= 3);
+  CHECK_THROWS_WITH(sampler.set_interval(std::chrono::microseconds(10)),
+                    Catch::Contains("1 ms to 60 s"));
 }
