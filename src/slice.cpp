@@ -372,6 +372,8 @@ Child Slice::spawn(const Command& command, const SpawnOptions& options) {
     prepared.set_netns(state->netns->fd());
   }
   if (options.sample_interval.count() != 0) {
+    // A sampler kept from before a fork (this is the child) has no thread here: not reused.
+    if (s.spare_sampler && !s.spare_sampler->reusable()) s.spare_sampler.reset();
     if (s.spare_sampler && !state->netns) {
       state->sampler = std::move(s.spare_sampler);
       state->sampler->set_interval(options.sample_interval);

@@ -1,5 +1,6 @@
 // A real run observed by the sampler: its figures checked against independent accounts (the
 // workload's own getrusage, VmHWM and clock), phases, network isolation. Host (v1) and VM (v2).
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -225,6 +226,41 @@ TEST_CASE("the next run in a slice is sampled as fully as the first", "[kernel][
   CHECK(usage(second, 0) >= usage(first, first.series.size() - 1));
   CHECK(usage(second, second.series.size() - 1) - usage(second, 0) >=
         static_cast<std::uint64_t>(0.8e9));
+}
+
+TEST_CASE("a process forked after a sampled run samples its own runs in the same slice",
+          "[kernel][observe]") {
+  // The slice keeps its sampler, thread included, for the next run; a forked child (Python's
+  // multiprocessing) has no such thread and must start its own rather than wait on the parent's.
+  REQUIRE_CGROUPS();
+  Slice slice(make_device("forked", 1, 1.0, "256MiB"));
+  SpawnOptions fast;
+  fast.sample_interval = std::chrono::milliseconds(5);
+  Command command = workload({"sleep", "0.2"});
+  REQUIRE(slice.spawn(command, fast).wait().ok());
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    // The child: no Catch2 here, and no destructors (the slice is the parent's); the exit
+    // status says what went wrong.
+    int code = 0;
+    try {
+      const Result r = slice.spawn(command, fast).wait(std::chrono::seconds(30));
+      if (!r.ok()) code = 2;
+      else if (r.series.size() + r.summary.missed_deadlines < 20) code = 3;  // 0.2 s at 5 ms
+    } catch (...) {
+      code = 4;
+    }
+    std::fflush(nullptr);
+    ::_exit(code);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);  // 3: the child's run was not sampled on its deadlines
+  // The parent's own sampler goes on.
+  const Result again = slice.spawn(command, fast).wait();
+  CHECK(again.series.size() + again.summary.missed_deadlines >= 20);
 }
 
 TEST_CASE("sampling can be turned off; the exact figures remain", "[kernel][observe]") {
