@@ -67,7 +67,9 @@ class V1Cgroup final : public Cgroup {
     }
     if (const Dir* d = find("cpu")) {
       fs_.write_or_throw(join(d->path, "cpu.cfs_period_us"), std::to_string(plan.cpu_period_us));
-      fs_.write_or_throw(join(d->path, "cpu.cfs_quota_us"), std::to_string(plan.cpu_quota_us));
+      cpus_ = plan.cpus.size();
+      fs_.write_or_throw(join(d->path, "cpu.cfs_quota_us"),
+                         quota_text(plan.cpu_quota_us, plan.cpu_period_us));
     } else {
       missing("cpu", "cpu quota");
     }
@@ -173,7 +175,11 @@ class V1Cgroup final : public Cgroup {
     if (int err = fs_.write(join(d->path, "cpu.cfs_period_us"), std::to_string(period_us))) {
       return err;
     }
-    return fs_.write(join(d->path, "cpu.cfs_quota_us"), std::to_string(quota_us));
+    return fs_.write(join(d->path, "cpu.cfs_quota_us"), quota_text(quota_us, period_us));
+  }
+
+  std::string quota_text(std::uint64_t quota_us, std::uint64_t period_us) const {
+    return quota_unlimited(quota_us, period_us, cpus_) ? "-1" : std::to_string(quota_us);
   }
 
   bool reset_peak() override {
@@ -256,6 +262,7 @@ class V1Cgroup final : public Cgroup {
     StatFile cpuacct_usage, cpuacct_stat, cpu_stat, memory_peak, oom_control;
   };
   UniqueFd peak_reset_fd_;  // memory.max_usage_in_bytes, open for writing
+  std::size_t cpus_ = 0;    // the cpuset's size (quota_unlimited)
 
   void open_counters() const {
     if (kept_) return;

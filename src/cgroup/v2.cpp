@@ -87,8 +87,8 @@ class V2Cgroup final : public Cgroup {
                          "the CPUs must be allowed in the parent's cpuset.cpus.effective");
     }
     if (enabled_.count("cpu")) {
-      fs_.write_or_throw(join(dir_, "cpu.max"),
-                         fmt::format("{} {}", plan.cpu_quota_us, plan.cpu_period_us));
+      cpus_ = plan.cpus.size();
+      fs_.write_or_throw(join(dir_, "cpu.max"), max_text(plan.cpu_quota_us, plan.cpu_period_us));
     }
     if (enabled_.count("memory")) {
       fs_.write_or_throw(join(dir_, "memory.max"), std::to_string(plan.memory_max_bytes));
@@ -165,7 +165,7 @@ class V2Cgroup final : public Cgroup {
 
   int set_cpu_bandwidth(std::uint64_t quota_us, std::uint64_t period_us) noexcept override {
     if (!enabled_.count("cpu")) return ENOENT;
-    return fs_.write(join(dir_, "cpu.max"), fmt::format("{} {}", quota_us, period_us));
+    return fs_.write(join(dir_, "cpu.max"), max_text(quota_us, period_us));
   }
 
   bool reset_peak() override {
@@ -241,6 +241,12 @@ class V2Cgroup final : public Cgroup {
   int dir_fd_ = -1;
   int peak_fd_ = -1;
   bool peak_unresettable_ = false;
+  std::size_t cpus_ = 0;  // the cpuset's size (quota_unlimited)
+
+  std::string max_text(std::uint64_t quota_us, std::uint64_t period_us) const {
+    return quota_unlimited(quota_us, period_us, cpus_) ? fmt::format("max {}", period_us)
+                                                       : fmt::format("{} {}", quota_us, period_us);
+  }
   mutable std::optional<Kept> kept_;
 };
 

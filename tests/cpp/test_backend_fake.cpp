@@ -63,6 +63,15 @@ TEST_CASE("v2: slices go beneath the caller's own cgroup with every limit writte
   CHECK(tree.read(dir + "/memory.max") == "67108864");
   CHECK(tree.read(dir + "/memory.swap.max") == "16777216");
   CHECK(tree.read(dir + "/pids.max") == "100");
+  // A quota of the whole cpuset is no limit: written as none, also by a speed schedule.
+  EmulationPlan full = sample_plan();
+  full.cpu_quota_us = 20000;
+  cgroup->apply(full, false, unapplied);
+  CHECK(tree.read(dir + "/cpu.max") == "max 10000");
+  CHECK(cgroup->set_cpu_bandwidth(14000, 10000) == 0);
+  CHECK(tree.read(dir + "/cpu.max") == "14000 10000");
+  CHECK(cgroup->set_cpu_bandwidth(20000, 10000) == 0);
+  CHECK(tree.read(dir + "/cpu.max") == "max 10000");
   cgroup->attach(4321);
   CHECK(tree.read(dir + "/cgroup.procs") == "4321");
   CHECK(backend->slice_names() == std::vector<std::string>{"edgeprof-1-2-3"});
@@ -144,6 +153,19 @@ TEST_CASE("v1: one directory per hierarchy, each under the caller's cgroup there
   CHECK(tree.read("/sys/fs/cgroup/cpu/edgeprof-1-2-3/cpu.cfs_period_us") == "10000");
   CHECK(tree.read("/sys/fs/cgroup/cpu/edgeprof-1-2-3/cpu.cfs_quota_us") == "5000");
   CHECK(tree.read(mem_parent + "/edgeprof-1-2-3/memory.limit_in_bytes") == "67108864");
+  {
+    // A quota of the whole cpuset is no limit: -1, also when a speed schedule restores it.
+    EmulationPlan full = sample_plan();
+    full.cpu_quota_us = 20000;
+    std::vector<std::string> ignored;
+    cgroup->apply(full, false, ignored);
+    CHECK(tree.read("/sys/fs/cgroup/cpu/edgeprof-1-2-3/cpu.cfs_quota_us") == "-1");
+    CHECK(cgroup->set_cpu_bandwidth(7000, 10000) == 0);
+    CHECK(tree.read("/sys/fs/cgroup/cpu/edgeprof-1-2-3/cpu.cfs_quota_us") == "7000");
+    CHECK(cgroup->set_cpu_bandwidth(20000, 10000) == 0);
+    CHECK(tree.read("/sys/fs/cgroup/cpu/edgeprof-1-2-3/cpu.cfs_quota_us") == "-1");
+    cgroup->apply(sample_plan(), false, ignored);
+  }
   // memsw limits memory + swap together.
   CHECK(tree.read(mem_parent + "/edgeprof-1-2-3/memory.memsw.limit_in_bytes") == "83886080");
   CHECK(tree.read("/sys/fs/cgroup/pids/edgeprof-1-2-3/pids.max") == "100");

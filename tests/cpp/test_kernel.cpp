@@ -76,6 +76,27 @@ TEST_CASE("a CPU-bound child under 1 core x speed 0.5 uses about half a core", "
   CHECK(our_slices().empty());
 }
 
+TEST_CASE("a device as fast as its host CPUs runs with no quota and is never throttled",
+          "[kernel]") {
+  // At a quota of exactly the cpuset's capacity the kernel still throttled a busy workload now
+  // and then (docs/benchmarks.md, fidelity runs 5 and 6): such a quota is written as none.
+  REQUIRE_CGROUPS();
+  Slice slice(make_device("full", 1, 1.0, "256MiB"));
+  std::string quota;
+  for (const std::string& dir : slice.paths()) {
+    for (const char* file : {"/cpu.max", "/cpu.cfs_quota_us"}) {
+      if (std::filesystem::exists(dir + file)) quota = FakeTree::slurp(dir + file);
+    }
+  }
+  CHECK((quota == "max 10000\n" || quota == "-1\n"));
+  const Result r = slice.spawn(workload({"spin", "0.5"})).wait();
+  REQUIRE(r.ok());
+  CAPTURE(to_text(r));
+  CHECK(r.throttled_periods == 0);
+  CHECK(r.throttled_s == 0);
+  CHECK((r.cpu_user_s + r.cpu_system_s) / r.wall_time_s == Approx(1.0).margin(0.15));
+}
+
 TEST_CASE("two threads on a 2-core x 0.25 device share half a host core", "[kernel]") {
   REQUIRE_CGROUPS();
   if (host_facts().cpus.size() < 2) {

@@ -29,6 +29,20 @@ TEST_CASE("quota is cores x speed x period over min(cores, host CPUs) CPUs", "[p
   CHECK(four.cpu_quota_us == 10000);
   REQUIRE(four.notes.size() == 1);
   CHECK_THAT(four.notes[0], Catch::Contains("4 cores are emulated on 2 host CPUs"));
+
+  // A device as fast as the cpuset it gets: its quota is all of it, and the plan says that the
+  // kernel gets none (backends write "max" / -1).
+  for (const Device& full : {make_device("fast", 1, 1.0, "512MiB"),
+                             make_device("two", 2, 1.0, "512MiB"),
+                             make_device("four", 4, 0.5, "512MiB")}) {
+    auto p = plan_emulation(full, host(2));
+    CAPTURE(full.name);
+    CHECK(p.cpu_quota_us == p.cpu_period_us * p.cpus.size());
+    CHECK(p.capacity_cores() == Approx(double(p.cpus.size())));
+    REQUIRE_FALSE(p.notes.empty());
+    CHECK_THAT(p.notes.back(), Catch::Contains("the kernel gets no quota"));
+  }
+  CHECK(plan_emulation(make_device("almost", 1, 0.99, "512MiB"), host(2)).notes.empty());
 }
 
 TEST_CASE("the plan honours the period option and explicit CPUs", "[plan]") {
