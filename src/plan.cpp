@@ -197,9 +197,9 @@ EmulationPlan plan_emulation(const Device& device, const HostFacts& host,
   plan.cpu_quota_us = bandwidth.quota_us;
   if (!plan.cpus.empty() && plan.cpu_quota_us >= plan.cpu_period_us * plan.cpus.size()) {
     plan.notes.push_back(fmt::format(
-        "the cpu quota ({} us per {} us) is all of the {} host CPU{} of the cpuset, so the "
-        "kernel gets no quota: at exactly that quota it would still throttle a busy workload "
-        "now and then",
+        "the cpu quota ({} us per {} us) is all of the {} host CPU{} of the cpuset, so where "
+        "the cpuset is applied the kernel gets no quota: at exactly that quota it would still "
+        "throttle a busy workload now and then",
         plan.cpu_quota_us, plan.cpu_period_us, plan.cpus.size(),
         plan.cpus.size() == 1 ? "" : "s"));
   }

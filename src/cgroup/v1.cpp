@@ -62,12 +62,13 @@ class V1Cgroup final : public Cgroup {
       fs_.write_or_throw(join(d->path, "cpuset.mems"), mems ? *mems : "0");
       fs_.write_or_throw(join(d->path, "cpuset.cpus"), format_cpu_list(plan.cpus),
                          "the CPUs must be allowed in the parent cpuset");
+      cpus_ = plan.cpus.size();
     } else {
+      cpus_ = 0;  // nothing caps the slice's CPUs but the quota
       missing("cpuset", fmt::format("cpuset {}", format_cpu_list(plan.cpus)));
     }
     if (const Dir* d = find("cpu")) {
       fs_.write_or_throw(join(d->path, "cpu.cfs_period_us"), std::to_string(plan.cpu_period_us));
-      cpus_ = plan.cpus.size();
       fs_.write_or_throw(join(d->path, "cpu.cfs_quota_us"),
                          quota_text(plan.cpu_quota_us, plan.cpu_period_us));
     } else {

@@ -82,12 +82,14 @@ class V2Cgroup final : public Cgroup {
       unapplied.push_back(fmt::format("{} (the '{}' controller is not available)", w.loses,
                                       w.controller));
     }
+    // Without a cpuset nothing caps the slice's CPUs but the quota (quota_unlimited).
+    cpus_ = 0;
     if (enabled_.count("cpuset")) {
       fs_.write_or_throw(join(dir_, "cpuset.cpus"), format_cpu_list(plan.cpus),
                          "the CPUs must be allowed in the parent's cpuset.cpus.effective");
+      cpus_ = plan.cpus.size();
     }
     if (enabled_.count("cpu")) {
-      cpus_ = plan.cpus.size();
       fs_.write_or_throw(join(dir_, "cpu.max"), max_text(plan.cpu_quota_us, plan.cpu_period_us));
     }
     if (enabled_.count("memory")) {

@@ -103,6 +103,11 @@ TEST_CASE("v2: a missing controller is an error naming it, unless allowed", "[cg
   REQUIRE(unapplied.size() == 1);
   CHECK_THAT(unapplied[0], Catch::Contains("cpuset"));
   CHECK(tree.read(dir + "/cpu.max") == "5000 10000");
+  // Without a cpuset the quota is all that holds the slice to its CPUs' worth: kept in full.
+  EmulationPlan full = sample_plan();
+  full.cpu_quota_us = 20000;
+  cgroup->apply(full, true, unapplied);
+  CHECK(tree.read(dir + "/cpu.max") == "20000 10000");
 }
 
 TEST_CASE("v2: an explicit parent is used instead of the caller's cgroup", "[cgroup]") {
