@@ -11,6 +11,7 @@
 #include <cstring>
 #include <fmt/format.h>
 
+#include "cgroup/backend.hpp"
 #include "edgeprof/error.hpp"
 #include "fs.hpp"
 #include "parse.hpp"
@@ -195,7 +196,7 @@ EmulationPlan plan_emulation(const Device& device, const HostFacts& host,
   }
   plan.cpu_period_us = bandwidth.period_us;
   plan.cpu_quota_us = bandwidth.quota_us;
-  if (!plan.cpus.empty() && plan.cpu_quota_us >= plan.cpu_period_us * plan.cpus.size()) {
+  if (detail::quota_unlimited(plan.cpu_quota_us, plan.cpu_period_us, plan.cpus.size())) {
     plan.notes.push_back(fmt::format(
         "the cpu quota ({} us per {} us) is all of the {} host CPU{} of the cpuset, so where "
         "the cpuset is applied the kernel gets no quota: at exactly that quota it would still "

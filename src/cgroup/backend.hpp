@@ -38,9 +38,10 @@ struct Layout {
 Layout discover_layout(const Fs& fs);
 
 // Whether a CPU quota is no limit at all: at least the whole capacity of the slice's `cpus`
-// CPUs, which its cpuset caps anyway (0 when no cpuset was applied: then the quota always binds). Written as "max" (v2) or -1 (v1) then, because at exactly
-// that quota the kernel's bandwidth accounting still throttles a busy slice now and then (0 to
-// 5 ms per second of a CPU-bound run here; docs/benchmarks.md, fidelity runs 5 and 6).
+// CPUs, which its cpuset caps anyway (`cpus` 0 when no cpuset was applied: then the quota always
+// binds). Written as "max" (v2) or -1 (v1) then, because at exactly that quota the kernel's
+// bandwidth accounting still throttles a busy slice now and then (0 to 5 ms per second of a
+// CPU-bound run here; docs/benchmarks.md, fidelity runs 5 and 6). The plan notes it too.
 inline bool quota_unlimited(std::uint64_t quota_us, std::uint64_t period_us, std::size_t cpus) {
   return cpus > 0 && quota_us >= period_us * cpus;
 }

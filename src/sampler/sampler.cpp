@@ -131,34 +131,31 @@ void Sampler::start(Clock::time_point origin) {
   columns_.reserve(kInitialSamples);
   sources_.rewind();
   sample();
-  if (marks_fd_ >= 0) {
-    watch(epoll_fd_.get(), marks_fd_, kMarks);
-    watched_fd_ = marks_fd_;
-  }
+  if (marks_fd_ >= 0) watch(epoll_fd_.get(), marks_fd_, kMarks);
   try {
     arm(origin + interval_, interval_);
   } catch (...) {
-    if (watched_fd_ >= 0) ::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, watched_fd_, nullptr);
-    watched_fd_ = -1;
+    if (marks_fd_ >= 0) ::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, marks_fd_, nullptr);
     throw;
   }
-  running_ = active_ = true;
+  running_ = true;
 }
 
 void Sampler::stop() {
   std::lock_guard<std::mutex> guard(lock_);
   if (!running_) return;
-  running_ = active_ = false;
+  running_ = false;
   // One expiry after an idle while, at which the thread ends unless a run started since.
   try {
     arm(Clock::now() + kSamplerIdleExit, std::chrono::nanoseconds(0));
   } catch (const Error&) {
     // Cannot happen with a valid timerfd. The thread then sleeps until the destructor.
   }
-  if (watched_fd_ >= 0) ::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, watched_fd_, nullptr);
-  watched_fd_ = -1;
-  if (marks_fd_ >= 0) drain_marks();
-  marks_fd_ = -1;
+  if (marks_fd_ >= 0) {
+    ::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, marks_fd_, nullptr);
+    drain_marks();
+    marks_fd_ = -1;
+  }
   sample(false);  // the final counters, after the workload was reaped
 }
 
@@ -212,7 +209,7 @@ void Sampler::run() noexcept {
     if (tick && ::read(timer_fd_.get(), &expirations, sizeof expirations) != sizeof expirations) {
       expirations = 0;  // re-armed since it woke us (EAGAIN): a stale event
     }
-    if (!active_) {
+    if (!running_) {
       // Between runs only the idle timer is armed and no marks are watched: its expiry ends
       // the thread. (Any other event raced with stop() or start() and is stale.)
       if (expirations > 0) {

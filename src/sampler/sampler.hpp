@@ -80,15 +80,13 @@ class Sampler {
   UniqueFd timer_fd_;  // timerfd (CLOCK_MONOTONIC, absolute): the deadlines
   UniqueFd quit_fd_;   // eventfd: the destructor writes, the thread ends
   UniqueFd epoll_fd_;  // the thread waits here: timer, quit, and the marks during a run
-  int marks_fd_ = -1;  // not owned
-  int watched_fd_ = -1;  // the marks fd in the epoll set during this run
+  int marks_fd_ = -1;  // not owned; in the epoll set during a run
   std::string marks_;
   std::uint64_t missed_ = 0;
   unsigned forks_ = 0;  // the process's fork count when the sampler was made
   // Everything above that a run touches is guarded by `lock_` while the thread may run; the
-  // thread samples only while `active_`.
+  // thread samples only while `running_`.
   std::mutex lock_;
-  bool active_ = false;
   bool running_ = false;  // in start() .. stop()
   bool exited_ = false;   // the thread ended after an idle while (joined by the next start())
   std::unique_ptr<std::thread> thread_;
