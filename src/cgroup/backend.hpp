@@ -50,7 +50,6 @@ inline bool quota_unlimited(std::uint64_t quota_us, std::uint64_t period_us, std
 struct Counters {
   std::optional<std::uint64_t> user_ns, system_ns;
   std::optional<std::uint64_t> periods, throttled_periods, throttled_ns;
-  std::optional<std::uint64_t> memory_peak;
   std::optional<std::uint64_t> oom_kills;
 };
 
@@ -68,9 +67,11 @@ class Cgroup {
   virtual const std::vector<int>& self_attach_fds() = 0;
   // Moves a whole process (all its threads) into the slice.
   virtual void attach(pid_t pid) = 0;
-  // The counters now; the peak too when `with_peak` (a run's end: its start needs only the
-  // cumulative counters, and every file read costs the spawn a system call).
-  virtual Counters counters(bool with_peak) const = 0;
+  // The counters now (for a run without sampling: a sampled run takes them from its first and
+  // last samples, which read the same files with the same parsers).
+  virtual Counters counters() const = 0;
+  // The kernel's peak memory counter now (through the fd reset_peak() wrote, where it did).
+  virtual std::optional<std::uint64_t> peak() const = 0;
   // Changes the CPU bandwidth while the slice runs (a speed schedule): 0, or the errno of the
   // failed write.
   virtual int set_cpu_bandwidth(std::uint64_t quota_us, std::uint64_t period_us) noexcept = 0;

@@ -124,7 +124,7 @@ class V1Cgroup final : public Cgroup {
     }
   }
 
-  Counters counters(bool with_peak) const override {
+  Counters counters() const override {
     open_counters();
     const Kept& k = *kept_;
     Counters c;
@@ -142,15 +142,17 @@ class V1Cgroup final : public Cgroup {
       c.throttled_periods = cfs.throttled_periods;
       c.throttled_ns = cfs.throttled_ns;
     }
-    if (with_peak) {
-      if (auto peak = k.memory_peak.read_into(buffer, sizeof buffer)) {
-        c.memory_peak = parse_u64(*peak);
-      }
-    }
     if (auto oom = k.oom_control.read_into(buffer, sizeof buffer)) {
       c.oom_kills = find_key(*oom, "oom_kill");
     }
     return c;
+  }
+
+  std::optional<std::uint64_t> peak() const override {
+    open_counters();
+    char buffer[64];
+    auto text = kept_->memory_peak.read_into(buffer, sizeof buffer);
+    return text ? parse_u64(*text) : std::nullopt;
   }
 
   const std::vector<int>& self_attach_fds() override {

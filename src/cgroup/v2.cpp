@@ -126,13 +126,8 @@ class V2Cgroup final : public Cgroup {
     fs_.write_or_throw(join(dir_, files::kProcs), std::to_string(pid));
   }
 
-  Counters counters(bool with_peak) const override {
-    if (!kept_) {
-      kept_.emplace();
-      kept_->cpu_stat = StatFile(fs_, join(dir_, "cpu.stat"));
-      kept_->memory_peak = StatFile(fs_, join(dir_, "memory.peak"));
-      kept_->memory_events = StatFile(fs_, join(dir_, "memory.events"));
-    }
+  Counters counters() const override {
+    open_counters();
     Counters c;
     char buffer[4096];  // cpu.stat and memory.events are a few lines each
     // cpu.stat's usage fields exist even without the cpu controller enabled.
@@ -144,20 +139,22 @@ class V2Cgroup final : public Cgroup {
       c.throttled_periods = cpu.throttled_periods;
       c.throttled_ns = cpu.throttled_ns;
     }
-    // After a reset, the peak is read through the fd that was reset (fd-local since 6.12).
-    if (with_peak) {
-      if (peak_fd_ >= 0) {
-        char buf[64];
-        ssize_t n = ::pread(peak_fd_, buf, sizeof buf - 1, 0);
-        if (n > 0) c.memory_peak = parse_u64(std::string_view(buf, static_cast<size_t>(n)));
-      } else if (auto peak = kept_->memory_peak.read_into(buffer, sizeof buffer)) {
-        c.memory_peak = parse_u64(*peak);
-      }
-    }
     if (auto events = kept_->memory_events.read_into(buffer, sizeof buffer)) {
       c.oom_kills = find_key(*events, "oom_kill");
     }
     return c;
+  }
+
+  std::optional<std::uint64_t> peak() const override {
+    // After a reset, the peak is read through the fd that was reset (fd-local since 6.12).
+    char buffer[64];
+    if (peak_fd_ >= 0) {
+      ssize_t n = ::pread(peak_fd_, buffer, sizeof buffer - 1, 0);
+      return n > 0 ? parse_u64(std::string_view(buffer, static_cast<size_t>(n))) : std::nullopt;
+    }
+    open_counters();
+    auto text = kept_->memory_peak.read_into(buffer, sizeof buffer);
+    return text ? parse_u64(*text) : std::nullopt;
   }
 
   const std::vector<int>& self_attach_fds() override {
@@ -250,6 +247,14 @@ class V2Cgroup final : public Cgroup {
                                                        : fmt::format("{} {}", quota_us, period_us);
   }
   mutable std::optional<Kept> kept_;
+
+  void open_counters() const {
+    if (kept_) return;
+    kept_.emplace();
+    kept_->cpu_stat = StatFile(fs_, join(dir_, "cpu.stat"));
+    kept_->memory_peak = StatFile(fs_, join(dir_, "memory.peak"));
+    kept_->memory_events = StatFile(fs_, join(dir_, "memory.events"));
+  }
 };
 
 class V2Backend final : public Backend {

@@ -131,6 +131,7 @@ void Sampler::start(Clock::time_point origin) {
   columns_.reserve(kInitialSamples);
   sources_.rewind();
   sample();
+  first_read_ = columns_.size() == 1 ? columns_.complete : std::bitset<kMetricCount>();
   if (marks_fd_ >= 0) watch(epoll_fd_.get(), marks_fd_, kMarks);
   try {
     arm(origin + interval_, interval_);

@@ -4,6 +4,7 @@
 // quarter of its time (docs/benchmarks.md). Between runs it sleeps, and ends after an idle while.
 #pragma once
 
+#include <bitset>
 #include <chrono>
 #include <memory>
 #include <mutex>
@@ -57,6 +58,8 @@ class Sampler {
   const Sources& sources() const { return sources_; }
   // The raw text of the phase marks received in the last run (read after stop()).
   const std::string& marks() const { return marks_; }
+  // The metrics the first sample of the last run read (its row 0 holds real values for them).
+  const std::bitset<kMetricCount>& first_read() const { return first_read_; }
   std::chrono::nanoseconds interval() const { return interval_; }
   // Deadlines of the last run passed while a sample was still being taken (the machine was too
   // busy to keep up): skipped, not bunched.
@@ -83,6 +86,7 @@ class Sampler {
   int marks_fd_ = -1;  // not owned; in the epoll set during a run
   std::string marks_;
   std::uint64_t missed_ = 0;
+  std::bitset<kMetricCount> first_read_;
   unsigned forks_ = 0;  // the process's fork count when the sampler was made
   // Everything above that a run touches is guarded by `lock_` while the thread may run; the
   // thread samples only while `running_`.

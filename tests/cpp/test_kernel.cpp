@@ -63,14 +63,25 @@ TEST_CASE("the kernel's cgroup mode is detected", "[kernel]") {
   }
 }
 
+// Sampled and unsampled runs take the exact counters from different reads (the first and last
+// samples, or reads of their own): each case runs both ways.
+RunOptions sampling(bool on) {
+  RunOptions o;
+  if (!on) o.spawn.sample_interval = std::chrono::nanoseconds(0);
+  return o;
+}
+
 TEST_CASE("a CPU-bound child under 1 core x speed 0.5 uses about half a core", "[kernel]") {
   REQUIRE_CGROUPS();
-  Result r = run(workload({"spin", "1.5"}), half_core());
+  const bool sampled = GENERATE(true, false);
+  Result r = run(workload({"spin", "1.2"}), half_core(), sampling(sampled));
   REQUIRE(r.ok());
   const double cores_used = (r.cpu_user_s + r.cpu_system_s) / r.wall_time_s;
-  CAPTURE(r.cpu_user_s, r.cpu_system_s, r.wall_time_s, r.throttled_s, to_text(r));
+  CAPTURE(sampled, r.cpu_user_s, r.cpu_system_s, r.wall_time_s, r.throttled_s, to_text(r));
+  CHECK((r.series.size() > 0) == sampled);
   CHECK(cores_used == Approx(0.5).margin(0.1));
   CHECK(r.throttled_periods > 0);
+  CHECK(r.throttled_s > 0.3);  // about half of the run waits for the next period
   CHECK(r.periods >= r.throttled_periods);
   CHECK(r.plan.cpu_quota_us * 2 == r.plan.cpu_period_us);
   CHECK(our_slices().empty());
@@ -112,8 +123,10 @@ TEST_CASE("two threads on a 2-core x 0.25 device share half a host core", "[kern
 TEST_CASE("a child allocating past the memory limit is OOM-killed and reported so",
           "[kernel]") {
   REQUIRE_CGROUPS();
-  Result r = run(workload({"touch", "256"}), make_device("small", 1, 1.0, "64MiB"));
-  CAPTURE(to_text(r));
+  const bool sampled = GENERATE(true, false);
+  Result r = run(workload({"touch", "256"}), make_device("small", 1, 1.0, "64MiB"),
+                 sampling(sampled));
+  CAPTURE(sampled, to_text(r));
   CHECK(r.oom_killed);
   CHECK(r.oom_kills >= 1);
   CHECK(r.signal == SIGKILL);
@@ -127,10 +140,12 @@ TEST_CASE("a child allocating past the memory limit is OOM-killed and reported s
 
 TEST_CASE("peak memory is the kernel's peak of what the workload touched", "[kernel]") {
   REQUIRE_CGROUPS();
-  Result r = run(workload({"touch", "100"}), make_device("roomy", 1, 1.0, "512MiB"));
+  const bool sampled = GENERATE(true, false);
+  Result r = run(workload({"touch", "100"}), make_device("roomy", 1, 1.0, "512MiB"),
+                 sampling(sampled));
   REQUIRE(r.ok());
   REQUIRE(r.peak_memory_bytes);
-  CAPTURE(*r.peak_memory_bytes, r.child_max_rss_bytes, r.peak_memory_source);
+  CAPTURE(sampled, *r.peak_memory_bytes, r.child_max_rss_bytes, r.peak_memory_source);
   CHECK(*r.peak_memory_bytes >= (100ull << 20));
   CHECK(*r.peak_memory_bytes <= (120ull << 20));
   CHECK(r.child_max_rss_bytes >= (100ull << 20));
