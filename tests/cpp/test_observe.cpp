@@ -1,5 +1,6 @@
 // A real run observed by the sampler: its figures checked against independent accounts (the
 // workload's own getrusage, VmHWM and clock), phases, network isolation. Host (v1) and VM (v2).
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -38,6 +39,28 @@ std::pair<Result, std::string> run_capturing(Slice& slice, Command command,
 // tens of milliseconds; on the host well under one.
 // (A few ms on a busy host, where the workload also waits to be scheduled.)
 bool in_vm() { return std::getenv("EDGEPROF_IN_VM") != nullptr; }
+
+// The storage tests run on a disk: EDGEPROF_TEST_DISK when set (the cgroup v2 VM mounts a RAM
+// disk there, its initramfs having no block device), else the current directory. A slice limits
+// the disk of the current directory when it is created, so this changes into it for the test.
+class OnTestDisk {
+ public:
+  OnTestDisk() : previous_(std::filesystem::current_path()) {
+    if (const char* dir = std::getenv("EDGEPROF_TEST_DISK"); dir && *dir) {
+      std::filesystem::current_path(dir);
+    }
+  }
+  ~OnTestDisk() { std::filesystem::current_path(previous_); }
+  OnTestDisk(const OnTestDisk&) = delete;
+  OnTestDisk& operator=(const OnTestDisk&) = delete;
+
+ private:
+  std::filesystem::path previous_;
+};
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
 double exec_budget_s() { return in_vm() ? 2.0 : 0.010; }
 // Tolerances: the VM's software emulation makes every system call slow and timings loose.
 double slack(double host, double vm) { return in_vm() ? vm : host; }
@@ -355,9 +378,9 @@ TEST_CASE("repeated runs: warm-ups apart, statistics over fresh slices", "[kerne
 
 TEST_CASE("block I/O of the slice is counted", "[kernel][observe][io]") {
   REQUIRE_CGROUPS();
+  OnTestDisk disk;
   Slice slice(make_device("io", 1, 1.0, "256MiB"));
-  const std::string path = std::filesystem::temp_directory_path() /
-                           ("edgeprof-direct-io-" + std::to_string(::getpid()));
+  const std::string path = "edgeprof-direct-io-" + std::to_string(::getpid());
   auto [r, out] = run_capturing(slice, workload({"direct-io", path, "16"}));
   if (r.exit_code == 5) {
     WARN("skipped: " << path << " is on a filesystem without O_DIRECT (tmpfs)");
@@ -378,6 +401,7 @@ TEST_CASE("a device's storage bandwidth throttles the reads and writes that reac
   Device d = make_device("slow-disk", 1, 1.0, "256MiB");
   d.io_read_bps = 16u << 20;
   d.io_write_bps = 8u << 20;
+  OnTestDisk disk;
   Slice slice(d);
   if (slice.plan().io_device.empty()) {
     WARN("skipped: the current directory has no block device");
@@ -399,6 +423,51 @@ TEST_CASE("a device's storage bandwidth throttles the reads and writes that reac
   // alone takes a small fraction of that. (The throttle lets a first burst through, hence 0.8.)
   CHECK(r.wall_time_s >= 0.8 * 1.5);
   CHECK(r.wall_time_s < 1.5 * 4);
+}
+
+TEST_CASE("buffered writes are limited when synced, and at writeback only on cgroup v2",
+          "[kernel][observe][io]") {
+  // docs/storage.md: fsync writes back in the workload's context (limited on v1 and v2);
+  // without a sync, v2 charges the kernel's later writeback to the slice that dirtied the pages
+  // (limited), v1 to no slice (not limited).
+  REQUIRE_CGROUPS();
+  Device d = make_device("slow-writes", 1, 1.0, "256MiB");
+  d.io_write_bps = 8u << 20;
+  OnTestDisk disk;
+  Slice slice(d);
+  if (slice.plan().io_device.empty()) {
+    WARN("skipped: the current directory has no block device");
+    return;
+  }
+  const std::string path = "edgeprof-writeback-" + std::to_string(::getpid());
+  const bool v2 = cgroup_mode() == CgroupMode::unified;
+
+  // 8 MiB at 8 MiB/s: 1 s, less the burst the throttle lets through first.
+  auto synced = run_capturing(slice, workload({"buffered-write", path, "8", "fsync"})).first;
+  REQUIRE(synced.ok());
+  CAPTURE(to_text(synced));
+  CHECK(synced.wall_time_s >= 0.8);
+
+  // The page cache takes 8 MiB at once; the disk gets it when this process syncs the file. (A
+  // new file: ext4 starts writeback at the close of a file that was truncated and rewritten,
+  // in the writer's context, so on v1 that would be limited too.)
+  std::filesystem::remove(path);
+  auto cached = run_capturing(slice, workload({"buffered-write", path, "8"})).first;
+  REQUIRE(cached.ok());
+  CHECK(cached.wall_time_s < 0.5);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  REQUIRE(fd >= 0);
+  const auto start = std::chrono::steady_clock::now();
+  CHECK(::fsync(fd) == 0);
+  const double sync_s = seconds_since(start);
+  ::close(fd);
+  std::filesystem::remove(path);
+  CAPTURE(v2, sync_s);
+  if (v2) {
+    CHECK(sync_s >= 0.8);
+  } else {
+    CHECK(sync_s < 0.5);
+  }
 }
 
 TEST_CASE("compare ranks workloads per device, marks the Pareto front, and projects",

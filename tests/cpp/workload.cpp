@@ -188,6 +188,23 @@ int direct_io(const char* path, long mib) {
   return rc;
 }
 
+// Writes `mib` MiB through the page cache, then fsyncs when `sync`. The file stays.
+int buffered_write(const char* path, long mib, bool sync) {
+  const int fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0600);
+  if (fd < 0) {
+    std::perror(path);
+    return 3;
+  }
+  std::vector<char> buf(1 << 20, 0x42);
+  int rc = 0;
+  for (long i = 0; i < mib && rc == 0; ++i) {
+    if (write(fd, buf.data(), buf.size()) != static_cast<ssize_t>(buf.size())) rc = 3;
+  }
+  if (rc == 0 && sync && fsync(fd) != 0) rc = 3;
+  close(fd);
+  return rc;
+}
+
 int print_file(const char* path) {
   FILE* f = std::fopen(path, "r");
   if (!f) return 2;
@@ -220,6 +237,10 @@ int main(int argc, char** argv) {
   }
   if (mode == "phases") return phases();
   if (mode == "direct-io" && argc > 3) return direct_io(argv[2], static_cast<long>(arg(3, 8)));
+  if (mode == "buffered-write" && argc > 3) {
+    return buffered_write(argv[2], static_cast<long>(arg(3, 8)),
+                          argc > 4 && std::string(argv[4]) == "fsync");
+  }
   if (mode == "loopback") return loopback(static_cast<long>(arg(2, 1 << 20)));
   if (mode == "sleep") {
     std::this_thread::sleep_for(std::chrono::duration<double>(arg(2, 1)));
@@ -247,7 +268,7 @@ int main(int argc, char** argv) {
   std::fprintf(stderr,
                "usage: %s spin SECONDS [THREADS] | spin-report SECONDS [THREADS] | work CPU_S [SLEEP_S] | touch MIB "
                "[HOLD_S] | touch-report MIB [HOLD_S] | phases | loopback BYTES | direct-io PATH MIB | "
-               "exit N | "
+               "buffered-write PATH MIB [fsync] | exit N | "
                "sleep S | cgroup | env NAME | cwd | fork-sleep\n",
                argv[0]);
   return 64;
