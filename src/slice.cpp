@@ -400,6 +400,10 @@ Child Slice::spawn(const Command& command, const SpawnOptions& options) {
   prepared.set_env(kPhaseEnv, state->marks.env);
   prepared.keep_fd(state->marks.write.get());
 
+  // A fresh peak per workload when the slice is idle and the kernel can reset it (before a
+  // sampler is made: its memory.peak reads through the file that was reset).
+  if (s.running == 0) state->peak_reset = s.cgroup->reset_peak();
+
   if (options.isolate_network) {
     state->netns = std::make_unique<detail::NetworkNamespace>();
     prepared.set_netns(state->netns->fd());
@@ -421,8 +425,6 @@ Child Slice::spawn(const Command& command, const SpawnOptions& options) {
     state->sampler->watch_marks(state->marks.read.get());
   }
 
-  // A fresh peak per workload when the slice is idle and the kernel can reset it.
-  if (s.running == 0) state->peak_reset = s.cgroup->reset_peak();
   if (!state->sampler) state->before = s.cgroup->counters();
   detail::Placement placement;
   placement.cgroup_fd = s.cgroup->clone_fd();

@@ -220,7 +220,7 @@ class V2Cgroup final : public Cgroup {
     return {fs_.resolve(dir_)};
   }
 
-  Sources sources() const override { return Sources::v2(fs_, dir_); }
+  Sources sources() const override { return Sources::v2(fs_, dir_, peak_fd_); }
 
  private:
   struct Kept {

@@ -1,6 +1,8 @@
 #include "sampler/sources.hpp"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <cerrno>
 
@@ -176,7 +178,7 @@ void Sources::add(const Fs& fs, std::string name, std::vector<std::string> paths
   sources_.push_back(std::move(s));
 }
 
-Sources Sources::v2(const Fs& fs, const std::string& dir) {
+Sources Sources::v2(const Fs& fs, const std::string& dir, int peak_fd) {
   Sources s;
   auto f = [&](const char* name) { return join(dir, name); };
   using M = Metric;
@@ -188,6 +190,12 @@ Sources Sources::v2(const Fs& fs, const std::string& dir) {
         single<M::memory_current_bytes>);
   s.add(fs, "memory.peak", {f("memory.peak")}, {M::memory_peak_bytes},
         single<M::memory_peak_bytes>);
+  if (peak_fd >= 0 && !s.sources_.empty() && s.sources_.back().name == "memory.peak") {
+    // A copy of the descriptor shares the open file, and so the reset, with the original.
+    Source& peak = s.sources_.back();
+    const int copy = ::fcntl(peak_fd, F_DUPFD_CLOEXEC, 0);
+    if (copy >= 0) peak.files[0] = StatFile::adopt(copy, peak.files[0].path());
+  }
   s.add(fs, "memory.stat", {f("memory.stat")},
         {M::memory_anon_bytes, M::memory_file_bytes, M::memory_major_faults}, v2_memory_stat);
   s.add(fs, "memory.swap.current", {f("memory.swap.current")}, {M::memory_swap_bytes},

@@ -46,7 +46,9 @@ struct Source {
 class Sources {
  public:
   // The sources of a v2 slice directory / of v1 hierarchy directories (controller -> dir).
-  static Sources v2(const Fs& fs, const std::string& dir);
+  // `peak_fd`, when open, is the slice's memory.peak as reset for each run: read through a copy
+  // of it, because since Linux 6.12 a reset applies only to reads through the reset file.
+  static Sources v2(const Fs& fs, const std::string& dir, int peak_fd = -1);
   static Sources v1(const Fs& fs, const std::map<std::string, std::string>& dirs);
   // Adds the network counters of a workload in its own network namespace: `dev` is net/dev
   // opened inside it (the open file keeps the namespace readable after every process left).

@@ -1,5 +1,6 @@
 // The backends against fake cgroup trees: what they write where, and what they refuse.
 #include <catch2/catch.hpp>
+#include <filesystem>
 
 #include "cgroup/backend.hpp"
 #include "edgeprof/error.hpp"
@@ -81,6 +82,36 @@ TEST_CASE("v2: slices go beneath the caller's own cgroup with every limit writte
   }
   CHECK(cgroup->remove());
   CHECK_FALSE(tree.exists(dir));
+}
+
+TEST_CASE("v2: the peak is read through the file each run resets, by the sampler too",
+          "[cgroup][sampler]") {
+  // Since Linux 6.12 writing to memory.peak starts a new peak for reads through that open file
+  // only: the end-of-run peak and the sampler's memory.peak column must both read through it.
+  // Here the reset file is then replaced by another under the same name, which a reader that
+  // opened the path afresh would read instead.
+  FakeTree tree;
+  const std::string own = "/sys/fs/cgroup/app.scope";
+  tree.file("/proc/self/cgroup", "0::/app.scope\n");
+  tree.file(own + "/cgroup.controllers", "cpuset cpu io memory pids\n");
+  tree.file(own + "/cgroup.subtree_control", "cpuset cpu memory pids\n");
+  Layout layout{CgroupMode::unified, "/sys/fs/cgroup", {}};
+  auto backend = make_v2_backend(Fs(tree.root()), layout, "");
+  auto cgroup = backend->create("edgeprof-1-2-3");
+  const std::string peak = own + "/edgeprof-1-2-3/memory.peak";
+  tree.file(peak, "4096\n");
+  REQUIRE(cgroup->reset_peak());
+  CHECK(tree.read(peak) == "reset\n");
+  tree.overwrite(peak, "40960\n");  // the peak since the reset
+  std::filesystem::remove(tree.root() + peak);
+  tree.file(peak, "1\n");  // another file under the name
+
+  CHECK(cgroup->peak() == 40960u);
+  Sources sources = cgroup->sources();
+  Columns columns;
+  sources.tick(0, columns);
+  REQUIRE(columns.has(Metric::memory_peak_bytes));
+  CHECK(columns[Metric::memory_peak_bytes][0] == 40960u);
 }
 
 TEST_CASE("v2: a missing controller is an error naming it, unless allowed", "[cgroup]") {
