@@ -172,6 +172,16 @@ EmulationPlan plan_emulation(const Device& device, const HostFacts& host,
         "more than {} threads run at the same instant",
         device.cores, ncpus, ncpus == 1 ? "" : "s", ncpus));
   }
+  // cpu.max limits the slice, not each thread: one busy thread may use the whole quota, up to
+  // a host core (docs/benchmarks.md, fidelity: the cpu.max bound).
+  if (device.cores > 1 && device.core_speed < 1.0) {
+    plan.notes.push_back(fmt::format(
+        "the CPU quota ({:.2f} host cores) is the whole slice's: a workload with fewer busy "
+        "threads than the device's {} cores runs each of them faster than a device core, a "
+        "single thread at up to {:.2f} of a host core instead of {:g}; emulate such a workload "
+        "with as many cores as it has busy threads (docs/devices.md)",
+        capacity, device.cores, std::min(1.0, capacity), device.core_speed));
+  }
 
   // Bandwidth: quota = capacity x period; stretch the period when the quota would fall under
   // the kernel's minimum, and say so (a longer period makes the throttling coarser).

@@ -27,8 +27,14 @@ TEST_CASE("quota is cores x speed x period over min(cores, host CPUs) CPUs", "[p
   auto four = plan_emulation(make_device("pi", 4, 0.25, "4GiB"), host(2));
   CHECK(four.cpus == std::vector<int>{0, 1});
   CHECK(four.cpu_quota_us == 10000);
-  REQUIRE(four.notes.size() == 1);
+  REQUIRE(four.notes.size() == 2);
   CHECK_THAT(four.notes[0], Catch::Contains("4 cores are emulated on 2 host CPUs"));
+  // One busy thread may take the whole slice's quota: up to a host core, not a quarter.
+  CHECK_THAT(four.notes[1], Catch::Contains("a single thread at up to 1.00 of a host core "
+                                            "instead of 0.25"));
+  auto two = plan_emulation(make_device("duo", 2, 0.3, "1GiB"), host(4));
+  REQUIRE(two.notes.size() == 1);
+  CHECK_THAT(two.notes[0], Catch::Contains("up to 0.60 of a host core instead of 0.3"));
 
   // A device as fast as the cpuset it gets: its quota is all of it, and the plan says that the
   // kernel gets none (backends write "max" / -1).
