@@ -161,6 +161,31 @@ Device make_device(std::string name, int cores, double core_speed, std::string_v
   return d;
 }
 
+Device for_threads(const Device& device, int threads) {
+  if (threads < 1) {
+    throw DeviceError(fmt::format("threads = {} is invalid: a workload has at least 1 busy thread",
+                                  threads));
+  }
+  Device d = device;
+  if (threads >= device.cores) return d;
+  d.name = fmt::format("{}-{}-thread{}", device.name, threads, threads == 1 ? "" : "s");
+  d.aliases.clear();
+  d.cores = threads;
+  d.sources["cores"] = {
+      "specified", fmt::format("{} of the device's {} cores: emulated for a workload of {} busy "
+                               "thread{} (for_threads)",
+                               threads, device.cores, threads, threads == 1 ? "" : "s")};
+  // Power linear in the share of the device's capacity in use: the same watts per busy core
+  // when the capacity is `threads` cores instead of all of them.
+  if (device.power.idle_watts && device.power.loaded_watts) {
+    d.power.loaded_watts =
+        *device.power.idle_watts + (*device.power.loaded_watts - *device.power.idle_watts) *
+                                       threads / device.cores;
+  }
+  d.validate();
+  return d;
+}
+
 const std::vector<Device>& builtin_devices() { return catalog_devices(); }
 
 const Device& builtin_device(std::string_view name) {

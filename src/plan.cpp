@@ -178,8 +178,9 @@ EmulationPlan plan_emulation(const Device& device, const HostFacts& host,
     plan.notes.push_back(fmt::format(
         "the CPU quota ({:.2f} host cores) is the whole slice's: a workload with fewer busy "
         "threads than the device's {} cores runs each of them faster than a device core, a "
-        "single thread at up to {:.2f} of a host core instead of {:g}; emulate such a workload "
-        "with as many cores as it has busy threads (docs/devices.md)",
+        "single thread at up to {:.2f} of a host core instead of {:g}; for such a workload, "
+        "emulate as many cores as it has busy threads (--threads, for_threads; "
+        "docs/devices.md)",
         capacity, device.cores, std::min(1.0, capacity), device.core_speed));
   }
 

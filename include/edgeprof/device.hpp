@@ -116,6 +116,15 @@ std::string format_size(std::uint64_t bytes);
 Device make_device(std::string name, int cores, double core_speed, std::string_view memory,
                    std::string_view swap = "0");
 
+/// The device as a workload with `threads` busy threads sees it. The CPU quota limits the slice,
+/// not each thread, so fewer busy threads than cores would each run faster than a device core,
+/// up to a whole host core: for `threads` below `device.cores` this is a copy with `threads`
+/// cores at the same core_speed, named "<name>-<threads>-thread(s)", its "cores" source saying
+/// so, and its loaded power scaled to the cores kept (so that an energy estimate, whose CPU
+/// share is taken of the emulated cores, stays that of the whole device). Otherwise an
+/// unchanged copy. Throws DeviceError for `threads` below 1.
+Device for_threads(const Device& device, int threads);
+
 /// The built-in devices: the catalog (catalog.hpp, catalog_devices()).
 const std::vector<Device>& builtin_devices();
 

@@ -78,6 +78,7 @@ class Device:
     def sources(self) -> dict[str, FigureSource]: ...  # figure name -> where it comes from
     @property
     def origin(self) -> str: ...  # "catalog", a file path, or "" when built in code
+    def for_threads(self, threads: int) -> Device: ...  # fewer busy threads than cores: that many cores
     def to_json(self) -> str: ...  # this device as a device file
     def __eq__(self, other: object) -> bool: ...
     def __hash__(self) -> int: ...

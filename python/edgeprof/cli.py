@@ -40,6 +40,10 @@ examples:
 
 
 def _device(args: argparse.Namespace) -> edgeprof.Device:
+    return _for_threads(_named_or_custom_device(args), args.threads)
+
+
+def _named_or_custom_device(args: argparse.Namespace) -> edgeprof.Device:
     custom = (args.cores, args.speed, args.memory)
     if any(v is not None for v in custom):
         if args.device is not None:
@@ -53,6 +57,10 @@ def _device(args: argparse.Namespace) -> edgeprof.Device:
             swap=args.swap or 0,
         )
     return edgeprof.find_device(args.device or "raspberry-pi-4")
+
+
+def _for_threads(device: edgeprof.Device, threads: Optional[int]) -> edgeprof.Device:
+    return device.for_threads(threads) if threads is not None else device
 
 
 def _exit_status(result: edgeprof.Result) -> int:
@@ -71,6 +79,10 @@ def _add_device_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--speed", type=float, help="custom device: core speed relative to a host core")
     g.add_argument("--memory", help="custom device: memory, e.g. 512MiB")
     g.add_argument("--swap", help="custom device: swap, e.g. 256MiB (default 0)")
+    g.add_argument("--threads", type=int, metavar="N",
+                   help="the workload's busy threads: with fewer than the device's cores, "
+                   "emulate N of them (the CPU quota limits the slice, not each thread; "
+                   "docs/devices.md)")
     e = p.add_argument_group("emulation")
     e.add_argument("--cpu-period-us", type=int, default=edgeprof.DEFAULT_CPU_PERIOD_US,
                    help="CFS bandwidth period in microseconds (default %(default)s)")
@@ -372,7 +384,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     calibrations = edgeprof.load_calibrations(args.calibrations) if args.calibrations else []
     devices = args.device or ["raspberry-pi-4"]
     comparison = edgeprof.compare(
-        _workloads(args), [edgeprof.find_device(d) for d in devices], repeat=args.repeat,
+        _workloads(args), [_for_threads(edgeprof.find_device(d), args.threads) for d in devices],
+        repeat=args.repeat,
         warmup=args.warmup, metric=args.metric, test=args.test, alpha=args.alpha,
         calibrations=calibrations, projected_target=args.target if calibrations else "",
         interval=args.interval, timeout=args.timeout, progress=not args.quiet)
@@ -599,6 +612,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--file", help="a file of workloads, one 'NAME: COMMAND' per line")
     p.add_argument("--device", action="append",
                    help="a built-in device (several times for several; default raspberry-pi-4)")
+    p.add_argument("--threads", type=int, metavar="N",
+                   help="the workloads' busy threads: emulate at most N cores of each device "
+                   "(docs/devices.md)")
     p.add_argument("--repeat", type=int, default=5, help="runs per workload and device (5)")
     p.add_argument("--warmup", type=int, default=0, help="warm-up runs, not counted (0)")
     p.add_argument("--metric", default="wall_time_s",

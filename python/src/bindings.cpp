@@ -301,6 +301,10 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("speed_schedule", &Device::speed_schedule)
       .def_readonly("sources", &Device::sources)
       .def_readonly("origin", &Device::origin)
+      .def("for_threads", &for_threads, py::arg("threads"),
+           "The device as a workload with `threads` busy threads sees it: with fewer threads "
+           "than cores, a copy with that many cores at the same core speed (the CPU quota "
+           "limits the slice, not each thread; docs/devices.md). Otherwise unchanged.")
       .def("to_json", &device_to_json, "This device as a device file (JSON).")
       .def(py::self == py::self)
       .def("__hash__", [](const Device& d) { return py::hash(py::str(d.name)); })

@@ -2,6 +2,8 @@
 
 #include "edgeprof/device.hpp"
 #include "edgeprof/error.hpp"
+#include "edgeprof/plan.hpp"
+#include "edgeprof/result.hpp"
 
 using namespace edgeprof;
 
@@ -74,6 +76,43 @@ TEST_CASE("built-in devices exist, are valid and are found by name or alias", "[
   CHECK(builtin_device("raspberry-pi-4").name == "raspberry-pi-4b-4gb");
   CHECK_THROWS_WITH(builtin_device("raspberry-pi-9"),
                     Catch::Contains("raspberry-pi-9") && Catch::Contains("raspberry-pi-4b-4gb"));
+}
+
+TEST_CASE("for_threads: the device as a workload with fewer busy threads than cores sees it",
+          "[device]") {
+  const Device& pi = builtin_device("raspberry-pi-4");
+  REQUIRE(pi.cores == 4);
+  const Device one = for_threads(pi, 1);
+  CHECK(one.name == "raspberry-pi-4b-4gb-1-thread");
+  CHECK(one.aliases.empty());  // find_device("raspberry-pi-4") stays the whole board
+  CHECK(one.cores == 1);
+  CHECK(one.core_speed == pi.core_speed);
+  CHECK(one.memory_bytes == pi.memory_bytes);
+  CHECK(one.io_read_bps == pi.io_read_bps);
+  CHECK_THAT(one.sources.at("cores").source, Catch::Contains("1 of the device's 4 cores"));
+  CHECK(for_threads(pi, 2).name == "raspberry-pi-4b-4gb-2-threads");
+
+  // One thread's worth of quota: the plan grants the single thread a Pi core, no more.
+  HostFacts host;
+  host.cpus = {0, 1};
+  host.memory_bytes = 16ull << 30;
+  const EmulationPlan plan = plan_emulation(one, host);
+  CHECK(plan.capacity_cores() == Approx(pi.core_speed).epsilon(1e-3));
+  for (const std::string& note : plan.notes) CHECK_THAT(note, !Catch::Contains("fewer busy"));
+
+  // The energy of the same work is the same: the thread keeps one of four cores busy.
+  REQUIRE(pi.power.idle_watts);
+  REQUIRE(pi.power.loaded_watts);
+  const double cpu_s = 10 * pi.core_speed;  // 10 s of one busy device core, in host-core s
+  const auto whole = estimate_energy_j(pi.power, 10, cpu_s, pi.cores * pi.core_speed);
+  const auto part = estimate_energy_j(one.power, 10, cpu_s, one.cores * one.core_speed);
+  REQUIRE(whole);
+  REQUIRE(part);
+  CHECK(*part == Approx(*whole));
+
+  CHECK(for_threads(pi, 4) == pi);
+  CHECK(for_threads(pi, 16) == pi);
+  CHECK_THROWS_WITH(for_threads(pi, 0), Catch::Contains("threads = 0"));
 }
 
 TEST_CASE("devices with a speed schedule or power figures are validated", "[device]") {

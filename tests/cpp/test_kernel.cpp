@@ -108,6 +108,27 @@ TEST_CASE("a device as fast as its host CPUs runs with no quota and is never thr
   CHECK((r.cpu_user_s + r.cpu_system_s) / r.wall_time_s == Approx(1.0).margin(0.15));
 }
 
+TEST_CASE("one busy thread runs faster than a device core unless the device is cut to it",
+          "[kernel]") {
+  // cpu.max limits the slice: one thread on a 2 x 0.5 device may take its whole quota, a host
+  // core. for_threads(device, 1) emulates one core of it, at the device's core speed.
+  REQUIRE_CGROUPS();
+  if (host_facts().cpus.size() < 2) {
+    WARN("skipped: needs 2 host CPUs");
+    return;
+  }
+  const Device duo = make_device("duo", 2, 0.5, "256MiB");
+  const Result whole = run(workload({"spin", "1"}), duo);
+  const Result one = run(workload({"spin", "1"}), for_threads(duo, 1));
+  REQUIRE(whole.ok());
+  REQUIRE(one.ok());
+  const auto cores = [](const Result& r) { return (r.cpu_user_s + r.cpu_system_s) / r.wall_time_s; };
+  CAPTURE(cores(whole), cores(one));
+  CHECK(cores(whole) > 0.8);
+  CHECK(cores(one) == Approx(0.5).margin(0.1));
+  CHECK(one.device.name == "duo-1-thread");
+}
+
 TEST_CASE("two threads on a 2-core x 0.25 device share half a host core", "[kernel]") {
   REQUIRE_CGROUPS();
   if (host_facts().cpus.size() < 2) {

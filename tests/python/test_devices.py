@@ -296,6 +296,29 @@ def test_cli_runs_on_a_device_file(tmp_path):
     assert (device["name"], device["cores"], device["core_speed"]) == ("test-board", 2, 0.4)
 
 
+def test_for_threads_emulates_as_many_cores_as_the_workload_has_busy_threads():
+    pi = edgeprof.find_device("raspberry-pi-4")
+    one = pi.for_threads(1)
+    assert (one.name, one.cores, one.core_speed, one.memory_bytes) == (
+        "raspberry-pi-4b-4gb-1-thread", 1, pi.core_speed, pi.memory_bytes)
+    assert "1 of the device's 4 cores" in one.sources["cores"].source
+    assert pi.for_threads(4) == pi
+    with pytest.raises(edgeprof.DeviceError, match="threads = 0"):
+        pi.for_threads(0)
+
+
+@requires_cgroups
+def test_cli_threads_cuts_the_device_to_the_workloads_threads(tmp_path):
+    report = tmp_path / "r.json"
+    p = cli("run", "--device", "raspberry-pi-4", "--threads", "1", "--json", str(report), "--",
+            "true")
+    assert p.returncode == 0, p.stderr
+    device = json.loads(report.read_text())["device"]
+    assert (device["name"], device["cores"]) == ("raspberry-pi-4b-4gb-1-thread", 1)
+    bad = cli("run", "--device", "raspberry-pi-4", "--threads", "0", "--", "true")
+    assert bad.returncode == 2 and "threads = 0" in bad.stderr
+
+
 # Energy and speed schedules
 
 
