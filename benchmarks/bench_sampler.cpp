@@ -515,7 +515,7 @@ template <typename Thread>
 void run_beside(edgeprof::Slice& slice, Thread& thread, double seconds, Outcome& o) {
   const double c0 = process_cpu_s();
   const auto w0 = Clock::now();
-  thread.start(Clock::now());
+  thread.start();
   {
     edgeprof::Child child = start_workload(slice);
     run_workload(child, seconds);

@@ -431,8 +431,7 @@ Child Slice::spawn(const Command& command, const SpawnOptions& options) {
   placement.procs_fds = s.cgroup->self_attach_fds();
   placement.attach = [&s](pid_t pid) { s.cgroup->attach(pid); };
   // The sampler starts before the child is released, so its first sample is the baseline.
-  state->origin = Clock::now();
-  if (state->sampler) state->sampler->start(state->origin);
+  state->origin = state->sampler ? state->sampler->start() : Clock::now();
   try {
     state->process = detail::spawn_process(prepared, placement);
   } catch (...) {

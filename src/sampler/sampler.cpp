@@ -106,7 +106,7 @@ void Sampler::arm(Clock::time_point first, std::chrono::nanoseconds every) const
   }
 }
 
-void Sampler::start(Clock::time_point origin) {
+Sampler::Clock::time_point Sampler::start() {
   std::lock_guard<std::mutex> guard(lock_);
   if (running_) throw Error("the sampler is already running a workload");
   if (thread_ && exited_) {  // it ended after an idle while: a new one
@@ -122,7 +122,6 @@ void Sampler::start(Clock::time_point origin) {
                   e.code().value());
     }
   }
-  origin_ = origin;
   missed_ = 0;
   marks_.clear();
   columns_ = Columns{};
@@ -130,16 +129,20 @@ void Sampler::start(Clock::time_point origin) {
   // workload about 1.4 MB of allocation, and the page faults, per spawn.)
   columns_.reserve(kInitialSamples);
   sources_.rewind();
-  sample();
+  // Time zero is the first sample, and the deadlines follow it: a sample's lateness is then
+  // its time modulo the interval (summarize), not offset by how long this start took.
+  origin_ = Clock::now();
+  sample(true, origin_);
   first_read_ = columns_.size() == 1 ? columns_.complete : std::bitset<kMetricCount>();
   if (marks_fd_ >= 0) watch(epoll_fd_.get(), marks_fd_, kMarks);
   try {
-    arm(origin + interval_, interval_);
+    arm(origin_ + interval_, interval_);
   } catch (...) {
     if (marks_fd_ >= 0) ::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, marks_fd_, nullptr);
     throw;
   }
   running_ = true;
+  return origin_;
 }
 
 void Sampler::stop() {
@@ -160,9 +163,9 @@ void Sampler::stop() {
   sample(false);  // the final counters, after the workload was reaped
 }
 
-void Sampler::sample(bool scheduled) noexcept {
+void Sampler::sample(bool scheduled, std::optional<Clock::time_point> at) noexcept {
   try {
-    const auto now = Clock::now();
+    const auto now = at ? *at : Clock::now();
     sources_.tick(std::chrono::duration_cast<std::chrono::nanoseconds>(now - origin_).count(),
                   columns_, scheduled);
   } catch (...) {

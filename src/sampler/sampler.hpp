@@ -8,6 +8,7 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -45,9 +46,10 @@ class Sampler {
 
   // Begins a run: forgets the last run's samples and marks, takes a first sample at once (in
   // the caller, so it precedes the workload however late the thread gets going), and arms the
-  // timer for origin + k x interval (no drift). Sample times are relative to `origin`, which
-  // should be about now. Throws Error when the timer or the marks cannot be armed.
-  void start(Clock::time_point origin);
+  // timer for origin + k x interval (no drift). Returns the origin, the moment of the first
+  // sample, to which every sample time is relative. Throws Error when the timer or the marks
+  // cannot be armed.
+  Clock::time_point start();
   // Ends the run: reads the marks left in the pipe and takes a last sample (the final counters),
   // in the caller. The thread sleeps until the next run, or ends after kSamplerIdleExit.
   void stop();
@@ -70,7 +72,8 @@ class Sampler {
 
  private:
   void run() noexcept;
-  void sample(bool scheduled = true) noexcept;
+  // Takes a sample, timed `at` (default: now).
+  void sample(bool scheduled = true, std::optional<Clock::time_point> at = std::nullopt) noexcept;
   // Appends what the workload wrote to marks_; true when something arrived.
   bool drain_marks() noexcept;
   // Arms the timer: first at `first`, then every `every` (0: once).

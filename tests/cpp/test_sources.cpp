@@ -7,6 +7,7 @@
 #include <iterator>
 #include <thread>
 
+#include "edgeprof/result.hpp"
 #include "helpers.hpp"
 #include "parse.hpp"
 #include "sampler/sources.hpp"
@@ -236,8 +237,7 @@ TEST_CASE("the sampler ticks on its deadlines and stops at once with a final sam
   tree.file("/cg/memory.current", "4096\n");
   {
     Sampler sampler(Sources::v2(Fs(tree.root()), "/cg"), std::chrono::milliseconds(10));
-    const auto origin = Sampler::Clock::now();
-    sampler.start(origin);
+    sampler.start();
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     tree.overwrite("/cg/memory.current", "8192\n");  // the sampler may be reading it now
     sampler.stop();
@@ -250,11 +250,18 @@ TEST_CASE("the sampler ticks on its deadlines and stops at once with a final sam
     for (size_t i = 1; i < c.size(); ++i) CHECK(c.t_ns[i] > c.t_ns[i - 1]);
     CHECK(value(c, Metric::memory_current_bytes, c.size() - 1) == 8192u);  // the final counters
     CHECK(complete(c, Metric::memory_current_bytes));
+    // The first sample is time zero and the deadlines follow it, so how late the scheduled
+    // samples were is a small fraction of the interval (once, every sample came out nearly one
+    // interval late: the deadlines followed a time zero taken before the first sample).
+    CHECK(c.t_ns[0] == 0);
+    const edgeprof::Summary sum = edgeprof::summarize(c, 0.010, 1.0, sampler.missed());
+    REQUIRE(sum.jitter_p50_s);
+    CHECK(*sum.jitter_p50_s < 0.005);
   }
   {
     // A 60 s interval: stop() wakes the thread instead of waiting for the next deadline.
     Sampler sampler(Sources::v2(Fs(tree.root()), "/cg"), std::chrono::seconds(60));
-    sampler.start(Sampler::Clock::now());
+    sampler.start();
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     const auto before = Sampler::Clock::now();
     sampler.stop();
@@ -273,8 +280,8 @@ TEST_CASE("a sampler runs one workload after another, and sleeps in between", "[
   UniqueFd read_end(ends[0]), write_end(ends[1]);
   Sampler sampler(Sources::v2(Fs(tree.root()), "/cg"), std::chrono::milliseconds(10));
   sampler.watch_marks(read_end.get());
-  sampler.start(Sampler::Clock::now());
-  CHECK_THROWS_WITH(sampler.start(Sampler::Clock::now()), Catch::Contains("already running"));
+  sampler.start();
+  CHECK_THROWS_WITH(sampler.start(), Catch::Contains("already running"));
   REQUIRE(::write(write_end.get(), "first\n", 6) == 6);
   std::this_thread::sleep_for(std::chrono::milliseconds(60));
   sampler.stop();
@@ -292,7 +299,7 @@ TEST_CASE("a sampler runs one workload after another, and sleeps in between", "[
   tree.overwrite("/cg/memory.current", "8192\n");
   sampler.set_interval(std::chrono::milliseconds(25));
   sampler.watch_marks(read_end.get());
-  sampler.start(Sampler::Clock::now());
+  sampler.start();
   std::this_thread::sleep_for(std::chrono::milliseconds(60));
   sampler.stop();
   const Columns& second = sampler.columns();
@@ -313,7 +320,7 @@ TEST_CASE("a sampler runs one workload after another, and sleeps in between", "[
   const auto parked = threads();
   std::this_thread::sleep_for(kSamplerIdleExit * 3);
   CHECK(threads() == parked - 1);
-  sampler.start(Sampler::Clock::now());
+  sampler.start();
   CHECK(threads() == parked);
   std::this_thread::sleep_for(std::chrono::milliseconds(60));
   sampler.stop();
