@@ -466,8 +466,9 @@ class BareWakeups {
   BareWakeups(const BareWakeups&) = delete;
   BareWakeups& operator=(const BareWakeups&) = delete;
 
-  void start(Clock::time_point origin) {
-    origin_ = origin;
+  // As Sampler::start: time zero is now.
+  void start() {
+    origin_ = Clock::now();
     thread_ = std::thread([this] { run(); });
   }
   void stop() {
