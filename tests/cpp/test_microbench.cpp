@@ -4,9 +4,12 @@
 #include <sched.h>
 
 #include <catch2/catch.hpp>
+
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <optional>
 
@@ -517,14 +520,26 @@ TEST_CASE("edgeprof-probe in a slice at core_speed 0.5 scores about half", "[mic
   }
   // A quota caps a slice; it cannot give it a CPU that other processes hold. When the host is
   // so busy that even the full-speed run got little more than half a CPU, half speed cannot be
-  // told from contention: try again, and say so rather than fail when it stays busy.
+  // told from contention: try again, and say so rather than fail when it stays busy. Nor can a
+  // quota stop the host itself from changing speed between the two runs (this VM's vCPUs do,
+  // by up to 2.5 times: docs/benchmarks.md, fidelity): each kernel's ratio is then far from the
+  // others' (once integer 1.46, floating 0.51, memory 0.39), and the attempt is repeated too.
   FakeTree tmp;
   double busiest = 1;
+  double widest = 1;
   for (int attempt = 0; attempt < 3; ++attempt) {
     const Probed full = probe_in_slice(1.0, tmp);
     const Probed half = probe_in_slice(0.5, tmp);
     if (full.cpu_share < 0.8) {
       busiest = std::min(busiest, full.cpu_share);
+      continue;
+    }
+    const double ratios[] = {half.scores.integer / full.scores.integer,
+                             half.scores.floating / full.scores.floating,
+                             half.scores.memory / full.scores.memory};
+    const auto [lo, hi] = std::minmax_element(std::begin(ratios), std::end(ratios));
+    if (*hi / *lo > 1.5) {
+      widest = std::max(widest, *hi / *lo);
       continue;
     }
     INFO("full speed: " << full.scores.integer << " " << full.scores.floating << " "
@@ -537,6 +552,8 @@ TEST_CASE("edgeprof-probe in a slice at core_speed 0.5 scores about half", "[mic
     CHECK(speed < 0.65);
     return;
   }
-  WARN("skipped: the host is too busy; the full-speed probe got only "
-       << busiest << " of a CPU in 3 attempts");
+  WARN("skipped: the host is too busy or its speed changed in every one of 3 attempts (the "
+       "full-speed probe got as little as "
+       << busiest << " of a CPU; the kernels' speed ratios differed by up to " << widest
+       << " times)");
 }
