@@ -180,16 +180,25 @@ PhasePipe make_phase_pipe() {
   return p;
 }
 
-// The metrics Counters holds.
-const std::bitset<kMetricCount> kCounterMetrics = [] {
-  std::bitset<kMetricCount> bits;
-  for (Metric m : {Metric::cpu_user_ns, Metric::cpu_system_ns, Metric::cpu_periods,
-                   Metric::cpu_throttled_periods, Metric::cpu_throttled_ns,
-                   Metric::memory_oom_kills}) {
-    bits.set(static_cast<std::size_t>(m));
+// The sampled metric behind each field of Counters.
+using CounterField = std::optional<std::uint64_t> detail::Counters::*;
+constexpr std::pair<Metric, CounterField> kCounterFields[] = {
+    {Metric::cpu_user_ns, &detail::Counters::user_ns},
+    {Metric::cpu_system_ns, &detail::Counters::system_ns},
+    {Metric::cpu_periods, &detail::Counters::periods},
+    {Metric::cpu_throttled_periods, &detail::Counters::throttled_periods},
+    {Metric::cpu_throttled_ns, &detail::Counters::throttled_ns},
+    {Metric::memory_oom_kills, &detail::Counters::oom_kills}};
+
+// Whether every counter that `first` read is still in `complete` (no source of one failed).
+bool counters_complete(const std::bitset<kMetricCount>& first,
+                       const std::bitset<kMetricCount>& complete) {
+  for (const auto& [metric, field] : kCounterFields) {
+    const auto m = static_cast<std::size_t>(metric);
+    if (first.test(m) && !complete.test(m)) return false;
   }
-  return bits;
-}();
+  return true;
+}
 
 // The counters in row `row` of a series, for the metrics in `read` (unset for the others, as
 // Cgroup::counters leaves a file it cannot read).
@@ -197,16 +206,9 @@ detail::Counters counters_in(const TimeSeries& series, std::size_t row,
                              const std::bitset<kMetricCount>& read) {
   detail::Counters c;
   if (row >= series.size()) return c;
-  auto get = [&](Metric m) -> std::optional<std::uint64_t> {
-    if (!read.test(static_cast<std::size_t>(m))) return std::nullopt;
-    return series[m][row];
-  };
-  c.user_ns = get(Metric::cpu_user_ns);
-  c.system_ns = get(Metric::cpu_system_ns);
-  c.periods = get(Metric::cpu_periods);
-  c.throttled_periods = get(Metric::cpu_throttled_periods);
-  c.throttled_ns = get(Metric::cpu_throttled_ns);
-  c.oom_kills = get(Metric::memory_oom_kills);
+  for (const auto& [metric, field] : kCounterFields) {
+    if (read.test(static_cast<std::size_t>(metric))) c.*field = series[metric][row];
+  }
   return c;
 }
 
@@ -325,7 +327,6 @@ struct Child::State {
   std::shared_ptr<Slice::Impl> slice;
   detail::Spawned process;
   detail::Counters before;  // read at the spawn when the run is not sampled
-  bool sampled = false;
   std::bitset<kMetricCount> first_read;  // the metrics the first sample read
   bool peak_reset = false;
   std::vector<std::string> argv;
@@ -458,12 +459,12 @@ Result Child::State::finish(const detail::Exit& exit, bool timed_out) {
   r.child_max_rss_bytes = static_cast<std::uint64_t>(exit.usage.ru_maxrss) * 1024;
 
   detail::Counters after;
-  if (sampled) {
+  if (interval.count() != 0) {  // sampled
     // The first and last samples read the same files, with the same parsers, at the moments
     // the counters would be read: their rows are the counters (saving a spawn 4 + 4 file reads
     // on v1, 2 + 2 on v2). A source that failed during the run leaves the end to a fresh read.
     before = counters_in(r.series, 0, first_read);
-    if (r.series.size() > 0 && (first_read & ~r.series.complete & kCounterMetrics).none()) {
+    if (r.series.size() > 0 && counters_complete(first_read, r.series.complete)) {
       after = counters_in(r.series, r.series.size() - 1, r.series.complete);
     } else if (slice->cgroup) {
       after = slice->cgroup->counters();
@@ -519,7 +520,6 @@ void Child::State::observe(Result& r, const detail::Exit& exit) {
   }
   if (sampler) {
     sampler->stop();
-    sampled = true;
     first_read = sampler->first_read();
     r.series = sampler->take_columns();
     r.sources = sampler->sources().status();

@@ -37,16 +37,25 @@ void kernel_files(const FakeTree& tree, const std::string& dir,
   for (const char* name : names) tree.file(dir + "/" + name, "");
 }
 
+// A v2 backend on `tree` for a caller in cgroup `own` (beneath /sys/fs/cgroup), whose
+// cgroup.controllers and cgroup.subtree_control hold `controllers` and `subtree`.
+std::unique_ptr<Backend> fake_v2(const FakeTree& tree, const std::string& own,
+                                 const std::string& controllers, const std::string& subtree) {
+  const std::string dir = "/sys/fs/cgroup" + own;
+  tree.file("/proc/self/cgroup", "0::" + own + "\n");
+  tree.file(dir + "/cgroup.controllers", controllers + "\n");
+  tree.file(dir + "/cgroup.subtree_control", subtree + "\n");
+  Layout layout{CgroupMode::unified, "/sys/fs/cgroup", {}};
+  return make_v2_backend(Fs(tree.root()), layout, "");
+}
+
 }  // namespace
 
 TEST_CASE("v2: slices go beneath the caller's own cgroup with every limit written", "[cgroup]") {
   FakeTree tree;
   const std::string own = "/sys/fs/cgroup/user.slice/app.scope";
-  tree.file("/proc/self/cgroup", "0::/user.slice/app.scope\n");
-  tree.file(own + "/cgroup.controllers", "cpuset cpu io memory pids\n");
-  tree.file(own + "/cgroup.subtree_control", "cpuset cpu memory pids\n");
-  Layout layout{CgroupMode::unified, "/sys/fs/cgroup", {}};
-  auto backend = make_v2_backend(Fs(tree.root()), layout, "");
+  auto backend = fake_v2(tree, "/user.slice/app.scope", "cpuset cpu io memory pids",
+                         "cpuset cpu memory pids");
   CHECK(backend->mode() == CgroupMode::unified);
 
   auto cgroup = backend->create("edgeprof-1-2-3");
@@ -92,11 +101,7 @@ TEST_CASE("v2: the peak is read through the file each run resets, by the sampler
   // opened the path afresh would read instead.
   FakeTree tree;
   const std::string own = "/sys/fs/cgroup/app.scope";
-  tree.file("/proc/self/cgroup", "0::/app.scope\n");
-  tree.file(own + "/cgroup.controllers", "cpuset cpu io memory pids\n");
-  tree.file(own + "/cgroup.subtree_control", "cpuset cpu memory pids\n");
-  Layout layout{CgroupMode::unified, "/sys/fs/cgroup", {}};
-  auto backend = make_v2_backend(Fs(tree.root()), layout, "");
+  auto backend = fake_v2(tree, "/app.scope", "cpuset cpu io memory pids", "cpuset cpu memory pids");
   auto cgroup = backend->create("edgeprof-1-2-3");
   const std::string peak = own + "/edgeprof-1-2-3/memory.peak";
   tree.file(peak, "4096\n");
@@ -118,11 +123,8 @@ TEST_CASE("v2: a missing controller is an error naming it, unless allowed", "[cg
   // What an unprivileged systemd user gets: cpu, memory and pids, but no cpuset.
   FakeTree tree;
   const std::string own = "/sys/fs/cgroup/user.slice/user@1000.service/app.scope";
-  tree.file("/proc/self/cgroup", "0::/user.slice/user@1000.service/app.scope\n");
-  tree.file(own + "/cgroup.controllers", "cpu memory pids\n");
-  tree.file(own + "/cgroup.subtree_control", "cpu memory pids\n");
-  Layout layout{CgroupMode::unified, "/sys/fs/cgroup", {}};
-  auto backend = make_v2_backend(Fs(tree.root()), layout, "");
+  auto backend = fake_v2(tree, "/user.slice/user@1000.service/app.scope", "cpu memory pids",
+                         "cpu memory pids");
   auto cgroup = backend->create("edgeprof-1-2-4");
   const std::string dir = own + "/edgeprof-1-2-4";
   kernel_files(tree, dir, {"cpu.max", "memory.max", "memory.swap.max", "pids.max"});
@@ -235,11 +237,8 @@ TEST_CASE("storage bandwidth: io.max on v2, blkio throttling on v1, never an err
   SECTION("v2 with the io controller writes one io.max line; an unset direction is max") {
     FakeTree tree;
     const std::string own = "/sys/fs/cgroup/app.scope";
-    tree.file("/proc/self/cgroup", "0::/app.scope\n");
-    tree.file(own + "/cgroup.controllers", "cpuset cpu io memory pids\n");
-    tree.file(own + "/cgroup.subtree_control", "cpuset cpu io memory pids\n");
-    Layout layout{CgroupMode::unified, "/sys/fs/cgroup", {}};
-    auto cgroup = make_v2_backend(Fs(tree.root()), layout, "")->create("edgeprof-1-2-5");
+    auto cgroup = fake_v2(tree, "/app.scope", "cpuset cpu io memory pids",
+                          "cpuset cpu io memory pids")->create("edgeprof-1-2-5");
     const std::string dir = own + "/edgeprof-1-2-5";
     kernel_files(tree, dir, {"cpuset.cpus", "cpu.max", "memory.max", "memory.swap.max",
                              "pids.max", "io.max"});
@@ -251,11 +250,8 @@ TEST_CASE("storage bandwidth: io.max on v2, blkio throttling on v1, never an err
   SECTION("v2 without the io controller runs, and says storage was not limited") {
     FakeTree tree;
     const std::string own = "/sys/fs/cgroup/app.scope";
-    tree.file("/proc/self/cgroup", "0::/app.scope\n");
-    tree.file(own + "/cgroup.controllers", "cpuset cpu memory pids\n");
-    tree.file(own + "/cgroup.subtree_control", "cpuset cpu memory pids\n");
-    Layout layout{CgroupMode::unified, "/sys/fs/cgroup", {}};
-    auto cgroup = make_v2_backend(Fs(tree.root()), layout, "")->create("edgeprof-1-2-6");
+    auto cgroup = fake_v2(tree, "/app.scope", "cpuset cpu memory pids",
+                          "cpuset cpu memory pids")->create("edgeprof-1-2-6");
     kernel_files(tree, own + "/edgeprof-1-2-6",
                  {"cpuset.cpus", "cpu.max", "memory.max", "memory.swap.max", "pids.max"});
     std::vector<std::string> unapplied;
