@@ -9,9 +9,10 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
-#include <iterator>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "edgeprof/edgeprof.hpp"
 #include "edgeprof/microbench.hpp"
@@ -520,40 +521,33 @@ TEST_CASE("edgeprof-probe in a slice at core_speed 0.5 scores about half", "[mic
   }
   // A quota caps a slice; it cannot give it a CPU that other processes hold. When the host is
   // so busy that even the full-speed run got little more than half a CPU, half speed cannot be
-  // told from contention: try again, and say so rather than fail when it stays busy. Nor can a
-  // quota stop the host itself from changing speed between the two runs (this VM's vCPUs do,
-  // by up to 2.5 times: docs/benchmarks.md, fidelity): each kernel's ratio is then far from the
-  // others' (once integer 1.46, floating 0.51, memory 0.39), and the attempt is repeated too.
+  // told from contention: that attempt does not count. Nor can a quota stop the host itself
+  // from changing speed between the two probes: this VM's vCPUs do, by up to 2.5 times
+  // (docs/benchmarks.md, fidelity), and single attempts here measured 0.66 and 0.35 while the
+  // kernel granted the half-speed probe 0.50 of a CPU. So the ratio must come out about half in
+  // one of up to five attempts; a slice that were not slowed would miss in every one.
   FakeTree tmp;
   double busiest = 1;
-  double widest = 1;
-  for (int attempt = 0; attempt < 3; ++attempt) {
+  std::vector<double> speeds;
+  for (int attempt = 0; attempt < 5; ++attempt) {
     const Probed full = probe_in_slice(1.0, tmp);
     const Probed half = probe_in_slice(0.5, tmp);
     if (full.cpu_share < 0.8) {
       busiest = std::min(busiest, full.cpu_share);
       continue;
     }
-    const double ratios[] = {half.scores.integer / full.scores.integer,
-                             half.scores.floating / full.scores.floating,
-                             half.scores.memory / full.scores.memory};
-    const auto [lo, hi] = std::minmax_element(std::begin(ratios), std::end(ratios));
-    if (*hi / *lo > 1.5) {
-      widest = std::max(widest, *hi / *lo);
-      continue;
-    }
-    INFO("full speed: " << full.scores.integer << " " << full.scores.floating << " "
-                        << full.scores.memory << " with " << full.cpu_share << " of a CPU");
-    INFO("half speed: " << half.scores.integer << " " << half.scores.floating << " "
-                        << half.scores.memory << " with " << half.cpu_share << " of a CPU");
     const double speed = speed_from_scores(half.scores, full.scores);
     // Generous: a 2-CPU VM on a shared host, and --quick runs of 60 ms against a 10 ms period.
-    CHECK(speed > 0.35);
-    CHECK(speed < 0.65);
+    if (speed > 0.35 && speed < 0.65) return;
+    speeds.push_back(speed);
+  }
+  if (speeds.empty()) {
+    WARN("skipped: the host is too busy; the full-speed probe got only " << busiest
+                                                                          << " of a CPU");
     return;
   }
-  WARN("skipped: the host is too busy or its speed changed in every one of 3 attempts (the "
-       "full-speed probe got as little as "
-       << busiest << " of a CPU; the kernels' speed ratios differed by up to " << widest
-       << " times)");
+  std::string measured;
+  for (double v : speeds) measured += (measured.empty() ? "" : ", ") + std::to_string(v);
+  FAIL("edgeprof-probe at core_speed 0.5 measured a speed outside 0.35 .. 0.65 in every "
+       "attempt: " << measured);
 }
