@@ -305,6 +305,10 @@ SpeedCalibration calibrate_speed(const Device& device,
   }
   out.device = device;
   out.device.core_speed = out.core_speed;
+  // The calibrated speed is this host's own: not derived from the reference core.
+  out.device.reference_speed.reset();
+  out.device.host_reference_speed.reset();
+  out.device.sources.erase("reference_speed");
   out.device.origin.clear();
   std::vector<std::string> names;
   for (const DeviceMeasurement& w : workloads) names.push_back(w.name);

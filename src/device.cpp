@@ -94,6 +94,15 @@ void Device::validate() const {
         "core and must be greater than 0 (for example 0.25)",
         who, core_speed));
   }
+  for (const auto& [field, value] :
+       {std::pair{"reference_speed", reference_speed},
+        std::pair{"host_reference_speed", host_reference_speed}}) {
+    if (value && (!(*value > 0.0) || !std::isfinite(*value))) {
+      throw DeviceError(fmt::format("{}: {} = {} is invalid; it is a speed relative to the "
+                                    "reference core and must be greater than 0",
+                                    who, field, *value));
+    }
+  }
   if (memory_bytes < kMinDeviceMemory) {
     throw DeviceError(fmt::format("{}: memory = {} is below the floor of {}; give the device's "
                                   "RAM, for example \"512MiB\"",
@@ -145,8 +154,20 @@ bool operator==(const Device& a, const Device& b) {
          a.io_read_bps == b.io_read_bps && a.io_write_bps == b.io_write_bps &&
          a.pids_max == b.pids_max && a.description == b.description && a.source == b.source &&
          a.aliases == b.aliases && a.cpu == b.cpu && a.storage == b.storage &&
-         a.power == b.power && a.scores == b.scores && a.speed_schedule == b.speed_schedule &&
+         a.power == b.power && a.scores == b.scores && a.reference_speed == b.reference_speed &&
+         a.host_reference_speed == b.host_reference_speed && a.speed_schedule == b.speed_schedule &&
          a.sources == b.sources;
+}
+
+std::string describe_core_speed(const Device& d) {
+  if (d.reference_uncorrected()) {
+    return fmt::format("{:.4g} of the reference core, uncorrected for this host", d.core_speed);
+  }
+  if (d.reference_speed && d.host_reference_speed) {
+    return fmt::format("{:.4g} of a host core ({:.4g} of the reference core / this host's {:.3f})",
+                       d.core_speed, *d.reference_speed, *d.host_reference_speed);
+  }
+  return fmt::format("{:.4g} of a host core", d.core_speed);
 }
 
 Device make_device(std::string name, int cores, double core_speed, std::string_view memory,

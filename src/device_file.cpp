@@ -5,7 +5,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <dirent.h>
+#include <sys/stat.h>
 #include <fmt/format.h>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -22,7 +24,9 @@
 #include "edgeprof/catalog.hpp"
 #include "edgeprof/error.hpp"
 #include "edgeprof/microbench.hpp"
+#include "edgeprof/reference.hpp"
 #include "fs.hpp"
+#include "microbench_detail.hpp"
 
 namespace edgeprof {
 
@@ -161,8 +165,9 @@ class Reader {
 };
 
 // The fields a `sources` entry may describe.
-constexpr const char* kFigures[] = {"cores",   "core_speed", "memory", "swap",  "pids_max",
-                                    "cpu",     "storage",    "power",  "scores", "speed_schedule"};
+constexpr const char* kFigures[] = {"cores",           "core_speed", "reference_speed", "memory",
+                                    "swap",            "pids_max",   "cpu",             "storage",
+                                    "power",           "scores",     "speed_schedule"};
 
 Device read_device(const json& j, const std::string& origin, const DeviceLoadOptions& options) {
   Reader r(j, origin, "");
@@ -192,6 +197,13 @@ Device read_device(const json& j, const std::string& origin, const DeviceLoadOpt
   d.description = r.string("description");
   d.cores = static_cast<int>(*r.integer("cores", 1, 4096, true));
   const auto speed = r.number("core_speed", 1e-6, 1000.0);
+  d.reference_speed = r.number("reference_speed", 1e-6, 1000.0);
+  const auto host_reference = r.number("host_reference_speed", 1e-6, 1000.0);
+  if (host_reference && !speed) {
+    r.fail("host_reference_speed",
+           "records the host a core_speed was derived on, and needs that core_speed; leave it "
+           "out to derive core_speed from reference_speed on this host");
+  }
   d.memory_bytes = *r.size("memory", true);
   d.swap_bytes = r.size("swap").value_or(0);
   d.pids_max = r.integer("pids_max", 1, std::int64_t{1} << 30);
@@ -272,9 +284,11 @@ Device read_device(const json& j, const std::string& origin, const DeviceLoadOpt
   }
   r.no_unknown_fields();
 
-  // The core speed: given, or from the probe's scores against this host's.
+  // The core speed: given, or from the probe's scores against this host's, or from the speed
+  // relative to the reference core and this host's.
   if (speed) {
     d.core_speed = *speed;
+    d.host_reference_speed = host_reference;
   } else if (d.scores) {
     const CoreScores host = options.host_scores ? *options.host_scores : host_calibration().scores;
     try {
@@ -286,10 +300,43 @@ Device read_device(const json& j, const std::string& origin, const DeviceLoadOpt
       d.sources["core_speed"] = {
           "measured", fmt::format("edgeprof-probe scores ({}) against this host's", host.suite)};
     }
+  } else if (d.reference_speed) {
+    std::optional<ReferenceRating> rating;
+    std::string why;
+    double host = 0;
+    if (options.host_reference_speed) {
+      host = *options.host_reference_speed;
+    } else if ((rating = cached_reference_rating(&why))) {
+      host = rating->speed();
+    }
+    if (host > 0) {
+      d.core_speed = *d.reference_speed / host;
+      d.host_reference_speed = host;
+      if (!d.sources.count("core_speed")) {
+        d.sources["core_speed"] = {
+            "estimated",
+            fmt::format("reference_speed {:g} / {:.3f}, this host's speed relative to the "
+                        "reference core ({})",
+                        *d.reference_speed, host,
+                        rating ? describe(*rating) : std::string("given by the caller"))};
+      }
+    } else {
+      d.core_speed = *d.reference_speed;
+      if (!d.sources.count("core_speed")) {
+        d.sources["core_speed"] = {
+            "estimated",
+            fmt::format("reference_speed {:g} taken as this host's, uncorrected: {}. Run "
+                        "`edgeprof calibrate-host --reference` (needs 7-Zip) to correct it",
+                        *d.reference_speed,
+                        why.empty() ? "this host's speed relative to the reference core is "
+                                      "not known"
+                                    : why)};
+      }
+    }
   } else {
     r.fail("core_speed",
-           "is required unless the file has `scores` from edgeprof-probe (the speed of one "
-           "device core relative to one core of this host, for example 0.25)");
+           "is required unless the file has `scores` from edgeprof-probe or a `reference_speed` "
+           "(the speed of one device core relative to one core of this host, for example 0.25)");
   }
   d.origin = origin;
   try {
@@ -327,6 +374,8 @@ json write_device(const Device& d) {
   if (!d.description.empty()) j["description"] = d.description;
   j["cores"] = d.cores;
   j["core_speed"] = d.core_speed;
+  if (d.reference_speed) j["reference_speed"] = *d.reference_speed;
+  if (d.host_reference_speed) j["host_reference_speed"] = *d.host_reference_speed;
   j["memory"] = d.memory_bytes;
   if (d.swap_bytes) j["swap"] = d.swap_bytes;
   if (d.pids_max) j["pids_max"] = *d.pids_max;
@@ -374,24 +423,48 @@ bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
-struct Catalog {
-  std::vector<Device> devices;
-};
+// The catalog as loaded for one state of this host's cached 7-Zip rating (its speeds are
+// relative to the reference core). Rebuilt when the cache file changes; older builds are kept,
+// since callers hold references into them.
+class Catalog {
+ public:
+  const std::vector<Device>& devices() {
+    const std::string key = cache_key();
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (built_.empty() || key != key_) {
+      built_.push_back(load());
+      key_ = key;
+    }
+    return built_.back();
+  }
 
-const Catalog& catalog() {
-  static const Catalog c = [] {
-    Catalog out;
+ private:
+  // What tells one cache file from another, without reading it: "" when there is none.
+  static std::string cache_key() {
+    const std::string dir = detail::host_cache_dir();
+    if (dir.empty()) return {};
+    struct stat st {};
+    if (::stat(detail::join(dir, "host-reference.json").c_str(), &st) != 0) return {};
+    return fmt::format("{}:{}:{}.{}", st.st_ino, st.st_size, st.st_mtim.tv_sec,
+                       st.st_mtim.tv_nsec);
+  }
+
+  static std::vector<Device> load() {
+    std::vector<Device> out;
     const json doc = json::parse(detail::kCatalogJson);
-    const DeviceLoadOptions no_scores;
+    const DeviceLoadOptions defaults;  // no probe scores; this host's cached 7-Zip rating
     for (const json& entry : doc.at("devices")) {
       const std::string name = entry.value("name", std::string("?"));
-      out.devices.push_back(read_device(entry, "catalog entry '" + name + "'", no_scores));
-      out.devices.back().origin = "catalog";
+      out.push_back(read_device(entry, "catalog entry '" + name + "'", defaults));
+      out.back().origin = "catalog";
     }
     return out;
-  }();
-  return c;
-}
+  }
+
+  std::mutex mutex_;
+  std::deque<std::vector<Device>> built_;
+  std::string key_;
+};
 
 }  // namespace
 
@@ -450,7 +523,10 @@ Device device_from_file_object(const json& object, const std::string& origin,
 
 }  // namespace detail
 
-const std::vector<Device>& catalog_devices() { return catalog().devices; }
+const std::vector<Device>& catalog_devices() {
+  static Catalog catalog;
+  return catalog.devices();
+}
 
 std::vector<std::string> device_search_path() {
   std::vector<std::string> dirs;

@@ -225,45 +225,6 @@ volatile std::uint64_t g_floating_seed = detail::kFloatingSeed;
       kernel, kSuiteVersion, detail));
 }
 
-// Pins the calling thread to one CPU and restores its affinity when destroyed.
-class PinnedThread {
- public:
-  explicit PinnedThread(int cpu) {
-    CPU_ZERO(&saved_);
-    if (::sched_getaffinity(0, sizeof saved_, &saved_) != 0) {
-      throw Error(fmt::format("cannot read this thread's CPU affinity: {} (errno {})",
-                              std::strerror(errno), errno),
-                  errno);
-    }
-    if (cpu < 0) cpu = ::sched_getcpu();
-    if (cpu < 0 || cpu >= CPU_SETSIZE) {
-      throw Error(fmt::format("cannot tell which CPU this thread runs on: {} (errno {}); pass "
-                              "SuiteOptions::cpu",
-                              std::strerror(errno), errno),
-                  errno);
-    }
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(cpu, &one);
-    if (::sched_setaffinity(0, sizeof one, &one) != 0) {
-      const int err = errno;
-      throw Error(fmt::format("cannot pin the suite to CPU {}: {} (errno {}); choose a CPU this "
-                              "process may run on (taskset -pc {} lists them)",
-                              cpu, std::strerror(err), err, ::getpid()),
-                  err);
-    }
-    cpu_ = cpu;
-  }
-  ~PinnedThread() { ::sched_setaffinity(0, sizeof saved_, &saved_); }
-  PinnedThread(const PinnedThread&) = delete;
-  PinnedThread& operator=(const PinnedThread&) = delete;
-
-  int cpu() const { return cpu_; }
-
- private:
-  cpu_set_t saved_;
-  int cpu_ = -1;
-};
 
 // One kernel as the timing loop sees it: runs `units` units and throws on a wrong checksum.
 struct Kernel {
@@ -371,7 +332,7 @@ SuiteRun run_suite_detailed(const SuiteOptions& options) {
   auto say = [&options](const std::string& line) {
     if (options.progress) options.progress(line);
   };
-  PinnedThread pin(options.cpu);
+  detail::PinnedThread pin(options.cpu);
   SuiteRun out;
   out.cpu = pin.cpu();
   out.scores.suite = kSuiteVersion;
@@ -632,6 +593,85 @@ std::string utc_now() {
   return text;
 }
 
+PinnedThread::PinnedThread(int cpu) {
+  CPU_ZERO(&saved_);
+  if (::sched_getaffinity(0, sizeof saved_, &saved_) != 0) {
+    throw Error(fmt::format("cannot read this thread's CPU affinity: {} (errno {})",
+                            std::strerror(errno), errno),
+                errno);
+  }
+  if (cpu < 0) cpu = ::sched_getcpu();
+  if (cpu < 0 || cpu >= CPU_SETSIZE) {
+    throw Error(fmt::format("cannot tell which CPU this thread runs on: {} (errno {}); name a "
+                            "CPU to run on",
+                            std::strerror(errno), errno),
+                errno);
+  }
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  if (::sched_setaffinity(0, sizeof one, &one) != 0) {
+    const int err = errno;
+    throw Error(fmt::format("cannot pin to CPU {}: {} (errno {}); choose a CPU this process may "
+                            "run on (taskset -pc {} lists them)",
+                            cpu, std::strerror(err), err, ::getpid()),
+                err);
+  }
+  cpu_ = cpu;
+}
+
+PinnedThread::~PinnedThread() { ::sched_setaffinity(0, sizeof saved_, &saved_); }
+
+std::string host_name() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) return "unknown";
+  return name;
+}
+
+HostIdentity host_identity() {
+  HostIdentity id;
+  id.cpu_model = cpu_model(parse_cpuinfo(Fs().read("/proc/cpuinfo").value_or("")));
+  utsname u{};
+  if (::uname(&u) == 0) id.kernel = u.release;
+  id.hostname = host_name();
+  return id;
+}
+
+std::string host_cache_dir() {
+  return calibration_cache_dir(std::getenv("EDGEPROF_CACHE_DIR"), std::getenv("XDG_CACHE_HOME"),
+                               std::getenv("HOME"));
+}
+
+std::string replace_file(const std::string& dir, const std::string& path, std::string_view text) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    return fmt::format("cannot create the cache directory {}: {} (errno {})", dir, ec.message(),
+                       ec.value());
+  }
+  const std::string temp = fmt::format("{}.{}.tmp", path, ::getpid());
+  UniqueFd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (fd.get() < 0) return sys_message(errno, "cannot create", temp, "not cached");
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd.get(), text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = n < 0 ? errno : EIO;
+      ::unlink(temp.c_str());
+      return sys_message(err, "cannot write", temp, "not cached");
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  fd.reset();
+  if (::rename(temp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(temp.c_str());
+    return sys_message(err, "cannot rename the new cache file to", path, "not cached");
+  }
+  return {};
+}
+
 }  // namespace detail
 
 namespace {
@@ -640,12 +680,6 @@ using nlohmann::json;
 
 constexpr const char* kCacheName = "host-calibration.json";
 constexpr int kCacheSchema = 1;
-
-std::string host_name() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof name - 1) != 0) return "unknown";
-  return name;
-}
 
 utsname uname_or_empty() {
   utsname u{};
@@ -716,12 +750,6 @@ std::optional<HostCalibration> read_cache(const std::string& path, const HostCal
 // file. "" on success, else why not.
 std::string write_cache(const std::string& dir, const std::string& path, const HostCalibration& h,
                         const SuiteRun& run) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) {
-    return fmt::format("cannot create the cache directory {}: {} (errno {})", dir, ec.message(),
-                       ec.value());
-  }
   json spread = json::object();
   for (const KernelRuns& k : run.kernels) {
     spread[k.kernel] = {{"min", k.min}, {"max", k.max}, {"runs", k.scores.size()}};
@@ -737,28 +765,7 @@ std::string write_cache(const std::string& dir, const std::string& path, const H
       {"suite_seconds", run.seconds},
       {"spread", spread},
       {"measured_by", fmt::format("edgeprof {}, compiled by {}", version(), __VERSION__)}};
-  const std::string text = j.dump(2) + "\n";
-  const std::string temp = fmt::format("{}.{}.tmp", path, ::getpid());
-  detail::UniqueFd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-  if (fd.get() < 0) return detail::sys_message(errno, "cannot create", temp, "not cached");
-  std::size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd.get(), text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int err = n < 0 ? errno : EIO;
-      ::unlink(temp.c_str());
-      return detail::sys_message(err, "cannot write", temp, "not cached");
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  fd.reset();
-  if (::rename(temp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(temp.c_str());
-    return detail::sys_message(err, "cannot rename the new cache file to", path, "not cached");
-  }
-  return {};
+  return detail::replace_file(dir, path, j.dump(2) + "\n");
 }
 
 }  // namespace
@@ -767,11 +774,11 @@ HostCalibration host_calibration(bool remeasure, const SuiteOptions& options) {
   const detail::Fs fs;
   HostCalibration h;
   h.scores.suite = kSuiteVersion;
-  h.cpu_model = detail::cpu_model(detail::parse_cpuinfo(fs.read("/proc/cpuinfo").value_or("")));
-  h.kernel = uname_or_empty().release;
-  h.hostname = host_name();
-  const std::string dir = detail::calibration_cache_dir(
-      std::getenv("EDGEPROF_CACHE_DIR"), std::getenv("XDG_CACHE_HOME"), std::getenv("HOME"));
+  const detail::HostIdentity id = detail::host_identity();
+  h.cpu_model = id.cpu_model;
+  h.kernel = id.kernel;
+  h.hostname = id.hostname;
+  const std::string dir = detail::host_cache_dir();
   if (!dir.empty()) h.cache_file = detail::join(dir, kCacheName);
 
   if (h.cache_file.empty()) {
@@ -976,7 +983,7 @@ std::string probe_device_json(const ProbeOptions& options) {
     }
   }
   const detail::ProbeFacts facts =
-      detail::read_probe_facts(detail::Fs(), std::move(cpus), u.machine, host_name());
+      detail::read_probe_facts(detail::Fs(), std::move(cpus), u.machine, detail::host_name());
   const std::string name = options.name.empty() ? facts.hostname : options.name;
   if (name.empty() || name.find_first_of(" \t\n/") != std::string::npos) {
     throw DeviceError(

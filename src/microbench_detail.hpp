@@ -2,6 +2,8 @@
 // kernels' work units and checksums, the /proc/cpuinfo parser, and the device-file writer.
 #pragma once
 
+#include <sched.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -137,6 +139,39 @@ std::string calibration_cache_dir(const char* edgeprof_cache_dir, const char* xd
 
 // The current time as ISO 8601 UTC, "2025-01-31T12:00:00Z".
 std::string utc_now();
+
+// Pins the calling thread to one CPU (-1 = the one it is on) and restores its affinity when
+// destroyed. Throws Error naming the CPU and the errno.
+class PinnedThread {
+ public:
+  explicit PinnedThread(int cpu);
+  ~PinnedThread();
+  PinnedThread(const PinnedThread&) = delete;
+  PinnedThread& operator=(const PinnedThread&) = delete;
+  int cpu() const { return cpu_; }
+
+ private:
+  cpu_set_t saved_;
+  int cpu_ = -1;
+};
+
+// This machine's host name; "unknown" when it cannot be read.
+std::string host_name();
+
+// What a cached measurement of this host is keyed on.
+struct HostIdentity {
+  std::string cpu_model;  // cpu_model() of /proc/cpuinfo
+  std::string kernel;     // uname -r
+  std::string hostname;
+};
+HostIdentity host_identity();
+
+// calibration_cache_dir() of this process's environment.
+std::string host_cache_dir();
+
+// Writes `text` to `path` through a temporary file and rename(2), so a reader never sees half a
+// file, creating `dir` first. "" on success, else why not (with the errno).
+std::string replace_file(const std::string& dir, const std::string& path, std::string_view text);
 
 // What edgeprof-probe reports about the machine, read once.
 struct ProbeFacts {

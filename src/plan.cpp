@@ -13,6 +13,7 @@
 
 #include "cgroup/backend.hpp"
 #include "edgeprof/error.hpp"
+#include "edgeprof/reference.hpp"
 #include "fs.hpp"
 #include "parse.hpp"
 
@@ -171,6 +172,14 @@ EmulationPlan plan_emulation(const Device& device, const HostFacts& host,
         "{} cores are emulated on {} host CPU{}: total CPU capacity matches the device, but no "
         "more than {} threads run at the same instant",
         device.cores, ncpus, ncpus == 1 ? "" : "s", ncpus));
+  }
+  if (device.reference_uncorrected()) {
+    plan.notes.push_back(fmt::format(
+        "core speed {:g} is relative to the catalog's reference core ({}), taken as this "
+        "host's uncorrected: this host's speed relative to that core is not measured, so the "
+        "device runs as much too fast or too slow as this host differs from it; run "
+        "`edgeprof calibrate-host --reference` (needs 7-Zip, about 40 s) once",
+        device.core_speed, kReferenceCore));
   }
   // cpu.max limits the slice, not each thread: one busy thread may use the whole quota, up to
   // a host core (docs/benchmarks.md, fidelity: the cpu.max bound).

@@ -508,7 +508,7 @@ std::string to_text(const Result& r) {
     out += fmt::format("{:<14}{}{}{}\n", label, value, how.empty() ? "" : "   ", how);
   };
   row("device", fmt::format("{} ({} cores x speed {}, {} memory)", r.device.name, r.device.cores,
-                            r.device.core_speed, format_size(r.device.memory_bytes)),
+                            describe_core_speed(r.device), format_size(r.device.memory_bytes)),
       "");
   row("emulation",
       fmt::format("cpus {}, quota {:.3g} cores ({} us / {} us), memory.max {}, cgroup {}, "

@@ -13,7 +13,7 @@ PYTHON=${PYTHON:-python3}
 
 step() { printf '\n=== %s\n' "$*"; }
 
-packages=(g++ pkg-config cmake ninja-build libcgroup-dev libfmt-dev nlohmann-json3-dev libeigen3-dev libtomlplusplus-dev catch2 cgroup-tools postgresql doxygen)
+packages=(g++ pkg-config cmake ninja-build libcgroup-dev libfmt-dev nlohmann-json3-dev libeigen3-dev libtomlplusplus-dev catch2 cgroup-tools postgresql doxygen 7zip)
 [[ ${EDGEPROF_SKIP_VM:-0} == 1 ]] || packages+=(qemu-system-x86 linux-image-amd64 busybox-static cpio)
 missing=()
 for p in "${packages[@]}"; do

@@ -22,6 +22,10 @@ struct DeviceLoadOptions {
   /// This host's per-core scores, to turn a probed device's `scores` into a core speed. Unset =
   /// host_calibration() (measured once, then cached).
   std::optional<CoreScores> host_scores;
+  /// One host core / one reference core, to turn a `reference_speed` (the catalog's speeds)
+  /// into a core speed. Unset = cached_reference_rating() (reference.hpp; never measured here);
+  /// 0 = not known: reference speeds are used uncorrected, and the device and its plan say so.
+  std::optional<double> host_reference_speed;
 };
 
 /// Parses a device file's JSON text. `origin` (the file name) starts every error message, which

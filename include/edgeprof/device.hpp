@@ -67,6 +67,14 @@ struct Device {
   PowerDescription power;            ///< typical power draw
   /// Per-core scores measured by edgeprof-probe on the device; core_speed comes from them.
   std::optional<CoreScores> scores;
+  /// The speed of one device core relative to the catalog's reference core (reference.hpp),
+  /// when that is what the description gives (the catalog's speeds are); core_speed is then
+  /// reference_speed / host_reference_speed.
+  std::optional<double> reference_speed;
+  /// One host core / one reference core, as used to turn reference_speed into core_speed; unset
+  /// when this host's speed was not known (measure_reference_rating(), `edgeprof calibrate-host
+  /// --reference`), in which case core_speed is reference_speed uncorrected.
+  std::optional<double> host_reference_speed;
   /// Speed steps in increasing order of after_s; empty = full speed throughout.
   std::vector<SpeedStep> speed_schedule;
   /// Figure name ("cores", "core_speed", "memory", "cpu", "storage", "power", ...) -> where it
@@ -79,6 +87,11 @@ struct Device {
   void validate() const;
   /// Whether `n` is this device's name or one of its aliases.
   bool answers_to(std::string_view n) const;
+  /// Whether core_speed is reference_speed taken as this host's, uncorrected: this host's
+  /// speed relative to the reference core was not known when the device was loaded.
+  bool reference_uncorrected() const {
+    return reference_speed && !host_reference_speed && core_speed == *reference_speed;
+  }
 };
 
 /// Both fields equal.
@@ -124,6 +137,11 @@ Device make_device(std::string name, int cores, double core_speed, std::string_v
 /// share is taken of the emulated cores, stays that of the whole device). Otherwise an
 /// unchanged copy. Throws DeviceError for `threads` below 1.
 Device for_threads(const Device& device, int threads);
+
+/// The core speed for people, with where it came from: "0.5 of a host core"; for a speed derived
+/// from the reference core, "0.4388 of a host core (0.373 of the reference core / this host's
+/// 0.850)", or "0.373 of the reference core, uncorrected for this host" when reference_uncorrected().
+std::string describe_core_speed(const Device& device);
 
 /// The built-in devices: the catalog (catalog.hpp, catalog_devices()).
 const std::vector<Device>& builtin_devices();

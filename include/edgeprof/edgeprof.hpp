@@ -16,6 +16,7 @@
 #include "edgeprof/plan.hpp"
 #include "edgeprof/projection.hpp"
 #include "edgeprof/rank.hpp"
+#include "edgeprof/reference.hpp"
 #include "edgeprof/result.hpp"
 #include "edgeprof/series.hpp"
 #include "edgeprof/slice.hpp"

@@ -73,6 +73,14 @@ class Device:
     @property
     def scores(self) -> Optional[CoreScores]: ...  # probed devices: the suite's scores
     @property
+    def reference_speed(self) -> Optional[float]: ...  # one device core / the reference core
+    @property
+    def host_reference_speed(self) -> Optional[float]: ...  # one host core / the reference core
+    @property
+    def speed_text(self) -> str: ...  # "0.4388 of a host core (0.373 of the reference core / ...)"
+    @property
+    def reference_uncorrected(self) -> bool: ...  # core_speed is reference_speed as it is
+    @property
     def speed_schedule(self) -> list[SpeedStep]: ...
     @property
     def sources(self) -> dict[str, FigureSource]: ...  # figure name -> where it comes from
@@ -165,6 +173,44 @@ class HostCalibration:
     def note(self) -> str: ...  # why measured rather than read; "" when read from the cache
 
 def host_calibration(remeasure: bool = False) -> HostCalibration: ...
+
+REFERENCE_CORE: str  # the catalog's reference core, "Intel Pentium G4600 at 3.6 GHz"
+REFERENCE_CORE_MIPS: float  # its 7-Zip single-thread total rating, 4448
+
+class ReferenceRating:
+    @property
+    def host_mips(self) -> float: ...  # this host's 7-Zip single-thread total rating
+    @property
+    def speed(self) -> float: ...  # host_mips / REFERENCE_CORE_MIPS
+    @property
+    def command(self) -> str: ...
+    @property
+    def version(self) -> str: ...  # 7-Zip's banner line
+    @property
+    def cpu(self) -> int: ...  # the CPU 7-Zip was pinned to
+    @property
+    def cpu_model(self) -> str: ...
+    @property
+    def kernel(self) -> str: ...
+    @property
+    def hostname(self) -> str: ...
+    @property
+    def measured_at(self) -> str: ...  # ISO 8601 UTC
+    @property
+    def seconds(self) -> float: ...
+    @property
+    def cache_file(self) -> str: ...  # "" when it could not be cached
+    @property
+    def note(self) -> str: ...  # why not cached; "" otherwise
+
+def cached_reference_rating() -> Optional[ReferenceRating]: ...
+def measure_reference_rating(
+    *,
+    program: str = "",
+    cpu: int = -1,
+    timeout_s: float = 600.0,
+    progress: Optional[Callable[[str], None]] = None,
+) -> ReferenceRating: ...
 def choose_cpu_period_us(iteration_time_us: int) -> int: ...  # a quarter, within 5 to 100 ms
 
 class EmulationPlan:

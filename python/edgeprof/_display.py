@@ -28,7 +28,7 @@ def result_html(self: "_core.Result") -> str:
                else f"exit code {self.exit_code}")
     d = self.device
     rows = [
-        _row("device", f"{d.name}: {d.cores} cores x speed {d.core_speed:g}, "
+        _row("device", f"{d.name}: {d.cores} cores x speed {d.speed_text}, "
              f"{_size(d.memory_bytes)}"),
         _row("outcome", outcome),
         _row("wall time", f"{self.wall_time_s:.4f} s", "measured"),

@@ -117,7 +117,7 @@ def _show_device(d: edgeprof.Device) -> None:
     print(f"  from: {d.origin or 'built in code'}")
     rows = [
         ("cores", f"{d.cores}", "cores"),
-        ("core speed", f"{d.core_speed:g} of one host core", "core_speed"),
+        ("core speed", d.speed_text, "core_speed"),
         ("memory", edgeprof.format_size(d.memory_bytes), "memory"),
         ("cpu", ", ".join(x for x in (
             d.cpu.layout or " ".join(x for x in (d.cpu.model, f"@ {d.cpu.clock_mhz:g} MHz"
@@ -128,6 +128,9 @@ def _show_device(d: edgeprof.Device) -> None:
         ("power", f"idle {watts(d.power.idle_watts)}, loaded {watts(d.power.loaded_watts)}",
          "power"),
     ]
+    if d.reference_speed is not None:
+        rows.insert(2, ("reference speed", f"{d.reference_speed:g} of the reference core "
+                        f"({edgeprof.REFERENCE_CORE})", "reference_speed"))
     if d.swap_bytes:
         rows.append(("swap", edgeprof.format_size(d.swap_bytes), "swap"))
     if d.speed_schedule:
@@ -171,22 +174,46 @@ def cmd_devices(args: argparse.Namespace) -> int:
         mark = "" if d.origin == "catalog" else " [user]"
         print(f"{d.name:<22} {d.cores:>5} {d.core_speed:>6.3f} "
               f"{edgeprof.format_size(d.memory_bytes):>9} {w:>12}  {d.description}{mark}")
-    print("\ncore speed: one device core relative to the catalog's reference x86 core "
-          "(catalog devices: estimated) or to one core of this host (probed devices); "
+    rating = edgeprof.cached_reference_rating()
+    how = (f"the catalog's speeds relative to its reference core ({edgeprof.REFERENCE_CORE}) "
+           f"divided by this host's {rating.speed:.3f} of it ({rating.host_mips:.0f} MIPS by "
+           "7-Zip)" if rating is not None else
+           f"the catalog's speeds are relative to its reference core ({edgeprof.REFERENCE_CORE}) "
+           "and UNCORRECTED for this host: run `edgeprof calibrate-host --reference` once")
+    print(f"\nspeed: one device core relative to one core of this host; {how}. "
           "`edgeprof devices show NAME` gives every figure's source (docs/devices.md)")
     paths = edgeprof.device_search_path()
     print(f"your device files: {', '.join(paths) or '(none: set EDGEPROF_DEVICE_PATH)'}")
     return 0
 
 
+def _reference_json(r: Optional["edgeprof.ReferenceRating"]) -> Optional[dict]:
+    if r is None:
+        return None
+    return {"host_mips": r.host_mips, "speed": r.speed, "reference_core": edgeprof.REFERENCE_CORE,
+            "reference_mips": edgeprof.REFERENCE_CORE_MIPS, "command": r.command,
+            "version": r.version, "cpu": r.cpu, "measured_at": r.measured_at,
+            "cache_file": r.cache_file}
+
+
 def cmd_calibrate_host(args: argparse.Namespace) -> int:
+    if args.reference:
+        progress = None if args.json else (lambda line: print(f"edgeprof: {line}",
+                                                              file=sys.stderr))
+        rating = edgeprof.measure_reference_rating(progress=progress)
+        why = rating.note
+    else:
+        rating = edgeprof.cached_reference_rating()
+        why = ("not measured on this host yet: `edgeprof calibrate-host --reference` (7-Zip, "
+               "about 40 s); until then catalog speeds are used uncorrected")
     cal = edgeprof.host_calibration(remeasure=args.remeasure)
     s = cal.scores
     if args.json:
         print(json.dumps({"suite": s.suite, "integer": s.integer, "floating": s.floating,
                           "memory": s.memory, "cpu_model": cal.cpu_model, "kernel": cal.kernel,
                           "measured_at": cal.measured_at, "from_cache": cal.from_cache,
-                          "cache_file": cal.cache_file}, indent=2))
+                          "cache_file": cal.cache_file,
+                          "reference": _reference_json(rating)}, indent=2))
         return 0
     how = "cached" if cal.from_cache else "measured now"
     print(f"host per-core scores ({s.suite}, {how}, measured {cal.measured_at}):")
@@ -195,6 +222,15 @@ def cmd_calibrate_host(args: argparse.Namespace) -> int:
     print(f"  cache: {cal.cache_file or '(not written)'}")
     if cal.note:
         print(f"  note: {cal.note}")
+    print(f"against the catalog's reference core ({edgeprof.REFERENCE_CORE}, "
+          f"{edgeprof.REFERENCE_CORE_MIPS:.0f} MIPS):")
+    if rating is not None:
+        print(f"  {rating}")
+        print(f"  catalog speeds are divided by {rating.speed:.3f} on this host")
+        print(f"  measured by: {rating.command} on CPU {rating.cpu} ({rating.version})")
+        print(f"  cache: {rating.cache_file or '(not written)'}")
+    if why and (rating is None or rating.note):
+        print(f"  note: {why}")
     return 0
 
 
@@ -496,7 +532,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     device = _device(args)
     rows = []
     print(f"edgeprof demo: {len(WORKLOADS)} example workloads on {device.name} "
-          f"({device.cores} cores x speed {device.core_speed}, "
+          f"({device.cores} cores x speed {device.speed_text}, "
           f"{edgeprof.format_size(device.memory_bytes)}), cgroup mode {edgeprof.cgroup_mode()}",
           file=sys.stderr)
     for i, (name, (script, extra, description)) in enumerate(WORKLOADS.items(), 1):
@@ -549,8 +585,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_devices)
 
     p = sub.add_parser("calibrate-host", help="measure (or show the cached) per-core scores of "
-                       "this host, against which probed devices' speeds are computed")
+                       "this host, against which probed devices' speeds are computed, and its "
+                       "speed relative to the catalog's reference core")
     p.add_argument("--remeasure", action="store_true", help="measure again, ignoring the cache")
+    p.add_argument("--reference", action="store_true",
+                   help="measure this host against the catalog's reference core with 7-Zip's "
+                   "single-thread benchmark (about 40 s; needs 7zz, 7z or 7za), so that catalog "
+                   "devices run at their speed on this host")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_calibrate_host)
 
@@ -680,6 +721,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print("edgeprof: interrupted; the workload was killed and its slice removed",
               file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (`edgeprof devices | head`): not an error of ours. Point stdout
+        # at /dev/null so that Python's flush at exit does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":

@@ -1,13 +1,17 @@
-// Bindings of include/edgeprof/microbench.hpp: type conversion only. The suite runs without the
-// GIL, so other Python threads go on while it measures (it takes seconds).
+// Bindings of include/edgeprof/microbench.hpp and reference.hpp: type conversion only. The suite
+// and 7-Zip's benchmark run without the GIL, so other Python threads go on while they measure.
 #include "bind_microbench.hpp"
 
+#include <pybind11/functional.h>
 #include <pybind11/operators.h>
 #include <pybind11/stl.h>
 
 #include <chrono>
 #include <cmath>
 #include <edgeprof/microbench.hpp>
+#include <edgeprof/reference.hpp>
+#include <functional>
+#include <optional>
 #include <string>
 
 namespace py = pybind11;
@@ -103,4 +107,61 @@ void bind_microbench(py::module_& m) {
       py::arg("remeasure") = false,
       "This host's scores: read from the cache when this suite version measured them on the "
       "same CPU model, kernel and host name, else measured (a few seconds) and cached.");
+
+  m.attr("REFERENCE_CORE") = kReferenceCore;
+  m.attr("REFERENCE_CORE_MIPS") = kReferenceCoreMips;
+  py::class_<ReferenceRating>(m, "ReferenceRating",
+                              "This host's 7-Zip single-thread rating: its speed relative to the "
+                              "catalog's reference core, which the catalog's speeds are given "
+                              "against.")
+      .def_readonly("host_mips", &ReferenceRating::host_mips,
+                    "This host's 7-Zip single-thread total rating, MIPS.")
+      .def_property_readonly("speed", &ReferenceRating::speed,
+                             "One host core / one reference core: host_mips / "
+                             "REFERENCE_CORE_MIPS.")
+      .def_readonly("command", &ReferenceRating::command)
+      .def_readonly("version", &ReferenceRating::version, "7-Zip's banner line.")
+      .def_readonly("cpu", &ReferenceRating::cpu, "The host CPU 7-Zip was pinned to.")
+      .def_readonly("cpu_model", &ReferenceRating::cpu_model)
+      .def_readonly("kernel", &ReferenceRating::kernel)
+      .def_readonly("hostname", &ReferenceRating::hostname)
+      .def_readonly("measured_at", &ReferenceRating::measured_at, "ISO 8601 UTC.")
+      .def_readonly("seconds", &ReferenceRating::seconds, "How long the benchmark took.")
+      .def_readonly("cache_file", &ReferenceRating::cache_file,
+                    "Where it is cached; '' when it could not be.")
+      .def_readonly("note", &ReferenceRating::note,
+                    "Why it was not cached; '' when it was, or was read from the cache.")
+      .def("__str__", [](const ReferenceRating& r) { return describe(r); })
+      .def("__repr__", [](const ReferenceRating& r) {
+        return "ReferenceRating(host_mips=" + repr_float(r.host_mips) +
+               ", speed=" + repr_float(r.speed()) + ", measured_at=" + repr_str(r.measured_at) +
+               ")";
+      });
+
+  m.def(
+      "cached_reference_rating", [] { return cached_reference_rating(); },
+      "This host's cached 7-Zip rating (measured on the same CPU model, kernel and host name), "
+      "or None. Never measures.");
+  m.def(
+      "measure_reference_rating",
+      [](const std::string& program, int cpu, double timeout_s,
+         const std::optional<std::function<void(const std::string&)>>& progress) {
+        if (!std::isfinite(timeout_s) || timeout_s < 1) {
+          throw py::value_error("measure_reference_rating: timeout_s must be at least 1, got " +
+                                repr_float(timeout_s));
+        }
+        ReferenceOptions options;
+        options.program = program;
+        options.cpu = cpu;
+        options.timeout = std::chrono::seconds(std::llround(timeout_s));
+        if (progress) options.progress = *progress;
+        py::gil_scoped_release unlocked;
+        return measure_reference_rating(options);
+      },
+      py::kw_only(), py::arg("program") = "", py::arg("cpu") = -1, py::arg("timeout_s") = 600.0,
+      py::arg("progress") = py::none(),
+      "Runs 7-Zip's single-thread benchmark (`7zz b -mmt1`, about 40 s) pinned to one CPU and "
+      "caches the rating, so that catalog devices loaded from then on have core speeds "
+      "relative to this host. progress(line) is called as it goes. Error when no 7-Zip is "
+      "installed or it fails.");
 }

@@ -298,6 +298,19 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("storage", &Device::storage)
       .def_readonly("power", &Device::power)
       .def_readonly("scores", &Device::scores)
+      .def_readonly("reference_speed", &Device::reference_speed,
+                    "One device core / the catalog's reference core, when the description gives "
+                    "its speed that way (the catalog does); None otherwise.")
+      .def_readonly("host_reference_speed", &Device::host_reference_speed,
+                    "One host core / the reference core, as used to derive core_speed from "
+                    "reference_speed; None when it was not known (core_speed is then "
+                    "reference_speed, uncorrected).")
+      .def_property_readonly("speed_text", &describe_core_speed,
+                             "The core speed for people, with where it came from: '0.5 of a "
+                             "host core', or derived from the reference core.")
+      .def_property_readonly("reference_uncorrected", &Device::reference_uncorrected,
+                             "Whether core_speed is reference_speed taken as this host's, "
+                             "uncorrected (`edgeprof calibrate-host --reference` corrects it).")
       .def_readonly("speed_schedule", &Device::speed_schedule)
       .def_readonly("sources", &Device::sources)
       .def_readonly("origin", &Device::origin)

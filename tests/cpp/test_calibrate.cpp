@@ -78,8 +78,12 @@ TEST_CASE("calibrate_speed finds the core speed of a device from workloads measu
   o.repeat = 1;
   o.run = quiet;
   int calls = 0;
+  // A board whose speed came from the reference core, as the catalog's do.
+  Device board = make_device("board", 1, 0.9, "256MiB");
+  board.reference_speed = 0.9;
+  board.sources["reference_speed"] = {"estimated", "a 7-Zip rating"};
   const SpeedCalibration c =
-      calibrate_speed(make_device("board", 1, 0.9, "256MiB"), measured, o,
+      calibrate_speed(board, measured, o,
                       [&](int done, int planned, const std::string&, double, std::uint64_t) {
                         ++calls;
                         CHECK(done <= planned);
@@ -109,4 +113,8 @@ TEST_CASE("calibrate_speed finds the core speed of a device from workloads measu
   CHECK(c.device.core_speed == c.core_speed);
   CHECK(c.device.sources.at("core_speed").status == "measured");
   CHECK_THAT(c.device.sources.at("core_speed").source, Catch::Contains("3 workloads"));
+  // ... and no longer a speed relative to the reference core, which it was not derived from.
+  CHECK_FALSE(c.device.reference_speed);
+  CHECK_FALSE(c.device.host_reference_speed);
+  CHECK_FALSE(c.device.sources.count("reference_speed"));
 }

@@ -9,6 +9,7 @@
 
 #include "edgeprof/catalog.hpp"
 #include "edgeprof/error.hpp"
+#include "helpers.hpp"
 
 using namespace edgeprof;
 namespace stdfs = std::filesystem;
@@ -42,26 +43,6 @@ bool contains(const std::string& s, const std::string& part) {
 
 const char* kMinimal = R"({"edgeprof_device": 1, "name": "b", "cores": 2, "core_speed": 0.5,
                            "memory": "1GiB")";
-
-// Sets an environment variable for one scope.
-struct ScopedEnv {
-  std::string name;
-  std::string old;
-  bool had;
-  ScopedEnv(std::string n, const std::string& value) : name(std::move(n)) {
-    const char* v = std::getenv(name.c_str());
-    had = v != nullptr;
-    if (had) old = v;
-    ::setenv(name.c_str(), value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (had) {
-      ::setenv(name.c_str(), old.c_str(), 1);
-    } else {
-      ::unsetenv(name.c_str());
-    }
-  }
-};
 
 }  // namespace
 
@@ -207,12 +188,16 @@ TEST_CASE("the catalog: real devices, every figure sourced", "[device-file][cata
     CHECK(d.cpu.clock_mhz > 0);
     CHECK(d.power.idle_watts.has_value());
     CHECK(d.power.loaded_watts.has_value());
-    for (const char* figure : {"cores", "core_speed", "memory", "cpu", "storage", "power"}) {
+    for (const char* figure :
+         {"cores", "reference_speed", "core_speed", "memory", "cpu", "storage", "power"}) {
       CAPTURE(figure);
       REQUIRE(d.sources.count(figure));
       CHECK_FALSE(d.sources.at(figure).source.empty());
     }
-    // No probe results ship with the catalog: every speed is an estimate and says so.
+    // No probe results ship with the catalog: every speed is an estimate relative to the
+    // reference core, and says so.
+    CHECK(d.reference_speed.has_value());
+    CHECK(d.sources.at("reference_speed").status == "estimated");
     CHECK(d.sources.at("core_speed").status == "estimated");
   }
   // The names of the first built-in devices still work.
@@ -228,7 +213,7 @@ TEST_CASE("find_device: catalog, then the user's device directories, or a path",
   stdfs::copy_file(kDir + "/my-board.toml", dir / "my-board.toml",
                    stdfs::copy_options::overwrite_existing);
   { std::ofstream(dir / "broken.json") << "{\"edgeprof_device\": 1}"; }
-  ScopedEnv env("EDGEPROF_DEVICE_PATH", dir.string());
+  test::ScopedEnv env("EDGEPROF_DEVICE_PATH", dir.string());
 
   CHECK(find_device("jetson-nano").origin == "catalog");
   CHECK(find_device("board").name == "my-board");  // by alias
@@ -247,4 +232,44 @@ TEST_CASE("find_device: catalog, then the user's device directories, or a path",
     CHECK(contains(e.what(), "broken.json"));   // and the files that did not load
   }
   stdfs::remove_all(dir);
+}
+
+TEST_CASE("a device file may give its speed relative to the reference core", "[device-file]") {
+  const std::string text = R"({"edgeprof_device": 1, "name": "b", "cores": 2,
+                               "reference_speed": 0.4, "memory": "1GiB"})";
+  DeviceLoadOptions at_half;
+  at_half.host_reference_speed = 0.5;  // this host's core: half the reference core
+  const Device d = parse_device_json(text, "b.json", at_half);
+  CHECK(d.core_speed == Approx(0.8));
+  CHECK(d.reference_speed == 0.4);
+  CHECK(d.host_reference_speed == 0.5);
+  CHECK_FALSE(d.reference_uncorrected());
+  CHECK(d.sources.at("core_speed").status == "estimated");
+  CHECK(contains(d.sources.at("core_speed").source, "0.4 / 0.500"));
+  CHECK(describe_core_speed(d) == "0.8 of a host core (0.4 of the reference core / this host's 0.500)");
+  // Written with the core speed it was derived to, and the host it was derived on: read back
+  // anywhere, it is the same device.
+  Device back = parse_device_json(device_to_json(d), "b.json");
+  CHECK(back == d);
+
+  DeviceLoadOptions unknown;
+  unknown.host_reference_speed = 0;
+  const Device u = parse_device_json(text, "b.json", unknown);
+  CHECK(u.core_speed == 0.4);
+  CHECK(u.reference_uncorrected());
+  CHECK(contains(u.sources.at("core_speed").source, "uncorrected"));
+  CHECK(describe_core_speed(u) == "0.4 of the reference core, uncorrected for this host");
+  CHECK(describe_core_speed(make_device("m", 1, 0.25, "1GiB")) == "0.25 of a host core");
+
+  // A given core_speed wins; host_reference_speed only records where it was derived.
+  CHECK(contains(json_error(R"({"edgeprof_device": 1, "name": "b", "cores": 2,
+                                "reference_speed": 0.4, "host_reference_speed": 0.9,
+                                "memory": "1GiB"})"),
+                 "host_reference_speed"));
+  CHECK(contains(json_error(R"({"edgeprof_device": 1, "name": "b", "cores": 2,
+                                "reference_speed": 0, "memory": "1GiB"})"),
+                 "reference_speed"));
+  CHECK(contains(json_error(R"({"edgeprof_device": 1, "name": "b", "cores": 2,
+                                "memory": "1GiB"})"),
+                 "reference_speed"));  // the missing speed's message names every way to give it
 }

@@ -31,27 +31,6 @@ namespace {
 
 bool in_vm() { return std::getenv("EDGEPROF_IN_VM") != nullptr; }
 
-// Sets an environment variable for one scope and restores the old value (or its absence).
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    ::setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      ::setenv(name_, old_->c_str(), 1);
-    } else {
-      ::unsetenv(name_);
-    }
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 // Short runs: the tests check behaviour, not speed.
 SuiteOptions quick_suite() {
@@ -277,7 +256,7 @@ TEST_CASE("run_suite refuses bad options and a CPU it may not use", "[microbench
   options = quick_suite();
   options.cpu = CPU_SETSIZE - 1;
   CHECK_THROWS_WITH(run_suite(options),
-                    Catch::Contains("cannot pin the suite to CPU") && Catch::Contains("taskset"));
+                    Catch::Contains("cannot pin to CPU 1023") && Catch::Contains("taskset"));
   CHECK(affinity() == before);
 }
 
@@ -295,7 +274,7 @@ TEST_CASE("the calibration cache directory follows EDGEPROF_CACHE_DIR, then XDG,
 TEST_CASE("host_calibration measures once, then reads the cache", "[microbench]") {
   FakeTree tmp;
   const std::string dir = tmp.root() + "/cache/sub";  // created on demand
-  ScopedEnv env("EDGEPROF_CACHE_DIR", dir);
+  test::ScopedEnv env("EDGEPROF_CACHE_DIR", dir);
   const std::string file = dir + "/host-calibration.json";
 
   const HostCalibration first = host_calibration(false, quick_suite());
@@ -354,7 +333,7 @@ TEST_CASE("host_calibration measures once, then reads the cache", "[microbench]"
 }
 
 TEST_CASE("a cache directory that cannot be created is not fatal", "[microbench]") {
-  ScopedEnv env("EDGEPROF_CACHE_DIR", "/proc/edgeprof-cannot-be-here");
+  test::ScopedEnv env("EDGEPROF_CACHE_DIR", "/proc/edgeprof-cannot-be-here");
   const HostCalibration h = host_calibration(false, quick_suite());
   CHECK_FALSE(h.from_cache);
   CHECK(h.scores.integer > 0);

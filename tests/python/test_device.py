@@ -43,14 +43,19 @@ def test_sizes():
         edgeprof.parse_size("12 parsecs")
 
 
-def test_builtin_devices():
+def test_builtin_devices(tmp_path, monkeypatch):
+    monkeypatch.setenv("EDGEPROF_CACHE_DIR", str(tmp_path))  # this host's 7-Zip rating unknown
     names = [d.name for d in edgeprof.builtin_devices()]
     for name in ("raspberry-pi-3b", "raspberry-pi-4b-4gb", "jetson-nano"):
         assert name in names
         assert edgeprof.builtin_device(name).sources["core_speed"].source  # every figure sourced
-    # The catalog's speeds (docs/devices.md), and the old name as an alias of the 4 GiB board.
+    # The catalog's speeds (docs/devices.md), relative to the reference core and, with this
+    # host's rating unknown, used as they are; the old name is an alias of the 4 GiB board.
     pi4 = edgeprof.builtin_device("raspberry-pi-4")
     assert (pi4.name, pi4.cores, pi4.core_speed) == ("raspberry-pi-4b-4gb", 4, 0.373)
+    assert pi4.reference_speed == 0.373 and pi4.host_reference_speed is None
+    assert pi4.reference_uncorrected
+    assert any("calibrate-host --reference" in n for n in edgeprof.plan_emulation(pi4).notes)
     assert edgeprof.plan_emulation(pi4).capacity_cores == pytest.approx(4 * 0.373)
     assert edgeprof.builtin_device("raspberry-pi-3b").core_speed == 0.220
     assert edgeprof.builtin_device("jetson-nano").core_speed == 0.355

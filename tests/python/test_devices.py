@@ -498,3 +498,51 @@ def test_the_host_is_measured_once_then_read_from_the_cache(tmp_path, monkeypatc
     old = write(tmp_path, "old.json", probed.read_text().replace(edgeprof.SUITE_VERSION, "old"))
     with pytest.raises(edgeprof.DeviceError, match="edgeprof-probe"):
         edgeprof.load_device_file(old)
+
+
+def test_catalog_speeds_follow_this_hosts_7zip_rating(tmp_path, monkeypatch):
+    """Catalog speeds are relative to the reference core; once this host's 7-Zip rating is
+    measured (here: 7-Zip's output as captured on this project's host, 3807 MIPS), the catalog
+    and the commands give them relative to this host."""
+    monkeypatch.setenv("EDGEPROF_CACHE_DIR", str(tmp_path))
+    env = {"EDGEPROF_CACHE_DIR": str(tmp_path)}
+    assert edgeprof.cached_reference_rating() is None
+    p = cli("devices", env_extra=env)
+    assert p.returncode == 0 and "UNCORRECTED for this host" in p.stdout, p.stdout
+    p = cli("calibrate-host", "--json", env_extra=env)
+    assert p.returncode == 0 and json.loads(p.stdout)["reference"] is None, p.stderr
+
+    captured = Path(__file__).parent.parent / "fixtures" / "7zip" / "7zz-26.02-b-mmt1.txt"
+    fake = write(tmp_path, "7zz", f"#!/bin/sh\ncat '{captured}'\n")
+    fake.chmod(0o755)
+    lines: list[str] = []
+    rating = edgeprof.measure_reference_rating(program=str(fake), progress=lines.append)
+    assert rating.host_mips == 3807 and rating.speed == pytest.approx(3807 / 4448)
+    assert rating.cache_file == str(tmp_path / "host-reference.json") and not rating.note
+    assert "3807 MIPS" in str(rating) and any("3807 MIPS" in line for line in lines)
+    assert edgeprof.cached_reference_rating().host_mips == 3807
+
+    pi4 = edgeprof.find_device("raspberry-pi-4")
+    assert pi4.core_speed == pytest.approx(0.373 * 4448 / 3807)
+    assert pi4.host_reference_speed == pytest.approx(3807 / 4448)
+    assert not pi4.reference_uncorrected
+    p = cli("devices", "show", "raspberry-pi-4", env_extra=env)
+    assert p.returncode == 0, p.stderr
+    assert ("0.4358 of a host core (0.373 of the reference core / this host's 0.856)"
+            in p.stdout and "reference speed" in p.stdout), p.stdout
+    p = cli("calibrate-host", "--json", env_extra=env)
+    shown = json.loads(p.stdout)["reference"]
+    assert shown["host_mips"] == 3807 and shown["reference_mips"] == 4448
+
+    with pytest.raises(edgeprof.Error, match="install 7-Zip"):
+        edgeprof.measure_reference_rating(program=str(tmp_path / "no-such-7z"))
+
+
+def test_a_reader_that_goes_away_is_not_an_error():
+    """`edgeprof devices show NAME | head -2` ends quietly, without a traceback."""
+    import subprocess
+    import sys
+    p = subprocess.run(f"'{sys.executable}' -m edgeprof devices show raspberry-pi-4 | head -c 10",
+                       shell=True, capture_output=True, text=True, timeout=120)
+    assert p.stdout == "raspberry-"
+    assert "Traceback" not in p.stderr, p.stderr

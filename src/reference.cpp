@@ -1,0 +1,360 @@
+// This host's speed relative to the catalog's reference core: 7-Zip's single-thread benchmark,
+// run pinned to one CPU, parsed, and cached beside the host calibration.
+
+#include "edgeprof/reference.hpp"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "edgeprof/error.hpp"
+#include "edgeprof/version.hpp"
+#include "fs.hpp"
+#include "microbench_detail.hpp"
+
+extern char** environ;
+
+namespace edgeprof {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kCacheName = "host-reference.json";
+constexpr int kCacheSchema = 1;
+
+// The numbers of a line, in order ("Tot:   100   3948   3946" -> {100, 3948, 3946}).
+std::vector<double> numbers_of(std::string_view line) {
+  std::vector<double> out;
+  std::size_t i = 0;
+  while (i < line.size()) {
+    if (line[i] >= '0' && line[i] <= '9') {
+      double v = 0;
+      const auto r = std::from_chars(line.data() + i, line.data() + line.size(), v);
+      out.push_back(v);
+      i = static_cast<std::size_t>(r.ptr - line.data());
+    } else {
+      ++i;
+    }
+  }
+  return out;
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) {
+    s.remove_prefix(1);
+  }
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+bool starts_with(std::string_view s, std::string_view prefix) {
+  return s.substr(0, prefix.size()) == prefix;
+}
+
+// The last `n` lines of `text`, for an error message.
+std::string tail(std::string_view text, int n) {
+  std::size_t at = text.size();
+  while (n-- > 0 && at > 0) {
+    at = text.rfind('\n', at - 1);
+    if (at == std::string_view::npos) return std::string(text);
+  }
+  return std::string(text.substr(at == 0 ? 0 : at + 1));
+}
+
+std::optional<std::string> find_on_path(const std::string& name) {
+  if (name.find('/') != std::string::npos) {
+    return ::access(name.c_str(), X_OK) == 0 ? std::optional(name) : std::nullopt;
+  }
+  const char* path = std::getenv("PATH");
+  std::string_view rest = path && *path ? path : "/usr/local/bin:/usr/bin:/bin";
+  while (true) {
+    const auto colon = rest.find(':');
+    const std::string dir(rest.substr(0, colon));
+    const std::string candidate = detail::join(dir.empty() ? "." : dir, name);
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    if (colon == std::string_view::npos) return std::nullopt;
+    rest.remove_prefix(colon + 1);
+  }
+}
+
+// What came out of a finished child.
+struct ChildOutput {
+  std::string text;  // stdout and stderr, interleaved
+  int status = 0;    // waitpid's
+  double seconds = 0;
+};
+
+// Runs argv with stdout and stderr into one pipe, on the calling thread's CPU affinity; stops it
+// (SIGKILL) after `timeout`. Progress: a line every 10 s.
+ChildOutput run_child(const std::vector<std::string>& argv, std::chrono::seconds timeout,
+                      const std::function<void(const std::string&)>& progress) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    throw Error(fmt::format("cannot create a pipe for {}: {} (errno {})", argv[0],
+                            std::strerror(errno), errno),
+                errno);
+  }
+  detail::UniqueFd read_end(fds[0]), write_end(fds[1]);
+  posix_spawn_file_actions_t actions;
+  ::posix_spawn_file_actions_init(&actions);
+  ::posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  ::posix_spawn_file_actions_adddup2(&actions, write_end.get(), 1);
+  ::posix_spawn_file_actions_adddup2(&actions, write_end.get(), 2);
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = -1;
+  const auto started = std::chrono::steady_clock::now();
+  const int err = ::posix_spawn(&pid, argv[0].c_str(), &actions, nullptr, args.data(), environ);
+  ::posix_spawn_file_actions_destroy(&actions);
+  if (err != 0) {
+    throw Error(fmt::format("cannot start {}: {} (errno {})", argv[0], std::strerror(err), err),
+                err);
+  }
+  write_end.reset();
+  ChildOutput out;
+  auto last_note = started;
+  bool timed_out = false;
+  char buffer[4096];
+  while (true) {
+    pollfd p{read_end.get(), POLLIN, 0};
+    const int ready = ::poll(&p, 1, 1000);
+    const auto now = std::chrono::steady_clock::now();
+    if (now - started > timeout) {
+      ::kill(pid, SIGKILL);  // our own child, by pid
+      timed_out = true;
+      break;
+    }
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready > 0) {
+      const ssize_t n = ::read(read_end.get(), buffer, sizeof buffer);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;  // end of output: the child is exiting
+      out.text.append(buffer, static_cast<std::size_t>(n));
+    }
+    if (progress && now - last_note >= std::chrono::seconds(10)) {
+      last_note = now;
+      progress(fmt::format("  7-Zip benchmark running: {:.0f} s",
+                           std::chrono::duration<double>(now - started).count()));
+    }
+  }
+  while (::waitpid(pid, &out.status, 0) < 0 && errno == EINTR) {
+  }
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  if (timed_out) {
+    throw Error(fmt::format("{} ran longer than {} s and was stopped; its output ended with:\n{}",
+                            argv[0], timeout.count(), tail(out.text, 5)));
+  }
+  return out;
+}
+
+struct CacheFile {
+  std::string dir, path;
+};
+
+CacheFile cache_file() {
+  const std::string dir = detail::host_cache_dir();
+  return {dir, dir.empty() ? std::string() : detail::join(dir, kCacheName)};
+}
+
+json rating_json(const ReferenceRating& r) {
+  return {{"edgeprof_host_reference", kCacheSchema},
+          {"host_mips", r.host_mips},
+          {"reference_core", kReferenceCore},
+          {"reference_mips", kReferenceCoreMips},
+          {"command", r.command},
+          {"version", r.version},
+          {"cpu", r.cpu},
+          {"cpu_model", r.cpu_model},
+          {"kernel", r.kernel},
+          {"hostname", r.hostname},
+          {"measured_at", r.measured_at},
+          {"seconds", r.seconds},
+          {"measured_by", fmt::format("edgeprof {}", version())}};
+}
+
+}  // namespace
+
+SevenZipBenchmark parse_7zip_benchmark(std::string_view text, std::string_view origin) {
+  SevenZipBenchmark b;
+  std::string_view rest = text;
+  while (!rest.empty()) {
+    const auto nl = rest.find('\n');
+    const std::string_view line = trim(rest.substr(0, nl));
+    rest.remove_prefix(nl == std::string_view::npos ? rest.size() : nl + 1);
+    if (b.version.empty() && (starts_with(line, "7-Zip") || starts_with(line, "p7zip"))) {
+      b.version = std::string(line);
+    } else if (line.find("Benchmark threads:") != std::string_view::npos) {
+      const auto v = numbers_of(line.substr(line.find("Benchmark threads:")));
+      if (!v.empty()) b.threads = static_cast<int>(v.back());
+    } else if (starts_with(line, "Avr:")) {
+      // "Avr:  3594 100 3759 3758 | 47451 100 4137 4135": speed, usage, R/U, rating per half.
+      const auto bar = line.find('|');
+      const auto left = numbers_of(line.substr(0, bar));
+      if (!left.empty()) b.compress_mips = left.back();
+      if (bar != std::string_view::npos) {
+        const auto right = numbers_of(line.substr(bar + 1));
+        if (!right.empty()) b.decompress_mips = right.back();
+      }
+    } else if (starts_with(line, "Tot:")) {
+      const auto v = numbers_of(line);
+      if (!v.empty()) b.total_mips = v.back();
+    }
+  }
+  if (!(b.total_mips > 0) || !std::isfinite(b.total_mips)) {
+    throw Error(fmt::format(
+        "{}: no \"Tot:\" line with a rating in 7-Zip's benchmark output: the benchmark failed or "
+        "was interrupted; its output ended with:\n{}",
+        origin, tail(text, 5)));
+  }
+  return b;
+}
+
+std::optional<ReferenceRating> cached_reference_rating(std::string* why) {
+  auto say = [why](std::string text) {
+    if (why) *why = std::move(text);
+    return std::nullopt;
+  };
+  const CacheFile cache = cache_file();
+  if (cache.path.empty()) {
+    return say("no cache directory (EDGEPROF_CACHE_DIR, XDG_CACHE_HOME and HOME are unset)");
+  }
+  int err = 0;
+  const auto text = detail::Fs().read(cache.path, &err);
+  if (!text) {
+    return say(err == ENOENT
+                   ? fmt::format("this host's 7-Zip rating is not measured yet (no {})", cache.path)
+                   : detail::sys_message(err, "cannot read", cache.path, "measure it again"));
+  }
+  ReferenceRating r;
+  try {
+    const json j = json::parse(*text);
+    if (j.at("edgeprof_host_reference").get<int>() != kCacheSchema) {
+      return say(fmt::format("{} has another schema version: measure it again", cache.path));
+    }
+    r.host_mips = j.at("host_mips").get<double>();
+    r.command = j.at("command").get<std::string>();
+    r.version = j.at("version").get<std::string>();
+    r.cpu = j.at("cpu").get<int>();
+    r.cpu_model = j.at("cpu_model").get<std::string>();
+    r.kernel = j.at("kernel").get<std::string>();
+    r.hostname = j.at("hostname").get<std::string>();
+    r.measured_at = j.at("measured_at").get<std::string>();
+    r.seconds = j.at("seconds").get<double>();
+    if (!(r.host_mips > 0) || !std::isfinite(r.host_mips)) {
+      throw std::runtime_error("host_mips is not a positive number");
+    }
+  } catch (const std::exception& e) {
+    return say(fmt::format("{} is corrupt ({}): measure it again", cache.path, e.what()));
+  }
+  const detail::HostIdentity here = detail::host_identity();
+  const struct {
+    const char* what;
+    const std::string& then;
+    const std::string& now;
+  } keys[] = {{"CPU model", r.cpu_model, here.cpu_model},
+              {"kernel", r.kernel, here.kernel},
+              {"host name", r.hostname, here.hostname}};
+  for (const auto& k : keys) {
+    if (k.then != k.now) {
+      return say(fmt::format("{} was measured on {} '{}', this is '{}': measure it again",
+                             cache.path, k.what, k.then, k.now));
+    }
+  }
+  r.cache_file = cache.path;
+  return r;
+}
+
+ReferenceRating measure_reference_rating(const ReferenceOptions& options) {
+  std::string program = options.program;
+  std::optional<std::string> found;
+  if (program.empty()) {
+    for (const char* name : {"7zz", "7z", "7za"}) {
+      if ((found = find_on_path(name))) break;
+    }
+    if (!found) {
+      throw Error(
+          "no 7-Zip program on PATH (looked for 7zz, 7z and 7za): install one (Debian and "
+          "Ubuntu: apt-get install 7zip; Fedora: dnf install 7zip) and measure again");
+    }
+  } else if (!(found = find_on_path(program))) {
+    throw Error(fmt::format("the 7-Zip program '{}' is not an executable file here; give its "
+                            "path or install 7-Zip",
+                            program));
+  }
+  std::vector<std::string> argv{*found};
+  argv.insert(argv.end(), options.arguments.begin(), options.arguments.end());
+  std::string command = *found;
+  for (const std::string& a : options.arguments) command += " " + a;
+
+  ReferenceRating r;
+  ChildOutput out;
+  {
+    detail::PinnedThread pin(options.cpu);  // posix_spawn's child inherits this affinity
+    r.cpu = pin.cpu();
+    if (options.progress) {
+      options.progress(fmt::format("running `{}` on CPU {} (about 40 s)", command, r.cpu));
+    }
+    out = run_child(argv, options.timeout, options.progress);
+  }
+  if (!WIFEXITED(out.status) || WEXITSTATUS(out.status) != 0) {
+    throw Error(fmt::format(
+        "`{}` failed ({} {}); its output ended with:\n{}", command,
+        WIFEXITED(out.status) ? "exit status" : "signal",
+        WIFEXITED(out.status) ? WEXITSTATUS(out.status) : WTERMSIG(out.status), tail(out.text, 5)));
+  }
+  const SevenZipBenchmark b = parse_7zip_benchmark(out.text, command);
+  r.host_mips = b.total_mips;
+  r.command = command;
+  r.version = b.version;
+  const detail::HostIdentity id = detail::host_identity();
+  r.cpu_model = id.cpu_model;
+  r.kernel = id.kernel;
+  r.hostname = id.hostname;
+  r.measured_at = detail::utc_now();
+  r.seconds = out.seconds;
+
+  const ReferenceOptions defaults;
+  const CacheFile cache = cache_file();
+  if (options.arguments != defaults.arguments) {
+    r.note = "measured with other arguments than `b -mmt1`, which rate differently: not cached";
+  } else if (cache.path.empty()) {
+    r.note =
+        "no cache directory (EDGEPROF_CACHE_DIR, XDG_CACHE_HOME and HOME are unset): not cached, "
+        "so catalog devices are not corrected; set EDGEPROF_CACHE_DIR";
+  } else {
+    const std::string failed =
+        detail::replace_file(cache.dir, cache.path, rating_json(r).dump(2) + "\n");
+    if (failed.empty()) {
+      r.cache_file = cache.path;
+    } else {
+      r.note = failed + ", so catalog devices are not corrected";
+    }
+  }
+  if (options.progress) options.progress(describe(r));
+  return r;
+}
+
+std::string describe(const ReferenceRating& rating) {
+  return fmt::format(
+      "{:.0f} MIPS by 7-Zip: {:.3f} of the reference core ({}, {:.0f} MIPS), measured {}",
+      rating.host_mips, rating.speed(), kReferenceCore, kReferenceCoreMips, rating.measured_at);
+}
+
+}  // namespace edgeprof

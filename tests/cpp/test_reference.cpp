@@ -1,0 +1,214 @@
+// The reference core: parsing 7-Zip's benchmark, measuring and caching this host's rating, and
+// the catalog's speeds corrected by it.
+#include <sched.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "edgeprof/catalog.hpp"
+#include "edgeprof/error.hpp"
+#include "edgeprof/plan.hpp"
+#include "edgeprof/reference.hpp"
+#include "helpers.hpp"
+
+using namespace edgeprof;
+using Catch::Contains;
+
+namespace {
+
+// A program that stands in for 7-Zip: a shell script in `dir` running `body`.
+std::string script(const test::FakeTree& dir, const std::string& name, const std::string& body) {
+  dir.file("/" + name, "#!/bin/sh\n" + body + "\n");
+  const std::string path = dir.root() + "/" + name;
+  std::filesystem::permissions(path, std::filesystem::perms::owner_all);
+  return path;
+}
+
+int first_allowed_cpu() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  REQUIRE(::sched_getaffinity(0, sizeof set, &set) == 0);
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &set)) return c;
+  }
+  FAIL("no CPU in this thread's affinity");
+  return -1;
+}
+
+bool has_note(const EmulationPlan& plan, const std::string& part) {
+  for (const std::string& n : plan.notes) {
+    if (n.find(part) != std::string::npos) return true;
+  }
+  return false;
+}
+
+HostFacts two_cpu_host() {
+  HostFacts h;
+  h.cpus = {0, 1};
+  h.memory_bytes = 8ull << 30;
+  return h;
+}
+
+}  // namespace
+
+TEST_CASE("7-Zip's benchmark output: the total rating and its halves", "[reference][parse]") {
+  const SevenZipBenchmark z = parse_7zip_benchmark(test::fixture("7zip/7zz-26.02-b-mmt1.txt"));
+  CHECK(z.total_mips == 3807);
+  CHECK(z.compress_mips == 3580);
+  CHECK(z.decompress_mips == 4034);
+  CHECK(z.threads == 1);
+  CHECK_THAT(z.version, Contains("7-Zip (z) 26.02"));
+
+  const SevenZipBenchmark p =
+      parse_7zip_benchmark(test::fixture("7zip/p7zip-16.02-b-mmt1.tail.txt"));
+  CHECK(p.total_mips == 3946);
+  CHECK(p.compress_mips == 3758);
+  CHECK(p.decompress_mips == 4135);
+  CHECK_THAT(p.version, Contains("p7zip Version 16.02"));
+
+  // Interrupted before the summary: no rating, and the error says whose output and what ended it.
+  std::string cut = test::fixture("7zip/7zz-26.02-b-mmt1.txt");
+  cut = cut.substr(0, cut.find("Avr:"));
+  CHECK_THROWS_WITH(parse_7zip_benchmark(cut, "/usr/bin/7zz b -mmt1"),
+                    Contains("/usr/bin/7zz b -mmt1") && Contains("\"Tot:\"") &&
+                        Contains("25:"));
+  CHECK_THROWS_WITH(parse_7zip_benchmark("Tot:  100  0  0\n"), Contains("no \"Tot:\" line"));
+}
+
+TEST_CASE("the catalog's speeds are relative to the reference core, corrected by this host's "
+          "cached 7-Zip rating",
+          "[reference][catalog]") {
+  const test::FakeTree cache;
+  test::ScopedEnv env("EDGEPROF_CACHE_DIR", cache.root());
+  const Device pi = find_device("raspberry-pi-4");
+  REQUIRE(pi.reference_speed);
+  CHECK(*pi.reference_speed == 0.373);
+
+  // Not measured: the speed is the reference speed as it is, and the device and plan say so.
+  std::string why;
+  CHECK_FALSE(cached_reference_rating(&why));
+  CHECK_THAT(why, Contains("not measured yet") && Contains(cache.root()));
+  CHECK(pi.reference_uncorrected());
+  CHECK(pi.core_speed == 0.373);
+  CHECK_THAT(pi.sources.at("core_speed").source,
+             Contains("uncorrected") && Contains("calibrate-host --reference"));
+  CHECK(has_note(plan_emulation(pi, two_cpu_host()), "calibrate-host --reference"));
+  const std::vector<Device>& before = catalog_devices();
+
+  // Measured (7-Zip's output as captured here: 3807 MIPS) and cached.
+  const test::FakeTree bin;
+  const int cpu = first_allowed_cpu();
+  ReferenceOptions options;
+  options.program =
+      script(bin, "7zz", "cat '" + std::string(EDGEPROF_FIXTURES) + "/7zip/7zz-26.02-b-mmt1.txt'");
+  options.cpu = cpu;
+  const ReferenceRating r = measure_reference_rating(options);
+  CHECK(r.host_mips == 3807);
+  CHECK(r.cpu == cpu);
+  CHECK(r.speed() == Approx(3807.0 / 4448.0));
+  CHECK(r.cache_file == cache.root() + "/host-reference.json");
+  CHECK(r.note.empty());
+  CHECK_THAT(r.command, Contains("7zz b -mmt1"));
+  CHECK_THAT(describe(r), Contains("3807 MIPS") && Contains("0.856 of the reference core"));
+  const auto cached = cached_reference_rating();
+  REQUIRE(cached);
+  CHECK(cached->host_mips == 3807);
+
+  // The catalog follows: 0.373 of the reference core is 0.436 of this host's.
+  const Device corrected = find_device("raspberry-pi-4");
+  CHECK(corrected.core_speed == Approx(0.373 * 4448.0 / 3807.0));
+  REQUIRE(corrected.host_reference_speed);
+  CHECK(*corrected.host_reference_speed == Approx(3807.0 / 4448.0));
+  CHECK_FALSE(corrected.reference_uncorrected());
+  CHECK_THAT(corrected.sources.at("core_speed").source, Contains("3807 MIPS by 7-Zip"));
+  CHECK_FALSE(has_note(plan_emulation(corrected, two_cpu_host()), "calibrate-host --reference"));
+  CHECK(parse_device_json(device_to_json(corrected), "x") == [&] {
+    Device d = corrected;
+    d.origin = "x";
+    return d;
+  }());
+  CHECK(before.front().reference_uncorrected());  // an earlier catalog stays readable
+
+  // A rating of another host is not used.
+  {
+    std::string text = cache.read("/host-reference.json");
+    const std::string key = "\"hostname\": \"";
+    text.insert(text.find(key) + key.size(), "elsewhere-");
+    cache.file("/host-reference.json", text);
+  }
+  CHECK_FALSE(cached_reference_rating(&why));
+  CHECK_THAT(why, Contains("host name") && Contains("elsewhere-"));
+  CHECK(find_device("raspberry-pi-4").reference_uncorrected());
+
+  // Other arguments rate differently: measured, not cached.
+  options.arguments = {"b", "-mmt1", "-md18"};
+  const ReferenceRating quick = measure_reference_rating(options);
+  CHECK(quick.cache_file.empty());
+  CHECK_THAT(quick.note, Contains("not cached"));
+  CHECK_FALSE(cached_reference_rating());
+}
+
+TEST_CASE("measure_reference_rating pins 7-Zip to one CPU and reports its failures",
+          "[reference]") {
+  const test::FakeTree cache;
+  test::ScopedEnv env("EDGEPROF_CACHE_DIR", cache.root());
+  const test::FakeTree bin;
+  const int cpu = first_allowed_cpu();
+  cpu_set_t mine;
+  REQUIRE(::sched_getaffinity(0, sizeof mine, &mine) == 0);
+
+  ReferenceOptions options;
+  options.cpu = cpu;
+  // Failing: its exit status and the end of its output, which shows where it ran.
+  options.program = script(bin, "failing",
+                           "grep Cpus_allowed_list /proc/self/status; echo 'ERROR: no memory' "
+                           ">&2; exit 3");
+  CHECK_THROWS_WITH(measure_reference_rating(options),
+                    Contains("exit status 3") && Contains("ERROR: no memory") &&
+                        Contains("Cpus_allowed_list:\t" + std::to_string(cpu) + "\n"));
+  cpu_set_t after;
+  REQUIRE(::sched_getaffinity(0, sizeof after, &after) == 0);
+  CHECK(CPU_EQUAL(&mine, &after));  // the caller's affinity is restored
+
+  options.program = script(bin, "silent", "echo 'Dict Speed'");
+  CHECK_THROWS_WITH(measure_reference_rating(options), Contains("no \"Tot:\" line"));
+  options.program = script(bin, "slow", "exec sleep 30");
+  options.timeout = std::chrono::seconds(1);
+  CHECK_THROWS_WITH(measure_reference_rating(options), Contains("longer than 1 s"));
+  options.program = bin.root() + "/no-such-7z";
+  CHECK_THROWS_WITH(measure_reference_rating(options),
+                    Contains("no-such-7z") && Contains("install 7-Zip"));
+  {
+    test::ScopedEnv path("PATH", bin.root());
+    CHECK_THROWS_WITH(measure_reference_rating(), Contains("7zz, 7z and 7za") &&
+                                                      Contains("apt-get install 7zip"));
+  }
+  CHECK_FALSE(cached_reference_rating());  // nothing failed was cached
+}
+
+TEST_CASE("this host's real 7-Zip rating", "[reference][slow]") {
+  const char* names[] = {"7zz", "7z", "7za"};
+  bool found = false;
+  for (const char* n : names) {
+    found = found || std::system(("command -v " + std::string(n) + " >/dev/null").c_str()) == 0;
+  }
+  if (!found) {
+    WARN("no 7-Zip on PATH: the real benchmark is not run (CI installs Debian's 7zip)");
+    return;
+  }
+  const test::FakeTree cache;
+  test::ScopedEnv env("EDGEPROF_CACHE_DIR", cache.root());
+  const ReferenceRating r = measure_reference_rating();
+  // Any core from a Cortex-A7 to a desktop core of today rates 500 to 10000 MIPS.
+  CHECK(r.host_mips > 500);
+  CHECK(r.host_mips < 10000);
+  CHECK(r.seconds > 1);
+  CHECK_FALSE(r.version.empty());
+  REQUIRE(cached_reference_rating());
+  CHECK(cached_reference_rating()->host_mips == r.host_mips);
+  WARN(describe(r));
+}
