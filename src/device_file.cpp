@@ -199,10 +199,10 @@ Device read_device(const json& j, const std::string& origin, const DeviceLoadOpt
   const auto speed = r.number("core_speed", 1e-6, 1000.0);
   d.reference_speed = r.number("reference_speed", 1e-6, 1000.0);
   const auto host_reference = r.number("host_reference_speed", 1e-6, 1000.0);
-  if (host_reference && !speed) {
+  if (host_reference && (!speed || !d.reference_speed)) {
     r.fail("host_reference_speed",
-           "records the host a core_speed was derived on, and needs that core_speed; leave it "
-           "out to derive core_speed from reference_speed on this host");
+           "records the host a core_speed was derived on from reference_speed, and needs both; "
+           "leave it out to derive core_speed from reference_speed on this host");
   }
   d.memory_bytes = *r.size("memory", true);
   d.swap_bytes = r.size("swap").value_or(0);
@@ -444,7 +444,7 @@ class Catalog {
     const std::string dir = detail::host_cache_dir();
     if (dir.empty()) return {};
     struct stat st {};
-    if (::stat(detail::join(dir, "host-reference.json").c_str(), &st) != 0) return {};
+    if (::stat(detail::reference_cache_file(dir).c_str(), &st) != 0) return {};
     return fmt::format("{}:{}:{}.{}", st.st_ino, st.st_size, st.st_mtim.tv_sec,
                        st.st_mtim.tv_nsec);
   }

@@ -169,6 +169,9 @@ HostIdentity host_identity();
 // calibration_cache_dir() of this process's environment.
 std::string host_cache_dir();
 
+// The cache file of this host's 7-Zip rating (reference.hpp) in a cache directory.
+std::string reference_cache_file(const std::string& dir);
+
 // Writes `text` to `path` through a temporary file and rename(2), so a reader never sees half a
 // file, creating `dir` first. "" on success, else why not (with the errno).
 std::string replace_file(const std::string& dir, const std::string& path, std::string_view text);

@@ -33,7 +33,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kCacheName = "host-reference.json";
 constexpr int kCacheSchema = 1;
 
 // The numbers of a line, in order ("Tot:   100   3948   3946" -> {100, 3948, 3946}).
@@ -170,7 +169,7 @@ struct CacheFile {
 
 CacheFile cache_file() {
   const std::string dir = detail::host_cache_dir();
-  return {dir, dir.empty() ? std::string() : detail::join(dir, kCacheName)};
+  return {dir, dir.empty() ? std::string() : detail::reference_cache_file(dir)};
 }
 
 json rating_json(const ReferenceRating& r) {
@@ -190,6 +189,14 @@ json rating_json(const ReferenceRating& r) {
 }
 
 }  // namespace
+
+namespace detail {
+
+std::string reference_cache_file(const std::string& dir) {
+  return join(dir, "host-reference.json");
+}
+
+}  // namespace detail
 
 SevenZipBenchmark parse_7zip_benchmark(std::string_view text, std::string_view origin) {
   SevenZipBenchmark b;

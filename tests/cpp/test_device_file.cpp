@@ -267,6 +267,10 @@ TEST_CASE("a device file may give its speed relative to the reference core", "[d
                                 "memory": "1GiB"})"),
                  "host_reference_speed"));
   CHECK(contains(json_error(R"({"edgeprof_device": 1, "name": "b", "cores": 2,
+                                "core_speed": 0.4, "host_reference_speed": 0.9,
+                                "memory": "1GiB"})"),
+                 "host_reference_speed"));
+  CHECK(contains(json_error(R"({"edgeprof_device": 1, "name": "b", "cores": 2,
                                 "reference_speed": 0, "memory": "1GiB"})"),
                  "reference_speed"));
   CHECK(contains(json_error(R"({"edgeprof_device": 1, "name": "b", "cores": 2,
