@@ -162,10 +162,20 @@ EmulationPlan plan_emulation(const Device& device, const HostFacts& host,
 
   const double capacity = device.cores * device.core_speed;
   if (capacity > static_cast<double>(ncpus) + 1e-9) {
+    // How many of its cores fit: a workload with that many busy threads can still be emulated.
+    const int fit = static_cast<int>(std::floor(static_cast<double>(ncpus) / device.core_speed +
+                                                1e-9));
+    const std::string fewer =
+        fit >= 1 && device.core_speed <= 1.0
+            ? fmt::format("; or, for a workload with at most {} busy thread{}, emulate that many "
+                          "of its cores (--threads {}, for_threads; docs/devices.md)",
+                          fit, fit == 1 ? "" : "s", fit)
+            : std::string();
     throw UnsupportedError(fmt::format(
         "{} needs {:.2f} host cores of CPU capacity ({} cores x speed {}), but only {} host "
-        "CPU{} can be used. Emulate it on a larger host, or lower cores or core_speed",
-        who, capacity, device.cores, device.core_speed, ncpus, ncpus == 1 ? "" : "s"));
+        "CPU{} can be used. Emulate it on a larger host, or lower cores or core_speed{}",
+        who, capacity, device.cores, describe_core_speed(device), ncpus, ncpus == 1 ? "" : "s",
+        fewer));
   }
   if (static_cast<size_t>(device.cores) > ncpus) {
     plan.notes.push_back(fmt::format(

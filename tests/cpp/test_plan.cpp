@@ -100,7 +100,14 @@ TEST_CASE("a tiny quota stretches the period to the kernel's 1 ms minimum", "[pl
 
 TEST_CASE("the plan refuses what the host cannot emulate, saying why", "[plan]") {
   CHECK_THROWS_WITH(plan_emulation(make_device("big", 4, 0.8, "1GiB"), host(2)),
-                    Catch::Contains("3.20 host cores") && Catch::Contains("2 host CPUs"));
+                    Catch::Contains("3.20 host cores") && Catch::Contains("2 host CPUs") &&
+                        Catch::Contains("at most 2 busy threads") &&
+                        Catch::Contains("--threads 2"));
+  // 4 x 0.5035 (a Raspberry Pi 4 at 1.8 GHz on a host 0.85 of the reference core) fits 3 cores.
+  CHECK_THROWS_WITH(plan_emulation(make_device("pi", 4, 0.5035, "1GiB"), host(2)),
+                    Catch::Contains("2.01 host cores") && Catch::Contains("--threads 3"));
+  CHECK(plan_emulation(for_threads(make_device("pi", 4, 0.5035, "1GiB"), 3), host(2))
+            .capacity_cores() == Approx(3 * 0.5035).epsilon(1e-3));
   CHECK_THROWS_AS(plan_emulation(make_device("big", 4, 0.8, "1GiB"), host(2)),
                   UnsupportedError);
   CHECK_THROWS_WITH(plan_emulation(make_device("fat", 1, 0.5, "16GiB"), host(2, 8ull << 30)),
