@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <fmt/format.h>
 
@@ -73,6 +74,12 @@ HostFacts host_facts() {
     facts.swap_bytes = std::uint64_t{si.totalswap} * si.mem_unit;
   }
   detail::Fs fs;
+  // A sysctl that root may change, but rarely does: read once per process.
+  static const std::uint64_t slice_us = [&fs] {
+    const auto text = fs.read("/proc/sys/kernel/sched_cfs_bandwidth_slice_us");
+    return text ? std::strtoull(text->c_str(), nullptr, 10) : 0ull;
+  }();
+  facts.cfs_bandwidth_slice_us = slice_us;
   // The whole disk under the current directory: /sys/dev/block/MAJ:MIN is a partition's or a
   // disk's directory; a partition's parent directory is its disk's.
   struct stat st {};
@@ -233,6 +240,30 @@ EmulationPlan plan_emulation(const Device& device, const HostFacts& host,
         "throttle a busy workload now and then",
         plan.cpu_quota_us, plan.cpu_period_us, plan.cpus.size(),
         plan.cpus.size() == 1 ? "" : "s"));
+  }
+
+  // Each CPU draws the quota from the slice's pool a bandwidth slice at a time: with less than
+  // two slices per CPU per period, one CPU can take most of it, and busy threads get unequal
+  // shares (docs/benchmarks.md, "Thread shares").
+  const std::uint64_t slice_us =
+      host.cfs_bandwidth_slice_us ? host.cfs_bandwidth_slice_us : kDefaultCfsBandwidthSliceUs;
+  const double per_cpu_us =
+      static_cast<double>(plan.cpu_quota_us) / static_cast<double>(plan.cpus.size());
+  if (plan.cpus.size() > 1 && plan.cpu_quota_us &&
+      !detail::quota_unlimited(plan.cpu_quota_us, plan.cpu_period_us, plan.cpus.size()) &&
+      per_cpu_us < 2.0 * static_cast<double>(slice_us)) {
+    const double even_ms = std::min<double>(
+        static_cast<double>(kMaxCpuPeriodUs),
+        std::ceil(2.0 * static_cast<double>(slice_us) * static_cast<double>(plan.cpus.size()) /
+                  capacity / 1000.0) * 1000.0) / 1000.0;
+    plan.notes.push_back(fmt::format(
+        "each host CPU draws the quota in {:g} ms bandwidth slices, and {:.2f} ms per CPU per "
+        "{:g} ms period is less than two of them: busy threads may get unequal shares of the "
+        "quota (2 threads on 2 x 0.5 at a 10 ms period got 0.26-0.32 and 0.67-0.74 of a host "
+        "core here instead of 0.5 each). A period of {:g} ms or more shares evenly, at the cost "
+        "of coarser bursts for iterations shorter than it (--cpu-period-us; docs/period.md)",
+        static_cast<double>(slice_us) / 1000.0, per_cpu_us / 1000.0,
+        static_cast<double>(plan.cpu_period_us) / 1000.0, even_ms));
   }
 
   // Memory.

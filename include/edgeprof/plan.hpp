@@ -22,7 +22,14 @@ struct HostFacts {
   std::string io_device;
   /// Why io_device is empty, for the report.
   std::string io_device_problem;
+  /// The CFS bandwidth slice: how much of a slice's quota each CPU draws at a time
+  /// (/proc/sys/kernel/sched_cfs_bandwidth_slice_us); 0 = unknown, taken as the kernel's
+  /// default, kDefaultCfsBandwidthSliceUs.
+  std::uint64_t cfs_bandwidth_slice_us = 0;
 };
+
+/// The kernel's default CFS bandwidth slice (sched_cfs_bandwidth_slice_us), in microseconds.
+inline constexpr std::uint64_t kDefaultCfsBandwidthSliceUs = 5000;
 
 /// Reads this host's facts from /proc and sched_getaffinity. A figure that cannot be read is
 /// left empty or 0.

@@ -27,14 +27,18 @@ TEST_CASE("quota is cores x speed x period over min(cores, host CPUs) CPUs", "[p
   auto four = plan_emulation(make_device("pi", 4, 0.25, "4GiB"), host(2));
   CHECK(four.cpus == std::vector<int>{0, 1});
   CHECK(four.cpu_quota_us == 10000);
-  REQUIRE(four.notes.size() == 2);
+  REQUIRE(four.notes.size() == 3);
   CHECK_THAT(four.notes[0], Catch::Contains("4 cores are emulated on 2 host CPUs"));
   // One busy thread may take the whole slice's quota: up to a host core, not a quarter.
   CHECK_THAT(four.notes[1], Catch::Contains("a single thread at up to 1.00 of a host core "
                                             "instead of 0.25"));
+  // 5 ms per CPU per period is one bandwidth slice: threads may share unevenly.
+  CHECK_THAT(four.notes[2], Catch::Contains("5.00 ms per CPU per 10 ms period") &&
+                                Catch::Contains("A period of 20 ms or more"));
   auto two = plan_emulation(make_device("duo", 2, 0.3, "1GiB"), host(4));
-  REQUIRE(two.notes.size() == 1);
+  REQUIRE(two.notes.size() == 2);
   CHECK_THAT(two.notes[0], Catch::Contains("up to 0.60 of a host core instead of 0.3"));
+  CHECK_THAT(two.notes[1], Catch::Contains("A period of 34 ms or more"));
 
   // A device as fast as the cpuset it gets: its quota is all of it, and the plan says that the
   // kernel gets none (backends write "max" / -1).
@@ -49,6 +53,25 @@ TEST_CASE("quota is cores x speed x period over min(cores, host CPUs) CPUs", "[p
     CHECK_THAT(p.notes.back(), Catch::Contains("the kernel gets no quota"));
   }
   CHECK(plan_emulation(make_device("almost", 1, 0.99, "512MiB"), host(2)).notes.empty());
+}
+
+TEST_CASE("the plan says when threads may share the quota unevenly", "[plan]") {
+  auto slices_note = [](const EmulationPlan& p) {
+    for (const std::string& n : p.notes) {
+      if (n.find("bandwidth slices") != std::string::npos) return true;
+    }
+    return false;
+  };
+  const Device two = make_device("two", 2, 0.5, "1GiB");
+  CHECK(slices_note(plan_emulation(two, host(2))));  // 5 ms per CPU: one 5 ms slice
+  PlanOptions longer;
+  longer.cpu_period_us = 20000;  // 10 ms per CPU: two slices
+  CHECK_FALSE(slices_note(plan_emulation(two, host(2), longer)));
+  HostFacts fine = host(2);
+  fine.cfs_bandwidth_slice_us = 1000;  // a host tuned to 1 ms slices: five per CPU
+  CHECK_FALSE(slices_note(plan_emulation(two, fine)));
+  // One CPU draws from the pool alone: nothing to share.
+  CHECK_FALSE(slices_note(plan_emulation(make_device("one", 1, 0.25, "1GiB"), host(2))));
 }
 
 TEST_CASE("the plan honours the period option and explicit CPUs", "[plan]") {
