@@ -127,6 +127,18 @@ ChildOutput run_child(const std::vector<std::string>& argv, std::chrono::seconds
                 err);
   }
   write_end.reset();
+  // Whatever ends this function early (a progress callback that throws, Ctrl-C in Python), the
+  // child does not outlive it.
+  struct Reaper {
+    pid_t pid;
+    ~Reaper() {
+      if (pid <= 0) return;
+      ::kill(pid, SIGKILL);  // our own child, by pid
+      int status = 0;
+      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+    }
+  } reaper{pid};
   ChildOutput out;
   auto last_note = started;
   bool timed_out = false;
@@ -155,6 +167,7 @@ ChildOutput run_child(const std::vector<std::string>& argv, std::chrono::seconds
   }
   while (::waitpid(pid, &out.status, 0) < 0 && errno == EINTR) {
   }
+  reaper.pid = -1;
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   if (timed_out) {
     throw Error(fmt::format("{} ran longer than {} s and was stopped; its output ended with:\n{}",

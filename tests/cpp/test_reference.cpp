@@ -1,12 +1,15 @@
 // The reference core: parsing 7-Zip's benchmark, measuring and caching this host's rating, and
 // the catalog's speeds corrected by it.
 #include <sched.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <cerrno>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 #include <string>
 
 #include "edgeprof/catalog.hpp"
@@ -179,6 +182,18 @@ TEST_CASE("measure_reference_rating pins 7-Zip to one CPU and reports its failur
   options.program = script(bin, "slow", "exec sleep 30");
   options.timeout = std::chrono::seconds(1);
   CHECK_THROWS_WITH(measure_reference_rating(options), Contains("longer than 1 s"));
+  // A progress callback that throws (Ctrl-C in Python does) leaves no process behind. The first
+  // progress line during the run comes after 10 s.
+  options.timeout = std::chrono::seconds(60);
+  options.program = script(bin, "sleepy", "echo $$ > '" + bin.root() + "/pid'; exec sleep 30");
+  options.progress = [](const std::string& line) {
+    if (line.find("running:") != std::string::npos) throw std::runtime_error("interrupted");
+  };
+  CHECK_THROWS_WITH(measure_reference_rating(options), Contains("interrupted"));
+  const pid_t sleepy = std::stoi(bin.read("/pid"));
+  CHECK(::kill(sleepy, 0) == -1);  // killed and reaped: no such process
+  CHECK(errno == ESRCH);
+  options.progress = nullptr;
   options.program = bin.root() + "/no-such-7z";
   CHECK_THROWS_WITH(measure_reference_rating(options),
                     Contains("no-such-7z") && Contains("install 7-Zip"));
