@@ -637,6 +637,20 @@ HostIdentity host_identity() {
   return id;
 }
 
+std::string identity_change(const HostIdentity& then, const HostIdentity& now) {
+  const struct {
+    const char* what;
+    const std::string& then;
+    const std::string& now;
+  } keys[] = {{"CPU model", then.cpu_model, now.cpu_model},
+              {"kernel", then.kernel, now.kernel},
+              {"host name", then.hostname, now.hostname}};
+  for (const auto& k : keys) {
+    if (k.then != k.now) return fmt::format("{} '{}', this is '{}'", k.what, k.then, k.now);
+  }
+  return {};
+}
+
 std::string host_cache_dir() {
   return calibration_cache_dir(std::getenv("EDGEPROF_CACHE_DIR"), std::getenv("XDG_CACHE_HOME"),
                                std::getenv("HOME"));
@@ -728,20 +742,14 @@ std::optional<HostCalibration> read_cache(const std::string& path, const HostCal
     *why = fmt::format("the cached calibration in {} is corrupt ({}): re-measured", path, e.what());
     return std::nullopt;
   }
-  const struct {
-    const char* what;
-    const std::string& then;
-    const std::string& now;
-  } keys[] = {{"suite", cached.scores.suite, here.scores.suite},
-              {"CPU model", cached.cpu_model, here.cpu_model},
-              {"kernel", cached.kernel, here.kernel},
-              {"host name", cached.hostname, here.hostname}};
-  for (const auto& k : keys) {
-    if (k.then != k.now) {
-      *why = fmt::format("the cached calibration in {} is for {} '{}', this is '{}': re-measured",
-                         path, k.what, k.then, k.now);
-      return std::nullopt;
-    }
+  const std::string change =
+      cached.scores.suite != here.scores.suite
+          ? fmt::format("suite '{}', this is '{}'", cached.scores.suite, here.scores.suite)
+          : detail::identity_change({cached.cpu_model, cached.kernel, cached.hostname},
+                                    {here.cpu_model, here.kernel, here.hostname});
+  if (!change.empty()) {
+    *why = fmt::format("the cached calibration in {} is for {}: re-measured", path, change);
+    return std::nullopt;
   }
   return cached;
 }

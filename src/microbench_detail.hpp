@@ -165,6 +165,9 @@ struct HostIdentity {
   std::string hostname;
 };
 HostIdentity host_identity();
+// How `then` differs from `now`, for a message: "host name 'a', this is 'b'" for the first field
+// that differs (CPU model, kernel, host name); "" when they are the same host.
+std::string identity_change(const HostIdentity& then, const HostIdentity& now);
 
 // calibration_cache_dir() of this process's environment.
 std::string host_cache_dir();

@@ -249,7 +249,7 @@ EmulationPlan plan_emulation(const Device& device, const HostFacts& host,
       host.cfs_bandwidth_slice_us ? host.cfs_bandwidth_slice_us : kDefaultCfsBandwidthSliceUs;
   const double per_cpu_us =
       static_cast<double>(plan.cpu_quota_us) / static_cast<double>(plan.cpus.size());
-  if (plan.cpus.size() > 1 && plan.cpu_quota_us &&
+  if (plan.cpus.size() > 1 &&
       !detail::quota_unlimited(plan.cpu_quota_us, plan.cpu_period_us, plan.cpus.size()) &&
       per_cpu_us < 2.0 * static_cast<double>(slice_us)) {
     const double even_ms = std::min<double>(

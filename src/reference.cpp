@@ -24,6 +24,7 @@
 #include "edgeprof/version.hpp"
 #include "fs.hpp"
 #include "microbench_detail.hpp"
+#include "spawn.hpp"
 
 extern char** environ;
 
@@ -81,15 +82,9 @@ std::optional<std::string> find_on_path(const std::string& name) {
     return ::access(name.c_str(), X_OK) == 0 ? std::optional(name) : std::nullopt;
   }
   const char* path = std::getenv("PATH");
-  std::string_view rest = path && *path ? path : "/usr/local/bin:/usr/bin:/bin";
-  while (true) {
-    const auto colon = rest.find(':');
-    const std::string dir(rest.substr(0, colon));
-    const std::string candidate = detail::join(dir.empty() ? "." : dir, name);
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-    if (colon == std::string_view::npos) return std::nullopt;
-    rest.remove_prefix(colon + 1);
-  }
+  std::string found =
+      detail::find_in_path(name, path && *path ? path : "/usr/local/bin:/usr/bin:/bin");
+  return found.empty() ? std::nullopt : std::optional(std::move(found));
 }
 
 // What came out of a finished child.
@@ -283,26 +278,17 @@ std::optional<ReferenceRating> cached_reference_rating(std::string* why) {
   } catch (const std::exception& e) {
     return say(fmt::format("{} is corrupt ({}): measure it again", cache.path, e.what()));
   }
-  const detail::HostIdentity here = detail::host_identity();
-  const struct {
-    const char* what;
-    const std::string& then;
-    const std::string& now;
-  } keys[] = {{"CPU model", r.cpu_model, here.cpu_model},
-              {"kernel", r.kernel, here.kernel},
-              {"host name", r.hostname, here.hostname}};
-  for (const auto& k : keys) {
-    if (k.then != k.now) {
-      return say(fmt::format("{} was measured on {} '{}', this is '{}': measure it again",
-                             cache.path, k.what, k.then, k.now));
-    }
+  const std::string change =
+      detail::identity_change({r.cpu_model, r.kernel, r.hostname}, detail::host_identity());
+  if (!change.empty()) {
+    return say(fmt::format("{} was measured on {}: measure it again", cache.path, change));
   }
   r.cache_file = cache.path;
   return r;
 }
 
 ReferenceRating measure_reference_rating(const ReferenceOptions& options) {
-  std::string program = options.program;
+  const std::string& program = options.program;
   std::optional<std::string> found;
   if (program.empty()) {
     for (const char* name : {"7zz", "7z", "7za"}) {

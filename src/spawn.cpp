@@ -196,6 +196,19 @@ int open_stdio(const Stdio& s, int index) {
 
 }  // namespace
 
+std::string find_in_path(const std::string& program, std::string_view search, bool* denied) {
+  for (size_t start = 0; start <= search.size();) {
+    const size_t colon = search.find(':', start);
+    const std::string dir(search.substr(start, colon - start));
+    std::string candidate = (dir.empty() ? std::string(".") : dir) + "/" + program;
+    if (is_executable_file(candidate)) return candidate;
+    if (denied && ::access(candidate.c_str(), F_OK) == 0) *denied = true;
+    if (colon == std::string_view::npos) break;
+    start = colon + 1;
+  }
+  return {};
+}
+
 PreparedCommand::PreparedCommand(const Command& command) {
   if (command.argv.empty() || command.argv.front().empty()) {
     throw SpawnError("the command is empty: give at least the program to run", EINVAL, "");
@@ -217,18 +230,7 @@ PreparedCommand::PreparedCommand(const Command& command) {
       search = path;
     }
     bool denied = false;
-    for (size_t start = 0; start <= search.size();) {
-      size_t colon = search.find(':', start);
-      std::string dir = search.substr(start, colon - start);
-      std::string candidate = (dir.empty() ? std::string(".") : dir) + "/" + program;
-      if (is_executable_file(candidate)) {
-        path_ = candidate;
-        break;
-      }
-      if (::access(candidate.c_str(), F_OK) == 0) denied = true;
-      if (colon == std::string::npos) break;
-      start = colon + 1;
-    }
+    path_ = find_in_path(program, search, &denied);
     if (path_.empty()) {
       int err = denied ? EACCES : ENOENT;
       throw SpawnError(fmt::format("cannot execute '{}': {} in PATH ({}) (errno {})", program,

@@ -9,6 +9,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "edgeprof/slice.hpp"
@@ -16,6 +17,12 @@
 namespace edgeprof::detail {
 
 using Clock = std::chrono::steady_clock;
+
+// The first executable regular file named `program` in the ':'-separated directories of
+// `search` (an empty entry is "."); "" when there is none, with *denied set when a file of that
+// name exists but is not executable.
+std::string find_in_path(const std::string& program, std::string_view search,
+                         bool* denied = nullptr);
 
 // Everything the child needs, prepared in the parent: between fork and exec only
 // async-signal-safe calls are allowed, so nothing is allocated there.

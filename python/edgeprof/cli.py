@@ -201,11 +201,12 @@ def cmd_calibrate_host(args: argparse.Namespace) -> int:
         progress = None if args.json else (lambda line: print(f"edgeprof: {line}",
                                                               file=sys.stderr))
         rating = edgeprof.measure_reference_rating(progress=progress)
-        why = rating.note
+        note = rating.note
     else:
         rating = edgeprof.cached_reference_rating()
-        why = ("not measured on this host yet: `edgeprof calibrate-host --reference` (7-Zip, "
-               "about 40 s); until then catalog speeds are used uncorrected")
+        note = "" if rating is not None else (
+            "not measured on this host yet: `edgeprof calibrate-host --reference` (7-Zip, about "
+            "40 s); until then catalog speeds are used uncorrected")
     cal = edgeprof.host_calibration(remeasure=args.remeasure)
     s = cal.scores
     if args.json:
@@ -229,8 +230,8 @@ def cmd_calibrate_host(args: argparse.Namespace) -> int:
         print(f"  catalog speeds are divided by {rating.speed:.3f} on this host")
         print(f"  measured by: {rating.command} on CPU {rating.cpu} ({rating.version})")
         print(f"  cache: {rating.cache_file or '(not written)'}")
-    if why and (rating is None or rating.note):
-        print(f"  note: {why}")
+    if note:
+        print(f"  note: {note}")
     return 0
 
 
