@@ -301,38 +301,7 @@ Device read_device(const json& j, const std::string& origin, const DeviceLoadOpt
           "measured", fmt::format("edgeprof-probe scores ({}) against this host's", host.suite)};
     }
   } else if (d.reference_speed) {
-    std::optional<ReferenceRating> rating;
-    std::string why;
-    double host = 0;
-    if (options.host_reference_speed) {
-      host = *options.host_reference_speed;
-    } else if ((rating = cached_reference_rating(&why))) {
-      host = rating->speed();
-    }
-    if (host > 0) {
-      d.core_speed = *d.reference_speed / host;
-      d.host_reference_speed = host;
-      if (!d.sources.count("core_speed")) {
-        d.sources["core_speed"] = {
-            "estimated",
-            fmt::format("reference_speed {:g} / {:.3f}, this host's speed relative to the "
-                        "reference core ({})",
-                        *d.reference_speed, host,
-                        rating ? describe(*rating) : std::string("given by the caller"))};
-      }
-    } else {
-      d.core_speed = *d.reference_speed;
-      if (!d.sources.count("core_speed")) {
-        d.sources["core_speed"] = {
-            "estimated",
-            fmt::format("reference_speed {:g} taken as this host's, uncorrected: {}. Run "
-                        "`edgeprof calibrate-host --reference` (needs 7-Zip) to correct it",
-                        *d.reference_speed,
-                        why.empty() ? "this host's speed relative to the reference core is "
-                                      "not known"
-                                    : why)};
-      }
-    }
+    apply_reference_speed(d, *d.reference_speed, options.host_reference_speed);
   } else {
     r.fail("core_speed",
            "is required unless the file has `scores` from edgeprof-probe or a `reference_speed` "

@@ -357,6 +357,51 @@ ReferenceRating measure_reference_rating(const ReferenceOptions& options) {
   return r;
 }
 
+void apply_reference_speed(Device& device, double reference_speed,
+                           std::optional<double> host_reference_speed) {
+  if (!std::isfinite(reference_speed) || reference_speed <= 0) {
+    throw DeviceError(fmt::format(
+        "reference_speed {} is not a positive number: give the speed of one device core "
+        "relative to the reference core ({}), for example 0.373 for a Raspberry Pi 4",
+        reference_speed, kReferenceCore));
+  }
+  if (host_reference_speed &&
+      (!std::isfinite(*host_reference_speed) || *host_reference_speed < 0)) {
+    throw DeviceError(fmt::format(
+        "host_reference_speed {} is not a positive number: give this host's speed relative to "
+        "the reference core (0 = not known), or leave it out to use the cached one (`edgeprof "
+        "calibrate-host --reference`)",
+        *host_reference_speed));
+  }
+  std::optional<ReferenceRating> rating;
+  std::string why;
+  double host = 0;
+  if (host_reference_speed) {
+    host = *host_reference_speed;
+  } else if ((rating = cached_reference_rating(&why))) {
+    host = rating->speed();
+  }
+  device.reference_speed = reference_speed;
+  FigureSource source;
+  source.status = "estimated";
+  if (host > 0) {
+    device.core_speed = reference_speed / host;
+    device.host_reference_speed = host;
+    source.source = fmt::format(
+        "reference_speed {:g} / {:.3f}, this host's speed relative to the reference core ({})",
+        reference_speed, host, rating ? describe(*rating) : std::string("given by the caller"));
+  } else {
+    device.core_speed = reference_speed;
+    device.host_reference_speed.reset();
+    source.source = fmt::format(
+        "reference_speed {:g} taken as this host's, uncorrected: {}. Run `edgeprof "
+        "calibrate-host --reference` (needs 7-Zip) to correct it",
+        reference_speed,
+        why.empty() ? "this host's speed relative to the reference core is not known" : why);
+  }
+  device.sources.try_emplace("core_speed", std::move(source));
+}
+
 std::string describe(const ReferenceRating& rating) {
   return fmt::format(
       "{:.0f} MIPS by 7-Zip: {:.3f} of the reference core ({}, {:.0f} MIPS), measured {}",

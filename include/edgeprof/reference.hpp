@@ -14,6 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include "edgeprof/device.hpp"
+
 namespace edgeprof {
 
 /// The catalog's reference core, for people.
@@ -81,6 +83,17 @@ struct ReferenceOptions {
 /// (install Debian's `7zip` or `p7zip-full`), when it fails or times out (with the end of its
 /// output), or when its output has no rating.
 ReferenceRating measure_reference_rating(const ReferenceOptions& options = {});
+
+/// Gives `device` a core speed from `reference_speed`, the speed of one of its cores relative to
+/// the reference core: core_speed = reference_speed / this host's speed relative to the
+/// reference core. That is `host_reference_speed` when given (as DeviceLoadOptions: 0 = not
+/// known), else cached_reference_rating()'s. When it is not known, core_speed is
+/// reference_speed uncorrected (Device::reference_uncorrected()), and its source says how to
+/// correct it. Sets reference_speed, host_reference_speed and, unless `device.sources` has one
+/// already, the source of core_speed (estimated). Throws DeviceError naming the value when
+/// reference_speed is not a positive number, or host_reference_speed is negative or not finite.
+void apply_reference_speed(Device& device, double reference_speed,
+                           std::optional<double> host_reference_speed = std::nullopt);
 
 /// A line for people: "3946 MIPS by 7-Zip: 0.887 of the reference core (Intel Pentium G4600
 /// at 3.6 GHz, 4448 MIPS), measured 2026-11-22T10:00:00Z".

@@ -30,7 +30,7 @@ class Device:
         *,
         name: str,
         cores: int,
-        core_speed: float,
+        core_speed: Optional[float] = None,  # or reference_speed, not both
         memory: Union[str, int],
         swap: Union[str, int] = 0,
         io_read_bps: Optional[int] = None,
@@ -41,6 +41,8 @@ class Device:
         speed_schedule: Sequence[SpeedStep] = (),
         idle_watts: Optional[float] = None,
         loaded_watts: Optional[float] = None,
+        reference_speed: Optional[float] = None,  # core_speed = it / this host's (cached)
+        host_reference_speed: Optional[float] = None,  # instead of the cached one; 0 = not known
     ) -> None: ...
     @property
     def name(self) -> str: ...

@@ -44,17 +44,26 @@ def _device(args: argparse.Namespace) -> edgeprof.Device:
 
 
 def _named_or_custom_device(args: argparse.Namespace) -> edgeprof.Device:
-    custom = (args.cores, args.speed, args.memory)
+    custom = (args.cores, args.speed, args.reference_speed, args.memory)
     if any(v is not None for v in custom):
         if args.device is not None:
-            raise edgeprof.DeviceError("give either --device or --cores/--speed/--memory, not both")
-        if None in custom:
             raise edgeprof.DeviceError(
-                "a custom device needs all of --cores, --speed and --memory"
+                "give either --device or --cores/--speed/--memory, not both"
+            )
+        if args.speed is not None and args.reference_speed is not None:
+            raise edgeprof.DeviceError(
+                "give either --speed (relative to a host core) or --reference-speed "
+                "(relative to the catalog's reference core), not both"
+            )
+        speed_given = args.speed is not None or args.reference_speed is not None
+        if args.cores is None or args.memory is None or not speed_given:
+            raise edgeprof.DeviceError(
+                "a custom device needs all of --cores, --speed (or --reference-speed) and "
+                "--memory"
             )
         return edgeprof.Device(
-            name="custom", cores=args.cores, core_speed=args.speed, memory=args.memory,
-            swap=args.swap or 0,
+            name="custom", cores=args.cores, core_speed=args.speed,
+            reference_speed=args.reference_speed, memory=args.memory, swap=args.swap or 0,
         )
     return edgeprof.find_device(args.device or "raspberry-pi-4")
 
@@ -77,6 +86,10 @@ def _add_device_options(p: argparse.ArgumentParser) -> None:
                    "device file (.toml or .json; default: raspberry-pi-4)")
     g.add_argument("--cores", type=int, help="custom device: number of cores")
     g.add_argument("--speed", type=float, help="custom device: core speed relative to a host core")
+    g.add_argument("--reference-speed", type=float, metavar="SPEED",
+                   help="custom device: core speed relative to the catalog's reference core, "
+                   "as published figures give it; divided by this host's (`edgeprof "
+                   "calibrate-host --reference`)")
     g.add_argument("--memory", help="custom device: memory, e.g. 512MiB")
     g.add_argument("--swap", help="custom device: swap, e.g. 256MiB (default 0)")
     g.add_argument("--threads", type=int, metavar="N",

@@ -254,16 +254,32 @@ PYBIND11_MODULE(_core, m) {
 
   py::class_<Device>(m, "Device", "A target device: cores, core speed relative to one host "
                                   "core, memory, swap and optional limits.")
-      .def(py::init([](std::string name, int cores, double core_speed, py::object memory,
+      .def(py::init([](std::string name, int cores, std::optional<double> core_speed,
+                       py::object memory,
                        py::object swap, std::optional<std::uint64_t> io_read_bps,
                        std::optional<std::uint64_t> io_write_bps,
                        std::optional<std::int64_t> pids_max, std::string description,
                        std::string source, std::vector<SpeedStep> speed_schedule,
-                       std::optional<double> idle_watts, std::optional<double> loaded_watts) {
+                       std::optional<double> idle_watts, std::optional<double> loaded_watts,
+                       std::optional<double> reference_speed,
+                       std::optional<double> host_reference_speed) {
              Device d;
              d.name = std::move(name);
              d.cores = cores;
-             d.core_speed = core_speed;
+             if (core_speed.has_value() == reference_speed.has_value()) {
+               throw DeviceError(
+                   "give either core_speed (relative to one core of this host) or "
+                   "reference_speed (relative to the catalog's reference core), not both or "
+                   "neither");
+             }
+             if (host_reference_speed && !reference_speed) {
+               throw DeviceError("host_reference_speed needs reference_speed");
+             }
+             if (core_speed) {
+               d.core_speed = *core_speed;
+             } else {
+               apply_reference_speed(d, *reference_speed, host_reference_speed);
+             }
              d.memory_bytes = to_size(memory, "memory");
              d.swap_bytes = to_size(swap, "swap");
              d.io_read_bps = io_read_bps;
@@ -277,12 +293,13 @@ PYBIND11_MODULE(_core, m) {
              d.validate();
              return d;
            }),
-           py::kw_only(), py::arg("name"), py::arg("cores"), py::arg("core_speed"),
+           py::kw_only(), py::arg("name"), py::arg("cores"), py::arg("core_speed") = py::none(),
            py::arg("memory"), py::arg("swap") = py::int_(0), py::arg("io_read_bps") = py::none(),
            py::arg("io_write_bps") = py::none(), py::arg("pids_max") = py::none(),
            py::arg("description") = "", py::arg("source") = "user-supplied",
            py::arg("speed_schedule") = std::vector<SpeedStep>{},
-           py::arg("idle_watts") = py::none(), py::arg("loaded_watts") = py::none())
+           py::arg("idle_watts") = py::none(), py::arg("loaded_watts") = py::none(),
+           py::arg("reference_speed") = py::none(), py::arg("host_reference_speed") = py::none())
       .def_readonly("name", &Device::name)
       .def_readonly("cores", &Device::cores)
       .def_readonly("core_speed", &Device::core_speed)

@@ -101,6 +101,14 @@ TEST_CASE("the catalog's speeds are relative to the reference core, corrected by
              Contains("uncorrected") && Contains("calibrate-host --reference"));
   CHECK(has_note(plan_emulation(pi, two_cpu_host()), "calibrate-host --reference"));
   const std::vector<Device>& before = catalog_devices();
+  Device mine;
+  mine.name = "mine";
+  mine.cores = 1;
+  mine.memory_bytes = 64ull << 20;
+  apply_reference_speed(mine, 0.5);
+  CHECK(mine.core_speed == 0.5);
+  CHECK(mine.reference_uncorrected());
+  CHECK_THAT(mine.sources.at("core_speed").source, Contains("calibrate-host --reference"));
 
   // Measured (7-Zip's output as captured here: 3807 MIPS) and cached.
   const test::FakeTree bin;
@@ -135,6 +143,25 @@ TEST_CASE("the catalog's speeds are relative to the reference core, corrected by
     return d;
   }());
   CHECK(before.front().reference_uncorrected());  // an earlier catalog stays readable
+
+  // A device of one's own, given relative to the reference core, follows too; a host speed
+  // given by the caller wins over the cached one; the source is the caller's when it has one.
+  mine.sources.clear();
+  apply_reference_speed(mine, 0.5);
+  CHECK(mine.core_speed == Approx(0.5 * 4448.0 / 3807.0));
+  CHECK_FALSE(mine.reference_uncorrected());
+  CHECK_THAT(mine.sources.at("core_speed").source, Contains("3807 MIPS by 7-Zip"));
+  mine.sources["core_speed"] = {"measured", "my own benchmark"};
+  apply_reference_speed(mine, 0.4, 0.8);
+  CHECK(mine.core_speed == Approx(0.5));
+  CHECK(*mine.host_reference_speed == 0.8);
+  CHECK(mine.sources.at("core_speed").source == "my own benchmark");
+  CHECK_THROWS_AS(apply_reference_speed(mine, -0.5), DeviceError);
+  CHECK_THROWS_WITH(apply_reference_speed(mine, -0.5),
+                    Contains("reference_speed -0.5 is not a positive number"));
+  CHECK_THROWS_WITH(apply_reference_speed(mine, 0.5, std::nan("")),
+                    Contains("host_reference_speed nan is not a positive number"));
+  CHECK(mine.core_speed == Approx(0.5));  // unchanged by a failed call
 
   // A rating of another host is not used.
   {

@@ -2,6 +2,7 @@
 
 import json
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -58,6 +59,26 @@ def test_run_json_keeps_stdout_for_the_json():
 
 
 @requires_cgroups
+def test_run_a_custom_device_given_relative_to_the_reference_core(tmp_path, monkeypatch):
+    # This host's 7-Zip rating, from 7-Zip's output as captured on this project's host (3807
+    # MIPS, 0.856 of the reference core's 4448), cached where the command will look.
+    import edgeprof as api
+    monkeypatch.setenv("EDGEPROF_CACHE_DIR", str(tmp_path))
+    captured = Path(__file__).parent.parent / "fixtures" / "7zip" / "7zz-26.02-b-mmt1.txt"
+    fake = tmp_path / "7zz"
+    fake.write_text(f"#!/bin/sh\ncat '{captured}'\n")
+    fake.chmod(0o755)
+    api.measure_reference_rating(program=str(fake))
+    p = edgeprof("run", "--cores", "1", "--reference-speed", "0.4", "--memory", "128MiB",
+                 "--json", "--", "true", env_extra={"EDGEPROF_CACHE_DIR": str(tmp_path)})
+    assert p.returncode == 0, p.stderr
+    device = json.loads(p.stdout)["device"]
+    assert device["core_speed"] == pytest.approx(0.4 * 4448 / 3807)
+    assert device["reference_speed"] == 0.4
+    assert device["host_reference_speed"] == pytest.approx(3807 / 4448)
+
+
+@requires_cgroups
 def test_run_exit_codes_for_oom_and_timeout():
     oom = edgeprof("run", "--cores", "1", "--speed", "1", "--memory", "64MiB", "--",
                    sys.executable, "-c", "x = bytearray(256 << 20)")
@@ -72,6 +93,10 @@ def test_run_exit_codes_for_oom_and_timeout():
         (["run", "--device", "no-such-device", "--", "true"], "no-such-device"),
         (["run", "--", "/no/such/program"], "/no/such/program"),
         (["run", "--cores", "2", "--", "true"], "--memory"),
+        (["run", "--cores", "1", "--speed", "1", "--reference-speed", "0.4", "--memory", "1GiB",
+          "--", "true"], "not both"),
+        (["run", "--cores", "1", "--reference-speed", "0", "--memory", "1GiB", "--", "true"],
+         "reference_speed 0 is not a positive number"),
         (["run", "--cores", "1", "--speed", "1", "--memory", "12 parsecs", "--", "true"],
          "12 parsecs"),
         (["run"], "no command"),

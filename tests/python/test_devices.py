@@ -507,6 +507,9 @@ def test_catalog_speeds_follow_this_hosts_7zip_rating(tmp_path, monkeypatch):
     monkeypatch.setenv("EDGEPROF_CACHE_DIR", str(tmp_path))
     env = {"EDGEPROF_CACHE_DIR": str(tmp_path)}
     assert edgeprof.cached_reference_rating() is None
+    mine = edgeprof.Device(name="mine", cores=1, reference_speed=0.5, memory="64MiB")
+    assert mine.core_speed == 0.5 and mine.reference_uncorrected
+    assert "calibrate-host --reference" in mine.sources["core_speed"].source
     p = cli("devices", env_extra=env)
     assert p.returncode == 0 and "UNCORRECTED for this host" in p.stdout, p.stdout
     p = cli("calibrate-host", "--json", env_extra=env)
@@ -522,6 +525,14 @@ def test_catalog_speeds_follow_this_hosts_7zip_rating(tmp_path, monkeypatch):
     assert "3807 MIPS" in str(rating) and any("3807 MIPS" in line for line in lines)
     assert edgeprof.cached_reference_rating().host_mips == 3807
 
+    mine = edgeprof.Device(name="mine", cores=1, reference_speed=0.5, memory="64MiB")
+    assert mine.core_speed == pytest.approx(0.5 * 4448 / 3807)
+    assert mine.host_reference_speed == pytest.approx(3807 / 4448)
+    assert not mine.reference_uncorrected
+    given = edgeprof.Device(name="mine", cores=1, reference_speed=0.5, host_reference_speed=0.8,
+                            memory="64MiB")
+    assert given.core_speed == pytest.approx(0.625)
+
     pi4 = edgeprof.find_device("raspberry-pi-4")
     assert pi4.core_speed == pytest.approx(0.373 * 4448 / 3807)
     assert pi4.host_reference_speed == pytest.approx(3807 / 4448)
@@ -536,6 +547,21 @@ def test_catalog_speeds_follow_this_hosts_7zip_rating(tmp_path, monkeypatch):
 
     with pytest.raises(edgeprof.Error, match="install 7-Zip"):
         edgeprof.measure_reference_rating(program=str(tmp_path / "no-such-7z"))
+
+
+@pytest.mark.parametrize(
+    "kwargs, fragment",
+    [
+        (dict(core_speed=0.5, reference_speed=0.5), "not both or neither"),
+        (dict(), "not both or neither"),
+        (dict(reference_speed=-1.0), "reference_speed -1 is not a positive number"),
+        (dict(reference_speed=0.5, host_reference_speed=-1.0), "host_reference_speed -1 is"),
+        (dict(core_speed=0.5, host_reference_speed=0.8), "needs reference_speed"),
+    ],
+)
+def test_a_device_needs_one_speed(kwargs, fragment):
+    with pytest.raises(edgeprof.DeviceError, match=fragment):
+        edgeprof.Device(name="mine", cores=1, memory="64MiB", **kwargs)
 
 
 def test_a_reader_that_goes_away_is_not_an_error():
