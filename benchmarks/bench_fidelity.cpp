@@ -10,17 +10,20 @@
 //                1 / speed, at the default period;
 //   2. latency   per-iteration latency (iterations of 1, 5, 20 and 50 ms of host time) under
 //                emulation, p50 / p90 / p99, against the baseline's p50 / speed, for CFS
-//                periods of 1 to 100 ms; and the total-time error and CPU cost at each period;
+//                periods of 1 to 100 ms; the same apart from the host's speed (each
+//                iteration's wall time over its own CPU time, against 1 / speed); and the
+//                total-time error and CPU cost at each period;
 //   3. memory    the memory limit read back from the slice's cgroup against the bytes asked
 //                for, and a workload touching just under the limit (must succeed) or just over
 //                it (must be OOM-killed and reported so), 20 times each.
 //
 // The workload is this program re-executed: --worker THREADS SEGMENTS runs, on each of THREADS
 // threads, iterations of a volatile add loop whose length was calibrated here to N ms of host
-// time, timing each with the steady clock; --touch BYTES maps and touches BYTES of anonymous
+// time, timing each with the steady clock and the thread's CPU clock; --touch BYTES maps and touches BYTES of anonymous
 // memory. The baseline is the same worker in a slice with the same cpuset at core_speed 1.0
-// and its quota lifted (a quota of cores x period still throttles now and then), and baseline and emulated runs alternate (ABAB) with
-// the order of the settings rotating every repetition, so drift on a shared host hits both.
+// and its quota lifted (a quota of cores x period still throttles now and then), and baseline
+// and emulated runs alternate (ABAB) with the order of the settings rotating every repetition,
+// so drift on a shared host hits both.
 // Other processes on the setting's CPUs would show up as emulation error, so each pair starts
 // once those CPUs have been quiet and is run again when /proc/stat shows that others took more
 // than 5% of them during either run (Contention); every table says how often that happened.
@@ -108,27 +111,42 @@ std::optional<std::vector<Segment>> parse_segments(std::string_view text) {
   return out;
 }
 
+// This thread's CPU time: what the kernel charged it, on the same clock CFS bandwidth control
+// charges the slice's quota with, so the host's speed does not change the ratio of wall time
+// to it.
+std::int64_t thread_cpu_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return std::int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
 // The worker (this program with --worker): `threads` threads run every segment in order, each
-// iteration timed with the steady clock. After the timing it prints "total_ns T" (from the
-// release of the threads to the last join), "start_ns S" (the release, on the steady clock) and, per segment and thread, "lat SEGMENT THREAD ns
-// ns ...", so no output falls inside the measurement.
+// iteration timed with the steady clock and the thread's CPU clock. After the timing it prints
+// "total_ns T" (from the release of the threads to the last join), "start_ns S" (the release,
+// on the steady clock) and, per segment and thread, "lat SEGMENT THREAD ns ns ..." (wall) and
+// "cpu SEGMENT THREAD ns ns ..." (CPU), so no output falls inside the measurement.
 int worker_main(int threads, const std::vector<Segment>& segments) {
   using Lat = std::vector<std::vector<std::int64_t>>;  // [segment][iteration]
   std::vector<Lat> lat(static_cast<size_t>(threads), Lat(segments.size()));
+  std::vector<Lat> cpu_lat(lat);  // each iteration's CPU time, on the thread's own CPU clock
   std::latch start(threads + 1);
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) {
     pool.emplace_back([&, t] {
       Lat& mine = lat[static_cast<size_t>(t)];
+      Lat& cpu = cpu_lat[static_cast<size_t>(t)];
       for (size_t s = 0; s < segments.size(); ++s) {
         mine[s].reserve(static_cast<size_t>(segments[s].count));
+        cpu[s].reserve(static_cast<size_t>(segments[s].count));
       }
       start.arrive_and_wait();
       for (size_t s = 0; s < segments.size(); ++s) {
         for (int i = 0; i < segments[s].count; ++i) {
+          const std::int64_t c0 = thread_cpu_ns();
           const auto t0 = Clock::now();
           spin(segments[s].spins);
           mine[s].push_back((Clock::now() - t0).count());
+          cpu[s].push_back(thread_cpu_ns() - c0);
         }
       }
     });
@@ -144,6 +162,7 @@ int worker_main(int threads, const std::vector<Segment>& segments) {
   for (size_t s = 0; s < segments.size(); ++s) {
     for (size_t t = 0; t < lat.size(); ++t) {
       out += fmt::format("lat {} {} {}\n", s, t, fmt::join(lat[t][s], " "));
+      out += fmt::format("cpu {} {} {}\n", s, t, fmt::join(cpu_lat[t][s], " "));
     }
   }
   std::fwrite(out.data(), 1, out.size(), stdout);
@@ -292,6 +311,9 @@ struct Run {
   double throttled_s = 0;
   std::uint64_t periods = 0, throttled_periods = 0;
   std::vector<std::vector<double>> latency_ms;  // per segment, every thread's iterations
+  // Per segment and thread, each iteration's wall time over its CPU time: how much throttling
+  // stretched it, which the host's speed does not change.
+  std::vector<std::vector<std::vector<double>>> stretch;
   std::string applied;                          // applied_cpu() while the slice lived
   std::uint64_t period_us = 0;                  // the plan's (it may raise what was asked)
   double others = 0;  // share of the cpuset other processes took during the run (others_share)
@@ -498,6 +520,8 @@ class Runner {
     const auto text = slurp(out_);
     if (!text) throw BenchError("cannot read the worker's output " + out_);
     run.latency_ms.assign(segments, {});
+    // [segment][thread] -> nanoseconds, wall and CPU
+    std::vector<std::map<unsigned long, std::vector<double>>> wall(segments), cpu(segments);
     bool total = false;
     for (const std::string& line : split(*text, '\n')) {
       const std::vector<std::string> words = split(line, ' ');
@@ -506,15 +530,31 @@ class Runner {
         total = true;
       } else if (words.size() == 2 && words[0] == "start_ns") {
         run.start_ns = std::strtoll(words[1].c_str(), nullptr, 10);
-      } else if (words.size() >= 3 && words[0] == "lat") {
+      } else if (words.size() >= 3 && (words[0] == "lat" || words[0] == "cpu")) {
         const auto s = std::strtoul(words[1].c_str(), nullptr, 10);
+        const auto t = std::strtoul(words[2].c_str(), nullptr, 10);
         if (s >= segments) throw BenchError("worker output: bad segment in: " + line);
+        std::vector<double>& to = (words[0] == "lat" ? wall : cpu)[s][t];
         for (size_t i = 3; i < words.size(); ++i) {
-          run.latency_ms[s].push_back(std::strtod(words[i].c_str(), nullptr) / 1e6);
+          to.push_back(std::strtod(words[i].c_str(), nullptr));
         }
       }
     }
     if (!total) throw BenchError("worker output without total_ns: " + out_);
+    run.stretch.assign(segments, {});
+    for (size_t s = 0; s < segments; ++s) {
+      for (const auto& [t, ns] : wall[s]) {
+        for (double w : ns) run.latency_ms[s].push_back(w / 1e6);
+        const std::vector<double>& c = cpu[s][t];
+        if (c.size() != ns.size()) {
+          throw BenchError(fmt::format("worker output: {} wall times but {} CPU times for "
+                                       "segment {}, thread {}",
+                                       ns.size(), c.size(), s, t));
+        }
+        std::vector<double>& st = run.stretch[s].emplace_back();
+        for (size_t i = 0; i < ns.size(); ++i) st.push_back(c[i] > 0 ? ns[i] / c[i] : 0.0);
+      }
+    }
   }
 
   std::string exe_;
@@ -837,6 +877,29 @@ std::vector<double> pooled(const std::vector<Run>& runs, size_t s) {
   return all;
 }
 
+// The period the plan chooses for setting `c` when told its iterations take `host_ms` of host
+// time, that is host_ms / speed on the device.
+std::uint64_t chosen_period_us(const LatencyConfig& c, double host_ms) {
+  static const edgeprof::HostFacts host = edgeprof::host_facts();
+  edgeprof::PlanOptions po;
+  po.iteration_time_us = static_cast<std::uint64_t>(std::llround(host_ms * 1000 / c.speed));
+  return edgeprof::plan_emulation(cpu_device(c.cores, c.speed), host, po).cpu_period_us;
+}
+
+// Every iteration's stretch (wall / CPU) of segment `s` in `runs`, of thread `thread` or, when
+// it is negative, of every thread; ascending.
+std::vector<double> pooled_stretch(const std::vector<Run>& runs, size_t s, long thread = -1) {
+  std::vector<double> all;
+  for (const Run& r : runs) {
+    for (size_t t = 0; t < r.stretch[s].size(); ++t) {
+      if (thread >= 0 && t != static_cast<size_t>(thread)) continue;
+      all.insert(all.end(), r.stretch[s][t].begin(), r.stretch[s][t].end());
+    }
+  }
+  std::sort(all.begin(), all.end());
+  return all;
+}
+
 // The p50 target is met within this.
 constexpr double kP50Tolerance = 0.05;
 // Iterations at least this long must meet it.
@@ -885,6 +948,55 @@ void latency_tables(const Options& o, const LatencyConfig& c,
       tail.rows.back().push_back(fmt::format("{:.2f}", quantile(v, 0.99) / quantile(v, 0.5)));
     }
   }
+  // The same target measured apart from the host's speed: each iteration's wall time against
+  // its own CPU time / speed.
+  auto stretch_error_of = [&](const PeriodRuns& p, size_t s, long thread = -1) {
+    return quantile(pooled_stretch(p.emul, s, thread), 0.5) * c.speed - 1;
+  };
+  Table stretch{fmt::format("p50 stretch error by iteration size and period: {}", label),
+                {"iteration", "host"},
+                {},
+                {}};
+  for (const PeriodRuns& p : periods) stretch.header.push_back(period_label(p));
+  for (size_t s = 0; s < o.sizes_ms.size(); ++s) {
+    stretch.rows.push_back({fmt::format("{:g} ms", o.sizes_ms[s])});
+    // The baseline's: other processes preempting the workload, nothing else stretches it there.
+    std::vector<double> b;
+    for (const PeriodRuns& p : periods) {
+      const std::vector<double> v = pooled_stretch(p.base, s);
+      b.insert(b.end(), v.begin(), v.end());
+    }
+    std::sort(b.begin(), b.end());
+    stretch.rows.back().push_back(fmt_pct(quantile(b, 0.5) - 1));
+    for (const PeriodRuns& p : periods) {
+      const double e = stretch_error_of(p, s);
+      std::string cell = std::abs(e) <= kP50Tolerance ? fmt_pct(e) : "**" + fmt_pct(e) + "**";
+      if (c.threads > 1) {
+        double lo = 1e9, hi = -1e9;
+        for (long t = 0; t < c.threads; ++t) {
+          for (const Run& r : p.emul) {
+            const double te = quantile(pooled_stretch({r}, s, t), 0.5) * c.speed - 1;
+            lo = std::min(lo, te);
+            hi = std::max(hi, te);
+          }
+        }
+        cell += fmt::format(" ({} to {})", fmt_pct(lo), fmt_pct(hi));
+      }
+      stretch.rows.back().push_back(cell);
+    }
+  }
+  stretch.notes.push_back(fmt::format(
+      "Stretch: an iteration's wall time over its own CPU time (the thread's CPU clock, which "
+      "the kernel charges the quota with); error: the p50 over every iteration of the emulated "
+      "runs x {} - 1. The host's speed changes both times alike, so this is what throttling "
+      "did, apart from how fast the host ran; what throttling costs in CPU (the table of total "
+      "time and CPU) is not in it. Host: the same for the baseline runs (other processes "
+      "preempting the workload).{} In bold: outside ±{:.0f}%.",
+      fmt_speed(c.speed),
+      c.threads > 1 ? " In brackets: the lowest and highest p50 of one thread in one run." : "",
+      100 * kP50Tolerance));
+  report.add(std::move(stretch));
+
   Table detail{fmt::format("Per-iteration latency under emulation: {}", label),
                {"period", "iteration", "n", "target ms", "p50 ms", "p90 ms", "p99 ms", "max ms",
                 "p50 error", "p99 / target"},
@@ -916,15 +1028,14 @@ void latency_tables(const Options& o, const LatencyConfig& c,
   report.add(std::move(tail));
   report.add(std::move(detail));
 
-  // Targets: the period choose_cpu_period_us() picks for each size, and which periods meet the
+  // Targets: the period the plan chooses for each size, and which periods meet the
   // p50 target at each size.
   {
     std::vector<std::string> errors;
     bool ok = true;
     for (size_t s = 0; s < o.sizes_ms.size(); ++s) {
       if (o.sizes_ms[s] < kP50FromMs) continue;
-      const std::uint64_t chosen =
-          edgeprof::choose_cpu_period_us(static_cast<std::uint64_t>(o.sizes_ms[s] * 1000));
+      const std::uint64_t chosen = chosen_period_us(c, o.sizes_ms[s]);
       for (const PeriodRuns& p : periods) {
         if (p.requested_us != chosen) continue;
         errors.push_back(fmt::format("{:g} ms at {}: {}", o.sizes_ms[s],
@@ -934,22 +1045,46 @@ void latency_tables(const Options& o, const LatencyConfig& c,
     }
     targets.rows.push_back(
         {fmt::format("p50 latency within ±{:.0f}% for iterations of {:g} ms or more with the "
-                     "chosen period (choose_cpu_period_us), {}",
+                     "period the plan chooses, {}",
                      100 * kP50Tolerance, kP50FromMs, label),
          fmt::format("{}", fmt::join(errors, ", ")), ok ? "yes" : "**no**"});
   }
-  std::vector<std::string> by_size;
-  for (size_t s = 0; s < o.sizes_ms.size(); ++s) {
-    std::vector<std::string> good;
-    for (const PeriodRuns& p : periods) {
-      if (std::abs(error_of(p, s)) <= kP50Tolerance) good.push_back(fmt_period(p.effective_us));
+  {
+    std::vector<std::string> errors;
+    bool ok = true;
+    for (size_t s = 0; s < o.sizes_ms.size(); ++s) {
+      if (o.sizes_ms[s] < kP50FromMs) continue;
+      const std::uint64_t chosen = chosen_period_us(c, o.sizes_ms[s]);
+      for (const PeriodRuns& p : periods) {
+        if (p.requested_us != chosen) continue;
+        errors.push_back(fmt::format("{:g} ms at {}: {}", o.sizes_ms[s],
+                                     fmt_period(p.effective_us), fmt_pct(stretch_error_of(p, s))));
+        ok = ok && std::abs(stretch_error_of(p, s)) <= kP50Tolerance;
+      }
     }
-    by_size.push_back(fmt::format("{:g} ms: {}", o.sizes_ms[s],
-                                  good.empty() ? "none" : fmt::format("{}", fmt::join(good, ", "))));
+    targets.rows.push_back(
+        {fmt::format("p50 stretch within ±{:.0f}% for iterations of {:g} ms or more with the "
+                     "period the plan chooses, {} (apart from the host's speed)",
+                     100 * kP50Tolerance, kP50FromMs, label),
+         fmt::format("{}", fmt::join(errors, ", ")), ok ? "yes" : "**no**"});
   }
-  targets.rows.push_back({fmt::format("periods with p50 within ±{:.0f}%, by iteration size, {}",
-                                      100 * kP50Tolerance, label),
-                          fmt::format("{}", fmt::join(by_size, "; ")), "measured"});
+  for (const bool by_stretch : {false, true}) {
+    std::vector<std::string> by_size;
+    for (size_t s = 0; s < o.sizes_ms.size(); ++s) {
+      std::vector<std::string> good;
+      for (const PeriodRuns& p : periods) {
+        const double e = by_stretch ? stretch_error_of(p, s) : error_of(p, s);
+        if (std::abs(e) <= kP50Tolerance) good.push_back(fmt_period(p.effective_us));
+      }
+      by_size.push_back(fmt::format(
+          "{:g} ms: {}", o.sizes_ms[s],
+          good.empty() ? "none" : fmt::format("{}", fmt::join(good, ", "))));
+    }
+    targets.rows.push_back(
+        {fmt::format("periods with p50 {} within ±{:.0f}%, by iteration size, {}",
+                     by_stretch ? "stretch" : "latency", 100 * kP50Tolerance, label),
+         fmt::format("{}", fmt::join(by_size, "; ")), "measured"});
+  }
 }
 
 // The cost side of the period: total-time error and CPU time at each period.
@@ -998,12 +1133,10 @@ void latency(const Options& o, const Runner& runner, double spins_ms, Report& re
   for (const LatencyConfig& c : configs) {
     std::vector<PeriodRuns> periods;
     std::set<std::uint64_t> seen;
-    // The grid, and the period choose_cpu_period_us() picks for each iteration size.
+    // The grid, and the period the plan chooses for each iteration size.
     std::set<std::uint64_t> requested;
     for (int ms : o.periods_ms) requested.insert(static_cast<std::uint64_t>(ms) * 1000);
-    for (double ms : o.sizes_ms) {
-      requested.insert(edgeprof::choose_cpu_period_us(static_cast<std::uint64_t>(ms * 1000)));
-    }
+    for (double ms : o.sizes_ms) requested.insert(chosen_period_us(c, ms));
     for (std::uint64_t us : requested) {
       edgeprof::PlanOptions po;
       po.cpu_period_us = us;
