@@ -119,7 +119,7 @@ bool operator==(const EmulationPlan& a, const EmulationPlan& b) {
 
 std::uint64_t choose_cpu_period_us(std::uint64_t iteration_time_us) {
   if (iteration_time_us == 0) return kDefaultCpuPeriodUs;
-  return std::clamp<std::uint64_t>(iteration_time_us / 4, kMinChosenCpuPeriodUs, 100000);
+  return std::clamp<std::uint64_t>(iteration_time_us / 10, kMinChosenCpuPeriodUs, 100000);
 }
 
 CpuBandwidth cpu_bandwidth(double capacity_cores, std::uint64_t period_us) {
@@ -212,12 +212,36 @@ EmulationPlan plan_emulation(const Device& device, const HostFacts& host,
 
   // Bandwidth: quota = capacity x period; stretch the period when the quota would fall under
   // the kernel's minimum, and say so (a longer period makes the throttling coarser).
+  // Each CPU draws the quota from the slice's pool a bandwidth slice at a time: with less than
+  // two slices per CPU per period, one CPU can take most of it, and busy threads get unequal
+  // shares (docs/benchmarks.md, "Thread shares"). The shortest period that gives two, whole ms:
+  const std::uint64_t slice_us =
+      host.cfs_bandwidth_slice_us ? host.cfs_bandwidth_slice_us : kDefaultCfsBandwidthSliceUs;
+  const bool shared_quota = plan.cpus.size() > 1 && capacity < static_cast<double>(ncpus);
+  const std::uint64_t even_period_us =
+      shared_quota ? std::min<std::uint64_t>(
+                         kMaxCpuPeriodUs,
+                         static_cast<std::uint64_t>(std::ceil(
+                             2.0 * static_cast<double>(slice_us) * static_cast<double>(ncpus) /
+                             capacity / 1000.0)) * 1000)
+                   : 0;
   plan.cpu_period_us = options.cpu_period_us;
   if (options.iteration_time_us) {
+    const double iteration_ms = static_cast<double>(options.iteration_time_us) / 1e3;
     plan.cpu_period_us = choose_cpu_period_us(options.iteration_time_us);
-    plan.notes.push_back(fmt::format(
-        "cpu period {} us, chosen for iterations of {:g} ms (a quarter, within 5 to 100 ms)",
-        plan.cpu_period_us, static_cast<double>(options.iteration_time_us) / 1e3));
+    if (plan.cpu_period_us < even_period_us && even_period_us <= options.iteration_time_us / 4) {
+      plan.notes.push_back(fmt::format(
+          "cpu period {} us, chosen for iterations of {:g} ms: a tenth would be {} us, "
+          "lengthened so that each host CPU's share of the quota is two {:g} ms bandwidth "
+          "slices and busy threads share it evenly (at most a quarter of the iteration)",
+          even_period_us, iteration_ms, plan.cpu_period_us,
+          static_cast<double>(slice_us) / 1000.0));
+      plan.cpu_period_us = even_period_us;
+    } else {
+      plan.notes.push_back(fmt::format(
+          "cpu period {} us, chosen for iterations of {:g} ms (a tenth, within 5 to 100 ms)",
+          plan.cpu_period_us, iteration_ms));
+    }
   }
   if (capacity * static_cast<double>(kMaxCpuPeriodUs) < static_cast<double>(kMinCpuQuotaUs)) {
     throw UnsupportedError(fmt::format(
@@ -242,20 +266,13 @@ EmulationPlan plan_emulation(const Device& device, const HostFacts& host,
         plan.cpus.size() == 1 ? "" : "s"));
   }
 
-  // Each CPU draws the quota from the slice's pool a bandwidth slice at a time: with less than
-  // two slices per CPU per period, one CPU can take most of it, and busy threads get unequal
-  // shares (docs/benchmarks.md, "Thread shares").
-  const std::uint64_t slice_us =
-      host.cfs_bandwidth_slice_us ? host.cfs_bandwidth_slice_us : kDefaultCfsBandwidthSliceUs;
+  // Too few bandwidth slices per CPU, and the period was not lengthened for it: say so.
   const double per_cpu_us =
       static_cast<double>(plan.cpu_quota_us) / static_cast<double>(plan.cpus.size());
-  if (plan.cpus.size() > 1 &&
+  if (shared_quota &&
       !detail::quota_unlimited(plan.cpu_quota_us, plan.cpu_period_us, plan.cpus.size()) &&
       per_cpu_us < 2.0 * static_cast<double>(slice_us)) {
-    const double even_ms = std::min<double>(
-        static_cast<double>(kMaxCpuPeriodUs),
-        std::ceil(2.0 * static_cast<double>(slice_us) * static_cast<double>(plan.cpus.size()) /
-                  capacity / 1000.0) * 1000.0) / 1000.0;
+    const double even_ms = static_cast<double>(even_period_us) / 1000.0;
     plan.notes.push_back(fmt::format(
         "each host CPU draws the quota in {:g} ms bandwidth slices, and {:.2f} ms per CPU per "
         "{:g} ms period is less than two of them: busy threads may get unequal shares of the "

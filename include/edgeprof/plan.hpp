@@ -51,10 +51,11 @@ inline constexpr std::uint64_t kDefaultCpuPeriodUs = 10000;
 inline constexpr std::uint64_t kMinChosenCpuPeriodUs = 5000;
 
 /// The CFS period for a workload whose iterations (one inference, one training step) take
-/// `iteration_time_us` on the device: a quarter of it, so that each iteration spans several
-/// periods and sees the device's average speed instead of a burst at full speed and a stall,
-/// within kMinChosenCpuPeriodUs .. 100 ms (docs/period.md has the measurements behind the rule).
-/// 0 = unknown: kDefaultCpuPeriodUs.
+/// `iteration_time_us` on the device: a tenth of it, so that each iteration spans many periods
+/// and is off by at most about (1 - speed) / 10 of itself for where it starts in a period,
+/// instead of a burst at full speed and a stall; within kMinChosenCpuPeriodUs .. 100 ms
+/// (docs/period.md has the measurements behind the rule). 0 = unknown: kDefaultCpuPeriodUs.
+/// plan_emulation() may lengthen it for a device of several cores (PlanOptions::iteration_time_us).
 std::uint64_t choose_cpu_period_us(std::uint64_t iteration_time_us);
 
 /// Choices the plan leaves to the caller.
@@ -63,7 +64,9 @@ struct PlanOptions {
   /// lengthens it when the quota would fall below kMinCpuQuotaUs (and says so in its notes).
   std::uint64_t cpu_period_us = kDefaultCpuPeriodUs;
   /// The workload's typical iteration time on the device, in microseconds; when set, the period
-  /// is choose_cpu_period_us(iteration_time_us) and cpu_period_us must be left at its default.
+  /// is choose_cpu_period_us(iteration_time_us), lengthened on a cpuset of several CPUs to give
+  /// each CPU two bandwidth slices of quota per period (so busy threads share it evenly) when
+  /// that is at most a quarter of the iteration; cpu_period_us must be left at its default.
   std::uint64_t iteration_time_us = 0;
   /// Host CPUs for the cpuset, in order of preference (the first ones are used); empty = the
   /// ones this process's other live slices use least, lowest number first.

@@ -213,7 +213,7 @@ def measure_reference_rating(
     timeout_s: float = 600.0,
     progress: Optional[Callable[[str], None]] = None,
 ) -> ReferenceRating: ...
-def choose_cpu_period_us(iteration_time_us: int) -> int: ...  # a quarter, within 5 to 100 ms
+def choose_cpu_period_us(iteration_time_us: int) -> int: ...  # a tenth, within 5 to 100 ms
 
 class EmulationPlan:
     @property

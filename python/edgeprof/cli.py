@@ -101,7 +101,7 @@ def _add_device_options(p: argparse.ArgumentParser) -> None:
                    help="CFS bandwidth period in microseconds (default %(default)s)")
     e.add_argument("--iteration-time", type=_interval, metavar="TIME",
                    help="the workload's typical iteration on the device (e.g. 20ms): the CFS "
-                   "period becomes a quarter of it, within 5-100 ms (docs/period.md)")
+                   "period becomes a tenth of it, within 5-100 ms (docs/period.md)")
     e.add_argument("--parent", help="cgroup to create slices beneath "
                    "(default: $EDGEPROF_CGROUP_PARENT, else this process's own cgroup)")
     e.add_argument("--allow-missing", action="store_true",

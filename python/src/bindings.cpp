@@ -199,7 +199,8 @@ PYBIND11_MODULE(_core, m) {
   m.attr("__version__") = version();
   m.attr("DEFAULT_CPU_PERIOD_US") = kDefaultCpuPeriodUs;
   m.def("choose_cpu_period_us", &choose_cpu_period_us, py::arg("iteration_time_us"),
-        "The CFS period for iterations of this length: a quarter, within 5 to 100 ms.");
+        "The CFS period for iterations of this length: a tenth, within 5 to 100 ms (a plan "
+        "may lengthen it for a device of several cores).");
 
   error_type = new_error(m, "Error", PyExc_Exception, "Base of every error edgeprof raises.");
   device_error_type = new_error(m, "DeviceError",
@@ -1087,7 +1088,7 @@ PYBIND11_MODULE(_core, m) {
       "else this process's own cgroup).\n"
       "cpu_period_us: the CFS bandwidth period; cpus: explicit host CPUs for the cpuset.\n"
       "iteration_time: the workload's typical iteration on the device, in seconds; the CFS "
-      "period is then a quarter of it, within 5 to 100 ms (docs/period.md).\n"
+      "period is then a tenth of it, within 5 to 100 ms (docs/period.md).\n"
       "allow_missing_controllers: run even when a cgroup controller is missing; the limits "
       "not applied are listed in Result.unapplied.");
 }

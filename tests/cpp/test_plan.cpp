@@ -92,17 +92,17 @@ TEST_CASE("the plan honours the period option and explicit CPUs", "[plan]") {
 
 TEST_CASE("the period is chosen from the workload's iteration time", "[plan]") {
   CHECK(choose_cpu_period_us(0) == kDefaultCpuPeriodUs);
-  CHECK(choose_cpu_period_us(80000) == 20000);     // 80 ms inference: 20 ms periods
-  CHECK(choose_cpu_period_us(20000) == 5000);      // shorter periods cost more than they gain
+  CHECK(choose_cpu_period_us(200000) == 20000);    // 200 ms inference: 20 ms periods
+  CHECK(choose_cpu_period_us(40000) == 5000);      // shorter periods cost more than they gain
   CHECK(choose_cpu_period_us(500) == 5000);
   CHECK(choose_cpu_period_us(10000000) == 100000);  // 10 s steps: 100 ms is plenty
   PlanOptions options;
-  options.iteration_time_us = 40000;
+  options.iteration_time_us = 100000;
   auto plan = plan_emulation(make_device("d", 1, 0.5, "512MiB"), host(2), options);
   CHECK(plan.cpu_period_us == 10000);
   CHECK(plan.cpu_quota_us == 5000);
   REQUIRE(plan.notes.size() == 1);
-  CHECK_THAT(plan.notes[0], Catch::Contains("chosen for iterations of 40 ms"));
+  CHECK_THAT(plan.notes[0], Catch::Contains("chosen for iterations of 100 ms (a tenth"));
   // The quota floor still wins: 0.1 cores cannot have a 5 ms period.
   options.iteration_time_us = 20000;
   auto slow = plan_emulation(make_device("d", 1, 0.1, "512MiB"), host(2), options);
@@ -111,6 +111,34 @@ TEST_CASE("the period is chosen from the workload's iteration time", "[plan]") {
   options.cpu_period_us = 5000;
   CHECK_THROWS_WITH(plan_emulation(make_device("d", 1, 0.5, "512MiB"), host(2), options),
                     Catch::Contains("not both"));
+}
+
+TEST_CASE("on several CPUs the chosen period gives each CPU two bandwidth slices, where it can",
+          "[plan]") {
+  PlanOptions options;
+  options.iteration_time_us = 100000;  // a tenth is 10 ms: one 5 ms slice per CPU
+  HostFacts h = host(2);
+  auto plan = plan_emulation(make_device("d", 2, 0.5, "512MiB"), h, options);
+  CHECK(plan.cpu_period_us == 20000);
+  CHECK(plan.cpu_quota_us == 20000);
+  REQUIRE(plan.notes.size() == 2);  // the quota is the slice's, and the period
+  CHECK_THAT(plan.notes[1], Catch::Contains("a tenth would be 10000 us") &&
+                                Catch::Contains("two 5 ms bandwidth slices"));
+  // Two slices would take longer than a quarter of the iteration: a tenth, and a note.
+  options.iteration_time_us = 40000;
+  plan = plan_emulation(make_device("d", 2, 0.5, "512MiB"), h, options);
+  CHECK(plan.cpu_period_us == 5000);
+  REQUIRE(plan.notes.size() == 3);
+  CHECK_THAT(plan.notes[1], Catch::Contains("(a tenth, within 5 to 100 ms)"));
+  CHECK_THAT(plan.notes[2], Catch::Contains("A period of 20 ms or more shares evenly"));
+  // A smaller slice on this host: a tenth is already enough.
+  h.cfs_bandwidth_slice_us = 1000;
+  options.iteration_time_us = 100000;
+  plan = plan_emulation(make_device("d", 2, 0.5, "512MiB"), h, options);
+  CHECK(plan.cpu_period_us == 10000);
+  // One CPU: nothing to share.
+  plan = plan_emulation(make_device("d", 1, 0.5, "512MiB"), host(2), options);
+  CHECK(plan.cpu_period_us == 10000);
 }
 
 TEST_CASE("a tiny quota stretches the period to the kernel's 1 ms minimum", "[plan]") {
