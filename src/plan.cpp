@@ -210,8 +210,6 @@ EmulationPlan plan_emulation(const Device& device, const HostFacts& host,
         capacity, device.cores, std::min(1.0, capacity), device.core_speed));
   }
 
-  // Bandwidth: quota = capacity x period; stretch the period when the quota would fall under
-  // the kernel's minimum, and say so (a longer period makes the throttling coarser).
   // Each CPU draws the quota from the slice's pool a bandwidth slice at a time: with less than
   // two slices per CPU per period, one CPU can take most of it, and busy threads get unequal
   // shares (docs/benchmarks.md, "Thread shares"). The shortest period that gives two, whole ms:
@@ -225,6 +223,9 @@ EmulationPlan plan_emulation(const Device& device, const HostFacts& host,
                              2.0 * static_cast<double>(slice_us) * static_cast<double>(ncpus) /
                              capacity / 1000.0)) * 1000)
                    : 0;
+
+  // Bandwidth: quota = capacity x period; stretch the period when the quota would fall under
+  // the kernel's minimum, and say so (a longer period makes the throttling coarser).
   plan.cpu_period_us = options.cpu_period_us;
   if (options.iteration_time_us) {
     const double iteration_ms = static_cast<double>(options.iteration_time_us) / 1e3;

@@ -368,9 +368,9 @@ void apply_reference_speed(Device& device, double reference_speed,
   if (host_reference_speed &&
       (!std::isfinite(*host_reference_speed) || *host_reference_speed < 0)) {
     throw DeviceError(fmt::format(
-        "host_reference_speed {} is not a positive number: give this host's speed relative to "
-        "the reference core (0 = not known), or leave it out to use the cached one (`edgeprof "
-        "calibrate-host --reference`)",
+        "host_reference_speed {} is not a speed: give this host's speed relative to the "
+        "reference core (a positive number, or 0 for not known), or leave it out to use the "
+        "cached one (`edgeprof calibrate-host --reference`)",
         *host_reference_speed));
   }
   std::optional<ReferenceRating> rating;

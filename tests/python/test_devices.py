@@ -555,7 +555,7 @@ def test_catalog_speeds_follow_this_hosts_7zip_rating(tmp_path, monkeypatch):
         (dict(core_speed=0.5, reference_speed=0.5), "not both or neither"),
         (dict(), "not both or neither"),
         (dict(reference_speed=-1.0), "reference_speed -1 is not a positive number"),
-        (dict(reference_speed=0.5, host_reference_speed=-1.0), "host_reference_speed -1 is"),
+        (dict(reference_speed=0.5, host_reference_speed=-1.0), "host_reference_speed -1 is not a speed"),
         (dict(core_speed=0.5, host_reference_speed=0.8), "needs reference_speed"),
     ],
 )
