@@ -138,11 +138,13 @@ CpuBandwidth cpu_bandwidth(double capacity_cores, std::uint64_t period_us) {
 EmulationPlan plan_emulation(const Device& device, const HostFacts& host,
                              const PlanOptions& options) {
   device.validate();
-  if (options.cpu_period_us < kMinCpuPeriodUs || options.cpu_period_us > kMaxCpuPeriodUs) {
-    throw Error(fmt::format("cpu_period_us = {} is out of range: the kernel accepts {} to {} us",
+  if (options.cpu_period_us != kChosenCpuPeriod &&
+      (options.cpu_period_us < kMinCpuPeriodUs || options.cpu_period_us > kMaxCpuPeriodUs)) {
+    throw Error(fmt::format("cpu_period_us = {} is out of range: the kernel accepts {} to {} us "
+                            "(or 0: chosen by edgeprof)",
                             options.cpu_period_us, kMinCpuPeriodUs, kMaxCpuPeriodUs));
   }
-  if (options.iteration_time_us && options.cpu_period_us != kDefaultCpuPeriodUs) {
+  if (options.iteration_time_us && options.cpu_period_us != kChosenCpuPeriod) {
     throw Error(fmt::format("give either a CFS period (cpu_period_us = {}) or the workload's "
                             "iteration time ({:g} ms), not both: the period is chosen from the "
                             "iteration time",
@@ -226,7 +228,19 @@ EmulationPlan plan_emulation(const Device& device, const HostFacts& host,
 
   // Bandwidth: quota = capacity x period; stretch the period when the quota would fall under
   // the kernel's minimum, and say so (a longer period makes the throttling coarser).
-  plan.cpu_period_us = options.cpu_period_us;
+  plan.cpu_period_us =
+      options.cpu_period_us == kChosenCpuPeriod ? kDefaultCpuPeriodUs : options.cpu_period_us;
+  if (options.cpu_period_us == kChosenCpuPeriod && !options.iteration_time_us &&
+      plan.cpu_period_us < even_period_us) {
+    const std::uint64_t lengthened = std::min(even_period_us, kMaxEvenCpuPeriodUs);
+    plan.notes.push_back(fmt::format(
+        "cpu period {} us instead of the default {} us, so that each host CPU's share of the "
+        "quota is {}two {:g} ms bandwidth slices and busy threads share it more evenly; give "
+        "the workload's iteration time to choose the period for it (docs/period.md)",
+        lengthened, kDefaultCpuPeriodUs, lengthened < even_period_us ? "closer to " : "",
+        static_cast<double>(slice_us) / 1000.0));
+    plan.cpu_period_us = lengthened;
+  }
   if (options.iteration_time_us) {
     const double iteration_ms = static_cast<double>(options.iteration_time_us) / 1e3;
     plan.cpu_period_us = choose_cpu_period_us(options.iteration_time_us);

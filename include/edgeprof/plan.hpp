@@ -41,9 +41,15 @@ inline constexpr std::uint64_t kMinCpuPeriodUs = 1000;
 inline constexpr std::uint64_t kMaxCpuPeriodUs = 1000000;
 /// Smallest CFS bandwidth quota the kernel accepts, in microseconds.
 inline constexpr std::uint64_t kMinCpuQuotaUs = 1000;
-/// Default period: short enough that a 10 ms inference sees the device's speed rather than a
+/// Default period: short enough that a 100 ms inference sees the device's speed rather than a
 /// burst-then-stall pattern, long enough that the scheduler's bandwidth accounting stays cheap.
+/// A plan lengthens it where several CPUs share the quota (PlanOptions::cpu_period_us).
 inline constexpr std::uint64_t kDefaultCpuPeriodUs = 10000;
+/// PlanOptions::cpu_period_us for "chosen by edgeprof".
+inline constexpr std::uint64_t kChosenCpuPeriod = 0;
+/// The longest period a plan lengthens kDefaultCpuPeriodUs to for a shared quota: two busy
+/// threads on 2 x 0.25 shared evenly at 40 ms (docs/benchmarks.md, "Thread shares").
+inline constexpr std::uint64_t kMaxEvenCpuPeriodUs = 40000;
 
 /// The shortest period choose_cpu_period_us() picks: shorter ones cost the workload measurably
 /// (each throttle and unthrottle is work for the scheduler; +16% total time at 2 ms, measured in
@@ -62,11 +68,14 @@ std::uint64_t choose_cpu_period_us(std::uint64_t iteration_time_us);
 struct PlanOptions {
   /// CFS bandwidth period in microseconds, kMinCpuPeriodUs .. kMaxCpuPeriodUs; the plan
   /// lengthens it when the quota would fall below kMinCpuQuotaUs (and says so in its notes).
-  std::uint64_t cpu_period_us = kDefaultCpuPeriodUs;
+  /// kChosenCpuPeriod (0, the default): kDefaultCpuPeriodUs, lengthened up to
+  /// kMaxEvenCpuPeriodUs where several CPUs share the quota, to give each CPU two bandwidth
+  /// slices of it per period (busy threads then share it evenly; docs/period.md).
+  std::uint64_t cpu_period_us = kChosenCpuPeriod;
   /// The workload's typical iteration time on the device, in microseconds; when set, the period
   /// is choose_cpu_period_us(iteration_time_us), lengthened on a cpuset of several CPUs to give
   /// each CPU two bandwidth slices of quota per period (so busy threads share it evenly) when
-  /// that is at most a quarter of the iteration; cpu_period_us must be left at its default.
+  /// that is at most a quarter of the iteration; cpu_period_us must be left at kChosenCpuPeriod.
   std::uint64_t iteration_time_us = 0;
   /// Host CPUs for the cpuset, in order of preference (the first ones are used); empty = the
   /// ones this process's other live slices use least, lowest number first.

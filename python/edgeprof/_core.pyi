@@ -449,7 +449,7 @@ class Slice:
         device: _DeviceLike,
         *,
         parent: Optional[str] = None,
-        cpu_period_us: int = ...,
+        cpu_period_us: int = 0,  # 0: chosen by edgeprof (docs/period.md)
         cpus: Sequence[int] = (),
         allow_missing_controllers: bool = False,
         iteration_time: Optional[float] = None,  # seconds; chooses cpu_period_us
@@ -490,7 +490,7 @@ def format_size(bytes: float) -> str: ...  # rounded to whole bytes; ValueError 
 def cgroup_mode() -> Literal["unified", "hybrid", "legacy"]: ...
 def plan_emulation(
     device: _DeviceLike,
-    cpu_period_us: int = ...,
+    cpu_period_us: int = 0,  # 0: chosen by edgeprof (docs/period.md)
     cpus: Sequence[int] = (),
     iteration_time: Optional[float] = None,
 ) -> EmulationPlan: ...
@@ -513,7 +513,7 @@ def run(
     warmup: Literal[0] = 0,
     progress: Optional[_Progress] = None,
     parent: Optional[str] = None,
-    cpu_period_us: int = ...,
+    cpu_period_us: int = 0,  # 0: chosen by edgeprof (docs/period.md)
     cpus: Sequence[int] = (),
     allow_missing_controllers: bool = False,
     iteration_time: Optional[float] = None,
@@ -535,7 +535,7 @@ def run(
     warmup: int = 0,
     progress: Optional[_Progress] = None,
     parent: Optional[str] = None,
-    cpu_period_us: int = ...,
+    cpu_period_us: int = 0,  # 0: chosen by edgeprof (docs/period.md)
     cpus: Sequence[int] = (),
     allow_missing_controllers: bool = False,
     iteration_time: Optional[float] = None,
@@ -788,7 +788,7 @@ def calibrate_speed(
     speeds: Sequence[float] = (),
     periods_us: Sequence[int] = (),
     parent: Optional[str] = None,
-    cpu_period_us: int = ...,
+    cpu_period_us: int = 0,  # 0: chosen by edgeprof (docs/period.md)
     cpus: Sequence[int] = (),
     allow_missing_controllers: bool = False,
     iteration_time: Optional[float] = None,

@@ -97,8 +97,10 @@ def _add_device_options(p: argparse.ArgumentParser) -> None:
                    "emulate N of them (the CPU quota limits the slice, not each thread; "
                    "docs/devices.md)")
     e = p.add_argument_group("emulation")
-    e.add_argument("--cpu-period-us", type=int, default=edgeprof.DEFAULT_CPU_PERIOD_US,
-                   help="CFS bandwidth period in microseconds (default %(default)s)")
+    e.add_argument("--cpu-period-us", type=int, default=0,
+                   help="CFS bandwidth period in microseconds (default: 10000, longer where "
+                   "several CPUs share the quota so that threads share it evenly; "
+                   "docs/period.md)")
     e.add_argument("--iteration-time", type=_interval, metavar="TIME",
                    help="the workload's typical iteration on the device (e.g. 20ms): the CFS "
                    "period becomes a tenth of it, within 5-100 ms (docs/period.md)")

@@ -402,7 +402,7 @@ PYBIND11_MODULE(_core, m) {
         PlanOptions o = to_slice_options(py::none(), cpu_period_us, cpus, false, iteration_time).plan;
         return plan_emulation(to_device(device), host_facts(), o);
       },
-      py::arg("device"), py::arg("cpu_period_us") = kDefaultCpuPeriodUs,
+      py::arg("device"), py::arg("cpu_period_us") = kChosenCpuPeriod,
       py::arg("cpus") = std::vector<int>{}, py::arg("iteration_time") = py::none(),
       "The cgroup settings that would emulate the device on this host (nothing is created).");
 
@@ -911,7 +911,7 @@ PYBIND11_MODULE(_core, m) {
       py::arg("device"), py::arg("workloads"), py::kw_only(),
       py::arg("figure") = "wall_time_s", py::arg("repeat") = 3,
       py::arg("speeds") = std::vector<double>{}, py::arg("periods_us") = std::vector<std::uint64_t>{},
-      py::arg("parent") = py::none(), py::arg("cpu_period_us") = kDefaultCpuPeriodUs,
+      py::arg("parent") = py::none(), py::arg("cpu_period_us") = kChosenCpuPeriod,
       py::arg("cpus") = std::vector<int>{}, py::arg("allow_missing_controllers") = false,
       py::arg("iteration_time") = py::none(), py::arg("timeout") = py::none(),
       py::arg("progress") = py::none(),
@@ -997,7 +997,7 @@ PYBIND11_MODULE(_core, m) {
              return std::make_unique<Slice>(std::move(d), std::move(o));
            }),
            py::arg("device"), py::kw_only(), py::arg("parent") = py::none(),
-           py::arg("cpu_period_us") = kDefaultCpuPeriodUs, py::arg("cpus") = std::vector<int>{},
+           py::arg("cpu_period_us") = kChosenCpuPeriod, py::arg("cpus") = std::vector<int>{},
            py::arg("allow_missing_controllers") = false, py::arg("iteration_time") = py::none())
       .def(
           "spawn",
@@ -1071,7 +1071,7 @@ PYBIND11_MODULE(_core, m) {
       py::arg("interval") = double(kDefaultSampleIntervalNs) / 1e9,
       py::arg("isolate_network") = false, py::arg("repeat") = 1, py::arg("warmup") = 0,
       py::arg("progress") = py::none(), py::arg("parent") = py::none(),
-      py::arg("cpu_period_us") = kDefaultCpuPeriodUs, py::arg("cpus") = std::vector<int>{},
+      py::arg("cpu_period_us") = kChosenCpuPeriod, py::arg("cpus") = std::vector<int>{},
       py::arg("allow_missing_controllers") = false, py::arg("iteration_time") = py::none(),
       "Runs argv in a fresh slice emulating `device` (a Device or a built-in device's name) "
       "and returns its Result; the slice is removed before returning, also on errors and "
@@ -1086,7 +1086,9 @@ PYBIND11_MODULE(_core, m) {
       "progress: called after each run as progress(index, total, is_warmup, result).\n"
       "parent: the cgroup to create the slice beneath (default: $EDGEPROF_CGROUP_PARENT, "
       "else this process's own cgroup).\n"
-      "cpu_period_us: the CFS bandwidth period; cpus: explicit host CPUs for the cpuset.\n"
+      "cpu_period_us: the CFS bandwidth period in microseconds; 0 (the default) = 10 ms, "
+      "longer where several CPUs share the quota (docs/period.md); cpus: explicit host CPUs "
+      "for the cpuset.\n"
       "iteration_time: the workload's typical iteration on the device, in seconds; the CFS "
       "period is then a tenth of it, within 5 to 100 ms (docs/period.md).\n"
       "allow_missing_controllers: run even when a cgroup controller is missing; the limits "

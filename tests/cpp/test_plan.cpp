@@ -26,19 +26,21 @@ TEST_CASE("quota is cores x speed x period over min(cores, host CPUs) CPUs", "[p
 
   auto four = plan_emulation(make_device("pi", 4, 0.25, "4GiB"), host(2));
   CHECK(four.cpus == std::vector<int>{0, 1});
-  CHECK(four.cpu_quota_us == 10000);
+  // At the default 10 ms, 5 ms per CPU per period would be one bandwidth slice: the period is
+  // lengthened to two.
+  CHECK(four.cpu_period_us == 20000);
+  CHECK(four.cpu_quota_us == 20000);
   REQUIRE(four.notes.size() == 3);
   CHECK_THAT(four.notes[0], Catch::Contains("4 cores are emulated on 2 host CPUs"));
   // One busy thread may take the whole slice's quota: up to a host core, not a quarter.
   CHECK_THAT(four.notes[1], Catch::Contains("a single thread at up to 1.00 of a host core "
                                             "instead of 0.25"));
-  // 5 ms per CPU per period is one bandwidth slice: threads may share unevenly.
-  CHECK_THAT(four.notes[2], Catch::Contains("5.00 ms per CPU per 10 ms period") &&
-                                Catch::Contains("A period of 20 ms or more"));
+  CHECK_THAT(four.notes[2], Catch::Contains("cpu period 20000 us instead of the default"));
   auto two = plan_emulation(make_device("duo", 2, 0.3, "1GiB"), host(4));
+  CHECK(two.cpu_period_us == 34000);
   REQUIRE(two.notes.size() == 2);
   CHECK_THAT(two.notes[0], Catch::Contains("up to 0.60 of a host core instead of 0.3"));
-  CHECK_THAT(two.notes[1], Catch::Contains("A period of 34 ms or more"));
+  CHECK_THAT(two.notes[1], Catch::Contains("cpu period 34000 us"));
 
   // A device as fast as the cpuset it gets: its quota is all of it, and the plan says that the
   // kernel gets none (backends write "max" / -1).
@@ -55,23 +57,45 @@ TEST_CASE("quota is cores x speed x period over min(cores, host CPUs) CPUs", "[p
   CHECK(plan_emulation(make_device("almost", 1, 0.99, "512MiB"), host(2)).notes.empty());
 }
 
-TEST_CASE("the plan says when threads may share the quota unevenly", "[plan]") {
-  auto slices_note = [](const EmulationPlan& p) {
+TEST_CASE("the default period is lengthened, or the plan says, where threads may share the "
+          "quota unevenly",
+          "[plan]") {
+  auto uneven_note = [](const EmulationPlan& p) {
     for (const std::string& n : p.notes) {
-      if (n.find("bandwidth slices") != std::string::npos) return true;
+      if (n.find("unequal shares") != std::string::npos) return true;
     }
     return false;
   };
   const Device two = make_device("two", 2, 0.5, "1GiB");
-  CHECK(slices_note(plan_emulation(two, host(2))));  // 5 ms per CPU: one 5 ms slice
+  // The default 10 ms would give each CPU one 5 ms slice: lengthened to two.
+  auto chosen = plan_emulation(two, host(2));
+  CHECK(chosen.cpu_period_us == 20000);
+  CHECK(chosen.cpu_quota_us == 20000);
+  CHECK_FALSE(uneven_note(chosen));
+  CHECK_THAT(chosen.notes.back(), Catch::Contains("instead of the default 10000 us") &&
+                                      Catch::Contains("two 5 ms bandwidth slices"));
+  // A period asked for is kept, with the note where it is short.
+  PlanOptions ten;
+  ten.cpu_period_us = 10000;
+  const auto kept = plan_emulation(two, host(2), ten);
+  CHECK(kept.cpu_period_us == 10000);
+  CHECK(uneven_note(kept));
   PlanOptions longer;
   longer.cpu_period_us = 20000;  // 10 ms per CPU: two slices
-  CHECK_FALSE(slices_note(plan_emulation(two, host(2), longer)));
+  CHECK_FALSE(uneven_note(plan_emulation(two, host(2), longer)));
   HostFacts fine = host(2);
-  fine.cfs_bandwidth_slice_us = 1000;  // a host tuned to 1 ms slices: five per CPU
-  CHECK_FALSE(slices_note(plan_emulation(two, fine)));
+  fine.cfs_bandwidth_slice_us = 1000;  // a host tuned to 1 ms slices: five per CPU at 10 ms
+  CHECK(plan_emulation(two, fine).cpu_period_us == 10000);
+  CHECK_FALSE(uneven_note(plan_emulation(two, fine)));
+  // Two slices would take 100 ms: lengthened to 40 ms only, and the note.
+  const auto slow = plan_emulation(make_device("slow", 2, 0.1, "1GiB"), host(2));
+  CHECK(slow.cpu_period_us == kMaxEvenCpuPeriodUs);
+  CHECK(uneven_note(slow));
+  CHECK_THAT(slow.notes.back(), Catch::Contains("A period of 100 ms or more"));
   // One CPU draws from the pool alone: nothing to share.
-  CHECK_FALSE(slices_note(plan_emulation(make_device("one", 1, 0.25, "1GiB"), host(2))));
+  const auto one = plan_emulation(make_device("one", 1, 0.25, "1GiB"), host(2));
+  CHECK(one.cpu_period_us == kDefaultCpuPeriodUs);
+  CHECK_FALSE(uneven_note(one));
 }
 
 TEST_CASE("the plan honours the period option and explicit CPUs", "[plan]") {
