@@ -37,6 +37,8 @@ import time
 from datetime import datetime, timezone
 from typing import Any, Callable, NamedTuple, Optional
 
+from script_common import edgeprof_as_root
+
 SH = "/bin/sh"
 SPIN_S = 0.05
 
@@ -265,15 +267,8 @@ def main() -> int:
     if args.reps_command < 1 or args.reps_function < 1:
         parser.error("repetitions must be at least 1")
 
-    if os.geteuid() != 0:
-        print("bench_trial.py: cannot run here: needs root (edgeprof creates a slice per trial "
-              "beneath this process's own cgroups)", file=sys.stderr)
-        return 77
-    try:
-        import edgeprof
-    except ImportError as e:
-        print(f"bench_trial.py: cannot run here: edgeprof is not importable ({e}); install it "
-              f"with python3 -m pip install .", file=sys.stderr)
+    edgeprof = edgeprof_as_root("bench_trial.py")
+    if edgeprof is None:
         return 77
 
     device = edgeprof.builtin_device(args.device)

@@ -30,6 +30,8 @@ import sys
 import tempfile
 from datetime import datetime, timezone
 
+from script_common import edgeprof_as_root
+
 SPINNER = r"""
 import json, sys, time
 seconds, gap_ns = float(sys.argv[1]), int(sys.argv[2])
@@ -81,13 +83,8 @@ def main() -> int:
     ap.add_argument("--gap-us", type=int, default=200,
                     help="an interruption longer than this ends a run (default 200 us)")
     args = ap.parse_args()
-    if os.geteuid() != 0:
-        print("quota_granularity.py: needs root (cgroups)", file=sys.stderr)
-        return 77
-    try:
-        import edgeprof
-    except ImportError as e:
-        print(f"quota_granularity.py: cannot import edgeprof ({e})", file=sys.stderr)
+    edgeprof = edgeprof_as_root("quota_granularity.py")
+    if edgeprof is None:
         return 77
     settings = [(float(s), int(float(p) * 1000)) for s in args.speeds.split(",")
                 for p in args.periods.split(",")]

@@ -28,6 +28,8 @@ import sys
 import time
 from datetime import datetime, timezone
 
+from script_common import edgeprof_as_root
+
 SPIN = "import sys, time\nend = time.monotonic() + float(sys.argv[1])\nwhile time.monotonic() < end: pass\n"
 
 
@@ -76,13 +78,8 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=3.0, help="length of a run")
     ap.add_argument("--window", type=float, default=0.1, help="sampling window, s")
     args = ap.parse_args()
-    if os.geteuid() != 0:
-        print("thread_shares.py: needs root (cgroups)", file=sys.stderr)
-        return 77
-    try:
-        import edgeprof
-    except ImportError as e:
-        print(f"thread_shares.py: cannot import edgeprof ({e})", file=sys.stderr)
+    edgeprof = edgeprof_as_root("thread_shares.py")
+    if edgeprof is None:
         return 77
     periods = [int(float(p) * 1000) for p in args.periods.split(",")]
     try:
