@@ -15,7 +15,12 @@
 //                total-time error and CPU cost at each period;
 //   3. memory    the memory limit read back from the slice's cgroup against the bytes asked
 //                for, and a workload touching just under the limit (must succeed) or just over
-//                it (must be OOM-killed and reported so), 20 times each.
+//                it (must be OOM-killed and reported so), 20 times each;
+//   4. warm      the work per CPU-second and total-time slowdown of three workloads (the add
+//                loop, a Python loop, numpy matrix products) at speeds 0.1 to 0.9 and periods
+//                5 to 100 ms, with keep-warm (PlanOptions::keep_warm) off and on, against an
+//                unthrottled baseline; and what keep-warm costs a CPU-bound thread outside the
+//                slice, on the slice's CPU and on another.
 //
 // The workload is this program re-executed: --worker THREADS SEGMENTS runs, on each of THREADS
 // threads, iterations of a volatile add loop whose length was calibrated here to N ms of host
@@ -433,7 +438,7 @@ class Reference {
 };
 
 edgeprof::Device cpu_device(int cores, double speed) {
-  return edgeprof::make_device(fmt::format("{} x {}", cores, speed), cores, speed, "1GiB");
+  return edgeprof::make_device(fmt::format("{} x {}", cores, speed), cores, speed, "512MiB");
 }
 
 void check_ok(const edgeprof::Result& r) {
@@ -444,8 +449,9 @@ void check_ok(const edgeprof::Result& r) {
 
 class Runner {
  public:
-  Runner(std::string exe, const std::string& dir, std::vector<int> cpus)
-      : exe_(std::move(exe)), out_(dir + "/worker.out"), cpus_(std::move(cpus)) {}
+  Runner(std::string exe, const std::string& dir, std::vector<int> cpus, bool keep_warm)
+      : exe_(std::move(exe)), out_(dir + "/worker.out"), cpus_(std::move(cpus)),
+        keep_warm_(keep_warm) {}
 
   // The worker with `threads` threads on `device` (its cores are the first host CPUs, the same
   // for baseline and emulated runs), CFS period `period_us`, no sampling. With
@@ -457,6 +463,7 @@ class Runner {
     edgeprof::SliceOptions options;
     options.plan.cpu_period_us = period_us;
     options.plan.cpus = cpus_for(device.cores);
+    options.plan.keep_warm = keep_warm_;
     edgeprof::Slice slice(device, options);
     // A device at the host's speed (the baseline) runs with no quota: edgeprof writes none when
     // the quota is all of the cpuset (a quota of exactly that still throttled a busy worker,
@@ -485,7 +492,9 @@ class Runner {
     check_ok(r);
     run.cpu_s = r.cpu_user_s + r.cpu_system_s;
     run.wall_s = r.wall_time_s;
-    run.others = others_share(busy0, busy_seconds(), slice.plan().cpus, run.cpu_s, wall_s);
+    // The keep-warm threads are this program's, not others' (they run where the slice waits).
+    run.others = others_share(busy0, busy_seconds(), slice.plan().cpus,
+                              run.cpu_s + r.keep_warm_cpu_s, wall_s);
     run.throttled_s = r.throttled_s;
     run.periods = r.periods;
     run.throttled_periods = r.throttled_periods;
@@ -560,6 +569,7 @@ class Runner {
   std::string exe_;
   std::string out_;
   std::vector<int> cpus_;
+  bool keep_warm_ = true;
 };
 
 // ---------------------------------------------------------------------------------- formatting
@@ -598,6 +608,7 @@ struct Options {
   int reps = 5;
   double work_s = 1.0;
   std::vector<double> speeds = {0.25, 0.5, 0.75};
+  std::vector<double> warm_speeds = {0.1, 0.25, 0.5, 0.75, 0.9};
   std::vector<int> periods_ms = {1, 2, 5, 10, 20, 50, 100};
   std::vector<double> sizes_ms = {1, 5, 20, 50};
   std::vector<int> counts = {200, 60, 20, 10};
@@ -607,8 +618,9 @@ struct Options {
   std::uint64_t under_margin = 2ull << 20;
   double quiet_wait_s = 20;
   int attempts = 4;
-  std::set<std::string> only = {"slowdown", "latency", "memory"};
+  std::set<std::string> only = {"slowdown", "latency", "memory", "warm"};
   bool quick = false;
+  bool keep_warm = true;  // for the slowdown and latency parts
   std::string markdown;
   std::string command_line;
 };
@@ -1337,6 +1349,279 @@ void memory(const Options& o, const std::string& exe, Report& report, Table& tar
        under_oom == 0 && under_ok == under_runs && peaks_ok ? "yes" : "**no**"});
 }
 
+// ---------------------------------------------------------------------------------- 4. keep-warm
+
+// The keep-warm part (issue 15): whether a throttled slice does the work per CPU-second an
+// unthrottled one does, with the slice's CPUs kept warm (PlanOptions::keep_warm) and without,
+// and what keeping them warm costs other work on the host.
+
+// A fixed amount of work, run as it is by edgeprof::run.
+struct WarmWorkload {
+  std::string name;
+  edgeprof::Command command;
+};
+
+// One run: the slice's CPU time and the wall time of the same work, and the keep-warm
+// threads' CPU.
+struct WarmRun {
+  double cpu_s = 0, wall_s = 0, warm_cpu_s = 0;
+};
+
+WarmRun warm_run(const WarmWorkload& w, const edgeprof::Device& device, std::uint64_t period_us,
+                 const std::vector<int>& cpus, bool keep_warm, double expected_s) {
+  edgeprof::RunOptions o;
+  o.slice.plan.cpu_period_us = period_us;
+  o.slice.plan.cpus = cpus;
+  o.slice.plan.keep_warm = keep_warm;
+  o.spawn.sample_interval = std::chrono::nanoseconds(0);
+  o.timeout = std::chrono::duration<double>(10 + 4 * expected_s);
+  o.check = [] { check_stop(); };
+  const edgeprof::Result r = edgeprof::run(w.command, device, o);
+  check_ok(r);
+  // Above kKeepWarmMaxShare the plan leaves it off whatever is asked: the default is measured.
+  if (keep_warm != r.plan.keep_warm && device.core_speed <= edgeprof::kKeepWarmMaxShare) {
+    throw BenchError(fmt::format("keep_warm {} was asked for but the plan has {}", keep_warm,
+                                 r.plan.keep_warm));
+  }
+  return {r.cpu_user_s + r.cpu_system_s, r.wall_time_s, r.keep_warm_cpu_s};
+}
+
+// A Python command, or nothing when python3 (or the module it imports) is missing here.
+std::optional<edgeprof::Command> python_command(const std::string& code,
+                                                const std::string& module = {}) {
+  const std::string probe = "python3 -c 'import " + (module.empty() ? "sys" : module) +
+                            "' >/dev/null 2>&1";
+  if (std::system(probe.c_str()) != 0) return std::nullopt;
+  edgeprof::Command c;
+  c.argv = {"python3", "-c", code};
+  c.stdout_stream = edgeprof::Stdio::discard();
+  return c;
+}
+
+// The workloads, each sized to about `work_s` of CPU at full speed here: the fidelity worker's
+// add loop (registers only), a Python loop (an interpreter: instruction cache, branch
+// predictors, memory), and float32 matrix products in numpy on one thread (the vector units
+// CNN inference uses). Sizes are calibrated by one unthrottled run of each.
+std::vector<WarmWorkload> warm_workloads(const std::string& exe, double spins_ms, double work_s,
+                                         bool quick) {
+  std::vector<WarmWorkload> out;
+  const int count = std::max(1, static_cast<int>(std::lround(work_s * 1e3 / 10)));
+  edgeprof::Command add;
+  add.argv = {exe, kWorkerFlag, "1",
+              format_segments({{static_cast<std::uint64_t>(spins_ms * 10), count}})};
+  add.stdout_stream = edgeprof::Stdio::discard();
+  out.push_back({"add loop (C++)", add});
+  if (quick) return out;
+  const edgeprof::Device full = cpu_device(1, 1.0);
+  auto sized = [&](const std::string& name, const std::string& module,
+                   const std::function<std::string(long)>& code, long trial) {
+    auto c = python_command(code(trial), module);
+    if (!c) {
+      std::printf("  %s: skipped (python3%s not found)\n", name.c_str(),
+                  module.empty() ? "" : (" with " + module).c_str());
+      return;
+    }
+    // One thread, as the slice has one core.
+    c->env = std::vector<std::string>{"OPENBLAS_NUM_THREADS=1", "OMP_NUM_THREADS=1",
+                                      "MKL_NUM_THREADS=1"};
+    for (char** e = environ; *e; ++e) c->env->push_back(*e);
+    const WarmRun r = warm_run({name, *c}, full, edgeprof::kDefaultCpuPeriodUs, {0}, false, 60);
+    const long n = std::max(1L, std::lround(double(trial) * work_s / std::max(r.cpu_s, 1e-3)));
+    c->argv.back() = code(n);
+    out.push_back({name, *c});
+  };
+  sized("Python loop", "", [](long n) {
+    return fmt::format("x = 0\nfor i in range({}):\n    x += i\n", n);
+  }, 5'000'000);
+  sized("numpy sgemm 128", "numpy", [](long n) {
+    return fmt::format("import numpy as np\na = np.ones((128, 128), np.float32)\n"
+                       "for _ in range({}):\n    a = (a @ a) * np.float32(1e-3)\n", n);
+  }, 20'000);
+  return out;
+}
+
+// What keeping a CPU warm costs other work: a thread of this program, outside any slice, counts
+// add-loop turns on the slice's CPU and on another, while a 1 x 0.5 slice runs a workload with
+// keep-warm off or on (alternating). Where the two CPUs share a core's execution resources
+// (SMT siblings, or virtual CPUs on them), the spinning CPU slows the other.
+void warm_cost(const Options& o, const std::string& exe, double spins_ms, Report& report) {
+  const std::vector<int> host = edgeprof::host_facts().cpus;
+  Table t{"Keep-warm: cost to other work (a CPU-bound thread outside the slice, 1 x 0.5 slice "
+          "on host CPU " + std::to_string(host.front()) + ")",
+          {"other work on", "n", "turns/ms, off", "turns/ms, on", "slower with keep-warm on"},
+          {},
+          {fmt::format("turns/ms: a normal-priority thread's add-loop rate while the slice's "
+                       "workload (the add loop, {:g} s of CPU) ran, median over runs with "
+                       "keep-warm off and on alternating",
+                       o.work_s)}};
+  const auto chunk = static_cast<std::uint64_t>(spins_ms);
+  const int count = std::max(1, static_cast<int>(std::lround(o.work_s * 1e3 / 10)));
+  edgeprof::Command add;
+  add.argv = {exe, kWorkerFlag, "1",
+              format_segments({{static_cast<std::uint64_t>(spins_ms * 10), count}})};
+  add.stdout_stream = edgeprof::Stdio::discard();
+  const WarmWorkload w{"add loop", add};
+  std::vector<std::pair<std::string, int>> places = {{"the same CPU", host.front()}};
+  if (host.size() > 1) places.push_back({"another CPU", host[1]});
+  for (const auto& [label, cpu] : places) {
+    std::vector<double> rate[2];
+    for (int rep = 0; rep < 2 * o.reps; ++rep) {
+      check_stop();
+      const bool warm = (rep % 4 == 1 || rep % 4 == 2);  // off on on off ...
+      Reference other(cpu, chunk);
+      const auto t0 = Clock::now();
+      warm_run(w, cpu_device(1, 0.5), edgeprof::kDefaultCpuPeriodUs, {host.front()}, warm,
+               2 * o.work_s);
+      const auto t1 = Clock::now();
+      other.stop();
+      const auto ns = [](Clock::time_point p) {
+        return std::chrono::duration_cast<std::chrono::nanoseconds>(p.time_since_epoch()).count();
+      };
+      if (auto r = other.turns_per_ms(ns(t0), ns(t1))) rate[warm].push_back(*r);
+    }
+    const double a = median(rate[0]), b = median(rate[1]);
+    t.rows.push_back({label, std::to_string(rate[1].size()), fmt::format("{:.0f}", a),
+                      fmt::format("{:.0f}", b), fmt_pct(1 - b / a)});
+  }
+  report.add(std::move(t));
+}
+
+struct WarmSetting {
+  double speed = 0.5;
+  std::uint64_t period_us = 10000;
+};
+
+void keep_warm_part(const Options& o, const std::string& exe, double spins_ms, Report& report,
+                    Table& targets) {
+  const std::vector<int> cpus = {edgeprof::host_facts().cpus.front()};
+  std::vector<WarmSetting> settings;
+  for (double s : o.warm_speeds) settings.push_back({s, edgeprof::kDefaultCpuPeriodUs});
+  for (int ms : o.periods_ms) {
+    const auto us = static_cast<std::uint64_t>(ms) * 1000;
+    if (us >= edgeprof::kMinChosenCpuPeriodUs && us != edgeprof::kDefaultCpuPeriodUs) {
+      settings.push_back({0.5, us});
+    }
+  }
+  if (o.quick) settings = {{0.5, edgeprof::kDefaultCpuPeriodUs}};
+  std::printf("\n[keep-warm] workloads sized to %g s of CPU (load average %s)\n", o.work_s,
+              loadavg().c_str());
+  std::fflush(stdout);
+  const std::vector<WarmWorkload> workloads = warm_workloads(exe, spins_ms, o.work_s, o.quick);
+  std::printf("  %zu workloads x %zu settings x %d repetitions: baseline, keep-warm off and on, "
+              "in rotating order\n",
+              workloads.size(), settings.size(), o.reps);
+  std::fflush(stdout);
+  // [workload][setting] -> runs
+  using Runs = std::vector<std::vector<std::vector<WarmRun>>>;
+  Runs base(workloads.size(), std::vector<std::vector<WarmRun>>(settings.size()));
+  Runs off = base, on = base;
+  Contention contention(kQuietShare, o.attempts, o.quiet_wait_s);
+  for (int rep = 0; rep < o.reps; ++rep) {
+    for (size_t w = 0; w < workloads.size(); ++w) {
+      for (size_t k = 0; k < settings.size(); ++k) {
+        check_stop();
+        const size_t i = (static_cast<size_t>(rep) + k) % settings.size();
+        const WarmSetting& s = settings[i];
+        const double expect = o.work_s / s.speed;
+        std::function<void()> steps[3] = {
+            [&] {
+              base[w][i].push_back(warm_run(workloads[w], cpu_device(1, 1.0),
+                                            edgeprof::kDefaultCpuPeriodUs, cpus, true, o.work_s));
+            },
+            [&] {
+              off[w][i].push_back(
+                  warm_run(workloads[w], cpu_device(1, s.speed), s.period_us, cpus, false, expect));
+            },
+            [&] {
+              on[w][i].push_back(
+                  warm_run(workloads[w], cpu_device(1, s.speed), s.period_us, cpus, true, expect));
+            }};
+        contention.wait_quiet(cpus);
+        // Rotate which of the three runs first, so drift hits them alike.
+        for (size_t j = 0; j < 3; ++j) steps[(static_cast<size_t>(rep) + i + j) % 3]();
+      }
+    }
+    std::printf("  repetition %d/%d done (load average %s)\n", rep + 1, o.reps, loadavg().c_str());
+    std::fflush(stdout);
+  }
+
+  Table t{"Keep-warm: work per CPU-second and total-time slowdown, 1 core on host CPU " +
+              std::to_string(cpus.front()),
+          {"workload", "speed", "period", "n", "baseline CPU s", "CPU ratio, off",
+           "CPU ratio, on", "stretch error, off", "stretch error, on", "slowdown error, off",
+           "slowdown error, on", "on: pairs' error range",
+           "keep-warm CPU s (on)", "within 3%, on?"},
+          {},
+          {"CPU ratio: the slice's CPU time for the same work over the baseline's (unthrottled, no "
+           "quota, same CPU), median of the per-repetition ratios; 1.000 = the quota buys the "
+           "work it should.",
+           "stretch error: the run's wall time over its own CPU time, times the speed, less 1: "
+           "what throttling did to the wall time apart from the host's speed and the work per "
+           "CPU-second (0 = the workload got exactly its quota), median.",
+           "slowdown error: emulated wall time over the baseline's, times the speed, less 1 "
+           "(0 = exactly 1 / speed), median over repetitions; each repetition runs baseline, "
+           "off and on back to back in rotating order.",
+           "keep-warm CPU: CPU seconds of the idle-priority threads during the run "
+           "(Result::keep_warm_cpu_s), median.",
+           fmt::format("Above speed {:g} (PlanOptions::keep_warm's limit, kKeepWarmMaxShare) "
+                       "the plan leaves keep-warm off: there the 'on' runs are the default, "
+                       "without it.",
+                       edgeprof::kKeepWarmMaxShare),
+           fmt::format("Each repetition of a setting started once its CPU had been quiet (other "
+                       "processes under {:.0f}% of it over 0.5 s, waiting at most {:g} s; {:.0f} "
+                       "s waited in all).",
+                       100 * kQuietShare, o.quiet_wait_s, contention.waited_s)}};
+  int met_on = 0, met_off = 0, total = 0;
+  double worst_on = 0, worst_off = 0;
+  for (size_t w = 0; w < workloads.size(); ++w) {
+    for (size_t i = 0; i < settings.size(); ++i) {
+      const auto ratio = [&](const std::vector<WarmRun>& runs, auto field) {
+        std::vector<double> v;
+        for (size_t r = 0; r < runs.size(); ++r) v.push_back(field(runs[r]) / field(base[w][i][r]));
+        return v;
+      };
+      const auto cpu = [](const WarmRun& r) { return r.cpu_s; };
+      const auto wall = [](const WarmRun& r) { return r.wall_s; };
+      const double speed = settings[i].speed;
+      const auto stretch = [&](const std::vector<WarmRun>& runs) {
+        std::vector<double> v;
+        for (const WarmRun& r : runs) v.push_back(r.wall_s / std::max(r.cpu_s, 1e-9) * speed - 1);
+        return median(v);
+      };
+      std::vector<double> err_on = ratio(on[w][i], wall), err_off = ratio(off[w][i], wall);
+      for (double& e : err_on) e = e * speed - 1;
+      for (double& e : err_off) e = e * speed - 1;
+      std::vector<double> warm, base_cpu;
+      for (const WarmRun& r : on[w][i]) warm.push_back(r.warm_cpu_s);
+      for (const WarmRun& r : base[w][i]) base_cpu.push_back(r.cpu_s);
+      const double e_on = median(err_on), e_off = median(err_off);
+      ++total;
+      met_on += std::abs(e_on) <= 0.03;
+      met_off += std::abs(e_off) <= 0.03;
+      worst_on = std::max(worst_on, std::abs(e_on));
+      worst_off = std::max(worst_off, std::abs(e_off));
+      t.rows.push_back({workloads[w].name, fmt_speed(speed), fmt_period(settings[i].period_us),
+                        std::to_string(on[w][i].size()),
+                        fmt_s(median(base_cpu)),
+                        fmt::format("{:.3f}", median(ratio(off[w][i], cpu))),
+                        fmt::format("{:.3f}", median(ratio(on[w][i], cpu))),
+                        fmt_pct(stretch(off[w][i])), fmt_pct(stretch(on[w][i])), fmt_pct(e_off),
+                        fmt_pct(e_on),
+                        fmt::format("{} .. {}", fmt_pct(quantile_of(err_on, 0)),
+                                    fmt_pct(quantile_of(err_on, 1))),
+                        fmt_s(median(warm)), std::abs(e_on) <= 0.03 ? "yes" : "no"});
+    }
+  }
+  report.add(std::move(t));
+  targets.rows.push_back({"keep-warm on: total-time slowdown within ±3% of 1 / speed",
+                          fmt::format("{} of {} settings (worst {}); off: {} of {} (worst {})",
+                                      met_on, total, fmt_pct(worst_on), met_off, total,
+                                      fmt_pct(worst_off)),
+                          met_on == total ? "yes" : "no"});
+  warm_cost(o, exe, spins_ms, report);
+}
+
+
 // ---------------------------------------------------------------------------------- main
 
 void usage(FILE* to) {
@@ -1344,11 +1629,14 @@ void usage(FILE* to) {
       to,
       "usage: edgeprof_bench_fidelity [--quick] [--reps N] [--work-seconds S]\n"
       "                               [--periods MS,MS,...] [--mem-reps N]\n"
-      "                               [--only slowdown,latency,memory] [--markdown FILE]\n"
+      "                               [--only slowdown,latency,memory,warm] [--no-keep-warm]\n"
+      "                               [--markdown FILE]\n"
       "\n"
       "Measures how faithfully a slice emulates a device: the total-time slowdown of CPU-bound\n"
       "kernels against 1/speed, per-iteration latency against the host's / speed for CFS\n"
-      "periods of 1 to 100 ms, and memory limits and OOM detection (see docs/benchmarks.md).\n"
+      "periods of 1 to 100 ms, memory limits and OOM detection, and the work per CPU-second of\n"
+      "throttled workloads with keep-warm off and on, and its cost to other work (see\n"
+      "docs/benchmarks.md).\n"
       "Needs root.\n"
       "\n"
       "  --reps N          baseline/emulated pairs per setting (default 5)\n"
@@ -1358,6 +1646,8 @@ void usage(FILE* to) {
       "  --quiet-wait S    wait up to S s for the CPUs to be quiet before a pair (default 20)\n"
       "  --attempts N      run a pair up to N times while disturbed (default 4)\n"
       "  --only LIST       parts to run (default all)\n"
+      "  --no-keep-warm    run the slowdown and latency parts with keep-warm off (the warm\n"
+      "                    part compares off and on whatever this says)\n"
       "  --quick           a smoke run (about 15 s): fewer settings, periods and repetitions,\n"
       "                    no waiting for quiet CPUs\n"
       "  --markdown FILE   also write the tables as Markdown to FILE\n"
@@ -1378,6 +1668,8 @@ Options parse_options(int argc, char** argv) {
     auto value = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
     if (a == "--quick") {
       o.quick = true;
+    } else if (a == "--no-keep-warm") {
+      o.keep_warm = false;
     } else if (a == "--reps") {
       o.reps = static_cast<int>(kCli.number(a, value(), 1, 1000));
       reps_given = true;
@@ -1403,10 +1695,10 @@ Options parse_options(int argc, char** argv) {
       attempts_given = true;
     } else if (a == "--only") {
       const char* v = value();
-      if (!v) kCli.fail("--only wants slowdown, latency and/or memory");
+      if (!v) kCli.fail("--only wants slowdown, latency, memory and/or warm");
       o.only.clear();
       for (const std::string& part : split(v, ',')) {
-        if (part != "slowdown" && part != "latency" && part != "memory") {
+        if (part != "slowdown" && part != "latency" && part != "memory" && part != "warm") {
           kCli.fail(fmt::format("--only: unknown part '{}'", part));
         }
         o.only.insert(part);
@@ -1437,7 +1729,7 @@ int run(const Options& o) {
   const std::string exe = self_exe();
   const ScratchDir dir;
   const edgeprof::HostFacts host = edgeprof::host_facts();
-  const Runner runner(exe, dir.path(), host.cpus);
+  const Runner runner(exe, dir.path(), host.cpus, o.keep_warm);
   const double spins_ms = spins_per_ms();
 
   Report report;
@@ -1447,8 +1739,10 @@ int run(const Options& o) {
   report.preamble.push_back(fmt::format(
       "workload: `edgeprof_bench_fidelity {} THREADS N:COUNT,...`, a volatile add loop, "
       "calibrated to {:.0f} turns per ms here; each setting's cores are host CPUs {} onwards, "
-      "the same for baseline and emulated runs; no sampling (sample_interval 0)",
-      kWorkerFlag, spins_ms, host.cpus.empty() ? 0 : host.cpus.front()));
+      "the same for baseline and emulated runs; no sampling (sample_interval 0); keep-warm {} "
+      "in the slowdown and latency parts",
+      kWorkerFlag, spins_ms, host.cpus.empty() ? 0 : host.cpus.front(),
+      o.keep_warm ? "on (the default)" : "off (--no-keep-warm)"));
   report.preamble.push_back(fmt::format(
       "CFS bandwidth: default period {} (kDefaultCpuPeriodUs); the kernel hands quota to each "
       "CPU in slices of {} us (/proc/sys/kernel/sched_cfs_bandwidth_slice_us)",
@@ -1463,6 +1757,7 @@ int run(const Options& o) {
   if (o.only.count("slowdown")) slowdown(o, runner, spins_ms, report, targets);
   if (o.only.count("latency")) latency(o, runner, spins_ms, report, targets);
   if (o.only.count("memory")) memory(o, exe, report, targets);
+  if (o.only.count("warm")) keep_warm_part(o, exe, spins_ms, report, targets);
   report.add(std::move(targets));
 
   finish(report, o.markdown);

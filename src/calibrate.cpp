@@ -115,6 +115,17 @@ double solve_core_speed(const std::vector<SpeedModel>& models, const std::vector
 
 namespace {
 
+// A speed calibrated here is the one to emulate: not to be replaced by the device's nn speed.
+void forget_nn(Device& d) {
+  d.nn.reset();
+  d.nn_ms.clear();
+  d.nn_precision.clear();
+  d.speed_kind.clear();
+  d.sources.erase("nn");
+  d.nn_missing = "the core speed was calibrated against the device";
+}
+
+
 // The share of a workload's figure, at the slowest speed measured, that must scale with 1 /
 // speed for the workload to take part in solving for the speed.
 constexpr double kSensitiveShare = 0.05;
@@ -169,6 +180,7 @@ class PeriodRun {
     Device d = device_;
     d.core_speed = speed;
     d.speed_schedule.clear();
+    forget_nn(d);
     std::vector<double> values;
     for (int k = 0; k < options_.repeat; ++k) {
       const Result r = edgeprof::run(w.command, d, run_);
@@ -305,6 +317,7 @@ SpeedCalibration calibrate_speed(const Device& device,
   }
   out.device = device;
   out.device.core_speed = out.core_speed;
+  forget_nn(out.device);
   // The calibrated speed is this host's own: not derived from the reference core.
   out.device.reference_speed.reset();
   out.device.host_reference_speed.reset();

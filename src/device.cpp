@@ -156,10 +156,110 @@ bool operator==(const Device& a, const Device& b) {
          a.aliases == b.aliases && a.cpu == b.cpu && a.storage == b.storage &&
          a.power == b.power && a.scores == b.scores && a.reference_speed == b.reference_speed &&
          a.host_reference_speed == b.host_reference_speed && a.speed_schedule == b.speed_schedule &&
-         a.sources == b.sources;
+         a.sources == b.sources && a.nn_ms == b.nn_ms && a.nn_precision == b.nn_precision &&
+         a.nn_threads_ms == b.nn_threads_ms &&
+         a.speed_kind == b.speed_kind;
+}
+
+const char* to_string(SpeedKind kind) {
+  switch (kind) {
+    case SpeedKind::nn: return "nn";
+    case SpeedKind::integer: return "integer";
+    default: return "automatic";
+  }
+}
+
+SpeedKind speed_kind_from_string(std::string_view name) {
+  for (SpeedKind k : {SpeedKind::automatic, SpeedKind::nn, SpeedKind::integer}) {
+    if (name == to_string(k)) return k;
+  }
+  throw Error(fmt::format("'{}' is not a kind of speed; the kinds are automatic (nn where the "
+                          "device has it), nn (CNN inference) and integer (7-Zip's rating)",
+                          name));
+}
+
+Device for_speed_kind(const Device& device, SpeedKind kind, std::vector<std::string>* notes) {
+  auto note = [notes](std::string text) {
+    if (notes) notes->push_back(std::move(text));
+  };
+  if (device.speed_kind == "nn" && kind == SpeedKind::integer) {
+    throw DeviceError(fmt::format(
+        "{} is already set to its nn speed; load the device again (find_device) to emulate "
+        "it at its integer speed",
+        device.name));
+  }
+  const bool want_nn = kind == SpeedKind::nn || (kind == SpeedKind::automatic && device.nn);
+  if (!want_nn) {
+    if (kind == SpeedKind::automatic && !device.nn_ms.empty()) {
+      note(fmt::format(
+          "speed: {} has published CNN inference times, but this host's nn rating is not "
+          "measured ({}), so it is emulated at its integer (7-Zip) speed, which made CNN "
+          "inference 3-5x too fast on Cortex-A53/A72 boards (docs/fidelity.md); run `edgeprof "
+          "calibrate-host --nn` (needs `pip install ncnn`) to fix it",
+          device.name, device.nn_missing));
+    } else if (kind == SpeedKind::automatic && device.reference_speed) {
+      note(fmt::format("speed: integer (7-Zip's rating); {} has no nn speed ({}), so CNN "
+                       "inference may run faster here than on the device (docs/fidelity.md)",
+                       device.name,
+                       device.nn_missing.empty() ? "no published CNN inference times"
+                                                 : device.nn_missing));
+    } else if (kind == SpeedKind::integer && device.nn) {
+      note(fmt::format("speed: integer (7-Zip's rating), as asked; the nn speed would be "
+                       "{:.4g} of a host core",
+                       device.nn->core_speed));
+    }
+    return device;
+  }
+  if (!device.nn) {
+    const std::string fix =
+        device.nn_ms.empty()
+            ? "give published CNN inference times in a device file (`nn`, docs/devices.md)"
+            : "run `edgeprof calibrate-host --nn` once (needs `pip install ncnn`)";
+    throw DeviceError(fmt::format(
+        "{} has no nn speed: {}; {}, or emulate it at its integer speed (--speed-kind integer)",
+        device.name,
+        device.nn_missing.empty() ? "no published CNN inference times" : device.nn_missing, fix));
+  }
+  Device d = device;
+  d.core_speed = device.nn->core_speed;
+  d.speed_kind = "nn";
+  if (device.speed_kind != "nn" && device.nn->basis == "vector") {
+    d.sources["core_speed"] = FigureSource{
+        "estimated", fmt::format("{}: the device's vector-kernel score / this host's",
+                                 describe(*device.nn))};
+  } else if (device.speed_kind != "nn") {
+    d.sources["core_speed"] = FigureSource{
+        "estimated", fmt::format("{}: host time / published device time per graph, geometric "
+                                 "mean; the device's times are {}",
+                                 describe(*device.nn),
+                                 device.sources.count("nn") ? device.sources.at("nn").source
+                                                            : std::string("given")),
+    };
+  }
+  note(fmt::format("speed: {}{}", describe(*device.nn),
+                   device.nn->precision == "fp32"
+                       ? ""
+                       : fmt::format("; the device's times are {} inference, a workload in fp32 "
+                                     "runs slower there than emulated",
+                                     device.nn->precision)));
+  return d;
 }
 
 std::string describe_core_speed(const Device& d) {
+  if (d.speed_kind == "nn" && d.nn) {
+    const NnSpeed& nn = *d.nn;
+    if (nn.basis == "vector") {
+      return fmt::format("{:.4g} of a host core (nn speed: edgeprof-probe's vector kernel, {}; {})",
+                         d.core_speed, nn.precision, nn.vector_units);
+    }
+    std::string how = fmt::format("nn speed: {} ncnn graph{}, {}", nn.ratios.size(),
+                                  nn.ratios.size() == 1 ? "" : "s", nn.precision);
+    if (nn.ratios.size() >= 2) {
+      how += fmt::format("; leave-one-graph-out median error {:.0f}%, worst {:.0f}%",
+                         100 * nn.loo_median_error, 100 * nn.loo_worst_error);
+    }
+    return fmt::format("{:.4g} of a host core ({})", d.core_speed, how);
+  }
   if (d.reference_uncorrected()) {
     return fmt::format("{:.4g} of the reference core, uncorrected for this host", d.core_speed);
   }

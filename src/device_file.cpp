@@ -2,6 +2,7 @@
 // and finding a device by name or path.
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -167,7 +168,8 @@ class Reader {
 // The fields a `sources` entry may describe.
 constexpr const char* kFigures[] = {"cores",           "core_speed", "reference_speed", "memory",
                                     "swap",            "pids_max",   "cpu",             "storage",
-                                    "power",           "scores",     "speed_schedule"};
+                                    "power",           "scores",     "speed_schedule",
+                                    "nn"};
 
 Device read_device(const json& j, const std::string& origin, const DeviceLoadOptions& options) {
   Reader r(j, origin, "");
@@ -245,6 +247,12 @@ Device read_device(const json& j, const std::string& origin, const DeviceLoadOpt
     sc.integer = *s.number("integer", 1e-12, 1e18, true);
     sc.floating = *s.number("floating", 1e-12, 1e18, true);
     sc.memory = *s.number("memory", 1e-12, 1e18, true);
+    // The vector kernel's score: files of an older edgeprof-probe have none.
+    if (auto v = s.number("vector", 1e-12, 1e18)) {
+      sc.vector = *v;
+      sc.vector_unit = s.string("vector_unit");
+      sc.vector_kernel = s.string("vector_kernel", true);
+    }
     s.no_unknown_fields();
     d.scores = sc;
   }
@@ -264,6 +272,38 @@ Device read_device(const json& j, const std::string& origin, const DeviceLoadOpt
       last = step.after_s;
       d.speed_schedule.push_back(step);
     }
+  }
+  if (r.has("nn")) {
+    Reader n = r.object("nn");
+    d.nn_precision = n.string("precision");
+    if (d.nn_precision.empty()) d.nn_precision = "fp32";
+    if (d.nn_precision != "fp32" && d.nn_precision != "fp16") {
+      n.fail("precision", fmt::format("'{}' is not fp32 or fp16", d.nn_precision));
+    }
+    n.integer("threads", 1, 1, false);  // the times in `ms` are of one thread
+    if (!n.has("ms")) n.fail("ms", "is required: the published ms per inference by graph name");
+    // ms per inference by reference graph; a name that is not one is an unknown field.
+    auto read_times = [](Reader times, std::map<std::string, double>& out) {
+      for (const auto& g : reference_graphs()) {
+        if (auto v = times.number(g.name.c_str(), 1e-3, 1e7)) out[g.name] = *v;
+      }
+      times.no_unknown_fields();
+    };
+    read_times(n.object("ms"), d.nn_ms);
+    if (n.has("threads_ms")) {
+      const json& by_threads = n.at("threads_ms");
+      Reader check(by_threads, origin, "nn.threads_ms");  // an object, or a clear error
+      for (const auto& [key, times] : by_threads.items()) {
+        int count = 0;
+        const auto res = std::from_chars(key.data(), key.data() + key.size(), count);
+        if (res.ec != std::errc() || res.ptr != key.data() + key.size() || count < 2 ||
+            count > 4096) {
+          check.fail(key, "expected a thread count of 2 or more as the key");
+        }
+        read_times(Reader(times, origin, "nn.threads_ms." + key), d.nn_threads_ms[count]);
+      }
+    }
+    n.no_unknown_fields();
   }
   if (r.has("sources")) {
     Reader s = r.object("sources");
@@ -286,11 +326,18 @@ Device read_device(const json& j, const std::string& origin, const DeviceLoadOpt
 
   // The core speed: given, or from the probe's scores against this host's, or from the speed
   // relative to the reference core and this host's.
+  std::optional<CoreScores> host_scores;  // this host's suite scores, read once when needed
+  auto host_suite = [&]() -> const CoreScores& {
+    if (!host_scores) {
+      host_scores = options.host_scores ? *options.host_scores : host_calibration().scores;
+    }
+    return *host_scores;
+  };
   if (speed) {
     d.core_speed = *speed;
     d.host_reference_speed = host_reference;
   } else if (d.scores) {
-    const CoreScores host = options.host_scores ? *options.host_scores : host_calibration().scores;
+    const CoreScores& host = host_suite();
     try {
       d.core_speed = speed_from_scores(*d.scores, host);
     } catch (const Error& e) {
@@ -306,6 +353,36 @@ Device read_device(const json& j, const std::string& origin, const DeviceLoadOpt
     r.fail("core_speed",
            "is required unless the file has `scores` from edgeprof-probe or a `reference_speed` "
            "(the speed of one device core relative to one core of this host, for example 0.25)");
+  }
+  if (!d.nn_ms.empty()) {
+    std::string why;
+    std::optional<std::map<std::string, double>> host = options.host_nn_ms;
+    if (!host) {
+      if (auto rating = cached_nn_rating(&why)) host = rating->host_ms;
+    } else if (host->empty()) {
+      why = "this host's nn rating was given as not known";
+      host.reset();
+    }
+    if (host) {
+      try {
+        d.nn = nn_speed(d.nn_ms, *host, d.nn_precision);
+      } catch (const Error& e) {
+        d.nn_missing = e.what();
+      }
+    } else {
+      d.nn_missing = why;
+    }
+  } else if (d.scores && d.scores->vector > 0) {
+    // A probed device: its vector kernel against this host's.
+    try {
+      d.nn = nn_speed_from_scores(*d.scores, host_suite());
+    } catch (const Error& e) {
+      d.nn_missing = e.what();
+    }
+  } else {
+    d.nn_missing = d.scores ? "no published CNN inference times, and the probe's scores have no "
+                              "vector kernel (a file of an older edgeprof-probe: probe again)"
+                            : "no published CNN inference times";
   }
   d.origin = origin;
   try {
@@ -370,6 +447,11 @@ json write_device(const Device& d) {
                    {"integer", d.scores->integer},
                    {"floating", d.scores->floating},
                    {"memory", d.scores->memory}};
+    if (d.scores->vector > 0) {
+      j["scores"]["vector"] = d.scores->vector;
+      j["scores"]["vector_unit"] = d.scores->vector_unit;
+      j["scores"]["vector_kernel"] = d.scores->vector_kernel;
+    }
   }
   if (!d.speed_schedule.empty()) {
     json steps = json::array();
@@ -377,6 +459,18 @@ json write_device(const Device& d) {
       steps.push_back({{"after_s", s.after_s}, {"factor", s.factor}});
     }
     j["speed_schedule"] = steps;
+  }
+  if (!d.nn_ms.empty()) {
+    j["nn"] = {{"precision", d.nn_precision.empty() ? "fp32" : d.nn_precision},
+               {"threads", 1},
+               {"ms", d.nn_ms}};
+    if (!d.nn_threads_ms.empty()) {
+      json by_threads = json::object();
+      for (const auto& [threads, times] : d.nn_threads_ms) {
+        by_threads[std::to_string(threads)] = times;
+      }
+      j["nn"]["threads_ms"] = by_threads;
+    }
   }
   if (!d.sources.empty()) {
     json sources = json::object();
@@ -408,14 +502,21 @@ class Catalog {
   }
 
  private:
-  // What tells one cache file from another, without reading it: "" when there is none.
+  // What tells the cache files (7-Zip and nn ratings) from others, without reading them.
   static std::string cache_key() {
     const std::string dir = detail::host_cache_dir();
     if (dir.empty()) return {};
-    struct stat st {};
-    if (::stat(detail::reference_cache_file(dir).c_str(), &st) != 0) return {};
-    return fmt::format("{}:{}:{}.{}", st.st_ino, st.st_size, st.st_mtim.tv_sec,
-                       st.st_mtim.tv_nsec);
+    std::string key;
+    for (const std::string& file : {detail::reference_cache_file(dir), detail::nn_cache_file(dir)}) {
+      struct stat st {};
+      if (::stat(file.c_str(), &st) != 0) {
+        key += "-;";
+      } else {
+        key += fmt::format("{}:{}:{}.{};", st.st_ino, st.st_size, st.st_mtim.tv_sec,
+                           st.st_mtim.tv_nsec);
+      }
+    }
+    return key;
   }
 
   static std::vector<Device> load() {

@@ -117,11 +117,6 @@ std::vector<std::string> Fs::subdirs(std::string_view path) const {
   return out;
 }
 
-int Fs::open_dir(std::string_view path) const {
-  int fd = ::open(resolve(path).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-  return fd >= 0 ? fd : -errno;
-}
-
 std::optional<long> Fs::fs_type(std::string_view path) const {
   struct statfs st {};
   if (::statfs(resolve(path).c_str(), &st) != 0) return std::nullopt;
@@ -130,34 +125,19 @@ std::optional<long> Fs::fs_type(std::string_view path) const {
 
 StatFile::StatFile(const Fs& fs, std::string_view path)
     : fd_(::open(fs.resolve(path).c_str(), O_RDONLY | O_CLOEXEC)), path_(path) {
-  if (fd_ < 0) error_ = errno;
+  if (!ok()) error_ = errno;
 }
 
 std::string StatFile::error() const {
-  return fd_ >= 0 ? std::string() : sys_message(error_, "opening", path_);
-}
-
-StatFile::~StatFile() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
-StatFile& StatFile::operator=(StatFile&& other) noexcept {
-  if (this != &other) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = other.fd_;
-    path_ = std::move(other.path_);
-    error_ = other.error_;
-    other.fd_ = -1;
-  }
-  return *this;
+  return ok() ? std::string() : sys_message(error_, "opening", path_);
 }
 
 std::optional<std::string> StatFile::read() const {
-  if (fd_ < 0) return std::nullopt;
+  if (!ok()) return std::nullopt;
   std::string out;
   char buf[4096];
   for (off_t offset = 0;;) {
-    ssize_t n = ::pread(fd_, buf, sizeof buf, offset);
+    ssize_t n = ::pread(fd_.get(), buf, sizeof buf, offset);
     if (n < 0) {
       if (errno == EINTR) continue;
       return std::nullopt;
@@ -171,14 +151,14 @@ std::optional<std::string> StatFile::read() const {
 }
 
 std::optional<std::string_view> StatFile::read_into(char* buffer, size_t capacity) const {
-  if (fd_ < 0) return std::nullopt;
+  if (!ok()) return std::nullopt;
   size_t used = 0;
   for (;;) {
     if (used == capacity) {  // might be truncated: do not parse half
       errno = EFBIG;
       return std::nullopt;
     }
-    ssize_t n = ::pread(fd_, buffer + used, capacity - used, static_cast<off_t>(used));
+    ssize_t n = ::pread(fd_.get(), buffer + used, capacity - used, static_cast<off_t>(used));
     if (n < 0) {
       if (errno == EINTR) continue;
       return std::nullopt;

@@ -11,14 +11,8 @@
 
 namespace edgeprof::detail {
 
-// File names, in one place.
+// Host file names, in one place; the cgroup files are in cgroup/files.hpp.
 namespace files {
-inline constexpr const char* kProcs = "cgroup.procs";
-inline constexpr const char* kControllers = "cgroup.controllers";
-inline constexpr const char* kSubtreeControl = "cgroup.subtree_control";
-inline constexpr const char* kKill = "cgroup.kill";
-inline constexpr const char* kFreeze = "cgroup.freeze";
-inline constexpr const char* kEvents = "cgroup.events";
 inline constexpr const char* kProcSelfCgroup = "/proc/self/cgroup";
 inline constexpr const char* kProcMeminfo = "/proc/meminfo";
 inline constexpr const char* kCgroupMount = "/sys/fs/cgroup";
@@ -79,8 +73,6 @@ class Fs {
   int rmdir(std::string_view path) const;  // 0 or errno
   // Names of the subdirectories of `path` (empty when it cannot be read).
   std::vector<std::string> subdirs(std::string_view path) const;
-  // An O_PATH|O_DIRECTORY fd of `path` (for clone3's CLONE_INTO_CGROUP), or -errno.
-  int open_dir(std::string_view path) const;
   // statfs f_type of `path`, or nullopt.
   std::optional<long> fs_type(std::string_view path) const;
 
@@ -97,20 +89,13 @@ class StatFile {
   // Takes ownership of an open descriptor.
   static StatFile adopt(int fd, std::string path) {
     StatFile f;
-    f.fd_ = fd;
+    f.fd_.reset(fd);
     f.path_ = std::move(path);
     return f;
   }
-  ~StatFile();
-  StatFile(StatFile&& other) noexcept
-      : fd_(other.fd_), path_(std::move(other.path_)), error_(other.error_) {
-    other.fd_ = -1;
-  }
-  StatFile& operator=(StatFile&& other) noexcept;
-  StatFile(const StatFile&) = delete;
-  StatFile& operator=(const StatFile&) = delete;
+  // Movable, not copyable: the descriptor is a UniqueFd.
 
-  bool ok() const { return fd_ >= 0; }
+  bool ok() const { return fd_.get() >= 0; }
   const std::string& path() const { return path_; }
   // Why the file could not be opened ("" when it is open).
   std::string error() const;
@@ -122,7 +107,7 @@ class StatFile {
   std::optional<std::string_view> read_into(char* buffer, size_t capacity) const;
 
  private:
-  int fd_ = -1;
+  UniqueFd fd_;
   std::string path_;
   int error_ = 0;  // errno of the failed open
 };

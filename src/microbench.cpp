@@ -1,7 +1,7 @@
 // The per-core micro-benchmark suite, this host's calibration cache, and edgeprof-probe's
 // device file. Portable C++ only (no intrinsics, no assembly): the same source runs on the
 // x86-64 host and, built into edgeprof-probe, on arm64 and 32-bit ARM devices, and the scores
-// compare only if the work is the same.
+// compare only if the work is the same. The vector kernel is in vector_kernel.cpp.
 #include "edgeprof/microbench.hpp"
 
 #include <fcntl.h>
@@ -309,6 +309,40 @@ class Chase {
   std::uint64_t position_ = 0;
 };
 
+// The vector kernel on one unit; like the memory kernel it goes on from run to run (through
+// the panels), and each run's checksum must be the one its units give.
+class Vector {
+ public:
+  Vector(const detail::VectorData& data, const detail::VectorUnit& unit)
+      : data_(&data), unit_(unit) {}
+  void operator()(std::uint64_t units) {
+    const double got = unit_.run(*data_, next_, units);
+    const double want = data_->expected(next_, units);
+    if (got != want) {
+      broken_kernel("vector", fmt::format("{} units from {} on {}: {:.17g}, expected {:.17g}",
+                                          units, next_, unit_.name, got, want));
+    }
+    next_ += units;
+  }
+
+ private:
+  const detail::VectorData* data_;
+  detail::VectorUnit unit_;
+  std::uint64_t next_ = 0;
+};
+
+detail::VectorUnit choose_vector_unit(const std::string& name) {
+  const std::vector<detail::VectorUnit> units = detail::vector_units();
+  if (name.empty()) return units.front();
+  std::string have;
+  for (const auto& u : units) {
+    if (u.name == name) return u;
+    have += fmt::format("{}{}", have.empty() ? "" : ", ", u.name);
+  }
+  throw Error(fmt::format("vector unit '{}' is not one this CPU and build can run; it has: {}",
+                          name, have));
+}
+
 std::string format_runs(const KernelRuns& k, std::string_view unit) {
   return fmt::format("{:<8} {:>12.6g} {} (median of {}; min {:.6g}, max {:.6g}, spread {:.1f}%)",
                      k.kernel, k.median, unit, k.scores.size(), k.min, k.max,
@@ -332,6 +366,7 @@ SuiteRun run_suite_detailed(const SuiteOptions& options) {
   auto say = [&options](const std::string& line) {
     if (options.progress) options.progress(line);
   };
+  const detail::VectorUnit unit = choose_vector_unit(options.vector_unit);
   detail::PinnedThread pin(options.cpu);
   SuiteRun out;
   out.cpu = pin.cpu();
@@ -344,6 +379,8 @@ SuiteRun run_suite_detailed(const SuiteOptions& options) {
   const Kernel integer{"integer", 1.0, 1, run_integer};
   const Kernel floating{"floating", 1.0, 1, run_floating};
   const Kernel memory{"memory", 1e-6, 4096, Chase(buffer)};
+  const detail::VectorData vector_data(detail::kVectorSeed);
+  const Kernel vector{"vector", detail::kVectorFlopsPerUnit * 1e-9, 4, Vector(vector_data, unit)};
 
   out.kernels.push_back(measure(integer, options));
   say(format_runs(out.kernels.back(), "units/s"));
@@ -351,15 +388,26 @@ SuiteRun run_suite_detailed(const SuiteOptions& options) {
   say(format_runs(out.kernels.back(), "units/s"));
   out.kernels.push_back(measure(memory, options));
   say(format_runs(out.kernels.back(), "M loads/s"));
+  out.kernels.push_back(measure(vector, options));
+  say(format_runs(out.kernels.back(), fmt::format("GFLOP/s ({})", unit.name)));
   out.scores.integer = out.kernels[0].median;
   out.scores.floating = out.kernels[1].median;
   out.scores.memory = out.kernels[2].median;
+  out.scores.vector = out.kernels[3].median;
+  out.scores.vector_unit = unit.name;
+  out.scores.vector_kernel = kVectorKernelVersion;
   out.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   say(fmt::format("suite done in {:.1f} s", out.seconds));
   return out;
 }
 
 CoreScores run_suite(const SuiteOptions& options) { return run_suite_detailed(options).scores; }
+
+std::vector<std::string> vector_units() {
+  std::vector<std::string> names;
+  for (const auto& u : detail::vector_units()) names.emplace_back(u.name);
+  return names;
+}
 
 double speed_from_scores(const CoreScores& device, const CoreScores& host) {
   if (device.suite != host.suite) {
@@ -656,6 +704,24 @@ std::string host_cache_dir() {
                                std::getenv("HOME"));
 }
 
+std::optional<std::string> read_host_cache(const std::string& path, std::string_view what,
+                                           std::string* why) {
+  auto say = [why](std::string text) {
+    if (why) *why = std::move(text);
+    return std::nullopt;
+  };
+  if (path.empty()) {
+    return say("no cache directory (EDGEPROF_CACHE_DIR, XDG_CACHE_HOME and HOME are unset)");
+  }
+  int err = 0;
+  auto text = Fs().read(path, &err);
+  if (!text) {
+    return say(err == ENOENT ? fmt::format("this host's {} is not measured yet (no {})", what, path)
+                             : sys_message(err, "cannot read", path, "measure it again"));
+  }
+  return text;
+}
+
 std::string replace_file(const std::string& dir, const std::string& path, std::string_view text) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -702,8 +768,13 @@ utsname uname_or_empty() {
 }
 
 json scores_json(const CoreScores& s) {
-  return {
-      {"suite", s.suite}, {"integer", s.integer}, {"floating", s.floating}, {"memory", s.memory}};
+  return {{"suite", s.suite},
+          {"integer", s.integer},
+          {"floating", s.floating},
+          {"memory", s.memory},
+          {"vector", s.vector},
+          {"vector_unit", s.vector_unit},
+          {"vector_kernel", s.vector_kernel}};
 }
 
 // Reads a cache file; nullopt with the reason in *why when it is missing, corrupt, or for
@@ -731,6 +802,9 @@ std::optional<HostCalibration> read_cache(const std::string& path, const HostCal
     cached.scores.integer = s.at("integer").get<double>();
     cached.scores.floating = s.at("floating").get<double>();
     cached.scores.memory = s.at("memory").get<double>();
+    cached.scores.vector = s.value("vector", 0.0);
+    cached.scores.vector_unit = s.value("vector_unit", "");
+    cached.scores.vector_kernel = s.value("vector_kernel", "");
     cached.cpu_model = j.at("cpu_model").get<std::string>();
     cached.kernel = j.at("kernel").get<std::string>();
     cached.hostname = j.at("hostname").get<std::string>();
@@ -742,11 +816,16 @@ std::optional<HostCalibration> read_cache(const std::string& path, const HostCal
     *why = fmt::format("the cached calibration in {} is corrupt ({}): re-measured", path, e.what());
     return std::nullopt;
   }
-  const std::string change =
+  std::string change =
       cached.scores.suite != here.scores.suite
           ? fmt::format("suite '{}', this is '{}'", cached.scores.suite, here.scores.suite)
           : detail::identity_change({cached.cpu_model, cached.kernel, cached.hostname},
                                     {here.cpu_model, here.kernel, here.hostname});
+  if (change.empty() && (cached.scores.vector_kernel != kVectorKernelVersion ||
+                         !(cached.scores.vector > 0) || !std::isfinite(cached.scores.vector))) {
+    change = fmt::format("vector kernel '{}', this is '{}'", cached.scores.vector_kernel,
+                         kVectorKernelVersion);
+  }
   if (!change.empty()) {
     *why = fmt::format("the cached calibration in {} is for {}: re-measured", path, change);
     return std::nullopt;
@@ -968,7 +1047,10 @@ std::string probe_json(const ProbeFacts& facts, const SuiteRun& run, const std::
        {{"suite", run.scores.suite},
         {"integer", run.scores.integer},
         {"floating", run.scores.floating},
-        {"memory", run.scores.memory}}},
+        {"memory", run.scores.memory},
+        {"vector", run.scores.vector},
+        {"vector_unit", run.scores.vector_unit},
+        {"vector_kernel", run.scores.vector_kernel}}},
       {"sources",
        {{"cores", {{"status", "measured"}, {"source", by + ": sched_getaffinity"}}},
         {"memory", {{"status", "measured"}, {"source", by + ": /proc/meminfo MemTotal"}}},
@@ -979,6 +1061,8 @@ std::string probe_json(const ProbeFacts& facts, const SuiteRun& run, const std::
 }
 
 }  // namespace detail
+
+namespace detail {
 
 std::string probe_device_json(const ProbeOptions& options) {
   const utsname u = uname_or_empty();
@@ -1005,9 +1089,12 @@ std::string probe_device_json(const ProbeOptions& options) {
     suite.per_kernel = std::chrono::milliseconds(60);
     suite.repeats = 3;
   }
+  suite.vector_unit = options.vector_unit;
   suite.progress = options.progress;
   const SuiteRun run = run_suite_detailed(suite);
   return detail::probe_json(facts, run, name, detail::utc_now());
 }
+
+}  // namespace detail
 
 }  // namespace edgeprof

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -14,6 +15,23 @@
 #include "edgeprof/microbench.hpp"
 
 namespace edgeprof::detail {
+
+// edgeprof-probe's job, private to the program (src/probe) and its tests.
+// What edgeprof-probe does.
+struct ProbeOptions {
+  std::string name;    //< the device's name in the file; "" = this machine's host name
+  bool quick = false;  //< shorter timed runs (about 1 s for the suite): a first look, tests
+  // The vector kernel's unit (SuiteOptions::vector_unit); "" = the best of this CPU.
+  std::string vector_unit;
+  // Receives progress lines for people (edgeprof-probe prints them on stderr); may be empty.
+  std::function<void(const std::string&)> progress;
+};
+
+// Measures this machine as edgeprof-probe does and returns its device file (JSON, schema
+// version 1): cores this process may use, MemTotal, the CPU model, and the suite's scores
+// (the vector kernel's on the best vector unit, named in the file) on the fastest CPU (the highest cpu_capacity, then cpuinfo_max_freq; named in `description`).
+// Throws DeviceError for an unusable name and what run_suite throws.
+std::string probe_device_json(const ProbeOptions& options = {});
 
 class Fs;
 
@@ -97,6 +115,49 @@ class ChaseBuffer {
 // digest(16) of ChaseBuffer(1 MiB, kChaseSeed).
 inline constexpr std::uint64_t kChaseDigest1MiB = 0xe3f9959fcd5fa07full;
 
+// Vector kernel (vector_kernel.cpp). One unit: a 6 x 32 single-precision block of a matrix
+// product over a depth of 128 (2 x 6 x 32 x 128 = 49,152 floating-point operations), from one
+// of kVectorPanels packed panels of A (in turn) and one B, all from one seed and resident in a
+// 32 KiB level-1 data cache. Values are multiples of 1/4 below 2: every sum is exact, so a
+// unit's checksum (the sum of its block) is the same on every vector unit, fused or not.
+inline constexpr int kVectorRows = 6;
+inline constexpr int kVectorCols = 32;
+inline constexpr int kVectorDepth = 128;
+inline constexpr int kVectorPanels = 4;
+inline constexpr double kVectorFlopsPerUnit = 2.0 * kVectorRows * kVectorCols * kVectorDepth;
+inline constexpr std::uint64_t kVectorSeed = 0x5eed0004;
+
+// The kernel's data and the checksum each panel must give.
+class VectorData {
+ public:
+  explicit VectorData(std::uint64_t seed);
+  const float* panel(int p) const {
+    return a_.data() + static_cast<std::size_t>(p) * kVectorRows * kVectorDepth;
+  }
+  const float* b() const { return b_.data(); }
+  double panel_sum(int p) const { return panel_sums_[p]; }
+  // The checksum of units first, first + 1, ..., first + units - 1 (unit u uses panel
+  // u % kVectorPanels).
+  double expected(std::uint64_t first, std::uint64_t units) const;
+
+ private:
+  std::vector<float> a_;
+  std::vector<float> b_;
+  double panel_sums_[kVectorPanels] = {};
+};
+
+// One build of the kernel for one vector unit: `run` computes `units` units from `first` and
+// returns their checksum.
+struct VectorUnit {
+  const char* name;  // "avx512f", "avx2+fma", "sse2", "neon" or "generic" (no vector unit)
+  int lanes;         // single-precision lanes of one vector
+  double (*run)(const VectorData& data, std::uint64_t first, std::uint64_t units);
+};
+
+// The builds this CPU can run, best first (as an inference library would choose); the last is
+// the build's baseline, which every CPU it runs on has.
+std::vector<VectorUnit> vector_units();
+
 // The median of `values` (the mean of the middle two for an even count); 0 when empty.
 double median(std::vector<double> values);
 
@@ -174,6 +235,14 @@ std::string host_cache_dir();
 
 // The cache file of this host's 7-Zip rating (reference.hpp) in a cache directory.
 std::string reference_cache_file(const std::string& dir);
+
+// The cache file of this host's nn rating (nn.hpp) in a cache directory.
+std::string nn_cache_file(const std::string& dir);
+
+// The text of the cache file `path` of this host (empty: no cache directory), or nullopt with why
+// not in `*why`: no cache directory, "this host's <what> is not measured yet", or unreadable.
+std::optional<std::string> read_host_cache(const std::string& path, std::string_view what,
+                                           std::string* why);
 
 // Writes `text` to `path` through a temporary file and rename(2), so a reader never sees half a
 // file, creating `dir` first. "" on success, else why not (with the errno).

@@ -68,16 +68,6 @@ std::optional<std::uint64_t> find_key(std::string_view text, std::string_view ke
   return value;
 }
 
-std::optional<Limit> parse_limit(std::string_view text) {
-  text = trim(text);
-  if (text == "max") return Limit{true, 0};
-  auto value = parse_u64(text);
-  if (!value) return std::nullopt;
-  // v1 reports "no limit" as PAGE_COUNTER_MAX rounded to pages (9223372036854771712).
-  if (*value >= (std::uint64_t{1} << 62)) return Limit{true, 0};
-  return Limit{false, *value};
-}
-
 std::vector<CgroupMembership> parse_proc_cgroup(std::string_view text) {
   std::vector<CgroupMembership> out;
   for_each_line(text, [&](std::string_view line) {

@@ -27,13 +27,6 @@ void find_keys(std::string_view text, const std::string_view (&keys)[N],
   find_keys(text, keys, N, out);
 }
 
-// A limit file: "max" (or v1's huge "unlimited" values) -> nullopt-in-value; a number -> it.
-struct Limit {
-  bool unlimited = false;
-  std::uint64_t value = 0;
-};
-std::optional<Limit> parse_limit(std::string_view text);
-
 // One line of /proc/<pid>/cgroup: "hierarchy-id:controller,list:/path".
 struct CgroupMembership {
   int hierarchy = 0;

@@ -114,7 +114,7 @@ bool operator==(const EmulationPlan& a, const EmulationPlan& b) {
          a.cpu_quota_us == b.cpu_quota_us && a.memory_max_bytes == b.memory_max_bytes &&
          a.swap_max_bytes == b.swap_max_bytes && a.pids_max == b.pids_max &&
          a.io_device == b.io_device && a.io_read_bps == b.io_read_bps &&
-         a.io_write_bps == b.io_write_bps && a.notes == b.notes;
+         a.io_write_bps == b.io_write_bps && a.keep_warm == b.keep_warm && a.notes == b.notes;
 }
 
 std::uint64_t choose_cpu_period_us(std::uint64_t iteration_time_us) {
@@ -135,9 +135,12 @@ CpuBandwidth cpu_bandwidth(double capacity_cores, std::uint64_t period_us) {
   return b;
 }
 
-EmulationPlan plan_emulation(const Device& device, const HostFacts& host,
+EmulationPlan plan_emulation(const Device& described, const HostFacts& host,
                              const PlanOptions& options) {
-  device.validate();
+  described.validate();
+  EmulationPlan plan;
+  // The speed of the kind asked for (nn where the device has it, by default).
+  const Device device = for_speed_kind(described, options.speed_kind, &plan.notes);
   if (options.cpu_period_us != kChosenCpuPeriod &&
       (options.cpu_period_us < kMinCpuPeriodUs || options.cpu_period_us > kMaxCpuPeriodUs)) {
     throw Error(fmt::format("cpu_period_us = {} is out of range: the kernel accepts {} to {} us "
@@ -150,7 +153,6 @@ EmulationPlan plan_emulation(const Device& device, const HostFacts& host,
                             "iteration time",
                             options.cpu_period_us, double(options.iteration_time_us) / 1000));
   }
-  EmulationPlan plan;
   const std::string who = fmt::format("device '{}'", device.name);
 
   // CPUs: the device's core count, capped by what the host allows this process.
@@ -192,7 +194,7 @@ EmulationPlan plan_emulation(const Device& device, const HostFacts& host,
         "more than {} threads run at the same instant",
         device.cores, ncpus, ncpus == 1 ? "" : "s", ncpus));
   }
-  if (device.reference_uncorrected()) {
+  if (device.speed_kind != "nn" && device.reference_uncorrected()) {
     plan.notes.push_back(fmt::format(
         "core speed {:g} is relative to the catalog's reference core ({}), taken as this "
         "host's uncorrected: this host's speed relative to that core is not measured, so the "
@@ -331,6 +333,33 @@ EmulationPlan plan_emulation(const Device& device, const HostFacts& host,
           "writes that reach the disk; the page cache is not limited (docs/storage.md)",
           plan.io_device));
     }
+  }
+
+  // Keep-warm, where the quota throttles (src/keep_warm.hpp says why), and the slice waits long
+  // enough in each period for it to pay.
+  const double share = double(plan.cpu_quota_us) /
+                       (double(plan.cpu_period_us) * double(std::max<std::size_t>(plan.cpus.size(), 1)));
+  const bool throttles =
+      !detail::quota_unlimited(plan.cpu_quota_us, plan.cpu_period_us, plan.cpus.size()) ||
+      !device.speed_schedule.empty();
+  plan.keep_warm = options.keep_warm && throttles &&
+                   (share <= kKeepWarmMaxShare || !device.speed_schedule.empty());
+  if (options.keep_warm && throttles && !plan.keep_warm) {
+    plan.notes.push_back(fmt::format(
+        "keep-warm is off: each CPU gets {:.2f} of every period and waits only the rest; "
+        "above {:.2f}, idle-priority threads keeping the CPUs busy delayed the workload's "
+        "return more often than they saved (docs/keep-warm.md)",
+        share, kKeepWarmMaxShare));
+  }
+  if (plan.keep_warm) {
+    plan.notes.push_back(fmt::format(
+        "host CPU{} {} {} kept busy while the workload runs by idle-priority threads of this "
+        "process, outside the slice, so that a throttled CPU does not halt and resume cold and "
+        "the quota buys the work it should (docs/keep-warm.md); their CPU time is reported "
+        "apart from the workload's (keep_warm_cpu_s); keep_warm off (--no-keep-warm) stops "
+        "them",
+        plan.cpus.size() == 1 ? "" : "s", format_cpu_list(plan.cpus),
+        plan.cpus.size() == 1 ? "is" : "are"));
   }
   return plan;
 }

@@ -3,12 +3,7 @@
 
 #include "edgeprof/reference.hpp"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,8 +20,7 @@
 #include "fs.hpp"
 #include "microbench_detail.hpp"
 #include "spawn.hpp"
-
-extern char** environ;
+#include "child.hpp"
 
 namespace edgeprof {
 
@@ -65,110 +59,6 @@ std::string_view trim(std::string_view s) {
 
 bool starts_with(std::string_view s, std::string_view prefix) {
   return s.substr(0, prefix.size()) == prefix;
-}
-
-// The last `n` lines of `text`, for an error message.
-std::string tail(std::string_view text, int n) {
-  std::size_t at = text.size();
-  while (n-- > 0 && at > 0) {
-    at = text.rfind('\n', at - 1);
-    if (at == std::string_view::npos) return std::string(text);
-  }
-  return std::string(text.substr(at == 0 ? 0 : at + 1));
-}
-
-std::optional<std::string> find_on_path(const std::string& name) {
-  if (name.find('/') != std::string::npos) {
-    return ::access(name.c_str(), X_OK) == 0 ? std::optional(name) : std::nullopt;
-  }
-  const char* path = std::getenv("PATH");
-  std::string found =
-      detail::find_in_path(name, path && *path ? path : "/usr/local/bin:/usr/bin:/bin");
-  return found.empty() ? std::nullopt : std::optional(std::move(found));
-}
-
-// What came out of a finished child.
-struct ChildOutput {
-  std::string text;  // stdout and stderr, interleaved
-  int status = 0;    // waitpid's
-  double seconds = 0;
-};
-
-// Runs argv with stdout and stderr into one pipe, on the calling thread's CPU affinity; stops it
-// (SIGKILL) after `timeout`. Progress: a line every 10 s.
-ChildOutput run_child(const std::vector<std::string>& argv, std::chrono::seconds timeout,
-                      const std::function<void(const std::string&)>& progress) {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) {
-    throw Error(fmt::format("cannot create a pipe for {}: {} (errno {})", argv[0],
-                            std::strerror(errno), errno),
-                errno);
-  }
-  detail::UniqueFd read_end(fds[0]), write_end(fds[1]);
-  posix_spawn_file_actions_t actions;
-  ::posix_spawn_file_actions_init(&actions);
-  ::posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  ::posix_spawn_file_actions_adddup2(&actions, write_end.get(), 1);
-  ::posix_spawn_file_actions_adddup2(&actions, write_end.get(), 2);
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = -1;
-  const auto started = std::chrono::steady_clock::now();
-  const int err = ::posix_spawn(&pid, argv[0].c_str(), &actions, nullptr, args.data(), environ);
-  ::posix_spawn_file_actions_destroy(&actions);
-  if (err != 0) {
-    throw Error(fmt::format("cannot start {}: {} (errno {})", argv[0], std::strerror(err), err),
-                err);
-  }
-  write_end.reset();
-  // Whatever ends this function early (a progress callback that throws, Ctrl-C in Python), the
-  // child does not outlive it.
-  struct Reaper {
-    pid_t pid;
-    ~Reaper() {
-      if (pid <= 0) return;
-      ::kill(pid, SIGKILL);  // our own child, by pid
-      int status = 0;
-      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-      }
-    }
-  } reaper{pid};
-  ChildOutput out;
-  auto last_note = started;
-  bool timed_out = false;
-  char buffer[4096];
-  while (true) {
-    pollfd p{read_end.get(), POLLIN, 0};
-    const int ready = ::poll(&p, 1, 1000);
-    const auto now = std::chrono::steady_clock::now();
-    if (now - started > timeout) {
-      ::kill(pid, SIGKILL);  // our own child, by pid
-      timed_out = true;
-      break;
-    }
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready > 0) {
-      const ssize_t n = ::read(read_end.get(), buffer, sizeof buffer);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;  // end of output: the child is exiting
-      out.text.append(buffer, static_cast<std::size_t>(n));
-    }
-    if (progress && now - last_note >= std::chrono::seconds(10)) {
-      last_note = now;
-      progress(fmt::format("  7-Zip benchmark running: {:.0f} s",
-                           std::chrono::duration<double>(now - started).count()));
-    }
-  }
-  while (::waitpid(pid, &out.status, 0) < 0 && errno == EINTR) {
-  }
-  reaper.pid = -1;
-  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  if (timed_out) {
-    throw Error(fmt::format("{} ran longer than {} s and was stopped; its output ended with:\n{}",
-                            argv[0], timeout.count(), tail(out.text, 5)));
-  }
-  return out;
 }
 
 struct CacheFile {
@@ -236,7 +126,7 @@ SevenZipBenchmark parse_7zip_benchmark(std::string_view text, std::string_view o
     throw Error(fmt::format(
         "{}: no \"Tot:\" line with a rating in 7-Zip's benchmark output: the benchmark failed or "
         "was interrupted; its output ended with:\n{}",
-        origin, tail(text, 5)));
+        origin, detail::tail(text, 5)));
   }
   return b;
 }
@@ -247,16 +137,8 @@ std::optional<ReferenceRating> cached_reference_rating(std::string* why) {
     return std::nullopt;
   };
   const CacheFile cache = cache_file();
-  if (cache.path.empty()) {
-    return say("no cache directory (EDGEPROF_CACHE_DIR, XDG_CACHE_HOME and HOME are unset)");
-  }
-  int err = 0;
-  const auto text = detail::Fs().read(cache.path, &err);
-  if (!text) {
-    return say(err == ENOENT
-                   ? fmt::format("this host's 7-Zip rating is not measured yet (no {})", cache.path)
-                   : detail::sys_message(err, "cannot read", cache.path, "measure it again"));
-  }
+  const auto text = detail::read_host_cache(cache.path, "7-Zip rating", why);
+  if (!text) return std::nullopt;
   ReferenceRating r;
   try {
     const json j = json::parse(*text);
@@ -292,14 +174,14 @@ ReferenceRating measure_reference_rating(const ReferenceOptions& options) {
   std::optional<std::string> found;
   if (program.empty()) {
     for (const char* name : {"7zz", "7z", "7za"}) {
-      if ((found = find_on_path(name))) break;
+      if ((found = detail::find_on_path(name))) break;
     }
     if (!found) {
       throw Error(
           "no 7-Zip program on PATH (looked for 7zz, 7z and 7za): install one (Debian and "
           "Ubuntu: apt-get install 7zip; Fedora: dnf install 7zip) and measure again");
     }
-  } else if (!(found = find_on_path(program))) {
+  } else if (!(found = detail::find_on_path(program))) {
     throw Error(fmt::format("the 7-Zip program '{}' is not an executable file here; give its "
                             "path or install 7-Zip",
                             program));
@@ -310,20 +192,20 @@ ReferenceRating measure_reference_rating(const ReferenceOptions& options) {
   for (const std::string& a : options.arguments) command += " " + a;
 
   ReferenceRating r;
-  ChildOutput out;
+  detail::ChildOutput out;
   {
     detail::PinnedThread pin(options.cpu);  // posix_spawn's child inherits this affinity
     r.cpu = pin.cpu();
     if (options.progress) {
       options.progress(fmt::format("running `{}` on CPU {} (about 40 s)", command, r.cpu));
     }
-    out = run_child(argv, options.timeout, options.progress);
+    out = detail::run_child(argv, options.timeout, options.progress, "7-Zip benchmark");
   }
   if (!WIFEXITED(out.status) || WEXITSTATUS(out.status) != 0) {
     throw Error(fmt::format(
         "`{}` failed ({} {}); its output ended with:\n{}", command,
         WIFEXITED(out.status) ? "exit status" : "signal",
-        WIFEXITED(out.status) ? WEXITSTATUS(out.status) : WTERMSIG(out.status), tail(out.text, 5)));
+        WIFEXITED(out.status) ? WEXITSTATUS(out.status) : WTERMSIG(out.status), detail::tail(out.text, 5)));
   }
   const SevenZipBenchmark b = parse_7zip_benchmark(out.text, command);
   r.host_mips = b.total_mips;

@@ -1,16 +1,15 @@
 // Reports as text for people, JSON for programs (and back), and CSV time series.
 #include <fmt/format.h>
-#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <cmath>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "edgeprof/error.hpp"
 #include "edgeprof/slice.hpp"
 #include "edgeprof/version.hpp"
 #include "device_json.hpp"
+#include "microbench_detail.hpp"
 
 namespace edgeprof {
 
@@ -20,19 +19,12 @@ using nlohmann::json;
 
 const HostInfo& host_info() {
   static const HostInfo info = [] {
+    // The same identity the host caches are keyed by (CPU model named on ARM too, via Fs).
+    const detail::HostIdentity id = detail::host_identity();
     HostInfo h;
-    char name[256] = {};
-    if (::gethostname(name, sizeof name - 1) == 0) h.hostname = name;
-    utsname u{};
-    if (::uname(&u) == 0) h.kernel = u.release;
-    std::ifstream cpuinfo("/proc/cpuinfo");
-    for (std::string line; std::getline(cpuinfo, line);) {
-      if (line.rfind("model name", 0) == 0) {
-        auto colon = line.find(':');
-        if (colon != std::string::npos) h.cpu_model = line.substr(line.find_first_not_of(' ', colon + 1));
-        break;
-      }
-    }
+    h.hostname = id.hostname;
+    h.kernel = id.kernel;
+    h.cpu_model = id.cpu_model;
     const HostFacts facts = host_facts();
     h.cpus = static_cast<int>(facts.cpus.size());
     h.memory_bytes = facts.memory_bytes;
@@ -65,6 +57,9 @@ void get_opt(const json& j, const char* key, std::optional<T>& out) {
 json device_json(const Device& d) {
   json j = detail::device_file_object(d);
   j["origin"] = d.origin;
+  // Which kind of speed was emulated, and from what (report fields, not device-file ones).
+  j["speed_kind"] = d.speed_kind == "nn" ? "nn" : d.reference_speed ? "integer" : "given";
+  j["speed"] = describe_core_speed(d);
   return j;
 }
 
@@ -72,9 +67,13 @@ Device device_from(const json& j) {
   if (j.contains("edgeprof_device")) {
     json file = j;
     const std::string origin = file.value("origin", std::string());
+    const std::string kind = file.value("speed_kind", std::string());
     file.erase("origin");
+    file.erase("speed_kind");
+    file.erase("speed");
     Device d = detail::device_from_file_object(file, "the report's device");
     d.origin = origin;
+    if (kind == "nn") d.speed_kind = "nn";
     return d;
   }
   // Reports written before device files existed (edgeprof 0.1 development versions).
@@ -103,6 +102,7 @@ json plan_json(const EmulationPlan& p) {
           {"io_device", p.io_device},
           {"io_read_bps", opt(p.io_read_bps)},
           {"io_write_bps", opt(p.io_write_bps)},
+          {"keep_warm", p.keep_warm},
           {"notes", p.notes}};
 }
 
@@ -117,6 +117,7 @@ EmulationPlan plan_from(const json& j) {
   if (j.contains("io_device")) p.io_device = j.at("io_device").get<std::string>();
   get_opt(j, "io_read_bps", p.io_read_bps);
   get_opt(j, "io_write_bps", p.io_write_bps);
+  if (j.contains("keep_warm")) p.keep_warm = j.at("keep_warm").get<bool>();
   p.notes = j.at("notes").get<std::vector<std::string>>();
   return p;
 }
@@ -324,9 +325,11 @@ json result_json(const Result& r) {
   j["throttled_periods"] = r.throttled_periods;
   j["periods"] = r.periods;
   j["child_max_rss_bytes"] = r.child_max_rss_bytes;
+  j["keep_warm_cpu_s"] = num(r.keep_warm_cpu_s);
   j["provenance"] = {{"wall_time_s", "measured"},     {"cpu_user_s", "measured"},
                      {"cpu_system_s", "measured"},    {"peak_memory_bytes", "measured"},
                      {"throttled_s", "measured"},     {"child_max_rss_bytes", "measured"},
+                     {"keep_warm_cpu_s", "measured"},
                      {"summary.cpu_cores_avg", "measured"},
                      {"summary.cpu_cores_p95", "sampled"},
                      {"summary.cpu_cores_peak", "sampled"},
@@ -399,6 +402,7 @@ Result result_from(const json& j) {
   r.throttled_periods = j.at("throttled_periods").get<std::uint64_t>();
   r.periods = j.at("periods").get<std::uint64_t>();
   r.child_max_rss_bytes = j.at("child_max_rss_bytes").get<std::uint64_t>();
+  if (j.contains("keep_warm_cpu_s")) r.keep_warm_cpu_s = number("keep_warm_cpu_s");
   r.placement = j.at("placement").get<std::string>();
   r.cgroup_mode = cgroup_mode_from_string(j.at("cgroup_mode").get<std::string>());
   r.network_isolated = j.at("network_isolated").get<bool>();
@@ -548,6 +552,12 @@ std::string to_text(const Result& r) {
                   s.throttled_fraction ? fmt::format(" ({})", percent_or(s.throttled_fraction))
                                        : ""),
       "measured (cpu.stat)");
+  if (p.keep_warm) {
+    row("keep-warm",
+        fmt::format("{:.3f} s of CPU on cpus {}, outside the slice, not in the cpu time above",
+                    r.keep_warm_cpu_s, format_cpu_list(p.cpus)),
+        "measured (thread clocks)");
+  }
   if (s.io_read_bytes || s.io_write_bytes) {
     row("block i/o",
         fmt::format("read {} in {} ops, written {} in {} ops", size_or(s.io_read_bytes),

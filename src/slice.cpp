@@ -21,8 +21,11 @@
 #include "cgroup/backend.hpp"
 #include "edgeprof/error.hpp"
 #include "parse.hpp"
+#include "run/cpu_ledger.hpp"
+#include "run/phase_pipe.hpp"
 #include "edgeprof/phase.hpp"
 #include "edgeprof/version.hpp"
+#include "keep_warm.hpp"
 #include "netns.hpp"
 #include "sampler/sampler.hpp"
 #include "spawn.hpp"
@@ -106,79 +109,11 @@ detail::SliceName own_identity(const detail::Fs& fs) {
   return cached;
 }
 
-// Which host CPUs the live slices of this process use, so that slices running at the same time
-// (concurrent trials of a hyper-parameter search) get CPUs of their own while there are enough.
-class CpuLedger {
- public:
-  // The host's CPUs, least used first (lowest number among equals).
-  std::vector<int> order(const std::vector<int>& host) {
-    std::lock_guard<std::mutex> guard(lock_);
-    std::vector<int> out = host;
-    std::stable_sort(out.begin(), out.end(), [&](int a, int b) { return use(a) < use(b); });
-    return out;
-  }
-  // Records the CPUs of a new slice; returns how many other slices already use one of them.
-  int take(const std::vector<int>& cpus) {
-    std::lock_guard<std::mutex> guard(lock_);
-    int shared = 0;
-    for (int c : cpus) shared = std::max(shared, use(c));
-    for (int c : cpus) ++use_[c];
-    return shared;
-  }
-  void give(const std::vector<int>& cpus) {
-    std::lock_guard<std::mutex> guard(lock_);
-    for (int c : cpus) --use_[c];
-  }
-
- private:
-  int use(int cpu) const {
-    auto it = use_.find(cpu);
-    return it == use_.end() ? 0 : it->second;
-  }
-  std::mutex lock_;
-  std::map<int, int> use_;
-};
-
-CpuLedger& cpu_ledger() {
-  static CpuLedger ledger;
-  return ledger;
-}
-
 }  // namespace
 
 CgroupMode cgroup_mode() { return layout().mode; }
 
 namespace {
-
-// The phase channel (edgeprof/phase.hpp): a non-blocking pipe whose write end only the child
-// inherits, named in its environment with the pipe's inode. A slice keeps one for its next run,
-// because creating one (pipe2, fstat, two closes) is a large part of what a spawn costs where
-// system calls are slow (docs/benchmarks.md). This process holds the write end too, so the read
-// end never reports EOF: marks are read until the pipe is empty, after the child was reaped.
-struct PhasePipe {
-  detail::UniqueFd read, write;
-  std::string env;  // "<write fd>:<inode>"
-};
-
-PhasePipe make_phase_pipe() {
-  int ends[2];
-  if (::pipe2(ends, O_CLOEXEC | O_NONBLOCK) != 0) {
-    const int err = errno;
-    throw Error(fmt::format("cannot create the phase pipe: {} (errno {})", std::strerror(err),
-                            err),
-                err);
-  }
-  PhasePipe p{detail::UniqueFd(ends[0]), detail::UniqueFd(ends[1]), {}};
-  struct stat st {};
-  if (::fstat(p.write.get(), &st) != 0) {
-    const int err = errno;
-    throw Error(fmt::format("cannot read the phase pipe's inode: {} (errno {})",
-                            std::strerror(err), err),
-                err);
-  }
-  p.env = fmt::format("{}:{}", p.write.get(), st.st_ino);
-  return p;
-}
 
 // The sampled metric behind each field of Counters.
 using CounterField = std::optional<std::uint64_t> detail::Counters::*;
@@ -228,7 +163,7 @@ struct Slice::Impl {
   // thread each cost a spawn more than anything else the library does).
   std::unique_ptr<detail::Sampler> spare_sampler;
   // The phase pipe of the last run, for the next one (PhasePipe).
-  std::optional<PhasePipe> spare_pipe;
+  std::optional<detail::PhasePipe> spare_pipe;
   bool ledger_taken = false;  // plan.cpus recorded in the CPU ledger
 
   void require_alive() const {
@@ -237,7 +172,7 @@ struct Slice::Impl {
 
   void destroy() noexcept {
     if (ledger_taken) {
-      cpu_ledger().give(plan.cpus);
+      detail::cpu_ledger().give(plan.cpus);
       ledger_taken = false;
     }
     if (!cgroup) return;
@@ -266,18 +201,33 @@ Slice::Slice(Device device, SliceOptions options) : impl_(std::make_shared<Impl>
   PlanOptions plan_options = options.plan;
   // Without explicit CPUs, the least used ones: concurrent slices do not share CPUs while the
   // host has enough.
-  if (plan_options.cpus.empty()) plan_options.cpus = cpu_ledger().order(host.cpus);
+  if (plan_options.cpus.empty()) plan_options.cpus = detail::cpu_ledger().order(host.cpus);
   s.plan = plan_emulation(device, host, plan_options);
-  if (const int shared = cpu_ledger().take(s.plan.cpus); shared > 0) {
+  const int shared = detail::cpu_ledger().take(s.plan.cpus);
+  s.ledger_taken = true;
+  s.device = for_speed_kind(device, plan_options.speed_kind);
+  s.options = std::move(options);
+  s.backend = detail::make_backend(s.fs, layout(), parent_from(s.options));
+  // Keep-warm threads run in this process's cgroup: beneath a CPU quota they would spend the
+  // quota the slice needs whenever it waits, and slow it down instead.
+  if (s.plan.keep_warm) {
+    if (auto above = s.backend->cpu_quota_above()) {
+      plan_options.keep_warm = false;
+      s.plan = plan_emulation(s.device, host, plan_options);
+      s.plan.notes.push_back(fmt::format(
+          "keep-warm is off: {} limits the CPU of this process and the slice together, and "
+          "threads keeping the slice's CPUs busy would spend that quota while the slice waits; "
+          "a throttled workload may then do less work per CPU-second than it would unthrottled "
+          "(docs/keep-warm.md)",
+          *above));
+    }
+  }
+  if (shared > 0) {
     s.plan.notes.push_back(fmt::format(
         "shares host CPUs {} with {} other slice{} of this process running at the same time: "
         "their workloads compete for them",
         format_cpu_list(s.plan.cpus), shared, shared == 1 ? "" : "s"));
   }
-  s.ledger_taken = true;
-  s.device = std::move(device);
-  s.options = std::move(options);
-  s.backend = detail::make_backend(s.fs, layout(), parent_from(s.options));
   remove_stale_slices(*s.backend, s.fs);
 
   detail::SliceName name = own_identity(s.fs);
@@ -332,9 +282,11 @@ struct Child::State {
   std::vector<std::string> argv;
   std::optional<Result> result;
   // Observation: the phase channel, the sampler, the network namespace.
-  PhasePipe marks;
+  detail::PhasePipe marks;
   std::unique_ptr<detail::NetworkNamespace> netns;
   std::unique_ptr<detail::Sampler> sampler;
+  // The slice's CPUs kept busy while the workload runs (EmulationPlan::keep_warm).
+  detail::WarmLease warm;
   // The device's speed schedule, applied while the workload runs (declared after `slice`, so
   // destroyed, and its thread stopped, before the slice it writes to may go).
   std::unique_ptr<detail::SpeedScheduler> scheduler;
@@ -352,8 +304,7 @@ struct Child::State {
   void observe(Result& r, const detail::Exit& exit);
   void analyse(Result& r);
   void close_pidfd() {
-    if (process.pidfd >= 0) ::close(process.pidfd);
-    process.pidfd = -1;
+    process.pidfd.reset();
   }
 };
 
@@ -396,7 +347,7 @@ Child Slice::spawn(const Command& command, const SpawnOptions& options) {
     state->marks = std::move(*s.spare_pipe);
     s.spare_pipe.reset();
   } else {
-    state->marks = make_phase_pipe();
+    state->marks = detail::make_phase_pipe();
   }
   prepared.set_env(kPhaseEnv, state->marks.env);
   prepared.keep_fd(state->marks.write.get());
@@ -418,7 +369,7 @@ Child Slice::spawn(const Command& command, const SpawnOptions& options) {
     } else {
       // A workload in its own network namespace adds that namespace's counters, a source of
       // one run: such a sampler is made for the run and not kept.
-      detail::Sources sources = s.cgroup->sources();
+      detail::Sources sources = detail::Sources::of(s.cgroup->files());
       if (state->netns) sources.add_network(state->netns->take_dev());
       state->sampler =
           std::make_unique<detail::Sampler>(std::move(sources), options.sample_interval);
@@ -431,6 +382,8 @@ Child Slice::spawn(const Command& command, const SpawnOptions& options) {
   placement.cgroup_fd = s.cgroup->clone_fd();
   placement.procs_fds = s.cgroup->self_attach_fds();
   placement.attach = [&s](pid_t pid) { s.cgroup->attach(pid); };
+  // Warm before the child is released, so that its first throttled period finds them running.
+  if (s.plan.keep_warm) state->warm = detail::WarmLease(s.plan.cpus);
   // The sampler starts before the child is released, so its first sample is the baseline.
   state->origin = state->sampler ? state->sampler->start() : Clock::now();
   try {
@@ -451,6 +404,10 @@ Result Child::State::finish(const detail::Exit& exit, bool timed_out) {
   close_pidfd();
   --slice->running;
   Result r;
+  // The workload has ended: its CPUs need no keeping warm.
+  r.keep_warm_cpu_s = warm.cpu_seconds();
+  if (!warm.error().empty()) r.warnings.push_back(warm.error());
+  warm.release();
   observe(r, exit);
   if (WIFEXITED(exit.status)) r.exit_code = WEXITSTATUS(exit.status);
   if (WIFSIGNALED(exit.status)) r.signal = WTERMSIG(exit.status);
@@ -547,7 +504,7 @@ void Child::State::observe(Result& r, const detail::Exit& exit) {
   if (slice->cgroup && !slice->spare_pipe) {
     slice->spare_pipe = std::move(marks);
   } else {
-    marks = PhasePipe{};
+    marks = detail::PhasePipe{};
   }
 }
 

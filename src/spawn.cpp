@@ -346,11 +346,11 @@ struct Spawner {
     }
     // CLONE_VFORK: we run again once the child has exec'd or exited.
     out.pid = static_cast<pid_t>(rc);
-    out.pidfd = pidfd;
+    out.pidfd.reset(pidfd);
     out.placement = placement.cgroup_fd >= 0 ? "clone3" : "vfork+attach";
     if (ctx.failed_stage != Stage::none) {
       ::waitpid(out.pid, nullptr, 0);
-      ::close(pidfd);
+      out.pidfd.reset();
       fail(c, ChildError{ctx.failed_stage, ctx.failed_errno});
     }
     out.released = Clock::time_point(std::chrono::duration_cast<Clock::duration>(
@@ -387,7 +387,7 @@ struct Spawner {
       throw;
     }
     out.pid = pid;
-    out.pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));  // -1 before Linux 5.3
+    out.pidfd.reset(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
     out.placement = "fork+attach";
     out.released = Clock::now();
     ssize_t ignored = ::write(release.write_end(), "x", 1);
@@ -400,7 +400,7 @@ struct Spawner {
     } while (n < 0 && errno == EINTR);
     if (n > 0) {
       ::waitpid(out.pid, nullptr, 0);
-      if (out.pidfd >= 0) ::close(out.pidfd);
+      out.pidfd.reset();
       fail(c, failure);
     }
     return out;
@@ -481,8 +481,8 @@ std::optional<Exit> wait_exit(const Spawned& child, std::optional<Clock::time_po
     if (!budget) return collect(child);
 
     bool exited;
-    if (child.pidfd >= 0) {
-      pollfd p{child.pidfd, POLLIN, 0};
+    if (child.pidfd.get() >= 0) {
+      pollfd p{child.pidfd.get(), POLLIN, 0};
       timespec ts{};
       if (budget) {
         auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(*budget).count();

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "edgeprof/slice.hpp"
+#include "fs.hpp"
 
 namespace edgeprof::detail {
 
@@ -60,7 +61,7 @@ class PreparedCommand {
 
 struct Spawned {
   pid_t pid = -1;
-  int pidfd = -1;
+  UniqueFd pidfd;  // -1 before Linux 5.3
   Clock::time_point released;  // when the child was about to exec
   const char* placement = "";  // "clone3" (born inside), "vfork+attach" or "fork+attach"
 };

@@ -3,6 +3,7 @@
 /// docs/devices.md) and the user's device directories, and finding a device by name or path.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -26,6 +27,10 @@ struct DeviceLoadOptions {
   /// into a core speed. Unset = cached_reference_rating() (reference.hpp; never measured here);
   /// 0 = not known: reference speeds are used uncorrected, and the device and its plan say so.
   std::optional<double> host_reference_speed;
+  /// This host's nn rating (ms per reference graph), to turn a device's published `nn` times
+  /// into its nn speed. Unset = cached_nn_rating() (nn.hpp; never measured here); empty = not
+  /// known: the device has no nn speed, and says why.
+  std::optional<std::map<std::string, double>> host_nn_ms;
 };
 
 /// Parses a device file's JSON text. `origin` (the file name) starts every error message, which

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "edgeprof/microbench.hpp"
+#include "edgeprof/nn.hpp"
 
 namespace edgeprof {
 
@@ -75,6 +76,23 @@ struct Device {
   /// when this host's speed was not known (measure_reference_rating(), `edgeprof calibrate-host
   /// --reference`), in which case core_speed is reference_speed uncorrected.
   std::optional<double> host_reference_speed;
+  /// Published CNN inference times of one device core (ncnn's benchncnn, one thread), in ms
+  /// by reference graph name (nn.hpp); empty = none published for this device.
+  std::map<std::string, double> nn_ms;
+  /// The precision nn_ms was measured at: "fp32", or "fp16" (ARMv8.2 half precision, which
+  /// benchncnn uses where the core has it).
+  std::string nn_precision;
+  /// Published times with several threads (the device's cores), ms by graph, by thread count;
+  /// for comparing multi-core emulation with the board (bench_nn --threads), not for the speed.
+  std::map<int, std::map<std::string, double>> nn_threads_ms;
+  /// The nn speed on this host, from nn_ms and this host's nn rating (cached_nn_rating());
+  /// unset when either is missing, and `nn_missing` says why.
+  std::optional<NnSpeed> nn;
+  /// Why `nn` is unset: no published times, or this host's nn rating is not measured.
+  std::string nn_missing;
+  /// The kind of speed core_speed is: "nn" once for_speed_kind() chose the nn speed; "" for
+  /// the speed the description gives (the catalog's: 7-Zip's integer rating).
+  std::string speed_kind;
   /// Speed steps in increasing order of after_s; empty = full speed throughout.
   std::vector<SpeedStep> speed_schedule;
   /// Figure name ("cores", "core_speed", "memory", "cpu", "storage", "power", ...) -> where it
@@ -138,7 +156,32 @@ Device make_device(std::string name, int cores, double core_speed, std::string_v
 /// unchanged copy. Throws DeviceError for `threads` below 1.
 Device for_threads(const Device& device, int threads);
 
-/// The core speed for people, with where it came from: "0.5 of a host core"; for a speed derived
+/// Which kind of work a device's core speed is for.
+enum class SpeedKind {
+  /// nn where the device has an nn speed on this host, else its core speed as described.
+  automatic,
+  /// CNN inference (ncnn, fp32 unless the device's times say otherwise): Device::nn.
+  nn,
+  /// The core speed the description gives: the catalog's is 7-Zip's integer rating.
+  integer,
+};
+
+/// "automatic", "nn", "integer".
+const char* to_string(SpeedKind kind);
+/// The inverse of to_string(); throws Error listing the names for anything else.
+SpeedKind speed_kind_from_string(std::string_view name);
+
+/// The device with the core speed of `kind`: for nn (and automatic when the device has one), a
+/// copy whose core_speed is Device::nn's, speed_kind "nn" and the source of core_speed saying
+/// so; otherwise an unchanged copy. Appends to `notes` (when given) what was chosen and why:
+/// a device with published nn times that this host cannot use yet gets a note with the command
+/// that fixes it (`edgeprof calibrate-host --nn`). Throws DeviceError for nn when the device
+/// has no nn speed, saying why. Applying it twice changes nothing.
+Device for_speed_kind(const Device& device, SpeedKind kind, std::vector<std::string>* notes = nullptr);
+
+/// The core speed for people, with where it came from: "0.5 of a host core"; for the nn speed
+/// "0.1317 of a host core (nn speed: 12 ncnn graphs, fp32; leave-one-graph-out median error 18%,
+/// worst 52%)"; for a speed derived
 /// from the reference core, "0.4388 of a host core (0.373 of the reference core / this host's
 /// 0.850)", or "0.373 of the reference core, uncorrected for this host" when reference_uncorrected().
 std::string describe_core_speed(const Device& device);

@@ -16,6 +16,10 @@ namespace edgeprof {
 /// whenever a kernel, its work unit or its data changes.
 inline constexpr const char* kSuiteVersion = "edgeprof-suite-1";
 
+/// The vector kernel's version, apart from the suite's: the three scalar kernels of
+/// kSuiteVersion give the integer speed, the vector kernel the nn speed of a probed device.
+inline constexpr const char* kVectorKernelVersion = "edgeprof-vector-1";
+
 /// Single-thread scores of one core; higher is faster. Each is work units per second of one
 /// kernel and means something only as a ratio to another machine's scores of the same `suite`.
 struct CoreScores {
@@ -23,12 +27,21 @@ struct CoreScores {
   double integer = 0;   ///< integer kernel: units per second (a unit sorts, searches, hashes)
   double floating = 0;  ///< floating-point kernel: units per second (a matmul and an n-body step)
   double memory = 0;    ///< memory-bound kernel: millions of dependent loads per second
+  /// Vector kernel: GFLOP/s of a single-precision matrix-product block (CNN inference's inner
+  /// loop) on the best vector unit of the core; 0 = not measured (a file of an older
+  /// edgeprof-probe).
+  double vector = 0;
+  /// The unit the vector kernel ran on: "avx512f", "avx2+fma", "sse2", "neon" or "generic".
+  std::string vector_unit;
+  /// The kVectorKernelVersion that measured `vector`; "" when it was not measured.
+  std::string vector_kernel;
 };
 
 /// Every field equal.
 inline bool operator==(const CoreScores& a, const CoreScores& b) {
   return a.suite == b.suite && a.integer == b.integer && a.floating == b.floating &&
-         a.memory == b.memory;
+         a.memory == b.memory && a.vector == b.vector && a.vector_unit == b.vector_unit &&
+         a.vector_kernel == b.vector_kernel;
 }
 /// Some field differs.
 inline bool operator!=(const CoreScores& a, const CoreScores& b) { return !(a == b); }
@@ -42,13 +55,20 @@ struct SuiteOptions {
   /// The CPU to run on; -1 = the CPU the calling thread is on when the suite starts. The thread
   /// is pinned there for the suite and its affinity restored afterwards.
   int cpu = -1;
+  /// The vector unit of the vector kernel: "" = the best this CPU has (as inference libraries
+  /// choose), else one of vector_units(); one this CPU lacks is an Error.
+  std::string vector_unit;
   /// Receives a line for people after each step (may be empty).
   std::function<void(const std::string&)> progress;
 };
 
+/// The vector units the vector kernel can use on this CPU, best first: on x86-64 "avx512f",
+/// "avx2+fma" where the CPU and the kernel support them, and "sse2"; "neon" on arm64.
+std::vector<std::string> vector_units();
+
 /// One kernel's timed runs.
 struct KernelRuns {
-  std::string kernel;          ///< "integer", "floating" or "memory"
+  std::string kernel;          ///< "integer", "floating", "memory" or "vector"
   std::uint64_t units = 0;     ///< work units in each timed run, as calibrated
   std::vector<double> scores;  ///< the score of each timed run, in run order
   double median = 0;           ///< the kernel's score
@@ -59,22 +79,24 @@ struct KernelRuns {
 /// A run of the whole suite, with the spread behind each score.
 struct SuiteRun {
   CoreScores scores;                ///< the medians
-  std::vector<KernelRuns> kernels;  ///< integer, floating, memory
+  std::vector<KernelRuns> kernels;  ///< integer, floating, memory, vector
   int cpu = -1;                     ///< the CPU the suite ran on
   double seconds = 0;               ///< wall time of the whole suite, set-up included
 };
 
-/// Runs the three kernels on one CPU (see SuiteOptions::cpu) on the calling thread. Wall time
+/// Runs the four kernels on one CPU (see SuiteOptions::cpu) on the calling thread. Wall time
 /// is measured, so a CPU quota (a Slice's cpu.max) shows in the scores. Throws Error when a
 /// kernel's checksum is wrong (a miscompiled or broken build), when the 128 MiB buffer of the
-/// memory kernel cannot be allocated, or when the thread cannot be pinned.
+/// memory kernel cannot be allocated, when the thread cannot be pinned, or when
+/// SuiteOptions::vector_unit is not one of this CPU's.
 SuiteRun run_suite_detailed(const SuiteOptions& options = {});
 
 /// run_suite_detailed(options).scores.
 CoreScores run_suite(const SuiteOptions& options = {});
 
 /// The speed of one device core relative to one host core: the geometric mean of the three
-/// ratios device / host. Throws DeviceError when the suites differ or a score is not a positive
+/// ratios device / host of the scalar kernels (the vector kernel's ratio is the nn speed:
+/// nn_speed_from_scores in nn.hpp). Throws DeviceError when the suites differ or a score is not a positive
 /// number.
 double speed_from_scores(const CoreScores& device, const CoreScores& host);
 
@@ -99,19 +121,5 @@ struct HostCalibration {
 /// with run_suite(options), which takes a few seconds, and cached. A cache that cannot be read
 /// or written is never fatal: `note` says what happened. Throws what run_suite throws.
 HostCalibration host_calibration(bool remeasure = false, const SuiteOptions& options = {});
-
-/// What edgeprof-probe does.
-struct ProbeOptions {
-  std::string name;    ///< the device's name in the file; "" = this machine's host name
-  bool quick = false;  ///< shorter timed runs (about 1 s for the suite): a first look, tests
-  /// Receives progress lines for people (edgeprof-probe prints them on stderr); may be empty.
-  std::function<void(const std::string&)> progress;
-};
-
-/// Measures this machine as edgeprof-probe does and returns its device file (JSON, schema
-/// version 1): cores this process may use, MemTotal, the CPU model, and the suite's scores on
-/// the fastest CPU (the highest cpu_capacity, then cpuinfo_max_freq; named in `description`).
-/// Throws DeviceError for an unusable name and what run_suite throws.
-std::string probe_device_json(const ProbeOptions& options = {});
 
 }  // namespace edgeprof

@@ -55,6 +55,10 @@ inline constexpr std::uint64_t kMaxEvenCpuPeriodUs = 40000;
 /// (each throttle and unthrottle is work for the scheduler; +16% total time at 2 ms, measured in
 /// docs/benchmarks.md), although the kernel accepts down to kMinCpuPeriodUs.
 inline constexpr std::uint64_t kMinChosenCpuPeriodUs = 5000;
+/// Keep-warm applies where each of the slice's CPUs gets at most this share of every period
+/// (quota / (period x CPUs)): where it waits at least 40% of each period. Above it the threads
+/// delayed the workload's return more often than they saved (docs/keep-warm.md).
+inline constexpr double kKeepWarmMaxShare = 0.6;
 
 /// The CFS period for a workload whose iterations (one inference, one training step) take
 /// `iteration_time_us` on the device: a tenth of it, so that each iteration spans many periods
@@ -80,6 +84,17 @@ struct PlanOptions {
   /// Host CPUs for the cpuset, in order of preference (the first ones are used); empty = the
   /// ones this process's other live slices use least, lowest number first.
   std::vector<int> cpus;
+  /// Keep the slice's CPUs busy while its workload runs and the quota throttles it: one thread
+  /// of this process per CPU, outside the slice, at SCHED_IDLE priority, so that a throttled
+  /// CPU does not halt and resume cold (a throttled workload did 1.36x the CPU time for the
+  /// same work without it; docs/keep-warm.md). Applies only to plans whose quota throttles
+  /// each CPU to kKeepWarmMaxShare or less, or that have a speed schedule
+  /// (EmulationPlan::keep_warm); false turns it off.
+  bool keep_warm = true;
+  /// The kind of speed to emulate (for_speed_kind(), device.hpp): by default the nn speed
+  /// (CNN inference) where the device has one on this host, else its described core speed;
+  /// the plan's notes say which, from what, and how sure it is.
+  SpeedKind speed_kind = SpeedKind::automatic;
 };
 
 /// cgroup settings that emulate one device on this host.
@@ -94,6 +109,10 @@ struct EmulationPlan {
   std::string io_device;
   std::optional<std::uint64_t> io_read_bps;   ///< io.max rbps / blkio read_bps_device
   std::optional<std::uint64_t> io_write_bps;  ///< io.max wbps / blkio write_bps_device
+  /// The slice's CPUs are kept busy while a workload runs (PlanOptions::keep_warm, and the
+  /// quota throttles each CPU to kKeepWarmMaxShare or less, or a speed schedule). Off also
+  /// where a CPU quota above the slice would be spent by the threads (a note says so).
+  bool keep_warm = false;
   std::vector<std::string> notes;        ///< where the emulation differs from the device, and why
 
   /// The CPU capacity granted, in host cores (quota / period).

@@ -1,6 +1,7 @@
 /// @file
-/// What a run produced: exact end-of-run figures, the sampled time series and its summary,
-/// phases, and (for repeated runs) statistics. Every figure says how it was obtained.
+/// What a run produced: exact end-of-run figures, the sampled time series and its summary
+/// (summary.hpp), phases, and (for repeated runs) statistics (statistics.hpp). Every figure
+/// says how it was obtained.
 #pragma once
 
 #include <cstdint>
@@ -11,8 +12,11 @@
 #include <vector>
 
 #include "edgeprof/device.hpp"
+#include "edgeprof/energy.hpp"
 #include "edgeprof/plan.hpp"
 #include "edgeprof/series.hpp"
+#include "edgeprof/statistics.hpp"
+#include "edgeprof/summary.hpp"
 
 namespace edgeprof {
 
@@ -48,117 +52,6 @@ bool operator==(const HostInfo& a, const HostInfo& b);
 /// cheap (docs/benchmarks.md). 1 ms .. 60 s may be asked for.
 inline constexpr std::int64_t kDefaultSampleIntervalNs = 10'000'000;
 
-/// CPU rates (p95, peak) are taken over windows of at least this long: the kernel charges CPU
-/// time to cgroups at scheduler ticks (every 4 ms at HZ=250), so a rate over 5 ms can be off by
-/// more than 100%, one over 100 ms by at most about 8% per running task (docs/sampling.md).
-inline constexpr std::int64_t kCpuRateWindowNs = 100'000'000;
-
-/// Figures derived from the samples. Unset = the metric was not available in this run (never a
-/// silent zero). Provenance: "measured" figures are differences of exact kernel counters between
-/// the first and last sample; "sampled" figures are taken from the samples, so they may miss
-/// what happened between two samples.
-struct Summary {
-  ///@{
-  /// CPU used, in host cores: the average over the run is measured (counter difference / time);
-  /// p95 and peak are sampled, over windows of cpu_window_s (kCpuRateWindowNs or the interval).
-  std::optional<double> cpu_cores_avg, cpu_cores_p95, cpu_cores_peak;
-  ///@}
-  /// Length of the windows of cpu_cores_p95 and cpu_cores_peak, in seconds (0 without CPU
-  /// usage).
-  double cpu_window_s = 0;
-  ///@{
-  /// The same as a fraction of the emulated device's capacity (cores x speed).
-  std::optional<double> cpu_capacity_avg, cpu_capacity_p95, cpu_capacity_peak;
-  ///@}
-  /// Measured: throttled periods / periods (cpu.stat).
-  std::optional<double> throttled_fraction;
-  ///@{
-  /// Sampled: memory charged to the slice, time-weighted average and highest sample.
-  std::optional<std::uint64_t> memory_avg_bytes, memory_sampled_peak_bytes;
-  ///@}
-  ///@{
-  /// Sampled: the highest anonymous memory and page cache.
-  std::optional<std::uint64_t> memory_anon_peak_bytes, memory_file_peak_bytes;
-  ///@}
-  /// Sampled: the most of the slice's memory in swap.
-  std::optional<std::uint64_t> memory_swap_peak_bytes;
-  /// Measured counters over the run: major page faults.
-  std::optional<std::uint64_t> major_faults;
-  ///@{
-  /// Measured counters over the run: bytes and operations of block I/O.
-  std::optional<std::uint64_t> io_read_bytes, io_write_bytes, io_read_ops, io_write_ops;
-  ///@}
-  ///@{
-  /// Measured counters over the run: network bytes and packets (own network namespace only).
-  std::optional<std::uint64_t> net_rx_bytes, net_tx_bytes, net_rx_packets, net_tx_packets;
-  ///@}
-  ///@{
-  /// Measured: PSI stall seconds over the run; host-wide on cgroup v1 (pressure_host_wide).
-  std::optional<double> pressure_cpu_some_s, pressure_memory_some_s, pressure_memory_full_s,
-      pressure_io_some_s, pressure_io_full_s;
-  ///@}
-  /// The pressure figures describe the whole host, not the slice (cgroup v1).
-  bool pressure_host_wide = false;
-  /// Sampled: the most tasks (threads) seen in the slice at once.
-  std::optional<std::uint64_t> tasks_peak;
-
-  /// The sampling itself: how many samples were taken.
-  std::uint64_t samples = 0;
-  double interval_s = 0;                   ///< requested, in seconds (0 = no sampling)
-  std::optional<double> interval_p50_s;    ///< achieved, median of the gaps between samples
-  std::optional<double> jitter_p50_s;      ///< how late scheduled samples were, median
-  std::optional<double> jitter_p99_s;      ///< the same, 99th percentile
-  std::uint64_t missed_deadlines = 0;      ///< skipped because a sample took too long
-};
-/// Every field equal.
-bool operator==(const Summary& a, const Summary& b);
-
-/// Computes the summary from a time series (a pure function; exported for tests and tools that
-/// build series of their own). `interval_s` is the requested sampling interval and
-/// `capacity_cores` the emulated device's CPU capacity. CPU percentiles and the achieved
-/// interval use the scheduled samples only (series.scheduled), so the extra samples taken at
-/// phase marks do not skew them.
-Summary summarize(const TimeSeries& series, double interval_s, double capacity_cores,
-                  std::uint64_t missed_deadlines = 0, bool pressure_host_wide = false);
-
-/// A phase the workload marked (edgeprof/phase.hpp, edgeprof.phase() in Python).
-struct Phase {
-  std::string name;  ///< as given to the mark
-  ///@{
-  /// Measured: the workload's own monotonic clock at the marks, in seconds since the workload
-  /// was released to exec.
-  double start_s = 0, end_s = 0;
-  ///@}
-  bool ended_by_exit = false;  ///< still open when the workload exited
-  /// Sampled: CPU time of the slice during the phase, interpolated between samples (the
-  /// sampler takes a sample as soon as a mark arrives, so the error is a few microseconds'
-  /// worth of CPU at each end).
-  std::optional<double> cpu_s;
-  ///@{
-  /// Sampled: memory of the slice at the last sample at or before the phase began, the highest
-  /// sample during it, and the difference (the phase's own footprint, net of what was in use
-  /// before).
-  std::optional<std::uint64_t> memory_start_bytes, memory_peak_bytes;
-  std::optional<std::int64_t> memory_net_peak_bytes;
-  ///@}
-  /// Estimated: the device's energy over the phase, in joules (estimate_energy_j with the
-  /// phase's wall and CPU time); unset without the device's power figures or the phase's CPU.
-  std::optional<double> energy_j;
-
-  /// end_s - start_s.
-  double wall_time_s() const { return end_s - start_s; }
-};
-/// Every field equal.
-bool operator==(const Phase& a, const Phase& b);
-
-/// Turns the phase channel's text (lines `<monotonic ns> <B|E|M> <name>`) into phases, in the
-/// order they began, with figures taken from `series` (times relative to `release_ns`, the
-/// monotonic time the workload was released). `end_s` closes phases still open. Malformed
-/// lines (and ends without a begin) are skipped and counted in `*malformed`.
-std::vector<Phase> parse_phases(std::string_view marks, std::int64_t release_ns,
-                                const TimeSeries& series, double end_s,
-                                std::size_t* malformed = nullptr);
-
 /// A change of the CPU bandwidth during a run, made by the device's speed schedule
 /// (Device::speed_schedule: thermal throttling, DVFS).
 struct SpeedChange {
@@ -169,13 +62,6 @@ struct SpeedChange {
   std::uint64_t cpu_period_us = 0;  ///< the period written
   std::string error;                ///< why the write failed; "" when it was applied
 };
-
-/// Estimated energy of the device over `wall_s` seconds in which the workload used `cpu_s`
-/// host-core seconds of CPU, in joules: idle_watts x wall_s + (loaded_watts - idle_watts) x
-/// cpu_s / capacity_cores, i.e. power linear in the share of the device's CPU capacity in use
-/// (docs/energy.md). nullopt when either power figure is unknown or capacity_cores <= 0.
-std::optional<double> estimate_energy_j(const PowerDescription& power, double wall_s,
-                                        double cpu_s, double capacity_cores);
 
 /// What happened to one workload.
 struct Result {
@@ -205,6 +91,11 @@ struct Result {
   std::uint64_t throttled_periods = 0;
   /// Measured: CFS bandwidth periods with runnable tasks.
   std::uint64_t periods = 0;
+  /// Measured: CPU time of the keep-warm threads on the slice's CPUs while the workload ran
+  /// (their own thread clocks; EmulationPlan::keep_warm), in seconds. Spent outside the slice
+  /// and not part of cpu_user_s or cpu_system_s; a thread shared by concurrent slices counts in
+  /// each. 0 when keep-warm was off.
+  double keep_warm_cpu_s = 0;
   /// Measured by wait4() for the direct child only, as a cross-check of the slice counters.
   /// Linux carries the peak resident size of the address space the child replaced at exec
   /// into this figure, and a spawned child starts in (a copy of) the caller's address space:
@@ -271,27 +162,6 @@ Result result_from_json(std::string_view json);
 /// the run, then the derived cpu_cores (CPU used since the previous sample, in host cores).
 std::string to_csv(const Result& result);
 
-/// Statistics of one figure over repeated runs.
-struct Statistic {
-  std::size_t n = 0;  ///< number of values
-  ///@{
-  /// Median, mean and sample standard deviation (n - 1; 0 for one value).
-  double median = 0, mean = 0, stddev = 0;
-  ///@}
-  ///@{
-  /// Student t 95% interval of the mean (n >= 2; the mean itself for one value).
-  double ci95_low = 0, ci95_high = 0;
-  ///@}
-  ///@{
-  /// The smallest and the largest value.
-  double min = 0, max = 0;
-  ///@}
-};
-/// Every field equal.
-bool operator==(const Statistic& a, const Statistic& b);
-/// Describes a sample. Throws Error for an empty sample.
-Statistic statistics(const std::vector<double>& values);
-
 /// The runs of a repeated measurement and their statistics.
 struct RepeatedResult {
   std::vector<Result> warmups;  ///< run first, not counted
@@ -329,11 +199,5 @@ std::string to_json(const RepeatedResult& result);
 /// Reads what to_json wrote (the statistics as stored, not recomputed); throws Error when the
 /// text is not such a report.
 RepeatedResult repeated_from_json(std::string_view json);
-
-/// Student t quantile: the t with P(T <= t) = p for `dof` degrees of freedom. Throws Error
-/// unless 0 < p < 1 and dof > 0.
-double student_t_quantile(double p, double dof);
-/// P(T <= t) for Student's t with `dof` degrees of freedom.
-double student_t_cdf(double t, double dof);
 
 }  // namespace edgeprof

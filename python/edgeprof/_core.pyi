@@ -83,6 +83,17 @@ class Device:
     @property
     def reference_uncorrected(self) -> bool: ...  # core_speed is reference_speed as it is
     @property
+    def nn_ms(self) -> dict[str, float]: ...  # published one-thread ncnn times, ms by graph
+    @property
+    def nn_precision(self) -> str: ...  # "fp32" or "fp16", of nn_ms
+    @property
+    def nn(self) -> Optional[NnSpeed]: ...  # the nn speed on this host; None: see nn_missing
+    @property
+    def nn_missing(self) -> str: ...  # why nn is None
+    @property
+    def speed_kind(self) -> str: ...  # "nn" once for_speed_kind chose it; "" otherwise
+    def for_speed_kind(self, kind: str) -> Device: ...  # "automatic", "nn" or "integer"
+    @property
     def speed_schedule(self) -> list[SpeedStep]: ...
     @property
     def sources(self) -> dict[str, FigureSource]: ...  # figure name -> where it comes from
@@ -137,10 +148,19 @@ def user_devices() -> UserDevices: ...
 def device_search_path() -> list[str]: ...
 
 SUITE_VERSION: str  # "edgeprof-suite-1"
+VECTOR_KERNEL_VERSION: str  # "edgeprof-vector-1"
 
 class CoreScores:
     def __init__(
-        self, *, integer: float, floating: float, memory: float, suite: str = ...
+        self,
+        *,
+        integer: float,
+        floating: float,
+        memory: float,
+        suite: str = ...,
+        vector: float = 0.0,
+        vector_unit: str = "",
+        vector_kernel: str = "",
     ) -> None: ...
     @property
     def suite(self) -> str: ...
@@ -150,10 +170,19 @@ class CoreScores:
     def floating(self) -> float: ...  # floating-point kernel, units per second
     @property
     def memory(self) -> float: ...  # millions of dependent loads per second
+    @property
+    def vector(self) -> float: ...  # vector kernel, GFLOP/s on the best unit; 0 = not measured
+    @property
+    def vector_unit(self) -> str: ...  # "avx512f", "avx2+fma", "sse2", "neon", "generic"
+    @property
+    def vector_kernel(self) -> str: ...  # VECTOR_KERNEL_VERSION, or ""
     def __eq__(self, other: object) -> bool: ...
     def __ne__(self, other: object) -> bool: ...
 
-def run_suite(*, per_kernel_s: float = 0.2, repeats: int = 5, cpu: int = -1) -> CoreScores: ...
+def run_suite(
+    *, per_kernel_s: float = 0.2, repeats: int = 5, cpu: int = -1, vector_unit: str = ""
+) -> CoreScores: ...
+def vector_units() -> list[str]: ...
 def speed_from_scores(device: CoreScores, host: CoreScores) -> float: ...
 
 class HostCalibration:
@@ -213,6 +242,85 @@ def measure_reference_rating(
     timeout_s: float = 600.0,
     progress: Optional[Callable[[str], None]] = None,
 ) -> ReferenceRating: ...
+
+class ReferenceGraph:
+    @property
+    def name(self) -> str: ...  # benchncnn's name, e.g. "mobilenet_v2"
+    @property
+    def width(self) -> int: ...
+    @property
+    def height(self) -> int: ...
+    @property
+    def channels(self) -> int: ...
+    @property
+    def input(self) -> str: ...  # input blob
+    @property
+    def output(self) -> str: ...  # output blob
+    @property
+    def param(self) -> str: ...  # the graph, ncnn param text
+    @property
+    def about(self) -> str: ...
+
+def reference_graphs() -> list[ReferenceGraph]: ...
+def write_reference_graphs(directory: Union[str, os.PathLike[str]], graphs: list[str] = ...) -> None: ...
+def nn_runner_source() -> str: ...  # runner.py DIR WARMUP LOOPS [GRAPH...]
+
+class NnSpeed:
+    @property
+    def core_speed(self) -> float: ...  # geometric mean of host / device time
+    @property
+    def ratios(self) -> dict[str, float]: ...  # device ms / host ms, by model
+    @property
+    def loo_median_error(self) -> float: ...  # leave-one-model-out |predicted / published - 1|
+    @property
+    def loo_worst_error(self) -> float: ...
+    @property
+    def precision(self) -> str: ...
+    @property
+    def basis(self) -> str: ...  # "ncnn" or "vector"
+    @property
+    def vector_units(self) -> str: ...  # basis "vector": "neon on the device, avx512f here"
+
+def nn_speed(device_ms: dict[str, float], host_ms: dict[str, float], precision: str = "fp32") -> NnSpeed: ...
+def nn_speed_from_scores(device: CoreScores, host: CoreScores) -> NnSpeed: ...
+
+class NnRating:
+    @property
+    def host_ms(self) -> dict[str, float]: ...  # average ms per inference, by graph
+    @property
+    def runtime(self) -> str: ...
+    @property
+    def command(self) -> str: ...
+    @property
+    def cpu(self) -> int: ...
+    @property
+    def loops(self) -> int: ...
+    @property
+    def cpu_model(self) -> str: ...
+    @property
+    def kernel(self) -> str: ...
+    @property
+    def hostname(self) -> str: ...
+    @property
+    def measured_at(self) -> str: ...
+    @property
+    def seconds(self) -> float: ...
+    @property
+    def cache_file(self) -> str: ...
+    @property
+    def note(self) -> str: ...
+
+def cached_nn_rating() -> Optional[NnRating]: ...
+def measure_nn_rating(
+    *,
+    python: str = "",
+    graphs: list[str] = ...,
+    warmup: int = 4,
+    loops: int = 8,
+    cpu: int = -1,
+    timeout_s: float = 900.0,
+    progress: Optional[Callable[[str], None]] = None,
+) -> NnRating: ...
 def choose_cpu_period_us(iteration_time_us: int) -> int: ...  # a tenth, within 5 to 100 ms
 
 class EmulationPlan:
@@ -236,6 +344,8 @@ class EmulationPlan:
     def io_read_bps(self) -> Optional[int]: ...
     @property
     def io_write_bps(self) -> Optional[int]: ...
+    @property
+    def keep_warm(self) -> bool: ...  # the slice's CPUs kept busy while throttled
     @property
     def capacity_cores(self) -> float: ...
 
@@ -348,6 +458,8 @@ class Result:
     @property
     def child_max_rss_bytes(self) -> int: ...
     @property
+    def keep_warm_cpu_s(self) -> float: ...  # measured; outside the slice
+    @property
     def placement(self) -> str: ...
     @property
     def device(self) -> Device: ...
@@ -453,6 +565,8 @@ class Slice:
         cpus: Sequence[int] = (),
         allow_missing_controllers: bool = False,
         iteration_time: Optional[float] = None,  # seconds; chooses cpu_period_us
+        keep_warm: bool = True,  # idle-priority threads keep throttled CPUs busy
+        speed_kind: str = "automatic",  # "nn" where the device has it; "integer": 7-Zip
     ) -> None: ...
     def spawn(
         self,
@@ -493,6 +607,8 @@ def plan_emulation(
     cpu_period_us: int = 0,  # 0: chosen by edgeprof (docs/period.md)
     cpus: Sequence[int] = (),
     iteration_time: Optional[float] = None,
+    keep_warm: bool = True,
+    speed_kind: str = "automatic",
 ) -> EmulationPlan: ...
 _Progress = Callable[[int, int, bool, Result], None]
 
@@ -517,6 +633,8 @@ def run(
     cpus: Sequence[int] = (),
     allow_missing_controllers: bool = False,
     iteration_time: Optional[float] = None,
+    keep_warm: bool = True,
+    speed_kind: str = "automatic",
 ) -> Result: ...
 @overload
 def run(
@@ -539,6 +657,8 @@ def run(
     cpus: Sequence[int] = (),
     allow_missing_controllers: bool = False,
     iteration_time: Optional[float] = None,
+    keep_warm: bool = True,
+    speed_kind: str = "automatic",
 ) -> Union[Result, RepeatedResult]: ...
 
 # Ranking and projection.
@@ -792,6 +912,8 @@ def calibrate_speed(
     cpus: Sequence[int] = (),
     allow_missing_controllers: bool = False,
     iteration_time: Optional[float] = None,
+    keep_warm: bool = True,
+    speed_kind: str = "automatic",
     timeout: Optional[float] = None,
     progress: Optional[Callable[[int, int, str, float, int], None]] = None,
 ) -> SpeedCalibration: ...

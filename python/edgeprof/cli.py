@@ -109,12 +109,22 @@ def _add_device_options(p: argparse.ArgumentParser) -> None:
     e.add_argument("--allow-missing", action="store_true",
                    help="run even if a cgroup controller is missing; the result lists the "
                    "limits that were not applied")
+    e.add_argument("--speed-kind", choices=["automatic", "nn", "integer"], default="automatic",
+                   help="the kind of speed to emulate: nn (CNN inference, from published ncnn "
+                   "times and this host's; `edgeprof calibrate-host --nn`), integer (7-Zip's "
+                   "rating) or automatic (default: nn where the device has it; "
+                   "docs/fidelity.md)")
+    e.add_argument("--no-keep-warm", dest="keep_warm", action="store_false",
+                   help="do not keep the slice's CPUs busy while a throttled workload runs "
+                   "(by default idle-priority threads outside the slice keep them from "
+                   "halting, so the quota buys the work it should; docs/keep-warm.md)")
 
 
 def _run_options(args: argparse.Namespace) -> dict:
     return dict(cpu_period_us=args.cpu_period_us, parent=args.parent,
                 allow_missing_controllers=args.allow_missing,
-                iteration_time=getattr(args, "iteration_time", None))
+                iteration_time=getattr(args, "iteration_time", None),
+                keep_warm=args.keep_warm, speed_kind=args.speed_kind)
 
 
 def _figure(d: edgeprof.Device, figure: str) -> str:
@@ -146,6 +156,14 @@ def _show_device(d: edgeprof.Device) -> None:
     if d.reference_speed is not None:
         rows.insert(2, ("reference speed", f"{d.reference_speed:g} of the reference core "
                         f"({edgeprof.REFERENCE_CORE})", "reference_speed"))
+    if d.nn_ms:
+        nn = (str(d.nn).removeprefix("nn speed ") if d.nn is not None else
+              f"not available here: {d.nn_missing}; run `edgeprof calibrate-host --nn`")
+        rows.insert(2, ("nn speed", f"{nn}; published {d.nn_precision} times of "
+                        f"{len(d.nn_ms)} graphs, one thread", "nn"))
+    else:
+        rows.insert(2, ("nn speed", "none: no published CNN inference times for this device; "
+                        "emulated at the core speed above", "core_speed"))
     if d.swap_bytes:
         rows.append(("swap", edgeprof.format_size(d.swap_bytes), "swap"))
     if d.speed_schedule:
@@ -181,13 +199,14 @@ def cmd_devices(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([json.loads(d.to_json()) for d in devices], indent=2))
         return 0
-    print(f"{'name':<22} {'cores':>5} {'speed':>6} {'memory':>9} {'idle/load W':>12}  "
+    print(f"{'name':<22} {'cores':>5} {'speed':>6} {'nn':>6} {'memory':>9} {'idle/load W':>12}  "
           f"description")
     for d in devices:
         w = (f"{d.power.idle_watts:g}/{d.power.loaded_watts:g}"
              if d.power.idle_watts is not None and d.power.loaded_watts is not None else "")
         mark = "" if d.origin == "catalog" else " [user]"
-        print(f"{d.name:<22} {d.cores:>5} {d.core_speed:>6.3f} "
+        nn = f"{d.nn.core_speed:.3f}" if d.nn is not None else ("?" if d.nn_ms else "-")
+        print(f"{d.name:<22} {d.cores:>5} {d.core_speed:>6.3f} {nn:>6} "
               f"{edgeprof.format_size(d.memory_bytes):>9} {w:>12}  {d.description}{mark}")
     rating = edgeprof.cached_reference_rating()
     how = (f"the catalog's speeds relative to its reference core ({edgeprof.REFERENCE_CORE}) "
@@ -197,6 +216,13 @@ def cmd_devices(args: argparse.Namespace) -> int:
            "and UNCORRECTED for this host: run `edgeprof calibrate-host --reference` once")
     print(f"\nspeed: one device core relative to one core of this host; {how}. "
           "`edgeprof devices show NAME` gives every figure's source (docs/devices.md)")
+    nn_rating = edgeprof.cached_nn_rating()
+    print("nn: the speed for CNN inference (ncnn's published one-thread times on the device / "
+          "this host's), emulated by default where shown; " +
+          (f"this host's from {len(nn_rating.host_ms)} graphs, measured {nn_rating.measured_at}"
+           if nn_rating is not None else "'?': this host's nn rating is NOT measured: run "
+           "`edgeprof calibrate-host --nn` once (needs `pip install ncnn`)") +
+          "; '-': none published (docs/fidelity.md)")
     paths = edgeprof.device_search_path()
     print(f"your device files: {', '.join(paths) or '(none: set EDGEPROF_DEVICE_PATH)'}")
     return 0
@@ -211,10 +237,25 @@ def _reference_json(r: Optional["edgeprof.ReferenceRating"]) -> Optional[dict]:
             "cache_file": r.cache_file}
 
 
+def _nn_json(r: Optional["edgeprof.NnRating"]) -> Optional[dict]:
+    if r is None:
+        return None
+    return {"host_ms": r.host_ms, "runtime": r.runtime, "command": r.command, "cpu": r.cpu,
+            "loops": r.loops, "measured_at": r.measured_at, "cache_file": r.cache_file}
+
+
 def cmd_calibrate_host(args: argparse.Namespace) -> int:
+    progress = None if args.json else (lambda line: print(f"edgeprof: {line}", file=sys.stderr))
+    if args.nn:
+        nn = edgeprof.measure_nn_rating(progress=progress, python=args.python or "")
+        nn_note = nn.note
+    else:
+        nn = edgeprof.cached_nn_rating()
+        nn_note = "" if nn is not None else (
+            "not measured on this host yet: `edgeprof calibrate-host --nn` (ncnn, about a "
+            "minute); until then catalog devices are emulated at their integer (7-Zip) speed, "
+            "which runs CNN inference several times too fast (docs/fidelity.md)")
     if args.reference:
-        progress = None if args.json else (lambda line: print(f"edgeprof: {line}",
-                                                              file=sys.stderr))
         rating = edgeprof.measure_reference_rating(progress=progress)
         note = rating.note
     else:
@@ -226,14 +267,19 @@ def cmd_calibrate_host(args: argparse.Namespace) -> int:
     s = cal.scores
     if args.json:
         print(json.dumps({"suite": s.suite, "integer": s.integer, "floating": s.floating,
-                          "memory": s.memory, "cpu_model": cal.cpu_model, "kernel": cal.kernel,
+                          "memory": s.memory, "vector": s.vector, "vector_unit": s.vector_unit,
+                          "vector_kernel": s.vector_kernel,
+                          "cpu_model": cal.cpu_model, "kernel": cal.kernel,
                           "measured_at": cal.measured_at, "from_cache": cal.from_cache,
                           "cache_file": cal.cache_file,
-                          "reference": _reference_json(rating)}, indent=2))
+                          "reference": _reference_json(rating), "nn": _nn_json(nn)},
+                         indent=2))
         return 0
     how = "cached" if cal.from_cache else "measured now"
     print(f"host per-core scores ({s.suite}, {how}, measured {cal.measured_at}):")
     print(f"  integer {s.integer:.4g}   floating point {s.floating:.4g}   memory {s.memory:.4g}")
+    print(f"  vector {s.vector:.4g} GFLOP/s ({s.vector_unit}, {s.vector_kernel}): the nn speed of "
+          "devices probed by edgeprof-probe")
     print(f"  cpu {cal.cpu_model}, kernel {cal.kernel}")
     print(f"  cache: {cal.cache_file or '(not written)'}")
     if cal.note:
@@ -247,6 +293,12 @@ def cmd_calibrate_host(args: argparse.Namespace) -> int:
         print(f"  cache: {rating.cache_file or '(not written)'}")
     if note:
         print(f"  note: {note}")
+    print("CNN inference (nn), the reference graphs with ncnn, one thread:")
+    if nn is not None:
+        print(f"  {nn}")
+        print(f"  cache: {nn.cache_file or '(not written)'}")
+    if nn_note:
+        print(f"  note: {nn_note}")
     return 0
 
 
@@ -546,9 +598,10 @@ def cmd_project(args: argparse.Namespace) -> int:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     device = _device(args)
+    shown = device.for_speed_kind(args.speed_kind)  # the speed the runs emulate
     rows = []
     print(f"edgeprof demo: {len(WORKLOADS)} example workloads on {device.name} "
-          f"({device.cores} cores x speed {device.speed_text}, "
+          f"({device.cores} cores x speed {shown.speed_text}, "
           f"{edgeprof.format_size(device.memory_bytes)}), cgroup mode {edgeprof.cgroup_mode()}",
           file=sys.stderr)
     for i, (name, (script, extra, description)) in enumerate(WORKLOADS.items(), 1):
@@ -608,6 +661,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="measure this host against the catalog's reference core with 7-Zip's "
                    "single-thread benchmark (about 40 s; needs 7zz, 7z or 7za), so that catalog "
                    "devices run at their speed on this host")
+    p.add_argument("--nn", action="store_true",
+                   help="measure this host's CNN inference speed: reference graphs with ncnn "
+                   "(`pip install ncnn`), one thread, about a minute; catalog devices with "
+                   "published ncnn times are then emulated at their nn speed (docs/fidelity.md)")
+    p.add_argument("--python", help="the Python interpreter that has ncnn (default: "
+                   "$EDGEPROF_PYTHON, else python3)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_calibrate_host)
 

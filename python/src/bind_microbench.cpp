@@ -9,6 +9,8 @@
 #include <chrono>
 #include <cmath>
 #include <edgeprof/microbench.hpp>
+#include <edgeprof/error.hpp>
+#include <edgeprof/nn.hpp>
 #include <edgeprof/reference.hpp>
 #include <functional>
 #include <optional>
@@ -25,40 +27,56 @@ std::string repr_str(const std::string& s) { return py::repr(py::str(s)).cast<st
 
 std::string repr(const CoreScores& s) {
   return "CoreScores(suite=" + repr_str(s.suite) + ", integer=" + repr_float(s.integer) +
-         ", floating=" + repr_float(s.floating) + ", memory=" + repr_float(s.memory) + ")";
+         ", floating=" + repr_float(s.floating) + ", memory=" + repr_float(s.memory) +
+         ", vector=" + repr_float(s.vector) + ", vector_unit=" + repr_str(s.vector_unit) + ")";
 }
 
 }  // namespace
 
 void bind_microbench(py::module_& m) {
   m.attr("SUITE_VERSION") = kSuiteVersion;
+  m.attr("VECTOR_KERNEL_VERSION") = kVectorKernelVersion;
 
   py::class_<CoreScores>(m, "CoreScores",
                          "Per-core (single-thread) scores of the micro-benchmark suite; higher "
                          "is faster. Only ratios between machines measured by the same suite "
                          "version mean anything.")
-      .def(py::init([](double integer, double floating, double memory, std::string suite) {
+      .def(py::init([](double integer, double floating, double memory, std::string suite,
+                       double vector, std::string vector_unit, std::string vector_kernel) {
              CoreScores s;
              s.suite = std::move(suite);
              s.integer = integer;
              s.floating = floating;
              s.memory = memory;
+             s.vector = vector;
+             s.vector_unit = std::move(vector_unit);
+             s.vector_kernel = vector > 0 && vector_kernel.empty() ? kVectorKernelVersion
+                                                                   : std::move(vector_kernel);
              return s;
            }),
            py::kw_only(), py::arg("integer"), py::arg("floating"), py::arg("memory"),
-           py::arg("suite") = kSuiteVersion)
+           py::arg("suite") = kSuiteVersion, py::arg("vector") = 0.0,
+           py::arg("vector_unit") = "", py::arg("vector_kernel") = "")
       .def_readonly("suite", &CoreScores::suite, "The suite version that measured them.")
       .def_readonly("integer", &CoreScores::integer, "Integer kernel: units per second.")
       .def_readonly("floating", &CoreScores::floating, "Floating-point kernel: units per second.")
       .def_readonly("memory", &CoreScores::memory,
                     "Memory-bound kernel: millions of dependent loads per second.")
+      .def_readonly("vector", &CoreScores::vector,
+                    "Vector kernel: GFLOP/s of a single-precision matrix-product block on the "
+                    "best vector unit; 0 when not measured.")
+      .def_readonly("vector_unit", &CoreScores::vector_unit,
+                    "The unit the vector kernel ran on: 'avx512f', 'avx2+fma', 'sse2', 'neon' or "
+                    "'generic'.")
+      .def_readonly("vector_kernel", &CoreScores::vector_kernel,
+                    "The vector kernel's version; '' when not measured.")
       .def(py::self == py::self)
       .def(py::self != py::self)
       .def("__repr__", [](const CoreScores& s) { return repr(s); });
 
   m.def(
       "run_suite",
-      [](double per_kernel_s, int repeats, int cpu) {
+      [](double per_kernel_s, int repeats, int cpu, std::string vector_unit) {
         if (!std::isfinite(per_kernel_s) || per_kernel_s < 0.001 || per_kernel_s > 60) {
           throw py::value_error("run_suite: per_kernel_s must be between 0.001 and 60 s, got " +
                                 repr_float(per_kernel_s));
@@ -67,12 +85,18 @@ void bind_microbench(py::module_& m) {
         options.per_kernel = std::chrono::milliseconds(std::llround(per_kernel_s * 1000));
         options.repeats = repeats;
         options.cpu = cpu;
+        options.vector_unit = std::move(vector_unit);
         py::gil_scoped_release unlocked;
         return run_suite(options);
       },
       py::kw_only(), py::arg("per_kernel_s") = 0.2, py::arg("repeats") = 5, py::arg("cpu") = -1,
+      py::arg("vector_unit") = "",
       "Runs the micro-benchmark suite on one CPU (cpu=-1: the one this thread is on) and "
-      "returns the median scores of `repeats` timed runs of about per_kernel_s seconds each.");
+      "returns the median scores of `repeats` timed runs of about per_kernel_s seconds each. "
+      "vector_unit: the vector kernel's unit ('' = the best of this CPU; see vector_units()).");
+
+  m.def("vector_units", &vector_units,
+        "The vector units the suite's vector kernel can use on this CPU, best first.");
 
   m.def("speed_from_scores", &speed_from_scores, py::arg("device"), py::arg("host"),
         "One device core's speed relative to one host core: the geometric mean of the three "
@@ -164,4 +188,111 @@ void bind_microbench(py::module_& m) {
       "caches the rating, so that catalog devices loaded from then on have core speeds "
       "relative to this host. progress(line) is called as it goes. Error when no 7-Zip is "
       "installed or it fails.");
+
+  py::class_<ReferenceGraph>(m, "ReferenceGraph",
+                             "A reference CNN graph in ncnn's param format, generated by "
+                             "edgeprof to the architecture benchncnn's graph of that name has.")
+      .def_readonly("name", &ReferenceGraph::name)
+      .def_readonly("width", &ReferenceGraph::width)
+      .def_readonly("height", &ReferenceGraph::height)
+      .def_readonly("channels", &ReferenceGraph::channels)
+      .def_readonly("input", &ReferenceGraph::input)
+      .def_readonly("output", &ReferenceGraph::output)
+      .def_readonly("param", &ReferenceGraph::param, "The graph, ncnn param text.")
+      .def_readonly("about", &ReferenceGraph::about)
+      .def("__repr__", [](const ReferenceGraph& g) {
+        return "ReferenceGraph(name=" + repr_str(g.name) + ")";
+      });
+  m.def("reference_graphs", &reference_graphs, "The reference CNN graphs, in measuring order.");
+  m.def(
+      "write_reference_graphs",
+      [](const py::object& directory, const std::vector<std::string>& graphs) {
+        write_reference_graphs(
+            py::str(py::module_::import("os").attr("fspath")(directory)).cast<std::string>(),
+            graphs);
+      },
+      py::arg("directory"), py::arg("graphs") = std::vector<std::string>{},
+      "Writes <name>.param and graphs.txt (name width height channels input output) into an "
+      "existing directory: all graphs, or those named.");
+  m.def("nn_runner_source", &nn_runner_source,
+        "The Python program that runs the graphs with ncnn: runner.py DIR WARMUP LOOPS "
+        "[GRAPH...] prints '<name> <avg ms> <min ms> <max ms>' per graph.");
+
+  py::class_<NnSpeed>(m, "NnSpeed", "A device's nn core speed on this host (CNN inference), "
+                                    "from its published times and this host's.")
+      .def_readonly("core_speed", &NnSpeed::core_speed,
+                    "One device core / one host core: the geometric mean over the models of "
+                    "host time / device time.")
+      .def_readonly("ratios", &NnSpeed::ratios, "device ms / host ms, by model.")
+      .def_readonly("loo_median_error", &NnSpeed::loo_median_error,
+                    "Leave-one-model-out |predicted / published - 1|, median.")
+      .def_readonly("loo_worst_error", &NnSpeed::loo_worst_error)
+      .def_readonly("precision", &NnSpeed::precision)
+      .def_readonly("basis", &NnSpeed::basis,
+                    "'ncnn' (published per-graph times) or 'vector' (edgeprof-probe's vector "
+                    "kernel on the device against this host's).")
+      .def_readonly("vector_units", &NnSpeed::vector_units,
+                    "For basis 'vector': the units the kernel ran on, device and host.")
+      .def("__str__", [](const NnSpeed& s) { return describe(s); })
+      .def("__repr__", [](const NnSpeed& s) {
+        return "NnSpeed(core_speed=" + repr_float(s.core_speed) +
+               ", models=" + std::to_string(s.ratios.size()) + ")";
+      });
+  m.def("nn_speed", &nn_speed, py::arg("device_ms"), py::arg("host_ms"),
+        py::arg("precision") = "fp32",
+        "The nn speed from a device's published ms per model and this host's (dicts by model "
+        "name), over the models both have.");
+  m.def("nn_speed_from_scores", &nn_speed_from_scores, py::arg("device"), py::arg("host"),
+        "The nn speed of a probed device: its vector-kernel score / this host's (fp32).");
+
+  py::class_<NnRating>(m, "NnRating", "This host's CNN inference times: the reference graphs "
+                                      "run with ncnn, one thread, pinned to one CPU.")
+      .def_readonly("host_ms", &NnRating::host_ms, "Average ms per inference, by graph.")
+      .def_readonly("runtime", &NnRating::runtime)
+      .def_readonly("command", &NnRating::command)
+      .def_readonly("cpu", &NnRating::cpu)
+      .def_readonly("loops", &NnRating::loops)
+      .def_readonly("cpu_model", &NnRating::cpu_model)
+      .def_readonly("kernel", &NnRating::kernel)
+      .def_readonly("hostname", &NnRating::hostname)
+      .def_readonly("measured_at", &NnRating::measured_at)
+      .def_readonly("seconds", &NnRating::seconds)
+      .def_readonly("cache_file", &NnRating::cache_file)
+      .def_readonly("note", &NnRating::note)
+      .def("__str__", [](const NnRating& r) { return describe(r); })
+      .def("__repr__", [](const NnRating& r) {
+        return "NnRating(graphs=" + std::to_string(r.host_ms.size()) +
+               ", measured_at=" + repr_str(r.measured_at) + ")";
+      });
+  m.def(
+      "cached_nn_rating", [] { return cached_nn_rating(); },
+      "This host's cached nn rating (same CPU model, kernel and host name, every graph), or "
+      "None. Never measures.");
+  m.def(
+      "measure_nn_rating",
+      [](const std::string& python, const std::vector<std::string>& graphs, int warmup, int loops,
+         int cpu, double timeout_s,
+         const std::optional<std::function<void(const std::string&)>>& progress) {
+        if (!std::isfinite(timeout_s) || timeout_s < 1) {
+          throw Error("measure_nn_rating: timeout_s must be at least 1, got " +
+                      repr_float(timeout_s));
+        }
+        NnOptions options;
+        options.python = python;
+        options.graphs = graphs;
+        options.warmup = warmup;
+        options.loops = loops;
+        options.cpu = cpu;
+        options.timeout = std::chrono::seconds(std::llround(timeout_s));
+        if (progress) options.progress = *progress;
+        py::gil_scoped_release unlocked;
+        return measure_nn_rating(options);
+      },
+      py::kw_only(), py::arg("python") = "", py::arg("graphs") = std::vector<std::string>{},
+      py::arg("warmup") = 4, py::arg("loops") = 8, py::arg("cpu") = -1,
+      py::arg("timeout_s") = 900.0, py::arg("progress") = py::none(),
+      "Runs the reference graphs with ncnn (the Python package, `pip install ncnn`), one "
+      "thread pinned to one CPU (about a minute), and caches the times when every graph ran, "
+      "so that catalog devices with published times get an nn speed. Error when Python or "
+      "ncnn is missing or it fails.");
 }

@@ -129,8 +129,11 @@ Command to_command(const std::vector<std::string>& argv, const py::object& env,
 
 SliceOptions to_slice_options(const py::object& parent, std::uint64_t cpu_period_us,
                               const std::vector<int>& cpus, bool allow_missing,
-                              std::optional<double> iteration_time = std::nullopt) {
+                              std::optional<double> iteration_time, bool keep_warm,
+                              const std::string& speed_kind) {
   SliceOptions o;
+  o.plan.keep_warm = keep_warm;
+  o.plan.speed_kind = speed_kind_from_string(speed_kind);
   if (!parent.is_none()) o.parent = parent.cast<std::string>();
   o.plan.cpu_period_us = cpu_period_us;
   if (iteration_time) {
@@ -329,6 +332,25 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("reference_uncorrected", &Device::reference_uncorrected,
                              "Whether core_speed is reference_speed taken as this host's, "
                              "uncorrected (`edgeprof calibrate-host --reference` corrects it).")
+      .def_readonly("nn_ms", &Device::nn_ms,
+                    "Published CNN inference times of one device core (ncnn's benchncnn, one "
+                    "thread), ms by reference graph; empty when none are published.")
+      .def_readonly("nn_precision", &Device::nn_precision, "'fp32' or 'fp16': of nn_ms.")
+      .def_readonly("nn", &Device::nn,
+                    "The nn speed on this host (NnSpeed), from nn_ms and this host's nn rating; "
+                    "None when either is missing (nn_missing says why).")
+      .def_readonly("nn_missing", &Device::nn_missing, "Why nn is None.")
+      .def_readonly("speed_kind", &Device::speed_kind,
+                    "'nn' when core_speed is the nn speed (for_speed_kind); '' for the speed "
+                    "the description gives.")
+      .def(
+          "for_speed_kind",
+          [](const Device& d, const std::string& kind) {
+            return for_speed_kind(d, speed_kind_from_string(kind));
+          },
+          py::arg("kind"),
+          "The device with the core speed of `kind`: 'nn' (CNN inference), 'integer' (the "
+          "described speed: the catalog's is 7-Zip's) or 'automatic' (nn where it has one).")
       .def_readonly("speed_schedule", &Device::speed_schedule)
       .def_readonly("sources", &Device::sources)
       .def_readonly("origin", &Device::origin)
@@ -393,17 +415,22 @@ PYBIND11_MODULE(_core, m) {
                     "The host disk (MAJ:MIN) whose bandwidth is limited; '' when none.")
       .def_readonly("io_read_bps", &EmulationPlan::io_read_bps)
       .def_readonly("io_write_bps", &EmulationPlan::io_write_bps)
+      .def_readonly("keep_warm", &EmulationPlan::keep_warm,
+                    "The slice's CPUs are kept busy while a throttled workload runs.")
       .def_property_readonly("capacity_cores", &EmulationPlan::capacity_cores);
 
   m.def(
       "plan_emulation",
       [](const py::object& device, std::uint64_t cpu_period_us, const std::vector<int>& cpus,
-         std::optional<double> iteration_time) {
-        PlanOptions o = to_slice_options(py::none(), cpu_period_us, cpus, false, iteration_time).plan;
+         std::optional<double> iteration_time, bool keep_warm, const std::string& speed_kind) {
+        PlanOptions o =
+            to_slice_options(py::none(), cpu_period_us, cpus, false, iteration_time, keep_warm, speed_kind)
+                .plan;
         return plan_emulation(to_device(device), host_facts(), o);
       },
       py::arg("device"), py::arg("cpu_period_us") = kChosenCpuPeriod,
       py::arg("cpus") = std::vector<int>{}, py::arg("iteration_time") = py::none(),
+      py::arg("keep_warm") = true, py::arg("speed_kind") = "automatic",
       "The cgroup settings that would emulate the device on this host (nothing is created).");
 
   m.attr("DEFAULT_INTERVAL_S") = double(kDefaultSampleIntervalNs) / 1e9;
@@ -549,6 +576,9 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("throttled_periods", &Result::throttled_periods)
       .def_readonly("periods", &Result::periods)
       .def_readonly("child_max_rss_bytes", &Result::child_max_rss_bytes)
+      .def_readonly("keep_warm_cpu_s", &Result::keep_warm_cpu_s,
+                    "Measured: CPU seconds of the keep-warm threads during the run (outside "
+                    "the slice, not in cpu_user_s/cpu_system_s).")
       .def_readonly("placement", &Result::placement)
       .def_readonly("device", &Result::device)
       .def_readonly("plan", &Result::plan)
@@ -886,7 +916,7 @@ PYBIND11_MODULE(_core, m) {
          const std::string& figure, int repeat, const std::vector<double>& speeds,
          const std::vector<std::uint64_t>& periods_us, const py::object& parent,
          std::uint64_t cpu_period_us, const std::vector<int>& cpus, bool allow_missing,
-         std::optional<double> iteration_time, std::optional<double> timeout,
+         std::optional<double> iteration_time, bool keep_warm, const std::string& speed_kind, std::optional<double> timeout,
          const std::optional<SpeedFitProgress>& progress) {
         Device d = to_device(device);
         std::vector<DeviceMeasurement> measured;
@@ -901,7 +931,8 @@ PYBIND11_MODULE(_core, m) {
         o.repeat = repeat;
         o.speeds = speeds;
         o.periods_us = periods_us;
-        o.run.slice = to_slice_options(parent, cpu_period_us, cpus, allow_missing, iteration_time);
+        o.run.slice = to_slice_options(parent, cpu_period_us, cpus, allow_missing,
+                                  iteration_time, keep_warm, speed_kind);
         o.run.spawn.sample_interval = std::chrono::nanoseconds(0);
         o.run.timeout = to_timeout(timeout);
         o.run.check = python_signals();
@@ -913,8 +944,8 @@ PYBIND11_MODULE(_core, m) {
       py::arg("speeds") = std::vector<double>{}, py::arg("periods_us") = std::vector<std::uint64_t>{},
       py::arg("parent") = py::none(), py::arg("cpu_period_us") = kChosenCpuPeriod,
       py::arg("cpus") = std::vector<int>{}, py::arg("allow_missing_controllers") = false,
-      py::arg("iteration_time") = py::none(), py::arg("timeout") = py::none(),
-      py::arg("progress") = py::none(),
+      py::arg("iteration_time") = py::none(), py::arg("keep_warm") = true, py::arg("speed_kind") = "automatic",
+      py::arg("timeout") = py::none(), py::arg("progress") = py::none(),
       "Finds the core speed at which emulating `device` reproduces figures measured on the "
       "real device. workloads: (name, argv, device_value) tuples, device_value being the "
       "figure (seconds of wall time by default) measured on the device. Measures each "
@@ -989,16 +1020,19 @@ PYBIND11_MODULE(_core, m) {
   py::class_<Slice>(m, "Slice", "One emulated device instance (its cgroups).")
       .def(py::init([](const py::object& device, const py::object& parent,
                        std::uint64_t cpu_period_us, const std::vector<int>& cpus,
-                       bool allow_missing, std::optional<double> iteration_time) {
+                       bool allow_missing, std::optional<double> iteration_time,
+                       bool keep_warm, const std::string& speed_kind) {
              Device d = to_device(device);
              SliceOptions o =
-                 to_slice_options(parent, cpu_period_us, cpus, allow_missing, iteration_time);
+                 to_slice_options(parent, cpu_period_us, cpus, allow_missing,
+                                  iteration_time, keep_warm, speed_kind);
              py::gil_scoped_release release;
              return std::make_unique<Slice>(std::move(d), std::move(o));
            }),
            py::arg("device"), py::kw_only(), py::arg("parent") = py::none(),
            py::arg("cpu_period_us") = kChosenCpuPeriod, py::arg("cpus") = std::vector<int>{},
-           py::arg("allow_missing_controllers") = false, py::arg("iteration_time") = py::none())
+           py::arg("allow_missing_controllers") = false, py::arg("iteration_time") = py::none(),
+           py::arg("keep_warm") = true, py::arg("speed_kind") = "automatic")
       .def(
           "spawn",
           [](Slice& s, const std::vector<std::string>& argv, const py::object& env,
@@ -1041,11 +1075,13 @@ PYBIND11_MODULE(_core, m) {
          std::optional<double> interval, bool isolate_network, int repeat, int warmup,
          const std::optional<RunCallback>& progress, const py::object& parent,
          std::uint64_t cpu_period_us, const std::vector<int>& cpus,
-         bool allow_missing, std::optional<double> iteration_time) -> py::object {
+         bool allow_missing, std::optional<double> iteration_time,
+         bool keep_warm, const std::string& speed_kind) -> py::object {
         Device d = to_device(device);
         Command c = to_command(argv, env, cwd, stdin_, stdout_, stderr_);
         RunOptions o;
-        o.slice = to_slice_options(parent, cpu_period_us, cpus, allow_missing, iteration_time);
+        o.slice = to_slice_options(parent, cpu_period_us, cpus, allow_missing,
+                                  iteration_time, keep_warm, speed_kind);
         o.spawn.sample_interval = to_interval(interval);
         o.spawn.isolate_network = isolate_network;
         o.timeout = to_timeout(timeout);
@@ -1073,6 +1109,7 @@ PYBIND11_MODULE(_core, m) {
       py::arg("progress") = py::none(), py::arg("parent") = py::none(),
       py::arg("cpu_period_us") = kChosenCpuPeriod, py::arg("cpus") = std::vector<int>{},
       py::arg("allow_missing_controllers") = false, py::arg("iteration_time") = py::none(),
+      py::arg("keep_warm") = true, py::arg("speed_kind") = "automatic",
       "Runs argv in a fresh slice emulating `device` (a Device or a built-in device's name) "
       "and returns its Result; the slice is removed before returning, also on errors and "
       "Ctrl-C. With repeat > 1 or warmup > 0 it returns a RepeatedResult instead: warm-up runs "
@@ -1092,5 +1129,8 @@ PYBIND11_MODULE(_core, m) {
       "iteration_time: the workload's typical iteration on the device, in seconds; the CFS "
       "period is then a tenth of it, within 5 to 100 ms (docs/period.md).\n"
       "allow_missing_controllers: run even when a cgroup controller is missing; the limits "
-      "not applied are listed in Result.unapplied.");
+      "not applied are listed in Result.unapplied.\n"
+      "keep_warm: keep the slice's CPUs busy with idle-priority threads outside it while a "
+      "throttled workload runs, so the quota buys the work it should (docs/keep-warm.md); "
+      "their CPU is Result.keep_warm_cpu_s.");
 }

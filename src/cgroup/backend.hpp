@@ -15,7 +15,6 @@
 #include "edgeprof/plan.hpp"
 #include "edgeprof/slice.hpp"
 #include "fs.hpp"
-#include "sampler/sources.hpp"
 
 namespace edgeprof::detail {
 
@@ -53,6 +52,16 @@ struct Counters {
   std::optional<std::uint64_t> oom_kills;
 };
 
+// Where a slice's files are, for the sampler (Sources::of): on v2 one directory, with the
+// memory.peak descriptor that reset_peak() wrote (or -1); on v1 a directory per controller.
+struct SliceFiles {
+  Fs fs;
+  bool unified = false;
+  std::string dir;                                  // v2
+  int peak_fd = -1;                                 // v2
+  std::map<std::string, std::string> controllers;  // v1: controller -> its directory
+};
+
 // One slice's cgroup(s) in one backend.
 class Cgroup {
  public:
@@ -84,8 +93,8 @@ class Cgroup {
   // Removes the cgroup(s); never throws. Returns false if something could not be removed.
   virtual bool remove() noexcept = 0;
   virtual std::vector<std::string> paths() const = 0;
-  // The sampler's sources for this slice (files opened now, kept open by the Sources).
-  virtual Sources sources() const = 0;
+  // Where the slice's files are, for the sampler.
+  virtual SliceFiles files() const = 0;
 };
 
 class Backend {
@@ -98,6 +107,10 @@ class Backend {
   virtual std::vector<std::string> slice_names() const = 0;
   // Kills and removes a left-over slice by name (found by slice_names()).
   virtual void remove_stale(const std::string& name) = 0;
+  // The nearest cgroup at or above the slices' parent whose CPU bandwidth is limited, as
+  // "PATH (FILE QUOTA PERIOD)"; nullopt when none is (or none can be read). Processes there,
+  // this one's keep-warm threads included, draw on the quota the slices draw on too.
+  virtual std::optional<std::string> cpu_quota_above() const = 0;
 };
 
 // `parent` is a cgroup path ("/a/b") or empty for this process's own cgroup.

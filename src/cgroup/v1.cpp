@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "cgroup/backend.hpp"
+#include "cgroup/files.hpp"
 #include "parse.hpp"
 
 namespace edgeprof::detail {
@@ -25,6 +26,7 @@ const char* const kV1Controllers[] = {"cpu", "cpuacct", "cpuset", "memory", "pid
 struct Hierarchy {
   std::set<std::string> controllers;
   std::string parent_dir;  // absolute, under the mount
+  std::string mount;
 };
 
 class V1Cgroup final : public Cgroup {
@@ -58,9 +60,9 @@ class V1Cgroup final : public Cgroup {
       unapplied.push_back(text);
     };
     if (const Dir* d = find("cpuset")) {
-      auto mems = fs_.read(join(d->parent, "cpuset.mems"));
-      fs_.write_or_throw(join(d->path, "cpuset.mems"), mems ? *mems : "0");
-      fs_.write_or_throw(join(d->path, "cpuset.cpus"), format_cpu_list(plan.cpus),
+      auto mems = fs_.read(join(d->parent, files::v1::kCpusetMems));
+      fs_.write_or_throw(join(d->path, files::v1::kCpusetMems), mems ? *mems : "0");
+      fs_.write_or_throw(join(d->path, files::v1::kCpusetCpus), format_cpu_list(plan.cpus),
                          "the CPUs must be allowed in the parent cpuset");
       cpus_ = plan.cpus.size();
     } else {
@@ -68,8 +70,8 @@ class V1Cgroup final : public Cgroup {
       missing("cpuset", fmt::format("cpuset {}", format_cpu_list(plan.cpus)));
     }
     if (const Dir* d = find("cpu")) {
-      fs_.write_or_throw(join(d->path, "cpu.cfs_period_us"), std::to_string(plan.cpu_period_us));
-      fs_.write_or_throw(join(d->path, "cpu.cfs_quota_us"),
+      fs_.write_or_throw(join(d->path, files::v1::kCpuCfsPeriodUs), std::to_string(plan.cpu_period_us));
+      fs_.write_or_throw(join(d->path, files::v1::kCpuCfsQuotaUs),
                          quota_text(plan.cpu_quota_us, plan.cpu_period_us));
     } else {
       missing("cpu", "cpu quota");
@@ -78,8 +80,8 @@ class V1Cgroup final : public Cgroup {
       // Best effort: a device's storage figures never stop a run.
       if (const Dir* d = find("blkio")) {
         const std::pair<const char*, std::optional<std::uint64_t>> limits[] = {
-            {"blkio.throttle.read_bps_device", plan.io_read_bps},
-            {"blkio.throttle.write_bps_device", plan.io_write_bps}};
+            {files::v1::kBlkioThrottleReadBpsDevice, plan.io_read_bps},
+            {files::v1::kBlkioThrottleWriteBpsDevice, plan.io_write_bps}};
         for (const auto& [file, bps] : limits) {
           if (!bps) continue;
           if (int err = fs_.write(join(d->path, file), fmt::format("{} {}", plan.io_device, *bps))) {
@@ -92,9 +94,9 @@ class V1Cgroup final : public Cgroup {
       }
     }
     if (const Dir* d = find("memory")) {
-      fs_.write_or_throw(join(d->path, "memory.limit_in_bytes"),
+      fs_.write_or_throw(join(d->path, files::v1::kMemoryLimitInBytes),
                          std::to_string(plan.memory_max_bytes));
-      std::string memsw = join(d->path, "memory.memsw.limit_in_bytes");
+      std::string memsw = join(d->path, files::v1::kMemoryMemswLimitInBytes);
       if (fs_.exists(memsw)) {
         fs_.write_or_throw(memsw, std::to_string(plan.memory_max_bytes + plan.swap_max_bytes));
       } else if (host_swap_bytes(fs_) > 0) {
@@ -107,7 +109,7 @@ class V1Cgroup final : public Cgroup {
     }
     if (plan.pids_max) {
       if (const Dir* d = find("pids")) {
-        fs_.write_or_throw(join(d->path, "pids.max"), std::to_string(*plan.pids_max));
+        fs_.write_or_throw(join(d->path, files::v1::kPidsMax), std::to_string(*plan.pids_max));
       } else {
         missing("pids", "pids limit");
       }
@@ -175,10 +177,10 @@ class V1Cgroup final : public Cgroup {
     const Dir* d = find("cpu");
     if (!d) return ENOENT;
     // The period first: a schedule may lengthen it so that a small quota stays above 1 ms.
-    if (int err = fs_.write(join(d->path, "cpu.cfs_period_us"), std::to_string(period_us))) {
+    if (int err = fs_.write(join(d->path, files::v1::kCpuCfsPeriodUs), std::to_string(period_us))) {
       return err;
     }
-    return fs_.write(join(d->path, "cpu.cfs_quota_us"), quota_text(quota_us, period_us));
+    return fs_.write(join(d->path, files::v1::kCpuCfsQuotaUs), quota_text(quota_us, period_us));
   }
 
   std::string quota_text(std::uint64_t quota_us, std::uint64_t period_us) const {
@@ -190,14 +192,14 @@ class V1Cgroup final : public Cgroup {
     if (peak_reset_fd_.get() < 0) {
       const Dir* d = find("memory");
       if (!d) return false;
-      const std::string path = fs_.resolve(join(d->path, "memory.max_usage_in_bytes"));
+      const std::string path = fs_.resolve(join(d->path, files::v1::kMemoryMaxUsageInBytes));
       peak_reset_fd_.reset(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
       if (peak_reset_fd_.get() < 0) return false;
     }
     return ::pwrite(peak_reset_fd_.get(), "0", 1, 0) == 1;
   }
 
-  const char* peak_source() const override { return "memory.max_usage_in_bytes"; }
+  const char* peak_source() const override { return files::v1::kMemoryMaxUsageInBytes; }
 
   std::vector<pid_t> procs() const override {
     std::set<pid_t> all;
@@ -214,7 +216,7 @@ class V1Cgroup final : public Cgroup {
     if (procs().empty()) return;
     std::function<bool(bool)> freeze;
     if (const Dir* d = find("freezer")) {
-      freeze = [this, path = join(d->path, "freezer.state")](bool on) {
+      freeze = [this, path = join(d->path, files::v1::kFreezerState)](bool on) {
         if (fs_.write(path, on ? "FROZEN" : "THAWED") != 0) return false;
         if (!on) return true;
         // Freezing is asynchronous (FREEZING until every task stopped); a bounded wait.
@@ -239,12 +241,12 @@ class V1Cgroup final : public Cgroup {
     return ok;
   }
 
-  Sources sources() const override {
-    std::map<std::string, std::string> dirs;
+  SliceFiles files() const override {
+    SliceFiles f{fs_, false, {}, -1, {}};
     for (const Dir& d : dirs_) {
-      for (const std::string& controller : d.controllers) dirs[controller] = d.path;
+      for (const std::string& controller : d.controllers) f.controllers[controller] = d.path;
     }
-    return Sources::v1(fs_, dirs);
+    return f;
   }
 
   std::vector<std::string> paths() const override {
@@ -274,11 +276,11 @@ class V1Cgroup final : public Cgroup {
       const Dir* d = find(controller);
       return d ? StatFile(fs_, join(d->path, file)) : StatFile();
     };
-    kept_->cpuacct_usage = open("cpuacct", "cpuacct.usage");
-    kept_->cpuacct_stat = open("cpuacct", "cpuacct.stat");
-    kept_->cpu_stat = open("cpu", "cpu.stat");
-    kept_->memory_peak = open("memory", "memory.max_usage_in_bytes");
-    kept_->oom_control = open("memory", "memory.oom_control");
+    kept_->cpuacct_usage = open("cpuacct", files::v1::kCpuacctUsage);
+    kept_->cpuacct_stat = open("cpuacct", files::v1::kCpuacctStat);
+    kept_->cpu_stat = open("cpu", files::v1::kCpuStat);
+    kept_->memory_peak = open("memory", files::v1::kMemoryMaxUsageInBytes);
+    kept_->oom_control = open("memory", files::v1::kMemoryOomControl);
   }
 
   void close_procs_fds() {
@@ -317,7 +319,7 @@ class V1Backend final : public Backend {
     }
     for (auto& [mount, controllers] : by_mount) {
       std::string cgroup = parent.empty() ? own_path(own, *controllers.begin()) : parent;
-      hierarchies_.push_back({controllers, join(mount, cgroup)});
+      hierarchies_.push_back({controllers, join(mount, cgroup), mount});
     }
     if (hierarchies_.empty()) {
       throw UnsupportedError(
@@ -340,6 +342,22 @@ class V1Backend final : public Backend {
       }
     }
     return {names.begin(), names.end()};
+  }
+
+  std::optional<std::string> cpu_quota_above() const override {
+    for (const Hierarchy& h : hierarchies_) {
+      if (!h.controllers.count("cpu")) continue;
+      std::string dir = h.parent_dir;
+      while (dir.size() > h.mount.size() && dir.back() == '/') dir.pop_back();
+      for (; dir.size() > h.mount.size(); dir.resize(dir.rfind('/'))) {
+        const auto quota = split_words(fs_.read(join(dir, files::v1::kCpuCfsQuotaUs)).value_or(""));
+        if (quota.empty() || quota[0] == "-1") continue;
+        const auto period = split_words(fs_.read(join(dir, files::v1::kCpuCfsPeriodUs)).value_or(""));
+        return fmt::format("{} (cpu.cfs_quota_us {}, cpu.cfs_period_us {})", dir, quota[0],
+                           period.empty() ? "?" : period[0]);
+      }
+    }
+    return std::nullopt;
   }
 
   void remove_stale(const std::string& name) override {

@@ -7,11 +7,13 @@
 #include <chrono>
 #include <cstring>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <mutex>
 #include <set>
 #include <thread>
 
 #include "cgroup/backend.hpp"
+#include "cgroup/files.hpp"
 #include "parse.hpp"
 
 namespace edgeprof::detail {
@@ -54,8 +56,8 @@ class V2Cgroup final : public Cgroup {
       if (int err = fs_.mkdir(dir_)) throw_sys_error(err, "cannot create cgroup", fs_.resolve(dir_));
     }
     // O_RDONLY, not O_PATH: clone3 needs an fd it can fdget().
-    dir_fd_ = ::open(fs_.resolve(dir_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dir_fd_ < 0) {
+    dir_fd_.reset(::open(fs_.resolve(dir_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (dir_fd_.get() < 0) {
       int err = errno;
       fs_.rmdir(dir_);
       throw_sys_error(err, "cannot open cgroup", fs_.resolve(dir_));
@@ -85,16 +87,16 @@ class V2Cgroup final : public Cgroup {
     // Without a cpuset nothing caps the slice's CPUs but the quota (quota_unlimited).
     cpus_ = 0;
     if (enabled_.count("cpuset")) {
-      fs_.write_or_throw(join(dir_, "cpuset.cpus"), format_cpu_list(plan.cpus),
+      fs_.write_or_throw(join(dir_, files::v2::kCpusetCpus), format_cpu_list(plan.cpus),
                          "the CPUs must be allowed in the parent's cpuset.cpus.effective");
       cpus_ = plan.cpus.size();
     }
     if (enabled_.count("cpu")) {
-      fs_.write_or_throw(join(dir_, "cpu.max"), max_text(plan.cpu_quota_us, plan.cpu_period_us));
+      fs_.write_or_throw(join(dir_, files::v2::kCpuMax), max_text(plan.cpu_quota_us, plan.cpu_period_us));
     }
     if (enabled_.count("memory")) {
-      fs_.write_or_throw(join(dir_, "memory.max"), std::to_string(plan.memory_max_bytes));
-      std::string swap = join(dir_, "memory.swap.max");
+      fs_.write_or_throw(join(dir_, files::v2::kMemoryMax), std::to_string(plan.memory_max_bytes));
+      std::string swap = join(dir_, files::v2::kMemorySwapMax);
       if (fs_.exists(swap)) {
         fs_.write_or_throw(swap, std::to_string(plan.swap_max_bytes));
       } else if (host_swap_bytes(fs_) > 0) {
@@ -109,18 +111,18 @@ class V2Cgroup final : public Cgroup {
       };
       const std::string line = fmt::format("{} rbps={} wbps={}", plan.io_device,
                                            limit(plan.io_read_bps), limit(plan.io_write_bps));
-      if (int err = fs_.write(join(dir_, "io.max"), line)) {
+      if (int err = fs_.write(join(dir_, files::v2::kIoMax), line)) {
         unapplied.push_back(fmt::format("storage bandwidth: cannot write '{}' to io.max ({}, "
                                         "errno {})",
                                         line, std::strerror(err), err));
       }
     }
     if (plan.pids_max && enabled_.count("pids")) {
-      fs_.write_or_throw(join(dir_, "pids.max"), std::to_string(*plan.pids_max));
+      fs_.write_or_throw(join(dir_, files::v2::kPidsMax), std::to_string(*plan.pids_max));
     }
   }
 
-  int clone_fd() const override { return dir_fd_; }
+  int clone_fd() const override { return dir_fd_.get(); }
 
   void attach(pid_t pid) override {
     fs_.write_or_throw(join(dir_, files::kProcs), std::to_string(pid));
@@ -148,8 +150,8 @@ class V2Cgroup final : public Cgroup {
   std::optional<std::uint64_t> peak() const override {
     // After a reset, the peak is read through the fd that was reset (fd-local since 6.12).
     char buffer[64];
-    if (peak_fd_ >= 0) {
-      ssize_t n = ::pread(peak_fd_, buffer, sizeof buffer - 1, 0);
+    if (peak_fd_.get() >= 0) {
+      ssize_t n = ::pread(peak_fd_.get(), buffer, sizeof buffer - 1, 0);
       return n > 0 ? parse_u64(std::string_view(buffer, static_cast<size_t>(n))) : std::nullopt;
     }
     open_counters();
@@ -164,24 +166,24 @@ class V2Cgroup final : public Cgroup {
 
   int set_cpu_bandwidth(std::uint64_t quota_us, std::uint64_t period_us) noexcept override {
     if (!enabled_.count("cpu")) return ENOENT;
-    return fs_.write(join(dir_, "cpu.max"), max_text(quota_us, period_us));
+    return fs_.write(join(dir_, files::v2::kCpuMax), max_text(quota_us, period_us));
   }
 
   bool reset_peak() override {
     // Since Linux 6.12 a write to memory.peak starts a new peak for reads through that fd.
     // Older kernels refuse the write: then remember that, rather than retry every spawn.
     if (peak_unresettable_) return false;
-    if (peak_fd_ < 0) {
-      peak_fd_ = ::open(fs_.resolve(join(dir_, "memory.peak")).c_str(), O_RDWR | O_CLOEXEC);
+    if (peak_fd_.get() < 0) {
+      peak_fd_.reset(
+          ::open(fs_.resolve(join(dir_, files::v2::kMemoryPeak)).c_str(), O_RDWR | O_CLOEXEC));
     }
-    if (peak_fd_ >= 0 && ::pwrite(peak_fd_, "reset\n", 6, 0) == 6) return true;
-    if (peak_fd_ >= 0) ::close(peak_fd_);
-    peak_fd_ = -1;
+    if (peak_fd_.get() >= 0 && ::pwrite(peak_fd_.get(), "reset\n", 6, 0) == 6) return true;
+    peak_fd_.reset();
     peak_unresettable_ = true;
     return false;
   }
 
-  const char* peak_source() const override { return "memory.peak"; }
+  const char* peak_source() const override { return files::v2::kMemoryPeak; }
 
   std::vector<pid_t> procs() const override {
     auto text = fs_.read(join(dir_, files::kProcs));
@@ -190,14 +192,14 @@ class V2Cgroup final : public Cgroup {
 
   void kill_all() override {
     if (procs().empty()) return;
-    const std::string kill_file = join(dir_, files::kKill);
+    const std::string kill_file = join(dir_, files::v2::kKill);
     if (fs_.exists(kill_file)) {
       // cgroup.kill (Linux 5.14) kills the whole subtree atomically; then wait for the exits.
       fs_.write_or_throw(kill_file, "1");
       kill_loop([this] { return procs(); }, {}, fs_.resolve(dir_));
       return;
     }
-    const std::string freeze_file = join(dir_, files::kFreeze);
+    const std::string freeze_file = join(dir_, files::v2::kFreeze);
     std::function<bool(bool)> freeze;
     if (fs_.exists(freeze_file)) {
       freeze = [this, freeze_file](bool on) {
@@ -220,7 +222,7 @@ class V2Cgroup final : public Cgroup {
     return {fs_.resolve(dir_)};
   }
 
-  Sources sources() const override { return Sources::v2(fs_, dir_, peak_fd_); }
+  SliceFiles files() const override { return SliceFiles{fs_, true, dir_, peak_fd_.get(), {}}; }
 
  private:
   struct Kept {
@@ -229,16 +231,15 @@ class V2Cgroup final : public Cgroup {
 
   void close_fds() {
     kept_.reset();
-    if (dir_fd_ >= 0) ::close(dir_fd_);
-    if (peak_fd_ >= 0) ::close(peak_fd_);
-    dir_fd_ = peak_fd_ = -1;
+    dir_fd_.reset();
+    peak_fd_.reset();
   }
 
   Fs fs_;
   std::string dir_;
   std::set<std::string> enabled_;
-  int dir_fd_ = -1;
-  int peak_fd_ = -1;
+  UniqueFd dir_fd_;
+  UniqueFd peak_fd_;
   bool peak_unresettable_ = false;
   std::size_t cpus_ = 0;  // the cpuset's size (quota_unlimited)
 
@@ -251,9 +252,9 @@ class V2Cgroup final : public Cgroup {
   void open_counters() const {
     if (kept_) return;
     kept_.emplace();
-    kept_->cpu_stat = StatFile(fs_, join(dir_, "cpu.stat"));
-    kept_->memory_peak = StatFile(fs_, join(dir_, "memory.peak"));
-    kept_->memory_events = StatFile(fs_, join(dir_, "memory.events"));
+    kept_->cpu_stat = StatFile(fs_, join(dir_, files::v2::kCpuStat));
+    kept_->memory_peak = StatFile(fs_, join(dir_, files::v2::kMemoryPeak));
+    kept_->memory_events = StatFile(fs_, join(dir_, files::v2::kMemoryEvents));
   }
 };
 
@@ -280,6 +281,7 @@ class V2Backend final : public Backend {
       }
     }
     parent_dir_ = join(layout.unified, cgroup);
+    mount_ = layout.unified;
     enable_controllers(own && cgroup != "/");
   }
 
@@ -295,6 +297,21 @@ class V2Backend final : public Backend {
       if (parse_slice_name(name)) names.push_back(std::move(name));
     }
     return names;
+  }
+
+  std::optional<std::string> cpu_quota_above() const override {
+    // The root has no cpu.max; a cgroup whose parent does not enable cpu has none either.
+    std::string dir = parent_dir_;
+    while (dir.size() > mount_.size() && dir.back() == '/') dir.pop_back();
+    for (; dir.size() > mount_.size(); dir.resize(dir.rfind('/'))) {
+      auto text = fs_.read(join(dir, files::v2::kCpuMax));
+      if (!text) continue;
+      const auto fields = split_words(*text);
+      if (!fields.empty() && fields[0] != "max") {
+        return fmt::format("{} (cpu.max {})", dir, fmt::join(fields, " "));
+      }
+    }
+    return std::nullopt;
   }
 
   void remove_stale(const std::string& name) override {
@@ -313,12 +330,12 @@ class V2Backend final : public Backend {
     // One process may build many backends (one per slice): serialise the set-up.
     static std::mutex lock;
     std::lock_guard<std::mutex> guard(lock);
-    const std::string control = join(parent_dir_, files::kSubtreeControl);
+    const std::string control = join(parent_dir_, files::v2::kSubtreeControl);
     std::set<std::string> available;
-    if (auto text = fs_.read(join(parent_dir_, files::kControllers))) {
+    if (auto text = fs_.read(join(parent_dir_, files::v2::kControllers))) {
       for (std::string& c : split_words(*text)) available.insert(std::move(c));
     } else {
-      throw_sys_error(errno, "cannot read", fs_.resolve(join(parent_dir_, files::kControllers)));
+      throw_sys_error(errno, "cannot read", fs_.resolve(join(parent_dir_, files::v2::kControllers)));
     }
     std::set<std::string> active;
     if (auto text = fs_.read(control)) {
@@ -373,6 +390,7 @@ class V2Backend final : public Backend {
 
   Fs fs_;
   std::string parent_dir_;
+  std::string mount_;
   std::set<std::string> enabled_;
 };
 

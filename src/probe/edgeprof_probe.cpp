@@ -15,28 +15,46 @@
 #include "edgeprof/microbench.hpp"
 #include "edgeprof/version.hpp"
 #include "fs.hpp"
+#include "microbench_detail.hpp"
 
 namespace {
 
 constexpr const char* kUsage =
-    "usage: edgeprof-probe [--name NAME] [--output FILE] [--quick] [--help] [--version]\n"
+    "usage: edgeprof-probe [--name NAME] [--output FILE] [--quick] [--vector-unit UNIT]\n"
+    "                      [--help] [--version]\n"
     "\n"
     "Measures this device for edgeprof: the CPUs this process may use, the memory (MemTotal),\n"
     "the CPU model, and the per-core scores of the micro-benchmark suite (integer, floating\n"
-    "point, memory latency) on the fastest CPU. Writes a device file (JSON) to FILE or stdout;\n"
-    "progress goes to stderr. Import the file on the machine that runs edgeprof:\n"
+    "point, memory latency, and a vector kernel: the matrix-product block CNN inference spends\n"
+    "its time in, on the best vector unit) on the fastest CPU. Writes a device file (JSON) to\n"
+    "FILE or stdout; progress goes to stderr. Import the file on the machine that runs edgeprof:\n"
     "    edgeprof run --device FILE ...\n"
     "\n"
     "  --name NAME    the device's name in the file (default: the host name)\n"
     "  --output FILE  write the device file to FILE (default: stdout)\n"
-    "  --quick        shorter timed runs (under 1 s instead of about 3 s): noisier scores\n"
+    "  --quick        shorter timed runs (about 1 s instead of about 4 s): noisier scores\n"
+    "  --vector-unit UNIT\n"
+    "                 the vector kernel's unit instead of the best (this CPU has: UNITS)\n"
     "  --help         print this help\n"
     "  --version      print the version and the suite version\n"
     "\n"
     "Run it on an idle device with its usual cooling; close other programs first.\n";
 
+std::string units() {
+  std::string out;
+  for (const std::string& u : edgeprof::vector_units()) out += (out.empty() ? "" : ", ") + u;
+  return out;
+}
+
+void print_usage(std::FILE* to) {
+  std::string text = kUsage;
+  text.replace(text.find("UNITS"), 5, units());
+  std::fputs(text.c_str(), to);
+}
+
 int usage_error(const std::string& message) {
-  std::fprintf(stderr, "edgeprof-probe: %s\n%s", message.c_str(), kUsage);
+  std::fprintf(stderr, "edgeprof-probe: %s\n", message.c_str());
+  print_usage(stderr);
   return 2;
 }
 
@@ -74,7 +92,7 @@ std::string write_file(const std::string& path, const std::string& text) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  edgeprof::ProbeOptions options;
+  edgeprof::detail::ProbeOptions options;
   std::string output;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
@@ -93,13 +111,17 @@ int main(int argc, char** argv) {
       return false;
     };
     if (arg == "--help" || arg == "-h") {
-      std::fputs(kUsage, stdout);
+      print_usage(stdout);
       return 0;
     } else if (arg == "--version") {
       std::printf("edgeprof-probe %s (%s)\n", edgeprof::version(), edgeprof::kSuiteVersion);
       return 0;
     } else if (arg == "--quick") {
       options.quick = true;
+    } else if (arg.substr(0, 13) == "--vector-unit") {
+      if (!value("--vector-unit", options.vector_unit) || options.vector_unit.empty()) {
+        return usage_error("--vector-unit needs a unit (" + units() + ")");
+      }
     } else if (arg.substr(0, 6) == "--name") {
       if (!value("--name", options.name)) return usage_error("--name needs a value");
     } else if (arg.substr(0, 8) == "--output" || arg == "-o") {
@@ -115,7 +137,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "edgeprof-probe: %s\n", line.c_str());
   };
   try {
-    const std::string text = edgeprof::probe_device_json(options);
+    const std::string text = edgeprof::detail::probe_device_json(options);
     if (output.empty() || output == "-") {
       if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() ||
           std::fflush(stdout) != 0) {

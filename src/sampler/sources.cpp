@@ -6,6 +6,7 @@
 
 #include <cerrno>
 
+#include "cgroup/files.hpp"
 #include "parse.hpp"
 
 namespace edgeprof::detail {
@@ -152,7 +153,6 @@ bool pressure_io(const std::string_view* t, Reading& v) {
 
 }  // namespace
 
-const char* metric_name(Metric m) { return to_string(m); }
 
 void Sources::add(const Fs& fs, std::string name, std::vector<std::string> paths,
                   std::vector<Metric> metrics, bool (*parse)(const std::string_view*, Reading&),
@@ -182,33 +182,33 @@ Sources Sources::v2(const Fs& fs, const std::string& dir, int peak_fd) {
   Sources s;
   auto f = [&](const char* name) { return join(dir, name); };
   using M = Metric;
-  s.add(fs, "cpu.stat", {f("cpu.stat")},
+  s.add(fs, files::v2::kCpuStat, {f(files::v2::kCpuStat)},
         {M::cpu_usage_ns, M::cpu_user_ns, M::cpu_system_ns, M::cpu_periods,
          M::cpu_throttled_periods, M::cpu_throttled_ns},
         v2_cpu_stat);
-  s.add(fs, "memory.current", {f("memory.current")}, {M::memory_current_bytes},
+  s.add(fs, files::v2::kMemoryCurrent, {f(files::v2::kMemoryCurrent)}, {M::memory_current_bytes},
         single<M::memory_current_bytes>);
-  s.add(fs, "memory.peak", {f("memory.peak")}, {M::memory_peak_bytes},
+  s.add(fs, files::v2::kMemoryPeak, {f(files::v2::kMemoryPeak)}, {M::memory_peak_bytes},
         single<M::memory_peak_bytes>);
-  if (peak_fd >= 0 && !s.sources_.empty() && s.sources_.back().name == "memory.peak") {
+  if (peak_fd >= 0 && !s.sources_.empty() && s.sources_.back().name == files::v2::kMemoryPeak) {
     // A copy of the descriptor shares the open file, and so the reset, with the original.
     Source& peak = s.sources_.back();
     const int copy = ::fcntl(peak_fd, F_DUPFD_CLOEXEC, 0);
     if (copy >= 0) peak.files[0] = StatFile::adopt(copy, peak.files[0].path());
   }
-  s.add(fs, "memory.stat", {f("memory.stat")},
+  s.add(fs, files::v2::kMemoryStat, {f(files::v2::kMemoryStat)},
         {M::memory_anon_bytes, M::memory_file_bytes, M::memory_major_faults}, v2_memory_stat);
-  s.add(fs, "memory.swap.current", {f("memory.swap.current")}, {M::memory_swap_bytes},
+  s.add(fs, files::v2::kMemorySwapCurrent, {f(files::v2::kMemorySwapCurrent)}, {M::memory_swap_bytes},
         single<M::memory_swap_bytes>);
-  s.add(fs, "memory.events", {f("memory.events")}, {M::memory_oom_kills}, oom_kills);
-  s.add(fs, "io.stat", {f("io.stat")},
+  s.add(fs, files::v2::kMemoryEvents, {f(files::v2::kMemoryEvents)}, {M::memory_oom_kills}, oom_kills);
+  s.add(fs, files::v2::kIoStat, {f(files::v2::kIoStat)},
         {M::io_read_bytes, M::io_write_bytes, M::io_read_ops, M::io_write_ops}, v2_io_stat);
-  s.add(fs, "cpu.pressure", {f("cpu.pressure")}, {M::pressure_cpu_some_us}, pressure_cpu);
-  s.add(fs, "memory.pressure", {f("memory.pressure")},
+  s.add(fs, files::v2::kCpuPressure, {f(files::v2::kCpuPressure)}, {M::pressure_cpu_some_us}, pressure_cpu);
+  s.add(fs, files::v2::kMemoryPressure, {f(files::v2::kMemoryPressure)},
         {M::pressure_memory_some_us, M::pressure_memory_full_us}, pressure_memory);
-  s.add(fs, "io.pressure", {f("io.pressure")}, {M::pressure_io_some_us, M::pressure_io_full_us},
+  s.add(fs, files::v2::kIoPressure, {f(files::v2::kIoPressure)}, {M::pressure_io_some_us, M::pressure_io_full_us},
         pressure_io);
-  s.add(fs, "pids.current", {f("pids.current")}, {M::tasks}, single<M::tasks>);
+  s.add(fs, files::v2::kPidsCurrent, {f(files::v2::kPidsCurrent)}, {M::tasks}, single<M::tasks>);
   return s;
 }
 
@@ -220,22 +220,22 @@ Sources Sources::v1(const Fs& fs, const std::map<std::string, std::string>& dirs
     return it == dirs.end() ? std::string() : join(it->second, name);
   };
   s.add(fs, "cpuacct.usage+cpuacct.stat",
-        {f("cpuacct", "cpuacct.usage"), f("cpuacct", "cpuacct.stat")},
+        {f("cpuacct", files::v1::kCpuacctUsage), f("cpuacct", files::v1::kCpuacctStat)},
         {M::cpu_usage_ns, M::cpu_user_ns, M::cpu_system_ns}, v1_cpu_time);
-  s.add(fs, "cpu.stat", {f("cpu", "cpu.stat")},
+  s.add(fs, files::v1::kCpuStat, {f("cpu", files::v1::kCpuStat)},
         {M::cpu_periods, M::cpu_throttled_periods, M::cpu_throttled_ns}, v1_cpu_stat);
-  s.add(fs, "memory.usage_in_bytes", {f("memory", "memory.usage_in_bytes")},
+  s.add(fs, files::v1::kMemoryUsageInBytes, {f("memory", files::v1::kMemoryUsageInBytes)},
         {M::memory_current_bytes}, single<M::memory_current_bytes>);
-  s.add(fs, "memory.max_usage_in_bytes", {f("memory", "memory.max_usage_in_bytes")},
+  s.add(fs, files::v1::kMemoryMaxUsageInBytes, {f("memory", files::v1::kMemoryMaxUsageInBytes)},
         {M::memory_peak_bytes}, single<M::memory_peak_bytes>);
-  s.add(fs, "memory.stat", {f("memory", "memory.stat")},
+  s.add(fs, files::v1::kMemoryStat, {f("memory", files::v1::kMemoryStat)},
         {M::memory_anon_bytes, M::memory_file_bytes, M::memory_major_faults, M::memory_swap_bytes},
         v1_memory_stat);
-  s.add(fs, "memory.oom_control", {f("memory", "memory.oom_control")}, {M::memory_oom_kills},
+  s.add(fs, files::v1::kMemoryOomControl, {f("memory", files::v1::kMemoryOomControl)}, {M::memory_oom_kills},
         oom_kills);
   s.add(fs, "blkio.throttle.io_service_bytes+io_serviced",
-        {f("blkio", "blkio.throttle.io_service_bytes_recursive"),
-         f("blkio", "blkio.throttle.io_serviced_recursive")},
+        {f("blkio", files::v1::kBlkioThrottleIoServiceBytesRecursive),
+         f("blkio", files::v1::kBlkioThrottleIoServicedRecursive)},
         {M::io_read_bytes, M::io_write_bytes, M::io_read_ops, M::io_write_ops}, v1_blkio);
   // v1 has no per-cgroup pressure: the host's, labelled host-wide.
   s.add(fs, "/proc/pressure/cpu", {"/proc/pressure/cpu"}, {M::pressure_cpu_some_us}, pressure_cpu,
@@ -244,7 +244,7 @@ Sources Sources::v1(const Fs& fs, const std::map<std::string, std::string>& dirs
         {M::pressure_memory_some_us, M::pressure_memory_full_us}, pressure_memory, true);
   s.add(fs, "/proc/pressure/io", {"/proc/pressure/io"},
         {M::pressure_io_some_us, M::pressure_io_full_us}, pressure_io, true);
-  s.add(fs, "pids.current", {f("pids", "pids.current")}, {M::tasks}, single<M::tasks>);
+  s.add(fs, files::v1::kPidsCurrent, {f("pids", files::v1::kPidsCurrent)}, {M::tasks}, single<M::tasks>);
   return s;
 }
 

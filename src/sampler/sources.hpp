@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "cgroup/backend.hpp"
 #include "edgeprof/series.hpp"
 #include "fs.hpp"
 
@@ -19,7 +20,6 @@ using edgeprof::SourceStatus;
 using edgeprof::TimeSeries;
 
 using Columns = TimeSeries;
-const char* metric_name(Metric m);
 
 // What a parser writes: values (indexed by Metric) and which of them it found.
 struct Reading {
@@ -50,6 +50,10 @@ class Sources {
   // of it, because since Linux 6.12 a reset applies only to reads through the reset file.
   static Sources v2(const Fs& fs, const std::string& dir, int peak_fd = -1);
   static Sources v1(const Fs& fs, const std::map<std::string, std::string>& dirs);
+  // The sources of a slice, by its version: files opened now, kept open by the Sources.
+  static Sources of(const SliceFiles& where) {
+    return where.unified ? v2(where.fs, where.dir, where.peak_fd) : v1(where.fs, where.controllers);
+  }
   // Adds the network counters of a workload in its own network namespace: `dev` is net/dev
   // opened inside it (the open file keeps the namespace readable after every process left).
   void add_network(StatFile dev);

@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <cstdlib>
@@ -12,6 +14,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "edgeprof/edgeprof.hpp"
@@ -122,6 +125,116 @@ inline edgeprof::Command workload(std::vector<std::string> args) {
   c.argv = {helper("edgeprof_workload")};
   c.argv.insert(c.argv.end(), args.begin(), args.end());
   return c;
+}
+
+// Whether one of `notes` (a plan's, say) contains `part`.
+inline bool has_note(const std::vector<std::string>& notes, const std::string& part) {
+  for (const std::string& n : notes) {
+    if (n.find(part) != std::string::npos) return true;
+  }
+  return false;
+}
+inline bool has_note(const EmulationPlan& plan, const std::string& part) {
+  return has_note(plan.notes, part);
+}
+
+// Polls `done` every few milliseconds until it holds; false when `limit` passed first. For a test
+// that waits for an event (the kernel counted a throttle, a thread ran, a file appeared): how long
+// the event takes is the machine's business, so the limit only ends a wait on a broken mechanism.
+template <class Done>
+bool eventually(Done done, std::chrono::seconds limit = std::chrono::seconds(120)) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
+// The file `name` in the first of a slice's directories that has it (Slice::paths(): one on v2,
+// one per hierarchy on v1); "" when none has it.
+inline std::string slice_file(const std::vector<std::string>& dirs, const std::string& name) {
+  for (const std::string& dir : dirs) {
+    if (std::filesystem::exists(dir + "/" + name)) return FakeTree::slurp(dir + "/" + name);
+  }
+  return {};
+}
+
+// The CPU bandwidth the kernel holds for a slice, read back from cpu.max (v2) or
+// cpu.cfs_quota_us and cpu.cfs_period_us (v1): what the plan wrote, not what it meant to.
+struct KernelBandwidth {
+  std::optional<std::uint64_t> quota_us;  // unset: no limit ("max" on v2, -1 on v1)
+  std::uint64_t period_us = 0;            // 0: the slice has no cpu controller file
+};
+inline KernelBandwidth kernel_bandwidth(const std::vector<std::string>& dirs) {
+  KernelBandwidth b;
+  std::string quota;
+  std::istringstream v2(slice_file(dirs, "cpu.max"));  // "QUOTA PERIOD" or "max PERIOD"
+  if (!(v2 >> quota >> b.period_us)) {
+    std::istringstream q(slice_file(dirs, "cpu.cfs_quota_us"));
+    std::istringstream p(slice_file(dirs, "cpu.cfs_period_us"));
+    quota.clear();
+    b.period_us = 0;
+    q >> quota;
+    p >> b.period_us;
+  }
+  if (!quota.empty() && quota != "max" && quota != "-1") b.quota_us = std::stoull(quota);
+  return b;
+}
+
+// One field of a slice's cpu.stat (the cpu hierarchy's on v1): "nr_throttled", "usage_usec", ...
+// 0 when missing.
+inline std::uint64_t kernel_cpu_stat(const std::vector<std::string>& dirs, const std::string& key) {
+  std::istringstream in(slice_file(dirs, "cpu.stat"));
+  std::string k;
+  std::uint64_t value = 0;
+  while (in >> k >> value) {
+    if (k == key) return value;
+  }
+  return 0;
+}
+
+// CFS periods in which the kernel throttled the slice since it was created.
+inline std::uint64_t kernel_throttled_periods(const std::vector<std::string>& dirs) {
+  return kernel_cpu_stat(dirs, "nr_throttled");
+}
+
+// CPU time of every task the slice has held since it was created, in seconds: cpuacct.usage (v1,
+// ns) or cpu.stat usage_usec (v2).
+inline double kernel_cpu_usage_s(const std::vector<std::string>& dirs) {
+  std::istringstream v1(slice_file(dirs, "cpuacct.usage"));
+  std::uint64_t ns = 0;
+  if (v1 >> ns) return double(ns) / 1e9;
+  return double(kernel_cpu_stat(dirs, "usage_usec")) / 1e6;
+}
+
+// What a run's samples show of their schedule whatever the load: no sample taken on the schedule
+// came before its deadline (the j-th after the first at least j intervals after it, deadlines
+// being absolute and relative to the first sample), and no more were taken or counted as missed
+// than deadlines had passed by the last sample. How many a busy machine let through is the
+// sampler benchmark's (benchmarks/bench_sampler.cpp).
+inline void check_schedule(const TimeSeries& s, std::chrono::nanoseconds interval,
+                           std::uint64_t missed) {
+  REQUIRE(s.size() > 0);
+  const std::int64_t t0 = s.t_ns.front();
+  const std::int64_t every = interval.count();
+  std::int64_t j = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i < s.scheduled.size() && !s.scheduled[i]) continue;
+    CAPTURE(i, j, s.t_ns[i] - t0);
+    CHECK(s.t_ns[i] - t0 >= j * every);
+    ++j;
+  }
+  CAPTURE(j, missed, s.t_ns.back() - t0);
+  CHECK(std::uint64_t(j) + missed <= std::uint64_t((s.t_ns.back() - t0) / every) + 1);
+}
+
+// A host of two CPUs and 8 GiB, for plans.
+inline HostFacts two_cpu_host() {
+  HostFacts h;
+  h.cpus = {0, 1};
+  h.memory_bytes = 8ull << 30;
+  return h;
 }
 
 }  // namespace edgeprof::test

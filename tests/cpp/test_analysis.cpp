@@ -264,3 +264,16 @@ TEST_CASE("calibrations survive JSON and project results", "[analysis][projectio
   CHECK_THROWS_WITH(calibrations_from_json(edited), Catch::Contains("edited"));
   CHECK_THROWS_WITH(calibrations_from_json("{}"), Catch::Contains("not an edgeprof calibration"));
 }
+
+TEST_CASE("estimate_energy_j: idle power for the wall time, the rest in proportion to CPU use",
+          "[analysis][energy]") {
+  PowerDescription p;
+  CHECK_FALSE(estimate_energy_j(p, 10, 5, 1).has_value());
+  p.idle_watts = 2;
+  p.loaded_watts = 6;
+  CHECK(*estimate_energy_j(p, 10, 0, 1) == Approx(20));        // idle throughout
+  CHECK(*estimate_energy_j(p, 10, 10, 1) == Approx(60));       // fully loaded
+  CHECK(*estimate_energy_j(p, 10, 10, 2) == Approx(40));       // half of a 2-core capacity
+  CHECK(*estimate_energy_j(p, 10, 30, 2) == Approx(60));       // capped at fully loaded
+  CHECK_FALSE(estimate_energy_j(p, 10, 5, 0).has_value());
+}

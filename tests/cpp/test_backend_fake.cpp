@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "cgroup/backend.hpp"
+#include "sampler/sources.hpp"
 #include "edgeprof/error.hpp"
 #include "helpers.hpp"
 
@@ -112,7 +113,7 @@ TEST_CASE("v2: the peak is read through the file each run resets, by the sampler
   tree.file(peak, "1\n");  // another file under the name
 
   CHECK(cgroup->peak() == 40960u);
-  Sources sources = cgroup->sources();
+  Sources sources = Sources::of(cgroup->files());
   Columns columns;
   sources.tick(0, columns);
   REQUIRE(columns.has(Metric::memory_peak_bytes));
@@ -156,6 +157,47 @@ TEST_CASE("v2: an explicit parent is used instead of the caller's cgroup", "[cgr
   CHECK(tree.exists("/sys/fs/cgroup/jobs/edgeprof-9-9-9"));
   CHECK_FALSE(tree.exists("/sys/fs/cgroup/elsewhere"));
   std::filesystem::remove(tree.root() + "/sys/fs/cgroup/jobs/edgeprof-9-9-9");
+}
+
+TEST_CASE("v2: a CPU quota above the slices is found, the nearest first", "[cgroup][keep-warm]") {
+  FakeTree tree;
+  auto backend = fake_v2(tree, "/kubepods/pod1/app", "cpuset cpu memory pids",
+                         "cpuset cpu memory pids");
+  // No cpu.max anywhere (cpu not enabled above), or "max": no limit.
+  CHECK_FALSE(backend->cpu_quota_above());
+  tree.file("/sys/fs/cgroup/kubepods/pod1/app/cpu.max", "max 100000\n");
+  tree.file("/sys/fs/cgroup/kubepods/cpu.max", "max 100000\n");
+  CHECK_FALSE(backend->cpu_quota_above());
+  tree.file("/sys/fs/cgroup/kubepods/cpu.max", "400000 100000\n");
+  CHECK(backend->cpu_quota_above() == "/sys/fs/cgroup/kubepods (cpu.max 400000 100000)");
+  tree.file("/sys/fs/cgroup/kubepods/pod1/cpu.max", "200000 100000\n");
+  CHECK(backend->cpu_quota_above() == "/sys/fs/cgroup/kubepods/pod1 (cpu.max 200000 100000)");
+  // The root has no cpu.max; one planted there is not read.
+  FakeTree root_tree;
+  auto at_root = fake_v2(root_tree, "/", "cpuset cpu memory pids", "cpuset cpu memory pids");
+  root_tree.file("/sys/fs/cgroup/cpu.max", "1000 100000\n");
+  CHECK_FALSE(at_root->cpu_quota_above());
+}
+
+TEST_CASE("v1: a CPU quota above the slices is found in the cpu hierarchy", "[cgroup][keep-warm]") {
+  FakeTree tree;
+  tree.file("/proc/self/cgroup", "4:cpu,cpuacct:/batch/job7\n3:memory:/batch/job7\n");
+  tree.dir("/sys/fs/cgroup/cpu,cpuacct/batch/job7");
+  tree.dir("/sys/fs/cgroup/memory/batch/job7");
+  Layout layout{CgroupMode::legacy, "", {}};
+  layout.v1["cpu"] = layout.v1["cpuacct"] = "/sys/fs/cgroup/cpu,cpuacct";
+  layout.v1["memory"] = "/sys/fs/cgroup/memory";
+  auto backend = make_v1_backend(Fs(tree.root()), layout, "");
+  CHECK_FALSE(backend->cpu_quota_above());
+  tree.file("/sys/fs/cgroup/cpu,cpuacct/batch/job7/cpu.cfs_quota_us", "-1\n");
+  tree.file("/sys/fs/cgroup/cpu,cpuacct/batch/cpu.cfs_quota_us", "50000\n");
+  tree.file("/sys/fs/cgroup/cpu,cpuacct/batch/cpu.cfs_period_us", "100000\n");
+  CHECK(backend->cpu_quota_above() ==
+        "/sys/fs/cgroup/cpu,cpuacct/batch (cpu.cfs_quota_us 50000, cpu.cfs_period_us 100000)");
+  // The mount (root cgroup) itself is not read.
+  tree.file("/sys/fs/cgroup/cpu,cpuacct/batch/cpu.cfs_quota_us", "-1\n");
+  tree.file("/sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us", "1000\n");
+  CHECK_FALSE(backend->cpu_quota_above());
 }
 
 TEST_CASE("v1: one directory per hierarchy, each under the caller's cgroup there", "[cgroup]") {

@@ -159,12 +159,12 @@ TEST_CASE("probe scores give the core speed relative to this host", "[device-fil
       "memory": 4124000256,
       "scores": {"suite": "edgeprof-suite-1", "integer": 10, "floating": 20, "memory": 40}})";
   DeviceLoadOptions options;
-  options.host_scores = CoreScores{"edgeprof-suite-1", 40, 40, 40};
+  options.host_scores = CoreScores{"edgeprof-suite-1", 40, 40, 40, 0, "", ""};
   const Device d = parse_device_json(text, "probed.json", options);
   // Geometric mean of 1/4, 1/2 and 1.
   CHECK(d.core_speed == Approx(0.5));
   CHECK(d.sources.at("core_speed").status == "measured");
-  options.host_scores = CoreScores{"edgeprof-suite-0", 40, 40, 40};
+  options.host_scores = CoreScores{"edgeprof-suite-0", 40, 40, 40, 0, "", ""};
   try {
     parse_device_json(text, "probed.json", options);
     FAIL("accepted scores of another suite");
@@ -172,6 +172,69 @@ TEST_CASE("probe scores give the core speed relative to this host", "[device-fil
     CHECK(contains(e.what(), "probed.json"));
     CHECK(contains(e.what(), "edgeprof-suite-0"));
   }
+}
+
+TEST_CASE("a probed device's vector score gives its nn speed, used by default and said",
+          "[device-file][nn]") {
+  const std::string text = R"({"edgeprof_device": 1, "name": "probed", "cores": 4,
+      "memory": 4124000256,
+      "scores": {"suite": "edgeprof-suite-1", "integer": 10, "floating": 20, "memory": 40,
+                 "vector": 15, "vector_unit": "neon", "vector_kernel": "edgeprof-vector-1"}})";
+  DeviceLoadOptions options;
+  CoreScores host{"edgeprof-suite-1", 40, 40, 40, 120, "avx512f", kVectorKernelVersion};
+  options.host_scores = host;
+  const Device d = parse_device_json(text, "probed.json", options);
+  CHECK(d.core_speed == Approx(0.5));  // the integer speed, from the scalar kernels
+  REQUIRE(d.nn);
+  CHECK(d.nn->core_speed == Approx(0.125));
+  CHECK(d.nn->basis == "vector");
+  CHECK(d.nn->precision == "fp32");
+  CHECK(d.nn->vector_units == "neon on the device, avx512f here");
+  CHECK(d.nn->ratios.empty());
+
+  std::vector<std::string> notes;
+  const Device nn = for_speed_kind(d, SpeedKind::automatic, &notes);
+  CHECK(nn.core_speed == Approx(0.125));
+  CHECK(nn.speed_kind == "nn");
+  CHECK(nn.sources.at("core_speed").status == "estimated");
+  CHECK(contains(nn.sources.at("core_speed").source, "vector-kernel score"));
+  REQUIRE(notes.size() == 1);
+  CHECK(contains(notes[0], "from edgeprof-probe's vector kernel (fp32; neon on the device, "
+                           "avx512f here"));
+  CHECK(describe_core_speed(nn) ==
+        "0.125 of a host core (nn speed: edgeprof-probe's vector kernel, fp32; neon on the "
+        "device, avx512f here)");
+  CHECK(for_speed_kind(d, SpeedKind::integer).core_speed == Approx(0.5));
+
+  // Written back with its vector score, read again the same.
+  const Device again = parse_device_json(device_to_json(d), "again.json", options);
+  REQUIRE(again.scores);
+  CHECK(*again.scores == *d.scores);
+
+  // A host calibrated before the vector kernel: no nn speed, and why.
+  options.host_scores = CoreScores{"edgeprof-suite-1", 40, 40, 40, 0, "", ""};
+  const Device old_host = parse_device_json(text, "probed.json", options);
+  CHECK_FALSE(old_host.nn);
+  CHECK(contains(old_host.nn_missing, "this host has no vector-kernel score"));
+  CHECK(contains(old_host.nn_missing, "edgeprof calibrate-host"));
+
+  // A file of an older probe: no nn speed, and what to do.
+  const std::string old = R"({"edgeprof_device": 1, "name": "probed", "cores": 4,
+      "memory": 4124000256,
+      "scores": {"suite": "edgeprof-suite-1", "integer": 10, "floating": 20, "memory": 40}})";
+  options.host_scores = host;
+  const Device old_probe = parse_device_json(old, "old.json", options);
+  CHECK_FALSE(old_probe.nn);
+  CHECK(contains(old_probe.nn_missing, "older edgeprof-probe"));
+  CHECK_THROWS_WITH(for_speed_kind(old_probe, SpeedKind::nn),
+                    Catch::Contains("older edgeprof-probe"));
+
+  // Another version of the kernel does not compare.
+  std::string other = text;
+  other.replace(other.find("edgeprof-vector-1"), 17, "edgeprof-vector-0");
+  const Device other_kernel = parse_device_json(other, "other.json", options);
+  CHECK_FALSE(other_kernel.nn);
+  CHECK(contains(other_kernel.nn_missing, "edgeprof-vector-0"));
 }
 
 TEST_CASE("the catalog: real devices, every figure sourced", "[device-file][catalog]") {

@@ -18,6 +18,9 @@ using namespace edgeprof;
 using edgeprof::test::FakeTree;
 using edgeprof::test::helper;
 using edgeprof::test::can_create_slices;
+using edgeprof::test::eventually;
+using edgeprof::test::kernel_bandwidth;
+using edgeprof::test::kernel_throttled_periods;
 using edgeprof::test::program;
 using edgeprof::test::workload;
 
@@ -52,6 +55,44 @@ const Device& half_core() {
   return d;
 }
 
+// Checks that the kernel holds the CPU bandwidth the slice's plan computed.
+void check_bandwidth_applied(const Slice& slice) {
+  const test::KernelBandwidth held = kernel_bandwidth(slice.paths());
+  CAPTURE(slice.plan().cpu_quota_us, slice.plan().cpu_period_us);
+  CHECK(held.quota_us == slice.plan().cpu_quota_us);
+  CHECK(held.period_us == slice.plan().cpu_period_us);
+}
+
+// Runs `threads` busy threads in the slice until the kernel has throttled it `periods` times,
+// however long the machine's load makes that take.
+Result spin_until_throttled(Slice& slice, int threads, std::uint64_t periods,
+                            const SpawnOptions& options = {}) {
+  FakeTree tmp;
+  const std::string stop = tmp.root() + "/stop";
+  Child child = slice.spawn(workload({"spin-until", stop, std::to_string(threads)}), options);
+  const std::vector<std::string> paths = slice.paths();
+  const std::uint64_t before = kernel_throttled_periods(paths);
+  const bool throttled =
+      eventually([&] { return kernel_throttled_periods(paths) >= before + periods; });
+  tmp.file("/stop", "");
+  Result r = std::move(child).wait();
+  CAPTURE(before, kernel_throttled_periods(paths));
+  REQUIRE(throttled);
+  return r;
+}
+
+// Checks that the CPU the run used over its wall time stays within `share` host cores, the
+// quota's. The kernel holds it there (plus a period's quota at the start), and load only lowers
+// it, so 25% above is a bound no load can cross; there is no lower bound (how much of its share a
+// busy host leaves the workload is benchmarks/bench_fidelity.cpp's). Not in the cgroup v2 VM:
+// its emulation charges a vCPU's stalls on the host to the task that was running, as CPU time.
+void check_held_to(const Result& r, double share) {
+  if (std::getenv("EDGEPROF_IN_VM") != nullptr) return;
+  const double cores = (r.cpu_user_s + r.cpu_system_s) / r.wall_time_s;
+  CAPTURE(cores, share);
+  CHECK(cores <= share * 1.25);
+}
+
 }  // namespace
 
 TEST_CASE("the kernel's cgroup mode is detected", "[kernel]") {
@@ -71,22 +112,32 @@ RunOptions sampling(bool on) {
   return o;
 }
 
-TEST_CASE("a CPU-bound child under 1 core x speed 0.5 uses about half a core", "[kernel]") {
+TEST_CASE("a CPU-bound child under 1 core x speed 0.5 is held to half a core by its quota",
+          "[kernel]") {
   REQUIRE_CGROUPS();
   const bool sampled = GENERATE(true, false);
-  Result r = run(workload({"spin", "1.2"}), half_core(), sampling(sampled));
-  REQUIRE(r.ok());
-  const double cores_used = (r.cpu_user_s + r.cpu_system_s) / r.wall_time_s;
-  CAPTURE(sampled, r.cpu_user_s, r.cpu_system_s, r.wall_time_s, r.throttled_s, to_text(r));
-  CHECK((r.series.size() > 0) == sampled);
-  CHECK(cores_used == Approx(0.5).margin(0.1));
-  CHECK(r.throttled_periods > 0);
-  // About half of the run waits for the next period: up to 0.6 s. The kernel counts from the
-  // throttle to the unthrottle, so other load on the CPU, which delays the workload's use of its
-  // quota within each period, shortens it: 0.29 s once here with a build running beside it.
-  CHECK(r.throttled_s > 0.15);
-  CHECK(r.periods >= r.throttled_periods);
-  CHECK(r.plan.cpu_quota_us * 2 == r.plan.cpu_period_us);
+  const bool keep_warm = GENERATE(true, false);
+  RunOptions options = sampling(sampled);
+  options.slice.plan.keep_warm = keep_warm;
+  {
+    Slice slice(half_core(), options.slice);
+    CHECK(slice.plan().cpu_quota_us * 2 == slice.plan().cpu_period_us);
+    check_bandwidth_applied(slice);
+    // How long the throttled part of a run is depends on the load beside it (0.29 s of 0.6 s
+    // once here with a build running; since Linux 6.18 only from when the throttled task is
+    // taken off the CPU, 0.06 s with keep-warm threads runnable, docs/keep-warm.md): the test
+    // waits until the kernel has throttled the workload 20 times, whatever that takes.
+    const Result r = spin_until_throttled(slice, 1, 20, options.spawn);
+    REQUIRE(r.ok());
+    CAPTURE(sampled, keep_warm, r.cpu_user_s, r.cpu_system_s, r.wall_time_s, r.throttled_s,
+            to_text(r));
+    CHECK((r.series.size() > 0) == sampled);
+    CHECK(r.plan.keep_warm == keep_warm);
+    CHECK(r.throttled_periods >= 20);  // counted by the kernel during the run (above)
+    CHECK(r.throttled_s > 0);
+    CHECK(r.periods >= r.throttled_periods);
+    check_held_to(r, 0.5);
+  }
   CHECK(our_slices().empty());
 }
 
@@ -106,30 +157,44 @@ TEST_CASE("a device as fast as its host CPUs runs with no quota and is never thr
   const Result r = slice.spawn(workload({"spin", "0.5"})).wait();
   REQUIRE(r.ok());
   CAPTURE(to_text(r));
+  // No quota: the kernel never throttles it, however busy the host. (How much of a core a busy
+  // host leaves it is a figure: benchmarks/bench_fidelity.cpp, runs 5 and 6.)
   CHECK(r.throttled_periods == 0);
   CHECK(r.throttled_s == 0);
-  CHECK((r.cpu_user_s + r.cpu_system_s) / r.wall_time_s == Approx(1.0).margin(0.15));
+  CHECK(r.cpu_user_s + r.cpu_system_s > 0);
 }
 
-TEST_CASE("one busy thread runs faster than a device core unless the device is cut to it",
+TEST_CASE("one busy thread may take a device's whole quota unless the device is cut to it",
           "[kernel]") {
   // cpu.max limits the slice: one thread on a 2 x 0.5 device may take its whole quota, a host
-  // core. for_threads(device, 1) emulates one core of it, at the device's core speed.
+  // core. for_threads(device, 1) emulates one core of it, at the device's core speed. (How much
+  // faster the thread runs on the whole device is benchmarks/bench_fidelity.cpp's slowdown grid.)
   REQUIRE_CGROUPS();
   if (host_facts().cpus.size() < 2) {
     WARN("skipped: needs 2 host CPUs");
     return;
   }
   const Device duo = make_device("duo", 2, 0.5, "256MiB");
-  const Result whole = run(workload({"spin", "1"}), duo);
-  const Result one = run(workload({"spin", "1"}), for_threads(duo, 1));
-  REQUIRE(whole.ok());
-  REQUIRE(one.ok());
-  const auto cores = [](const Result& r) { return (r.cpu_user_s + r.cpu_system_s) / r.wall_time_s; };
-  CAPTURE(cores(whole), cores(one));
-  CHECK(cores(whole) > 0.8);
-  CHECK(cores(one) == Approx(0.5).margin(0.1));
-  CHECK(one.device.name == "duo-1-thread");
+  {
+    Slice whole(duo);
+    CHECK(whole.plan().cpus.size() == 2);
+    CHECK(whole.plan().capacity_cores() == Approx(1.0));  // the quota of a whole host core
+    check_bandwidth_applied(whole);
+    const Result r = whole.spawn(workload({"spin", "0.3"})).wait();
+    REQUIRE(r.ok());
+    check_held_to(r, 1.0);
+  }
+  Slice one(for_threads(duo, 1));
+  CHECK(one.device().name == "duo-1-thread");
+  CHECK(one.plan().cpus.size() == 1);
+  CHECK(one.plan().capacity_cores() == Approx(0.5));  // one device core
+  check_bandwidth_applied(one);
+  const Result r = spin_until_throttled(one, 1, 20);
+  REQUIRE(r.ok());
+  CAPTURE(to_text(r));
+  CHECK(r.throttled_periods >= 20);
+  check_held_to(r, 0.5);
+  CHECK(r.device.name == "duo-1-thread");
 }
 
 TEST_CASE("two threads on a 2-core x 0.25 device share half a host core", "[kernel]") {
@@ -138,10 +203,15 @@ TEST_CASE("two threads on a 2-core x 0.25 device share half a host core", "[kern
     WARN("skipped: needs 2 host CPUs");
     return;
   }
-  Result r = run(workload({"spin", "1.5", "2"}), make_device("two-slow", 2, 0.25, "256MiB"));
+  Slice slice(make_device("two-slow", 2, 0.25, "256MiB"));
+  CHECK(slice.plan().cpus.size() == 2);
+  CHECK(slice.plan().capacity_cores() == Approx(0.5));
+  check_bandwidth_applied(slice);
+  const Result r = spin_until_throttled(slice, 2, 20);
   REQUIRE(r.ok());
-  CHECK(r.plan.cpus.size() == 2);
-  CHECK((r.cpu_user_s + r.cpu_system_s) / r.wall_time_s == Approx(0.5).margin(0.1));
+  CAPTURE(to_text(r));
+  CHECK(r.throttled_periods >= 20);
+  check_held_to(r, 0.5);
 }
 
 TEST_CASE("a child allocating past the memory limit is OOM-killed and reported so",
@@ -322,8 +392,7 @@ TEST_CASE("a timeout kills the whole slice and reports timed_out", "[kernel]") {
     Result r = slice.spawn(workload({"sleep", "30"})).wait(std::chrono::milliseconds(300));
     CHECK(r.timed_out);
     CHECK(r.signal == SIGKILL);
-    CHECK(r.wall_time_s >= 0.3);
-    CHECK(r.wall_time_s < 2.5);  // killing and reaping take a moment on a loaded host
+    CHECK(r.wall_time_s >= 0.3);  // not before the timeout; load only makes the kill later
     CHECK_FALSE(r.ok());
   }
   CHECK(all_gone(paths));
@@ -340,7 +409,7 @@ TEST_CASE("an interrupt during wait kills the workload and removes the slice", "
   };
   CHECK_THROWS_WITH(run(workload({"sleep", "30"}), half_core(), options),
                     "interrupted by the test");
-  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
+  // The slice is gone, which it cannot be while the sleep lives in it: killed, not waited for.
   CHECK(our_slices().empty());
 }
 
@@ -361,15 +430,21 @@ TEST_CASE("processes left behind by the workload die with the slice", "[kernel]"
 TEST_CASE("a slice is reusable: each run gets its own CPU time", "[kernel]") {
   REQUIRE_CGROUPS();
   Slice slice(half_core());
-  Result a = slice.spawn(workload({"spin", "1.0"})).wait();
+  const std::vector<std::string> paths = slice.paths();
+  // a busy-loops until it has used 0.3 s of CPU, however long the load makes that take.
+  Result a = slice.spawn(workload({"work", "0.3"})).wait();
+  const double between = test::kernel_cpu_usage_s(paths);  // the slice's own running total
   Result b = slice.spawn(workload({"exit", "0"})).wait();
+  const double after = test::kernel_cpu_usage_s(paths);
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
   const double cpu_a = a.cpu_user_s + a.cpu_system_s;
   const double cpu_b = b.cpu_user_s + b.cpu_system_s;
-  CAPTURE(cpu_a, cpu_b);
-  CHECK(cpu_a > 0.3);
-  // Cumulative counters would give b at least a's time; per run, b is a start-up's worth (tens
-  // of ms under the VM's software emulation).
-  CHECK(cpu_b < cpu_a / 2);
+  CAPTURE(cpu_a, cpu_b, between, after);
+  CHECK(cpu_a >= 0.3);
+  // Per run, b is what the slice's counter gained while b ran; cumulative counters would give
+  // b a's 0.3 s as well.
+  CHECK(cpu_b <= after - between + 0.005);
 }
 
 TEST_CASE("slices left by a profiler killed with SIGKILL are removed by the next one",

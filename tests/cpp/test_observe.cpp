@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -17,6 +18,7 @@
 
 using namespace edgeprof;
 using edgeprof::test::can_create_slices;
+using edgeprof::test::check_schedule;
 using edgeprof::test::FakeTree;
 using edgeprof::test::workload;
 
@@ -35,9 +37,8 @@ std::pair<Result, std::string> run_capturing(Slice& slice, Command command,
   return {r, out};
 }
 
-// Time from exec to main(): dynamic loading. Under the VM's software emulation (TCG) it takes
-// tens of milliseconds; on the host well under one.
-// (A few ms on a busy host, where the workload also waits to be scheduled.)
+// Under the VM's software emulation (TCG) every timing is 10-50 times slower and uneven: there
+// the tests check what happened, with no bound on how fast.
 bool in_vm() { return std::getenv("EDGEPROF_IN_VM") != nullptr; }
 
 // The storage tests run on a disk: EDGEPROF_TEST_DISK when set (the cgroup v2 VM mounts a RAM
@@ -58,12 +59,25 @@ class OnTestDisk {
   std::filesystem::path previous_;
 };
 
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+// The sampled average is the slice's CPU counter over the sampled span, from the same rows as
+// the exact figures: so it agrees with them times wall time / span. (The span also holds the
+// moments before the release and after the reap, longer on a loaded host: how close the two come
+// is benchmarks/bench_sampler.cpp's.)
+void check_cpu_average(const Result& r) {
+  const TimeSeries& s = r.series;
+  REQUIRE(r.summary.cpu_cores_avg);
+  REQUIRE(s.size() >= 2);
+  const double span_s = double(s.t_ns.back() - s.t_ns.front()) / 1e9;
+  CAPTURE(span_s, r.wall_time_s, *r.summary.cpu_cores_avg);
+  CHECK(span_s >= r.wall_time_s);  // the first sample before the release, the last after the reap
+  CHECK(*r.summary.cpu_cores_avg * span_s ==
+        Approx(r.cpu_user_s + r.cpu_system_s).epsilon(0.01).margin(0.002));
 }
-double exec_budget_s() { return in_vm() ? 2.0 : 0.010; }
-// Tolerances: the VM's software emulation makes every system call slow and timings loose.
-double slack(double host, double vm) { return in_vm() ? vm : host; }
+
+// The value of the slice's cumulative CPU counter in row `i`, in seconds.
+double usage_s(const Result& r, size_t i) {
+  return double(r.series.values[static_cast<int>(Metric::cpu_usage_ns)][i]) / 1e9;
+}
 
 // "key=value key=value" -> map.
 std::map<std::string, double> fields(const std::string& line) {
@@ -91,37 +105,45 @@ TEST_CASE("a sampled run agrees with the workload's own rusage and clock", "[ker
   REQUIRE(self.count("utime"));
   CAPTURE(out, r.cpu_user_s, r.cpu_system_s, r.wall_time_s, outside);
 
-  // CPU: the slice's counters against the kernel's rusage of the (only) process.
+  // CPU: the slice counted every CPU second the (only) process reports in its rusage, and more:
+  // exec before main() and the exit after the report, how much more depending on the load and
+  // the VM's emulation (benchmarks/bench_trial.cpp measures it). The margin: on v1 the child
+  // runs a few instructions before it has written itself into the slice.
   const double rusage_cpu = self["utime"] + self["stime"];
-  // (The slice also pays for the process's exit after its report: slow under emulation.)
-  CHECK(r.cpu_user_s + r.cpu_system_s ==
-        Approx(rusage_cpu).epsilon(slack(0.03, 0.10)).margin(0.02));
-  // Wall time: the workload's own clock runs inside it, the caller's around it.
+  CHECK(r.cpu_user_s + r.cpu_system_s >= rusage_cpu - 0.02);
+  // Wall time: the workload's own clock runs inside it, the caller's around it. (How much
+  // longer exec and dynamic loading make it is benchmarks/bench_spawn.cpp's.)
   const double own = (self["end_ns"] - self["start_ns"]) / 1e9;
   CHECK(r.wall_time_s >= own);
-  CHECK(r.wall_time_s - own < exec_budget_s());  // exec and dynamic loading before main()
   CHECK(r.wall_time_s <= outside);
 
-  // The samples: every 5 ms, times strictly increasing, the first just before the release.
+  // The samples: on a 5 ms schedule, times strictly increasing, the first just before the
+  // release, the last after the exit.
   const TimeSeries& s = r.series;
   CHECK(r.summary.samples == s.size());
-  // About 200 deadlines in 1 s; a loaded host skips some (counted, not bunched).
-  CHECK(s.size() + r.summary.missed_deadlines >= 150);
+  check_schedule(s, options.sample_interval, r.summary.missed_deadlines);
   CHECK(s.t_ns.front() <= 0);
   for (size_t i = 1; i < s.size(); ++i) REQUIRE(s.t_ns[i] > s.t_ns[i - 1]);
   CHECK(s.t_ns.back() >= std::llround(r.wall_time_s * 1e9));  // the final sample, after exit
   CHECK(s.has(Metric::cpu_usage_ns));
   CHECK(s.has(Metric::memory_current_bytes));
   CHECK(s.complete == s.available);
-  // The sampled average agrees with the exact counters (the spin gets close to its full core on
-  // the host; less under the VM's emulation, where qemu's own threads compete).
-  const double exact_cores = (r.cpu_user_s + r.cpu_system_s) / r.wall_time_s;
-  CHECK(*r.summary.cpu_cores_avg == Approx(exact_cores).epsilon(0.05));
+  check_cpu_average(r);
   CHECK(*r.summary.cpu_capacity_avg == Approx(*r.summary.cpu_cores_avg));  // capacity: 1 core
-  CHECK(*r.summary.cpu_cores_peak <= 1.15);  // 100 ms windows: within a tick's worth
-  CHECK(*r.summary.interval_p50_s >= 0.0049);
-  CHECK(*r.summary.interval_p50_s <= slack(0.025, 0.05));  // at worst a few skipped deadlines
-  CHECK(*r.summary.tasks_peak >= 1);
+  // Sampled figures, present once the sampler took scheduled samples 100 ms apart: what they are
+  // on a loaded host (a peak of 1.19 cores in 100 ms windows of a one-CPU slice, once in the VM)
+  // is the sampler benchmark's; here they are what they say they are.
+  if (r.summary.cpu_cores_peak) {
+    REQUIRE(r.summary.cpu_cores_p95);
+    CHECK(std::isfinite(*r.summary.cpu_cores_peak));
+    CHECK(*r.summary.cpu_cores_peak >= *r.summary.cpu_cores_p95);
+    CHECK(*r.summary.cpu_cores_p95 >= 0);
+  }
+  if (r.summary.interval_p50_s) CHECK(*r.summary.interval_p50_s > 0);
+  // The slice's tasks, sampled: never more than the workload's two threads (its main one and
+  // the spinning one). (Whether a sample fell while they lived is the sampler's timing.)
+  REQUIRE(r.summary.tasks_peak);
+  CHECK(*r.summary.tasks_peak <= 2u);
   for (const SourceStatus& st : r.sources) {
     CAPTURE(st.name, st.error);
     CHECK_FALSE(st.failed);
@@ -168,23 +190,43 @@ TEST_CASE("phase marks land in their phases", "[kernel][observe][phase]") {
   // load touches 32 MiB: its own footprint, net of the process's baseline.
   CHECK(*load.memory_net_peak_bytes >= (31 << 20));
   CHECK(*load.memory_net_peak_bytes <= (40 << 20));
-  CHECK(load.wall_time_s() >= 0.1);
+  // The phases' wall times, from the workload's own clock at the marks: at least what it slept
+  // and spun in them (lower bounds, which load only makes longer).
+  CHECK(load.wall_time_s() >= 0.1);  // the touch, then 0.1 s asleep
   // compute spins for 0.3 s on a full core; the marks are consecutive.
   CHECK(compute.start_s == load.end_s);
-  // spin 0.3 + idle 0.2: to exit
-  CHECK(compute.wall_time_s() == Approx(0.5).margin(slack(0.05, 0.5)));
+  CHECK(compute.wall_time_s() >= 0.5);  // spin 0.3 + idle 0.2: to exit
   CHECK(compute.ended_by_exit);
-  // Its CPU, interpolated between samples, against the workload's own getrusage of the spin
-  // (a tick's worth of charging lag at each end). The phase runs to the exit, so it also pays
-  // for the report and the process's teardown: slow under the VM's emulation.
-  const double spin_cpu = fields(out)["spin_cpu"];
-  CHECK(*compute.cpu_s >= spin_cpu - 0.015);
-  CHECK(*compute.cpu_s <= spin_cpu + slack(0.015, 0.3));
   // idle sleeps 0.2 s inside compute's span.
-  CHECK(idle.wall_time_s() == Approx(0.2).margin(slack(0.03, 0.3)));
+  CHECK(idle.wall_time_s() >= 0.2);
   CHECK_FALSE(idle.ended_by_exit);
-  CHECK(*idle.cpu_s < slack(0.02, 0.1));
-  CHECK(idle.start_s >= compute.start_s + 0.29);
+  CHECK(idle.start_s >= compute.start_s + 0.29);  // after the 0.3 s spin
+  // The phases' CPU, interpolated between samples. How close that comes to the workload's own
+  // getrusage of the spin depends on how soon the sampler answers a mark, which load delays;
+  // what holds whatever the load: each phase has at least what the counter gained between the
+  // samples inside it, nested and consecutive phases add up, and the run counted the spin.
+  REQUIRE(load.cpu_s);
+  REQUIRE(compute.cpu_s);
+  REQUIRE(idle.cpu_s);
+  const double run_cpu = r.cpu_user_s + r.cpu_system_s;
+  CHECK(run_cpu >= fields(out)["spin_cpu"] - 0.001);  // rusage in whole microseconds
+  CHECK(*load.cpu_s >= 0);
+  CHECK(*idle.cpu_s >= 0);
+  CHECK(*idle.cpu_s <= *compute.cpu_s + 1e-6);
+  CHECK(*load.cpu_s + *compute.cpu_s <= run_cpu + 0.002);
+  for (const Phase* ph : {&load, &compute, &idle}) {
+    CAPTURE(ph->name, *ph->cpu_s);
+    const TimeSeries& s = r.series;
+    // The first and the last sample inside the phase (a microsecond in from its marks).
+    std::optional<size_t> first, last;
+    for (size_t i = 0; i < s.size(); ++i) {
+      const double t = double(s.t_ns[i]) / 1e9;
+      if (t <= ph->start_s + 1e-6 || t >= ph->end_s - 1e-6) continue;
+      if (!first) first = i;
+      last = i;
+    }
+    if (first) CHECK(*ph->cpu_s >= usage_s(r, *last) - usage_s(r, *first) - 1e-6);
+  }
 }
 
 TEST_CASE("outside edgeprof the phase marks are no-ops", "[observe][phase]") {
@@ -230,25 +272,26 @@ TEST_CASE("the next run in a slice is sampled as fully as the first", "[kernel][
   const auto usage = [](const Result& r, size_t i) {
     return r.series.values[static_cast<int>(Metric::cpu_usage_ns)][i];
   };
-  // One second each, as in the test above: the sampled average spans the run plus the moments
-  // before the release and after the reap, which a 0.3 s run felt at 8% on a busy host.
-  auto [first, out1] = run_capturing(slice, workload({"spin-report", "1.0"}), options);
-  auto [second, out2] = run_capturing(slice, workload({"spin-report", "1.0"}), options);
+  auto [first, out1] = run_capturing(slice, workload({"spin-report", "0.3"}), options);
+  auto [second, out2] = run_capturing(slice, workload({"spin-report", "0.3"}), options);
   REQUIRE(first.ok());
   REQUIRE(second.ok());
   for (const Result* r : {&first, &second}) {
     CAPTURE(r->cpu_user_s, r->cpu_system_s, r->wall_time_s);
-    CHECK(r->series.size() + r->summary.missed_deadlines >= 100);  // a busy VM skips some
+    check_schedule(r->series, options.sample_interval, r->summary.missed_deadlines);
     CHECK(r->series.complete == r->series.available);
     CHECK(r->series.has(Metric::memory_current_bytes));
-    const double exact_cores = (r->cpu_user_s + r->cpu_system_s) / r->wall_time_s;
-    CHECK(*r->summary.cpu_cores_avg == Approx(exact_cores).epsilon(0.05));
+    check_cpu_average(*r);
     for (const SourceStatus& st : r->sources) CHECK_FALSE(st.failed);
   }
   // The slice's CPU counter only grows: the second run starts where the first ended.
   CHECK(usage(second, 0) >= usage(first, first.series.size() - 1));
-  CHECK(usage(second, second.series.size() - 1) - usage(second, 0) >=
-        static_cast<std::uint64_t>(0.8e9));
+  // Live counters from the second run's first sample to its last: they hold all the CPU its
+  // process reports in its own rusage (kept files that returned the first run's values would not).
+  auto own = fields(out2);
+  CAPTURE(out2);
+  CHECK(usage_s(second, second.series.size() - 1) - usage_s(second, 0) >=
+        own["utime"] + own["stime"] - 0.02);
 }
 
 TEST_CASE("a process forked after a sampled run samples its own runs in the same slice",
@@ -261,16 +304,25 @@ TEST_CASE("a process forked after a sampled run samples its own runs in the same
   fast.sample_interval = std::chrono::milliseconds(5);
   Command command = workload({"sleep", "0.2"});
   REQUIRE(slice.spawn(command, fast).wait().ok());
+  const auto tasks = [] {
+    std::error_code ec;
+    auto it = std::filesystem::directory_iterator("/proc/self/task", ec);
+    return std::distance(it, std::filesystem::directory_iterator{});
+  };
   const pid_t pid = ::fork();
   REQUIRE(pid >= 0);
   if (pid == 0) {
     // The child: no Catch2 here, and no destructors (the slice is the parent's); the exit
-    // status says what went wrong.
+    // status says what went wrong. It has one thread, the fork's; a sampler of its own starts
+    // a second one with the run (in spawn(), before the workload is released).
     int code = 0;
     try {
-      const Result r = slice.spawn(command, fast).wait(std::chrono::seconds(30));
+      if (tasks() != 1) code = 5;
+      Child child = slice.spawn(command, fast);
+      if (code == 0 && tasks() != 2) code = 3;
+      const Result r = std::move(child).wait(std::chrono::seconds(60));
       if (!r.ok()) code = 2;
-      else if (r.series.size() + r.summary.missed_deadlines < 20) code = 3;  // 0.2 s at 5 ms
+      else if (r.series.size() < 2 || r.series.complete != r.series.available) code = 6;
     } catch (...) {
       code = 4;
     }
@@ -280,10 +332,12 @@ TEST_CASE("a process forked after a sampled run samples its own runs in the same
   int status = 0;
   REQUIRE(::waitpid(pid, &status, 0) == pid);
   REQUIRE(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == 0);  // 3: the child's run was not sampled on its deadlines
+  CHECK(WEXITSTATUS(status) == 0);  // 3: no sampler thread of its own in the child's run
   // The parent's own sampler goes on.
   const Result again = slice.spawn(command, fast).wait();
-  CHECK(again.series.size() + again.summary.missed_deadlines >= 20);
+  REQUIRE(again.ok());
+  check_schedule(again.series, fast.sample_interval, again.summary.missed_deadlines);
+  CHECK(again.series.complete == again.series.available);
 }
 
 TEST_CASE("sampling can be turned off; the exact figures remain", "[kernel][observe]") {
@@ -298,7 +352,7 @@ TEST_CASE("sampling can be turned off; the exact figures remain", "[kernel][obse
   CHECK_FALSE(r.summary.cpu_cores_avg);
   REQUIRE(r.phases.size() == 3);  // wall times come from the marks themselves
   CHECK_FALSE(r.phases[1].cpu_s);
-  CHECK(r.cpu_user_s > 0.1);
+  CHECK(r.cpu_user_s + r.cpu_system_s > 0);  // counted without samples (how much: load's)
 
   options.sample_interval = std::chrono::microseconds(100);
   CHECK_THROWS_WITH(slice.spawn(workload({"exit"}), options), Catch::Contains("1 ms to 60 s"));
@@ -343,7 +397,8 @@ TEST_CASE("each run of a slice gets its own phase marks, also runs at the same t
   for (const Result* r : {&rc, &rd}) {
     CHECK(names(*r) == expected);
     CAPTURE(r->wall_time_s, r->series.size(), r->summary.missed_deadlines);
-    CHECK(double(r->series.size() + r->summary.missed_deadlines) >= r->wall_time_s / 0.005);
+    // Each on its own time zero's deadlines: one run's samples on the other's would come early.
+    check_schedule(r->series, fast.sample_interval, r->summary.missed_deadlines);
   }
   auto [after, out] = run_capturing(slice, workload({"phases"}), quiet);
   CHECK(names(after) == expected);
@@ -368,8 +423,7 @@ TEST_CASE("repeated runs: warm-ups apart, statistics over fresh slices", "[kerne
   CHECK(rr.all_ok());
   const Statistic& wall = rr.stat("wall_time_s");
   CHECK(wall.n == 3);
-  CHECK(wall.median >= 0.05);
-  CHECK(wall.median < 0.05 + exec_budget_s() + 0.02);
+  CHECK(wall.median >= 0.05);  // each run spins 0.05 s of wall time at least
   CHECK(wall.min <= wall.median);
   CHECK(wall.ci95_low <= wall.mean);
   CHECK_THROWS_AS(run_repeated(workload({"exit"}), make_device("x", 1, 1.0, "64MiB"), 0),
@@ -419,10 +473,30 @@ TEST_CASE("a device's storage bandwidth throttles the reads and writes that reac
   REQUIRE(r.ok());
   CAPTURE(to_text(r), r.unapplied);
   REQUIRE(r.unapplied.empty());
+  // The limits the kernel holds for the disk the plan chose: io.max on v2, the blkio throttle
+  // files on v1 (docs/storage.md).
+  const std::vector<std::string> paths = slice.paths();
+  const std::string& limited = slice.plan().io_device;
+  if (cgroup_mode() == CgroupMode::unified) {
+    const std::string limits = test::slice_file(paths, "io.max");
+    CAPTURE(limits);
+    CHECK_THAT(limits, Catch::Contains(limited + " rbps=16777216 wbps=8388608"));
+  } else {
+    CHECK_THAT(test::slice_file(paths, "blkio.throttle.read_bps_device"),
+               Catch::Contains(limited + " 16777216\n"));
+    CHECK_THAT(test::slice_file(paths, "blkio.throttle.write_bps_device"),
+               Catch::Contains(limited + " 8388608\n"));
+  }
+  // Every byte went through the block layer, where the limits apply.
+  REQUIRE(r.summary.io_write_bytes);
+  REQUIRE(r.summary.io_read_bytes);
+  CHECK(*r.summary.io_write_bytes >= (8u << 20));
+  CHECK(*r.summary.io_read_bytes >= (8u << 20));
   // 8 MiB written at 8 MiB/s and read back at 16 MiB/s: 1.5 s at least, where the host's disk
   // alone takes a small fraction of that. (The throttle lets a first burst through, hence 0.8.)
+  // A lower bound the limit imposes: load only adds time. (No upper bound: how long a loaded
+  // disk takes is not the emulation's.)
   CHECK(r.wall_time_s >= 0.8 * 1.5);
-  CHECK(r.wall_time_s < 1.5 * 4);
 }
 
 TEST_CASE("buffered writes are limited when synced, and at writeback only on cgroup v2",
@@ -441,43 +515,59 @@ TEST_CASE("buffered writes are limited when synced, and at writeback only on cgr
   }
   const std::string path = "edgeprof-writeback-" + std::to_string(::getpid());
   const bool v2 = cgroup_mode() == CgroupMode::unified;
+  // What the slice's block I/O counter holds at a run's first sample (taken before the release).
+  const auto written_before = [](const Result& r) {
+    REQUIRE(r.series.has(Metric::io_write_bytes));
+    return r.series[Metric::io_write_bytes].front();
+  };
 
-  // 8 MiB at 8 MiB/s: 1 s, less the burst the throttle lets through first.
+  // fsync writes the 8 MiB back in the workload's context: through the slice's counters, under
+  // its limit. 8 MiB at 8 MiB/s: 1 s, less the burst the throttle lets through first (a lower
+  // bound the limit imposes: load only adds time).
   auto synced = run_capturing(slice, workload({"buffered-write", path, "8", "fsync"})).first;
   REQUIRE(synced.ok());
   CAPTURE(to_text(synced));
+  REQUIRE(synced.summary.io_write_bytes);
+  CHECK(*synced.summary.io_write_bytes >= (8u << 20));
   CHECK(synced.wall_time_s >= 0.8);
 
-  // The page cache takes 8 MiB at once; the disk gets it when this process syncs the file. (A
-  // new file: ext4 starts writeback at the close of a file that was truncated and rewritten,
-  // in the writer's context, so on v1 that would be limited too.)
+  // The page cache takes 8 MiB at once; the disk gets it when this process syncs the file (or
+  // the kernel's flusher does, sooner on a busy host). Whose I/O that writeback is shows in the
+  // slice's counter from the unsynced run's start to a run after the sync: v2 charges it to the
+  // slice that dirtied the pages (so its limit applies), v1 to no slice (not limited). How long
+  // either took is load's business, not the test's. (A new file: ext4 starts writeback at the
+  // close of a file that was truncated and rewritten, in the writer's context, so on v1 that
+  // would be charged to the slice too.)
   std::filesystem::remove(path);
   auto cached = run_capturing(slice, workload({"buffered-write", path, "8"})).first;
   REQUIRE(cached.ok());
-  CHECK(cached.wall_time_s < 0.5);
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   REQUIRE(fd >= 0);
-  const auto start = std::chrono::steady_clock::now();
   CHECK(::fsync(fd) == 0);
-  const double sync_s = seconds_since(start);
   ::close(fd);
   std::filesystem::remove(path);
-  CAPTURE(v2, sync_s);
+  auto after = run_capturing(slice, workload({"exit", "0"})).first;
+  REQUIRE(after.ok());
+  const std::uint64_t charged = written_before(after) - written_before(cached);
+  CAPTURE(v2, to_text(cached), charged);
   if (v2) {
-    CHECK(sync_s >= 0.8);
+    CHECK(charged >= (8u << 20));
   } else {
-    CHECK(sync_s < 0.5);
+    CHECK(charged < (8u << 20));
   }
 }
 
 TEST_CASE("compare ranks workloads per device, marks the Pareto front, and projects",
           "[kernel][observe][compare]") {
   REQUIRE_CGROUPS();
-  std::vector<Workload> workloads = {{"slow", workload({"spin", "0.12"})},
-                                     {"fast", workload({"spin", "0.03"})},
+  // Ranked on the kernel's peak memory, which no load changes, rather than on wall time, where
+  // load on a shared host or in the VM can outweigh any difference two short workloads have.
+  std::vector<Workload> workloads = {{"large", workload({"touch", "64"})},
+                                     {"small", workload({"touch", "16"})},
                                      {"broken", workload({"exit", "3"})}};
   CompareOptions o;
   o.repeat = 5;
+  o.metric = "peak_memory_bytes";
   FitOptions f;
   f.model = FitModel::linear;
   f.features = {"wall_time_s"};
@@ -495,19 +585,27 @@ TEST_CASE("compare ranks workloads per device, marks the Pareto front, and proje
                          });
   CAPTURE(to_text(c));
   REQUIRE(c.rows.size() == 3);
-  CHECK(c.rows[0].workload == "fast");
+  CHECK(c.rows[0].workload == "small");
   CHECK(c.rows[0].rank == 1);
-  CHECK(c.rows[1].workload == "slow");
+  CHECK(c.rows[1].workload == "large");
   CHECK(c.rows[1].rank == 2);  // 5 runs each: separated
   CHECK(c.rows[2].workload == "broken");
   CHECK(c.rows[2].rank == 3);
   CHECK_FALSE(c.rows[2].result.all_ok());
-  CHECK(c.rows[0].pareto);  // fastest, and no bigger
+  CHECK(c.rows[0].pareto);  // smallest
+  // The projection of the run with the median metric: the calibration's estimate at its wall
+  // time (about twice it).
   REQUIRE(c.rows[0].projected);
-  CHECK(c.rows[0].projected->estimate == Approx(2 * c.rows[0].value).margin(0.03));
+  bool projected_a_run = false;
+  for (const Result& r : c.rows[0].result.runs) {
+    projected_a_run = projected_a_run ||
+                      c.rows[0].projected->estimate ==
+                          Approx(o.calibrations[0].projection.predict(r.wall_time_s).estimate);
+  }
+  CHECK(projected_a_run);
   CHECK(to_text(c).find("FAILED") != std::string::npos);
   CHECK_THROWS_WITH(compare({workloads[0], workloads[0]}, {make_device("b", 1, 1, "64MiB")}),
-                    Catch::Contains("two workloads are named 'slow'"));
+                    Catch::Contains("two workloads are named 'large'"));
 
   // Scoring one run against a budget, measured and projected.
   const Result& run = c.rows[0].result.runs.front();
@@ -567,59 +665,83 @@ TEST_CASE("a speed schedule slows the workload down when it says, and the report
   d.power.idle_watts = 1.0;
   d.power.loaded_watts = 5.0;
   Slice slice(d);
+  const std::vector<std::string> paths = slice.paths();
+  // Full speed: a quota of the slice's whole CPU, which is written as none.
+  CHECK_FALSE(test::kernel_bandwidth(paths).quota_us);
+  // Half speed, as the schedule computes it from the plan.
+  const CpuBandwidth half = cpu_bandwidth(slice.plan().capacity_cores() * 0.5,
+                                          slice.plan().cpu_period_us);
+
+  // The workload spins until the test has seen the change in the quota file and the kernel
+  // throttling it 50 times under the new quota (half a second at least), however long the load
+  // makes either take.
+  FakeTree tmp;
   SpawnOptions options;
   options.sample_interval = std::chrono::milliseconds(10);
-  auto [r, out] = run_capturing(slice, workload({"spin-report", "1.5"}), options);
+  Command spin = workload({"spin-until", tmp.root() + "/stop"});
+  spin.stdout_stream = Stdio::discard();
+  Child child = slice.spawn(spin, options);
+  const bool changed =
+      test::eventually([&] { return test::kernel_bandwidth(paths).quota_us.has_value(); });
+  const test::KernelBandwidth during = test::kernel_bandwidth(paths);
+  const std::uint64_t before = test::kernel_throttled_periods(paths);
+  const bool throttled =
+      changed && test::eventually([&] { return test::kernel_throttled_periods(paths) >= before + 50; });
+  tmp.file("/stop", "");
+  const Result r = std::move(child).wait();
   REQUIRE(r.ok());
-  CAPTURE(out, r.wall_time_s);
+  CAPTURE(r.wall_time_s, to_text(r));
+  REQUIRE(changed);
+  REQUIRE(throttled);
+  CHECK(during.quota_us == half.quota_us);
+  CHECK(during.period_us == half.period_us);
+
   REQUIRE(r.speed_changes.size() == 1);
   const SpeedChange& c = r.speed_changes[0];
   CHECK(c.error.empty());
   CHECK(c.factor == 0.5);
-  CHECK(c.t_s == Approx(0.5).margin(slack(0.02, 0.3)));
+  CHECK(c.t_s >= 0.5);  // not before the schedule says; load only makes it later
   CHECK(c.cpu_quota_us == r.plan.cpu_quota_us / 2);
+  CHECK(c.cpu_quota_us == half.quota_us);
   CHECK(c.cpu_period_us == r.plan.cpu_period_us);
-  // The workload spins for 1.5 s of wall time: 0.5 s with a full core's quota, which one thread
-  // cannot exceed, then 1 s with half of it, which throttles it. (What it gets of the CPU also
-  // depends on how busy the host is, so the checks are on the quota's effects.)
-  CHECK(r.throttled_periods > 0);
-  // The CPU rate in the samples after the change is about half a core.
-  const TimeSeries& s = r.series;
-  const auto& usage = s[Metric::cpu_usage_ns];
-  std::size_t a = 0, b = 0;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    const double t = double(s.t_ns[i]) / 1e9;
-    if (t <= 1.0) a = i;
-    if (t <= 2.0) b = i;
+  // Full speed before the change never throttles (there is no quota); these are the half's.
+  CHECK(r.throttled_periods >= 50);
+  if (!in_vm()) {
+    // The CPU rate in the samples after the change: held by the kernel to the half quota, so 25%
+    // over it is a bound no load can cross (load only lowers it). Not in the cgroup v2 VM, whose
+    // emulation charges a vCPU's stalls on the host to the running task as CPU time.
+    const TimeSeries& s = r.series;
+    const auto& usage = s[Metric::cpu_usage_ns];
+    const std::int64_t from_ns = std::llround((c.t_s + 0.02) * 1e9);  // two periods later
+    std::size_t a = s.size();
+    for (std::size_t i = 0; i < s.size() && a == s.size(); ++i) {
+      if (s.t_ns[i] >= from_ns) a = i;
+    }
+    const std::size_t b = s.size() - 1;  // the final sample, after the exit
+    REQUIRE(a < b);
+    const double rate = double(usage[b] - usage[a]) / double(s.t_ns[b] - s.t_ns[a]);
+    CAPTURE(a, b, rate);
+    CHECK(rate <= 0.5 * 1.25);
   }
-  REQUIRE(b > a);
-  const double rate = double(usage[b] - usage[a]) / double(s.t_ns[b] - s.t_ns[a]);
-  CHECK(rate <= 0.5 + slack(0.07, 0.2));
   // Energy, estimated: idle 1 W for the whole run plus 4 W for each second of full device use.
   REQUIRE(r.energy_j);
   const double cpu = r.cpu_user_s + r.cpu_system_s;
   CHECK(*r.energy_j == Approx(1.0 * r.wall_time_s + 4.0 * cpu));
-  // The next workload in the slice starts at full speed again.
-  auto [again, out2] = run_capturing(slice, workload({"spin-report", "0.3"}), options);
-  REQUIRE(again.ok());
-  CAPTURE(again.throttled_periods, again.throttled_s, again.wall_time_s);
-  CHECK(again.speed_changes.empty());
-  // (Still at half speed it would be throttled about half the time; under the VM's emulation a
-  // full-speed slice is throttled a little too: 10.4% of a 0.44 s run in one CI run.)
-  CHECK(again.throttled_s < slack(0.1, 0.25) * again.wall_time_s);
   // The report keeps the changes through JSON.
   CHECK(result_from_json(to_json(r)).speed_changes.size() == 1);
-}
 
-TEST_CASE("estimate_energy_j: idle power for the wall time, the rest in proportion to CPU use",
-          "[observe][energy]") {
-  PowerDescription p;
-  CHECK_FALSE(estimate_energy_j(p, 10, 5, 1).has_value());
-  p.idle_watts = 2;
-  p.loaded_watts = 6;
-  CHECK(*estimate_energy_j(p, 10, 0, 1) == Approx(20));        // idle throughout
-  CHECK(*estimate_energy_j(p, 10, 10, 1) == Approx(60));       // fully loaded
-  CHECK(*estimate_energy_j(p, 10, 10, 2) == Approx(40));       // half of a 2-core capacity
-  CHECK(*estimate_energy_j(p, 10, 30, 2) == Approx(60));       // capped at fully loaded
-  CHECK_FALSE(estimate_energy_j(p, 10, 5, 0).has_value());
+  // The next workload in the slice starts at full speed again: the quota is none once more.
+  CHECK_FALSE(test::kernel_bandwidth(paths).quota_us);
+  // Its own schedule starts at its own release: a change it lists (one that a start slower
+  // than the schedule's 0.5 s reaches, as in the VM) is the schedule's, and is undone after it.
+  const Result again = slice.spawn(workload({"exit", "0"}), options).wait();
+  REQUIRE(again.ok());
+  CAPTURE(again.wall_time_s);
+  CHECK(again.speed_changes.size() <= 1);
+  for (const SpeedChange& next : again.speed_changes) {
+    CHECK(next.factor == 0.5);
+    CHECK(next.t_s >= 0.5);
+    CHECK(next.error.empty());
+  }
+  CHECK_FALSE(test::kernel_bandwidth(paths).quota_us);
 }

@@ -49,13 +49,6 @@ TEST_CASE("find_keys reads several keys in one pass", "[parse]") {
   CHECK(out[4] == 70u);  // a key asked for twice
 }
 
-TEST_CASE("parse_limit reads max and v1's unlimited value", "[parse]") {
-  CHECK(parse_limit("max\n")->unlimited);
-  CHECK(parse_limit("9223372036854771712\n")->unlimited);
-  CHECK(parse_limit("16777216\n")->value == 16777216u);
-  CHECK_FALSE(parse_limit("lots"));
-}
-
 TEST_CASE("parse_proc_cgroup reads hybrid and unified membership", "[parse]") {
   auto hybrid = parse_proc_cgroup(
       "9:name=systemd:/\n4:memory:/process_api/abc\n2:cpu,cpuacct:/a b\n0::/\n");
@@ -170,7 +163,6 @@ TEST_CASE("parsers read real cgroup v2 captures", "[parse][fixtures]") {
   CHECK(find_key(stat, "nr_throttled").value_or(0) > 0);
   CHECK(find_key(fixture("v2/memory.events.oom"), "oom_kill").value_or(0) >= 1);
   CHECK(parse_u64(fixture("v2/memory.peak")).value_or(0) > (20u << 20));
-  CHECK(parse_limit(fixture("v2/memory.swap.max")));
   auto controllers = split_words(fixture("v2/cgroup.controllers"));
   CHECK(std::find(controllers.begin(), controllers.end(), "memory") != controllers.end());
   auto own = parse_proc_cgroup(fixture("v2/proc_self_cgroup"));
@@ -231,4 +223,22 @@ TEST_CASE("memory.stat gives the anon, file and fault figures on v1 and v2", "[p
   CHECK(find_key(v1, "total_rss") == 0u);
   CHECK(find_key(v1, "total_cache") == 24576u);
   CHECK(find_key(v1, "total_pgmajfault") == 0u);
+}
+
+TEST_CASE("net/dev: totals over every interface", "[parse]") {
+  const std::string text =
+      "Inter-|   Receive                                                |  Transmit\n"
+      " face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs "
+      "drop fifo colls carrier compressed\n"
+      "    lo:    6386      58    0    0    0     0          0         0     6386      58    0 "
+      "   0    0     0       0          0\n"
+      "  eth0: 1000 10 0 0 0 0 0 0 2000 20 0 0 0 0 0 0\n";
+  auto t = parse_net_dev(text);
+  REQUIRE(t);
+  CHECK(t->rx_bytes == 7386);
+  CHECK(t->rx_packets == 68);
+  CHECK(t->tx_bytes == 8386);
+  CHECK(t->tx_packets == 78);
+  CHECK_FALSE(parse_net_dev("something else\n"));
+  CHECK_FALSE(parse_net_dev("Inter-|\n face |\n lo: 1 2 x\n"));
 }

@@ -12,6 +12,14 @@ HostFacts host(int cpus, std::uint64_t memory = 8ull << 30) {
   h.memory_bytes = memory;
   return h;
 }
+// The plan's notes but keep-warm's, which every throttling plan ends with (tested on its own).
+std::vector<std::string> notes_of(const EmulationPlan& p) {
+  std::vector<std::string> out;
+  for (const std::string& n : p.notes) {
+    if (n.find("docs/keep-warm.md") == std::string::npos) out.push_back(n);
+  }
+  return out;
+}
 }  // namespace
 
 TEST_CASE("quota is cores x speed x period over min(cores, host CPUs) CPUs", "[plan]") {
@@ -22,7 +30,7 @@ TEST_CASE("quota is cores x speed x period over min(cores, host CPUs) CPUs", "[p
   CHECK(plan.capacity_cores() == Approx(0.5));
   CHECK(plan.memory_max_bytes == 512ull << 20);
   CHECK(plan.swap_max_bytes == 0);
-  CHECK(plan.notes.empty());
+  CHECK(notes_of(plan).empty());
 
   auto four = plan_emulation(make_device("pi", 4, 0.25, "4GiB"), host(2));
   CHECK(four.cpus == std::vector<int>{0, 1});
@@ -30,17 +38,17 @@ TEST_CASE("quota is cores x speed x period over min(cores, host CPUs) CPUs", "[p
   // lengthened to two.
   CHECK(four.cpu_period_us == 20000);
   CHECK(four.cpu_quota_us == 20000);
-  REQUIRE(four.notes.size() == 3);
-  CHECK_THAT(four.notes[0], Catch::Contains("4 cores are emulated on 2 host CPUs"));
+  REQUIRE(notes_of(four).size() == 3);
+  CHECK_THAT(notes_of(four)[0], Catch::Contains("4 cores are emulated on 2 host CPUs"));
   // One busy thread may take the whole slice's quota: up to a host core, not a quarter.
-  CHECK_THAT(four.notes[1], Catch::Contains("a single thread at up to 1.00 of a host core "
+  CHECK_THAT(notes_of(four)[1], Catch::Contains("a single thread at up to 1.00 of a host core "
                                             "instead of 0.25"));
-  CHECK_THAT(four.notes[2], Catch::Contains("cpu period 20000 us instead of the default"));
+  CHECK_THAT(notes_of(four)[2], Catch::Contains("cpu period 20000 us instead of the default"));
   auto two = plan_emulation(make_device("duo", 2, 0.3, "1GiB"), host(4));
   CHECK(two.cpu_period_us == 34000);
-  REQUIRE(two.notes.size() == 2);
-  CHECK_THAT(two.notes[0], Catch::Contains("up to 0.60 of a host core instead of 0.3"));
-  CHECK_THAT(two.notes[1], Catch::Contains("cpu period 34000 us"));
+  REQUIRE(notes_of(two).size() == 2);
+  CHECK_THAT(notes_of(two)[0], Catch::Contains("up to 0.60 of a host core instead of 0.3"));
+  CHECK_THAT(notes_of(two)[1], Catch::Contains("cpu period 34000 us"));
 
   // A device as fast as the cpuset it gets: its quota is all of it, and the plan says that the
   // kernel gets none (backends write "max" / -1).
@@ -51,10 +59,10 @@ TEST_CASE("quota is cores x speed x period over min(cores, host CPUs) CPUs", "[p
     CAPTURE(full.name);
     CHECK(p.cpu_quota_us == p.cpu_period_us * p.cpus.size());
     CHECK(p.capacity_cores() == Approx(double(p.cpus.size())));
-    REQUIRE_FALSE(p.notes.empty());
-    CHECK_THAT(p.notes.back(), Catch::Contains("the kernel gets no quota"));
+    REQUIRE_FALSE(notes_of(p).empty());
+    CHECK_THAT(notes_of(p).back(), Catch::Contains("the kernel gets no quota"));
   }
-  CHECK(plan_emulation(make_device("almost", 1, 0.99, "512MiB"), host(2)).notes.empty());
+  CHECK(notes_of(plan_emulation(make_device("almost", 1, 0.99, "512MiB"), host(2))).empty());
 }
 
 TEST_CASE("the default period is lengthened, or the plan says, where threads may share the "
@@ -72,7 +80,7 @@ TEST_CASE("the default period is lengthened, or the plan says, where threads may
   CHECK(chosen.cpu_period_us == 20000);
   CHECK(chosen.cpu_quota_us == 20000);
   CHECK_FALSE(uneven_note(chosen));
-  CHECK_THAT(chosen.notes.back(), Catch::Contains("instead of the default 10000 us") &&
+  CHECK_THAT(notes_of(chosen).back(), Catch::Contains("instead of the default 10000 us") &&
                                       Catch::Contains("two 5 ms bandwidth slices"));
   // A period asked for is kept, with the note where it is short.
   PlanOptions ten;
@@ -91,7 +99,7 @@ TEST_CASE("the default period is lengthened, or the plan says, where threads may
   const auto slow = plan_emulation(make_device("slow", 2, 0.1, "1GiB"), host(2));
   CHECK(slow.cpu_period_us == kMaxEvenCpuPeriodUs);
   CHECK(uneven_note(slow));
-  CHECK_THAT(slow.notes.back(), Catch::Contains("A period of 100 ms or more"));
+  CHECK_THAT(notes_of(slow).back(), Catch::Contains("A period of 100 ms or more"));
   // One CPU draws from the pool alone: nothing to share.
   const auto one = plan_emulation(make_device("one", 1, 0.25, "1GiB"), host(2));
   CHECK(one.cpu_period_us == kDefaultCpuPeriodUs);
@@ -125,8 +133,8 @@ TEST_CASE("the period is chosen from the workload's iteration time", "[plan]") {
   auto plan = plan_emulation(make_device("d", 1, 0.5, "512MiB"), host(2), options);
   CHECK(plan.cpu_period_us == 10000);
   CHECK(plan.cpu_quota_us == 5000);
-  REQUIRE(plan.notes.size() == 1);
-  CHECK_THAT(plan.notes[0], Catch::Contains("chosen for iterations of 100 ms (a tenth"));
+  REQUIRE(notes_of(plan).size() == 1);
+  CHECK_THAT(notes_of(plan)[0], Catch::Contains("chosen for iterations of 100 ms (a tenth"));
   // The quota floor still wins: 0.1 cores cannot have a 5 ms period.
   options.iteration_time_us = 20000;
   auto slow = plan_emulation(make_device("d", 1, 0.1, "512MiB"), host(2), options);
@@ -145,16 +153,16 @@ TEST_CASE("on several CPUs the chosen period gives each CPU two bandwidth slices
   auto plan = plan_emulation(make_device("d", 2, 0.5, "512MiB"), h, options);
   CHECK(plan.cpu_period_us == 20000);
   CHECK(plan.cpu_quota_us == 20000);
-  REQUIRE(plan.notes.size() == 2);  // the quota is the slice's, and the period
-  CHECK_THAT(plan.notes[1], Catch::Contains("a tenth would be 10000 us") &&
+  REQUIRE(notes_of(plan).size() == 2);  // the quota is the slice's, and the period
+  CHECK_THAT(notes_of(plan)[1], Catch::Contains("a tenth would be 10000 us") &&
                                 Catch::Contains("two 5 ms bandwidth slices"));
   // Two slices would take longer than a quarter of the iteration: a tenth, and a note.
   options.iteration_time_us = 40000;
   plan = plan_emulation(make_device("d", 2, 0.5, "512MiB"), h, options);
   CHECK(plan.cpu_period_us == 5000);
-  REQUIRE(plan.notes.size() == 3);
-  CHECK_THAT(plan.notes[1], Catch::Contains("(a tenth, within 5 to 100 ms)"));
-  CHECK_THAT(plan.notes[2], Catch::Contains("A period of 20 ms or more shares evenly"));
+  REQUIRE(notes_of(plan).size() == 3);
+  CHECK_THAT(notes_of(plan)[1], Catch::Contains("(a tenth, within 5 to 100 ms)"));
+  CHECK_THAT(notes_of(plan)[2], Catch::Contains("A period of 20 ms or more shares evenly"));
   // A smaller slice on this host: a tenth is already enough.
   h.cfs_bandwidth_slice_us = 1000;
   options.iteration_time_us = 100000;
@@ -169,8 +177,8 @@ TEST_CASE("a tiny quota stretches the period to the kernel's 1 ms minimum", "[pl
   auto plan = plan_emulation(make_device("slow", 1, 0.05, "64MiB"), host(2));
   CHECK(plan.cpu_period_us == 20000);
   CHECK(plan.cpu_quota_us == 1000);
-  REQUIRE(plan.notes.size() == 1);
-  CHECK_THAT(plan.notes[0], Catch::Contains("1 ms minimum"));
+  REQUIRE(notes_of(plan).size() == 1);
+  CHECK_THAT(notes_of(plan)[0], Catch::Contains("1 ms minimum"));
 }
 
 TEST_CASE("the plan refuses what the host cannot emulate, saying why", "[plan]") {
@@ -225,4 +233,47 @@ TEST_CASE("storage bandwidth goes on the host disk, or a note says why it cannot
   h.io_device = "8:0";
   p = plan_emulation(d, h);
   CHECK(p.io_device.empty());
+}
+
+TEST_CASE("a plan that throttles keeps its CPUs warm unless asked not to, and says so", "[plan]") {
+  auto plan = plan_emulation(make_device("d", 2, 0.5, "512MiB"), host(4));
+  CHECK(plan.keep_warm);
+  REQUIRE_FALSE(plan.notes.empty());
+  CHECK_THAT(plan.notes.back(), Catch::Contains("host CPUs 0-1 are kept busy") &&
+                                    Catch::Contains("docs/keep-warm.md"));
+  PlanOptions off;
+  off.keep_warm = false;
+  const auto cold = plan_emulation(make_device("d", 2, 0.5, "512MiB"), host(4), off);
+  CHECK_FALSE(cold.keep_warm);
+  CHECK(cold.notes == notes_of(plan));
+  CHECK_FALSE(cold == plan);
+  // Nothing throttles a device as fast as its cpuset: nothing to keep warm.
+  const auto full = plan_emulation(make_device("full", 2, 1.0, "512MiB"), host(4));
+  CHECK_FALSE(full.keep_warm);
+  // A speed schedule throttles later in the run, even from full speed.
+  Device hot = make_device("hot", 1, 1.0, "512MiB");
+  hot.speed_schedule = {{1.0, 0.5}};
+  CHECK(plan_emulation(hot, host(4)).keep_warm);
+}
+
+TEST_CASE("keep-warm is off where each CPU waits less than 40% of every period", "[plan]") {
+  // At 0.75 and 0.9 of a CPU the threads delayed the workload's return (+8% and up to +40% wall
+  // time in single runs here) more than they saved.
+  for (double speed : {0.75, 0.9, 0.61}) {
+    const auto plan = plan_emulation(make_device("fast", 1, speed, "512MiB"), host(4));
+    INFO("speed " << speed);
+    CHECK_FALSE(plan.keep_warm);
+    REQUIRE_FALSE(plan.notes.empty());
+    CHECK_THAT(plan.notes.back(), Catch::Contains("keep-warm is off") &&
+                                      Catch::Contains("above 0.60"));
+  }
+  CHECK(plan_emulation(make_device("d", 1, 0.6, "512MiB"), host(4)).keep_warm);
+  // The share is per CPU: 3 x 0.4 on two host CPUs is 0.6 of each.
+  CHECK(plan_emulation(make_device("d", 3, 0.4, "512MiB"), host(2)).keep_warm);
+  CHECK_FALSE(plan_emulation(make_device("d", 3, 0.5, "512MiB"), host(2)).keep_warm);
+  // Asked off, no note about it.
+  PlanOptions off;
+  off.keep_warm = false;
+  const auto cold = plan_emulation(make_device("fast", 1, 0.9, "512MiB"), host(4), off);
+  CHECK(notes_of(cold) == cold.notes);
 }

@@ -20,6 +20,8 @@
 
 using namespace edgeprof;
 using Catch::Contains;
+using test::has_note;
+using test::two_cpu_host;
 
 namespace {
 
@@ -40,20 +42,6 @@ int first_allowed_cpu() {
   }
   FAIL("no CPU in this thread's affinity");
   return -1;
-}
-
-bool has_note(const EmulationPlan& plan, const std::string& part) {
-  for (const std::string& n : plan.notes) {
-    if (n.find(part) != std::string::npos) return true;
-  }
-  return false;
-}
-
-HostFacts two_cpu_host() {
-  HostFacts h;
-  h.cpus = {0, 1};
-  h.memory_bytes = 8ull << 30;
-  return h;
 }
 
 }  // namespace
@@ -213,8 +201,15 @@ TEST_CASE("measure_reference_rating pins 7-Zip to one CPU and reports its failur
   // progress line during the run comes after 10 s.
   options.timeout = std::chrono::seconds(60);
   options.program = script(bin, "sleepy", "echo $$ > '" + bin.root() + "/pid'; exec sleep 30");
-  options.progress = [](const std::string& line) {
-    if (line.find("running:") != std::string::npos) throw std::runtime_error("interrupted");
+  options.progress = [&bin](const std::string& line) {
+    if (line.find("running:") == std::string::npos) return;
+    // Interrupted once the script has written its pid (an event: however long a shell takes to
+    // start on a loaded machine), so the test knows which process must be gone.
+    test::eventually([&bin] {
+      const std::string pid = bin.read("/pid");
+      return !pid.empty() && pid.back() == '\n';
+    });
+    throw std::runtime_error("interrupted");
   };
   CHECK_THROWS_WITH(measure_reference_rating(options), Contains("interrupted"));
   const pid_t sleepy = std::stoi(bin.read("/pid"));
@@ -245,10 +240,10 @@ TEST_CASE("this host's real 7-Zip rating", "[reference][slow]") {
   const test::FakeTree cache;
   test::ScopedEnv env("EDGEPROF_CACHE_DIR", cache.root());
   const ReferenceRating r = measure_reference_rating();
-  // Any core from a Cortex-A7 to a desktop core of today rates 500 to 10000 MIPS.
-  CHECK(r.host_mips > 500);
-  CHECK(r.host_mips < 10000);
-  CHECK(r.seconds > 1);
+  // A rating parsed from 7-Zip's own output. (Its value is this host's speed under its load at
+  // the time: a figure, not something a test can bound.)
+  CHECK(r.host_mips > 0);
+  CHECK(r.seconds > 1);  // 7-Zip's benchmark runs for seconds; load only makes it longer
   CHECK_FALSE(r.version.empty());
   REQUIRE(cached_reference_rating());
   CHECK(cached_reference_rating()->host_mips == r.host_mips);

@@ -254,21 +254,3 @@ TEST_CASE("the time series as CSV: available metrics and derived CPU cores", "[r
   CHECK(csv.find("0.010000000,1,3000000,7,0.29") != std::string::npos);
   CHECK(std::count(csv.begin(), csv.end(), '\n') == 4);
 }
-
-TEST_CASE("net/dev: totals over every interface", "[parse]") {
-  const std::string text =
-      "Inter-|   Receive                                                |  Transmit\n"
-      " face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs "
-      "drop fifo colls carrier compressed\n"
-      "    lo:    6386      58    0    0    0     0          0         0     6386      58    0 "
-      "   0    0     0       0          0\n"
-      "  eth0: 1000 10 0 0 0 0 0 0 2000 20 0 0 0 0 0 0\n";
-  auto t = detail::parse_net_dev(text);
-  REQUIRE(t);
-  CHECK(t->rx_bytes == 7386);
-  CHECK(t->rx_packets == 68);
-  CHECK(t->tx_bytes == 8386);
-  CHECK(t->tx_packets == 78);
-  CHECK_FALSE(detail::parse_net_dev("something else\n"));
-  CHECK_FALSE(detail::parse_net_dev("Inter-|\n face |\n lo: 1 2 x\n"));
-}

@@ -40,7 +40,6 @@ struct TestCgroup {
 
 Exit run_to_exit(const Spawned& child) {
   auto exit = wait_exit(child, std::nullopt, {}, std::chrono::milliseconds(50));
-  if (child.pidfd >= 0) ::close(child.pidfd);
   return *exit;
 }
 

@@ -40,6 +40,22 @@ int spin(double seconds, int threads) {
   return 0;
 }
 
+// Busy-loops on `threads` threads until `path` exists: the test creates it once it has seen what it
+// waits for (the kernel throttling the slice, a quota changed), however long that takes.
+int spin_until(const char* path, int threads) {
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([path] {
+      volatile unsigned long x = 0;
+      while (::access(path, F_OK) != 0) {
+        for (int i = 0; i < 100000; ++i) x = x + static_cast<unsigned long>(i);
+      }
+    });
+  }
+  for (auto& t : pool) t.join();
+  return 0;
+}
+
 // A fixed amount of work: busy-loops until this thread has used `cpu_seconds` of CPU, then
 // sleeps `sleep_seconds`. Under a quota of speed x one core it takes cpu / speed + sleep.
 int work(double cpu_seconds, double sleep_seconds) {
@@ -222,6 +238,7 @@ int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   auto arg = [&](int i, double fallback) { return argc > i ? std::atof(argv[i]) : fallback; };
   if (mode == "spin") return spin(arg(2, 1.0), static_cast<int>(arg(3, 1)));
+  if (mode == "spin-until" && argc > 2) return spin_until(argv[2], static_cast<int>(arg(3, 1)));
   if (mode == "work") return work(arg(2, 0.1), arg(3, 0));
   if (mode == "touch") return touch(static_cast<long>(arg(2, 64)), arg(3, 0));
   if (mode == "exit") return static_cast<int>(arg(2, 0));
@@ -258,15 +275,17 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (mode == "fork-sleep") {
-    // Leaves a grandchild behind that outlives this process: the slice must still kill it.
+    // Leaves a grandchild behind that outlives this process: the slice must still kill it. It
+    // sleeps far longer than a test, however slow, takes to look for it there.
     if (fork() == 0) {
-      std::this_thread::sleep_for(std::chrono::seconds(60));
+      std::this_thread::sleep_for(std::chrono::seconds(600));
       return 0;
     }
     return 0;
   }
   std::fprintf(stderr,
-               "usage: %s spin SECONDS [THREADS] | spin-report SECONDS [THREADS] | work CPU_S [SLEEP_S] | touch MIB "
+               "usage: %s spin SECONDS [THREADS] | spin-report SECONDS [THREADS] | spin-until PATH [THREADS] | "
+               "work CPU_S [SLEEP_S] | touch MIB "
                "[HOLD_S] | touch-report MIB [HOLD_S] | phases | loopback BYTES | direct-io PATH MIB | "
                "buffered-write PATH MIB [fsync] | exit N | "
                "sleep S | cgroup | env NAME | cwd | fork-sleep\n",

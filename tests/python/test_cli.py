@@ -59,6 +59,18 @@ def test_run_json_keeps_stdout_for_the_json():
 
 
 @requires_cgroups
+def test_run_keeps_throttled_cpus_warm_unless_told_not_to():
+    args = ("run", "--cores", "1", "--speed", "0.5", "--memory", "128MiB")
+    on = edgeprof(*args, "--", sys.executable, "-c", "pass")
+    assert on.returncode == 0, on.stderr
+    assert "keep-warm" in on.stderr and "thread clocks" in on.stderr
+    off = edgeprof(*args, "--no-keep-warm", "--json", "--", sys.executable, "-c", "pass")
+    assert off.returncode == 0, off.stderr
+    data = json.loads(off.stdout)
+    assert data["plan"]["keep_warm"] is False and data["keep_warm_cpu_s"] == 0
+
+
+@requires_cgroups
 def test_run_a_custom_device_given_relative_to_the_reference_core(tmp_path, monkeypatch):
     # This host's 7-Zip rating, from 7-Zip's output as captured on this project's host (3807
     # MIPS, 0.856 of the reference core's 4448), cached where the command will look.
@@ -135,7 +147,10 @@ def test_run_writes_json_and_csv_files_and_show_reads_them(tmp_path):
     assert p.returncode == 0, p.stderr
     assert "sampling" in p.stderr and "every 5 ms" in p.stderr
     data = json.loads(report.read_text())
-    assert data["summary"]["interval_s"] == 0.005 and data["summary"]["samples"] >= 30
+    assert data["wall_time_s"] >= 0.2  # the sleep's lower bound (load only adds time)
+    # The interval asked for; at least the first and the final sample (how many deadlines the
+    # sampler kept depends on the load).
+    assert data["summary"]["interval_s"] == 0.005 and data["summary"]["samples"] >= 2
     rows = series.read_text().splitlines()
     assert rows[0].startswith("t_s,scheduled,") and len(rows) == data["summary"]["samples"] + 1
     shown = edgeprof("show", str(report))
@@ -179,15 +194,30 @@ def test_compare_ranks_commands_and_projects(tmp_path):
     assert "leave-one-out" in fit.stdout and "[linear]" in fit.stdout
     workloads = tmp_path / "workloads.txt"
     workloads.write_text("# name: command\nquick: sleep 0.01\nslower: sleep 0.06\n")
-    p = edgeprof("compare", "--file", str(workloads), "--repeat", "5", "--calibrations",
+    p = edgeprof("compare", "--file", str(workloads), "--repeat", "3", "--calibrations",
                  str(tmp_path / "cal.json"), "--json", str(tmp_path / "cmp.json"))
     assert p.returncode == 0, p.stderr
-    assert "10/10" in p.stderr  # progress: a tqdm bar, or one line per run without tqdm
-    lines = [line for line in p.stdout.splitlines() if "quick" in line or "slower" in line]
-    assert lines[0].split()[:2] == ["1", "quick"] and lines[1].split()[:2] == ["2", "slower"]
+    assert "6/6" in p.stderr  # progress: a tqdm bar, or one line per run without tqdm
     rows = json.loads((tmp_path / "cmp.json").read_text())["rows"]
-    assert rows[0]["projected"]["provenance"] == "projected"
-    assert rows[0]["projected"]["estimate"] == pytest.approx(2 * rows[0]["value"], rel=0.2)
+    # Best median first, in whichever order the timed runs came out (that is the machine's).
+    # Three runs each cannot be told apart at 0.05 (the smallest Mann-Whitney p is 0.1): a tie,
+    # whatever the timings. (Separating ranks: test_projection's rank tests, on numbers.)
+    assert sorted(r["workload"] for r in rows) == ["quick", "slower"]
+    assert rows[0]["value"] <= rows[1]["value"]
+    assert [(r["rank"], r["tied"]) for r in rows] == [(1, True), (1, True)]
+    by_name = {r["workload"]: r for r in rows}
+    # The sleeps' lower bounds (load only adds time).
+    assert by_name["quick"]["value"] >= 0.01 and by_name["slower"]["value"] >= 0.06
+    lines = [line for line in p.stdout.splitlines() if "quick" in line or "slower" in line]
+    assert [line.split()[:2] for line in lines] == [
+        [f"{r['rank']}{'=' if r['tied'] else ''}", r["workload"]] for r in rows]
+    # The projection is the calibration applied to the median run (3 runs: the median itself).
+    import edgeprof as api
+    [cal] = api.load_calibrations(tmp_path / "cal.json")
+    for r in rows:
+        assert r["projected"]["provenance"] == "projected"
+        assert r["projected"]["estimate"] == pytest.approx(
+            cal.projection.predict(r["value"]).estimate, rel=1e-9)
 
     run = edgeprof("run", "--json", str(tmp_path / "r.json"), "--", "sleep", "0.02")
     assert run.returncode == 0

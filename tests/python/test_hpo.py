@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import requires_cgroups
+from conftest import HANG_S, requires_cgroups
 
 optuna = pytest.importorskip("optuna")
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "hpo"))
@@ -30,8 +30,9 @@ def test_multi_objective_study_with_two_jobs():
         if t.state == optuna.trial.TrialState.COMPLETE:
             accuracy, latency, memory = t.values
             assert 0.1 < accuracy <= 1.0
-            assert 0 < latency < 1.0  # the inference phase, seconds
-            assert 1 << 20 < memory < 256 << 20
+            # The inference phase, seconds: a part of the run (how long is the machine's).
+            assert 0 < latency <= t.user_attrs["wall_time_s"]
+            assert 1 << 20 < memory < 256 << 20  # the device's memory limit (kernel-enforced)
     assert s.best_trials  # a Pareto front of trials
 
 
@@ -43,8 +44,9 @@ def test_single_objective_with_a_latency_budget():
     s.enqueue_trial({"hidden": 16, "epochs": 1, "allocate_mib": 0})
     # A budget no run can meet: every trial is penalised by how far it is over.
     s.optimize(hpo.budget_objective(1e-7), n_trials=1)
-    # A generous one: no penalty, the objective is the accuracy.
-    s.optimize(hpo.budget_objective(10.0), n_trials=1)
+    # One no trial that completes can exceed (run_trial kills a run after 300 s, and the
+    # inference phase is a part of the run): no penalty, the objective is the accuracy.
+    s.optimize(hpo.budget_objective(301.0), n_trials=1)
     over, within = s.trials
     assert over.user_attrs["fits"] is False and over.value < 0
     assert within.user_attrs["fits"] is True and 0.1 < within.value <= 1.0
@@ -84,7 +86,7 @@ def postgres():
 
     def as_postgres(*cmd):
         return subprocess.run(["runuser", "-u", "postgres", "--", *cmd], capture_output=True,
-                              text=True, timeout=120)
+                              text=True, timeout=HANG_S)
 
     started = False
     try:
@@ -115,7 +117,8 @@ def test_two_workers_share_a_study_through_postgresql(postgres):
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                for _ in range(2)]
     for w in workers:
-        out, err = w.communicate(timeout=600)
+        # A hang guard: each of a worker's 3 trials is killed after 300 s (study.run_trial).
+        out, err = w.communicate(timeout=3 * 300 + HANG_S)
         assert w.returncode == 0, err
     s = optuna.load_study(study_name="shared", storage=postgres)
     assert len(s.trials) == 6  # 3 from each worker, in one study

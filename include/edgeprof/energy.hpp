@@ -1,0 +1,18 @@
+/// @file
+/// The device's energy, estimated from its power figures and a run's wall and CPU time.
+#pragma once
+
+#include <optional>
+
+#include "edgeprof/device.hpp"
+
+namespace edgeprof {
+
+/// Estimated energy of the device over `wall_s` seconds in which the workload used `cpu_s`
+/// host-core seconds of CPU, in joules: idle_watts x wall_s + (loaded_watts - idle_watts) x
+/// cpu_s / capacity_cores, i.e. power linear in the share of the device's CPU capacity in use
+/// (docs/energy.md). nullopt when either power figure is unknown or capacity_cores <= 0.
+std::optional<double> estimate_energy_j(const PowerDescription& power, double wall_s,
+                                        double cpu_s, double capacity_cores);
+
+}  // namespace edgeprof

@@ -1,0 +1,411 @@
+// The nn kind of speed: this host's CNN inference times (the reference graphs run with ncnn,
+// one thread, pinned), cached beside the 7-Zip rating; and a device's nn core speed from its
+// published times and this host's.
+
+#include <fmt/format.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <tuple>
+#include <nlohmann/json.hpp>
+
+#include "child.hpp"
+#include "edgeprof/error.hpp"
+#include "edgeprof/nn.hpp"
+#include "edgeprof/version.hpp"
+#include "fs.hpp"
+#include "microbench_detail.hpp"
+#include "nn_runner.hpp"
+#include "stats.hpp"
+
+namespace edgeprof {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr int kCacheSchema = 1;
+
+struct CacheFile {
+  std::string dir, path;
+};
+
+CacheFile cache_file() {
+  const std::string dir = detail::host_cache_dir();
+  return {dir, dir.empty() ? std::string() : detail::nn_cache_file(dir)};
+}
+
+std::vector<std::string_view> words(std::string_view line) {
+  std::vector<std::string_view> out;
+  std::size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) ++i;
+    const std::size_t start = i;
+    while (i < line.size() && line[i] != ' ' && line[i] != '\t' && line[i] != '\r') ++i;
+    if (i > start) out.push_back(line.substr(start, i - start));
+  }
+  return out;
+}
+
+bool is_graph(std::string_view name) {
+  for (const auto& g : reference_graphs()) {
+    if (g.name == name) return true;
+  }
+  return false;
+}
+
+json rating_json(const NnRating& r) {
+  return {{"edgeprof_host_nn", kCacheSchema},
+          {"host_ms", r.host_ms},
+          {"runtime", r.runtime},
+          {"command", r.command},
+          {"cpu", r.cpu},
+          {"loops", r.loops},
+          {"cpu_model", r.cpu_model},
+          {"kernel", r.kernel},
+          {"hostname", r.hostname},
+          {"measured_at", r.measured_at},
+          {"seconds", r.seconds},
+          {"measured_by", fmt::format("edgeprof {}", version())}};
+}
+
+std::string python_program(const std::string& given) {
+  std::string name = given;
+  if (name.empty()) {
+    const char* env = std::getenv("EDGEPROF_PYTHON");
+    name = env && *env ? env : "python3";
+  }
+  auto found = detail::find_on_path(name);
+  if (!found) {
+    throw Error(fmt::format(
+        "no Python interpreter '{}' here: the nn rating runs ncnn's Python package; install "
+        "Python 3 and `pip install ncnn`, or name the interpreter (EDGEPROF_PYTHON, --python)",
+        name));
+  }
+  return *found;
+}
+
+// A temporary directory of graphs and the runner, removed on every exit path.
+struct TempDir {
+  std::string path;
+  TempDir() {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/edgeprof-nn-XXXXXX";
+    if (!::mkdtemp(pattern.data())) {
+      throw Error(fmt::format("cannot create a temporary directory {}: {} (errno {}); set "
+                              "TMPDIR to a writable directory",
+                              pattern, std::strerror(errno), errno),
+                  errno);
+    }
+    path = pattern;
+  }
+  ~TempDir() {
+    for (const auto& g : reference_graphs()) ::unlink((path + "/" + g.name + ".param").c_str());
+    ::unlink((path + "/graphs.txt").c_str());
+    ::unlink((path + "/runner.py").c_str());
+    ::rmdir(path.c_str());
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+};
+
+void write_file(const std::string& path, std::string_view text) {
+  detail::UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  int err = fd.get() < 0 ? errno : 0;
+  for (std::size_t done = 0; !err && done < text.size();) {
+    const ssize_t n = ::write(fd.get(), text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) err = n < 0 ? errno : EIO;
+    else done += static_cast<std::size_t>(n);
+  }
+  if (err) {
+    throw Error(detail::sys_message(err, "cannot write", path, "give a writable directory"),
+                err);
+  }
+}
+
+}  // namespace
+
+namespace detail {
+
+std::string nn_cache_file(const std::string& dir) { return join(dir, "host-nn.json"); }
+
+}  // namespace detail
+
+NnSpeed nn_speed(const std::map<std::string, double>& device_ms,
+                 const std::map<std::string, double>& host_ms, std::string precision) {
+  NnSpeed out;
+  out.precision = std::move(precision);
+  for (const auto& [name, ms] : device_ms) {
+    const auto h = host_ms.find(name);
+    if (h == host_ms.end()) continue;
+    for (const auto& [who, v] : {std::pair<const char*, double>{"the device's", ms},
+                                 std::pair<const char*, double>{"this host's", h->second}}) {
+      if (!std::isfinite(v) || v <= 0) {
+        throw Error(fmt::format("{} time of {} is {} ms; an inference time must be a positive "
+                                "number of milliseconds",
+                                who, name, v));
+      }
+    }
+    out.ratios[name] = ms / h->second;
+  }
+  if (out.ratios.empty()) {
+    throw Error(fmt::format("no model has both a device time ({} models) and a host time ({} "
+                            "models): the nn speed needs at least one in both",
+                            device_ms.size(), host_ms.size()));
+  }
+  double log_sum = 0;
+  for (const auto& [name, r] : out.ratios) log_sum += std::log(r);
+  const double n = double(out.ratios.size());
+  out.core_speed = std::exp(-log_sum / n);
+  if (out.ratios.size() >= 2) {
+    std::vector<double> errors;
+    for (const auto& [name, r] : out.ratios) {
+      // The others' geometric mean ratio predicts this model's device time.
+      const double others = std::exp((log_sum - std::log(r)) / (n - 1));
+      errors.push_back(std::abs(others / r - 1));
+    }
+    out.loo_median_error = detail::median_of(errors);
+    out.loo_worst_error = *std::max_element(errors.begin(), errors.end());
+  }
+  return out;
+}
+
+NnSpeed nn_speed_from_scores(const CoreScores& device, const CoreScores& host) {
+  for (const auto& [who, sc, fix] :
+       {std::tuple<const char*, const CoreScores*, const char*>{
+            "the device", &device, "run this edgeprof's edgeprof-probe on the device again"},
+        {"this host", &host, "re-measure this host (edgeprof calibrate-host)"}}) {
+    if (sc->vector_kernel.empty() || !(sc->vector > 0) || !std::isfinite(sc->vector)) {
+      throw Error(fmt::format(
+          "{} has no vector-kernel score (vector = {}, kernel '{}'), which the nn speed of a "
+          "probed device needs: {}",
+          who, sc->vector, sc->vector_kernel, fix));
+    }
+  }
+  if (device.vector_kernel != host.vector_kernel) {
+    throw Error(fmt::format(
+        "the device's vector score comes from '{}' but this host's from '{}'; they compare "
+        "only within one kernel version: run this edgeprof's edgeprof-probe on the device "
+        "again",
+        device.vector_kernel, host.vector_kernel));
+  }
+  NnSpeed out;
+  out.core_speed = device.vector / host.vector;
+  out.precision = "fp32";
+  out.basis = "vector";
+  out.vector_units = fmt::format("{} on the device, {} here",
+                                 device.vector_unit.empty() ? "?" : device.vector_unit,
+                                 host.vector_unit.empty() ? "?" : host.vector_unit);
+  return out;
+}
+
+std::string describe(const NnSpeed& s) {
+  if (s.basis == "vector") {
+    return fmt::format("nn speed {:.4g} of a host core from edgeprof-probe's vector kernel ({}; "
+                       "{}; not checked against inference on the device, docs/fidelity.md)",
+                       s.core_speed, s.precision, s.vector_units);
+  }
+  std::string text = fmt::format("nn speed {:.4g} of a host core from {} ncnn graph{} ({})",
+                                 s.core_speed, s.ratios.size(), s.ratios.size() == 1 ? "" : "s",
+                                 s.precision);
+  if (s.ratios.size() >= 2) {
+    text += fmt::format("; leave-one-graph-out median error {:.0f}% (worst {:.0f}%)",
+                        100 * s.loo_median_error, 100 * s.loo_worst_error);
+  }
+  return text;
+}
+
+NnRating parse_nn_output(std::string_view text, std::string_view origin) {
+  NnRating r;
+  std::string_view rest = text;
+  while (!rest.empty()) {
+    const auto nl = rest.find('\n');
+    const std::string_view line = rest.substr(0, nl);
+    rest.remove_prefix(nl == std::string_view::npos ? rest.size() : nl + 1);
+    const auto w = words(line);
+    if (w.empty()) continue;
+    if (w[0] == "runtime") {
+      r.runtime = std::string(line.substr(line.find("runtime") + 8));
+      continue;
+    }
+    if (w.size() != 4 || !is_graph(w[0])) continue;
+    double avg = 0;
+    const auto res = std::from_chars(w[1].data(), w[1].data() + w[1].size(), avg);
+    if (res.ec != std::errc() || res.ptr != w[1].data() + w[1].size() || !std::isfinite(avg) ||
+        avg <= 0) {
+      throw Error(fmt::format("{}: the time of {} is '{}', not a positive number of ms (line "
+                              "'{}')",
+                              origin, w[0], w[1], line));
+    }
+    r.host_ms[std::string(w[0])] = avg;
+  }
+  if (r.host_ms.empty()) {
+    throw Error(fmt::format("{}: no graph was measured; its output ended with:\n{}", origin,
+                            detail::tail(text, 5)));
+  }
+  return r;
+}
+
+std::optional<NnRating> cached_nn_rating(std::string* why) {
+  auto say = [why](std::string text) {
+    if (why) *why = std::move(text);
+    return std::nullopt;
+  };
+  const CacheFile cache = cache_file();
+  const auto text = detail::read_host_cache(cache.path, "nn rating", why);
+  if (!text) return std::nullopt;
+  NnRating r;
+  try {
+    const json j = json::parse(*text);
+    if (j.at("edgeprof_host_nn").get<int>() != kCacheSchema) {
+      return say(fmt::format("{} has another schema version: measure it again", cache.path));
+    }
+    r.host_ms = j.at("host_ms").get<std::map<std::string, double>>();
+    r.runtime = j.at("runtime").get<std::string>();
+    r.command = j.at("command").get<std::string>();
+    r.cpu = j.at("cpu").get<int>();
+    r.loops = j.at("loops").get<int>();
+    r.cpu_model = j.at("cpu_model").get<std::string>();
+    r.kernel = j.at("kernel").get<std::string>();
+    r.hostname = j.at("hostname").get<std::string>();
+    r.measured_at = j.at("measured_at").get<std::string>();
+    r.seconds = j.at("seconds").get<double>();
+    for (const auto& [name, ms] : r.host_ms) {
+      if (!std::isfinite(ms) || ms <= 0) {
+        throw std::runtime_error(fmt::format("the time of {} is not a positive number", name));
+      }
+    }
+  } catch (const std::exception& e) {
+    return say(fmt::format("{} is corrupt ({}): measure it again", cache.path, e.what()));
+  }
+  for (const auto& g : reference_graphs()) {
+    if (!r.host_ms.count(g.name)) {
+      return say(fmt::format("{} has no time for the graph {} (measured by an older edgeprof): "
+                             "measure it again",
+                             cache.path, g.name));
+    }
+  }
+  const std::string change =
+      detail::identity_change({r.cpu_model, r.kernel, r.hostname}, detail::host_identity());
+  if (!change.empty()) {
+    return say(fmt::format("{} was measured on {}: measure it again", cache.path, change));
+  }
+  r.cache_file = cache.path;
+  return r;
+}
+
+std::string nn_runner_source() { return detail::kNnRunner; }
+
+void write_reference_graphs(const std::string& directory, const std::vector<std::string>& graphs) {
+  for (const std::string& name : graphs) {
+    if (!is_graph(name)) {
+      std::string known;
+      for (const auto& g : reference_graphs()) known += (known.empty() ? "" : ", ") + g.name;
+      throw Error(fmt::format("no reference graph is named '{}'; the graphs are: {}", name,
+                              known));
+    }
+  }
+  std::string index;
+  for (const auto& g : reference_graphs()) {
+    if (!graphs.empty() && std::find(graphs.begin(), graphs.end(), g.name) == graphs.end()) {
+      continue;
+    }
+    write_file(directory + "/" + g.name + ".param", g.param);
+    index += fmt::format("{} {} {} {} {} {}\n", g.name, g.width, g.height, g.channels, g.input,
+                         g.output);
+  }
+  write_file(directory + "/graphs.txt", index);
+}
+
+NnRating measure_nn_rating(const NnOptions& options) {
+  if (options.warmup < 0 || options.loops < 1) {
+    throw Error(fmt::format("nn rating: warmup {} and loops {}: give warmup >= 0 and loops >= 1",
+                            options.warmup, options.loops));
+  }
+  const std::string python = python_program(options.python);
+  TempDir dir;
+  write_reference_graphs(dir.path, options.graphs);
+  write_file(dir.path + "/runner.py", detail::kNnRunner);
+  std::vector<std::string> argv{python, dir.path + "/runner.py", dir.path,
+                                std::to_string(options.warmup), std::to_string(options.loops)};
+  argv.insert(argv.end(), options.graphs.begin(), options.graphs.end());
+  const std::size_t count = options.graphs.empty() ? reference_graphs().size()
+                                                   : options.graphs.size();
+  detail::ChildOutput out;
+  int cpu = -1;
+  {
+    detail::PinnedThread pin(options.cpu);  // the child inherits this affinity
+    cpu = pin.cpu();
+    if (options.progress) {
+      options.progress(fmt::format("running {} reference CNN graphs with ncnn ({}), one thread "
+                                   "on CPU {}",
+                                   count, python, cpu));
+    }
+    std::size_t done = 0;
+    auto on_line = [&](std::string_view line) -> std::string {
+      const auto w = words(line);
+      if (w.size() == 4 && is_graph(w[0])) {
+        return fmt::format("  [{}/{}] {}: {} ms", ++done, count, w[0], w[1]);
+      }
+      return std::string();
+    };
+    out = detail::run_child(argv, options.timeout, options.progress, "ncnn", on_line);
+  }
+  if (!WIFEXITED(out.status) || WEXITSTATUS(out.status) != 0) {
+    const bool no_ncnn = out.text.find("ncnn is not installed") != std::string::npos;
+    throw Error(fmt::format("{}: the nn runner failed ({}); its output ended with:\n{}",
+                            no_ncnn ? "ncnn is missing" : python,
+                            detail::describe_status(out.status), detail::tail(out.text, 5)));
+  }
+  NnRating r = parse_nn_output(out.text, python + " (nn runner)");
+  r.command = python;
+  r.cpu = cpu;
+  r.loops = options.loops;
+  const detail::HostIdentity id = detail::host_identity();
+  r.cpu_model = id.cpu_model;
+  r.kernel = id.kernel;
+  r.hostname = id.hostname;
+  r.measured_at = detail::utc_now();
+  r.seconds = out.seconds;
+  const CacheFile cache = cache_file();
+  if (!options.graphs.empty()) {
+    r.note = "measured a subset of the reference graphs: not cached";
+  } else if (cache.path.empty()) {
+    r.note = "no cache directory (EDGEPROF_CACHE_DIR, XDG_CACHE_HOME and HOME are unset): not "
+             "cached, so catalog devices get no nn speed; set EDGEPROF_CACHE_DIR";
+  } else {
+    const std::string failed =
+        detail::replace_file(cache.dir, cache.path, rating_json(r).dump(2) + "\n");
+    if (failed.empty()) {
+      r.cache_file = cache.path;
+    } else {
+      r.note = failed + ", so catalog devices get no nn speed";
+    }
+  }
+  if (options.progress) options.progress(describe(r));
+  return r;
+}
+
+std::string describe(const NnRating& r) {
+  std::string text = fmt::format("{} graph{} with {}, one thread on CPU {}:", r.host_ms.size(),
+                                 r.host_ms.size() == 1 ? "" : "s",
+                                 r.runtime.empty() ? "ncnn" : r.runtime, r.cpu);
+  bool first = true;
+  for (const auto& [name, ms] : r.host_ms) {
+    text += fmt::format("{} {} {:.1f} ms", first ? "" : ",", name, ms);
+    first = false;
+  }
+  if (!r.measured_at.empty()) text += fmt::format("; measured {}", r.measured_at);
+  return text;
+}
+
+}  // namespace edgeprof

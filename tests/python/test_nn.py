@@ -1,0 +1,124 @@
+"""The nn kind of speed from Python and the command line: this host's rating measured (by a
+stand-in for the Python that has ncnn, and for real in short form), the catalog's devices
+emulated at their nn speed by default, said in the report, and the other kind on request."""
+
+import json
+import sys
+
+import pytest
+
+import edgeprof
+from conftest import cli as edgeprof_cli
+from conftest import requires_cgroups
+
+
+def _fake_python(tmp_path, ms=10.0):
+    lines = ["#!/bin/sh", "echo 'runtime ncnn 1.0.test (stand-in)'"]
+    lines += [f"echo '{g.name} {ms} {ms} {ms}'" for g in edgeprof.reference_graphs()]
+    fake = tmp_path / "python"
+    fake.write_text("\n".join(lines) + "\n")
+    fake.chmod(0o755)
+    return fake
+
+
+def test_nn_speed_from_published_and_host_times():
+    s = edgeprof.nn_speed({"a": 10.0, "b": 40.0}, {"a": 5.0, "b": 10.0})
+    assert s.core_speed == pytest.approx(8 ** -0.5)
+    assert s.ratios == pytest.approx({"a": 2.0, "b": 4.0})
+    assert s.loo_median_error == pytest.approx(0.75)
+    assert "2 ncnn graphs" in str(s)
+    with pytest.raises(edgeprof.Error, match="no model has both"):
+        edgeprof.nn_speed({"a": 1.0}, {"b": 1.0})
+
+
+def test_catalog_devices_carry_their_published_times_with_sources(tmp_path, monkeypatch):
+    monkeypatch.setenv("EDGEPROF_CACHE_DIR", str(tmp_path))
+    pi = edgeprof.find_device("raspberry-pi-4b-8gb")
+    assert pi.nn_precision == "fp32" and len(pi.nn_ms) == len(edgeprof.reference_graphs())
+    assert pi.nn is None and "not measured" in pi.nn_missing
+    assert pi.sources["nn"].status == "measured" and "Tencent/ncnn" in pi.sources["nn"].source
+    assert edgeprof.find_device("jetson-orin-nano").nn_precision == "fp16"
+    with pytest.raises(edgeprof.DeviceError, match="calibrate-host --nn"):
+        pi.for_speed_kind("nn")
+    shown = edgeprof_cli("devices", "show", "raspberry-pi-4b-8gb",
+                         env_extra={"EDGEPROF_CACHE_DIR": str(tmp_path)})
+    assert shown.returncode == 0, shown.stderr
+    assert "nn speed" in shown.stdout and "calibrate-host --nn" in shown.stdout
+
+
+def test_calibrate_host_nn_caches_the_rating_and_the_catalog_follows(tmp_path, monkeypatch):
+    monkeypatch.setenv("EDGEPROF_CACHE_DIR", str(tmp_path))
+    env = {"EDGEPROF_CACHE_DIR": str(tmp_path)}
+    p = edgeprof_cli("calibrate-host", "--nn", "--python", str(_fake_python(tmp_path)), "--json",
+                     env_extra=env)
+    assert p.returncode == 0, p.stderr
+    nn = json.loads(p.stdout)["nn"]
+    assert nn["runtime"] == "ncnn 1.0.test (stand-in)"
+    assert nn["cache_file"] == str(tmp_path / "host-nn.json")
+    rating = edgeprof.cached_nn_rating()
+    assert rating is not None and rating.host_ms["mobilenet"] == 10.0
+    pi = edgeprof.find_device("raspberry-pi-4b-8gb")
+    assert pi.nn is not None
+    import math
+    mean_log = sum(math.log(ms / 10.0) for ms in pi.nn_ms.values()) / len(pi.nn_ms)
+    assert pi.nn.core_speed == pytest.approx(math.exp(-mean_log))
+    assert pi.for_speed_kind("automatic").core_speed == pytest.approx(pi.nn.core_speed)
+    assert pi.for_speed_kind("integer").core_speed == pi.core_speed
+    shown = edgeprof_cli("devices", env_extra=env)
+    assert f"{pi.nn.core_speed:.3f}" in shown.stdout
+
+    broken = tmp_path / "broken"
+    broken.write_text("#!/bin/sh\necho 'error: the Python package ncnn is not installed'\nexit 3\n")
+    broken.chmod(0o755)
+    failed = edgeprof_cli("calibrate-host", "--nn", "--python", str(broken), env_extra=env)
+    assert failed.returncode != 0 and "ncnn is missing" in failed.stderr
+    assert "Traceback" not in failed.stderr
+
+
+@requires_cgroups
+def test_a_catalog_run_uses_the_nn_speed_by_default_and_says_so(tmp_path, monkeypatch):
+    monkeypatch.setenv("EDGEPROF_CACHE_DIR", str(tmp_path))
+    edgeprof.measure_nn_rating(python=str(_fake_python(tmp_path)))
+    env = {"EDGEPROF_CACHE_DIR": str(tmp_path)}
+    # The Pi Zero 2 W: its 512 MiB fit the cgroup v2 VM too.
+    args = ("run", "--device", "raspberry-pi-zero-2w", "--threads", "1")
+    p = edgeprof_cli(*args, "--json", "--", "true", env_extra=env)
+    assert p.returncode == 0, p.stderr
+    data = json.loads(p.stdout)
+    pi = edgeprof.find_device("raspberry-pi-zero-2w")
+    assert data["device"]["speed_kind"] == "nn"
+    assert data["device"]["core_speed"] == pytest.approx(pi.nn.core_speed)
+    assert any("nn speed" in n for n in data["plan"]["notes"])
+    text = edgeprof_cli(*args, "--", "true", env_extra=env)
+    assert "nn speed" in text.stderr
+
+    integer = edgeprof_cli(*args, "--speed-kind", "integer", "--json", "--", "true", env_extra=env)
+    assert integer.returncode == 0, integer.stderr
+    assert json.loads(integer.stdout)["device"]["core_speed"] == pytest.approx(pi.core_speed)
+
+    r = edgeprof.run(["true"], device=pi.for_threads(1), speed_kind="integer")
+    assert r.device.core_speed == pytest.approx(pi.core_speed)
+    with pytest.raises(edgeprof.Error, match="not a kind of speed"):
+        edgeprof.run(["true"], device=pi, speed_kind="fast")
+
+
+@requires_cgroups
+def test_without_the_host_rating_a_catalog_run_says_how_to_get_it(tmp_path):
+    p = edgeprof_cli("run", "--device", "raspberry-pi-zero-2w", "--threads", "1", "--json", "--",
+                     "true", env_extra={"EDGEPROF_CACHE_DIR": str(tmp_path)})
+    assert p.returncode == 0, p.stderr
+    data = json.loads(p.stdout)
+    assert data["device"]["speed_kind"] == "integer"
+    assert any("calibrate-host --nn" in n for n in data["plan"]["notes"])
+
+
+def test_the_real_nn_rating_with_ncnn_short_form(tmp_path, monkeypatch):
+    pytest.importorskip("ncnn")
+    monkeypatch.setenv("EDGEPROF_CACHE_DIR", str(tmp_path))
+    lines = []
+    r = edgeprof.measure_nn_rating(python=sys.executable, warmup=1, loops=1,
+                                   progress=lines.append)
+    assert set(r.host_ms) == {g.name for g in edgeprof.reference_graphs()}
+    assert "ncnn" in r.runtime and any("[1/" in line for line in lines)
+    assert edgeprof.cached_nn_rating() is not None
+    assert edgeprof.find_device("galaxy-s8").nn is not None
