@@ -15,6 +15,7 @@ namespace edgeprof::detail {
 namespace files {
 inline constexpr const char* kProcSelfCgroup = "/proc/self/cgroup";
 inline constexpr const char* kProcMeminfo = "/proc/meminfo";
+inline constexpr const char* kProcPartitions = "/proc/partitions";
 inline constexpr const char* kCgroupMount = "/sys/fs/cgroup";
 }  // namespace files
 

@@ -257,6 +257,18 @@ std::optional<NetTotals> parse_net_dev(std::string_view text) {
   return t;
 }
 
+std::vector<BlockDevice> parse_partitions(std::string_view text) {
+  std::vector<BlockDevice> out;
+  for_each_line(text, [&](std::string_view line) {
+    const std::vector<std::string> w = split_words(line);
+    if (w.size() != 4) return;
+    const auto major = parse_u64(w[0]), minor = parse_u64(w[1]), blocks = parse_u64(w[2]);
+    if (!major || !minor || !blocks) return;  // the heading
+    out.push_back({std::to_string(*major) + ":" + std::to_string(*minor), w[3], *blocks});
+  });
+  return out;
+}
+
 ReadWrite parse_blkio(std::string_view text) {
   ReadWrite rw;
   for_each_line(text, [&](std::string_view line) {

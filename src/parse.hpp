@@ -88,6 +88,15 @@ struct ReadWrite {
 };
 ReadWrite parse_blkio(std::string_view text);
 
+// The block devices of /proc/partitions ("major minor #blocks name" after a heading line),
+// as "MAJ:MIN" with their size in 1 KiB blocks; lines that do not parse are skipped.
+struct BlockDevice {
+  std::string dev;  ///< "MAJ:MIN"
+  std::string name;
+  std::uint64_t blocks = 0;
+};
+std::vector<BlockDevice> parse_partitions(std::string_view text);
+
 // Pressure stall information ("some ... total=N" / "full ... total=N", microseconds stalled).
 // `full` is absent from cpu.pressure before Linux 5.13.
 struct Pressure {

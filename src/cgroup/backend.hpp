@@ -124,6 +124,15 @@ std::unique_ptr<Backend> make_backend(const Fs& fs, const Layout& layout,
 // SwapTotal of /proc/meminfo in bytes (0 when unreadable).
 std::uint64_t host_swap_bytes(const Fs& fs);
 
+// The host's whole disks with a size ("MAJ:MIN", from /proc/partitions; a partition's I/O is
+// its disk's in the block cgroup). A slice writes a no-limit rule for each (v1
+// blkio.throttle.read_bps_device "MAJ:MIN 0", v2 io.max "MAJ:MIN rbps=max"): the kernel then
+// makes the slice's block group of that disk at once, with an allocation that may sleep. Made
+// on the first I/O instead, it is allocated without sleeping, and when that fails the kernel
+// charges the I/O to the closest ancestor cgroup without a word: the slice's counters read 0
+// (seen here when many slices had come and gone and a build ran beside them).
+std::vector<std::string> whole_disks(const Fs& fs);
+
 // Reads /proc/<pid>/stat's start time, or nullopt when the process is gone.
 std::optional<std::uint64_t> process_start_time(const Fs& fs, pid_t pid);
 

@@ -65,6 +65,18 @@ std::uint64_t host_swap_bytes(const Fs& fs) {
   return meminfo ? find_key(*meminfo, "SwapTotal:").value_or(0) * 1024 : 0;
 }
 
+std::vector<std::string> whole_disks(const Fs& fs) {
+  std::vector<std::string> out;
+  const auto text = fs.read(files::kProcPartitions);
+  if (!text) return out;
+  for (const BlockDevice& b : parse_partitions(*text)) {
+    if (b.blocks > 0 && !fs.exists(fmt::format("/sys/dev/block/{}/partition", b.dev))) {
+      out.push_back(b.dev);
+    }
+  }
+  return out;
+}
+
 std::optional<std::uint64_t> process_start_time(const Fs& fs, pid_t pid) {
   auto stat = fs.read(fmt::format("/proc/{}/stat", pid));
   if (!stat) return std::nullopt;

@@ -76,6 +76,12 @@ class V1Cgroup final : public Cgroup {
     } else {
       missing("cpu", "cpu quota");
     }
+    if (const Dir* d = find("blkio")) {
+      // The slice's block groups made now, so its I/O is counted (whole_disks); best effort.
+      for (const std::string& disk : whole_disks(fs_)) {
+        fs_.write(join(d->path, files::v1::kBlkioThrottleReadBpsDevice), disk + " 0");
+      }
+    }
     if (!plan.io_device.empty()) {
       // Best effort: a device's storage figures never stop a run.
       if (const Dir* d = find("blkio")) {

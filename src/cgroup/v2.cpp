@@ -105,6 +105,12 @@ class V2Cgroup final : public Cgroup {
             "swap accounting); the workload may use the host's swap");
       }
     }
+    if (enabled_.count("io")) {
+      // The slice's block groups made now, so its I/O is counted (whole_disks); best effort.
+      for (const std::string& disk : whole_disks(fs_)) {
+        fs_.write(join(dir_, files::v2::kIoMax), disk + " rbps=max");
+      }
+    }
     if (!plan.io_device.empty() && enabled_.count("io")) {
       auto limit = [](const std::optional<std::uint64_t>& bps) {
         return bps ? std::to_string(*bps) : std::string("max");
