@@ -140,7 +140,7 @@ EmulationPlan plan_emulation(const Device& described, const HostFacts& host,
   described.validate();
   EmulationPlan plan;
   // The speed of the kind asked for (nn where the device has it, by default).
-  const Device device = for_speed_kind(described, options.speed_kind, &plan.notes);
+  Device device = for_speed_kind(described, options.speed_kind, &plan.notes);
   if (options.cpu_period_us != kChosenCpuPeriod &&
       (options.cpu_period_us < kMinCpuPeriodUs || options.cpu_period_us > kMaxCpuPeriodUs)) {
     throw Error(fmt::format("cpu_period_us = {} is out of range: the kernel accepts {} to {} us "
@@ -167,27 +167,33 @@ EmulationPlan plan_emulation(const Device& described, const HostFacts& host,
   if (usable.empty()) throw UnsupportedError("the host reports no usable CPUs");
   // The first ones in the order given (the host's: ascending), listed ascending.
   usable.erase(std::unique(usable.begin(), usable.end()), usable.end());
+  // A device that needs more CPU capacity than the host's CPUs give: as many of its cores as fit
+  // (for_threads), with a note. Refused only when not even one of its cores fits.
+  if (const double needed = device.cores * device.core_speed;
+      needed > static_cast<double>(std::min<size_t>(static_cast<size_t>(device.cores),
+                                                    usable.size())) + 1e-9) {
+    const int fit = static_cast<int>(std::floor(static_cast<double>(usable.size()) /
+                                                device.core_speed + 1e-9));
+    if (fit < 1 || device.core_speed > 1.0) {
+      throw UnsupportedError(fmt::format(
+          "{} needs {:.2f} host cores of CPU capacity ({} cores x speed {}): one of its cores "
+          "is faster than a host CPU, which no quota can emulate. Emulate it on a faster host, "
+          "or lower core_speed",
+          who, needed, device.cores, describe_core_speed(device)));
+    }
+    plan.notes.push_back(fmt::format(
+        "{} of the device's {} cores are emulated: all {} need {:.2f} host cores of CPU "
+        "capacity ({} cores x speed {}), more than the {} host CPU{} here. A workload with at "
+        "most {} busy thread{} runs as on the device; one with more runs slower than on it "
+        "(run on a larger host for all {}; for_threads, --threads: docs/devices.md)",
+        fit, device.cores, device.cores, needed, device.cores, describe_core_speed(device),
+        usable.size(), usable.size() == 1 ? "" : "s", fit, fit == 1 ? "" : "s", device.cores));
+    device = for_threads(device, fit);
+  }
   const size_t ncpus = std::min<size_t>(static_cast<size_t>(device.cores), usable.size());
   plan.cpus.assign(usable.begin(), usable.begin() + static_cast<long>(ncpus));
   std::sort(plan.cpus.begin(), plan.cpus.end());
-
   const double capacity = device.cores * device.core_speed;
-  if (capacity > static_cast<double>(ncpus) + 1e-9) {
-    // How many of its cores fit: a workload with that many busy threads can still be emulated.
-    const int fit = static_cast<int>(std::floor(static_cast<double>(ncpus) / device.core_speed +
-                                                1e-9));
-    const std::string fewer =
-        fit >= 1 && device.core_speed <= 1.0
-            ? fmt::format("; or, for a workload with at most {} busy thread{}, emulate that many "
-                          "of its cores (--threads {}, for_threads; docs/devices.md)",
-                          fit, fit == 1 ? "" : "s", fit)
-            : std::string();
-    throw UnsupportedError(fmt::format(
-        "{} needs {:.2f} host cores of CPU capacity ({} cores x speed {}), but only {} host "
-        "CPU{} can be used. Emulate it on a larger host, or lower cores or core_speed{}",
-        who, capacity, device.cores, describe_core_speed(device), ncpus, ncpus == 1 ? "" : "s",
-        fewer));
-  }
   if (static_cast<size_t>(device.cores) > ncpus) {
     plan.notes.push_back(fmt::format(
         "{} cores are emulated on {} host CPU{}: total CPU capacity matches the device, but no "

@@ -181,18 +181,39 @@ TEST_CASE("a tiny quota stretches the period to the kernel's 1 ms minimum", "[pl
   CHECK_THAT(notes_of(plan)[0], Catch::Contains("1 ms minimum"));
 }
 
+TEST_CASE("a device too big for the host runs as many of its cores as fit, saying so", "[plan]") {
+  // 4 x 0.8 on 2 CPUs: 2 of its cores (1.6 host cores).
+  const EmulationPlan big = plan_emulation(make_device("big", 4, 0.8, "1GiB"), host(2));
+  CHECK(big.cpus == std::vector<int>{0, 1});
+  CHECK(big.capacity_cores() == Approx(2 * 0.8).epsilon(1e-3));
+  REQUIRE_FALSE(notes_of(big).empty());
+  CHECK_THAT(notes_of(big)[0], Catch::Contains("2 of the device's 4 cores are emulated") &&
+                                   Catch::Contains("3.20 host cores") &&
+                                   Catch::Contains("2 host CPUs") &&
+                                   Catch::Contains("at most 2 busy threads"));
+  // 4 x 0.5035 (a Raspberry Pi 4 at 1.8 GHz on a host 0.85 of the reference core) fits 3 cores:
+  // the same plan as for_threads(device, 3), and the note says so.
+  const Device pi = make_device("pi", 4, 0.5035, "1GiB");
+  const EmulationPlan fitted = plan_emulation(pi, host(2));
+  const EmulationPlan three = plan_emulation(for_threads(pi, 3), host(2));
+  CHECK(fitted.capacity_cores() == Approx(3 * 0.5035).epsilon(1e-3));
+  CHECK(fitted.cpu_quota_us == three.cpu_quota_us);
+  CHECK(fitted.cpu_period_us == three.cpu_period_us);
+  CHECK(fitted.cpus == three.cpus);
+  CHECK_THAT(notes_of(fitted)[0], Catch::Contains("3 of the device's 4 cores") &&
+                                      Catch::Contains("2.01 host cores"));
+  // What fits as it is gets no such note.
+  for (const std::string& note : notes_of(three)) {
+    CHECK_THAT(note, !Catch::Contains("of the device's"));
+  }
+}
+
 TEST_CASE("the plan refuses what the host cannot emulate, saying why", "[plan]") {
-  CHECK_THROWS_WITH(plan_emulation(make_device("big", 4, 0.8, "1GiB"), host(2)),
-                    Catch::Contains("3.20 host cores") && Catch::Contains("2 host CPUs") &&
-                        Catch::Contains("at most 2 busy threads") &&
-                        Catch::Contains("--threads 2"));
-  // 4 x 0.5035 (a Raspberry Pi 4 at 1.8 GHz on a host 0.85 of the reference core) fits 3 cores.
-  CHECK_THROWS_WITH(plan_emulation(make_device("pi", 4, 0.5035, "1GiB"), host(2)),
-                    Catch::Contains("2.01 host cores") && Catch::Contains("--threads 3"));
-  CHECK(plan_emulation(for_threads(make_device("pi", 4, 0.5035, "1GiB"), 3), host(2))
-            .capacity_cores() == Approx(3 * 0.5035).epsilon(1e-3));
-  CHECK_THROWS_AS(plan_emulation(make_device("big", 4, 0.8, "1GiB"), host(2)),
-                  UnsupportedError);
+  // A core faster than a host CPU: no quota makes a host CPU faster.
+  CHECK_THROWS_WITH(plan_emulation(make_device("fast", 2, 1.5, "1GiB"), host(2)),
+                    Catch::Contains("faster than a host CPU") &&
+                        Catch::Contains("3.00 host cores"));
+  CHECK_THROWS_AS(plan_emulation(make_device("fast", 1, 1.2, "1GiB"), host(2)), UnsupportedError);
   CHECK_THROWS_WITH(plan_emulation(make_device("fat", 1, 0.5, "16GiB"), host(2, 8ull << 30)),
                     Catch::Contains("16 GiB") && Catch::Contains("8 GiB"));
   CHECK_THROWS_AS(plan_emulation(make_device("tiny", 1, 0.0005, "64MiB"), host(2)),

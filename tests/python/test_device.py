@@ -1,3 +1,5 @@
+import os
+
 import pytest
 
 import edgeprof
@@ -68,9 +70,15 @@ def test_plan_is_pure_and_refuses_what_the_host_cannot_do():
         edgeprof.Device(name="d", cores=1, core_speed=0.5, memory="256MiB"), cpu_period_us=20000)
     assert plan.cpu_quota_us == 10000
     assert plan.capacity_cores == pytest.approx(0.5)
-    with pytest.raises(edgeprof.UnsupportedError, match="host cores"):
+    # Too many cores for this host: as many as fit, and the note says so.
+    big = edgeprof.plan_emulation(
+        edgeprof.Device(name="big", cores=512, core_speed=1.0, memory="256MiB"))
+    assert big.capacity_cores <= os.cpu_count()
+    assert any("of the device's 512 cores are emulated" in n for n in big.notes)
+    # A core faster than a host CPU cannot be emulated.
+    with pytest.raises(edgeprof.UnsupportedError, match="faster than a host CPU"):
         edgeprof.plan_emulation(
-            edgeprof.Device(name="big", cores=512, core_speed=1.0, memory="256MiB"))
+            edgeprof.Device(name="fast", cores=1, core_speed=1.5, memory="256MiB"))
 
 
 def test_exception_hierarchy():
