@@ -461,12 +461,17 @@ Result Child::State::finish(const detail::Exit& exit, bool timed_out) {
 
 // Stops the sampler (its last sample holds the final counters) and collects what it saw.
 void Child::State::observe(Result& r, const detail::Exit& exit) {
-  (void)exit;
   if (scheduler) {
-    r.speed_changes = scheduler->stop();
+    const std::vector<SpeedChange> applied = scheduler->stop();
     scheduler.reset();
+    // The scheduler runs until the workload is reaped: a step that fell due after its exit
+    // slowed nothing, and is not the run's.
+    const double exited_s = std::chrono::duration<double>(exit.when - process.released).count();
+    for (const SpeedChange& c : applied) {
+      if (c.t_s <= exited_s) r.speed_changes.push_back(c);
+    }
     // The next workload in this slice starts at the device's full speed again.
-    if (!r.speed_changes.empty() && slice->cgroup) {
+    if (!applied.empty() && slice->cgroup) {
       if (int err = slice->cgroup->set_cpu_bandwidth(slice->plan.cpu_quota_us,
                                                      slice->plan.cpu_period_us)) {
         r.warnings.push_back(fmt::format("could not restore the CPU bandwidth after the speed "

@@ -165,9 +165,15 @@ void Sampler::stop() {
 
 void Sampler::sample(bool scheduled, std::optional<Clock::time_point> at) noexcept {
   try {
-    const auto now = at ? *at : Clock::now();
-    sources_.tick(std::chrono::duration_cast<std::chrono::nanoseconds>(now - origin_).count(),
-                  columns_, scheduled);
+    auto since_origin = [this](Clock::time_point t) {
+      return std::chrono::duration_cast<std::chrono::nanoseconds>(t - origin_).count();
+    };
+    if (at) {
+      // The first sample, before the child is released: nothing in the slice runs yet.
+      sources_.tick(since_origin(*at), columns_, scheduled);
+    } else {
+      sources_.tick_stamped([&] { return since_origin(Clock::now()); }, columns_, scheduled);
+    }
   } catch (...) {
     // Only growing the columns can throw (out of memory): the run goes on without samples.
   }

@@ -259,40 +259,54 @@ void Sources::add_network(StatFile dev) {
   per_run_ = true;
 }
 
-void Sources::tick(std::int64_t t_ns, Columns& out, bool scheduled) {
+void Sources::begin(Columns& out) {
   if (out.size() == 0) {
     out.available = available();
     out.complete = out.available;
   }
+}
+
+void Sources::tick(std::int64_t t_ns, Columns& out, bool scheduled) {
+  begin(out);
+  read_rest(out, 0);
+  push(t_ns, out, scheduled);
+}
+
+void Sources::read_source(Source& s, Columns& out) {
+  if (s.failed) return;
   // Stat files are small (memory.stat is the largest, about 1.5 KiB on 6.1).
   char buffers[2][8192];
   std::string_view texts[2];
-  for (Source& s : sources_) {
-    if (s.failed) continue;
-    bool ok = true;
-    int error = 0;
-    size_t i = 0;
-    for (; i < s.files.size() && ok; ++i) {
-      auto text = s.files[i].read_into(buffers[i], sizeof buffers[i]);
-      ok = text.has_value();
-      if (ok)
-        texts[i] = *text;
-      else
-        error = errno;
-    }
-    Reading reading{last_.data(), {}};
-    if (ok && !s.parse(texts, reading)) {
-      ok = false;
-      i = 0;
-    }
-    if (!ok) fail(s, i, error);  // reported by status(); the run goes on
-    // A metric the file did not give this time (or ever) is incomplete, never a silent zero.
-    for (Metric m : s.metrics) {
-      if (!reading.present.test(static_cast<size_t>(m))) {
-        out.complete.reset(static_cast<size_t>(m));
-      }
+  bool ok = true;
+  int error = 0;
+  size_t i = 0;
+  for (; i < s.files.size() && ok; ++i) {
+    auto text = s.files[i].read_into(buffers[i], sizeof buffers[i]);
+    ok = text.has_value();
+    if (ok)
+      texts[i] = *text;
+    else
+      error = errno;
+  }
+  Reading reading{last_.data(), {}};
+  if (ok && !s.parse(texts, reading)) {
+    ok = false;
+    i = 0;
+  }
+  if (!ok) fail(s, i, error);  // reported by status(); the run goes on
+  // A metric the file did not give this time (or ever) is incomplete, never a silent zero.
+  for (Metric m : s.metrics) {
+    if (!reading.present.test(static_cast<size_t>(m))) {
+      out.complete.reset(static_cast<size_t>(m));
     }
   }
+}
+
+void Sources::read_rest(Columns& out, size_t first) {
+  for (size_t k = first; k < sources_.size(); ++k) read_source(sources_[k], out);
+}
+
+void Sources::push(std::int64_t t_ns, Columns& out, bool scheduled) {
   out.t_ns.push_back(t_ns);
   out.scheduled.push_back(scheduled ? 1 : 0);
   for (int m = 0; m < kMetricCount; ++m) out.values[m].push_back(last_[m]);

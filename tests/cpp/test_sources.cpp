@@ -406,3 +406,54 @@ TEST_CASE("a sampler runs one workload after another, and sleeps in between", "[
   CHECK_THROWS_WITH(sampler.set_interval(std::chrono::microseconds(10)),
                     Catch::Contains("1 ms to 60 s"));
 }
+
+TEST_CASE("a stamped tick pins the CPU counter to the middle of its own read, tried again when slow",
+          "[sampler]") {
+  FakeTree tree;
+  const std::string dir = "/sys/fs/cgroup/runner/edgeprof-1-2-3";
+  Sources sources = two_sources(tree, dir);
+  // The clock: before each try of the CPU read, the counter moves on (usage = 100 us x try),
+  // and each try's read takes the time `gaps` says (a thread preempted mid-read).
+  auto run = [&](std::vector<std::int64_t> gaps, Columns& columns) {
+    int calls = 0;
+    std::int64_t t = 1'000'000;
+    auto now = [&] {
+      const int call = calls++;
+      if (call % 2 == 0) {  // before a try
+        const int attempt = call / 2 + 1;
+        tree.file(dir + "/cpu.stat", "usage_usec " + std::to_string(100 * attempt) +
+                                         "\nuser_usec 0\nsystem_usec 0\n");
+        return t;
+      }
+      t += gaps.at(static_cast<size_t>(call / 2));  // after a try
+      const std::int64_t after = t;
+      t += 5'000'000;  // time passes before the next try
+      return after;
+    };
+    return sources.tick_stamped(now, columns);
+  };
+  SECTION("a quick read: one try, stamped at its middle") {
+    Columns columns;
+    const std::int64_t stamp = run({10'000}, columns);
+    CHECK(stamp == 1'000'000 + 5'000);
+    REQUIRE(columns.size() == 1);
+    CHECK(columns.t_ns[0] == stamp);
+    CHECK(value(columns, Metric::cpu_usage_ns) == 100'000);
+    CHECK(value(columns, Metric::memory_current_bytes) == 4096);
+  }
+  SECTION("a read preempted for 50 ms is tried again, and the quick try kept") {
+    Columns columns;
+    const std::int64_t stamp = run({50'000'000, 10'000}, columns);
+    // Second try: before = 1 ms + 50 ms + 5 ms.
+    CHECK(stamp == 56'000'000 + 5'000);
+    CHECK(value(columns, Metric::cpu_usage_ns) == 200'000);
+    CHECK(value(columns, Metric::memory_current_bytes) == 4096);
+  }
+  SECTION("every try slow: the best-bracketed one, its value with its stamp") {
+    Columns columns;
+    const std::int64_t stamp = run({50'000'000, 30'000'000, 40'000'000}, columns);
+    CHECK(stamp == 56'000'000 + 15'000'000);
+    CHECK(value(columns, Metric::cpu_usage_ns) == 200'000);
+    CHECK(complete(columns, Metric::cpu_usage_ns));
+  }
+}
