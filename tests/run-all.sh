@@ -1,17 +1,30 @@
 #!/usr/bin/env bash
 # Installs what the tests need and runs every test tier:
 #   1. C++ (ctest): unit tests, real-kernel tests on this machine's cgroups, the same tests in a
-#      cgroup v2 qemu VM, packaging (install + find_package / add_subdirectory consumers);
+#      cgroup v2 qemu VM, packaging (install + find_package / add_subdirectory consumers), the
+#      benchmarks' quick runs, the header docs;
 #   2. Python (pytest): the API and the CLI on real cgroups, in the cgroup v2 VM and here;
 #   3. a final check that no edgeprof cgroup was left behind.
-# Usage: bash tests/run-all.sh        (as root; Debian 12 or similar)
-# Environment: BUILD_DIR (default build/test), EDGEPROF_SKIP_VM=1 skips the VM tier.
+# Tiers, what each checks and how long each takes: docs/testing.md.
+#
+# Usage: bash tests/run-all.sh           (as root; Debian 12 or similar): every tier
+#        bash tests/run-all.sh --quick   the host's C++ and Python tests only: no VM, no
+#                                        packaging, no benchmarks (a few minutes, warm build)
+# Environment: BUILD_DIR (default build/test), EDGEPROF_SKIP_VM=1 skips the VM tier, PYTHON.
+# ccache is used for both builds when it is installed.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 BUILD_DIR=${BUILD_DIR:-build/test}
 PYTHON=${PYTHON:-python3}
+quick=0
+case "${1:-}" in
+  --quick) quick=1 ;;
+  "") ;;
+  *) echo "usage: bash tests/run-all.sh [--quick]" >&2; exit 2 ;;
+esac
+((quick)) && EDGEPROF_SKIP_VM=1
 
-step() { printf '\n=== %s\n' "$*"; }
+step() { printf '\n=== %s  (%s s)\n' "$*" "$SECONDS"; }
 
 packages=(g++ pkg-config cmake ninja-build libcgroup-dev libfmt-dev nlohmann-json3-dev libeigen3-dev libtomlplusplus-dev catch2 cgroup-tools postgresql doxygen 7zip)
 [[ ${EDGEPROF_SKIP_VM:-0} == 1 ]] || packages+=(qemu-system-x86 linux-image-amd64 busybox-static cpio)
@@ -30,23 +43,35 @@ if ((${#missing[@]})); then
   apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
+launcher=()
+if command -v ccache >/dev/null; then
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  export CMAKE_ARGS="${CMAKE_ARGS:-} -DCMAKE_CXX_COMPILER_LAUNCHER=ccache"  # pip's build
+fi
+
 step "installing the Python package with its test dependencies"
 "$PYTHON" -m pip install -q --disable-pip-version-check --root-user-action=ignore ".[test]"
 
 step "building the C++ library, tests and benchmarks (warnings are errors)"
 vm=ON
 [[ ${EDGEPROF_SKIP_VM:-0} == 1 ]] && vm=OFF
-cmake -S . -B "$BUILD_DIR" -G Ninja -DEDGEPROF_WERROR=ON -DEDGEPROF_TEST_VM=$vm >/dev/null
+cmake -S . -B "$BUILD_DIR" -G Ninja -DEDGEPROF_WERROR=ON -DEDGEPROF_TEST_VM=$vm \
+  "${launcher[@]}" >/dev/null
 cmake --build "$BUILD_DIR"
 
-step "C++ tests (ctest)"
-ctest --test-dir "$BUILD_DIR" --output-on-failure
+if ((quick)); then
+  step "C++ tests on this host (ctest -R cpp-host)"
+  ctest --test-dir "$BUILD_DIR" --output-on-failure -R '^cpp-host$'
+else
+  step "C++ tests (ctest)"
+  ctest --test-dir "$BUILD_DIR" --output-on-failure
+fi
 
 step "Python tests in the cgroup v2 VM (pytest)"
 if [[ $vm == ON ]]; then
   tests/vm/run-pytest-v2.sh -q
 else
-  echo "skipped (EDGEPROF_SKIP_VM=1)"
+  echo "skipped (EDGEPROF_SKIP_VM=1 or --quick)"
 fi
 
 step "Python tests (pytest)"
@@ -60,3 +85,4 @@ if [[ -n $left ]]; then
   exit 1
 fi
 echo "none"
+step "done"

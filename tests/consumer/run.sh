@@ -9,7 +9,8 @@
 #
 # usage: tests/consumer/run.sh [SOURCE_DIR]     (default: the checkout this script is in)
 # Environment: CXX (compiler for the header checks, default c++), CMAKE_GENERATOR (default
-# Ninja when ninja is on PATH), KEEP=1 keeps the temporary directory for inspection.
+# Ninja when ninja is on PATH), KEEP=1 keeps the temporary directory for inspection,
+# EDGEPROF_INSTALL_FROM installs from that built tree instead of building one (step 1).
 #
 # Step 2 runs workloads under edgeprof, so it needs a host where edgeprof can create cgroups
 # (root, or a delegated cgroup).
@@ -138,13 +139,22 @@ setsid -w bash -c '
 subdir_pid=$!
 groups+=("$subdir_pid")
 
-# 1. Build and install once; everything below reuses this prefix.
+# 1. Build and install once; everything below reuses this prefix. With EDGEPROF_INSTALL_FROM (a
+# built tree of this source, as ctest passes its own), that tree's library is installed: the
+# same install rules, without compiling the library a third time.
 installed=0
-if step "install edgeprof (Release) to a temporary prefix" bash -c '
-    cmake -S "$1" -B "$2/build" "${@:5}" -DCMAKE_BUILD_TYPE=Release \
-      -DCMAKE_INSTALL_PREFIX="$3" -DEDGEPROF_BUILD_TESTS=OFF -DEDGEPROF_BUILD_BENCHMARKS=OFF &&
-    cmake --build "$2/build" -j "$4" &&
-    cmake --install "$2/build"' _ "$src" "$work" "$prefix" "$njobs" "${generator[@]}"; then
+if [[ -n ${EDGEPROF_INSTALL_FROM:-} ]]; then
+  install_step=("install edgeprof from $EDGEPROF_INSTALL_FROM to a temporary prefix" bash -c '
+      cmake --build "$1" --target edgeprof && cmake --install "$1" --prefix "$2"' _ \
+      "$EDGEPROF_INSTALL_FROM" "$prefix")
+else
+  install_step=("install edgeprof (Release) to a temporary prefix" bash -c '
+      cmake -S "$1" -B "$2/build" "${@:5}" -DCMAKE_BUILD_TYPE=Release \
+        -DCMAKE_INSTALL_PREFIX="$3" -DEDGEPROF_BUILD_TESTS=OFF -DEDGEPROF_BUILD_BENCHMARKS=OFF &&
+      cmake --build "$2/build" -j "$4" &&
+      cmake --install "$2/build"' _ "$src" "$work" "$prefix" "$njobs" "${generator[@]}")
+fi
+if step "${install_step[@]}"; then
   installed=1
   missing=()
   config=$(find "$prefix" -name edgeprofConfig.cmake -print -quit)
