@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -176,6 +177,33 @@ std::string join(std::string_view a, std::string_view b) {
   while (!b.empty() && b.front() == '/') b.remove_prefix(1);
   if (b.empty()) return a.empty() ? std::string("/") : std::string(a);
   return std::string(a) + "/" + std::string(b);
+}
+
+std::optional<std::string> disk_under(const Fs& fs, const char* path, std::string* problem) {
+  struct stat st {};
+  if (::stat(path, &st) != 0) {
+    *problem = fmt::format("cannot stat {}: {}", path, std::strerror(errno));
+    return std::nullopt;
+  }
+  if (major(st.st_dev) == 0) {
+    *problem = fmt::format("{} is on a filesystem without a block device (tmpfs, overlay, NFS)",
+                           std::string_view(path) == "." ? "the current directory" : path);
+    return std::nullopt;
+  }
+  const std::string dev = fmt::format("{}:{}", major(st.st_dev), minor(st.st_dev));
+  const std::string sys = "/sys/dev/block/" + dev;
+  if (fs.exists(sys + "/partition")) {
+    if (auto parent = fs.read(sys + "/../dev")) {
+      std::string d = *parent;
+      while (!d.empty() && (d.back() == '\n' || d.back() == ' ')) d.pop_back();
+      return d;
+    }
+    *problem = fmt::format("cannot find the disk of partition {}", dev);
+    return std::nullopt;
+  }
+  if (fs.exists(sys)) return dev;
+  *problem = fmt::format("block device {} is not in /sys/dev/block", dev);
+  return std::nullopt;
 }
 
 }  // namespace edgeprof::detail

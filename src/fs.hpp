@@ -19,6 +19,11 @@ inline constexpr const char* kProcPartitions = "/proc/partitions";
 inline constexpr const char* kCgroupMount = "/sys/fs/cgroup";
 }  // namespace files
 
+class Fs;
+// The whole disk ("MAJ:MIN") holding `path` (stat(2) of the real path; /sys/dev/block read
+// through `fs`: a partition's parent directory is its disk's), or nullopt with why in `problem`.
+std::optional<std::string> disk_under(const Fs& fs, const char* path, std::string* problem);
+
 // The message for a failed system call on `path`: what was being done, the errno, and the
 // remedy (`hint`, or for EACCES/EPERM/EROFS how to get write access).
 std::string sys_message(int err, std::string_view action, std::string_view path,

@@ -80,32 +80,7 @@ HostFacts host_facts() {
     return text ? std::strtoull(text->c_str(), nullptr, 10) : 0ull;
   }();
   facts.cfs_bandwidth_slice_us = slice_us;
-  // The whole disk under the current directory: /sys/dev/block/MAJ:MIN is a partition's or a
-  // disk's directory; a partition's parent directory is its disk's.
-  struct stat st {};
-  if (::stat(".", &st) != 0) {
-    facts.io_device_problem = fmt::format("cannot stat the current directory: {}",
-                                          std::strerror(errno));
-  } else if (major(st.st_dev) == 0) {
-    facts.io_device_problem =
-        "the current directory is on a filesystem without a block device (tmpfs, overlay, NFS)";
-  } else {
-    const std::string dev = fmt::format("{}:{}", major(st.st_dev), minor(st.st_dev));
-    const std::string sys = "/sys/dev/block/" + dev;
-    if (fs.exists(sys + "/partition")) {
-      if (auto parent = fs.read(sys + "/../dev")) {
-        std::string d = *parent;
-        while (!d.empty() && (d.back() == '\n' || d.back() == ' ')) d.pop_back();
-        facts.io_device = d;
-      } else {
-        facts.io_device_problem = fmt::format("cannot find the disk of partition {}", dev);
-      }
-    } else if (fs.exists(sys)) {
-      facts.io_device = dev;
-    } else {
-      facts.io_device_problem = fmt::format("block device {} is not in /sys/dev/block", dev);
-    }
-  }
+  if (auto disk = detail::disk_under(fs, ".", &facts.io_device_problem)) facts.io_device = *disk;
   return facts;
 }
 
@@ -133,6 +108,24 @@ CpuBandwidth cpu_bandwidth(double capacity_cores, std::uint64_t period_us) {
       kMinCpuQuotaUs,
       static_cast<std::uint64_t>(std::llround(capacity_cores * static_cast<double>(b.period_us))));
   return b;
+}
+
+Device fit_to_cpus(const Device& device, std::size_t cpus) {
+  const double needed = device.cores * device.core_speed;
+  if (needed <= static_cast<double>(std::min<std::size_t>(static_cast<std::size_t>(device.cores),
+                                                          cpus)) + 1e-9) {
+    return device;
+  }
+  const int fit =
+      static_cast<int>(std::floor(static_cast<double>(cpus) / device.core_speed + 1e-9));
+  if (fit < 1 || device.core_speed > 1.0 + 1e-9) {
+    throw UnsupportedError(fmt::format(
+        "device '{}' needs {:.2f} host cores of CPU capacity ({} cores x speed {}): one of its "
+        "cores is faster than a host CPU, which no quota can emulate. Emulate it on a faster "
+        "host, or lower core_speed",
+        device.name, needed, device.cores, describe_core_speed(device)));
+  }
+  return for_threads(device, std::min(fit, device.cores));
 }
 
 EmulationPlan plan_emulation(const Device& described, const HostFacts& host,
@@ -167,28 +160,17 @@ EmulationPlan plan_emulation(const Device& described, const HostFacts& host,
   if (usable.empty()) throw UnsupportedError("the host reports no usable CPUs");
   // The first ones in the order given (the host's: ascending), listed ascending.
   usable.erase(std::unique(usable.begin(), usable.end()), usable.end());
-  // A device that needs more CPU capacity than the host's CPUs give: as many of its cores as fit
-  // (for_threads), with a note. Refused only when not even one of its cores fits.
-  if (const double needed = device.cores * device.core_speed;
-      needed > static_cast<double>(std::min<size_t>(static_cast<size_t>(device.cores),
-                                                    usable.size())) + 1e-9) {
-    const int fit = static_cast<int>(std::floor(static_cast<double>(usable.size()) /
-                                                device.core_speed + 1e-9));
-    if (fit < 1 || device.core_speed > 1.0) {
-      throw UnsupportedError(fmt::format(
-          "{} needs {:.2f} host cores of CPU capacity ({} cores x speed {}): one of its cores "
-          "is faster than a host CPU, which no quota can emulate. Emulate it on a faster host, "
-          "or lower core_speed",
-          who, needed, device.cores, describe_core_speed(device)));
-    }
+  // A device that needs more CPU capacity than the host's CPUs give: as many of its cores as fit.
+  if (const Device fitted = fit_to_cpus(device, usable.size()); fitted.cores < device.cores) {
     plan.notes.push_back(fmt::format(
         "{} of the device's {} cores are emulated: all {} need {:.2f} host cores of CPU "
         "capacity ({} cores x speed {}), more than the {} host CPU{} here. A workload with at "
-        "most {} busy thread{} runs as on the device; one with more runs slower than on it "
-        "(run on a larger host for all {}; for_threads, --threads: docs/devices.md)",
-        fit, device.cores, device.cores, needed, device.cores, describe_core_speed(device),
-        usable.size(), usable.size() == 1 ? "" : "s", fit, fit == 1 ? "" : "s", device.cores));
-    device = for_threads(device, fit);
+        "most {} busy thread{} gets the CPU it would on the device; one with more runs slower "
+        "than on it (run on a larger host for all {}; for_threads, --threads: docs/devices.md)",
+        fitted.cores, device.cores, device.cores, device.cores * device.core_speed, device.cores,
+        describe_core_speed(device), usable.size(), usable.size() == 1 ? "" : "s", fitted.cores,
+        fitted.cores == 1 ? "" : "s", device.cores));
+    device = fitted;
   }
   const size_t ncpus = std::min<size_t>(static_cast<size_t>(device.cores), usable.size());
   plan.cpus.assign(usable.begin(), usable.begin() + static_cast<long>(ncpus));
@@ -196,8 +178,8 @@ EmulationPlan plan_emulation(const Device& described, const HostFacts& host,
   const double capacity = device.cores * device.core_speed;
   if (static_cast<size_t>(device.cores) > ncpus) {
     plan.notes.push_back(fmt::format(
-        "{} cores are emulated on {} host CPU{}: total CPU capacity matches the device, but no "
-        "more than {} threads run at the same instant",
+        "{} cores are emulated on {} host CPU{}: their total CPU capacity is the device's, but "
+        "no more than {} threads run at the same instant",
         device.cores, ncpus, ncpus == 1 ? "" : "s", ncpus));
   }
   if (device.speed_kind != "nn" && device.reference_uncorrected()) {

@@ -205,7 +205,9 @@ Slice::Slice(Device device, SliceOptions options) : impl_(std::make_shared<Impl>
   s.plan = plan_emulation(device, host, plan_options);
   const int shared = detail::cpu_ledger().take(s.plan.cpus);
   s.ledger_taken = true;
-  s.device = for_speed_kind(device, plan_options.speed_kind);
+  // The device as emulated: as many of its cores as fit (the plan's note says so), so that its
+  // figures (power, for the energy estimate) are those of the cores run.
+  s.device = fit_to_cpus(for_speed_kind(device, plan_options.speed_kind), plan_options.cpus.size());
   s.options = std::move(options);
   s.backend = detail::make_backend(s.fs, layout(), parent_from(s.options));
   // Keep-warm threads run in this process's cgroup: beneath a CPU quota they would spend the
@@ -213,7 +215,7 @@ Slice::Slice(Device device, SliceOptions options) : impl_(std::make_shared<Impl>
   if (s.plan.keep_warm) {
     if (auto above = s.backend->cpu_quota_above()) {
       plan_options.keep_warm = false;
-      s.plan = plan_emulation(s.device, host, plan_options);
+      s.plan = plan_emulation(device, host, plan_options);
       s.plan.notes.push_back(fmt::format(
           "keep-warm is off: {} limits the CPU of this process and the slice together, and "
           "threads keeping the slice's CPUs busy would spend that quota while the slice waits; "
@@ -434,8 +436,18 @@ Result Child::State::finish(const detail::Exit& exit, bool timed_out) {
   auto delta = [](std::optional<std::uint64_t> a, std::optional<std::uint64_t> b) {
     return a && b && *b >= *a ? *b - *a : 0;
   };
-  r.cpu_user_s = double(delta(before.user_ns, after.user_ns)) / 1e9;
-  r.cpu_system_s = double(delta(before.system_ns, after.system_ns)) / 1e9;
+  // The run's CPU time is the difference of the totals (user + system: on v1 cpuacct.usage,
+  // exact). Its split is the difference of the user parts, kept within it: v1 splits each
+  // total by the tick counts since the slice was made, so one tick of system time in a short
+  // run can move the split of the whole history, and the user part can even shrink.
+  const auto total = [](const detail::Counters& c) -> std::optional<std::uint64_t> {
+    if (!c.user_ns || !c.system_ns) return std::nullopt;
+    return *c.user_ns + *c.system_ns;
+  };
+  const std::uint64_t cpu_ns = delta(total(before), total(after));
+  const std::uint64_t user_ns = std::min(cpu_ns, delta(before.user_ns, after.user_ns));
+  r.cpu_user_s = double(user_ns) / 1e9;
+  r.cpu_system_s = double(cpu_ns - user_ns) / 1e9;
   r.throttled_s = double(delta(before.throttled_ns, after.throttled_ns)) / 1e9;
   r.throttled_periods = delta(before.throttled_periods, after.throttled_periods);
   r.periods = delta(before.periods, after.periods);

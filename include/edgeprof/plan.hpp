@@ -2,6 +2,7 @@
 /// The emulation plan: a pure function from (device, host) to cgroup settings.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -135,9 +136,16 @@ struct CpuBandwidth {
 /// below kMinCpuQuotaUs. Used by plan_emulation() and by speed schedules.
 CpuBandwidth cpu_bandwidth(double capacity_cores, std::uint64_t period_us);
 
-/// Throws UnsupportedError when the host cannot emulate the device (more CPU capacity or memory
-/// than the host has, CPUs not available, less than 0.001 cores of capacity), DeviceError for an
-/// invalid device, and Error for a cpu_period_us outside kMinCpuPeriodUs .. kMaxCpuPeriodUs.
+/// The device as emulated on `cpus` host CPUs: an unchanged copy when its cores' CPU capacity
+/// (cores x core_speed) fits them, else for_threads(device, k) with the k of its cores that fit
+/// (a workload with more busy threads than k then runs slower than on the device; the plan's
+/// note says so). Throws UnsupportedError when one of its cores is faster than a host CPU.
+Device fit_to_cpus(const Device& device, std::size_t cpus);
+
+/// Plans the device as fit_to_cpus() emulates it on the usable CPUs. Throws UnsupportedError
+/// when the host cannot emulate the device (a core faster than a host CPU, more memory than the
+/// host has, CPUs not available, less than 0.001 cores of capacity), DeviceError for an invalid
+/// device, and Error for a cpu_period_us outside kMinCpuPeriodUs .. kMaxCpuPeriodUs.
 EmulationPlan plan_emulation(const Device& device, const HostFacts& host,
                              const PlanOptions& options = {});
 

@@ -124,14 +124,21 @@ std::unique_ptr<Backend> make_backend(const Fs& fs, const Layout& layout,
 // SwapTotal of /proc/meminfo in bytes (0 when unreadable).
 std::uint64_t host_swap_bytes(const Fs& fs);
 
-// The host's whole disks with a size ("MAJ:MIN", from /proc/partitions; a partition's I/O is
-// its disk's in the block cgroup). A slice writes a no-limit rule for each (v1
-// blkio.throttle.read_bps_device "MAJ:MIN 0", v2 io.max "MAJ:MIN rbps=max"): the kernel then
-// makes the slice's block group of that disk at once, with an allocation that may sleep. Made
-// on the first I/O instead, it is allocated without sleeping, and when that fails the kernel
-// charges the I/O to the closest ancestor cgroup without a word: the slice's counters read 0
-// (seen here when many slices had come and gone and a build ran beside them).
+// The host's disks of hardware with a size ("MAJ:MIN", from /proc/partitions; whole disks: a
+// partition's I/O is its disk's in the block cgroup), and counted_disks() those plus the disk
+// under the current directory (where a workload most likely writes, a RAM disk included).
+// A slice writes a no-limit rule for each counted disk (v1 blkio.throttle.read_bps_device
+// "MAJ:MIN 0", v2 io.max "MAJ:MIN rbps=max"): the kernel then makes the slice's block group of
+// that disk at once, with an allocation that may sleep. Made on the first I/O instead, it is
+// allocated without sleeping, and when that fails the kernel charges the I/O to the closest
+// ancestor cgroup without a word: the slice's counters read 0 (seen here when many slices had
+// come and gone and a build ran beside them). Loop and device-mapper disks are left alone: a
+// rule would turn on throttling checks for every bio of theirs, host-wide.
 std::vector<std::string> whole_disks(const Fs& fs);
+std::vector<std::string> counted_disks(const Fs& fs);
+// What a run's report says when that rule could not be written.
+std::string block_group_problem(const std::string& disk, const std::string& rule,
+                                const char* file, int err);
 
 // Reads /proc/<pid>/stat's start time, or nullopt when the process is gone.
 std::optional<std::uint64_t> process_start_time(const Fs& fs, pid_t pid);

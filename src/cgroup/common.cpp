@@ -5,8 +5,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <fmt/format.h>
 #include <mutex>
 #include <thread>
@@ -70,11 +72,31 @@ std::vector<std::string> whole_disks(const Fs& fs) {
   const auto text = fs.read(files::kProcPartitions);
   if (!text) return out;
   for (const BlockDevice& b : parse_partitions(*text)) {
-    if (b.blocks > 0 && !fs.exists(fmt::format("/sys/dev/block/{}/partition", b.dev))) {
+    const std::string sys = fmt::format("/sys/dev/block/{}", b.dev);
+    // A disk of hardware (virtio, SCSI, NVMe) has a device; loop, RAM, zram and device-mapper
+    // disks have none.
+    if (b.blocks > 0 && !fs.exists(sys + "/partition") && fs.exists(sys + "/device")) {
       out.push_back(b.dev);
     }
   }
   return out;
+}
+
+std::vector<std::string> counted_disks(const Fs& fs) {
+  static const std::vector<std::string> hardware = whole_disks(fs);  // a host fact: read once
+  std::vector<std::string> out = hardware;
+  std::string problem;
+  if (auto here = disk_under(fs, ".", &problem)) {
+    if (std::find(out.begin(), out.end(), *here) == out.end()) out.push_back(*here);
+  }
+  return out;
+}
+
+std::string block_group_problem(const std::string& disk, const std::string& rule,
+                                const char* file, int err) {
+  return fmt::format("block I/O accounting of disk {} (cannot write '{}' to {}: {}, errno {}): "
+                     "the slice's I/O on it may be counted to its parent cgroup and read 0",
+                     disk, rule, file, std::strerror(err), err);
 }
 
 std::optional<std::uint64_t> process_start_time(const Fs& fs, pid_t pid) {

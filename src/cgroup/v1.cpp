@@ -77,9 +77,13 @@ class V1Cgroup final : public Cgroup {
       missing("cpu", "cpu quota");
     }
     if (const Dir* d = find("blkio")) {
-      // The slice's block groups made now, so its I/O is counted (whole_disks); best effort.
-      for (const std::string& disk : whole_disks(fs_)) {
-        fs_.write(join(d->path, files::v1::kBlkioThrottleReadBpsDevice), disk + " 0");
+      // The slice's block groups made now, so its I/O is counted (counted_disks).
+      for (const std::string& disk : counted_disks(fs_)) {
+        const std::string rule = disk + " 0";
+        if (int err = fs_.write(join(d->path, files::v1::kBlkioThrottleReadBpsDevice), rule)) {
+          unapplied.push_back(block_group_problem(disk, rule,
+                                                  files::v1::kBlkioThrottleReadBpsDevice, err));
+        }
       }
     }
     if (!plan.io_device.empty()) {

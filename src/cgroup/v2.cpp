@@ -106,9 +106,12 @@ class V2Cgroup final : public Cgroup {
       }
     }
     if (enabled_.count("io")) {
-      // The slice's block groups made now, so its I/O is counted (whole_disks); best effort.
-      for (const std::string& disk : whole_disks(fs_)) {
-        fs_.write(join(dir_, files::v2::kIoMax), disk + " rbps=max");
+      // The slice's block groups made now, so its I/O is counted (counted_disks).
+      for (const std::string& disk : counted_disks(fs_)) {
+        const std::string rule = disk + " rbps=max";
+        if (int err = fs_.write(join(dir_, files::v2::kIoMax), rule)) {
+          unapplied.push_back(block_group_problem(disk, rule, files::v2::kIoMax, err));
+        }
       }
     }
     if (!plan.io_device.empty() && enabled_.count("io")) {

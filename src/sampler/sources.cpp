@@ -268,7 +268,7 @@ void Sources::begin(Columns& out) {
 
 void Sources::tick(std::int64_t t_ns, Columns& out, bool scheduled) {
   begin(out);
-  read_rest(out, 0);
+  read_rest(out, -1);
   push(t_ns, out, scheduled);
 }
 
@@ -302,8 +302,20 @@ void Sources::read_source(Source& s, Columns& out) {
   }
 }
 
-void Sources::read_rest(Columns& out, size_t first) {
-  for (size_t k = first; k < sources_.size(); ++k) read_source(sources_[k], out);
+void Sources::read_rest(Columns& out, int skip) {
+  for (size_t k = 0; k < sources_.size(); ++k) {
+    if (static_cast<int>(k) != skip) read_source(sources_[k], out);
+  }
+}
+
+int Sources::cpu_source() const {
+  for (size_t k = 0; k < sources_.size(); ++k) {
+    const auto& m = sources_[k].metrics;
+    if (!sources_[k].failed && std::find(m.begin(), m.end(), Metric::cpu_usage_ns) != m.end()) {
+      return static_cast<int>(k);
+    }
+  }
+  return -1;
 }
 
 void Sources::push(std::int64_t t_ns, Columns& out, bool scheduled) {

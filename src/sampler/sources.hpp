@@ -2,6 +2,7 @@
 // directly on fake trees. The timer thread (sampler.hpp) only schedules it.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <bitset>
 #include <cstdint>
@@ -63,38 +64,45 @@ class Sources {
   // that fails is disabled, its metrics marked incomplete from then on.
   // `scheduled` = taken at a deadline (false for extra samples: phase marks, the final one).
   void tick(std::int64_t t_ns, Columns& out, bool scheduled = true);
-  // The same, stamped by `now` (nanoseconds) read just before and just after the first source,
-  // the CPU time: the stamp is the middle of that read. A thread preempted between a stamp and
-  // the read (for tens of ms on a loaded host or in an emulated VM) would pin the counter to
-  // the wrong time, and a rate over a 100 ms window to a wrong one (1.19 cores for a one-core
-  // slice was seen). A read that took over kMaxStampGapNs is tried again, up to kStampTries
-  // times, and the closest-bracketed try is kept. Returns the stamp.
+  // The same, stamped by `now` (nanoseconds) read just before and just after the CPU time
+  // source: the stamp is the middle of that read. A thread preempted between a stamp and the
+  // read (for tens of ms on a loaded host or in an emulated VM) would pin the counter to the
+  // wrong time, and a rate over a 100 ms window to a wrong one (1.19 cores for a one-core
+  // slice was seen). A read that took over kMaxStampGapNs, and over four times the quickest
+  // read of this run (reads are slower in an emulated VM), is tried again, up to kStampTries
+  // times; the best-bracketed try is kept, its values with its stamp. Returns the stamp.
   template <typename Now>
   std::int64_t tick_stamped(Now&& now, Columns& out, bool scheduled = true) {
     begin(out);
+    const int cpu = cpu_source();
+    if (cpu < 0) {
+      const std::int64_t t_ns = now();
+      read_rest(out, -1);
+      push(t_ns, out, scheduled);
+      return t_ns;
+    }
     std::int64_t t_ns = 0;
     std::int64_t best_gap = -1;
-    if (!sources_.empty()) {
-      for (int i = 0; i < kStampTries; ++i) {
-        const std::int64_t before = now();
-        read_source(sources_.front(), out);
-        const std::int64_t after = now();
-        if (best_gap < 0 || after - before < best_gap) {
-          best_gap = after - before;
-          t_ns = before + (after - before) / 2;
-          kept_ = last_;  // the values of the try whose stamp is kept
-        }
-        if (after - before <= kMaxStampGapNs) break;
+    const std::int64_t slow = std::max(kMaxStampGapNs, 4 * quickest_gap_);
+    for (int i = 0; i < kStampTries; ++i) {
+      const std::int64_t before = now();
+      read_source(sources_[static_cast<size_t>(cpu)], out);
+      const std::int64_t after = now();
+      const std::int64_t gap = after - before;
+      if (best_gap < 0 || gap < best_gap) {
+        best_gap = gap;
+        t_ns = before + gap / 2;
+        kept_ = last_;  // the values of the try whose stamp is kept
       }
-      last_ = kept_;
-    } else {
-      t_ns = now();
+      if (gap <= slow) break;
     }
-    read_rest(out, 1);
+    if (quickest_gap_ < 0 || best_gap < quickest_gap_) quickest_gap_ = best_gap;
+    last_ = kept_;
+    read_rest(out, cpu);
     push(t_ns, out, scheduled);
     return t_ns;
   }
-  static constexpr std::int64_t kMaxStampGapNs = 200'000;  // a read takes about 1-10 us
+  static constexpr std::int64_t kMaxStampGapNs = 200'000;  // a read takes about 1-10 us here
   static constexpr int kStampTries = 3;
 
   std::vector<SourceStatus> status() const;
@@ -112,7 +120,8 @@ class Sources {
   // fails); sources from `first` on; the row of last_ at `t_ns`.
   void begin(Columns& out);  // the first row: which metrics are available
   void read_source(Source& s, Columns& out);
-  void read_rest(Columns& out, size_t first);
+  void read_rest(Columns& out, int skip);  // every source but `skip` (-1: none)
+  int cpu_source() const;                  // the index of the CPU time source, or -1
   void push(std::int64_t t_ns, Columns& out, bool scheduled);
   void add(const Fs& fs, std::string name, std::vector<std::string> paths,
            std::vector<Metric> metrics, bool (*parse)(const std::string_view*, Reading&),
@@ -129,6 +138,7 @@ class Sources {
   std::vector<SourceStatus> missing_;
   std::array<std::uint64_t, kMetricCount> last_{};
   std::array<std::uint64_t, kMetricCount> kept_{};  // tick_stamped's kept try
+  std::int64_t quickest_gap_ = -1;                  // tick_stamped's quickest CPU read
   bool per_run_ = false;  // holds a source of one run (add_network)
 };
 

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fmt/format.h>
 #include <thread>
 
 #include "edgeprof/edgeprof.hpp"
@@ -528,6 +529,26 @@ TEST_CASE("EDGEPROF_CGROUP_PARENT puts slices beneath the cgroup it names", "[ke
   ::unsetenv("EDGEPROF_CGROUP_PARENT");
   CHECK(all_gone(paths));
   CHECK(::rmdir(dir.c_str()) == 0);
+}
+
+TEST_CASE("a device too big for the host runs as the cores that fit, and its result says so",
+          "[kernel]") {
+  REQUIRE_CGROUPS();
+  const int cpus = static_cast<int>(host_facts().cpus.size());
+  const Device big = make_device("big", 2 * cpus, 1.0, "64MiB");
+  Slice slice(big);
+  CHECK(slice.device().cores == cpus);
+  CHECK(slice.device().name == fmt::format("big-{}-thread{}", cpus, cpus == 1 ? "" : "s"));
+  CHECK(slice.plan().capacity_cores() == Approx(cpus));
+  const Result r = slice.spawn(workload({"exit", "0"})).wait();
+  REQUIRE(r.ok());
+  CHECK(r.device.cores == cpus);
+  bool noted = false;
+  for (const std::string& n : r.plan.notes) {
+    noted |= n.find(fmt::format("{} of the device's {} cores are emulated", cpus, 2 * cpus)) !=
+             std::string::npos;
+  }
+  CHECK(noted);
 }
 
 TEST_CASE("an invalid device never creates a slice", "[kernel]") {
