@@ -103,8 +103,9 @@ def test_python_phases_separate_the_model_from_the_interpreter(one_core):
     assert float(printed["inference_cpu"]) >= 0.3
     usage = r.series["cpu_usage_ns"]
     assert 0 < inference.cpu_s <= (int(usage[-1]) - int(usage[0])) / 1e9 + 1e-9
-    # Stamped by the workload's clock around 0.3 s of its own CPU: a lower bound.
-    assert inference.wall_time_s >= 0.3
+    # Stamped by the workload's monotonic clock around 0.3 s of its own CPU time: a lower bound,
+    # but across two clocks, which the VM's emulated CPUs let drift apart (0.2991 s was seen).
+    assert inference.wall_time_s >= 0.3 * 0.9
     assert not inference.ended_by_exit
     frame = r.phases_to_pandas() if _has_pandas() else None
     if frame is not None:
