@@ -609,6 +609,9 @@ struct Options {
   double work_s = 1.0;
   std::vector<double> speeds = {0.25, 0.5, 0.75};
   std::vector<double> warm_speeds = {0.1, 0.25, 0.5, 0.75, 0.9};
+  // Periods other than the default that the warm part also runs at speed 0.5 (ms).
+  std::vector<int> warm_periods_ms = {5, 20, 50, 100};
+  std::set<std::string> warm_workloads = {"add", "python", "numpy"};
   std::vector<int> periods_ms = {1, 2, 5, 10, 20, 50, 100};
   std::vector<double> sizes_ms = {1, 5, 20, 50};
   std::vector<int> counts = {200, 60, 20, 10};
@@ -1403,14 +1406,14 @@ std::optional<edgeprof::Command> python_command(const std::string& code,
 // predictors, memory), and float32 matrix products in numpy on one thread (the vector units
 // CNN inference uses). Sizes are calibrated by one unthrottled run of each.
 std::vector<WarmWorkload> warm_workloads(const std::string& exe, double spins_ms, double work_s,
-                                         bool quick) {
+                                         bool quick, const std::set<std::string>& names) {
   std::vector<WarmWorkload> out;
   const int count = std::max(1, static_cast<int>(std::lround(work_s * 1e3 / 10)));
   edgeprof::Command add;
   add.argv = {exe, kWorkerFlag, "1",
               format_segments({{static_cast<std::uint64_t>(spins_ms * 10), count}})};
   add.stdout_stream = edgeprof::Stdio::discard();
-  out.push_back({"add loop (C++)", add});
+  if (names.count("add")) out.push_back({"add loop (C++)", add});
   if (quick) return out;
   const edgeprof::Device full = cpu_device(1, 1.0);
   auto sized = [&](const std::string& name, const std::string& module,
@@ -1430,13 +1433,17 @@ std::vector<WarmWorkload> warm_workloads(const std::string& exe, double spins_ms
     c->argv.back() = code(n);
     out.push_back({name, *c});
   };
-  sized("Python loop", "", [](long n) {
-    return fmt::format("x = 0\nfor i in range({}):\n    x += i\n", n);
-  }, 5'000'000);
-  sized("numpy sgemm 128", "numpy", [](long n) {
-    return fmt::format("import numpy as np\na = np.ones((128, 128), np.float32)\n"
-                       "for _ in range({}):\n    a = (a @ a) * np.float32(1e-3)\n", n);
-  }, 20'000);
+  if (names.count("python")) {
+    sized("Python loop", "", [](long n) {
+      return fmt::format("x = 0\nfor i in range({}):\n    x += i\n", n);
+    }, 5'000'000);
+  }
+  if (names.count("numpy")) {
+    sized("numpy sgemm 128", "numpy", [](long n) {
+      return fmt::format("import numpy as np\na = np.ones((128, 128), np.float32)\n"
+                         "for _ in range({}):\n    a = (a @ a) * np.float32(1e-3)\n", n);
+    }, 20'000);
+  }
   return out;
 }
 
@@ -1496,7 +1503,7 @@ void keep_warm_part(const Options& o, const std::string& exe, double spins_ms, R
   const std::vector<int> cpus = {edgeprof::host_facts().cpus.front()};
   std::vector<WarmSetting> settings;
   for (double s : o.warm_speeds) settings.push_back({s, edgeprof::kDefaultCpuPeriodUs});
-  for (int ms : o.periods_ms) {
+  for (int ms : o.warm_periods_ms) {
     const auto us = static_cast<std::uint64_t>(ms) * 1000;
     if (us >= edgeprof::kMinChosenCpuPeriodUs && us != edgeprof::kDefaultCpuPeriodUs) {
       settings.push_back({0.5, us});
@@ -1506,7 +1513,8 @@ void keep_warm_part(const Options& o, const std::string& exe, double spins_ms, R
   std::printf("\n[keep-warm] workloads sized to %g s of CPU (load average %s)\n", o.work_s,
               loadavg().c_str());
   std::fflush(stdout);
-  const std::vector<WarmWorkload> workloads = warm_workloads(exe, spins_ms, o.work_s, o.quick);
+  const std::vector<WarmWorkload> workloads =
+      warm_workloads(exe, spins_ms, o.work_s, o.quick, o.warm_workloads);
   std::printf("  %zu workloads x %zu settings x %d repetitions: baseline, keep-warm off and on, "
               "in rotating order\n",
               workloads.size(), settings.size(), o.reps);
@@ -1646,6 +1654,11 @@ void usage(FILE* to) {
       "  --quiet-wait S    wait up to S s for the CPUs to be quiet before a pair (default 20)\n"
       "  --attempts N      run a pair up to N times while disturbed (default 4)\n"
       "  --only LIST       parts to run (default all)\n"
+      "  --warm-speeds L   the warm part's speeds at the default period (default\n"
+      "                    0.1,0.25,0.5,0.75,0.9)\n"
+      "  --warm-periods L  the other periods, ms, the warm part runs at speed 0.5 (default\n"
+      "                    5,20,50,100; 'none' for none)\n"
+      "  --warm-workloads L  the warm part's workloads: add, python, numpy (default all)\n"
       "  --no-keep-warm    run the slowdown and latency parts with keep-warm off (the warm\n"
       "                    part compares off and on whatever this says)\n"
       "  --quick           a smoke run (about 15 s): fewer settings, periods and repetitions,\n"
@@ -1693,6 +1706,32 @@ Options parse_options(int argc, char** argv) {
     } else if (a == "--attempts") {
       o.attempts = static_cast<int>(kCli.number(a, value(), 1, 100));
       attempts_given = true;
+    } else if (a == "--warm-speeds") {
+      const char* v = value();
+      if (!v) kCli.fail("--warm-speeds wants a list of speeds, e.g. 0.25,0.5,0.75");
+      o.warm_speeds.clear();
+      for (const std::string& p : split(v, ',')) {
+        o.warm_speeds.push_back(kCli.number(a, p.c_str(), 0.01, 1));
+      }
+    } else if (a == "--warm-periods") {
+      const char* v = value();
+      if (!v) kCli.fail("--warm-periods wants a list of milliseconds or 'none'");
+      o.warm_periods_ms.clear();
+      if (std::string(v) != "none") {
+        for (const std::string& p : split(v, ',')) {
+          o.warm_periods_ms.push_back(static_cast<int>(kCli.number(a, p.c_str(), 1, 1000)));
+        }
+      }
+    } else if (a == "--warm-workloads") {
+      const char* v = value();
+      if (!v) kCli.fail("--warm-workloads wants add, python and/or numpy");
+      o.warm_workloads.clear();
+      for (const std::string& w : split(v, ',')) {
+        if (w != "add" && w != "python" && w != "numpy") {
+          kCli.fail(fmt::format("--warm-workloads: unknown workload '{}' (add, python, numpy)", w));
+        }
+        o.warm_workloads.insert(w);
+      }
     } else if (a == "--only") {
       const char* v = value();
       if (!v) kCli.fail("--only wants slowdown, latency, memory and/or warm");
