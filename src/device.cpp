@@ -178,6 +178,44 @@ SpeedKind speed_kind_from_string(std::string_view name) {
                           name));
 }
 
+Device with_measured_nn(const Device& device, const NnOptions& options) {
+  if (device.nn || device.nn_ms.empty()) return device;
+  // Loaded before the rating was cached (by another run, say): the cache gives it now.
+  std::optional<NnRating> cached = cached_nn_rating();
+  NnRating rating;
+  if (cached) {
+    rating = std::move(*cached);
+  } else {
+    const std::size_t graphs =
+        options.graphs.empty() ? reference_graphs().size() : options.graphs.size();
+    if (options.progress) {
+      options.progress(fmt::format(
+          "{} is emulated at its CNN inference (nn) speed, and this host's nn rating is not "
+          "measured yet: measuring it now, once ({} graphs with ncnn, one thread, about a "
+          "minute; cached for later runs; `edgeprof calibrate-host --nn` does the same)",
+          device.name, graphs));
+    }
+    try {
+      rating = measure_nn_rating(options);
+    } catch (const Error& e) {
+      throw Error(fmt::format(
+          "{} is emulated at its CNN inference (nn) speed, which needs this host's nn rating, "
+          "and measuring it failed: {}. Install ncnn (`pip install ncnn`) and run again, or "
+          "emulate the device at its integer (7-Zip) speed (--speed-kind integer; "
+          "speed_kind=\"integer\" in Python; SpeedKind::integer in C++)",
+          device.name, e.what()));
+    }
+  }
+  Device d = device;
+  try {
+    d.nn = nn_speed(d.nn_ms, rating.host_ms, d.nn_precision);
+    d.nn_missing.clear();
+  } catch (const Error& e) {
+    d.nn_missing = e.what();
+  }
+  return d;
+}
+
 Device for_speed_kind(const Device& device, SpeedKind kind, std::vector<std::string>* notes) {
   auto note = [notes](std::string text) {
     if (notes) notes->push_back(std::move(text));

@@ -128,12 +128,24 @@ Device fit_to_cpus(const Device& device, std::size_t cpus) {
   return for_threads(device, std::min(fit, device.cores));
 }
 
+bool measure_nn_by_default() {
+  const char* v = std::getenv("EDGEPROF_MEASURE_NN");
+  return !(v && std::string_view(v) == "0");
+}
+
+Device with_measured_nn(const Device& device, const PlanOptions& options) {
+  if (options.speed_kind == SpeedKind::integer || device.nn || device.nn_ms.empty()) return device;
+  // Not measuring: a rating cached since the device was loaded is still used.
+  if (!options.measure_nn && !cached_nn_rating()) return device;
+  return with_measured_nn(device, options.nn_measure);
+}
+
 EmulationPlan plan_emulation(const Device& described, const HostFacts& host,
                              const PlanOptions& options) {
   described.validate();
   EmulationPlan plan;
   // The speed of the kind asked for (nn where the device has it, by default).
-  Device device = for_speed_kind(described, options.speed_kind, &plan.notes);
+  Device device = for_speed_kind(with_measured_nn(described, options), options.speed_kind, &plan.notes);
   if (options.cpu_period_us != kChosenCpuPeriod &&
       (options.cpu_period_us < kMinCpuPeriodUs || options.cpu_period_us > kMaxCpuPeriodUs)) {
     throw Error(fmt::format("cpu_period_us = {} is out of range: the kernel accepts {} to {} us "

@@ -202,12 +202,15 @@ Slice::Slice(Device device, SliceOptions options) : impl_(std::make_shared<Impl>
   // Without explicit CPUs, the least used ones: concurrent slices do not share CPUs while the
   // host has enough.
   if (plan_options.cpus.empty()) plan_options.cpus = detail::cpu_ledger().order(host.cpus);
-  s.plan = plan_emulation(device, host, plan_options);
+  // Measured once per host when a catalog device's nn speed needs this host's nn rating.
+  const Device measured = with_measured_nn(device, plan_options);
+  s.plan = plan_emulation(measured, host, plan_options);
   const int shared = detail::cpu_ledger().take(s.plan.cpus);
   s.ledger_taken = true;
   // The device as emulated: as many of its cores as fit (the plan's note says so), so that its
   // figures (power, for the energy estimate) are those of the cores run.
-  s.device = fit_to_cpus(for_speed_kind(device, plan_options.speed_kind), plan_options.cpus.size());
+  s.device =
+      fit_to_cpus(for_speed_kind(measured, plan_options.speed_kind), plan_options.cpus.size());
   s.options = std::move(options);
   s.backend = detail::make_backend(s.fs, layout(), parent_from(s.options));
   // Keep-warm threads run in this process's cgroup: beneath a CPU quota they would spend the
@@ -215,7 +218,7 @@ Slice::Slice(Device device, SliceOptions options) : impl_(std::make_shared<Impl>
   if (s.plan.keep_warm) {
     if (auto above = s.backend->cpu_quota_above()) {
       plan_options.keep_warm = false;
-      s.plan = plan_emulation(device, host, plan_options);
+      s.plan = plan_emulation(measured, host, plan_options);
       s.plan.notes.push_back(fmt::format(
           "keep-warm is off: {} limits the CPU of this process and the slice together, and "
           "threads keeping the slice's CPUs busy would spend that quota while the slice waits; "

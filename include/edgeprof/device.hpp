@@ -179,6 +179,15 @@ SpeedKind speed_kind_from_string(std::string_view name);
 /// has no nn speed, saying why. Applying it twice changes nothing.
 Device for_speed_kind(const Device& device, SpeedKind kind, std::vector<std::string>* notes = nullptr);
 
+/// The device with its nn speed on this host, when it has published CNN inference times
+/// (Device::nn_ms) but no nn speed only because this host's nn rating is not measured yet:
+/// measures the rating (measure_nn_rating(options): once per host, about a minute, cached for
+/// later runs and loads) and derives the speed from it; `options.progress` first hears why and
+/// how long, then each graph. Any other device: an unchanged copy, nothing measured. Throws
+/// Error when the rating cannot be measured, saying what to install or to emulate the device
+/// at its integer speed instead.
+Device with_measured_nn(const Device& device, const NnOptions& options = {});
+
 /// The core speed for people, with where it came from: "0.5 of a host core"; for the nn speed
 /// "0.1317 of a host core (nn speed: 12 ncnn graphs, fp32; leave-one-graph-out median error 18%,
 /// worst 52%)"; for a speed derived

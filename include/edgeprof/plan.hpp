@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "edgeprof/device.hpp"
+#include "edgeprof/nn.hpp"
 
 namespace edgeprof {
 
@@ -69,6 +70,10 @@ inline constexpr double kKeepWarmMaxShare = 0.6;
 /// plan_emulation() may lengthen it for a device of several cores (PlanOptions::iteration_time_us).
 std::uint64_t choose_cpu_period_us(std::uint64_t iteration_time_us);
 
+/// False when the environment variable EDGEPROF_MEASURE_NN is "0": PlanOptions::measure_nn's
+/// default.
+bool measure_nn_by_default();
+
 /// Choices the plan leaves to the caller.
 struct PlanOptions {
   /// CFS bandwidth period in microseconds, kMinCpuPeriodUs .. kMaxCpuPeriodUs; the plan
@@ -96,6 +101,15 @@ struct PlanOptions {
   /// (CNN inference) where the device has one on this host, else its described core speed;
   /// the plan's notes say which, from what, and how sure it is.
   SpeedKind speed_kind = SpeedKind::automatic;
+  /// A device with published CNN inference times (Device::nn_ms), emulated at its nn speed
+  /// (speed_kind automatic or nn), on a host whose nn rating is not measured yet: measure the
+  /// rating first (with_measured_nn(): once per host, about a minute, cached). False: nothing
+  /// is measured; an automatic plan then emulates the integer speed with a note saying the
+  /// command that fixes it, an nn plan fails. Default: true unless the environment variable
+  /// EDGEPROF_MEASURE_NN is 0 (for test machines and CI that must not spend the minute).
+  bool measure_nn = measure_nn_by_default();
+  /// How with_measured_nn() measures (its `progress` hears each graph).
+  NnOptions nn_measure;
 };
 
 /// cgroup settings that emulate one device on this host.
@@ -141,6 +155,11 @@ CpuBandwidth cpu_bandwidth(double capacity_cores, std::uint64_t period_us);
 /// (a workload with more busy threads than k then runs slower than on the device; the plan's
 /// note says so). Throws UnsupportedError when one of its cores is faster than a host CPU.
 Device fit_to_cpus(const Device& device, std::size_t cpus);
+
+/// with_measured_nn(device, options.nn_measure) (device.hpp) when `options` emulate the nn
+/// speed (speed_kind not integer) and allow measuring (measure_nn), or this host's nn rating is
+/// cached already; else an unchanged copy. plan_emulation() and Slice call it.
+Device with_measured_nn(const Device& device, const PlanOptions& options);
 
 /// Plans the device as fit_to_cpus() emulates it on the usable CPUs. Throws UnsupportedError
 /// when the host cannot emulate the device (a core faster than a host CPU, more memory than the

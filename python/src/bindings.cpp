@@ -143,6 +143,12 @@ SliceOptions to_slice_options(const py::object& parent, std::uint64_t cpu_period
     o.plan.iteration_time_us = static_cast<std::uint64_t>(std::llround(*iteration_time * 1e6));
   }
   o.plan.cpus = cpus;
+  // A first run on a host without its nn rating measures it (about a minute): say so on
+  // sys.stderr, which notebooks show too.
+  o.plan.nn_measure.progress = [](const std::string& line) {
+    py::gil_scoped_acquire gil;
+    py::module_::import("sys").attr("stderr").attr("write")("edgeprof: " + line + "\n");
+  };
   o.allow_missing_controllers = allow_missing;
   return o;
 }

@@ -168,7 +168,11 @@ TEST_CASE("a device's nn speed: from its published times, chosen by default, and
   CHECK(plan_emulation(d, two_cpu_host(), integer).capacity_cores() ==
         Approx(1.6).epsilon(0.01));
 
-  // This host's nn rating not known: integer speed, with a loud note naming the command.
+  // This host's nn rating not known (nor cached), and not measured on first use: integer
+  // speed, with a loud note naming the command.
+  const test::FakeTree cache;
+  test::ScopedEnv env("EDGEPROF_CACHE_DIR", cache.root());
+  test::ScopedEnv no_measuring("EDGEPROF_MEASURE_NN", "0");
   DeviceLoadOptions unknown = known;
   unknown.host_nn_ms = std::map<std::string, double>{};
   const Device without = parse_device_json(file, "board.json", unknown);
@@ -289,4 +293,84 @@ TEST_CASE("a catalog run emulates the nn speed by default and reports it", "[nn]
   CHECK(has_note(r.plan.notes, "speed: nn speed"));
   CHECK_THAT(to_text(r), Contains("nn speed"));
   CHECK_THAT(to_json(r), Contains("\"speed_kind\":\"nn\""));
+}
+
+TEST_CASE("a catalog device's first plan measures this host's nn rating, once", "[nn][catalog]") {
+  const test::FakeTree cache;
+  test::ScopedEnv env("EDGEPROF_CACHE_DIR", cache.root());
+  const test::FakeTree bin;
+  const Device pi = for_threads(find_device("raspberry-pi-4b-8gb"), 1);
+  REQUIRE_FALSE(pi.nn);  // published times, no host rating yet
+  PlanOptions o;
+  o.measure_nn = true;
+  o.nn_measure.python = fake_python(bin, 10.0);
+  std::vector<std::string> lines;
+  o.nn_measure.progress = [&](const std::string& l) { lines.push_back(l); };
+  const EmulationPlan plan = plan_emulation(pi, two_cpu_host(), o);
+  CHECK(has_note(plan.notes, "speed: nn speed"));
+  REQUIRE_FALSE(lines.empty());
+  CHECK_THAT(lines.front(), Contains("raspberry-pi-4b-8gb") && Contains("not measured yet") &&
+                                Contains("about a minute"));
+  CHECK(has_note(lines, "[1/"));
+  REQUIRE(cached_nn_rating());
+  // Once: the next plan uses the cache and runs nothing (this interpreter does not exist).
+  lines.clear();
+  o.nn_measure.python = bin.root() + "/no-such-python";
+  CHECK(has_note(plan_emulation(pi, two_cpu_host(), o).notes, "speed: nn speed"));
+  CHECK(lines.empty());
+}
+
+TEST_CASE("without ncnn a catalog device's first plan fails and says what to do", "[nn][catalog]") {
+  const test::FakeTree cache;
+  test::ScopedEnv env("EDGEPROF_CACHE_DIR", cache.root());
+  const test::FakeTree bin;
+  const Device pi = for_threads(find_device("raspberry-pi-4b-8gb"), 1);
+  PlanOptions o;
+  o.measure_nn = true;
+  o.nn_measure.python = bin.root() + "/no-such-python";
+  CHECK_THROWS_WITH(plan_emulation(pi, two_cpu_host(), o),
+                    Contains("raspberry-pi-4b-8gb") && Contains("pip install ncnn") &&
+                        Contains("--speed-kind integer"));
+  CHECK_FALSE(cached_nn_rating());
+  // The integer speed needs no rating: nothing is measured.
+  PlanOptions integer = o;
+  integer.speed_kind = SpeedKind::integer;
+  CHECK_NOTHROW(plan_emulation(pi, two_cpu_host(), integer));
+  // Measuring turned off: the integer speed, with a note that says how to fix it.
+  PlanOptions off = o;
+  off.measure_nn = false;
+  CHECK(has_note(plan_emulation(pi, two_cpu_host(), off).notes, "calibrate-host --nn"));
+  // A device without published times has nothing to measure for.
+  CHECK_NOTHROW(plan_emulation(find_device("beaglebone-black"), two_cpu_host(), o));
+  CHECK_FALSE(cached_nn_rating());
+}
+
+TEST_CASE("EDGEPROF_MEASURE_NN=0 turns measuring on first use off by default", "[nn]") {
+  {
+    test::ScopedEnv env("EDGEPROF_MEASURE_NN", "0");
+    CHECK_FALSE(PlanOptions{}.measure_nn);
+  }
+  {
+    test::ScopedEnv env("EDGEPROF_MEASURE_NN", "1");
+    CHECK(PlanOptions{}.measure_nn);
+  }
+}
+
+TEST_CASE("a catalog run on an unmeasured host measures it and runs at the nn speed",
+          "[nn][kernel]") {
+  REQUIRE_CGROUPS();
+  const test::FakeTree cache;
+  test::ScopedEnv env("EDGEPROF_CACHE_DIR", cache.root());
+  const test::FakeTree bin;
+  const Device pi = for_threads(find_device("raspberry-pi-zero-2w"), 1);
+  REQUIRE_FALSE(pi.nn);
+  RunOptions o;
+  o.slice.plan.measure_nn = true;
+  o.slice.plan.nn_measure.python = fake_python(bin, 10.0);
+  const Result r = run(workload({"exit"}), pi, o);
+  REQUIRE(r.ok());
+  // The device run is the measured one, not the integer fallback.
+  CHECK(r.device.speed_kind == "nn");
+  CHECK(has_note(r.plan.notes, "speed: nn speed"));
+  CHECK(cached_nn_rating());
 }

@@ -6,7 +6,11 @@ import time
 
 import pytest
 
-import edgeprof
+# Tests never spend a minute measuring this host's nn rating on first use (a catalog device's
+# nn speed needs it; PlanOptions::measure_nn): a test of that path asks for it itself.
+os.environ.setdefault("EDGEPROF_MEASURE_NN", "0")
+
+import edgeprof  # noqa: E402
 
 
 def _can_create_slices() -> tuple[bool, str]:

@@ -239,3 +239,33 @@ def test_compare_ranks_commands_and_projects(tmp_path):
 def test_compare_and_fit_errors(args, fragment):
     p = edgeprof(*args)
     assert p.returncode == 2 and fragment in p.stderr and "Traceback" not in p.stderr
+
+
+@requires_cgroups
+def test_a_first_run_on_an_unmeasured_host_measures_its_nn_rating_and_says_so(tmp_path):
+    # A stand-in for ncnn's runner (the real one takes about a minute): 10 ms per graph.
+    import edgeprof as api
+    fake = tmp_path / "python"
+    fake.write_text("#!/bin/sh\necho 'runtime ncnn 1.0.test (stand-in)'\n" + "".join(
+        f"echo '{g.name} 10 9 12'\n" for g in api.reference_graphs()))
+    fake.chmod(0o755)
+    env = {"EDGEPROF_CACHE_DIR": str(tmp_path / "cache"), "EDGEPROF_MEASURE_NN": "1",
+           "EDGEPROF_PYTHON": str(fake)}
+    p = edgeprof("run", "--device", "raspberry-pi-zero-2w", "--threads", "1", "--", "true",
+                 env_extra=env)
+    assert p.returncode == 0, p.stderr
+    assert "not measured yet: measuring it now" in p.stderr
+    assert "nn speed" in p.stdout + p.stderr
+    assert (tmp_path / "cache" / "host-nn.json").exists()
+    # Once: the next run uses the cache.
+    again = edgeprof("run", "--device", "raspberry-pi-zero-2w", "--threads", "1", "--", "true",
+                     env_extra=env)
+    assert again.returncode == 0 and "measuring it now" not in again.stderr
+    # Without ncnn: the run fails and says what to do; nothing is cached.
+    env_no = {**env, "EDGEPROF_CACHE_DIR": str(tmp_path / "none"),
+              "EDGEPROF_PYTHON": str(tmp_path / "no-such-python")}
+    bad = edgeprof("run", "--device", "raspberry-pi-zero-2w", "--threads", "1", "--", "true",
+                   env_extra=env_no)
+    assert bad.returncode != 0 and "Traceback" not in bad.stderr
+    assert "pip install ncnn" in bad.stderr and "--speed-kind integer" in bad.stderr
+    assert not (tmp_path / "none" / "host-nn.json").exists()

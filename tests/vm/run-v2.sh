@@ -21,7 +21,7 @@
 # compiled-in paths keep working. Its /init mounts cgroup2 at /sys/fs/cgroup,
 # enables cpuset cpu io memory pids at the root, creates /runner, puts
 # itself there and runs PROGRAM from the host's working directory with
-# PATH=/bin:/sbin:/usr/bin HOME=/tmp EDGEPROF_IN_VM=1 and stdin /dev/null.
+# PATH=/bin:/sbin:/usr/bin HOME=/tmp EDGEPROF_IN_VM=1 EDGEPROF_MEASURE_NN=0 and stdin /dev/null.
 # PROGRAM also gets EDGEPROF_TEST_DISK=/mnt/disk: an ext2 filesystem on a
 # 64 MiB RAM disk (brd), a real block device for the storage-bandwidth tests
 # (io.max), since the initramfs itself has none; the variable is left out,
@@ -382,12 +382,12 @@ cd "$EDGEPROF_CWD" || echo "edgeprof-vm: WARNING: cannot cd to $EDGEPROF_CWD"
 if [ "$EDGEPROF_RUNNER" = service ]; then
   # PROGRAM alone in /runner; the init shell stays in the root cgroup.
   /bin/busybox sh -c 'echo $$ >/sys/fs/cgroup/runner/cgroup.procs && exec "$@"' sh \
-    env -i PATH="$EDGEPROF_GUEST_PATH" HOME=/tmp EDGEPROF_IN_VM=1 $disk_env "$@" </dev/null
+    env -i PATH="$EDGEPROF_GUEST_PATH" HOME=/tmp EDGEPROF_IN_VM=1 EDGEPROF_MEASURE_NN=0 $disk_env "$@" </dev/null
   status=$?
 else
   # Like a login session scope: the init shell and PROGRAM share /runner.
   echo $$ >$cg/runner/cgroup.procs
-  env -i PATH="$EDGEPROF_GUEST_PATH" HOME=/tmp EDGEPROF_IN_VM=1 $disk_env "$@" </dev/null
+  env -i PATH="$EDGEPROF_GUEST_PATH" HOME=/tmp EDGEPROF_IN_VM=1 EDGEPROF_MEASURE_NN=0 $disk_env "$@" </dev/null
   status=$?
 fi
 
