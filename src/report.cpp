@@ -10,6 +10,7 @@
 #include "edgeprof/version.hpp"
 #include "device_json.hpp"
 #include "microbench_detail.hpp"
+#include "runtimes.hpp"
 
 namespace edgeprof {
 
@@ -340,12 +341,14 @@ json result_json(const Result& r) {
                      {"phases.cpu_s/memory_*", "sampled"},
                      {"energy_j", "estimated"},
                      {"phases.energy_j", "estimated"},
-                     {"speed_changes.t_s", "measured"}};
+                     {"speed_changes.t_s", "measured"},
+                     {"runtimes_seen", "sampled"}};
   j["placement"] = r.placement;
   j["cgroup_mode"] = to_string(r.cgroup_mode);
   j["network_isolated"] = r.network_isolated;
   j["unapplied"] = r.unapplied;
   j["warnings"] = r.warnings;
+  j["runtimes_seen"] = r.runtimes_seen;
   j["energy_j"] = opt(r.energy_j);
   j["speed_changes"] = json::array();
   for (const SpeedChange& c : r.speed_changes) {
@@ -408,6 +411,9 @@ Result result_from(const json& j) {
   r.network_isolated = j.at("network_isolated").get<bool>();
   r.unapplied = j.at("unapplied").get<std::vector<std::string>>();
   r.warnings = j.at("warnings").get<std::vector<std::string>>();
+  if (j.contains("runtimes_seen")) {  // reports before edgeprof read the workload's maps lack it
+    r.runtimes_seen = j.at("runtimes_seen").get<std::map<std::string, std::string>>();
+  }
   get_opt(j, "energy_j", r.energy_j);
   if (j.contains("speed_changes")) {
     for (const auto& c : j.at("speed_changes")) {
@@ -622,6 +628,14 @@ std::string to_text(const Result& r) {
                           c.factor, c.cpu_quota_us, c.cpu_period_us)
             : fmt::format("at {:.3f} s: x{:g} FAILED: {}", c.t_s, c.factor, c.error),
         "time measured; from the device's speed schedule");
+  }
+  if (!r.runtimes_seen.empty()) {
+    std::string seen;
+    for (const auto& [id, library] : r.runtimes_seen) {
+      seen += fmt::format("{}{} ({})", seen.empty() ? "" : ", ", detail::runtime_name(id),
+                          library);
+    }
+    row("runtimes", seen, "sampled (the workload's /proc/PID/maps)");
   }
   for (const std::string& note : p.notes) row("note", note, "");
   for (const std::string& u : r.unapplied) row("NOT APPLIED", u, "");

@@ -19,9 +19,11 @@
 #include <utility>
 
 #include "cgroup/backend.hpp"
+#include "cgroup/files.hpp"
 #include "edgeprof/error.hpp"
 #include "parse.hpp"
 #include "run/cpu_ledger.hpp"
+#include "runtimes.hpp"
 #include "run/phase_pipe.hpp"
 #include "edgeprof/phase.hpp"
 #include "edgeprof/version.hpp"
@@ -145,6 +147,16 @@ detail::Counters counters_in(const TimeSeries& series, std::size_t row,
     if (read.test(static_cast<std::size_t>(metric))) c.*field = series[metric][row];
   }
   return c;
+}
+
+// Reads the slice's processes' maps: through one cgroup.procs (on v1 every hierarchy of the
+// slice holds the same processes). Holds paths, not the Cgroup, which a closed slice drops
+// while a sampler thread may still read.
+detail::RuntimeWatch runtime_watch(const detail::SliceFiles& where) {
+  const std::string dir = where.unified || where.controllers.empty()
+                              ? where.dir
+                              : where.controllers.begin()->second;
+  return {where.fs, detail::join(dir, detail::files::kProcs)};
 }
 
 }  // namespace
@@ -300,6 +312,8 @@ struct Child::State {
   std::uint64_t missed = 0;  // sampling deadlines the sampler could not keep
 
   std::string marks_text;
+  // Runtimes seen by a read of the maps outside the sampler (an unsampled run's timeout).
+  detail::RuntimesSeen runtimes;
 
   bool result_given_away = false;  // moved out by wait() &&
 
@@ -308,6 +322,9 @@ struct Child::State {
   Result finish(const detail::Exit& exit, bool timed_out);
   void observe(Result& r, const detail::Exit& exit);
   void analyse(Result& r);
+  // Before the slice's processes are killed while they run (a timeout, an interrupt): the
+  // libraries they loaded are in their maps only while they live.
+  void scan_runtimes() noexcept;
   void close_pidfd() {
     process.pidfd.reset();
   }
@@ -378,6 +395,7 @@ Child Slice::spawn(const Command& command, const SpawnOptions& options) {
       if (state->netns) sources.add_network(state->netns->take_dev());
       state->sampler =
           std::make_unique<detail::Sampler>(std::move(sources), options.sample_interval);
+      state->sampler->watch_runtimes(runtime_watch(s.cgroup->files()));
     }
     state->sampler->watch_marks(state->marks.read.get());
   }
@@ -507,6 +525,7 @@ void Child::State::observe(Result& r, const detail::Exit& exit) {
                                    .count();
     for (auto& t : r.series.t_ns) t += shift;
     marks_text = sampler->marks();
+    detail::merge_runtimes(runtimes, sampler->runtimes_seen());
     // The next run in this slice reuses it, its thread asleep until then.
     if (slice->cgroup && !slice->spare_sampler && sampler->reusable()) {
       slice->spare_sampler = std::move(sampler);
@@ -520,6 +539,7 @@ void Child::State::observe(Result& r, const detail::Exit& exit) {
       marks_text.append(buffer, static_cast<size_t>(n));
     }
   }
+  r.runtimes_seen = std::move(runtimes);
   // Empty now: the slice's next run may use it.
   if (slice->cgroup && !slice->spare_pipe) {
     slice->spare_pipe = std::move(marks);
@@ -552,11 +572,32 @@ void Child::State::analyse(Result& r) {
                                      "killed workload, or an end without a begin)",
                                      malformed, malformed == 1 ? "" : "s"));
   }
+  if (auto warning = detail::runtime_warning(r.device, r.runtimes_seen)) {
+    r.warnings.push_back(std::move(*warning));
+  }
   for (const SourceStatus& st : r.sources) {
     if (st.failed) {
       r.warnings.push_back(fmt::format("sampling of {} stopped during the run ({}); its "
                                        "figures are marked incomplete",
                                        st.name, st.error));
+    }
+  }
+}
+
+void Child::State::scan_runtimes() noexcept {
+  if (sampler) {
+    try {
+      sampler->scan_runtimes();
+    } catch (...) {
+      // Only its lock could throw: nothing seen then.
+    }
+  } else if (slice->cgroup) {
+    try {
+      detail::RuntimeWatch watch = runtime_watch(slice->cgroup->files());
+      watch.scan();
+      detail::merge_runtimes(runtimes, watch.seen());
+    } catch (...) {
+      // Out of memory: nothing seen.
     }
   }
 }
@@ -578,6 +619,7 @@ Result& Child::State::await(std::optional<std::chrono::duration<double>> timeout
   } catch (...) {
     // Interrupted (Ctrl-C in Python, or the caller's own check): nothing keeps running, and
     // the child is reaped so the destructor has nothing left to do.
+    scan_runtimes();
     if (slice->cgroup) slice->cgroup->kill_all();
     result = finish(detail::reap(process), false);
     throw;
@@ -585,6 +627,7 @@ Result& Child::State::await(std::optional<std::chrono::duration<double>> timeout
   bool timed_out = false;
   if (!exit) {
     timed_out = true;
+    scan_runtimes();
     if (slice->cgroup) slice->cgroup->kill_all();
     exit = detail::reap(process);
   }

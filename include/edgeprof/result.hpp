@@ -128,6 +128,14 @@ struct Result {
   std::optional<double> energy_j;
   /// Things the user should know about this run (a source that failed, marks that were lost).
   std::vector<std::string> warnings;
+  /// Sampled: the inference runtimes the workload's processes loaded, by id ("pytorch",
+  /// "onnxruntime", "tensorflow-lite", "tensorflow", "ncnn", "openvino", "tvm", "mnn"), each with
+  /// the library file that showed it ("libtorch_cpu.so"). Read from the processes'
+  /// /proc/PID/maps 0.125, 0.25 and 0.5 s into a sampled run, then every second, and at the
+  /// timeout before the kill: a run that ends sooner, or a library loaded and unloaded between
+  /// two reads, is not seen. When the device ran at an nn speed derived with ncnn and another
+  /// runtime is here, `warnings` says so (docs/fidelity.md).
+  std::map<std::string, std::string> runtimes_seen;
 
   /// Where it was measured.
   HostInfo host;

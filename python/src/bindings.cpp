@@ -597,6 +597,9 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("sources", &Result::sources)
       .def_readonly("phases", &Result::phases)
       .def_readonly("warnings", &Result::warnings)
+      .def_readonly("runtimes_seen", &Result::runtimes_seen,
+                    "Sampled: inference runtimes the workload loaded, id -> the library file "
+                    "that showed it (from its processes' /proc/PID/maps).")
       .def_readonly("speed_changes", &Result::speed_changes)
       .def_readonly("energy_j", &Result::energy_j,
                     "Estimated: the device's energy for the run, in joules (docs/energy.md).")

@@ -129,6 +129,8 @@ Sampler::Clock::time_point Sampler::start() {
   // workload about 1.4 MB of allocation, and the page faults, per spawn.)
   columns_.reserve(kInitialSamples);
   sources_.rewind();
+  if (runtimes_) runtimes_->reset();
+  runtime_scans_ = 0;
   // Time zero is the first sample, and the deadlines follow it: a sample's lateness is then
   // its time modulo the interval (summarize), not offset by how long this start took.
   origin_ = Clock::now();
@@ -161,6 +163,16 @@ void Sampler::stop() {
     marks_fd_ = -1;
   }
   sample(false);  // the final counters, after the workload was reaped
+}
+
+void Sampler::scan_runtimes() {
+  std::lock_guard<std::mutex> guard(lock_);
+  if (runtimes_) runtimes_->scan();
+}
+
+RuntimesSeen Sampler::runtimes_seen() {
+  std::lock_guard<std::mutex> guard(lock_);
+  return runtimes_ ? runtimes_->seen() : RuntimesSeen{};
 }
 
 void Sampler::sample(bool scheduled, std::optional<Clock::time_point> at) noexcept {
@@ -231,6 +243,16 @@ void Sampler::run() noexcept {
     if (expirations > 0) {
       missed_ += expirations - 1;  // deadlines passed while the machine was too busy
       sample();
+      // The maps are read seldom (a line per library area and thread stack: long for a
+      // PyTorch process), after a sample, so that the sample's stamp is not delayed.
+      if (runtimes_) {
+        const auto elapsed = Clock::now() - origin_;
+        if (elapsed >= runtime_scan_at(runtime_scans_)) {
+          runtimes_->scan();
+          // A late read (a busy machine, a long interval) stands for the times that passed.
+          while (runtime_scan_at(runtime_scans_) <= elapsed) ++runtime_scans_;
+        }
+      }
     }
     if (marked && drain_marks()) sample(false);  // a phase boundary: sample it now
   }

@@ -12,6 +12,7 @@
 #include <string>
 #include <thread>
 
+#include "runtimes.hpp"
 #include "sampler/sources.hpp"
 
 namespace edgeprof::detail {
@@ -41,6 +42,13 @@ class Sampler {
   // end of the phase pipe; owned by the caller, open until stop() returns). What arrives is
   // appended to marks() and sampled at once, so phase boundaries get samples of their own.
   void watch_marks(int fd) { marks_fd_ = fd; }
+  // Once, before a start(): also note the inference runtimes the slice's processes load, read
+  // from their maps at runtime_scan_at()'s times (on a scheduled tick, after its sample).
+  void watch_runtimes(RuntimeWatch watch) { runtimes_ = std::move(watch); }
+  // Reads the maps now, in the caller (a run at its timeout, before its processes are killed).
+  void scan_runtimes();
+  // The runtimes seen in the last run, or so far in this one.
+  RuntimesSeen runtimes_seen();
   // Before start(): the interval of the next run (throws Error outside 1 ms .. 60 s).
   void set_interval(std::chrono::nanoseconds interval);
 
@@ -90,6 +98,8 @@ class Sampler {
   std::string marks_;
   std::uint64_t missed_ = 0;
   std::bitset<kMetricCount> first_read_;
+  std::optional<RuntimeWatch> runtimes_;
+  std::size_t runtime_scans_ = 0;  // the next read is at runtime_scan_at(runtime_scans_)
   unsigned forks_ = 0;  // the process's fork count when the sampler was made
   // Everything above that a run touches is guarded by `lock_` while the thread may run; the
   // thread samples only while `running_`.

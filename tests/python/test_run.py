@@ -15,7 +15,8 @@ import time
 import pytest
 
 import edgeprof
-from conftest import HANG_S, IN_VM, cpu_limit, idle_threads, our_slices, requires_cgroups
+from conftest import (HANG_S, IN_VM, cpu_limit, idle_threads, our_slices, poll_until_changed,
+                      requires_cgroups)
 
 pytestmark = requires_cgroups
 
@@ -169,6 +170,21 @@ def test_keep_warm_is_off_where_the_quota_never_throttles():
     half = edgeprof.Device(name="half", cores=1, core_speed=0.5, memory="256MiB")
     assert edgeprof.plan_emulation(half).keep_warm
     assert not edgeprof.plan_emulation(half, keep_warm=False).keep_warm
+
+
+def test_runtimes_seen_names_the_inference_runtime_the_workload_loaded(half_core, tmp_path):
+    pytest.importorskip("ncnn")  # PyPI's ncnn, in this interpreter
+    imported = tmp_path / "imported"
+    code = "import sys, time, ncnn\nopen(sys.argv[1], 'w').close()\ntime.sleep(600)\n"
+    with edgeprof.Slice(half_core) as s:
+        child = s.spawn([PY, "-c", code, str(imported)])
+        poll_until_changed(imported.exists, False)  # ncnn is imported: it is in the maps
+        r = child.wait(timeout=0.001)  # passed: the maps are read, then the workload killed
+    assert r.timed_out
+    assert list(r.runtimes_seen) == ["ncnn"]
+    assert r.runtimes_seen["ncnn"].startswith("ncnn.cpython-")  # the module's file name
+    assert "runtimes" in str(r)
+    assert edgeprof.Result.from_json(r.to_json()).runtimes_seen == r.runtimes_seen
 
 
 def test_slice_context_manager_runs_several_children(half_core):

@@ -1,0 +1,304 @@
+// The inference runtimes a workload loads: the maps parser on literal and captured text, the
+// reading on fake /proc trees, the warning as a pure function, and real runs on this kernel.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <string>
+
+#include "edgeprof/edgeprof.hpp"
+#include "helpers.hpp"
+#include "runtimes.hpp"
+#include "sampler/sampler.hpp"
+
+using namespace edgeprof;
+using detail::RuntimesSeen;
+using test::FakeTree;
+using test::can_create_slices;
+
+namespace {
+
+// A PyTorch process in a virtual environment (the lines a real one has around libtorch_cpu.so,
+// shortened: it has a few thousand).
+constexpr const char* kTorchMaps =
+    "55d4c3a00000-55d4c3a5b000 r--p 00000000 fd:01 1835023                    "
+    "/home/ana/venv/bin/python3.11\n"
+    "7f3b2c000000-7f3b2c021000 rw-p 00000000 00:00 0 \n"
+    "7f3b30a00000-7f3b31b3c000 r--p 00000000 fd:01 2622466                    "
+    "/home/ana/venv/lib/python3.11/site-packages/torch/lib/libtorch_cpu.so\n"
+    "7f3b31b3c000-7f3b3e9fd000 r-xp 0113c000 fd:01 2622466                    "
+    "/home/ana/venv/lib/python3.11/site-packages/torch/lib/libtorch_cpu.so\n"
+    "7f3b3e9fd000-7f3b41e2c000 r--p 0dffd000 fd:01 2622466                    "
+    "/home/ana/venv/lib/python3.11/site-packages/torch/lib/libtorch_cpu.so\n"
+    "7f3b42000000-7f3b42100000 r-xp 00000000 fd:01 2622470                    "
+    "/home/ana/venv/lib/python3.11/site-packages/torch/lib/libc10.so\n"
+    "7f3b43000000-7f3b43200000 r-xp 00000000 fd:01 2622480                    "
+    "/home/ana/venv/lib/python3.11/site-packages/torch/lib/libgomp-a34b3233.so.1\n"
+    "7ffd5e3f2000-7ffd5e413000 rw-p 00000000 00:00 0                          [stack]\n"
+    "7ffd5e5e4000-7ffd5e5e6000 r-xp 00000000 00:00 0                          [vdso]\n"
+    "ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0                  [vsyscall]\n";
+
+constexpr const char* kOnnxMaps =
+    "7f10aa000000-7f10aa400000 r-xp 00000000 08:01 399112                     "
+    "/usr/local/lib/python3.11/dist-packages/onnxruntime/capi/"
+    "onnxruntime_pybind11_state.cpython-311-x86_64-linux-gnu.so\n"
+    "7f10ab000000-7f10ab010000 r-xp 00000000 08:01 399120                     "
+    "/usr/local/lib/python3.11/dist-packages/onnxruntime/capi/"
+    "libonnxruntime_providers_shared.so\n";
+
+// The device of a catalog board at its nn speed, derived with ncnn.
+Device nn_device(const std::string& basis = "ncnn") {
+  Device d = make_device("board", 1, 0.5, "256MiB");
+  NnSpeed nn;
+  nn.core_speed = 0.165;
+  nn.ratios = {{"mobilenet", 6.0}, {"resnet18", 6.2}};
+  nn.precision = "fp32";
+  nn.basis = basis;
+  d.nn = nn;
+  return for_speed_kind(d, SpeedKind::nn);
+}
+
+bool has_warning(const Result& r, const std::string& part) {
+  return test::has_note(r.warnings, part);
+}
+
+}  // namespace
+
+TEST_CASE("runtimes in maps: PyTorch in a virtual environment, by its library's file name",
+          "[runtimes]") {
+  const RuntimesSeen seen = detail::runtimes_in_maps(kTorchMaps);
+  CHECK(seen == RuntimesSeen{{"pytorch", "libtorch_cpu.so"}});
+  CHECK(detail::runtime_name("pytorch") == "PyTorch");
+  CHECK(detail::runtime_name("no-such-runtime") == "no-such-runtime");
+}
+
+TEST_CASE("runtimes in maps: ONNX Runtime's Python module", "[runtimes]") {
+  CHECK(detail::runtimes_in_maps(kOnnxMaps) ==
+        RuntimesSeen{
+            {"onnxruntime", "onnxruntime_pybind11_state.cpython-311-x86_64-linux-gnu.so"}});
+}
+
+TEST_CASE("runtimes in maps: a directory named ncnn is not ncnn; a model file is no library",
+          "[runtimes]") {
+  const std::string maps =
+      "7f0000000000-7f0000001000 r-xp 00000000 08:01 11 /home/ana/src/ncnn/build/libfoo.so\n"
+      "7f0000001000-7f0000002000 r--p 00000000 08:01 12 /home/ana/models/ncnn/ncnn.bin\n"
+      "7f0000002000-7f0000003000 r--s 00000000 08:01 13 /home/ana/ncnn.param\n"
+      "7f0000003000-7f0000004000 r-xp 00000000 08:01 14 /usr/lib/libncnn_helper.so\n"
+      "7f0000004000-7f0000005000 r-xp 00000000 08:01 15 /opt/torch/libtorch_cpu.txt\n";
+  CHECK(detail::runtimes_in_maps(maps).empty());
+}
+
+TEST_CASE("runtimes in maps: deleted files, spaces in paths, versions and auditwheel's names",
+          "[runtimes]") {
+  const std::string maps =
+      "7f0000000000-7f0000001000 r-xp 00000000 08:01 21 "
+      "/tmp/pip-unpack-x1/libonnxruntime.so.1.17.1 (deleted)\n"
+      "7f0000001000-7f0000002000 r-xp 00000000 08:01 22 /home/ana/My Models/libtvm_runtime.so\n"
+      "7f0000002000-7f0000003000 r-xp 00000000 08:01 23 "
+      "/usr/lib/python3/dist-packages/ncnn.libs/libncnn-1a2b3c4d.so.1\n"
+      "7f0000003000-7f0000004000 r-xp 00000000 08:01 24 "
+      "/usr/lib/python3/dist-packages/tflite_runtime/"
+      "_pywrap_tensorflow_interpreter_wrapper.cpython-311-x86_64-linux-gnu.so\n"
+      "7f0000004000-7f0000005000 r-xp 00000000 08:01 25 /usr/lib/libopenvino.so.2024.0.0\n"
+      "7f0000005000-7f0000006000 r-xp 00000000 08:01 26 /opt/tf/libtensorflow_framework.so.2\n"
+      "7f0000006000-7f0000007000 rw-s 00000000 00:01 27 /memfd:ncnn.so (deleted)\n";
+  CHECK(detail::runtimes_in_maps(maps) ==
+        RuntimesSeen{{"ncnn", "libncnn-1a2b3c4d.so.1"},
+                     {"onnxruntime", "libonnxruntime.so.1.17.1"},
+                     {"openvino", "libopenvino.so.2024.0.0"},
+                     {"tensorflow", "libtensorflow_framework.so.2"},
+                     {"tensorflow-lite",
+                      "_pywrap_tensorflow_interpreter_wrapper.cpython-311-x86_64-linux-gnu.so"},
+                     {"tvm", "libtvm_runtime.so"}});
+}
+
+TEST_CASE("runtimes in maps: a real Python process that imported ncnn", "[runtimes]") {
+  // tests/fixtures/maps/python3-ncnn.txt: /proc/self/maps of `python3 -c 'import ncnn'` here
+  // (PyPI's ncnn wheel: ncnn/ncnn.cpython-311-x86_64-linux-gnu.so, ncnn.libs/libgomp-*.so).
+  CHECK(detail::runtimes_in_maps(test::fixture("maps/python3-ncnn.txt")) ==
+        RuntimesSeen{{"ncnn", "ncnn.cpython-311-x86_64-linux-gnu.so"}});
+  CHECK(detail::runtimes_in_maps("").empty());
+  CHECK(detail::runtimes_in_maps("garbage\n\n7f00-7f01 r-xp\n").empty());
+}
+
+TEST_CASE("the maps are read early, then once a second", "[runtimes]") {
+  using std::chrono::milliseconds;
+  CHECK(detail::runtime_scan_at(0) == milliseconds(125));
+  CHECK(detail::runtime_scan_at(1) == milliseconds(250));
+  CHECK(detail::runtime_scan_at(2) == milliseconds(500));
+  CHECK(detail::runtime_scan_at(3) == milliseconds(1000));
+  CHECK(detail::runtime_scan_at(4) == milliseconds(2000));
+  CHECK(detail::runtime_scan_at(10) == milliseconds(8000));
+}
+
+TEST_CASE("the warning: another runtime than the one the nn speed was derived with",
+          "[runtimes]") {
+  const Device nn = nn_device();
+  const RuntimesSeen torch = {{"pytorch", "libtorch_cpu.so"}};
+  const auto warning = detail::runtime_warning(nn, torch);
+  REQUIRE(warning);
+  CHECK_THAT(*warning, Catch::StartsWith("the workload loaded PyTorch (libtorch_cpu.so); the "
+                                         "device's speed was derived with ncnn (0.165 of a host "
+                                         "core)"));
+  CHECK_THAT(*warning, Catch::Contains("docs/fidelity.md"));
+
+  // Several, ncnn among them: the others are named.
+  const RuntimesSeen three = {{"ncnn", "libncnn.so.1"},
+                              {"onnxruntime", "libonnxruntime.so.1.17.1"},
+                              {"pytorch", "libtorch_cpu.so"},
+                              {"tvm", "libtvm.so"}};
+  CHECK_THAT(*detail::runtime_warning(nn, three),
+             Catch::StartsWith("the workload loaded ONNX Runtime (libonnxruntime.so.1.17.1), "
+                               "PyTorch (libtorch_cpu.so) and TVM (libtvm.so);"));
+
+  // No warning: ncnn alone, nothing seen, the integer speed, a probed device's vector speed.
+  CHECK_FALSE(detail::runtime_warning(nn, {{"ncnn", "libncnn.so.1"}}));
+  CHECK_FALSE(detail::runtime_warning(nn, {}));
+  CHECK_FALSE(detail::runtime_warning(make_device("board", 1, 0.5, "256MiB"), torch));
+  Device integer = nn_device();
+  integer.speed_kind.clear();
+  CHECK_FALSE(detail::runtime_warning(integer, torch));
+  CHECK_FALSE(detail::runtime_warning(nn_device("vector"), torch));
+}
+
+TEST_CASE("reading a slice's maps on a fake /proc: exited and unreadable processes are skipped",
+          "[runtimes]") {
+  FakeTree tree;
+  const std::string procs = "/sys/fs/cgroup/pids/edgeprof-1-2-3/cgroup.procs";
+  tree.file(procs, "300\n100\n200\n");
+  tree.file("/proc/100/maps", kTorchMaps);
+  // 200 exited after cgroup.procs was read: no /proc/200. 300's maps cannot be read.
+  tree.dir("/proc/300/maps");
+  detail::RuntimeWatch watch(detail::Fs(tree.root()), procs);
+  watch.scan();
+  CHECK(watch.seen() == RuntimesSeen{{"pytorch", "libtorch_cpu.so"}});
+
+  // What was seen stays seen after the process is gone; reset() forgets it for the next run.
+  tree.file(procs, "");
+  watch.scan();
+  CHECK(watch.seen().count("pytorch") == 1);
+  watch.reset();
+  CHECK(watch.seen().empty());
+
+  // A removed slice (no cgroup.procs): nothing, and no exception.
+  detail::RuntimeWatch gone(detail::Fs(tree.root()), "/sys/fs/cgroup/pids/gone/cgroup.procs");
+  gone.scan();
+  CHECK(gone.seen().empty());
+}
+
+TEST_CASE("a read looks at a bounded number of processes and goes on where it stopped",
+          "[runtimes]") {
+  FakeTree tree;
+  const std::string procs = "/cg/cgroup.procs";
+  std::string list;
+  const int n = static_cast<int>(detail::kMaxMapsPerScan) + 2;
+  for (int pid = 1; pid <= n; ++pid) {
+    list += std::to_string(pid) + "\n";
+    tree.file("/proc/" + std::to_string(pid) + "/maps", "");
+  }
+  tree.file(procs, list);
+  tree.file("/proc/" + std::to_string(n) + "/maps", kOnnxMaps);  // the last one
+  detail::RuntimeWatch watch(detail::Fs(tree.root()), procs);
+  watch.scan();
+  CHECK(watch.seen().empty());  // the first kMaxMapsPerScan processes
+  watch.scan();
+  CHECK(watch.seen().count("onnxruntime") == 1);
+}
+
+TEST_CASE("the sampler reads the maps of a run on its own", "[runtimes][sampler]") {
+  FakeTree tree;
+  tree.file("/cg/cpu.stat", "usage_usec 100\nuser_usec 60\nsystem_usec 40\n");
+  tree.file("/cg/cgroup.procs", "4242\n");
+  tree.file("/proc/4242/maps", kTorchMaps);
+  const detail::Fs fs(tree.root());
+  detail::Sampler sampler(detail::Sources::v2(fs, "/cg"), std::chrono::milliseconds(10));
+  sampler.watch_runtimes(detail::RuntimeWatch(fs, "/cg/cgroup.procs"));
+  sampler.start();
+  // The first read is due 125 ms after the start; however late the thread gets to it.
+  const bool seen = test::eventually([&] { return sampler.runtimes_seen().count("pytorch") > 0; });
+  sampler.stop();
+  CHECK(seen);
+
+  // The next run starts with nothing seen.
+  tree.file("/cg/cgroup.procs", "");
+  sampler.start();
+  sampler.stop();
+  CHECK(sampler.runtimes_seen().empty());
+}
+
+TEST_CASE("runtimes seen in JSON and text; a report without them reads as none",
+          "[runtimes][report][json]") {
+  Result r;
+  r.exit_code = 0;
+  r.device = make_device("board", 1, 0.5, "256MiB");
+  r.runtimes_seen = {{"pytorch", "libtorch_cpu.so"}, {"ncnn", "libncnn.so.1"}};
+  r.host = host_info();
+  const std::string text = to_json(r);
+  CHECK_THAT(text, Catch::Contains(
+                       R"("runtimes_seen":{"ncnn":"libncnn.so.1","pytorch":"libtorch_cpu.so"})"));
+  const Result back = result_from_json(text);
+  CHECK(back.runtimes_seen == r.runtimes_seen);
+  CHECK(back == r);
+  CHECK_THAT(to_text(r),
+             Catch::Contains("runtimes      ncnn (libncnn.so.1), PyTorch (libtorch_cpu.so)"));
+
+  // A report written before the field existed.
+  std::string old = text;
+  const std::string field =
+      R"("runtimes_seen":{"ncnn":"libncnn.so.1","pytorch":"libtorch_cpu.so"},)";
+  old.erase(old.find(field), field.size());
+  const Result older = result_from_json(old);
+  CHECK(older.runtimes_seen.empty());
+  CHECK(to_text(older).find("runtimes ") == std::string::npos);
+}
+
+TEST_CASE("a run lists the runtime its workload loaded and warns at an ncnn-derived speed",
+          "[runtimes][kernel]") {
+  REQUIRE_CGROUPS();
+  // The workload helper under a runtime's library name: its executable is mapped from that file.
+  FakeTree dir;
+  const std::string library = dir.root() + "/libtorch_cpu.so";
+  std::filesystem::copy_file(test::helper("edgeprof_workload"), library);
+  std::filesystem::permissions(library, std::filesystem::perms::owner_all);
+  for (const auto interval : {kDefaultSampleIntervalNs, std::int64_t{0}}) {
+    CAPTURE(interval);
+    Slice slice(nn_device());
+    SpawnOptions options;
+    options.sample_interval = std::chrono::nanoseconds(interval);
+    Command sleeper;
+    sleeper.argv = {library, "sleep", "600"};
+    Child child = slice.spawn(sleeper, options);
+    // Once it has executed the copy, its maps hold it, whatever the time.
+    const std::string exe = "/proc/" + std::to_string(child.pid()) + "/exe";
+    REQUIRE(test::eventually([&] {
+      std::error_code ec;
+      return std::filesystem::read_symlink(exe, ec).string() == library;
+    }));
+    // A timeout that has passed: the maps are read before the workload is killed.
+    const Result r = child.wait(std::chrono::duration<double>(1e-3));
+    CHECK(r.timed_out);
+    CHECK(r.runtimes_seen == RuntimesSeen{{"pytorch", "libtorch_cpu.so"}});
+    CHECK(has_warning(r, "the workload loaded PyTorch (libtorch_cpu.so)"));
+  }
+}
+
+TEST_CASE("a Python workload that imports ncnn shows ncnn", "[runtimes][kernel]") {
+  REQUIRE_CGROUPS();
+  if (std::system("python3 -c 'import ncnn' 2>/dev/null") != 0) {
+    WARN("python3 has no ncnn: not run (pip install ncnn)");
+    return;
+  }
+  FakeTree dir;
+  const std::string imported = dir.root() + "/imported";
+  Slice slice(nn_device());
+  Command python;
+  python.argv = {"python3", "-c",
+                 "import sys, time, ncnn\nopen(sys.argv[1], 'w').close()\ntime.sleep(600)\n",
+                 imported};
+  Child child = slice.spawn(python);
+  REQUIRE(test::eventually([&] { return dir.exists("/imported"); }));
+  const Result r = child.wait(std::chrono::duration<double>(1e-3));
+  CHECK(r.timed_out);
+  CHECK(r.runtimes_seen.count("ncnn") == 1);
+  CHECK_FALSE(has_warning(r, "the workload loaded"));  // ncnn is the speed's own runtime
+}
