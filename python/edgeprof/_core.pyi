@@ -286,9 +286,11 @@ def nn_speed_from_scores(device: CoreScores, host: CoreScores) -> NnSpeed: ...
 
 class NnRating:
     @property
-    def host_ms(self) -> dict[str, float]: ...  # average ms per inference, by graph
+    def host_ms(self) -> dict[str, float]: ...  # median ms per inference, by graph
     @property
     def runtime(self) -> str: ...
+    @property
+    def precision(self) -> str: ...  # "fp32", or "fp16" on ARMv8.2 cores
     @property
     def command(self) -> str: ...
     @property

@@ -240,8 +240,12 @@ def _reference_json(r: Optional["edgeprof.ReferenceRating"]) -> Optional[dict]:
 def _nn_json(r: Optional["edgeprof.NnRating"]) -> Optional[dict]:
     if r is None:
         return None
-    return {"host_ms": r.host_ms, "runtime": r.runtime, "command": r.command, "cpu": r.cpu,
-            "loops": r.loops, "measured_at": r.measured_at, "cache_file": r.cache_file}
+    sizes = {g.name: [g.width, g.height, g.channels] for g in edgeprof.reference_graphs()}
+    return {"host_ms": r.host_ms, "runtime": r.runtime, "precision": r.precision,
+            "graphs": [{"graph": name, "input": sizes.get(name), "precision": r.precision,
+                        "ms": ms, "statistic": "median"} for name, ms in r.host_ms.items()],
+            "command": r.command, "cpu": r.cpu, "loops": r.loops,
+            "measured_at": r.measured_at, "cache_file": r.cache_file}
 
 
 def cmd_calibrate_host(args: argparse.Namespace) -> int:
@@ -253,8 +257,8 @@ def cmd_calibrate_host(args: argparse.Namespace) -> int:
         nn = edgeprof.cached_nn_rating()
         nn_note = "" if nn is not None else (
             "not measured on this host yet: `edgeprof calibrate-host --nn` (ncnn, about a "
-            "minute); until then catalog devices are emulated at their integer (7-Zip) speed, "
-            "which runs CNN inference several times too fast (docs/fidelity.md)")
+            "minute), or the first run of a catalog device with published CNN inference times "
+            "measures it (docs/devices.md)")
     if args.reference:
         rating = edgeprof.measure_reference_rating(progress=progress)
         note = rating.note

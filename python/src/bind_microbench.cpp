@@ -247,8 +247,10 @@ void bind_microbench(py::module_& m) {
 
   py::class_<NnRating>(m, "NnRating", "This host's CNN inference times: the reference graphs "
                                       "run with ncnn, one thread, pinned to one CPU.")
-      .def_readonly("host_ms", &NnRating::host_ms, "Average ms per inference, by graph.")
+      .def_readonly("host_ms", &NnRating::host_ms, "Median ms per inference, by graph.")
       .def_readonly("runtime", &NnRating::runtime)
+      .def_readonly("precision", &NnRating::precision,
+                    "The arithmetic the graphs ran in: 'fp32', or 'fp16' on ARMv8.2 cores.")
       .def_readonly("command", &NnRating::command)
       .def_readonly("cpu", &NnRating::cpu)
       .def_readonly("loops", &NnRating::loops)

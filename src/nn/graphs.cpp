@@ -48,14 +48,22 @@ class Graph {
     return conv(x, c, k, s, k / 2, act, c);
   }
 
+  // Pooling rounds the output size up (ncnn's default pad mode, Caffe's rule).
   std::string max_pool(const std::string& x, int k, int s, int p = 0) {
     return pool(x, 0, k, s, p);
   }
-  // Global average pooling to a (1, 1, C) blob, so 1x1 convolutions and per-channel
-  // multiplications apply to it.
-  std::string global_pool(const std::string& x) {
+  std::string avg_pool(const std::string& x, int k, int s, int p = 0) {
+    return pool(x, 1, k, s, p);
+  }
+  // Global average pooling to a vector of C values, for fully connected layers.
+  std::string global_average(const std::string& x) {
     const std::string p = next("gap");
     add("Pooling", {x}, p, channels(x), "0=1 4=1");
+    return p;
+  }
+  // Global average pooling to a (1, 1, C) blob, so 1x1 convolutions apply to it.
+  std::string global_pool(const std::string& x) {
+    const std::string p = global_average(x);
     const std::string r = next("reshape");
     add("Reshape", {p}, r, channels(x), "0=1 1=1 2=-1");
     return r;
@@ -116,9 +124,7 @@ class Graph {
   // Squeeze-and-excitation as an exported graph has it: global average pooling to a vector,
   // two fully connected layers, and the channels scaled by the result (broadcast).
   std::string squeeze_excite(const std::string& x, int reduced, Act inner, Act gate) {
-    const std::string p = next("gap");
-    add("Pooling", {x}, p, channels(x), "0=1 4=1");
-    const std::string r = fc(p, reduced, inner);
+    const std::string r = fc(global_average(x), reduced, inner);
     const std::string e = fc(r, channels(x), gate);
     return mul(x, e);
   }
@@ -197,19 +203,21 @@ class Graph {
     switch (act) {
       case Act::relu: return " 9=1";
       case Act::sigmoid: return " 9=4";
-      case Act::hardswish: return " 9=6 -23310=2,1.666667e-01,5.000000e-01";
       default: return "";
     }
   }
 
-  // Activations a convolution cannot fuse become their own layer.
+  // The other activations are layers of their own, as in ncnn's benchmark graphs: Swish cannot
+  // be fused into a convolution, and the published MobileNet v3 graph runs hard-swish as a
+  // layer too (each one more pass over its blob).
   std::string after(const std::string& y, Act act) {
     const char* type = act == Act::swish         ? "Swish"
                        : act == Act::hardsigmoid ? "HardSigmoid"
+                       : act == Act::hardswish   ? "HardSwish"
                                                  : nullptr;
     if (!type) return y;
     const std::string z = next("act");
-    add(type, {y}, z, channels(y), act == Act::hardsigmoid ? "0=1.666667e-01 1=5.000000e-01" : "");
+    add(type, {y}, z, channels(y), act == Act::swish ? "" : "0=1.666667e-01 1=5.000000e-01");
     return z;
   }
 
@@ -238,7 +246,9 @@ ReferenceGraph finish(const char* name, int w, int h, const Graph& g, const char
 }
 
 // SqueezeNet 1.1 (Iandola et al. 2016, the v1.1 revision): fire modules of squeeze 1x1 and
-// parallel expand 1x1 and 3x3.
+// parallel expand 1x1 and 3x3. The last convolution pads by 1 (16x16 outputs instead of 14x14,
+// 7% of the multiply-accumulates) as ncnn's benchmark graph has it, though the official v1.1
+// model does not: the published times are of that graph.
 ReferenceGraph squeezenet() {
   Graph g;
   std::string x = g.input(227, 227, 3);
@@ -258,7 +268,7 @@ ReferenceGraph squeezenet() {
   fire(48, 192);
   fire(64, 256);
   fire(64, 256);
-  x = g.conv(x, 1000, 1);
+  x = g.conv(x, 1000, 1, 1, 1);
   x = g.softmax(g.global_pool(x));
   return finish("squeezenet", 227, 227, g, "SqueezeNet 1.1, 227x227");
 }
@@ -277,7 +287,10 @@ ReferenceGraph mobilenet() {
 }
 
 // MobileNet v2 (Sandler et al. 2018), width 1.0: inverted residuals with linear bottlenecks;
-// ReLU, as in the widely deployed Caffe conversion, rather than ReLU6.
+// ReLU, as in the widely deployed Caffe conversion, rather than ReLU6. That conversion (and
+// ncnn's benchmark graph, made from it) also gives the first block, of expansion 1, a 1x1
+// "expansion" convolution (32 to 32 channels at 112x112, 4% of the multiply-accumulates) that
+// the paper's reference implementation leaves out.
 ReferenceGraph mobilenet_v2() {
   Graph g;
   std::string x = g.input(224, 224, 3);
@@ -287,7 +300,7 @@ ReferenceGraph mobilenet_v2() {
   for (const auto& [t, c, n, s] : plan) {
     for (int i = 0; i < n; ++i) {
       const int in = g.channels(x);
-      std::string y = t == 1 ? x : g.conv(x, in * t, 1, 1, 0, Act::relu);
+      std::string y = g.conv(x, in * t, 1, 1, 0, Act::relu);
       y = g.dw(y, 3, i == 0 ? s : 1, Act::relu);
       y = g.conv(y, c, 1, 1, 0, Act::none);
       x = (i > 0) ? g.add_(x, y) : y;
@@ -299,8 +312,11 @@ ReferenceGraph mobilenet_v2() {
   return finish("mobilenet_v2", 224, 224, g, "MobileNet v2 1.0, 224x224");
 }
 
-// ResNet-18 and ResNet-50 (He et al. 2016), as torchvision defines them (the stride of a
-// bottleneck in its 3x3 convolution).
+// ResNet-18 and ResNet-50 (He et al. 2016) as the Caffe models that ncnn's benchmark graphs come
+// from (ResNet-50 is the authors' own): a bottleneck block downsamples in its first 1x1
+// convolution (torchvision's "v1.5" moves the stride to the 3x3 one: 6% more multiply-
+// accumulates), and every stage's first block has a projection shortcut, the first stage's too
+// (where the paper's ResNet-18 adds its input unchanged: 0.7% fewer).
 std::string resnet_stem(Graph& g) {
   std::string x = g.input(224, 224, 3);
   x = g.conv(x, 64, 7, 2, 3);
@@ -318,15 +334,14 @@ ReferenceGraph resnet(const char* name, bool bottleneck, const int (&blocks)[4])
       const int out = bottleneck ? 4 * c : c;
       std::string y;
       if (bottleneck) {
-        y = g.conv(x, c, 1, 1, 0);
-        y = g.conv(y, c, 3, s);
+        y = g.conv(x, c, 1, s, 0);
+        y = g.conv(y, c, 3);
         y = g.conv(y, out, 1, 1, 0, Act::none);
       } else {
         y = g.conv(x, c, 3, s);
         y = g.conv(y, c, 3, 1, 1, Act::none);
       }
-      const bool project = s == 2 || g.channels(x) != out;
-      const std::string shortcut = project ? g.conv(x, out, 1, s, 0, Act::none) : x;
+      const std::string shortcut = i == 0 ? g.conv(x, out, 1, s, 0, Act::none) : x;
       x = g.relu(g.add_(shortcut, y));
     }
   }
@@ -447,11 +462,41 @@ ReferenceGraph efficientnet_b0() {
   return finish("efficientnet_b0", 224, 224, g, "EfficientNet-B0, 224x224");
 }
 
+// ShuffleNet v1 1x with 3 groups (Zhang et al. 2017), stages of 240, 480 and 960 channels.
+// A unit: a grouped 1x1 convolution, a channel shuffle, a 3x3 depthwise convolution and a
+// grouped 1x1 convolution, added to the input; a stage's first unit strides 2 and concatenates
+// its branch to the input average-pooled 3x3. The first unit's first 1x1 convolution is not
+// grouped (its 24 input channels are too few, the paper says). The bottleneck is a quarter of
+// the branch's output, as in ncnn's benchmark graph; the paper's is a quarter of the unit's,
+// which widens the three first units (8% more multiply-accumulates).
+ReferenceGraph shufflenet() {
+  constexpr int groups = 3;
+  Graph g;
+  std::string x = g.input(224, 224, 3);
+  x = g.max_pool(g.conv(x, 24, 3, 2), 3, 2);
+  const int plan[][2] = {{240, 4}, {480, 8}, {960, 4}};
+  for (const auto& [c, n] : plan) {
+    for (int i = 0; i < n; ++i) {
+      const int in = g.channels(x);
+      const bool first = i == 0;
+      const int out = first ? c - in : c;
+      const int squeeze_groups = in == 24 ? 1 : groups;
+      std::string y = g.conv(x, out / 4, 1, 1, 0, Act::relu, squeeze_groups);
+      if (squeeze_groups > 1) y = g.shuffle(y, groups);
+      y = g.dw(y, 3, first ? 2 : 1, Act::none);
+      y = g.conv(y, out, 1, 1, 0, Act::none, groups);
+      x = g.relu(first ? g.concat({g.avg_pool(x, 3, 2), y}) : g.add_(x, y));
+    }
+  }
+  x = g.softmax(g.fc(g.global_average(x), 1000));
+  return finish("shufflenet", 224, 224, g, "ShuffleNet v1 1x, 3 groups, 224x224");
+}
+
 // ShuffleNet v2 1.0x (Ma et al. 2018): channel split, shuffle, two branches.
 ReferenceGraph shufflenet_v2() {
   Graph g;
   std::string x = g.input(224, 224, 3);
-  x = g.max_pool(g.conv(x, 24, 3, 2), 3, 2, 1);
+  x = g.max_pool(g.conv(x, 24, 3, 2), 3, 2);
   const int plan[][2] = {{116, 4}, {232, 8}, {464, 4}};
   for (const auto& [c, n] : plan) {
     for (int i = 0; i < n; ++i) {
@@ -474,8 +519,37 @@ ReferenceGraph shufflenet_v2() {
   return finish("shufflenet_v2", 224, 224, g, "ShuffleNet v2 1.0x, 224x224");
 }
 
-// MobileNet v3 Large 1.0 (Howard et al. 2019): hard-swish, squeeze-and-excitation with a
-// hard sigmoid gate.
+// RegNetY-400MF (Radosavovic et al. 2020): a 32-channel stem, then stages of widths 48, 104,
+// 208 and 440 and depths 1, 3, 6 and 6. A block: a 1x1 convolution, a 3x3 group convolution of
+// group width 8 (stride 2 in a stage's first block), squeeze-and-excitation to a quarter of the
+// block's input width, and a 1x1 convolution (bottleneck ratio 1), added to the input or, in a
+// stage's first block, to its 1x1 projection.
+ReferenceGraph regnety_400m() {
+  constexpr int group_width = 8;
+  Graph g;
+  std::string x = g.input(224, 224, 3);
+  x = g.conv(x, 32, 3, 2);
+  const int plan[][2] = {{48, 1}, {104, 3}, {208, 6}, {440, 6}};
+  for (const auto& [w, n] : plan) {
+    for (int i = 0; i < n; ++i) {
+      const int s = i == 0 ? 2 : 1;
+      std::string y = g.conv(x, w, 1, 1, 0);
+      y = g.conv(y, w, 3, s, 1, Act::relu, w / group_width);
+      y = g.squeeze_excite(y, g.channels(x) / 4, Act::relu, Act::sigmoid);
+      y = g.conv(y, w, 1, 1, 0, Act::none);
+      const std::string shortcut = i == 0 ? g.conv(x, w, 1, s, 0, Act::none) : x;
+      x = g.relu(g.add_(shortcut, y));
+    }
+  }
+  x = g.softmax(g.fc(g.global_average(x), 1000));
+  return finish("regnety_400m", 224, 224, g, "RegNetY-400MF, 224x224");
+}
+
+// MobileNet v3 Large 1.0 (Howard et al. 2019): hard-swish, squeeze-and-excitation to a quarter
+// of the expanded channels with a hard sigmoid gate. The 160-channel stage is ncnn's benchmark
+// graph's, not the paper's: a stride-1 block of expansion 672 at 14x14 before the stride-2 one,
+// then one block of 960 instead of two (13% more multiply-accumulates, 6% fewer parameters);
+// the published times are of that graph.
 ReferenceGraph mobilenet_v3() {
   Graph g;
   std::string x = g.input(224, 224, 3);
@@ -485,13 +559,13 @@ ReferenceGraph mobilenet_v3() {
                          {5, 72, 40, 1, 0, 2},    {5, 120, 40, 1, 0, 1},  {5, 120, 40, 1, 0, 1},
                          {3, 240, 80, 0, 1, 2},   {3, 200, 80, 0, 1, 1},  {3, 184, 80, 0, 1, 1},
                          {3, 184, 80, 0, 1, 1},   {3, 480, 112, 1, 1, 1}, {3, 672, 112, 1, 1, 1},
-                         {5, 672, 160, 1, 1, 2},  {5, 960, 160, 1, 1, 1}, {5, 960, 160, 1, 1, 1}};
+                         {5, 672, 160, 1, 1, 1},  {5, 672, 160, 1, 1, 2}, {5, 960, 160, 1, 1, 1}};
   for (const auto& [k, exp, out, se, hs, s] : plan) {
     const Act act = hs ? Act::hardswish : Act::relu;
     const int in = g.channels(x);
     std::string y = exp == in ? x : g.conv(x, exp, 1, 1, 0, act);
     y = g.dw(y, k, s, act);
-    if (se) y = g.squeeze_excite(y, ((exp / 4 + 4) / 8) * 8, Act::relu, Act::hardsigmoid);
+    if (se) y = g.squeeze_excite(y, exp / 4, Act::relu, Act::hardsigmoid);
     y = g.conv(y, out, 1, 1, 0, Act::none);
     x = (s == 1 && in == out) ? g.add_(x, y) : y;
   }
@@ -504,12 +578,22 @@ ReferenceGraph mobilenet_v3() {
 
 }  // namespace
 
+// In the order of ncnn's published tables.
 const std::vector<ReferenceGraph>& reference_graphs() {
-  static const std::vector<ReferenceGraph> graphs = {
-      squeezenet(),    mobilenet(),   mobilenet_v2(),
-      mobilenet_v3(),  shufflenet_v2(), mnasnet(),
-      efficientnet_b0(), googlenet(), resnet("resnet18", false, {2, 2, 2, 2}),
-      alexnet(),       vgg16(),       resnet("resnet50", true, {3, 4, 6, 3})};
+  static const std::vector<ReferenceGraph> graphs = {squeezenet(),
+                                                     mobilenet(),
+                                                     mobilenet_v2(),
+                                                     mobilenet_v3(),
+                                                     shufflenet(),
+                                                     shufflenet_v2(),
+                                                     mnasnet(),
+                                                     efficientnet_b0(),
+                                                     regnety_400m(),
+                                                     googlenet(),
+                                                     resnet("resnet18", false, {2, 2, 2, 2}),
+                                                     alexnet(),
+                                                     vgg16(),
+                                                     resnet("resnet50", true, {3, 4, 6, 3})};
   return graphs;
 }
 

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <tuple>
@@ -32,7 +33,27 @@ namespace {
 
 using nlohmann::json;
 
-constexpr int kCacheSchema = 1;
+// 2: "precision" and "graphs" (a digest of the reference graphs' param text) added.
+constexpr int kCacheSchema = 2;
+
+// FNV-1a over every reference graph's name and param text: a cached rating of graphs that
+// have changed since (a fixed architecture) is not this edgeprof's.
+std::string graphs_digest() {
+  std::uint64_t h = 14695981039346656037ull;
+  auto eat = [&h](std::string_view s) {
+    for (const char c : s) {
+      h ^= static_cast<unsigned char>(c);
+      h *= 1099511628211ull;
+    }
+    h ^= 0xff;  // a separator, so that "ab"+"c" and "a"+"bc" differ
+    h *= 1099511628211ull;
+  };
+  for (const auto& g : reference_graphs()) {
+    eat(g.name);
+    eat(g.param);
+  }
+  return fmt::format("fnv1a64:{:016x}", h);
+}
 
 struct CacheFile {
   std::string dir, path;
@@ -66,6 +87,8 @@ json rating_json(const NnRating& r) {
   return {{"edgeprof_host_nn", kCacheSchema},
           {"host_ms", r.host_ms},
           {"runtime", r.runtime},
+          {"precision", r.precision},
+          {"graphs", graphs_digest()},
           {"command", r.command},
           {"cpu", r.cpu},
           {"loops", r.loops},
@@ -238,15 +261,15 @@ NnRating parse_nn_output(std::string_view text, std::string_view origin) {
       continue;
     }
     if (w.size() != 4 || !is_graph(w[0])) continue;
-    double avg = 0;
-    const auto res = std::from_chars(w[1].data(), w[1].data() + w[1].size(), avg);
-    if (res.ec != std::errc() || res.ptr != w[1].data() + w[1].size() || !std::isfinite(avg) ||
-        avg <= 0) {
+    double median = 0;
+    const auto res = std::from_chars(w[1].data(), w[1].data() + w[1].size(), median);
+    if (res.ec != std::errc() || res.ptr != w[1].data() + w[1].size() || !std::isfinite(median) ||
+        median <= 0) {
       throw Error(fmt::format("{}: the time of {} is '{}', not a positive number of ms (line "
                               "'{}')",
                               origin, w[0], w[1], line));
     }
-    r.host_ms[std::string(w[0])] = avg;
+    r.host_ms[std::string(w[0])] = median;
   }
   if (r.host_ms.empty()) {
     throw Error(fmt::format("{}: no graph was measured; its output ended with:\n{}", origin,
@@ -264,6 +287,7 @@ std::optional<NnRating> cached_nn_rating(std::string* why) {
   const auto text = detail::read_host_cache(cache.path, "nn rating", why);
   if (!text) return std::nullopt;
   NnRating r;
+  std::string graphs;
   try {
     const json j = json::parse(*text);
     if (j.at("edgeprof_host_nn").get<int>() != kCacheSchema) {
@@ -271,6 +295,8 @@ std::optional<NnRating> cached_nn_rating(std::string* why) {
     }
     r.host_ms = j.at("host_ms").get<std::map<std::string, double>>();
     r.runtime = j.at("runtime").get<std::string>();
+    r.precision = j.at("precision").get<std::string>();
+    graphs = j.at("graphs").get<std::string>();
     r.command = j.at("command").get<std::string>();
     r.cpu = j.at("cpu").get<int>();
     r.loops = j.at("loops").get<int>();
@@ -294,6 +320,11 @@ std::optional<NnRating> cached_nn_rating(std::string* why) {
                              cache.path, g.name));
     }
   }
+  if (graphs != graphs_digest()) {
+    return say(fmt::format("{} was measured with reference graphs that have changed since (an "
+                           "older edgeprof): measure it again",
+                           cache.path));
+  }
   const std::string change =
       detail::identity_change({r.cpu_model, r.kernel, r.hostname}, detail::host_identity());
   if (!change.empty()) {
@@ -301,6 +332,23 @@ std::optional<NnRating> cached_nn_rating(std::string* why) {
   }
   r.cache_file = cache.path;
   return r;
+}
+
+std::string host_nn_precision(std::string_view cpuinfo) {
+  std::size_t start = 0;
+  while (start < cpuinfo.size()) {
+    std::size_t end = cpuinfo.find('\n', start);
+    if (end == std::string_view::npos) end = cpuinfo.size();
+    const std::string_view line = cpuinfo.substr(start, end - start);
+    start = end + 1;
+    if (line.rfind("Features", 0) != 0) continue;
+    const std::size_t colon = line.find(':');
+    if (colon == std::string_view::npos) continue;
+    for (const std::string_view w : words(line.substr(colon + 1))) {
+      if (w == "asimdhp") return "fp16";
+    }
+  }
+  return "fp32";
 }
 
 std::string nn_runner_source() { return detail::kNnRunner; }
@@ -370,6 +418,7 @@ NnRating measure_nn_rating(const NnOptions& options) {
   r.command = python;
   r.cpu = cpu;
   r.loops = options.loops;
+  r.precision = host_nn_precision(detail::Fs().read("/proc/cpuinfo").value_or(""));
   const detail::HostIdentity id = detail::host_identity();
   r.cpu_model = id.cpu_model;
   r.kernel = id.kernel;
@@ -396,9 +445,9 @@ NnRating measure_nn_rating(const NnOptions& options) {
 }
 
 std::string describe(const NnRating& r) {
-  std::string text = fmt::format("{} graph{} with {}, one thread on CPU {}:", r.host_ms.size(),
-                                 r.host_ms.size() == 1 ? "" : "s",
-                                 r.runtime.empty() ? "ncnn" : r.runtime, r.cpu);
+  std::string text = fmt::format("{} graph{} with {}, {}, one thread on CPU {}:",
+                                 r.host_ms.size(), r.host_ms.size() == 1 ? "" : "s",
+                                 r.runtime.empty() ? "ncnn" : r.runtime, r.precision, r.cpu);
   bool first = true;
   for (const auto& [name, ms] : r.host_ms) {
     text += fmt::format("{} {} {:.1f} ms", first ? "" : ",", name, ms);

@@ -1,8 +1,10 @@
 # edgeprof's nn runner: runs reference CNN graphs with ncnn, one thread unless told (--threads),
-# zero weights, the way ncnn's benchncnn times them (pool allocators, untimed warm-up, then the
-# average of timed inferences), and prints one line per graph: "<name> <avg ms> <min ms> <max ms>".
+# zero weights, the way ncnn's benchncnn times them (pool allocators, untimed warm-up, then timed
+# inferences), and prints one line per graph: "<name> <median ms> <min ms> <max ms>". The median
+# of the timed inferences, not benchncnn's average: one slowed by another process barely moves it.
 # Usage: python3 runner.py GRAPH_DIR WARMUP LOOPS [--threads=N] [GRAPH...]
 # GRAPH_DIR holds <name>.param and graphs.txt (name width height channels input output).
+import statistics
 import sys
 import time
 
@@ -68,7 +70,7 @@ def main() -> int:
             start = time.perf_counter()
             infer()
             times.append((time.perf_counter() - start) * 1000)
-        print(f"{name} {sum(times) / len(times):.4f} {min(times):.4f} {max(times):.4f}",
+        print(f"{name} {statistics.median(times):.4f} {min(times):.4f} {max(times):.4f}",
               flush=True)
         ran += 1
         net.clear()

@@ -3,13 +3,17 @@
 // and the catalog's devices emulated at their nn speed by default.
 #include <sched.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "edgeprof/catalog.hpp"
 #include "edgeprof/error.hpp"
@@ -23,6 +27,27 @@ using Catch::Contains;
 using namespace edgeprof::test;
 
 namespace {
+
+// |value / published - 1| <= tolerance, with the figures when it is not.
+void check_within(const char* what, double value, double published, double tolerance) {
+  INFO(what << ": " << value << " against the published " << published << " ("
+            << 100 * (value / published - 1) << "%; allowed " << 100 * tolerance << "%)");
+  CHECK(std::abs(value / published - 1) <= tolerance);
+}
+
+// `graph` fed a width x height input (its Input layer rewritten, the rest as generated), for
+// figures published at another input size.
+ReferenceGraph with_input(ReferenceGraph graph, int width, int height) {
+  const std::string from =
+      "0=" + std::to_string(graph.width) + " 1=" + std::to_string(graph.height);
+  const auto at = graph.param.find(from);
+  REQUIRE(at != std::string::npos);
+  graph.param.replace(at, from.size(),
+                      "0=" + std::to_string(width) + " 1=" + std::to_string(height));
+  graph.width = width;
+  graph.height = height;
+  return graph;
+}
 
 // A stand-in for the Python interpreter: prints what the runner prints, for every graph.
 std::string fake_python(const test::FakeTree& dir, double ms) {
@@ -129,6 +154,221 @@ TEST_CASE("the reference graphs are well-formed ncnn param text", "[nn]") {
   }
   CHECK(names.count("mobilenet_v2") == 1);
   CHECK(names.size() >= 10);
+}
+
+TEST_CASE("the reference graphs are benchncnn's, in the order of its published tables", "[nn]") {
+  std::vector<std::string> names;
+  for (const ReferenceGraph& g : reference_graphs()) names.push_back(g.name);
+  CHECK(names == std::vector<std::string>{"squeezenet", "mobilenet", "mobilenet_v2", "mobilenet_v3",
+                                          "shufflenet", "shufflenet_v2", "mnasnet",
+                                          "efficientnet_b0", "regnety_400m", "googlenet",
+                                          "resnet18", "alexnet", "vgg16", "resnet50"});
+}
+
+TEST_CASE("graph_cost: shapes, parameters and multiply-accumulates of a small graph", "[nn]") {
+  // By hand: an 8x8x3 input; a 3x3 convolution padded 1 to 8x8x4 (4*3*9 = 108 weights + 4
+  // biases; 64 outputs x 108 = 6912 MACs); 3x3 max pooling by 2 rounds up, (8 - 3) / 2 = 2.5,
+  // to 4x4 (ncnn's and Caffe's rule; PyTorch's would be 3x3); a 1x1 convolution in 2 groups to 4
+  // channels (4 * 2 = 8 weights, no bias; 16 x 8 = 128 MACs) joined to its input, 4x4x8; that
+  // scaled per channel by its own global average (a vector of 8, broadcast); a global average,
+  // then a fully connected layer to 10 (80 weights + 10 biases; 80 MACs).
+  ReferenceGraph g{"tiny", 8, 8, 3, "data", "output", R"(7767517
+12 14
+Input                in    0 1 data 0=8 1=8 2=3
+Convolution          c1    1 1 data a 0=4 1=3 4=1 5=1 6=108 9=1
+Pooling              p1    1 1 a b 0=0 1=3 2=2
+Split                s1    1 2 b b0 b1
+ConvolutionDepthWise g1    1 1 b0 c 0=4 1=1 6=8 7=2
+Concat               cat   2 1 b1 c d 0=0
+Split                s2    1 2 d d0 d1
+Pooling              gap   1 1 d0 e 0=1 4=1
+BinaryOp             mul   2 1 d1 e g 0=2
+Pooling              gap2  1 1 g h 0=1 4=1
+InnerProduct         fc    1 1 h f 0=10 1=1 2=80
+Softmax              prob  1 1 f output 0=0 1=1
+)", "a test graph"};
+  const GraphCost c = graph_cost(g);
+  CHECK(c.params == 108 + 4 + 8 + 80 + 10);
+  CHECK(c.macs == 6912 + 128 + 80);
+  CHECK(c.output_size == 10);
+
+  // Fed a 9x9 input instead, the pooling gives 4x4 exactly and the rest is unchanged but the
+  // first convolution's 81 outputs: 81 x 108 = 8748 MACs.
+  const GraphCost nine = graph_cost(with_input(g, 9, 9));
+  CHECK(nine.macs == 8748 + 128 + 80);
+  CHECK(nine.params == c.params);
+}
+
+TEST_CASE("graph_cost: a malformed graph is an Error naming the graph, the layer and the fault",
+          "[nn]") {
+  const std::string head = "7767517\n3 3\nInput in 0 1 data 0=8 1=8 2=3\n";
+  auto graph = [&](const std::string& text) {
+    return ReferenceGraph{"broken", 8, 8, 3, "data", "output", text, ""};
+  };
+  // The weight size does not fit the channels that reach the layer: 4 x 3 x 3x3 = 108.
+  CHECK_THROWS_WITH(graph_cost(graph(head + "Convolution c1 1 1 data a 0=4 1=3 4=1 6=100\n"
+                                            "Softmax prob 1 1 a output\n")),
+                    Contains("reference graph broken") &&
+                        Contains("layer c1 (Convolution, param line 4)") &&
+                        Contains("weight_data_size 6=100") && Contains("= 108"));
+  CHECK_THROWS_WITH(graph_cost(graph(head + "ReLU r 1 1 nothing a\nSoftmax prob 1 1 a output\n")),
+                    Contains("layer r (ReLU") && Contains("reads blob 'nothing'"));
+  CHECK_THROWS_WITH(graph_cost(graph(head + "Frobnicate f 1 1 data a\nSoftmax p 1 1 a output\n")),
+                    Contains("layer f (Frobnicate") && Contains("does not know this layer type"));
+  CHECK_THROWS_WITH(graph_cost(graph(head + "ReLU r 1 1 data a\nSoftmax p 1 1 data output\n")),
+                    Contains("layer p (Softmax") && Contains("needs a Split"));
+  CHECK_THROWS_WITH(
+      graph_cost(graph(head + "ReLU r 1 1 data a\n")),
+      Contains("broken") && Contains("says 3 layers and 3 blobs") && Contains("has 2 and 2"));
+  CHECK_THROWS_WITH(graph_cost(graph("7767518\n" + head.substr(8))), Contains("magic number"));
+  CHECK_THROWS_WITH(
+      graph_cost(graph(head + "Pooling p 1 1 data a 1=three\nSoftmax s 1 1 a output\n")),
+      Contains("layer p (Pooling") && Contains("1=three is not an integer"));
+  CHECK_THROWS_WITH(graph_cost(graph(head + "ReLU r 1 1 data a\nSoftmax s 1 1 a out\n")),
+                    Contains("no layer produces the output blob 'output'"));
+  CHECK_THROWS_WITH(
+      graph_cost(ReferenceGraph{"broken", 16, 16, 3, "data", "output",
+                                head + "ReLU r 1 1 data a\nSoftmax s 1 1 a output\n", ""}),
+      Contains("declares 8x8x3; the graph is fed 16x16x3"));
+  CHECK_THROWS_AS(graph_cost(graph("")), Error);
+}
+
+// Each graph's parameters and multiply-accumulates (MACs) as graph_cost reads them from the
+// param text, against the figures its architecture's authors or torchvision publish.
+//
+// Tolerances. Our graphs fold batch normalisation into the convolutions, one bias per output
+// channel where a trained model counts BN's weight and bias: that is 0.1-0.5% of these
+// models' parameters, so an exact count (torchvision's num_params) is matched within 1%. Only
+// the architectures without batch normalisation match exactly. A figure published rounded
+// ("5.4M", "0.31 GFLOPS") is matched within its rounding plus that 0.5%.
+//
+// Where ncnn's benchmark graph (whose times the catalog publishes, and which the generator
+// follows) differs from the paper, the difference is taken out by arithmetic before comparing,
+// so that it is a check of the rest.
+TEST_CASE("every reference graph costs what its architecture's publications say", "[nn]") {
+  std::map<std::string, GraphCost> cost;
+  for (const ReferenceGraph& g : reference_graphs()) {
+    INFO(g.name);
+    cost[g.name] = graph_cost(g);
+    CHECK(cost[g.name].output_size == 1000);  // ImageNet's classes
+  }
+  auto params = [&](const char* name) { return double(cost.at(name).params); };
+  auto macs = [&](const char* name) { return double(cost.at(name).macs); };
+
+  // SqueezeNet 1.1: torchvision's squeezenet1_1, num_params 1,235,496 and 0.35 GFLOPS at
+  // 224x224. No batch normalisation: exact. Its MACs at 224x224, less ncnn's padded last
+  // convolution (512x1000 weights at 15x15 outputs instead of 13x13).
+  CHECK(cost.at("squeezenet").params == 1'235'496);
+  const auto squeezenet = std::find_if(reference_graphs().begin(), reference_graphs().end(),
+                                       [](const auto& g) { return g.name == "squeezenet"; });
+  const long long at_224 = graph_cost(with_input(*squeezenet, 224, 224)).macs;
+  check_within("squeezenet MACs at 224", double(at_224 - 512'000LL * (15 * 15 - 13 * 13)), 0.35e9,
+               0.02);
+
+  // MobileNet v1 1.0: Howard et al. 2017, Table 8: 569M mult-adds, 4.2M parameters.
+  check_within("mobilenet params", params("mobilenet"), 4.2e6, 0.02);
+  check_within("mobilenet MACs", macs("mobilenet"), 569e6, 0.01);
+
+  // MobileNet v2 1.0: torchvision's mobilenet_v2, num_params 3,504,872; Sandler et al. 2018,
+  // Table 4: 300M multiply-adds. Less ncnn's 1x1 convolution in the first block (32 to 32
+  // channels with biases, at 112x112).
+  check_within("mobilenet_v2 params", params("mobilenet_v2") - (32 * 32 + 32), 3'504'872, 0.01);
+  check_within("mobilenet_v2 MACs", macs("mobilenet_v2") - 112 * 112 * 32 * 32, 300e6, 0.01);
+
+  // MobileNet v3 Large 1.0: torchvision's mobilenet_v3_large, num_params 5,483,032; Howard et
+  // al. 2019, Table 3: 219M MAdds. ncnn's 160-channel stage has blocks (expansion, output size)
+  // 672 at 14x14, 672 at 7x7 (stride 2), 960 at 7x7 where the paper's has 672 at 7x7 (stride
+  // 2), 960, 960. Taking the paper's first two out and ncnn's first two in leaves: the first
+  // block's 5x5 depthwise and 1x1 out at 14x14 instead of 7x7, a 1x1 in (160 to 672) at 14x14,
+  // and a 672 squeeze-and-excitation (E x E/4, twice) in place of a whole 960 block at 7x7.
+  {
+    const double extra_macs = 672.0 * 14 * 14 * (25 + 160 + 160) + 2 * 672 * 168 -
+                              (960.0 * 7 * 7 * (160 + 25 + 160) + 2 * 960 * 240);
+    // Parameters (with one bias per output) do not depend on the stride: a 672 block in place
+    // of a 960 one.
+    const double extra_params = 672.0 * (160 + 1 + 25 + 1 + 160) + (2 * 672 * 168 + 168 + 672) -
+                                (960.0 * (160 + 1 + 25 + 1 + 160) + (2 * 960 * 240 + 240 + 960));
+    check_within("mobilenet_v3 params", params("mobilenet_v3") - extra_params, 5'483'032, 0.01);
+    check_within("mobilenet_v3 MACs", macs("mobilenet_v3") - extra_macs, 219e6, 0.02);
+  }
+
+  // ShuffleNet v1 1x, 3 groups: the authors' megvii-model/ShuffleNet-Series, ShuffleNetV1
+  // README: 138M FLOPs (multiply-adds), 1.9M parameters. ncnn's first unit of each stage
+  // narrows its bottleneck to a quarter of its branch's output: 54, 60, 120 channels where the
+  // paper's quarter of the unit's output gives 60, 120, 240. Each such unit: a 1x1 convolution
+  // at the input size (ungrouped in the first unit), a 3x3 depthwise and a grouped 1x1 one at
+  // half of it.
+  {
+    auto unit_macs = [](double in, double mid, double branch, double size, double groups) {
+      const double half = size / 2;
+      return in / groups * mid * size * size + mid * 9 * half * half +
+             mid / 3 * branch * half * half;
+    };
+    auto unit_params = [](double in, double mid, double branch, double groups) {
+      return in / groups * mid + mid + mid * 9 + mid + mid / 3 * branch;
+    };
+    const double extra_macs = unit_macs(24, 60, 216, 56, 1) - unit_macs(24, 54, 216, 56, 1) +
+                              unit_macs(240, 120, 240, 28, 3) - unit_macs(240, 60, 240, 28, 3) +
+                              unit_macs(480, 240, 480, 14, 3) - unit_macs(480, 120, 480, 14, 3);
+    const double extra_params = unit_params(24, 60, 216, 1) - unit_params(24, 54, 216, 1) +
+                                unit_params(240, 120, 240, 3) - unit_params(240, 60, 240, 3) +
+                                unit_params(480, 240, 480, 3) - unit_params(480, 120, 480, 3);
+    check_within("shufflenet params", params("shufflenet") + extra_params, 1.9e6, 0.03);
+    check_within("shufflenet MACs", macs("shufflenet") + extra_macs, 138e6, 0.01);
+  }
+
+  // ShuffleNet v2 1.0x: torchvision's shufflenet_v2_x1_0, num_params 2,278,604; the authors'
+  // megvii-model/ShuffleNet-Series README (Ma et al. 2018): 146M FLOPs (multiply-adds).
+  check_within("shufflenet_v2 params", params("shufflenet_v2"), 2'278'604, 0.01);
+  check_within("shufflenet_v2 MACs", macs("shufflenet_v2"), 146e6, 0.01);
+
+  // MnasNet 1.0: torchvision's mnasnet1_0, num_params 4,383,312, 0.31 GFLOPS.
+  check_within("mnasnet params", params("mnasnet"), 4'383'312, 0.01);
+  check_within("mnasnet MACs", macs("mnasnet"), 0.31e9, 0.02);
+
+  // EfficientNet-B0: torchvision's efficientnet_b0, num_params 5,288,548; Tan and Le 2019,
+  // Table 2: 0.39B FLOPs (multiply-adds).
+  check_within("efficientnet_b0 params", params("efficientnet_b0"), 5'288'548, 0.01);
+  check_within("efficientnet_b0 MACs", macs("efficientnet_b0"), 0.39e9, 0.02);
+
+  // RegNetY-400MF: torchvision's regnet_y_400mf, num_params 4,344,144, 0.40 GFLOPS
+  // (Radosavovic et al. 2020: 0.4B flops, 4.3M parameters).
+  check_within("regnety_400m params", params("regnety_400m"), 4'344'144, 0.01);
+  check_within("regnety_400m MACs", macs("regnety_400m"), 0.40e9, 0.02);
+
+  // GoogLeNet: BVLC's Caffe model (no batch normalisation), 6,998,552 parameters (as
+  // HewlettPackard/dlcookbook-dlbs, docs/models/models.md, tabulates it): exact. Szegedy et al.
+  // 2014, Table 1: 1.5G multiply-adds, whose rows sum to 1502M with 34M for the first
+  // convolution, where 112x112x64 outputs of a 7x7x3 kernel take 118M; with that row so, 1586M.
+  CHECK(cost.at("googlenet").params == 6'998'552);
+  check_within("googlenet MACs", macs("googlenet"), 1502e6 - 34e6 + 112.0 * 112 * 64 * 7 * 7 * 3,
+               0.01);
+
+  // ResNet-18: torchvision's resnet18, num_params 11,689,512, 1.81 GFLOPS; less ncnn's
+  // projection shortcut in the first block (64 to 64 channels with biases, at 56x56).
+  check_within("resnet18 params", params("resnet18") - (64 * 64 + 64), 11'689'512, 0.01);
+  check_within("resnet18 MACs", macs("resnet18") - 56 * 56 * 64 * 64, 1.81e9, 0.01);
+
+  // AlexNet as Caffe's bvlc_alexnet, with its grouped convolutions, no batch normalisation:
+  // 62,378,344 parameters ungrouped (HewlettPackard/dlcookbook-dlbs, docs/models/models.md)
+  // less the halves that 2 groups drop from conv2, conv4 and conv5 (96x256x5x5, 384x384x3x3,
+  // 384x256x3x3 halved) = 60,965,224: exact. 724M MACs (Sze et al. 2017, "Efficient Processing
+  // of Deep Neural Networks: A Tutorial and Survey", its summary of popular DNNs).
+  CHECK(cost.at("alexnet").params ==
+        62'378'344 - (96 * 256 * 25 + 384 * 384 * 9 + 384 * 256 * 9) / 2);
+  CHECK(cost.at("alexnet").params == 60'965'224);
+  check_within("alexnet MACs", macs("alexnet"), 724e6, 0.01);
+
+  // VGG-16: torchvision's vgg16, num_params 138,357,544 (no batch normalisation: exact),
+  // 15.47 GFLOPS.
+  CHECK(cost.at("vgg16").params == 138'357'544);
+  check_within("vgg16 MACs", macs("vgg16"), 15.47e9, 0.005);
+
+  // ResNet-50: torchvision's resnet50, num_params 25,557,032 (the stride's place does not
+  // change it); He et al. 2016, Table 1: 3.8 x 10^9 FLOPs (multiply-adds) for this original
+  // form, downsampling in the 1x1 convolution.
+  check_within("resnet50 params", params("resnet50"), 25'557'032, 0.01);
+  check_within("resnet50 MACs", macs("resnet50"), 3.8e9, 0.02);
 }
 
 TEST_CASE("a device's nn speed: from its published times, chosen by default, and said",
@@ -373,4 +613,50 @@ TEST_CASE("a catalog run on an unmeasured host measures it and runs at the nn sp
   CHECK(r.device.speed_kind == "nn");
   CHECK(has_note(r.plan.notes, "speed: nn speed"));
   CHECK(cached_nn_rating());
+}
+
+TEST_CASE("the precision ncnn computes in, from /proc/cpuinfo", "[nn][parse]") {
+  CHECK(host_nn_precision(test::fixture("cpuinfo/x86_64-amd-epyc")) == "fp32");
+  CHECK(host_nn_precision(test::fixture("cpuinfo/aarch64-raspberry-pi-4")) == "fp32");
+  CHECK(host_nn_precision(test::fixture("cpuinfo/aarch64-jetson-nano")) == "fp32");
+  CHECK(host_nn_precision(test::fixture("cpuinfo/armv7-raspberry-pi-3")) == "fp32");
+  // ARMv8.2 half-precision arithmetic (a Cortex-A77): fp16, as benchncnn ran there.
+  CHECK(host_nn_precision(test::fixture("cpuinfo/aarch64-snapdragon-865")) == "fp16");
+  CHECK(host_nn_precision("") == "fp32");
+  CHECK(host_nn_precision("Features\t: fp asimdhpx\n") == "fp32");  // a word, not a prefix
+}
+
+TEST_CASE("a cached nn rating is this host's and these graphs', or measured again",
+          "[nn][catalog]") {
+  const test::FakeTree cache;
+  test::ScopedEnv env("EDGEPROF_CACHE_DIR", cache.root());
+  const test::FakeTree bin;
+  NnOptions options;
+  options.python = fake_python(bin, 10.0);
+  const NnRating r = measure_nn_rating(options);
+  CHECK(r.precision == "fp32");  // x86 here; fp16 only on ARMv8.2 cores
+  REQUIRE(cached_nn_rating());
+  // Round trip: what was measured is what is read.
+  CHECK(cached_nn_rating()->host_ms == r.host_ms);
+  CHECK(cached_nn_rating()->precision == r.precision);
+  CHECK(cached_nn_rating()->runtime == r.runtime);
+  const std::string good = test::FakeTree::slurp(r.cache_file);
+  auto rewritten = [&](const std::string& key, const std::string& value) {
+    auto j = nlohmann::json::parse(good);
+    j[key] = value;
+    std::ofstream(r.cache_file) << j.dump();
+    std::string why;
+    const bool usable = cached_nn_rating(&why).has_value();
+    std::ofstream(r.cache_file) << good;
+    return usable ? std::string("usable") : why;
+  };
+  // Another CPU, another kernel: this host changed, and the rating is not its.
+  CHECK_THAT(rewritten("cpu_model", "Another CPU"), Contains("was measured on") &&
+                                                        Contains("measure it again"));
+  CHECK_THAT(rewritten("kernel", "1.0.0"), Contains("was measured on"));
+  // The graphs changed since (a fixed architecture): their old times do not count.
+  CHECK_THAT(rewritten("graphs", "fnv1a64:0000000000000000"),
+             Contains("reference graphs that have changed") && Contains("measure it again"));
+  CHECK(rewritten("measured_at", "2026-01-01T00:00:00Z") == "usable");
+  REQUIRE(cached_nn_rating());
 }
