@@ -7,14 +7,18 @@
 
 #include <fmt/format.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <sys/utsname.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <exception>
 #include <fstream>
 #include <stdexcept>
@@ -43,6 +47,30 @@ inline double us_between(Clock::time_point a, Clock::time_point b) {
 
 struct BenchError : std::runtime_error {
   using std::runtime_error::runtime_error;
+};
+
+// A scratch directory under /tmp (`/tmp/<prefix>-XXXXXX`), removed with what is in it when it
+// goes out of scope, on errors too.
+class ScratchDir {
+ public:
+  explicit ScratchDir(const std::string& prefix) {
+    std::string pattern = "/tmp/" + prefix + "-XXXXXX";
+    if (!::mkdtemp(pattern.data())) {
+      throw BenchError(fmt::format("cannot create a directory {}: {}", pattern,
+                                   std::strerror(errno)));
+    }
+    path_ = pattern;
+  }
+  ~ScratchDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
 };
 // The benchmark cannot run here at all (not root, no cgroups): exit 77, "skipped".
 struct CannotRun : std::runtime_error {

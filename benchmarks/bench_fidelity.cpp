@@ -214,27 +214,6 @@ std::string self_exe() {
 }
 
 // A private directory for the workers' output, removed with everything in it.
-class ScratchDir {
- public:
-  ScratchDir() {
-    std::string pattern = "/tmp/edgeprof-bench-fidelity-XXXXXX";
-    if (!::mkdtemp(pattern.data())) {
-      throw BenchError(fmt::format("mkdtemp: {}", std::strerror(errno)));
-    }
-    path_ = pattern;
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
 std::optional<std::string> slurp(const std::string& path) {
   std::ifstream in(path);
   if (!in) return std::nullopt;
@@ -1766,7 +1745,7 @@ int run(const Options& o) {
   }
   if (::access("/sys/fs/cgroup", F_OK) != 0) throw CannotRun("/sys/fs/cgroup is not mounted");
   const std::string exe = self_exe();
-  const ScratchDir dir;
+  const ScratchDir dir("edgeprof-bench-fidelity");
   const edgeprof::HostFacts host = edgeprof::host_facts();
   const Runner runner(exe, dir.path(), host.cpus, o.keep_warm);
   const double spins_ms = spins_per_ms();
