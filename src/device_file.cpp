@@ -282,6 +282,27 @@ Device read_device(const json& j, const std::string& origin, const DeviceLoadOpt
     }
     n.integer("threads", 1, 1, false);  // the times in `ms` are of one thread
     if (!n.has("ms")) n.fail("ms", "is required: the published ms per inference by graph name");
+    // One precision per table: int8 graphs' times (benchncnn's `_int8` names) beside fp32 or
+    // fp16 ones would mix precisions in one speed, and are refused by name.
+    auto one_precision = [&](const json& times, const std::string& field) {
+      if (!times.is_object()) return;
+      for (const auto& [name, value] : times.items()) {
+        if (name.size() > 5 && name.compare(name.size() - 5, 5, "_int8") == 0) {
+          n.fail(field + "." + name,
+                 fmt::format("is an int8 graph's time, and this table's precision is {}: one "
+                             "table has one precision (edgeprof's reference graphs are fp32; "
+                             "int8 ones are not generated), so mixing them is refused; remove "
+                             "the int8 times",
+                             d.nn_precision));
+        }
+      }
+    };
+    if (n.has("ms")) one_precision(n.at("ms"), "ms");
+    if (n.has("threads_ms") && n.at("threads_ms").is_object()) {
+      for (const auto& [key, times] : n.at("threads_ms").items()) {
+        one_precision(times, "threads_ms." + key);
+      }
+    }
     // ms per inference by reference graph; a name that is not one is an unknown field.
     auto read_times = [](Reader times, std::map<std::string, double>& out) {
       for (const auto& g : reference_graphs()) {

@@ -660,3 +660,26 @@ TEST_CASE("a cached nn rating is this host's and these graphs', or measured agai
   CHECK(rewritten("measured_at", "2026-01-01T00:00:00Z") == "usable");
   REQUIRE(cached_nn_rating());
 }
+
+TEST_CASE("a device's nn times have one precision: int8 times beside fp32 ones are refused",
+          "[nn][device]") {
+  CHECK_THROWS_WITH(parse_device_json(R"({"edgeprof_device": 1, "name": "b", "cores": 1,
+    "core_speed": 0.5, "memory": "1GiB", "nn": {"precision": "fp32",
+    "ms": {"mobilenet": 100, "mobilenet_int8": 60}}})",
+                                      "b.json"),
+                    Contains("b.json") && Contains("nn.ms.mobilenet_int8") &&
+                        Contains("one precision") && Contains("fp32"));
+  CHECK_THROWS_WITH(parse_device_json(R"({"edgeprof_device": 1, "name": "b", "cores": 4,
+    "core_speed": 0.5, "memory": "1GiB", "nn": {"precision": "fp16", "ms": {"mobilenet": 100},
+    "threads_ms": {"4": {"squeezenet_int8": 20}}}})",
+                                      "b.json"),
+                    Contains("nn.threads_ms.4.squeezenet_int8") && Contains("fp16"));
+  CHECK_THROWS_WITH(parse_device_json(R"({"edgeprof_device": 1, "name": "b", "cores": 1,
+    "core_speed": 0.5, "memory": "1GiB", "nn": {"precision": "int8", "ms": {"mobilenet": 1}}})",
+                                      "b.json"),
+                    Contains("nn.precision") && Contains("not fp32 or fp16"));
+  // A device missing some graphs: the speed is over the graphs both sides have.
+  const NnSpeed s = nn_speed({{"mobilenet", 100}}, {{"mobilenet", 10}, {"resnet18", 20}});
+  CHECK(s.ratios.size() == 1);
+  CHECK(s.core_speed == Approx(0.1));
+}
