@@ -191,7 +191,11 @@ EmulationPlan plan_emulation(const Device& described, const HostFacts& host,
   if (static_cast<size_t>(device.cores) > ncpus) {
     plan.notes.push_back(fmt::format(
         "{} cores are emulated on {} host CPU{}: their total CPU capacity is the device's, but "
-        "no more than {} threads run at the same instant",
+        "no more than {} threads run at the same instant, and a thread that spin-waits (an "
+        "OpenMP barrier: ncnn's openmp_blocktime, OMP_WAIT_POLICY, GOMP_SPINCOUNT) spends the "
+        "quota its siblings need, which on the device it would not: a multi-threaded workload "
+        "that spins runs slower than on the device (4 ncnn threads: 1.1-1.4x speed-up instead "
+        "of 1.6-2.8x; passive waiting narrows it, docs/fidelity.md)",
         device.cores, ncpus, ncpus == 1 ? "" : "s", ncpus));
   }
   if (device.speed_kind != "nn" && device.reference_uncorrected()) {

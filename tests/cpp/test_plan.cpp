@@ -39,7 +39,8 @@ TEST_CASE("quota is cores x speed x period over min(cores, host CPUs) CPUs", "[p
   CHECK(four.cpu_period_us == 20000);
   CHECK(four.cpu_quota_us == 20000);
   REQUIRE(notes_of(four).size() == 3);
-  CHECK_THAT(notes_of(four)[0], Catch::Contains("4 cores are emulated on 2 host CPUs"));
+  CHECK_THAT(notes_of(four)[0], Catch::Contains("4 cores are emulated on 2 host CPUs") &&
+                                     Catch::Contains("spin-waits") && Catch::Contains("OpenMP"));
   // One busy thread may take the whole slice's quota: up to a host core, not a quarter.
   CHECK_THAT(notes_of(four)[1], Catch::Contains("a single thread at up to 1.00 of a host core "
                                             "instead of 0.25"));
