@@ -37,22 +37,26 @@ using nlohmann::json;
 constexpr int kCacheSchema = 2;
 
 // FNV-1a over every reference graph's name and param text: a cached rating of graphs that
-// have changed since (a fixed architecture) is not this edgeprof's.
-std::string graphs_digest() {
-  std::uint64_t h = 14695981039346656037ull;
-  auto eat = [&h](std::string_view s) {
-    for (const char c : s) {
-      h ^= static_cast<unsigned char>(c);
+// have changed since (a fixed architecture) is not this edgeprof's. The graphs are fixed for
+// the process, so it is computed once.
+const std::string& graphs_digest() {
+  static const std::string digest = [] {
+    std::uint64_t h = 14695981039346656037ull;
+    auto eat = [&h](std::string_view s) {
+      for (const char c : s) {
+        h ^= static_cast<unsigned char>(c);
+        h *= 1099511628211ull;
+      }
+      h ^= 0xff;  // a separator, so that "ab"+"c" and "a"+"bc" differ
       h *= 1099511628211ull;
+    };
+    for (const auto& g : reference_graphs()) {
+      eat(g.name);
+      eat(g.param);
     }
-    h ^= 0xff;  // a separator, so that "ab"+"c" and "a"+"bc" differ
-    h *= 1099511628211ull;
-  };
-  for (const auto& g : reference_graphs()) {
-    eat(g.name);
-    eat(g.param);
-  }
-  return fmt::format("fnv1a64:{:016x}", h);
+    return fmt::format("fnv1a64:{:016x}", h);
+  }();
+  return digest;
 }
 
 struct CacheFile {
