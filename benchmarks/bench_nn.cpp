@@ -50,6 +50,7 @@ void usage(FILE* to) {
   std::fputs(
       "usage: edgeprof_bench_nn [--devices A,B,...] [--graphs X,Y,...] [--threads 1,4] [--quick]\n"
       "                         [--warmup N] [--loops N] [--period-us N] [--no-keep-warm]\n"
+      "                         [--core-emulation pooled|per-core] [--no-thread-env]\n"
       "                         [--markdown FILE]\n"
       "\n"
       "How close emulated CNN inference lands to the times ncnn published for real devices:\n"
@@ -69,6 +70,10 @@ void usage(FILE* to) {
       "                    (default 5)\n"
       "  --period-us N     the CFS period, 1000 to 1000000 us (default 0: edgeprof's choice)\n"
       "  --no-keep-warm    emulate with keep-warm off\n"
+      "  --core-emulation M  pooled (default: one quota for all cores) or per-core (a quota\n"
+      "                    per device core, threads spread over them; docs/threads.md)\n"
+      "  --no-thread-env   leave the runner's environment alone (by default it gets the\n"
+      "                    device's OMP_NUM_THREADS and passive OpenMP waiting)\n"
       "  --no-held-out     does nothing: the held-out figures now come from the one run\n"
       "  --quick           one device, three small graphs, one timed loop, one thread (unless\n"
       "                    --devices, --graphs or --threads say otherwise): the ctest smoke run\n"
@@ -93,6 +98,8 @@ struct Args {
   bool threads_given = false;
   std::uint64_t period_us = 0;  // the CFS period (0: edgeprof's choice)
   bool keep_warm = true;
+  CoreEmulation cores = CoreEmulation::pooled;
+  bool thread_env = true;
   std::string markdown;
   std::string command_line;
 };
@@ -176,6 +183,15 @@ Args parse_args(int argc, char** argv) {
       }
     } else if (s == "--no-keep-warm") {
       a.keep_warm = false;
+    } else if (s == "--core-emulation") {
+      const char* v = value();
+      try {
+        a.cores = core_emulation_from_string(v ? v : "");
+      } catch (const Error& e) {
+        kCli.fail(e.what());
+      }
+    } else if (s == "--no-thread-env") {
+      a.thread_env = false;
     } else if (s == "--no-held-out") {
       fmt::print(stderr,
                  "bench_nn: --no-held-out does nothing now: the held-out figures come "
@@ -276,6 +292,8 @@ std::map<std::string, double> emulate(const Device& device, const std::string& d
   o.spawn.sample_interval = std::chrono::nanoseconds(0);
   o.slice.plan.cpu_period_us = a.period_us;
   o.slice.plan.keep_warm = a.keep_warm;
+  o.slice.plan.cores = a.cores;
+  o.slice.plan.thread_env = a.thread_env;
   const Result r = run(c, device, o);
   std::ifstream in(dir + "/out.txt");
   std::stringstream text;

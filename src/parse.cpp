@@ -175,6 +175,24 @@ CpuStat parse_cpu_stat_v1(std::string_view text) {
   return c;
 }
 
+CpuStat sum_cpu_stats(const CpuStat* stats, std::size_t count) {
+  CpuStat sum;
+  if (count == 0) return sum;
+  auto add = [&](std::optional<std::uint64_t> CpuStat::*field) {
+    std::uint64_t total = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+      if (!(stats[i].*field)) return;
+      total += *(stats[i].*field);
+    }
+    sum.*field = total;
+  };
+  for (auto field : {&CpuStat::usage_ns, &CpuStat::user_ns, &CpuStat::system_ns,
+                     &CpuStat::periods, &CpuStat::throttled_periods, &CpuStat::throttled_ns}) {
+    add(field);
+  }
+  return sum;
+}
+
 CpuStat parse_cpuacct(std::string_view usage, std::string_view stat) {
   CpuStat c;
   const auto total = parse_u64(usage);

@@ -3,6 +3,7 @@
 
 #include <sys/types.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -74,6 +75,9 @@ CpuStat parse_cpu_stat_v1(std::string_view text);
 // v1 cpuacct.usage and cpuacct.stat: the exact total, split by split_cpu_time (nullopt fields
 // when cpuacct.usage is not a number).
 CpuStat parse_cpuacct(std::string_view usage, std::string_view stat);
+// Field by field, the sum of several cgroups' figures (per-core emulation's core groups); a
+// field is set only when every one has it. An empty list gives all fields unset.
+CpuStat sum_cpu_stats(const CpuStat* stats, std::size_t count);
 
 // Block I/O of a cgroup, summed over its devices.
 struct IoTotals {

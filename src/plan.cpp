@@ -89,7 +89,33 @@ bool operator==(const EmulationPlan& a, const EmulationPlan& b) {
          a.cpu_quota_us == b.cpu_quota_us && a.memory_max_bytes == b.memory_max_bytes &&
          a.swap_max_bytes == b.swap_max_bytes && a.pids_max == b.pids_max &&
          a.io_device == b.io_device && a.io_read_bps == b.io_read_bps &&
-         a.io_write_bps == b.io_write_bps && a.keep_warm == b.keep_warm && a.notes == b.notes;
+         a.io_write_bps == b.io_write_bps && a.keep_warm == b.keep_warm && a.thread_env == b.thread_env &&
+         a.core_groups == b.core_groups && a.core_quota_us == b.core_quota_us &&
+         a.notes == b.notes;
+}
+
+const char* to_string(CoreEmulation cores) {
+  return cores == CoreEmulation::per_core ? "per-core" : "pooled";
+}
+
+CoreEmulation core_emulation_from_string(std::string_view text) {
+  if (text == "pooled") return CoreEmulation::pooled;
+  if (text == "per-core" || text == "per_core") return CoreEmulation::per_core;
+  throw Error(fmt::format("cores = '{}' is not a way to emulate cores: use 'pooled' (one quota "
+                          "for the whole device) or 'per-core' (a quota per device core)",
+                          text));
+}
+
+std::map<std::string, std::string> thread_env_defaults(int cores, bool throttled) {
+  std::map<std::string, std::string> env;
+  if (cores < 1) return env;
+  for (const char* name : kThreadCountVariables) env[name] = std::to_string(cores);
+  if (throttled) {
+    env["OMP_WAIT_POLICY"] = "PASSIVE";
+    env["GOMP_SPINCOUNT"] = "0";
+    env["KMP_BLOCKTIME"] = "0";
+  }
+  return env;
 }
 
 std::uint64_t choose_cpu_period_us(std::uint64_t iteration_time_us) {
@@ -188,7 +214,16 @@ EmulationPlan plan_emulation(const Device& described, const HostFacts& host,
   plan.cpus.assign(usable.begin(), usable.begin() + static_cast<long>(ncpus));
   std::sort(plan.cpus.begin(), plan.cpus.end());
   const double capacity = device.cores * device.core_speed;
-  if (static_cast<size_t>(device.cores) > ncpus) {
+  const bool per_core = options.cores == CoreEmulation::per_core && device.cores > 1 &&
+                        device.core_speed < 1.0 &&
+                        static_cast<std::uint32_t>(device.cores) <= kMaxCoreGroups;
+  if (options.cores == CoreEmulation::per_core &&
+      static_cast<std::uint32_t>(device.cores) > kMaxCoreGroups) {
+    plan.notes.push_back(fmt::format("per-core emulation makes at most {} core groups: the {} "
+                                     "cores share one quota",
+                                     kMaxCoreGroups, device.cores));
+  }
+  if (static_cast<size_t>(device.cores) > ncpus && !per_core) {
     plan.notes.push_back(fmt::format(
         "{} cores are emulated on {} host CPU{}: their total CPU capacity is the device's, but "
         "no more than {} threads run at the same instant, and a thread that spin-waits (an "
@@ -208,7 +243,7 @@ EmulationPlan plan_emulation(const Device& described, const HostFacts& host,
   }
   // cpu.max limits the slice, not each thread: one busy thread may use the whole quota, up to
   // a host core (docs/benchmarks.md, fidelity: the cpu.max bound).
-  if (device.cores > 1 && device.core_speed < 1.0) {
+  if (device.cores > 1 && device.core_speed < 1.0 && !per_core) {
     plan.notes.push_back(fmt::format(
         "the CPU quota ({:.2f} host cores) is the whole slice's: a workload with fewer busy "
         "threads than the device's {} cores runs each of them faster than a device core, a "
@@ -223,7 +258,9 @@ EmulationPlan plan_emulation(const Device& described, const HostFacts& host,
   // shares (docs/benchmarks.md, "Thread shares"). The shortest period that gives two, whole ms:
   const std::uint64_t slice_us =
       host.cfs_bandwidth_slice_us ? host.cfs_bandwidth_slice_us : kDefaultCfsBandwidthSliceUs;
-  const bool shared_quota = plan.cpus.size() > 1 && capacity < static_cast<double>(ncpus);
+  // (Per-core groups draw one core's quota each: nothing to share evenly.)
+  const bool shared_quota =
+      !per_core && plan.cpus.size() > 1 && capacity < static_cast<double>(ncpus);
   const std::uint64_t even_period_us =
       shared_quota ? std::min<std::uint64_t>(
                          kMaxCpuPeriodUs,
@@ -270,15 +307,32 @@ EmulationPlan plan_emulation(const Device& described, const HostFacts& host,
         "(1 ms per 1 s period = 0.001 cores)",
         who, capacity));
   }
-  const CpuBandwidth bandwidth = cpu_bandwidth(capacity, plan.cpu_period_us);
+  const CpuBandwidth bandwidth =
+      cpu_bandwidth(per_core ? device.core_speed : capacity, plan.cpu_period_us);
   if (bandwidth.period_us != plan.cpu_period_us) {
     plan.notes.push_back(fmt::format(
-        "cpu period raised from {} us to {} us so the quota reaches the kernel's 1 ms minimum",
-        plan.cpu_period_us, bandwidth.period_us));
+        "cpu period raised from {} us to {} us so the {}quota reaches the kernel's 1 ms minimum",
+        plan.cpu_period_us, bandwidth.period_us, per_core ? "per-core " : ""));
   }
   plan.cpu_period_us = bandwidth.period_us;
   plan.cpu_quota_us = bandwidth.quota_us;
-  if (detail::quota_unlimited(plan.cpu_quota_us, plan.cpu_period_us, plan.cpus.size())) {
+  if (per_core) {
+    plan.core_groups = static_cast<std::uint32_t>(device.cores);
+    plan.core_quota_us = bandwidth.quota_us;
+    plan.cpu_quota_us = bandwidth.quota_us * plan.core_groups;
+    plan.notes.push_back(fmt::format(
+        "per-core: each of the device's {} cores is a cgroup of its own with {} us of CPU per "
+        "{} us (speed {}), and the workload's threads are spread over them as they start and "
+        "as their load shows, so that no thread runs faster than a device core{}; a thread "
+        "shares its creator's core until it is placed (within about 10 ms)",
+        device.cores, plan.core_quota_us, plan.cpu_period_us, describe_core_speed(device),
+        static_cast<size_t>(device.cores) > ncpus
+            ? fmt::format(" (on {} host CPU{}: at most {} of them run at one instant)", ncpus,
+                          ncpus == 1 ? "" : "s", ncpus)
+            : std::string()));
+  }
+  if (!per_core &&
+      detail::quota_unlimited(plan.cpu_quota_us, plan.cpu_period_us, plan.cpus.size())) {
     plan.notes.push_back(fmt::format(
         "the cpu quota ({} us per {} us) is all of the {} host CPU{} of the cpuset, so where "
         "the cpuset is applied the kernel gets no quota: at exactly that quota it would still "
@@ -344,8 +398,24 @@ EmulationPlan plan_emulation(const Device& described, const HostFacts& host,
   const double share = double(plan.cpu_quota_us) /
                        (double(plan.cpu_period_us) * double(std::max<std::size_t>(plan.cpus.size(), 1)));
   const bool throttles =
+      per_core ||
       !detail::quota_unlimited(plan.cpu_quota_us, plan.cpu_period_us, plan.cpus.size()) ||
       !device.speed_schedule.empty();
+  // The workload's threads: the device's width, and passive waiting where a quota binds.
+  if (options.thread_env) {
+    plan.thread_env = thread_env_defaults(device.cores, throttles);
+    std::string names;
+    for (const auto& [name, value] : plan.thread_env) {
+      names += fmt::format("{}{}={}", names.empty() ? "" : " ", name, value);
+    }
+    plan.notes.push_back(fmt::format(
+        "the workload's environment gets {} where it does not set them itself: the device's "
+        "{} core{} as the thread count of OpenMP, BLAS and TensorFlow{}; thread_env off "
+        "(--no-thread-env) leaves it alone (docs/threads.md)",
+        names, device.cores, device.cores == 1 ? "" : "s",
+        throttles ? ", and OpenMP threads that sleep rather than spin while they wait, which "
+                    "would spend the quota" : ""));
+  }
   plan.keep_warm = options.keep_warm && throttles &&
                    (share <= kKeepWarmMaxShare || !device.speed_schedule.empty());
   if (options.keep_warm && throttles && !plan.keep_warm) {

@@ -104,6 +104,9 @@ json plan_json(const EmulationPlan& p) {
           {"io_read_bps", opt(p.io_read_bps)},
           {"io_write_bps", opt(p.io_write_bps)},
           {"keep_warm", p.keep_warm},
+          {"core_groups", p.core_groups},
+          {"core_quota_us", p.core_quota_us},
+          {"thread_env", p.thread_env},
           {"notes", p.notes}};
 }
 
@@ -119,6 +122,13 @@ EmulationPlan plan_from(const json& j) {
   get_opt(j, "io_read_bps", p.io_read_bps);
   get_opt(j, "io_write_bps", p.io_write_bps);
   if (j.contains("keep_warm")) p.keep_warm = j.at("keep_warm").get<bool>();
+  if (j.contains("core_groups")) {  // reports before per-core emulation lack them
+    p.core_groups = j.at("core_groups").get<std::uint32_t>();
+    p.core_quota_us = j.at("core_quota_us").get<std::uint64_t>();
+  }
+  if (j.contains("thread_env")) {  // reports before edgeprof set the workload's threads lack it
+    p.thread_env = j.at("thread_env").get<std::map<std::string, std::string>>();
+  }
   p.notes = j.at("notes").get<std::vector<std::string>>();
   return p;
 }
@@ -342,13 +352,16 @@ json result_json(const Result& r) {
                      {"energy_j", "estimated"},
                      {"phases.energy_j", "estimated"},
                      {"speed_changes.t_s", "measured"},
-                     {"runtimes_seen", "sampled"}};
+                     {"runtimes_seen", "sampled"},
+                     {"thread_moves", "measured"}};
   j["placement"] = r.placement;
   j["cgroup_mode"] = to_string(r.cgroup_mode);
   j["network_isolated"] = r.network_isolated;
   j["unapplied"] = r.unapplied;
   j["warnings"] = r.warnings;
   j["runtimes_seen"] = r.runtimes_seen;
+  j["thread_env"] = r.thread_env;
+  j["thread_moves"] = r.thread_moves;
   j["energy_j"] = opt(r.energy_j);
   j["speed_changes"] = json::array();
   for (const SpeedChange& c : r.speed_changes) {
@@ -414,6 +427,10 @@ Result result_from(const json& j) {
   if (j.contains("runtimes_seen")) {  // reports before edgeprof read the workload's maps lack it
     r.runtimes_seen = j.at("runtimes_seen").get<std::map<std::string, std::string>>();
   }
+  if (j.contains("thread_env")) {
+    r.thread_env = j.at("thread_env").get<std::map<std::string, std::string>>();
+  }
+  if (j.contains("thread_moves")) r.thread_moves = j.at("thread_moves").get<std::uint64_t>();
   get_opt(j, "energy_j", r.energy_j);
   if (j.contains("speed_changes")) {
     for (const auto& c : j.at("speed_changes")) {
@@ -557,7 +574,14 @@ std::string to_text(const Result& r) {
       fmt::format("{:.3f} s in {} of {} periods{}", r.throttled_s, r.throttled_periods, r.periods,
                   s.throttled_fraction ? fmt::format(" ({})", percent_or(s.throttled_fraction))
                                        : ""),
-      "measured (cpu.stat)");
+      p.core_groups ? "measured (cpu.stat of the core groups, summed)" : "measured (cpu.stat)");
+  if (p.core_groups) {
+    row("per-core",
+        fmt::format("{} core groups of {} us / {} us each; threads moved between them {} time{}",
+                    p.core_groups, p.core_quota_us, p.cpu_period_us, r.thread_moves,
+                    r.thread_moves == 1 ? "" : "s"),
+        "moves measured");
+  }
   if (p.keep_warm) {
     row("keep-warm",
         fmt::format("{:.3f} s of CPU on cpus {}, outside the slice, not in the cpu time above",
@@ -636,6 +660,13 @@ std::string to_text(const Result& r) {
                           library);
     }
     row("runtimes", seen, "sampled (the workload's /proc/PID/maps)");
+  }
+  if (!r.thread_env.empty()) {
+    std::string set;
+    for (const auto& [name, value] : r.thread_env) {
+      set += fmt::format("{}{}={}", set.empty() ? "" : " ", name, value);
+    }
+    row("environment", set, "set by edgeprof where the workload's own did not");
   }
   for (const std::string& note : p.notes) row("note", note, "");
   for (const std::string& u : r.unapplied) row("NOT APPLIED", u, "");

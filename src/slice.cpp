@@ -8,11 +8,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <bitset>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -22,6 +24,7 @@
 #include "cgroup/files.hpp"
 #include "edgeprof/error.hpp"
 #include "parse.hpp"
+#include "run/core_placer.hpp"
 #include "run/cpu_ledger.hpp"
 #include "runtimes.hpp"
 #include "run/phase_pipe.hpp"
@@ -153,9 +156,12 @@ detail::Counters counters_in(const TimeSeries& series, std::size_t row,
 // slice holds the same processes). Holds paths, not the Cgroup, which a closed slice drops
 // while a sampler thread may still read.
 detail::RuntimeWatch runtime_watch(const detail::SliceFiles& where) {
-  const std::string dir = where.unified || where.controllers.empty()
-                              ? where.dir
-                              : where.controllers.begin()->second;
+  // Not the cpu hierarchy's: with per-core emulation its processes are in the core groups.
+  std::string dir = where.dir;
+  for (const auto& [controller, path] : where.controllers) {
+    if (dir.empty() || controller != "cpu") dir = path;
+    if (controller != "cpu") break;
+  }
   return {where.fs, detail::join(dir, detail::files::kProcs)};
 }
 
@@ -177,6 +183,13 @@ struct Slice::Impl {
   // The phase pipe of the last run, for the next one (PhasePipe).
   std::optional<detail::PhasePipe> spare_pipe;
   bool ledger_taken = false;  // plan.cpus recorded in the CPU ledger
+  // Per-core emulation: places the threads of every running workload (none while idle).
+  std::unique_ptr<detail::CorePlacer> placer;
+
+  // A child of the slice was reaped or abandoned.
+  void child_ended() noexcept {
+    if (--running == 0) placer.reset();
+  }
 
   void require_alive() const {
     if (!cgroup) throw Error("this slice is closed: create a new Slice");
@@ -190,6 +203,7 @@ struct Slice::Impl {
     if (!cgroup) return;
     spare_sampler.reset();
     spare_pipe.reset();
+    placer.reset();  // its descriptors hold the core groups open
     try {
       cgroup->kill_all();
     } catch (const std::exception& e) {
@@ -225,6 +239,15 @@ Slice::Slice(Device device, SliceOptions options) : impl_(std::make_shared<Impl>
       fit_to_cpus(for_speed_kind(measured, plan_options.speed_kind), plan_options.cpus.size());
   s.options = std::move(options);
   s.backend = detail::make_backend(s.fs, layout(), parent_from(s.options));
+  if (s.plan.core_groups > 0 && !s.backend->core_groups_supported()) {
+    s.unapplied.push_back(fmt::format(
+        "per-core emulation ({} core groups): no cpu controller for the slice; the device's "
+        "cores share one quota, so a thread may run faster than a device core while its "
+        "siblings idle (docs/threads.md)",
+        s.plan.core_groups));
+    plan_options.cores = CoreEmulation::pooled;
+    s.plan = plan_emulation(measured, host, plan_options);
+  }
   // Keep-warm threads run in this process's cgroup: beneath a CPU quota they would spend the
   // quota the slice needs whenever it waits, and slow it down instead.
   if (s.plan.keep_warm) {
@@ -314,6 +337,8 @@ struct Child::State {
   std::string marks_text;
   // Runtimes seen by a read of the maps outside the sampler (an unsampled run's timeout).
   detail::RuntimesSeen runtimes;
+  std::map<std::string, std::string> thread_env;  // what the workload's environment was given
+  std::uint64_t moves_before = 0;  // the slice's CorePlacer's moves when this child started
 
   bool result_given_away = false;  // moved out by wait() &&
 
@@ -346,7 +371,7 @@ Child::~Child() {
   ::kill(state_->process.pid, SIGKILL);
   detail::reap(state_->process);
   state_->close_pidfd();
-  --state_->slice->running;
+  state_->slice->child_ended();
 }
 
 pid_t Child::pid() const { return state_->process.pid; }
@@ -372,6 +397,19 @@ Child Slice::spawn(const Command& command, const SpawnOptions& options) {
     state->marks = detail::make_phase_pipe();
   }
   prepared.set_env(kPhaseEnv, state->marks.env);
+  // The device's width and passive waiting, where the workload has not chosen its own.
+  const std::map<std::string, std::string>& defaults = s.plan.thread_env;
+  const bool wait_chosen = std::any_of(
+      std::begin(kThreadWaitVariables), std::end(kThreadWaitVariables),
+      [&](const char* name) { return defaults.count(name) && prepared.has_env(name); });
+  for (const auto& [name, value] : defaults) {
+    const bool wait_variable =
+        std::find_if(std::begin(kThreadWaitVariables), std::end(kThreadWaitVariables),
+                     [&](const char* w) { return name == w; }) != std::end(kThreadWaitVariables);
+    if ((wait_variable && wait_chosen) || prepared.has_env(name)) continue;
+    prepared.set_env(name, value);
+    state->thread_env.emplace(name, value);
+  }
   prepared.keep_fd(state->marks.write.get());
 
   // A fresh peak per workload when the slice is idle and the kernel can reset it (before a
@@ -401,6 +439,15 @@ Child Slice::spawn(const Command& command, const SpawnOptions& options) {
   }
 
   if (!state->sampler) state->before = s.cgroup->counters();
+  // Per-core emulation: the workload starts in the first core's group, and its threads are
+  // spread from there (one placer for all the slice's running workloads).
+  if (!s.placer) {
+    if (std::vector<std::string> tasks = s.cgroup->core_tasks(); !tasks.empty()) {
+      s.placer = std::make_unique<detail::CorePlacer>(
+          s.fs, std::move(tasks), double(s.plan.core_quota_us) / double(s.plan.cpu_period_us));
+    }
+  }
+  state->moves_before = s.placer ? s.placer->moves() : 0;
   detail::Placement placement;
   placement.cgroup_fd = s.cgroup->clone_fd();
   placement.procs_fds = s.cgroup->self_attach_fds();
@@ -425,8 +472,12 @@ Child Slice::spawn(const Command& command, const SpawnOptions& options) {
 
 Result Child::State::finish(const detail::Exit& exit, bool timed_out) {
   close_pidfd();
-  --slice->running;
   Result r;
+  if (slice->placer) {
+    r.thread_moves = slice->placer->moves() - moves_before;
+    if (std::string error = slice->placer->error(); !error.empty()) r.warnings.push_back(error);
+  }
+  slice->child_ended();
   // The workload has ended: its CPUs need no keeping warm.
   r.keep_warm_cpu_s = warm.cpu_seconds();
   if (!warm.error().empty()) r.warnings.push_back(warm.error());
@@ -540,6 +591,8 @@ void Child::State::observe(Result& r, const detail::Exit& exit) {
     }
   }
   r.runtimes_seen = std::move(runtimes);
+  r.thread_env = thread_env;
+
   // Empty now: the slice's next run may use it.
   if (slice->cgroup && !slice->spare_pipe) {
     slice->spare_pipe = std::move(marks);

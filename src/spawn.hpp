@@ -40,6 +40,8 @@ class PreparedCommand {
 
   // Sets NAME=value in the child's environment (replacing an inherited NAME).
   void set_env(const std::string& name, const std::string& value);
+  // Whether the child's environment, as it stands, has NAME (set to anything, even empty).
+  bool has_env(const std::string& name) const;
   // Keeps this descriptor of ours open, at the same number, in the child (every other one
   // above 2 is closed at exec).
   void keep_fd(int fd) { keep_fds_.push_back(fd); }

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -74,6 +75,28 @@ std::uint64_t choose_cpu_period_us(std::uint64_t iteration_time_us);
 /// default.
 bool measure_nn_by_default();
 
+/// How a device of several cores gets its CPU capacity.
+enum class CoreEmulation {
+  /// One quota of cores x speed for the whole slice: a thread runs faster than a device core
+  /// whenever its siblings idle (up to cores x speed, at most a host CPU).
+  pooled,
+  /// One cgroup of one core's quota (speed x period) per device core, the workload's threads
+  /// spread over them as they appear and as their load shows: no thread runs faster than a
+  /// device core, N busy threads get N cores' worth (docs/threads.md). Child cgroups of the
+  /// slice's cpu hierarchy on v1, threaded cgroups on v2; where neither can be made, the slice
+  /// falls back to pooled and says so in Result::unapplied.
+  per_core
+};
+
+/// The most cores per-core emulation makes groups for; a device of more is pooled, with a note.
+inline constexpr std::uint32_t kMaxCoreGroups = 64;
+
+/// "pooled" or "per-core".
+const char* to_string(CoreEmulation cores);
+/// Inverse of to_string(CoreEmulation) ("per_core" also accepted); throws Error for anything
+/// else, naming the choices.
+CoreEmulation core_emulation_from_string(std::string_view text);
+
 /// Choices the plan leaves to the caller.
 struct PlanOptions {
   /// CFS bandwidth period in microseconds, kMinCpuPeriodUs .. kMaxCpuPeriodUs; the plan
@@ -110,13 +133,45 @@ struct PlanOptions {
   bool measure_nn = measure_nn_by_default();
   /// How with_measured_nn() measures (its `progress` hears each graph).
   NnOptions nn_measure;
+  /// Give the workload the device's width and make its threads wait passively: the plan's
+  /// thread_env (thread_env_defaults()), each variable set only where the workload's
+  /// environment does not set it already. False: the workload's environment is left as it is.
+  bool thread_env = true;
+  /// How a device of several cores gets its CPU capacity (CoreEmulation).
+  CoreEmulation cores = CoreEmulation::pooled;
 };
+
+/// The variables a common runtime reads for how many threads to start: OpenMP (libgomp, LLVM),
+/// OpenBLAS, MKL, BLIS, numexpr, TensorFlow's two pools. Each gets the device's core count.
+inline constexpr const char* kThreadCountVariables[] = {
+    "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",        "BLIS_NUM_THREADS",
+    "NUMEXPR_NUM_THREADS", "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS"};
+/// The variables that make an OpenMP runtime's idle threads sleep instead of spinning:
+/// OMP_WAIT_POLICY=PASSIVE (libgomp, LLVM, Intel), GOMP_SPINCOUNT=0 (libgomp), KMP_BLOCKTIME=0
+/// (LLVM, Intel). Set together, or not at all when the workload's environment sets one of them.
+inline constexpr const char* kThreadWaitVariables[] = {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT",
+                                                       "KMP_BLOCKTIME"};
+
+/// The environment a workload of a device with `cores` cores gets by default: every
+/// kThreadCountVariables entry set to `cores` (so that a runtime sizing its pool from the host's
+/// CPUs, or from a cpuset narrower than the device, starts the device's number of threads), and,
+/// where `throttled` (a CPU quota binds), the kThreadWaitVariables: a thread spinning at a
+/// barrier spends quota that its siblings need, which on the device's own cores it would not
+/// (docs/threads.md has the measurements).
+std::map<std::string, std::string> thread_env_defaults(int cores, bool throttled);
 
 /// cgroup settings that emulate one device on this host.
 struct EmulationPlan {
   std::vector<int> cpus;                 ///< cpuset.cpus
   std::uint64_t cpu_period_us = 0;       ///< cpu.max period / cpu.cfs_period_us
-  std::uint64_t cpu_quota_us = 0;        ///< cpu.max quota / cpu.cfs_quota_us
+  /// cpu.max quota / cpu.cfs_quota_us: the device's whole capacity. With core_groups, each
+  /// core's group holds core_quota_us instead and the slice's own quota is left unlimited.
+  std::uint64_t cpu_quota_us = 0;
+  /// Per-core emulation (CoreEmulation::per_core): this many child cgroups of one core each,
+  /// "core0" .. in the slice's cpu cgroup; 0 = one pooled quota.
+  std::uint32_t core_groups = 0;
+  /// Each core group's quota per cpu_period_us (speed x period); 0 without core groups.
+  std::uint64_t core_quota_us = 0;
   std::uint64_t memory_max_bytes = 0;    ///< memory.max / memory.limit_in_bytes
   std::uint64_t swap_max_bytes = 0;      ///< swap allowed on top of memory_max_bytes
   std::optional<std::int64_t> pids_max;  ///< pids.max; unset = no limit
@@ -128,6 +183,9 @@ struct EmulationPlan {
   /// quota throttles each CPU to kKeepWarmMaxShare or less, or a speed schedule). Off also
   /// where a CPU quota above the slice would be spent by the threads (a note says so).
   bool keep_warm = false;
+  /// Variables the workload's environment gets where it does not set them itself
+  /// (PlanOptions::thread_env, thread_env_defaults()); empty = none.
+  std::map<std::string, std::string> thread_env;
   std::vector<std::string> notes;        ///< where the emulation differs from the device, and why
 
   /// The CPU capacity granted, in host cores (quota / period).

@@ -136,6 +136,12 @@ struct Result {
   /// two reads, is not seen. When the device ran at an nn speed derived with ncnn and another
   /// runtime is here, `warnings` says so (docs/fidelity.md).
   std::map<std::string, std::string> runtimes_seen;
+  /// The variables edgeprof set in the workload's environment (EmulationPlan::thread_env minus
+  /// those the workload's environment set itself).
+  std::map<std::string, std::string> thread_env;
+  /// Measured: how many times per-core emulation (EmulationPlan::core_groups) moved a thread
+  /// of the workload to another core's group (new threads start in their creator's).
+  std::uint64_t thread_moves = 0;
 
   /// Where it was measured.
   HostInfo host;

@@ -349,6 +349,12 @@ class EmulationPlan:
     @property
     def keep_warm(self) -> bool: ...  # the slice's CPUs kept busy while throttled
     @property
+    def thread_env(self) -> dict[str, str]: ...  # set where the workload's env does not
+    @property
+    def core_groups(self) -> int: ...  # per-core emulation's one-core cgroups; 0 = pooled
+    @property
+    def core_quota_us(self) -> int: ...
+    @property
     def capacity_cores(self) -> float: ...
 
 class TimeSeries:
@@ -488,6 +494,10 @@ class Result:
     @property
     def runtimes_seen(self) -> dict[str, str]: ...  # sampled; "pytorch" -> "libtorch_cpu.so"
     @property
+    def thread_env(self) -> dict[str, str]: ...  # what edgeprof set in the workload's env
+    @property
+    def thread_moves(self) -> int: ...  # measured; per-core emulation's thread moves
+    @property
     def host(self) -> HostInfo: ...
     @property
     def edgeprof_version(self) -> str: ...
@@ -571,6 +581,8 @@ class Slice:
         iteration_time: Optional[float] = None,  # seconds; chooses cpu_period_us
         keep_warm: bool = True,  # idle-priority threads keep throttled CPUs busy
         speed_kind: str = "automatic",  # "nn" where the device has it; "integer": 7-Zip
+        thread_env: bool = True,  # the device's thread count, passive OpenMP waiting
+        core_emulation: str = "pooled",  # "per-core": a quota per device core
     ) -> None: ...
     def spawn(
         self,
@@ -613,6 +625,8 @@ def plan_emulation(
     iteration_time: Optional[float] = None,
     keep_warm: bool = True,
     speed_kind: str = "automatic",
+    thread_env: bool = True,
+    core_emulation: str = "pooled",
 ) -> EmulationPlan: ...
 _Progress = Callable[[int, int, bool, Result], None]
 
@@ -639,6 +653,8 @@ def run(
     iteration_time: Optional[float] = None,
     keep_warm: bool = True,
     speed_kind: str = "automatic",
+    thread_env: bool = True,
+    core_emulation: str = "pooled",
 ) -> Result: ...
 @overload
 def run(
@@ -663,6 +679,8 @@ def run(
     iteration_time: Optional[float] = None,
     keep_warm: bool = True,
     speed_kind: str = "automatic",
+    thread_env: bool = True,
+    core_emulation: str = "pooled",
 ) -> Union[Result, RepeatedResult]: ...
 
 # Ranking and projection.
@@ -918,6 +936,8 @@ def calibrate_speed(
     iteration_time: Optional[float] = None,
     keep_warm: bool = True,
     speed_kind: str = "automatic",
+    thread_env: bool = True,
+    core_emulation: str = "pooled",
     timeout: Optional[float] = None,
     progress: Optional[Callable[[int, int, str, float, int], None]] = None,
 ) -> SpeedCalibration: ...

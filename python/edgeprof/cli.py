@@ -118,13 +118,24 @@ def _add_device_options(p: argparse.ArgumentParser) -> None:
                    help="do not keep the slice's CPUs busy while a throttled workload runs "
                    "(by default idle-priority threads outside the slice keep them from "
                    "halting, so the quota buys the work it should; docs/keep-warm.md)")
+    e.add_argument("--no-thread-env", dest="thread_env", action="store_false",
+                   help="leave the workload's environment alone (by default OMP_NUM_THREADS "
+                   "and the like get the device's core count and OpenMP threads wait "
+                   "passively under a quota, where the environment does not set them; "
+                   "docs/threads.md)")
+    e.add_argument("--core-emulation", choices=["pooled", "per-core"], default="pooled",
+                   help="how a device of several cores gets its CPU: pooled (default: one "
+                   "quota for all, a lone thread may run faster than a device core) or "
+                   "per-core (a quota per core, threads spread over them; "
+                   "docs/threads.md)")
 
 
 def _run_options(args: argparse.Namespace) -> dict:
     return dict(cpu_period_us=args.cpu_period_us, parent=args.parent,
                 allow_missing_controllers=args.allow_missing,
                 iteration_time=getattr(args, "iteration_time", None),
-                keep_warm=args.keep_warm, speed_kind=args.speed_kind)
+                keep_warm=args.keep_warm, speed_kind=args.speed_kind,
+                thread_env=args.thread_env, core_emulation=args.core_emulation)
 
 
 def _figure(d: edgeprof.Device, figure: str) -> str:

@@ -60,6 +60,9 @@ struct SliceFiles {
   std::string dir;                                  // v2
   int peak_fd = -1;                                 // v2
   std::map<std::string, std::string> controllers;  // v1: controller -> its directory
+  // Per-core emulation (EmulationPlan::core_groups): the core groups' directories, whose
+  // cpu.stat hold the throttling (the slice's own quota is unlimited then).
+  std::vector<std::string> core_dirs;
 };
 
 // One slice's cgroup(s) in one backend.
@@ -95,6 +98,9 @@ class Cgroup {
   virtual std::vector<std::string> paths() const = 0;
   // Where the slice's files are, for the sampler.
   virtual SliceFiles files() const = 0;
+  // Per-core emulation: the task lists (v1 `tasks`) of the core groups apply() made, in core
+  // order, for a CorePlacer; empty when it made none.
+  virtual std::vector<std::string> core_tasks() const { return {}; }
 };
 
 class Backend {
@@ -111,6 +117,8 @@ class Backend {
   // "PATH (FILE QUOTA PERIOD)"; nullopt when none is (or none can be read). Processes there,
   // this one's keep-warm threads included, draw on the quota the slices draw on too.
   virtual std::optional<std::string> cpu_quota_above() const = 0;
+  // Whether apply() makes per-core emulation's core groups (EmulationPlan::core_groups).
+  virtual bool core_groups_supported() const = 0;
 };
 
 // `parent` is a cgroup path ("/a/b") or empty for this process's own cgroup.

@@ -29,11 +29,18 @@ inline constexpr const char* kMemoryStat = "memory.stat";
 inline constexpr const char* kMemoryUsageInBytes = "memory.usage_in_bytes";
 inline constexpr const char* kPidsCurrent = "pids.current";
 inline constexpr const char* kPidsMax = "pids.max";
+inline constexpr const char* kTasks = "tasks";
 }  // namespace v1
+
+// Per-core emulation: the name of core K's group inside the slice's cpu cgroup is kCoreGroup
+// followed by K ("core0").
+inline constexpr const char* kCoreGroup = "core";
 
 // cgroup v2: one unified hierarchy.
 namespace v2 {
 inline constexpr const char* kControllers = "cgroup.controllers";
+inline constexpr const char* kThreads = "cgroup.threads";
+inline constexpr const char* kType = "cgroup.type";
 inline constexpr const char* kSubtreeControl = "cgroup.subtree_control";
 inline constexpr const char* kKill = "cgroup.kill";
 inline constexpr const char* kFreeze = "cgroup.freeze";

@@ -41,6 +41,12 @@ class V1Cgroup final : public Cgroup {
         remove();
         throw_sys_error(err, "cannot create cgroup", fs_.resolve(dir));
       }
+      if (!create && h.controllers.count("cpu")) {
+        // A left-over slice's core groups (per-core emulation): their tasks are killed too.
+        for (const std::string& sub : fs_.subdirs(dir)) {
+          if (sub.rfind(files::kCoreGroup, 0) == 0) core_dirs_.push_back(join(dir, sub));
+        }
+      }
       dirs_.push_back({std::move(h.controllers), std::move(dir), std::move(h.parent_dir)});
     }
   }
@@ -71,8 +77,21 @@ class V1Cgroup final : public Cgroup {
     }
     if (const Dir* d = find("cpu")) {
       fs_.write_or_throw(join(d->path, files::v1::kCpuCfsPeriodUs), std::to_string(plan.cpu_period_us));
-      fs_.write_or_throw(join(d->path, files::v1::kCpuCfsQuotaUs),
-                         quota_text(plan.cpu_quota_us, plan.cpu_period_us));
+      if (plan.core_groups == 0) {
+        fs_.write_or_throw(join(d->path, files::v1::kCpuCfsQuotaUs),
+                           quota_text(plan.cpu_quota_us, plan.cpu_period_us));
+      } else {
+        // The cores' groups enforce the capacity; a quota of the slice's own, on a period
+        // timer of its own, would throttle them where their periods overlap.
+        fs_.write_or_throw(join(d->path, files::v1::kCpuCfsQuotaUs), "-1");
+        for (std::uint32_t k = 0; k < plan.core_groups; ++k) {
+          std::string dir = join(d->path, fmt::format("{}{}", files::kCoreGroup, k));
+          if (int err = fs_.mkdir(dir)) throw_sys_error(err, "cannot create cgroup", fs_.resolve(dir));
+          core_dirs_.push_back(dir);
+          fs_.write_or_throw(join(dir, files::v1::kCpuCfsPeriodUs), std::to_string(plan.cpu_period_us));
+          fs_.write_or_throw(join(dir, files::v1::kCpuCfsQuotaUs), std::to_string(plan.core_quota_us));
+        }
+      }
     } else {
       missing("cpu", "cpu quota");
     }
@@ -132,7 +151,7 @@ class V1Cgroup final : public Cgroup {
     // cgroup.procs (not tasks) moves every thread of the process.
     const std::string value = std::to_string(pid);
     for (const Dir& d : dirs_) {
-      fs_.write_or_throw(join(d.path, files::kProcs), value);
+      fs_.write_or_throw(join(entry(d), files::kProcs), value);
     }
   }
 
@@ -148,11 +167,25 @@ class V1Cgroup final : public Cgroup {
       c.user_ns = time.user_ns;
       c.system_ns = time.system_ns;
     }
-    if (auto stat = k.cpu_stat.read_into(buffer, sizeof buffer)) {
-      const CpuStat cfs = parse_cpu_stat_v1(*stat);
-      c.periods = cfs.periods;
-      c.throttled_periods = cfs.throttled_periods;
-      c.throttled_ns = cfs.throttled_ns;
+    if (k.core_cpu_stats.empty()) {
+      if (auto stat = k.cpu_stat.read_into(buffer, sizeof buffer)) {
+        const CpuStat cfs = parse_cpu_stat_v1(*stat);
+        c.periods = cfs.periods;
+        c.throttled_periods = cfs.throttled_periods;
+        c.throttled_ns = cfs.throttled_ns;
+      }
+    } else {
+      // Per-core: the throttling is the core groups', summed.
+      std::vector<CpuStat> cores;
+      for (const StatFile& f : k.core_cpu_stats) {
+        if (auto stat = f.read_into(buffer, sizeof buffer)) cores.push_back(parse_cpu_stat_v1(*stat));
+      }
+      if (cores.size() == k.core_cpu_stats.size()) {
+        const CpuStat sum = sum_cpu_stats(cores.data(), cores.size());
+        c.periods = sum.periods;
+        c.throttled_periods = sum.throttled_periods;
+        c.throttled_ns = sum.throttled_ns;
+      }
     }
     if (auto oom = k.oom_control.read_into(buffer, sizeof buffer)) {
       c.oom_kills = find_key(*oom, "oom_kill");
@@ -170,7 +203,7 @@ class V1Cgroup final : public Cgroup {
   const std::vector<int>& self_attach_fds() override {
     if (procs_fds_.empty()) {
       for (const Dir& d : dirs_) {
-        const std::string path = fs_.resolve(join(d.path, files::kProcs));
+        const std::string path = fs_.resolve(join(entry(d), files::kProcs));
         int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
         if (fd < 0) {
           int err = errno;
@@ -190,7 +223,22 @@ class V1Cgroup final : public Cgroup {
     if (int err = fs_.write(join(d->path, files::v1::kCpuCfsPeriodUs), std::to_string(period_us))) {
       return err;
     }
-    return fs_.write(join(d->path, files::v1::kCpuCfsQuotaUs), quota_text(quota_us, period_us));
+    if (core_dirs_.empty()) {
+      return fs_.write(join(d->path, files::v1::kCpuCfsQuotaUs), quota_text(quota_us, period_us));
+    }
+    // Per-core: each core's share of the device's quota.
+    // (A schedule's quota for core groups is a multiple of their number: SpeedScheduler.)
+    const std::uint64_t core_quota =
+        std::max<std::uint64_t>(kMinCpuQuotaUs, quota_us / core_dirs_.size());
+    for (const std::string& dir : core_dirs_) {
+      if (int err = fs_.write(join(dir, files::v1::kCpuCfsPeriodUs), std::to_string(period_us))) {
+        return err;
+      }
+      if (int err = fs_.write(join(dir, files::v1::kCpuCfsQuotaUs), std::to_string(core_quota))) {
+        return err;
+      }
+    }
+    return 0;
   }
 
   std::string quota_text(std::uint64_t quota_us, std::uint64_t period_us) const {
@@ -215,6 +263,11 @@ class V1Cgroup final : public Cgroup {
     std::set<pid_t> all;
     for (const Dir& d : dirs_) {
       if (auto text = fs_.read(join(d.path, files::kProcs))) {
+        for (pid_t pid : parse_pids(*text)) all.insert(pid);
+      }
+    }
+    for (const std::string& dir : core_dirs_) {
+      if (auto text = fs_.read(join(dir, files::kProcs))) {
         for (pid_t pid : parse_pids(*text)) all.insert(pid);
       }
     }
@@ -246,17 +299,31 @@ class V1Cgroup final : public Cgroup {
     kept_.reset();
     peak_reset_fd_.reset();
     bool ok = true;
-    for (const Dir& d : dirs_) ok = remove_dir_retrying(fs_, d.path) == 0 && ok;
+    for (const Dir& d : dirs_) {
+      // Core groups first (a left-over slice's too: found, not remembered).
+      for (const std::string& sub : fs_.subdirs(d.path)) {
+        ok = remove_dir_retrying(fs_, join(d.path, sub)) == 0 && ok;
+      }
+      ok = remove_dir_retrying(fs_, d.path) == 0 && ok;
+    }
     dirs_.clear();
+    core_dirs_.clear();
     return ok;
   }
 
   SliceFiles files() const override {
-    SliceFiles f{fs_, false, {}, -1, {}};
+    SliceFiles f{fs_, false, {}, -1, {}, {}};
     for (const Dir& d : dirs_) {
       for (const std::string& controller : d.controllers) f.controllers[controller] = d.path;
     }
+    f.core_dirs = core_dirs_;
     return f;
+  }
+
+  std::vector<std::string> core_tasks() const override {
+    std::vector<std::string> out;
+    for (const std::string& dir : core_dirs_) out.push_back(join(dir, files::v1::kTasks));
+    return out;
   }
 
   std::vector<std::string> paths() const override {
@@ -275,7 +342,9 @@ class V1Cgroup final : public Cgroup {
   // Counter files, opened at the first read and kept for the slice's life.
   struct Kept {
     StatFile cpuacct_usage, cpuacct_stat, cpu_stat, memory_peak, oom_control;
+    std::vector<StatFile> core_cpu_stats;  // per-core: each core group's cpu.stat
   };
+  std::vector<std::string> core_dirs_;  // per-core: the core groups, in the cpu hierarchy
   UniqueFd peak_reset_fd_;  // memory.max_usage_in_bytes, open for writing
   std::size_t cpus_ = 0;    // the cpuset's size (quota_unlimited)
 
@@ -291,11 +360,20 @@ class V1Cgroup final : public Cgroup {
     kept_->cpu_stat = open("cpu", files::v1::kCpuStat);
     kept_->memory_peak = open("memory", files::v1::kMemoryMaxUsageInBytes);
     kept_->oom_control = open("memory", files::v1::kMemoryOomControl);
+    for (const std::string& dir : core_dirs_) {
+      kept_->core_cpu_stats.emplace_back(fs_, join(dir, files::v1::kCpuStat));
+    }
   }
 
   void close_procs_fds() {
     for (int fd : procs_fds_) ::close(fd);
     procs_fds_.clear();
+  }
+
+  // Where a process enters the hierarchy of `d`: its directory, or in the cpu hierarchy with
+  // core groups the first core's group (its threads are spread from there).
+  std::string entry(const Dir& d) const {
+    return !core_dirs_.empty() && d.controllers.count("cpu") ? core_dirs_.front() : d.path;
   }
 
   const Dir* find(const char* controller) const {
@@ -339,6 +417,11 @@ class V1Backend final : public Backend {
   }
 
   CgroupMode mode() const override { return mode_; }
+
+  bool core_groups_supported() const override {
+    return std::any_of(hierarchies_.begin(), hierarchies_.end(),
+                       [](const Hierarchy& h) { return h.controllers.count("cpu") > 0; });
+  }
 
   std::unique_ptr<Cgroup> create(const std::string& name) override {
     return std::make_unique<V1Cgroup>(fs_, hierarchies_, name, true);

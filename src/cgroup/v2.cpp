@@ -91,8 +91,12 @@ class V2Cgroup final : public Cgroup {
                          "the CPUs must be allowed in the parent's cpuset.cpus.effective");
       cpus_ = plan.cpus.size();
     }
-    if (enabled_.count("cpu")) {
+    if (enabled_.count("cpu") && plan.core_groups > 0) {
+      make_core_groups(plan);
+    } else if (enabled_.count("cpu")) {
       fs_.write_or_throw(join(dir_, files::v2::kCpuMax), max_text(plan.cpu_quota_us, plan.cpu_period_us));
+    } else if (plan.core_groups > 0) {
+      unapplied.push_back("per-core emulation (the 'cpu' controller is not available)");
     }
     if (enabled_.count("memory")) {
       fs_.write_or_throw(join(dir_, files::v2::kMemoryMax), std::to_string(plan.memory_max_bytes));
@@ -131,10 +135,13 @@ class V2Cgroup final : public Cgroup {
     }
   }
 
-  int clone_fd() const override { return dir_fd_.get(); }
+  // With core groups the workload is born in the first one (a threaded cgroup takes a whole
+  // process through cgroup.procs and CLONE_INTO_CGROUP alike).
+  int clone_fd() const override { return core_fd_.get() >= 0 ? core_fd_.get() : dir_fd_.get(); }
 
   void attach(pid_t pid) override {
-    fs_.write_or_throw(join(dir_, files::kProcs), std::to_string(pid));
+    fs_.write_or_throw(join(core_dirs_.empty() ? dir_ : core_dirs_.front(), files::kProcs),
+                       std::to_string(pid));
   }
 
   Counters counters() const override {
@@ -149,6 +156,19 @@ class V2Cgroup final : public Cgroup {
       c.periods = cpu.periods;
       c.throttled_periods = cpu.throttled_periods;
       c.throttled_ns = cpu.throttled_ns;
+    }
+    if (!kept_->core_cpu_stats.empty()) {
+      // Per-core: the slice's usage covers its core groups; their throttling is their own.
+      std::vector<CpuStat> cores;
+      for (const StatFile& f : kept_->core_cpu_stats) {
+        if (auto stat = f.read_into(buffer, sizeof buffer)) cores.push_back(parse_cpu_stat_v2(*stat));
+      }
+      const CpuStat sum = cores.size() == kept_->core_cpu_stats.size()
+                              ? sum_cpu_stats(cores.data(), cores.size())
+                              : CpuStat{};
+      c.periods = sum.periods;
+      c.throttled_periods = sum.throttled_periods;
+      c.throttled_ns = sum.throttled_ns;
     }
     if (auto events = kept_->memory_events.read_into(buffer, sizeof buffer)) {
       c.oom_kills = find_key(*events, "oom_kill");
@@ -175,7 +195,17 @@ class V2Cgroup final : public Cgroup {
 
   int set_cpu_bandwidth(std::uint64_t quota_us, std::uint64_t period_us) noexcept override {
     if (!enabled_.count("cpu")) return ENOENT;
-    return fs_.write(join(dir_, files::v2::kCpuMax), max_text(quota_us, period_us));
+    if (core_dirs_.empty()) return fs_.write(join(dir_, files::v2::kCpuMax), max_text(quota_us, period_us));
+    // Per-core: each core's share (a schedule's quota for core groups is a multiple of their
+    // number: SpeedScheduler).
+    const std::uint64_t core_quota =
+        std::max<std::uint64_t>(kMinCpuQuotaUs, quota_us / core_dirs_.size());
+    for (const std::string& dir : core_dirs_) {
+      if (int err = fs_.write(join(dir, files::v2::kCpuMax), fmt::format("{} {}", core_quota, period_us))) {
+        return err;
+      }
+    }
+    return 0;
   }
 
   bool reset_peak() override {
@@ -221,8 +251,14 @@ class V2Cgroup final : public Cgroup {
   bool remove() noexcept override {
     close_fds();
     if (dir_.empty()) return true;
-    bool ok = remove_dir_retrying(fs_, dir_) == 0;
+    bool ok = true;
+    // Core groups first (a left-over slice's too: found, not remembered).
+    for (const std::string& sub : fs_.subdirs(dir_)) {
+      ok = remove_dir_retrying(fs_, join(dir_, sub)) == 0 && ok;
+    }
+    ok = remove_dir_retrying(fs_, dir_) == 0 && ok;
     dir_.clear();
+    core_dirs_.clear();
     return ok;
   }
 
@@ -231,16 +267,47 @@ class V2Cgroup final : public Cgroup {
     return {fs_.resolve(dir_)};
   }
 
-  SliceFiles files() const override { return SliceFiles{fs_, true, dir_, peak_fd_.get(), {}}; }
+  SliceFiles files() const override {
+    return SliceFiles{fs_, true, dir_, peak_fd_.get(), {}, core_dirs_};
+  }
+
+  std::vector<std::string> core_tasks() const override {
+    std::vector<std::string> out;
+    for (const std::string& dir : core_dirs_) out.push_back(join(dir, files::v2::kThreads));
+    return out;
+  }
 
  private:
   struct Kept {
     StatFile cpu_stat, memory_peak, memory_events;
+    std::vector<StatFile> core_cpu_stats;  // per-core: each core group's cpu.stat
   };
+
+  // Per-core emulation: the slice becomes a threaded domain whose children core0 .. are
+  // threaded cgroups with one core's cpu.max each; the slice's own quota is unlimited (the
+  // groups hold the capacity; a quota of its own, on a period timer of its own, would throttle
+  // them where their periods overlap). The slice holds no process yet, so it may enable cpu
+  // for its children.
+  void make_core_groups(const EmulationPlan& plan) {
+    fs_.write_or_throw(join(dir_, files::v2::kCpuMax), fmt::format("max {}", plan.cpu_period_us));
+    fs_.write_or_throw(join(dir_, files::v2::kSubtreeControl), "+cpu");
+    for (std::uint32_t k = 0; k < plan.core_groups; ++k) {
+      std::string dir = join(dir_, fmt::format("{}{}", files::kCoreGroup, k));
+      if (int err = fs_.mkdir(dir)) throw_sys_error(err, "cannot create cgroup", fs_.resolve(dir));
+      core_dirs_.push_back(dir);
+      fs_.write_or_throw(join(dir, files::v2::kType), "threaded",
+                         "per-core emulation needs threaded cgroups (Linux 4.14)");
+      fs_.write_or_throw(join(dir, files::v2::kCpuMax),
+                         fmt::format("{} {}", plan.core_quota_us, plan.cpu_period_us));
+    }
+    core_fd_.reset(::open(fs_.resolve(core_dirs_.front()).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (core_fd_.get() < 0) throw_sys_error(errno, "cannot open cgroup", fs_.resolve(core_dirs_.front()));
+  }
 
   void close_fds() {
     kept_.reset();
     dir_fd_.reset();
+    core_fd_.reset();
     peak_fd_.reset();
   }
 
@@ -248,6 +315,8 @@ class V2Cgroup final : public Cgroup {
   std::string dir_;
   std::set<std::string> enabled_;
   UniqueFd dir_fd_;
+  UniqueFd core_fd_;  // per-core: the first core group, where a workload is born
+  std::vector<std::string> core_dirs_;  // per-core: the core groups, in order
   UniqueFd peak_fd_;
   bool peak_unresettable_ = false;
   std::size_t cpus_ = 0;  // the cpuset's size (quota_unlimited)
@@ -264,6 +333,9 @@ class V2Cgroup final : public Cgroup {
     kept_->cpu_stat = StatFile(fs_, join(dir_, files::v2::kCpuStat));
     kept_->memory_peak = StatFile(fs_, join(dir_, files::v2::kMemoryPeak));
     kept_->memory_events = StatFile(fs_, join(dir_, files::v2::kMemoryEvents));
+    for (const std::string& dir : core_dirs_) {
+      kept_->core_cpu_stats.emplace_back(fs_, join(dir, files::v2::kCpuStat));
+    }
   }
 };
 
@@ -295,6 +367,7 @@ class V2Backend final : public Backend {
   }
 
   CgroupMode mode() const override { return CgroupMode::unified; }
+  bool core_groups_supported() const override { return true; }
 
   std::unique_ptr<Cgroup> create(const std::string& name) override {
     return std::make_unique<V2Cgroup>(fs_, join(parent_dir_, name), enabled_, true);

@@ -4,7 +4,9 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
+#include <utility>
 
 #include "cgroup/files.hpp"
 #include "parse.hpp"
@@ -71,6 +73,37 @@ bool v1_cpu_stat(const std::string_view* t, Reading& v) {
   return set_cpu(parse_cpu_stat_v1(t[0]), v,
                  {Metric::cpu_periods, Metric::cpu_throttled_periods, Metric::cpu_throttled_ns});
 }
+
+// Per-core emulation: the throttling of N core groups' cpu.stat (v1 or v2), summed; only the
+// throttling: the slice's own counters hold the CPU time of every group.
+template <CpuStat (*Parse)(std::string_view), std::size_t N>
+bool core_cpu_stats(const std::string_view* t, Reading& v) {
+  std::array<CpuStat, N> cores;  // no allocation per tick
+  for (std::size_t i = 0; i < N; ++i) cores[i] = Parse(t[i]);
+  CpuStat sum = sum_cpu_stats(cores.data(), N);
+  sum.usage_ns = sum.user_ns = sum.system_ns = std::nullopt;
+  return set_cpu(sum, v,
+                 {Metric::cpu_periods, Metric::cpu_throttled_periods, Metric::cpu_throttled_ns});
+}
+
+using Parser = bool (*)(const std::string_view*, Reading&);
+template <CpuStat (*Parse)(std::string_view), std::size_t... I>
+constexpr std::array<Parser, sizeof...(I)> core_parsers(std::index_sequence<I...>) {
+  return {&core_cpu_stats<Parse, I + 1>...};
+}
+// The parsers for 1 .. kMaxCoreGroups core groups, at index N - 1.
+constexpr auto kV1CoreCpuStats =
+    core_parsers<parse_cpu_stat_v1>(std::make_index_sequence<kMaxCoreGroups>());
+constexpr auto kV2CoreCpuStats =
+    core_parsers<parse_cpu_stat_v2>(std::make_index_sequence<kMaxCoreGroups>());
+
+// The core groups' cpu.stat files.
+std::vector<std::string> core_stats(const std::vector<std::string>& core_dirs, const char* file) {
+  std::vector<std::string> stats;
+  for (const std::string& dir : core_dirs) stats.push_back(join(dir, file));
+  return stats;
+}
+constexpr const char* kCoreGroupsSource = "cpu.stat (core groups)";
 
 // Files holding one number: memory.current, memory.peak, memory.swap.current, pids.current...
 template <Metric M>
@@ -175,10 +208,17 @@ void Sources::add(const Fs& fs, std::string name, std::vector<std::string> paths
     }
     s.files.push_back(std::move(file));
   }
+  reserve_scratch(s.files.size());
   sources_.push_back(std::move(s));
 }
 
-Sources Sources::v2(const Fs& fs, const std::string& dir, int peak_fd) {
+void Sources::reserve_scratch(std::size_t files) {
+  if (scratch_.size() < files * kSourceBuffer) scratch_.resize(files * kSourceBuffer);
+  if (views_.size() < files) views_.resize(files);
+}
+
+Sources Sources::v2(const Fs& fs, const std::string& dir, int peak_fd,
+                    const std::vector<std::string>& core_dirs) {
   Sources s;
   auto f = [&](const char* name) { return join(dir, name); };
   using M = Metric;
@@ -186,6 +226,12 @@ Sources Sources::v2(const Fs& fs, const std::string& dir, int peak_fd) {
         {M::cpu_usage_ns, M::cpu_user_ns, M::cpu_system_ns, M::cpu_periods,
          M::cpu_throttled_periods, M::cpu_throttled_ns},
         v2_cpu_stat);
+  if (!core_dirs.empty() && core_dirs.size() <= kMaxCoreGroups) {
+    // After the slice's own cpu.stat, whose throttling (none: no quota of its own) it replaces.
+    s.add(fs, kCoreGroupsSource, core_stats(core_dirs, files::v2::kCpuStat),
+          {M::cpu_periods, M::cpu_throttled_periods, M::cpu_throttled_ns},
+          kV2CoreCpuStats[core_dirs.size() - 1]);
+  }
   s.add(fs, files::v2::kMemoryCurrent, {f(files::v2::kMemoryCurrent)}, {M::memory_current_bytes},
         single<M::memory_current_bytes>);
   s.add(fs, files::v2::kMemoryPeak, {f(files::v2::kMemoryPeak)}, {M::memory_peak_bytes},
@@ -212,7 +258,8 @@ Sources Sources::v2(const Fs& fs, const std::string& dir, int peak_fd) {
   return s;
 }
 
-Sources Sources::v1(const Fs& fs, const std::map<std::string, std::string>& dirs) {
+Sources Sources::v1(const Fs& fs, const std::map<std::string, std::string>& dirs,
+                    const std::vector<std::string>& core_dirs) {
   Sources s;
   using M = Metric;
   auto f = [&](const char* controller, const char* name) {
@@ -222,8 +269,14 @@ Sources Sources::v1(const Fs& fs, const std::map<std::string, std::string>& dirs
   s.add(fs, "cpuacct.usage+cpuacct.stat",
         {f("cpuacct", files::v1::kCpuacctUsage), f("cpuacct", files::v1::kCpuacctStat)},
         {M::cpu_usage_ns, M::cpu_user_ns, M::cpu_system_ns}, v1_cpu_time);
-  s.add(fs, files::v1::kCpuStat, {f("cpu", files::v1::kCpuStat)},
-        {M::cpu_periods, M::cpu_throttled_periods, M::cpu_throttled_ns}, v1_cpu_stat);
+  if (core_dirs.empty() || core_dirs.size() > kMaxCoreGroups) {  // (plan_emulation caps them)
+    s.add(fs, files::v1::kCpuStat, {f("cpu", files::v1::kCpuStat)},
+          {M::cpu_periods, M::cpu_throttled_periods, M::cpu_throttled_ns}, v1_cpu_stat);
+  } else {
+    s.add(fs, kCoreGroupsSource, core_stats(core_dirs, files::v1::kCpuStat),
+          {M::cpu_periods, M::cpu_throttled_periods, M::cpu_throttled_ns},
+          kV1CoreCpuStats[core_dirs.size() - 1]);
+  }
   s.add(fs, files::v1::kMemoryUsageInBytes, {f("memory", files::v1::kMemoryUsageInBytes)},
         {M::memory_current_bytes}, single<M::memory_current_bytes>);
   s.add(fs, files::v1::kMemoryMaxUsageInBytes, {f("memory", files::v1::kMemoryMaxUsageInBytes)},
@@ -255,6 +308,7 @@ void Sources::add_network(StatFile dev) {
                Metric::net_tx_packets};
   s.parse = net_dev;
   s.files.push_back(std::move(dev));
+  reserve_scratch(1);
   sources_.push_back(std::move(s));
   per_run_ = true;
 }
@@ -274,14 +328,13 @@ void Sources::tick(std::int64_t t_ns, Columns& out, bool scheduled) {
 
 void Sources::read_source(Source& s, Columns& out) {
   if (s.failed) return;
-  // Stat files are small (memory.stat is the largest, about 1.5 KiB on 6.1).
-  char buffers[2][8192];
-  std::string_view texts[2];
+  // Buffers made when the source was added (reserve_scratch): no allocation per tick.
+  std::string_view* texts = views_.data();
   bool ok = true;
   int error = 0;
   size_t i = 0;
   for (; i < s.files.size() && ok; ++i) {
-    auto text = s.files[i].read_into(buffers[i], sizeof buffers[i]);
+    auto text = s.files[i].read_into(scratch_.data() + i * kSourceBuffer, kSourceBuffer);
     ok = text.has_value();
     if (ok)
       texts[i] = *text;

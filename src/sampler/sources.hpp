@@ -49,11 +49,15 @@ class Sources {
   // The sources of a v2 slice directory / of v1 hierarchy directories (controller -> dir).
   // `peak_fd`, when open, is the slice's memory.peak as reset for each run: read through a copy
   // of it, because since Linux 6.12 a reset applies only to reads through the reset file.
-  static Sources v2(const Fs& fs, const std::string& dir, int peak_fd = -1);
-  static Sources v1(const Fs& fs, const std::map<std::string, std::string>& dirs);
+  static Sources v2(const Fs& fs, const std::string& dir, int peak_fd = -1,
+                    const std::vector<std::string>& core_dirs = {});
+  // `core_dirs`: per-core emulation's core groups, whose cpu.stat hold the throttling.
+  static Sources v1(const Fs& fs, const std::map<std::string, std::string>& dirs,
+                    const std::vector<std::string>& core_dirs = {});
   // The sources of a slice, by its version: files opened now, kept open by the Sources.
   static Sources of(const SliceFiles& where) {
-    return where.unified ? v2(where.fs, where.dir, where.peak_fd) : v1(where.fs, where.controllers);
+    return where.unified ? v2(where.fs, where.dir, where.peak_fd, where.core_dirs)
+                         : v1(where.fs, where.controllers, where.core_dirs);
   }
   // Adds the network counters of a workload in its own network namespace: `dev` is net/dev
   // opened inside it (the open file keeps the namespace readable after every process left).
@@ -136,6 +140,12 @@ class Sources {
   std::vector<Source> sources_;
   Logger logger_ = nullptr;
   std::vector<SourceStatus> missing_;
+  // Each file of a source is read into kSourceBuffer bytes of scratch_ (stat files are small:
+  // memory.stat is the largest, about 1.5 KiB on 6.1); views_ holds the texts for the parser.
+  static constexpr std::size_t kSourceBuffer = 8192;
+  void reserve_scratch(std::size_t files);
+  std::vector<char> scratch_;
+  std::vector<std::string_view> views_;
   std::array<std::uint64_t, kMetricCount> last_{};
   std::array<std::uint64_t, kMetricCount> kept_{};  // tick_stamped's kept try
   std::int64_t quickest_gap_ = -1;                  // tick_stamped's quickest CPU read

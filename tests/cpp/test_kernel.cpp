@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <map>
 #include <cstdio>
 #include <filesystem>
 #include <fmt/format.h>
@@ -330,6 +331,59 @@ TEST_CASE("the workload's phase variable replaces one it would inherit", "[kerne
     CHECK(value != "999:1\n");
     CHECK(value.find(':') != std::string::npos);
   }
+}
+
+TEST_CASE("the thread variables reach the workload unless it sets its own", "[kernel][threads]") {
+  REQUIRE_CGROUPS();
+  FakeTree tmp;
+  Slice slice(make_device("quad", 4, 0.1, "256MiB"));
+  REQUIRE(slice.plan().thread_env.at("OMP_NUM_THREADS") == "4");
+  auto read = [&](const std::optional<std::vector<std::string>>& env, const char* name,
+                  Result* result = nullptr) {
+    Command c = workload({"env", name});
+    c.env = env;
+    c.stdout_stream = Stdio::file(tmp.root() + "/out");
+    Result r = slice.spawn(c).wait();
+    REQUIRE(r.ok());
+    if (result) *result = r;
+    return FakeTree::slurp(tmp.root() + "/out");
+  };
+  // Inherited from this process, and given whole: the device's width and passive waiting. (This
+  // process's own variables are set aside for the test, and put back.)
+  std::map<std::string, std::string> saved;
+  for (const auto& [name, value] : slice.plan().thread_env) {
+    if (const char* v = std::getenv(name.c_str())) saved[name] = v;
+    ::unsetenv(name.c_str());
+  }
+  Result inherited;
+  CHECK(read(std::nullopt, "OMP_NUM_THREADS", &inherited) == "4\n");
+  CHECK(inherited.thread_env.at("OMP_NUM_THREADS") == "4");
+  CHECK(inherited.thread_env.at("OMP_WAIT_POLICY") == "PASSIVE");
+  CHECK(read(std::vector<std::string>{"PATH=/bin"}, "OPENBLAS_NUM_THREADS") == "4\n");
+  CHECK(read(std::vector<std::string>{"PATH=/bin"}, "GOMP_SPINCOUNT") == "0\n");
+  // The workload's own choice stays, and is not reported as edgeprof's.
+  Result own;
+  CHECK(read(std::vector<std::string>{"PATH=/bin", "OMP_NUM_THREADS=1"}, "OMP_NUM_THREADS",
+             &own) == "1\n");
+  CHECK(own.thread_env.count("OMP_NUM_THREADS") == 0);
+  CHECK(own.thread_env.at("MKL_NUM_THREADS") == "4");
+  // One wait variable of its own: none of edgeprof's (they would override its policy).
+  Result active;
+  CHECK(read(std::vector<std::string>{"PATH=/bin", "OMP_WAIT_POLICY=ACTIVE"}, "GOMP_SPINCOUNT",
+             &active) == "(unset)\n");
+  CHECK(active.thread_env.count("KMP_BLOCKTIME") == 0);
+  CHECK(active.thread_env.at("OMP_NUM_THREADS") == "4");
+
+  SliceOptions off;
+  off.plan.thread_env = false;
+  Slice plain(make_device("quad", 4, 0.1, "256MiB"), off);
+  Command c = workload({"env", "OMP_NUM_THREADS"});
+  c.env = std::vector<std::string>{"PATH=/bin"};
+  c.stdout_stream = Stdio::file(tmp.root() + "/plain");
+  const Result r = plain.spawn(c).wait();
+  CHECK(r.thread_env.empty());
+  CHECK(FakeTree::slurp(tmp.root() + "/plain") == "(unset)\n");
+  for (const auto& [name, value] : saved) ::setenv(name.c_str(), value.c_str(), 1);
 }
 
 TEST_CASE("waiting again returns the same result, unless it was moved out", "[kernel]") {

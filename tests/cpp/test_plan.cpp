@@ -13,10 +13,18 @@ HostFacts host(int cpus, std::uint64_t memory = 8ull << 30) {
   return h;
 }
 // The plan's notes but keep-warm's, which every throttling plan ends with (tested on its own).
-std::vector<std::string> notes_of(const EmulationPlan& p) {
+std::vector<std::string> without_keep_warm(const EmulationPlan& p) {
   std::vector<std::string> out;
   for (const std::string& n : p.notes) {
     if (n.find("docs/keep-warm.md") == std::string::npos) out.push_back(n);
+  }
+  return out;
+}
+// The same without the thread environment's note, which every plan has (tested on its own).
+std::vector<std::string> notes_of(const EmulationPlan& p) {
+  std::vector<std::string> out;
+  for (const std::string& n : without_keep_warm(p)) {
+    if (n.find("docs/threads.md") == std::string::npos) out.push_back(n);
   }
   return out;
 }
@@ -267,7 +275,7 @@ TEST_CASE("a plan that throttles keeps its CPUs warm unless asked not to, and sa
   off.keep_warm = false;
   const auto cold = plan_emulation(make_device("d", 2, 0.5, "512MiB"), host(4), off);
   CHECK_FALSE(cold.keep_warm);
-  CHECK(cold.notes == notes_of(plan));
+  CHECK(cold.notes == without_keep_warm(plan));
   CHECK_FALSE(cold == plan);
   // Nothing throttles a device as fast as its cpuset: nothing to keep warm.
   const auto full = plan_emulation(make_device("full", 2, 1.0, "512MiB"), host(4));
@@ -297,5 +305,44 @@ TEST_CASE("keep-warm is off where each CPU waits less than 40% of every period",
   PlanOptions off;
   off.keep_warm = false;
   const auto cold = plan_emulation(make_device("fast", 1, 0.9, "512MiB"), host(4), off);
-  CHECK(notes_of(cold) == cold.notes);
+  CHECK(without_keep_warm(cold) == cold.notes);
+}
+
+TEST_CASE("the workload's environment gets the device's width, and passive waiting under a quota",
+          "[plan][threads]") {
+  // A four-core device on two host CPUs: a runtime sizing its pool from its affinity would
+  // start two threads; the variables say four.
+  auto four = plan_emulation(make_device("pi", 4, 0.25, "4GiB"), host(2));
+  for (const char* name : kThreadCountVariables) {
+    CAPTURE(name);
+    REQUIRE(four.thread_env.count(name));
+    CHECK(four.thread_env.at(name) == "4");
+  }
+  CHECK(four.thread_env.at("OMP_WAIT_POLICY") == "PASSIVE");
+  CHECK(four.thread_env.at("GOMP_SPINCOUNT") == "0");
+  CHECK(four.thread_env.at("KMP_BLOCKTIME") == "0");
+  bool noted = false;
+  for (const std::string& n : four.notes) {
+    noted = noted || (n.find("OMP_NUM_THREADS=4") != std::string::npos &&
+                      n.find("sleep rather than spin") != std::string::npos);
+  }
+  CHECK(noted);
+
+  // A device as fast as the host's CPUs gets no quota: its threads may spin as on the device.
+  auto full = plan_emulation(make_device("full", 2, 1.0, "1GiB"), host(2));
+  CHECK(full.thread_env.at("OMP_NUM_THREADS") == "2");
+  CHECK(full.thread_env.count("OMP_WAIT_POLICY") == 0);
+
+  // A device bigger than the host is emulated with the cores that fit: that is its width.
+  auto big = plan_emulation(make_device("big", 8, 0.5, "1GiB"), host(2));
+  CHECK(big.thread_env.at("OMP_NUM_THREADS") == "4");
+
+  PlanOptions off;
+  off.thread_env = false;
+  auto untouched = plan_emulation(make_device("pi", 4, 0.25, "4GiB"), host(2), off);
+  CHECK(untouched.thread_env.empty());
+  for (const std::string& n : untouched.notes) CHECK(n.find("OMP_NUM_THREADS") == std::string::npos);
+
+  CHECK(thread_env_defaults(0, true).empty());
+  CHECK(thread_env_defaults(1, false).size() == std::size(kThreadCountVariables));
 }

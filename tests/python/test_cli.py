@@ -1,13 +1,15 @@
 """The edgeprof command line, run as users run it (a subprocess)."""
 
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from conftest import cli as edgeprof
-from conftest import requires_cgroups
+from conftest import HANG_S, requires_cgroups
 
 
 def test_devices_lists_the_builtin_devices():
@@ -68,6 +70,27 @@ def test_run_keeps_throttled_cpus_warm_unless_told_not_to():
     assert off.returncode == 0, off.stderr
     data = json.loads(off.stdout)
     assert data["plan"]["keep_warm"] is False and data["keep_warm_cpu_s"] == 0
+
+
+@requires_cgroups
+def test_run_gives_the_workload_the_devices_width_unless_told_not_to():
+    args = ("run", "--cores", "4", "--speed", "0.1", "--memory", "128MiB")
+    show = "import os; print(os.environ.get('OMP_NUM_THREADS'), os.environ.get('OMP_WAIT_POLICY'))"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OMP_", "GOMP_", "KMP_"))}
+    on = subprocess.run([sys.executable, "-m", "edgeprof", *args, "--json", "--", sys.executable,
+                         "-c", show], capture_output=True, text=True, timeout=HANG_S, env=env)
+    assert on.returncode == 0, on.stderr
+    assert "4 PASSIVE" in on.stderr  # the workload's stdout goes to stderr with --json
+    data = json.loads(on.stdout)
+    assert data["thread_env"]["OMP_NUM_THREADS"] == "4"
+    assert data["plan"]["thread_env"]["OMP_WAIT_POLICY"] == "PASSIVE"
+    text = subprocess.run([sys.executable, "-m", "edgeprof", *args, "--", "true"],
+                          capture_output=True, text=True, timeout=HANG_S, env=env)
+    assert "environment" in text.stderr and "OMP_NUM_THREADS=4" in text.stderr
+    off = subprocess.run([sys.executable, "-m", "edgeprof", *args, "--no-thread-env", "--", sys.executable,
+                          "-c", show], capture_output=True, text=True, timeout=HANG_S, env=env)
+    assert off.returncode == 0, off.stderr
+    assert "None None" in off.stdout
 
 
 @requires_cgroups

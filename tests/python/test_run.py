@@ -163,6 +163,55 @@ def test_keep_warm_is_on_by_default_for_a_throttled_slice_and_can_be_turned_off(
     assert len(os.listdir("/proc/self/task")) == threads_before
 
 
+def test_per_core_emulation_spreads_a_pythons_threads_over_the_devices_cores():
+    quad = edgeprof.Device(name="quad", cores=4, core_speed=0.25, memory="256MiB")
+    plan = edgeprof.plan_emulation(quad, core_emulation="per-core")
+    assert plan.core_groups == 4 and plan.core_quota_us * 4 == plan.cpu_quota_us
+    assert edgeprof.plan_emulation(quad).core_groups == 0
+    with pytest.raises(edgeprof.Error, match="per-core"):
+        edgeprof.plan_emulation(quad, core_emulation="per core")
+    # Two threads that spin until told to stop: each ends in a core group of its own.
+    code = textwrap.dedent("""
+        import os, sys, threading
+        stop = sys.argv[1]
+        def spin():
+            while not os.path.exists(stop):
+                sum(range(1000))
+        ts = [threading.Thread(target=spin) for _ in range(2)]
+        for t in ts: t.start()
+        for t in ts: t.join()
+    """)
+    stop = f"/tmp/edgeprof-test-stop-{os.getpid()}"
+    try:
+        with edgeprof.Slice(quad, core_emulation="per-core") as s:
+            child = s.spawn([PY, "-c", code, stop])
+            deadline = time.monotonic() + HANG_S
+            groups: set[str] = set()
+            while time.monotonic() < deadline and len(groups) < 3:
+                groups = set()
+                for tid in os.listdir(f"/proc/{child.pid}/task"):
+                    try:
+                        with open(f"/proc/{child.pid}/task/{tid}/cgroup") as f:
+                            # v1's cpu hierarchy, else v2's one ("0::/path")
+                            lines = [line.split(":", 2) for line in f]
+                        v1 = [p for _, c, p in lines if "cpu" in c.split(",")]
+                        groups |= {(v1 or [p for n, _, p in lines if n == "0"])[0].strip()}
+                    except FileNotFoundError:
+                        pass
+                time.sleep(0.01)
+            open(stop, "w").close()
+            r = child.wait(timeout=HANG_S)
+    finally:
+        if os.path.exists(stop):
+            os.remove(stop)
+    assert r.ok, str(r)
+    # The main thread and the two spinners: three groups, each a core's.
+    assert len(groups) >= 3 and all("/core" in g for g in groups), groups
+    assert r.thread_moves >= 2
+    assert "per-core" in str(r)
+    assert json.loads(r.to_json())["plan"]["core_groups"] == 4
+
+
 def test_keep_warm_is_off_where_the_quota_never_throttles():
     whole = edgeprof.Device(name="whole-cpu", cores=1, core_speed=1.0, memory="256MiB")
     plan = edgeprof.plan_emulation(whole)
