@@ -50,7 +50,8 @@ void usage(FILE* to) {
   std::fputs(
       "usage: edgeprof_bench_nn [--devices A,B,...] [--graphs X,Y,...] [--threads 1,4] [--quick]\n"
       "                         [--warmup N] [--loops N] [--period-us N] [--no-keep-warm]\n"
-      "                         [--core-emulation pooled|per-core] [--no-thread-env]\n"
+      "                         [--core-emulation pooled|per-core] [--core-scaling]\n"
+      "                         [--no-thread-env]\n"
       "                         [--markdown FILE]\n"
       "\n"
       "How close emulated CNN inference lands to the times ncnn published for real devices:\n"
@@ -72,6 +73,8 @@ void usage(FILE* to) {
       "  --no-keep-warm    emulate with keep-warm off\n"
       "  --core-emulation M  pooled (default: one quota for all cores) or per-core (a quota\n"
       "                    per device core, threads spread over them; docs/threads.md)\n"
+      "  --core-scaling    with per-core: each core's quota follows the busy threads as the\n"
+      "                    board's published tables scale (PlanOptions::core_scaling)\n"
       "  --no-thread-env   leave the runner's environment alone (by default it gets the\n"
       "                    device's OMP_NUM_THREADS and passive OpenMP waiting)\n"
       "  --no-held-out     does nothing: the held-out figures now come from the one run\n"
@@ -100,6 +103,7 @@ struct Args {
   bool keep_warm = true;
   CoreEmulation cores = CoreEmulation::pooled;
   bool thread_env = true;
+  bool core_scaling = false;
   std::string markdown;
   std::string command_line;
 };
@@ -192,6 +196,8 @@ Args parse_args(int argc, char** argv) {
       }
     } else if (s == "--no-thread-env") {
       a.thread_env = false;
+    } else if (s == "--core-scaling") {
+      a.core_scaling = true;
     } else if (s == "--no-held-out") {
       fmt::print(stderr,
                  "bench_nn: --no-held-out does nothing now: the held-out figures come "
@@ -294,6 +300,7 @@ std::map<std::string, double> emulate(const Device& device, const std::string& d
   o.slice.plan.keep_warm = a.keep_warm;
   o.slice.plan.cores = a.cores;
   o.slice.plan.thread_env = a.thread_env;
+  o.slice.plan.core_scaling = a.core_scaling;
   const Result r = run(c, device, o);
   std::ifstream in(dir + "/out.txt");
   std::stringstream text;

@@ -320,6 +320,37 @@ Device make_device(std::string name, int cores, double core_speed, std::string_v
   return d;
 }
 
+double CoreScaling::efficiency(int busy) const {
+  return busy <= 1 ? 1.0 : 1.0 / (1.0 + contention * static_cast<double>(busy - 1));
+}
+
+std::optional<CoreScaling> core_scaling(const Device& device, std::string_view without_graph) {
+  const std::map<std::string, double>* table = nullptr;
+  int threads = 0;
+  for (const auto& [n, times] : device.nn_threads_ms) {
+    if (n > 1 && n <= device.cores && n > threads) {
+      threads = n;
+      table = &times;
+    }
+  }
+  if (!table) return std::nullopt;
+  std::vector<double> speedups;
+  for (const auto& [graph, ms] : *table) {
+    if (graph == without_graph || !(ms > 0)) continue;
+    const auto one = device.nn_ms.find(graph);
+    if (one != device.nn_ms.end() && one->second > 0) speedups.push_back(one->second / ms);
+  }
+  if (speedups.size() < 3) return std::nullopt;
+  std::sort(speedups.begin(), speedups.end());
+  const std::size_t n = speedups.size();
+  CoreScaling s;
+  s.threads = threads;
+  s.graphs = n;
+  s.speedup = n % 2 ? speedups[n / 2] : (speedups[n / 2 - 1] + speedups[n / 2]) / 2;
+  s.contention = std::max(0.0, (threads / s.speedup - 1.0) / (threads - 1));
+  return s;
+}
+
 Device for_threads(const Device& device, int threads) {
   if (threads < 1) {
     throw DeviceError(fmt::format("threads = {} is invalid: a workload has at least 1 busy thread",

@@ -91,6 +91,7 @@ bool operator==(const EmulationPlan& a, const EmulationPlan& b) {
          a.io_device == b.io_device && a.io_read_bps == b.io_read_bps &&
          a.io_write_bps == b.io_write_bps && a.keep_warm == b.keep_warm && a.thread_env == b.thread_env &&
          a.core_groups == b.core_groups && a.core_quota_us == b.core_quota_us &&
+         a.core_quota_by_busy == b.core_quota_by_busy &&
          a.notes == b.notes;
 }
 
@@ -228,9 +229,10 @@ EmulationPlan plan_emulation(const Device& described, const HostFacts& host,
         "{} cores are emulated on {} host CPU{}: their total CPU capacity is the device's, but "
         "no more than {} threads run at the same instant, and a thread that spin-waits (an "
         "OpenMP barrier: ncnn's openmp_blocktime, OMP_WAIT_POLICY, GOMP_SPINCOUNT) spends the "
-        "quota its siblings need, which on the device it would not: a multi-threaded workload "
-        "that spins runs slower than on the device (4 ncnn threads: 1.1-1.4x speed-up instead "
-        "of 1.6-2.8x; passive waiting narrows it, docs/fidelity.md)",
+        "quota its siblings need, which on the device it would not (the plan's thread "
+        "environment makes OpenMP threads wait passively; a program's own setting, such as "
+        "ncnn's openmp_blocktime, is its own); 4 ncnn threads sped up 1.8-2.4x here where the "
+        "boards did 1.6-2.8x, and 1.1-1.4x on a slower-rated host (docs/fidelity.md)",
         device.cores, ncpus, ncpus == 1 ? "" : "s", ncpus));
   }
   if (device.speed_kind != "nn" && device.reference_uncorrected()) {
@@ -307,8 +309,17 @@ EmulationPlan plan_emulation(const Device& described, const HostFacts& host,
         "(1 ms per 1 s period = 0.001 cores)",
         who, capacity));
   }
+  // Per-core with the board's scaling: a busy core's quota shrinks as more are busy; the period
+  // must give the smallest (all busy) the kernel's 1 ms.
+  const std::optional<CoreScaling> scaling =
+      per_core && options.core_scaling && device.speed_kind == "nn" &&
+              device.speed_schedule.empty()
+          ? core_scaling(device)
+          : std::nullopt;
+  const double slowest_core =
+      device.core_speed * (scaling ? scaling->efficiency(device.cores) : 1.0);
   const CpuBandwidth bandwidth =
-      cpu_bandwidth(per_core ? device.core_speed : capacity, plan.cpu_period_us);
+      cpu_bandwidth(per_core ? slowest_core : capacity, plan.cpu_period_us);
   if (bandwidth.period_us != plan.cpu_period_us) {
     plan.notes.push_back(fmt::format(
         "cpu period raised from {} us to {} us so the {}quota reaches the kernel's 1 ms minimum",
@@ -318,8 +329,25 @@ EmulationPlan plan_emulation(const Device& described, const HostFacts& host,
   plan.cpu_quota_us = bandwidth.quota_us;
   if (per_core) {
     plan.core_groups = static_cast<std::uint32_t>(device.cores);
-    plan.core_quota_us = bandwidth.quota_us;
-    plan.cpu_quota_us = bandwidth.quota_us * plan.core_groups;
+    plan.core_quota_us = cpu_bandwidth(device.core_speed, plan.cpu_period_us).quota_us;
+    plan.cpu_quota_us = plan.core_quota_us * plan.core_groups;
+    if (scaling && scaling->contention > 0) {
+      std::string steps;
+      for (int busy = 1; busy <= device.cores; ++busy) {
+        const double share = device.core_speed * scaling->efficiency(busy);
+        plan.core_quota_by_busy.push_back(cpu_bandwidth(share, plan.cpu_period_us).quota_us);
+        steps += fmt::format("{}{} busy: {} us", busy == 1 ? "" : ", ", busy,
+                             plan.core_quota_by_busy.back());
+      }
+      plan.notes.push_back(fmt::format(
+          "per-core scaling: the board sped up {:.2f}x from 1 thread to {} (the median over the "
+          "{} graphs of its published ncnn tables), where {} host cores would speed up {}x: so "
+          "each core's quota follows how many of the workload's threads are busy ({}; "
+          "contention {:.3f}, re-read every 50 ms); estimated from CNN inference, for any "
+          "workload; without core_scaling (--core-scaling) every core keeps {} us",
+          scaling->speedup, scaling->threads, scaling->graphs, scaling->threads,
+          scaling->threads, steps, scaling->contention, plan.core_quota_us));
+    }
     plan.notes.push_back(fmt::format(
         "per-core: each of the device's {} cores is a cgroup of its own with {} us of CPU per "
         "{} us (speed {}), and the workload's threads are spread over them as they start and "

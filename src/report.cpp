@@ -106,6 +106,7 @@ json plan_json(const EmulationPlan& p) {
           {"keep_warm", p.keep_warm},
           {"core_groups", p.core_groups},
           {"core_quota_us", p.core_quota_us},
+          {"core_quota_by_busy", p.core_quota_by_busy},
           {"thread_env", p.thread_env},
           {"notes", p.notes}};
 }
@@ -125,6 +126,9 @@ EmulationPlan plan_from(const json& j) {
   if (j.contains("core_groups")) {  // reports before per-core emulation lack them
     p.core_groups = j.at("core_groups").get<std::uint32_t>();
     p.core_quota_us = j.at("core_quota_us").get<std::uint64_t>();
+    if (j.contains("core_quota_by_busy")) {
+      p.core_quota_by_busy = j.at("core_quota_by_busy").get<std::vector<std::uint64_t>>();
+    }
   }
   if (j.contains("thread_env")) {  // reports before edgeprof set the workload's threads lack it
     p.thread_env = j.at("thread_env").get<std::map<std::string, std::string>>();
@@ -353,7 +357,8 @@ json result_json(const Result& r) {
                      {"phases.energy_j", "estimated"},
                      {"speed_changes.t_s", "measured"},
                      {"runtimes_seen", "sampled"},
-                     {"thread_moves", "measured"}};
+                     {"thread_moves", "measured"},
+                     {"core_quota_changes", "measured"}};
   j["placement"] = r.placement;
   j["cgroup_mode"] = to_string(r.cgroup_mode);
   j["network_isolated"] = r.network_isolated;
@@ -362,6 +367,7 @@ json result_json(const Result& r) {
   j["runtimes_seen"] = r.runtimes_seen;
   j["thread_env"] = r.thread_env;
   j["thread_moves"] = r.thread_moves;
+  j["core_quota_changes"] = r.core_quota_changes;
   j["energy_j"] = opt(r.energy_j);
   j["speed_changes"] = json::array();
   for (const SpeedChange& c : r.speed_changes) {
@@ -431,6 +437,9 @@ Result result_from(const json& j) {
     r.thread_env = j.at("thread_env").get<std::map<std::string, std::string>>();
   }
   if (j.contains("thread_moves")) r.thread_moves = j.at("thread_moves").get<std::uint64_t>();
+  if (j.contains("core_quota_changes")) {
+    r.core_quota_changes = j.at("core_quota_changes").get<std::uint64_t>();
+  }
   get_opt(j, "energy_j", r.energy_j);
   if (j.contains("speed_changes")) {
     for (const auto& c : j.at("speed_changes")) {
@@ -577,9 +586,15 @@ std::string to_text(const Result& r) {
       p.core_groups ? "measured (cpu.stat of the core groups, summed)" : "measured (cpu.stat)");
   if (p.core_groups) {
     row("per-core",
-        fmt::format("{} core groups of {} us / {} us each; threads moved between them {} time{}",
+        fmt::format("{} core groups of {} us / {} us each; threads moved between them {} time{}{}",
                     p.core_groups, p.core_quota_us, p.cpu_period_us, r.thread_moves,
-                    r.thread_moves == 1 ? "" : "s"),
+                    r.thread_moves == 1 ? "" : "s",
+                    p.core_quota_by_busy.empty()
+                        ? std::string()
+                        : fmt::format("; quota set for the busy threads {} time{} ({} us with "
+                                      "all busy)",
+                                      r.core_quota_changes, r.core_quota_changes == 1 ? "" : "s",
+                                      p.core_quota_by_busy.back())),
         "moves measured");
   }
   if (p.keep_warm) {

@@ -339,6 +339,7 @@ struct Child::State {
   detail::RuntimesSeen runtimes;
   std::map<std::string, std::string> thread_env;  // what the workload's environment was given
   std::uint64_t moves_before = 0;  // the slice's CorePlacer's moves when this child started
+  std::uint64_t quota_changes_before = 0;  // and its quota changes
 
   bool result_given_away = false;  // moved out by wait() &&
 
@@ -443,11 +444,16 @@ Child Slice::spawn(const Command& command, const SpawnOptions& options) {
   // spread from there (one placer for all the slice's running workloads).
   if (!s.placer) {
     if (std::vector<std::string> tasks = s.cgroup->core_tasks(); !tasks.empty()) {
+      const std::uint64_t groups = s.plan.core_groups, period = s.plan.cpu_period_us;
       s.placer = std::make_unique<detail::CorePlacer>(
-          s.fs, std::move(tasks), double(s.plan.core_quota_us) / double(s.plan.cpu_period_us));
+          s.fs, std::move(tasks), double(s.plan.core_quota_us) / double(period),
+          s.plan.core_quota_by_busy, [cgroup = s.cgroup.get(), groups, period](std::uint64_t q) {
+            return cgroup->set_cpu_bandwidth(q * groups, period);
+          });
     }
   }
   state->moves_before = s.placer ? s.placer->moves() : 0;
+  state->quota_changes_before = s.placer ? s.placer->quota_changes() : 0;
   detail::Placement placement;
   placement.cgroup_fd = s.cgroup->clone_fd();
   placement.procs_fds = s.cgroup->self_attach_fds();
@@ -475,6 +481,7 @@ Result Child::State::finish(const detail::Exit& exit, bool timed_out) {
   Result r;
   if (slice->placer) {
     r.thread_moves = slice->placer->moves() - moves_before;
+    r.core_quota_changes = slice->placer->quota_changes() - quota_changes_before;
     if (std::string error = slice->placer->error(); !error.empty()) r.warnings.push_back(error);
   }
   slice->child_ended();

@@ -156,6 +156,25 @@ Device make_device(std::string name, int cores, double core_speed, std::string_v
 /// unchanged copy. Throws DeviceError for `threads` below 1.
 Device for_threads(const Device& device, int threads);
 
+/// How a device's cores slow each other down when several are busy (shared memory bandwidth and
+/// caches), read from its published CNN inference times with one thread (Device::nn_ms) and
+/// with N (Device::nn_threads_ms): the median speed-up S = t1 / tN over the graphs in both
+/// tables, taken as S = N / (1 + contention x (N - 1)).
+struct CoreScaling {
+  int threads = 0;         ///< N, the thread count of the published table used
+  double speedup = 1;      ///< the median t1 / tN over the graphs in both tables
+  std::size_t graphs = 0;  ///< how many graphs both tables have
+  double contention = 0;   ///< (N / speedup - 1) / (N - 1); 0 where the board scaled linearly
+  /// Each busy core's speed with `busy` cores busy, relative to one busy core alone:
+  /// 1 / (1 + contention x (busy - 1)); 1 for busy <= 1.
+  double efficiency(int busy) const;
+};
+
+/// The device's CoreScaling from nn_ms and its multi-thread table with the most threads up to
+/// its core count, over the graphs both have but `without_graph` (for held-out figures);
+/// nullopt when it has no such table or fewer than 3 graphs in common.
+std::optional<CoreScaling> core_scaling(const Device& device, std::string_view without_graph = {});
+
 /// Which kind of work a device's core speed is for.
 enum class SpeedKind {
   /// nn where the device has an nn speed on this host, else its core speed as described.

@@ -139,6 +139,13 @@ struct PlanOptions {
   bool thread_env = true;
   /// How a device of several cores gets its CPU capacity (CoreEmulation).
   CoreEmulation cores = CoreEmulation::pooled;
+  /// Per-core emulation at the nn speed of a device with published multi-thread times: each
+  /// core's quota follows how many of the workload's threads are busy, so that N busy threads
+  /// speed up as the board did (core_scaling(), device.hpp; EmulationPlan::core_quota_by_busy).
+  /// Off by default: on this project's host the emulation's own four threads on two CPUs
+  /// already sped up less than the boards, and the scaling made every device slower still
+  /// (docs/threads.md has the run). Off: every core keeps core_quota_us.
+  bool core_scaling = false;
 };
 
 /// The variables a common runtime reads for how many threads to start: OpenMP (libgomp, LLVM),
@@ -172,6 +179,10 @@ struct EmulationPlan {
   std::uint32_t core_groups = 0;
   /// Each core group's quota per cpu_period_us (speed x period); 0 without core groups.
   std::uint64_t core_quota_us = 0;
+  /// Per-core scaling (PlanOptions::core_scaling): each core group's quota when k of the
+  /// workload's threads are busy, at index k - 1 (the first is core_quota_us); empty = always
+  /// core_quota_us.
+  std::vector<std::uint64_t> core_quota_by_busy;
   std::uint64_t memory_max_bytes = 0;    ///< memory.max / memory.limit_in_bytes
   std::uint64_t swap_max_bytes = 0;      ///< swap allowed on top of memory_max_bytes
   std::optional<std::int64_t> pids_max;  ///< pids.max; unset = no limit

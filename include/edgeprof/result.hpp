@@ -142,6 +142,9 @@ struct Result {
   /// Measured: how many times per-core emulation (EmulationPlan::core_groups) moved a thread
   /// of the workload to another core's group (new threads start in their creator's).
   std::uint64_t thread_moves = 0;
+  /// Measured: how many times per-core scaling (EmulationPlan::core_quota_by_busy) changed the
+  /// core groups' quota as the number of busy threads changed.
+  std::uint64_t core_quota_changes = 0;
 
   /// Where it was measured.
   HostInfo host;

@@ -355,6 +355,8 @@ class EmulationPlan:
     @property
     def core_quota_us(self) -> int: ...
     @property
+    def core_quota_by_busy(self) -> list[int]: ...  # per-core scaling: quota with k busy
+    @property
     def capacity_cores(self) -> float: ...
 
 class TimeSeries:
@@ -498,6 +500,8 @@ class Result:
     @property
     def thread_moves(self) -> int: ...  # measured; per-core emulation's thread moves
     @property
+    def core_quota_changes(self) -> int: ...  # measured; per-core scaling's quota changes
+    @property
     def host(self) -> HostInfo: ...
     @property
     def edgeprof_version(self) -> str: ...
@@ -583,6 +587,7 @@ class Slice:
         speed_kind: str = "automatic",  # "nn" where the device has it; "integer": 7-Zip
         thread_env: bool = True,  # the device's thread count, passive OpenMP waiting
         core_emulation: str = "pooled",  # "per-core": a quota per device core
+        core_scaling: bool = False,  # per-core: quota follows the busy threads, as the board
     ) -> None: ...
     def spawn(
         self,
@@ -627,6 +632,7 @@ def plan_emulation(
     speed_kind: str = "automatic",
     thread_env: bool = True,
     core_emulation: str = "pooled",
+    core_scaling: bool = False,
 ) -> EmulationPlan: ...
 _Progress = Callable[[int, int, bool, Result], None]
 
@@ -655,6 +661,7 @@ def run(
     speed_kind: str = "automatic",
     thread_env: bool = True,
     core_emulation: str = "pooled",
+    core_scaling: bool = False,
 ) -> Result: ...
 @overload
 def run(
@@ -681,6 +688,7 @@ def run(
     speed_kind: str = "automatic",
     thread_env: bool = True,
     core_emulation: str = "pooled",
+    core_scaling: bool = False,
 ) -> Union[Result, RepeatedResult]: ...
 
 # Ranking and projection.
@@ -938,6 +946,7 @@ def calibrate_speed(
     speed_kind: str = "automatic",
     thread_env: bool = True,
     core_emulation: str = "pooled",
+    core_scaling: bool = False,
     timeout: Optional[float] = None,
     progress: Optional[Callable[[int, int, str, float, int], None]] = None,
 ) -> SpeedCalibration: ...

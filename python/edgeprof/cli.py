@@ -123,6 +123,11 @@ def _add_device_options(p: argparse.ArgumentParser) -> None:
                    "and the like get the device's core count and OpenMP threads wait "
                    "passively under a quota, where the environment does not set them; "
                    "docs/threads.md)")
+    e.add_argument("--core-scaling", action="store_true",
+                   help="with --core-emulation per-core at the nn speed: each core's quota "
+                   "follows the number of busy threads as the board's published one- and "
+                   "multi-thread times scale (off by default: it made every device too slow "
+                   "here; docs/threads.md)")
     e.add_argument("--core-emulation", choices=["pooled", "per-core"], default="pooled",
                    help="how a device of several cores gets its CPU: pooled (default: one "
                    "quota for all, a lone thread may run faster than a device core) or "
@@ -135,7 +140,8 @@ def _run_options(args: argparse.Namespace) -> dict:
                 allow_missing_controllers=args.allow_missing,
                 iteration_time=getattr(args, "iteration_time", None),
                 keep_warm=args.keep_warm, speed_kind=args.speed_kind,
-                thread_env=args.thread_env, core_emulation=args.core_emulation)
+                thread_env=args.thread_env, core_emulation=args.core_emulation,
+                core_scaling=args.core_scaling)
 
 
 def _figure(d: edgeprof.Device, figure: str) -> str:

@@ -63,8 +63,15 @@ std::vector<std::pair<pid_t, int>> plan_moves(const std::vector<PlacedThread>& t
   return moves;
 }
 
-CorePlacer::CorePlacer(const Fs& fs, std::vector<std::string> tasks, double core_share)
-    : fs_(fs), tasks_(std::move(tasks)), core_share_(core_share) {
+CorePlacer::CorePlacer(const Fs& fs, std::vector<std::string> tasks, double core_share,
+                       std::vector<std::uint64_t> quota_by_busy, SetCoreQuota set_quota)
+    : fs_(fs),
+      tasks_(std::move(tasks)),
+      core_share_(core_share),
+      quota_by_busy_(std::move(quota_by_busy)),
+      set_quota_(std::move(set_quota)) {
+  if (!set_quota_) quota_by_busy_.clear();
+  if (!quota_by_busy_.empty()) quota_now_ = quota_by_busy_.front();
   for (const std::string& path : tasks_) {
     const std::string real = fs_.resolve(path);
     UniqueFd fd(::open(real.c_str(), O_WRONLY | O_CLOEXEC));
@@ -82,6 +89,10 @@ CorePlacer::~CorePlacer() {
   }
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
+  // The next workload starts at one busy core's quota.
+  if (!quota_by_busy_.empty() && quota_now_ != quota_by_busy_.front()) {
+    set_quota_(quota_by_busy_.front());
+  }
 }
 
 std::string CorePlacer::error() {
@@ -133,7 +144,28 @@ void CorePlacer::round(bool measure_load) {
       threads.push_back(t);
     }
   }
-  if (measure_load) last_load_ = now;
+  if (measure_load) {
+    last_load_ = now;
+    // Per-core scaling: the quota for as many busy threads as there are (idle: unchanged).
+    std::size_t busy = 0;
+    for (const PlacedThread& t : threads) busy += t.busy ? 1 : 0;
+    if (busy > 0 && !quota_by_busy_.empty()) {
+      const std::uint64_t quota = quota_by_busy_[std::min(busy, quota_by_busy_.size()) - 1];
+      if (quota != quota_now_) {
+        if (int err = set_quota_(quota)) {
+          std::lock_guard<std::mutex> lock(mutex_);
+          if (error_.empty()) {
+            error_ = fmt::format("per-core scaling: could not set the core groups' quota to {} "
+                                 "us ({}, errno {})",
+                                 quota, std::strerror(err), err);
+          }
+        } else {
+          quota_now_ = quota;
+          ++quota_changes_;
+        }
+      }
+    }
+  }
   for (auto it = known_.begin(); it != known_.end();) {
     it = alive.count(it->first) ? std::next(it) : known_.erase(it);
   }

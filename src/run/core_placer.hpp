@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -49,16 +50,25 @@ std::vector<std::pair<pid_t, int>> plan_moves(const std::vector<PlacedThread>& t
 // groups, and one placer sees all their threads.
 class CorePlacer {
  public:
+  // Sets every core group's quota (per-core scaling); returns 0 or an errno.
+  using SetCoreQuota = std::function<int(std::uint64_t quota_us)>;
+
   // `tasks` are the core groups' task lists (v1 `tasks`, v2 `cgroup.threads`; paths under
-  // `fs`), in core order; `core_share` is one core's quota over the period. Opens them for
-  // writing (throws Error naming the file when it cannot) and starts the thread.
-  CorePlacer(const Fs& fs, std::vector<std::string> tasks, double core_share);
+  // `fs`), in core order; `core_share` is one core's quota over the period. With
+  // `quota_by_busy` (EmulationPlan::core_quota_by_busy), each load round sets the groups' quota
+  // for the number of busy threads through `set_quota`, and the destructor puts back the first.
+  // Opens the task lists for writing (throws Error naming the file when it cannot) and starts
+  // the thread.
+  CorePlacer(const Fs& fs, std::vector<std::string> tasks, double core_share,
+             std::vector<std::uint64_t> quota_by_busy = {}, SetCoreQuota set_quota = {});
   CorePlacer(const CorePlacer&) = delete;
   CorePlacer& operator=(const CorePlacer&) = delete;
   ~CorePlacer();  // stops and joins the thread
 
   // Threads moved to another core's group so far (any thread may ask).
   std::uint64_t moves() const { return moves_.load(); }
+  // Times per-core scaling changed the groups' quota so far.
+  std::uint64_t quota_changes() const { return quota_changes_.load(); }
   // The first move that failed for another reason than the thread's exit; "" when none.
   std::string error();
 
@@ -82,6 +92,10 @@ class CorePlacer {
   std::condition_variable wake_;
   bool stopping_ = false;
   std::atomic<std::uint64_t> moves_{0};
+  std::vector<std::uint64_t> quota_by_busy_;
+  SetCoreQuota set_quota_;
+  std::uint64_t quota_now_ = 0;  // the quota the groups hold (per-core scaling)
+  std::atomic<std::uint64_t> quota_changes_{0};
   std::string error_;
   std::thread thread_;
 };

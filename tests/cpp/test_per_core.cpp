@@ -240,3 +240,96 @@ TEST_CASE("per-core: four busy threads made after the start get a core each",
   CHECK(r.ok());
   CHECK(r.thread_moves >= 3);
 }
+
+namespace {
+// A four-core device whose published times say four threads ran twice as fast as one: S = 2,
+// contention (4 / 2 - 1) / 3 = 1/3, so four busy cores each run at half a lone core's speed.
+Device scaled_quad() {
+  Device d = make_device("scaled-quad", 4, 0.25, "256MiB");
+  d.speed_kind = "nn";
+  d.nn_ms = {{"a", 10}, {"b", 20}, {"c", 40}, {"d", 80}};
+  d.nn_threads_ms[4] = {{"a", 5}, {"b", 10}, {"c", 20}, {"d", 80}};
+  return d;
+}
+}  // namespace
+
+TEST_CASE("the board's scaling: median speed-up, contention, held out", "[per-core][scaling]") {
+  const auto s = core_scaling(scaled_quad());
+  REQUIRE(s);
+  CHECK(s->threads == 4);
+  CHECK(s->graphs == 4);
+  CHECK(s->speedup == Approx(2.0));  // speed-ups 2, 2, 2, 1: median 2
+  CHECK(s->contention == Approx(1.0 / 3));
+  CHECK(s->efficiency(1) == 1.0);
+  CHECK(s->efficiency(4) == Approx(0.5));
+  CHECK(s->efficiency(2) == Approx(0.75));
+  // Without graph "a": speed-ups 2, 2, 1, median 2 still; without two, too few graphs.
+  CHECK(core_scaling(scaled_quad(), "a")->graphs == 3);
+  Device few = scaled_quad();
+  few.nn_threads_ms[4].erase("a");
+  few.nn_threads_ms[4].erase("b");
+  CHECK_FALSE(core_scaling(few));
+  // A board that scaled linearly or better has no contention.
+  Device linear = scaled_quad();
+  for (auto& [graph, ms] : linear.nn_threads_ms[4]) ms = linear.nn_ms[graph] / 4.5;
+  CHECK(core_scaling(linear)->contention == 0.0);
+  // A table of more threads than the device has cores is not its scaling.
+  Device two = scaled_quad();
+  two.cores = 2;
+  CHECK_FALSE(core_scaling(two));
+  CHECK_FALSE(core_scaling(make_device("plain", 4, 0.25, "1GiB")));
+}
+
+TEST_CASE("per-core scaling: each core's quota for the number of busy threads",
+          "[plan][per-core][scaling]") {
+  CHECK(plan_emulation(scaled_quad(), cpus(2), per_core()).core_quota_by_busy.empty());  // off
+  PlanOptions scaling = per_core();
+  scaling.core_scaling = true;
+  const EmulationPlan plan = plan_emulation(scaled_quad(), cpus(2), scaling);
+  CHECK(plan.core_quota_us == 2500);
+  CHECK(plan.core_quota_by_busy == std::vector<std::uint64_t>{2500, 1875, 1500, 1250});
+  CHECK(has_note(plan, "per-core scaling: the board sped up 2.00x from 1 thread to 4"));
+  // Not for a speed that is not the nn speed, nor pooled.
+  Device integer = scaled_quad();
+  integer.speed_kind = "";
+  CHECK(plan_emulation(integer, cpus(2), scaling).core_quota_by_busy.empty());
+  PlanOptions pooled;
+  pooled.core_scaling = true;
+  CHECK(plan_emulation(scaled_quad(), cpus(2), pooled).core_quota_by_busy.empty());
+  // The period is lengthened for the smallest quota (all busy) to reach the kernel's 1 ms.
+  Device slow = scaled_quad();
+  slow.core_speed = 0.1;
+  const EmulationPlan p = plan_emulation(slow, cpus(2), scaling);
+  CHECK(p.cpu_period_us == 20000);
+  CHECK(p.core_quota_by_busy.back() == 1000);
+}
+
+TEST_CASE("per-core scaling: four busy threads get the board's four-thread share",
+          "[kernel][per-core][scaling]") {
+  REQUIRE_CGROUPS();
+  SliceOptions options;
+  options.plan.cores = CoreEmulation::per_core;
+  options.plan.core_scaling = true;
+  options.plan.measure_nn = false;
+  Slice slice(scaled_quad(), options);
+  REQUIRE(slice.plan().core_quota_by_busy.size() == 4);
+  const std::vector<std::string> cores = core_dirs(slice);
+  REQUIRE(cores.size() == 4);
+  FakeTree tmp;
+  Child child = slice.spawn(workload({"spin-until", tmp.root() + "/stop", "4"}));
+  // Once the four are seen busy, every group holds the four-thread quota.
+  const bool scaled = eventually([&] {
+    for (const std::string& core : cores) {
+      if (kernel_bandwidth({core}).quota_us != 1250u) return false;
+    }
+    return true;
+  });
+  tmp.file("/stop", "");
+  const Result r = std::move(child).wait();
+  REQUIRE(scaled);
+  CHECK(r.ok());
+  CHECK(r.core_quota_changes >= 1);
+  CHECK_THAT(to_text(r), Catch::Contains("quota set for the busy threads"));
+  // The next workload starts at a lone core's quota.
+  for (const std::string& core : cores) CHECK(kernel_bandwidth({core}).quota_us == 2500u);
+}
