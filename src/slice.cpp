@@ -182,7 +182,7 @@ struct Slice::Impl {
   std::unique_ptr<detail::Sampler> spare_sampler;
   // The phase pipe of the last run, for the next one (PhasePipe).
   std::optional<detail::PhasePipe> spare_pipe;
-  bool ledger_taken = false;  // plan.cpus recorded in the CPU ledger
+  detail::CpuLease cpus;  // plan.cpus held in the machine's CPU ledger
   // Per-core emulation: places the threads of every running workload (none while idle).
   std::unique_ptr<detail::CorePlacer> placer;
 
@@ -196,10 +196,7 @@ struct Slice::Impl {
   }
 
   void destroy() noexcept {
-    if (ledger_taken) {
-      detail::cpu_ledger().give(plan.cpus);
-      ledger_taken = false;
-    }
+    cpus = detail::CpuLease();
     if (!cgroup) return;
     spare_sampler.reset();
     spare_pipe.reset();
@@ -231,8 +228,8 @@ Slice::Slice(Device device, SliceOptions options) : impl_(std::make_shared<Impl>
   // Measured once per host when a catalog device's nn speed needs this host's nn rating.
   const Device measured = with_measured_nn(device, plan_options);
   s.plan = plan_emulation(measured, host, plan_options);
-  const int shared = detail::cpu_ledger().take(s.plan.cpus);
-  s.ledger_taken = true;
+  s.cpus = detail::cpu_ledger().take(s.plan.cpus);
+  const int shared = s.cpus.shared_at_take();
   // The device as emulated: as many of its cores as fit (the plan's note says so), so that its
   // figures (power, for the energy estimate) are those of the cores run.
   s.device =
@@ -264,8 +261,8 @@ Slice::Slice(Device device, SliceOptions options) : impl_(std::make_shared<Impl>
   }
   if (shared > 0) {
     s.plan.notes.push_back(fmt::format(
-        "shares host CPUs {} with {} other slice{} of this process running at the same time: "
-        "their workloads compete for them",
+        "shares host CPUs {} with {} other slice{} alive at the same time (of this or another "
+        "edgeprof process): their workloads compete for them while both run (docs/hpo.md)",
         format_cpu_list(s.plan.cpus), shared, shared == 1 ? "" : "s"));
   }
   remove_stale_slices(*s.backend, s.fs);
@@ -340,6 +337,8 @@ struct Child::State {
   std::map<std::string, std::string> thread_env;  // what the workload's environment was given
   std::uint64_t moves_before = 0;  // the slice's CorePlacer's moves when this child started
   std::uint64_t quota_changes_before = 0;  // and its quota changes
+  // Other slices holding this slice's CPUs when the workload started and when it ended.
+  std::vector<detail::CpuHolder> sharers;
 
   bool result_given_away = false;  // moved out by wait() &&
 
@@ -452,6 +451,7 @@ Child Slice::spawn(const Command& command, const SpawnOptions& options) {
           });
     }
   }
+  state->sharers = detail::cpu_ledger().others(s.cpus);
   state->moves_before = s.placer ? s.placer->moves() : 0;
   state->quota_changes_before = s.placer ? s.placer->quota_changes() : 0;
   detail::Placement placement;
@@ -483,6 +483,18 @@ Result Child::State::finish(const detail::Exit& exit, bool timed_out) {
     r.thread_moves = slice->placer->moves() - moves_before;
     r.core_quota_changes = slice->placer->quota_changes() - quota_changes_before;
     if (std::string error = slice->placer->error(); !error.empty()) r.warnings.push_back(error);
+  }
+  if (slice->cgroup) {
+    std::vector<detail::CpuHolder> now = detail::cpu_ledger().others(slice->cpus);
+    sharers.insert(sharers.end(), now.begin(), now.end());
+  }
+  if (std::string shared = detail::sharing_warning(sharers, ::getpid()); !shared.empty()) {
+    r.warnings.push_back(std::move(shared));
+  }
+  if (const std::string& problem = detail::cpu_ledger().problem(); !problem.empty()) {
+    r.warnings.push_back(fmt::format("{}: the CPU ledger counts this process's slices only, so "
+                                     "another edgeprof process may share these CPUs unseen",
+                                     problem));
   }
   slice->child_ended();
   // The workload has ended: its CPUs need no keeping warm.

@@ -1,12 +1,23 @@
 // Creates a slice, starts a long sleep in it, prints the slice's directories, then dies by
 // SIGKILL without cleaning up: what a crashed profiler leaves behind, for the stale-slice test.
+// `hold CORES`: creates a slice of a CORES-core device, prints its pid and the slice's CPUs, and
+// sleeps until killed: another edgeprof process holding CPUs, for the CPU ledger's tests.
 #include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <string>
 #include <edgeprof/edgeprof.hpp>
 
 int main(int argc, char** argv) {
+  if (argc == 3 && std::string(argv[1]) == "hold") {
+    edgeprof::Slice slice(edgeprof::make_device("holder", std::stoi(argv[2]), 1.0, "64MiB"));
+    std::printf("%d", static_cast<int>(::getpid()));
+    for (int cpu : slice.plan().cpus) std::printf(" %d", cpu);
+    std::printf("\n");
+    std::fflush(stdout);
+    for (;;) ::pause();
+  }
   if (argc < 2) {
     std::fprintf(stderr, "usage: %s WORKLOAD_BINARY\n", argv[0]);
     return 64;

@@ -10,6 +10,16 @@ import pytest
 # nn speed needs it; PlanOptions::measure_nn): a test of that path asks for it itself.
 os.environ.setdefault("EDGEPROF_MEASURE_NN", "0")
 
+# The tests' slices, and the edgeprof processes the tests start, use a CPU ledger of their own, so
+# that their CPU choices do not depend on other edgeprof processes on the machine.
+if not os.environ.get("EDGEPROF_LEDGER_DIR"):
+    import atexit
+    import shutil
+    import tempfile
+
+    os.environ["EDGEPROF_LEDGER_DIR"] = tempfile.mkdtemp(prefix="edgeprof-test-ledger-")
+    atexit.register(shutil.rmtree, os.environ["EDGEPROF_LEDGER_DIR"], True)
+
 import edgeprof  # noqa: E402
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+import edgeprof as edgeprof_api
 from conftest import cli as edgeprof
 from conftest import HANG_S, requires_cgroups
 
@@ -91,6 +92,27 @@ def test_run_gives_the_workload_the_devices_width_unless_told_not_to():
                           "-c", show], capture_output=True, text=True, timeout=HANG_S, env=env)
     assert off.returncode == 0, off.stderr
     assert "None None" in off.stdout
+
+
+@requires_cgroups
+def test_concurrent_edgeprof_processes_take_distinct_cpus_or_say_they_shared():
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs 2 CPUs")
+    one = edgeprof_api.Device(name="one", cores=1, core_speed=1.0, memory="64MiB")
+    args = ("run", "--cores", "1", "--speed", "1", "--memory", "64MiB", "--json", "--", "true")
+    with edgeprof_api.Slice(one) as held:  # this process holds a CPU while the command runs
+        p = edgeprof(*args)
+        assert p.returncode == 0, p.stderr
+        data = json.loads(p.stdout)
+        assert data["plan"]["cpus"] != ",".join(map(str, held.plan.cpus))  # "1" against [0]
+        assert not [w for w in data["warnings"] if "shared host CPUs" in w]
+    width = len(os.sched_getaffinity(0))
+    every = edgeprof_api.Device(name="every", cores=width, core_speed=1.0, memory="64MiB")
+    with edgeprof_api.Slice(every):  # every CPU: the command must share, and says with whom
+        p = edgeprof(*args)
+        assert p.returncode == 0, p.stderr
+        data = json.loads(p.stdout)
+        assert [w for w in data["warnings"] if f"edgeprof process {os.getpid()}" in w], data["warnings"]
 
 
 @requires_cgroups

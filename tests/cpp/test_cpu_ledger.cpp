@@ -1,0 +1,155 @@
+// The machine's CPU ledger: slices of different processes take distinct CPUs while there are
+// enough, a run that had to share says so, and a killed holder leaves nothing held.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <sstream>
+
+#include "edgeprof/slice.hpp"
+#include "helpers.hpp"
+#include "run/cpu_ledger.hpp"
+
+using namespace edgeprof;
+using namespace edgeprof::test;
+using edgeprof::detail::CpuHolder;
+using edgeprof::detail::CpuLease;
+using edgeprof::detail::CpuLedger;
+
+TEST_CASE("the CPU ledger's directory: the variable, root's /run, the user's runtime directory",
+          "[ledger]") {
+  using edgeprof::detail::ledger_dir;
+  CHECK(ledger_dir("/x/ledger", 0, "/run/user/1000") == "/x/ledger");
+  CHECK(ledger_dir("", 0, nullptr) == "/run/edgeprof");
+  CHECK(ledger_dir(nullptr, 1000, "/run/user/1000") == "/run/user/1000/edgeprof");
+  CHECK(ledger_dir(nullptr, 1000, "") == "/tmp/edgeprof-ledger-1000");
+}
+
+TEST_CASE("a shared run's warning names who shared which CPUs", "[ledger]") {
+  using edgeprof::detail::sharing_warning;
+  CHECK(sharing_warning({}, 10).empty());
+  const std::string w = sharing_warning({{1, 42}, {0, 42}, {1, 42}, {1, 10}, {0, 0}}, 10);
+  CAPTURE(w);
+  CHECK(w.find("edgeprof process 42 (CPU 0,1)") != std::string::npos);
+  CHECK(w.find("another slice of this process (CPU 1)") != std::string::npos);
+  CHECK(w.find("did not say which (CPU 0)") != std::string::npos);
+  CHECK(w.find("cpus=") != std::string::npos);  // what to do
+}
+
+TEST_CASE("two ledgers on one directory see each other's CPUs, as two processes do",
+          "[ledger]") {
+  FakeTree dir;
+  // Two ledgers open their slot files separately; flock(2) locks belong to the open file, so
+  // they exclude each other exactly as two processes' would.
+  CpuLedger a(dir.root()), b(dir.root());
+  REQUIRE(a.problem().empty());
+  CpuLease first = a.take({0});
+  CHECK(first.shared_at_take() == 0);
+  CHECK(b.order({0, 1}) == std::vector<int>{1, 0});  // the free CPU first
+  CHECK(a.order({0, 1}) == std::vector<int>{1, 0});
+  {
+    CpuLease second = b.take({0, 1});
+    CHECK(second.shared_at_take() == 1);
+    const std::vector<CpuHolder> seen = b.others(second);
+    REQUIRE(seen.size() == 1);
+    CHECK(seen[0].cpu == 0);
+    CHECK(seen[0].pid == ::getpid());  // the slot file names its holder
+    CHECK(a.others(first).size() == 1);
+    CHECK(b.order({0, 1}) == std::vector<int>{1, 0});  // CPU 0 has two, CPU 1 one
+  }
+  // Released: CPU 0's second slot is free again and taken again, not a third one made.
+  CHECK(a.others(first).empty());
+  CpuLease again = b.take({0});
+  CHECK(again.shared_at_take() == 1);
+  CHECK(dir.exists("/cpu0.1"));
+  CHECK_FALSE(dir.exists("/cpu0.2"));
+  // A moved lease is released once, by its new owner.
+  CpuLease moved = std::move(again);
+  CHECK(a.others(first).size() == 1);
+  moved = CpuLease();
+  CHECK(a.others(first).empty());
+}
+
+TEST_CASE("a ledger whose directory cannot be made counts this process's slices and says so",
+          "[ledger]") {
+  FakeTree dir;
+  dir.file("/not-a-dir", "x");
+  CpuLedger local(dir.root() + "/not-a-dir/ledger");
+  CHECK_FALSE(local.problem().empty());
+  CHECK(local.problem().find("EDGEPROF_LEDGER_DIR") != std::string::npos);
+  CpuLease a = local.take({0});
+  CHECK(local.order({0, 1}) == std::vector<int>{1, 0});
+  CpuLease b = local.take({0});
+  CHECK(b.shared_at_take() == 1);
+  CHECK(local.others(b).size() == 1);
+  a = CpuLease();
+  CHECK(local.others(b).empty());
+}
+
+namespace {
+
+// Another edgeprof process holding a slice of `cores` cores until killed (edgeprof_leaker
+// hold): its pid and CPUs.
+struct Holder {
+  FILE* out = nullptr;
+  pid_t pid = 0;
+  std::vector<int> cpus;
+
+  explicit Holder(int cores) {
+    const std::string cmd = "exec " + helper("edgeprof_leaker") + " hold " + std::to_string(cores);
+    out = ::popen(cmd.c_str(), "r");
+    char line[256] = {};
+    if (out && std::fgets(line, sizeof line, out)) {
+      std::istringstream in(line);
+      in >> pid;
+      for (int c; in >> c;) cpus.push_back(c);
+    }
+  }
+  void kill() {
+    if (pid > 0) ::kill(pid, SIGKILL);
+    if (out) ::pclose(out);
+    out = nullptr;
+    pid = 0;
+  }
+  ~Holder() { kill(); }
+};
+
+}  // namespace
+
+TEST_CASE("a slice of another process keeps its CPUs to itself, and a shared run says so",
+          "[kernel][ledger]") {
+  REQUIRE_CGROUPS();
+  const auto host = host_facts().cpus;
+  if (host.size() < 2) {
+    WARN("skipped: needs 2 CPUs");
+    return;
+  }
+  {
+    Holder other(1);
+    REQUIRE(other.pid > 0);
+    REQUIRE(other.cpus.size() == 1);
+    Slice mine(make_device("mine", 1, 1.0, "64MiB"));
+    CHECK(mine.plan().cpus != other.cpus);  // distinct CPUs while there are enough
+    Result r = mine.spawn(workload({"exit", "0"})).wait();
+    CAPTURE(r.warnings);
+    CHECK_FALSE(has_note(r.warnings, "shared host CPUs"));
+  }
+  Holder other(static_cast<int>(host.size()));  // every CPU
+  REQUIRE(other.pid > 0);
+  {
+    Slice mine(make_device("mine", 1, 1.0, "64MiB"));
+    CHECK(has_note(mine.plan(), "shares host CPUs"));
+    Result r = mine.spawn(workload({"exit", "0"})).wait();
+    CAPTURE(r.warnings);
+    CHECK(has_note(r.warnings, "edgeprof process " + std::to_string(other.pid)));
+  }
+  // Killed, it holds nothing: the kernel released its locks.
+  other.kill();
+  Slice mine(make_device("mine", 1, 1.0, "64MiB"));
+  CHECK_FALSE(has_note(mine.plan(), "shares host CPUs"));
+  Result r = mine.spawn(workload({"exit", "0"})).wait();
+  CAPTURE(r.warnings);
+  CHECK_FALSE(has_note(r.warnings, "shared host CPUs"));
+}
