@@ -8,7 +8,10 @@
 //    |emulated / published - 1|, Kendall tau, and what the integer (7-Zip) speed would have
 //    given. Held out (leave-one-graph-out), from the same run: each graph's emulated time
 //    rescaled to the speed derived without that graph, so the graph did not shape the speed it
-//    is predicted at;
+//    is predicted at. And the emulation's own share: the same graphs run unthrottled on the
+//    same CPU just before, emulated time x speed / unthrottled time (1: the quota bought its
+//    share of a host core's work), with the host's drift since its rating, as that unthrottled
+//    run and as a half-second microbenchmark probe see it;
 //  - N threads (each N > 1 of --threads): all N cores at the nn speed from the one-thread
 //    times, against the published N-thread runs, where the device has them and N x its nn speed
 //    fits this host's CPUs; the same figures, held out the same way, and the speed-up over one
@@ -330,11 +333,42 @@ struct OneThreadRow {
   double integer_speed = 0;  // the 7-Zip one, for comparison
   Fit emulated, held, integer;
   std::map<std::string, double> errors;  // emulated / published - 1, by graph
+  // The emulation's own share: emulated x speed / the same graph unthrottled on the same CPU
+  // just before (median, p10, p90 over the graphs); 1 is a quota that buys a core's work.
+  double share = NAN, share_p10 = NAN, share_p90 = NAN;
+  // The host's drift since its rating: the unthrottled time now / at the rating (median).
+  double drift = NAN;
+  // The same drift as a short microbenchmark run just before sees it: the vector (CNN-like)
+  // and memory kernels' score at the start / now (> 1: slower now). Whether these track
+  // `drift` says whether such a probe could correct a run for the host's drift.
+  double vector_drift = NAN, memory_drift = NAN;
 };
 
-OneThreadRow measure_one_thread(const Device& catalog, const NnRating& host, const std::string& dir,
+// A short run of the microbenchmark suite on `cpu` (about half a second): the drift probe.
+CoreScores probe(int cpu) {
+  SuiteOptions o;
+  o.per_kernel = std::chrono::milliseconds(30);
+  o.repeats = 3;
+  o.cpu = cpu;
+  return run_suite(o);
+}
+
+// The graphs unthrottled, one thread, as the emulated runs are made but without a quota (a
+// one-core device at speed 1 on the CPU the emulation gets): the reference the emulation's own
+// share is taken against, minutes rather than an hour from the run it is compared with.
+std::map<std::string, double> unthrottled(const std::string& dir,
+                                          const std::vector<std::string>& graphs,
+                                          const Args& a) {
+  return emulate(make_device("unthrottled", 1, 1.0, "4GiB"), dir, graphs, 1, a);
+}
+
+OneThreadRow measure_one_thread(const Device& catalog, const NnRating& host,
+                                const CoreScores& start, int probe_cpu, const std::string& dir,
                                 const Args& a) {
   OneThreadRow row;
+  const CoreScores now = probe(probe_cpu);
+  row.vector_drift = start.vector / now.vector;
+  row.memory_drift = start.memory / now.memory;
   row.device = catalog.name;
   row.precision = catalog.nn_precision;
   std::map<std::string, double> published;
@@ -348,7 +382,19 @@ OneThreadRow measure_one_thread(const Device& catalog, const NnRating& host, con
   Device one = for_threads(catalog, 1);
   one.nn = speed;
   one.speed_kind.clear();
+  const auto reference = unthrottled(dir, keys(published), a);
   const auto emulated = emulate(for_speed_kind(one, SpeedKind::nn), dir, keys(published), 1, a);
+  std::vector<double> shares, drifts;
+  for (const auto& [g, ms] : emulated) {
+    if (reference.count(g)) shares.push_back(ms * row.speed / reference.at(g));
+    if (reference.count(g)) drifts.push_back(reference.at(g) / host.host_ms.at(g));
+  }
+  if (!shares.empty()) {
+    row.share = bench::quantile_of(shares, 0.5);
+    row.share_p10 = bench::quantile_of(shares, 0.1);
+    row.share_p90 = bench::quantile_of(shares, 0.9);
+    row.drift = median(drifts);
+  }
   std::map<std::string, double> at_integer;
   for (const auto& [g, ms] : emulated) {
     row.errors[g] = ms / published.at(g) - 1;
@@ -450,16 +496,26 @@ std::string one_thread_table(const std::vector<OneThreadRow>& rows,
       "emulated runs with warm-up {} and {}; one thread. Held out (leave-one-graph-out): each "
       "graph's emulated time rescaled to the speed derived without that graph (emulated x "
       "speed from all graphs / speed without it), against its published time. Integer speed: "
-      "the emulated time scaled by nn speed / integer speed.\n\n"
+      "the emulated time scaled by nn speed / integer speed. Own share: the emulated time x the "
+      "nn speed / the same graph run unthrottled on the same CPU just before it, median "
+      "(p10-p90) over the graphs: 1.00 is a quota that buys exactly its share of a host core. "
+      "Host drift: that unthrottled time / this host's rating at the start, median; the "
+      "vector and memory kernels' drift: their score at the start / just before the device's "
+      "runs (a half-second probe on CPU {}).\n\n"
       "| device | precision | graphs | nn speed | median \\|err\\| | worst | Kendall tau | "
-      "held-out median (worst) | held-out tau | integer speed's median \\|err\\| |\n"
-      "|---|---|---|---|---|---|---|---|---|---|\n",
-      host.cpu_model, host.runtime, rating.warmup, rating.loops, a.warmup, a.loops);
+      "held-out median (worst) | held-out tau | integer speed's median \\|err\\| | own share "
+      "(p10-p90) | host drift | vector kernel's | memory kernel's |\n"
+      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+      host.cpu_model, host.runtime, rating.warmup, rating.loops, a.warmup, a.loops,
+      host_facts().cpus.front());
   for (const OneThreadRow& r : rows) {
-    md += fmt::format("| {} | {} | {} | {:.4f} | {} | {} | {} | {} ({}) | {} | {} |\n", r.device,
-                      r.precision, r.emulated.graphs, r.speed, pct(r.emulated.median),
+    md += fmt::format("| {} | {} | {} | {:.4f} | {} | {} | {} | {} ({}) | {} | {} | {} ({}-{}) | "
+                      "{} | {} | {} |\n",
+                      r.device, r.precision, r.emulated.graphs, r.speed, pct(r.emulated.median),
                       pct(r.emulated.worst), fixed2(r.emulated.tau), pct(r.held.median),
-                      pct(r.held.worst), fixed2(r.held.tau), pct(r.integer.median));
+                      pct(r.held.worst), fixed2(r.held.tau), pct(r.integer.median),
+                      fixed2(r.share), fixed2(r.share_p10), fixed2(r.share_p90), fixed2(r.drift),
+                      fixed2(r.vector_drift), fixed2(r.memory_drift));
   }
   for (const std::string& why : skipped) md += "\nSkipped " + why + "\n";
 
@@ -533,6 +589,9 @@ int run_benchmark(const Args& a) {
   const NnRating host = measure_nn_rating(rating);
   const double rating_s = bench::seconds_between(t0, bench::Clock::now());
   const int cpus = static_cast<int>(host_facts().cpus.size());
+  // The drift probe runs where the emulated runs do when nothing else holds a CPU: the first.
+  const int probe_cpu = host_facts().cpus.front();
+  const CoreScores start_probe = probe(probe_cpu);
 
   std::vector<const Device*> devices;
   for (const Device& d : catalog_devices()) {
@@ -552,13 +611,16 @@ int run_benchmark(const Args& a) {
     fmt::print(stderr, "emulating {} ({} of {}) ...\n", d.name, i + 1, devices.size());
     if (one_thread) {
       try {
-        rows.push_back(measure_one_thread(d, host, dir, a));
+        rows.push_back(measure_one_thread(d, host, start_probe, probe_cpu, dir, a));
         const OneThreadRow& r = rows.back();
         fmt::print(stderr,
                    "  1 thread at nn speed {:.4f}: median error {}, worst {}, tau {}; held out "
-                   "{} (worst {}), tau {}\n",
+                   "{} (worst {}), tau {}; own share {} ({}-{}), host drift {} (vector {}, "
+                   "memory {})\n",
                    r.speed, pct(r.emulated.median), pct(r.emulated.worst), fixed2(r.emulated.tau),
-                   pct(r.held.median), pct(r.held.worst), fixed2(r.held.tau));
+                   pct(r.held.median), pct(r.held.worst), fixed2(r.held.tau), fixed2(r.share),
+                   fixed2(r.share_p10), fixed2(r.share_p90), fixed2(r.drift),
+                   fixed2(r.vector_drift), fixed2(r.memory_drift));
       } catch (const UnsupportedError& e) {
         // A device faster than one host core at its nn speed (the Pi 5 on a slow or busy
         // host): nothing to emulate here; said, not fatal.

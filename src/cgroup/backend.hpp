@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -15,6 +16,7 @@
 #include "edgeprof/plan.hpp"
 #include "edgeprof/slice.hpp"
 #include "fs.hpp"
+#include "parse.hpp"
 
 namespace edgeprof::detail {
 
@@ -51,6 +53,22 @@ struct Counters {
   std::optional<std::uint64_t> periods, throttled_periods, throttled_ns;
   std::optional<std::uint64_t> oom_kills;
 };
+
+// The throttling fields of `cpu` into `c` (as they are: unset where `cpu` has none).
+inline void set_throttling(Counters& c, const CpuStat& cpu) {
+  c.periods = cpu.periods;
+  c.throttled_periods = cpu.throttled_periods;
+  c.throttled_ns = cpu.throttled_ns;
+}
+// Per-core emulation: the core groups' cpu.stat (`files`, read with `parse`), summed; every
+// field unset when one of them could not be read.
+CpuStat read_core_cpu_stats(const std::vector<StatFile>& files,
+                            CpuStat (*parse)(std::string_view));
+// Per-core emulation: each of `groups` core groups' share of the device's `quota_us`, no less
+// than the kernel's minimum (a speed schedule's quota is a multiple of `groups`).
+inline std::uint64_t per_core_quota_us(std::uint64_t quota_us, std::size_t groups) {
+  return std::max<std::uint64_t>(kMinCpuQuotaUs, quota_us / groups);
+}
 
 // Where a slice's files are, for the sampler (Sources::of): on v2 one directory, with the
 // memory.peak descriptor that reset_peak() wrote (or -1); on v1 a directory per controller.

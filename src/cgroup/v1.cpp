@@ -169,23 +169,10 @@ class V1Cgroup final : public Cgroup {
     }
     if (k.core_cpu_stats.empty()) {
       if (auto stat = k.cpu_stat.read_into(buffer, sizeof buffer)) {
-        const CpuStat cfs = parse_cpu_stat_v1(*stat);
-        c.periods = cfs.periods;
-        c.throttled_periods = cfs.throttled_periods;
-        c.throttled_ns = cfs.throttled_ns;
+        set_throttling(c, parse_cpu_stat_v1(*stat));
       }
     } else {
-      // Per-core: the throttling is the core groups', summed.
-      std::vector<CpuStat> cores;
-      for (const StatFile& f : k.core_cpu_stats) {
-        if (auto stat = f.read_into(buffer, sizeof buffer)) cores.push_back(parse_cpu_stat_v1(*stat));
-      }
-      if (cores.size() == k.core_cpu_stats.size()) {
-        const CpuStat sum = sum_cpu_stats(cores.data(), cores.size());
-        c.periods = sum.periods;
-        c.throttled_periods = sum.throttled_periods;
-        c.throttled_ns = sum.throttled_ns;
-      }
+      set_throttling(c, read_core_cpu_stats(k.core_cpu_stats, parse_cpu_stat_v1));  // per-core
     }
     if (auto oom = k.oom_control.read_into(buffer, sizeof buffer)) {
       c.oom_kills = find_key(*oom, "oom_kill");
@@ -228,8 +215,7 @@ class V1Cgroup final : public Cgroup {
     }
     // Per-core: each core's share of the device's quota.
     // (A schedule's quota for core groups is a multiple of their number: SpeedScheduler.)
-    const std::uint64_t core_quota =
-        std::max<std::uint64_t>(kMinCpuQuotaUs, quota_us / core_dirs_.size());
+    const std::uint64_t core_quota = per_core_quota_us(quota_us, core_dirs_.size());
     for (const std::string& dir : core_dirs_) {
       if (int err = fs_.write(join(dir, files::v1::kCpuCfsPeriodUs), std::to_string(period_us))) {
         return err;

@@ -153,22 +153,11 @@ class V2Cgroup final : public Cgroup {
       const CpuStat cpu = parse_cpu_stat_v2(*stat);
       c.user_ns = cpu.user_ns;
       c.system_ns = cpu.system_ns;
-      c.periods = cpu.periods;
-      c.throttled_periods = cpu.throttled_periods;
-      c.throttled_ns = cpu.throttled_ns;
+      set_throttling(c, cpu);
     }
+    // Per-core: the slice's usage covers its core groups; their throttling is their own.
     if (!kept_->core_cpu_stats.empty()) {
-      // Per-core: the slice's usage covers its core groups; their throttling is their own.
-      std::vector<CpuStat> cores;
-      for (const StatFile& f : kept_->core_cpu_stats) {
-        if (auto stat = f.read_into(buffer, sizeof buffer)) cores.push_back(parse_cpu_stat_v2(*stat));
-      }
-      const CpuStat sum = cores.size() == kept_->core_cpu_stats.size()
-                              ? sum_cpu_stats(cores.data(), cores.size())
-                              : CpuStat{};
-      c.periods = sum.periods;
-      c.throttled_periods = sum.throttled_periods;
-      c.throttled_ns = sum.throttled_ns;
+      set_throttling(c, read_core_cpu_stats(kept_->core_cpu_stats, parse_cpu_stat_v2));
     }
     if (auto events = kept_->memory_events.read_into(buffer, sizeof buffer)) {
       c.oom_kills = find_key(*events, "oom_kill");
@@ -198,8 +187,7 @@ class V2Cgroup final : public Cgroup {
     if (core_dirs_.empty()) return fs_.write(join(dir_, files::v2::kCpuMax), max_text(quota_us, period_us));
     // Per-core: each core's share (a schedule's quota for core groups is a multiple of their
     // number: SpeedScheduler).
-    const std::uint64_t core_quota =
-        std::max<std::uint64_t>(kMinCpuQuotaUs, quota_us / core_dirs_.size());
+    const std::uint64_t core_quota = per_core_quota_us(quota_us, core_dirs_.size());
     for (const std::string& dir : core_dirs_) {
       if (int err = fs_.write(join(dir, files::v2::kCpuMax), fmt::format("{} {}", core_quota, period_us))) {
         return err;
