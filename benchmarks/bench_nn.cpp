@@ -54,7 +54,7 @@ void usage(FILE* to) {
       "usage: edgeprof_bench_nn [--devices A,B,...] [--graphs X,Y,...] [--threads 1,4] [--quick]\n"
       "                         [--warmup N] [--loops N] [--period-us N] [--no-keep-warm]\n"
       "                         [--core-emulation pooled|per-core] [--core-scaling]\n"
-      "                         [--no-thread-env]\n"
+      "                         [--no-thread-env] [--quota-scale X]\n"
       "                         [--markdown FILE]\n"
       "\n"
       "How close emulated CNN inference lands to the times ncnn published for real devices:\n"
@@ -78,6 +78,8 @@ void usage(FILE* to) {
       "                    per device core, threads spread over them; docs/threads.md)\n"
       "  --core-scaling    with per-core: each core's quota follows the busy threads as the\n"
       "                    board's published tables scale (PlanOptions::core_scaling)\n"
+      "  --quota-scale X   the CPU quota times X, 0.5 to 4 (PlanOptions::quota_scale: for the\n"
+      "                    work a throttled slice loses on this host; default 1)\n"
       "  --no-thread-env   leave the runner's environment alone (by default it gets the\n"
       "                    device's OMP_NUM_THREADS and passive OpenMP waiting)\n"
       "  --no-held-out     does nothing: the held-out figures now come from the one run\n"
@@ -107,6 +109,7 @@ struct Args {
   CoreEmulation cores = CoreEmulation::pooled;
   bool thread_env = true;
   bool core_scaling = false;
+  double quota_scale = 1.0;
   std::string markdown;
   std::string command_line;
 };
@@ -199,6 +202,8 @@ Args parse_args(int argc, char** argv) {
       }
     } else if (s == "--no-thread-env") {
       a.thread_env = false;
+    } else if (s == "--quota-scale") {
+      a.quota_scale = kCli.number(s, value(), kMinQuotaScale, kMaxQuotaScale);
     } else if (s == "--core-scaling") {
       a.core_scaling = true;
     } else if (s == "--no-held-out") {
@@ -304,6 +309,7 @@ std::map<std::string, double> emulate(const Device& device, const std::string& d
   o.slice.plan.cores = a.cores;
   o.slice.plan.thread_env = a.thread_env;
   o.slice.plan.core_scaling = a.core_scaling;
+  o.slice.plan.quota_scale = a.quota_scale;
   const Result r = run(c, device, o);
   std::ifstream in(dir + "/out.txt");
   std::stringstream text;

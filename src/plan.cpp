@@ -91,7 +91,7 @@ bool operator==(const EmulationPlan& a, const EmulationPlan& b) {
          a.io_device == b.io_device && a.io_read_bps == b.io_read_bps &&
          a.io_write_bps == b.io_write_bps && a.keep_warm == b.keep_warm && a.thread_env == b.thread_env &&
          a.core_groups == b.core_groups && a.core_quota_us == b.core_quota_us &&
-         a.core_quota_by_busy == b.core_quota_by_busy &&
+         a.core_quota_by_busy == b.core_quota_by_busy && a.quota_scale == b.quota_scale &&
          a.notes == b.notes;
 }
 
@@ -178,6 +178,11 @@ EmulationPlan plan_emulation(const Device& described, const HostFacts& host,
     throw Error(fmt::format("cpu_period_us = {} is out of range: the kernel accepts {} to {} us "
                             "(or 0: chosen by edgeprof)",
                             options.cpu_period_us, kMinCpuPeriodUs, kMaxCpuPeriodUs));
+  }
+  if (!(options.quota_scale >= kMinQuotaScale && options.quota_scale <= kMaxQuotaScale)) {
+    throw Error(fmt::format("quota_scale = {} is out of range: give {} to {} (1: the device's "
+                            "capacity exactly)",
+                            options.quota_scale, kMinQuotaScale, kMaxQuotaScale));
   }
   if (options.iteration_time_us && options.cpu_period_us != kChosenCpuPeriod) {
     throw Error(fmt::format("give either a CFS period (cpu_period_us = {}) or the workload's "
@@ -357,6 +362,35 @@ EmulationPlan plan_emulation(const Device& described, const HostFacts& host,
         static_cast<size_t>(device.cores) > ncpus
             ? fmt::format(" (on {} host CPU{}: at most {} of them run at one instant)", ncpus,
                           ncpus == 1 ? "" : "s", ncpus)
+            : std::string()));
+  }
+  if (options.quota_scale != 1.0) {
+    // The quota bought less work here than its share of a host CPU: more of it, no more than
+    // the CPUs' (each core group's: one CPU's) whole time.
+    // (A scale below 1 stops at the kernel's minimum quota.)
+    auto scaled = [&](std::uint64_t quota, std::uint64_t cap) {
+      return std::clamp<std::uint64_t>(
+          static_cast<std::uint64_t>(
+              std::llround(static_cast<double>(quota) * options.quota_scale)),
+          kMinCpuQuotaUs, cap);
+    };
+    const std::uint64_t before = per_core ? plan.core_quota_us : plan.cpu_quota_us;
+    if (per_core) {
+      plan.core_quota_us = scaled(plan.core_quota_us, plan.cpu_period_us);
+      for (std::uint64_t& q : plan.core_quota_by_busy) q = scaled(q, plan.cpu_period_us);
+      plan.cpu_quota_us = plan.core_quota_us * plan.core_groups;
+    } else {
+      plan.cpu_quota_us = scaled(plan.cpu_quota_us, plan.cpu_period_us * ncpus);
+    }
+    const std::uint64_t after = per_core ? plan.core_quota_us : plan.cpu_quota_us;
+    plan.quota_scale = static_cast<double>(after) / static_cast<double>(before);
+    plan.notes.push_back(fmt::format(
+        "quota scale {:g}: the {}quota is {} us per {} us instead of the device's {} us{}, for "
+        "the work a throttled slice loses on this host (PlanOptions::quota_scale; "
+        "docs/fidelity.md)",
+        options.quota_scale, per_core ? "per-core " : "", after, plan.cpu_period_us, before,
+        plan.quota_scale < options.quota_scale - 1e-9
+            ? fmt::format(", capped at the CPUs' whole time (x{:.3f})", plan.quota_scale)
             : std::string()));
   }
   if (!per_core &&

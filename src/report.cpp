@@ -107,6 +107,7 @@ json plan_json(const EmulationPlan& p) {
           {"core_groups", p.core_groups},
           {"core_quota_us", p.core_quota_us},
           {"core_quota_by_busy", p.core_quota_by_busy},
+          {"quota_scale", p.quota_scale},
           {"thread_env", p.thread_env},
           {"notes", p.notes}};
 }
@@ -130,6 +131,7 @@ EmulationPlan plan_from(const json& j) {
       p.core_quota_by_busy = j.at("core_quota_by_busy").get<std::vector<std::uint64_t>>();
     }
   }
+  if (j.contains("quota_scale")) p.quota_scale = j.at("quota_scale").get<double>();
   if (j.contains("thread_env")) {  // reports before edgeprof set the workload's threads lack it
     p.thread_env = j.at("thread_env").get<std::map<std::string, std::string>>();
   }

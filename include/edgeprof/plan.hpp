@@ -146,7 +146,18 @@ struct PlanOptions {
   /// already sped up less than the boards, and the scaling made every device slower still
   /// (docs/threads.md has the run). Off: every core keeps core_quota_us.
   bool core_scaling = false;
+  /// The CPU quota (each core group's, per-core) times this, kMinQuotaScale ..
+  /// kMaxQuotaScale, capped at the CPUs' whole time: for the work a throttled slice loses on
+  /// this host, which bench_nn measures as the emulation's own share (emulated time x speed /
+  /// the same work unthrottled): ncnn inference did 20-30% less work per CPU-second under a
+  /// 10 ms period's quota than unthrottled here, a CPU-bound loop with keep-warm well under 1%
+  /// (docs/fidelity.md). 1 (the default): the quota is the device's capacity exactly.
+  double quota_scale = 1.0;
 };
+
+/// The range of PlanOptions::quota_scale.
+inline constexpr double kMinQuotaScale = 0.5;
+inline constexpr double kMaxQuotaScale = 4.0;
 
 /// The variables a common runtime reads for how many threads to start: OpenMP (libgomp, LLVM),
 /// OpenBLAS, MKL, BLIS, numexpr, TensorFlow's two pools. Each gets the device's core count.
@@ -183,6 +194,9 @@ struct EmulationPlan {
   /// workload's threads are busy, at index k - 1 (the first is core_quota_us); empty = always
   /// core_quota_us.
   std::vector<std::uint64_t> core_quota_by_busy;
+  /// PlanOptions::quota_scale as applied: the quotas above are the device's capacity times
+  /// this (less where capped at the CPUs' whole time).
+  double quota_scale = 1.0;
   std::uint64_t memory_max_bytes = 0;    ///< memory.max / memory.limit_in_bytes
   std::uint64_t swap_max_bytes = 0;      ///< swap allowed on top of memory_max_bytes
   std::optional<std::int64_t> pids_max;  ///< pids.max; unset = no limit
@@ -199,7 +213,7 @@ struct EmulationPlan {
   std::map<std::string, std::string> thread_env;
   std::vector<std::string> notes;        ///< where the emulation differs from the device, and why
 
-  /// The CPU capacity granted, in host cores (quota / period).
+  /// The CPU capacity granted, in host cores (quota / period; quota_scale included).
   double capacity_cores() const {
     return cpu_period_us ? double(cpu_quota_us) / double(cpu_period_us) : 0.0;
   }

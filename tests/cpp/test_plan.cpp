@@ -1,4 +1,6 @@
 #include <catch2/catch.hpp>
+#include <cmath>
+#include <limits>
 
 #include "edgeprof/error.hpp"
 #include "edgeprof/plan.hpp"
@@ -345,4 +347,54 @@ TEST_CASE("the workload's environment gets the device's width, and passive waiti
 
   CHECK(thread_env_defaults(0, true).empty());
   CHECK(thread_env_defaults(1, false).size() == std::size(kThreadCountVariables));
+}
+
+TEST_CASE("a quota scale buys the work a throttled slice loses: more quota, capped, noted",
+          "[plan]") {
+  PlanOptions o;
+  o.quota_scale = 1.25;
+  const EmulationPlan one = plan_emulation(make_device("d", 1, 0.2, "512MiB"), host(2), o);
+  CHECK(one.cpu_period_us == kDefaultCpuPeriodUs);
+  CHECK(one.cpu_quota_us == 2500);  // 0.2 x 10 ms x 1.25
+  CHECK(one.quota_scale == Approx(1.25));
+  CHECK(one.keep_warm);  // still throttled: 0.25 of the CPU
+  bool noted = false;
+  for (const std::string& n : one.notes) {
+    noted = noted || (n.find("quota scale 1.25") != std::string::npos &&
+                      n.find("2500 us per 10000 us") != std::string::npos &&
+                      n.find("2000 us") != std::string::npos);
+  }
+  CHECK(noted);
+  // Unscaled, nothing changes and no note is added.
+  const EmulationPlan plain = plan_emulation(make_device("d", 1, 0.2, "512MiB"), host(2));
+  CHECK(plain.cpu_quota_us == 2000);
+  CHECK(plain.quota_scale == 1.0);
+  for (const std::string& n : plain.notes) CHECK(n.find("quota scale") == std::string::npos);
+
+  // Capped at the CPUs' whole time: 2 x 0.9 x 1.25 = 2.25 CPUs on 2.
+  const EmulationPlan capped = plan_emulation(make_device("d", 2, 0.9, "512MiB"), host(2), o);
+  CHECK(capped.cpu_quota_us == 2 * capped.cpu_period_us);
+  CHECK(capped.quota_scale == Approx(2.0 / 1.8));
+  bool said = false;
+  for (const std::string& n : capped.notes) said = said || n.find("capped") != std::string::npos;
+  CHECK(said);
+
+  // Per-core: each core group's quota.
+  o.cores = CoreEmulation::per_core;
+  const EmulationPlan cores = plan_emulation(make_device("d", 4, 0.2, "512MiB"), host(2), o);
+  CHECK(cores.core_quota_us == 2500);
+  CHECK(cores.cpu_quota_us == 4 * 2500);
+
+  // Below 1, no lower than the kernel's 1 ms minimum.
+  o.cores = CoreEmulation::pooled;
+  o.quota_scale = 0.5;
+  const EmulationPlan least = plan_emulation(make_device("d", 1, 0.1, "512MiB"), host(2), o);
+  CHECK(least.cpu_quota_us == kMinCpuQuotaUs);
+  CHECK(least.quota_scale == Approx(1.0));
+
+  for (double bad : {0.1, 4.5, std::nan(""), std::numeric_limits<double>::infinity()}) {
+    o.quota_scale = bad;
+    CHECK_THROWS_WITH(plan_emulation(make_device("d", 1, 0.2, "512MiB"), host(2), o),
+                      Catch::Contains("quota_scale") && Catch::Contains("0.5 to 4"));
+  }
 }
