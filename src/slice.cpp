@@ -196,8 +196,10 @@ struct Slice::Impl {
   }
 
   void destroy() noexcept {
-    cpus = detail::CpuLease();
-    if (!cgroup) return;
+    if (!cgroup) {
+      cpus = detail::CpuLease();
+      return;
+    }
     spare_sampler.reset();
     spare_pipe.reset();
     placer.reset();  // its descriptors hold the core groups open
@@ -212,6 +214,8 @@ struct Slice::Impl {
                  fmt::join(cgroup->paths(), ", "));
     }
     cgroup.reset();
+    // The CPUs are free once the workload is gone, not before.
+    cpus = detail::CpuLease();
   }
 
   ~Impl() { destroy(); }
@@ -224,16 +228,27 @@ Slice::Slice(Device device, SliceOptions options) : impl_(std::make_shared<Impl>
   PlanOptions plan_options = options.plan;
   // Without explicit CPUs, the least used ones: concurrent slices do not share CPUs while the
   // host has enough.
-  if (plan_options.cpus.empty()) plan_options.cpus = detail::cpu_ledger().order(host.cpus);
+  const bool choose_cpus = plan_options.cpus.empty();
+  if (choose_cpus) plan_options.cpus = detail::cpu_ledger().order(host.cpus);
+  const std::size_t usable_cpus = plan_options.cpus.size();
   // Measured once per host when a catalog device's nn speed needs this host's nn rating.
   const Device measured = with_measured_nn(device, plan_options);
   s.plan = plan_emulation(measured, host, plan_options);
-  s.cpus = detail::cpu_ledger().take(s.plan.cpus);
+  if (choose_cpus) {
+    // Chosen and taken under the ledger's lock: a slice made meanwhile (another process's, or
+    // another thread's while this one planned or measured) may have taken the CPUs planned.
+    s.cpus = detail::cpu_ledger().take_least_used(host.cpus, s.plan.cpus.size());
+    plan_options.cpus = s.cpus.cpus();
+    std::vector<int> taken = s.cpus.cpus();
+    std::sort(taken.begin(), taken.end());
+    if (taken != s.plan.cpus) s.plan = plan_emulation(measured, host, plan_options);
+  } else {
+    s.cpus = detail::cpu_ledger().take(s.plan.cpus);
+  }
   const int shared = s.cpus.shared_at_take();
   // The device as emulated: as many of its cores as fit (the plan's note says so), so that its
   // figures (power, for the energy estimate) are those of the cores run.
-  s.device =
-      fit_to_cpus(for_speed_kind(measured, plan_options.speed_kind), plan_options.cpus.size());
+  s.device = fit_to_cpus(for_speed_kind(measured, plan_options.speed_kind), usable_cpus);
   s.options = std::move(options);
   s.backend = detail::make_backend(s.fs, layout(), parent_from(s.options));
   if (s.plan.core_groups > 0 && !s.backend->core_groups_supported()) {
@@ -491,7 +506,7 @@ Result Child::State::finish(const detail::Exit& exit, bool timed_out) {
   if (std::string shared = detail::sharing_warning(sharers, ::getpid()); !shared.empty()) {
     r.warnings.push_back(std::move(shared));
   }
-  if (const std::string& problem = detail::cpu_ledger().problem(); !problem.empty()) {
+  if (const std::string problem = detail::cpu_ledger().problem(); !problem.empty()) {
     r.warnings.push_back(fmt::format("{}: the CPU ledger counts this process's slices only, so "
                                      "another edgeprof process may share these CPUs unseen",
                                      problem));

@@ -79,9 +79,26 @@ CpuLease::~CpuLease() {
 }
 
 CpuLedger::CpuLedger(std::string dir) : dir_(std::move(dir)) {
-  if (::mkdir(dir_.c_str(), 0755) != 0 && errno != EEXIST) {
+  // Only a directory of this user's that nobody else may write: in a shared /tmp another user
+  // could otherwise plant links where the slot files go, or hold the ledger's lock.
+  if (::mkdir(dir_.c_str(), 0700) != 0 && errno != EEXIST) {
     problem_ = sys_message(errno, "creating the CPU ledger's directory", dir_,
                            "set EDGEPROF_LEDGER_DIR to a writable directory");
+    return;
+  }
+  struct stat st{};
+  if (::lstat(dir_.c_str(), &st) != 0) {
+    problem_ = sys_message(errno, "reading the CPU ledger's directory", dir_);
+    return;
+  }
+  if (!S_ISDIR(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 022) != 0) {
+    problem_ = fmt::format(
+        "the CPU ledger's directory {} is not used: it is {} (it must be a directory of "
+        "this user that no one else may write); set EDGEPROF_LEDGER_DIR to one",
+        dir_,
+        !S_ISDIR(st.st_mode)         ? "not a directory"
+        : st.st_uid != ::geteuid()   ? fmt::format("owned by uid {}", st.st_uid)
+                                     : std::string("writable by others"));
     return;
   }
   lock_ledger();  // sets problem_ when the ledger cannot be opened or locked
@@ -94,7 +111,7 @@ std::string CpuLedger::slot_path(int cpu, int slot) const {
 UniqueFd CpuLedger::lock_ledger() {
   if (!problem_.empty()) return UniqueFd();
   const std::string path = dir_ + "/" + kLedgerLock;
-  UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+  UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644));
   if (fd.get() < 0) {
     problem_ = sys_message(
         errno, "opening the CPU ledger", path, "set EDGEPROF_LEDGER_DIR to a writable directory");
@@ -112,7 +129,7 @@ UniqueFd CpuLedger::lock_ledger() {
 std::vector<std::pair<int, pid_t>> CpuLedger::held(int cpu) const {
   std::vector<std::pair<int, pid_t>> out;
   for (int slot = 0; slot < kMaxSlots; ++slot) {
-    UniqueFd fd(::open(slot_path(cpu, slot).c_str(), O_RDONLY | O_CLOEXEC));
+    UniqueFd fd(::open(slot_path(cpu, slot).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
     if (fd.get() < 0) break;  // slots are made lowest first and never removed: the last one
     if (::flock(fd.get(), LOCK_EX | LOCK_NB) == 0) continue;  // free (closing unlocks it)
     out.emplace_back(slot, read_pid(fd.get()));
@@ -128,9 +145,7 @@ int CpuLedger::use(int cpu) const {
   return static_cast<int>(held(cpu).size());
 }
 
-std::vector<int> CpuLedger::order(const std::vector<int>& host) {
-  std::lock_guard<std::mutex> guard(lock_);
-  const UniqueFd ledger = lock_ledger();
+std::vector<int> CpuLedger::order_locked(const std::vector<int>& host) const {
   std::map<int, int> uses;  // read once per CPU: the sort compares each several times
   for (int c : host) uses[c] = use(c);
   std::vector<int> out = host;
@@ -138,11 +153,28 @@ std::vector<int> CpuLedger::order(const std::vector<int>& host) {
   return out;
 }
 
+std::vector<int> CpuLedger::order(const std::vector<int>& host) {
+  std::lock_guard<std::mutex> guard(lock_);
+  const UniqueFd ledger = lock_ledger();
+  return order_locked(host);
+}
+
 CpuLease CpuLedger::take(const std::vector<int>& cpus) {
   std::lock_guard<std::mutex> guard(lock_);
-  CpuLease lease;
-  lease.ledger_ = this;
   const UniqueFd ledger = lock_ledger();
+  return take_locked(cpus);
+}
+
+CpuLease CpuLedger::take_least_used(const std::vector<int>& host, std::size_t n) {
+  std::lock_guard<std::mutex> guard(lock_);
+  const UniqueFd ledger = lock_ledger();
+  std::vector<int> cpus = order_locked(host);
+  cpus.resize(std::min(n, cpus.size()));
+  return take_locked(cpus);
+}
+
+CpuLease CpuLedger::take_locked(const std::vector<int>& cpus) {
+  CpuLease lease;
   for (int c : cpus) {
     lease.shared_at_take_ = std::max(lease.shared_at_take_, use(c));
     lease.cpus_.push_back(c);
@@ -155,7 +187,8 @@ CpuLease CpuLedger::take(const std::vector<int>& cpus) {
     int taken = kNotHeld;
     UniqueFd fd;
     for (int slot = 0; slot < kMaxSlots && taken < 0; ++slot) {
-      fd = UniqueFd(::open(slot_path(c, slot).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+      fd = UniqueFd(
+          ::open(slot_path(c, slot).c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644));
       if (fd.get() < 0) break;
       if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) continue;
       const std::string pid = fmt::format("{}\n", ::getpid());
@@ -168,6 +201,7 @@ CpuLease CpuLedger::take(const std::vector<int>& cpus) {
     lease.slots_.push_back(taken);
     lease.fds_.push_back(taken != kNotHeld ? std::move(fd) : UniqueFd());
   }
+  lease.ledger_ = this;  // only now: a lease being filled is not given back under lock_
   return lease;
 }
 
@@ -201,9 +235,9 @@ void CpuLedger::give(CpuLease& lease) noexcept {
 }
 
 CpuLedger& cpu_ledger() {
-  static CpuLedger ledger(
+  static CpuLedger* const ledger = new CpuLedger(
       ledger_dir(std::getenv("EDGEPROF_LEDGER_DIR"), ::geteuid(), std::getenv("XDG_RUNTIME_DIR")));
-  return ledger;
+  return *ledger;
 }
 
 }  // namespace edgeprof::detail

@@ -66,12 +66,18 @@ class CpuLedger {
 
   const std::string& dir() const { return dir_; }
   // Why the ledger is this process's only ("" when it is the machine's).
-  const std::string& problem() const { return problem_; }
+  std::string problem() {
+    std::lock_guard<std::mutex> guard(lock_);
+    return problem_;
+  }
 
   // The host's CPUs, least used first (lowest number among equals).
   std::vector<int> order(const std::vector<int>& host);
   // Takes `cpus` for a slice.
   CpuLease take(const std::vector<int>& cpus);
+  // Takes the `n` least used of `host` (as order() ranks them, in that order), choosing and
+  // taking under one lock: slices made at the same moment get distinct CPUs.
+  CpuLease take_least_used(const std::vector<int>& host, std::size_t n);
   // The slices other than `lease`'s that hold one of its CPUs now.
   std::vector<CpuHolder> others(const CpuLease& lease);
 
@@ -85,6 +91,8 @@ class CpuLedger {
   // Locks the ledger (nothing when it cannot be used: problem_ says why).
   UniqueFd lock_ledger();
   int use(int cpu) const;
+  std::vector<int> order_locked(const std::vector<int>& host) const;
+  CpuLease take_locked(const std::vector<int>& cpus);
 
   std::string dir_;
   std::string problem_;
@@ -92,7 +100,8 @@ class CpuLedger {
   std::map<int, int> local_;  // in-process counts, when there is no machine ledger
 };
 
-// The process's one ledger (in ledger_dir() of the environment at its first use).
+// The process's one ledger (in ledger_dir() of the environment at its first use; never
+// destroyed, so that a slice released while the process exits still finds it).
 CpuLedger& cpu_ledger();
 
 }  // namespace edgeprof::detail

@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <sstream>
 
 #include "edgeprof/slice.hpp"
@@ -70,6 +71,38 @@ TEST_CASE("two ledgers on one directory see each other's CPUs, as two processes 
   CHECK(a.others(first).size() == 1);
   moved = CpuLease();
   CHECK(a.others(first).empty());
+}
+
+TEST_CASE("choosing and taking the least used CPUs is one step", "[ledger]") {
+  FakeTree dir;
+  CpuLedger a(dir.root()), b(dir.root());
+  CpuLease first = a.take_least_used({0, 1}, 1);
+  CpuLease second = b.take_least_used({0, 1}, 1);
+  CHECK(first.cpus() == std::vector<int>{0});
+  CHECK(second.cpus() == std::vector<int>{1});  // not the CPU the first one took meanwhile
+  CHECK(second.shared_at_take() == 0);
+  CpuLease third = a.take_least_used({0, 1}, 2);
+  CHECK(third.cpus().size() == 2);
+  CHECK(third.shared_at_take() == 1);
+}
+
+TEST_CASE("the ledger uses only a directory of this user that no one else may write, and "
+          "follows no links",
+          "[ledger]") {
+  FakeTree dir;
+  dir.dir("/open");
+  std::filesystem::permissions(dir.root() + "/open", std::filesystem::perms::all);
+  CpuLedger open(dir.root() + "/open");
+  CHECK_THAT(open.problem(), Catch::Contains("writable by others") &&
+                                 Catch::Contains("EDGEPROF_LEDGER_DIR"));
+  // A link planted where a slot file goes is not followed: its target is left as it was.
+  dir.dir("/mine");
+  dir.file("/victim", "precious");
+  std::filesystem::create_symlink(dir.root() + "/victim", dir.root() + "/mine/cpu0.0");
+  CpuLedger mine(dir.root() + "/mine");
+  REQUIRE(mine.problem().empty());
+  CpuLease lease = mine.take({0});
+  CHECK(dir.read("/victim") == "precious");
 }
 
 TEST_CASE("a ledger whose directory cannot be made counts this process's slices and says so",
