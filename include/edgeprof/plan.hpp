@@ -155,8 +155,9 @@ struct PlanOptions {
   double quota_scale = 1.0;
 };
 
-/// The range of PlanOptions::quota_scale.
+/// The smallest PlanOptions::quota_scale.
 inline constexpr double kMinQuotaScale = 0.5;
+/// The largest PlanOptions::quota_scale.
 inline constexpr double kMaxQuotaScale = 4.0;
 
 /// The variables a common runtime reads for how many threads to start: OpenMP (libgomp, LLVM),
