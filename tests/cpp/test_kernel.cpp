@@ -136,10 +136,9 @@ TEST_CASE("a CPU-bound child under 1 core x speed 0.5 is held to half a core by 
     CHECK((r.series.size() > 0) == sampled);
     CHECK(r.plan.keep_warm == keep_warm);
     CHECK(r.throttled_periods >= 20);  // counted by the kernel during the run (above)
-    // Not > 0: since Linux 6.18 the kernel counts throttled time only while a throttled task
-    // is off the CPU, and a run with keep-warm threads beside it read 0.000 s in 20 of 41
-    // throttled periods (a clean-clone CI run, 2026-11-27). The periods above are the mechanism.
-    CHECK(r.throttled_s >= 0);
+    // throttled_s is not asserted: since Linux 6.18 the kernel counts throttled time only while
+    // a throttled task is off the CPU, and a run with keep-warm threads beside it read 0.000 s
+    // in 20 of 41 throttled periods (2026-11-27). The throttled periods above are the mechanism.
     CHECK(r.periods >= r.throttled_periods);
     check_held_to(r, 0.5);
   }
