@@ -78,8 +78,9 @@ void usage(FILE* to) {
       "                    per device core, threads spread over them; docs/threads.md)\n"
       "  --core-scaling    with per-core: each core's quota follows the busy threads as the\n"
       "                    board's published tables scale (PlanOptions::core_scaling)\n"
-      "  --quota-scale X   the CPU quota times X, 0.5 to 4 (PlanOptions::quota_scale: for the\n"
-      "                    work a throttled slice loses on this host; default 1)\n"
+      "  --quota-scale X   the CPU quota times X, 0.5 to 4, or auto (the default: this host's\n"
+      "                    own share, measured at the start with measure_quota_share(), as\n"
+      "                    plans apply it to nn speeds; PlanOptions::quota_scale)\n"
       "  --no-thread-env   leave the runner's environment alone (by default it gets the\n"
       "                    device's OMP_NUM_THREADS and passive OpenMP waiting)\n"
       "  --no-held-out     does nothing: the held-out figures now come from the one run\n"
@@ -109,7 +110,7 @@ struct Args {
   CoreEmulation cores = CoreEmulation::pooled;
   bool thread_env = true;
   bool core_scaling = false;
-  double quota_scale = 1.0;
+  std::optional<double> quota_scale;  // empty: auto
   std::string markdown;
   std::string command_line;
 };
@@ -203,7 +204,12 @@ Args parse_args(int argc, char** argv) {
     } else if (s == "--no-thread-env") {
       a.thread_env = false;
     } else if (s == "--quota-scale") {
-      a.quota_scale = kCli.number(s, value(), kMinQuotaScale, kMaxQuotaScale);
+      const char* v = value();
+      if (v && std::string_view(v) == "auto") {
+        a.quota_scale.reset();
+      } else {
+        a.quota_scale = kCli.number(s, v, kMinQuotaScale, kMaxQuotaScale);
+      }
     } else if (s == "--core-scaling") {
       a.core_scaling = true;
     } else if (s == "--no-held-out") {
@@ -293,9 +299,10 @@ std::map<std::string, double> held_out(const std::map<std::string, double>& emul
 // ------------------------------------------------------------------------------ emulation
 
 // The graphs' times when run with `threads` threads under `device`, ms by graph.
+// `quota_scale`, when given, receives the scale the plan applied.
 std::map<std::string, double> emulate(const Device& device, const std::string& dir,
                                       const std::vector<std::string>& graphs, int threads,
-                                      const Args& a) {
+                                      const Args& a, double* quota_scale = nullptr) {
   Command c;
   c.argv = {"python3", dir + "/runner.py", dir, std::to_string(a.warmup)};
   c.argv.push_back(std::to_string(a.loops));
@@ -311,6 +318,7 @@ std::map<std::string, double> emulate(const Device& device, const std::string& d
   o.slice.plan.core_scaling = a.core_scaling;
   o.slice.plan.quota_scale = a.quota_scale;
   const Result r = run(c, device, o);
+  if (quota_scale) *quota_scale = r.plan.quota_scale;
   std::ifstream in(dir + "/out.txt");
   std::stringstream text;
   text << in.rdbuf();
@@ -342,6 +350,10 @@ struct OneThreadRow {
   // The emulation's own share: emulated x speed / the same graph unthrottled on the same CPU
   // just before (median, p10, p90 over the graphs); 1 is a quota that buys a core's work.
   double share = NAN, share_p10 = NAN, share_p90 = NAN;
+  // The same over the graphs the host's own share was not measured with (held out), and the
+  // quota scale the plan applied.
+  double share_held = NAN;
+  double quota_scale = 1;
   // The host's drift since its rating: the unthrottled time now / at the rating (median).
   double drift = NAN;
   // The same drift as a short microbenchmark run just before sees it: the vector (CNN-like)
@@ -370,7 +382,7 @@ std::map<std::string, double> unthrottled(const std::string& dir,
 
 OneThreadRow measure_one_thread(const Device& catalog, const NnRating& host,
                                 const CoreScores& start, int probe_cpu, const std::string& dir,
-                                const Args& a) {
+                                const std::vector<std::string>& share_graphs, const Args& a) {
   OneThreadRow row;
   const CoreScores now = probe(probe_cpu);
   row.vector_drift = start.vector / now.vector;
@@ -389,12 +401,18 @@ OneThreadRow measure_one_thread(const Device& catalog, const NnRating& host,
   one.nn = speed;
   one.speed_kind.clear();
   const auto reference = unthrottled(dir, keys(published), a);
-  const auto emulated = emulate(for_speed_kind(one, SpeedKind::nn), dir, keys(published), 1, a);
-  std::vector<double> shares, drifts;
+  const auto emulated = emulate(for_speed_kind(one, SpeedKind::nn), dir, keys(published), 1, a,
+                                &row.quota_scale);
+  std::vector<double> shares, drifts, held;
   for (const auto& [g, ms] : emulated) {
-    if (reference.count(g)) shares.push_back(ms * row.speed / reference.at(g));
-    if (reference.count(g)) drifts.push_back(reference.at(g) / host.host_ms.at(g));
+    if (!reference.count(g)) continue;
+    shares.push_back(ms * row.speed / reference.at(g));
+    drifts.push_back(reference.at(g) / host.host_ms.at(g));
+    if (std::find(share_graphs.begin(), share_graphs.end(), g) == share_graphs.end()) {
+      held.push_back(shares.back());
+    }
   }
+  if (!held.empty()) row.share_held = median(held);
   if (!shares.empty()) {
     row.share = bench::quantile_of(shares, 0.5);
     row.share_p10 = bench::quantile_of(shares, 0.1);
@@ -504,23 +522,27 @@ std::string one_thread_table(const std::vector<OneThreadRow>& rows,
       "speed from all graphs / speed without it), against its published time. Integer speed: "
       "the emulated time scaled by nn speed / integer speed. Own share: the emulated time x the "
       "nn speed / the same graph run unthrottled on the same CPU just before it, median "
-      "(p10-p90) over the graphs: 1.00 is a quota that buys exactly its share of a host core. "
+      "(p10-p90) over the graphs: 1.00 is a quota that buys exactly its share of a host core; "
+      "held-out graphs: the same over the graphs the host's own share was not measured with. "
+      "Quota scale: the plan's (by default this host's own share at the nn speed). "
       "Host drift: that unthrottled time / this host's rating at the start, median; the "
       "vector and memory kernels' drift: their score at the start / just before the device's "
       "runs (a half-second probe on CPU {}).\n\n"
       "| device | precision | graphs | nn speed | median \\|err\\| | worst | Kendall tau | "
       "held-out median (worst) | held-out tau | integer speed's median \\|err\\| | own share "
-      "(p10-p90) | host drift | vector kernel's | memory kernel's |\n"
-      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+      "(p10-p90) | own share, held-out graphs | quota scale | host drift | vector kernel's | "
+      "memory kernel's |\n"
+      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
       host.cpu_model, host.runtime, rating.warmup, rating.loops, a.warmup, a.loops,
       host_facts().cpus.front());
   for (const OneThreadRow& r : rows) {
     md += fmt::format("| {} | {} | {} | {:.4f} | {} | {} | {} | {} ({}) | {} | {} | {} ({}-{}) | "
-                      "{} | {} | {} |\n",
+                      "{} | {:.3f} | {} | {} | {} |\n",
                       r.device, r.precision, r.emulated.graphs, r.speed, pct(r.emulated.median),
                       pct(r.emulated.worst), fixed2(r.emulated.tau), pct(r.held.median),
                       pct(r.held.worst), fixed2(r.held.tau), pct(r.integer.median),
-                      fixed2(r.share), fixed2(r.share_p10), fixed2(r.share_p90), fixed2(r.drift),
+                      fixed2(r.share), fixed2(r.share_p10), fixed2(r.share_p90),
+                      fixed2(r.share_held), r.quota_scale, fixed2(r.drift),
                       fixed2(r.vector_drift), fixed2(r.memory_drift));
   }
   for (const std::string& why : skipped) md += "\nSkipped " + why + "\n";
@@ -598,6 +620,24 @@ int run_benchmark(const Args& a) {
   // The drift probe runs where the emulated runs do when nothing else holds a CPU: the first.
   const int probe_cpu = host_facts().cpus.front();
   const CoreScores start_probe = probe(probe_cpu);
+  // This host's own share under a quota, measured now as plans use it (cached for them), unless
+  // the scale is given; the quick run leaves the quota as the device's.
+  std::string share_text = "quota scale as given";
+  std::vector<std::string> share_graphs;
+  Args args = a;
+  if (a.quick && !a.quota_scale) args.quota_scale = 1.0;
+  if (!args.quota_scale) {
+    QuotaShareOptions so;
+    so.progress = rating.progress;
+    so.cpu = probe_cpu;
+    const QuotaShare share = measure_quota_share(so);
+    if (share.cache_file.empty()) {
+      throw Error(fmt::format("the host's own share was not cached ({}), so plans would not "
+                              "apply it: give --quota-scale", share.note));
+    }
+    share_text = describe(share);
+    share_graphs = share.graphs;
+  }
 
   std::vector<const Device*> devices;
   for (const Device& d : catalog_devices()) {
@@ -617,16 +657,17 @@ int run_benchmark(const Args& a) {
     fmt::print(stderr, "emulating {} ({} of {}) ...\n", d.name, i + 1, devices.size());
     if (one_thread) {
       try {
-        rows.push_back(measure_one_thread(d, host, start_probe, probe_cpu, dir, a));
+        rows.push_back(
+            measure_one_thread(d, host, start_probe, probe_cpu, dir, share_graphs, args));
         const OneThreadRow& r = rows.back();
         fmt::print(stderr,
                    "  1 thread at nn speed {:.4f}: median error {}, worst {}, tau {}; held out "
-                   "{} (worst {}), tau {}; own share {} ({}-{}), host drift {} (vector {}, "
-                   "memory {})\n",
+                   "{} (worst {}), tau {}; own share {} ({}-{}; held-out graphs {}) at quota "
+                   "scale {:.3f}, host drift {} (vector {}, memory {})\n",
                    r.speed, pct(r.emulated.median), pct(r.emulated.worst), fixed2(r.emulated.tau),
                    pct(r.held.median), pct(r.held.worst), fixed2(r.held.tau), fixed2(r.share),
-                   fixed2(r.share_p10), fixed2(r.share_p90), fixed2(r.drift),
-                   fixed2(r.vector_drift), fixed2(r.memory_drift));
+                   fixed2(r.share_p10), fixed2(r.share_p90), fixed2(r.share_held), r.quota_scale,
+                   fixed2(r.drift), fixed2(r.vector_drift), fixed2(r.memory_drift));
       } catch (const UnsupportedError& e) {
         // A device faster than one host core at its nn speed (the Pi 5 on a slow or busy
         // host): nothing to emulate here; said, not fatal.
@@ -638,7 +679,7 @@ int run_benchmark(const Args& a) {
       if (n == 1) continue;
       ThreadsRow r;
       try {
-        r = measure_threads(d, host, dir, a, n, cpus);
+        r = measure_threads(d, host, dir, args, n, cpus);
       } catch (const UnsupportedError& e) {
         r.device = d.name;
         r.skipped = e.what();
@@ -660,12 +701,13 @@ int run_benchmark(const Args& a) {
 
   std::string md = fmt::format(
       "Run: started {}, ended {}, {} in all: this host's rating {}, then per device (all its "
-      "runs) {}.\n\nCommand: `{}`\n\n",
+      "runs) {}.\n\nCommand: `{}`\n\nQuota scale: {}.\n\n",
       started, utc_now(), duration(bench::seconds_between(t0, bench::Clock::now())),
       duration(rating_s),
-      devices.empty() ? "none" : fmt::format("{}", fmt::join(device_times, ", ")), a.command_line);
-  if (one_thread) md += one_thread_table(rows, skipped, host, rating, a);
-  for (const auto& [n, r] : threads_rows) md += threads_table(n, r, host, cpus, a);
+      devices.empty() ? "none" : fmt::format("{}", fmt::join(device_times, ", ")), a.command_line,
+      share_text);
+  if (one_thread) md += one_thread_table(rows, skipped, host, rating, args);
+  for (const auto& [n, r] : threads_rows) md += threads_table(n, r, host, cpus, args);
   fmt::print("{}", md);
   if (!a.markdown.empty()) {
     std::ofstream out(a.markdown);

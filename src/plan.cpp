@@ -81,6 +81,7 @@ HostFacts host_facts() {
   }();
   facts.cfs_bandwidth_slice_us = slice_us;
   if (auto disk = detail::disk_under(fs, ".", &facts.io_device_problem)) facts.io_device = *disk;
+  facts.quota_share = cached_quota_share(&facts.quota_share_problem);
   return facts;
 }
 
@@ -160,6 +161,61 @@ bool measure_nn_by_default() {
   return !(v && std::string_view(v) == "0");
 }
 
+namespace {
+
+// The quota scale a plan applies, where it comes from, and a note when an nn speed's plan
+// applies none for want of a measurement.
+struct QuotaScaleChoice {
+  double scale = 1.0;
+  std::string from;  // for the note of the scale
+  std::string note;  // why an nn speed gets no scale; "" otherwise
+};
+
+QuotaScaleChoice choose_quota_scale(const Device& device, const HostFacts& host,
+                                    const PlanOptions& options, double cpu_share) {
+  QuotaScaleChoice c;
+  if (options.quota_scale) {
+    c.scale = *options.quota_scale;
+    c.from = "PlanOptions::quota_scale";
+    return c;
+  }
+  if (device.speed_kind != "nn" || cpu_share >= 1.0) return c;
+  const char* then = "the quota is the device's capacity, and a throttled slice may do less "
+                     "ncnn work per CPU-second than unthrottled (docs/fidelity.md)";
+  if (!host.quota_share || host.quota_share->points.empty()) {
+    c.note = fmt::format("this host's own share under a quota is not measured ({}): {}; "
+                         "`edgeprof calibrate-host --nn` measures it (about 75 s)",
+                         host.quota_share_problem.empty() ? std::string("not cached")
+                                                          : host.quota_share_problem,
+                         then);
+    return c;
+  }
+  const QuotaShare& q = *host.quota_share;
+  // The period asked for, before the plan stretches it for a quota under 1 ms or lengthens it
+  // for a pool: the measurement's slices asked for the default and were stretched alike.
+  const std::uint64_t asked =
+      options.iteration_time_us ? choose_cpu_period_us(options.iteration_time_us)
+      : options.cpu_period_us == kChosenCpuPeriod ? kDefaultCpuPeriodUs
+                                                  : options.cpu_period_us;
+  if (q.period_us != asked || q.keep_warm != options.keep_warm) {
+    c.note = fmt::format("this host's own share was measured at a {:g} ms period{} and this "
+                         "plan asks for {:g} ms{}: {}",
+                         double(q.period_us) / 1000, q.keep_warm ? " with keep-warm" : "",
+                         double(asked) / 1000,
+                         options.keep_warm ? " with keep-warm" : " without", then);
+    return c;
+  }
+  c.scale = quota_scale_at(q, cpu_share);
+  c.from = fmt::format("this host's own share under the scaled quota ({:.3g} of a CPU) for a "
+                       "device core at {:.3g} of a CPU, measured {} with {} ncnn graph{} "
+                       "(`edgeprof calibrate-host --nn`)",
+                       c.scale * cpu_share, cpu_share, q.measured_at, q.graphs.size(),
+                       q.graphs.size() == 1 ? "" : "s");
+  return c;
+}
+
+}  // namespace
+
 Device with_measured_nn(const Device& device, const PlanOptions& options) {
   if (options.speed_kind == SpeedKind::integer || device.nn || device.nn_ms.empty()) return device;
   // Not measuring: a rating cached since the device was loaded is still used.
@@ -179,10 +235,12 @@ EmulationPlan plan_emulation(const Device& described, const HostFacts& host,
                             "(or 0: chosen by edgeprof)",
                             options.cpu_period_us, kMinCpuPeriodUs, kMaxCpuPeriodUs));
   }
-  if (!(options.quota_scale >= kMinQuotaScale && options.quota_scale <= kMaxQuotaScale)) {
+  if (options.quota_scale &&
+      !(*options.quota_scale >= kMinQuotaScale && *options.quota_scale <= kMaxQuotaScale)) {
     throw Error(fmt::format("quota_scale = {} is out of range: give {} to {} (1: the device's "
-                            "capacity exactly)",
-                            options.quota_scale, kMinQuotaScale, kMaxQuotaScale));
+                            "capacity exactly; none: this host's measured own share for an nn "
+                            "speed)",
+                            *options.quota_scale, kMinQuotaScale, kMaxQuotaScale));
   }
   if (options.iteration_time_us && options.cpu_period_us != kChosenCpuPeriod) {
     throw Error(fmt::format("give either a CFS period (cpu_period_us = {}) or the workload's "
@@ -364,14 +422,18 @@ EmulationPlan plan_emulation(const Device& described, const HostFacts& host,
                           ncpus == 1 ? "" : "s", ncpus)
             : std::string()));
   }
-  if (options.quota_scale != 1.0) {
+  const QuotaScaleChoice choice = choose_quota_scale(
+      device, host, options,
+      per_core ? double(plan.core_quota_us) / double(plan.cpu_period_us)
+               : double(plan.cpu_quota_us) / (double(plan.cpu_period_us) * double(ncpus)));
+  if (!choice.note.empty()) plan.notes.push_back(choice.note);
+  if (choice.scale != 1.0) {
     // The quota bought less work here than its share of a host CPU: more of it, no more than
     // the CPUs' (each core group's: one CPU's) whole time.
     // (A scale below 1 stops at the kernel's minimum quota.)
     auto scaled = [&](std::uint64_t quota, std::uint64_t cap) {
       return std::clamp<std::uint64_t>(
-          static_cast<std::uint64_t>(
-              std::llround(static_cast<double>(quota) * options.quota_scale)),
+          static_cast<std::uint64_t>(std::llround(static_cast<double>(quota) * choice.scale)),
           kMinCpuQuotaUs, cap);
     };
     const std::uint64_t before = per_core ? plan.core_quota_us : plan.cpu_quota_us;
@@ -385,13 +447,13 @@ EmulationPlan plan_emulation(const Device& described, const HostFacts& host,
     const std::uint64_t after = per_core ? plan.core_quota_us : plan.cpu_quota_us;
     plan.quota_scale = static_cast<double>(after) / static_cast<double>(before);
     plan.notes.push_back(fmt::format(
-        "quota scale {:g}: the {}quota is {} us per {} us instead of the device's {} us{}, for "
-        "the work a throttled slice loses on this host (PlanOptions::quota_scale; "
-        "docs/fidelity.md)",
-        options.quota_scale, per_core ? "per-core " : "", after, plan.cpu_period_us, before,
-        plan.quota_scale < options.quota_scale - 1e-9
+        "quota scale {:.3g}: the {}quota is {} us per {} us instead of the device's {} us{}, "
+        "for the work a throttled slice loses on this host ({}; docs/fidelity.md)",
+        choice.scale, per_core ? "per-core " : "", after, plan.cpu_period_us, before,
+        plan.quota_scale < choice.scale - 1e-9
             ? fmt::format(", capped at the CPUs' whole time (x{:.3f})", plan.quota_scale)
-            : std::string()));
+            : std::string(),
+        choice.from));
   }
   if (!per_core &&
       detail::quota_unlimited(plan.cpu_quota_us, plan.cpu_period_us, plan.cpus.size())) {

@@ -224,7 +224,7 @@ struct Slice::Impl {
 Slice::Slice(Device device, SliceOptions options) : impl_(std::make_shared<Impl>()) {
   static std::atomic<std::uint64_t> sequence{0};
   Impl& s = *impl_;
-  const HostFacts host = host_facts();
+  HostFacts host = host_facts();
   PlanOptions plan_options = options.plan;
   // Without explicit CPUs, the least used ones: concurrent slices do not share CPUs while the
   // host has enough.
@@ -233,6 +233,7 @@ Slice::Slice(Device device, SliceOptions options) : impl_(std::make_shared<Impl>
   const std::size_t usable_cpus = plan_options.cpus.size();
   // Measured once per host when a catalog device's nn speed needs this host's nn rating.
   const Device measured = with_measured_nn(device, plan_options);
+  host = with_measured_quota_share(std::move(host), measured, plan_options);
   s.plan = plan_emulation(measured, host, plan_options);
   if (choose_cpus) {
     // Chosen and taken under the ledger's lock: a slice made meanwhile (another process's, or

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <optional>
@@ -159,6 +160,97 @@ std::string nn_runner_source();
 /// the file and the errno.
 void write_reference_graphs(const std::string& directory,
                             const std::vector<std::string>& graphs = {});
+
+/// The emulation's own share at one fraction of a host CPU: how much of a host core's ncnn
+/// work a throttled one-core slice bought per unit of its quota.
+struct QuotaSharePoint {
+  /// The slice's quota as a fraction of one host CPU (the emulated core speed).
+  double speed = 0;
+  /// Emulated time x speed / the same graph's time unthrottled on the same CPU: 1 is a quota
+  /// that buys its share of a core's work, 1.3 one that buys 1 / 1.3 of it. The medians
+  /// (`measured`) made non-increasing in speed (pool-adjacent-violators, weighted by samples):
+  /// a larger quota is throttled less, and one point's noise (about 10%) is not a rise.
+  double share = 0;
+  /// Emulated time x speed / unthrottled time, median over the graphs and rounds (measured).
+  double measured = 0;
+  double p10 = 0;   ///< its 10th percentile over the graphs and rounds
+  double p90 = 0;   ///< its 90th percentile
+  int samples = 0;  ///< graphs x rounds
+};
+
+/// This host's own share under CPU quotas, for ncnn inference (measure_quota_share()): the
+/// quota scale (PlanOptions::quota_scale) that makes a throttled slice do the work of the
+/// device's core.
+struct QuotaShare {
+  std::vector<QuotaSharePoint> points;  ///< by speed, ascending
+  /// The CFS period the slices asked for: the default (kDefaultCpuPeriodUs), stretched by
+  /// their plans where the quota would fall under 1 ms (below 0.1 of a CPU), as a device's is.
+  std::uint64_t period_us = 0;
+  bool keep_warm = true;                ///< whether keep-warm ran (docs/keep-warm.md)
+  std::vector<std::string> graphs;      ///< the reference graphs run
+  int rounds = 0;                       ///< times every speed was measured
+  int loops = 0;                        ///< timed inferences per graph and run
+  int cpu = -1;                         ///< the CPU the slices had
+  std::string runtime;                  ///< e.g. "ncnn 1.0.20261020 (PyPI)"
+  std::string cpu_model;                ///< from /proc/cpuinfo
+  std::string kernel;                   ///< kernel release
+  std::string hostname;                 ///< host name
+  std::string measured_at;              ///< ISO 8601 UTC
+  double seconds = 0;                   ///< how long it took
+  std::string cache_file;               ///< where it is cached; "" when it was not
+  std::string note;                     ///< why it was not cached; "" otherwise
+};
+
+/// The own share of a slice whose quota is `speed` of a host CPU, from `share`'s points:
+/// linear in log(speed) between them, the lowest's below them, falling linearly in log(speed)
+/// from the highest to 1 at a whole CPU (which is not throttled), 1 at or above it; 1 without
+/// points. Throws Error when `speed` is not a positive number.
+double own_share_at(const QuotaShare& share, double speed);
+
+/// The quota scale that gives a device core of `speed` (a fraction of a host CPU) its work:
+/// the k with k = own_share_at(share, k x speed), since the scaled quota is throttled less and
+/// loses less than the device's would (the share at `speed` alone overshoots: 0.78-0.92 of the
+/// work where 1 was wanted, docs/fidelity.md). Clamped to kMinQuotaScale .. kMaxQuotaScale
+/// (plan.hpp); 1 without points. Throws Error when `speed` is not a positive number.
+double quota_scale_at(const QuotaShare& share, double speed);
+
+/// How measure_quota_share runs.
+struct QuotaShareOptions {
+  /// The Python interpreter with the `ncnn` package; "" = $EDGEPROF_PYTHON, else python3.
+  std::string python;
+  /// The reference graphs to run: by default three of medium size, and the others are left
+  /// for the fidelity benchmark to check the scale on (docs/fidelity.md).
+  std::vector<std::string> graphs{"mobilenet_v2", "regnety_400m", "squeezenet"};
+  /// The quotas measured, as fractions of a host CPU, each in (0, 1).
+  std::vector<double> speeds{0.05, 0.1, 0.2, 0.4};
+  int rounds = 3;  ///< times every speed is measured, alternating with unthrottled runs
+  int warmup = 2;  ///< untimed inferences per graph and run
+  int loops = 5;   ///< timed inferences per graph and run; their median is the figure
+  /// The CPU to run on; -1 = the CPU the calling thread is on.
+  int cpu = -1;
+  /// Stopped, and Error thrown, when one run takes longer.
+  std::chrono::seconds timeout{600};
+  /// Receives a line for people per run (may be empty).
+  std::function<void(const std::string&)> progress;
+};
+
+/// Measures this host's own share (about a minute): the graphs run with ncnn, one thread,
+/// on one CPU, alternately unthrottled and in a one-core slice at each speed (a default
+/// slice otherwise: period, keep-warm), each emulated time compared with the unthrottled runs
+/// on either side of it. Caches it (`host-quota-share.json` beside the nn rating) for
+/// cached_quota_share() and the plans of nn speeds. Needs root (or a delegated cgroup) for the
+/// slices. Throws Error when an option is out of range, Python or ncnn is missing, or a run
+/// fails.
+QuotaShare measure_quota_share(const QuotaShareOptions& options = {});
+
+/// This host's cached own share, when measured on the same CPU model, kernel release and host
+/// name with the reference graphs as this edgeprof generates them. Never measures: nullopt
+/// with the reason in `*why`.
+std::optional<QuotaShare> cached_quota_share(std::string* why = nullptr);
+
+/// "own share 1.55 at 0.1 of a CPU, 1.30 at 0.2 of a CPU, 0.96 at 0.4 of a CPU (10 ms period,
+/// keep-warm; 3 ncnn graphs x 2 rounds, CPU 0, measured 2026-11-27T12:14:48Z)".
+std::string describe(const QuotaShare& share);
 
 /// A line for people: "12 graphs with ncnn 1.0.20261020 (PyPI), one thread on CPU 0: mobilenet
 /// 21.3 ms, ..., measured 2026-11-25T10:00:00Z".

@@ -29,13 +29,18 @@ struct HostFacts {
   /// (/proc/sys/kernel/sched_cfs_bandwidth_slice_us); 0 = unknown, taken as the kernel's
   /// default, kDefaultCfsBandwidthSliceUs.
   std::uint64_t cfs_bandwidth_slice_us = 0;
+  /// This host's own share under CPU quotas (cached_quota_share(), nn.hpp), from which an nn
+  /// speed's plan takes its quota scale (PlanOptions::quota_scale); empty when not measured.
+  std::optional<QuotaShare> quota_share;
+  /// Why quota_share is empty, for the plan's note.
+  std::string quota_share_problem;
 };
 
 /// The kernel's default CFS bandwidth slice (sched_cfs_bandwidth_slice_us), in microseconds.
 inline constexpr std::uint64_t kDefaultCfsBandwidthSliceUs = 5000;
 
-/// Reads this host's facts from /proc and sched_getaffinity. A figure that cannot be read is
-/// left empty or 0.
+/// Reads this host's facts from /proc and sched_getaffinity, and its own share under a quota
+/// from the cache (cached_quota_share()). A figure that cannot be read is left empty or 0.
 HostFacts host_facts();
 
 /// Shortest CFS bandwidth period the kernel accepts, in microseconds.
@@ -148,11 +153,15 @@ struct PlanOptions {
   bool core_scaling = false;
   /// The CPU quota (each core group's, per-core) times this, kMinQuotaScale ..
   /// kMaxQuotaScale, capped at the CPUs' whole time: for the work a throttled slice loses on
-  /// this host, which bench_nn measures as the emulation's own share (emulated time x speed /
-  /// the same work unthrottled): ncnn inference did 20-30% less work per CPU-second under a
-  /// 10 ms period's quota than unthrottled here, a CPU-bound loop with keep-warm well under 1%
-  /// (docs/fidelity.md). 1 (the default): the quota is the device's capacity exactly.
-  double quota_scale = 1.0;
+  /// this host, which measure_quota_share() measures as the emulation's own share (emulated
+  /// time x speed / the same work unthrottled): ncnn inference did 20-40% less work per
+  /// CPU-second under a 10 ms period's quota than unthrottled on this project's host, a
+  /// CPU-bound loop with keep-warm well under 1% (docs/fidelity.md). Empty (the default): a
+  /// device emulated at its nn speed gets quota_scale_at() of the host's measured own share
+  /// (HostFacts::quota_share) at the quota's share of a CPU, when it was measured at the plan's
+  /// period; every other plan, and an nn plan on a host without the measurement, 1 (the
+  /// device's capacity exactly). The plan's notes say which.
+  std::optional<double> quota_scale;
 };
 
 /// The smallest PlanOptions::quota_scale.
@@ -244,6 +253,15 @@ Device fit_to_cpus(const Device& device, std::size_t cpus);
 /// speed (speed_kind not integer) and allow measuring (measure_nn), or this host's nn rating is
 /// cached already; else an unchanged copy. plan_emulation() and Slice call it.
 Device with_measured_nn(const Device& device, const PlanOptions& options);
+
+/// `host` with this host's own share under a quota measured (measure_quota_share(), nn.hpp:
+/// once per host, about 30 s, cached) when a plan of `device` would use it and it is not
+/// cached: the device is emulated at its nn speed, options.quota_scale is empty and
+/// options.measure_nn allows measuring (its progress and Python are options.nn_measure's). A
+/// measurement that fails leaves quota_share empty and says why in quota_share_problem; the
+/// plan then notes it. Slice calls it.
+HostFacts with_measured_quota_share(HostFacts host, const Device& device,
+                                    const PlanOptions& options);
 
 /// Plans the device as fit_to_cpus() emulates it on the usable CPUs. Throws UnsupportedError
 /// when the host cannot emulate the device (a core faster than a host CPU, more memory than the

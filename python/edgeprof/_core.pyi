@@ -323,6 +323,67 @@ def measure_nn_rating(
     timeout_s: float = 900.0,
     progress: Optional[Callable[[str], None]] = None,
 ) -> NnRating: ...
+class QuotaSharePoint:
+    @property
+    def speed(self) -> float: ...  # the quota, a fraction of a host CPU
+    @property
+    def share(self) -> float: ...  # emulated time x speed / unthrottled; non-increasing
+    @property
+    def measured(self) -> float: ...  # the median as measured
+    @property
+    def p10(self) -> float: ...
+    @property
+    def p90(self) -> float: ...
+    @property
+    def samples(self) -> int: ...
+
+class QuotaShare:
+    @property
+    def points(self) -> list[QuotaSharePoint]: ...
+    @property
+    def period_us(self) -> int: ...
+    @property
+    def keep_warm(self) -> bool: ...
+    @property
+    def graphs(self) -> list[str]: ...
+    @property
+    def rounds(self) -> int: ...
+    @property
+    def loops(self) -> int: ...
+    @property
+    def cpu(self) -> int: ...
+    @property
+    def runtime(self) -> str: ...
+    @property
+    def cpu_model(self) -> str: ...
+    @property
+    def kernel(self) -> str: ...
+    @property
+    def hostname(self) -> str: ...
+    @property
+    def measured_at(self) -> str: ...
+    @property
+    def seconds(self) -> float: ...
+    @property
+    def cache_file(self) -> str: ...
+    @property
+    def note(self) -> str: ...
+    def share_at(self, speed: float) -> float: ...  # own share at a quota of `speed` of a CPU
+    def scale_at(self, speed: float) -> float: ...  # k with k = share_at(k * speed)
+
+def cached_quota_share() -> Optional[QuotaShare]: ...
+def measure_quota_share(
+    *,
+    python: str = "",
+    graphs: Optional[list[str]] = None,
+    speeds: Optional[list[float]] = None,
+    rounds: int = 3,
+    warmup: int = 2,
+    loops: int = 5,
+    cpu: int = -1,
+    timeout_s: float = 600.0,
+    progress: Optional[Callable[[str], None]] = None,
+) -> QuotaShare: ...
 def choose_cpu_period_us(iteration_time_us: int) -> int: ...  # a tenth, within 5 to 100 ms
 
 class EmulationPlan:
@@ -356,6 +417,8 @@ class EmulationPlan:
     def core_quota_us(self) -> int: ...
     @property
     def core_quota_by_busy(self) -> list[int]: ...  # per-core scaling: quota with k busy
+    @property
+    def quota_scale(self) -> float: ...  # quotas = the device's capacity x this
     @property
     def capacity_cores(self) -> float: ...
 
@@ -588,6 +651,7 @@ class Slice:
         thread_env: bool = True,  # the device's thread count, passive OpenMP waiting
         core_emulation: str = "pooled",  # "per-core": a quota per device core
         core_scaling: bool = False,  # per-core: quota follows the busy threads, as the board
+        quota_scale: Optional[float] = None,  # quotas x this; None: the host's own share for nn speeds
     ) -> None: ...
     def spawn(
         self,
@@ -633,6 +697,7 @@ def plan_emulation(
     thread_env: bool = True,
     core_emulation: str = "pooled",
     core_scaling: bool = False,
+    quota_scale: Optional[float] = None,  # quotas x this; None: the host's own share for nn speeds
 ) -> EmulationPlan: ...
 _Progress = Callable[[int, int, bool, Result], None]
 
@@ -662,6 +727,7 @@ def run(
     thread_env: bool = True,
     core_emulation: str = "pooled",
     core_scaling: bool = False,
+    quota_scale: Optional[float] = None,  # quotas x this; None: the host's own share for nn speeds
 ) -> Result: ...
 @overload
 def run(
@@ -689,6 +755,7 @@ def run(
     thread_env: bool = True,
     core_emulation: str = "pooled",
     core_scaling: bool = False,
+    quota_scale: Optional[float] = None,  # quotas x this; None: the host's own share for nn speeds
 ) -> Union[Result, RepeatedResult]: ...
 
 # Ranking and projection.
@@ -947,6 +1014,7 @@ def calibrate_speed(
     thread_env: bool = True,
     core_emulation: str = "pooled",
     core_scaling: bool = False,
+    quota_scale: Optional[float] = None,  # quotas x this; None: the host's own share for nn speeds
     timeout: Optional[float] = None,
     progress: Optional[Callable[[int, int, str, float, int], None]] = None,
 ) -> SpeedCalibration: ...

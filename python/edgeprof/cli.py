@@ -128,11 +128,29 @@ def _add_device_options(p: argparse.ArgumentParser) -> None:
                    "follows the number of busy threads as the board's published one- and "
                    "multi-thread times scale (off by default: it made every device too slow "
                    "here; docs/threads.md)")
+    e.add_argument("--quota-scale", type=_quota_scale, default=None, metavar="X|auto",
+                   help="the CPU quota times X (0.5 to 4), for the work a throttled slice "
+                   "loses on this host; auto (default): a device at its nn speed gets this "
+                   "host's measured own share (`calibrate-host --nn`), others 1 "
+                   "(docs/fidelity.md)")
     e.add_argument("--core-emulation", choices=["pooled", "per-core"], default="pooled",
                    help="how a device of several cores gets its CPU: pooled (default: one "
                    "quota for all, a lone thread may run faster than a device core) or "
                    "per-core (a quota per core, threads spread over them; "
                    "docs/threads.md)")
+
+
+def _quota_scale(text: str) -> Optional[float]:
+    """'auto' -> None; else a number from 0.5 to 4."""
+    if text.strip().lower() == "auto":
+        return None
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number or 'auto'") from None
+    if not 0.5 <= x <= 4:
+        raise argparse.ArgumentTypeError(f"{text} is outside 0.5 to 4")
+    return x
 
 
 def _run_options(args: argparse.Namespace) -> dict:
@@ -141,7 +159,7 @@ def _run_options(args: argparse.Namespace) -> dict:
                 iteration_time=getattr(args, "iteration_time", None),
                 keep_warm=args.keep_warm, speed_kind=args.speed_kind,
                 thread_env=args.thread_env, core_emulation=args.core_emulation,
-                core_scaling=args.core_scaling)
+                core_scaling=args.core_scaling, quota_scale=args.quota_scale)
 
 
 def _figure(d: edgeprof.Device, figure: str) -> str:
@@ -265,17 +283,38 @@ def _nn_json(r: Optional["edgeprof.NnRating"]) -> Optional[dict]:
             "measured_at": r.measured_at, "cache_file": r.cache_file}
 
 
+def _share_json(q: Optional["edgeprof.QuotaShare"]) -> Optional[dict]:
+    if q is None:
+        return None
+    return {"points": [{"speed": p.speed, "share": p.share, "measured": p.measured,
+                        "p10": p.p10, "p90": p.p90,
+                        "samples": p.samples} for p in q.points],
+            "period_us": q.period_us, "keep_warm": q.keep_warm, "graphs": list(q.graphs),
+            "rounds": q.rounds, "cpu": q.cpu, "measured_at": q.measured_at,
+            "cache_file": q.cache_file}
+
+
 def cmd_calibrate_host(args: argparse.Namespace) -> int:
     progress = None if args.json else (lambda line: print(f"edgeprof: {line}", file=sys.stderr))
     if args.nn:
         nn = edgeprof.measure_nn_rating(progress=progress, python=args.python or "")
         nn_note = nn.note
+        try:
+            share = edgeprof.measure_quota_share(progress=progress, python=args.python or "")
+            share_note = share.note
+        except edgeprof.Error as e:  # the rating stands; plans say the share is missing
+            share = None
+            share_note = f"not measured: {e}"
     else:
         nn = edgeprof.cached_nn_rating()
         nn_note = "" if nn is not None else (
             "not measured on this host yet: `edgeprof calibrate-host --nn` (ncnn, about a "
             "minute), or the first run of a catalog device with published CNN inference times "
             "measures it (docs/devices.md)")
+        share = edgeprof.cached_quota_share()
+        share_note = "" if share is not None else (
+            "not measured on this host yet: `edgeprof calibrate-host --nn` (about 75 s more), "
+            "or the first run of a device at its nn speed measures it (docs/fidelity.md)")
     if args.reference:
         rating = edgeprof.measure_reference_rating(progress=progress)
         note = rating.note
@@ -293,7 +332,8 @@ def cmd_calibrate_host(args: argparse.Namespace) -> int:
                           "cpu_model": cal.cpu_model, "kernel": cal.kernel,
                           "measured_at": cal.measured_at, "from_cache": cal.from_cache,
                           "cache_file": cal.cache_file,
-                          "reference": _reference_json(rating), "nn": _nn_json(nn)},
+                          "reference": _reference_json(rating), "nn": _nn_json(nn),
+                          "quota_share": _share_json(share)},
                          indent=2))
         return 0
     how = "cached" if cal.from_cache else "measured now"
@@ -320,6 +360,13 @@ def cmd_calibrate_host(args: argparse.Namespace) -> int:
         print(f"  cache: {nn.cache_file or '(not written)'}")
     if nn_note:
         print(f"  note: {nn_note}")
+    print("the emulation's own share under a CPU quota (ncnn, one thread; the quota scale of "
+          "nn speeds):")
+    if share is not None:
+        print(f"  {share}")
+        print(f"  cache: {share.cache_file or '(not written)'}")
+    if share_note:
+        print(f"  note: {share_note}")
     return 0
 
 

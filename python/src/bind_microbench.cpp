@@ -297,4 +297,85 @@ void bind_microbench(py::module_& m) {
       "thread pinned to one CPU (about a minute), and caches the times when every graph ran, "
       "so that catalog devices with published times get an nn speed. Error when Python or "
       "ncnn is missing or it fails.");
+
+  py::class_<QuotaSharePoint>(m, "QuotaSharePoint",
+                              "The emulation's own share at one fraction of a host CPU.")
+      .def_readonly("speed", &QuotaSharePoint::speed, "The quota, as a fraction of a host CPU.")
+      .def_readonly("share", &QuotaSharePoint::share,
+                    "Emulated time x speed / unthrottled time, the medians made "
+                    "non-increasing in speed: 1.3 is a quota that bought 1 / 1.3 of its share "
+                    "of a core's work.")
+      .def_readonly("measured", &QuotaSharePoint::measured,
+                    "The median as measured, before the shares were made non-increasing.")
+      .def_readonly("p10", &QuotaSharePoint::p10)
+      .def_readonly("p90", &QuotaSharePoint::p90)
+      .def_readonly("samples", &QuotaSharePoint::samples, "Graphs x rounds.")
+      .def("__repr__", [](const QuotaSharePoint& p) {
+        return "QuotaSharePoint(speed=" + repr_float(p.speed) + ", share=" + repr_float(p.share) +
+               ")";
+      });
+  py::class_<QuotaShare>(m, "QuotaShare",
+                         "This host's own share under CPU quotas for ncnn inference: the quota "
+                         "scale that plans of nn speeds apply.")
+      .def_readonly("points", &QuotaShare::points, "By speed, ascending.")
+      .def_readonly("period_us", &QuotaShare::period_us)
+      .def_readonly("keep_warm", &QuotaShare::keep_warm)
+      .def_readonly("graphs", &QuotaShare::graphs)
+      .def_readonly("rounds", &QuotaShare::rounds)
+      .def_readonly("loops", &QuotaShare::loops)
+      .def_readonly("cpu", &QuotaShare::cpu)
+      .def_readonly("runtime", &QuotaShare::runtime)
+      .def_readonly("cpu_model", &QuotaShare::cpu_model)
+      .def_readonly("kernel", &QuotaShare::kernel)
+      .def_readonly("hostname", &QuotaShare::hostname)
+      .def_readonly("measured_at", &QuotaShare::measured_at)
+      .def_readonly("seconds", &QuotaShare::seconds)
+      .def_readonly("cache_file", &QuotaShare::cache_file)
+      .def_readonly("note", &QuotaShare::note)
+      .def("share_at", &own_share_at, py::arg("speed"),
+           "The own share of a slice whose quota is `speed` of a host CPU (interpolated).")
+      .def("scale_at", &quota_scale_at, py::arg("speed"),
+           "The quota scale for a device core of `speed` of a host CPU: the k whose scaled "
+           "quota's own share is k.")
+      .def("__str__", [](const QuotaShare& q) { return describe(q); })
+      .def("__repr__", [](const QuotaShare& q) {
+        return "QuotaShare(points=" + std::to_string(q.points.size()) +
+               ", measured_at=" + repr_str(q.measured_at) + ")";
+      });
+  m.def(
+      "cached_quota_share", [] { return cached_quota_share(); },
+      "This host's cached own share under a quota (same CPU model, kernel and host name), or "
+      "None. Never measures.");
+  m.def(
+      "measure_quota_share",
+      [](const std::string& python, const std::optional<std::vector<std::string>>& graphs,
+         const std::optional<std::vector<double>>& speeds, int rounds, int warmup, int loops,
+         int cpu, double timeout_s,
+         const std::optional<std::function<void(const std::string&)>>& progress) {
+        if (!std::isfinite(timeout_s) || timeout_s < 1) {
+          throw Error("measure_quota_share: timeout_s must be at least 1, got " +
+                      repr_float(timeout_s));
+        }
+        QuotaShareOptions options;
+        options.python = python;
+        if (graphs) options.graphs = *graphs;
+        if (speeds) options.speeds = *speeds;
+        options.rounds = rounds;
+        options.warmup = warmup;
+        options.loops = loops;
+        options.cpu = cpu;
+        options.timeout = std::chrono::seconds(std::llround(timeout_s));
+        if (progress) options.progress = *progress;
+        py::gil_scoped_release unlocked;
+        return measure_quota_share(options);
+      },
+      py::kw_only(), py::arg("python") = "", py::arg("graphs") = py::none(),
+      py::arg("speeds") = py::none(), py::arg("rounds") = 3, py::arg("warmup") = 2,
+      py::arg("loops") = 5, py::arg("cpu") = -1, py::arg("timeout_s") = 600.0,
+      py::arg("progress") = py::none(),
+      "Measures this host's own share under a CPU quota (about 75 s; needs root for the "
+      "slices, and ncnn): reference graphs run with ncnn, one thread, alternately unthrottled "
+      "and in one-core slices at a few speeds (graphs, speeds: None = the defaults), and "
+      "caches it for the plans of nn speeds. Error when an option is out of range, Python or "
+      "ncnn is missing, or a run fails.");
 }

@@ -131,9 +131,10 @@ SliceOptions to_slice_options(const py::object& parent, std::uint64_t cpu_period
                               const std::vector<int>& cpus, bool allow_missing,
                               std::optional<double> iteration_time, bool keep_warm,
                               const std::string& speed_kind, bool thread_env,
-                              const std::string& core_emulation, bool core_scaling) {
+                              const std::string& core_emulation, bool core_scaling, std::optional<double> quota_scale) {
   SliceOptions o;
   o.plan.core_scaling = core_scaling;
+  o.plan.quota_scale = quota_scale;
   o.plan.cores = core_emulation_from_string(core_emulation);
   o.plan.keep_warm = keep_warm;
   o.plan.thread_env = thread_env;
@@ -434,6 +435,9 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("core_quota_by_busy", &EmulationPlan::core_quota_by_busy,
                     "Per-core scaling: each core group's quota with k busy threads, at index "
                     "k - 1; empty = always core_quota_us.")
+      .def_readonly("quota_scale", &EmulationPlan::quota_scale,
+                    "The quotas are the device's capacity times this (1: exactly; an nn "
+                    "speed's plan: this host's measured own share, QuotaShare).")
       .def_readonly("thread_env", &EmulationPlan::thread_env,
                     "Variables the workload's environment gets where it does not set them "
                     "(the device's thread count; passive OpenMP waiting under a quota).")
@@ -442,15 +446,15 @@ PYBIND11_MODULE(_core, m) {
   m.def(
       "plan_emulation",
       [](const py::object& device, std::uint64_t cpu_period_us, const std::vector<int>& cpus,
-         std::optional<double> iteration_time, bool keep_warm, const std::string& speed_kind, bool thread_env, const std::string& core_emulation, bool core_scaling) {
+         std::optional<double> iteration_time, bool keep_warm, const std::string& speed_kind, bool thread_env, const std::string& core_emulation, bool core_scaling, std::optional<double> quota_scale) {
         PlanOptions o =
-            to_slice_options(py::none(), cpu_period_us, cpus, false, iteration_time, keep_warm, speed_kind, thread_env, core_emulation, core_scaling)
+            to_slice_options(py::none(), cpu_period_us, cpus, false, iteration_time, keep_warm, speed_kind, thread_env, core_emulation, core_scaling, quota_scale)
                 .plan;
         return plan_emulation(to_device(device), host_facts(), o);
       },
       py::arg("device"), py::arg("cpu_period_us") = kChosenCpuPeriod,
       py::arg("cpus") = std::vector<int>{}, py::arg("iteration_time") = py::none(),
-      py::arg("keep_warm") = true, py::arg("speed_kind") = "automatic", py::arg("thread_env") = true, py::arg("core_emulation") = "pooled", py::arg("core_scaling") = false,
+      py::arg("keep_warm") = true, py::arg("speed_kind") = "automatic", py::arg("thread_env") = true, py::arg("core_emulation") = "pooled", py::arg("core_scaling") = false, py::arg("quota_scale") = py::none(),
       "The cgroup settings that would emulate the device on this host (nothing is created).");
 
   m.attr("DEFAULT_INTERVAL_S") = double(kDefaultSampleIntervalNs) / 1e9;
@@ -946,7 +950,7 @@ PYBIND11_MODULE(_core, m) {
          const std::string& figure, int repeat, const std::vector<double>& speeds,
          const std::vector<std::uint64_t>& periods_us, const py::object& parent,
          std::uint64_t cpu_period_us, const std::vector<int>& cpus, bool allow_missing,
-         std::optional<double> iteration_time, bool keep_warm, const std::string& speed_kind, bool thread_env, const std::string& core_emulation, bool core_scaling, std::optional<double> timeout,
+         std::optional<double> iteration_time, bool keep_warm, const std::string& speed_kind, bool thread_env, const std::string& core_emulation, bool core_scaling, std::optional<double> quota_scale, std::optional<double> timeout,
          const std::optional<SpeedFitProgress>& progress) {
         Device d = to_device(device);
         std::vector<DeviceMeasurement> measured;
@@ -962,7 +966,7 @@ PYBIND11_MODULE(_core, m) {
         o.speeds = speeds;
         o.periods_us = periods_us;
         o.run.slice = to_slice_options(parent, cpu_period_us, cpus, allow_missing,
-                                  iteration_time, keep_warm, speed_kind, thread_env, core_emulation, core_scaling);
+                                  iteration_time, keep_warm, speed_kind, thread_env, core_emulation, core_scaling, quota_scale);
         o.run.spawn.sample_interval = std::chrono::nanoseconds(0);
         o.run.timeout = to_timeout(timeout);
         o.run.check = python_signals();
@@ -974,7 +978,7 @@ PYBIND11_MODULE(_core, m) {
       py::arg("speeds") = std::vector<double>{}, py::arg("periods_us") = std::vector<std::uint64_t>{},
       py::arg("parent") = py::none(), py::arg("cpu_period_us") = kChosenCpuPeriod,
       py::arg("cpus") = std::vector<int>{}, py::arg("allow_missing_controllers") = false,
-      py::arg("iteration_time") = py::none(), py::arg("keep_warm") = true, py::arg("speed_kind") = "automatic", py::arg("thread_env") = true, py::arg("core_emulation") = "pooled", py::arg("core_scaling") = false,
+      py::arg("iteration_time") = py::none(), py::arg("keep_warm") = true, py::arg("speed_kind") = "automatic", py::arg("thread_env") = true, py::arg("core_emulation") = "pooled", py::arg("core_scaling") = false, py::arg("quota_scale") = py::none(),
       py::arg("timeout") = py::none(), py::arg("progress") = py::none(),
       "Finds the core speed at which emulating `device` reproduces figures measured on the "
       "real device. workloads: (name, argv, device_value) tuples, device_value being the "
@@ -1051,18 +1055,18 @@ PYBIND11_MODULE(_core, m) {
       .def(py::init([](const py::object& device, const py::object& parent,
                        std::uint64_t cpu_period_us, const std::vector<int>& cpus,
                        bool allow_missing, std::optional<double> iteration_time,
-                       bool keep_warm, const std::string& speed_kind, bool thread_env, const std::string& core_emulation, bool core_scaling) {
+                       bool keep_warm, const std::string& speed_kind, bool thread_env, const std::string& core_emulation, bool core_scaling, std::optional<double> quota_scale) {
              Device d = to_device(device);
              SliceOptions o =
                  to_slice_options(parent, cpu_period_us, cpus, allow_missing,
-                                  iteration_time, keep_warm, speed_kind, thread_env, core_emulation, core_scaling);
+                                  iteration_time, keep_warm, speed_kind, thread_env, core_emulation, core_scaling, quota_scale);
              py::gil_scoped_release release;
              return std::make_unique<Slice>(std::move(d), std::move(o));
            }),
            py::arg("device"), py::kw_only(), py::arg("parent") = py::none(),
            py::arg("cpu_period_us") = kChosenCpuPeriod, py::arg("cpus") = std::vector<int>{},
            py::arg("allow_missing_controllers") = false, py::arg("iteration_time") = py::none(),
-           py::arg("keep_warm") = true, py::arg("speed_kind") = "automatic", py::arg("thread_env") = true, py::arg("core_emulation") = "pooled", py::arg("core_scaling") = false)
+           py::arg("keep_warm") = true, py::arg("speed_kind") = "automatic", py::arg("thread_env") = true, py::arg("core_emulation") = "pooled", py::arg("core_scaling") = false, py::arg("quota_scale") = py::none())
       .def(
           "spawn",
           [](Slice& s, const std::vector<std::string>& argv, const py::object& env,
@@ -1106,12 +1110,12 @@ PYBIND11_MODULE(_core, m) {
          const std::optional<RunCallback>& progress, const py::object& parent,
          std::uint64_t cpu_period_us, const std::vector<int>& cpus,
          bool allow_missing, std::optional<double> iteration_time,
-         bool keep_warm, const std::string& speed_kind, bool thread_env, const std::string& core_emulation, bool core_scaling) -> py::object {
+         bool keep_warm, const std::string& speed_kind, bool thread_env, const std::string& core_emulation, bool core_scaling, std::optional<double> quota_scale) -> py::object {
         Device d = to_device(device);
         Command c = to_command(argv, env, cwd, stdin_, stdout_, stderr_);
         RunOptions o;
         o.slice = to_slice_options(parent, cpu_period_us, cpus, allow_missing,
-                                  iteration_time, keep_warm, speed_kind, thread_env, core_emulation, core_scaling);
+                                  iteration_time, keep_warm, speed_kind, thread_env, core_emulation, core_scaling, quota_scale);
         o.spawn.sample_interval = to_interval(interval);
         o.spawn.isolate_network = isolate_network;
         o.timeout = to_timeout(timeout);
@@ -1139,7 +1143,7 @@ PYBIND11_MODULE(_core, m) {
       py::arg("progress") = py::none(), py::arg("parent") = py::none(),
       py::arg("cpu_period_us") = kChosenCpuPeriod, py::arg("cpus") = std::vector<int>{},
       py::arg("allow_missing_controllers") = false, py::arg("iteration_time") = py::none(),
-      py::arg("keep_warm") = true, py::arg("speed_kind") = "automatic", py::arg("thread_env") = true, py::arg("core_emulation") = "pooled", py::arg("core_scaling") = false,
+      py::arg("keep_warm") = true, py::arg("speed_kind") = "automatic", py::arg("thread_env") = true, py::arg("core_emulation") = "pooled", py::arg("core_scaling") = false, py::arg("quota_scale") = py::none(),
       "Runs argv in a fresh slice emulating `device` (a Device or a built-in device's name) "
       "and returns its Result; the slice is removed before returning, also on errors and "
       "Ctrl-C. With repeat > 1 or warmup > 0 it returns a RepeatedResult instead: warm-up runs "

@@ -24,6 +24,7 @@
 #include "edgeprof/version.hpp"
 #include "fs.hpp"
 #include "microbench_detail.hpp"
+#include "nn/runner_dir.hpp"
 #include "nn_runner.hpp"
 #include "stats.hpp"
 
@@ -104,46 +105,6 @@ json rating_json(const NnRating& r) {
           {"measured_by", fmt::format("edgeprof {}", version())}};
 }
 
-std::string python_program(const std::string& given) {
-  std::string name = given;
-  if (name.empty()) {
-    const char* env = std::getenv("EDGEPROF_PYTHON");
-    name = env && *env ? env : "python3";
-  }
-  auto found = detail::find_on_path(name);
-  if (!found) {
-    throw Error(fmt::format(
-        "no Python interpreter '{}' here: the nn rating runs ncnn's Python package; install "
-        "Python 3 and `pip install ncnn`, or name the interpreter (EDGEPROF_PYTHON, --python)",
-        name));
-  }
-  return *found;
-}
-
-// A temporary directory of graphs and the runner, removed on every exit path.
-struct TempDir {
-  std::string path;
-  TempDir() {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/edgeprof-nn-XXXXXX";
-    if (!::mkdtemp(pattern.data())) {
-      throw Error(fmt::format("cannot create a temporary directory {}: {} (errno {}); set "
-                              "TMPDIR to a writable directory",
-                              pattern, std::strerror(errno), errno),
-                  errno);
-    }
-    path = pattern;
-  }
-  ~TempDir() {
-    for (const auto& g : reference_graphs()) ::unlink((path + "/" + g.name + ".param").c_str());
-    ::unlink((path + "/graphs.txt").c_str());
-    ::unlink((path + "/runner.py").c_str());
-    ::rmdir(path.c_str());
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-};
-
 void write_file(const std::string& path, std::string_view text) {
   detail::UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
   int err = fd.get() < 0 ? errno : 0;
@@ -162,6 +123,52 @@ void write_file(const std::string& path, std::string_view text) {
 }  // namespace
 
 namespace detail {
+
+std::string nn_python(const std::string& given) {
+  std::string name = given;
+  if (name.empty()) {
+    const char* env = std::getenv("EDGEPROF_PYTHON");
+    name = env && *env ? env : "python3";
+  }
+  auto found = detail::find_on_path(name);
+  if (!found) {
+    throw Error(fmt::format(
+        "no Python interpreter '{}' here: the nn rating runs ncnn's Python package; install "
+        "Python 3 and `pip install ncnn`, or name the interpreter (EDGEPROF_PYTHON, --python)",
+        name));
+  }
+  return *found;
+}
+
+NnRunnerDir::NnRunnerDir(const std::vector<std::string>& graphs) {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/edgeprof-nn-XXXXXX";
+  if (!::mkdtemp(pattern.data())) {
+    throw Error(fmt::format("cannot create a temporary directory {}: {} (errno {}); set "
+                            "TMPDIR to a writable directory",
+                            pattern, std::strerror(errno), errno),
+                errno);
+  }
+  path_ = pattern;
+  try {
+    write_reference_graphs(path_, graphs);
+    write_file(runner(), kNnRunner);
+  } catch (...) {
+    remove();
+    throw;
+  }
+}
+
+NnRunnerDir::~NnRunnerDir() { remove(); }
+
+void NnRunnerDir::remove() noexcept {
+  for (const auto& g : reference_graphs()) ::unlink((path_ + "/" + g.name + ".param").c_str());
+  for (const char* name : {"graphs.txt", "runner.py", "out.txt"}) {
+    ::unlink((path_ + "/" + name).c_str());
+  }
+  ::rmdir(path_.c_str());
+}
+
 
 std::string nn_cache_file(const std::string& dir) { return join(dir, "host-nn.json"); }
 
@@ -383,11 +390,9 @@ NnRating measure_nn_rating(const NnOptions& options) {
     throw Error(fmt::format("nn rating: warmup {} and loops {}: give warmup >= 0 and loops >= 1",
                             options.warmup, options.loops));
   }
-  const std::string python = python_program(options.python);
-  TempDir dir;
-  write_reference_graphs(dir.path, options.graphs);
-  write_file(dir.path + "/runner.py", detail::kNnRunner);
-  std::vector<std::string> argv{python, dir.path + "/runner.py", dir.path,
+  const std::string python = detail::nn_python(options.python);
+  const detail::NnRunnerDir dir(options.graphs);
+  std::vector<std::string> argv{python, dir.runner(), dir.path(),
                                 std::to_string(options.warmup), std::to_string(options.loops)};
   argv.insert(argv.end(), options.graphs.begin(), options.graphs.end());
   const std::size_t count = options.graphs.empty() ? reference_graphs().size()

@@ -311,6 +311,8 @@ TEST_CASE("per-core scaling: four busy threads get the board's four-thread share
   options.plan.cores = CoreEmulation::per_core;
   options.plan.core_scaling = true;
   options.plan.measure_nn = false;
+  // The quotas below are the device's: not scaled by this host's own share (quota_share.cpp).
+  options.plan.quota_scale = 1.0;
   Slice slice(scaled_quad(), options);
   REQUIRE(slice.plan().core_quota_by_busy.size() == 4);
   const std::vector<std::string> cores = core_dirs(slice);

@@ -314,3 +314,23 @@ def test_a_first_run_on_an_unmeasured_host_measures_its_nn_rating_and_says_so(tm
     assert bad.returncode != 0 and "Traceback" not in bad.stderr
     assert "pip install ncnn" in bad.stderr and "--speed-kind integer" in bad.stderr
     assert not (tmp_path / "none" / "host-nn.json").exists()
+
+
+@requires_cgroups
+def test_quota_scale_reaches_the_plan_and_bad_values_are_refused():
+    p = edgeprof("run", "--device", "raspberry-pi-zero-2w", "--threads", "1", "--speed-kind",
+                 "integer", "--quota-scale", "1.25", "--json", "--", "true")
+    assert p.returncode == 0, p.stderr
+    plan = json.loads(p.stdout)["plan"]
+    assert plan["quota_scale"] == pytest.approx(1.25, rel=0.01)
+    assert any("quota scale 1.25" in n for n in plan["notes"])
+    for bad in ("9", "fast"):
+        refused = edgeprof("run", "--device", "raspberry-pi-zero-2w", "--quota-scale", bad, "--",
+                           "true")
+        assert refused.returncode == 2 and "--quota-scale" in refused.stderr
+        assert "Traceback" not in refused.stderr
+    pi = edgeprof_api.find_device("raspberry-pi-zero-2w").for_threads(1)
+    plan = edgeprof_api.plan_emulation(pi, speed_kind="integer", quota_scale=1.25)
+    assert plan.quota_scale == pytest.approx(1.25, rel=0.01)
+    with pytest.raises(edgeprof_api.Error, match="0.5 to 4"):
+        edgeprof_api.plan_emulation(pi, quota_scale=5.0)

@@ -122,3 +122,39 @@ def test_the_real_nn_rating_with_ncnn_short_form(tmp_path, monkeypatch):
     assert "ncnn" in r.runtime and any("[1/" in line for line in lines)
     assert edgeprof.cached_nn_rating() is not None
     assert edgeprof.find_device("galaxy-s8").nn is not None
+
+
+@requires_cgroups
+def test_calibrate_host_nn_measures_the_own_share_that_nn_plans_apply(tmp_path, monkeypatch):
+    # The stand-in reports 10 ms per graph however throttled: its own share is the speed.
+    monkeypatch.setenv("EDGEPROF_CACHE_DIR", str(tmp_path))
+    p = edgeprof_cli("calibrate-host", "--nn", "--python", str(_fake_python(tmp_path)), "--json",
+                     env_extra={"EDGEPROF_CACHE_DIR": str(tmp_path)})
+    assert p.returncode == 0, p.stderr
+    q = json.loads(p.stdout)["quota_share"]
+    assert [pt["speed"] for pt in q["points"]] == [0.05, 0.1, 0.2, 0.4]
+    assert [pt["measured"] for pt in q["points"]] == pytest.approx([0.05, 0.1, 0.2, 0.4])
+    # rising with the speed: pooled into one non-increasing share, their mean
+    assert [pt["share"] for pt in q["points"]] == pytest.approx([0.1875] * 4)
+    assert q["cache_file"] == str(tmp_path / "host-quota-share.json")
+    share = edgeprof.cached_quota_share()
+    assert share is not None and share.scale_at(0.2) == pytest.approx(0.5)  # clamped
+    # A device at its nn speed gets it as its quota scale, and the plan says so.
+    plan = edgeprof.plan_emulation(edgeprof.find_device("raspberry-pi-4b-8gb").for_threads(1))
+    # (scaled down to half, but no lower than the kernel's 1 ms minimum quota)
+    assert plan.quota_scale < 1 or plan.cpu_quota_us == 1000
+    assert any("own share under the scaled quota" in n for n in plan.notes)
+
+
+@requires_cgroups
+def test_the_real_own_share_with_ncnn_short_form(tmp_path, monkeypatch):
+    pytest.importorskip("ncnn")
+    monkeypatch.setenv("EDGEPROF_CACHE_DIR", str(tmp_path))
+    lines = []
+    q = edgeprof.measure_quota_share(python=sys.executable, graphs=["squeezenet"], speeds=[0.5],
+                                     rounds=1, warmup=0, loops=1, progress=lines.append)
+    assert [p.speed for p in q.points] == [0.5] and q.points[0].share > 0
+    assert "ncnn" in q.runtime and any("[1/1] speed 0.5" in line for line in lines)
+    assert edgeprof.cached_quota_share() is not None
+    with pytest.raises(edgeprof.Error, match="outside"):
+        edgeprof.measure_quota_share(speeds=[1.5])

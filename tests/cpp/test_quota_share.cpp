@@ -1,0 +1,219 @@
+// The host's own share under a quota: the scale curve (pure), the plan's automatic choice, and
+// the measurement's mechanism (real slices, a stand-in runner that reports fixed times, so no
+// figure depends on this machine's speed), its cache and its errors.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "edgeprof/error.hpp"
+#include "edgeprof/nn.hpp"
+#include "edgeprof/plan.hpp"
+#include "helpers.hpp"
+
+using namespace edgeprof;
+using Catch::Contains;
+
+namespace {
+
+QuotaShare curve() {
+  QuotaShare q;
+  // speed, share, measured, p10, p90, samples
+  q.points = {{0.1, 1.4, 1.4, 1.2, 1.6, 6}, {0.2, 1.3, 1.3, 1.1, 1.5, 6},
+              {0.4, 1.2, 1.2, 1.0, 1.4, 6}};
+  q.period_us = kDefaultCpuPeriodUs;
+  q.keep_warm = true;
+  q.graphs = {"mobilenet_v2"};
+  q.measured_at = "2026-11-27T12:00:00Z";
+  return q;
+}
+
+HostFacts two_cpus() {
+  HostFacts h;
+  h.cpus = {0, 1};
+  h.memory_bytes = 8ull << 30;
+  return h;
+}
+
+// A one-core device emulated at its nn speed `speed`.
+Device nn_device(double speed) {
+  Device d = make_device("board", 1, 0.9, "1GiB");
+  NnSpeed nn;
+  nn.core_speed = speed;
+  nn.ratios = {{"mobilenet", speed}};
+  d.nn = nn;
+  return d;
+}
+
+bool has(const std::vector<std::string>& notes, const std::string& text) {
+  for (const std::string& n : notes) {
+    if (n.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// A stand-in for the Python with ncnn: every graph takes 10 ms, however throttled.
+std::string fake_python(const test::FakeTree& dir) {
+  std::string body = "#!/bin/sh\necho 'runtime ncnn 1.0.test (stand-in)'\n";
+  for (const auto& g : reference_graphs()) body += "echo '" + g.name + " 10 9 12'\n";
+  dir.file("/python", body);
+  const std::string path = dir.root() + "/python";
+  std::filesystem::permissions(path, std::filesystem::perms::owner_all);
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("the own share between the points is linear in log speed, 1 at a whole CPU",
+          "[quota_share]") {
+  const QuotaShare q = curve();
+  CHECK(own_share_at(q, 0.05) == Approx(1.4));  // below the points: the lowest's
+  CHECK(own_share_at(q, 0.1) == Approx(1.4));
+  CHECK(own_share_at(q, std::sqrt(0.1 * 0.2)) == Approx(1.35));
+  CHECK(own_share_at(q, 0.4) == Approx(1.2));
+  CHECK(own_share_at(q, std::sqrt(0.4)) == Approx(1.1));  // halfway to 1 at a whole CPU
+  CHECK(own_share_at(q, 1.0) == 1.0);
+  CHECK(own_share_at(q, 3.0) == 1.0);
+  CHECK(own_share_at(QuotaShare{}, 0.2) == 1.0);
+  for (double bad : {0.0, -0.2, std::nan("")}) {
+    CHECK_THROWS_WITH(own_share_at(q, bad), Contains("not a positive number"));
+    CHECK_THROWS_WITH(quota_scale_at(q, bad), Contains("not a positive number"));
+  }
+}
+
+TEST_CASE("the quota scale is the own share of the scaled quota, not of the device's",
+          "[quota_share]") {
+  const QuotaShare q = curve();
+  for (double s : {0.02, 0.1, 0.2, 0.3, 0.6, 0.9}) {
+    const double k = quota_scale_at(q, s);
+    CHECK(k == Approx(own_share_at(q, k * s)).epsilon(1e-6));
+    // A scaled quota is throttled less, so it needs less than the device's own share.
+    CHECK(k <= own_share_at(q, s) + 1e-9);
+  }
+  CHECK(quota_scale_at(q, 0.05) == Approx(1.4));  // 0.07 is still below the lowest point
+  CHECK(quota_scale_at(q, 1.0) == 1.0);
+  CHECK(quota_scale_at(QuotaShare{}, 0.2) == 1.0);
+  QuotaShare huge = q;
+  for (QuotaSharePoint& p : huge.points) p.share = 9;
+  CHECK(quota_scale_at(huge, 0.01) == kMaxQuotaScale);
+  QuotaShare tiny = q;
+  for (QuotaSharePoint& p : tiny.points) p.share = 0.1;
+  CHECK(quota_scale_at(tiny, 0.1) == kMinQuotaScale);
+}
+
+TEST_CASE("an nn speed's plan takes the host's own share as its quota scale, and says so",
+          "[quota_share][plan]") {
+  HostFacts host = two_cpus();
+  host.quota_share = curve();
+  const EmulationPlan p = plan_emulation(nn_device(0.2), host);
+  const double k = quota_scale_at(curve(), 0.2);  // about 1.27
+  CHECK(k > 1.2);
+  CHECK(p.cpu_quota_us == static_cast<std::uint64_t>(std::llround(2000 * k)));
+  CHECK(p.quota_scale == Approx(k).epsilon(0.001));
+  CHECK(has(p.notes, "this host's own share"));
+  CHECK(has(p.notes, "at 0.2 of a CPU"));
+
+  // Below 0.1 of a CPU the plan stretches the period to give the quota 1 ms, as the
+  // measurement's slices did: still scaled (the lowest point's share below the points).
+  const EmulationPlan slow = plan_emulation(nn_device(0.05), host);
+  CHECK(slow.cpu_period_us == 20000);
+  CHECK(slow.quota_scale == Approx(1.4));
+  CHECK(slow.cpu_quota_us == 1400);
+
+  // The integer speed is not an nn speed: unscaled, without a note.
+  PlanOptions integer;
+  integer.speed_kind = SpeedKind::integer;
+  const EmulationPlan i = plan_emulation(nn_device(0.2), host, integer);
+  CHECK(i.quota_scale == 1.0);
+  CHECK_FALSE(has(i.notes, "own share"));
+
+  // A scale given wins.
+  PlanOptions given;
+  given.quota_scale = 1.0;
+  CHECK(plan_emulation(nn_device(0.2), host, given).cpu_quota_us == 2000);
+
+  // Measured at another period, or without keep-warm: not applied, and the note says why.
+  PlanOptions longer;
+  longer.cpu_period_us = 100000;
+  const EmulationPlan l = plan_emulation(nn_device(0.2), host, longer);
+  CHECK(l.quota_scale == 1.0);
+  CHECK(has(l.notes, "measured at a 10 ms period with keep-warm and this plan asks for 100 ms"));
+  PlanOptions cold;
+  cold.keep_warm = false;
+  CHECK(plan_emulation(nn_device(0.2), host, cold).quota_scale == 1.0);
+
+  // Not measured: unscaled, and the note names the command.
+  HostFacts bare = two_cpus();
+  bare.quota_share_problem = "this host's own share under a quota is not measured yet";
+  const EmulationPlan b = plan_emulation(nn_device(0.2), bare);
+  CHECK(b.quota_scale == 1.0);
+  CHECK(has(b.notes, "not measured yet"));
+  CHECK(has(b.notes, "calibrate-host --nn"));
+
+  // Not measuring on the way: with_measured_quota_share leaves the host as it is.
+  PlanOptions no;
+  no.measure_nn = false;
+  CHECK_FALSE(with_measured_quota_share(bare, nn_device(0.2), no).quota_share);
+}
+
+TEST_CASE("the own share is measured in real slices between unthrottled runs, and cached",
+          "[quota_share][kernel]") {
+  const test::FakeTree cache;
+  test::ScopedEnv env("EDGEPROF_CACHE_DIR", cache.root());
+  std::string why;
+  CHECK_FALSE(cached_quota_share(&why));
+  CHECK_THAT(why, Contains("not measured yet"));
+
+  const test::FakeTree bin;
+  QuotaShareOptions o;
+  o.python = fake_python(bin);
+  o.graphs = {"squeezenet", "mobilenet"};
+  o.speeds = {0.5, 0.25};
+  o.rounds = 1;
+  std::vector<std::string> lines;
+  o.progress = [&](const std::string& l) { lines.push_back(l); };
+  const QuotaShare q = measure_quota_share(o);
+  // The stand-in takes 10 ms throttled or not: emulated x speed / unthrottled = the speed,
+  // which rises with the speed, so the shares are pooled into their mean.
+  REQUIRE(q.points.size() == 2);
+  CHECK(q.points[0].speed == 0.25);
+  CHECK(q.points[0].measured == Approx(0.25));
+  CHECK(q.points[1].measured == Approx(0.5));
+  CHECK(q.points[0].share == Approx(0.375));
+  CHECK(q.points[1].share == Approx(0.375));
+  CHECK(q.points[1].samples == 2);
+  CHECK(q.period_us == kDefaultCpuPeriodUs);  // the slices' own plan
+  CHECK(q.runtime == "ncnn 1.0.test (stand-in)");
+  CHECK(q.cpu >= 0);
+  CHECK(has(lines, "[2/2] speed 0.5"));
+  CHECK(q.cache_file == cache.root() + "/host-quota-share.json");
+
+  const auto cached = cached_quota_share();
+  REQUIRE(cached);
+  CHECK(cached->points.size() == 2);
+  CHECK(cached->points[1].measured == Approx(0.5));
+  CHECK(cached->points[1].share == Approx(0.375));
+  CHECK(host_facts().quota_share.has_value());
+  CHECK_THAT(describe(*cached), Contains("0.38 at 0.5 of a CPU") && Contains("10 ms period"));
+
+  // A corrupt cache is not used, and says so.
+  cache.file("/host-quota-share.json", "{\"edgeprof_host_quota_share\": 1, \"points\": []}");
+  CHECK_FALSE(cached_quota_share(&why));
+  CHECK_THAT(why, Contains("corrupt") && Contains("host-quota-share.json"));
+}
+
+TEST_CASE("measuring the own share refuses what it cannot measure", "[quota_share]") {
+  QuotaShareOptions o;
+  o.speeds = {1.0};
+  CHECK_THROWS_WITH(measure_quota_share(o), Contains("speed 1 is outside (0, 1)"));
+  o.speeds = {0.2};
+  o.rounds = 0;
+  CHECK_THROWS_WITH(measure_quota_share(o), Contains("rounds 0"));
+  o.rounds = 1;
+  o.graphs = {"no-such-graph"};
+  o.python = "/bin/sh";
+  CHECK_THROWS_WITH(measure_quota_share(o), Contains("no-such-graph"));
+  o.graphs = {};
+  CHECK_THROWS_WITH(measure_quota_share(o), Contains("at least one reference graph"));
+}
