@@ -287,7 +287,15 @@ QuotaShare measure_quota_share(const QuotaShareOptions& o) {
   q.rounds = o.rounds;
   q.loops = o.loops;
   q.cpu = cpu;
-  const Device unthrottled = make_device("edgeprof-unthrottled", 1, 1.0, "4GiB");
+  // One core; memory as much as the host has (the runs are about CPU, and a small host, such
+  // as a 1 GiB VM, has less than a fixed figure).
+  const std::uint64_t memory = host_facts().memory_bytes;
+  auto one_core = [memory](const char* name, double speed) {
+    Device d = make_device(name, 1, speed, "1GiB");
+    if (memory) d.memory_bytes = memory;
+    return d;
+  };
+  const Device unthrottled = one_core("edgeprof-unthrottled", 1.0);
   std::map<double, std::vector<double>> shares;
   const int total = o.rounds * int(speeds.size());
   int done = 0;
@@ -304,7 +312,7 @@ QuotaShare measure_quota_share(const QuotaShareOptions& o) {
       run_graphs(dir, python, unthrottled, o, cpu, &q.runtime, nullptr, nullptr);
   for (int round = 0; round < o.rounds; ++round) {
     for (double s : speeds) {
-      const Device slow = make_device("edgeprof-quota-share", 1, s, "4GiB");
+      const Device slow = one_core("edgeprof-quota-share", s);
       const auto emulated =
           run_graphs(dir, python, slow, o, cpu, nullptr, &q.period_us, &q.keep_warm);
       const auto after = run_graphs(dir, python, unthrottled, o, cpu, nullptr, nullptr, nullptr);
