@@ -172,7 +172,8 @@ struct QuotaScaleChoice {
 };
 
 QuotaScaleChoice choose_quota_scale(const Device& device, const HostFacts& host,
-                                    const PlanOptions& options, double cpu_share) {
+                                    const PlanOptions& options, double cpu_share,
+                                    std::size_t pooled_cpus) {
   QuotaScaleChoice c;
   if (options.quota_scale) {
     c.scale = *options.quota_scale;
@@ -190,6 +191,15 @@ QuotaScaleChoice choose_quota_scale(const Device& device, const HostFacts& host,
                          then);
     return c;
   }
+  if (pooled_cpus > 1) {
+    c.note = fmt::format("the quota is pooled over {} host CPUs, and this host's own share was "
+                         "measured for one thread on one CPU at the default period: the quota "
+                         "is the device's capacity (four ncnn threads under the scaled pool ran "
+                         "too fast on the Raspberry Pis, docs/fidelity.md); per-core emulation "
+                         "(--core-emulation per-core) gets the scale",
+                         pooled_cpus);
+    return c;
+  }
   const QuotaShare& q = *host.quota_share;
   // The period asked for, before the plan stretches it for a quota under 1 ms or lengthens it
   // for a pool: the measurement's slices asked for the default and were stretched alike.
@@ -199,7 +209,8 @@ QuotaScaleChoice choose_quota_scale(const Device& device, const HostFacts& host,
                                                   : options.cpu_period_us;
   if (q.period_us != asked || q.keep_warm != options.keep_warm) {
     c.note = fmt::format("this host's own share was measured at a {:g} ms period{} and this "
-                         "plan asks for {:g} ms{}: {}",
+                         "plan asks for {:g} ms{}: {}; give --quota-scale (quota_scale, "
+                         "PlanOptions::quota_scale) to scale it anyway",
                          double(q.period_us) / 1000, q.keep_warm ? " with keep-warm" : "",
                          double(asked) / 1000,
                          options.keep_warm ? " with keep-warm" : " without", then);
@@ -425,7 +436,8 @@ EmulationPlan plan_emulation(const Device& described, const HostFacts& host,
   const QuotaScaleChoice choice = choose_quota_scale(
       device, host, options,
       per_core ? double(plan.core_quota_us) / double(plan.cpu_period_us)
-               : double(plan.cpu_quota_us) / (double(plan.cpu_period_us) * double(ncpus)));
+               : double(plan.cpu_quota_us) / (double(plan.cpu_period_us) * double(ncpus)),
+      per_core ? 1 : ncpus);
   if (!choice.note.empty()) plan.notes.push_back(choice.note);
   if (choice.scale != 1.0) {
     // The quota bought less work here than its share of a host CPU: more of it, no more than

@@ -155,7 +155,7 @@ std::map<std::string, double> run_graphs(const detail::NnRunnerDir& dir,
   if (runtime && !parsed.runtime.empty()) *runtime = parsed.runtime;
   // The period asked for (the default); a slice under 1 ms of quota per period stretches it.
   if (period_us && device.core_speed < 1) *period_us = kDefaultCpuPeriodUs;
-  if (keep_warm && device.core_speed < 1) *keep_warm = result.plan.keep_warm;
+  if (keep_warm && device.core_speed < 1) *keep_warm = *keep_warm && result.plan.keep_warm;
   return parsed.host_ms;
 }
 
@@ -220,7 +220,8 @@ double quota_scale_at(const QuotaShare& q, double speed) {
   if (q.points.empty() || speed >= 1) return 1.0;  // a whole CPU is not throttled
   // f(k) = k - share(k x speed): negative at the smallest scale when the share there is above
   // it, positive at the largest when below; bisection finds where the scaled quota's own share
-  // is the scale (the first crossing from below, should noise make the share rise somewhere).
+  // is the scale (shares are non-increasing in speed as measured, so f rises and the root is
+  // one).
   auto f = [&](double k) { return k - own_share_at(q, k * speed); };
   double lo = kMinQuotaScale, hi = kMaxQuotaScale;
   if (f(lo) >= 0) return lo;
@@ -353,7 +354,7 @@ QuotaShare measure_quota_share(const QuotaShareOptions& o) {
   const std::string cache_dir = detail::host_cache_dir();
   if (cache_dir.empty()) {
     q.note = "no cache directory (EDGEPROF_CACHE_DIR, XDG_CACHE_HOME and HOME are unset): not "
-             "cached, so plans do not use it; set EDGEPROF_CACHE_DIR";
+             "cached, so other processes measure it again; set EDGEPROF_CACHE_DIR";
   } else {
     const std::string path = cache_path(cache_dir);
     const std::string failed =
@@ -361,7 +362,7 @@ QuotaShare measure_quota_share(const QuotaShareOptions& o) {
     if (failed.empty()) {
       q.cache_file = path;
     } else {
-      q.note = failed + ", so plans do not use it";
+      q.note = failed + ", so other processes measure it again";
     }
   }
   say(describe(q));
@@ -371,7 +372,27 @@ QuotaShare measure_quota_share(const QuotaShareOptions& o) {
 HostFacts with_measured_quota_share(HostFacts host, const Device& device,
                                     const PlanOptions& options) {
   if (host.quota_share || options.quota_scale || !options.measure_nn) return host;
+  // Only where the plan could use it (choose_quota_scale in plan.cpp): an nn speed, the default
+  // period, keep-warm, one CPU or a core group per device core.
+  const std::size_t cpus = options.cpus.empty() ? host.cpus.size() : options.cpus.size();
+  const bool pooled = options.cores == CoreEmulation::pooled &&
+                      std::min<std::size_t>(std::size_t(std::max(device.cores, 1)), cpus) > 1;
+  if (options.cpu_period_us != kChosenCpuPeriod || options.iteration_time_us ||
+      !options.keep_warm || pooled) {
+    return host;
+  }
   if (for_speed_kind(device, options.speed_kind).speed_kind != "nn") return host;
+  // Tried once per process and cache directory: a failure, or a result that could not be
+  // cached, is not measured again for every slice (about 75 s each).
+  static std::mutex mutex;
+  static std::map<std::string, std::pair<std::optional<QuotaShare>, std::string>> tried;
+  std::lock_guard<std::mutex> lock(mutex);
+  const std::string dir = detail::host_cache_dir();
+  if (const auto it = tried.find(dir); it != tried.end()) {
+    host.quota_share = it->second.first;
+    host.quota_share_problem = it->second.second;
+    return host;
+  }
   QuotaShareOptions o;
   o.python = options.nn_measure.python;
   o.progress = options.nn_measure.progress;
@@ -383,11 +404,15 @@ HostFacts with_measured_quota_share(HostFacts host, const Device& device,
   }
   try {
     QuotaShare q = measure_quota_share(o);
-    if (q.cache_file.empty() && !q.note.empty()) host.quota_share_problem = q.note;
+    if (q.cache_file.empty() && !q.note.empty()) {
+      host.quota_share_problem = fmt::format("measured for this process only: {}", q.note);
+    }
     host.quota_share = std::move(q);
-  } catch (const Error& e) {
-    host.quota_share_problem = fmt::format("measuring it failed: {}", e.what());
+  } catch (const std::exception& e) {
+    host.quota_share_problem =
+        fmt::format("measuring it failed, and is not tried again in this process: {}", e.what());
   }
+  tried[dir] = {host.quota_share, host.quota_share_problem};
   return host;
 }
 

@@ -183,8 +183,9 @@ struct QuotaSharePoint {
 /// device's core.
 struct QuotaShare {
   std::vector<QuotaSharePoint> points;  ///< by speed, ascending
-  /// The CFS period the slices asked for: the default (kDefaultCpuPeriodUs), stretched by
-  /// their plans where the quota would fall under 1 ms (below 0.1 of a CPU), as a device's is.
+  /// The CFS period the slices asked for: always the default, kDefaultCpuPeriodUs (their
+  /// plans stretch it where the quota would fall under 1 ms, below 0.1 of a CPU, as a
+  /// device's plan does).
   std::uint64_t period_us = 0;
   bool keep_warm = true;                ///< whether keep-warm ran (docs/keep-warm.md)
   std::vector<std::string> graphs;      ///< the reference graphs run
@@ -234,7 +235,7 @@ struct QuotaShareOptions {
   std::function<void(const std::string&)> progress;
 };
 
-/// Measures this host's own share (about a minute): the graphs run with ncnn, one thread,
+/// Measures this host's own share (about 75 s here): the graphs run with ncnn, one thread,
 /// on one CPU, alternately unthrottled and in a one-core slice at each speed (a default
 /// slice otherwise: period, keep-warm), each emulated time compared with the unthrottled runs
 /// on either side of it. Caches it (`host-quota-share.json` beside the nn rating) for
@@ -244,8 +245,8 @@ struct QuotaShareOptions {
 QuotaShare measure_quota_share(const QuotaShareOptions& options = {});
 
 /// This host's cached own share, when measured on the same CPU model, kernel release and host
-/// name with the reference graphs as this edgeprof generates them. Never measures: nullopt
-/// with the reason in `*why`.
+/// name (read again only when the file changes). Never measures: nullopt with the reason in
+/// `*why`.
 std::optional<QuotaShare> cached_quota_share(std::string* why = nullptr);
 
 /// "own share 1.55 at 0.1 of a CPU, 1.30 at 0.2 of a CPU, 0.96 at 0.4 of a CPU (10 ms period,

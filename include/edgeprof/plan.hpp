@@ -158,9 +158,11 @@ struct PlanOptions {
   /// CPU-second under a 10 ms period's quota than unthrottled on this project's host, a
   /// CPU-bound loop with keep-warm well under 1% (docs/fidelity.md). Empty (the default): a
   /// device emulated at its nn speed gets quota_scale_at() of the host's measured own share
-  /// (HostFacts::quota_share) at the quota's share of a CPU, when it was measured at the plan's
-  /// period; every other plan, and an nn plan on a host without the measurement, 1 (the
-  /// device's capacity exactly). The plan's notes say which.
+  /// (HostFacts::quota_share) at the quota's share of a CPU, when the plan asks for the period
+  /// it was measured at (the default; stretched alike below 0.1 of a CPU) with keep-warm, on
+  /// one CPU or per core; a quota pooled over several CPUs (a lengthened period, threads
+  /// sharing it) is not what was measured and gets 1, as do other plans and an nn plan on a
+  /// host without the measurement (the device's capacity exactly). The plan's notes say which.
   std::optional<double> quota_scale;
 };
 
@@ -255,11 +257,12 @@ Device fit_to_cpus(const Device& device, std::size_t cpus);
 Device with_measured_nn(const Device& device, const PlanOptions& options);
 
 /// `host` with this host's own share under a quota measured (measure_quota_share(), nn.hpp:
-/// once per host, about 30 s, cached) when a plan of `device` would use it and it is not
-/// cached: the device is emulated at its nn speed, options.quota_scale is empty and
-/// options.measure_nn allows measuring (its progress and Python are options.nn_measure's). A
-/// measurement that fails leaves quota_share empty and says why in quota_share_problem; the
-/// plan then notes it. Slice calls it.
+/// once per host, about 75 s, cached) when a plan of `device` would use it and it is not
+/// cached: the device is emulated at its nn speed on one CPU or per core, options.quota_scale
+/// is empty, the period is edgeprof's default, keep-warm is on, and options.measure_nn allows
+/// measuring (its progress and Python are options.nn_measure's). A measurement that fails, or
+/// cannot be cached, is not tried again in this process: quota_share_problem says why, and
+/// the plan notes it. Slice calls it.
 HostFacts with_measured_quota_share(HostFacts host, const Device& device,
                                     const PlanOptions& options);
 

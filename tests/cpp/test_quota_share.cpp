@@ -151,6 +151,29 @@ TEST_CASE("an nn speed's plan takes the host's own share as its quota scale, and
   CHECK(has(b.notes, "not measured yet"));
   CHECK(has(b.notes, "calibrate-host --nn"));
 
+  // A quota pooled over several CPUs is not what was measured: unscaled, and said; per core,
+  // each core group is one CPU's quota, scaled.
+  Device quad = nn_device(0.2);
+  quad.cores = 4;
+  const EmulationPlan pooled = plan_emulation(quad, host);
+  CHECK(pooled.quota_scale == 1.0);
+  CHECK(has(pooled.notes, "pooled over 2 host CPUs"));
+  PlanOptions cores;
+  cores.cores = CoreEmulation::per_core;
+  const EmulationPlan per_core = plan_emulation(quad, host, cores);
+  CHECK(per_core.core_quota_us == static_cast<std::uint64_t>(std::llround(2000 * k)));
+
+  // Nor is one measured for such plans on the way (nothing runs: no share, no problem added).
+  PlanOptions measuring;
+  measuring.measure_nn = true;
+  CHECK_FALSE(with_measured_quota_share(bare, quad, measuring).quota_share);
+  measuring.cpu_period_us = 50000;
+  CHECK_FALSE(with_measured_quota_share(bare, nn_device(0.2), measuring).quota_share);
+  measuring.cpu_period_us = kChosenCpuPeriod;
+  measuring.keep_warm = false;
+  CHECK(with_measured_quota_share(bare, nn_device(0.2), measuring).quota_share_problem ==
+        bare.quota_share_problem);
+
   // Not measuring on the way: with_measured_quota_share leaves the host as it is.
   PlanOptions no;
   no.measure_nn = false;
