@@ -140,7 +140,8 @@ def test_calibrate_host_nn_measures_the_own_share_that_nn_plans_apply(tmp_path, 
     share = edgeprof.cached_quota_share()
     assert share is not None and share.scale_at(0.2) == pytest.approx(0.5)  # clamped
     # A device at its nn speed gets it as its quota scale, and the plan says so.
-    plan = edgeprof.plan_emulation(edgeprof.find_device("raspberry-pi-4b-8gb").for_threads(1))
+    # (a board of 1 GiB: the VM that runs these tests has less memory than an 8 GiB Pi 4)
+    plan = edgeprof.plan_emulation(edgeprof.find_device("raspberry-pi-3b-plus").for_threads(1))
     # (scaled down to half, but no lower than the kernel's 1 ms minimum quota)
     assert plan.quota_scale < 1 or plan.cpu_quota_us == 1000
     assert any("own share under the scaled quota" in n for n in plan.notes)
