@@ -15,7 +15,9 @@
 //  - N threads (each N > 1 of --threads): all N cores at the nn speed from the one-thread
 //    times, against the published N-thread runs, where the device has them and N x its nn speed
 //    fits this host's CPUs; the same figures, held out the same way, and the speed-up over one
-//    thread of the board and of the emulation.
+//    thread of the board and of the emulation. With --core-emulation projected, one thread on
+//    one device core instead, its times divided by the board's speed-up (held out: from the
+//    other graphs' tables).
 // Progress goes to stderr with each device's elapsed time; the tables (with the start, the end
 // and the duration of the run) to stdout and, with --markdown FILE, to FILE.
 //
@@ -53,7 +55,7 @@ void usage(FILE* to) {
   std::fputs(
       "usage: edgeprof_bench_nn [--devices A,B,...] [--graphs X,Y,...] [--threads 1,4] [--quick]\n"
       "                         [--warmup N] [--loops N] [--period-us N] [--no-keep-warm]\n"
-      "                         [--core-emulation pooled|per-core] [--core-scaling]\n"
+      "                         [--core-emulation pooled|per-core|projected] [--core-scaling]\n"
       "                         [--no-thread-env] [--quota-scale X]\n"
       "                         [--markdown FILE]\n"
       "\n"
@@ -74,8 +76,9 @@ void usage(FILE* to) {
       "                    (default 5)\n"
       "  --period-us N     the CFS period, 1000 to 1000000 us (default 0: edgeprof's choice)\n"
       "  --no-keep-warm    emulate with keep-warm off\n"
-      "  --core-emulation M  pooled (default: one quota for all cores) or per-core (a quota\n"
-      "                    per device core, threads spread over them; docs/threads.md)\n"
+      "  --core-emulation M  pooled (default: one quota for all cores), per-core (a quota\n"
+      "                    per device core, threads spread over them) or projected (one thread\n"
+      "                    on one core, its time / the board's speed-up; docs/threads.md)\n"
       "  --core-scaling    with per-core: each core's quota follows the busy threads as the\n"
       "                    board's published tables scale (PlanOptions::core_scaling)\n"
       "  --quota-scale X   the CPU quota times X, 0.5 to 4, or auto (the default: this host's\n"
@@ -300,9 +303,11 @@ std::map<std::string, double> held_out(const std::map<std::string, double>& emul
 
 // The graphs' times when run with `threads` threads under `device`, ms by graph.
 // `quota_scale`, when given, receives the scale the plan applied.
+// `projection`, when given, receives the plan's (CoreEmulation::projected), if any.
 std::map<std::string, double> emulate(const Device& device, const std::string& dir,
                                       const std::vector<std::string>& graphs, int threads,
-                                      const Args& a, double* quota_scale = nullptr) {
+                                      const Args& a, double* quota_scale = nullptr,
+                                      std::optional<ThreadsProjection>* projection = nullptr) {
   Command c;
   c.argv = {"python3", dir + "/runner.py", dir, std::to_string(a.warmup)};
   c.argv.push_back(std::to_string(a.loops));
@@ -319,6 +324,7 @@ std::map<std::string, double> emulate(const Device& device, const std::string& d
   o.slice.plan.quota_scale = a.quota_scale;
   const Result r = run(c, device, o);
   if (quota_scale) *quota_scale = r.plan.quota_scale;
+  if (projection) *projection = r.plan.threads_projection;
   std::ifstream in(dir + "/out.txt");
   std::stringstream text;
   text << in.rdbuf();
@@ -442,6 +448,7 @@ struct ThreadsRow {
   double geomean_error = NAN;      // geometric mean of emulated / published, - 1
   double board_speedup = NAN;      // geometric mean of published one-thread / N-thread time
   double emulation_speedup = NAN;  // the same, one thread emulated being host time / speed
+  double projected_speedup = NAN;  // CoreEmulation::projected: the plan's divisor
 };
 
 ThreadsRow measure_threads(const Device& catalog, const NnRating& host, const std::string& dir,
@@ -471,14 +478,36 @@ ThreadsRow measure_threads(const Device& catalog, const NnRating& host, const st
   row.cores = d.cores;
   row.speed = d.nn->core_speed;
   const double capacity = d.cores * row.speed;
-  if (capacity > cpus) {
-    row.skipped = fmt::format("{} x {:.4f} = {:.2f} host CPUs do not fit this host's {}", d.cores,
-                              row.speed, capacity, cpus);
+  // Projected: one device core runs one thread, its times / the board's speed-up.
+  const bool projected = a.cores == CoreEmulation::projected;
+  if (projected ? row.speed > 1 : capacity > cpus) {
+    row.skipped = projected ? fmt::format("one core at {:.4f} of a host CPU is faster than it",
+                                          row.speed)
+                            : fmt::format("{} x {:.4f} = {:.2f} host CPUs do not fit this host's {}",
+                                          d.cores, row.speed, capacity, cpus);
     return row;
   }
-  const auto emulated = emulate(for_speed_kind(d, SpeedKind::nn), dir, keys(many), threads, a);
+  std::optional<ThreadsProjection> projection;
+  auto emulated = emulate(for_speed_kind(d, SpeedKind::nn), dir, keys(many),
+                          projected ? 1 : threads, a, nullptr, &projection);
+  auto held = held_out(emulated, one, host, catalog.nn_precision, row.speed);
+  if (projected) {
+    if (!projection) throw Error("bench_nn: a projected plan without a projection");
+    row.projected_speedup = projection->speedup;
+    for (auto& [g, ms] : emulated) ms /= projection->speedup;
+    // Held out: the speed-up too from the other graphs' tables (none with fewer than three
+    // graphs left: the graph's held-out figure is then dropped).
+    for (auto it = held.begin(); it != held.end();) {
+      try {
+        it->second /= project_threads(d, it->first).speedup;
+        ++it;
+      } catch (const UnsupportedError&) {
+        it = held.erase(it);
+      }
+    }
+  }
   row.emulated = fit(emulated, many);
-  row.held = fit(held_out(emulated, one, host, catalog.nn_precision, row.speed), many);
+  row.held = fit(held, many);
   double log_error = 0, log_board = 0, log_emulation = 0;
   for (const auto& [g, ms] : emulated) {
     log_error += std::log(ms / many.at(g));
@@ -488,7 +517,8 @@ ThreadsRow measure_threads(const Device& catalog, const NnRating& host, const st
   const double n = static_cast<double>(emulated.size());
   row.geomean_error = std::exp(log_error / n) - 1;
   row.board_speedup = std::exp(log_board / n);
-  row.emulation_speedup = std::exp(log_emulation / n);
+  // Projected: the divisor, not something the emulation did (the table shows it instead).
+  row.emulation_speedup = projected ? NAN : std::exp(log_emulation / n);
   return row;
 }
 
@@ -568,17 +598,25 @@ std::string one_thread_table(const std::vector<OneThreadRow>& rows,
 
 std::string threads_table(int threads, const std::vector<ThreadsRow>& rows, const NnRating& host,
                           int cpus, const Args& a) {
+  const bool projected = a.cores == CoreEmulation::projected;
   std::string md = fmt::format(
-      "#### {} threads\n\n"
-      "Host: {}; {}; {} threads emulated on {} host CPUs at the nn speed from the one-thread "
-      "times of the graphs compared, warm-up {} and {} timed inferences per graph. Held out: "
-      "each graph's emulated time rescaled to the speed derived without that graph's one-thread "
-      "time. The emulation's speed-up over one thread takes one thread emulated as this host's "
-      "time / the nn speed.\n\n"
+      "#### {} threads{}\n\n"
+      "Host: {}; {}; {}, at the nn speed from the one-thread times of the graphs compared, "
+      "warm-up {} and {} timed inferences per graph. Held out: each graph's emulated time "
+      "rescaled to the speed derived without that graph's one-thread time{}. The emulation's "
+      "speed-up over one thread takes one thread emulated as this host's time / the nn speed."
+      "\n\n"
       "| device | emulated | graphs | median \\|err\\| | geometric mean error | Kendall tau | "
       "held-out median (worst) | held-out tau | board's speed-up over 1 thread | emulation's |\n"
       "|---|---|---|---|---|---|---|---|---|---|\n",
-      threads, host.cpu_model, host.runtime, threads, cpus, a.warmup, a.loops);
+      threads, projected ? ", projected from one" : "", host.cpu_model, host.runtime,
+      projected ? fmt::format("one thread on one device core (core emulation projected), its "
+                              "time divided by the board's published speed-up from 1 to {} "
+                              "threads (the median over the graphs of its tables)",
+                              threads)
+                : fmt::format("{} threads emulated on {} host CPUs", threads, cpus),
+      a.warmup, a.loops,
+      projected ? ", and divided by the speed-up from the other graphs' tables" : "");
   std::string notes;
   for (const ThreadsRow& r : rows) {
     if (!r.skipped.empty()) {
@@ -587,11 +625,17 @@ std::string threads_table(int threads, const std::vector<ThreadsRow>& rows, cons
       continue;
     }
     md += fmt::format(
-        "| {} | {} x {:.4f} | {} | {} | {:+.0f}% | {} | {} ({}) | {} | {:.2f}x | "
-        "{:.2f}x |\n",
-        r.device, r.cores, r.speed, r.emulated.graphs, pct(r.emulated.median),
+        "| {} | {} | {} | {} | {:+.0f}% | {} | {} ({}) | {} | {:.2f}x | "
+        "{} |\n",
+        r.device,
+        std::isnan(r.projected_speedup)
+            ? fmt::format("{} x {:.4f}", r.cores, r.speed)
+            : fmt::format("1 x {:.4f} / {:.3f}", r.speed, r.projected_speedup),
+        r.emulated.graphs, pct(r.emulated.median),
         100 * r.geomean_error, fixed2(r.emulated.tau), pct(r.held.median), pct(r.held.worst),
-        fixed2(r.held.tau), r.board_speedup, r.emulation_speedup);
+        fixed2(r.held.tau), r.board_speedup,
+        std::isnan(r.emulation_speedup) ? std::string("n/a (projected)")
+                                        : fmt::format("{:.2f}x", r.emulation_speedup));
   }
   return md + notes + "\n";
 }

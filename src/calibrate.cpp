@@ -269,6 +269,14 @@ SpeedCalibration calibrate_speed(const Device& device,
       throw DeviceError(fmt::format("calibrate_speed: workload '{}' has no command", w.name));
     }
   }
+  if (options.run.slice.plan.cores == CoreEmulation::projected &&
+      options.figure.find("projected_") == std::string::npos) {
+    throw DeviceError(fmt::format(
+        "calibrate_speed: core emulation 'projected' runs one device core and projects to all "
+        "of them, so figure '{}' is the one core's; calibrate with a projected figure "
+        "(projected_wall_time_s, phase.NAME.projected_wall_time_s) or another core emulation",
+        options.figure));
+  }
   if (options.repeat < 1) {
     throw DeviceError(fmt::format("calibrate_speed: repeat = {}; it must be at least 1",
                                   options.repeat));

@@ -324,6 +324,18 @@ double CoreScaling::efficiency(int busy) const {
   return busy <= 1 ? 1.0 : 1.0 / (1.0 + contention * static_cast<double>(busy - 1));
 }
 
+bool operator==(const CoreScaling& a, const CoreScaling& b) {
+  return a.threads == b.threads && a.speedup == b.speedup && a.graphs == b.graphs &&
+         a.contention == b.contention && a.loo_median_error == b.loo_median_error &&
+         a.loo_worst_error == b.loo_worst_error;
+}
+
+double CoreScaling::speedup_at(int busy) const {
+  if (busy <= 1) return 1.0;
+  if (busy == threads) return speedup;
+  return static_cast<double>(busy) * efficiency(busy);
+}
+
 std::optional<CoreScaling> core_scaling(const Device& device, std::string_view without_graph) {
   const std::map<std::string, double>* table = nullptr;
   int threads = 0;
@@ -341,13 +353,24 @@ std::optional<CoreScaling> core_scaling(const Device& device, std::string_view w
     if (one != device.nn_ms.end() && one->second > 0) speedups.push_back(one->second / ms);
   }
   if (speedups.size() < 3) return std::nullopt;
-  std::sort(speedups.begin(), speedups.end());
-  const std::size_t n = speedups.size();
+  const auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const std::size_t n = v.size();
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  };
   CoreScaling s;
   s.threads = threads;
-  s.graphs = n;
-  s.speedup = n % 2 ? speedups[n / 2] : (speedups[n / 2 - 1] + speedups[n / 2]) / 2;
+  s.graphs = speedups.size();
+  s.speedup = median(speedups);
   s.contention = std::max(0.0, (threads / s.speedup - 1.0) / (threads - 1));
+  std::vector<double> errors;
+  for (std::size_t i = 0; i < speedups.size(); ++i) {
+    std::vector<double> others = speedups;
+    others.erase(others.begin() + static_cast<long>(i));
+    errors.push_back(std::abs(speedups[i] / median(others) - 1));
+  }
+  s.loo_median_error = median(errors);
+  s.loo_worst_error = *std::max_element(errors.begin(), errors.end());
   return s;
 }
 

@@ -85,6 +85,10 @@ HostFacts host_facts() {
   return facts;
 }
 
+bool operator==(const ThreadsProjection& a, const ThreadsProjection& b) {
+  return a.threads == b.threads && a.speedup == b.speedup && a.scaling == b.scaling;
+}
+
 bool operator==(const EmulationPlan& a, const EmulationPlan& b) {
   return a.cpus == b.cpus && a.cpu_period_us == b.cpu_period_us &&
          a.cpu_quota_us == b.cpu_quota_us && a.memory_max_bytes == b.memory_max_bytes &&
@@ -93,18 +97,26 @@ bool operator==(const EmulationPlan& a, const EmulationPlan& b) {
          a.io_write_bps == b.io_write_bps && a.keep_warm == b.keep_warm && a.thread_env == b.thread_env &&
          a.core_groups == b.core_groups && a.core_quota_us == b.core_quota_us &&
          a.core_quota_by_busy == b.core_quota_by_busy && a.quota_scale == b.quota_scale &&
-         a.notes == b.notes;
+         a.threads_projection == b.threads_projection && a.notes == b.notes;
 }
 
 const char* to_string(CoreEmulation cores) {
-  return cores == CoreEmulation::per_core ? "per-core" : "pooled";
+  switch (cores) {
+    case CoreEmulation::per_core: return "per-core";
+    case CoreEmulation::projected: return "projected";
+    case CoreEmulation::pooled: break;
+  }
+  return "pooled";
 }
 
 CoreEmulation core_emulation_from_string(std::string_view text) {
   if (text == "pooled") return CoreEmulation::pooled;
   if (text == "per-core" || text == "per_core") return CoreEmulation::per_core;
+  if (text == "projected") return CoreEmulation::projected;
   throw Error(fmt::format("cores = '{}' is not a way to emulate cores: use 'pooled' (one quota "
-                          "for the whole device) or 'per-core' (a quota per device core)",
+                          "for the whole device), 'per-core' (a quota per device core) or "
+                          "'projected' (one core, its times divided by the board's published "
+                          "speed-up)",
                           text));
 }
 
@@ -227,6 +239,30 @@ QuotaScaleChoice choose_quota_scale(const Device& device, const HostFacts& host,
 
 }  // namespace
 
+ThreadsProjection project_threads(const Device& device, std::string_view without_graph) {
+  // The device's own table of the most threads up to its cores; a device narrowed to k of its
+  // cores (for_threads) without one keeps its tables: the widest one's scaling carried to k.
+  std::optional<CoreScaling> scaling = core_scaling(device, without_graph);
+  if (!scaling) {
+    Device wide = device;
+    for (const auto& [n, times] : device.nn_threads_ms) wide.cores = std::max(wide.cores, n);
+    scaling = core_scaling(wide, without_graph);
+  }
+  if (!scaling) {
+    throw UnsupportedError(fmt::format(
+        "device '{}' cannot be projected from one core: it has no published multi-thread CNN "
+        "inference times with at least 3 graphs in common with its one-thread times "
+        "(nn.threads_ms in a device file, docs/devices.md); emulate its cores as 'pooled' or "
+        "'per-core' instead",
+        device.name));
+  }
+  ThreadsProjection p;
+  p.threads = device.cores;
+  p.speedup = scaling->speedup_at(device.cores);
+  p.scaling = *scaling;
+  return p;
+}
+
 Device with_measured_nn(const Device& device, const PlanOptions& options) {
   if (options.speed_kind == SpeedKind::integer || device.nn || device.nn_ms.empty()) return device;
   // Not measuring: a rating cached since the device was loaded is still used.
@@ -240,6 +276,24 @@ EmulationPlan plan_emulation(const Device& described, const HostFacts& host,
   EmulationPlan plan;
   // The speed of the kind asked for (nn where the device has it, by default).
   Device device = for_speed_kind(with_measured_nn(described, options), options.speed_kind, &plan.notes);
+  if (options.cores == CoreEmulation::projected && device.cores > 1) {
+    plan.threads_projection = project_threads(device);
+    const ThreadsProjection& p = *plan.threads_projection;
+    plan.notes.push_back(fmt::format(
+        "projected: one of the device's {} cores is emulated, its workload told to start one "
+        "thread; its times with all {} are the measured ones / {:.3g}, the board's speed-up from "
+        "1 to {} threads (the median over {} published ncnn graphs{}; a graph's own speed-up was "
+        "{:.0f}% from the others' median, {:.0f}% at worst). A workload that starts its own "
+        "threads whatever OMP_NUM_THREADS says must be given one (Result::projected_s, "
+        "docs/threads.md)",
+        p.threads, p.threads, p.speedup, p.threads, p.scaling.graphs,
+        p.scaling.threads == p.threads
+            ? ""
+            : fmt::format(" with {} threads, taken to {} as contention", p.scaling.threads,
+                          p.threads),
+        100 * p.scaling.loo_median_error, 100 * p.scaling.loo_worst_error));
+    device = for_threads(device, 1);
+  }
   if (options.cpu_period_us != kChosenCpuPeriod &&
       (options.cpu_period_us < kMinCpuPeriodUs || options.cpu_period_us > kMaxCpuPeriodUs)) {
     throw Error(fmt::format("cpu_period_us = {} is out of range: the kernel accepts {} to {} us "

@@ -92,6 +92,36 @@ Device device_from(const json& j) {
   return d;
 }
 
+json projection_json(const ThreadsProjection& p) {
+  return {{"threads", p.threads},
+          {"speedup", p.speedup},
+          {"table_threads", p.scaling.threads},
+          {"table_speedup", p.scaling.speedup},
+          {"graphs", p.scaling.graphs},
+          {"contention", p.scaling.contention},
+          {"loo_median_error", p.scaling.loo_median_error},
+          {"loo_worst_error", p.scaling.loo_worst_error}};
+}
+
+ThreadsProjection projection_from(const json& j) {
+  ThreadsProjection p;
+  p.threads = j.at("threads").get<int>();
+  p.speedup = j.at("speedup").get<double>();
+  if (p.threads < 1 || !(p.speedup > 0) || !std::isfinite(p.speedup)) {
+    throw Error(fmt::format("plan.threads_projection: threads {} and speedup {} are not a "
+                            "projection (threads at least 1, a speed-up above 0); the report "
+                            "was edited or damaged: write it again with edgeprof",
+                            p.threads, p.speedup));
+  }
+  p.scaling.threads = j.at("table_threads").get<int>();
+  p.scaling.speedup = j.at("table_speedup").get<double>();
+  p.scaling.graphs = j.at("graphs").get<std::size_t>();
+  p.scaling.contention = j.at("contention").get<double>();
+  p.scaling.loo_median_error = j.at("loo_median_error").get<double>();
+  p.scaling.loo_worst_error = j.at("loo_worst_error").get<double>();
+  return p;
+}
+
 json plan_json(const EmulationPlan& p) {
   return {{"cpus", format_cpu_list(p.cpus)},
           {"cpu_period_us", p.cpu_period_us},
@@ -108,6 +138,8 @@ json plan_json(const EmulationPlan& p) {
           {"core_quota_us", p.core_quota_us},
           {"core_quota_by_busy", p.core_quota_by_busy},
           {"quota_scale", p.quota_scale},
+          {"threads_projection", p.threads_projection ? projection_json(*p.threads_projection)
+                                                      : json(nullptr)},
           {"thread_env", p.thread_env},
           {"notes", p.notes}};
 }
@@ -132,6 +164,9 @@ EmulationPlan plan_from(const json& j) {
     }
   }
   if (j.contains("quota_scale")) p.quota_scale = j.at("quota_scale").get<double>();
+  if (j.contains("threads_projection") && !j.at("threads_projection").is_null()) {
+    p.threads_projection = projection_from(j.at("threads_projection"));
+  }
   if (j.contains("thread_env")) {  // reports before edgeprof set the workload's threads lack it
     p.thread_env = j.at("thread_env").get<std::map<std::string, std::string>>();
   }
@@ -383,7 +418,18 @@ json result_json(const Result& r) {
   j["plan"] = plan_json(r.plan);
   j["summary"] = summary_json(r.summary);
   j["phases"] = json::array();
-  for (const Phase& p : r.phases) j["phases"].push_back(phase_json(p));
+  for (const Phase& p : r.phases) {
+    j["phases"].push_back(phase_json(p));
+    // Derived (CoreEmulation::projected); not read back: the plan carries the speed-up.
+    if (const auto projected = r.projected_s(p.wall_time_s())) {
+      j["phases"].back()["projected_wall_time_s"] = num(*projected);
+    }
+  }
+  if (const auto projected = r.projected_s(r.wall_time_s)) {
+    j["projected_wall_time_s"] = num(*projected);
+    j["provenance"]["projected_wall_time_s"] = "projected";
+    j["provenance"]["phases.projected_wall_time_s"] = "projected";
+  }
   j["sources"] = json::array();
   for (const SourceStatus& s : r.sources) j["sources"].push_back(source_json(s));
   j["series"] = series_json(r.series);
@@ -511,6 +557,11 @@ auto from_text(std::string_view text, const char* what, Fn&& fn) {
 
 }  // namespace
 
+std::optional<double> Result::projected_s(double measured_s) const {
+  if (!plan.threads_projection || !(plan.threads_projection->speedup > 0)) return std::nullopt;
+  return measured_s / plan.threads_projection->speedup;
+}
+
 std::string exit_text(const Result& r) {
   if (r.timed_out) return "killed at the timeout";
   if (r.oom_killed) {
@@ -558,6 +609,16 @@ std::string to_text(const Result& r) {
   row("outcome", exit_text(r), "");
   row("wall time", fmt::format("{:.6f} s", r.wall_time_s),
       "measured (monotonic clock, exec to exit)");
+  if (const auto& proj = p.threads_projection; proj && r.projected_s(r.wall_time_s)) {
+    row("projected",
+        fmt::format("{:.6f} s wall with all {} cores = the time measured on one device core / "
+                    "{:.3g}, the board's speed-up from 1 to {} threads (a graph's own was {:.0f}% "
+                    "from it in the median, {:.0f}% at worst)",
+                    *r.projected_s(r.wall_time_s), proj->threads, proj->speedup,
+                    proj->threads, 100 * proj->scaling.loo_median_error,
+                    100 * proj->scaling.loo_worst_error),
+        "projected from the published one- and multi-thread tables");
+  }
   row("cpu time", fmt::format("{:.3f} s user + {:.3f} s system", r.cpu_user_s, r.cpu_system_s),
       "measured (cgroup counters)");
   if (s.cpu_cores_avg) {
@@ -651,6 +712,11 @@ std::string to_text(const Result& r) {
                               std::llabs(*ph.memory_net_peak_bytes)))
                         : "n/a"),
         "wall measured, rest sampled");
+    if (const auto projected = r.projected_s(ph.wall_time_s())) {
+      row("phase", fmt::format("{}: {:.3f} s wall with all {} cores", ph.name, *projected,
+                               p.threads_projection->threads),
+          "projected");
+    }
   }
   if (r.energy_j) {
     std::string phases;

@@ -250,6 +250,8 @@ Slice::Slice(Device device, SliceOptions options) : impl_(std::make_shared<Impl>
   // The device as emulated: as many of its cores as fit (the plan's note says so), so that its
   // figures (power, for the energy estimate) are those of the cores run.
   s.device = fit_to_cpus(for_speed_kind(measured, plan_options.speed_kind), usable_cpus);
+  // Projected: one of its cores is what runs (the plan's projection says for how many).
+  if (s.plan.threads_projection) s.device = for_threads(s.device, 1);
   s.options = std::move(options);
   s.backend = detail::make_backend(s.fs, layout(), parent_from(s.options));
   if (s.plan.core_groups > 0 && !s.backend->core_groups_supported()) {
@@ -351,6 +353,7 @@ struct Child::State {
   // Runtimes seen by a read of the maps outside the sampler (an unsampled run's timeout).
   detail::RuntimesSeen runtimes;
   std::map<std::string, std::string> thread_env;  // what the workload's environment was given
+  std::string width_warning;  // projected: the workload may start more than one thread
   std::uint64_t moves_before = 0;  // the slice's CorePlacer's moves when this child started
   std::uint64_t quota_changes_before = 0;  // and its quota changes
   // Other slices holding this slice's CPUs when the workload started and when it ended.
@@ -425,6 +428,25 @@ Child Slice::spawn(const Command& command, const SpawnOptions& options) {
     if ((wait_variable && wait_chosen) || prepared.has_env(name)) continue;
     prepared.set_env(name, value);
     state->thread_env.emplace(name, value);
+  }
+  // Projected: the one core's time is divided by the board's speed-up, which holds for one
+  // thread; a workload told to start more shares the one core's quota among them.
+  if (s.plan.threads_projection) {
+    std::string wider;
+    for (const char* name : kThreadCountVariables) {
+      const std::optional<std::string> value = prepared.env(name);
+      if (value && *value != "1") wider += fmt::format("{}{}={}", wider.empty() ? "" : " ", name, *value);
+    }
+    if (!wider.empty() || defaults.empty()) {
+      state->width_warning = fmt::format(
+          "projected core emulation divides the time of one thread on one device core by the "
+          "board's speed-up, but the workload's environment {}: its threads share the one "
+          "core's quota and the projected times come out too slow; set them to 1, or leave "
+          "them unset with the thread environment on",
+          wider.empty() ? "was left alone (thread_env off), so it may start one thread per "
+                          "host CPU"
+                        : "sets " + wider);
+    }
   }
   prepared.keep_fd(state->marks.write.get());
 
@@ -627,6 +649,7 @@ void Child::State::observe(Result& r, const detail::Exit& exit) {
   }
   r.runtimes_seen = std::move(runtimes);
   r.thread_env = thread_env;
+  if (!width_warning.empty()) r.warnings.push_back(width_warning);
 
   // Empty now: the slice's next run may use it.
   if (slice->cgroup && !slice->spare_pipe) {

@@ -291,6 +291,14 @@ bool PreparedCommand::has_env(const std::string& name) const {
   return false;
 }
 
+std::optional<std::string> PreparedCommand::env(const std::string& name) const {
+  const size_t n = name.size();
+  for (char* const* e = envp(); e && *e; ++e) {
+    if (std::strncmp(*e, name.c_str(), n) == 0 && (*e)[n] == '=') return std::string(*e + n + 1);
+  }
+  return std::nullopt;
+}
+
 char* const* PreparedCommand::envp() const {
   return own_env_ ? const_cast<char* const*>(envp_.data()) : environ;
 }

@@ -42,6 +42,8 @@ class PreparedCommand {
   void set_env(const std::string& name, const std::string& value);
   // Whether the child's environment, as it stands, has NAME (set to anything, even empty).
   bool has_env(const std::string& name) const;
+  // NAME's value in the child's environment as it stands; unset when it has none.
+  std::optional<std::string> env(const std::string& name) const;
   // Keeps this descriptor of ours open, at the same number, in the child (every other one
   // above 2 is closed at exec).
   void keep_fd(int fd) { keep_fds_.push_back(fd); }

@@ -355,6 +355,7 @@ Statistic statistics(const std::vector<double>& values) {
 std::map<std::string, double> figures(const Result& r) {
   std::map<std::string, double> f;
   f["wall_time_s"] = r.wall_time_s;
+  if (const auto projected = r.projected_s(r.wall_time_s)) f["projected_wall_time_s"] = *projected;
   f["cpu_user_s"] = r.cpu_user_s;
   f["cpu_system_s"] = r.cpu_system_s;
   f["cpu_time_s"] = r.cpu_user_s + r.cpu_system_s;
@@ -388,6 +389,7 @@ std::map<std::string, double> figures(const Result& r) {
   }
   for (const auto& [name, v] : phases) {
     put(("phase." + name + ".wall_time_s").c_str(), v[0]);
+    if (v[0]) put(("phase." + name + ".projected_wall_time_s").c_str(), r.projected_s(*v[0]));
     put(("phase." + name + ".cpu_s").c_str(), v[1]);
     put(("phase." + name + ".memory_net_peak_bytes").c_str(), v[2]);
   }

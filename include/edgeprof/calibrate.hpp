@@ -99,7 +99,8 @@ struct SpeedCalibration {
 /// more with those runs when the speed moves by more than 2%). The device's cores, memory and
 /// the rest stay as given; its speed schedule is not applied while calibrating. Throws
 /// DeviceError on bad input (no workloads, a device_value not positive, repeat < 1, fewer than
-/// two distinct speeds) and Error when a run fails (naming the workload, speed and outcome).
+/// two distinct speeds, core emulation "projected" with a figure that is not a projected_ one)
+/// and Error when a run fails (naming the workload, speed and outcome).
 SpeedCalibration calibrate_speed(const Device& device,
                                  const std::vector<DeviceMeasurement>& workloads,
                                  const SpeedFitOptions& options = {},

@@ -165,10 +165,20 @@ struct CoreScaling {
   double speedup = 1;      ///< the median t1 / tN over the graphs in both tables
   std::size_t graphs = 0;  ///< how many graphs both tables have
   double contention = 0;   ///< (N / speedup - 1) / (N - 1); 0 where the board scaled linearly
+  /// Leave-one-graph-out: |each graph's own t1 / tN over the median of the others' - 1|, the
+  /// median and the largest, as fractions: how far one workload's speed-up is from the
+  /// device's (what a projection with `speedup` adds to the one-thread error). 0 below 3 graphs.
+  double loo_median_error = 0;
+  double loo_worst_error = 0;  ///< the largest of those
   /// Each busy core's speed with `busy` cores busy, relative to one busy core alone:
   /// 1 / (1 + contention x (busy - 1)); 1 for busy <= 1.
   double efficiency(int busy) const;
+  /// The speed-up from one busy thread to `busy`: `speedup` at `threads`, else busy x
+  /// efficiency(busy); 1 for busy <= 1.
+  double speedup_at(int busy) const;
 };
+/// Every field equal.
+bool operator==(const CoreScaling& a, const CoreScaling& b);
 
 /// The device's CoreScaling from nn_ms and its multi-thread table with the most threads up to
 /// its core count, over the graphs both have but `without_graph` (for held-out figures);

@@ -90,13 +90,23 @@ enum class CoreEmulation {
   /// device core, N busy threads get N cores' worth (docs/threads.md). Child cgroups of the
   /// slice's cpu hierarchy on v1, threaded cgroups on v2; where neither can be made, the slice
   /// falls back to pooled and says so in Result::unapplied.
-  per_core
+  per_core,
+  /// One device core at its speed, the workload's width variables set to 1
+  /// (kThreadCountVariables), and its times divided by the board's published speed-up from one
+  /// thread to all its cores (core_scaling(), device.hpp; EmulationPlan::threads_projection;
+  /// Result::projected_s()): the k-core time is projected, not emulated. For a device emulated
+  /// at its nn speed with a published multi-thread table; a workload that starts its own
+  /// threads whatever the environment says (ncnn's num_threads, torch.set_num_threads) must be
+  /// given one (the result warns when its environment says otherwise). ncnn's graphs projected
+  /// so to all cores landed within a held-out median 8-29% of seven boards, the pooled quota
+  /// 9-54% of six (docs/fidelity.md).
+  projected
 };
 
 /// The most cores per-core emulation makes groups for; a device of more is pooled, with a note.
 inline constexpr std::uint32_t kMaxCoreGroups = 64;
 
-/// "pooled" or "per-core".
+/// "pooled", "per-core" or "projected".
 const char* to_string(CoreEmulation cores);
 /// Inverse of to_string(CoreEmulation) ("per_core" also accepted); throws Error for anything
 /// else, naming the choices.
@@ -190,6 +200,18 @@ inline constexpr const char* kThreadWaitVariables[] = {"OMP_WAIT_POLICY", "GOMP_
 /// (docs/threads.md has the measurements).
 std::map<std::string, std::string> thread_env_defaults(int cores, bool throttled);
 
+/// CoreEmulation::projected: how a one-core run's times become the device's `threads`-core
+/// times (Result::projected_s()).
+struct ThreadsProjection {
+  int threads = 1;     ///< the cores the projected times are for (the device's, or --threads)
+  /// The board's speed-up from one thread to `threads`: scaling.speedup_at(threads); the
+  /// projected time is the measured one divided by it.
+  double speedup = 1;
+  CoreScaling scaling;  ///< where it comes from: the device's published tables
+};
+/// Every field equal.
+bool operator==(const ThreadsProjection& a, const ThreadsProjection& b);
+
 /// cgroup settings that emulate one device on this host.
 struct EmulationPlan {
   std::vector<int> cpus;                 ///< cpuset.cpus
@@ -209,6 +231,9 @@ struct EmulationPlan {
   /// PlanOptions::quota_scale as applied: the quotas above are the device's capacity times
   /// this (less where capped at the CPUs' whole time).
   double quota_scale = 1.0;
+  /// CoreEmulation::projected: the slice is one device core, and the device's times with all
+  /// its cores are projected from it; unset otherwise.
+  std::optional<ThreadsProjection> threads_projection;
   std::uint64_t memory_max_bytes = 0;    ///< memory.max / memory.limit_in_bytes
   std::uint64_t swap_max_bytes = 0;      ///< swap allowed on top of memory_max_bytes
   std::optional<std::int64_t> pids_max;  ///< pids.max; unset = no limit
@@ -250,6 +275,12 @@ CpuBandwidth cpu_bandwidth(double capacity_cores, std::uint64_t period_us);
 /// (a workload with more busy threads than k then runs slower than on the device; the plan's
 /// note says so). Throws UnsupportedError when one of its cores is faster than a host CPU.
 Device fit_to_cpus(const Device& device, std::size_t cpus);
+
+/// CoreEmulation::projected's projection for `device` (its cores; for a device narrowed by
+/// for_threads, the scaling of its widest published table carried to its cores), from all its
+/// graphs but `without_graph` (for held-out figures). Throws UnsupportedError when
+/// core_scaling() finds no published multi-thread table to use.
+ThreadsProjection project_threads(const Device& device, std::string_view without_graph = {});
 
 /// with_measured_nn(device, options.nn_measure) (device.hpp) when `options` emulate the nn
 /// speed (speed_kind not integer) and allow measuring (measure_nn), or this host's nn rating is

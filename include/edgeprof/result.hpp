@@ -153,6 +153,10 @@ struct Result {
 
   /// true when the workload exited with status 0 and was neither killed nor timed out.
   bool ok() const { return exit_code && *exit_code == 0 && !timed_out && !oom_killed; }
+  /// Projected (CoreEmulation::projected): `measured_s`, a time of this one-core run (the wall
+  /// time, a phase's), as the device with all the plan's threads_projection->threads cores
+  /// would take it: measured_s / the board's speed-up. Unset when the plan has no projection.
+  std::optional<double> projected_s(double measured_s) const;
 };
 
 /// Every field equal (doubles compared exactly).
@@ -201,7 +205,8 @@ bool operator==(const RepeatedResult& a, const RepeatedResult& b);
 /// "throttled_s", "child_max_rss_bytes", "peak_memory_bytes" (when measured), the summary's
 /// figures that were available ("cpu_cores_avg", "memory_avg_bytes", "io_read_bytes", ...), and
 /// for each phase name "phase.<name>.wall_time_s", ".cpu_s" (summed over the phase's
-/// occurrences) and ".memory_net_peak_bytes" (the largest).
+/// occurrences) and ".memory_net_peak_bytes" (the largest); with a projection
+/// (Result::projected_s) also "projected_wall_time_s" and "phase.<name>.projected_wall_time_s".
 std::map<std::string, double> figures(const Result& result);
 
 /// Computes `stats` from the runs (a pure function): every figure present in every run.

@@ -386,6 +386,22 @@ def measure_quota_share(
 ) -> QuotaShare: ...
 def choose_cpu_period_us(iteration_time_us: int) -> int: ...  # a tenth, within 5 to 100 ms
 
+class ThreadsProjection:  # core emulation "projected"
+    @property
+    def threads(self) -> int: ...
+    @property
+    def speedup(self) -> float: ...  # the board's speed-up from 1 thread: the divisor
+    @property
+    def table_threads(self) -> int: ...
+    @property
+    def table_speedup(self) -> float: ...
+    @property
+    def graphs(self) -> int: ...
+    @property
+    def loo_median_error(self) -> float: ...
+    @property
+    def loo_worst_error(self) -> float: ...
+
 class EmulationPlan:
     @property
     def cpus(self) -> list[int]: ...
@@ -419,6 +435,8 @@ class EmulationPlan:
     def core_quota_by_busy(self) -> list[int]: ...  # per-core scaling: quota with k busy
     @property
     def quota_scale(self) -> float: ...  # quotas = the device's capacity x this
+    @property
+    def threads_projection(self) -> Optional[ThreadsProjection]: ...
     @property
     def capacity_cores(self) -> float: ...
 
@@ -574,6 +592,7 @@ class Result:
     def energy_j(self) -> Optional[float]: ...  # estimated; None without power figures
     @property
     def ok(self) -> bool: ...
+    def projected_s(self, measured_s: float) -> Optional[float]: ...  # core emulation "projected"
     def to_json(self) -> str: ...
     @staticmethod
     def from_json(text: str) -> "Result": ...
@@ -649,7 +668,7 @@ class Slice:
         keep_warm: bool = True,  # idle-priority threads keep throttled CPUs busy
         speed_kind: str = "automatic",  # "nn" where the device has it; "integer": 7-Zip
         thread_env: bool = True,  # the device's thread count, passive OpenMP waiting
-        core_emulation: str = "pooled",  # "per-core": a quota per device core
+        core_emulation: str = "pooled",  # "per-core": a quota per device core; "projected": one core, times / the board's speed-up
         core_scaling: bool = False,  # per-core: quota follows the busy threads, as the board
         quota_scale: Optional[float] = None,  # quotas x this; None: the host's own share for nn speeds
     ) -> None: ...

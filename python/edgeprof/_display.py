@@ -32,6 +32,13 @@ def result_html(self: "_core.Result") -> str:
              f"{_size(d.memory_bytes)}"),
         _row("outcome", outcome),
         _row("wall time", f"{self.wall_time_s:.4f} s", "measured"),
+    ]
+    proj = self.plan.threads_projection
+    if proj is not None:
+        rows.append(_row("projected", f"{self.projected_s(self.wall_time_s):.4f} s with all "
+                         f"{proj.threads} cores (/ {proj.speedup:.3g}, the board's speed-up)",
+                         "projected"))
+    rows += [
         _row("cpu time", f"{self.cpu_user_s:.3f} s user + {self.cpu_system_s:.3f} s system",
              "measured"),
         _row("peak memory", _size(self.peak_memory_bytes), "measured"),
@@ -48,6 +55,10 @@ def result_html(self: "_core.Result") -> str:
         rows.append(_row(f"phase {p.name}",
                          f"{p.wall_time_s:.4f} s, memory +{_size(max(net, 0)) if net is not None else 'n/a'}",
                          "wall measured, memory sampled"))
+        if proj is not None:
+            rows.append(_row(f"phase {p.name}",
+                             f"{self.projected_s(p.wall_time_s):.4f} s with all {proj.threads} "
+                             "cores", "projected"))
     for w in list(self.unapplied) + list(self.warnings):
         rows.append(_row("note", w))
     return ("<table style='font-size:90%'><caption style='text-align:left'>edgeprof result: "

@@ -133,11 +133,13 @@ def _add_device_options(p: argparse.ArgumentParser) -> None:
                    "loses on this host; auto (default): a device at its nn speed gets this "
                    "host's measured own share (`calibrate-host --nn`), others 1 "
                    "(docs/fidelity.md)")
-    e.add_argument("--core-emulation", choices=["pooled", "per-core"], default="pooled",
+    e.add_argument("--core-emulation", choices=["pooled", "per-core", "projected"],
+                   default="pooled",
                    help="how a device of several cores gets its CPU: pooled (default: one "
-                   "quota for all, a lone thread may run faster than a device core) or "
-                   "per-core (a quota per core, threads spread over them; "
-                   "docs/threads.md)")
+                   "quota for all, a lone thread may run faster than a device core), "
+                   "per-core (a quota per core, threads spread over them) or projected (one "
+                   "core, the workload told to start one thread, its times divided by the "
+                   "board's published speed-up; docs/threads.md)")
 
 
 def _quota_scale(text: str) -> Optional[float]:
@@ -692,6 +694,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         infer = phases.get("inference")
         load = phases.get("load")
         infer_s = f"{infer.wall_time_s:.3f}" if infer else "n/a"
+        if infer and r.plan.threads_projection is not None:
+            infer_s = f"{r.projected_s(infer.wall_time_s):.3f}*"
         model = (edgeprof.format_size(max(load.memory_net_peak_bytes, 0))
                  if load and load.memory_net_peak_bytes is not None else "n/a")
         outcome = "ok" if r.ok else ("OOM-killed" if r.oom_killed else
@@ -701,7 +705,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
               f"{r.throttled_s:>8.3f}s  {outcome}")
     print("\nwall, infer (the inference phase): monotonic clock, measured; cpu and peak memory: "
           f"cgroup counters ({rows[0][1].peak_memory_source}), measured; model mem: memory the "
-          "load phase added, sampled every 10 ms; none projected")
+          "load phase added, sampled every 10 ms; "
+          + ("infer s marked * projected to all the device's cores from one "
+             "(--core-emulation projected)"
+             if any(r.plan.threads_projection is not None for _, r in rows) else "none projected"))
     return 0 if all(r.ok for _, r in rows) else 1
 
 

@@ -414,6 +414,26 @@ PYBIND11_MODULE(_core, m) {
   m.def("cgroup_mode", [] { return to_string(cgroup_mode()); },
         "'unified' (cgroup v2), 'hybrid' or 'legacy' (cgroup v1 controllers).");
 
+  py::class_<ThreadsProjection>(m, "ThreadsProjection",
+                                "Core emulation 'projected': how a one-core run's times become "
+                                "the device's with all its cores (Result.projected_s).")
+      .def_readonly("threads", &ThreadsProjection::threads)
+      .def_readonly("speedup", &ThreadsProjection::speedup,
+                    "The board's speed-up from 1 thread to `threads`: the divisor.")
+      .def_property_readonly("table_threads",
+                             [](const ThreadsProjection& p) { return p.scaling.threads; })
+      .def_property_readonly("table_speedup",
+                             [](const ThreadsProjection& p) { return p.scaling.speedup; })
+      .def_property_readonly("graphs", [](const ThreadsProjection& p) { return p.scaling.graphs; })
+      .def_property_readonly("loo_median_error",
+                             [](const ThreadsProjection& p) { return p.scaling.loo_median_error; })
+      .def_property_readonly("loo_worst_error",
+                             [](const ThreadsProjection& p) { return p.scaling.loo_worst_error; })
+      .def("__repr__", [](const ThreadsProjection& p) {
+        return "ThreadsProjection(threads=" + std::to_string(p.threads) +
+               ", speedup=" + py::repr(py::float_(p.speedup)).cast<std::string>() + ")";
+      });
+
   py::class_<EmulationPlan>(m, "EmulationPlan", "The cgroup settings that emulate a device.")
       .def_readonly("cpus", &EmulationPlan::cpus)
       .def_readonly("cpu_period_us", &EmulationPlan::cpu_period_us)
@@ -438,6 +458,8 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("quota_scale", &EmulationPlan::quota_scale,
                     "The quotas are the device's capacity times this (1: exactly; an nn "
                     "speed's plan: this host's measured own share, QuotaShare).")
+      .def_readonly("threads_projection", &EmulationPlan::threads_projection,
+                    "Core emulation 'projected': the projection; None otherwise.")
       .def_readonly("thread_env", &EmulationPlan::thread_env,
                     "Variables the workload's environment gets where it does not set them "
                     "(the device's thread count; passive OpenMP waiting under a quota).")
@@ -631,6 +653,9 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("host", &Result::host)
       .def_readonly("edgeprof_version", &Result::edgeprof_version)
       .def_property_readonly("ok", &Result::ok)
+      .def("projected_s", &Result::projected_s, py::arg("measured_s"),
+           "Core emulation 'projected': a time of this one-core run as the device with all "
+           "its cores would take it; None without a projection.")
       .def("to_json", [](const Result& r) { return to_json(r); },
            "The whole result as JSON (schema_version REPORT_SCHEMA_VERSION).")
       .def_static("from_json", [](const std::string& text) { return result_from_json(text); },

@@ -334,3 +334,26 @@ def test_quota_scale_reaches_the_plan_and_bad_values_are_refused():
     assert plan.quota_scale == pytest.approx(1.25, rel=0.01)
     with pytest.raises(edgeprof_api.Error, match="0.5 to 4"):
         edgeprof_api.plan_emulation(pi, quota_scale=5.0)
+
+
+@requires_cgroups
+def test_projected_core_emulation_runs_one_thread_and_projects_the_wall_time(tmp_path):
+    out = tmp_path / "env.txt"
+    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+    p = edgeprof("run", "--device", "raspberry-pi-4b-8gb", "--speed-kind", "integer",
+                 "--core-emulation", "projected", "--json", "--", "sh", "-c",
+                 f'echo "$OMP_NUM_THREADS" > {out}', env=env)
+    assert p.returncode == 0, p.stderr
+    report = json.loads(p.stdout)
+    projection = report["plan"]["threads_projection"]
+    assert projection["threads"] == 4 and projection["speedup"] > 1
+    assert report["projected_wall_time_s"] == pytest.approx(
+        report["wall_time_s"] / projection["speedup"], rel=1e-9)
+    assert report["provenance"]["projected_wall_time_s"] == "projected"
+    assert out.read_text().strip() == "1"
+    plan = edgeprof_api.plan_emulation(edgeprof_api.find_device("raspberry-pi-4b-8gb"),
+                                       speed_kind="integer", core_emulation="projected")
+    assert len(plan.cpus) == 1 and plan.threads_projection.threads == 4
+    plain = edgeprof_api.Device(name="plain", cores=4, core_speed=0.25, memory="256MiB")
+    with pytest.raises(edgeprof_api.Error, match="cannot be projected"):
+        edgeprof_api.plan_emulation(plain, core_emulation="projected")

@@ -1,0 +1,231 @@
+// Projected core emulation (CoreEmulation::projected): one device core, the workload told to
+// start one thread, its times divided by the board's published speed-up.
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "edgeprof/calibrate.hpp"
+#include "edgeprof/compare.hpp"
+#include "edgeprof/plan.hpp"
+#include "edgeprof/result.hpp"
+#include "edgeprof/slice.hpp"
+#include "helpers.hpp"
+
+using namespace edgeprof;
+using namespace edgeprof::test;
+
+namespace {
+
+HostFacts two_cpus() {
+  HostFacts h;
+  h.cpus = {0, 1};
+  h.memory_bytes = 8ull << 30;
+  return h;
+}
+
+// Four cores; four threads ran twice as fast as one on three graphs, as fast on ResNet-18:
+// speed-ups 2, 2, 2, 1 (median 2, contention 1/3).
+Device quad() {
+  Device d = make_device("quad", 4, 0.25, "256MiB");
+  d.nn_ms = {{"squeezenet", 10}, {"mobilenet", 20}, {"mobilenet_v2", 40}, {"resnet18", 80}};
+  d.nn_threads_ms[4] = {
+      {"squeezenet", 5}, {"mobilenet", 10}, {"mobilenet_v2", 20}, {"resnet18", 80}};
+  return d;
+}
+
+PlanOptions projected() {
+  PlanOptions o;
+  o.cores = CoreEmulation::projected;
+  // The device's core speed and quota exactly, whatever this host has rated or measured of
+  // itself (an nn speed from a cached rating, its own share under a quota).
+  o.speed_kind = SpeedKind::integer;
+  o.quota_scale = 1.0;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("the board's speed-up at k threads, and how far one graph's is from it",
+          "[projected][scaling]") {
+  const auto s = core_scaling(quad());
+  REQUIRE(s);
+  CHECK(s->speedup_at(1) == 1.0);
+  CHECK(s->speedup_at(4) == Approx(2.0));
+  CHECK(s->speedup_at(2) == Approx(1.5));  // 2 x 1 / (1 + 1/3)
+  // Leave one out: three are at the others' median (2); ResNet-18's 1 is half of it.
+  CHECK(s->loo_median_error == Approx(0.0));
+  CHECK(s->loo_worst_error == Approx(0.5));
+  // A board faster than linear keeps its own speed-up at its table's threads.
+  Device super = quad();
+  for (auto& [graph, ms] : super.nn_threads_ms[4]) ms = super.nn_ms[graph] / 4.5;
+  CHECK(core_scaling(super)->speedup_at(4) == Approx(4.5));
+}
+
+TEST_CASE("projected: one device core, one thread, and the board's speed-up in the plan",
+          "[plan][projected]") {
+  CHECK(core_emulation_from_string("projected") == CoreEmulation::projected);
+  CHECK(std::string(to_string(CoreEmulation::projected)) == "projected");
+
+  const EmulationPlan plan = plan_emulation(quad(), two_cpus(), projected());
+  CHECK(plan.cpus.size() == 1);
+  CHECK(plan.core_groups == 0);
+  CHECK(plan.capacity_cores() == Approx(0.25));  // one core's quota, not the pool's 1.0
+  REQUIRE(plan.threads_projection);
+  CHECK(plan.threads_projection->threads == 4);
+  CHECK(plan.threads_projection->speedup == Approx(2.0));
+  CHECK(plan.threads_projection->scaling.graphs == 4);
+  for (const char* name : kThreadCountVariables) {
+    CAPTURE(name);
+    CHECK(plan.thread_env.at(name) == "1");
+  }
+  CHECK(has_note(plan, "projected: one of the device's 4 cores is emulated"));
+  CHECK_FALSE(has_note(plan, "the CPU quota (1.00 host cores) is the whole slice's"));
+
+  // Narrowed to two of its cores: the four-thread table's contention carried to two.
+  const EmulationPlan two = plan_emulation(for_threads(quad(), 2), two_cpus(), projected());
+  REQUIRE(two.threads_projection);
+  CHECK(two.threads_projection->threads == 2);
+  CHECK(two.threads_projection->speedup == Approx(1.5));
+  CHECK(two.threads_projection->scaling.threads == 4);
+
+  // Held out: without ResNet-18, every speed-up left is 2.
+  CHECK(project_threads(quad(), "resnet18").speedup == Approx(2.0));
+  CHECK(project_threads(quad(), "resnet18").scaling.graphs == 3);
+
+  // One core: nothing to project. Pooled: no projection.
+  Device one = quad();
+  one.cores = 1;
+  one.nn_threads_ms.clear();
+  CHECK_FALSE(plan_emulation(one, two_cpus(), projected()).threads_projection);
+  CHECK_FALSE(plan_emulation(quad(), two_cpus()).threads_projection);
+}
+
+TEST_CASE("projected: a device without published multi-thread times is refused, saying what to "
+          "do",
+          "[plan][projected]") {
+  try {
+    plan_emulation(make_device("plain", 4, 0.25, "256MiB"), two_cpus(), projected());
+    FAIL("planned");
+  } catch (const UnsupportedError& e) {
+    const std::string what = e.what();
+    CHECK(what.find("'plain' cannot be projected") != std::string::npos);
+    CHECK(what.find("nn.threads_ms") != std::string::npos);
+    CHECK(what.find("'pooled'") != std::string::npos);
+  }
+  CHECK_THROWS_AS(core_emulation_from_string("projection"), Error);
+}
+
+TEST_CASE("a projected result divides its times by the speed-up, in text, JSON and figures",
+          "[report][projected]") {
+  Result r;
+  r.exit_code = 0;
+  r.wall_time_s = 3.0;
+  r.peak_memory_bytes = 1u << 20;
+  r.device = quad();
+  r.plan = plan_emulation(quad(), two_cpus(), projected());
+  Phase infer;
+  infer.name = "infer";
+  infer.start_s = 1.0;
+  infer.end_s = 2.0;
+  r.phases.push_back(infer);
+  REQUIRE(r.projected_s(3.0));
+  CHECK(*r.projected_s(3.0) == Approx(1.5));
+
+  const std::string text = to_text(r);
+  CHECK(text.find("1.500000 s wall with all 4 cores") != std::string::npos);
+  CHECK(text.find("infer: 0.500 s wall with all 4 cores") != std::string::npos);
+
+  const std::string json = to_json(r);
+  CHECK(json.find("\"projected_wall_time_s\":1.5") != std::string::npos);
+  const Result back = result_from_json(json);
+  REQUIRE(back.plan.threads_projection);
+  CHECK(*back.plan.threads_projection == *r.plan.threads_projection);
+  CHECK(back.plan == r.plan);
+
+  const auto f = figures(r);
+  CHECK(f.at("projected_wall_time_s") == Approx(1.5));
+  CHECK(f.at("phase.infer.projected_wall_time_s") == Approx(0.5));
+
+  // Scored on the projected figure: projected, not measured.
+  Budget budget;
+  budget.latency_figure = "projected_wall_time_s";
+  const Score sc = score(r, budget);
+  CHECK(sc.latency == Approx(1.5));
+  CHECK(sc.latency_provenance == "projected");
+  CHECK(score(r).latency_provenance == "measured");
+
+  Result plain;
+  plain.wall_time_s = 3.0;
+  CHECK_FALSE(plain.projected_s(3.0));
+  CHECK(figures(plain).count("projected_wall_time_s") == 0);
+  CHECK(to_json(plain).find("projected_wall_time_s") == std::string::npos);
+}
+
+TEST_CASE("projected: the workload runs on one CPU and is told to start one thread",
+          "[kernel][projected]") {
+  REQUIRE_CGROUPS();
+  SliceOptions options;
+  options.plan = projected();
+  Slice slice(quad(), options);
+  REQUIRE(slice.plan().threads_projection);
+  CHECK(slice.plan().cpus.size() == 1);
+  const auto width_warnings = [](const Result& r) {
+    std::vector<std::string> out;
+    for (const std::string& w : r.warnings) {
+      if (w.find("projected core emulation") != std::string::npos) out.push_back(w);
+    }
+    return out;
+  };
+  FakeTree tmp;
+  auto run_env = [&](const std::optional<std::vector<std::string>>& env) {
+    Command c = workload({"env", "OMP_NUM_THREADS"});
+    c.env = env;
+    c.stdout_stream = Stdio::file(tmp.root() + "/out");
+    return slice.spawn(c).wait();
+  };
+  // Given an environment without the variable, as a user's shell would be.
+  const Result r = run_env(std::vector<std::string>{"PATH=/bin:/usr/bin"});
+  REQUIRE(r.ok());
+  CHECK(FakeTree::slurp(tmp.root() + "/out") == "1\n");
+  CHECK(r.thread_env.at("OMP_NUM_THREADS") == "1");
+  CHECK(width_warnings(r).empty());
+  REQUIRE(r.plan.threads_projection);
+  REQUIRE(r.projected_s(r.wall_time_s));
+  CHECK(*r.projected_s(r.wall_time_s) == Approx(r.wall_time_s / 2.0));
+  // The device that ran: one of its cores (its power, for the energy estimate, one core's).
+  CHECK(r.device.cores == 1);
+
+  // A workload whose environment asks for four threads keeps them, and is warned.
+  const Result wide = run_env(std::vector<std::string>{"PATH=/bin:/usr/bin", "OMP_NUM_THREADS=4"});
+  REQUIRE(wide.ok());
+  CHECK(FakeTree::slurp(tmp.root() + "/out") == "4\n");
+  REQUIRE(width_warnings(wide).size() == 1);
+  CHECK(width_warnings(wide)[0].find("sets OMP_NUM_THREADS=4") != std::string::npos);
+
+  // With the thread environment off nothing tells it one thread: warned too.
+  SliceOptions off = options;
+  off.plan.thread_env = false;
+  Slice plain(quad(), off);
+  Command c = workload({"env", "OMP_NUM_THREADS"});
+  c.env = std::vector<std::string>{"PATH=/bin:/usr/bin"};
+  c.stdout_stream = Stdio::file(tmp.root() + "/out");
+  const Result left = plain.spawn(c).wait();
+  REQUIRE(left.ok());
+  REQUIRE(width_warnings(left).size() == 1);
+  CHECK(width_warnings(left)[0].find("thread_env off") != std::string::npos);
+}
+
+TEST_CASE("calibrating a speed under projection needs a projected figure", "[projected]") {
+  SpeedFitOptions options;
+  options.run.slice.plan = projected();
+  std::vector<DeviceMeasurement> workloads{{"w", workload({"exit", "0"}), 1.0}};
+  try {
+    calibrate_speed(quad(), workloads, options);
+    FAIL("calibrated");
+  } catch (const DeviceError& e) {
+    CHECK(std::string(e.what()).find("projected_wall_time_s") != std::string::npos);
+  }
+}
