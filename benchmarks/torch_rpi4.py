@@ -101,11 +101,12 @@ def run_plain(argv: list[str], env: dict[str, str], cpu: int = -1) -> str:
     return p.stdout
 
 
-def run_emulated(edgeprof: Any, argv: list[str], env: dict[str, str]) -> tuple[Any, str]:
+def run_emulated(edgeprof: Any, argv: list[str], env: dict[str, str],
+                 core_emulation: str = "pooled") -> tuple[Any, str]:
     """The worker under the emulated device, as a user runs it; the Result and its stdout."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         r = edgeprof.run(argv, device=DEVICE, env=env, stdout=out, stderr=err,
-                         timeout=RUN_TIMEOUT_S)
+                         timeout=RUN_TIMEOUT_S, core_emulation=core_emulation)
         out.seek(0)
         err.seek(0)
         text, errors = out.read(), err.read()
@@ -115,6 +116,16 @@ def run_emulated(edgeprof: Any, argv: list[str], env: dict[str, str]) -> tuple[A
         sys.exit(f"torch_rpi4.py: the emulated worker failed ({why}; {shlex.join(argv)}):\n"
                  f"{errors[-3000:]}")
     return r, text
+
+
+def projected(r: Any, out: WorkerOutput) -> WorkerOutput:
+    """A projected run's times (one thread on one device core) as the library projects them to
+    all the device's cores (Result.projected_s); a run without a projection, unchanged."""
+    if r.plan.threads_projection is None:
+        return out
+    scale = lambda ms: r.projected_s(ms / 1000) * 1000  # noqa: E731
+    return WorkerOutput({k: Timing(scale(t.median_ms), scale(t.min_ms), scale(t.max_ms))
+                         for k, t in out.times.items()}, out.runtime)
 
 
 def geomean(values: list[float]) -> float:
@@ -136,7 +147,9 @@ def report(args: argparse.Namespace, edgeprof: Any, published: dict[str, float],
     first = next(iter(emulated.values()))[0]
     device, plan = first.device, first.plan
     speed = device.core_speed
-    capacity = device.cores * speed
+    proj = plan.threads_projection
+    # Projected: the one core that ran, divided by the board's speed-up.
+    capacity = device.cores * speed * (proj.speedup if proj is not None else 1)
     rows, summary = [], []
     for precision in args.precisions:
         r, out = emulated[precision]
@@ -176,8 +189,12 @@ def report(args: argparse.Namespace, edgeprof: Any, published: dict[str, float],
         f"{speed:.4f} of a host core each (speed kind `{device.speed_kind or 'integer'}`: "
         f"{device.speed_text}), CPU quota {plan.cpu_quota_us} us per {plan.cpu_period_us} us "
         f"on host CPUs {','.join(map(str, plan.cpus))}, keep-warm "
-        f"{'on' if plan.keep_warm else 'off'}; {THREADS} threads (torch.set_num_threads), "
-        f"one edgeprof.run per precision.",
+        f"{'on' if plan.keep_warm else 'off'}; "
+        + (f"{THREADS} threads (torch.set_num_threads)" if proj is None else
+           f"core emulation projected: one thread on one device core, its times divided by "
+           f"{proj.speedup:.3f}, the board's median speed-up from 1 to {proj.threads} threads "
+           f"in ncnn's published tables ({proj.graphs} graphs)")
+        + ", one edgeprof.run per precision.",
         f"Host: one thread (torch.set_num_threads(1), OMP_NUM_THREADS=1) pinned to CPU {cpu}, "
         "a plain subprocess.",
         f"Runtime: host {host.runtime}; emulated "
@@ -194,7 +211,10 @@ def report(args: argparse.Namespace, edgeprof: Any, published: dict[str, float],
         "../shared/datasets/pytorch-rpi4/README.md), the same figure for both precisions.",
         "",
         table(["model", "precision", "host ms (1 thread)",
-               f"host ms / ({device.cores} x {speed:.4f})", f"emulated ms ({THREADS} threads)",
+               f"host ms / ({device.cores} x {speed:.4f}"
+               + (f" x {proj.speedup:.3f})" if proj is not None else ")"),
+               f"emulated ms ({THREADS} threads)" if proj is None else
+               f"projected ms ({proj.threads} cores from 1)",
                "published ms", "emulated / published - 1", "published / host"], rows),
         "`host ms / (cores x speed)`: what the emulation would give if the quota bought "
         f"{THREADS} threads the same work per CPU-second as one thread unthrottled. "
@@ -248,6 +268,10 @@ def main() -> int:
                     help="set in the worker's environment, host and emulated (e.g. "
                          "OMP_WAIT_POLICY=PASSIVE); repeatable")
     ap.add_argument("--published", type=Path, default=PUBLISHED, help="the tutorial's table")
+    ap.add_argument("--core-emulation", choices=["pooled", "projected"], default="pooled",
+                    help="pooled (default: four threads in one quota of four device cores) or "
+                    "projected (one thread on one device core, divided by the board's "
+                    "published speed-up; docs/threads.md)")
     ap.add_argument("--markdown", type=Path, metavar="FILE", help="also write the report here")
     args = ap.parse_args()
     args.models = args.models.split(",")
@@ -301,13 +325,14 @@ def main() -> int:
                         args.eager) + timing + ["--threads", "1"], host_env, cpu))
         emulated = {}
         for precision in args.precisions:
-            print(f"timing {precision} in the emulated {DEVICE}, {THREADS} threads",
-                  file=sys.stderr)
+            threads = 1 if args.core_emulation == "projected" else THREADS
+            print(f"timing {precision} in the emulated {DEVICE}, {threads} thread(s), core "
+                  f"emulation {args.core_emulation}", file=sys.stderr)
             r, text = run_emulated(edgeprof, worker_argv(
                 args.torch_python, "time", directory, args.models, [precision], args.eager)
-                + timing + ["--threads", str(THREADS)], env)
+                + timing + ["--threads", str(threads)], env, args.core_emulation)
             print(text, end="", file=sys.stderr)
-            emulated[precision] = (r, parse_times(text))
+            emulated[precision] = (r, projected(r, parse_times(text)))
     text = report(args, edgeprof, published, prepared, host, emulated, started,
                   time.monotonic() - started_at, cpu)
     print(text)

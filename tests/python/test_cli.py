@@ -340,7 +340,7 @@ def test_quota_scale_reaches_the_plan_and_bad_values_are_refused():
 def test_projected_core_emulation_runs_one_thread_and_projects_the_wall_time(tmp_path):
     out = tmp_path / "env.txt"
     env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
-    p = edgeprof("run", "--device", "raspberry-pi-4b-8gb", "--speed-kind", "integer",
+    p = edgeprof("run", "--device", "raspberry-pi-4b-1gb", "--speed-kind", "integer",
                  "--core-emulation", "projected", "--json", "--", "sh", "-c",
                  f'echo "$OMP_NUM_THREADS" > {out}', env=env)
     assert p.returncode == 0, p.stderr
@@ -351,7 +351,7 @@ def test_projected_core_emulation_runs_one_thread_and_projects_the_wall_time(tmp
         report["wall_time_s"] / projection["speedup"], rel=1e-9)
     assert report["provenance"]["projected_wall_time_s"] == "projected"
     assert out.read_text().strip() == "1"
-    plan = edgeprof_api.plan_emulation(edgeprof_api.find_device("raspberry-pi-4b-8gb"),
+    plan = edgeprof_api.plan_emulation(edgeprof_api.find_device("raspberry-pi-4b-1gb"),
                                        speed_kind="integer", core_emulation="projected")
     assert len(plan.cpus) == 1 and plan.threads_projection.threads == 4
     plain = edgeprof_api.Device(name="plain", cores=4, core_speed=0.25, memory="256MiB")
