@@ -20,6 +20,7 @@
 #include "edgeprof/nn.hpp"
 #include "edgeprof/plan.hpp"
 #include "edgeprof/slice.hpp"
+#include "child.hpp"
 #include "microbench_detail.hpp"
 #include "nn/runner_dir.hpp"
 #include "stats.hpp"
@@ -126,8 +127,7 @@ std::optional<QuotaShare> read_cached(const std::string& path, std::string* why)
 std::map<std::string, double> run_graphs(const detail::NnRunnerDir& dir,
                                          const std::string& python, const Device& device,
                                          const QuotaShareOptions& o, int cpu,
-                                         std::string* runtime, std::uint64_t* period_us,
-                                         bool* keep_warm) {
+                                         std::string* runtime, bool* keep_warm) {
   Command c;
   c.argv = {python, dir.runner(), dir.path(), std::to_string(o.warmup), std::to_string(o.loops),
             "--threads=1"};
@@ -149,19 +149,13 @@ std::map<std::string, double> run_graphs(const detail::NnRunnerDir& dir,
                             "output ended with:\n{}",
                             no_ncnn ? "ncnn is missing (pip install ncnn)" : python,
                             device.core_speed, result.exit_code.value_or(-1),
-                            text.str().substr(text.str().size() > 600 ? text.str().size() - 600 : 0)));
+                            detail::tail(text.str(), 10)));
   }
   NnRating parsed = parse_nn_output(text.str(), "nn runner at speed " + fmt::format("{:g}", device.core_speed));
   if (runtime && !parsed.runtime.empty()) *runtime = parsed.runtime;
-  // The period asked for (the default); a slice under 1 ms of quota per period stretches it.
-  if (period_us && device.core_speed < 1) *period_us = kDefaultCpuPeriodUs;
   if (keep_warm && device.core_speed < 1) *keep_warm = *keep_warm && result.plan.keep_warm;
   return parsed.host_ms;
 }
-
-}  // namespace
-
-namespace {
 
 // Each point's share: the measured medians, pooled where a faster speed's exceeds a slower's
 // (pool-adjacent-violators, weighted by samples), so that the shares never rise with speed.
@@ -288,6 +282,9 @@ QuotaShare measure_quota_share(const QuotaShareOptions& o) {
   q.rounds = o.rounds;
   q.loops = o.loops;
   q.cpu = cpu;
+  // The period every slice asks for (edgeprof's default; below 1 ms of quota per period a
+  // slice stretches it, as plans do alike).
+  q.period_us = kDefaultCpuPeriodUs;
   // One core; memory as much as the host has (the runs are about CPU, and a small host, such
   // as a 1 GiB VM, has less than a fixed figure).
   const std::uint64_t memory = host_facts().memory_bytes;
@@ -310,13 +307,13 @@ QuotaShare measure_quota_share(const QuotaShareOptions& o) {
                   speeds.size() == 1 ? "" : "s", fmt::join(speeds, ", "), o.rounds,
                   o.rounds == 1 ? "" : "s"));
   std::map<std::string, double> before =
-      run_graphs(dir, python, unthrottled, o, cpu, &q.runtime, nullptr, nullptr);
+      run_graphs(dir, python, unthrottled, o, cpu, &q.runtime, nullptr);
   for (int round = 0; round < o.rounds; ++round) {
     for (double s : speeds) {
       const Device slow = one_core("edgeprof-quota-share", s);
       const auto emulated =
-          run_graphs(dir, python, slow, o, cpu, nullptr, &q.period_us, &q.keep_warm);
-      const auto after = run_graphs(dir, python, unthrottled, o, cpu, nullptr, nullptr, nullptr);
+          run_graphs(dir, python, slow, o, cpu, nullptr, &q.keep_warm);
+      const auto after = run_graphs(dir, python, unthrottled, o, cpu, nullptr, nullptr);
       std::vector<double> now;
       for (const auto& [g, ms] : emulated) {
         if (!before.count(g) || !after.count(g) ||
