@@ -89,9 +89,33 @@ NnSpeed nn_speed_from_scores(const CoreScores& device, const CoreScores& host);
 /// neon on the device, avx512f here)".
 std::string describe(const NnSpeed& speed);
 
-/// This host's CNN inference times: the reference graphs run with ncnn, one thread.
+/// A runtime this host's nn rating can be measured with (NnOptions::runtime). ncnn's rating
+/// gives the catalog's nn speeds; PyTorch's (fp32, eager) times the image classifiers that
+/// published PyTorch tables list, built with random weights by timm's or torchvision's
+/// constructors. Each needs its runtime installed in the interpreter that runs it.
+struct NnRuntime {
+  std::string id;         ///< "ncnn", "pytorch": as in Result::runtimes_seen
+  std::string name;       ///< for people: "PyTorch"
+  std::string install;    ///< what installs it: "pip install ncnn"
+  /// The arithmetic its rating runs in: "fp32"; "" for ncnn, which uses the host's
+  /// (host_nn_precision()).
+  std::string precision;
+  std::vector<std::string> models;  ///< what its rating times, in order
+  std::string cache_name;           ///< its cache file: "host-nn.json", "host-nn-pytorch.json"
+};
+
+/// Every runtime a rating can be measured with, ncnn first.
+const std::vector<NnRuntime>& nn_runtimes();
+
+/// The runtime with this id; throws Error listing the ids for any other.
+const NnRuntime& nn_runtime(std::string_view id);
+
+/// This host's CNN inference times: the reference graphs run with ncnn (or another runtime's
+/// models with it: NnOptions::runtime), one thread.
 struct NnRating {
-  std::map<std::string, double> host_ms;  ///< median ms per inference, by graph
+  std::map<std::string, double> host_ms;  ///< median ms per inference, by graph or model
+  /// The runtime it was measured with (NnRuntime::id): "ncnn", "pytorch".
+  std::string runtime_id = "ncnn";
   std::string runtime;                    ///< e.g. "ncnn 1.0.20261020 (PyPI)"
   /// The arithmetic the graphs ran in (host_nn_precision()): "fp32", or "fp16" on a core with
   /// ARMv8.2 half-precision arithmetic, which ncnn uses as benchncnn does. A rating is for one
@@ -111,28 +135,34 @@ struct NnRating {
 };
 
 /// Parses the runner's output: one line per graph, `<name> <median ms> <min ms> <max ms>`, then
-/// `runtime <text>`. Lines that are neither are ignored (ncnn may print warnings). Throws Error
-/// naming `origin` and the line when a figure is not a positive number, or when no graph was
-/// measured.
-NnRating parse_nn_output(std::string_view text, std::string_view origin = "nn runner");
+/// `runtime <text>`. Lines that are neither are ignored (ncnn may print warnings), as are
+/// names that are not `runtime`'s models (NnRuntime::models). Throws Error naming `origin` and
+/// the line when a figure is not a positive number, when no graph was measured, or when
+/// `runtime` is not a known id.
+NnRating parse_nn_output(std::string_view text, std::string_view origin = "nn runner",
+                         std::string_view runtime = "ncnn");
 
 /// The precision ncnn computes the reference graphs in on a CPU with this /proc/cpuinfo text:
 /// "fp16" when its features list `asimdhp` (ARMv8.2 half-precision arithmetic: the Raspberry
 /// Pi 5, Orin, recent phones), else "fp32" (x86, and older ARM cores).
 std::string host_nn_precision(std::string_view cpuinfo);
 
-/// This host's cached nn rating (`host-nn.json` in the calibration cache directory), when
-/// measured on the same CPU model, kernel release and host name with every reference graph
-/// as this edgeprof generates it (graphs changed since are measured again).
-/// Never measures: nullopt when nothing usable is cached, with the reason in `*why`.
-std::optional<NnRating> cached_nn_rating(std::string* why = nullptr);
+/// This host's cached nn rating with `runtime` (NnRuntime::cache_name in the calibration cache
+/// directory: `host-nn.json` for ncnn), when measured on the same CPU model, kernel release and
+/// host name with every model as this edgeprof runs it (reference graphs or a runner changed
+/// since are measured again). Never measures: nullopt when nothing usable is cached, with the
+/// reason in `*why`. Throws Error for an unknown runtime.
+std::optional<NnRating> cached_nn_rating(std::string* why = nullptr,
+                                         std::string_view runtime = "ncnn");
 
 /// How measure_nn_rating runs the graphs.
 struct NnOptions {
-  /// The Python interpreter with the `ncnn` package; "" = $EDGEPROF_PYTHON, else python3 on
+  /// The runtime (NnRuntime::id): "ncnn" (the reference graphs) or "pytorch" (its models).
+  std::string runtime = "ncnn";
+  /// The Python interpreter with the runtime's package; "" = $EDGEPROF_PYTHON, else python3 on
   /// PATH.
   std::string python;
-  /// Graphs to run, by name; empty = all. A subset is measured but not cached.
+  /// Graphs (models) to run, by name; empty = all. A subset is measured but not cached.
   std::vector<std::string> graphs;
   int warmup = 4;  ///< untimed inferences per graph first
   int loops = 8;   ///< timed inferences per graph; their median is the figure
@@ -144,10 +174,11 @@ struct NnOptions {
   std::function<void(const std::string&)> progress;
 };
 
-/// Runs the reference graphs with ncnn (Python package `ncnn`, `pip install ncnn`) one thread,
-/// pinned to one CPU (about a minute), and caches the result for cached_nn_rating() and the
-/// device loaders when every graph ran. Throws Error when Python or ncnn is missing (saying what
-/// to install), when it fails or times out (with the end of its output).
+/// Runs the reference graphs with ncnn (Python package `ncnn`, `pip install ncnn`), or
+/// NnOptions::runtime's models with it, one thread, pinned to one CPU (about a minute), and
+/// caches the result for cached_nn_rating() (and, for ncnn, the device loaders) when every
+/// model ran. Throws Error when the runtime is unknown, when Python or the runtime is missing
+/// (saying what to install), when it fails or times out (with the end of its output).
 NnRating measure_nn_rating(const NnOptions& options = {});
 
 /// The runner `measure_nn_rating` gives the interpreter: a Python program, `runner.py DIR WARMUP

@@ -284,9 +284,27 @@ class NnSpeed:
 def nn_speed(device_ms: dict[str, float], host_ms: dict[str, float], precision: str = "fp32") -> NnSpeed: ...
 def nn_speed_from_scores(device: CoreScores, host: CoreScores) -> NnSpeed: ...
 
+class NnRuntime:
+    @property
+    def id(self) -> str: ...  # "ncnn", "pytorch"
+    @property
+    def name(self) -> str: ...
+    @property
+    def install(self) -> str: ...
+    @property
+    def precision(self) -> str: ...  # "" for ncnn (the host's)
+    @property
+    def models(self) -> list[str]: ...
+    @property
+    def cache_name(self) -> str: ...
+
+def nn_runtimes() -> list[NnRuntime]: ...
+
 class NnRating:
     @property
-    def host_ms(self) -> dict[str, float]: ...  # median ms per inference, by graph
+    def host_ms(self) -> dict[str, float]: ...  # median ms per inference, by graph or model
+    @property
+    def runtime_id(self) -> str: ...  # "ncnn", "pytorch"
     @property
     def runtime(self) -> str: ...
     @property
@@ -312,9 +330,10 @@ class NnRating:
     @property
     def note(self) -> str: ...
 
-def cached_nn_rating() -> Optional[NnRating]: ...
+def cached_nn_rating(*, runtime: str = "ncnn") -> Optional[NnRating]: ...
 def measure_nn_rating(
     *,
+    runtime: str = "ncnn",
     python: str = "",
     graphs: list[str] = ...,
     warmup: int = 4,

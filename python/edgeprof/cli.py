@@ -277,8 +277,11 @@ def _reference_json(r: Optional["edgeprof.ReferenceRating"]) -> Optional[dict]:
 def _nn_json(r: Optional["edgeprof.NnRating"]) -> Optional[dict]:
     if r is None:
         return None
-    sizes = {g.name: [g.width, g.height, g.channels] for g in edgeprof.reference_graphs()}
-    return {"host_ms": r.host_ms, "runtime": r.runtime, "precision": r.precision,
+    # The other runtimes' models (timm's and torchvision's classifiers) take 224 x 224 x 3.
+    sizes = ({g.name: [g.width, g.height, g.channels] for g in edgeprof.reference_graphs()}
+             if r.runtime_id == "ncnn" else {name: [224, 224, 3] for name in r.host_ms})
+    return {"host_ms": r.host_ms, "runtime_id": r.runtime_id, "runtime": r.runtime,
+            "precision": r.precision,
             "graphs": [{"graph": name, "input": sizes.get(name), "precision": r.precision,
                         "ms": ms, "statistic": "median"} for name, ms in r.host_ms.items()],
             "command": r.command, "cpu": r.cpu, "loops": r.loops,
@@ -296,9 +299,28 @@ def _share_json(q: Optional["edgeprof.QuotaShare"]) -> Optional[dict]:
             "cache_file": q.cache_file}
 
 
+def _runtime_note(r: "edgeprof.NnRuntime") -> str:
+    return (f"not measured on this host yet: `edgeprof calibrate-host --nn --runtime {r.id} "
+            f"--python PYTHON` with the interpreter that has {r.name} (`{r.install}`), about a "
+            "minute")
+
+
 def cmd_calibrate_host(args: argparse.Namespace) -> int:
     progress = None if args.json else (lambda line: print(f"edgeprof: {line}", file=sys.stderr))
-    if args.nn:
+    if args.runtime != "ncnn" and not args.nn:
+        raise edgeprof.Error(f"--runtime {args.runtime} chooses the runtime --nn measures: add "
+                             "--nn (without both, every cached rating is shown)")
+    # The other runtimes' ratings (PyTorch's): measured when asked for, else the cached ones.
+    others = {}
+    for r in edgeprof.nn_runtimes()[1:]:
+        if args.nn and args.runtime == r.id:
+            rated = edgeprof.measure_nn_rating(runtime=r.id, progress=progress,
+                                               python=args.python or "")
+            others[r.id] = (r, rated, rated.note)
+        else:
+            rated = edgeprof.cached_nn_rating(runtime=r.id)
+            others[r.id] = (r, rated, "" if rated is not None else _runtime_note(r))
+    if args.nn and args.runtime == "ncnn":
         nn = edgeprof.measure_nn_rating(progress=progress, python=args.python or "")
         nn_note = nn.note
         try:
@@ -335,6 +357,7 @@ def cmd_calibrate_host(args: argparse.Namespace) -> int:
                           "measured_at": cal.measured_at, "from_cache": cal.from_cache,
                           "cache_file": cal.cache_file,
                           "reference": _reference_json(rating), "nn": _nn_json(nn),
+                          "runtimes": {k: _nn_json(v[1]) for k, v in others.items()},
                           "quota_share": _share_json(share)},
                          indent=2))
         return 0
@@ -369,6 +392,14 @@ def cmd_calibrate_host(args: argparse.Namespace) -> int:
         print(f"  cache: {share.cache_file or '(not written)'}")
     if share_note:
         print(f"  note: {share_note}")
+    for r, rated, why in others.values():
+        print(f"{r.name} ({r.precision}), its {len(r.models)} models with random weights, one "
+              "thread:")
+        if rated is not None:
+            print(f"  {rated}")
+            print(f"  cache: {rated.cache_file or '(not written)'}")
+        if why:
+            print(f"  note: {why}")
     return 0
 
 
@@ -740,7 +771,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="measure this host's CNN inference speed: reference graphs with ncnn "
                    "(`pip install ncnn`), one thread, about a minute; catalog devices with "
                    "published ncnn times are then emulated at their nn speed (docs/fidelity.md)")
-    p.add_argument("--python", help="the Python interpreter that has ncnn (default: "
+    p.add_argument("--runtime", default="ncnn",
+                   choices=[r.id for r in edgeprof.nn_runtimes()],
+                   help="with --nn, the runtime to measure: ncnn (default: its reference graphs, "
+                   "then the emulation's own share) or pytorch (13 timm and torchvision "
+                   "classifiers, fp32, random weights; `pip install torch torchvision timm`)")
+    p.add_argument("--python", help="the Python interpreter that has the runtime (default: "
                    "$EDGEPROF_PYTHON, else python3)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_calibrate_host)

@@ -245,9 +245,23 @@ void bind_microbench(py::module_& m) {
   m.def("nn_speed_from_scores", &nn_speed_from_scores, py::arg("device"), py::arg("host"),
         "The nn speed of a probed device: its vector-kernel score / this host's (fp32).");
 
+  py::class_<NnRuntime>(m, "NnRuntime",
+                        "A runtime this host's nn rating can be measured with (nn_runtimes()).")
+      .def_readonly("id", &NnRuntime::id, "'ncnn', 'pytorch': as in Result.runtimes_seen.")
+      .def_readonly("name", &NnRuntime::name)
+      .def_readonly("install", &NnRuntime::install, "What installs it.")
+      .def_readonly("precision", &NnRuntime::precision,
+                    "The arithmetic its rating runs in; '' for ncnn (the host's).")
+      .def_readonly("models", &NnRuntime::models, "What its rating times, in order.")
+      .def_readonly("cache_name", &NnRuntime::cache_name)
+      .def("__repr__", [](const NnRuntime& r) { return "NnRuntime(id=" + repr_str(r.id) + ")"; });
+  m.def("nn_runtimes", &nn_runtimes, py::return_value_policy::copy,
+        "Every runtime an nn rating can be measured with, ncnn first.");
   py::class_<NnRating>(m, "NnRating", "This host's CNN inference times: the reference graphs "
-                                      "run with ncnn, one thread, pinned to one CPU.")
-      .def_readonly("host_ms", &NnRating::host_ms, "Median ms per inference, by graph.")
+                                      "run with ncnn (or another runtime's models), one thread, "
+                                      "pinned to one CPU.")
+      .def_readonly("host_ms", &NnRating::host_ms, "Median ms per inference, by graph or model.")
+      .def_readonly("runtime_id", &NnRating::runtime_id, "'ncnn', 'pytorch' (NnRuntime.id).")
       .def_readonly("runtime", &NnRating::runtime)
       .def_readonly("precision", &NnRating::precision,
                     "The arithmetic the graphs ran in: 'fp32', or 'fp16' on ARMv8.2 cores.")
@@ -267,19 +281,22 @@ void bind_microbench(py::module_& m) {
                ", measured_at=" + repr_str(r.measured_at) + ")";
       });
   m.def(
-      "cached_nn_rating", [] { return cached_nn_rating(); },
-      "This host's cached nn rating (same CPU model, kernel and host name, every graph), or "
-      "None. Never measures.");
+      "cached_nn_rating",
+      [](const std::string& runtime) { return cached_nn_rating(nullptr, runtime); },
+      py::kw_only(), py::arg("runtime") = "ncnn",
+      "This host's cached nn rating with the runtime (same CPU model, kernel and host name, "
+      "every graph or model), or None. Never measures. Error for an unknown runtime.");
   m.def(
       "measure_nn_rating",
-      [](const std::string& python, const std::vector<std::string>& graphs, int warmup, int loops,
-         int cpu, double timeout_s,
+      [](const std::string& runtime, const std::string& python,
+         const std::vector<std::string>& graphs, int warmup, int loops, int cpu, double timeout_s,
          const std::optional<std::function<void(const std::string&)>>& progress) {
         if (!std::isfinite(timeout_s) || timeout_s < 1) {
           throw Error("measure_nn_rating: timeout_s must be at least 1, got " +
                       repr_float(timeout_s));
         }
         NnOptions options;
+        options.runtime = runtime;
         options.python = python;
         options.graphs = graphs;
         options.warmup = warmup;
@@ -290,13 +307,15 @@ void bind_microbench(py::module_& m) {
         py::gil_scoped_release unlocked;
         return measure_nn_rating(options);
       },
-      py::kw_only(), py::arg("python") = "", py::arg("graphs") = std::vector<std::string>{},
+      py::kw_only(), py::arg("runtime") = "ncnn", py::arg("python") = "",
+      py::arg("graphs") = std::vector<std::string>{},
       py::arg("warmup") = 4, py::arg("loops") = 8, py::arg("cpu") = -1,
       py::arg("timeout_s") = 900.0, py::arg("progress") = py::none(),
-      "Runs the reference graphs with ncnn (the Python package, `pip install ncnn`), one "
-      "thread pinned to one CPU (about a minute), and caches the times when every graph ran, "
-      "so that catalog devices with published times get an nn speed. Error when Python or "
-      "ncnn is missing or it fails.");
+      "Runs the reference graphs with ncnn (the Python package, `pip install ncnn`), or the "
+      "models of another runtime (runtime='pytorch': `pip install torch torchvision timm`), "
+      "one thread pinned to one CPU (about a minute), and caches the times when every graph "
+      "ran; ncnn's give catalog devices with published times an nn speed. Error when the "
+      "runtime is unknown, Python or the runtime is missing, or it fails.");
 
   py::class_<QuotaSharePoint>(m, "QuotaSharePoint",
                               "The emulation's own share at one fraction of a host CPU.")

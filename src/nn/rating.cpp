@@ -1,6 +1,6 @@
 // The nn kind of speed: this host's CNN inference times (the reference graphs run with ncnn,
-// one thread, pinned), cached beside the 7-Zip rating; and a device's nn core speed from its
-// published times and this host's.
+// or another runtime's models with it, one thread, pinned), cached beside the 7-Zip rating; and
+// a device's nn core speed from its published times and this host's.
 
 #include <fmt/format.h>
 #include <fcntl.h>
@@ -37,36 +37,86 @@ using nlohmann::json;
 // 2: "precision" and "graphs" (a digest of the reference graphs' param text) added.
 constexpr int kCacheSchema = 2;
 
-// FNV-1a over every reference graph's name and param text: a cached rating of graphs that
-// have changed since (a fixed architecture) is not this edgeprof's. The graphs are fixed for
-// the process, so it is computed once.
-const std::string& graphs_digest() {
-  static const std::string digest = [] {
-    std::uint64_t h = 14695981039346656037ull;
-    auto eat = [&h](std::string_view s) {
-      for (const char c : s) {
-        h ^= static_cast<unsigned char>(c);
-        h *= 1099511628211ull;
-      }
-      h ^= 0xff;  // a separator, so that "ab"+"c" and "a"+"bc" differ
+// One entry per runtime a rating can be measured with: what it times, with which runner, and
+// where it is cached. A new runtime is an entry here and its runner (src/nn/<name>_runner.py,
+// compiled in by CMakeLists.txt through nn_runner.hpp.in).
+struct RuntimeEntry {
+  NnRuntime info;
+  const char* runner = nullptr;  // the runner's Python source
+  bool reads_graphs = false;     // it runs the reference graphs (ncnn), not models it builds
+  std::string digest;            // what a cached rating must have been measured with
+};
+
+// FNV-1a over strings: a cached rating of graphs (a fixed architecture) or a runner that has
+// changed since is not this edgeprof's.
+std::string fnv_digest(const std::vector<std::string_view>& parts) {
+  std::uint64_t h = 14695981039346656037ull;
+  for (const std::string_view part : parts) {
+    for (const char c : part) {
+      h ^= static_cast<unsigned char>(c);
       h *= 1099511628211ull;
-    };
-    for (const auto& g : reference_graphs()) {
-      eat(g.name);
-      eat(g.param);
     }
-    return fmt::format("fnv1a64:{:016x}", h);
+    h ^= 0xff;  // a separator, so that "ab"+"c" and "a"+"bc" differ
+    h *= 1099511628211ull;
+  }
+  return fmt::format("fnv1a64:{:016x}", h);
+}
+
+const std::vector<RuntimeEntry>& runtime_entries() {
+  static const std::vector<RuntimeEntry> table = [] {
+    RuntimeEntry ncnn{{"ncnn", "ncnn", "pip install ncnn", "", {}, "host-nn.json"},
+                      detail::kNnRunner, true, ""};
+    std::vector<std::string_view> graph_text;  // ncnn's digest: every graph's name and text
+    for (const auto& g : reference_graphs()) {
+      ncnn.info.models.push_back(g.name);
+      graph_text.push_back(g.name);
+      graph_text.push_back(g.param);
+    }
+    ncnn.digest = fnv_digest(graph_text);
+    // The 13 image classifiers of the published PyTorch tables of three boards
+    // (docs/fidelity.md): timm's names; shufflenet_v2_x1_0 is torchvision's.
+    RuntimeEntry torch{{"pytorch",
+                        "PyTorch",
+                        "pip install torch torchvision timm",
+                        "fp32",
+                        {"efficientnet_b0", "ese_vovnet19b_dw", "mixnet_s", "mnasnet_a1",
+                         "mobilenetv2_050", "mobilenetv2_100", "mobilenetv2_110d",
+                         "mobilenetv3_large_100", "mobilenetv3_small_050", "repvgg_b0",
+                         "resnet18", "shufflenet_v2_x1_0", "vgg13"},
+                        "host-nn-pytorch.json"},
+                       detail::kTorchRunner, false, ""};
+    std::vector<std::string_view> torch_parts(torch.info.models.begin(), torch.info.models.end());
+    torch_parts.push_back(torch.runner);
+    torch.digest = fnv_digest(torch_parts);
+    return std::vector<RuntimeEntry>{std::move(ncnn), std::move(torch)};
   }();
-  return digest;
+  return table;
+}
+
+const RuntimeEntry& runtime_entry(std::string_view id) {
+  std::string known;
+  for (const RuntimeEntry& e : runtime_entries()) {
+    if (e.info.id == id) return e;
+    known += (known.empty() ? "" : ", ") + e.info.id;
+  }
+  throw Error(fmt::format("no nn runtime is named '{}'; a rating can be measured with: {}", id,
+                          known));
+}
+
+std::string runtime_name_of(const std::string& id) {
+  for (const RuntimeEntry& e : runtime_entries()) {
+    if (e.info.id == id) return e.info.name;
+  }
+  return id;
 }
 
 struct CacheFile {
   std::string dir, path;
 };
 
-CacheFile cache_file() {
+CacheFile cache_file(const RuntimeEntry& e) {
   const std::string dir = detail::host_cache_dir();
-  return {dir, dir.empty() ? std::string() : detail::nn_cache_file(dir)};
+  return {dir, dir.empty() ? std::string() : detail::join(dir, e.info.cache_name)};
 }
 
 std::vector<std::string_view> words(std::string_view line) {
@@ -81,19 +131,17 @@ std::vector<std::string_view> words(std::string_view line) {
   return out;
 }
 
-bool is_graph(std::string_view name) {
-  for (const auto& g : reference_graphs()) {
-    if (g.name == name) return true;
-  }
-  return false;
+bool is_model(const RuntimeEntry& e, std::string_view name) {
+  return std::find(e.info.models.begin(), e.info.models.end(), name) != e.info.models.end();
 }
 
-json rating_json(const NnRating& r) {
+json rating_json(const NnRating& r, const RuntimeEntry& e) {
   return {{"edgeprof_host_nn", kCacheSchema},
           {"host_ms", r.host_ms},
+          {"runtime_id", r.runtime_id},
           {"runtime", r.runtime},
           {"precision", r.precision},
-          {"graphs", graphs_digest()},
+          {"graphs", e.digest},
           {"command", r.command},
           {"cpu", r.cpu},
           {"loops", r.loops},
@@ -124,7 +172,7 @@ void write_file(const std::string& path, std::string_view text) {
 
 namespace detail {
 
-std::string nn_python(const std::string& given) {
+std::string nn_python(const std::string& given, std::string_view runtime) {
   std::string name = given;
   if (name.empty()) {
     const char* env = std::getenv("EDGEPROF_PYTHON");
@@ -132,15 +180,28 @@ std::string nn_python(const std::string& given) {
   }
   auto found = detail::find_on_path(name);
   if (!found) {
+    const NnRuntime& r = runtime_entry(runtime).info;
     throw Error(fmt::format(
-        "no Python interpreter '{}' here: the nn rating runs ncnn's Python package; install "
-        "Python 3 and `pip install ncnn`, or name the interpreter (EDGEPROF_PYTHON, --python)",
-        name));
+        "no Python interpreter '{}' here: the nn rating runs {}'s Python package; install "
+        "Python 3 and `{}`, or name the interpreter (EDGEPROF_PYTHON, --python)",
+        name, r.name, r.install));
   }
   return *found;
 }
 
-NnRunnerDir::NnRunnerDir(const std::vector<std::string>& graphs) {
+NnRunnerDir::NnRunnerDir(const std::vector<std::string>& graphs)
+    : NnRunnerDir("ncnn", graphs) {}
+
+NnRunnerDir::NnRunnerDir(std::string_view runtime, const std::vector<std::string>& graphs) {
+  const RuntimeEntry& e = runtime_entry(runtime);
+  for (const std::string& name : graphs) {
+    if (!is_model(e, name)) {
+      std::string known;
+      for (const std::string& m : e.info.models) known += (known.empty() ? "" : ", ") + m;
+      throw Error(fmt::format("the {} rating has no {} named '{}'; it has: {}", e.info.name,
+                              e.reads_graphs ? "reference graph" : "model", name, known));
+    }
+  }
   const char* tmp = std::getenv("TMPDIR");
   std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/edgeprof-nn-XXXXXX";
   if (!::mkdtemp(pattern.data())) {
@@ -151,8 +212,8 @@ NnRunnerDir::NnRunnerDir(const std::vector<std::string>& graphs) {
   }
   path_ = pattern;
   try {
-    write_reference_graphs(path_, graphs);
-    write_file(runner(), kNnRunner);
+    if (e.reads_graphs) write_reference_graphs(path_, graphs);
+    write_file(runner(), e.runner);
   } catch (...) {
     remove();
     throw;
@@ -170,9 +231,22 @@ void NnRunnerDir::remove() noexcept {
 }
 
 
-std::string nn_cache_file(const std::string& dir) { return join(dir, "host-nn.json"); }
+std::string nn_cache_file(const std::string& dir) {
+  return join(dir, runtime_entry("ncnn").info.cache_name);
+}
 
 }  // namespace detail
+
+const std::vector<NnRuntime>& nn_runtimes() {
+  static const std::vector<NnRuntime> runtimes = [] {
+    std::vector<NnRuntime> out;
+    for (const RuntimeEntry& e : runtime_entries()) out.push_back(e.info);
+    return out;
+  }();
+  return runtimes;
+}
+
+const NnRuntime& nn_runtime(std::string_view id) { return runtime_entry(id).info; }
 
 NnSpeed nn_speed(const std::map<std::string, double>& device_ms,
                  const std::map<std::string, double>& host_ms, std::string precision) {
@@ -258,8 +332,11 @@ std::string describe(const NnSpeed& s) {
   return text;
 }
 
-NnRating parse_nn_output(std::string_view text, std::string_view origin) {
+NnRating parse_nn_output(std::string_view text, std::string_view origin,
+                         std::string_view runtime) {
+  const RuntimeEntry& e = runtime_entry(runtime);
   NnRating r;
+  r.runtime_id = e.info.id;
   std::string_view rest = text;
   while (!rest.empty()) {
     const auto nl = rest.find('\n');
@@ -271,7 +348,7 @@ NnRating parse_nn_output(std::string_view text, std::string_view origin) {
       r.runtime = std::string(line.substr(line.find("runtime") + 8));
       continue;
     }
-    if (w.size() != 4 || !is_graph(w[0])) continue;
+    if (w.size() != 4 || !is_model(e, w[0])) continue;
     double median = 0;
     const auto res = std::from_chars(w[1].data(), w[1].data() + w[1].size(), median);
     if (res.ec != std::errc() || res.ptr != w[1].data() + w[1].size() || !std::isfinite(median) ||
@@ -289,13 +366,15 @@ NnRating parse_nn_output(std::string_view text, std::string_view origin) {
   return r;
 }
 
-std::optional<NnRating> cached_nn_rating(std::string* why) {
+std::optional<NnRating> cached_nn_rating(std::string* why, std::string_view runtime) {
   auto say = [why](std::string text) {
     if (why) *why = std::move(text);
     return std::nullopt;
   };
-  const CacheFile cache = cache_file();
-  const auto text = detail::read_host_cache(cache.path, "nn rating", why);
+  const RuntimeEntry& e = runtime_entry(runtime);
+  const CacheFile cache = cache_file(e);
+  const auto text = detail::read_host_cache(
+      cache.path, e.reads_graphs ? "nn rating" : e.info.name + " rating", why);
   if (!text) return std::nullopt;
   NnRating r;
   std::string graphs;
@@ -303,6 +382,12 @@ std::optional<NnRating> cached_nn_rating(std::string* why) {
     const json j = json::parse(*text);
     if (j.at("edgeprof_host_nn").get<int>() != kCacheSchema) {
       return say(fmt::format("{} has another schema version: measure it again", cache.path));
+    }
+    // Files written before runtimes had ids are ncnn's.
+    r.runtime_id = j.value("runtime_id", std::string("ncnn"));
+    if (r.runtime_id != e.info.id) {
+      return say(fmt::format("{} holds a rating with runtime '{}', not '{}': measure it again",
+                             cache.path, r.runtime_id, e.info.id));
     }
     r.host_ms = j.at("host_ms").get<std::map<std::string, double>>();
     r.runtime = j.at("runtime").get<std::string>();
@@ -321,20 +406,21 @@ std::optional<NnRating> cached_nn_rating(std::string* why) {
         throw std::runtime_error(fmt::format("the time of {} is not a positive number", name));
       }
     }
-  } catch (const std::exception& e) {
-    return say(fmt::format("{} is corrupt ({}): measure it again", cache.path, e.what()));
+  } catch (const std::exception& corrupt) {
+    return say(fmt::format("{} is corrupt ({}): measure it again", cache.path, corrupt.what()));
   }
-  for (const auto& g : reference_graphs()) {
-    if (!r.host_ms.count(g.name)) {
-      return say(fmt::format("{} has no time for the graph {} (measured by an older edgeprof): "
+  for (const std::string& m : e.info.models) {
+    if (!r.host_ms.count(m)) {
+      return say(fmt::format("{} has no time for the {} {} (measured by an older edgeprof): "
                              "measure it again",
-                             cache.path, g.name));
+                             cache.path, e.reads_graphs ? "graph" : "model", m));
     }
   }
-  if (graphs != graphs_digest()) {
-    return say(fmt::format("{} was measured with reference graphs that have changed since (an "
-                           "older edgeprof): measure it again",
-                           cache.path));
+  if (graphs != e.digest) {
+    return say(fmt::format("{} was measured with {} that {} changed since (an older edgeprof): "
+                           "measure it again",
+                           cache.path, e.reads_graphs ? "reference graphs" : "a runner",
+                           e.reads_graphs ? "have" : "has"));
   }
   const std::string change =
       detail::identity_change({r.cpu_model, r.kernel, r.hostname}, detail::host_identity());
@@ -366,7 +452,7 @@ std::string nn_runner_source() { return detail::kNnRunner; }
 
 void write_reference_graphs(const std::string& directory, const std::vector<std::string>& graphs) {
   for (const std::string& name : graphs) {
-    if (!is_graph(name)) {
+    if (!is_model(runtime_entry("ncnn"), name)) {
       std::string known;
       for (const auto& g : reference_graphs()) known += (known.empty() ? "" : ", ") + g.name;
       throw Error(fmt::format("no reference graph is named '{}'; the graphs are: {}", name,
@@ -390,59 +476,68 @@ NnRating measure_nn_rating(const NnOptions& options) {
     throw Error(fmt::format("nn rating: warmup {} and loops {}: give warmup >= 0 and loops >= 1",
                             options.warmup, options.loops));
   }
-  const std::string python = detail::nn_python(options.python);
-  const detail::NnRunnerDir dir(options.graphs);
+  const RuntimeEntry& e = runtime_entry(options.runtime);
+  const std::string python = detail::nn_python(options.python, e.info.id);
+  const detail::NnRunnerDir dir(e.info.id, options.graphs);  // throws naming an unknown model
   std::vector<std::string> argv{python, dir.runner(), dir.path(),
                                 std::to_string(options.warmup), std::to_string(options.loops)};
-  argv.insert(argv.end(), options.graphs.begin(), options.graphs.end());
-  const std::size_t count = options.graphs.empty() ? reference_graphs().size()
-                                                   : options.graphs.size();
+  // ncnn's runner runs every graph it finds without names; other runners build what they
+  // are told.
+  const std::vector<std::string>& wanted =
+      options.graphs.empty() && !e.reads_graphs ? e.info.models : options.graphs;
+  argv.insert(argv.end(), wanted.begin(), wanted.end());
+  const std::size_t count = options.graphs.empty() ? e.info.models.size() : options.graphs.size();
   detail::ChildOutput out;
   int cpu = -1;
   {
     detail::PinnedThread pin(options.cpu);  // the child inherits this affinity
     cpu = pin.cpu();
     if (options.progress) {
-      options.progress(fmt::format("running {} reference CNN graphs with ncnn ({}), one thread "
-                                   "on CPU {}",
-                                   count, python, cpu));
+      options.progress(fmt::format("running {} {} with {} ({}), one thread on CPU {}", count,
+                                   e.reads_graphs ? "reference CNN graphs" : "models",
+                                   e.info.name, python, cpu));
     }
     std::size_t done = 0;
     auto on_line = [&](std::string_view line) -> std::string {
       const auto w = words(line);
-      if (w.size() == 4 && is_graph(w[0])) {
+      if (w.size() == 4 && is_model(e, w[0])) {
         return fmt::format("  [{}/{}] {}: {} ms", ++done, count, w[0], w[1]);
       }
       return std::string();
     };
-    out = detail::run_child(argv, options.timeout, options.progress, "ncnn", on_line);
+    out = detail::run_child(argv, options.timeout, options.progress, e.info.id, on_line);
   }
   if (!WIFEXITED(out.status) || WEXITSTATUS(out.status) != 0) {
-    const bool no_ncnn = out.text.find("ncnn is not installed") != std::string::npos;
-    throw Error(fmt::format("{}: the nn runner failed ({}); its output ended with:\n{}",
-                            no_ncnn ? "ncnn is missing" : python,
+    // Both runners say "<runtime> is not installed" with the command that installs it.
+    const bool missing = out.text.find(" is not installed") != std::string::npos;
+    throw Error(fmt::format("{}: the {} runner failed ({}); its output ended with:\n{}",
+                            missing ? e.info.name + " is missing" : python, e.info.name,
                             detail::describe_status(out.status), detail::tail(out.text, 5)));
   }
-  NnRating r = parse_nn_output(out.text, python + " (nn runner)");
+  NnRating r = parse_nn_output(out.text, fmt::format("{} ({} runner)", python, e.info.name),
+                               e.info.id);
   r.command = python;
   r.cpu = cpu;
   r.loops = options.loops;
-  r.precision = host_nn_precision(detail::Fs().read("/proc/cpuinfo").value_or(""));
+  r.precision = !e.info.precision.empty()
+                    ? e.info.precision
+                    : host_nn_precision(detail::Fs().read("/proc/cpuinfo").value_or(""));
   const detail::HostIdentity id = detail::host_identity();
   r.cpu_model = id.cpu_model;
   r.kernel = id.kernel;
   r.hostname = id.hostname;
   r.measured_at = detail::utc_now();
   r.seconds = out.seconds;
-  const CacheFile cache = cache_file();
+  const CacheFile cache = cache_file(e);
   if (!options.graphs.empty()) {
-    r.note = "measured a subset of the reference graphs: not cached";
+    r.note = fmt::format("measured a subset of the {}: not cached",
+                         e.reads_graphs ? "reference graphs" : "models");
   } else if (cache.path.empty()) {
     r.note = "no cache directory (EDGEPROF_CACHE_DIR, XDG_CACHE_HOME and HOME are unset): not "
              "cached, so catalog devices get no nn speed; set EDGEPROF_CACHE_DIR";
   } else {
     const std::string failed =
-        detail::replace_file(cache.dir, cache.path, rating_json(r).dump(2) + "\n");
+        detail::replace_file(cache.dir, cache.path, rating_json(r, e).dump(2) + "\n");
     if (failed.empty()) {
       r.cache_file = cache.path;
     } else {
@@ -454,9 +549,11 @@ NnRating measure_nn_rating(const NnOptions& options) {
 }
 
 std::string describe(const NnRating& r) {
-  std::string text = fmt::format("{} graph{} with {}, {}, one thread on CPU {}:",
-                                 r.host_ms.size(), r.host_ms.size() == 1 ? "" : "s",
-                                 r.runtime.empty() ? "ncnn" : r.runtime, r.precision, r.cpu);
+  const bool graphs = r.runtime_id == "ncnn";
+  std::string text = fmt::format("{} {}{} with {}, {}, one thread on CPU {}:", r.host_ms.size(),
+                                 graphs ? "graph" : "model", r.host_ms.size() == 1 ? "" : "s",
+                                 r.runtime.empty() ? runtime_name_of(r.runtime_id) : r.runtime,
+                                 r.precision, r.cpu);
   bool first = true;
   for (const auto& [name, ms] : r.host_ms) {
     text += fmt::format("{} {} {:.1f} ms", first ? "" : ",", name, ms);

@@ -1,22 +1,26 @@
-// What runs the reference graphs with ncnn's Python package: the interpreter, and a temporary
-// directory holding the graphs and the runner (nn.hpp's nn_runner_source()).
+// What runs the reference graphs with ncnn's Python package (or another runtime's models: nn.hpp's
+// nn_runtimes()): the interpreter, and a temporary directory holding the graphs and the runner.
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace edgeprof::detail {
 
 // The Python interpreter that runs the nn runner: `given`, else $EDGEPROF_PYTHON, else python3,
-// found on PATH. Throws Error saying what to install when there is none.
-std::string nn_python(const std::string& given);
+// found on PATH. Throws Error saying what to install for `runtime` (an NnRuntime id) when there
+// is none.
+std::string nn_python(const std::string& given, std::string_view runtime = "ncnn");
 
-// A temporary directory (under $TMPDIR, else /tmp) with the reference graphs (all, or those
-// named) and the runner, removed with the files it holds (and out.txt, for a run's output) on
-// every exit path. Throws Error naming the path and the errno when it cannot be made.
+// A temporary directory (under $TMPDIR, else /tmp) with the runtime's runner and, for ncnn, the
+// reference graphs (all, or those named), removed with the files it holds (and out.txt, for a
+// run's output) on every exit path. Throws Error naming the path and the errno when it cannot
+// be made, and Error listing the runtime's models when one named is not one of them.
 class NnRunnerDir {
  public:
-  explicit NnRunnerDir(const std::vector<std::string>& graphs = {});
+  explicit NnRunnerDir(const std::vector<std::string>& graphs = {});  // ncnn
+  NnRunnerDir(std::string_view runtime, const std::vector<std::string>& graphs);
   ~NnRunnerDir();
   NnRunnerDir(const NnRunnerDir&) = delete;
   NnRunnerDir& operator=(const NnRunnerDir&) = delete;

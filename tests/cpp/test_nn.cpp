@@ -489,6 +489,143 @@ TEST_CASE("this host's nn rating is measured, cached, and the catalog follows it
   CHECK(cached_nn_rating()->host_ms == r.host_ms);
 }
 
+// A stand-in for the Python that has PyTorch: records its arguments, prints what the PyTorch
+// runner prints for the models it was given (one ncnn graph name too, which is not PyTorch's).
+static std::string fake_torch_python(const test::FakeTree& dir, double ms) {
+  const std::string args = dir.root() + "/args.txt";
+  std::string body = "#!/bin/sh\necho \"$@\" > '" + args + "'\n" +
+                     "echo 'runtime PyTorch 2.0.test fp32 eager (stand-in)'\n" +
+                     "echo 'mobilenet_v2 1.0 1.0 1.0'\n" +
+                     "shift 4\nfor m in \"$@\"; do echo \"$m " + std::to_string(ms) + " " +
+                     std::to_string(ms * 0.9) + " " + std::to_string(ms * 1.2) + "\"; done\n";
+  dir.file("/torch-python", body);
+  const std::string path = dir.root() + "/torch-python";
+  std::filesystem::permissions(path, std::filesystem::perms::owner_all);
+  return path;
+}
+
+TEST_CASE("nn runtimes: ncnn's reference graphs first, then PyTorch's models", "[nn][runtime]") {
+  const std::vector<NnRuntime>& all = nn_runtimes();
+  REQUIRE(all.size() >= 2);
+  CHECK(all[0].id == "ncnn");
+  CHECK(all[0].cache_name == "host-nn.json");
+  CHECK(all[0].models.size() == reference_graphs().size());
+  CHECK(all[0].precision.empty());
+  const NnRuntime& torch = nn_runtime("pytorch");
+  CHECK(torch.name == "PyTorch");
+  CHECK(torch.precision == "fp32");
+  CHECK(torch.cache_name == "host-nn-pytorch.json");
+  CHECK_THAT(torch.install, Contains("torch") && Contains("timm"));
+  CHECK(std::count(torch.models.begin(), torch.models.end(), "mobilenetv2_100") == 1);
+  CHECK(std::count(torch.models.begin(), torch.models.end(), "shufflenet_v2_x1_0") == 1);
+  std::set<std::string> ids;
+  for (const NnRuntime& r : all) CHECK(ids.insert(r.id).second);  // one entry per runtime
+  CHECK_THROWS_WITH(nn_runtime("tflite"), Contains("no nn runtime is named 'tflite'") &&
+                                              Contains("ncnn, pytorch"));
+  CHECK_THROWS_WITH(cached_nn_rating(nullptr, "tflite"), Contains("ncnn, pytorch"));
+}
+
+TEST_CASE("the runner's output is parsed with the runtime's own model names", "[nn][runtime]") {
+  const std::string text =
+      "runtime PyTorch 2.1 fp32 eager\nresnet18 12.5 12 13\nmobilenet_v2 3 3 3\nvgg13 90 88 "
+      "95\n";
+  const NnRating torch = parse_nn_output(text, "runner", "pytorch");
+  CHECK(torch.runtime_id == "pytorch");
+  CHECK(torch.runtime == "PyTorch 2.1 fp32 eager");
+  // ncnn's graph mobilenet_v2 is not a PyTorch model of the rating (timm's is mobilenetv2_100).
+  CHECK(torch.host_ms == std::map<std::string, double>{{"resnet18", 12.5}, {"vgg13", 90}});
+  const NnRating ncnn = parse_nn_output(text, "runner");
+  CHECK(ncnn.runtime_id == "ncnn");
+  CHECK(ncnn.host_ms == std::map<std::string, double>{{"resnet18", 12.5}, {"mobilenet_v2", 3}});
+  CHECK_THROWS_WITH(parse_nn_output("mobilenet_v2 3 3 3\n", "runner", "pytorch"),
+                    Contains("no graph was measured"));
+}
+
+TEST_CASE("a PyTorch rating is measured with its models and cached apart from ncnn's",
+          "[nn][runtime]") {
+  const test::FakeTree cache;
+  test::ScopedEnv env("EDGEPROF_CACHE_DIR", cache.root());
+  const test::FakeTree bin;
+  std::string why;
+  CHECK_FALSE(cached_nn_rating(&why, "pytorch"));
+  CHECK_THAT(why, Contains("not measured yet"));
+  NnOptions options;
+  options.runtime = "pytorch";
+  options.python = fake_torch_python(bin, 20.0);
+  options.warmup = 2;
+  options.loops = 5;
+  std::vector<std::string> lines;
+  options.progress = [&](const std::string& l) { lines.push_back(l); };
+  const NnRating r = measure_nn_rating(options);
+  const NnRuntime& torch = nn_runtime("pytorch");
+  // The runner was told every model, after DIR WARMUP LOOPS.
+  std::ifstream args_file(bin.root() + "/args.txt");
+  std::string args((std::istreambuf_iterator<char>(args_file)), {});
+  for (const std::string& m : torch.models) CHECK_THAT(args, Contains(" " + m));
+  CHECK_THAT(args, Contains(" 2 5 "));
+  CHECK(r.runtime_id == "pytorch");
+  CHECK(r.precision == "fp32");
+  CHECK(r.host_ms.size() == torch.models.size());
+  CHECK_FALSE(r.host_ms.count("mobilenet_v2"));
+  CHECK(r.cache_file == cache.root() + "/host-nn-pytorch.json");
+  CHECK(has_note(lines, "models with PyTorch"));
+  CHECK(has_note(lines, "[1/13]"));
+  const auto cached = cached_nn_rating(nullptr, "pytorch");
+  REQUIRE(cached);
+  CHECK(cached->host_ms == r.host_ms);
+  CHECK(cached->runtime_id == "pytorch");
+  CHECK(cached->runtime == r.runtime);
+  // ncnn's rating is another file, still unmeasured: no catalog device got an nn speed.
+  CHECK_FALSE(cached_nn_rating());
+  CHECK_FALSE(find_device("raspberry-pi-4b-8gb").nn);
+
+  // One runtime's file is not another's.
+  std::filesystem::copy_file(cache.root() + "/host-nn-pytorch.json",
+                             cache.root() + "/host-nn.json");
+  CHECK_FALSE(cached_nn_rating(&why));
+  CHECK_THAT(why, Contains("runtime 'pytorch', not 'ncnn'"));
+
+  // A subset is measured, not cached; a name that is not one of its models is refused.
+  options.graphs = {"resnet18"};
+  CHECK(measure_nn_rating(options).note == "measured a subset of the models: not cached");
+  options.graphs = {"mobilenet_v2"};
+  CHECK_THROWS_WITH(measure_nn_rating(options),
+                    Contains("no model named 'mobilenet_v2'") && Contains("mobilenetv2_100"));
+  options.graphs.clear();
+  // Missing: the error says what to install; the good rating stays.
+  options.python = bin.root() + "/no-such-python";
+  CHECK_THROWS_WITH(measure_nn_rating(options), Contains("pip install torch torchvision timm"));
+  CHECK(cached_nn_rating(nullptr, "pytorch")->host_ms == r.host_ms);
+}
+
+TEST_CASE("the PyTorch runner runs in a real interpreter: models timed, or PyTorch missing",
+          "[nn][runtime][slow]") {
+  const test::FakeTree cache;
+  test::ScopedEnv env("EDGEPROF_CACHE_DIR", cache.root());
+  NnOptions options;
+  options.runtime = "pytorch";
+  options.python = "python3";
+  options.graphs = {"mobilenetv3_small_050", "shufflenet_v2_x1_0"};
+  options.warmup = 1;
+  options.loops = 1;
+  if (std::system("python3 -c 'import torch, torchvision, timm' 2>/dev/null") != 0) {
+    // The runner's own refusal, through the library: the runtime and the command to install.
+    CHECK_THROWS_WITH(measure_nn_rating(options), Contains("PyTorch is missing") &&
+                                                      Contains("pip install torch") &&
+                                                      Contains("exit status 3"));
+    return;
+  }
+  const NnRating r = measure_nn_rating(options);
+  CHECK(r.runtime_id == "pytorch");
+  CHECK_THAT(r.runtime, Contains("PyTorch"));
+  REQUIRE(r.host_ms.size() == 2);
+  for (const auto& [model, ms] : r.host_ms) {
+    INFO(model << ": " << ms << " ms");
+    CHECK(std::isfinite(ms));
+    CHECK(ms > 0);
+  }
+}
+
 TEST_CASE("this host's real nn rating, with ncnn (short form)", "[nn][slow]") {
   if (std::system("python3 -c 'import ncnn' 2>/dev/null") != 0) {
     WARN("python3 has no ncnn: the real nn rating is not run (pip install ncnn)");

@@ -159,3 +159,42 @@ def test_the_real_own_share_with_ncnn_short_form(tmp_path, monkeypatch):
     assert edgeprof.cached_quota_share() is not None
     with pytest.raises(edgeprof.Error, match="outside"):
         edgeprof.measure_quota_share(speeds=[1.5])
+
+
+def _fake_torch_python(tmp_path, ms=20.0):
+    """A stand-in for the Python that has PyTorch: times every model it is told (after DIR
+    WARMUP LOOPS), as the PyTorch runner prints them."""
+    fake = tmp_path / "torch-python"
+    fake.write_text("#!/bin/sh\necho 'runtime PyTorch 2.0.test fp32 eager (stand-in)'\n"
+                    f"shift 4\nfor m in \"$@\"; do echo \"$m {ms} {ms} {ms}\"; done\n")
+    fake.chmod(0o755)
+    return fake
+
+
+def test_calibrate_host_measures_a_pytorch_rating_beside_ncnns(tmp_path, monkeypatch):
+    monkeypatch.setenv("EDGEPROF_CACHE_DIR", str(tmp_path))
+    env = {"EDGEPROF_CACHE_DIR": str(tmp_path)}
+    torch = next(r for r in edgeprof.nn_runtimes() if r.id == "pytorch")
+    assert torch.precision == "fp32" and "resnet18" in torch.models
+    # Without --nn, every cached rating is shown, with how to measure the missing ones.
+    shown = edgeprof_cli("calibrate-host", env_extra=env)
+    assert shown.returncode == 0, shown.stderr
+    assert "--nn --runtime pytorch" in shown.stdout and torch.install in shown.stdout
+    refused = edgeprof_cli("calibrate-host", "--runtime", "pytorch", env_extra=env)
+    assert refused.returncode != 0 and "add --nn" in refused.stderr
+    p = edgeprof_cli("calibrate-host", "--nn", "--runtime", "pytorch", "--python",
+                     str(_fake_torch_python(tmp_path)), "--json", env_extra=env)
+    assert p.returncode == 0, p.stderr
+    data = json.loads(p.stdout)
+    rated = data["runtimes"]["pytorch"]
+    assert rated["runtime_id"] == "pytorch" and rated["precision"] == "fp32"
+    assert rated["host_ms"] == {m: 20.0 for m in torch.models}
+    assert rated["cache_file"] == str(tmp_path / "host-nn-pytorch.json")
+    assert data["nn"] is None  # ncnn's rating is not measured by it
+    cached = edgeprof.cached_nn_rating(runtime="pytorch")
+    assert cached is not None and cached.host_ms["vgg13"] == 20.0
+    assert edgeprof.cached_nn_rating() is None
+    with pytest.raises(edgeprof.Error, match="no nn runtime is named 'tflite'"):
+        edgeprof.cached_nn_rating(runtime="tflite")
+    text = edgeprof_cli("calibrate-host", env_extra=env)
+    assert "13 models with PyTorch 2.0.test" in text.stdout
