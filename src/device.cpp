@@ -6,6 +6,7 @@
 
 #include "edgeprof/catalog.hpp"
 #include "edgeprof/error.hpp"
+#include "runtimes.hpp"
 
 namespace edgeprof {
 
@@ -157,8 +158,12 @@ bool operator==(const Device& a, const Device& b) {
          a.power == b.power && a.scores == b.scores && a.reference_speed == b.reference_speed &&
          a.host_reference_speed == b.host_reference_speed && a.speed_schedule == b.speed_schedule &&
          a.sources == b.sources && a.nn_ms == b.nn_ms && a.nn_precision == b.nn_precision &&
-         a.nn_threads_ms == b.nn_threads_ms &&
+         a.nn_threads_ms == b.nn_threads_ms && a.runtime_ms == b.runtime_ms &&
          a.speed_kind == b.speed_kind;
+}
+
+bool operator==(const RuntimeTimes& a, const RuntimeTimes& b) {
+  return a.precision == b.precision && a.threads == b.threads && a.ms == b.ms;
 }
 
 const char* to_string(SpeedKind kind) {
@@ -290,11 +295,23 @@ std::string describe_core_speed(const Device& d) {
       return fmt::format("{:.4g} of a host core (nn speed: edgeprof-probe's vector kernel, {}; {})",
                          d.core_speed, nn.precision, nn.vector_units);
     }
-    std::string how = fmt::format("nn speed: {} ncnn graph{}, {}", nn.ratios.size(),
-                                  nn.ratios.size() == 1 ? "" : "s", nn.precision);
+    std::string how =
+        nn.basis == "ncnn"
+            ? fmt::format("nn speed: {} ncnn graph{}, {}", nn.ratios.size(),
+                          nn.ratios.size() == 1 ? "" : "s", nn.precision)
+            : fmt::format("{} speed: {}{}{}", detail::runtime_name(nn.basis),
+                          nn.ratios.empty()
+                              ? std::string("as the report gives it")
+                              : fmt::format("{} model{}", nn.ratios.size(),
+                                            nn.ratios.size() == 1 ? "" : "s"),
+                          nn.precision.empty() ? "" : ", " + nn.precision,
+                          nn.threads > 1 ? fmt::format(", from {}-thread times x {:.3g}",
+                                                       nn.threads, nn.one_core_factor)
+                                         : std::string());
     if (nn.ratios.size() >= 2) {
-      how += fmt::format("; leave-one-graph-out median error {:.0f}%, worst {:.0f}%",
-                         100 * nn.loo_median_error, 100 * nn.loo_worst_error);
+      how += fmt::format("; leave-one-{}-out median error {:.0f}%, worst {:.0f}%",
+                         nn.basis == "ncnn" ? "graph" : "model", 100 * nn.loo_median_error,
+                         100 * nn.loo_worst_error);
     }
     return fmt::format("{:.4g} of a host core ({})", d.core_speed, how);
   }
@@ -306,6 +323,117 @@ std::string describe_core_speed(const Device& d) {
                        d.core_speed, *d.reference_speed, *d.host_reference_speed);
   }
   return fmt::format("{:.4g} of a host core", d.core_speed);
+}
+
+NnSpeed runtime_speed(const Device& device, std::string_view runtime, const NnRating& host) {
+  const NnRuntime& rt = nn_runtime(runtime);  // Error for an unknown one
+  if (rt.id == "ncnn") {
+    throw Error("runtime_speed() is for runtimes other than ncnn: a device's ncnn speed is its "
+                "nn speed (Device::nn, for_speed_kind)");
+  }
+  if (host.runtime_id != rt.id) {
+    throw Error(fmt::format("the host rating given was measured with '{}', not with '{}'",
+                            host.runtime_id, rt.id));
+  }
+  const auto table = device.runtime_ms.find(rt.id);
+  if (table == device.runtime_ms.end() || table->second.ms.empty()) {
+    throw DeviceError(fmt::format("{} has no published {} times (runtimes.{} in a device file, "
+                                  "docs/devices.md)",
+                                  device.name, rt.name, rt.id));
+  }
+  const RuntimeTimes& t = table->second;
+  if (t.precision != host.precision) {
+    throw DeviceError(fmt::format(
+        "{}'s published {} times are {}, and this host's {} rating is {}: a speed compares one "
+        "precision with the same (int8 and fp32 times of one model differ by 2-4x); give {} "
+        "times in a device file",
+        device.name, rt.name, t.precision, rt.name, host.precision, host.precision));
+  }
+  double factor = 1;
+  if (t.threads > 1) {
+    // The board's ncnn table of the most threads up to the runtime's (a device narrowed to
+    // fewer cores by for_threads keeps the board's tables), else its widest, carried to them.
+    Device wide = device;
+    wide.cores = t.threads;
+    std::optional<CoreScaling> scaling = core_scaling(wide);
+    if (!scaling) {
+      for (const auto& [n, times] : device.nn_threads_ms) wide.cores = std::max(wide.cores, n);
+      scaling = core_scaling(wide);
+    }
+    if (!scaling) {
+      throw DeviceError(fmt::format(
+          "{}'s {} times ran on {} threads, and it has no published ncnn times with one and "
+          "with several threads (nn.ms, nn.threads_ms) to make them one core's; give one-thread "
+          "{} times (runtimes.{}.threads 1) in a device file",
+          device.name, rt.name, t.threads, rt.name, rt.id));
+    }
+    factor = scaling->speedup_at(t.threads);
+  }
+  std::map<std::string, double> one_core;
+  for (const auto& [model, ms] : t.ms) one_core[model] = ms * factor;
+  NnSpeed s;
+  try {
+    s = nn_speed(one_core, host.host_ms, t.precision);
+  } catch (const Error& e) {
+    throw DeviceError(fmt::format("{} at its {} speed: {}", device.name, rt.name, e.what()));
+  }
+  s.basis = rt.id;
+  s.threads = t.threads;
+  s.one_core_factor = factor;
+  return s;
+}
+
+Device for_runtime(const Device& device, std::string_view runtime,
+                   std::vector<std::string>* notes) {
+  const NnRuntime& rt = nn_runtime(runtime);  // Error for an unknown one
+  if (device.speed_kind == "nn" && device.nn && device.nn->basis == rt.id) return device;
+  if (device.speed_kind == "nn" && device.nn && device.nn->basis != "ncnn") {
+    throw DeviceError(fmt::format("{} is already set to its {} speed; load the device again "
+                                  "(find_device) to emulate it at its {} speed",
+                                  device.name, detail::runtime_name(device.nn->basis),
+                                  rt.name));
+  }
+  if (rt.id == "ncnn") return for_speed_kind(device, SpeedKind::nn, notes);
+  if (device.speed_kind == "nn") {
+    throw DeviceError(fmt::format("{} is already set to its ncnn speed; load the device again "
+                                  "(find_device) to emulate it at its {} speed",
+                                  device.name, rt.name));
+  }
+  if (!device.runtime_ms.count(rt.id)) {
+    std::string have;
+    for (const Device& d : builtin_devices()) {
+      if (d.runtime_ms.count(rt.id)) have += (have.empty() ? "" : ", ") + d.name;
+    }
+    throw DeviceError(fmt::format(
+        "{} has no published {} times, so it cannot be emulated at its {} speed; the catalog "
+        "devices that have them: {}; or give them in a device file (runtimes.{}, "
+        "docs/devices.md)",
+        device.name, rt.name, rt.name, have.empty() ? "none" : have, rt.id));
+  }
+  std::string why;
+  const std::optional<NnRating> rating = cached_nn_rating(&why, rt.id);
+  if (!rating) {
+    throw DeviceError(fmt::format(
+        "{} at its {} speed needs this host's {} rating, which is not usable ({}): run "
+        "`edgeprof calibrate-host --nn --runtime {} --python PYTHON` with the interpreter that "
+        "has {} (`{}`), about a minute",
+        device.name, rt.name, rt.name, why, rt.id, rt.name, rt.install));
+  }
+  const NnSpeed s = runtime_speed(device, rt.id, *rating);
+  Device d = device;
+  d.nn = s;
+  d.nn_missing.clear();
+  d.core_speed = s.core_speed;
+  d.speed_kind = "nn";
+  d.sources["core_speed"] = FigureSource{
+      "estimated",
+      fmt::format("{}: host time / published device time per model, geometric mean; the "
+                  "device's times are {}",
+                  describe(s),
+                  device.sources.count("runtimes") ? device.sources.at("runtimes").source
+                                                   : std::string("given"))};
+  if (notes) notes->push_back(fmt::format("speed: {}", describe(s)));
+  return d;
 }
 
 Device make_device(std::string name, int cores, double core_speed, std::string_view memory,

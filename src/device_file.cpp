@@ -169,7 +169,7 @@ class Reader {
 constexpr const char* kFigures[] = {"cores",           "core_speed", "reference_speed", "memory",
                                     "swap",            "pids_max",   "cpu",             "storage",
                                     "power",           "scores",     "speed_schedule",
-                                    "nn"};
+                                    "nn",              "runtimes"};
 
 Device read_device(const json& j, const std::string& origin, const DeviceLoadOptions& options) {
   Reader r(j, origin, "");
@@ -325,6 +325,34 @@ Device read_device(const json& j, const std::string& origin, const DeviceLoadOpt
       }
     }
     n.no_unknown_fields();
+  }
+  if (r.has("runtimes")) {
+    // Published times with other runtimes than ncnn (whose are `nn`), by runtime id.
+    Reader by_runtime = r.object("runtimes");
+    if (by_runtime.has("ncnn")) {
+      by_runtime.fail("ncnn", "ncnn's times go in `nn` (nn.ms, nn.threads_ms), not here");
+    }
+    for (const NnRuntime& known : nn_runtimes()) {
+      if (known.id == "ncnn" || !by_runtime.has(known.id.c_str())) continue;
+      Reader t = by_runtime.object(known.id.c_str());
+      RuntimeTimes times;
+      times.precision = t.string("precision");
+      if (times.precision.empty()) times.precision = "fp32";
+      if (times.precision != "fp32" && times.precision != "fp16" && times.precision != "int8") {
+        t.fail("precision", fmt::format("'{}' is not fp32, fp16 or int8", times.precision));
+      }
+      times.threads = static_cast<int>(*t.integer("threads", 1, 4096, true));
+      if (!t.has("ms")) t.fail("ms", "is required: the published ms per inference by model");
+      Reader ms = t.object("ms");
+      for (const std::string& model : known.models) {
+        if (auto v = ms.number(model.c_str(), 1e-3, 1e7)) times.ms[model] = *v;
+      }
+      ms.no_unknown_fields();  // a model this edgeprof's rating does not time
+      if (times.ms.empty()) t.fail("ms", "is empty: give ms per inference by model name");
+      t.no_unknown_fields();
+      d.runtime_ms[known.id] = std::move(times);
+    }
+    by_runtime.no_unknown_fields();  // a runtime edgeprof has no rating for (ncnn's: `nn`)
   }
   if (r.has("sources")) {
     Reader s = r.object("sources");
@@ -492,6 +520,13 @@ json write_device(const Device& d) {
       }
       j["nn"]["threads_ms"] = by_threads;
     }
+  }
+  if (!d.runtime_ms.empty()) {
+    json by_runtime = json::object();
+    for (const auto& [id, t] : d.runtime_ms) {
+      by_runtime[id] = {{"precision", t.precision}, {"threads", t.threads}, {"ms", t.ms}};
+    }
+    j["runtimes"] = by_runtime;
   }
   if (!d.sources.empty()) {
     json sources = json::object();

@@ -61,6 +61,13 @@ json device_json(const Device& d) {
   // Which kind of speed was emulated, and from what (report fields, not device-file ones).
   j["speed_kind"] = d.speed_kind == "nn" ? "nn" : d.reference_speed ? "integer" : "given";
   j["speed"] = describe_core_speed(d);
+  // A speed with another runtime than ncnn (for_runtime()): which, to be read back as such.
+  if (d.speed_kind == "nn" && d.nn && d.nn->basis != "ncnn" && d.nn->basis != "vector") {
+    j["speed_runtime"] = {{"runtime", d.nn->basis},
+                          {"precision", d.nn->precision},
+                          {"threads", d.nn->threads},
+                          {"one_core_factor", d.nn->one_core_factor}};
+  }
   return j;
 }
 
@@ -69,12 +76,26 @@ Device device_from(const json& j) {
     json file = j;
     const std::string origin = file.value("origin", std::string());
     const std::string kind = file.value("speed_kind", std::string());
+    const json runtime = file.value("speed_runtime", json());
     file.erase("origin");
     file.erase("speed_kind");
     file.erase("speed");
+    file.erase("speed_runtime");
     Device d = detail::device_from_file_object(file, "the report's device");
     d.origin = origin;
     if (kind == "nn") d.speed_kind = "nn";
+    if (kind == "nn" && runtime.is_object()) {
+      // The speed as the run had it, not ncnn's from this host's rating now; the per-model
+      // ratios are not in the report.
+      NnSpeed s;
+      s.core_speed = d.core_speed;
+      s.basis = runtime.at("runtime").get<std::string>();
+      s.precision = runtime.value("precision", std::string());
+      s.threads = runtime.value("threads", 1);
+      s.one_core_factor = runtime.value("one_core_factor", 1.0);
+      d.nn = s;
+      d.nn_missing.clear();
+    }
     return d;
   }
   // Reports written before device files existed (edgeprof 0.1 development versions).

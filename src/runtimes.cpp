@@ -138,10 +138,11 @@ void RuntimeWatch::scan() noexcept {
 }
 
 std::optional<std::string> runtime_warning(const Device& device, const RuntimesSeen& seen) {
-  if (device.speed_kind != "nn" || !device.nn || device.nn->basis != "ncnn") return std::nullopt;
+  if (device.speed_kind != "nn" || !device.nn || device.nn->basis == "vector") return std::nullopt;
+  const std::string& basis = device.nn->basis;  // "ncnn", or the runtime of for_runtime()
   std::vector<std::string> others;
   for (const auto& [id, library] : seen) {
-    if (id != "ncnn") others.push_back(fmt::format("{} ({})", runtime_name(id), library));
+    if (id != basis) others.push_back(fmt::format("{} ({})", runtime_name(id), library));
   }
   if (others.empty()) return std::nullopt;
   std::string loaded = others.front();
@@ -149,10 +150,14 @@ std::optional<std::string> runtime_warning(const Device& device, const RuntimesS
     loaded += (i + 1 == others.size() ? " and " : ", ") + others[i];
   }
   return fmt::format(
-      "the workload loaded {}; the device's speed was derived with ncnn ({:.3g} of a host "
+      "the workload loaded {}; the device's speed was derived with {} ({:.3g} of a host "
       "core), and another runtime's ratio of device to host time can differ, its ARM and x86 "
-      "kernels being unequally good: see docs/fidelity.md, \"Another runtime in the workload\"",
-      loaded, device.core_speed);
+      "kernels being unequally good: see docs/fidelity.md, \"Another runtime in the workload\"{}",
+      loaded, runtime_name(basis), device.core_speed,
+      basis == "ncnn" && seen.count("pytorch")
+          ? "; for PyTorch, devices with published PyTorch times run at their PyTorch speed "
+            "with --runtime pytorch (Device.for_runtime, docs/devices.md)"
+          : "");
 }
 
 }  // namespace edgeprof::detail

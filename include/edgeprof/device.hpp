@@ -47,6 +47,17 @@ struct SpeedStep {
   double factor = 1;   ///< fraction of core_speed, in (0, 1]
 };
 
+/// A device's published inference times with one runtime other than ncnn (Device::runtime_ms).
+struct RuntimeTimes {
+  std::string precision = "fp32";  ///< the arithmetic they ran in
+  /// The threads they ran with: published at the runtime's default, all the device's cores,
+  /// they are not one core's times (runtime_speed() makes them one core's).
+  int threads = 1;
+  std::map<std::string, double> ms;  ///< ms per inference, by model (NnRuntime::models)
+};
+/// Every field equal.
+bool operator==(const RuntimeTimes& a, const RuntimeTimes& b);
+
 /// A target device. `core_speed` is the speed of one device core relative to one core of the
 /// host edgeprof runs on (0.25 = a quarter as fast). Construct, then call `validate()` (the
 /// factory functions below do).
@@ -85,6 +96,10 @@ struct Device {
   /// Published times with several threads (the device's cores), ms by graph, by thread count;
   /// for comparing multi-core emulation with the board (bench_nn --threads), not for the speed.
   std::map<int, std::map<std::string, double>> nn_threads_ms;
+  /// Published inference times with other runtimes than ncnn, by NnRuntime id ("pytorch",
+  /// nn.hpp): the speed with that runtime (runtime_speed(), for_runtime()); sources["runtimes"]
+  /// says where they come from.
+  std::map<std::string, RuntimeTimes> runtime_ms;
   /// The nn speed on this host, from nn_ms and this host's nn rating (cached_nn_rating());
   /// unset when either is missing, and `nn_missing` says why.
   std::optional<NnSpeed> nn;
@@ -184,6 +199,25 @@ bool operator==(const CoreScaling& a, const CoreScaling& b);
 /// its core count, over the graphs both have but `without_graph` (for held-out figures);
 /// nullopt when it has no such table or fewer than 3 graphs in common.
 std::optional<CoreScaling> core_scaling(const Device& device, std::string_view without_graph = {});
+
+/// One device core's speed with `runtime` (an NnRuntime id other than "ncnn", nn.hpp) on this
+/// host: the device's published times with it (Device::runtime_ms) against this host's rating
+/// with it (`host`, measure_nn_rating()), the geometric mean over the models both have, with its
+/// leave-one-model-out error (NnSpeed, basis `runtime`). Times of N threads are made one
+/// core's by multiplying them by the board's speed-up from one thread to N from its ncnn tables
+/// (core_scaling(): estimated, the runtime's own being unpublished; NnSpeed::one_core_factor).
+/// Throws DeviceError naming what is missing: no times with the runtime, a multi-thread table
+/// without the ncnn tables to scale it, or no model in common; Error for an unknown runtime.
+NnSpeed runtime_speed(const Device& device, std::string_view runtime, const NnRating& host);
+
+/// The device emulated at its speed with `runtime`: for "ncnn", for_speed_kind(device, nn);
+/// for another runtime, a copy whose nn is runtime_speed() with this host's cached rating
+/// (cached_nn_rating(&why, runtime)), core_speed that speed, speed_kind "nn", and the source of
+/// core_speed saying so (a note in `notes` too). Throws DeviceError when the device has no
+/// published times with the runtime (naming the devices that have), or this host's rating is
+/// not measured (with the command that measures it).
+Device for_runtime(const Device& device, std::string_view runtime,
+                   std::vector<std::string>* notes = nullptr);
 
 /// Which kind of work a device's core speed is for.
 enum class SpeedKind {

@@ -66,9 +66,17 @@ struct NnSpeed {
   /// Precision of the device's published times ("fp32", or "fp16" where the core has ARMv8.2
   /// half-precision arithmetic and benchncnn used it).
   std::string precision;
-  /// What the speed comes from: "ncnn" (published per-graph times, `ratios`) or "vector"
-  /// (edgeprof-probe's vector kernel on the device against this host's: nn_speed_from_scores).
+  /// What the speed comes from: "ncnn" (published per-graph times, `ratios`), another
+  /// runtime's id ("pytorch": its published times against this host's rating with it,
+  /// runtime_speed() in device.hpp) or "vector" (edgeprof-probe's vector kernel on the device
+  /// against this host's: nn_speed_from_scores).
   std::string basis = "ncnn";
+  /// The thread count of the device's published times: 1, or all its cores for a runtime
+  /// whose tables are published at its default (runtime_speed()).
+  int threads = 1;
+  /// What the device's times were multiplied by to be one core's: 1 for one thread, else the
+  /// board's speed-up from one thread to `threads` (estimated, from its ncnn tables).
+  double one_core_factor = 1;
   /// For basis "vector": the units the kernel ran on, "neon on the device, avx512f here".
   std::string vector_units;
 };

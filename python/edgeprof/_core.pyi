@@ -91,6 +91,9 @@ class Device:
     @property
     def nn_missing(self) -> str: ...  # why nn is None
     @property
+    def runtime_ms(self) -> dict[str, RuntimeTimes]: ...  # other runtimes' published times
+    def for_runtime(self, runtime: str) -> Device: ...  # "ncnn" or "pytorch": at its speed
+    @property
     def speed_kind(self) -> str: ...  # "nn" once for_speed_kind chose it; "" otherwise
     def for_speed_kind(self, kind: str) -> Device: ...  # "automatic", "nn" or "integer"
     @property
@@ -277,12 +280,24 @@ class NnSpeed:
     @property
     def precision(self) -> str: ...
     @property
-    def basis(self) -> str: ...  # "ncnn" or "vector"
+    def basis(self) -> str: ...  # "ncnn", "pytorch" (another runtime) or "vector"
     @property
     def vector_units(self) -> str: ...  # basis "vector": "neon on the device, avx512f here"
+    @property
+    def threads(self) -> int: ...  # of the device's published times
+    @property
+    def one_core_factor(self) -> float: ...  # times x this = one core's (estimated)
 
 def nn_speed(device_ms: dict[str, float], host_ms: dict[str, float], precision: str = "fp32") -> NnSpeed: ...
 def nn_speed_from_scores(device: CoreScores, host: CoreScores) -> NnSpeed: ...
+
+class RuntimeTimes:
+    @property
+    def precision(self) -> str: ...
+    @property
+    def threads(self) -> int: ...  # the threads they ran with
+    @property
+    def ms(self) -> dict[str, float]: ...  # ms per inference, by model
 
 class NnRuntime:
     @property

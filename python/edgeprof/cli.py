@@ -40,7 +40,11 @@ examples:
 
 
 def _device(args: argparse.Namespace) -> edgeprof.Device:
-    return _for_threads(_named_or_custom_device(args), args.threads)
+    return _for_threads(_for_runtime(_named_or_custom_device(args), args.runtime), args.threads)
+
+
+def _for_runtime(device: edgeprof.Device, runtime: Optional[str]) -> edgeprof.Device:
+    return device.for_runtime(runtime) if runtime is not None else device
 
 
 def _named_or_custom_device(args: argparse.Namespace) -> edgeprof.Device:
@@ -80,6 +84,12 @@ def _exit_status(result: edgeprof.Result) -> int:
     return result.exit_code if result.exit_code is not None else 1
 
 
+_RUNTIME_HELP = ("emulate the device at its speed with the workload's runtime: pytorch (its "
+                 "published PyTorch times against this host's PyTorch rating, `edgeprof "
+                 "calibrate-host --nn --runtime pytorch`; Raspberry Pi 4 and 5, Jetson Orin "
+                 "Nano) or ncnn (its nn speed); default: the --speed-kind (docs/devices.md)")
+
+
 def _add_device_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("device (a name, a device file, or a custom one)")
     g.add_argument("--device", help="a device name from `edgeprof devices`, or the path of a "
@@ -96,6 +106,8 @@ def _add_device_options(p: argparse.ArgumentParser) -> None:
                    help="the workload's busy threads: with fewer than the device's cores, "
                    "emulate N of them (the CPU quota limits the slice, not each thread; "
                    "docs/devices.md)")
+    g.add_argument("--runtime", choices=[r.id for r in edgeprof.nn_runtimes()],
+                   help=_RUNTIME_HELP)
     e = p.add_argument_group("emulation")
     e.add_argument("--cpu-period-us", type=int, default=0,
                    help="CFS bandwidth period in microseconds (default: 10000, longer where "
@@ -201,6 +213,14 @@ def _show_device(d: edgeprof.Device) -> None:
     else:
         rows.insert(2, ("nn speed", "none: no published CNN inference times for this device; "
                         "emulated at the core speed above", "core_speed"))
+    for runtime, times in d.runtime_ms.items():
+        try:
+            speed = str(d.for_runtime(runtime).nn)
+        except edgeprof.Error as e:  # this host's rating with it is missing: say how to get it
+            speed = f"not available here: {e}"
+        rows.insert(3, (f"{runtime} speed", f"{speed}; published {times.precision} times of "
+                        f"{len(times.ms)} models, {times.threads} thread"
+                        f"{'' if times.threads == 1 else 's'}", "runtimes"))
     if d.swap_bytes:
         rows.append(("swap", edgeprof.format_size(d.swap_bytes), "swap"))
     if d.speed_schedule:
@@ -589,7 +609,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     calibrations = edgeprof.load_calibrations(args.calibrations) if args.calibrations else []
     devices = args.device or ["raspberry-pi-4"]
     comparison = edgeprof.compare(
-        _workloads(args), [_for_threads(edgeprof.find_device(d), args.threads) for d in devices],
+        _workloads(args),
+        [_for_threads(_for_runtime(edgeprof.find_device(d), args.runtime), args.threads)
+         for d in devices],
         repeat=args.repeat,
         warmup=args.warmup, metric=args.metric, test=args.test, alpha=args.alpha,
         calibrations=calibrations, projected_target=args.target if calibrations else "",
@@ -842,6 +864,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, metavar="N",
                    help="the workloads' busy threads: emulate at most N cores of each device "
                    "(docs/devices.md)")
+    p.add_argument("--runtime", choices=[r.id for r in edgeprof.nn_runtimes()],
+                   help=_RUNTIME_HELP)
     p.add_argument("--repeat", type=int, default=5, help="runs per workload and device (5)")
     p.add_argument("--warmup", type=int, default=0, help="warm-up runs, not counted (0)")
     p.add_argument("--metric", default="wall_time_s",
@@ -896,9 +920,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _runtime_and_speed_kind(args: argparse.Namespace) -> None:
+    """--runtime beside --speed-kind: ncnn's is the nn speed (measured on first use like it);
+    with the integer speed it contradicts."""
+    runtime, kind = getattr(args, "runtime", None), getattr(args, "speed_kind", None)
+    if runtime is None or kind is None:
+        return
+    if kind == "integer":
+        raise edgeprof.Error(f"--runtime {runtime} emulates the device at its speed with "
+                             f"{runtime}, --speed-kind integer at its 7-Zip speed: give one")
+    if runtime == "ncnn":
+        args.speed_kind, args.runtime = "nn", None
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        _runtime_and_speed_kind(args)
         return args.func(args)
     except edgeprof.Error as e:
         print(f"edgeprof: {e}", file=sys.stderr)

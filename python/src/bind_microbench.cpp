@@ -233,6 +233,11 @@ void bind_microbench(py::module_& m) {
                     "kernel on the device against this host's).")
       .def_readonly("vector_units", &NnSpeed::vector_units,
                     "For basis 'vector': the units the kernel ran on, device and host.")
+      .def_readonly("threads", &NnSpeed::threads,
+                    "The thread count of the device's published times (1, or its cores).")
+      .def_readonly("one_core_factor", &NnSpeed::one_core_factor,
+                    "What the device's times were multiplied by to be one core's: the board's "
+                    "speed-up from one thread to `threads` by its ncnn tables (estimated).")
       .def("__str__", [](const NnSpeed& s) { return describe(s); })
       .def("__repr__", [](const NnSpeed& s) {
         return "NnSpeed(core_speed=" + repr_float(s.core_speed) +
@@ -245,6 +250,18 @@ void bind_microbench(py::module_& m) {
   m.def("nn_speed_from_scores", &nn_speed_from_scores, py::arg("device"), py::arg("host"),
         "The nn speed of a probed device: its vector-kernel score / this host's (fp32).");
 
+  py::class_<RuntimeTimes>(m, "RuntimeTimes",
+                           "A device's published inference times with one runtime other than "
+                           "ncnn (Device.runtime_ms).")
+      .def_readonly("precision", &RuntimeTimes::precision)
+      .def_readonly("threads", &RuntimeTimes::threads,
+                    "The threads they ran with (the runtime's default: all the cores).")
+      .def_readonly("ms", &RuntimeTimes::ms, "ms per inference, by model.")
+      .def("__repr__", [](const RuntimeTimes& t) {
+        return "RuntimeTimes(precision=" + repr_str(t.precision) +
+               ", threads=" + std::to_string(t.threads) +
+               ", models=" + std::to_string(t.ms.size()) + ")";
+      });
   py::class_<NnRuntime>(m, "NnRuntime",
                         "A runtime this host's nn rating can be measured with (nn_runtimes()).")
       .def_readonly("id", &NnRuntime::id, "'ncnn', 'pytorch': as in Result.runtimes_seen.")

@@ -351,6 +351,17 @@ PYBIND11_MODULE(_core, m) {
                     "The nn speed on this host (NnSpeed), from nn_ms and this host's nn rating; "
                     "None when either is missing (nn_missing says why).")
       .def_readonly("nn_missing", &Device::nn_missing, "Why nn is None.")
+      .def_readonly("runtime_ms", &Device::runtime_ms,
+                    "Published inference times with other runtimes than ncnn, by runtime id "
+                    "('pytorch'): RuntimeTimes (precision, threads, ms by model).")
+      .def(
+          "for_runtime",
+          [](const Device& d, const std::string& runtime) { return for_runtime(d, runtime); },
+          py::arg("runtime"),
+          "The device at its speed with `runtime`: 'ncnn' is for_speed_kind('nn'); 'pytorch' "
+          "its published PyTorch times against this host's PyTorch rating "
+          "(`edgeprof calibrate-host --nn --runtime pytorch`). DeviceError when either is "
+          "missing.")
       .def_readonly("speed_kind", &Device::speed_kind,
                     "'nn' when core_speed is the nn speed (for_speed_kind); '' for the speed "
                     "the description gives.")

@@ -322,12 +322,22 @@ std::string describe(const NnSpeed& s) {
                        "{}; not checked against inference on the device, docs/fidelity.md)",
                        s.core_speed, s.precision, s.vector_units);
   }
-  std::string text = fmt::format("nn speed {:.4g} of a host core from {} ncnn graph{} ({})",
-                                 s.core_speed, s.ratios.size(), s.ratios.size() == 1 ? "" : "s",
-                                 s.precision);
+  const bool ncnn = s.basis == "ncnn";
+  std::string text =
+      ncnn ? fmt::format("nn speed {:.4g} of a host core from {} ncnn graph{} ({})", s.core_speed,
+                         s.ratios.size(), s.ratios.size() == 1 ? "" : "s", s.precision)
+           : fmt::format("{} speed {:.4g} of a host core from {} model{} ({}{})",
+                         runtime_name_of(s.basis), s.core_speed, s.ratios.size(),
+                         s.ratios.size() == 1 ? "" : "s", s.precision,
+                         s.threads > 1
+                             ? fmt::format("; the device's {}-thread times x {:.3g}, its speed-up "
+                                           "from one thread to {} by its ncnn tables (estimated)",
+                                           s.threads, s.one_core_factor, s.threads)
+                             : std::string());
   if (s.ratios.size() >= 2) {
-    text += fmt::format("; leave-one-graph-out median error {:.0f}% (worst {:.0f}%)",
-                        100 * s.loo_median_error, 100 * s.loo_worst_error);
+    text += fmt::format("; leave-one-{}-out median error {:.0f}% (worst {:.0f}%)",
+                        ncnn ? "graph" : "model", 100 * s.loo_median_error,
+                        100 * s.loo_worst_error);
   }
   return text;
 }

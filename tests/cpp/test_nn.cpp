@@ -626,6 +626,162 @@ TEST_CASE("the PyTorch runner runs in a real interpreter: models timed, or PyTor
   }
 }
 
+TEST_CASE("the catalog carries the boards' published PyTorch times with their source",
+          "[nn][runtime][catalog]") {
+  for (const char* name : {"raspberry-pi-4b-4gb", "raspberry-pi-4b-8gb", "raspberry-pi-5-8gb"}) {
+    INFO(name);
+    const Device d = find_device(name);
+    REQUIRE(d.runtime_ms.count("pytorch"));
+    const RuntimeTimes& t = d.runtime_ms.at("pytorch");
+    CHECK(t.precision == "fp32");
+    CHECK(t.threads == 4);  // PyTorch's default: all the cores
+    CHECK(t.ms.size() == nn_runtime("pytorch").models.size());
+    CHECK_THAT(d.sources.at("runtimes").source, Contains("ispcojp/ai_inference_device_benchmark"));
+    CHECK(d.sources.at("runtimes").status == "measured");
+  }
+  const Device orin = find_device("jetson-orin-nano-8gb");
+  CHECK(orin.runtime_ms.at("pytorch").threads == 6);
+  CHECK(orin.runtime_ms.at("pytorch").ms.at("resnet18") == Approx(95.595));
+  CHECK(find_device("beaglebone-black").runtime_ms.empty());
+}
+
+TEST_CASE("a runtime's speed: published times made one core's by the board's speed-up",
+          "[nn][runtime]") {
+  Device d = make_device("board", 4, 0.5, "1GiB");
+  // ncnn: one thread 100 ms, four threads 40 (a speed-up of 2.5) on three graphs.
+  d.nn_ms = {{"mobilenet", 100}, {"resnet18", 100}, {"squeezenet", 100}};
+  d.nn_threads_ms[4] = {{"mobilenet", 40}, {"resnet18", 40}, {"squeezenet", 40}};
+  d.runtime_ms["pytorch"] = RuntimeTimes{"fp32", 4, {{"resnet18", 200}, {"vgg13", 800}}};
+  NnRating host;
+  host.runtime_id = "pytorch";
+  host.host_ms = {{"resnet18", 50}, {"vgg13", 100}, {"mixnet_s", 10}};
+  const NnSpeed s = runtime_speed(d, "pytorch", host);
+  CHECK(s.basis == "pytorch");
+  CHECK(s.threads == 4);
+  CHECK(s.one_core_factor == Approx(2.5));
+  // One core: 500 and 2000 ms against 50 and 100: ratios 10 and 20.
+  CHECK(s.ratios.at("resnet18") == Approx(10));
+  CHECK(s.ratios.at("vgg13") == Approx(20));
+  CHECK(s.core_speed == Approx(1 / std::sqrt(200.0)));
+  CHECK(s.loo_median_error == Approx(0.75));  // each predicts the other 2x off: 100%, 50%
+  CHECK_THAT(describe(s), Contains("PyTorch speed") && Contains("4-thread times x 2.5") &&
+                              Contains("leave-one-model-out"));
+  // A device narrowed to one core keeps the board's speed-up.
+  CHECK(runtime_speed(for_threads(d, 1), "pytorch", host).one_core_factor == Approx(2.5));
+
+  // Refused, each with what is missing.
+  NnRating ncnn_host = host;
+  ncnn_host.runtime_id = "ncnn";
+  CHECK_THROWS_WITH(runtime_speed(d, "pytorch", ncnn_host), Contains("measured with 'ncnn'"));
+  CHECK_THROWS_WITH(runtime_speed(d, "ncnn", host), Contains("other than ncnn"));
+  CHECK_THROWS_WITH(runtime_speed(d, "tflite", host), Contains("no nn runtime is named"));
+  Device bare = d;
+  bare.nn_threads_ms.clear();
+  CHECK_THROWS_AS(runtime_speed(bare, "pytorch", host), DeviceError);
+  CHECK_THROWS_WITH(runtime_speed(bare, "pytorch", host),
+                    Contains("ran on 4 threads") && Contains("threads 1"));
+  bare.runtime_ms["pytorch"].threads = 1;  // one thread's times need no speed-up
+  CHECK(runtime_speed(bare, "pytorch", host).one_core_factor == 1);
+  bare.runtime_ms["pytorch"].precision = "int8";  // against an fp32 rating: not one speed
+  CHECK_THROWS_WITH(runtime_speed(bare, "pytorch", host), Contains("are int8") &&
+                                                              Contains("rating is fp32"));
+  bare.runtime_ms.clear();
+  CHECK_THROWS_WITH(runtime_speed(bare, "pytorch", host), Contains("no published PyTorch times"));
+  host.host_ms = {{"mixnet_s", 10}};
+  CHECK_THROWS_WITH(runtime_speed(d, "pytorch", host), Contains("no model has both"));
+}
+
+TEST_CASE("a catalog device at its PyTorch speed: this host's rating, the note, the plan",
+          "[nn][runtime]") {
+  const test::FakeTree cache;
+  test::ScopedEnv env("EDGEPROF_CACHE_DIR", cache.root());
+  const Device pi = find_device("raspberry-pi-4b-4gb");
+  CHECK_THROWS_WITH(for_runtime(pi, "pytorch"),
+                    Contains("calibrate-host --nn --runtime pytorch") &&
+                        Contains("pip install torch torchvision timm"));
+  CHECK_THROWS_WITH(for_runtime(find_device("beaglebone-black"), "pytorch"),
+                    Contains("no published PyTorch times") && Contains("raspberry-pi-4b-4gb") &&
+                        Contains("jetson-orin-nano-8gb"));
+
+  const test::FakeTree bin;
+  NnOptions options;
+  options.runtime = "pytorch";
+  options.python = fake_torch_python(bin, 20.0);
+  measure_nn_rating(options);
+  std::vector<std::string> notes;
+  const Device at = for_runtime(pi, "pytorch", &notes);
+  REQUIRE(at.nn);
+  CHECK(at.nn->basis == "pytorch");
+  CHECK(at.speed_kind == "nn");
+  CHECK(at.core_speed == at.nn->core_speed);
+  CHECK(at.nn->one_core_factor == Approx(core_scaling(pi)->speedup));
+  CHECK(at.sources.at("core_speed").status == "estimated");
+  CHECK_THAT(at.sources.at("core_speed").source, Contains("PyTorch speed"));
+  CHECK(has_note(notes, "speed: PyTorch speed"));
+  CHECK_THAT(describe_core_speed(at), Contains("PyTorch speed: 13 models"));
+  CHECK(for_runtime(at, "pytorch") == at);  // applying it twice changes nothing
+  CHECK_THROWS_WITH(for_runtime(at, "ncnn"), Contains("already set"));
+  CHECK_THROWS_WITH(for_speed_kind(at, SpeedKind::integer), Contains("already set"));
+  // The plan keeps it: the quota is of that speed, its note says which.
+  const EmulationPlan plan = plan_emulation(for_threads(at, 1), two_cpu_host());
+  CHECK(has_note(plan.notes, "speed: PyTorch speed"));
+  // A report keeps which runtime's speed ran, not ncnn's from this host's rating now.
+  Result r;
+  r.device = at;
+  const Device back = result_from_json(to_json(r)).device;
+  REQUIRE(back.nn);
+  CHECK(back.nn->basis == "pytorch");
+  CHECK(back.core_speed == at.core_speed);
+  CHECK(back.nn->one_core_factor == Approx(at.nn->one_core_factor));
+  CHECK_THAT(describe_core_speed(back), Contains("PyTorch speed"));
+  // The Pi 5, whose ncnn speed (fp16) is faster than a host core here, runs at its PyTorch one.
+  const Device pi5 = for_runtime(find_device("raspberry-pi-5-8gb"), "pytorch");
+  CHECK(pi5.core_speed < 1);
+  CHECK_NOTHROW(plan_emulation(pi5, two_cpu_host()));
+}
+
+TEST_CASE("device files give other runtimes' times: read, checked, written back",
+          "[nn][runtime][device-file]") {
+  const test::FakeTree dir;
+  const std::string good = R"({"edgeprof_device": 1, "name": "mine", "cores": 2,
+    "core_speed": 0.3, "memory": "1GiB",
+    "runtimes": {"pytorch": {"precision": "fp32", "threads": 1,
+                             "ms": {"resnet18": 300, "vgg13": 2000}}},
+    "sources": {"runtimes": {"status": "measured", "source": "my board"}}})";
+  dir.file("/mine.json", good);
+  const Device d = load_device_file(dir.root() + "/mine.json");
+  REQUIRE(d.runtime_ms.count("pytorch"));
+  CHECK(d.runtime_ms.at("pytorch") == RuntimeTimes{"fp32", 1, {{"resnet18", 300}, {"vgg13", 2000}}});
+  dir.file("/again.json", device_to_json(d));
+  CHECK(load_device_file(dir.root() + "/again.json").runtime_ms == d.runtime_ms);
+
+  auto refused = [&](const std::string& text) {
+    dir.file("/bad.json", text);
+    try {
+      load_device_file(dir.root() + "/bad.json");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(loaded)");
+  };
+  const std::string head = R"({"edgeprof_device": 1, "name": "b", "cores": 1, "core_speed": 0.3,
+    "memory": "1GiB", "runtimes": )";
+  CHECK_THAT(refused(head + R"({"tflite": {"threads": 1, "ms": {"x": 1}}}})"),
+             Contains("runtimes.tflite") && Contains("unknown field"));
+  CHECK_THAT(refused(head + R"({"pytorch": {"threads": 1, "ms": {"resnet_18": 1}}}})"),
+             Contains("runtimes.pytorch.ms.resnet_18") && Contains("resnet18"));
+  CHECK_THAT(refused(head + R"({"pytorch": {"ms": {"resnet18": 1}}}})"),
+             Contains("runtimes.pytorch.threads") && Contains("required"));
+  CHECK_THAT(refused(head + R"({"pytorch": {"threads": 4}}})"),
+             Contains("runtimes.pytorch.ms") && Contains("required"));
+  CHECK_THAT(refused(head + R"({"ncnn": {"threads": 1, "ms": {"mobilenet": 1}}}})"),
+             Contains("runtimes.ncnn") && Contains("go in `nn`"));
+  CHECK_THAT(refused(head + R"({"pytorch": {"threads": 1, "precision": "bf16", "ms": {"resnet18": 1}}}})"),
+             Contains("bf16"));
+  CHECK_THAT(refused(head + R"({"pytorch": {"threads": 1, "ms": {"resnet18": -1}}}})"),
+             Contains("runtimes.pytorch.ms.resnet18"));
+}
+
 TEST_CASE("this host's real nn rating, with ncnn (short form)", "[nn][slow]") {
   if (std::system("python3 -c 'import ncnn' 2>/dev/null") != 0) {
     WARN("python3 has no ncnn: the real nn rating is not run (pip install ncnn)");

@@ -100,7 +100,9 @@ TEST_CASE("projected: one device core, one thread, and the board's speed-up in t
   one.cores = 1;
   one.nn_threads_ms.clear();
   CHECK_FALSE(plan_emulation(one, two_cpus(), projected()).threads_projection);
-  CHECK_FALSE(plan_emulation(quad(), two_cpus()).threads_projection);
+  PlanOptions pooled = projected();
+  pooled.cores = CoreEmulation::pooled;
+  CHECK_FALSE(plan_emulation(quad(), two_cpus(), pooled).threads_projection);
 }
 
 TEST_CASE("projected: a device without published multi-thread times is refused, saying what to "

@@ -161,6 +161,22 @@ TEST_CASE("the warning: another runtime than the one the nn speed was derived wi
   CHECK_FALSE(detail::runtime_warning(nn_device("vector"), torch));
 }
 
+TEST_CASE("a device at its PyTorch speed is warned of other runtimes, not of PyTorch",
+          "[runtimes]") {
+  const Device torch_speed = nn_device("pytorch");
+  const RuntimesSeen torch = {{"pytorch", "libtorch_cpu.so"}};
+  CHECK_FALSE(detail::runtime_warning(torch_speed, torch));
+  const auto other = detail::runtime_warning(
+      torch_speed, {{"onnxruntime", "libonnxruntime.so.1.17.1"}, {"pytorch", "libtorch_cpu.so"}});
+  REQUIRE(other);
+  CHECK_THAT(*other, Catch::StartsWith("the workload loaded ONNX Runtime "
+                                       "(libonnxruntime.so.1.17.1); the device's speed was "
+                                       "derived with PyTorch (0.165 of a host core)"));
+  CHECK_THAT(*other, !Catch::Contains("--runtime pytorch"));
+  // At ncnn's speed, a PyTorch workload is told how to get PyTorch's.
+  CHECK_THAT(*detail::runtime_warning(nn_device(), torch), Catch::Contains("--runtime pytorch"));
+}
+
 TEST_CASE("reading a slice's maps on a fake /proc: exited and unreadable processes are skipped",
           "[runtimes]") {
   FakeTree tree;

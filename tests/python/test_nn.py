@@ -198,3 +198,46 @@ def test_calibrate_host_measures_a_pytorch_rating_beside_ncnns(tmp_path, monkeyp
         edgeprof.cached_nn_rating(runtime="tflite")
     text = edgeprof_cli("calibrate-host", env_extra=env)
     assert "13 models with PyTorch 2.0.test" in text.stdout
+
+
+def test_a_device_at_its_pytorch_speed_from_python(tmp_path, monkeypatch):
+    monkeypatch.setenv("EDGEPROF_CACHE_DIR", str(tmp_path))
+    pi = edgeprof.find_device("raspberry-pi-4b-1gb")
+    table = pi.runtime_ms["pytorch"]
+    assert isinstance(table, edgeprof.RuntimeTimes)
+    assert table.threads == 4 and table.precision == "fp32" and "vgg13" in table.ms
+    with pytest.raises(edgeprof.DeviceError, match="calibrate-host --nn --runtime pytorch"):
+        pi.for_runtime("pytorch")
+    with pytest.raises(edgeprof.DeviceError, match="no published PyTorch times"):
+        edgeprof.find_device("beaglebone-black").for_runtime("pytorch")
+    env = {"EDGEPROF_CACHE_DIR": str(tmp_path)}
+    before = edgeprof_cli("devices", "show", "raspberry-pi-4b-1gb", env_extra=env)
+    assert "pytorch speed" in before.stdout and "calibrate-host --nn --runtime" in before.stdout
+    edgeprof.measure_nn_rating(runtime="pytorch", python=str(_fake_torch_python(tmp_path)))
+    shown = edgeprof_cli("devices", "show", "raspberry-pi-4b-1gb", env_extra=env)
+    assert shown.returncode == 0, shown.stderr
+    assert "PyTorch speed" in shown.stdout and "ispcojp" in shown.stdout
+    at = pi.for_runtime("pytorch")
+    assert at.speed_kind == "nn" and at.nn.basis == "pytorch"
+    assert at.core_speed == pytest.approx(at.nn.core_speed)
+    assert at.nn.threads == 4 and at.nn.one_core_factor > 1
+    assert "PyTorch speed" in at.speed_text and "PyTorch speed" in str(at.nn)
+
+
+@requires_cgroups
+def test_run_with_runtime_pytorch_emulates_the_pytorch_speed(tmp_path, monkeypatch):
+    monkeypatch.setenv("EDGEPROF_CACHE_DIR", str(tmp_path))
+    env = {"EDGEPROF_CACHE_DIR": str(tmp_path)}
+    edgeprof.measure_nn_rating(runtime="pytorch", python=str(_fake_torch_python(tmp_path)))
+    # The 1 GiB Pi 4: it fits the cgroup v2 VM too.
+    args = ("run", "--device", "raspberry-pi-4b-1gb", "--threads", "1", "--runtime", "pytorch")
+    p = edgeprof_cli(*args, "--json", "--", "true", env_extra=env)
+    assert p.returncode == 0, p.stderr
+    data = json.loads(p.stdout)
+    speed = edgeprof.find_device("raspberry-pi-4b-1gb").for_runtime("pytorch").core_speed
+    assert data["device"]["core_speed"] == pytest.approx(speed)
+    assert data["device"]["speed_runtime"]["runtime"] == "pytorch"
+    assert any("PyTorch speed" in n for n in data["plan"]["notes"])
+    refused = edgeprof_cli(*args, "--speed-kind", "integer", "--", "true", env_extra=env)
+    assert refused.returncode == 2 and "give one" in refused.stderr
+    assert "Traceback" not in refused.stderr

@@ -1,0 +1,174 @@
+#!/usr/bin/env python3
+"""How close the PyTorch speed lands to the boards that published PyTorch times: the Raspberry
+Pi 4, the Raspberry Pi 5 and the Jetson Orin Nano CPU (the catalog's `runtimes.pytorch`, fp32
+eager, all cores, from one public benchmark repository; docs/devices.md), against this host's
+PyTorch rating (`edgeprof calibrate-host --nn --runtime pytorch`).
+
+    sudo python3 benchmarks/torch_boards.py --torch-python /path/to/venv/bin/python [--emulate]
+
+For each board and model, held out (the model's own published time left out of the speed):
+
+- **speed only** (estimated): this host's one-thread time of the model / the speed derived
+  from the board's other models, divided by the board's speed-up from one thread to all its
+  cores (its ncnn tables): what the speed predicts, without running anything under emulation;
+- **emulated** (`--emulate`, measured and projected): edgeprof's own PyTorch runner under the
+  device at its PyTorch speed with `core_emulation="projected"` (one device core; the library
+  divides the times by the board's speed-up), one run per board with every model, each model's
+  time then rescaled from the full speed to the held-out one (time in proportion to 1 / speed).
+
+It reports per board the median |error| against the published times and Kendall's tau between
+the two rankings of the models, and per model the figures. The rating is measured first unless
+this host has one cached (`--remeasure` measures it again). Needs root for the slices with
+`--emulate`; the interpreter given needs torch, torchvision and timm (edgeprof does not).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from script_common import edgeprof_as_root  # noqa: E402
+
+BOARDS = ("raspberry-pi-4b-4gb", "raspberry-pi-5-8gb", "jetson-orin-nano-8gb")
+RUNNER = Path(__file__).resolve().parents[1] / "src" / "nn" / "torch_runner.py"
+RUN_TIMEOUT_S = 900.0
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "?"
+
+
+def held_out_speeds(edgeprof: Any, device: Any, speed: Any, host_ms: dict[str, float]) -> dict:
+    """Per model, the PyTorch speed from the board's other models (the library's nn_speed on
+    the same one-core times runtime_speed made)."""
+    times = device.runtime_ms["pytorch"].ms
+    one_core = {m: ms * speed.one_core_factor for m, ms in times.items()}
+    return {m: edgeprof.nn_speed({k: v for k, v in one_core.items() if k != m}, host_ms,
+                                 speed.precision).core_speed
+            for m in times if m in host_ms}
+
+
+def parse_runner(text: str) -> dict[str, float]:
+    out = {}
+    for line in text.splitlines():
+        w = line.split()
+        if len(w) == 4 and w[0] != "runtime":
+            out[w[0]] = float(w[1])
+    return out
+
+
+def emulate(edgeprof: Any, args: argparse.Namespace, device: Any,
+            models: list[str]) -> tuple[dict[str, float], Any]:
+    """The runner under the device at its PyTorch speed, projected from one core: per model the
+    projected ms (Result.projected_s), and the Result."""
+    argv = [args.torch_python, str(RUNNER), "-", str(args.warmup), str(args.loops), *models]
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        r = edgeprof.run(argv, device=device, stdout=out, stderr=err, timeout=RUN_TIMEOUT_S,
+                         core_emulation="projected")
+        out.seek(0)
+        err.seek(0)
+        text, errors = out.read(), err.read()
+    if not r.ok:
+        sys.exit(f"torch_boards.py: the emulated runner failed on {device.name} (exit "
+                 f"{r.exit_code}, signal {r.signal}, timed out {r.timed_out}):\n{errors[-3000:]}")
+    return {m: r.projected_s(ms / 1000) * 1000 for m, ms in parse_runner(text).items()}, r
+
+
+def summary(edgeprof: Any, predicted: dict[str, float], published: dict[str, float]) -> str:
+    models = sorted(m for m in predicted if m in published)
+    if len(models) < 2:
+        return "-"
+    errors = [abs(predicted[m] / published[m] - 1) for m in models]
+    tau = edgeprof.kendall([predicted[m] for m in models], [published[m] for m in models])
+    return (f"{100 * statistics.median(errors):.0f}% (worst {100 * max(errors):.0f}%), "
+            f"tau {tau.coefficient:.2f}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--torch-python", required=True,
+                    help="the interpreter with torch, torchvision and timm")
+    ap.add_argument("--emulate", action="store_true",
+                    help="also run the models under each board, projected from one core (root)")
+    ap.add_argument("--remeasure", action="store_true", help="measure the rating again")
+    ap.add_argument("--boards", default=",".join(BOARDS))
+    ap.add_argument("--warmup", type=int, default=1)
+    ap.add_argument("--loops", type=int, default=3)
+    ap.add_argument("--markdown", type=Path, help="also write the report here")
+    args = ap.parse_args()
+    if args.emulate:
+        edgeprof = edgeprof_as_root("torch_boards.py")
+        if edgeprof is None:
+            return 77
+    else:
+        import edgeprof
+    started = time.time()
+    rating = None if args.remeasure else edgeprof.cached_nn_rating(runtime="pytorch")
+    if rating is None:
+        rating = edgeprof.measure_nn_rating(
+            runtime="pytorch", python=args.torch_python,
+            progress=lambda line: print(f"torch_boards.py: {line}", file=sys.stderr))
+    host_ms = rating.host_ms
+    lines = ["# PyTorch speed against published boards\n",
+             f"Host: {cpu_model()}, {os.cpu_count()} CPUs, kernel {platform.release()}; "
+             f"rating: {rating}\n",
+             "Held out: each model's own published time left out of the speed. "
+             "`speed only`: estimated (no emulation); `emulated`: measured one device core, "
+             "projected to all cores by the library.\n"]
+    rows = ["| board | models | speed (of a host core) | one-core factor | speed only: median "
+            "\\|err\\|, tau | emulated: median \\|err\\|, tau |", "|---|---|---|---|---|---|"]
+    detail = []
+    for name in args.boards.split(","):
+        device = edgeprof.find_device(name).for_runtime("pytorch")
+        speed = device.nn
+        published = dict(edgeprof.find_device(name).runtime_ms["pytorch"].ms)
+        threads = device.runtime_ms["pytorch"].threads
+        held = held_out_speeds(edgeprof, device, speed, host_ms)
+        predicted = {m: host_ms[m] / held[m] / speed.one_core_factor for m in held}
+        emulated: dict[str, float] = {}
+        if args.emulate:
+            print(f"torch_boards.py: {name}: {len(held)} models at {speed.core_speed:.3f} of a "
+                  "host core, projected from one core ...", file=sys.stderr, flush=True)
+            full, _ = emulate(edgeprof, args, device, sorted(held))
+            emulated = {m: ms * speed.core_speed / held[m] for m, ms in full.items() if m in held}
+        rows.append(f"| {name} | {len(held)} | {speed.core_speed:.4f} | "
+                    f"{speed.one_core_factor:.3f} | {summary(edgeprof, predicted, published)} | "
+                    f"{summary(edgeprof, emulated, published) if emulated else 'not run'} |")
+        detail.append(f"\n## {name} ({threads} threads published)\n")
+        detail.append("| model | published ms | host 1-thread ms | speed only ms | err | "
+                      "emulated ms | err |")
+        detail.append("|---|---|---|---|---|---|---|")
+        for m in sorted(held):
+            e = emulated.get(m)
+            detail.append(
+                f"| {m} | {published[m]:.1f} | {host_ms[m]:.1f} | {predicted[m]:.1f} | "
+                f"{100 * (predicted[m] / published[m] - 1):+.0f}% | "
+                + (f"{e:.1f} | {100 * (e / published[m] - 1):+.0f}% |" if e else "- | - |"))
+    lines += ["\n".join(rows), *detail,
+              f"\n{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(started))}, "
+              f"{(time.time() - started) / 60:.1f} min"]
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.markdown:
+        args.markdown.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
