@@ -1,17 +1,19 @@
 #!/usr/bin/env python3
-"""How close the PyTorch speed lands to the boards that published PyTorch times: the Raspberry
-Pi 4, the Raspberry Pi 5 and the Jetson Orin Nano CPU (the catalog's `runtimes.pytorch`, fp32
-eager, all cores, from one public benchmark repository; docs/devices.md), against this host's
-PyTorch rating (`edgeprof calibrate-host --nn --runtime pytorch`).
+"""How close the PyTorch (or ONNX Runtime) speed lands to the boards that published times with
+it: the Raspberry Pi 4, the Raspberry Pi 5 and the Jetson Orin Nano CPU (the catalog's
+`runtimes.pytorch` and `runtimes.onnxruntime`, fp32, all cores, from one public benchmark
+repository; docs/devices.md), against this host's rating with the runtime (`edgeprof
+calibrate-host --nn --runtime R`).
 
-    sudo python3 benchmarks/torch_boards.py --torch-python /path/to/venv/bin/python [--emulate]
+    sudo python3 benchmarks/torch_boards.py --torch-python /path/to/venv/bin/python \
+        [--runtime pytorch|onnxruntime] [--emulate]
 
 For each board and model, held out (the model's own published time left out of the speed):
 
 - **speed only** (estimated): this host's one-thread time of the model / the speed derived
   from the board's other models, divided by the board's speed-up from one thread to all its
   cores (its ncnn tables): what the speed predicts, without running anything under emulation;
-- **emulated** (`--emulate`, measured and projected): edgeprof's own PyTorch runner under the
+- **emulated** (`--emulate`, measured and projected): edgeprof's own runner under the
   device at its PyTorch speed with `core_emulation="projected"` (one device core; the library
   divides the times by the board's speed-up), one run per board with every model, each model's
   time then rescaled from the full speed to the held-out one (time in proportion to 1 / speed).
@@ -19,7 +21,15 @@ For each board and model, held out (the model's own published time left out of t
 It reports per board the median |error| against the published times and Kendall's tau between
 the two rankings of the models, and per model the figures. The rating is measured first unless
 this host has one cached (`--remeasure` measures it again). Needs root for the slices with
-`--emulate`; the interpreter given needs torch, torchvision and timm (edgeprof does not).
+`--emulate`; the interpreter given needs torch, torchvision and timm, and onnx and onnxruntime
+for ONNX Runtime (edgeprof does not).
+
+With --runtime onnxruntime --emulate the runner exports each model to ONNX inside the slice:
+at the Pi 4's 0.08 of a CPU that alone takes minutes per board (more than ten in all, here).
+
+Not checked by it: the one-core factor. Both columns divide by the same ncnn speed-up that made
+the published all-core times one core's, so it cancels; the boards publish these runtimes only
+at their default thread count.
 """
 
 from __future__ import annotations
@@ -54,10 +64,11 @@ def cpu_model() -> str:
     return platform.processor() or "?"
 
 
-def held_out_speeds(edgeprof: Any, device: Any, speed: Any, host_ms: dict[str, float]) -> dict:
-    """Per model, the PyTorch speed from the board's other models (the library's nn_speed on
+def held_out_speeds(edgeprof: Any, device: Any, speed: Any, host_ms: dict[str, float],
+                    runtime: str) -> dict:
+    """Per model, the runtime's speed from the board's other models (the library's nn_speed on
     the same one-core times runtime_speed made)."""
-    times = device.runtime_ms["pytorch"].ms
+    times = device.runtime_ms[runtime].ms
     one_core = {m: ms * speed.one_core_factor for m, ms in times.items()}
     return {m: edgeprof.nn_speed({k: v for k, v in one_core.items() if k != m}, host_ms,
                                  speed.precision).core_speed
@@ -75,9 +86,10 @@ def parse_runner(text: str) -> dict[str, float]:
 
 def emulate(edgeprof: Any, args: argparse.Namespace, device: Any,
             models: list[str]) -> tuple[dict[str, float], Any]:
-    """The runner under the device at its PyTorch speed, projected from one core: per model the
+    """The runner under the device at the runtime's speed, projected from one core: per model the
     projected ms (Result.projected_s), and the Result."""
-    argv = [args.torch_python, str(RUNNER), "-", str(args.warmup), str(args.loops), *models]
+    argv = [args.torch_python, str(RUNNER), "-", str(args.warmup), str(args.loops),
+            f"--backend={args.runtime}", *models]
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         r = edgeprof.run(argv, device=device, stdout=out, stderr=err, timeout=RUN_TIMEOUT_S,
                          core_emulation="projected")
@@ -103,7 +115,9 @@ def summary(edgeprof: Any, predicted: dict[str, float], published: dict[str, flo
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--torch-python", required=True,
-                    help="the interpreter with torch, torchvision and timm")
+                    help="the interpreter with torch, torchvision and timm (and onnx and "
+                    "onnxruntime for --runtime onnxruntime)")
+    ap.add_argument("--runtime", choices=["pytorch", "onnxruntime"], default="pytorch")
     ap.add_argument("--emulate", action="store_true",
                     help="also run the models under each board, projected from one core (root)")
     ap.add_argument("--remeasure", action="store_true", help="measure the rating again")
@@ -119,13 +133,13 @@ def main() -> int:
     else:
         import edgeprof
     started = time.time()
-    rating = None if args.remeasure else edgeprof.cached_nn_rating(runtime="pytorch")
+    rating = None if args.remeasure else edgeprof.cached_nn_rating(runtime=args.runtime)
     if rating is None:
         rating = edgeprof.measure_nn_rating(
-            runtime="pytorch", python=args.torch_python,
+            runtime=args.runtime, python=args.torch_python,
             progress=lambda line: print(f"torch_boards.py: {line}", file=sys.stderr))
     host_ms = rating.host_ms
-    lines = ["# PyTorch speed against published boards\n",
+    lines = [f"# {args.runtime} speed against published boards\n",
              f"Host: {cpu_model()}, {os.cpu_count()} CPUs, kernel {platform.release()}; "
              f"rating: {rating}\n",
              "Held out: each model's own published time left out of the speed. "
@@ -135,11 +149,11 @@ def main() -> int:
             "\\|err\\|, tau | emulated: median \\|err\\|, tau |", "|---|---|---|---|---|---|"]
     detail = []
     for name in args.boards.split(","):
-        device = edgeprof.find_device(name).for_runtime("pytorch")
+        device = edgeprof.find_device(name).for_runtime(args.runtime)
         speed = device.nn
-        published = dict(edgeprof.find_device(name).runtime_ms["pytorch"].ms)
-        threads = device.runtime_ms["pytorch"].threads
-        held = held_out_speeds(edgeprof, device, speed, host_ms)
+        published = dict(edgeprof.find_device(name).runtime_ms[args.runtime].ms)
+        threads = device.runtime_ms[args.runtime].threads
+        held = held_out_speeds(edgeprof, device, speed, host_ms, args.runtime)
         predicted = {m: host_ms[m] / held[m] / speed.one_core_factor for m in held}
         emulated: dict[str, float] = {}
         if args.emulate:

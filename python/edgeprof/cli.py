@@ -84,10 +84,11 @@ def _exit_status(result: edgeprof.Result) -> int:
     return result.exit_code if result.exit_code is not None else 1
 
 
-_RUNTIME_HELP = ("emulate the device at its speed with the workload's runtime: pytorch (its "
-                 "published PyTorch times against this host's PyTorch rating, `edgeprof "
-                 "calibrate-host --nn --runtime pytorch`; Raspberry Pi 4 and 5, Jetson Orin "
-                 "Nano) or ncnn (its nn speed); default: the --speed-kind (docs/devices.md)")
+_RUNTIME_HELP = ("emulate the device at its speed with the workload's runtime: pytorch or "
+                 "onnxruntime (its published times with that runtime against this host's "
+                 "rating with it, `edgeprof calibrate-host --nn --runtime R`; Raspberry Pi 4 "
+                 "and 5, Jetson Orin Nano) or ncnn (its nn speed); default: the --speed-kind "
+                 "(docs/devices.md)")
 
 
 def _add_device_options(p: argparse.ArgumentParser) -> None:
@@ -796,8 +797,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--runtime", default="ncnn",
                    choices=[r.id for r in edgeprof.nn_runtimes()],
                    help="with --nn, the runtime to measure: ncnn (default: its reference graphs, "
-                   "then the emulation's own share) or pytorch (13 timm and torchvision "
-                   "classifiers, fp32, random weights; `pip install torch torchvision timm`)")
+                   "then the emulation's own share), pytorch (13 timm and torchvision "
+                   "classifiers, fp32, random weights; `pip install torch torchvision timm`) "
+                   "or onnxruntime (the same exported to ONNX; `pip install onnxruntime onnx` "
+                   "too)")
     p.add_argument("--python", help="the Python interpreter that has the runtime (default: "
                    "$EDGEPROF_PYTHON, else python3)")
     p.add_argument("--json", action="store_true", help="print JSON")

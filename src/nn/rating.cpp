@@ -45,6 +45,7 @@ struct RuntimeEntry {
   const char* runner = nullptr;  // the runner's Python source
   bool reads_graphs = false;     // it runs the reference graphs (ncnn), not models it builds
   std::string digest;            // what a cached rating must have been measured with
+  std::vector<std::string> runner_args;  // given to the runner before the models
 };
 
 // FNV-1a over strings: a cached rating of graphs (a fixed architecture) or a runner that has
@@ -65,7 +66,7 @@ std::string fnv_digest(const std::vector<std::string_view>& parts) {
 const std::vector<RuntimeEntry>& runtime_entries() {
   static const std::vector<RuntimeEntry> table = [] {
     RuntimeEntry ncnn{{"ncnn", "ncnn", "pip install ncnn", "", {}, "host-nn.json"},
-                      detail::kNnRunner, true, ""};
+                      detail::kNnRunner, true, "", {}};
     std::vector<std::string_view> graph_text;  // ncnn's digest: every graph's name and text
     for (const auto& g : reference_graphs()) {
       ncnn.info.models.push_back(g.name);
@@ -73,22 +74,30 @@ const std::vector<RuntimeEntry>& runtime_entries() {
       graph_text.push_back(g.param);
     }
     ncnn.digest = fnv_digest(graph_text);
-    // The 13 image classifiers of the published PyTorch tables of three boards
-    // (docs/fidelity.md): timm's names; shufflenet_v2_x1_0 is torchvision's.
-    RuntimeEntry torch{{"pytorch",
-                        "PyTorch",
-                        "pip install torch torchvision timm",
-                        "fp32",
-                        {"efficientnet_b0", "ese_vovnet19b_dw", "mixnet_s", "mnasnet_a1",
-                         "mobilenetv2_050", "mobilenetv2_100", "mobilenetv2_110d",
-                         "mobilenetv3_large_100", "mobilenetv3_small_050", "repvgg_b0",
-                         "resnet18", "shufflenet_v2_x1_0", "vgg13"},
-                        "host-nn-pytorch.json"},
-                       detail::kTorchRunner, false, ""};
-    std::vector<std::string_view> torch_parts(torch.info.models.begin(), torch.info.models.end());
-    torch_parts.push_back(torch.runner);
-    torch.digest = fnv_digest(torch_parts);
-    return std::vector<RuntimeEntry>{std::move(ncnn), std::move(torch)};
+    // The 13 image classifiers of the published PyTorch and ONNX Runtime tables of three
+    // boards (docs/fidelity.md): timm's names; shufflenet_v2_x1_0 is torchvision's.
+    const std::vector<std::string> classifiers{
+        "efficientnet_b0",       "ese_vovnet19b_dw",      "mixnet_s",  "mnasnet_a1",
+        "mobilenetv2_050",       "mobilenetv2_100",       "mobilenetv2_110d",
+        "mobilenetv3_large_100", "mobilenetv3_small_050", "repvgg_b0", "resnet18",
+        "shufflenet_v2_x1_0",    "vgg13"};
+    RuntimeEntry torch{{"pytorch", "PyTorch", "pip install torch torchvision timm", "fp32",
+                        classifiers, "host-nn-pytorch.json"},
+                       detail::kTorchRunner, false, "", {}};
+    // The same models exported to ONNX by the same runner, timed in ONNX Runtime.
+    RuntimeEntry ort{{"onnxruntime", "ONNX Runtime",
+                      "pip install onnxruntime onnx torch torchvision timm", "fp32", classifiers,
+                      "host-nn-onnxruntime.json"},
+                     detail::kTorchRunner, false, "", {"--backend=onnxruntime"}};
+    std::vector<RuntimeEntry> entries{std::move(ncnn), std::move(torch), std::move(ort)};
+    for (RuntimeEntry& e : entries) {
+      if (e.reads_graphs) continue;
+      std::vector<std::string_view> parts(e.info.models.begin(), e.info.models.end());
+      parts.insert(parts.end(), e.runner_args.begin(), e.runner_args.end());
+      parts.push_back(e.runner);
+      e.digest = fnv_digest(parts);
+    }
+    return entries;
   }();
   return table;
 }
@@ -491,6 +500,7 @@ NnRating measure_nn_rating(const NnOptions& options) {
   const detail::NnRunnerDir dir(e.info.id, options.graphs);  // throws naming an unknown model
   std::vector<std::string> argv{python, dir.runner(), dir.path(),
                                 std::to_string(options.warmup), std::to_string(options.loops)};
+  argv.insert(argv.end(), e.runner_args.begin(), e.runner_args.end());
   // ncnn's runner runs every graph it finds without names; other runners build what they
   // are told.
   const std::vector<std::string>& wanted =

@@ -518,6 +518,12 @@ TEST_CASE("nn runtimes: ncnn's reference graphs first, then PyTorch's models", "
   CHECK_THAT(torch.install, Contains("torch") && Contains("timm"));
   CHECK(std::count(torch.models.begin(), torch.models.end(), "mobilenetv2_100") == 1);
   CHECK(std::count(torch.models.begin(), torch.models.end(), "shufflenet_v2_x1_0") == 1);
+  // ONNX Runtime: the same models, exported by the same runner.
+  const NnRuntime& ort = nn_runtime("onnxruntime");
+  CHECK(ort.name == "ONNX Runtime");
+  CHECK(ort.models == torch.models);
+  CHECK(ort.cache_name == "host-nn-onnxruntime.json");
+  CHECK_THAT(ort.install, Contains("onnxruntime"));
   std::set<std::string> ids;
   for (const NnRuntime& r : all) CHECK(ids.insert(r.id).second);  // one entry per runtime
   CHECK_THROWS_WITH(nn_runtime("tflite"), Contains("no nn runtime is named 'tflite'") &&
@@ -596,6 +602,18 @@ TEST_CASE("a PyTorch rating is measured with its models and cached apart from nc
   options.python = bin.root() + "/no-such-python";
   CHECK_THROWS_WITH(measure_nn_rating(options), Contains("pip install torch torchvision timm"));
   CHECK(cached_nn_rating(nullptr, "pytorch")->host_ms == r.host_ms);
+
+  // ONNX Runtime: the same runner told its backend, its own cache file.
+  options.runtime = "onnxruntime";
+  options.python = fake_torch_python(bin, 30.0);
+  const NnRating o = measure_nn_rating(options);
+  std::ifstream ort_args(bin.root() + "/args.txt");
+  CHECK_THAT(std::string((std::istreambuf_iterator<char>(ort_args)), {}),
+             Contains(" 2 5 --backend=onnxruntime efficientnet_b0"));
+  CHECK(o.runtime_id == "onnxruntime");
+  CHECK(o.cache_file == cache.root() + "/host-nn-onnxruntime.json");
+  CHECK(cached_nn_rating(nullptr, "onnxruntime")->host_ms.at("vgg13") == Approx(30));
+  CHECK(cached_nn_rating(nullptr, "pytorch")->host_ms == r.host_ms);
 }
 
 TEST_CASE("the PyTorch runner runs in a real interpreter: models timed, or PyTorch missing",
@@ -608,10 +626,20 @@ TEST_CASE("the PyTorch runner runs in a real interpreter: models timed, or PyTor
   options.graphs = {"mobilenetv3_small_050", "shufflenet_v2_x1_0"};
   options.warmup = 1;
   options.loops = 1;
+  if (std::system("command -v python3 > /dev/null 2>&1") != 0) {
+    // No Python at all (the cgroup v2 VM has none): the library says what to install.
+    CHECK_THROWS_WITH(measure_nn_rating(options), Contains("no Python interpreter 'python3'") &&
+                                                      Contains("pip install torch"));
+    return;
+  }
   if (std::system("python3 -c 'import torch, torchvision, timm' 2>/dev/null") != 0) {
     // The runner's own refusal, through the library: the runtime and the command to install.
     CHECK_THROWS_WITH(measure_nn_rating(options), Contains("PyTorch is missing") &&
                                                       Contains("pip install torch") &&
+                                                      Contains("exit status 3"));
+    options.runtime = "onnxruntime";
+    CHECK_THROWS_WITH(measure_nn_rating(options), Contains("ONNX Runtime is missing") &&
+                                                      Contains("onnxruntime") &&
                                                       Contains("exit status 3"));
     return;
   }
@@ -642,6 +670,11 @@ TEST_CASE("the catalog carries the boards' published PyTorch times with their so
   const Device orin = find_device("jetson-orin-nano-8gb");
   CHECK(orin.runtime_ms.at("pytorch").threads == 6);
   CHECK(orin.runtime_ms.at("pytorch").ms.at("resnet18") == Approx(95.595));
+  // ONNX Runtime's, from the same source: the same models, another runtime's times.
+  CHECK(orin.runtime_ms.at("onnxruntime").threads == 6);
+  CHECK(orin.runtime_ms.at("onnxruntime").ms.size() == nn_runtime("onnxruntime").models.size());
+  CHECK(find_device("raspberry-pi-4b-4gb").runtime_ms.at("onnxruntime").ms.at("efficientnet_b0") ==
+        Approx(200.081));
   CHECK(find_device("beaglebone-black").runtime_ms.empty());
 }
 

@@ -241,3 +241,22 @@ def test_run_with_runtime_pytorch_emulates_the_pytorch_speed(tmp_path, monkeypat
     refused = edgeprof_cli(*args, "--speed-kind", "integer", "--", "true", env_extra=env)
     assert refused.returncode == 2 and "give one" in refused.stderr
     assert "Traceback" not in refused.stderr
+
+
+def test_onnx_runtime_is_one_more_entry_with_its_own_rating_and_speed(tmp_path, monkeypatch):
+    monkeypatch.setenv("EDGEPROF_CACHE_DIR", str(tmp_path))
+    ids = [r.id for r in edgeprof.nn_runtimes()]
+    assert ids[:1] == ["ncnn"] and {"pytorch", "onnxruntime"} <= set(ids)
+    orin = edgeprof.find_device("jetson-orin-nano-8gb")
+    assert orin.runtime_ms["onnxruntime"].threads == 6
+    with pytest.raises(edgeprof.DeviceError, match="--runtime onnxruntime"):
+        orin.for_runtime("onnxruntime")
+    rated = edgeprof.measure_nn_rating(runtime="onnxruntime",
+                                       python=str(_fake_torch_python(tmp_path, ms=5.0)))
+    assert rated.runtime_id == "onnxruntime"
+    assert rated.cache_file == str(tmp_path / "host-nn-onnxruntime.json")
+    at = orin.for_runtime("onnxruntime")
+    assert at.nn.basis == "onnxruntime" and "ONNX Runtime speed" in at.speed_text
+    # Not PyTorch's: that rating was not measured.
+    with pytest.raises(edgeprof.DeviceError, match="--runtime pytorch"):
+        orin.for_runtime("pytorch")
