@@ -434,6 +434,7 @@ json result_json(const Result& r) {
                                   {"cpu_quota_us", c.cpu_quota_us},
                                   {"cpu_period_us", c.cpu_period_us},
                                   {"error", c.error}});
+    if (!c.runtime.empty()) j["speed_changes"].back()["runtime"] = c.runtime;
   }
   j["device"] = device_json(r.device);
   j["plan"] = plan_json(r.plan);
@@ -518,6 +519,7 @@ Result result_from(const json& j) {
       change.cpu_quota_us = c.at("cpu_quota_us").get<std::uint64_t>();
       change.cpu_period_us = c.at("cpu_period_us").get<std::uint64_t>();
       change.error = c.at("error").get<std::string>();
+      if (c.contains("runtime")) change.runtime = c.at("runtime").get<std::string>();
       r.speed_changes.push_back(std::move(change));
     }
   }
@@ -750,6 +752,15 @@ std::string to_text(const Result& r) {
                     r.device.power.idle_watts.value_or(0), r.device.power.loaded_watts.value_or(0)));
   }
   for (const SpeedChange& c : r.speed_changes) {
+    if (!c.runtime.empty()) {
+      const std::string to = detail::runtime_name(c.runtime) + " speed";
+      row("speed change",
+          c.error.empty() ? fmt::format("at {:.3f} s: to the {} (quota {} us per {} us)", c.t_s,
+                                        to, c.cpu_quota_us, c.cpu_period_us)
+                          : fmt::format("at {:.3f} s: to the {} FAILED: {}", c.t_s, to, c.error),
+          "time measured; the workload loaded the runtime");
+      continue;
+    }
     row("speed change",
         c.error.empty()
             ? fmt::format("at {:.3f} s: x{:g} of core speed (quota {} us per {} us)", c.t_s,

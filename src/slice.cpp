@@ -28,6 +28,7 @@
 #include "run/cpu_ledger.hpp"
 #include "runtimes.hpp"
 #include "run/phase_pipe.hpp"
+#include "run/runtime_follow.hpp"
 #include "edgeprof/phase.hpp"
 #include "edgeprof/version.hpp"
 #include "keep_warm.hpp"
@@ -176,6 +177,9 @@ struct Slice::Impl {
   std::unique_ptr<detail::Backend> backend;
   std::unique_ptr<detail::Cgroup> cgroup;
   int running = 0;  // children spawned and not yet reaped
+  // The speeds of runtimes the workload may load (PlanOptions::speed_kind automatic); declared
+  // before the samplers that call it.
+  std::unique_ptr<detail::RuntimeFollower> follower;
   // The last run's sampler, for the next one: its thread sleeps between runs, and its stat
   // files stay open (opening them, about a dozen opens on v1, and starting and joining a
   // thread each cost a spawn more than anything else the library does).
@@ -283,6 +287,11 @@ Slice::Slice(Device device, SliceOptions options) : impl_(std::make_shared<Impl>
         "edgeprof process): their workloads compete for them while both run (docs/hpo.md)",
         format_cpu_list(s.plan.cpus), shared, shared == 1 ? "" : "s"));
   }
+  // A workload that loads a runtime the device has published times with runs at that speed
+  // from when it is seen.
+  std::vector<detail::FollowedSpeed> speeds =
+      detail::followed_speeds(measured, host, plan_options, s.plan, usable_cpus, s.plan.notes);
+  if (!speeds.empty()) s.follower = std::make_unique<detail::RuntimeFollower>(std::move(speeds));
   remove_stale_slices(*s.backend, s.fs);
 
   detail::SliceName name = own_identity(s.fs);
@@ -356,6 +365,7 @@ struct Child::State {
   std::string width_warning;  // projected: the workload may start more than one thread
   std::uint64_t moves_before = 0;  // the slice's CorePlacer's moves when this child started
   std::uint64_t quota_changes_before = 0;  // and its quota changes
+  bool switched_at_spawn = false;  // the slice ran at a runtime's speed already (RuntimeFollower)
   // Other slices holding this slice's CPUs when the workload started and when it ended.
   std::vector<detail::CpuHolder> sharers;
 
@@ -474,7 +484,16 @@ Child Slice::spawn(const Command& command, const SpawnOptions& options) {
       state->sampler->watch_runtimes(runtime_watch(s.cgroup->files()));
     }
     state->sampler->watch_marks(state->marks.read.get());
+    if (s.follower) {
+      state->sampler->on_new_runtime([follower = s.follower.get(), cgroup = s.cgroup.get()](
+                                         const detail::RuntimesSeen& seen) {
+        follower->seen(seen, *cgroup);
+      });
+    } else {
+      state->sampler->on_new_runtime(nullptr);
+    }
   }
+  state->switched_at_spawn = s.follower && s.follower->switched();
 
   if (!state->sampler) state->before = s.cgroup->counters();
   // Per-core emulation: the workload starts in the first core's group, and its threads are
@@ -589,6 +608,24 @@ Result Child::State::finish(const detail::Exit& exit, bool timed_out) {
   }
   r.device = slice->device;
   r.plan = slice->plan;
+  if (const auto made = slice->follower ? slice->follower->switched() : std::nullopt) {
+    // The slice runs at the speed of the runtime a workload loaded: since this run began, or
+    // since the time in the change.
+    if (made->error.empty()) {
+      r.device = made->speed->device;
+      r.plan = made->speed->plan;
+    }
+    if (!switched_at_spawn) {
+      SpeedChange change;
+      change.t_s = std::chrono::duration<double>(made->when - process.released).count();
+      change.runtime = made->speed->runtime;
+      change.cpu_quota_us = detail::written_quota_us(made->speed->plan);
+      change.cpu_period_us = made->speed->plan.cpu_period_us;
+      change.error = made->error;
+      r.speed_changes.push_back(change);
+      r.warnings.push_back(detail::switch_warning(slice->device, *made, change.t_s));
+    }
+  }
   r.cgroup_mode = slice->backend->mode();
   r.unapplied = slice->unapplied;
   r.command = argv;

@@ -137,7 +137,11 @@ struct PlanOptions {
   bool keep_warm = true;
   /// The kind of speed to emulate (for_speed_kind(), device.hpp): by default the nn speed
   /// (CNN inference) where the device has one on this host, else its described core speed;
-  /// the plan's notes say which, from what, and how sure it is.
+  /// the plan's notes say which, from what, and how sure it is. By default also, a device
+  /// with published times with another runtime (Device::runtime_ms) switches a sampled
+  /// slice to that runtime's speed (for_runtime()) when a workload is seen to load it, where
+  /// this host has the runtime's rating: Result::speed_changes and `warnings` say when
+  /// (docs/devices.md). Any other kind, or a device whose speed kind is set, is kept.
   SpeedKind speed_kind = SpeedKind::automatic;
   /// A device with published CNN inference times (Device::nn_ms), emulated at its nn speed
   /// (speed_kind automatic or nn), on a host whose nn rating is not measured yet: measure the

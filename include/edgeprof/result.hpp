@@ -53,11 +53,15 @@ bool operator==(const HostInfo& a, const HostInfo& b);
 inline constexpr std::int64_t kDefaultSampleIntervalNs = 10'000'000;
 
 /// A change of the CPU bandwidth during a run, made by the device's speed schedule
-/// (Device::speed_schedule: thermal throttling, DVFS).
+/// (Device::speed_schedule: thermal throttling, DVFS), or by a switch to the speed of a runtime
+/// the workload loaded (`runtime`; PlanOptions::speed_kind automatic).
 struct SpeedChange {
   /// Measured: when the new bandwidth was written, in seconds since the workload was released.
   double t_s = 0;
   double factor = 1;                ///< the step's fraction of the device's core_speed
+  /// The runtime whose speed the device ran at from then on (an NnRuntime id, "pytorch"); the
+  /// Result's device and plan are then that speed's. "" for a speed schedule's step.
+  std::string runtime;
   std::uint64_t cpu_quota_us = 0;   ///< the quota written (cpu.max / cpu.cfs_quota_us)
   std::uint64_t cpu_period_us = 0;  ///< the period written
   std::string error;                ///< why the write failed; "" when it was applied
@@ -121,7 +125,8 @@ struct Result {
   Summary summary;                    ///< figures derived from `series`
   std::vector<SourceStatus> sources;  ///< how each sampled file fared
   std::vector<Phase> phases;          ///< the phases the workload marked, in the order they began
-  /// The bandwidth changes the device's speed schedule made, in time order.
+  /// The bandwidth changes the device's speed schedule made, or the switch to the speed of the
+  /// runtime the workload loaded, in time order.
   std::vector<SpeedChange> speed_changes;
   /// Estimated: the device's energy for the whole run, in joules (estimate_energy_j with the
   /// measured wall and CPU time); unset when the device has no power figures.

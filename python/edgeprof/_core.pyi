@@ -646,6 +646,8 @@ class SpeedChange:
     def cpu_period_us(self) -> int: ...
     @property
     def error(self) -> str: ...  # "" when the change was applied
+    @property
+    def runtime(self) -> str: ...  # the runtime's speed switched to; "" for a schedule's step
 
 def estimate_energy_j(
     power: PowerDescription, wall_s: float, cpu_s: float, capacity_cores: float

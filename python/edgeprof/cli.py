@@ -87,8 +87,9 @@ def _exit_status(result: edgeprof.Result) -> int:
 _RUNTIME_HELP = ("emulate the device at its speed with the workload's runtime: pytorch or "
                  "onnxruntime (its published times with that runtime against this host's "
                  "rating with it, `edgeprof calibrate-host --nn --runtime R`; Raspberry Pi 4 "
-                 "and 5, Jetson Orin Nano) or ncnn (its nn speed); default: the --speed-kind "
-                 "(docs/devices.md)")
+                 "and 5, Jetson Orin Nano) or ncnn (its nn speed); default: the --speed-kind, "
+                 "and at automatic, such a device switches to the speed of the runtime the "
+                 "workload loads when it is seen (docs/devices.md)")
 
 
 def _add_device_options(p: argparse.ArgumentParser) -> None:

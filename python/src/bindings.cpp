@@ -571,13 +571,17 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("missed_deadlines", &Summary::missed_deadlines)
       .def(py::self == py::self);
 
-  py::class_<SpeedChange>(m, "SpeedChange", "A CPU bandwidth change made by the device's speed "
-                                            "schedule during a run.")
+  py::class_<SpeedChange>(m, "SpeedChange", "A CPU bandwidth change during a run: a step of "
+                                            "the device's speed schedule, or the switch to the "
+                                            "speed of a runtime the workload loaded.")
       .def_readonly("t_s", &SpeedChange::t_s, "Measured: seconds since the workload's release.")
       .def_readonly("factor", &SpeedChange::factor)
       .def_readonly("cpu_quota_us", &SpeedChange::cpu_quota_us)
       .def_readonly("cpu_period_us", &SpeedChange::cpu_period_us)
       .def_readonly("error", &SpeedChange::error)
+      .def_readonly("runtime", &SpeedChange::runtime,
+                    "The runtime whose speed the device ran at from then on; '' for a schedule's "
+                    "step.")
       .def("__repr__", [](const SpeedChange& c) {
         return "SpeedChange(t_s=" + py::repr(py::float_(c.t_s)).cast<std::string>() +
                ", factor=" + py::repr(py::float_(c.factor)).cast<std::string>() + ")";

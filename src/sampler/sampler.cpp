@@ -248,7 +248,11 @@ void Sampler::run() noexcept {
       if (runtimes_) {
         const auto elapsed = Clock::now() - origin_;
         if (elapsed >= runtime_scan_at(runtime_scans_)) {
+          const std::size_t known = runtimes_->seen().size();
           runtimes_->scan();
+          if (on_new_runtime_ && runtimes_->seen().size() > known) {
+            on_new_runtime_(runtimes_->seen());
+          }
           // A late read (a busy machine, a long interval) stands for the times that passed.
           while (runtime_scan_at(runtime_scans_) <= elapsed) ++runtime_scans_;
         }

@@ -6,6 +6,7 @@
 
 #include <bitset>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -45,6 +46,12 @@ class Sampler {
   // Once, before a start(): also note the inference runtimes the slice's processes load, read
   // from their maps at runtime_scan_at()'s times (on a scheduled tick, after its sample).
   void watch_runtimes(RuntimeWatch watch) { runtimes_ = std::move(watch); }
+  // Before start(): called in the sampler's thread, with all the run has seen so far, after a
+  // read of the maps that saw a runtime it had not (kept for later runs until replaced). It
+  // runs under the sampler's lock: it must not call the sampler, and must be quick.
+  void on_new_runtime(std::function<void(const RuntimesSeen&)> call) {
+    on_new_runtime_ = std::move(call);
+  }
   // Reads the maps now, in the caller (a run at its timeout, before its processes are killed).
   void scan_runtimes();
   // The runtimes seen in the last run, or so far in this one.
@@ -100,6 +107,7 @@ class Sampler {
   std::bitset<kMetricCount> first_read_;
   std::optional<RuntimeWatch> runtimes_;
   std::size_t runtime_scans_ = 0;  // the next read is at runtime_scan_at(runtime_scans_)
+  std::function<void(const RuntimesSeen&)> on_new_runtime_;
   unsigned forks_ = 0;  // the process's fork count when the sampler was made
   // Everything above that a run touches is guarded by `lock_` while the thread may run; the
   // thread samples only while `running_`.

@@ -83,6 +83,21 @@ class ScopedEnv {
   std::optional<std::string> old_;
 };
 
+// A stand-in for a Python with torch, torchvision and timm, for measure_nn_rating() with
+// runtime "pytorch": prints the runner's output with every model at `ms`.
+inline std::string fake_torch_python(const FakeTree& dir, double ms) {
+  const std::string args = dir.root() + "/args.txt";
+  std::string body = "#!/bin/sh\necho \"$@\" > '" + args + "'\n" +
+                     "echo 'runtime PyTorch 2.0.test fp32 eager (stand-in)'\n" +
+                     "echo 'mobilenet_v2 1.0 1.0 1.0'\n" +
+                     "shift 4\nfor m in \"$@\"; do echo \"$m " + std::to_string(ms) + " " +
+                     std::to_string(ms * 0.9) + " " + std::to_string(ms * 1.2) + "\"; done\n";
+  dir.file("/torch-python", body);
+  const std::string path = dir.root() + "/torch-python";
+  std::filesystem::permissions(path, std::filesystem::perms::owner_all);
+  return path;
+}
+
 inline std::string fixture(const std::string& name) {
   return FakeTree::slurp(std::string(EDGEPROF_FIXTURES) + "/" + name);
 }

@@ -491,19 +491,6 @@ TEST_CASE("this host's nn rating is measured, cached, and the catalog follows it
 
 // A stand-in for the Python that has PyTorch: records its arguments, prints what the PyTorch
 // runner prints for the models it was given (one ncnn graph name too, which is not PyTorch's).
-static std::string fake_torch_python(const test::FakeTree& dir, double ms) {
-  const std::string args = dir.root() + "/args.txt";
-  std::string body = "#!/bin/sh\necho \"$@\" > '" + args + "'\n" +
-                     "echo 'runtime PyTorch 2.0.test fp32 eager (stand-in)'\n" +
-                     "echo 'mobilenet_v2 1.0 1.0 1.0'\n" +
-                     "shift 4\nfor m in \"$@\"; do echo \"$m " + std::to_string(ms) + " " +
-                     std::to_string(ms * 0.9) + " " + std::to_string(ms * 1.2) + "\"; done\n";
-  dir.file("/torch-python", body);
-  const std::string path = dir.root() + "/torch-python";
-  std::filesystem::permissions(path, std::filesystem::perms::owner_all);
-  return path;
-}
-
 TEST_CASE("nn runtimes: ncnn's reference graphs first, then PyTorch's models", "[nn][runtime]") {
   const std::vector<NnRuntime>& all = nn_runtimes();
   REQUIRE(all.size() >= 2);
@@ -557,7 +544,7 @@ TEST_CASE("a PyTorch rating is measured with its models and cached apart from nc
   CHECK_THAT(why, Contains("not measured yet"));
   NnOptions options;
   options.runtime = "pytorch";
-  options.python = fake_torch_python(bin, 20.0);
+  options.python = test::fake_torch_python(bin, 20.0);
   options.warmup = 2;
   options.loops = 5;
   std::vector<std::string> lines;
@@ -605,7 +592,7 @@ TEST_CASE("a PyTorch rating is measured with its models and cached apart from nc
 
   // ONNX Runtime: the same runner told its backend, its own cache file.
   options.runtime = "onnxruntime";
-  options.python = fake_torch_python(bin, 30.0);
+  options.python = test::fake_torch_python(bin, 30.0);
   const NnRating o = measure_nn_rating(options);
   std::ifstream ort_args(bin.root() + "/args.txt");
   CHECK_THAT(std::string((std::istreambuf_iterator<char>(ort_args)), {}),
@@ -739,7 +726,7 @@ TEST_CASE("a catalog device at its PyTorch speed: this host's rating, the note, 
   const test::FakeTree bin;
   NnOptions options;
   options.runtime = "pytorch";
-  options.python = fake_torch_python(bin, 20.0);
+  options.python = test::fake_torch_python(bin, 20.0);
   measure_nn_rating(options);
   std::vector<std::string> notes;
   const Device at = for_runtime(pi, "pytorch", &notes);

@@ -7,6 +7,7 @@
 
 #include "edgeprof/edgeprof.hpp"
 #include "helpers.hpp"
+#include "run/runtime_follow.hpp"
 #include "runtimes.hpp"
 #include "sampler/sampler.hpp"
 
@@ -316,4 +317,128 @@ TEST_CASE("a Python workload that imports ncnn shows ncnn", "[runtimes][kernel]"
   CHECK(r.timed_out);
   CHECK(r.runtimes_seen.count("ncnn") == 1);
   CHECK_FALSE(has_warning(r, "the workload loaded"));  // ncnn is the speed's own runtime
+}
+
+namespace {
+
+// This host's PyTorch rating in a cache of the test's own (every model at 20 ms).
+void rate_pytorch(const FakeTree& bin) {
+  NnOptions options;
+  options.runtime = "pytorch";
+  options.python = test::fake_torch_python(bin, 20.0);
+  measure_nn_rating(options);
+}
+
+}  // namespace
+
+TEST_CASE("followed speeds: a device with PyTorch times, planned at the speed edgeprof chose",
+          "[runtimes][nn]") {
+  const FakeTree cache;
+  test::ScopedEnv env("EDGEPROF_CACHE_DIR", cache.root());
+  const Device pi = find_device("raspberry-pi-4b-4gb");
+  const HostFacts host = test::two_cpu_host();
+  PlanOptions options;
+  options.measure_nn = false;
+  options.cpus = host.cpus;
+  const EmulationPlan plan = plan_emulation(pi, host, options);
+  std::vector<std::string> notes;
+  // No rating on this host: not followed, and the note says how to measure it.
+  CHECK(detail::followed_speeds(pi, host, options, plan, 2, notes).empty());
+  CHECK(test::has_note(notes, "is not run at the device's PyTorch speed"));
+  CHECK(test::has_note(notes, "calibrate-host --nn --runtime pytorch"));
+
+  const FakeTree bin;
+  rate_pytorch(bin);
+  notes.clear();
+  const std::vector<detail::FollowedSpeed> speeds =
+      detail::followed_speeds(pi, host, options, plan, 2, notes);
+  REQUIRE(speeds.size() == 1);  // PyTorch; ONNX Runtime has no rating here
+  const detail::FollowedSpeed& torch = speeds[0];
+  CHECK(torch.runtime == "pytorch");
+  REQUIRE(torch.device.nn);
+  CHECK(torch.device.nn->basis == "pytorch");
+  CHECK(torch.device.core_speed == Approx(for_runtime(pi, "pytorch").core_speed));
+  CHECK(torch.plan.cpus == plan.cpus);
+  CHECK(torch.plan.cpu_quota_us != plan.cpu_quota_us);
+  CHECK(test::has_note(notes, "if the workload loads PyTorch, the device runs at its PyTorch "
+                              "speed from then on"));
+  CHECK(test::has_note(notes, "is not run at the device's ONNX Runtime speed"));
+
+  // A speed chosen by the user is kept, whatever the workload loads.
+  for (SpeedKind kind : {SpeedKind::integer, SpeedKind::nn}) {
+    PlanOptions chosen = options;
+    chosen.speed_kind = kind;
+    notes.clear();
+    CHECK(detail::followed_speeds(pi, host, chosen, plan, 2, notes).empty());
+    CHECK(notes.empty());
+  }
+  CHECK(detail::followed_speeds(for_runtime(pi, "pytorch"), host, options, plan, 2, notes)
+            .empty());
+  // A device without other runtimes' times has nothing to follow.
+  CHECK(detail::followed_speeds(find_device("beaglebone-black"), host, options, plan, 1, notes)
+            .empty());
+  // A speed schedule's quotas would be rewritten by both: kept, and the note says so.
+  Device scheduled = pi;
+  scheduled.speed_schedule = {SpeedStep{1.0, 0.5}};
+  notes.clear();
+  CHECK(detail::followed_speeds(scheduled, host, options, plan, 2, notes).empty());
+  CHECK(test::has_note(notes, "the speed stays as planned whatever runtime the workload loads"));
+}
+
+TEST_CASE("a workload that loads PyTorch switches the slice to the device's PyTorch speed",
+          "[runtimes][nn][kernel]") {
+  REQUIRE_CGROUPS();
+  const FakeTree cache;
+  test::ScopedEnv env("EDGEPROF_CACHE_DIR", cache.root());
+  const FakeTree bin;
+  rate_pytorch(bin);
+  // The workload helper under PyTorch's library name: its executable is mapped from that file.
+  FakeTree dir;
+  const std::string library = dir.root() + "/libtorch_cpu.so";
+  std::filesystem::copy_file(test::helper("edgeprof_workload"), library);
+  std::filesystem::permissions(library, std::filesystem::perms::owner_all);
+
+  SliceOptions options;
+  options.plan.measure_nn = false;
+  Device pi = find_device("raspberry-pi-4b-1gb");
+  pi.memory_bytes = 256 << 20;  // within the v2 VM's memory too
+  Slice slice(pi, options);
+  const Device planned = slice.device();
+  CHECK(test::has_note(slice.plan(), "if the workload loads PyTorch"));
+  const std::optional<std::uint64_t> quota_before = test::kernel_bandwidth(slice.paths()).quota_us;
+
+  Command torch;
+  torch.argv = {library, "sleep", "600"};
+  Child child = slice.spawn(torch);  // sampled: the sampler reads the maps
+  // The kernel's quota changes once the sampler has seen the library in the maps.
+  REQUIRE(test::eventually(
+      [&] { return test::kernel_bandwidth(slice.paths()).quota_us != quota_before; }));
+  const test::KernelBandwidth switched = test::kernel_bandwidth(slice.paths());
+  const Result r = child.wait(std::chrono::duration<double>(1e-3));
+  CHECK(r.timed_out);
+  // The result is of the PyTorch speed, and says when the switch was made and from what.
+  REQUIRE(r.device.nn);
+  CHECK(r.device.nn->basis == "pytorch");
+  CHECK(r.device.core_speed != planned.core_speed);
+  REQUIRE(r.speed_changes.size() == 1);
+  const SpeedChange& c = r.speed_changes[0];
+  CHECK(c.runtime == "pytorch");
+  CHECK(c.error.empty());
+  CHECK(c.t_s >= 0);
+  CHECK(c.cpu_period_us == switched.period_us);
+  CHECK(std::optional<std::uint64_t>(c.cpu_quota_us) == switched.quota_us);
+  CHECK(r.plan.cpu_quota_us == c.cpu_quota_us);
+  CHECK(has_warning(r, "the workload loaded PyTorch (libtorch_cpu.so): the device ran at its "
+                       "described core speed"));
+  CHECK_FALSE(has_warning(r, "another runtime's ratio"));  // the speed is PyTorch's own
+  CHECK(result_from_json(to_json(r)).speed_changes.at(0).runtime == "pytorch");
+
+  // The slice stays at that speed: the next workload starts at it, with no change to report.
+  Command sleeper = test::workload({"sleep", "0.05"});
+  const Result next = slice.spawn(sleeper).wait();
+  CHECK(next.speed_changes.empty());
+  REQUIRE(next.device.nn);
+  CHECK(next.device.nn->basis == "pytorch");
+  CHECK_FALSE(has_warning(next, "the workload loaded"));
+  CHECK(test::kernel_bandwidth(slice.paths()).quota_us == switched.quota_us);
 }

@@ -260,3 +260,34 @@ def test_onnx_runtime_is_one_more_entry_with_its_own_rating_and_speed(tmp_path, 
     # Not PyTorch's: that rating was not measured.
     with pytest.raises(edgeprof.DeviceError, match="--runtime pytorch"):
         orin.for_runtime("pytorch")
+
+
+@requires_cgroups
+def test_run_follows_the_runtime_its_workload_loads(tmp_path, monkeypatch):
+    """Without --runtime, a device with PyTorch times switches to its PyTorch speed when the
+    workload maps PyTorch's library, and the report says when."""
+    monkeypatch.setenv("EDGEPROF_CACHE_DIR", str(tmp_path))
+    env = {"EDGEPROF_CACHE_DIR": str(tmp_path)}
+    edgeprof.measure_nn_rating(runtime="pytorch", python=str(_fake_torch_python(tmp_path)))
+    # A file under PyTorch's library name, mapped as an import would map the library.
+    library = tmp_path / "libtorch_cpu.so"
+    library.write_bytes(b"\0" * 4096)
+    code = ("import mmap, sys, time\nf = open(sys.argv[1], 'rb')\n"
+            "m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)\ntime.sleep(2.5)\n")
+    p = edgeprof_cli("run", "--device", "raspberry-pi-4b-1gb", "--threads", "1", "--json", "--",
+                     sys.executable, "-c", code, str(library), env_extra=env)
+    assert p.returncode == 0, p.stderr
+    data = json.loads(p.stdout)
+    assert data["runtimes_seen"] == {"pytorch": "libtorch_cpu.so"}
+    assert [c["runtime"] for c in data["speed_changes"]] == ["pytorch"]
+    speed = edgeprof.find_device("raspberry-pi-4b-1gb").for_runtime("pytorch").core_speed
+    assert data["device"]["core_speed"] == pytest.approx(speed)
+    assert data["device"]["speed_runtime"]["runtime"] == "pytorch"
+    assert any("the workload loaded PyTorch (libtorch_cpu.so): the device ran at" in w
+               for w in data["warnings"])
+    # Named, the speed is kept whatever the workload loads.
+    kept = edgeprof_cli("run", "--device", "raspberry-pi-4b-1gb", "--threads", "1",
+                        "--speed-kind", "integer", "--json", "--", sys.executable, "-c", code,
+                        str(library), env_extra=env)
+    assert kept.returncode == 0, kept.stderr
+    assert json.loads(kept.stdout)["speed_changes"] == []

@@ -1,0 +1,137 @@
+#include "run/runtime_follow.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cstring>
+
+#include "edgeprof/error.hpp"
+#include "edgeprof/nn.hpp"
+
+namespace edgeprof::detail {
+
+namespace {
+
+// "its ncnn speed", "its PyTorch speed", "its described core speed".
+std::string speed_of(const Device& device) {
+  if (device.speed_kind == "nn" && device.nn) {
+    if (device.nn->basis == "vector") return "its vector-kernel nn speed";
+    return fmt::format("its {} speed", runtime_name(device.nn->basis));
+  }
+  return "its described core speed";
+}
+
+}  // namespace
+
+std::uint64_t written_quota_us(const EmulationPlan& plan) {
+  return plan.core_groups ? plan.core_quota_us * plan.core_groups : plan.cpu_quota_us;
+}
+
+std::vector<FollowedSpeed> followed_speeds(const Device& measured, const HostFacts& host,
+                                           const PlanOptions& options, const EmulationPlan& plan,
+                                           std::size_t usable_cpus,
+                                           std::vector<std::string>& notes) {
+  std::vector<FollowedSpeed> speeds;
+  // A speed the user chose (the option, or a device whose speed kind is set already:
+  // for_speed_kind(), for_runtime()) is kept.
+  if (options.speed_kind != SpeedKind::automatic || !measured.speed_kind.empty() ||
+      measured.runtime_ms.empty()) {
+    return speeds;
+  }
+  std::vector<std::string> names;
+  for (const auto& [id, times] : measured.runtime_ms) names.push_back(runtime_name(id));
+  if (!measured.speed_schedule.empty() || !plan.core_quota_by_busy.empty()) {
+    notes.push_back(fmt::format(
+        "runtime: the speed stays as planned whatever runtime the workload loads (the device's "
+        "{} would need the quotas rewritten together); the device has published times with {}: "
+        "emulate Device.for_runtime() (--runtime) for a workload that uses one",
+        measured.speed_schedule.empty() ? "per-core quota that follows the busy threads"
+                                        : "speed schedule",
+        fmt::join(names, " and ")));
+    return speeds;
+  }
+  for (const NnRuntime& rt : nn_runtimes()) {
+    if (rt.id == "ncnn" || !measured.runtime_ms.count(rt.id)) continue;
+    try {
+      FollowedSpeed speed;
+      speed.runtime = rt.id;
+      const Device at = for_runtime(measured, rt.id);
+      speed.plan = plan_emulation(at, host, options);
+      if (speed.plan.core_groups != plan.core_groups || speed.plan.cpus != plan.cpus) {
+        notes.push_back(fmt::format(
+            "runtime: not followed to {} speed: its plan has other CPUs or core groups than "
+            "this one (emulate Device.for_runtime('{}'), --runtime {}, to run at it)",
+            rt.name, rt.id, rt.id));
+        continue;
+      }
+      speed.device = fit_to_cpus(at, usable_cpus);
+      if (speed.plan.threads_projection) speed.device = for_threads(speed.device, 1);
+      notes.push_back(fmt::format(
+          "runtime: if the workload loads {}, the device runs at its {} speed from then on "
+          "({}; quota {} us per {} us), at the speed above before; emulate "
+          "Device.for_runtime('{}') (--runtime {}) to run at it from the start",
+          rt.name, rt.name,
+          at.nn ? describe(*at.nn) : fmt::format("{:.3g} of a host core", at.core_speed),
+          written_quota_us(speed.plan), speed.plan.cpu_period_us, rt.id, rt.id));
+      speeds.push_back(std::move(speed));
+    } catch (const Error& e) {
+      notes.push_back(fmt::format("runtime: a workload that loads {} is not run at the device's "
+                                  "{} speed: {}",
+                                  rt.name, rt.name, e.what()));
+    }
+  }
+  return speeds;
+}
+
+void RuntimeFollower::seen(const RuntimesSeen& seen, Cgroup& cgroup) noexcept {
+  try {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (switched_) return;
+    for (const FollowedSpeed& speed : speeds_) {
+      const auto it = seen.find(speed.runtime);
+      if (it == seen.end()) continue;
+      RuntimeSwitch made;
+      made.speed = &speed;
+      made.library = it->second;
+      const int err = cgroup.set_cpu_bandwidth(written_quota_us(speed.plan), speed.plan.cpu_period_us);
+      made.when = std::chrono::steady_clock::now();
+      if (err) {
+        made.error = fmt::format("could not write the CPU bandwidth of {} speed: {} (errno {})",
+                                 runtime_name(speed.runtime), std::strerror(err), err);
+      }
+      switched_ = std::move(made);
+      return;
+    }
+  } catch (...) {
+    // Out of memory formatting the error: the next read of the maps tries again.
+  }
+}
+
+std::optional<RuntimeSwitch> RuntimeFollower::switched() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return switched_;
+}
+
+std::string switch_warning(const Device& before, const RuntimeSwitch& made,
+                           double since_release_s) {
+  const FollowedSpeed& s = *made.speed;
+  const std::string name = runtime_name(s.runtime);
+  if (!made.error.empty()) {
+    return fmt::format(
+        "the workload loaded {} ({}), and the device has a {} speed ({:.3g} of a host core), "
+        "but {}: the whole run ran at {} ({:.3g}) and its times are not {}'s; emulate "
+        "Device.for_runtime('{}') (--runtime {}) to plan it from the start",
+        name, made.library, name, s.device.core_speed, made.error, speed_of(before),
+        before.core_speed, name, s.runtime, s.runtime);
+  }
+  return fmt::format(
+      "the workload loaded {} ({}): the device ran at {} ({:.3g} of a host core) for the first "
+      "{:.2f} s, then at its {} speed ({:.3g}), the runtime's own ratio of device to host time "
+      "(docs/devices.md, \"Other runtimes\"); what ran before the switch (the import, a first "
+      "inference) ran at the other speed. Emulate Device.for_runtime('{}') (--runtime {}) to "
+      "run at it from the start",
+      name, made.library, speed_of(before), before.core_speed, since_release_s, name,
+      s.device.core_speed, s.runtime, s.runtime);
+}
+
+}  // namespace edgeprof::detail

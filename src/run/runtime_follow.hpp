@@ -1,0 +1,82 @@
+// A slice whose speed follows the inference runtime its workload loads: a device emulated at
+// the speed edgeprof chose (PlanOptions::speed_kind automatic) that has published times with
+// another runtime (Device::runtime_ms) switches to that runtime's speed when the sampler first
+// sees the runtime in a workload's maps (runtimes.hpp), before its first inference as a rule
+// (a library is mapped when it is imported). The switch is the slice's, once: later runs in
+// the slice start at the runtime's speed.
+#pragma once
+
+#include <chrono>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cgroup/backend.hpp"
+#include "edgeprof/device.hpp"
+#include "edgeprof/plan.hpp"
+#include "runtimes.hpp"
+
+namespace edgeprof::detail {
+
+// The device at one runtime's speed, and its plan (the slice's CPUs and core groups).
+struct FollowedSpeed {
+  std::string runtime;  // NnRuntime id ("pytorch")
+  Device device;        // as emulated (the slice's cores)
+  EmulationPlan plan;
+};
+
+// A switch that was made.
+struct RuntimeSwitch {
+  const FollowedSpeed* speed = nullptr;
+  std::string library;  // the library that showed the runtime (RuntimesSeen)
+  std::chrono::steady_clock::time_point when;
+  std::string error;  // why the bandwidth could not be written ("" when it was)
+};
+
+// The bandwidth a plan writes through Cgroup::set_cpu_bandwidth: the slice's quota, or per
+// core, each core group's quota times their number (the backend divides it among them).
+std::uint64_t written_quota_us(const EmulationPlan& plan);
+
+class RuntimeFollower {
+ public:
+  RuntimeFollower() = default;
+  // `speeds` in order of preference (nn_runtimes()'s): when one read of the maps sees several,
+  // the first one's speed is taken.
+  explicit RuntimeFollower(std::vector<FollowedSpeed> speeds) : speeds_(std::move(speeds)) {}
+  RuntimeFollower(const RuntimeFollower&) = delete;
+  RuntimeFollower& operator=(const RuntimeFollower&) = delete;
+
+  bool empty() const { return speeds_.empty(); }
+  const std::vector<FollowedSpeed>& speeds() const { return speeds_; }
+
+  // From the sampler's thread, with what a run has seen so far: the first time a runtime with
+  // a speed is among them, writes that speed's CPU bandwidth to `cgroup`. Never throws.
+  void seen(const RuntimesSeen& seen, Cgroup& cgroup) noexcept;
+  // The switch, once made.
+  std::optional<RuntimeSwitch> switched() const;
+
+ private:
+  std::vector<FollowedSpeed> speeds_;
+  mutable std::mutex mutex_;
+  std::optional<RuntimeSwitch> switched_;
+};
+
+// The speeds a slice planned as `plan` (from `measured`, the device before its speed kind was
+// applied, with `options`) may follow: for each runtime after ncnn in nn_runtimes() that the
+// device has published times with, the device at that speed (for_runtime(), fit to
+// `usable_cpus` as the slice's) and its plan. None unless options.speed_kind is automatic and
+// the device has no speed schedule nor a per-core quota that follows the busy threads.
+// `notes` gets a line per runtime: followed at which speed, or why not (no rating on this
+// host, with the command that measures it).
+std::vector<FollowedSpeed> followed_speeds(const Device& measured, const HostFacts& host,
+                                           const PlanOptions& options, const EmulationPlan& plan,
+                                           std::size_t usable_cpus,
+                                           std::vector<std::string>& notes);
+
+// The warning of a run in which the switch was made, `since_release_s` after its workload was
+// released: how long it ran at which speed (`before` the device as the slice began).
+std::string switch_warning(const Device& before, const RuntimeSwitch& made,
+                           double since_release_s);
+
+}  // namespace edgeprof::detail
