@@ -284,19 +284,41 @@ Fit fit(const std::map<std::string, double>& predicted,
 // rescale relies on is 1 / speed between two nearby speeds. Below 0.25 (the Pi Zero 2 W, the
 // Pi 3 B+) that was not measured; a bias of the emulation that is the same at both speeds stays
 // in the held-out figure as it is in the in-sample one. Empty with fewer than two
-// published graphs (no speed without one of them).
+// published graphs (no speed without one of them). `intervals`, when given, receives each
+// graph's 90% interval (time_interval()) from the speed without it, where it has one.
 std::map<std::string, double> held_out(const std::map<std::string, double>& emulated,
                                        const std::map<std::string, double>& one_thread_ms,
                                        const NnRating& host, const std::string& precision,
-                                       double speed_all) {
+                                       double speed_all,
+                                       std::map<std::string, TimeInterval>* intervals = nullptr) {
   std::map<std::string, double> out;
   if (one_thread_ms.size() < 2) return out;
   for (const auto& [g, ms] : emulated) {
     std::map<std::string, double> others = one_thread_ms;
     others.erase(g);
-    out[g] = ms * speed_all / nn_speed(others, host.host_ms, precision).core_speed;
+    const NnSpeed without = nn_speed(others, host.host_ms, precision);
+    out[g] = ms * speed_all / without.core_speed;
+    if (intervals) {
+      if (const std::optional<TimeInterval> i = time_interval(without)) (*intervals)[g] = *i;
+    }
   }
   return out;
+}
+
+// The share of graphs whose published time lies within its held-out interval around its
+// held-out time; NaN when no graph has an interval.
+double coverage(const std::map<std::string, double>& held,
+                const std::map<std::string, TimeInterval>& intervals,
+                const std::map<std::string, double>& published) {
+  int inside = 0, n = 0;
+  for (const auto& [g, ms] : held) {
+    const auto i = intervals.find(g);
+    const auto p = published.find(g);
+    if (i == intervals.end() || p == published.end()) continue;
+    ++n;
+    if (p->second >= ms * i->second.low && p->second <= ms * i->second.high) ++inside;
+  }
+  return n ? double(inside) / n : NAN;
 }
 
 // ------------------------------------------------------------------------------ emulation
@@ -352,6 +374,8 @@ struct OneThreadRow {
   double speed = 0;          // the nn speed emulated
   double integer_speed = 0;  // the 7-Zip one, for comparison
   Fit emulated, held, integer;
+  // Held out: the share of graphs whose published time fell within their 90% interval.
+  double coverage = NAN;
   std::map<std::string, double> errors;  // emulated / published - 1, by graph
   // The emulation's own share: emulated x speed / the same graph unthrottled on the same CPU
   // just before (median, p10, p90 over the graphs); 1 is a quota that buys a core's work.
@@ -433,7 +457,11 @@ OneThreadRow measure_one_thread(const Device& catalog, const NnRating& host,
   }
   row.emulated = fit(emulated, published);
   row.integer = fit(at_integer, published);
-  row.held = fit(held_out(emulated, published, host, catalog.nn_precision, row.speed), published);
+  std::map<std::string, TimeInterval> intervals;
+  const auto held_ms =
+      held_out(emulated, published, host, catalog.nn_precision, row.speed, &intervals);
+  row.held = fit(held_ms, published);
+  row.coverage = coverage(held_ms, intervals, published);
   return row;
 }
 
@@ -445,6 +473,7 @@ struct ThreadsRow {
   int cores = 0;
   double speed = 0;  // per core, from the one-thread times of the graphs compared
   Fit emulated, held;
+  double coverage = NAN;           // held out: the share within their 90% interval
   double geomean_error = NAN;      // geometric mean of emulated / published, - 1
   double board_speedup = NAN;      // geometric mean of published one-thread / N-thread time
   double emulation_speedup = NAN;  // the same, one thread emulated being host time / speed
@@ -490,7 +519,8 @@ ThreadsRow measure_threads(const Device& catalog, const NnRating& host, const st
   std::optional<ThreadsProjection> projection;
   auto emulated = emulate(for_speed_kind(d, SpeedKind::nn), dir, keys(many),
                           projected ? 1 : threads, a, nullptr, &projection);
-  auto held = held_out(emulated, one, host, catalog.nn_precision, row.speed);
+  std::map<std::string, TimeInterval> intervals;
+  auto held = held_out(emulated, one, host, catalog.nn_precision, row.speed, &intervals);
   if (projected) {
     if (!projection) throw Error("bench_nn: a projected plan without a projection");
     row.projected_speedup = projection->speedup;
@@ -508,6 +538,7 @@ ThreadsRow measure_threads(const Device& catalog, const NnRating& host, const st
   }
   row.emulated = fit(emulated, many);
   row.held = fit(held, many);
+  row.coverage = coverage(held, intervals, many);
   double log_error = 0, log_board = 0, log_emulation = 0;
   for (const auto& [g, ms] : emulated) {
     log_error += std::log(ms / many.at(g));
@@ -557,20 +588,23 @@ std::string one_thread_table(const std::vector<OneThreadRow>& rows,
       "Quota scale: the plan's (by default this host's own share at the nn speed). "
       "Host drift: that unthrottled time / this host's rating at the start, median; the "
       "vector and memory kernels' drift: their score at the start / just before the device's "
-      "runs (a half-second probe on CPU {}).\n\n"
+      "runs (a half-second probe on CPU {}). Coverage: the share of graphs whose published time "
+      "lies within the 90% interval (time_interval(), from the speed without the graph) around "
+      "the held-out time.\n\n"
       "| device | precision | graphs | nn speed | median \\|err\\| | worst | Kendall tau | "
-      "held-out median (worst) | held-out tau | integer speed's median \\|err\\| | own share "
-      "(p10-p90) | own share, held-out graphs | quota scale | host drift | vector kernel's | "
-      "memory kernel's |\n"
-      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+      "held-out median (worst) | held-out tau | 90% interval coverage | integer speed's median "
+      "\\|err\\| | own share (p10-p90) | own share, held-out graphs | quota scale | host drift | "
+      "vector kernel's | memory kernel's |\n"
+      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
       host.cpu_model, host.runtime, rating.warmup, rating.loops, a.warmup, a.loops,
       host_facts().cpus.front());
   for (const OneThreadRow& r : rows) {
-    md += fmt::format("| {} | {} | {} | {:.4f} | {} | {} | {} | {} ({}) | {} | {} | {} ({}-{}) | "
-                      "{} | {:.3f} | {} | {} | {} |\n",
+    md += fmt::format("| {} | {} | {} | {:.4f} | {} | {} | {} | {} ({}) | {} | {} | {} | {} "
+                      "({}-{}) | {} | {:.3f} | {} | {} | {} |\n",
                       r.device, r.precision, r.emulated.graphs, r.speed, pct(r.emulated.median),
                       pct(r.emulated.worst), fixed2(r.emulated.tau), pct(r.held.median),
-                      pct(r.held.worst), fixed2(r.held.tau), pct(r.integer.median),
+                      pct(r.held.worst), fixed2(r.held.tau), pct(r.coverage),
+                      pct(r.integer.median),
                       fixed2(r.share), fixed2(r.share_p10), fixed2(r.share_p90),
                       fixed2(r.share_held), r.quota_scale, fixed2(r.drift),
                       fixed2(r.vector_drift), fixed2(r.memory_drift));
@@ -596,6 +630,54 @@ std::string one_thread_table(const std::vector<OneThreadRow>& rows,
   return md + "\n";
 }
 
+// Speed only (estimated, nothing emulated), every catalog device with published one-thread
+// times: each graph's time predicted from this host's as host ms / the speed without the graph,
+// and whether the published time lies within its 90% interval (time_interval() of that speed).
+std::string speed_only_coverage(const NnRating& host) {
+  int inside = 0, n = 0, devices = 0;
+  std::vector<double> per_device, errors;
+  for (const Device& d : catalog_devices()) {
+    if (!has_published_times(d)) continue;
+    std::map<std::string, double> predicted, published;
+    std::map<std::string, TimeInterval> intervals;
+    for (const auto& [g, ms] : d.nn_ms) {
+      if (!host.host_ms.count(g)) continue;
+      std::map<std::string, double> others = d.nn_ms;
+      others.erase(g);
+      try {
+        const NnSpeed without = nn_speed(others, host.host_ms, d.nn_precision);
+        const std::optional<TimeInterval> i = time_interval(without);
+        if (!i) continue;
+        predicted[g] = host.host_ms.at(g) / without.core_speed;
+        published[g] = ms;
+        intervals[g] = *i;
+      } catch (const Error&) {
+        continue;  // no other graph in common
+      }
+    }
+    if (predicted.empty()) continue;
+    ++devices;
+    const double c = coverage(predicted, intervals, published);
+    per_device.push_back(c);
+    for (const auto& [g, ms] : predicted) {
+      ++n;
+      inside += published[g] >= ms * intervals[g].low && published[g] <= ms * intervals[g].high;
+      errors.push_back(std::abs(ms / published[g] - 1));
+    }
+  }
+  if (!n) return "";
+  return fmt::format(
+      "#### 90% intervals, speed only\n\n"
+      "Estimated, nothing emulated: every catalog device with published one-thread ncnn times "
+      "({} devices, {} graph times), each graph's time predicted as this host's / the nn speed "
+      "without that graph, with its 90% interval (time_interval(), from the same speed). "
+      "Coverage: {:.0f}% of the published times inside (per device: median {:.0f}%, p10 "
+      "{:.0f}%, worst {:.0f}%); the held-out median \\|err\\| of the same predictions {:.0f}%.\n\n",
+      devices, n, 100.0 * inside / n, 100 * median(per_device),
+      100 * bench::quantile_of(per_device, 0.1),
+      100 * *std::min_element(per_device.begin(), per_device.end()), 100 * median(errors));
+}
+
 std::string threads_table(int threads, const std::vector<ThreadsRow>& rows, const NnRating& host,
                           int cpus, const Args& a) {
   const bool projected = a.cores == CoreEmulation::projected;
@@ -607,8 +689,9 @@ std::string threads_table(int threads, const std::vector<ThreadsRow>& rows, cons
       "speed-up over one thread takes one thread emulated as this host's time / the nn speed."
       "\n\n"
       "| device | emulated | graphs | median \\|err\\| | geometric mean error | Kendall tau | "
-      "held-out median (worst) | held-out tau | board's speed-up over 1 thread | emulation's |\n"
-      "|---|---|---|---|---|---|---|---|---|---|\n",
+      "held-out median (worst) | held-out tau | 90% interval coverage | board's speed-up over 1 "
+      "thread | emulation's |\n"
+      "|---|---|---|---|---|---|---|---|---|---|---|\n",
       threads, projected ? ", projected from one" : "", host.cpu_model, host.runtime,
       projected ? fmt::format("one thread on one device core (core emulation projected), its "
                               "time divided by the board's published speed-up from 1 to {} "
@@ -625,7 +708,7 @@ std::string threads_table(int threads, const std::vector<ThreadsRow>& rows, cons
       continue;
     }
     md += fmt::format(
-        "| {} | {} | {} | {} | {:+.0f}% | {} | {} ({}) | {} | {:.2f}x | "
+        "| {} | {} | {} | {} | {:+.0f}% | {} | {} ({}) | {} | {} | {:.2f}x | "
         "{} |\n",
         r.device,
         std::isnan(r.projected_speedup)
@@ -633,7 +716,7 @@ std::string threads_table(int threads, const std::vector<ThreadsRow>& rows, cons
             : fmt::format("1 x {:.4f} / {:.3f}", r.speed, r.projected_speedup),
         r.emulated.graphs, pct(r.emulated.median),
         100 * r.geomean_error, fixed2(r.emulated.tau), pct(r.held.median), pct(r.held.worst),
-        fixed2(r.held.tau), r.board_speedup,
+        fixed2(r.held.tau), pct(r.coverage), r.board_speedup,
         std::isnan(r.emulation_speedup) ? std::string("n/a (projected)")
                                         : fmt::format("{:.2f}x", r.emulation_speedup));
   }
@@ -706,10 +789,12 @@ int run_benchmark(const Args& a) {
         const OneThreadRow& r = rows.back();
         fmt::print(stderr,
                    "  1 thread at nn speed {:.4f}: median error {}, worst {}, tau {}; held out "
-                   "{} (worst {}), tau {}; own share {} ({}-{}; held-out graphs {}) at quota "
-                   "scale {:.3f}, host drift {} (vector {}, memory {})\n",
+                   "{} (worst {}), tau {}, 90% interval coverage {}; own share {} ({}-{}; "
+                   "held-out graphs {}) at quota scale {:.3f}, host drift {} (vector {}, memory "
+                   "{})\n",
                    r.speed, pct(r.emulated.median), pct(r.emulated.worst), fixed2(r.emulated.tau),
-                   pct(r.held.median), pct(r.held.worst), fixed2(r.held.tau), fixed2(r.share),
+                   pct(r.held.median), pct(r.held.worst), fixed2(r.held.tau), pct(r.coverage),
+                   fixed2(r.share),
                    fixed2(r.share_p10), fixed2(r.share_p90), fixed2(r.share_held), r.quota_scale,
                    fixed2(r.drift), fixed2(r.vector_drift), fixed2(r.memory_drift));
       } catch (const UnsupportedError& e) {
@@ -729,9 +814,11 @@ int run_benchmark(const Args& a) {
         r.skipped = e.what();
       }
       if (r.skipped.empty()) {
-        fmt::print(stderr, "  {} threads, {} x {:.4f}: median error {}, tau {}; held out {}\n", n,
-                   r.cores, r.speed, pct(r.emulated.median), fixed2(r.emulated.tau),
-                   pct(r.held.median));
+        fmt::print(stderr,
+                   "  {} threads, {} x {:.4f}: median error {}, tau {}; held out {}, 90% "
+                   "interval coverage {}\n",
+                   n, r.cores, r.speed, pct(r.emulated.median), fixed2(r.emulated.tau),
+                   pct(r.held.median), pct(r.coverage));
       } else {
         fmt::print(stderr, "  {} threads skipped: {}\n", n, r.skipped);
       }
@@ -752,6 +839,7 @@ int run_benchmark(const Args& a) {
       share_text);
   if (one_thread) md += one_thread_table(rows, skipped, host, rating, args);
   for (const auto& [n, r] : threads_rows) md += threads_table(n, r, host, cpus, args);
+  md += speed_only_coverage(host);
   fmt::print("{}", md);
   if (!a.markdown.empty()) {
     std::ofstream out(a.markdown);

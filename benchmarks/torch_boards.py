@@ -66,13 +66,27 @@ def cpu_model() -> str:
 
 def held_out_speeds(edgeprof: Any, device: Any, speed: Any, host_ms: dict[str, float],
                     runtime: str) -> dict:
-    """Per model, the runtime's speed from the board's other models (the library's nn_speed on
-    the same one-core times runtime_speed made)."""
+    """Per model, the runtime's speed (an NnSpeed) from the board's other models (the library's
+    nn_speed on the same one-core times runtime_speed made)."""
     times = device.runtime_ms[runtime].ms
     one_core = {m: ms * speed.one_core_factor for m, ms in times.items()}
     return {m: edgeprof.nn_speed({k: v for k, v in one_core.items() if k != m}, host_ms,
-                                 speed.precision).core_speed
+                                 speed.precision)
             for m in times if m in host_ms}
+
+
+def coverage(edgeprof: Any, predicted: dict[str, float], published: dict[str, float],
+             held: dict) -> str:
+    """The share of models whose published time lies within the 90% interval
+    (edgeprof.time_interval of the speed without the model) around the held-out time."""
+    inside = n = 0
+    for m, ms in predicted.items():
+        interval = edgeprof.time_interval(held[m]) if m in published else None
+        if interval is None:
+            continue
+        n += 1
+        inside += ms * interval.low <= published[m] <= ms * interval.high
+    return f"{100 * inside / n:.0f}% of {n}" if n else "-"
 
 
 def parse_runner(text: str) -> dict[str, float]:
@@ -142,18 +156,22 @@ def main() -> int:
     lines = [f"# {args.runtime} speed against published boards\n",
              f"Host: {cpu_model()}, {os.cpu_count()} CPUs, kernel {platform.release()}; "
              f"rating: {rating}\n",
-             "Held out: each model's own published time left out of the speed. "
+             "Held out: each model's own published time left out of the speed (and out of "
+             "its 90% interval, edgeprof.time_interval; coverage: the share of published "
+             "times inside). "
              "`speed only`: estimated (no emulation); `emulated`: measured one device core, "
              "projected to all cores by the library.\n"]
     rows = ["| board | models | speed (of a host core) | one-core factor | speed only: median "
-            "\\|err\\|, tau | emulated: median \\|err\\|, tau |", "|---|---|---|---|---|---|"]
+            "\\|err\\|, tau | speed only: 90% interval coverage | emulated: median \\|err\\|, "
+            "tau | emulated: 90% interval coverage |", "|---|---|---|---|---|---|---|---|"]
     detail = []
     for name in args.boards.split(","):
         device = edgeprof.find_device(name).for_runtime(args.runtime)
         speed = device.nn
         published = dict(edgeprof.find_device(name).runtime_ms[args.runtime].ms)
         threads = device.runtime_ms[args.runtime].threads
-        held = held_out_speeds(edgeprof, device, speed, host_ms, args.runtime)
+        held_speeds = held_out_speeds(edgeprof, device, speed, host_ms, args.runtime)
+        held = {m: s.core_speed for m, s in held_speeds.items()}
         predicted = {m: host_ms[m] / held[m] / speed.one_core_factor for m in held}
         emulated: dict[str, float] = {}
         if args.emulate:
@@ -163,7 +181,9 @@ def main() -> int:
             emulated = {m: ms * speed.core_speed / held[m] for m, ms in full.items() if m in held}
         rows.append(f"| {name} | {len(held)} | {speed.core_speed:.4f} | "
                     f"{speed.one_core_factor:.3f} | {summary(edgeprof, predicted, published)} | "
-                    f"{summary(edgeprof, emulated, published) if emulated else 'not run'} |")
+                    f"{coverage(edgeprof, predicted, published, held_speeds)} | "
+                    f"{summary(edgeprof, emulated, published) if emulated else 'not run'} | "
+                    f"{coverage(edgeprof, emulated, published, held_speeds) if emulated else '-'} |")
         detail.append(f"\n## {name} ({threads} threads published)\n")
         detail.append("| model | published ms | host 1-thread ms | speed only ms | err | "
                       "emulated ms | err |")

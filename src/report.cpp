@@ -452,6 +452,13 @@ json result_json(const Result& r) {
     j["provenance"]["projected_wall_time_s"] = "projected";
     j["provenance"]["phases.projected_wall_time_s"] = "projected";
   }
+  if (const auto& i = r.device_interval) {
+    j["device_interval"] = {{"level", i->level}, {"low", num(i->low)}, {"high", num(i->high)},
+                            {"models", i->models}};
+    j["provenance"]["device_interval"] = "estimated";
+  } else {
+    j["device_interval"] = nullptr;
+  }
   j["sources"] = json::array();
   for (const SourceStatus& s : r.sources) j["sources"].push_back(source_json(s));
   j["series"] = series_json(r.series);
@@ -511,6 +518,14 @@ Result result_from(const json& j) {
     r.core_quota_changes = j.at("core_quota_changes").get<std::uint64_t>();
   }
   get_opt(j, "energy_j", r.energy_j);
+  if (const auto it = j.find("device_interval"); it != j.end() && it->is_object()) {
+    TimeInterval i;  // reports before intervals existed have none
+    i.level = it->at("level").get<double>();
+    i.low = it->at("low").get<double>();
+    i.high = it->at("high").get<double>();
+    i.models = it->at("models").get<int>();
+    r.device_interval = i;
+  }
   if (j.contains("speed_changes")) {
     for (const auto& c : j.at("speed_changes")) {
       SpeedChange change;
@@ -641,6 +656,17 @@ std::string to_text(const Result& r) {
                     proj->threads, 100 * proj->scaling.loo_median_error,
                     100 * proj->scaling.loo_worst_error),
         "projected from the published one- and multi-thread tables");
+  }
+  if (const auto& i = r.device_interval) {
+    const double t = r.projected_s(r.wall_time_s).value_or(r.wall_time_s);
+    row("on the device",
+        fmt::format("{:.3f} .. {:.3f} s wall ({:.0f}% interval: {:.2f}-{:.2f}x the {} time, from "
+                    "the speed's held-out errors over {} {}; the emulation's own error not "
+                    "included)",
+                    t * i->low, t * i->high, 100 * i->level, i->low, i->high,
+                    r.projected_s(r.wall_time_s) ? "projected" : "measured", i->models,
+                    r.device.nn && r.device.nn->basis != "ncnn" ? "models" : "graphs"),
+        "estimated");
   }
   row("cpu time", fmt::format("{:.3f} s user + {:.3f} s system", r.cpu_user_s, r.cpu_system_s),
       "measured (cgroup counters)");

@@ -430,12 +430,12 @@ Child Slice::spawn(const Command& command, const SpawnOptions& options) {
   const std::map<std::string, std::string>& defaults = s.plan.thread_env;
   const bool wait_chosen = std::any_of(
       std::begin(kThreadWaitVariables), std::end(kThreadWaitVariables),
-      [&](const char* name) { return defaults.count(name) && prepared.has_env(name); });
+      [&](const char* name) { return defaults.count(name) && prepared.env(name).has_value(); });
   for (const auto& [name, value] : defaults) {
     const bool wait_variable =
         std::find_if(std::begin(kThreadWaitVariables), std::end(kThreadWaitVariables),
                      [&](const char* w) { return name == w; }) != std::end(kThreadWaitVariables);
-    if ((wait_variable && wait_chosen) || prepared.has_env(name)) continue;
+    if ((wait_variable && wait_chosen) || prepared.env(name).has_value()) continue;
     prepared.set_env(name, value);
     state->thread_env.emplace(name, value);
   }
@@ -626,6 +626,7 @@ Result Child::State::finish(const detail::Exit& exit, bool timed_out) {
       r.warnings.push_back(detail::switch_warning(slice->device, *made, change.t_s));
     }
   }
+  if (r.device.speed_kind == "nn" && r.device.nn) r.device_interval = time_interval(*r.device.nn);
   r.cgroup_mode = slice->backend->mode();
   r.unapplied = slice->unapplied;
   r.command = argv;

@@ -283,14 +283,6 @@ void PreparedCommand::set_env(const std::string& name, const std::string& value)
   envp_.push_back(nullptr);
 }
 
-bool PreparedCommand::has_env(const std::string& name) const {
-  const size_t n = name.size();
-  for (char* const* e = envp(); e && *e; ++e) {
-    if (std::strncmp(*e, name.c_str(), n) == 0 && (*e)[n] == '=') return true;
-  }
-  return false;
-}
-
 std::optional<std::string> PreparedCommand::env(const std::string& name) const {
   const size_t n = name.size();
   for (char* const* e = envp(); e && *e; ++e) {

@@ -40,8 +40,6 @@ class PreparedCommand {
 
   // Sets NAME=value in the child's environment (replacing an inherited NAME).
   void set_env(const std::string& name, const std::string& value);
-  // Whether the child's environment, as it stands, has NAME (set to anything, even empty).
-  bool has_env(const std::string& name) const;
   // NAME's value in the child's environment as it stands; unset when it has none.
   std::optional<std::string> env(const std::string& name) const;
   // Keeps this descriptor of ours open, at the same number, in the child (every other one

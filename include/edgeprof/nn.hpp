@@ -63,6 +63,10 @@ struct NnSpeed {
   /// speed taken from the other models; median and worst. 0 with fewer than 2 models.
   double loo_median_error = 0;
   double loo_worst_error = 0;  ///< see loo_median_error
+  /// The spread of the held-out errors: the standard deviation of log(published / predicted
+  /// device time) over the models, each predicted from the others (their mean is 0); what
+  /// time_interval() makes an interval of. 0 with fewer than 3 models.
+  double loo_log_sd = 0;
   /// Precision of the device's published times ("fp32", or "fp16" where the core has ARMv8.2
   /// half-precision arithmetic and benchncnn used it).
   std::string precision;
@@ -91,6 +95,26 @@ NnSpeed nn_speed(const std::map<std::string, double>& device_ms,
 /// edgeprof-probe) / this host's, fp32, each on its best vector unit. Throws Error when either
 /// score is missing or not positive, or when they come from different versions of the kernel.
 NnSpeed nn_speed_from_scores(const CoreScores& device, const CoreScores& host);
+
+/// How far a device's own time may lie from a time emulated at an nn speed: the device's time
+/// is expected within low x .. high x the emulated one for a share `level` of workloads like
+/// the speed's models (estimated; docs/fidelity.md measures how often published times fell
+/// inside).
+struct TimeInterval {
+  double level = 0.9;  ///< the share of workloads expected inside
+  double low = 1;      ///< device time / emulated time at the interval's lower end
+  double high = 1;     ///< at its upper end
+  int models = 0;      ///< the models (graphs) whose held-out errors it comes from
+};
+
+/// The interval of a device's time around one emulated at `speed`: a prediction interval of
+/// a model not among the speed's, from the spread of its held-out errors (NnSpeed::loo_log_sd)
+/// with Student's t of models - 1 degrees of freedom: exp(-+ t x spread). It covers the speed's
+/// own error (the device's models not scaling alike against this host), not the emulation's
+/// (how closely the slice keeps the speed) nor a projection's. Unset with fewer than 3 models
+/// or for a probed device's vector speed (no held-out errors). Throws Error for a level
+/// outside (0, 1).
+std::optional<TimeInterval> time_interval(const NnSpeed& speed, double level = 0.9);
 
 /// "nn speed 0.151 of a host core from 12 ncnn graphs; leave-one-graph-out median error 14%
 /// (worst 31%)", or "nn speed 0.151 of a host core from edgeprof-probe's vector kernel (fp32;

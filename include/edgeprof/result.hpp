@@ -131,6 +131,13 @@ struct Result {
   /// Estimated: the device's energy for the whole run, in joules (estimate_energy_j with the
   /// measured wall and CPU time); unset when the device has no power figures.
   std::optional<double> energy_j;
+  /// Estimated: where the device's own times may lie around this run's, as factors
+  /// (time_interval() of the device's nn speed, nn.hpp, 90%): a time t of the run (its wall
+  /// time, a phase's; projected_s(t) where the plan projects) stands for a device time within
+  /// low x t .. high x t. It covers the speed's own error only (docs/fidelity.md measures how
+  /// often published times fell inside). Unset when the device did not run at an nn speed with
+  /// held-out errors (its described speed, a probed device's vector speed).
+  std::optional<TimeInterval> device_interval;
   /// Things the user should know about this run (a source that failed, marks that were lost).
   std::vector<std::string> warnings;
   /// Sampled: the inference runtimes the workload's processes loaded, by id ("pytorch",

@@ -278,6 +278,8 @@ class NnSpeed:
     @property
     def loo_worst_error(self) -> float: ...
     @property
+    def loo_log_sd(self) -> float: ...  # spread of the held-out log errors (time_interval)
+    @property
     def precision(self) -> str: ...
     @property
     def basis(self) -> str: ...  # "ncnn", "pytorch" (another runtime) or "vector"
@@ -290,6 +292,18 @@ class NnSpeed:
 
 def nn_speed(device_ms: dict[str, float], host_ms: dict[str, float], precision: str = "fp32") -> NnSpeed: ...
 def nn_speed_from_scores(device: CoreScores, host: CoreScores) -> NnSpeed: ...
+
+class TimeInterval:
+    @property
+    def level(self) -> float: ...  # share of workloads expected inside (0.9)
+    @property
+    def low(self) -> float: ...  # device time / emulated time at the lower end
+    @property
+    def high(self) -> float: ...
+    @property
+    def models(self) -> int: ...  # models whose held-out errors it comes from
+
+def time_interval(speed: NnSpeed, level: float = 0.9) -> Optional[TimeInterval]: ...
 
 class RuntimeTimes:
     @property
@@ -624,6 +638,8 @@ class Result:
     def speed_changes(self) -> list[SpeedChange]: ...  # made by the device's speed schedule
     @property
     def energy_j(self) -> Optional[float]: ...  # estimated; None without power figures
+    @property
+    def device_interval(self) -> Optional[TimeInterval]: ...  # estimated; None without nn speed
     @property
     def ok(self) -> bool: ...
     def projected_s(self, measured_s: float) -> Optional[float]: ...  # core emulation "projected"

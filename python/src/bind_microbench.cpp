@@ -227,6 +227,9 @@ void bind_microbench(py::module_& m) {
       .def_readonly("loo_median_error", &NnSpeed::loo_median_error,
                     "Leave-one-model-out |predicted / published - 1|, median.")
       .def_readonly("loo_worst_error", &NnSpeed::loo_worst_error)
+      .def_readonly("loo_log_sd", &NnSpeed::loo_log_sd,
+                    "Standard deviation of the held-out log(published / predicted) errors; 0 "
+                    "with fewer than 3 models.")
       .def_readonly("precision", &NnSpeed::precision)
       .def_readonly("basis", &NnSpeed::basis,
                     "'ncnn' (published per-graph times) or 'vector' (edgeprof-probe's vector "
@@ -249,6 +252,21 @@ void bind_microbench(py::module_& m) {
         "name), over the models both have.");
   m.def("nn_speed_from_scores", &nn_speed_from_scores, py::arg("device"), py::arg("host"),
         "The nn speed of a probed device: its vector-kernel score / this host's (fp32).");
+  py::class_<TimeInterval>(m, "TimeInterval",
+                           "Where a device's own time may lie around an emulated one: low x .. "
+                           "high x it, for a share `level` of workloads (estimated).")
+      .def_readonly("level", &TimeInterval::level)
+      .def_readonly("low", &TimeInterval::low)
+      .def_readonly("high", &TimeInterval::high)
+      .def_readonly("models", &TimeInterval::models,
+                    "The models whose held-out errors it comes from.")
+      .def("__repr__", [](const TimeInterval& i) {
+        return "TimeInterval(level=" + repr_float(i.level) + ", low=" + repr_float(i.low) +
+               ", high=" + repr_float(i.high) + ", models=" + std::to_string(i.models) + ")";
+      });
+  m.def("time_interval", &time_interval, py::arg("speed"), py::arg("level") = 0.9,
+        "The interval of a device's time around one emulated at `speed`, from the spread of its "
+        "held-out errors (Student's t); None with fewer than 3 models or a vector speed.");
 
   py::class_<RuntimeTimes>(m, "RuntimeTimes",
                            "A device's published inference times with one runtime other than "

@@ -665,6 +665,10 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("speed_changes", &Result::speed_changes)
       .def_readonly("energy_j", &Result::energy_j,
                     "Estimated: the device's energy for the run, in joules (docs/energy.md).")
+      .def_readonly("device_interval", &Result::device_interval,
+                    "Estimated: factors around the run's times (projected where projected) "
+                    "within which the device's own times are expected (a TimeInterval, from the "
+                    "speed's held-out errors); None without an nn speed.")
       .def_readonly("host", &Result::host)
       .def_readonly("edgeprof_version", &Result::edgeprof_version)
       .def_property_readonly("ok", &Result::ok)

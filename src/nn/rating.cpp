@@ -21,11 +21,13 @@
 #include "child.hpp"
 #include "edgeprof/error.hpp"
 #include "edgeprof/nn.hpp"
+#include "edgeprof/statistics.hpp"
 #include "edgeprof/version.hpp"
 #include "fs.hpp"
 #include "microbench_detail.hpp"
 #include "nn/runner_dir.hpp"
 #include "nn_runner.hpp"
+#include "runtimes.hpp"
 #include "stats.hpp"
 
 namespace edgeprof {
@@ -110,13 +112,6 @@ const RuntimeEntry& runtime_entry(std::string_view id) {
   }
   throw Error(fmt::format("no nn runtime is named '{}'; a rating can be measured with: {}", id,
                           known));
-}
-
-std::string runtime_name_of(const std::string& id) {
-  for (const RuntimeEntry& e : runtime_entries()) {
-    if (e.info.id == id) return e.info.name;
-  }
-  return id;
 }
 
 struct CacheFile {
@@ -285,15 +280,37 @@ NnSpeed nn_speed(const std::map<std::string, double>& device_ms,
   out.core_speed = std::exp(-log_sum / n);
   if (out.ratios.size() >= 2) {
     std::vector<double> errors;
+    double log_squares = 0;
     for (const auto& [name, r] : out.ratios) {
       // The others' geometric mean ratio predicts this model's device time.
       const double others = std::exp((log_sum - std::log(r)) / (n - 1));
       errors.push_back(std::abs(others / r - 1));
+      log_squares += std::pow(std::log(r / others), 2);  // the held-out log errors' mean is 0
     }
     out.loo_median_error = detail::median_of(errors);
     out.loo_worst_error = *std::max_element(errors.begin(), errors.end());
+    if (out.ratios.size() >= 3) out.loo_log_sd = std::sqrt(log_squares / (n - 1));
   }
   return out;
+}
+
+std::optional<TimeInterval> time_interval(const NnSpeed& speed, double level) {
+  if (!(level > 0 && level < 1)) {
+    throw Error(fmt::format("an interval's level is a share between 0 and 1 (0.9 for 90%), "
+                            "not {}",
+                            level));
+  }
+  if (speed.basis == "vector" || speed.ratios.size() < 3 || !(speed.loo_log_sd >= 0)) {
+    return std::nullopt;
+  }
+  const int models = static_cast<int>(speed.ratios.size());
+  const double k = student_t_quantile(0.5 + level / 2, models - 1) * speed.loo_log_sd;
+  TimeInterval interval;
+  interval.level = level;
+  interval.low = std::exp(-k);
+  interval.high = std::exp(k);
+  interval.models = models;
+  return interval;
 }
 
 NnSpeed nn_speed_from_scores(const CoreScores& device, const CoreScores& host) {
@@ -336,7 +353,7 @@ std::string describe(const NnSpeed& s) {
       ncnn ? fmt::format("nn speed {:.4g} of a host core from {} ncnn graph{} ({})", s.core_speed,
                          s.ratios.size(), s.ratios.size() == 1 ? "" : "s", s.precision)
            : fmt::format("{} speed {:.4g} of a host core from {} model{} ({}{})",
-                         runtime_name_of(s.basis), s.core_speed, s.ratios.size(),
+                         detail::runtime_name(s.basis), s.core_speed, s.ratios.size(),
                          s.ratios.size() == 1 ? "" : "s", s.precision,
                          s.threads > 1
                              ? fmt::format("; the device's {}-thread times x {:.3g}, its speed-up "
@@ -347,6 +364,11 @@ std::string describe(const NnSpeed& s) {
     text += fmt::format("; leave-one-{}-out median error {:.0f}% (worst {:.0f}%)",
                         ncnn ? "graph" : "model", 100 * s.loo_median_error,
                         100 * s.loo_worst_error);
+  }
+  if (const std::optional<TimeInterval> i = time_interval(s)) {
+    text += fmt::format("; a device time within {:.2f}-{:.2f}x the emulated one ({:.0f}% "
+                        "interval, estimated)",
+                        i->low, i->high, 100 * i->level);
   }
   return text;
 }
@@ -572,7 +594,7 @@ std::string describe(const NnRating& r) {
   const bool graphs = r.runtime_id == "ncnn";
   std::string text = fmt::format("{} {}{} with {}, {}, one thread on CPU {}:", r.host_ms.size(),
                                  graphs ? "graph" : "model", r.host_ms.size() == 1 ? "" : "s",
-                                 r.runtime.empty() ? runtime_name_of(r.runtime_id) : r.runtime,
+                                 r.runtime.empty() ? detail::runtime_name(r.runtime_id) : r.runtime,
                                  r.precision, r.cpu);
   bool first = true;
   for (const auto& [name, ms] : r.host_ms) {

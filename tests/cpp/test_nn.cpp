@@ -92,6 +92,62 @@ TEST_CASE("nn speed: geometric mean of host / device time, and its leave-one-out
   CHECK_THROWS_WITH(nn_speed({{"a", 1}}, {{"a", NAN}}), Contains("this host's time of a"));
 }
 
+TEST_CASE("the interval of a device's time: Student's t of the held-out log errors",
+          "[nn][interval]") {
+  // Ratios 1, 2, 4: held out, each is predicted from the others' geometric mean, off by
+  // log factors -1.5 ln 2, 0, +1.5 ln 2 (mean 0), whose standard deviation is 1.5 ln 2.
+  const NnSpeed s = nn_speed({{"a", 1}, {"b", 2}, {"c", 4}}, {{"a", 1}, {"b", 1}, {"c", 1}});
+  CHECK(s.loo_log_sd == Approx(1.5 * std::log(2.0)));
+  const std::optional<TimeInterval> i = time_interval(s);
+  REQUIRE(i);
+  CHECK(i->level == 0.9);
+  CHECK(i->models == 3);
+  const double t = 2.919986;  // Student's t, 2 degrees of freedom, 95th percentile
+  CHECK(i->high == Approx(std::exp(t * 1.5 * std::log(2.0))).epsilon(1e-5));
+  CHECK(i->low == Approx(1 / i->high));
+  const std::optional<TimeInterval> half = time_interval(s, 0.5);
+  REQUIRE(half);
+  CHECK(half->high < i->high);
+  CHECK_THAT(describe(s), Contains("a device time within 0.05-20.82x the emulated one (90% "
+                                   "interval, estimated)"));
+  // All alike: no spread, an interval of one point.
+  const NnSpeed alike = nn_speed({{"a", 2}, {"b", 4}, {"c", 6}}, {{"a", 1}, {"b", 2}, {"c", 3}});
+  CHECK(time_interval(alike)->high == Approx(1));
+  // Too few models for a spread, a probed device's vector speed, a level that is not a share.
+  CHECK_FALSE(time_interval(nn_speed({{"a", 1}, {"b", 2}}, {{"a", 1}, {"b", 1}})));
+  NnSpeed vector = s;
+  vector.basis = "vector";
+  CHECK_FALSE(time_interval(vector));
+  for (double bad : {0.0, 1.0, 90.0, double(NAN)}) {
+    CHECK_THROWS_WITH(time_interval(s, bad), Contains("between 0 and 1 (0.9 for 90%)"));
+  }
+}
+
+TEST_CASE("a run's device interval: in the report, read back, and said in its text",
+          "[nn][interval][report]") {
+  Result r;
+  r.exit_code = 0;
+  r.wall_time_s = 2.0;
+  r.device = make_device("board", 1, 0.5, "256MiB");
+  r.host = host_info();
+  CHECK(result_from_json(to_json(r)).device_interval == std::nullopt);
+  CHECK_THAT(to_text(r), !Contains("on the device"));
+  TimeInterval i;
+  i.low = 0.5;
+  i.high = 1.5;
+  i.models = 14;
+  r.device_interval = i;
+  const Result back = result_from_json(to_json(r));
+  REQUIRE(back.device_interval);
+  CHECK(back.device_interval->low == 0.5);
+  CHECK(back.device_interval->high == 1.5);
+  CHECK(back.device_interval->models == 14);
+  CHECK(back == r);
+  CHECK_THAT(to_text(r), Contains("on the device 1.000 .. 3.000 s wall (90% interval: "
+                                  "0.50-1.50x the measured time, from the speed's held-out "
+                                  "errors over 14 graphs"));
+}
+
 TEST_CASE("the runner's output: one line per graph, warnings ignored", "[nn][parse]") {
   const NnRating r = parse_nn_output(
       "runtime ncnn 1.0.20261020 (Python 3.11.7)\n"

@@ -428,6 +428,10 @@ TEST_CASE("a workload that loads PyTorch switches the slice to the device's PyTo
   CHECK(c.cpu_period_us == switched.period_us);
   CHECK(std::optional<std::uint64_t>(c.cpu_quota_us) == switched.quota_us);
   CHECK(r.plan.cpu_quota_us == c.cpu_quota_us);
+  // Its interval is the PyTorch speed's, from its 13 models.
+  REQUIRE(r.device_interval);
+  CHECK(r.device_interval->models == 13);
+  CHECK(r.device_interval->low < 1);
   CHECK(has_warning(r, "the workload loaded PyTorch (libtorch_cpu.so): the device ran at its "
                        "described core speed"));
   CHECK_FALSE(has_warning(r, "another runtime's ratio"));  // the speed is PyTorch's own

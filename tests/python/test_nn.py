@@ -283,6 +283,8 @@ def test_run_follows_the_runtime_its_workload_loads(tmp_path, monkeypatch):
     speed = edgeprof.find_device("raspberry-pi-4b-1gb").for_runtime("pytorch").core_speed
     assert data["device"]["core_speed"] == pytest.approx(speed)
     assert data["device"]["speed_runtime"]["runtime"] == "pytorch"
+    assert data["device_interval"]["models"] == 13  # the PyTorch speed's interval
+    assert data["provenance"]["device_interval"] == "estimated"
     assert any("the workload loaded PyTorch (libtorch_cpu.so): the device ran at" in w
                for w in data["warnings"])
     # Named, the speed is kept whatever the workload loads.
@@ -291,3 +293,17 @@ def test_run_follows_the_runtime_its_workload_loads(tmp_path, monkeypatch):
                         str(library), env_extra=env)
     assert kept.returncode == 0, kept.stderr
     assert json.loads(kept.stdout)["speed_changes"] == []
+
+
+def test_time_interval_from_the_speeds_held_out_errors():
+    s = edgeprof.nn_speed({"a": 1, "b": 2, "c": 4}, {"a": 1, "b": 1, "c": 1})
+    assert s.loo_log_sd > 0
+    i = edgeprof.time_interval(s)
+    assert isinstance(i, edgeprof.TimeInterval)
+    assert i.models == 3 and i.level == 0.9 and i.low < 1 < i.high
+    assert i.low == pytest.approx(1 / i.high)
+    assert edgeprof.time_interval(s, level=0.5).high < i.high
+    assert "90% interval" in str(s)
+    assert edgeprof.time_interval(edgeprof.nn_speed({"a": 1, "b": 2}, {"a": 1, "b": 1})) is None
+    with pytest.raises(edgeprof.Error, match="between 0 and 1"):
+        edgeprof.time_interval(s, level=90)
