@@ -180,6 +180,8 @@ struct Slice::Impl {
   // The speeds of runtimes the workload may load (PlanOptions::speed_kind automatic); declared
   // before the samplers that call it.
   std::unique_ptr<detail::RuntimeFollower> follower;
+  // The runtime whose speed the slice started at (runtime_start()); "" for the usual start.
+  std::string started_at;
   // The last run's sampler, for the next one: its thread sleeps between runs, and its stat
   // files stay open (opening them, about a dozen opens on v1, and starting and joining a
   // thread each cost a spawn more than anything else the library does).
@@ -238,7 +240,20 @@ Slice::Slice(Device device, SliceOptions options) : impl_(std::make_shared<Impl>
   // Measured once per host when a catalog device's nn speed needs this host's nn rating.
   const Device measured = with_measured_nn(device, plan_options);
   host = with_measured_quota_share(std::move(host), measured, plan_options);
-  s.plan = plan_emulation(measured, host, plan_options);
+  // The device as planned: as measured, or at a runtime's speed where the speed edgeprof
+  // chose cannot be emulated here (faster than a host core) and a runtime's can.
+  Device planned = measured;
+  std::vector<std::string> start_notes;
+  try {
+    s.plan = plan_emulation(planned, host, plan_options);
+  } catch (const UnsupportedError& e) {
+    std::optional<Device> start =
+        detail::runtime_start(measured, host, plan_options, e.what(), start_notes);
+    if (!start) throw;
+    planned = std::move(*start);
+    s.started_at = planned.nn->basis;
+    s.plan = plan_emulation(planned, host, plan_options);
+  }
   if (choose_cpus) {
     // Chosen and taken under the ledger's lock: a slice made meanwhile (another process's, or
     // another thread's while this one planned or measured) may have taken the CPUs planned.
@@ -246,14 +261,14 @@ Slice::Slice(Device device, SliceOptions options) : impl_(std::make_shared<Impl>
     plan_options.cpus = s.cpus.cpus();
     std::vector<int> taken = s.cpus.cpus();
     std::sort(taken.begin(), taken.end());
-    if (taken != s.plan.cpus) s.plan = plan_emulation(measured, host, plan_options);
+    if (taken != s.plan.cpus) s.plan = plan_emulation(planned, host, plan_options);
   } else {
     s.cpus = detail::cpu_ledger().take(s.plan.cpus);
   }
   const int shared = s.cpus.shared_at_take();
   // The device as emulated: as many of its cores as fit (the plan's note says so), so that its
   // figures (power, for the energy estimate) are those of the cores run.
-  s.device = fit_to_cpus(for_speed_kind(measured, plan_options.speed_kind), usable_cpus);
+  s.device = fit_to_cpus(for_speed_kind(planned, plan_options.speed_kind), usable_cpus);
   // Projected: one of its cores is what runs (the plan's projection says for how many).
   if (s.plan.threads_projection) s.device = for_threads(s.device, 1);
   s.options = std::move(options);
@@ -265,14 +280,14 @@ Slice::Slice(Device device, SliceOptions options) : impl_(std::make_shared<Impl>
         "siblings idle (docs/threads.md)",
         s.plan.core_groups));
     plan_options.cores = CoreEmulation::pooled;
-    s.plan = plan_emulation(measured, host, plan_options);
+    s.plan = plan_emulation(planned, host, plan_options);
   }
   // Keep-warm threads run in this process's cgroup: beneath a CPU quota they would spend the
   // quota the slice needs whenever it waits, and slow it down instead.
   if (s.plan.keep_warm) {
     if (auto above = s.backend->cpu_quota_above()) {
       plan_options.keep_warm = false;
-      s.plan = plan_emulation(measured, host, plan_options);
+      s.plan = plan_emulation(planned, host, plan_options);
       s.plan.notes.push_back(fmt::format(
           "keep-warm is off: {} limits the CPU of this process and the slice together, and "
           "threads keeping the slice's CPUs busy would spend that quota while the slice waits; "
@@ -289,8 +304,9 @@ Slice::Slice(Device device, SliceOptions options) : impl_(std::make_shared<Impl>
   }
   // A workload that loads a runtime the device has published times with runs at that speed
   // from when it is seen.
-  std::vector<detail::FollowedSpeed> speeds =
-      detail::followed_speeds(measured, host, plan_options, s.plan, usable_cpus, s.plan.notes);
+  s.plan.notes.insert(s.plan.notes.begin(), start_notes.begin(), start_notes.end());
+  std::vector<detail::FollowedSpeed> speeds = detail::followed_speeds(
+      measured, host, plan_options, s.plan, usable_cpus, s.plan.notes, s.started_at);
   if (!speeds.empty()) s.follower = std::make_unique<detail::RuntimeFollower>(std::move(speeds));
   remove_stale_slices(*s.backend, s.fs);
 
@@ -723,6 +739,11 @@ void Child::State::analyse(Result& r) {
   }
   if (auto warning = detail::runtime_warning(r.device, r.runtimes_seen)) {
     r.warnings.push_back(std::move(*warning));
+  }
+  if (!slice->started_at.empty() && r.device.nn) {
+    if (auto warning = detail::start_warning(r.device, r.device.nn->basis, r.runtimes_seen)) {
+      r.warnings.push_back(std::move(*warning));
+    }
   }
   for (const SourceStatus& st : r.sources) {
     if (st.failed) {

@@ -30,7 +30,8 @@ std::uint64_t written_quota_us(const EmulationPlan& plan) {
 std::vector<FollowedSpeed> followed_speeds(const Device& measured, const HostFacts& host,
                                            const PlanOptions& options, const EmulationPlan& plan,
                                            std::size_t usable_cpus,
-                                           std::vector<std::string>& notes) {
+                                           std::vector<std::string>& notes,
+                                           std::string_view current) {
   std::vector<FollowedSpeed> speeds;
   // A speed the user chose (the option, or a device whose speed kind is set already:
   // for_speed_kind(), for_runtime()) is kept.
@@ -51,7 +52,7 @@ std::vector<FollowedSpeed> followed_speeds(const Device& measured, const HostFac
     return speeds;
   }
   for (const NnRuntime& rt : nn_runtimes()) {
-    if (rt.id == "ncnn" || !measured.runtime_ms.count(rt.id)) continue;
+    if (rt.id == "ncnn" || rt.id == current || !measured.runtime_ms.count(rt.id)) continue;
     try {
       FollowedSpeed speed;
       speed.runtime = rt.id;
@@ -81,6 +82,43 @@ std::vector<FollowedSpeed> followed_speeds(const Device& measured, const HostFac
     }
   }
   return speeds;
+}
+
+std::optional<Device> runtime_start(const Device& measured, const HostFacts& host,
+                                    const PlanOptions& options, const std::string& why,
+                                    std::vector<std::string>& notes) {
+  if (options.speed_kind != SpeedKind::automatic || !measured.speed_kind.empty()) {
+    return std::nullopt;
+  }
+  for (const NnRuntime& rt : nn_runtimes()) {
+    if (rt.id == "ncnn" || !measured.runtime_ms.count(rt.id)) continue;
+    try {
+      Device at = for_runtime(measured, rt.id);
+      plan_emulation(at, host, options);  // throws where this one cannot be emulated either
+      notes.push_back(fmt::format(
+          "speed: {} cannot be emulated at the speed edgeprof would choose ({}); it starts at "
+          "its {} speed instead ({:.3g} of a host core), the one of its published runtimes this "
+          "host can emulate: a workload that loads another runtime the device has times with "
+          "switches to that one's speed, and one that loads neither runs at a speed that is "
+          "not its own (the result's warnings say so)",
+          measured.name, why, rt.name, at.core_speed));
+      return at;
+    } catch (const Error&) {
+      // This runtime's speed cannot be had here either: the next one.
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> start_warning(const Device& device, std::string_view runtime,
+                                         const RuntimesSeen& seen) {
+  // A runtime seen is said by runtime_warning() when it is not the speed's own.
+  if (runtime.empty() || !seen.empty()) return std::nullopt;
+  return fmt::format(
+      "{} ran at its {} speed ({:.3g} of a host core), its other speeds being faster than a host "
+      "core here, but the workload loaded no runtime edgeprof knows: its times are those of "
+      "{} on the device, which may not be what it ran (docs/devices.md, \"Other runtimes\")",
+      device.name, runtime_name(runtime), device.core_speed, runtime_name(runtime));
 }
 
 void RuntimeFollower::seen(const RuntimesSeen& seen, Cgroup& cgroup) noexcept {

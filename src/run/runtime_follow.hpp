@@ -69,10 +69,28 @@ class RuntimeFollower {
 // the device has no speed schedule nor a per-core quota that follows the busy threads.
 // `notes` gets a line per runtime: followed at which speed, or why not (no rating on this
 // host, with the command that measures it).
+// `current` is the runtime whose speed the slice starts at ("" for ncnn's or the described
+// speed: runtime_start()), which is not followed again.
 std::vector<FollowedSpeed> followed_speeds(const Device& measured, const HostFacts& host,
                                            const PlanOptions& options, const EmulationPlan& plan,
                                            std::size_t usable_cpus,
-                                           std::vector<std::string>& notes);
+                                           std::vector<std::string>& notes,
+                                           std::string_view current = {});
+
+// A device whose speed edgeprof chose (PlanOptions::speed_kind automatic) but cannot emulate
+// here (`why`: its ncnn or described speed is faster than a host core, the Raspberry Pi 5's
+// fp16 tables), started instead at the first runtime speed (nn_runtimes()'s order) that can
+// be planned: for_runtime(measured, id), with a note in `notes` saying why and what a
+// workload of another runtime gets. Unset when none can, or the speed was the user's choice.
+std::optional<Device> runtime_start(const Device& measured, const HostFacts& host,
+                                    const PlanOptions& options, const std::string& why,
+                                    std::vector<std::string>& notes);
+
+// The warning of a run at `runtime`'s speed in a slice that started at a runtime's speed
+// (runtime_start()) whose workload loaded no runtime at all; nullopt otherwise (another
+// runtime seen is runtime_warning()'s).
+std::optional<std::string> start_warning(const Device& device, std::string_view runtime,
+                                         const RuntimesSeen& seen);
 
 // The warning of a run in which the switch was made, `since_release_s` after its workload was
 // released: how long it ran at which speed (`before` the device as the slice began).

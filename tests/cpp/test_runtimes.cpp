@@ -446,3 +446,35 @@ TEST_CASE("a workload that loads PyTorch switches the slice to the device's PyTo
   CHECK_FALSE(has_warning(next, "the workload loaded"));
   CHECK(test::kernel_bandwidth(slice.paths()).quota_us == switched.quota_us);
 }
+
+TEST_CASE("a device faster than a host core at edgeprof's speed starts at a runtime's that fits",
+          "[runtimes][nn][kernel]") {
+  REQUIRE_CGROUPS();
+  const FakeTree cache;
+  test::ScopedEnv env("EDGEPROF_CACHE_DIR", cache.root());
+  // The Pi 5 as it is on a slower host: faster than a host core at its described speed (and
+  // at its ncnn fp16 one), slower at its PyTorch speed.
+  Device pi5 = find_device("raspberry-pi-5-8gb");
+  pi5.memory_bytes = 256 << 20;  // within the v2 VM's memory too
+  pi5.reference_speed.reset();
+  pi5.core_speed = 1.5;
+  SliceOptions options;
+  options.plan.measure_nn = false;
+  // Without this host's PyTorch rating there is no speed to start at: refused as before.
+  CHECK_THROWS_AS(Slice(pi5, options), UnsupportedError);
+
+  const FakeTree bin;
+  rate_pytorch(bin);
+  Slice slice(pi5, options);
+  REQUIRE(slice.device().nn);
+  CHECK(slice.device().nn->basis == "pytorch");
+  CHECK(slice.device().core_speed < 1);
+  CHECK(test::has_note(slice.plan(), "cannot be emulated at the speed edgeprof would choose"));
+  CHECK(test::has_note(slice.plan(), "it starts at its PyTorch speed"));
+  // A workload that loads no runtime is told its times are PyTorch's.
+  const Result r = slice.spawn(test::workload({"sleep", "0.05"})).wait();
+  REQUIRE(r.device.nn);
+  CHECK(r.device.nn->basis == "pytorch");
+  CHECK(has_warning(r, "ran at its PyTorch speed"));
+  CHECK(r.speed_changes.empty());
+}
