@@ -521,8 +521,9 @@ Result result_from(const json& j) {
   if (const auto it = j.find("device_interval"); it != j.end() && it->is_object()) {
     TimeInterval i;  // reports before intervals existed have none
     i.level = it->at("level").get<double>();
-    i.low = it->at("low").get<double>();
-    i.high = it->at("high").get<double>();
+    // Written through num(): a non-finite factor is null.
+    i.low = it->at("low").is_null() ? std::nan("") : it->at("low").get<double>();
+    i.high = it->at("high").is_null() ? std::nan("") : it->at("high").get<double>();
     i.models = it->at("models").get<int>();
     r.device_interval = i;
   }

@@ -209,6 +209,8 @@ struct Slice::Impl {
     spare_sampler.reset();
     spare_pipe.reset();
     placer.reset();  // its descriptors hold the core groups open
+    // A running workload's sampler may still see a runtime: it writes nothing from now on.
+    if (follower) follower->detach();
     try {
       cgroup->kill_all();
     } catch (const std::exception& e) {
@@ -307,7 +309,6 @@ Slice::Slice(Device device, SliceOptions options) : impl_(std::make_shared<Impl>
   s.plan.notes.insert(s.plan.notes.begin(), start_notes.begin(), start_notes.end());
   std::vector<detail::FollowedSpeed> speeds = detail::followed_speeds(
       measured, host, plan_options, s.plan, usable_cpus, s.plan.notes, s.started_at);
-  if (!speeds.empty()) s.follower = std::make_unique<detail::RuntimeFollower>(std::move(speeds));
   remove_stale_slices(*s.backend, s.fs);
 
   detail::SliceName name = own_identity(s.fs);
@@ -319,6 +320,10 @@ Slice::Slice(Device device, SliceOptions options) : impl_(std::make_shared<Impl>
     s.cgroup->remove();
     s.cgroup.reset();
     throw;
+  }
+  if (!speeds.empty()) {
+    s.follower = std::make_unique<detail::RuntimeFollower>(
+        std::move(speeds), s.cgroup.get(), detail::written_quota_us(s.plan), s.plan.cpu_period_us);
   }
 }
 
@@ -501,10 +506,10 @@ Child Slice::spawn(const Command& command, const SpawnOptions& options) {
     }
     state->sampler->watch_marks(state->marks.read.get());
     if (s.follower) {
-      state->sampler->on_new_runtime([follower = s.follower.get(), cgroup = s.cgroup.get()](
-                                         const detail::RuntimesSeen& seen) {
-        follower->seen(seen, *cgroup);
-      });
+      state->sampler->on_new_runtime(
+          [follower = s.follower.get()](const detail::RuntimesSeen& seen) {
+            follower->seen(seen);
+          });
     } else {
       state->sampler->on_new_runtime(nullptr);
     }
@@ -633,7 +638,10 @@ Result Child::State::finish(const detail::Exit& exit, bool timed_out) {
     }
     if (!switched_at_spawn) {
       SpeedChange change;
-      change.t_s = std::chrono::duration<double>(made->when - process.released).count();
+      // At 0 when another workload of the slice, running beside this one, made it before this
+      // one was released.
+      change.t_s = std::max(
+          0.0, std::chrono::duration<double>(made->when - process.released).count());
       change.runtime = made->speed->runtime;
       change.cpu_quota_us = detail::written_quota_us(made->speed->plan);
       change.cpu_period_us = made->speed->plan.cpu_period_us;

@@ -107,9 +107,11 @@ struct TimeInterval {
   int models = 0;      ///< the models (graphs) whose held-out errors it comes from
 };
 
-/// The interval of a device's time around one emulated at `speed`: a prediction interval of
-/// a model not among the speed's, from the spread of its held-out errors (NnSpeed::loo_log_sd)
-/// with Student's t of models - 1 degrees of freedom: exp(-+ t x spread). It covers the speed's
+/// The interval of a device's time around one emulated at `speed`: the prediction interval of
+/// a model not among the speed's n, exp(-+ t x s x sqrt(1 + 1/n)) with Student's t of n - 1
+/// degrees of freedom and s the standard deviation of the models' log device/host ratios
+/// (NnSpeed::loo_log_sd x (n - 1) / n: a held-out error is n / (n - 1) times the model's
+/// deviation from the mean). It covers the speed's
 /// own error (the device's models not scaling alike against this host), not the emulation's
 /// (how closely the slice keeps the speed) nor a projection's. Unset with fewer than 3 models
 /// or for a probed device's vector speed (no held-out errors). Throws Error for a level

@@ -304,7 +304,10 @@ std::optional<TimeInterval> time_interval(const NnSpeed& speed, double level) {
     return std::nullopt;
   }
   const int models = static_cast<int>(speed.ratios.size());
-  const double k = student_t_quantile(0.5 + level / 2, models - 1) * speed.loo_log_sd;
+  const double n = models;
+  // The ratios' own spread, from the held-out errors' (each n / (n - 1) times a deviation).
+  const double s = speed.loo_log_sd * (n - 1) / n;
+  const double k = student_t_quantile(0.5 + level / 2, n - 1) * s * std::sqrt(1 + 1 / n);
   TimeInterval interval;
   interval.level = level;
   interval.low = std::exp(-k);

@@ -7,6 +7,7 @@
 
 #include "edgeprof/error.hpp"
 #include "edgeprof/nn.hpp"
+#include "sampler/sampler.hpp"
 
 namespace edgeprof::detail {
 
@@ -121,33 +122,56 @@ std::optional<std::string> start_warning(const Device& device, std::string_view 
       device.name, runtime_name(runtime), device.core_speed, runtime_name(runtime));
 }
 
-void RuntimeFollower::seen(const RuntimesSeen& seen, Cgroup& cgroup) noexcept {
+RuntimeFollower::RuntimeFollower(std::vector<FollowedSpeed> speeds, Cgroup* cgroup,
+                                 std::uint64_t quota_us, std::uint64_t period_us)
+    : speeds_(std::move(speeds)),
+      cgroup_(cgroup),
+      quota_us_(quota_us),
+      period_us_(period_us),
+      forks_(fork_count()) {}
+
+void RuntimeFollower::seen(const RuntimesSeen& seen) noexcept {
+  if (done_.load(std::memory_order_acquire)) return;
   try {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (switched_) return;
+    if (done_.load(std::memory_order_relaxed) || !cgroup_) return;
     for (const FollowedSpeed& speed : speeds_) {
       const auto it = seen.find(speed.runtime);
       if (it == seen.end()) continue;
       RuntimeSwitch made;
       made.speed = &speed;
       made.library = it->second;
-      const int err = cgroup.set_cpu_bandwidth(written_quota_us(speed.plan), speed.plan.cpu_period_us);
+      const int err =
+          cgroup_->set_cpu_bandwidth(written_quota_us(speed.plan), speed.plan.cpu_period_us);
       made.when = std::chrono::steady_clock::now();
       if (err) {
+        // Part of it may have been written (the period, some core groups): the plan's back.
+        cgroup_->set_cpu_bandwidth(quota_us_, period_us_);
         made.error = fmt::format("could not write the CPU bandwidth of {} speed: {} (errno {})",
                                  runtime_name(speed.runtime), std::strerror(err), err);
       }
-      switched_ = std::move(made);
+      made_ = std::move(made);
+      done_.store(true, std::memory_order_release);
       return;
     }
   } catch (...) {
-    // Out of memory formatting the error: the next read of the maps tries again.
+    // Out of memory formatting the error: not switched; a read that sees a new runtime again
+    // tries again.
   }
 }
 
-std::optional<RuntimeSwitch> RuntimeFollower::switched() const {
+void RuntimeFollower::detach() noexcept {
+  if (forks_ != fork_count()) {
+    cgroup_ = nullptr;  // a forked child: no sampler thread writes here
+    return;
+  }
   std::lock_guard<std::mutex> lock(mutex_);
-  return switched_;
+  cgroup_ = nullptr;
+}
+
+std::optional<RuntimeSwitch> RuntimeFollower::switched() const {
+  if (!done_.load(std::memory_order_acquire)) return std::nullopt;
+  return made_;
 }
 
 std::string switch_warning(const Device& before, const RuntimeSwitch& made,

@@ -6,7 +6,9 @@
 // the slice start at the runtime's speed.
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -40,26 +42,35 @@ std::uint64_t written_quota_us(const EmulationPlan& plan);
 
 class RuntimeFollower {
  public:
-  RuntimeFollower() = default;
   // `speeds` in order of preference (nn_runtimes()'s): when one read of the maps sees several,
-  // the first one's speed is taken.
-  explicit RuntimeFollower(std::vector<FollowedSpeed> speeds) : speeds_(std::move(speeds)) {}
+  // the first one's speed is taken. `cgroup` is the slice's, whose bandwidth the plan set to
+  // `quota_us` (written_quota_us()) per `period_us`: put back when a switch fails part-way.
+  RuntimeFollower(std::vector<FollowedSpeed> speeds, Cgroup* cgroup, std::uint64_t quota_us,
+                  std::uint64_t period_us);
   RuntimeFollower(const RuntimeFollower&) = delete;
   RuntimeFollower& operator=(const RuntimeFollower&) = delete;
 
-  bool empty() const { return speeds_.empty(); }
   const std::vector<FollowedSpeed>& speeds() const { return speeds_; }
 
   // From the sampler's thread, with what a run has seen so far: the first time a runtime with
-  // a speed is among them, writes that speed's CPU bandwidth to `cgroup`. Never throws.
-  void seen(const RuntimesSeen& seen, Cgroup& cgroup) noexcept;
-  // The switch, once made.
+  // a speed is among them, writes that speed's CPU bandwidth to the slice's cgroup (nothing
+  // once detached). Never throws.
+  void seen(const RuntimesSeen& seen) noexcept;
+  // Before the cgroup goes (the slice closes, perhaps while a workload runs): waits for a
+  // write in progress, and writes nothing after. In a forked child (no sampler thread there,
+  // and the lock may have been held at the fork) it only forgets the cgroup.
+  void detach() noexcept;
+  // The switch, once made. Takes no lock (safe in a forked child).
   std::optional<RuntimeSwitch> switched() const;
 
  private:
   std::vector<FollowedSpeed> speeds_;
-  mutable std::mutex mutex_;
-  std::optional<RuntimeSwitch> switched_;
+  std::mutex mutex_;  // guards cgroup_ while a switch writes through it
+  Cgroup* cgroup_;
+  std::uint64_t quota_us_, period_us_;
+  unsigned forks_;  // fork_count() when made
+  RuntimeSwitch made_;  // written once, before done_ is set
+  std::atomic<bool> done_{false};
 };
 
 // The speeds a slice planned as `plan` (from `measured`, the device before its speed kind was

@@ -17,13 +17,9 @@
 namespace edgeprof::detail {
 
 namespace {
-
-// What woke the thread (epoll_event.data.u32).
-enum Wake : std::uint32_t { kQuit, kTimer, kMarks };
-
-// How many times this process is a fork away from the one that started: a Sampler made before
-// a fork has no thread in the child, so the child neither reuses nor joins it.
 std::atomic<unsigned> forks{0};
+}  // namespace
+
 unsigned fork_count() {
   static const bool registered =
       ::pthread_atfork(nullptr, nullptr, [] { forks.fetch_add(1, std::memory_order_relaxed); }) ==
@@ -31,6 +27,11 @@ unsigned fork_count() {
   (void)registered;
   return forks.load(std::memory_order_relaxed);
 }
+
+namespace {
+
+// What woke the thread (epoll_event.data.u32).
+enum Wake : std::uint32_t { kQuit, kTimer, kMarks };
 
 [[noreturn]] void fail(const char* what) {
   const int err = errno;

@@ -28,6 +28,10 @@ inline constexpr std::chrono::milliseconds kSamplerIdleExit{100};
 // Throws Error naming the value when `interval` is outside 1 ms .. 60 s.
 void check_sample_interval(std::chrono::nanoseconds interval);
 
+// How many times this process is a fork away from the one that started: an object made before
+// a fork whose thread or lock the child lacks (a Sampler, a RuntimeFollower) knows by it.
+unsigned fork_count();
+
 class Sampler {
  public:
   using Clock = std::chrono::steady_clock;

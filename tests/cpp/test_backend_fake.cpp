@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "cgroup/backend.hpp"
+#include "run/runtime_follow.hpp"
 #include "sampler/sources.hpp"
 #include "edgeprof/error.hpp"
 #include "helpers.hpp"
@@ -340,4 +341,57 @@ TEST_CASE("a kept stat file re-reads the current content, without allocating", "
   CHECK_FALSE(file.read_into(buf, 8));  // does not fit: no half a file
   CHECK_FALSE(StatFile(fs, "/missing").ok());
   CHECK_FALSE(StatFile(fs, "/missing").read_into(buf, sizeof buf));
+}
+
+TEST_CASE("a runtime follower writes the first seen runtime's bandwidth once, none once detached",
+          "[cgroup][runtimes]") {
+  FakeTree tree;
+  const std::string own = "/sys/fs/cgroup/user.slice/app.scope";
+  auto backend = fake_v2(tree, "/user.slice/app.scope", "cpuset cpu io memory pids",
+                         "cpuset cpu memory pids");
+  auto cgroup = backend->create("edgeprof-1-2-3");
+  const std::string dir = own + "/edgeprof-1-2-3";
+  kernel_files(tree, dir,
+               {"cpuset.cpus", "cpu.max", "memory.max", "memory.swap.max", "pids.max",
+                "cgroup.procs"});
+  std::vector<std::string> unapplied;
+  const EmulationPlan plan = sample_plan();
+  cgroup->apply(plan, false, unapplied);
+  auto speeds = [&] {
+    std::vector<FollowedSpeed> s(2);
+    s[0].runtime = "pytorch";
+    s[0].plan = plan;
+    s[0].plan.cpu_quota_us = 3000;
+    s[1].runtime = "onnxruntime";
+    s[1].plan = plan;
+    s[1].plan.cpu_quota_us = 2000;
+    s[1].plan.cpu_period_us = 20000;
+    return s;
+  };
+
+  RuntimeFollower follower(speeds(), cgroup.get(), written_quota_us(plan), plan.cpu_period_us);
+  follower.seen({});
+  follower.seen({{"ncnn", "libncnn.so.1"}});  // no speed of its own to follow
+  CHECK_FALSE(follower.switched());
+  CHECK(tree.read(dir + "/cpu.max") == "5000 10000");
+  // Both in one read: the first in order of preference.
+  follower.seen({{"onnxruntime", "libonnxruntime.so"}, {"pytorch", "libtorch_cpu.so"}});
+  const std::optional<RuntimeSwitch> made = follower.switched();
+  REQUIRE(made);
+  CHECK(made->speed->runtime == "pytorch");
+  CHECK(made->library == "libtorch_cpu.so");
+  CHECK(made->error.empty());
+  CHECK(tree.read(dir + "/cpu.max") == "3000 10000");
+  // Once per slice.
+  follower.seen({{"onnxruntime", "libonnxruntime.so"}});
+  CHECK(follower.switched()->speed->runtime == "pytorch");
+  CHECK(tree.read(dir + "/cpu.max") == "3000 10000");
+
+  // Detached (the slice closing while its workload runs): nothing is written after.
+  tree.file(dir + "/cpu.max", "5000 10000");
+  RuntimeFollower closing(speeds(), cgroup.get(), written_quota_us(plan), plan.cpu_period_us);
+  closing.detach();
+  closing.seen({{"pytorch", "libtorch_cpu.so"}});
+  CHECK_FALSE(closing.switched());
+  CHECK(tree.read(dir + "/cpu.max") == "5000 10000");
 }

@@ -95,7 +95,8 @@ TEST_CASE("nn speed: geometric mean of host / device time, and its leave-one-out
 TEST_CASE("the interval of a device's time: Student's t of the held-out log errors",
           "[nn][interval]") {
   // Ratios 1, 2, 4: held out, each is predicted from the others' geometric mean, off by
-  // log factors -1.5 ln 2, 0, +1.5 ln 2 (mean 0), whose standard deviation is 1.5 ln 2.
+  // log factors -1.5 ln 2, 0, +1.5 ln 2 (mean 0), whose standard deviation is 1.5 ln 2; the
+  // ratios' own (log 1, 2, 4 about their mean) is ln 2, two thirds of it.
   const NnSpeed s = nn_speed({{"a", 1}, {"b", 2}, {"c", 4}}, {{"a", 1}, {"b", 1}, {"c", 1}});
   CHECK(s.loo_log_sd == Approx(1.5 * std::log(2.0)));
   const std::optional<TimeInterval> i = time_interval(s);
@@ -103,12 +104,13 @@ TEST_CASE("the interval of a device's time: Student's t of the held-out log erro
   CHECK(i->level == 0.9);
   CHECK(i->models == 3);
   const double t = 2.919986;  // Student's t, 2 degrees of freedom, 95th percentile
-  CHECK(i->high == Approx(std::exp(t * 1.5 * std::log(2.0))).epsilon(1e-5));
+  // The prediction interval of a fourth model: t x s x sqrt(1 + 1/3), s = ln 2.
+  CHECK(i->high == Approx(std::exp(t * std::log(2.0) * std::sqrt(4.0 / 3.0))).epsilon(1e-5));
   CHECK(i->low == Approx(1 / i->high));
   const std::optional<TimeInterval> half = time_interval(s, 0.5);
   REQUIRE(half);
   CHECK(half->high < i->high);
-  CHECK_THAT(describe(s), Contains("a device time within 0.05-20.82x the emulated one (90% "
+  CHECK_THAT(describe(s), Contains("a device time within 0.10-10.35x the emulated one (90% "
                                    "interval, estimated)"));
   // All alike: no spread, an interval of one point.
   const NnSpeed alike = nn_speed({{"a", 2}, {"b", 4}, {"c", 6}}, {{"a", 1}, {"b", 2}, {"c", 3}});

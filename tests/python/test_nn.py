@@ -273,7 +273,7 @@ def test_run_follows_the_runtime_its_workload_loads(tmp_path, monkeypatch):
     library = tmp_path / "libtorch_cpu.so"
     library.write_bytes(b"\0" * 4096)
     code = ("import mmap, sys, time\nf = open(sys.argv[1], 'rb')\n"
-            "m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)\ntime.sleep(2.5)\n")
+            "m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)\ntime.sleep(6)\n")
     p = edgeprof_cli("run", "--device", "raspberry-pi-4b-1gb", "--threads", "1", "--json", "--",
                      sys.executable, "-c", code, str(library), env_extra=env)
     assert p.returncode == 0, p.stderr
@@ -292,7 +292,9 @@ def test_run_follows_the_runtime_its_workload_loads(tmp_path, monkeypatch):
                         "--speed-kind", "integer", "--json", "--", sys.executable, "-c", code,
                         str(library), env_extra=env)
     assert kept.returncode == 0, kept.stderr
-    assert json.loads(kept.stdout)["speed_changes"] == []
+    kept_data = json.loads(kept.stdout)
+    assert kept_data["runtimes_seen"] == {"pytorch": "libtorch_cpu.so"}  # seen, not followed
+    assert kept_data["speed_changes"] == []
 
 
 def test_time_interval_from_the_speeds_held_out_errors():
