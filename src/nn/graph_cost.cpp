@@ -3,6 +3,11 @@
 // connected layers are counted. It shares nothing with the generator (graphs.cpp), so a graph
 // the generator gets wrong shows here as a count that is off its architecture's published one,
 // or as a weight size that does not fit the channels that reach the layer.
+//
+// The same inference writes the shape hints the generator adds to its graphs
+// (with_shape_hints): ncnn chooses some kernels at load time from them, and ncnn's benchmark
+// graphs carry them, so a graph without them times differently. A graph that declares hints
+// is checked against the inferred shapes.
 
 #include <fmt/format.h>
 
@@ -17,6 +22,7 @@
 
 #include "edgeprof/error.hpp"
 #include "edgeprof/nn.hpp"
+#include "nn/shape_hints.hpp"
 
 namespace edgeprof {
 
@@ -29,6 +35,9 @@ constexpr int kArrayKeyBase = -23300;
 constexpr int kRemaining = -233;
 constexpr int kSameUpper = -233;
 constexpr int kSameLower = -234;
+// The array of output shapes ("shape hints") ncnn reads at load time: key -23330, array 30, four
+// values per output blob: dims, w, h, c.
+constexpr int kShapeHintArray = 30;
 
 // A blob's shape as ncnn's Mat has it: dims 1 is (w), 2 is (w, h), 3 is (w, h, c).
 struct Shape {
@@ -81,16 +90,54 @@ class CostCounter {
   GraphCost run() {
     std::vector<Layer> layers = parse();
     for (const Layer& l : layers) apply(l);
+    check_output();
+    return cost_;
+  }
+
+  // The param text with each layer's output shapes written as its shape hints (replacing any
+  // it had).
+  std::string hinted() {
+    std::vector<Layer> layers = parse();
+    std::string text = fmt::format("{}\n{} {}\n", kParamMagic, layers.size(), blob_count_);
+    for (const Layer& l : layers) {
+      apply(l);
+      std::string hint = fmt::format("{}={}", kArrayKeyBase - kShapeHintArray, 4 * l.out.size());
+      for (const auto& b : l.out) {
+        const Shape& s = shapes_.at(b);
+        hint += fmt::format(",{},{},{},{}", s.dims, s.w, s.h, s.c);
+      }
+      text += layer_text(l, hint) + "\n";
+    }
+    check_output();
+    return text;
+  }
+
+ private:
+  void check_output() {
     const auto out = shapes_.find(graph_.output);
     if (out == shapes_.end()) {
       throw Error(fmt::format("reference graph {}: no layer produces the output blob '{}'",
                               graph_.name, graph_.output));
     }
     cost_.output_size = out->second.size();
-    return cost_;
   }
 
- private:
+  // A layer's line as parsed with `hint` for its shape hints, then its other values in key
+  // order.
+  std::string layer_text(const Layer& l, const std::string& hint) const {
+    std::string text = fmt::format("{:<20} {:<16} {} {}", l.type, l.name, l.in.size(), l.out.size());
+    for (const auto& b : l.in) text += " " + b;
+    for (const auto& b : l.out) text += " " + b;
+    text += " " + hint;
+    for (const auto& [key, items] : l.arrays) {
+      if (key == kShapeHintArray) continue;
+      text += fmt::format(" {}={}", kArrayKeyBase - key, items.size());
+      for (const auto& v : items) text += "," + v;
+    }
+    for (const auto& [key, value] : l.values) text += fmt::format(" {}={}", key, value);
+    return text;
+  }
+
   [[noreturn]] void fail(int line, const std::string& what) const {
     throw Error(fmt::format("reference graph {}: param line {}: {}", graph_.name, line, what));
   }
@@ -99,7 +146,7 @@ class CostCounter {
                             l.name, l.type, l.line, what));
   }
 
-  std::vector<Layer> parse() const {
+  std::vector<Layer> parse() {
     std::vector<std::string_view> lines;
     std::string_view rest = graph_.param;
     while (!rest.empty()) {
@@ -142,6 +189,7 @@ class CostCounter {
       fail(2, fmt::format("the header says {} layers and {} blobs; the text has {} and {}",
                           *layer_count, *blob_count, layers.size(), blobs));
     }
+    blob_count_ = blobs;
     return layers;
   }
 
@@ -228,10 +276,38 @@ class CostCounter {
       }
     }
     std::vector<Shape> out = infer(l);
+    check_hints(l, out);
     for (std::size_t i = 0; i < l.out.size(); ++i) {
       if (!shapes_.emplace(l.out[i], out[i]).second) {
         fail(l, fmt::format("writes blob '{}', which an earlier layer writes", l.out[i]));
       }
+    }
+  }
+
+  // Shape hints a layer declares must be the shapes it gives: ncnn would choose its kernels for
+  // the declared ones.
+  void check_hints(const Layer& l, const std::vector<Shape>& out) const {
+    const auto it = l.arrays.find(kShapeHintArray);
+    if (it == l.arrays.end()) return;
+    const auto& v = it->second;
+    std::string declared, inferred;
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      if (i) inferred += ", ";
+      inferred += to_string(out[i]);
+    }
+    bool same = v.size() == 4 * out.size();
+    for (std::size_t i = 0; i < v.size() / 4; ++i) {
+      const auto dims = to_integer(v[4 * i]), w = to_integer(v[4 * i + 1]),
+                 h = to_integer(v[4 * i + 2]), c = to_integer(v[4 * i + 3]);
+      const Shape s{int(dims.value_or(0)), w.value_or(0), h.value_or(0), c.value_or(0)};
+      if (i) declared += ", ";
+      declared += to_string(s);
+      same = same && i < out.size() && s.dims == out[i].dims && s.w == out[i].w &&
+             s.h == out[i].h && s.c == out[i].c;
+    }
+    if (!same) {
+      fail(l, fmt::format("its shape hints ({}=) say {}; the layer gives {}",
+                          kArrayKeyBase - kShapeHintArray, declared, inferred));
     }
   }
 
@@ -518,10 +594,13 @@ class CostCounter {
   std::map<std::string, Shape> shapes_;
   std::set<std::string> consumed_;
   GraphCost cost_;
+  std::size_t blob_count_ = 0;
 };
 
 }  // namespace
 
 GraphCost graph_cost(const ReferenceGraph& graph) { return CostCounter(graph).run(); }
+
+std::string with_shape_hints(const ReferenceGraph& graph) { return CostCounter(graph).hinted(); }
 
 }  // namespace edgeprof

@@ -37,7 +37,13 @@ void check_within(const char* what, double value, double published, double toler
 
 // `graph` fed a width x height input (its Input layer rewritten, the rest as generated), for
 // figures published at another input size.
+// The graph fed another input size; its shape hints (-23330=...), which are for its own size,
+// are dropped.
 ReferenceGraph with_input(ReferenceGraph graph, int width, int height) {
+  for (auto at = graph.param.find(" -23330="); at != std::string::npos;
+       at = graph.param.find(" -23330=", at)) {
+    graph.param.erase(at, graph.param.find_first_of(" \n", at + 1) - at);
+  }
   const std::string from =
       "0=" + std::to_string(graph.width) + " 1=" + std::to_string(graph.height);
   const auto at = graph.param.find(from);
@@ -214,6 +220,35 @@ TEST_CASE("the reference graphs are well-formed ncnn param text", "[nn]") {
   CHECK(names.size() >= 10);
 }
 
+// ncnn picks a 3x3 convolution's Winograd variant at load time from the shapes a layer declares
+// (-23330=4*n,dims,w,h,c...), and ncnn's benchmark graphs declare them on every layer: without
+// them ResNet-18 timed 1.10-1.13x the same graph with them here.
+TEST_CASE("every layer of a reference graph declares its output shapes, as ncnn's do", "[nn]") {
+  for (const ReferenceGraph& g : reference_graphs()) {
+    INFO(g.name);
+    std::istringstream in(g.param);
+    std::string line;
+    std::getline(in, line);
+    std::getline(in, line);
+    int layers = 0, hinted = 0;
+    while (std::getline(in, line)) {
+      if (line.empty()) continue;
+      ++layers;
+      if (line.find(" -23330=") != std::string::npos) ++hinted;
+    }
+    CHECK(hinted == layers);
+    CHECK_NOTHROW(graph_cost(g));  // the declared shapes are the inferred ones
+  }
+  const auto& graphs = reference_graphs();
+  const auto resnet18 = std::find_if(graphs.begin(), graphs.end(),
+                                     [](const ReferenceGraph& g) { return g.name == "resnet18"; });
+  REQUIRE(resnet18 != graphs.end());
+  // The stem: 224x224x3 in, a 7x7 convolution by 2 to 112x112x64, a vector of 1000 out.
+  CHECK_THAT(resnet18->param, Contains("data -23330=4,3,224,224,3 ") &&
+                                  Contains("-23330=4,3,112,112,64 0=64 1=7") &&
+                                  Contains("output -23330=4,3,1,1,1000"));
+}
+
 TEST_CASE("the reference graphs are benchncnn's, in the order of its published tables", "[nn]") {
   std::vector<std::string> names;
   for (const ReferenceGraph& g : reference_graphs()) names.push_back(g.name);
@@ -289,6 +324,15 @@ TEST_CASE("graph_cost: a malformed graph is an Error naming the graph, the layer
                                 head + "ReLU r 1 1 data a\nSoftmax s 1 1 a output\n", ""}),
       Contains("declares 8x8x3; the graph is fed 16x16x3"));
   CHECK_THROWS_AS(graph_cost(graph("")), Error);
+  // A declared shape that is not the layer's (ncnn would choose kernels for the wrong one).
+  CHECK_THROWS_WITH(
+      graph_cost(graph(head + "Convolution c1 1 1 data a -23330=4,3,8,8,5 0=4 1=3 4=1 6=108\n"
+                              "Softmax prob 1 1 a output\n")),
+      Contains("layer c1 (Convolution") && Contains("shape hints (-23330=) say 8x8x5") &&
+          Contains("gives 8x8x4"));
+  CHECK_NOTHROW(
+      graph_cost(graph(head + "Convolution c1 1 1 data a -23330=4,3,8,8,4 0=4 1=3 4=1 6=108\n"
+                              "Softmax prob 1 1 a output -23330=4,3,8,8,4\n")));
 }
 
 // Each graph's parameters and multiply-accumulates (MACs) as graph_cost reads them from the

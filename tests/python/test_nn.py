@@ -3,7 +3,10 @@ stand-in for the Python that has ncnn, and for real in short form), the catalog'
 emulated at their nn speed by default, said in the report, and the other kind on request."""
 
 import json
+import re
+import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -309,3 +312,29 @@ def test_time_interval_from_the_speeds_held_out_errors():
     assert edgeprof.time_interval(edgeprof.nn_speed({"a": 1, "b": 2}, {"a": 1, "b": 1})) is None
     with pytest.raises(edgeprof.Error, match="between 0 and 1"):
         edgeprof.time_interval(s, level=90)
+
+
+def test_the_graph_benchmark_runs_edgeprofs_graphs_against_a_models_directory(tmp_path):
+    """benchmarks/ncnn_graphs.py: reads ncnn's benchmark/models (here a stand-in holding
+    edgeprof's own graph without its shape hints), times both with the rating's runner, and
+    reports the ratio per graph; a directory without the graphs is refused by name."""
+    pytest.importorskip("ncnn")
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "ncnn_graphs.py"
+    graph = next(g for g in edgeprof.reference_graphs() if g.name == "shufflenet")
+    assert " -23330=" in graph.param
+    models = tmp_path / "models"
+    models.mkdir()
+    (models / "shufflenet.param").write_text(re.sub(r" -23330=[0-9,-]+", "", graph.param))
+    table = tmp_path / "out.md"
+    done = subprocess.run([sys.executable, str(script), "--ncnn-models", str(models), "--rounds",
+                           "1", "--loops", "2", "--warmup", "1", "--markdown", str(table)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    row = next(line for line in table.read_text().splitlines() if line.startswith("| shufflenet"))
+    assert float(row.split("|")[4].split()[0]) > 0
+    assert "of 1 graphs" in table.read_text() and "not in" in done.stderr  # the 13 others
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    refused = subprocess.run([sys.executable, str(script), "--ncnn-models", str(empty)],
+                             capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 2 and "no graph to compare" in refused.stderr
