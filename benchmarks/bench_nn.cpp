@@ -290,7 +290,8 @@ std::map<std::string, double> held_out(const std::map<std::string, double>& emul
                                        const std::map<std::string, double>& one_thread_ms,
                                        const NnRating& host, const std::string& precision,
                                        double speed_all,
-                                       std::map<std::string, TimeInterval>* intervals = nullptr) {
+                                       std::map<std::string, TimeInterval>* intervals = nullptr,
+                                       double emulation_log_sd = 0) {
   std::map<std::string, double> out;
   if (one_thread_ms.size() < 2) return out;
   for (const auto& [g, ms] : emulated) {
@@ -299,7 +300,8 @@ std::map<std::string, double> held_out(const std::map<std::string, double>& emul
     const NnSpeed without = nn_speed(others, host.host_ms, precision);
     out[g] = ms * speed_all / without.core_speed;
     if (intervals) {
-      if (const std::optional<TimeInterval> i = time_interval(without)) (*intervals)[g] = *i;
+      // As the run's own Result::device_interval: the plan's emulation spread included.
+      if (const auto i = time_interval(without, 0.9, emulation_log_sd)) (*intervals)[g] = *i;
     }
   }
   return out;
@@ -329,7 +331,8 @@ double coverage(const std::map<std::string, double>& held,
 std::map<std::string, double> emulate(const Device& device, const std::string& dir,
                                       const std::vector<std::string>& graphs, int threads,
                                       const Args& a, double* quota_scale = nullptr,
-                                      std::optional<ThreadsProjection>* projection = nullptr) {
+                                      std::optional<ThreadsProjection>* projection = nullptr,
+                                      double* emulation_log_sd = nullptr) {
   Command c;
   c.argv = {"python3", dir + "/runner.py", dir, std::to_string(a.warmup)};
   c.argv.push_back(std::to_string(a.loops));
@@ -346,6 +349,7 @@ std::map<std::string, double> emulate(const Device& device, const std::string& d
   o.slice.plan.quota_scale = a.quota_scale;
   const Result r = run(c, device, o);
   if (quota_scale) *quota_scale = r.plan.quota_scale;
+  if (emulation_log_sd) *emulation_log_sd = r.plan.emulation_log_sd;
   if (projection) *projection = r.plan.threads_projection;
   std::ifstream in(dir + "/out.txt");
   std::stringstream text;
@@ -376,6 +380,7 @@ struct OneThreadRow {
   Fit emulated, held, integer;
   // Held out: the share of graphs whose published time fell within their 90% interval.
   double coverage = NAN;
+  double coverage_speed_only = NAN;  // the same with the speed's error alone in the interval
   std::map<std::string, double> errors;  // emulated / published - 1, by graph
   // The emulation's own share: emulated x speed / the same graph unthrottled on the same CPU
   // just before (median, p10, p90 over the graphs); 1 is a quota that buys a core's work.
@@ -384,6 +389,7 @@ struct OneThreadRow {
   // quota scale the plan applied.
   double share_held = NAN;
   double quota_scale = 1;
+  double emulation_log_sd = 0;  // the plan's, in the interval as in a run's
   // The host's drift since its rating: the unthrottled time now / at the rating (median).
   double drift = NAN;
   // The same drift as a short microbenchmark run just before sees it: the vector (CNN-like)
@@ -432,7 +438,7 @@ OneThreadRow measure_one_thread(const Device& catalog, const NnRating& host,
   one.speed_kind.clear();
   const auto reference = unthrottled(dir, keys(published), a);
   const auto emulated = emulate(for_speed_kind(one, SpeedKind::nn), dir, keys(published), 1, a,
-                                &row.quota_scale);
+                                &row.quota_scale, nullptr, &row.emulation_log_sd);
   std::vector<double> shares, drifts, held;
   for (const auto& [g, ms] : emulated) {
     if (!reference.count(g)) continue;
@@ -458,10 +464,13 @@ OneThreadRow measure_one_thread(const Device& catalog, const NnRating& host,
   row.emulated = fit(emulated, published);
   row.integer = fit(at_integer, published);
   std::map<std::string, TimeInterval> intervals;
-  const auto held_ms =
-      held_out(emulated, published, host, catalog.nn_precision, row.speed, &intervals);
+  const auto held_ms = held_out(emulated, published, host, catalog.nn_precision, row.speed,
+                               &intervals, row.emulation_log_sd);
   row.held = fit(held_ms, published);
   row.coverage = coverage(held_ms, intervals, published);
+  std::map<std::string, TimeInterval> speed_only;
+  held_out(emulated, published, host, catalog.nn_precision, row.speed, &speed_only);
+  row.coverage_speed_only = coverage(held_ms, speed_only, published);
   return row;
 }
 
@@ -517,10 +526,12 @@ ThreadsRow measure_threads(const Device& catalog, const NnRating& host, const st
     return row;
   }
   std::optional<ThreadsProjection> projection;
+  double emulation_log_sd = 0;
   auto emulated = emulate(for_speed_kind(d, SpeedKind::nn), dir, keys(many),
-                          projected ? 1 : threads, a, nullptr, &projection);
+                          projected ? 1 : threads, a, nullptr, &projection, &emulation_log_sd);
   std::map<std::string, TimeInterval> intervals;
-  auto held = held_out(emulated, one, host, catalog.nn_precision, row.speed, &intervals);
+  auto held = held_out(emulated, one, host, catalog.nn_precision, row.speed, &intervals,
+                       emulation_log_sd);
   if (projected) {
     if (!projection) throw Error("bench_nn: a projected plan without a projection");
     row.projected_speedup = projection->speedup;
@@ -589,22 +600,24 @@ std::string one_thread_table(const std::vector<OneThreadRow>& rows,
       "Host drift: that unthrottled time / this host's rating at the start, median; the "
       "vector and memory kernels' drift: their score at the start / just before the device's "
       "runs (a half-second probe on CPU {}). Coverage: the share of graphs whose published time "
-      "lies within the 90% interval (time_interval(), from the speed without the graph) around "
-      "the held-out time.\n\n"
+      "lies within the 90% interval (time_interval(), from the speed without the graph, with "
+      "the plan's emulation spread as a run's own interval has it; emulation sd) around the "
+      "held-out time, and with the speed's error alone.\n\n"
       "| device | precision | graphs | nn speed | median \\|err\\| | worst | Kendall tau | "
-      "held-out median (worst) | held-out tau | 90% interval coverage | integer speed's median "
+      "held-out median (worst) | held-out tau | 90% interval coverage (emulation sd) | "
+      "coverage, speed's error only | integer speed's median "
       "\\|err\\| | own share (p10-p90) | own share, held-out graphs | quota scale | host drift | "
       "vector kernel's | memory kernel's |\n"
-      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
       host.cpu_model, host.runtime, rating.warmup, rating.loops, a.warmup, a.loops,
       host_facts().cpus.front());
   for (const OneThreadRow& r : rows) {
-    md += fmt::format("| {} | {} | {} | {:.4f} | {} | {} | {} | {} ({}) | {} | {} | {} | {} "
-                      "({}-{}) | {} | {:.3f} | {} | {} | {} |\n",
+    md += fmt::format("| {} | {} | {} | {:.4f} | {} | {} | {} | {} ({}) | {} | {} ({:.2f}) | {} | "
+                      "{} | {} ({}-{}) | {} | {:.3f} | {} | {} | {} |\n",
                       r.device, r.precision, r.emulated.graphs, r.speed, pct(r.emulated.median),
                       pct(r.emulated.worst), fixed2(r.emulated.tau), pct(r.held.median),
                       pct(r.held.worst), fixed2(r.held.tau), pct(r.coverage),
-                      pct(r.integer.median),
+                      r.emulation_log_sd, pct(r.coverage_speed_only), pct(r.integer.median),
                       fixed2(r.share), fixed2(r.share_p10), fixed2(r.share_p90),
                       fixed2(r.share_held), r.quota_scale, fixed2(r.drift),
                       fixed2(r.vector_drift), fixed2(r.memory_drift));

@@ -97,6 +97,7 @@ bool operator==(const EmulationPlan& a, const EmulationPlan& b) {
          a.io_write_bps == b.io_write_bps && a.keep_warm == b.keep_warm && a.thread_env == b.thread_env &&
          a.core_groups == b.core_groups && a.core_quota_us == b.core_quota_us &&
          a.core_quota_by_busy == b.core_quota_by_busy && a.quota_scale == b.quota_scale &&
+         a.emulation_log_sd == b.emulation_log_sd &&
          a.threads_projection == b.threads_projection && a.notes == b.notes;
 }
 
@@ -181,6 +182,7 @@ struct QuotaScaleChoice {
   double scale = 1.0;
   std::string from;  // for the note of the scale
   std::string note;  // why an nn speed gets no scale; "" otherwise
+  double log_sd = 0;  // the own share's spread at the scaled quota, when the scale is from it
 };
 
 QuotaScaleChoice choose_quota_scale(const Device& device, const HostFacts& host,
@@ -229,6 +231,7 @@ QuotaScaleChoice choose_quota_scale(const Device& device, const HostFacts& host,
     return c;
   }
   c.scale = quota_scale_at(q, cpu_share);
+  c.log_sd = own_share_log_sd(q, c.scale * cpu_share);
   c.from = fmt::format("this host's own share under the scaled quota ({:.3g} of a CPU) for a "
                        "device core at {:.3g} of a CPU, measured {} with {} ncnn graph{} "
                        "(`edgeprof calibrate-host --nn`)",
@@ -493,6 +496,7 @@ EmulationPlan plan_emulation(const Device& described, const HostFacts& host,
                : double(plan.cpu_quota_us) / (double(plan.cpu_period_us) * double(ncpus)),
       per_core ? 1 : ncpus);
   if (!choice.note.empty()) plan.notes.push_back(choice.note);
+  plan.emulation_log_sd = choice.log_sd;
   if (choice.scale != 1.0) {
     // The quota bought less work here than its share of a host CPU: more of it, no more than
     // the CPUs' (each core group's: one CPU's) whole time.

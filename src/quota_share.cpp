@@ -227,6 +227,30 @@ double quota_scale_at(const QuotaShare& q, double speed) {
   return (lo + hi) / 2;
 }
 
+double own_share_log_sd(const QuotaShare& q, double speed) {
+  check_speed("own_share_log_sd", speed);
+  // The 10th and 90th percentiles of a normal distribution are 1.2816 sd either side of its
+  // median.
+  constexpr double kP10ToP90Sds = 2 * 1.2815516;
+  std::vector<std::pair<double, double>> curve;  // (log speed, log sd)
+  for (const QuotaSharePoint& p : q.points) {
+    if (p.p10 > 0 && p.p90 >= p.p10 && std::isfinite(p.p90)) {
+      curve.emplace_back(std::log(p.speed), std::log(p.p90 / p.p10) / kP10ToP90Sds);
+    }
+  }
+  if (curve.empty()) return 0.0;
+  const double x = std::log(speed);
+  if (x <= curve.front().first) return curve.front().second;
+  for (std::size_t i = 1; i < curve.size(); ++i) {
+    if (x <= curve[i].first) {
+      const auto& [x0, y0] = curve[i - 1];
+      const auto& [x1, y1] = curve[i];
+      return y0 + (y1 - y0) * (x - x0) / (x1 - x0);
+    }
+  }
+  return curve.back().second;
+}
+
 std::optional<QuotaShare> cached_quota_share(std::string* why) {
   const std::string path = cache_path(detail::host_cache_dir());
   // Read again only when the file changed: a plan asks for every slice.

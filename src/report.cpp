@@ -159,6 +159,7 @@ json plan_json(const EmulationPlan& p) {
           {"core_quota_us", p.core_quota_us},
           {"core_quota_by_busy", p.core_quota_by_busy},
           {"quota_scale", p.quota_scale},
+          {"emulation_log_sd", p.emulation_log_sd},
           {"threads_projection", p.threads_projection ? projection_json(*p.threads_projection)
                                                       : json(nullptr)},
           {"thread_env", p.thread_env},
@@ -185,6 +186,7 @@ EmulationPlan plan_from(const json& j) {
     }
   }
   if (j.contains("quota_scale")) p.quota_scale = j.at("quota_scale").get<double>();
+  if (j.contains("emulation_log_sd")) p.emulation_log_sd = j.at("emulation_log_sd").get<double>();
   if (j.contains("threads_projection") && !j.at("threads_projection").is_null()) {
     p.threads_projection = projection_from(j.at("threads_projection"));
   }
@@ -453,8 +455,11 @@ json result_json(const Result& r) {
     j["provenance"]["phases.projected_wall_time_s"] = "projected";
   }
   if (const auto& i = r.device_interval) {
-    j["device_interval"] = {{"level", i->level}, {"low", num(i->low)}, {"high", num(i->high)},
-                            {"models", i->models}};
+    j["device_interval"] = {{"level", i->level},
+                            {"low", num(i->low)},
+                            {"high", num(i->high)},
+                            {"models", i->models},
+                            {"emulation_log_sd", num(i->emulation_log_sd)}};
     j["provenance"]["device_interval"] = "estimated";
   } else {
     j["device_interval"] = nullptr;
@@ -525,6 +530,9 @@ Result result_from(const json& j) {
     i.low = it->at("low").is_null() ? std::nan("") : it->at("low").get<double>();
     i.high = it->at("high").is_null() ? std::nan("") : it->at("high").get<double>();
     i.models = it->at("models").get<int>();
+    if (const auto e = it->find("emulation_log_sd"); e != it->end() && e->is_number()) {
+      i.emulation_log_sd = e->get<double>();  // reports before it have the speed's error only
+    }
     r.device_interval = i;
   }
   if (j.contains("speed_changes")) {
@@ -662,11 +670,15 @@ std::string to_text(const Result& r) {
     const double t = r.projected_s(r.wall_time_s).value_or(r.wall_time_s);
     row("on the device",
         fmt::format("{:.3f} .. {:.3f} s wall ({:.0f}% interval: {:.2f}-{:.2f}x the {} time, from "
-                    "the speed's held-out errors over {} {}; the emulation's own error not "
-                    "included)",
+                    "the speed's held-out errors over {} {}{})",
                     t * i->low, t * i->high, 100 * i->level, i->low, i->high,
                     r.projected_s(r.wall_time_s) ? "projected" : "measured", i->models,
-                    r.device.nn && r.device.nn->basis != "ncnn" ? "models" : "graphs"),
+                    r.device.nn && r.device.nn->basis != "ncnn" ? "models" : "graphs",
+                    i->emulation_log_sd > 0
+                        ? fmt::format(" and the emulation's spread on this host (sd {:.2f} in "
+                                      "log time)",
+                                      i->emulation_log_sd)
+                        : std::string("; the emulation's own error not included")),
         "estimated");
   }
   row("cpu time", fmt::format("{:.3f} s user + {:.3f} s system", r.cpu_user_s, r.cpu_system_s),

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <bitset>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
@@ -120,6 +121,27 @@ detail::SliceName own_identity(const detail::Fs& fs) {
 CgroupMode cgroup_mode() { return layout().mode; }
 
 namespace {
+
+// A timeout longer than this (a century) waits for ever: the clock cannot hold a deadline
+// much further out (steady_clock counts nanoseconds in 64 bits, about 292 years), and
+// std::chrono's conversion of inf or 1e300 s overflows to a deadline already past.
+constexpr double kForeverTimeoutS = 100.0 * 365 * 24 * 3600;
+
+// The deadline `timeout` gives from `from`: none for an unset, infinite or century-long one.
+// Throws Error for zero, a negative one or NaN.
+std::optional<std::chrono::steady_clock::time_point> deadline_after(
+    std::chrono::steady_clock::time_point from,
+    std::optional<std::chrono::duration<double>> timeout) {
+  if (!timeout) return std::nullopt;
+  const double s = timeout->count();
+  if (!(s > 0)) {
+    throw Error(fmt::format("a timeout is a positive number of seconds, not {}; leave it unset "
+                            "(or give inf) to wait for ever",
+                            s));
+  }
+  if (s >= kForeverTimeoutS) return std::nullopt;
+  return from + std::chrono::duration_cast<std::chrono::steady_clock::duration>(*timeout);
+}
 
 // The sampled metric behind each field of Counters.
 using CounterField = std::optional<std::uint64_t> detail::Counters::*;
@@ -650,7 +672,9 @@ Result Child::State::finish(const detail::Exit& exit, bool timed_out) {
       r.warnings.push_back(detail::switch_warning(slice->device, *made, change.t_s));
     }
   }
-  if (r.device.speed_kind == "nn" && r.device.nn) r.device_interval = time_interval(*r.device.nn);
+  if (r.device.speed_kind == "nn" && r.device.nn) {
+    r.device_interval = time_interval(*r.device.nn, 0.9, r.plan.emulation_log_sd);
+  }
   r.cgroup_mode = slice->backend->mode();
   r.unapplied = slice->unapplied;
   r.command = argv;
@@ -787,10 +811,7 @@ Result& Child::State::await(std::optional<std::chrono::duration<double>> timeout
                 "keep that result, or wait() on the Child as an lvalue to keep a copy in it");
   }
   if (result) return *result;
-  std::optional<Clock::time_point> deadline;
-  if (timeout) {
-    deadline = process.released + std::chrono::duration_cast<Clock::duration>(*timeout);
-  }
+  const std::optional<Clock::time_point> deadline = deadline_after(process.released, timeout);
   std::optional<detail::Exit> exit;
   try {
     exit = detail::wait_exit(process, deadline, check, std::chrono::milliseconds(50));
@@ -826,6 +847,7 @@ Result Child::wait(std::optional<std::chrono::duration<double>> timeout,
 }
 
 Result run(const Command& command, const Device& device, const RunOptions& options) {
+  deadline_after(Clock::now(), options.timeout);  // a bad timeout is refused before anything
   Slice slice(device, options.slice);
   Child child = slice.spawn(command, options.spawn);
   return std::move(child).wait(options.timeout, options.check);

@@ -102,21 +102,25 @@ NnSpeed nn_speed_from_scores(const CoreScores& device, const CoreScores& host);
 /// inside).
 struct TimeInterval {
   double level = 0.9;  ///< the share of workloads expected inside
-  double low = 1;      ///< device time / emulated time at the interval's lower end
+  double low = 1;      ///< device time / emulated time at the lower end
   double high = 1;     ///< at its upper end
   int models = 0;      ///< the models (graphs) whose held-out errors it comes from
+  /// The emulation's spread included (standard deviation of log emulated time / the speed's
+  /// time, EmulationPlan::emulation_log_sd); 0 = the speed's error only.
+  double emulation_log_sd = 0;
 };
 
 /// The interval of a device's time around one emulated at `speed`: the prediction interval of
-/// a model not among the speed's n, exp(-+ t x s x sqrt(1 + 1/n)) with Student's t of n - 1
-/// degrees of freedom and s the standard deviation of the models' log device/host ratios
+/// a model not among the speed's n, exp(-+ t x sqrt(s^2 (1 + 1/n) + e^2)) with Student's t of
+/// n - 1 degrees of freedom, s the standard deviation of the models' log device/host ratios
 /// (NnSpeed::loo_log_sd x (n - 1) / n: a held-out error is n / (n - 1) times the model's
-/// deviation from the mean). It covers the speed's
-/// own error (the device's models not scaling alike against this host), not the emulation's
-/// (how closely the slice keeps the speed) nor a projection's. Unset with fewer than 3 models
-/// or for a probed device's vector speed (no held-out errors). Throws Error for a level
-/// outside (0, 1).
-std::optional<TimeInterval> time_interval(const NnSpeed& speed, double level = 0.9);
+/// deviation from the mean), and e = `emulation_log_sd`, the spread of how closely the slice
+/// keeps the speed (EmulationPlan::emulation_log_sd, from this host's measured own share; 0 leaves the
+/// emulation's error out). A projection's error is not included. Unset with fewer than 3 models
+/// or for a probed device's vector speed (no held-out errors). Throws Error for a level outside
+/// (0, 1) or a negative or non-finite `emulation_log_sd`.
+std::optional<TimeInterval> time_interval(const NnSpeed& speed, double level = 0.9,
+                                          double emulation_log_sd = 0);
 
 /// "nn speed 0.151 of a host core from 12 ncnn graphs; leave-one-graph-out median error 14%
 /// (worst 31%)", or "nn speed 0.151 of a host core from edgeprof-probe's vector kernel (fp32;
@@ -279,6 +283,13 @@ double own_share_at(const QuotaShare& share, double speed);
 /// work where 1 was wanted, docs/fidelity.md). Clamped to kMinQuotaScale .. kMaxQuotaScale
 /// (plan.hpp); 1 without points. Throws Error when `speed` is not a positive number.
 double quota_scale_at(const QuotaShare& share, double speed);
+
+/// How much one emulated time scatters about its expectation in a one-core slice whose quota
+/// is `speed` of a host CPU: the standard deviation of log own share over the measurement's
+/// graphs and rounds, estimated from a point's p10-p90 (ln(p90 / p10) / 2.563, as for a normal
+/// distribution), linear in log(speed) between points, the nearest point's beyond them; 0
+/// without points with percentiles. Throws Error when `speed` is not a positive number.
+double own_share_log_sd(const QuotaShare& share, double speed);
 
 /// How measure_quota_share runs.
 struct QuotaShareOptions {

@@ -235,6 +235,10 @@ struct EmulationPlan {
   /// PlanOptions::quota_scale as applied: the quotas above are the device's capacity times
   /// this (less where capped at the CPUs' whole time).
   double quota_scale = 1.0;
+  /// When quota_scale came from this host's measured own share: how much one emulated time
+  /// scatters about the speed's (own_share_log_sd() at the scaled quota), which widens
+  /// Result::device_interval; 0 otherwise (the emulation's error is then not in the interval).
+  double emulation_log_sd = 0;
   /// CoreEmulation::projected: the slice is one device core, and the device's times with all
   /// its cores are projected from it; unset otherwise.
   std::optional<ThreadsProjection> threads_projection;

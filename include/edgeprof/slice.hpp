@@ -109,7 +109,9 @@ class Child {
 
   /// Waits for the workload to exit. With a timeout, kills everything in the slice when it
   /// passes and reports timed_out. Waiting twice returns the same result. The timeout counts
-  /// from the workload's release to exec; `check` is called while waiting (InterruptCheck).
+  /// from the workload's release to exec (infinite or a century or more: none); zero, a
+  /// negative one or NaN throws Error and leaves the workload running. `check` is called while
+  /// waiting (InterruptCheck).
   Result wait(std::optional<std::chrono::duration<double>> timeout = std::nullopt,
               const InterruptCheck& check = {}) &;
   /// The same for a Child that is going away (`slice.spawn(command).wait()`,
@@ -186,8 +188,9 @@ class Slice {
 struct RunOptions {
   SliceOptions slice;  ///< where the slice is created
   SpawnOptions spawn;  ///< how the workload is started and observed
-  /// Kill the workload when it runs longer than this (from its release to exec); unset = wait
-  /// for ever.
+  /// Kill the workload when it runs longer than this (from its release to exec); unset, an
+  /// infinite one or one of a century or more = wait for ever. run() throws Error for zero, a
+  /// negative one or NaN before it creates anything.
   std::optional<std::chrono::duration<double>> timeout;
   InterruptCheck check;  ///< called while waiting
 };

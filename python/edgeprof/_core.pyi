@@ -302,8 +302,12 @@ class TimeInterval:
     def high(self) -> float: ...
     @property
     def models(self) -> int: ...  # models whose held-out errors it comes from
+    @property
+    def emulation_log_sd(self) -> float: ...  # emulation's spread included; 0: speed only
 
-def time_interval(speed: NnSpeed, level: float = 0.9) -> Optional[TimeInterval]: ...
+def time_interval(
+    speed: NnSpeed, level: float = 0.9, emulation_log_sd: float = 0.0
+) -> Optional[TimeInterval]: ...
 
 class RuntimeTimes:
     @property
@@ -418,6 +422,7 @@ class QuotaShare:
     def note(self) -> str: ...
     def share_at(self, speed: float) -> float: ...  # own share at a quota of `speed` of a CPU
     def scale_at(self, speed: float) -> float: ...  # k with k = share_at(k * speed)
+    def log_sd_at(self, speed: float) -> float: ...  # sd of log own share at that quota
 
 def cached_quota_share() -> Optional[QuotaShare]: ...
 def measure_quota_share(
@@ -483,6 +488,8 @@ class EmulationPlan:
     def core_quota_by_busy(self) -> list[int]: ...  # per-core scaling: quota with k busy
     @property
     def quota_scale(self) -> float: ...  # quotas = the device's capacity x this
+    @property
+    def emulation_log_sd(self) -> float: ...  # own share's spread when scaled by it; else 0
     @property
     def threads_projection(self) -> Optional[ThreadsProjection]: ...
     @property

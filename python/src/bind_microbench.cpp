@@ -260,13 +260,19 @@ void bind_microbench(py::module_& m) {
       .def_readonly("high", &TimeInterval::high)
       .def_readonly("models", &TimeInterval::models,
                     "The models whose held-out errors it comes from.")
+      .def_readonly("emulation_log_sd", &TimeInterval::emulation_log_sd,
+                    "The emulation's spread included (sd of log time); 0: the speed's error "
+                    "only.")
       .def("__repr__", [](const TimeInterval& i) {
         return "TimeInterval(level=" + repr_float(i.level) + ", low=" + repr_float(i.low) +
-               ", high=" + repr_float(i.high) + ", models=" + std::to_string(i.models) + ")";
+               ", high=" + repr_float(i.high) + ", models=" + std::to_string(i.models) +
+               ", emulation_log_sd=" + repr_float(i.emulation_log_sd) + ")";
       });
   m.def("time_interval", &time_interval, py::arg("speed"), py::arg("level") = 0.9,
+        py::arg("emulation_log_sd") = 0.0,
         "The interval of a device's time around one emulated at `speed`, from the spread of its "
-        "held-out errors (Student's t); None with fewer than 3 models or a vector speed.");
+        "held-out errors and the emulation's (sd of log time; Student's t); None with fewer "
+        "than 3 models or a vector speed.");
 
   py::class_<RuntimeTimes>(m, "RuntimeTimes",
                            "A device's published inference times with one runtime other than "
@@ -388,6 +394,9 @@ void bind_microbench(py::module_& m) {
       .def_readonly("note", &QuotaShare::note)
       .def("share_at", &own_share_at, py::arg("speed"),
            "The own share of a slice whose quota is `speed` of a host CPU (interpolated).")
+      .def("log_sd_at", &own_share_log_sd, py::arg("speed"),
+           "How much one emulated time scatters at a quota of `speed` of a host CPU (sd of "
+           "log own share, from the p10-p90 of the nearest points).")
       .def("scale_at", &quota_scale_at, py::arg("speed"),
            "The quota scale for a device core of `speed` of a host CPU: the k whose scaled "
            "quota's own share is k.")

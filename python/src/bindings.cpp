@@ -200,9 +200,9 @@ Metric to_metric(const std::string& name) {
   throw py::key_error("no metric '" + name + "'; metrics: " + known);
 }
 
+// Checked by the core (a non-positive or NaN timeout is an Error; inf waits for ever).
 std::optional<std::chrono::duration<double>> to_timeout(std::optional<double> seconds) {
   if (!seconds) return std::nullopt;
-  if (*seconds <= 0) throw py::value_error("timeout must be positive (seconds)");
   return std::chrono::duration<double>(*seconds);
 }
 
@@ -469,6 +469,10 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("quota_scale", &EmulationPlan::quota_scale,
                     "The quotas are the device's capacity times this (1: exactly; an nn "
                     "speed's plan: this host's measured own share, QuotaShare).")
+      .def_readonly("emulation_log_sd", &EmulationPlan::emulation_log_sd,
+                    "When quota_scale came from this host's own share: how much one emulated "
+                    "time scatters about the speed's (sd of log time), which widens "
+                    "Result.device_interval; 0 otherwise.")
       .def_readonly("threads_projection", &EmulationPlan::threads_projection,
                     "Core emulation 'projected': the projection; None otherwise.")
       .def_readonly("thread_env", &EmulationPlan::thread_env,

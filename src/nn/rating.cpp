@@ -294,11 +294,17 @@ NnSpeed nn_speed(const std::map<std::string, double>& device_ms,
   return out;
 }
 
-std::optional<TimeInterval> time_interval(const NnSpeed& speed, double level) {
+std::optional<TimeInterval> time_interval(const NnSpeed& speed, double level,
+                                          double emulation_log_sd) {
   if (!(level > 0 && level < 1)) {
     throw Error(fmt::format("an interval's level is a share between 0 and 1 (0.9 for 90%), "
                             "not {}",
                             level));
+  }
+  if (!(emulation_log_sd >= 0) || !std::isfinite(emulation_log_sd)) {
+    throw Error(fmt::format("an interval's emulation spread is a standard deviation of log "
+                            "times (0 or more, e.g. 0.1), not {}",
+                            emulation_log_sd));
   }
   if (speed.basis == "vector" || speed.ratios.size() < 3 || !(speed.loo_log_sd >= 0)) {
     return std::nullopt;
@@ -307,8 +313,10 @@ std::optional<TimeInterval> time_interval(const NnSpeed& speed, double level) {
   const double n = models;
   // The ratios' own spread, from the held-out errors' (each n / (n - 1) times a deviation).
   const double s = speed.loo_log_sd * (n - 1) / n;
-  const double k = student_t_quantile(0.5 + level / 2, n - 1) * s * std::sqrt(1 + 1 / n);
+  const double k = student_t_quantile(0.5 + level / 2, n - 1) *
+                   std::sqrt(s * s * (1 + 1 / n) + emulation_log_sd * emulation_log_sd);
   TimeInterval interval;
+  interval.emulation_log_sd = emulation_log_sd;
   interval.level = level;
   interval.low = std::exp(-k);
   interval.high = std::exp(k);

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <map>
@@ -453,6 +454,35 @@ TEST_CASE("a timeout kills the whole slice and reports timed_out", "[kernel]") {
     CHECK_FALSE(r.ok());
   }
   CHECK(all_gone(paths));
+}
+
+// Once, inf and 1e300 s overflowed the clock's conversion to a deadline already past: the
+// workload was killed at once.
+TEST_CASE("an infinite or huge timeout waits for ever; a bad one is refused", "[kernel]") {
+  REQUIRE_CGROUPS();
+  using Seconds = std::chrono::duration<double>;
+  for (double forever : {double(INFINITY), 1e300, 1e12}) {
+    INFO(forever);
+    RunOptions options;
+    options.timeout = Seconds(forever);
+    const Result r = run(workload({"sleep", "0.2"}), half_core(), options);
+    CHECK_FALSE(r.timed_out);
+    CHECK(r.ok());
+  }
+  for (double bad : {0.0, -1.0, double(NAN)}) {
+    INFO(bad);
+    RunOptions options;
+    options.timeout = Seconds(bad);
+    CHECK_THROWS_WITH(run(workload({"exit", "0"}), half_core(), options),
+                      Catch::Contains("a timeout is a positive number of seconds"));
+  }
+  CHECK(our_slices().empty());  // refused before a slice was made
+  Slice slice(half_core());
+  Child child = slice.spawn(workload({"sleep", "0.2"}));
+  CHECK_THROWS_WITH(child.wait(Seconds(NAN)), Catch::Contains("positive number"));
+  const Result r = child.wait(Seconds(INFINITY));  // the workload went on
+  CHECK_FALSE(r.timed_out);
+  CHECK(r.ok());
 }
 
 TEST_CASE("an interrupt during wait kills the workload and removes the slice", "[kernel]") {

@@ -113,6 +113,17 @@ TEST_CASE("the interval of a device's time: Student's t of the held-out log erro
   // The prediction interval of a fourth model: t x s x sqrt(1 + 1/3), s = ln 2.
   CHECK(i->high == Approx(std::exp(t * std::log(2.0) * std::sqrt(4.0 / 3.0))).epsilon(1e-5));
   CHECK(i->low == Approx(1 / i->high));
+  CHECK(i->emulation_log_sd == 0);
+  // With the emulation's spread e: t x sqrt(s^2 (1 + 1/3) + e^2).
+  const std::optional<TimeInterval> e = time_interval(s, 0.9, 0.2);
+  REQUIRE(e);
+  CHECK(e->emulation_log_sd == 0.2);
+  CHECK(e->high ==
+        Approx(std::exp(t * std::sqrt(std::pow(std::log(2.0), 2) * 4.0 / 3.0 + 0.04)))
+            .epsilon(1e-5));
+  for (double bad : {-0.1, double(NAN), double(INFINITY)}) {
+    CHECK_THROWS_WITH(time_interval(s, 0.9, bad), Contains("emulation spread"));
+  }
   const std::optional<TimeInterval> half = time_interval(s, 0.5);
   REQUIRE(half);
   CHECK(half->high < i->high);
@@ -154,6 +165,16 @@ TEST_CASE("a run's device interval: in the report, read back, and said in its te
   CHECK_THAT(to_text(r), Contains("on the device 1.000 .. 3.000 s wall (90% interval: "
                                   "0.50-1.50x the measured time, from the speed's held-out "
                                   "errors over 14 graphs"));
+  CHECK_THAT(to_text(r), Contains("emulation's own error not included"));
+  // With the emulation's spread (a plan scaled by this host's own share): kept and said.
+  r.device_interval->emulation_log_sd = 0.12;
+  r.plan.emulation_log_sd = 0.12;
+  const Result spread = result_from_json(to_json(r));
+  REQUIRE(spread.device_interval);
+  CHECK(spread.device_interval->emulation_log_sd == 0.12);
+  CHECK(spread.plan.emulation_log_sd == 0.12);
+  CHECK_THAT(to_text(r), Contains("and the emulation's spread on this host (sd 0.12 in log "
+                                  "time)"));
 }
 
 TEST_CASE("the runner's output: one line per graph, warnings ignored", "[nn][parse]") {

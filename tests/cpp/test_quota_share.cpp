@@ -102,6 +102,23 @@ TEST_CASE("the quota scale is the own share of the scaled quota, not of the devi
   CHECK(quota_scale_at(tiny, 0.1) == kMinQuotaScale);
 }
 
+TEST_CASE("how much one emulated time scatters: the own share's p10-p90 as a log sd",
+          "[quota_share][interval]") {
+  const QuotaShare q = curve();
+  const double z = 2 * 1.2815516;  // a normal distribution's p10-p90 in standard deviations
+  CHECK(own_share_log_sd(q, 0.1) == Approx(std::log(1.6 / 1.2) / z));
+  CHECK(own_share_log_sd(q, 0.05) == Approx(std::log(1.6 / 1.2) / z));  // the lowest's below
+  CHECK(own_share_log_sd(q, 0.4) == Approx(std::log(1.4 / 1.0) / z));
+  CHECK(own_share_log_sd(q, 0.9) == Approx(std::log(1.4 / 1.0) / z));   // the highest's above
+  CHECK(own_share_log_sd(q, std::sqrt(0.1 * 0.2)) ==
+        Approx((std::log(1.6 / 1.2) + std::log(1.5 / 1.1)) / 2 / z));
+  CHECK(own_share_log_sd(QuotaShare{}, 0.2) == 0.0);
+  QuotaShare old = q;  // points without percentiles give no spread
+  for (QuotaSharePoint& p : old.points) p.p10 = p.p90 = 0;
+  CHECK(own_share_log_sd(old, 0.2) == 0.0);
+  CHECK_THROWS_WITH(own_share_log_sd(q, 0.0), Contains("not a positive number"));
+}
+
 TEST_CASE("an nn speed's plan takes the host's own share as its quota scale, and says so",
           "[quota_share][plan]") {
   HostFacts host = two_cpus();
@@ -113,6 +130,9 @@ TEST_CASE("an nn speed's plan takes the host's own share as its quota scale, and
   CHECK(p.quota_scale == Approx(k).epsilon(0.001));
   CHECK(has(p.notes, "this host's own share"));
   CHECK(has(p.notes, "at 0.2 of a CPU"));
+  // The spread at the scaled quota goes with the scale, into the run's interval.
+  CHECK(p.emulation_log_sd == Approx(own_share_log_sd(curve(), k * 0.2)));
+  CHECK(p.emulation_log_sd > 0);
 
   // Below 0.1 of a CPU the plan stretches the period to give the quota 1 ms, as the
   // measurement's slices did: still scaled (the lowest point's share below the points).
@@ -126,6 +146,7 @@ TEST_CASE("an nn speed's plan takes the host's own share as its quota scale, and
   integer.speed_kind = SpeedKind::integer;
   const EmulationPlan i = plan_emulation(nn_device(0.2), host, integer);
   CHECK(i.quota_scale == 1.0);
+  CHECK(i.emulation_log_sd == 0.0);
   CHECK_FALSE(has(i.notes, "own share"));
 
   // A scale given wins.

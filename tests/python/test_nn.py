@@ -312,6 +312,11 @@ def test_time_interval_from_the_speeds_held_out_errors():
     assert edgeprof.time_interval(edgeprof.nn_speed({"a": 1, "b": 2}, {"a": 1, "b": 1})) is None
     with pytest.raises(edgeprof.Error, match="between 0 and 1"):
         edgeprof.time_interval(s, level=90)
+    assert i.emulation_log_sd == 0
+    wider = edgeprof.time_interval(s, emulation_log_sd=0.2)
+    assert wider.emulation_log_sd == 0.2 and wider.high > i.high
+    with pytest.raises(edgeprof.Error, match="emulation spread"):
+        edgeprof.time_interval(s, emulation_log_sd=-1)
 
 
 def test_the_graph_benchmark_runs_edgeprofs_graphs_against_a_models_directory(tmp_path):

@@ -90,8 +90,23 @@ def test_timeout_kills_the_workload(half_core):
 
 
 def test_timeout_must_be_positive(half_core):
-    with pytest.raises(ValueError, match="timeout"):
-        edgeprof.run(["true"], device=half_core, timeout=0)
+    for bad in (0, -1, math.nan):
+        with pytest.raises(edgeprof.Error, match="a timeout is a positive number of seconds"):
+            edgeprof.run(["true"], device=half_core, timeout=bad)
+
+
+def test_an_infinite_or_huge_timeout_waits_for_ever(half_core):
+    # Once, inf and 1e300 s overflowed the clock to a deadline already past: killed at once.
+    for forever in (math.inf, 1e300, 1e12):
+        r = edgeprof.run([PY, "-c", "import time; time.sleep(0.3)"], device=half_core,
+                         timeout=forever)
+        assert r.exit_code == 0 and not r.timed_out, (forever, r)
+    with edgeprof.Slice(half_core) as s:
+        child = s.spawn([PY, "-c", "import time; time.sleep(0.3)"])
+        with pytest.raises(edgeprof.Error, match="positive number"):
+            child.wait(timeout=math.nan)  # refused; the workload goes on
+        r = child.wait(timeout=math.inf)
+        assert r.exit_code == 0 and not r.timed_out
 
 
 def test_env_cwd_and_stdio(half_core, tmp_path):
