@@ -3,7 +3,9 @@
 Exit codes: the workload's own exit code for ``run`` (with ``--repeat``, that of the first run
 that failed); 128+N when a signal N ended it (137 for an out-of-memory kill); 124 when
 ``--timeout`` killed it; 2 for usage errors and for errors of edgeprof itself (bad device, no
-permission, command not found, unreadable report); 130 on Ctrl-C.
+permission, command not found, unreadable report); 130 on Ctrl-C; 143 on SIGTERM (what
+systemd, Kubernetes, Slurm and ``timeout(1)`` send), which, like Ctrl-C, kills the workload and
+removes its slice first.
 """
 
 from __future__ import annotations
@@ -11,8 +13,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
 from typing import Optional, Sequence
 
 import edgeprof
@@ -937,8 +941,22 @@ def _runtime_and_speed_kind(args: argparse.Namespace) -> None:
         args.speed_kind, args.runtime = "nn", None
 
 
+class _Terminated(BaseException):
+    """SIGTERM arrived. Raised by the handler where the command waits (the core checks for
+    signals while it waits, as for Ctrl-C), so the workload is killed and its slice removed on
+    the way out."""
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise _Terminated()
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
+    # Only the main thread may set a handler (main() called from a thread keeps the default).
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, _raise_terminated)
     try:
         _runtime_and_speed_kind(args)
         return args.func(args)
@@ -949,11 +967,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print("edgeprof: interrupted; the workload was killed and its slice removed",
               file=sys.stderr)
         return 130
+    except _Terminated:
+        print("edgeprof: terminated (SIGTERM); the workload was killed and its slice removed",
+              file=sys.stderr)
+        return 128 + signal.SIGTERM
     except BrokenPipeError:
         # The reader went away (`edgeprof devices | head`): not an error of ours. Point stdout
         # at /dev/null so that Python's flush at exit does not fail again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

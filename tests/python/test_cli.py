@@ -2,6 +2,8 @@
 
 import json
 import os
+import select
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -10,7 +12,7 @@ import pytest
 
 import edgeprof as edgeprof_api
 from conftest import cli as edgeprof
-from conftest import HANG_S, requires_cgroups
+from conftest import HANG_S, our_slices, requires_cgroups
 
 
 def test_devices_lists_the_builtin_devices():
@@ -357,3 +359,26 @@ def test_projected_core_emulation_runs_one_thread_and_projects_the_wall_time(tmp
     plain = edgeprof_api.Device(name="plain", cores=4, core_speed=0.25, memory="256MiB")
     with pytest.raises(edgeprof_api.Error, match="cannot be projected"):
         edgeprof_api.plan_emulation(plain, core_emulation="projected")
+
+
+@requires_cgroups
+def test_sigterm_kills_the_workload_removes_the_slice_and_exits_143(tmp_path):
+    """SIGTERM (systemd, Kubernetes, Slurm, timeout(1)) is handled as Ctrl-C is: once the CLI
+    died with -15 and left its slice for a later run to sweep."""
+    pidfile = tmp_path / "pid"
+    workload = (f"import os, time; open({str(pidfile)!r}, 'w').write(str(os.getpid())); "
+                "print('started', flush=True); time.sleep(600)")
+    proc = subprocess.Popen([sys.executable, "-m", "edgeprof", "run", "--cores", "1", "--speed",
+                             "0.5", "--memory", "256MiB", "--", sys.executable, "-c", workload],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    ready, _, _ = select.select([proc.stdout], [], [], HANG_S)
+    assert ready and proc.stdout.readline() == "started\n", "the workload never started"
+    child = int(pidfile.read_text())
+    assert our_slices(proc.pid)  # the slice exists while the workload runs
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=HANG_S)
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert "terminated (SIGTERM)" in err
+    with pytest.raises(ProcessLookupError):
+        os.kill(child, 0)
+    assert our_slices(proc.pid) == []

@@ -334,3 +334,30 @@ def test_ctrl_c_kills_the_workload_and_removes_the_slice(tmp_path):
     with pytest.raises(ProcessLookupError):
         os.kill(workload, 0)
     assert our_slices(proc.pid) == []
+
+
+@requires_cgroups
+def test_a_callers_sigterm_handler_unwinds_a_run_as_ctrl_c_does(tmp_path):
+    """docs/getting-started.md: a handler that raises (sys.exit) kills the workload and removes
+    the slice on the way out, as Ctrl-C does."""
+    pidfile = tmp_path / "pid"
+    workload = (f"import os, time; open({str(pidfile)!r}, 'w').write(str(os.getpid())); "
+                "print('started', flush=True); time.sleep(600)")
+    script = textwrap.dedent(f"""
+        import signal, sys
+        import edgeprof
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+        edgeprof.run([sys.executable, "-c", {workload!r}],
+                     device=edgeprof.Device(name="d", cores=1, core_speed=0.5, memory="128MiB"))
+        sys.exit(1)
+    """)
+    proc = subprocess.Popen([PY, "-c", script], stdout=subprocess.PIPE, text=True)
+    ready, _, _ = select.select([proc.stdout], [], [], HANG_S)
+    assert ready and proc.stdout.readline() == "started\n", "the workload never started"
+    child = int(pidfile.read_text())
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=HANG_S)
+    assert proc.returncode == 143
+    with pytest.raises(ProcessLookupError):
+        os.kill(child, 0)
+    assert our_slices(proc.pid) == []
