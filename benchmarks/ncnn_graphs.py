@@ -89,7 +89,8 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--warmup", type=int, default=4)
     ap.add_argument("--loops", type=int, default=8)
-    ap.add_argument("--cpu", type=int, default=os.cpu_count() - 1 if os.cpu_count() else 0)
+    ap.add_argument("--cpu", type=int, default=max(os.sched_getaffinity(0)),
+                    help="the CPU to pin the runs to (default: the last this process may use)")
     ap.add_argument("--graphs", default="", help="comma-separated names (default: all)")
     ap.add_argument("--no-hints", action="store_true",
                     help="also time edgeprof's graphs with their shape hints removed")

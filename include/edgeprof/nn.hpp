@@ -48,8 +48,9 @@ struct GraphCost {
 /// The cost of `graph` from its param text alone, not from the generator's state: every
 /// blob's shape is inferred from the input (width x height x channels) through each layer as
 /// ncnn computes it. Throws Error naming the graph, the layer and what is wrong when the text is
-/// malformed, a layer's type or option is not one it knows, or a weight size does not fit the
-/// channels that reach the layer.
+/// malformed, a layer's type or option is not one it knows, a weight size does not fit the
+/// channels that reach the layer, or a layer's shape hints (-23330=4*n,dims,w,h,c,...) are not
+/// the shapes it gives.
 GraphCost graph_cost(const ReferenceGraph& graph);
 
 /// A device's per-model inference times and the core speed they give on this host.

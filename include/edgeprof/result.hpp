@@ -134,8 +134,10 @@ struct Result {
   /// Estimated: where the device's own times may lie around this run's, as factors
   /// (time_interval() of the device's nn speed, nn.hpp, 90%): a time t of the run (its wall
   /// time, a phase's; projected_s(t) where the plan projects) stands for a device time within
-  /// low x t .. high x t. It covers the speed's own error only (docs/fidelity.md measures how
-  /// often published times fell inside). Unset when the device did not run at an nn speed with
+  /// low x t .. high x t. It covers the speed's own error and, where the quota was scaled by
+  /// this host's own share, the emulation's scatter (TimeInterval::emulation_log_sd), not a
+  /// bias of the emulation nor a projection's error (docs/fidelity.md measures how often
+  /// published times fell inside). Unset when the device did not run at an nn speed with
   /// held-out errors (its described speed, a probed device's vector speed).
   std::optional<TimeInterval> device_interval;
   /// Things the user should know about this run (a source that failed, marks that were lost).

@@ -948,16 +948,21 @@ class _Terminated(BaseException):
 
 
 def _raise_terminated(signum: int, frame: object) -> None:
+    # Once: a second SIGTERM while the first unwinds (killing the workload, removing the slice)
+    # must not interrupt that.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     raise _Terminated()
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
-    # Only the main thread may set a handler (main() called from a thread keeps the default).
-    previous = None
-    if threading.current_thread() is threading.main_thread():
-        previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    # Only over the default action (an ignored SIGTERM stays ignored, a caller's handler stays),
+    # and only the main thread may set one.
+    handled = (threading.current_thread() is threading.main_thread()
+               and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL)
     try:
+        if handled:
+            signal.signal(signal.SIGTERM, _raise_terminated)
         _runtime_and_speed_kind(args)
         return args.func(args)
     except edgeprof.Error as e:
@@ -977,8 +982,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        if handled:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 if __name__ == "__main__":

@@ -672,7 +672,8 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("device_interval", &Result::device_interval,
                     "Estimated: factors around the run's times (projected where projected) "
                     "within which the device's own times are expected (a TimeInterval, from the "
-                    "speed's held-out errors); None without an nn speed.")
+                    "speed's held-out errors and, where the quota was scaled by this host's own "
+                    "share, the emulation's scatter); None without an nn speed.")
       .def_readonly("host", &Result::host)
       .def_readonly("edgeprof_version", &Result::edgeprof_version)
       .def_property_readonly("ok", &Result::ok)

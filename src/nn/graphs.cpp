@@ -244,7 +244,8 @@ class Graph {
 
 // Every layer carries its output shapes (ncnn's shape hints), as ncnn's benchmark graphs do:
 // ncnn chooses a 3x3 convolution's Winograd variant from them at load time, and without them
-// ResNet-18 took 1.10-1.13x the time of the same graph with them on this project's host.
+// ResNet-18 took 1.10-1.18x the time of ncnn's graph (which has them) in three runs on this
+// project's host.
 ReferenceGraph finish(const char* name, int w, int h, const Graph& g, const char* about) {
   ReferenceGraph graph{name, w, h, 3, "data", "output", g.text(), about};
   graph.param = with_shape_hints(graph);
