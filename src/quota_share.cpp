@@ -188,6 +188,20 @@ void check_speed(const char* who, double speed) {
   }
 }
 
+// The value at x of the curve through `points` (x ascending): linear between them, the first's
+// before them, `after` beyond the last.
+double interpolate(const std::vector<std::pair<double, double>>& points, double x, double after) {
+  if (x <= points.front().first) return points.front().second;
+  for (std::size_t i = 1; i < points.size(); ++i) {
+    if (x <= points[i].first) {
+      const auto& [x0, y0] = points[i - 1];
+      const auto& [x1, y1] = points[i];
+      return y0 + (y1 - y0) * (x - x0) / (x1 - x0);
+    }
+  }
+  return after;
+}
+
 }  // namespace
 
 double own_share_at(const QuotaShare& q, double speed) {
@@ -197,16 +211,7 @@ double own_share_at(const QuotaShare& q, double speed) {
   std::vector<std::pair<double, double>> curve;
   for (const QuotaSharePoint& p : q.points) curve.emplace_back(std::log(p.speed), p.share);
   curve.emplace_back(0.0, 1.0);
-  const double x = std::log(speed);
-  if (x <= curve.front().first) return curve.front().second;
-  for (std::size_t i = 1; i < curve.size(); ++i) {
-    if (x <= curve[i].first) {
-      const auto& [x0, y0] = curve[i - 1];
-      const auto& [x1, y1] = curve[i];
-      return y0 + (y1 - y0) * (x - x0) / (x1 - x0);
-    }
-  }
-  return 1.0;
+  return interpolate(curve, std::log(speed), 1.0);
 }
 
 double quota_scale_at(const QuotaShare& q, double speed) {
@@ -239,16 +244,7 @@ double own_share_log_sd(const QuotaShare& q, double speed) {
     }
   }
   if (curve.empty()) return 0.0;
-  const double x = std::log(speed);
-  if (x <= curve.front().first) return curve.front().second;
-  for (std::size_t i = 1; i < curve.size(); ++i) {
-    if (x <= curve[i].first) {
-      const auto& [x0, y0] = curve[i - 1];
-      const auto& [x1, y1] = curve[i];
-      return y0 + (y1 - y0) * (x - x0) / (x1 - x0);
-    }
-  }
-  return curve.back().second;
+  return interpolate(curve, std::log(speed), curve.back().second);
 }
 
 std::optional<QuotaShare> cached_quota_share(std::string* why) {
