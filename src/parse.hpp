@@ -12,6 +12,9 @@
 
 namespace edgeprof::detail {
 
+// `s` without leading and trailing blanks, tabs and line ends.
+std::string_view trim(std::string_view s);
+
 // A decimal unsigned integer, surrounding whitespace allowed; nullopt otherwise.
 std::optional<std::uint64_t> parse_u64(std::string_view text);
 

@@ -238,10 +238,12 @@ struct Slice::Impl {
     } catch (const std::exception& e) {
       fmt::print(stderr, "edgeprof: {}\n", e.what());
     }
+    // Named before removal: remove() forgets its directories whether or not they went.
+    const std::vector<std::string> paths = cgroup->paths();
     if (!cgroup->remove()) {
       fmt::print(stderr, "edgeprof: could not remove {}; it is removed the next time a slice "
                          "is created beneath the same parent\n",
-                 fmt::join(cgroup->paths(), ", "));
+                 fmt::join(paths, ", "));
     }
     cgroup.reset();
     // The CPUs are free once the workload is gone, not before.

@@ -170,11 +170,28 @@ std::string block_group_problem(const std::string& disk, const std::string& rule
 std::optional<std::uint64_t> process_start_time(const Fs& fs, pid_t pid);
 
 // Kills the processes listed by `list` until it comes back empty, with `freeze`/`thaw` around
-// each round when given (so a fork bomb cannot outrun the loop). Throws CgroupError naming
-// `where` if processes survive for `patience_ms`.
+// each round that finds a process not killed before (so a fork bomb cannot outrun the loop,
+// while the killed are left to run their exits). Throws CgroupError naming `where` if
+// processes survive for `patience_ms`.
 void kill_loop(const std::function<std::vector<pid_t>()>& list,
                const std::function<bool(bool)>& set_frozen, const std::string& where,
                int patience_ms = 5000);
+
+// Lifts a slice's CPU limit for its lifetime and puts the old one back: a killed task still
+// needs CPU to exit, charged to its cgroup, so under a starved quota the killed queued behind
+// it for seconds. `files` are (control file, its "no limit" text), parents before children
+// (v1 refuses a child's quota above its parent's); the old texts go back in the same order.
+class CpuLimitLift {
+ public:
+  CpuLimitLift(const Fs& fs, std::vector<std::pair<std::string, std::string>> files);
+  ~CpuLimitLift();
+  CpuLimitLift(const CpuLimitLift&) = delete;
+  CpuLimitLift& operator=(const CpuLimitLift&) = delete;
+
+ private:
+  const Fs& fs_;
+  std::vector<std::pair<std::string, std::string>> saved_;  // (file, old text)
+};
 
 // rmdir with retries: a cgroup stays busy for a moment after its last task was killed.
 int remove_dir_retrying(const Fs& fs, const std::string& path, int patience_ms = 2000);

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <fmt/format.h>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "cgroup/backend.hpp"
@@ -123,10 +124,19 @@ void kill_loop(const std::function<std::vector<pid_t>()>& list,
                int patience_ms) {
   using Clock = std::chrono::steady_clock;
   const auto deadline = Clock::now() + std::chrono::milliseconds(patience_ms);
+  std::set<pid_t> killed;
   for (int round = 0;; ++round) {
-    bool frozen = set_frozen && set_frozen(true);
+    // Freezing stops a forking task between its forks; it also stops a killed one on its way
+    // out, so rounds that find only the killed (exiting) leave the freezer alone.
     std::vector<pid_t> pids = list();
-    for (pid_t pid : pids) ::kill(pid, SIGKILL);
+    const bool fresh = std::any_of(pids.begin(), pids.end(),
+                                   [&](pid_t pid) { return killed.count(pid) == 0; });
+    const bool frozen = fresh && set_frozen && set_frozen(true);
+    if (frozen) pids = list();  // what forked before the freeze took hold
+    for (pid_t pid : pids) {
+      ::kill(pid, SIGKILL);
+      killed.insert(pid);
+    }
     // SIGKILL is delivered to frozen tasks only once they thaw.
     if (frozen) set_frozen(false);
     if (pids.empty()) return;
@@ -139,6 +149,23 @@ void kill_loop(const std::function<std::vector<pid_t>()>& list,
     // Killed tasks leave cgroup.procs once they have exited: give them a moment.
     std::this_thread::sleep_for(std::chrono::microseconds(round < 10 ? 100 : 2000));
   }
+}
+
+CpuLimitLift::CpuLimitLift(const Fs& fs, std::vector<std::pair<std::string, std::string>> files)
+    : fs_(fs) {
+  for (auto& [file, unlimited] : files) {
+    auto old = fs_.read(file);
+    if (!old) continue;
+    const std::string text(trim(*old));
+    if (text == unlimited || text.rfind(unlimited + " ", 0) == 0) continue;  // no limit to lift
+    if (fs_.write(file, unlimited) == 0) saved_.emplace_back(std::move(file), text);
+  }
+}
+
+CpuLimitLift::~CpuLimitLift() {
+  // Best effort: a slice whose limit cannot be put back is about to be removed or reports it
+  // on its next run (its plan is written again when a schedule changes speed).
+  for (const auto& [file, text] : saved_) fs_.write(file, text);
 }
 
 int remove_dir_retrying(const Fs& fs, const std::string& path, int patience_ms) {

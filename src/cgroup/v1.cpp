@@ -277,6 +277,12 @@ class V1Cgroup final : public Cgroup {
         return true;
       };
     }
+    std::vector<std::pair<std::string, std::string>> limits;
+    if (const Dir* d = find("cpu")) limits.emplace_back(join(d->path, files::v1::kCpuCfsQuotaUs), "-1");
+    for (const std::string& dir : core_dirs_) {
+      limits.emplace_back(join(dir, files::v1::kCpuCfsQuotaUs), "-1");
+    }
+    const CpuLimitLift lift(fs_, std::move(limits));
     kill_loop([this] { return procs(); }, freeze, describe());
   }
 

@@ -219,6 +219,10 @@ class V2Cgroup final : public Cgroup {
 
   void kill_all() override {
     if (procs().empty()) return;
+    std::vector<std::pair<std::string, std::string>> limits;
+    limits.emplace_back(join(dir_, files::v2::kCpuMax), "max");
+    for (const std::string& dir : core_dirs_) limits.emplace_back(join(dir, files::v2::kCpuMax), "max");
+    const CpuLimitLift lift(fs_, std::move(limits));
     const std::string kill_file = join(dir_, files::v2::kKill);
     if (fs_.exists(kill_file)) {
       // cgroup.kill (Linux 5.14) kills the whole subtree atomically; then wait for the exits.

@@ -175,6 +175,30 @@ inline std::string slice_file(const std::vector<std::string>& dirs, const std::s
   return {};
 }
 
+// The first of a slice's directories that has the file `name`; "" when none has it.
+inline std::string slice_dir_with(const std::vector<std::string>& dirs, const std::string& name) {
+  for (const std::string& dir : dirs) {
+    if (std::filesystem::exists(dir + "/" + name)) return dir;
+  }
+  return {};
+}
+
+// Writes a kernel file (cgroup control files take one write); REQUIREs that the kernel took it.
+inline void write_kernel_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  out.flush();
+  REQUIRE(out.good());
+}
+
+// How many pids a cgroup.procs text lists.
+inline long count_pids(const std::string& procs) {
+  std::istringstream in(procs);
+  long n = 0;
+  for (long pid = 0; in >> pid;) ++n;
+  return n;
+}
+
 // The CPU bandwidth the kernel holds for a slice, read back from cpu.max (v2) or
 // cpu.cfs_quota_us and cpu.cfs_period_us (v1): what the plan wrote, not what it meant to.
 struct KernelBandwidth {

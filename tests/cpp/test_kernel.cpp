@@ -514,6 +514,39 @@ TEST_CASE("processes left behind by the workload die with the slice", "[kernel]"
   CHECK(all_gone(paths));
 }
 
+// Killed tasks still need CPU to exit, charged to the slice: under a starved quota (and a busy
+// host) they queued behind it and a kill reported "survived SIGKILL ... state D" (issue 36).
+TEST_CASE("a kill lifts the slice's CPU limit while the killed exit, then puts it back",
+          "[kernel]") {
+  REQUIRE_CGROUPS();
+  Slice slice(half_core());
+  const std::vector<std::string> paths = slice.paths();
+  const long sleepers = 300;
+  Child child = slice.spawn(workload({"fork-sleepers", std::to_string(sleepers)}));
+  const auto count = [&] {
+    return test::count_pids(test::slice_file(paths, "cgroup.procs"));
+  };
+  REQUIRE(eventually([&] { return count() >= sleepers + 1; }));
+  // Starve it: 1 ms of CPU a second, the kernel's smallest quota in its longest period.
+  if (const std::string v2 = test::slice_dir_with(paths, "cpu.max"); !v2.empty()) {
+    test::write_kernel_file(v2 + "/cpu.max", "1000 1000000");
+  } else {
+    const std::string v1 = test::slice_dir_with(paths, "cpu.cfs_quota_us");
+    REQUIRE_FALSE(v1.empty());
+    test::write_kernel_file(v1 + "/cpu.cfs_period_us", "1000000");
+    test::write_kernel_file(v1 + "/cpu.cfs_quota_us", "1000");
+  }
+  REQUIRE(kernel_bandwidth(paths).quota_us == std::optional<std::uint64_t>(1000));
+  REQUIRE_NOTHROW(slice.kill());
+  CHECK(count() == 0);
+  const Result r = std::move(child).wait();
+  CHECK(r.signal == SIGKILL);
+  // The slice keeps the limit it had for its next workload.
+  const test::KernelBandwidth after = kernel_bandwidth(paths);
+  CHECK(after.quota_us == std::optional<std::uint64_t>(1000));
+  CHECK(after.period_us == 1000000);
+}
+
 TEST_CASE("a slice is reusable: each run gets its own CPU time", "[kernel]") {
   REQUIRE_CGROUPS();
   Slice slice(half_core());

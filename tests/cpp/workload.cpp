@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -283,12 +284,27 @@ int main(int argc, char** argv) {
     }
     return 0;
   }
+  if (mode == "fork-sleepers") {
+    // N children asleep far longer than a test; this process waits for them (for ever).
+    const long n = static_cast<long>(arg(2, 1));
+    for (long i = 0; i < n; ++i) {
+      const pid_t pid = fork();
+      if (pid < 0) return 1;
+      if (pid == 0) {
+        std::this_thread::sleep_for(std::chrono::seconds(600));
+        _exit(0);
+      }
+    }
+    while (wait(nullptr) > 0) {
+    }
+    return 0;
+  }
   std::fprintf(stderr,
                "usage: %s spin SECONDS [THREADS] | spin-report SECONDS [THREADS] | spin-until PATH [THREADS] | "
                "work CPU_S [SLEEP_S] | touch MIB "
                "[HOLD_S] | touch-report MIB [HOLD_S] | phases | loopback BYTES | direct-io PATH MIB | "
                "buffered-write PATH MIB [fsync] | exit N | "
-               "sleep S | cgroup | env NAME | cwd | fork-sleep\n",
+               "sleep S | cgroup | env NAME | cwd | fork-sleep | fork-sleepers N\n",
                argv[0]);
   return 64;
 }
