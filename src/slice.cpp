@@ -213,6 +213,10 @@ struct Slice::Impl {
   detail::CpuLease cpus;  // plan.cpus held in the machine's CPU ledger
   // Per-core emulation: places the threads of every running workload (none while idle).
   std::unique_ptr<detail::CorePlacer> placer;
+  // Removes the slice, its workload's grandchildren too, if this process dies without doing
+  // it (unset when /bin/sh could not be started: then only the workload's own child dies
+  // with the thread that spawned it).
+  detail::SliceGuard guard;
 
   // A child of the slice was reaped or abandoned.
   void child_ended() noexcept {
@@ -246,6 +250,7 @@ struct Slice::Impl {
                  fmt::join(paths, ", "));
     }
     cgroup.reset();
+    guard.dismiss();
     // The CPUs are free once the workload is gone, not before.
     cpus = detail::CpuLease();
   }
@@ -344,6 +349,15 @@ Slice::Slice(Device device, SliceOptions options) : impl_(std::make_shared<Impl>
     s.cgroup->remove();
     s.cgroup.reset();
     throw;
+  }
+  try {
+    s.guard = detail::SliceGuard(s.cgroup->guard_plan());
+  } catch (const CgroupError& e) {
+    s.unapplied.push_back(fmt::format(
+        "{}: if this process is killed, the workload's own process dies with the thread that "
+        "started it, but processes it started keep running in the slice until the next slice "
+        "made beneath the same parent removes it",
+        e.what()));
   }
   if (!speeds.empty()) {
     s.follower = std::make_unique<detail::RuntimeFollower>(
@@ -560,6 +574,7 @@ Child Slice::spawn(const Command& command, const SpawnOptions& options) {
   placement.cgroup_fd = s.cgroup->clone_fd();
   placement.procs_fds = s.cgroup->self_attach_fds();
   placement.attach = [&s](pid_t pid) { s.cgroup->attach(pid); };
+  placement.die_with_parent = !s.guard;
   // Warm before the child is released, so that its first throttled period finds them running.
   if (s.plan.keep_warm) state->warm = detail::WarmLease(s.plan.cpus);
   // The sampler starts before the child is released, so its first sample is the baseline.

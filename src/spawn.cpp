@@ -55,6 +55,7 @@ struct ChildContext {
   int release_fd;  // fork path: wait for one byte before going on
   int error_fd;    // fork path: report failures here; -1 = into `failure` (shared memory)
   pid_t parent;
+  bool die_with_parent;
   volatile Stage failed_stage = Stage::none;  // written by a CLONE_VM child
   volatile int failed_errno = 0;
   timespec exec_time{};  // the child's clock just before execve
@@ -76,8 +77,10 @@ struct ChildContext {
 // CLONE_VM nothing of the parent's may change but `ChildContext`: no allocation, no stdio.
 int child_main(void* arg) {
   ChildContext& c = *static_cast<ChildContext*>(arg);
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() != c.parent) ::_exit(127);  // the parent died before we set PDEATHSIG
+  if (c.die_with_parent) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != c.parent) ::_exit(127);  // the parent died before we set PDEATHSIG
+  }
   if (c.release_fd >= 0) {
     char byte;
     ssize_t n;
@@ -316,6 +319,7 @@ struct Spawner {
     ctx.release_fd = -1;
     ctx.error_fd = -1;
     ctx.parent = ::getpid();
+    ctx.die_with_parent = placement.die_with_parent;
   }
 
   // clone3(CLONE_VM | CLONE_VFORK): returns false when the kernel does not know it.

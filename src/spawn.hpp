@@ -73,6 +73,9 @@ struct Placement {
   int cgroup_fd = -1;           // cgroup v2: born inside it (clone3 CLONE_INTO_CGROUP)
   std::vector<int> procs_fds;   // cgroup v1: the child writes "0" into each cgroup.procs
   std::function<void(pid_t)> attach;  // fallback: the parent places the held child
+  // PR_SET_PDEATHSIG: the child is killed when the *thread* that spawned it ends (the kernel's
+  // rule), so only where nothing else (a SliceGuard) kills it when this process dies.
+  bool die_with_parent = false;
 };
 
 // Starts the command inside the slice, before it runs an instruction of the workload.

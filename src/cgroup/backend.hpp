@@ -15,6 +15,7 @@
 
 #include "edgeprof/plan.hpp"
 #include "edgeprof/slice.hpp"
+#include "cgroup/guard.hpp"
 #include "fs.hpp"
 #include "parse.hpp"
 
@@ -116,6 +117,8 @@ class Cgroup {
   virtual std::vector<std::string> paths() const = 0;
   // Where the slice's files are, for the sampler.
   virtual SliceFiles files() const = 0;
+  // What a SliceGuard does to the slice if this process dies without removing it.
+  virtual GuardPlan guard_plan() const = 0;
   // Per-core emulation: the task lists (v1 `tasks`) of the core groups apply() made, in core
   // order, for a CorePlacer; empty when it made none.
   virtual std::vector<std::string> core_tasks() const { return {}; }

@@ -324,6 +324,17 @@ class V1Cgroup final : public Cgroup {
     return out;
   }
 
+  GuardPlan guard_plan() const override {
+    GuardPlan g;
+    g.dirs = paths();
+    g.limit_file = files::v1::kCpuCfsQuotaUs;
+    g.no_limit = "-1";
+    g.freeze_file = files::v1::kFreezerState;
+    g.frozen = "FROZEN";
+    g.thawed = "THAWED";
+    return g;
+  }
+
  private:
   struct Dir {
     std::set<std::string> controllers;

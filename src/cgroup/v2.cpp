@@ -259,6 +259,18 @@ class V2Cgroup final : public Cgroup {
     return {fs_.resolve(dir_)};
   }
 
+  GuardPlan guard_plan() const override {
+    GuardPlan g;
+    g.dirs = paths();
+    g.limit_file = files::v2::kCpuMax;
+    g.no_limit = "max";
+    g.kill_file = files::v2::kKill;
+    g.freeze_file = files::v2::kFreeze;
+    g.frozen = "1";
+    g.thawed = "0";
+    return g;
+  }
+
   SliceFiles files() const override {
     return SliceFiles{fs_, true, dir_, peak_fd_.get(), {}, core_dirs_};
   }

@@ -1,5 +1,6 @@
 // Real slices on the running kernel: cgroup v1 on the host, cgroup v2 in the VM
 // (tests/vm/run-v2.sh). They need root (or a delegated cgroup) and say so when they skip.
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -9,6 +10,8 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <map>
+#include <optional>
+#include <sstream>
 #include <cstdio>
 #include <filesystem>
 #include <fmt/format.h>
@@ -590,6 +593,90 @@ TEST_CASE("slices left by a profiler killed with SIGKILL are removed by the next
     Slice next(half_core());
     CHECK(all_gone(leaked));
   }
+}
+
+// This process's children that are slice guards (sh running the guard's script, $0
+// "edgeprof-guard").
+std::vector<pid_t> our_guards() {
+  std::vector<pid_t> out;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::istringstream children(FakeTree::slurp(task.path().string() + "/children"));
+    for (pid_t pid = 0; children >> pid;) {
+      const std::string cmdline = FakeTree::slurp("/proc/" + std::to_string(pid) + "/cmdline");
+      if (cmdline.find(std::string("edgeprof-guard") + '\0') != std::string::npos) out.push_back(pid);
+    }
+  }
+  return out;
+}
+
+TEST_CASE("a slice's guard removes it, grandchildren and all, when the profiler is killed",
+          "[kernel][guard]") {
+  REQUIRE_CGROUPS();
+  const std::string cmd =
+      "exec " + helper("edgeprof_leaker") + " " + helper("edgeprof_workload") + " guarded";
+  FILE* out = ::popen(cmd.c_str(), "r");
+  REQUIRE(out);
+  std::vector<std::string> lines;
+  char buf[4096];
+  while (std::fgets(buf, sizeof buf, out)) {
+    std::string line = buf;
+    if (!line.empty() && line.back() == '\n') line.pop_back();
+    lines.push_back(line);
+  }
+  ::pclose(out);
+  REQUIRE(lines.size() >= 2);
+  CHECK(lines.front() == "0");
+  const std::vector<std::string> leaked(lines.begin() + 1, lines.end());
+  // fork-sleep's grandchild sleeps for 600 s: the slice can only go once it was killed.
+  CHECK(eventually([&] { return all_gone(leaked); }));
+}
+
+TEST_CASE("a slice has one guard while it exists, and none once closed", "[kernel][guard]") {
+  REQUIRE_CGROUPS();
+  const std::size_t before = our_guards().size();
+  Slice slice(half_core());
+  // posix_spawn returns once the exec began; its arguments are readable a moment later.
+  CHECK(eventually([&] { return our_guards().size() == before + 1; }));
+  const std::vector<pid_t> guards = our_guards();
+  // Its own process group: a terminal's Ctrl-C goes to the profiler, which removes the slice.
+  for (pid_t pid : guards) CHECK(::getpgid(pid) == pid);
+  slice.close();
+  CHECK(our_guards().size() == before);
+}
+
+TEST_CASE("a slice made with stdin closed keeps its guard and its workload", "[kernel][guard]") {
+  REQUIRE_CGROUPS();
+  // Started with fd 0 closed, the guard's pipe was fd 0, closed at its exec: it took the live
+  // slice for one left behind and removed it.
+  const std::size_t before = our_guards().size();
+  const int saved = ::fcntl(0, F_DUPFD_CLOEXEC, 3);
+  ::close(0);
+  std::optional<Slice> slice;
+  try {
+    slice.emplace(half_core());
+  } catch (...) {
+    ::dup2(saved, 0);
+    throw;
+  }
+  ::dup2(saved, 0);
+  ::close(saved);
+  const Result r = slice->spawn(workload({"sleep", "0.2"})).wait();
+  CAPTURE(exit_text(r));
+  CHECK(r.ok());
+  CHECK(our_guards().size() == before + 1);
+}
+
+// PR_SET_PDEATHSIG fires when the *thread* that spawned the child ends: a workload started in
+// a thread pool's task and waited for elsewhere was killed at once (issue 36 item 5).
+TEST_CASE("a workload outlives the thread that spawned it", "[kernel][guard]") {
+  REQUIRE_CGROUPS();
+  Slice slice(half_core());
+  std::optional<Child> child;
+  std::thread([&] { child.emplace(slice.spawn(workload({"sleep", "0.3"}))); }).join();
+  REQUIRE(child);
+  const Result r = std::move(*child).wait();
+  CAPTURE(exit_text(r));
+  CHECK(r.ok());
 }
 
 TEST_CASE("an unprivileged caller is told why it cannot create slices and what to do",

@@ -361,3 +361,56 @@ def test_a_callers_sigterm_handler_unwinds_a_run_as_ctrl_c_does(tmp_path):
     with pytest.raises(ProcessLookupError):
         os.kill(child, 0)
     assert our_slices(proc.pid) == []
+
+
+def test_a_profiler_killed_with_sigkill_takes_the_workloads_children_with_it(tmp_path):
+    """The slice's guard: a profiler killed by SIGKILL runs no code of its own, yet the
+    workload's grandchild dies and the slice is removed (they lived until a later run swept
+    the slice; issue 36 item 4)."""
+    pidfile = tmp_path / "pid"
+    # The workload starts a grandchild and waits for it, as `sh -c 'python3 x.py & wait'` does.
+    grandchild = (f"import os, time; open({str(pidfile)!r}, 'w').write(str(os.getpid())); "
+                  "time.sleep(600)")
+    workload = ("import subprocess, sys; "
+                f"p = subprocess.Popen([sys.executable, '-c', {grandchild!r}]); "
+                "print('started', flush=True); p.wait()")
+    script = textwrap.dedent(f"""
+        import sys
+        import edgeprof
+        edgeprof.run([sys.executable, "-c", {workload!r}],
+                     device=edgeprof.Device(name="d", cores=1, core_speed=0.5, memory="128MiB"))
+    """)
+    proc = subprocess.Popen([PY, "-c", script], stdout=subprocess.PIPE, text=True)
+    ready, _, _ = select.select([proc.stdout], [], [], HANG_S)
+    assert ready and proc.stdout.readline() == "started\n", "the workload never started"
+    deadline = time.monotonic() + HANG_S
+    while not pidfile.exists() or not pidfile.read_text():
+        assert time.monotonic() < deadline, "the grandchild never started"
+        time.sleep(0.01)
+    grand = int(pidfile.read_text())
+    slices = our_slices(proc.pid)
+    assert slices
+    proc.kill()
+    proc.communicate(timeout=HANG_S)
+    while True:
+        try:
+            os.kill(grand, 0)
+            alive = True
+        except ProcessLookupError:
+            alive = False
+        if not alive and not any(os.path.exists(p) for p in slices):
+            break
+        assert time.monotonic() < deadline, f"grandchild {grand} alive or {slices} left"
+        time.sleep(0.01)
+
+
+def test_a_workload_outlives_the_pool_thread_that_spawned_it(half_core):
+    """PR_SET_PDEATHSIG fires when the spawning *thread* ends: a workload spawned in a
+    thread pool's task and waited for elsewhere was killed at once (issue 36 item 5)."""
+    from concurrent.futures import ThreadPoolExecutor
+    with edgeprof.Slice(half_core) as s:
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            child = pool.submit(s.spawn, [PY, "-c", "import time; time.sleep(0.3)"]).result()
+        # The pool's thread has ended here.
+        r = child.wait()
+    assert r.exit_code == 0, f"signal {r.signal}"
