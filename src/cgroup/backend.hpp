@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -180,19 +181,33 @@ void kill_loop(const std::function<std::vector<pid_t>()>& list,
                const std::function<bool(bool)>& set_frozen, const std::string& where,
                int patience_ms = 5000);
 
-// Lifts a slice's CPU limit for its lifetime and puts the old one back: a killed task still
-// needs CPU to exit, charged to its cgroup, so under a starved quota the killed queued behind
-// it for seconds. `files` are (control file, its "no limit" text), parents before children
-// (v1 refuses a child's quota above its parent's); the old texts go back in the same order.
+// Serialises a slice's CPU-limit writes (Cgroup::set_cpu_bandwidth) with a CpuLimitLift: a
+// write asked for while the limit is lifted (a core placer as the killed threads go, a speed
+// schedule) is held, and made when the lift ends in place of the limit the lift saved.
+struct BandwidthGate {
+  std::mutex mutex;
+  bool lifted = false;
+  std::optional<std::pair<std::uint64_t, std::uint64_t>> held;  // (quota_us, period_us)
+};
+
+// Lifts a slice's CPU limit for its lifetime and puts it back: a killed task still needs CPU
+// to exit, charged to its cgroup, so under a starved quota the killed queued behind it for
+// seconds. `files` are (control file, its "no limit" text), parents before children (v1
+// refuses a child's quota above its parent's); the old texts go back in the same order, or
+// `write` makes the write the gate held. A limit that cannot be put back is said on stderr.
 class CpuLimitLift {
  public:
-  CpuLimitLift(const Fs& fs, std::vector<std::pair<std::string, std::string>> files);
+  using Write = std::function<int(std::uint64_t quota_us, std::uint64_t period_us)>;
+  CpuLimitLift(const Fs& fs, std::vector<std::pair<std::string, std::string>> files,
+               BandwidthGate& gate, Write write);
   ~CpuLimitLift();
   CpuLimitLift(const CpuLimitLift&) = delete;
   CpuLimitLift& operator=(const CpuLimitLift&) = delete;
 
  private:
   const Fs& fs_;
+  BandwidthGate& gate_;
+  Write write_;
   std::vector<std::pair<std::string, std::string>> saved_;  // (file, old text)
 };
 

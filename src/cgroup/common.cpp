@@ -151,8 +151,11 @@ void kill_loop(const std::function<std::vector<pid_t>()>& list,
   }
 }
 
-CpuLimitLift::CpuLimitLift(const Fs& fs, std::vector<std::pair<std::string, std::string>> files)
-    : fs_(fs) {
+CpuLimitLift::CpuLimitLift(const Fs& fs, std::vector<std::pair<std::string, std::string>> files,
+                           BandwidthGate& gate, Write write)
+    : fs_(fs), gate_(gate), write_(std::move(write)) {
+  const std::lock_guard<std::mutex> lock(gate_.mutex);
+  gate_.lifted = true;
   for (auto& [file, unlimited] : files) {
     auto old = fs_.read(file);
     if (!old) continue;
@@ -163,9 +166,25 @@ CpuLimitLift::CpuLimitLift(const Fs& fs, std::vector<std::pair<std::string, std:
 }
 
 CpuLimitLift::~CpuLimitLift() {
-  // Best effort: a slice whose limit cannot be put back is about to be removed or reports it
-  // on its next run (its plan is written again when a schedule changes speed).
-  for (const auto& [file, text] : saved_) fs_.write(file, text);
+  const std::lock_guard<std::mutex> lock(gate_.mutex);
+  gate_.lifted = false;
+  if (gate_.held) {
+    const auto [quota, period] = *gate_.held;
+    gate_.held.reset();
+    if (int err = write_(quota, period)) {
+      fmt::print(stderr, "edgeprof: could not set the slice's CPU limit to {} us per {} us after "
+                         "a kill ({}, errno {}): the slice's next workload would run without it\n",
+                 quota, period, std::strerror(err), err);
+    }
+    return;
+  }
+  for (const auto& [file, text] : saved_) {
+    if (int err = fs_.write(file, text)) {
+      fmt::print(stderr, "edgeprof: could not put '{}' back into {} after a kill ({}, errno {}): "
+                         "the slice's next workload would run without that CPU limit\n",
+                 text, fs_.resolve(file), std::strerror(err), err);
+    }
+  }
 }
 
 int remove_dir_retrying(const Fs& fs, const std::string& path, int patience_ms) {

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,55 +12,57 @@
 #include <fmt/format.h>
 
 #include "cgroup/files.hpp"
+#include "clone3.hpp"
 #include "edgeprof/error.hpp"
 
 namespace edgeprof::detail {
 
 namespace {
 
-// $1 limit file, $2 its no-limit text, $3 kill file, $4 freeze file, $5 frozen, $6 thawed,
-// $7 the process list; then the slice's directories. POSIX sh (dash): read, echo, kill and test are built in; cat,
-// sleep and rmdir are coreutils'.
+constexpr int kPidfdIdType = 3;  // P_PIDFD (Linux 5.4), which glibc 2.36's headers lack
+
+// $1 the profiler's pid, $2 limit file, $3 its no-limit text, $4 kill file, $5 freeze file,
+// $6 frozen, $7 thawed, $8 the process list; then the slice's directories. POSIX sh (dash):
+// read, echo, kill and test are built in; cat, sleep and rmdir are coreutils'.
 constexpr const char* kScript = R"sh(trap '' INT TERM HUP QUIT TSTP TTIN TTOU PIPE USR1 USR2
 cd /
-# Until the profiler is gone: end of file (a byte means go without touching anything).
+# Until the profiler is gone: end of file (a whole line would mean go without touching anything).
 IFS= read -r line && exit 0
-# Gone means this shell gets another parent (a thread's end leaves it the same process); the
-# kernel closes a dying process's files before it hands its children on, so wait for that.
-# Still the same after 2 s: the profiler lives and closed the pipe itself.
+# Gone means this shell has another parent than the profiler (a thread's end leaves it the
+# same process); the kernel closes a dying process's files before it hands its children on,
+# so wait for that. Still the profiler's after 2 s: it lives and closed the pipe itself.
 n=0
 while :; do
   read -r _ _ _ parent _ < /proc/$$/stat
-  [ "$parent" != "$PPID" ] && break
+  [ "$parent" != "$1" ] && break
   n=$((n + 1))
   [ $n -ge 200 ] && exit 0
   sleep 0.01
 done
-lift=$1 unlimited=$2 killf=$3 freeze=$4 frozen=$5 thawed=$6 procs=$7
-shift 7
+lift=$2 unlimited=$3 killf=$4 freeze=$5 frozen=$6 thawed=$7 procs=$8
+shift 8
 for d in "$@"; do
   for f in "$d/$lift" "$d"/*/"$lift"; do
     if [ -n "$lift" ] && [ -f "$f" ]; then echo "$unlimited" > "$f"; fi
   done
   if [ -n "$killf" ] && [ -f "$d/$killf" ]; then echo 1 > "$d/$killf"; fi
 done 2>/dev/null
+# Kill what is listed, then remove what is empty, core groups first; again until all is gone
+# (a process may still join between a kill and a removal), for about 10 s.
 n=0
 while [ $n -lt 1000 ]; do
   pids=
   for d in "$@"; do pids="$pids $(cat "$d/$procs" "$d"/*/"$procs" 2>/dev/null)"; done
-  case $pids in *[0-9]*) ;; *) break ;; esac
-  if [ $n -lt 3 ] && [ -n "$freeze" ]; then
-    for d in "$@"; do if [ -f "$d/$freeze" ]; then echo "$frozen" > "$d/$freeze"; fi; done 2>/dev/null
-  fi
-  kill -9 $pids 2>/dev/null
-  if [ -n "$freeze" ]; then
-    for d in "$@"; do if [ -f "$d/$freeze" ]; then echo "$thawed" > "$d/$freeze"; fi; done 2>/dev/null
-  fi
-  sleep 0.01
-  n=$((n + 1))
-done
-n=0
-while [ $n -lt 200 ]; do
+  case $pids in
+    *[0-9]*)
+      if [ $n -lt 3 ] && [ -n "$freeze" ]; then
+        for d in "$@"; do if [ -f "$d/$freeze" ]; then echo "$frozen" > "$d/$freeze"; fi; done 2>/dev/null
+      fi
+      kill -9 $pids 2>/dev/null
+      if [ -n "$freeze" ]; then
+        for d in "$@"; do if [ -f "$d/$freeze" ]; then echo "$thawed" > "$d/$freeze"; fi; done 2>/dev/null
+      fi ;;
+  esac
   left=
   for d in "$@"; do
     for s in "$d"/*/; do if [ -d "$s" ]; then rmdir "$s" 2>/dev/null || left=1; fi; done
@@ -107,8 +110,8 @@ SliceGuard::SliceGuard(const GuardPlan& plan) {
     throw CgroupError(fmt::format("cannot start the slice's guard: pipe2: {} (errno {})",
                                   std::strerror(err), err));
   }
-  // Both above 2: a process started with stdin closed got the pipe as fd 0, and the guard,
-  // its input closed at exec, took the live slice for one left behind.
+  // Both above 2: in a process started with stdin and stdout closed the write end became
+  // fd 1, and the first line the profiler printed dismissed the guard.
   UniqueFd read_end(above_stdio(fds[0]));
   fd_ = UniqueFd(above_stdio(fds[1]));
   if (read_end.get() < 0 || fd_.get() < 0) {
@@ -120,7 +123,7 @@ SliceGuard::SliceGuard(const GuardPlan& plan) {
   }
 
   std::vector<std::string> args = {"sh", "-c", kScript, "edgeprof-guard",
-                                   plan.limit_file, plan.no_limit, plan.kill_file,
+                                   std::to_string(::getpid()), plan.limit_file, plan.no_limit, plan.kill_file,
                                    plan.freeze_file, plan.frozen, plan.thawed, files::kProcs};
   args.insert(args.end(), plan.dirs.begin(), plan.dirs.end());
   std::vector<char*> argv;
@@ -154,10 +157,16 @@ SliceGuard::SliceGuard(const GuardPlan& plan) {
         std::strerror(err), err));
   }
   pid_ = pid;
+  owner_ = ::getpid();
+  // Signalled and waited for through a pidfd (Linux 5.3): the pid alone could name another
+  // process once the guard was reaped by someone else (a caller's waitpid(-1)).
+  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  pidfd_ = UniqueFd(pidfd >= 0 ? above_stdio(pidfd) : -1);
 }
 
 SliceGuard::SliceGuard(SliceGuard&& other) noexcept
-    : pid_(other.pid_), fd_(std::move(other.fd_)) {
+    : pid_(other.pid_), owner_(other.owner_), fd_(std::move(other.fd_)),
+      pidfd_(std::move(other.pidfd_)) {
   other.pid_ = -1;
 }
 
@@ -165,20 +174,34 @@ SliceGuard& SliceGuard::operator=(SliceGuard&& other) noexcept {
   if (this != &other) {
     dismiss();
     pid_ = other.pid_;
+    owner_ = other.owner_;
     fd_ = std::move(other.fd_);
+    pidfd_ = std::move(other.pidfd_);
     other.pid_ = -1;
   }
   return *this;
 }
 
 void SliceGuard::dismiss() noexcept {
-  if (pid_ > 0) {
+  // In a process forked from the owner, the guard is the owner's: only our copy of the pipe
+  // goes.
+  if (pid_ > 0 && ::getpid() == owner_) {
     // Ours, blocked in read(): nothing of its script has run yet.
-    ::kill(pid_, SIGKILL);
-    while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+    if (pidfd_.get() >= 0) {
+      ::syscall(SYS_pidfd_send_signal, pidfd_.get(), SIGKILL, nullptr, 0);
+      siginfo_t info;
+      while (::waitid(static_cast<idtype_t>(kPidfdIdType), static_cast<id_t>(pidfd_.get()),
+                      &info, WEXITED) < 0 &&
+             errno == EINTR) {
+      }
+    } else {
+      ::kill(pid_, SIGKILL);
+      while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+      }
     }
-    pid_ = -1;
   }
+  pid_ = -1;
+  pidfd_.reset();
   fd_.reset();
 }
 

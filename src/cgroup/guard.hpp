@@ -50,7 +50,9 @@ class SliceGuard {
 
  private:
   pid_t pid_ = -1;
-  UniqueFd fd_;  // the pipe's write end
+  pid_t owner_ = -1;  // the process that started it
+  UniqueFd fd_;       // the pipe's write end
+  UniqueFd pidfd_;    // the guard's, -1 before Linux 5.3
 };
 
 // The guard's script, for tests and docs.

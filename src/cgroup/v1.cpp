@@ -204,6 +204,15 @@ class V1Cgroup final : public Cgroup {
   }
 
   int set_cpu_bandwidth(std::uint64_t quota_us, std::uint64_t period_us) noexcept override {
+    const std::lock_guard<std::mutex> lock(gate_.mutex);
+    if (gate_.lifted) {
+      gate_.held = {quota_us, period_us};
+      return 0;
+    }
+    return write_bandwidth(quota_us, period_us);
+  }
+
+  int write_bandwidth(std::uint64_t quota_us, std::uint64_t period_us) noexcept {
     const Dir* d = find("cpu");
     if (!d) return ENOENT;
     // The period first: a schedule may lengthen it so that a small quota stays above 1 ms.
@@ -282,7 +291,9 @@ class V1Cgroup final : public Cgroup {
     for (const std::string& dir : core_dirs_) {
       limits.emplace_back(join(dir, files::v1::kCpuCfsQuotaUs), "-1");
     }
-    const CpuLimitLift lift(fs_, std::move(limits));
+    const CpuLimitLift lift(fs_, std::move(limits), gate_, [this](std::uint64_t q, std::uint64_t p) {
+      return write_bandwidth(q, p);
+    });
     kill_loop([this] { return procs(); }, freeze, describe());
   }
 
@@ -336,6 +347,7 @@ class V1Cgroup final : public Cgroup {
   }
 
  private:
+  BandwidthGate gate_;  // set_cpu_bandwidth and kill_all's lift, one at a time
   struct Dir {
     std::set<std::string> controllers;
     std::string path;

@@ -183,6 +183,15 @@ class V2Cgroup final : public Cgroup {
   }
 
   int set_cpu_bandwidth(std::uint64_t quota_us, std::uint64_t period_us) noexcept override {
+    const std::lock_guard<std::mutex> lock(gate_.mutex);
+    if (gate_.lifted) {
+      gate_.held = {quota_us, period_us};
+      return 0;
+    }
+    return write_bandwidth(quota_us, period_us);
+  }
+
+  int write_bandwidth(std::uint64_t quota_us, std::uint64_t period_us) noexcept {
     if (!enabled_.count("cpu")) return ENOENT;
     if (core_dirs_.empty()) return fs_.write(join(dir_, files::v2::kCpuMax), max_text(quota_us, period_us));
     // Per-core: each core's share (a schedule's quota for core groups is a multiple of their
@@ -222,7 +231,9 @@ class V2Cgroup final : public Cgroup {
     std::vector<std::pair<std::string, std::string>> limits;
     limits.emplace_back(join(dir_, files::v2::kCpuMax), "max");
     for (const std::string& dir : core_dirs_) limits.emplace_back(join(dir, files::v2::kCpuMax), "max");
-    const CpuLimitLift lift(fs_, std::move(limits));
+    const CpuLimitLift lift(fs_, std::move(limits), gate_, [this](std::uint64_t q, std::uint64_t p) {
+      return write_bandwidth(q, p);
+    });
     const std::string kill_file = join(dir_, files::v2::kKill);
     if (fs_.exists(kill_file)) {
       // cgroup.kill (Linux 5.14) kills the whole subtree atomically; then wait for the exits.
@@ -282,6 +293,7 @@ class V2Cgroup final : public Cgroup {
   }
 
  private:
+  BandwidthGate gate_;  // set_cpu_bandwidth and kill_all's lift, one at a time
   struct Kept {
     StatFile cpu_stat, memory_peak, memory_events;
     std::vector<StatFile> core_cpu_stats;  // per-core: each core group's cpu.stat

@@ -1,4 +1,7 @@
 // The backends against fake cgroup trees: what they write where, and what they refuse.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <filesystem>
 
@@ -394,4 +397,66 @@ TEST_CASE("a runtime follower writes the first seen runtime's bandwidth once, no
   closing.seen({{"pytorch", "libtorch_cpu.so"}});
   CHECK_FALSE(closing.switched());
   CHECK(tree.read(dir + "/cpu.max") == "5000 10000");
+}
+
+// In a process started with stdin and stdout closed, the guard's pipe would take fds 0 and 1:
+// the profiler's first line of output would go to its guard, which takes a line for its
+// dismissal.
+TEST_CASE("a slice guard's pipe never takes the numbers of stdin, stdout or stderr", "[guard]") {
+  const int saved_in = ::fcntl(0, F_DUPFD_CLOEXEC, 3);
+  const int saved_out = ::fcntl(1, F_DUPFD_CLOEXEC, 3);
+  std::fflush(stdout);
+  ::close(0);
+  ::close(1);
+  bool in_open = true, out_open = true;
+  std::string error;
+  {
+    detail::GuardPlan plan;  // no directories: a guard with nothing to remove
+    try {
+      detail::SliceGuard guard(plan);
+      in_open = ::fcntl(0, F_GETFD) >= 0;
+      out_open = ::fcntl(1, F_GETFD) >= 0;
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  }
+  ::dup2(saved_in, 0);
+  ::dup2(saved_out, 1);
+  ::close(saved_in);
+  ::close(saved_out);
+  REQUIRE(error.empty());
+  CHECK_FALSE(in_open);
+  CHECK_FALSE(out_open);
+}
+
+TEST_CASE("a CPU limit lifted for a kill goes back, or the write asked for meanwhile is made",
+          "[kill]") {
+  FakeTree tree;
+  tree.file("/s/cpu.max", "2000 10000\n");
+  tree.file("/s/core0/cpu.max", "max 10000\n");
+  const Fs fs(tree.root());
+  BandwidthGate gate;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> written;
+  const CpuLimitLift::Write write = [&](std::uint64_t q, std::uint64_t p) {
+    written.emplace_back(q, p);
+    return 0;
+  };
+  {
+    const CpuLimitLift lift(fs, {{"/s/cpu.max", "max"}, {"/s/core0/cpu.max", "max"}}, gate, write);
+    CHECK(gate.lifted);
+    CHECK(tree.read("/s/cpu.max") == "max");
+  }
+  CHECK_FALSE(gate.lifted);
+  CHECK(tree.read("/s/cpu.max") == "2000 10000");
+  CHECK(tree.read("/s/core0/cpu.max") == "max 10000\n");  // no limit: left alone
+  CHECK(written.empty());
+  {
+    const CpuLimitLift lift(fs, {{"/s/cpu.max", "max"}}, gate, write);
+    // What set_cpu_bandwidth does while the limit is lifted (a core placer as threads die).
+    gate.held = std::make_pair(std::uint64_t{1000}, std::uint64_t{10000});
+  }
+  // The newer write, not the saved text.
+  CHECK(written == std::vector<std::pair<std::uint64_t, std::uint64_t>>{{1000, 10000}});
+  CHECK(tree.read("/s/cpu.max") == "max");
+  CHECK_FALSE(gate.held);
 }
