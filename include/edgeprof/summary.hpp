@@ -19,6 +19,11 @@ namespace edgeprof {
 /// more than 100%, one over 100 ms by at most about 8% per running task (docs/sampling.md).
 inline constexpr std::int64_t kCpuRateWindowNs = 100'000'000;
 
+/// The longest scheduler tick Linux is built with (HZ = 100): the kernel charges a running
+/// task's CPU time, and throttles it at the end of its quota, at ticks, so a window's count may
+/// be off by up to a tick at either end.
+inline constexpr std::int64_t kSchedulerTickNs = 10'000'000;
+
 /// Figures derived from the samples. Unset = the metric was not available in this run (never a
 /// silent zero). Provenance: "measured" figures are differences of exact kernel counters between
 /// the first and last sample; "sampled" figures are taken from the samples, so they may miss
@@ -32,6 +37,11 @@ struct Summary {
   /// Length of the windows of cpu_cores_p95 and cpu_cores_peak, in seconds (0 without CPU
   /// usage).
   double cpu_window_s = 0;
+  /// Windows that counted more CPU than the quota lets through (a period's quota for each
+  /// period they touch, and a scheduler tick at either end, kSchedulerTickNs), charged late by
+  /// the kernel: each was merged with the window before it (the first: after it) until its
+  /// rate was possible, so that p95 and peak are rates the slice could have had.
+  std::size_t cpu_windows_merged = 0;
   ///@{
   /// The same as a fraction of the emulated device's capacity (cores x speed).
   std::optional<double> cpu_capacity_avg, cpu_capacity_p95, cpu_capacity_peak;

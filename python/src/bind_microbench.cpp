@@ -33,6 +33,15 @@ std::string repr(const CoreScores& s) {
 
 }  // namespace
 
+std::function<void(const std::string&)> with_signal_check(
+    std::optional<std::function<void(const std::string&)>> progress) {
+  return [progress = std::move(progress)](const std::string& line) {
+    if (progress) (*progress)(line);
+    py::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+  };
+}
+
 void bind_microbench(py::module_& m) {
   m.attr("SUITE_VERSION") = kSuiteVersion;
   m.attr("VECTOR_KERNEL_VERSION") = kVectorKernelVersion;
@@ -178,7 +187,7 @@ void bind_microbench(py::module_& m) {
         options.program = program;
         options.cpu = cpu;
         options.timeout = std::chrono::seconds(std::llround(timeout_s));
-        if (progress) options.progress = *progress;
+        options.progress = with_signal_check(progress);
         py::gil_scoped_release unlocked;
         return measure_reference_rating(options);
       },
@@ -344,7 +353,7 @@ void bind_microbench(py::module_& m) {
         options.loops = loops;
         options.cpu = cpu;
         options.timeout = std::chrono::seconds(std::llround(timeout_s));
-        if (progress) options.progress = *progress;
+        options.progress = with_signal_check(progress);
         py::gil_scoped_release unlocked;
         return measure_nn_rating(options);
       },
@@ -428,7 +437,7 @@ void bind_microbench(py::module_& m) {
         options.loops = loops;
         options.cpu = cpu;
         options.timeout = std::chrono::seconds(std::llround(timeout_s));
-        if (progress) options.progress = *progress;
+        options.progress = with_signal_check(progress);
         py::gil_scoped_release unlocked;
         return measure_quota_share(options);
       },

@@ -150,10 +150,10 @@ SliceOptions to_slice_options(const py::object& parent, std::uint64_t cpu_period
   o.plan.cpus = cpus;
   // A first run on a host without its nn rating measures it (about a minute): say so on
   // sys.stderr, which notebooks show too.
-  o.plan.nn_measure.progress = [](const std::string& line) {
+  o.plan.nn_measure.progress = with_signal_check([](const std::string& line) {
     py::gil_scoped_acquire gil;
     py::module_::import("sys").attr("stderr").attr("write")("edgeprof: " + line + "\n");
-  };
+  });
   o.allow_missing_controllers = allow_missing;
   return o;
 }
@@ -542,6 +542,7 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("cpu_cores_p95", &Summary::cpu_cores_p95)
       .def_readonly("cpu_cores_peak", &Summary::cpu_cores_peak)
       .def_readonly("cpu_window_s", &Summary::cpu_window_s)
+      .def_readonly("cpu_windows_merged", &Summary::cpu_windows_merged)
       .def_readonly("cpu_capacity_avg", &Summary::cpu_capacity_avg)
       .def_readonly("cpu_capacity_p95", &Summary::cpu_capacity_p95)
       .def_readonly("cpu_capacity_peak", &Summary::cpu_capacity_peak)

@@ -83,6 +83,31 @@ TEST_CASE("summarize: CPU rates over windows of 100 ms, extra samples left out",
   CHECK(s.cpu_cores().size() == s.size() - 1);  // the raw per-sample rates stay available
 }
 
+TEST_CASE("summarize: a window the quota cannot hold is merged with the one before it",
+          "[report]") {
+  // 0.2 cores of quota (10 ms periods), sampled every 10 ms. The kernel charged the CPU of the
+  // second 100 ms window late, in the third: 0.2, 0, 0.6 cores. 60 ms in 100 ms is more than
+  // eleven periods' quota and a tick at either end (42 ms): merged, 0.3 cores over 200 ms. The
+  // last window holds 22 ms (eleven periods' bursts): possible, kept.
+  const double per_10ms[] = {2, 0, 6, 2, 2.2};
+  std::vector<double> t{0}, cpu{0};
+  for (int w = 0; w < 5; ++w) {
+    for (int i = 0; i < 10; ++i) {
+      t.push_back(t.back() + 10);
+      cpu.push_back(cpu.back() + per_10ms[w]);
+    }
+  }
+  TimeSeries s = make_series(t, cpu, std::vector<std::uint64_t>(t.size(), 1));
+  Summary sum = summarize(s, 0.010, 0.2);
+  CHECK(sum.cpu_windows_merged == 1);
+  CHECK(*sum.cpu_cores_peak == Approx(0.3));
+  CHECK(*sum.cpu_capacity_peak == Approx(1.5));
+  CHECK(*sum.cpu_cores_avg == Approx(0.244));
+  // Without a quota to hold (a capacity of the host's CPUs), nothing is merged.
+  CHECK(summarize(s, 0.010, 2.0).cpu_windows_merged == 0);
+  CHECK(*summarize(s, 0.010, 2.0).cpu_cores_peak == Approx(0.6));
+}
+
 TEST_CASE("a metric incomplete after a failed source is not summarised", "[report]") {
   TimeSeries s = make_series({0, 10}, {0, 5}, {1, 2});
   s.complete.reset(static_cast<size_t>(Metric::memory_current_bytes));

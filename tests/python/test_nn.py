@@ -3,9 +3,13 @@ stand-in for the Python that has ncnn, and for real in short form), the catalog'
 emulated at their nn speed by default, said in the report, and the other kind on request."""
 
 import json
+import os
 import re
+import signal
 import subprocess
 import sys
+import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -345,3 +349,36 @@ def test_the_graph_benchmark_runs_edgeprofs_graphs_against_a_models_directory(tm
     refused = subprocess.run([sys.executable, str(script), "--ncnn-models", str(empty)],
                              capture_output=True, text=True, timeout=120)
     assert refused.returncode == 2 and "no graph to compare" in refused.stderr
+
+
+def test_ctrl_c_stops_a_rating_measured_without_a_progress_callback(tmp_path):
+    """A measurement runs with the GIL released: without a Python progress callback nothing
+    let Ctrl-C through until it ended (minutes; here, its timeout)."""
+    started = tmp_path / "started"
+    fake = tmp_path / "python"
+    # One graph's line, then a hang: a runner that would take until the rating's timeout.
+    fake.write_text("#!/bin/sh\n"
+                    "echo 'runtime ncnn 1.0.test (stand-in)'\n"
+                    "echo 'mobilenet 10 10 10'\n"
+                    f"echo $$ > {started}\n"
+                    "exec sleep 600\n")
+    fake.chmod(0o755)
+    script = textwrap.dedent(f"""
+        import edgeprof
+        edgeprof.measure_nn_rating(python={str(fake)!r}, timeout_s=120)
+    """)
+    env = {**os.environ, "EDGEPROF_CACHE_DIR": str(tmp_path)}
+    proc = subprocess.Popen([sys.executable, "-c", script], env=env, stderr=subprocess.PIPE,
+                            text=True)
+    deadline = time.monotonic() + 600
+    while not started.exists() or not started.read_text().strip():
+        assert time.monotonic() < deadline and proc.poll() is None, "the runner never started"
+        time.sleep(0.01)
+    runner = int(started.read_text())
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=600)
+    # Interrupted, not timed out (that took 120 s and said "timed out").
+    assert "KeyboardInterrupt" in err, err
+    assert not (tmp_path / "host-nn.json").exists()
+    with pytest.raises(ProcessLookupError):
+        os.kill(runner, 0)
