@@ -827,8 +827,9 @@ Result& Child::State::await(std::optional<std::chrono::duration<double>> timeout
     throw Error("this Child's result was moved out by an earlier wait() on it as an rvalue: "
                 "keep that result, or wait() on the Child as an lvalue to keep a copy in it");
   }
-  if (result) return *result;
+  // Checked first: a bad timeout is refused whether or not the result is in.
   const std::optional<Clock::time_point> deadline = deadline_after(process.released, timeout);
+  if (result) return *result;
   std::optional<detail::Exit> exit;
   try {
     exit = detail::wait_exit(process, deadline, check, std::chrono::milliseconds(50));

@@ -501,6 +501,9 @@ TEST_CASE("an infinite or huge timeout waits for ever; a bad one is refused", "[
   const Result r = child.wait(Seconds(INFINITY));  // the workload went on
   CHECK_FALSE(r.timed_out);
   CHECK(r.ok());
+  // Refused the same once the result is in (it was returned).
+  CHECK_THROWS_WITH(child.wait(Seconds(-1)), Catch::Contains("positive number"));
+  CHECK(child.wait().ok());
 }
 
 TEST_CASE("an interrupt during wait kills the workload and removes the slice", "[kernel]") {
