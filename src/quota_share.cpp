@@ -425,7 +425,9 @@ HostFacts with_measured_quota_share(HostFacts host, const Device& device,
       host.quota_share_problem = fmt::format("measured for this process only: {}", q.note);
     }
     host.quota_share = std::move(q);
-  } catch (const std::exception& e) {
+  } catch (const Error& e) {
+    // Only edgeprof's errors: an interrupt (Ctrl-C through the progress callback in Python)
+    // or anything else unwinds the caller, uncached.
     host.quota_share_problem =
         fmt::format("measuring it failed, and is not tried again in this process: {}", e.what());
   }

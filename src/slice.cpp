@@ -765,9 +765,11 @@ void Child::State::observe(Result& r, const detail::Exit& exit) {
 // The figures derived from the samples and the marks.
 void Child::State::analyse(Result& r) {
   const bool host_wide_pressure = slice->backend->mode() != CgroupMode::unified;
+  // One period and quota all run, unless the speed changed during it.
+  const double period_s = r.speed_changes.empty() ? double(r.plan.cpu_period_us) / 1e6 : 0.0;
   r.summary = summarize(r.series, std::chrono::duration<double>(interval).count(),
-                        r.plan.capacity_cores(), missed,
-                        host_wide_pressure);
+                        r.plan.capacity_cores(), missed, host_wide_pressure, period_s,
+                        r.plan.cpus.size());
   const std::int64_t release_ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(process.released.time_since_epoch())
           .count();

@@ -41,7 +41,8 @@ std::optional<double> seconds(std::optional<std::uint64_t> us) {
 }  // namespace
 
 Summary summarize(const TimeSeries& s, double interval_s, double capacity_cores,
-                  std::uint64_t missed_deadlines, bool pressure_host_wide) {
+                  std::uint64_t missed_deadlines, bool pressure_host_wide, double cpu_period_s,
+                  std::size_t cpus) {
   Summary out;
   out.samples = s.size();
   out.interval_s = interval_s;
@@ -80,24 +81,22 @@ Summary summarize(const TimeSeries& s, double interval_s, double capacity_cores,
     out.cpu_window_s = window_ns / 1e9;
     // A window holds at most what the quota lets through: a period's quota for every period it
     // touches (one more than it spans), and a scheduler tick at either end by which the
-    // kernel charges (or throttles) late, on each CPU the slice runs on at once. The period is
-    // the run's (its span over the periods cpu.stat counted) or the default. A window that
-    // counted more was charged CPU time its neighbours used: it is merged with the window
-    // before it (or, the first, with the one after) until its rate is possible (issue 36:
-    // "peak 0.58 host cores" under a quota of 0.197 cores); one still impossible at the end is
-    // left out.
-    double period_ns = double(kDefaultCpuPeriodUs) * 1e3;
-    if (auto periods = delta(s, Metric::cpu_periods); periods && *periods > 0 && span_ns > 0) {
-      period_ns = span_ns / double(*periods);
-    }
-    const double at_once = std::max(1.0, std::ceil(capacity_cores - 1e-9));
+    // kernel charges (or throttles) late, on each CPU the slice runs on. A window that counted
+    // more was charged CPU time its neighbours used: it is merged with the window before it
+    // (or, the first, with the one after) until its rate is possible (issue 36: "peak 0.58
+    // host cores" under a quota of 0.197 cores); one still impossible at the end is left out.
+    // Only where the quota held (the kernel counted its periods) at one period all run.
+    const auto periods = delta(s, Metric::cpu_periods);
+    const bool quota_held = cpu_period_s > 0 && capacity_cores > 0 && periods && *periods > 0;
+    const double period_ns = cpu_period_s * 1e9;
+    const double on_cpus =
+        cpus ? double(cpus) : std::max(1.0, std::ceil(capacity_cores - 1e-9));
     auto possible = [&](double cpu_ns, double dt) {
-      if (!(capacity_cores > 0)) return true;
-      return cpu_ns <= capacity_cores * (dt + period_ns) + 2 * kSchedulerTickNs * at_once;
+      if (!quota_held) return true;
+      return cpu_ns <= capacity_cores * (dt + period_ns) + 2 * double(kSchedulerTickNs) * on_cpus;
     };
     struct Window {
       double cpu_ns, dt;
-      bool merged;
     };
     std::vector<Window> windows;
     for (size_t a = 0, b = 1; b < rows.size(); ++b) {
@@ -106,27 +105,26 @@ Summary summarize(const TimeSeries& s, double interval_s, double capacity_cores,
       const auto c0 = usage[rows[a]], c1 = usage[rows[b]];
       const double cpu = c1 >= c0 ? double(c1 - c0) : 0.0;
       a = b;
+      // Each window merged into another counts once.
       if (!windows.empty() && !possible(windows.back().cpu_ns, windows.back().dt)) {
-        windows.back() = {windows.back().cpu_ns + cpu, windows.back().dt + dt, true};
+        windows.back() = {windows.back().cpu_ns + cpu, windows.back().dt + dt};
+        out.cpu_windows_merged += 1;
       } else {
-        windows.push_back({cpu, dt, false});
+        windows.push_back({cpu, dt});
       }
       while (windows.size() >= 2 && !possible(windows.back().cpu_ns, windows.back().dt)) {
         const Window last = windows.back();
         windows.pop_back();
-        windows.back() = {windows.back().cpu_ns + last.cpu_ns, windows.back().dt + last.dt, true};
+        windows.back() = {windows.back().cpu_ns + last.cpu_ns, windows.back().dt + last.dt};
+        out.cpu_windows_merged += 1;
       }
     }
+    // Only when the whole run merged into one window that is still impossible.
     if (!windows.empty() && !possible(windows.back().cpu_ns, windows.back().dt)) {
-      windows.back().merged = true;
-      out.cpu_windows_merged += 1;
       windows.pop_back();
     }
     std::vector<double> rates;
-    for (const Window& w : windows) {
-      rates.push_back(w.cpu_ns / w.dt);
-      if (w.merged) out.cpu_windows_merged += 1;
-    }
+    for (const Window& w : windows) rates.push_back(w.cpu_ns / w.dt);
     if (!rates.empty()) {
       out.cpu_cores_p95 = percentile(rates, 0.95);
       out.cpu_cores_peak = *std::max_element(rates.begin(), rates.end());

@@ -37,10 +37,12 @@ struct Summary {
   /// Length of the windows of cpu_cores_p95 and cpu_cores_peak, in seconds (0 without CPU
   /// usage).
   double cpu_window_s = 0;
-  /// Windows that counted more CPU than the quota lets through (a period's quota for each
-  /// period they touch, and a scheduler tick at either end, kSchedulerTickNs), charged late by
-  /// the kernel: each was merged with the window before it (the first: after it) until its
-  /// rate was possible, so that p95 and peak are rates the slice could have had.
+  /// Windows merged with a neighbour because one of them counted more CPU than the quota lets
+  /// through (a period's quota for each period it touches, and a scheduler tick at either end
+  /// on each CPU, kSchedulerTickNs), charged late by the kernel: merged with the window before
+  /// (the first: after) until the rate was possible, so that p95 and peak are rates the slice
+  /// could have had; a run left with one impossible window has neither. Only where a quota
+  /// held for the whole run (summarize's cpu_period_s).
   std::size_t cpu_windows_merged = 0;
   ///@{
   /// The same as a fraction of the emulated device's capacity (cores x speed).
@@ -94,8 +96,13 @@ bool operator==(const Summary& a, const Summary& b);
 /// `capacity_cores` the emulated device's CPU capacity. CPU percentiles and the achieved
 /// interval use the scheduled samples only (series.scheduled), so the extra samples taken at
 /// phase marks do not skew them.
+/// `cpu_period_s`: the CFS period of a quota that held for the whole run; given (> 0), and
+/// where the series counted throttling periods, windows that quota cannot hold are merged
+/// (Summary::cpu_windows_merged). `cpus`: how many host CPUs the slice runs on (0 = as many as
+/// the capacity needs).
 Summary summarize(const TimeSeries& series, double interval_s, double capacity_cores,
-                  std::uint64_t missed_deadlines = 0, bool pressure_host_wide = false);
+                  std::uint64_t missed_deadlines = 0, bool pressure_host_wide = false,
+                  double cpu_period_s = 0, std::size_t cpus = 0);
 
 /// A phase the workload marked (edgeprof/phase.hpp, edgeprof.phase() in Python).
 struct Phase {

@@ -186,7 +186,8 @@ void kill_loop(const std::function<std::vector<pid_t>()>& list,
 // schedule) is held, and made when the lift ends in place of the limit the lift saved.
 struct BandwidthGate {
   std::mutex mutex;
-  bool lifted = false;
+  int lifted = 0;  // lifts in progress (kills from two threads at once): the last puts back
+  std::vector<std::pair<std::string, std::string>> saved;       // (file, text before the lift)
   std::optional<std::pair<std::uint64_t, std::uint64_t>> held;  // (quota_us, period_us)
 };
 
@@ -205,10 +206,10 @@ class CpuLimitLift {
   CpuLimitLift& operator=(const CpuLimitLift&) = delete;
 
  private:
+  void put_back();  // under the gate's lock
   const Fs& fs_;
   BandwidthGate& gate_;
   Write write_;
-  std::vector<std::pair<std::string, std::string>> saved_;  // (file, old text)
 };
 
 // rmdir with retries: a cgroup stays busy for a moment after its last task was killed.

@@ -155,19 +155,30 @@ CpuLimitLift::CpuLimitLift(const Fs& fs, std::vector<std::pair<std::string, std:
                            BandwidthGate& gate, Write write)
     : fs_(fs), gate_(gate), write_(std::move(write)) {
   const std::lock_guard<std::mutex> lock(gate_.mutex);
-  gate_.lifted = true;
   for (auto& [file, unlimited] : files) {
     auto old = fs_.read(file);
     if (!old) continue;
     const std::string text(trim(*old));
     if (text == unlimited || text.rfind(unlimited + " ", 0) == 0) continue;  // no limit to lift
-    if (fs_.write(file, unlimited) == 0) saved_.emplace_back(std::move(file), text);
+    if (fs_.write(file, unlimited) == 0) gate_.saved.emplace_back(std::move(file), text);
   }
+  gate_.lifted += 1;
 }
 
 CpuLimitLift::~CpuLimitLift() {
   const std::lock_guard<std::mutex> lock(gate_.mutex);
-  gate_.lifted = false;
+  // An inner lift (a second thread's kill) leaves the putting back to the outer one, which saved
+  // the limit before either lifted it.
+  if (--gate_.lifted > 0) return;
+  try {
+    put_back();
+  } catch (...) {  // stderr unwritable: nothing more to say
+  }
+}
+
+void CpuLimitLift::put_back() {
+  const auto saved = std::move(gate_.saved);
+  gate_.saved.clear();
   if (gate_.held) {
     const auto [quota, period] = *gate_.held;
     gate_.held.reset();
@@ -178,7 +189,7 @@ CpuLimitLift::~CpuLimitLift() {
     }
     return;
   }
-  for (const auto& [file, text] : saved_) {
+  for (const auto& [file, text] : saved) {
     if (int err = fs_.write(file, text)) {
       fmt::print(stderr, "edgeprof: could not put '{}' back into {} after a kill ({}, errno {}): "
                          "the slice's next workload would run without that CPU limit\n",

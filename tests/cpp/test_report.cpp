@@ -98,14 +98,24 @@ TEST_CASE("summarize: a window the quota cannot hold is merged with the one befo
     }
   }
   TimeSeries s = make_series(t, cpu, std::vector<std::uint64_t>(t.size(), 1));
-  Summary sum = summarize(s, 0.010, 0.2);
+  // The kernel counted a period every 10 ms: the quota held.
+  auto& periods = s.values[static_cast<size_t>(Metric::cpu_periods)];
+  for (size_t i = 0; i < periods.size(); ++i) periods[i] = i;
+  s.available.set(static_cast<size_t>(Metric::cpu_periods));
+  s.complete = s.available;
+  Summary sum = summarize(s, 0.010, 0.2, 0, false, 0.010, 1);
   CHECK(sum.cpu_windows_merged == 1);
   CHECK(*sum.cpu_cores_peak == Approx(0.3));
   CHECK(*sum.cpu_capacity_peak == Approx(1.5));
   CHECK(*sum.cpu_cores_avg == Approx(0.244));
-  // Without a quota to hold (a capacity of the host's CPUs), nothing is merged.
-  CHECK(summarize(s, 0.010, 2.0).cpu_windows_merged == 0);
-  CHECK(*summarize(s, 0.010, 2.0).cpu_cores_peak == Approx(0.6));
+  // A bigger quota holds 0.6 cores: nothing merged.
+  CHECK(summarize(s, 0.010, 2.0, 0, false, 0.010, 2).cpu_windows_merged == 0);
+  // Without the quota's period (a speed that changed during the run), nothing is merged.
+  CHECK(summarize(s, 0.010, 0.2).cpu_windows_merged == 0);
+  CHECK(*summarize(s, 0.010, 0.2).cpu_cores_peak == Approx(0.6));
+  // Nor without periods counted (no quota held: no cpu controller, or no limit).
+  s.complete.reset(static_cast<size_t>(Metric::cpu_periods));
+  CHECK(summarize(s, 0.010, 0.2, 0, false, 0.010, 1).cpu_windows_merged == 0);
 }
 
 TEST_CASE("a metric incomplete after a failed source is not summarised", "[report]") {

@@ -382,3 +382,35 @@ def test_ctrl_c_stops_a_rating_measured_without_a_progress_callback(tmp_path):
     assert not (tmp_path / "host-nn.json").exists()
     with pytest.raises(ProcessLookupError):
         os.kill(runner, 0)
+
+
+@requires_cgroups
+def test_ctrl_c_during_a_first_runs_own_share_measurement_stops_the_run(tmp_path, monkeypatch):
+    """A first run at an nn speed measures this host's own share (about 75 s): Ctrl-C stops it
+    there (an earlier mend let the interrupt through, and the measurement swallowed it as a
+    failure: the run went on, the interrupt lost)."""
+    monkeypatch.setenv("EDGEPROF_CACHE_DIR", str(tmp_path))
+    edgeprof.measure_nn_rating(python=str(_fake_python(tmp_path)))
+    started = tmp_path / "started"
+    slow = tmp_path / "slow-python"
+    lines = ["#!/bin/sh", f"touch {started}", "sleep 1", "echo 'runtime ncnn 1.0.test (stand-in)'"]
+    lines += [f"echo '{g.name} 10 10 10'" for g in edgeprof.reference_graphs()]
+    slow.write_text("\n".join(lines) + "\n")
+    slow.chmod(0o755)
+    script = textwrap.dedent("""
+        import edgeprof
+        edgeprof.run(["true"], device=edgeprof.find_device("raspberry-pi-zero-2w").for_threads(1))
+        print("the run went on")
+    """)
+    env = {**os.environ, "EDGEPROF_CACHE_DIR": str(tmp_path), "EDGEPROF_PYTHON": str(slow)}
+    proc = subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 600
+    while not started.exists():
+        assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=600)
+    assert "KeyboardInterrupt" in err, err
+    assert "the run went on" not in out
+    assert not (tmp_path / "host-quota-share.json").exists()
