@@ -402,7 +402,8 @@ def test_ctrl_c_during_a_first_runs_own_share_measurement_stops_the_run(tmp_path
         edgeprof.run(["true"], device=edgeprof.find_device("raspberry-pi-zero-2w").for_threads(1))
         print("the run went on")
     """)
-    env = {**os.environ, "EDGEPROF_CACHE_DIR": str(tmp_path), "EDGEPROF_PYTHON": str(slow)}
+    env = {**os.environ, "EDGEPROF_CACHE_DIR": str(tmp_path), "EDGEPROF_PYTHON": str(slow),
+           "EDGEPROF_MEASURE_NN": "1"}
     proc = subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 600
