@@ -189,6 +189,17 @@ struct BandwidthGate {
   int lifted = 0;  // lifts in progress (kills from two threads at once): the last puts back
   std::vector<std::pair<std::string, std::string>> saved;       // (file, text before the lift)
   std::optional<std::pair<std::uint64_t, std::uint64_t>> held;  // (quota_us, period_us)
+
+  // A limit asked for: held while a lift is in progress, else made now by `write`.
+  template <class Write>
+  int set(std::uint64_t quota_us, std::uint64_t period_us, Write&& write) noexcept {
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (lifted) {
+      held = {quota_us, period_us};
+      return 0;
+    }
+    return write(quota_us, period_us);
+  }
 };
 
 // Lifts a slice's CPU limit for its lifetime and puts it back: a killed task still needs CPU

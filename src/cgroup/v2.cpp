@@ -183,12 +183,9 @@ class V2Cgroup final : public Cgroup {
   }
 
   int set_cpu_bandwidth(std::uint64_t quota_us, std::uint64_t period_us) noexcept override {
-    const std::lock_guard<std::mutex> lock(gate_.mutex);
-    if (gate_.lifted) {
-      gate_.held = {quota_us, period_us};
-      return 0;
-    }
-    return write_bandwidth(quota_us, period_us);
+    return gate_.set(quota_us, period_us, [this](std::uint64_t q, std::uint64_t p) {
+      return write_bandwidth(q, p);
+    });
   }
 
   int write_bandwidth(std::uint64_t quota_us, std::uint64_t period_us) noexcept {

@@ -107,6 +107,21 @@ inline std::string helper(const std::string& name) {
   return std::filesystem::read_symlink("/proc/self/exe").parent_path() / name;
 }
 
+// The lines `command` (run by /bin/sh) prints, without their newlines, once it exits.
+inline std::vector<std::string> output_lines(const std::string& command) {
+  std::vector<std::string> lines;
+  FILE* out = ::popen(command.c_str(), "r");
+  if (!out) return lines;
+  char buf[4096];
+  while (std::fgets(buf, sizeof buf, out)) {
+    std::string line = buf;
+    if (!line.empty() && line.back() == '\n') line.pop_back();
+    lines.push_back(line);
+  }
+  ::pclose(out);
+  return lines;
+}
+
 // Whether this process may create slices; the reason is printed once when it may not.
 inline bool can_create_slices() {
   static const bool ok = [] {

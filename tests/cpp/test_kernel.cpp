@@ -23,6 +23,7 @@
 using namespace edgeprof;
 using edgeprof::test::FakeTree;
 using edgeprof::test::helper;
+using edgeprof::test::output_lines;
 using edgeprof::test::can_create_slices;
 using edgeprof::test::eventually;
 using edgeprof::test::kernel_bandwidth;
@@ -593,16 +594,7 @@ TEST_CASE("slices left by a profiler killed with SIGKILL are removed by the next
           "[kernel]") {
   REQUIRE_CGROUPS();
   const std::string cmd = "exec " + helper("edgeprof_leaker") + " " + helper("edgeprof_workload");
-  FILE* out = ::popen(cmd.c_str(), "r");
-  REQUIRE(out);
-  std::vector<std::string> lines;
-  char buf[4096];
-  while (std::fgets(buf, sizeof buf, out)) {
-    std::string line = buf;
-    if (!line.empty() && line.back() == '\n') line.pop_back();
-    lines.push_back(line);
-  }
-  ::pclose(out);
+  const std::vector<std::string> lines = output_lines(cmd);
   REQUIRE(lines.size() >= 2);
   std::vector<std::string> leaked(lines.begin() + 1, lines.end());
   for (const auto& p : leaked) CHECK(std::filesystem::exists(p));
@@ -648,16 +640,7 @@ TEST_CASE("a slice's guard removes it, grandchildren and all, when the profiler 
   REQUIRE_CGROUPS();
   const std::string cmd =
       "exec " + helper("edgeprof_leaker") + " " + helper("edgeprof_workload") + " guarded";
-  FILE* out = ::popen(cmd.c_str(), "r");
-  REQUIRE(out);
-  std::vector<std::string> lines;
-  char buf[4096];
-  while (std::fgets(buf, sizeof buf, out)) {
-    std::string line = buf;
-    if (!line.empty() && line.back() == '\n') line.pop_back();
-    lines.push_back(line);
-  }
-  ::pclose(out);
+  const std::vector<std::string> lines = output_lines(cmd);
   REQUIRE(lines.size() >= 2);
   CHECK(lines.front() == "0");
   const std::vector<std::string> leaked(lines.begin() + 1, lines.end());
