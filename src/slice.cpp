@@ -188,6 +188,29 @@ detail::RuntimeWatch runtime_watch(const detail::SliceFiles& where) {
   return {where.fs, detail::join(dir, detail::files::kProcs)};
 }
 
+// A device of several cores emulated by one quota for all of them lets a thread outrun a
+// device core while its siblings idle, and its threads scale as this host's CPUs do: said in
+// every such result's warnings (issue 33), not only in the plan's notes. Empty otherwise.
+std::string pooled_warning(const EmulationPlan& plan, const Device& device) {
+  if (device.cores < 2 || plan.core_groups > 0 || plan.threads_projection ||
+      plan.cpu_period_us == 0) {
+    return {};
+  }
+  const double capacity = plan.cpu_quota_us
+                              ? static_cast<double>(plan.cpu_quota_us) /
+                                    static_cast<double>(plan.cpu_period_us)
+                              : static_cast<double>(plan.cpus.size());
+  const double one_thread = std::min(1.0, capacity);
+  if (!(one_thread > device.core_speed * 1.05)) return {};
+  return fmt::format(
+      "the device's {} cores share one CPU quota of {:.2f} host cores (core emulation "
+      "pooled): a thread runs faster than a device core while its siblings idle, up to {:.2f} "
+      "of a host core instead of {:.3g}, and the threads scale as this host's CPUs do, not as "
+      "the board's; core emulation 'projected' (one core, its times divided by the board's "
+      "published speed-up) or 'per-core' keeps each thread to a device core (docs/threads.md)",
+      device.cores, capacity, one_thread, device.core_speed);
+}
+
 }  // namespace
 
 struct Slice::Impl {
@@ -607,6 +630,9 @@ Result Child::State::finish(const detail::Exit& exit, bool timed_out) {
   }
   if (std::string shared = detail::sharing_warning(sharers, ::getpid()); !shared.empty()) {
     r.warnings.push_back(std::move(shared));
+  }
+  if (std::string pooled = pooled_warning(slice->plan, slice->device); !pooled.empty()) {
+    r.warnings.push_back(std::move(pooled));
   }
   if (const std::string problem = detail::cpu_ledger().problem(); !problem.empty()) {
     r.warnings.push_back(fmt::format("{}: the CPU ledger counts this process's slices only, so "

@@ -47,7 +47,13 @@ def compare(workloads: Union[Mapping[str, Union[str, Sequence[str]]], Iterable[t
             test: str = "mann-whitney", alpha: float = 0.05,
             calibrations: Optional[Sequence["_core.Calibration"]] = None,
             projected_target: str = "", interval: Optional[float] = _core.DEFAULT_INTERVAL_S,
-            timeout: Optional[float] = None, progress: bool = True) -> "_core.Comparison":
+            timeout: Optional[float] = None, progress: bool = True,
+            core_emulation: str = "pooled", speed_kind: str = "automatic",
+            keep_warm: bool = True, thread_env: bool = True,
+            quota_scale: Optional[float] = None, core_scaling: bool = False,
+            cpu_period_us: int = 0, iteration_time: Optional[float] = None,
+            parent: Optional[str] = None,
+            allow_missing_controllers: bool = False) -> "_core.Comparison":
     """Runs every workload on every device ``repeat`` times (each in a fresh slice) and ranks the
     workloads per device by the median of ``metric``, with ties where the test cannot separate
     them; marks the Pareto front of (metric, memory); projects ``projected_target`` with the
@@ -56,6 +62,10 @@ def compare(workloads: Union[Mapping[str, Union[str, Sequence[str]]], Iterable[t
     ``workloads`` maps names to commands (a list of arguments, or a string split like a shell
     would). Shows progress (tqdm where installed). Ctrl-C stops at once and leaves nothing
     behind. The result prints as a table; ``to_pandas()`` gives one row per workload x device.
+
+    ``core_emulation`` to ``allow_missing_controllers``: how each slice emulates its device, as
+    ``run()`` takes them. With ``core_emulation="projected"`` rank on
+    ``metric="projected_wall_time_s"`` for the devices' all-core times (docs/threads.md).
     """
     pairs = list(workloads.items()) if isinstance(workloads, Mapping) else list(workloads)
     names = [str(n) for n, _ in pairs]
@@ -66,7 +76,12 @@ def compare(workloads: Union[Mapping[str, Union[str, Sequence[str]]], Iterable[t
     try:
         return _core._compare(names, argvs, list(devices), repeat, warmup, metric, memory_metric,
                               test, alpha, list(calibrations or []), projected_target, interval,
-                              timeout, bar)
+                              timeout, bar, parent=parent, cpu_period_us=cpu_period_us,
+                              allow_missing_controllers=allow_missing_controllers,
+                              iteration_time=iteration_time, keep_warm=keep_warm,
+                              speed_kind=speed_kind, thread_env=thread_env,
+                              core_emulation=core_emulation, core_scaling=core_scaling,
+                              quota_scale=quota_scale)
     finally:
         bar.close()
 

@@ -981,6 +981,17 @@ def _compare(
     interval: Optional[float],
     timeout: Optional[float],
     progress: Optional[Callable[[int, int, str, str, Result], None]],
+    *,
+    parent: Optional[str] = None,
+    cpu_period_us: int = 0,
+    allow_missing_controllers: bool = False,
+    iteration_time: Optional[float] = None,
+    keep_warm: bool = True,
+    speed_kind: str = "automatic",
+    thread_env: bool = True,
+    core_emulation: str = "pooled",
+    core_scaling: bool = False,
+    quota_scale: Optional[float] = None,
 ) -> Comparison: ...
 
 class Score:

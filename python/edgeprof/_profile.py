@@ -74,7 +74,8 @@ def _pickled_call(fn: Callable, args: tuple, kwargs: dict) -> dict:
 
 def profile(fn: Callable, *args: Any, device: Union[str, "_core.Device"] = "raspberry-pi-4",
             timeout: Optional[float] = None, interval: Optional[float] = _core.DEFAULT_INTERVAL_S,
-            isolate_network: bool = False, **kwargs: Any) -> Profiled:
+            isolate_network: bool = False, core_emulation: str = "pooled",
+            **kwargs: Any) -> Profiled:
     """Runs ``fn(*args, **kwargs)`` in a fresh Python process inside a slice emulating
     ``device``, and returns ``Profiled(value, report)``.
 
@@ -84,9 +85,11 @@ def profile(fn: Callable, *args: Any, device: Union[str, "_core.Device"] = "rasp
     installed, also lambdas and notebook functions). The report's phase ``function`` covers the
     call alone, without the interpreter's start-up. An exception in ``fn`` is raised here as the
     original type, with the worker's traceback as its ``__cause__``. If the worker dies (out of
-    memory, timeout), ``WorkerDied`` carries the report. Options of edgeprof (``device``,
-    ``timeout``, ``interval``, ``isolate_network``) cannot be passed to ``fn`` as keywords: use
-    ``functools.partial`` for those.
+    memory, timeout), ``WorkerDied`` carries the report. ``core_emulation`` is ``run()``'s:
+    ``"projected"`` runs ``fn`` on one of the device's cores and adds its all-core times to the
+    report (``report.projected_s()``, docs/threads.md). Options of edgeprof (``device``,
+    ``timeout``, ``interval``, ``isolate_network``, ``core_emulation``) cannot be passed to
+    ``fn`` as keywords: use ``functools.partial`` for those.
     """
     payload = _pickled_call(fn, args, kwargs)
     with tempfile.TemporaryDirectory(prefix="edgeprof-profile-") as tmp:
@@ -96,7 +99,7 @@ def profile(fn: Callable, *args: Any, device: Union[str, "_core.Device"] = "rasp
             pickle.dump(payload, f)
         report = _core.run([sys.executable, "-m", "edgeprof._worker", call_path, result_path],
                            device=device, timeout=timeout, interval=interval,
-                           isolate_network=isolate_network)
+                           isolate_network=isolate_network, core_emulation=core_emulation)
         name = getattr(fn, "__qualname__", repr(fn))
         if not os.path.exists(result_path):
             what = ("was killed by the out-of-memory killer" if report.oom_killed else
@@ -123,7 +126,8 @@ def profile(fn: Callable, *args: Any, device: Union[str, "_core.Device"] = "rasp
 
 def profiled_function(*, device: Union[str, "_core.Device"] = "raspberry-pi-4",
                       timeout: Optional[float] = None,
-                      interval: Optional[float] = _core.DEFAULT_INTERVAL_S) -> Callable:
+                      interval: Optional[float] = _core.DEFAULT_INTERVAL_S,
+                      core_emulation: str = "pooled") -> Callable:
     """Decorator form: each call of the decorated function runs under ``profile`` and returns
     ``Profiled(value, report)``::
 
@@ -138,7 +142,7 @@ def profiled_function(*, device: Union[str, "_core.Device"] = "raspberry-pi-4",
             # The module's name for the function is now this wrapper: it is what pickles, and
             # the worker calls the function it wraps.
             return profile(call, *args, device=device, timeout=timeout, interval=interval,
-                           **kwargs)
+                           core_emulation=core_emulation, **kwargs)
         call.__edgeprof_wrapped__ = fn  # type: ignore[attr-defined]
         return call
     return wrap

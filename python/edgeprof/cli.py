@@ -114,6 +114,10 @@ def _add_device_options(p: argparse.ArgumentParser) -> None:
                    "docs/devices.md)")
     g.add_argument("--runtime", choices=[r.id for r in edgeprof.nn_runtimes()],
                    help=_RUNTIME_HELP)
+    _add_emulation_options(p)
+
+
+def _add_emulation_options(p: argparse.ArgumentParser) -> None:
     e = p.add_argument_group("emulation")
     e.add_argument("--cpu-period-us", type=int, default=0,
                    help="CFS bandwidth period in microseconds (default: 10000, longer where "
@@ -621,7 +625,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         repeat=args.repeat,
         warmup=args.warmup, metric=args.metric, test=args.test, alpha=args.alpha,
         calibrations=calibrations, projected_target=args.target if calibrations else "",
-        interval=args.interval, timeout=args.timeout, progress=not args.quiet)
+        interval=args.interval, timeout=args.timeout, progress=not args.quiet,
+        **_run_options(args))
     if args.json:
         rows = [{"device": r.device, "workload": r.workload, "rank": r.rank, "tied": r.tied,
                  "pareto": r.pareto, "metric": comparison.metric, "value": r.value,
@@ -891,6 +896,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress")
     p.add_argument("--json", nargs="?", const="-", metavar="FILE",
                    help="write the comparison (every run included) as JSON")
+    _add_emulation_options(p)
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("fit", help="fit a projection from a CSV of emulated vs device figures",

@@ -919,7 +919,11 @@ PYBIND11_MODULE(_core, m) {
          const std::string& metric, const std::string& memory_metric, const std::string& test,
          double alpha, const std::vector<Calibration>& calibrations,
          const std::string& projected_target, std::optional<double> interval,
-         std::optional<double> timeout, const std::optional<CompareProgress>& progress) {
+         std::optional<double> timeout, const std::optional<CompareProgress>& progress,
+         const py::object& parent, std::uint64_t cpu_period_us, bool allow_missing,
+         std::optional<double> iteration_time, bool keep_warm, const std::string& speed_kind,
+         bool thread_env, const std::string& core_emulation, bool core_scaling,
+         std::optional<double> quota_scale) {
         std::vector<Workload> workloads;
         for (size_t i = 0; i < names.size(); ++i) {
           Command c;
@@ -941,6 +945,9 @@ PYBIND11_MODULE(_core, m) {
         }
         o.calibrations = calibrations;
         o.projected_target = projected_target;
+        o.run.slice = to_slice_options(parent, cpu_period_us, {}, allow_missing, iteration_time,
+                                       keep_warm, speed_kind, thread_env, core_emulation,
+                                       core_scaling, quota_scale);
         o.run.spawn.sample_interval = to_interval(interval);
         o.run.timeout = to_timeout(timeout);
         o.run.check = python_signals();
@@ -950,7 +957,12 @@ PYBIND11_MODULE(_core, m) {
       py::arg("names"), py::arg("argvs"), py::arg("devices"), py::arg("repeat"),
       py::arg("warmup"), py::arg("metric"), py::arg("memory_metric"), py::arg("test"),
       py::arg("alpha"), py::arg("calibrations"), py::arg("projected_target"),
-      py::arg("interval"), py::arg("timeout"), py::arg("progress"));
+      py::arg("interval"), py::arg("timeout"), py::arg("progress"), py::kw_only(),
+      py::arg("parent") = py::none(), py::arg("cpu_period_us") = kChosenCpuPeriod,
+      py::arg("allow_missing_controllers") = false, py::arg("iteration_time") = py::none(),
+      py::arg("keep_warm") = true, py::arg("speed_kind") = "automatic",
+      py::arg("thread_env") = true, py::arg("core_emulation") = "pooled",
+      py::arg("core_scaling") = false, py::arg("quota_scale") = py::none());
 
   py::class_<SpeedModel>(m, "SpeedModel", "A figure as a function of core speed: a / speed + b.")
       .def(py::init([](double a, double b) { return SpeedModel{a, b}; }), py::arg("a"),

@@ -216,6 +216,30 @@ TEST_CASE("per-core: one busy thread gets one device core, not the pool", "[kern
   CHECK_THAT(to_text(r), Catch::Contains("4 core groups of 2500 us / 10000 us"));
 }
 
+TEST_CASE("a pooled quota of several cores is said in the result's warnings; a core's is not",
+          "[kernel][per-core]") {
+  REQUIRE_CGROUPS();
+  const auto warned = [](const Result& r) {
+    for (const std::string& w : r.warnings) {
+      if (w.find("core emulation pooled") != std::string::npos) return true;
+    }
+    return false;
+  };
+  RunOptions pooled;  // the default core emulation
+  pooled.slice.plan.measure_nn = false;
+  const Result r = run(program("/bin/true"), make_device("quad", 4, 0.25, "256MiB"), pooled);
+  REQUIRE(r.ok());
+  CHECK(warned(r));
+  CHECK_THAT(to_text(r), Catch::Contains("a thread runs faster than a device core"));
+  RunOptions per_core = pooled;
+  per_core.slice.plan.cores = CoreEmulation::per_core;
+  CHECK_FALSE(warned(run(program("/bin/true"), make_device("quad", 4, 0.25, "256MiB"),
+                         per_core)));
+  // One core, and cores at a whole host core each (no thread can outrun one): nothing to say.
+  CHECK_FALSE(warned(run(program("/bin/true"), make_device("one", 1, 0.25, "256MiB"), pooled)));
+  CHECK_FALSE(warned(run(program("/bin/true"), make_device("pair", 2, 1.0, "256MiB"), pooled)));
+}
+
 TEST_CASE("per-core: four busy threads made after the start get a core each",
           "[kernel][per-core]") {
   REQUIRE_CGROUPS();

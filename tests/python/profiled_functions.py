@@ -47,3 +47,9 @@ def with_threads():
                                                    memory="512MiB"))
 def decorated(x):
     return x * 2
+
+
+def omp_threads():
+    """The thread count the worker's environment gives OpenMP (None when unset)."""
+    import os
+    return os.environ.get("OMP_NUM_THREADS")

@@ -230,6 +230,31 @@ def test_run_repeat_exit_code_is_the_first_failure():
 
 
 @requires_cgroups
+def test_compare_takes_the_emulation_options_and_ranks_projected_times(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+    p = edgeprof("compare", "-w", "a=true", "-w", "b=sh -c true", "--repeat", "1",
+                 "--device", "raspberry-pi-4b-1gb", "--speed-kind", "integer",
+                 "--core-emulation", "projected", "--metric", "projected_wall_time_s",
+                 "--quiet", "--json", "-", env=env)
+    assert p.returncode == 0, p.stderr
+    rows = json.loads(p.stdout)["rows"]
+    assert sorted(r["workload"] for r in rows) == ["a", "b"]
+    for r in rows:
+        run = r["result"]["runs"][0]
+        speedup = run["plan"]["threads_projection"]["speedup"]
+        # Each run was one core of the four, its time divided by the board's speed-up, and
+        # ranked on that projected figure.
+        cpus = run["plan"]["cpus"]
+        assert run["plan"]["threads_projection"]["threads"] == 4 and cpus.isdigit()
+        assert r["value"] == pytest.approx(run["wall_time_s"] / speedup, rel=1e-9)
+    pooled = edgeprof("compare", "-w", "a=true", "--repeat", "1", "--device",
+                      "raspberry-pi-4b-1gb", "--speed-kind", "integer", "--quiet", "--json", "-")
+    assert pooled.returncode == 0, pooled.stderr
+    run = json.loads(pooled.stdout)["rows"][0]["result"]["runs"][0]
+    assert run["plan"].get("threads_projection") is None
+
+
+@requires_cgroups
 def test_compare_ranks_commands_and_projects(tmp_path):
     data = tmp_path / "cal.csv"
     data.write_text("wall_time_s,device_wall_time_s\n0.01,0.021\n0.02,0.039\n0.04,0.081\n"

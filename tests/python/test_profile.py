@@ -97,3 +97,19 @@ def test_functions_of_an_interactive_session_are_sent_by_value():
                          timeout=HANG_S)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["42", "True"]
+
+
+@requires_cgroups
+def test_projected_core_emulation_runs_the_function_on_one_core(monkeypatch):
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    pi = edgeprof.find_device("raspberry-pi-4b-1gb")
+    value, report = edgeprof.profile(funcs.omp_threads, device=pi, core_emulation="projected")
+    projection = report.plan.threads_projection
+    # One of the four cores ran, told to start one thread; its times are divided by the
+    # board's published speed-up (the arithmetic, not a timing).
+    assert value == "1" and report.ok
+    assert len(report.plan.cpus) == 1 and projection.threads == 4 and projection.speedup > 1
+    assert report.projected_s(report.wall_time_s) == pytest.approx(
+        report.wall_time_s / projection.speedup, rel=1e-9)
+    with pytest.raises(edgeprof.Error, match="emulate cores"):
+        edgeprof.profile(funcs.omp_threads, device=pi, core_emulation="spread")
