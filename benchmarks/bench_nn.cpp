@@ -204,6 +204,10 @@ Args parse_args(int argc, char** argv) {
       } catch (const Error& e) {
         kCli.fail(e.what());
       }
+      // Each table is of one way of emulating the cores: auto would mix them.
+      if (a.cores == CoreEmulation::automatic) {
+        kCli.fail("--core-emulation auto: name pooled, per-core or projected");
+      }
     } else if (s == "--no-thread-env") {
       a.thread_env = false;
     } else if (s == "--quota-scale") {

@@ -105,6 +105,7 @@ const char* to_string(CoreEmulation cores) {
   switch (cores) {
     case CoreEmulation::per_core: return "per-core";
     case CoreEmulation::projected: return "projected";
+    case CoreEmulation::automatic: return "auto";
     case CoreEmulation::pooled: break;
   }
   return "pooled";
@@ -114,10 +115,12 @@ CoreEmulation core_emulation_from_string(std::string_view text) {
   if (text == "pooled") return CoreEmulation::pooled;
   if (text == "per-core" || text == "per_core") return CoreEmulation::per_core;
   if (text == "projected") return CoreEmulation::projected;
+  if (text == "auto" || text == "automatic") return CoreEmulation::automatic;
   throw Error(fmt::format("cores = '{}' is not a way to emulate cores: use 'pooled' (one quota "
-                          "for the whole device), 'per-core' (a quota per device core) or "
+                          "for the whole device), 'per-core' (a quota per device core), "
                           "'projected' (one core, its times divided by the board's published "
-                          "speed-up)",
+                          "speed-up) or 'auto' (projected where the device's tables allow it, "
+                          "else pooled)",
                           text));
 }
 
@@ -273,12 +276,50 @@ Device with_measured_nn(const Device& device, const PlanOptions& options) {
   return with_measured_nn(device, options.nn_measure);
 }
 
+CoreEmulation resolve_core_emulation(const Device& device, CoreEmulation asked,
+                                     std::string* why) {
+  if (asked != CoreEmulation::automatic) return asked;
+  const auto say = [&](std::string text) {
+    if (why) *why = std::move(text);
+  };
+  if (device.cores < 2) {
+    say("one core: nothing to pool or project");
+    return CoreEmulation::pooled;
+  }
+  if (device.nn_threads_ms.empty()) {
+    say("the device has no published multi-thread CNN inference times to project with");
+    return CoreEmulation::pooled;
+  }
+  if (device.speed_kind != "nn") {
+    say("the device is not emulated at its nn speed, and its published multi-thread times are "
+        "of CNN inference at that speed");
+    return CoreEmulation::pooled;
+  }
+  try {
+    project_threads(device);
+  } catch (const UnsupportedError& e) {
+    say(e.what());
+    return CoreEmulation::pooled;
+  }
+  say("the device has published one- and multi-thread CNN inference times at its nn speed");
+  return CoreEmulation::projected;
+}
+
 EmulationPlan plan_emulation(const Device& described, const HostFacts& host,
-                             const PlanOptions& options) {
+                             const PlanOptions& asked) {
   described.validate();
   EmulationPlan plan;
   // The speed of the kind asked for (nn where the device has it, by default).
-  Device device = for_speed_kind(with_measured_nn(described, options), options.speed_kind, &plan.notes);
+  Device device = for_speed_kind(with_measured_nn(described, asked), asked.speed_kind, &plan.notes);
+  PlanOptions options = asked;
+  if (options.cores == CoreEmulation::automatic) {
+    std::string why;
+    options.cores = resolve_core_emulation(device, options.cores, &why);
+    if (device.cores > 1) {
+      plan.notes.push_back(fmt::format("core emulation auto: {} ({})", to_string(options.cores),
+                                       why));
+    }
+  }
   if (options.cores == CoreEmulation::projected && device.cores > 1) {
     plan.threads_projection = project_threads(device);
     const ThreadsProjection& p = *plan.threads_projection;

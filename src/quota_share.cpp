@@ -392,13 +392,15 @@ HostFacts with_measured_quota_share(HostFacts host, const Device& device,
   // Only where the plan could use it (choose_quota_scale in plan.cpp): an nn speed, the default
   // period, keep-warm, one CPU or a core group per device core.
   const std::size_t cpus = options.cpus.empty() ? host.cpus.size() : options.cpus.size();
-  const bool pooled = options.cores == CoreEmulation::pooled &&
-                      std::min<std::size_t>(std::size_t(std::max(device.cores, 1)), cpus) > 1;
   if (options.cpu_period_us != kChosenCpuPeriod || options.iteration_time_us ||
-      !options.keep_warm || pooled) {
+      !options.keep_warm) {
     return host;
   }
-  if (for_speed_kind(device, options.speed_kind).speed_kind != "nn") return host;
+  const Device at = for_speed_kind(device, options.speed_kind);
+  if (at.speed_kind != "nn") return host;
+  const bool pooled = resolve_core_emulation(at, options.cores) == CoreEmulation::pooled &&
+                      std::min<std::size_t>(std::size_t(std::max(device.cores, 1)), cpus) > 1;
+  if (pooled) return host;
   // Tried once per process and cache directory: a failure, or a result that could not be
   // cached, is not measured again for every slice (about 75 s each).
   static std::mutex mutex;

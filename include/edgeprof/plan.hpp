@@ -100,13 +100,18 @@ enum class CoreEmulation {
   /// given one (the result warns when its environment says otherwise). ncnn's graphs projected
   /// so to all cores landed within a held-out median 8-29% of seven boards, the pooled quota
   /// 9-54% of six (docs/fidelity.md).
-  projected
+  projected,
+  /// projected where it applies (a device of several cores at its nn speed with a published
+  /// multi-thread table), pooled elsewhere; the plan's notes say which and why
+  /// (resolve_core_emulation()). On a second kind of host projected landed within 9-16% of
+  /// all eight boards with such tables, pooled 8-29% with their graphs' ranking mostly lost.
+  automatic
 };
 
 /// The most cores per-core emulation makes groups for; a device of more is pooled, with a note.
 inline constexpr std::uint32_t kMaxCoreGroups = 64;
 
-/// "pooled", "per-core" or "projected".
+/// "pooled", "per-core", "projected" or "auto".
 const char* to_string(CoreEmulation cores);
 /// Inverse of to_string(CoreEmulation) ("per_core" also accepted); throws Error for anything
 /// else, naming the choices.
@@ -289,6 +294,13 @@ Device fit_to_cpus(const Device& device, std::size_t cpus);
 /// graphs but `without_graph` (for held-out figures). Throws UnsupportedError when
 /// core_scaling() finds no published multi-thread table to use.
 ThreadsProjection project_threads(const Device& device, std::string_view without_graph = {});
+
+/// The core emulation a plan uses for `device`, emulated at the speed it has (for_speed_kind()
+/// already applied): `asked` itself, except CoreEmulation::automatic, which is projected for a
+/// device of several cores at its nn speed whose projection can be made (project_threads()),
+/// and pooled otherwise. `why`, when given, receives the reason for automatic's choice.
+CoreEmulation resolve_core_emulation(const Device& device, CoreEmulation asked,
+                                     std::string* why = nullptr);
 
 /// with_measured_nn(device, options.nn_measure) (device.hpp) when `options` emulate the nn
 /// speed (speed_kind not integer) and allow measuring (measure_nn), or this host's nn rating is

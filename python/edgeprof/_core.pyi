@@ -728,7 +728,7 @@ class Slice:
         keep_warm: bool = True,  # idle-priority threads keep throttled CPUs busy
         speed_kind: str = "automatic",  # "nn" where the device has it; "integer": 7-Zip
         thread_env: bool = True,  # the device's thread count, passive OpenMP waiting
-        core_emulation: str = "pooled",  # "per-core": a quota per device core; "projected": one core, times / the board's speed-up
+        core_emulation: str = "pooled",  # "per-core": a quota per device core; "projected": one core, times / the board's speed-up; "auto": projected where the tables allow, else pooled
         core_scaling: bool = False,  # per-core: quota follows the busy threads, as the board
         quota_scale: Optional[float] = None,  # quotas x this; None: the host's own share for nn speeds
     ) -> None: ...

@@ -155,13 +155,15 @@ def _add_emulation_options(p: argparse.ArgumentParser) -> None:
                    "loses on this host; auto (default): a device at its nn speed gets this "
                    "host's measured own share (`calibrate-host --nn`), others 1 "
                    "(docs/fidelity.md)")
-    e.add_argument("--core-emulation", choices=["pooled", "per-core", "projected"],
+    e.add_argument("--core-emulation", choices=["pooled", "per-core", "projected", "auto"],
                    default="pooled",
                    help="how a device of several cores gets its CPU: pooled (default: one "
                    "quota for all, a lone thread may run faster than a device core), "
-                   "per-core (a quota per core, threads spread over them) or projected (one "
+                   "per-core (a quota per core, threads spread over them), projected (one "
                    "core, the workload told to start one thread, its times divided by the "
-                   "board's published speed-up; docs/threads.md)")
+                   "board's published speed-up) or auto (projected where the device has "
+                   "published multi-thread times at its nn speed, else pooled; "
+                   "docs/threads.md)")
 
 
 def _quota_scale(text: str) -> Optional[float]:

@@ -52,13 +52,21 @@ std::vector<FollowedSpeed> followed_speeds(const Device& measured, const HostFac
         fmt::join(names, " and ")));
     return speeds;
   }
+  // A followed speed changes the quota, not how the cores are emulated: core emulation auto
+  // keeps what it chose for the start.
+  PlanOptions same = options;
+  if (same.cores == CoreEmulation::automatic) {
+    same.cores = plan.threads_projection ? CoreEmulation::projected
+                 : plan.core_groups      ? CoreEmulation::per_core
+                                         : CoreEmulation::pooled;
+  }
   for (const NnRuntime& rt : nn_runtimes()) {
     if (rt.id == "ncnn" || rt.id == current || !measured.runtime_ms.count(rt.id)) continue;
     try {
       FollowedSpeed speed;
       speed.runtime = rt.id;
       const Device at = for_runtime(measured, rt.id);
-      speed.plan = plan_emulation(at, host, options);
+      speed.plan = plan_emulation(at, host, same);
       if (speed.plan.core_groups != plan.core_groups || speed.plan.cpus != plan.cpus) {
         notes.push_back(fmt::format(
             "runtime: not followed to {} speed: its plan has other CPUs or core groups than "

@@ -120,6 +120,56 @@ TEST_CASE("projected: a device without published multi-thread times is refused, 
   CHECK_THROWS_AS(core_emulation_from_string("projection"), Error);
 }
 
+TEST_CASE("core emulation auto: projected where the device's tables allow it, pooled elsewhere",
+          "[plan][projected]") {
+  CHECK(core_emulation_from_string("auto") == CoreEmulation::automatic);
+  CHECK(std::string(to_string(CoreEmulation::automatic)) == "auto");
+  PlanOptions automatic;
+  automatic.cores = CoreEmulation::automatic;
+  automatic.quota_scale = 1.0;
+  automatic.measure_nn = false;
+  // At its nn speed (graphs no host rating has, so that none changes it), with a four-thread
+  // table: projected, and the plan says why.
+  Device nn = make_device("nn-quad", 4, 0.25, "256MiB");
+  nn.speed_kind = "nn";
+  nn.nn_ms = {{"a", 10}, {"b", 20}, {"c", 40}, {"d", 80}};
+  nn.nn_threads_ms[4] = {{"a", 5}, {"b", 10}, {"c", 20}, {"d", 80}};
+  CHECK(resolve_core_emulation(nn, CoreEmulation::automatic) == CoreEmulation::projected);
+  const EmulationPlan plan = plan_emulation(nn, two_cpus(), automatic);
+  REQUIRE(plan.threads_projection);
+  CHECK(plan.threads_projection->speedup == Approx(2.0));
+  CHECK(plan.cpus.size() == 1);
+  CHECK(has_note(plan, "core emulation auto: projected (the device has published one- and "
+                       "multi-thread"));
+  // Its tables are CNN inference's: at another speed, pooled, and said.
+  PlanOptions integer = automatic;
+  integer.speed_kind = SpeedKind::integer;
+  const EmulationPlan at_integer = plan_emulation(quad(), two_cpus(), integer);
+  CHECK_FALSE(at_integer.threads_projection);
+  CHECK(at_integer.cpus.size() == 2);
+  CHECK(has_note(at_integer,
+                 "core emulation auto: pooled (the device is not emulated at its nn speed"));
+  // No multi-thread table: pooled, with the projection's reason.
+  Device plain = nn;
+  plain.name = "plain";
+  plain.nn_threads_ms.clear();
+  const EmulationPlan unprojected = plan_emulation(plain, two_cpus(), automatic);
+  CHECK_FALSE(unprojected.threads_projection);
+  CHECK(has_note(unprojected, "core emulation auto: pooled (the device has no published"));
+  // A table too small to project with: the projection's own reason.
+  Device small = nn;
+  small.name = "small";
+  small.nn_threads_ms[4] = {{"a", 5}, {"b", 10}};
+  CHECK(has_note(plan_emulation(small, two_cpus(), automatic),
+                 "core emulation auto: pooled (device 'small' cannot be projected"));
+  // One core: nothing to choose, nothing said. The other modes are what they say.
+  CHECK_FALSE(has_note(plan_emulation(for_threads(nn, 1), two_cpus(), automatic),
+                       "core emulation auto"));
+  CHECK(resolve_core_emulation(plain, CoreEmulation::projected) == CoreEmulation::projected);
+  CHECK(resolve_core_emulation(nn, CoreEmulation::pooled) == CoreEmulation::pooled);
+  CHECK(resolve_core_emulation(nn, CoreEmulation::per_core) == CoreEmulation::per_core);
+}
+
 TEST_CASE("a projected result divides its times by the speed-up, in text, JSON and figures",
           "[report][projected]") {
   Result r;

@@ -364,6 +364,20 @@ TEST_CASE("followed speeds: a device with PyTorch times, planned at the speed ed
                               "speed from then on"));
   CHECK(test::has_note(notes, "is not run at the device's ONNX Runtime speed"));
 
+  // Core emulation auto keeps what it chose at the start: pooled here (no nn rating: the
+  // described speed), though the PyTorch speed on its own would be projected.
+  PlanOptions automatic = options;
+  automatic.cores = CoreEmulation::automatic;
+  const EmulationPlan auto_plan = plan_emulation(pi, host, automatic);
+  REQUIRE_FALSE(auto_plan.threads_projection);
+  REQUIRE(plan_emulation(for_runtime(pi, "pytorch"), host, automatic).threads_projection);
+  notes.clear();
+  const std::vector<detail::FollowedSpeed> kept =
+      detail::followed_speeds(pi, host, automatic, auto_plan, 2, notes);
+  REQUIRE(kept.size() == 1);
+  CHECK_FALSE(kept[0].plan.threads_projection);
+  CHECK(kept[0].plan.cpus == auto_plan.cpus);
+
   // A speed chosen by the user is kept, whatever the workload loads.
   for (SpeedKind kind : {SpeedKind::integer, SpeedKind::nn}) {
     PlanOptions chosen = options;

@@ -386,6 +386,24 @@ def test_projected_core_emulation_runs_one_thread_and_projects_the_wall_time(tmp
         edgeprof_api.plan_emulation(plain, core_emulation="projected")
 
 
+def test_core_emulation_auto_says_which_it_chose():
+    pi = edgeprof_api.find_device("raspberry-pi-4b-1gb")
+    # At the integer speed its tables (CNN inference) do not apply: pooled, and said.
+    plan = edgeprof_api.plan_emulation(pi, speed_kind="integer", core_emulation="auto")
+    assert plan.threads_projection is None
+    assert any(n.startswith("core emulation auto: pooled (the device is not emulated at its nn")
+               for n in plan.notes), plan.notes
+    # At the default speed it is projected exactly where this host has an nn rating.
+    plan = edgeprof_api.plan_emulation(pi, core_emulation="auto")
+    chose = [n for n in plan.notes if n.startswith("core emulation auto: ")]
+    assert len(chose) == 1
+    assert chose[0].startswith("core emulation auto: projected") == (
+        plan.threads_projection is not None)
+    refused = edgeprof("run", "--device", "raspberry-pi-4b-1gb", "--core-emulation", "spread",
+                       "--", "true")
+    assert refused.returncode == 2 and "auto" in refused.stderr
+
+
 @requires_cgroups
 def test_sigterm_kills_the_workload_removes_the_slice_and_exits_143(tmp_path):
     """SIGTERM (systemd, Kubernetes, Slurm, timeout(1)) is handled as Ctrl-C is: once the CLI
