@@ -277,6 +277,14 @@ SpeedCalibration calibrate_speed(const Device& device,
         "(projected_wall_time_s, phase.NAME.projected_wall_time_s) or another core emulation",
         options.figure));
   }
+  if (options.run.slice.plan.cores == CoreEmulation::automatic &&
+      options.figure.find("projected_") != std::string::npos) {
+    throw DeviceError(fmt::format(
+        "calibrate_speed: core emulation 'auto' projects only a device at its nn speed, and a "
+        "calibrated core speed is emulated as such, pooled: figure '{}' would be missing from "
+        "every run; calibrate a projected figure under core emulation 'projected'",
+        options.figure));
+  }
   if (options.repeat < 1) {
     throw DeviceError(fmt::format("calibrate_speed: repeat = {}; it must be at least 1",
                                   options.repeat));

@@ -192,23 +192,26 @@ detail::RuntimeWatch runtime_watch(const detail::SliceFiles& where) {
 // device core while its siblings idle, and its threads scale as this host's CPUs do: said in
 // every such result's warnings (issue 33), not only in the plan's notes. Empty otherwise.
 std::string pooled_warning(const EmulationPlan& plan, const Device& device) {
-  if (device.cores < 2 || plan.core_groups > 0 || plan.threads_projection ||
-      plan.cpu_period_us == 0) {
-    return {};
-  }
-  const double capacity = plan.cpu_quota_us
-                              ? static_cast<double>(plan.cpu_quota_us) /
-                                    static_cast<double>(plan.cpu_period_us)
-                              : static_cast<double>(plan.cpus.size());
+  if (device.cores < 2 || plan.core_groups > 0 || plan.threads_projection) return {};
+  const double capacity = plan.capacity_cores();
+  const double core = capacity / device.cores;  // a device core's share of the quota
   const double one_thread = std::min(1.0, capacity);
-  if (!(one_thread > device.core_speed * 1.05)) return {};
+  if (!(capacity > 0) || !(one_thread > 1.05 * core)) return {};
+  std::vector<std::string> ways;
+  if (resolve_core_emulation(device, CoreEmulation::automatic) == CoreEmulation::projected) {
+    ways.emplace_back("'projected' (one core, its times divided by the board's published "
+                      "speed-up)");
+  }
+  if (device.cores <= static_cast<int>(kMaxCoreGroups)) ways.emplace_back("'per-core'");
   return fmt::format(
       "the device's {} cores share one CPU quota of {:.2f} host cores (core emulation "
       "pooled): a thread runs faster than a device core while its siblings idle, up to {:.2f} "
       "of a host core instead of {:.3g}, and the threads scale as this host's CPUs do, not as "
-      "the board's; core emulation 'projected' (one core, its times divided by the board's "
-      "published speed-up) or 'per-core' keeps each thread to a device core (docs/threads.md)",
-      device.cores, capacity, one_thread, device.core_speed);
+      "the board's{} (docs/threads.md)",
+      device.cores, capacity, one_thread, core,
+      ways.empty() ? std::string()
+                   : fmt::format("; core emulation {} keeps a thread to a device core",
+                                 fmt::join(ways, " or ")));
 }
 
 }  // namespace
@@ -631,9 +634,6 @@ Result Child::State::finish(const detail::Exit& exit, bool timed_out) {
   if (std::string shared = detail::sharing_warning(sharers, ::getpid()); !shared.empty()) {
     r.warnings.push_back(std::move(shared));
   }
-  if (std::string pooled = pooled_warning(slice->plan, slice->device); !pooled.empty()) {
-    r.warnings.push_back(std::move(pooled));
-  }
   if (const std::string problem = detail::cpu_ledger().problem(); !problem.empty()) {
     r.warnings.push_back(fmt::format("{}: the CPU ledger counts this process's slices only, so "
                                      "another edgeprof process may share these CPUs unseen",
@@ -714,6 +714,10 @@ Result Child::State::finish(const detail::Exit& exit, bool timed_out) {
       r.speed_changes.push_back(change);
       r.warnings.push_back(detail::switch_warning(slice->device, *made, change.t_s));
     }
+  }
+  // Of the plan the run ended with (a followed runtime's speed has its own quota).
+  if (std::string pooled = pooled_warning(r.plan, r.device); !pooled.empty()) {
+    r.warnings.push_back(std::move(pooled));
   }
   if (r.device.speed_kind == "nn" && r.device.nn) {
     r.device_interval = time_interval(*r.device.nn, 0.9, r.plan.emulation_log_sd);

@@ -64,8 +64,9 @@ def compare(workloads: Union[Mapping[str, Union[str, Sequence[str]]], Iterable[t
     behind. The result prints as a table; ``to_pandas()`` gives one row per workload x device.
 
     ``core_emulation`` to ``allow_missing_controllers``: how each slice emulates its device, as
-    ``run()`` takes them. With ``core_emulation="projected"`` rank on
-    ``metric="projected_wall_time_s"`` for the devices' all-core times (docs/threads.md).
+    ``run()`` takes them. With ``core_emulation="projected"``,
+    ``metric="projected_wall_time_s"`` shows the devices' projected all-core times (ranked as
+    by the measured one-core times; docs/threads.md).
     """
     pairs = list(workloads.items()) if isinstance(workloads, Mapping) else list(workloads)
     names = [str(n) for n, _ in pairs]

@@ -231,10 +231,15 @@ TEST_CASE("a pooled quota of several cores is said in the result's warnings; a c
   REQUIRE(r.ok());
   CHECK(warned(r));
   CHECK_THAT(to_text(r), Catch::Contains("a thread runs faster than a device core"));
+  // A device without published multi-thread times is not told to use projected.
+  CHECK_THAT(to_text(r), !Catch::Contains("'projected'"));
+  CHECK_THAT(to_text(r), Catch::Contains("core emulation 'per-core' keeps a thread"));
   RunOptions per_core = pooled;
   per_core.slice.plan.cores = CoreEmulation::per_core;
-  CHECK_FALSE(warned(run(program("/bin/true"), make_device("quad", 4, 0.25, "256MiB"),
-                         per_core)));
+  const Result by_core =
+      run(program("/bin/true"), make_device("quad", 4, 0.25, "256MiB"), per_core);
+  REQUIRE(by_core.plan.core_groups == 4);  // not fallen back to a pooled quota
+  CHECK_FALSE(warned(by_core));
   // One core, and cores at a whole host core each (no thread can outrun one): nothing to say.
   CHECK_FALSE(warned(run(program("/bin/true"), make_device("one", 1, 0.25, "256MiB"), pooled)));
   CHECK_FALSE(warned(run(program("/bin/true"), make_device("pair", 2, 1.0, "256MiB"), pooled)));

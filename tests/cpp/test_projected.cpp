@@ -280,4 +280,14 @@ TEST_CASE("calibrating a speed under projection needs a projected figure", "[pro
   } catch (const DeviceError& e) {
     CHECK(std::string(e.what()).find("projected_wall_time_s") != std::string::npos);
   }
+  // auto emulates a calibrated core speed pooled (no nn speed): a projected figure would be
+  // missing from every run, so it is refused before the first.
+  options.run.slice.plan.cores = CoreEmulation::automatic;
+  options.figure = "projected_wall_time_s";
+  try {
+    calibrate_speed(quad(), workloads, options);
+    FAIL("calibrated");
+  } catch (const DeviceError& e) {
+    CHECK(std::string(e.what()).find("core emulation 'auto'") != std::string::npos);
+  }
 }

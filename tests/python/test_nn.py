@@ -363,7 +363,11 @@ def test_ctrl_c_stops_a_rating_measured_without_a_progress_callback(tmp_path):
                     f"echo $$ > {started}\n"
                     "exec sleep 600\n")
     fake.chmod(0o755)
+    # Ctrl-C as at a terminal, though this test may run where SIGINT is ignored (started in
+    # the background by a shell without job control, which Python then keeps).
     script = textwrap.dedent(f"""
+        import signal
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         import edgeprof
         edgeprof.measure_nn_rating(python={str(fake)!r}, timeout_s=120)
     """)
@@ -398,6 +402,8 @@ def test_ctrl_c_during_a_first_runs_own_share_measurement_stops_the_run(tmp_path
     slow.write_text("\n".join(lines) + "\n")
     slow.chmod(0o755)
     script = textwrap.dedent("""
+        import signal
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C as at a terminal
         import edgeprof
         edgeprof.run(["true"], device=edgeprof.find_device("raspberry-pi-zero-2w").for_threads(1))
         print("the run went on")
