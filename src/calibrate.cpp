@@ -269,12 +269,13 @@ SpeedCalibration calibrate_speed(const Device& device,
       throw DeviceError(fmt::format("calibrate_speed: workload '{}' has no command", w.name));
     }
   }
-  if (options.run.slice.plan.cores == CoreEmulation::projected &&
+  const bool all_cores = options.figure.find("all_cores_") != std::string::npos;
+  if (options.run.slice.plan.cores == CoreEmulation::projected && !all_cores &&
       options.figure.find("projected_") == std::string::npos) {
     throw DeviceError(fmt::format(
         "calibrate_speed: core emulation 'projected' runs one device core and projects to all "
-        "of them, so figure '{}' is the one core's; calibrate with a projected figure "
-        "(projected_wall_time_s, phase.NAME.projected_wall_time_s) or another core emulation",
+        "of them, so figure '{}' is the one core's; calibrate with a figure of all its cores "
+        "(all_cores_wall_time_s, phase.NAME.all_cores_wall_time_s) or another core emulation",
         options.figure));
   }
   if (options.run.slice.plan.cores == CoreEmulation::automatic &&
@@ -282,7 +283,7 @@ SpeedCalibration calibrate_speed(const Device& device,
     throw DeviceError(fmt::format(
         "calibrate_speed: core emulation 'auto' projects only a device at its nn speed, and a "
         "calibrated core speed is emulated as such, pooled: figure '{}' would be missing from "
-        "every run; calibrate a projected figure under core emulation 'projected'",
+        "every run; calibrate all_cores_wall_time_s (projected or measured, whichever ran)",
         options.figure));
   }
   if (options.repeat < 1) {

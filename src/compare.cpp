@@ -183,12 +183,10 @@ Score score(const Result& result, const Budget& budget,
   };
   s.latency = get(budget.latency_figure);
   s.memory = get(budget.memory_figure);
-  // A projected_* figure (core emulation "projected") is the measured one-core time projected.
-  const auto provenance = [](const std::string& name) {
-    return name.find("projected_") != std::string::npos ? "projected" : "measured";
-  };
-  s.latency_provenance = provenance(budget.latency_figure);
-  s.memory_provenance = provenance(budget.memory_figure);
+  // A projected_* figure, or an all_cores_* one of a projected run, is a one-core time
+  // projected to all the device's cores.
+  s.latency_provenance = figure_provenance(result, budget.latency_figure);
+  s.memory_provenance = figure_provenance(result, budget.memory_figure);
   if (latency_calibration && s.ok) {
     s.latency_prediction = project(*latency_calibration, result);
     s.latency = s.latency_prediction->estimate;

@@ -450,12 +450,16 @@ json result_json(const Result& r) {
     if (const auto projected = r.projected_s(p.wall_time_s())) {
       j["phases"].back()["projected_wall_time_s"] = num(*projected);
     }
+    j["phases"].back()["all_cores_wall_time_s"] = num(r.all_cores_s(p.wall_time_s()));
   }
   if (const auto projected = r.projected_s(r.wall_time_s)) {
     j["projected_wall_time_s"] = num(*projected);
     j["provenance"]["projected_wall_time_s"] = "projected";
     j["provenance"]["phases.projected_wall_time_s"] = "projected";
   }
+  j["all_cores_wall_time_s"] = num(r.all_cores_s(r.wall_time_s));
+  j["provenance"]["all_cores_wall_time_s"] = figure_provenance(r, "all_cores_wall_time_s");
+  j["provenance"]["phases.all_cores_wall_time_s"] = figure_provenance(r, "all_cores_wall_time_s");
   if (const auto& i = r.device_interval) {
     j["device_interval"] = {{"level", i->level},
                             {"low", num(i->low)},

@@ -192,7 +192,7 @@ detail::RuntimeWatch runtime_watch(const detail::SliceFiles& where) {
 // device core while its siblings idle, and its threads scale as this host's CPUs do: said in
 // every such result's warnings (issue 33), not only in the plan's notes. Empty otherwise.
 std::string pooled_warning(const EmulationPlan& plan, const Device& device) {
-  if (device.cores < 2 || plan.core_groups > 0 || plan.threads_projection) return {};
+  if (device.cores < 2 || plan.core_emulation() != CoreEmulation::pooled) return {};
   const double capacity = plan.capacity_cores();
   const double core = capacity / device.cores;  // a device core's share of the quota
   const double one_thread = std::min(1.0, capacity);
@@ -327,7 +327,7 @@ Slice::Slice(Device device, SliceOptions options) : impl_(std::make_shared<Impl>
   // figures (power, for the energy estimate) are those of the cores run.
   s.device = fit_to_cpus(for_speed_kind(planned, plan_options.speed_kind), usable_cpus);
   // Projected: one of its cores is what runs (the plan's projection says for how many).
-  if (s.plan.threads_projection) s.device = for_threads(s.device, 1);
+  s.device = detail::device_as_run(s.device, s.plan);
   s.options = std::move(options);
   s.backend = detail::make_backend(s.fs, layout(), parent_from(s.options));
   if (s.plan.core_groups > 0 && !s.backend->core_groups_supported()) {

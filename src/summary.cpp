@@ -395,6 +395,7 @@ std::map<std::string, double> figures(const Result& r) {
   std::map<std::string, double> f;
   f["wall_time_s"] = r.wall_time_s;
   if (const auto projected = r.projected_s(r.wall_time_s)) f["projected_wall_time_s"] = *projected;
+  f["all_cores_wall_time_s"] = r.all_cores_s(r.wall_time_s);
   f["cpu_user_s"] = r.cpu_user_s;
   f["cpu_system_s"] = r.cpu_system_s;
   f["cpu_time_s"] = r.cpu_user_s + r.cpu_system_s;
@@ -429,12 +430,21 @@ std::map<std::string, double> figures(const Result& r) {
   for (const auto& [name, v] : phases) {
     put(("phase." + name + ".wall_time_s").c_str(), v[0]);
     if (v[0]) put(("phase." + name + ".projected_wall_time_s").c_str(), r.projected_s(*v[0]));
+    if (v[0]) f["phase." + name + ".all_cores_wall_time_s"] = r.all_cores_s(*v[0]);
     put(("phase." + name + ".cpu_s").c_str(), v[1]);
     put(("phase." + name + ".memory_net_peak_bytes").c_str(), v[2]);
   }
   return f;
 }
 
+
+const char* figure_provenance(const Result& result, const std::string& name) {
+  if (name.find("projected_") != std::string::npos) return "projected";
+  if (name.find("all_cores_") != std::string::npos && result.plan.threads_projection) {
+    return "projected";
+  }
+  return "measured";
+}
 
 std::map<std::string, Statistic> describe_runs(const std::vector<Result>& runs) {
   std::map<std::string, std::vector<double>> values;

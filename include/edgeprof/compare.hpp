@@ -23,7 +23,9 @@ struct Workload {
 struct CompareOptions {
   int repeat = 5;  ///< runs per workload and device (5 lets Mann-Whitney separate at 0.05)
   int warmup = 0;  ///< runs per workload and device before those, not counted
-  std::string metric = "wall_time_s";               ///< ranked on, lower is better
+  /// Ranked on, lower is better: the device's time with all its cores, projected or measured
+  /// (Result::all_cores_s) by default.
+  std::string metric = "all_cores_wall_time_s";
   std::string memory_metric = "peak_memory_bytes";  ///< the second axis of the Pareto front
   RankOptions rank;  ///< how the workloads are ranked on `metric`
   RunOptions run;    ///< how each run is started and observed
@@ -72,7 +74,9 @@ std::string to_text(const Comparison& comparison);
 struct Budget {
   std::optional<double> latency_s;             ///< limit on `latency_figure`, in seconds
   std::optional<double> memory_bytes;          ///< limit on `memory_figure`, in bytes
-  std::string latency_figure = "wall_time_s";  ///< e.g. "phase.inference.wall_time_s"
+  /// Any figure() name, e.g. "phase.inference.all_cores_wall_time_s"; by default the run's
+  /// time with all the device's cores (Result::all_cores_s), projected or measured.
+  std::string latency_figure = "all_cores_wall_time_s";
   std::string memory_figure = "peak_memory_bytes";  ///< any figure() name
 };
 

@@ -263,6 +263,14 @@ struct EmulationPlan {
   std::map<std::string, std::string> thread_env;
   std::vector<std::string> notes;        ///< where the emulation differs from the device, and why
 
+  /// How the plan emulates the device's cores, resolved: projected where it has a
+  /// threads_projection, per-core where it has core groups, else pooled (never automatic).
+  CoreEmulation core_emulation() const {
+    return threads_projection ? CoreEmulation::projected
+           : core_groups      ? CoreEmulation::per_core
+                              : CoreEmulation::pooled;
+  }
+
   /// The CPU capacity granted, in host cores (quota / period; quota_scale included).
   double capacity_cores() const {
     return cpu_period_us ? double(cpu_quota_us) / double(cpu_period_us) : 0.0;

@@ -171,6 +171,12 @@ struct Result {
   /// time, a phase's), as the device with all the plan's threads_projection->threads cores
   /// would take it: measured_s / the board's speed-up. Unset when the plan has no projection.
   std::optional<double> projected_s(double measured_s) const;
+  /// The device's time with all its cores for `measured_s`, a time of this run: projected_s()
+  /// where the plan projects, else `measured_s` itself (the run emulated all the device's
+  /// cores, or the device has one). Figures "all_cores_wall_time_s" and
+  /// "phase.<name>.all_cores_wall_time_s", what compare() and score() rank and budget by
+  /// default, whatever the core emulation.
+  double all_cores_s(double measured_s) const { return projected_s(measured_s).value_or(measured_s); }
 };
 
 /// Every field equal (doubles compared exactly).
@@ -220,8 +226,15 @@ bool operator==(const RepeatedResult& a, const RepeatedResult& b);
 /// figures that were available ("cpu_cores_avg", "memory_avg_bytes", "io_read_bytes", ...), and
 /// for each phase name "phase.<name>.wall_time_s", ".cpu_s" (summed over the phase's
 /// occurrences) and ".memory_net_peak_bytes" (the largest); with a projection
-/// (Result::projected_s) also "projected_wall_time_s" and "phase.<name>.projected_wall_time_s".
+/// (Result::projected_s) also "projected_wall_time_s" and "phase.<name>.projected_wall_time_s";
+/// always "all_cores_wall_time_s" and "phase.<name>.all_cores_wall_time_s" (Result::all_cores_s:
+/// projected where the plan projects, measured otherwise; figure_provenance() says which).
 std::map<std::string, double> figures(const Result& result);
+
+/// "projected" for a figure of `result` that its plan's projection made (a projected_* figure,
+/// an all_cores_* figure of a projected run), else "measured" (for a summary figure, sampled
+/// in fact; its name says so: docs/report.md).
+const char* figure_provenance(const Result& result, const std::string& name);
 
 /// Computes `stats` from the runs (a pure function): every figure present in every run.
 std::map<std::string, Statistic> describe_runs(const std::vector<Result>& runs);

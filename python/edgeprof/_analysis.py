@@ -13,9 +13,9 @@ _Measured = Union["_core.Result", "_core.RepeatedResult", float, Sequence[float]
 
 def _samples(value: Any, metric: Optional[str], name: str) -> list[float]:
     if isinstance(value, _core.RepeatedResult):
-        return _core.figure_samples(value, metric or "wall_time_s")
+        return _core.figure_samples(value, metric or "all_cores_wall_time_s")
     if isinstance(value, _core.Result):
-        return [_core.figure(value, metric or "wall_time_s")]
+        return [_core.figure(value, metric or "all_cores_wall_time_s")]
     if isinstance(value, (int, float)):
         return [float(value)]
     try:
@@ -32,7 +32,8 @@ def _pairs(items: Union[Mapping[str, Any], Iterable[tuple[str, Any]]]) -> list[t
 def rank(items: Union[Mapping[str, _Measured], Iterable[tuple[str, _Measured]]],
          metric: Optional[str] = None, *, higher_is_better: bool = False,
          test: str = "mann-whitney", alpha: float = 0.05) -> list["_core.RankedItem"]:
-    """Ranks items best first by the median of ``metric`` (default ``wall_time_s``).
+    """Ranks items best first by the median of ``metric`` (default ``all_cores_wall_time_s``: the
+    device's time with all its cores, projected or measured; ``Result.all_cores_s``).
 
     ``items`` maps names to a ``Result`` (one measurement), a ``RepeatedResult`` (its runs), a
     number, or a sequence of numbers. Two items share a rank (``tied``) when the test

@@ -43,7 +43,7 @@ class _Progress:
 
 def compare(workloads: Union[Mapping[str, Union[str, Sequence[str]]], Iterable[tuple[str, Any]]],
             devices: _Devices = "raspberry-pi-4", *, repeat: int = 5, warmup: int = 0,
-            metric: str = "wall_time_s", memory_metric: str = "peak_memory_bytes",
+            metric: str = "all_cores_wall_time_s", memory_metric: str = "peak_memory_bytes",
             test: str = "mann-whitney", alpha: float = 0.05,
             calibrations: Optional[Sequence["_core.Calibration"]] = None,
             projected_target: str = "", interval: Optional[float] = _core.DEFAULT_INTERVAL_S,
@@ -64,9 +64,10 @@ def compare(workloads: Union[Mapping[str, Union[str, Sequence[str]]], Iterable[t
     behind. The result prints as a table; ``to_pandas()`` gives one row per workload x device.
 
     ``core_emulation`` to ``allow_missing_controllers``: how each slice emulates its device, as
-    ``run()`` takes them. With ``core_emulation="projected"``,
-    ``metric="projected_wall_time_s"`` shows the devices' projected all-core times (ranked as
-    by the measured one-core times; docs/threads.md).
+    ``run()`` takes them. The default ``metric``, ``all_cores_wall_time_s``, is each device's
+    time with all its cores whatever the core emulation: measured where the run emulated all of
+    them, projected from one core's time under ``core_emulation="projected"`` (ranked as by the
+    measured one-core times; docs/threads.md). ``wall_time_s`` is always the run's measured time.
     """
     pairs = list(workloads.items()) if isinstance(workloads, Mapping) else list(workloads)
     names = [str(n) for n, _ in pairs]

@@ -651,6 +651,8 @@ class Result:
     @property
     def ok(self) -> bool: ...
     def projected_s(self, measured_s: float) -> Optional[float]: ...  # core emulation "projected"
+    def all_cores_s(self, measured_s: float) -> float: ...  # projected_s() or measured_s
+    def figure_provenance(self, name: str) -> str: ...  # "projected" or "measured"
     def to_json(self) -> str: ...
     @staticmethod
     def from_json(text: str) -> "Result": ...
@@ -1023,7 +1025,7 @@ def score(
     *,
     latency: Optional[float] = None,
     memory: Optional[float] = None,
-    latency_figure: str = "wall_time_s",
+    latency_figure: str = "all_cores_wall_time_s",
     memory_figure: str = "peak_memory_bytes",
     latency_calibration: Optional[Calibration] = None,
     memory_calibration: Optional[Calibration] = None,

@@ -681,6 +681,12 @@ PYBIND11_MODULE(_core, m) {
       .def("projected_s", &Result::projected_s, py::arg("measured_s"),
            "Core emulation 'projected': a time of this one-core run as the device with all "
            "its cores would take it; None without a projection.")
+      .def("all_cores_s", &Result::all_cores_s, py::arg("measured_s"),
+           "A time of this run as the device with all its cores takes it: projected_s() "
+           "where the plan projects, else the time itself.")
+      .def("figure_provenance",
+           [](const Result& r, const std::string& name) { return figure_provenance(r, name); },
+           py::arg("name"), "'projected' or 'measured': how figure NAME of this run was made.")
       .def("to_json", [](const Result& r) { return to_json(r); },
            "The whole result as JSON (schema_version REPORT_SCHEMA_VERSION).")
       .def_static("from_json", [](const std::string& text) { return result_from_json(text); },
@@ -1083,7 +1089,7 @@ PYBIND11_MODULE(_core, m) {
         return score(r, b, latency_calibration, memory_calibration);
       },
       py::arg("result"), py::kw_only(), py::arg("latency") = py::none(),
-      py::arg("memory") = py::none(), py::arg("latency_figure") = "wall_time_s",
+      py::arg("memory") = py::none(), py::arg("latency_figure") = "all_cores_wall_time_s",
       py::arg("memory_figure") = "peak_memory_bytes",
       py::arg("latency_calibration") = py::none(), py::arg("memory_calibration") = py::none(),
       "Scores a run for an objective: latency and memory (projected through the calibrations "

@@ -24,6 +24,18 @@ std::string speed_of(const Device& device) {
 
 }  // namespace
 
+Device device_as_run(const Device& fitted, const EmulationPlan& plan) {
+  if (!plan.threads_projection || fitted.cores < 2) return fitted;
+  Device one = for_threads(fitted, 1);
+  one.name = fitted.name;
+  one.aliases = fitted.aliases;
+  one.sources["cores"].source =
+      fmt::format("1 of the device's {} cores: core emulation projected runs one and projects "
+                  "its times to all of them",
+                  fitted.cores);
+  return one;
+}
+
 std::uint64_t written_quota_us(const EmulationPlan& plan) {
   return plan.core_groups ? plan.core_quota_us * plan.core_groups : plan.cpu_quota_us;
 }
@@ -55,11 +67,7 @@ std::vector<FollowedSpeed> followed_speeds(const Device& measured, const HostFac
   // A followed speed changes the quota, not how the cores are emulated: core emulation auto
   // keeps what it chose for the start.
   PlanOptions same = options;
-  if (same.cores == CoreEmulation::automatic) {
-    same.cores = plan.threads_projection ? CoreEmulation::projected
-                 : plan.core_groups      ? CoreEmulation::per_core
-                                         : CoreEmulation::pooled;
-  }
+  if (same.cores == CoreEmulation::automatic) same.cores = plan.core_emulation();
   for (const NnRuntime& rt : nn_runtimes()) {
     if (rt.id == "ncnn" || rt.id == current || !measured.runtime_ms.count(rt.id)) continue;
     try {
@@ -75,7 +83,7 @@ std::vector<FollowedSpeed> followed_speeds(const Device& measured, const HostFac
         continue;
       }
       speed.device = fit_to_cpus(at, usable_cpus);
-      if (speed.plan.threads_projection) speed.device = for_threads(speed.device, 1);
+      speed.device = device_as_run(speed.device, speed.plan);
       notes.push_back(fmt::format(
           "runtime: if the workload loads {}, the device runs at its {} speed from then on "
           "({}; quota {} us per {} us), at the speed above before; emulate "

@@ -200,6 +200,13 @@ TEST_CASE("a projected result divides its times by the speed-up, in text, JSON a
   const auto f = figures(r);
   CHECK(f.at("projected_wall_time_s") == Approx(1.5));
   CHECK(f.at("phase.infer.projected_wall_time_s") == Approx(0.5));
+  // The device's all-core time: the projection here; the run's own time stays measured.
+  CHECK(f.at("all_cores_wall_time_s") == Approx(1.5));
+  CHECK(f.at("phase.infer.all_cores_wall_time_s") == Approx(0.5));
+  CHECK(f.at("wall_time_s") == Approx(3.0));
+  CHECK(figure_provenance(r, "all_cores_wall_time_s") == std::string("projected"));
+  CHECK(figure_provenance(r, "wall_time_s") == std::string("measured"));
+  CHECK(json.find("\"all_cores_wall_time_s\":1.5") != std::string::npos);
 
   // Scored on the projected figure: projected, not measured.
   Budget budget;
@@ -207,13 +214,24 @@ TEST_CASE("a projected result divides its times by the speed-up, in text, JSON a
   const Score sc = score(r, budget);
   CHECK(sc.latency == Approx(1.5));
   CHECK(sc.latency_provenance == "projected");
-  CHECK(score(r).latency_provenance == "measured");
+  // By default a budget holds the device's all-core time: the projected one here.
+  CHECK(score(r).latency == Approx(1.5));
+  CHECK(score(r).latency_provenance == "projected");
+  budget.latency_figure = "wall_time_s";
+  CHECK(score(r, budget).latency == Approx(3.0));
+  CHECK(score(r, budget).latency_provenance == "measured");
 
   Result plain;
   plain.wall_time_s = 3.0;
   CHECK_FALSE(plain.projected_s(3.0));
   CHECK(figures(plain).count("projected_wall_time_s") == 0);
-  CHECK(to_json(plain).find("projected_wall_time_s") == std::string::npos);
+  CHECK(to_json(plain).find("\"projected_wall_time_s\"") == std::string::npos);
+  // Without a projection the all-core time is the measured one (all cores were emulated).
+  CHECK(plain.all_cores_s(3.0) == 3.0);
+  CHECK(figures(plain).at("all_cores_wall_time_s") == 3.0);
+  CHECK(figure_provenance(plain, "all_cores_wall_time_s") == std::string("measured"));
+  CHECK(score(plain).latency == 3.0);
+  CHECK(score(plain).latency_provenance == "measured");
 }
 
 TEST_CASE("projected: the workload runs on one CPU and is told to start one thread",
@@ -221,9 +239,16 @@ TEST_CASE("projected: the workload runs on one CPU and is told to start one thre
   REQUIRE_CGROUPS();
   SliceOptions options;
   options.plan = projected();
-  Slice slice(quad(), options);
+  Device named = quad();
+  named.aliases = {"quad-board"};
+  Slice slice(named, options);
   REQUIRE(slice.plan().threads_projection);
   CHECK(slice.plan().cpus.size() == 1);
+  CHECK(slice.plan().core_emulation() == CoreEmulation::projected);
+  // One of its cores runs, under the device's own name (calibrations are found by it).
+  CHECK(slice.device().cores == 1);
+  CHECK(slice.device().name == "quad");
+  CHECK(slice.device().aliases == std::vector<std::string>{"quad-board"});
   const auto width_warnings = [](const Result& r) {
     std::vector<std::string> out;
     for (const std::string& w : r.warnings) {
@@ -241,6 +266,7 @@ TEST_CASE("projected: the workload runs on one CPU and is told to start one thre
   // Given an environment without the variable, as a user's shell would be.
   const Result r = run_env(std::vector<std::string>{"PATH=/bin:/usr/bin"});
   REQUIRE(r.ok());
+  CHECK(r.device.name == "quad");
   CHECK(FakeTree::slurp(tmp.root() + "/out") == "1\n");
   CHECK(r.thread_env.at("OMP_NUM_THREADS") == "1");
   CHECK(width_warnings(r).empty());
@@ -278,7 +304,7 @@ TEST_CASE("calibrating a speed under projection needs a projected figure", "[pro
     calibrate_speed(quad(), workloads, options);
     FAIL("calibrated");
   } catch (const DeviceError& e) {
-    CHECK(std::string(e.what()).find("projected_wall_time_s") != std::string::npos);
+    CHECK(std::string(e.what()).find("all_cores_wall_time_s") != std::string::npos);
   }
   // auto emulates a calibrated core speed pooled (no nn speed): a projected figure would be
   // missing from every run, so it is refused before the first.

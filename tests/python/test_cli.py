@@ -234,8 +234,7 @@ def test_compare_takes_the_emulation_options_and_ranks_projected_times(tmp_path)
     env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
     p = edgeprof("compare", "-w", "a=true", "-w", "b=sh -c true", "--repeat", "1",
                  "--device", "raspberry-pi-4b-1gb", "--speed-kind", "integer",
-                 "--core-emulation", "projected", "--metric", "projected_wall_time_s",
-                 "--quiet", "--json", "-", env=env)
+                 "--core-emulation", "projected", "--quiet", "--json", "-", env=env)
     assert p.returncode == 0, p.stderr
     rows = json.loads(p.stdout)["rows"]
     assert sorted(r["workload"] for r in rows) == ["a", "b"]
@@ -243,15 +242,19 @@ def test_compare_takes_the_emulation_options_and_ranks_projected_times(tmp_path)
         run = r["result"]["runs"][0]
         speedup = run["plan"]["threads_projection"]["speedup"]
         # Each run was one core of the four, its time divided by the board's speed-up, and
-        # ranked on that projected figure.
+        # ranked on that projected figure (the default metric: the device's all-core time).
         cpus = run["plan"]["cpus"]
         assert run["plan"]["threads_projection"]["threads"] == 4 and cpus.isdigit()
         assert r["value"] == pytest.approx(run["wall_time_s"] / speedup, rel=1e-9)
     pooled = edgeprof("compare", "-w", "a=true", "--repeat", "1", "--device",
                       "raspberry-pi-4b-1gb", "--speed-kind", "integer", "--quiet", "--json", "-")
     assert pooled.returncode == 0, pooled.stderr
-    run = json.loads(pooled.stdout)["rows"][0]["result"]["runs"][0]
+    row = json.loads(pooled.stdout)["rows"][0]
+    run = row["result"]["runs"][0]
     assert run["plan"].get("threads_projection") is None
+    # Pooled, all four cores ran: the all-core time is the measured one.
+    assert row["value"] == run["wall_time_s"]
+    assert run["provenance"]["all_cores_wall_time_s"] == "measured"
 
 
 @requires_cgroups
@@ -377,6 +380,10 @@ def test_projected_core_emulation_runs_one_thread_and_projects_the_wall_time(tmp
     assert report["projected_wall_time_s"] == pytest.approx(
         report["wall_time_s"] / projection["speedup"], rel=1e-9)
     assert report["provenance"]["projected_wall_time_s"] == "projected"
+    assert report["all_cores_wall_time_s"] == report["projected_wall_time_s"]
+    assert report["provenance"]["all_cores_wall_time_s"] == "projected"
+    # One core ran, under the device's own name (a calibration is found by it).
+    assert (report["device"]["name"], report["device"]["cores"]) == ("raspberry-pi-4b-1gb", 1)
     assert out.read_text().strip() == "1"
     plan = edgeprof_api.plan_emulation(edgeprof_api.find_device("raspberry-pi-4b-1gb"),
                                        speed_kind="integer", core_emulation="projected")

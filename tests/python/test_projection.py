@@ -188,7 +188,7 @@ def test_compare_and_score_from_python(tmp_path):
     assert c.rows[0].value <= c.rows[1].value
     assert [(r.rank, r.tied) for r in c.rows] == [(1, True), (1, True)]
     assert all(len(r.result.runs) == 3 and r.result.ok for r in c.rows)
-    assert "ranked by median wall_time_s" in str(c)
+    assert "ranked by median all_cores_wall_time_s" in str(c)
     pd = pytest.importorskip("pandas")
     frame = c.to_pandas()
     assert isinstance(frame, pd.DataFrame) and list(frame["rank"]) == [1, 1]
