@@ -1,6 +1,7 @@
 #include "edgeprof/compare.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -127,15 +128,28 @@ std::string to_text(const Comparison& c) {
   std::string device;
   const bool projected = std::any_of(c.rows.begin(), c.rows.end(),
                                      [](const ComparisonRow& r) { return r.projected; });
+  // A figure of this device's runs made by their plan's projection (one core's time / the
+  // board's speed-up), not measured: said on the device's line.
+  const auto made = [&](const ComparisonRow& row) {
+    std::vector<std::string> names;
+    for (const std::string& name : {c.options.metric, c.options.memory_metric}) {
+      if (!row.result.runs.empty() &&
+          std::string(figure_provenance(row.result.runs.front(), name)) == "projected") {
+        names.push_back(name);
+      }
+    }
+    return names.empty() ? std::string()
+                         : fmt::format(" ({} projected from one core)", fmt::join(names, ", "));
+  };
   for (const ComparisonRow& r : c.rows) {
     if (r.device != device) {
       device = r.device;
-      out += fmt::format("\n{} (emulated), {} run{} each{}; ranked by median {} (ties: {} at "
+      out += fmt::format("\n{} (emulated), {} run{} each{}; ranked by median {}{} (ties: {} at "
                          "{:g})\n",
                          device, c.options.repeat, c.options.repeat == 1 ? "" : "s",
                          c.options.warmup ? fmt::format(" after {} warm-up", c.options.warmup)
                                           : "",
-                         c.options.metric,
+                         c.options.metric, made(r),
                          c.options.rank.test == RankTest::welch ? "Welch t test"
                                                                 : "Mann-Whitney U test",
                          c.options.rank.alpha);
@@ -159,8 +173,8 @@ std::string to_text(const Comparison& c) {
                        memory, r.pareto ? "yes" : "", proj,
                        r.result.all_ok() ? "ok" : "FAILED (see its runs)");
   }
-  out += fmt::format("\n{} and {}: measured (medians); '=' marks workloads the test cannot "
-                     "separate{}\n",
+  out += fmt::format("\n{} and {}: medians, measured where a device's line does not say "
+                     "projected; '=' marks workloads the test cannot separate{}\n",
                      c.options.metric, c.options.memory_metric,
                      projected ? "; projected: the calibration's estimate [95% interval]" : "");
   return out;

@@ -315,7 +315,9 @@ EmulationPlan plan_emulation(const Device& described, const HostFacts& host,
   if (options.cores == CoreEmulation::automatic) {
     std::string why;
     options.cores = resolve_core_emulation(device, options.cores, &why);
-    if (device.cores > 1) {
+    // Said where the choice could have gone the other way: a device without published
+    // multi-thread times is pooled whatever else, and the pooled note says what that means.
+    if (device.cores > 1 && !device.nn_threads_ms.empty()) {
       plan.notes.push_back(fmt::format("core emulation auto: {} ({})", to_string(options.cores),
                                        why));
     }

@@ -161,8 +161,10 @@ struct PlanOptions {
   /// thread_env (thread_env_defaults()), each variable set only where the workload's
   /// environment does not set it already. False: the workload's environment is left as it is.
   bool thread_env = true;
-  /// How a device of several cores gets its CPU capacity (CoreEmulation).
-  CoreEmulation cores = CoreEmulation::pooled;
+  /// How a device of several cores gets its CPU capacity (CoreEmulation): by default
+  /// automatic, projected where the device's published tables allow it at its nn speed, else
+  /// pooled (the plan's notes say which and why).
+  CoreEmulation cores = CoreEmulation::automatic;
   /// Per-core emulation at the nn speed of a device with published multi-thread times: each
   /// core's quota follows how many of the workload's threads are busy, so that N busy threads
   /// speed up as the board did (core_scaling(), device.hpp; EmulationPlan::core_quota_by_busy).

@@ -48,7 +48,7 @@ def compare(workloads: Union[Mapping[str, Union[str, Sequence[str]]], Iterable[t
             calibrations: Optional[Sequence["_core.Calibration"]] = None,
             projected_target: str = "", interval: Optional[float] = _core.DEFAULT_INTERVAL_S,
             timeout: Optional[float] = None, progress: bool = True,
-            core_emulation: str = "pooled", speed_kind: str = "automatic",
+            core_emulation: str = "auto", speed_kind: str = "automatic",
             keep_warm: bool = True, thread_env: bool = True,
             quota_scale: Optional[float] = None, core_scaling: bool = False,
             cpu_period_us: int = 0, iteration_time: Optional[float] = None,
@@ -133,7 +133,8 @@ def comparison_plot(self: "_core.Comparison", ax: Any = None) -> Any:
             if r.pareto:
                 ax.scatter([r.value], [r.memory / 2**20], s=160, facecolors="none",
                            edgecolors=f"C{i}")
-    ax.set_xlabel(f"{self.metric} (median, measured)")
+    made = {r.result.runs[0].figure_provenance(self.metric) for r in self.rows if r.result.runs}
+    ax.set_xlabel(f"{self.metric} (median, {' and '.join(sorted(made)) or 'measured'})")
     ax.set_ylabel(f"{self.memory_metric} (median, MiB)")
     ax.set_title("circled: Pareto front per device", fontsize=9)
     ax.legend(fontsize=8)

@@ -651,6 +651,8 @@ class Result:
     @property
     def ok(self) -> bool: ...
     def projected_s(self, measured_s: float) -> Optional[float]: ...  # core emulation "projected"
+    @property
+    def all_cores_wall_time_s(self) -> float: ...  # all_cores_s(wall_time_s)
     def all_cores_s(self, measured_s: float) -> float: ...  # projected_s() or measured_s
     def figure_provenance(self, name: str) -> str: ...  # "projected" or "measured"
     def to_json(self) -> str: ...
@@ -730,7 +732,7 @@ class Slice:
         keep_warm: bool = True,  # idle-priority threads keep throttled CPUs busy
         speed_kind: str = "automatic",  # "nn" where the device has it; "integer": 7-Zip
         thread_env: bool = True,  # the device's thread count, passive OpenMP waiting
-        core_emulation: str = "pooled",  # "per-core": a quota per device core; "projected": one core, times / the board's speed-up; "auto": projected where the tables allow, else pooled
+        core_emulation: str = "auto",  # "auto": projected where the tables allow, else pooled; "pooled": one quota; "per-core": a quota per device core; "projected": one core, times / the board's speed-up
         core_scaling: bool = False,  # per-core: quota follows the busy threads, as the board
         quota_scale: Optional[float] = None,  # quotas x this; None: the host's own share for nn speeds
     ) -> None: ...
@@ -776,7 +778,7 @@ def plan_emulation(
     keep_warm: bool = True,
     speed_kind: str = "automatic",
     thread_env: bool = True,
-    core_emulation: str = "pooled",
+    core_emulation: str = "auto",
     core_scaling: bool = False,
     quota_scale: Optional[float] = None,  # quotas x this; None: the host's own share for nn speeds
 ) -> EmulationPlan: ...
@@ -806,7 +808,7 @@ def run(
     keep_warm: bool = True,
     speed_kind: str = "automatic",
     thread_env: bool = True,
-    core_emulation: str = "pooled",
+    core_emulation: str = "auto",
     core_scaling: bool = False,
     quota_scale: Optional[float] = None,  # quotas x this; None: the host's own share for nn speeds
 ) -> Result: ...
@@ -834,7 +836,7 @@ def run(
     keep_warm: bool = True,
     speed_kind: str = "automatic",
     thread_env: bool = True,
-    core_emulation: str = "pooled",
+    core_emulation: str = "auto",
     core_scaling: bool = False,
     quota_scale: Optional[float] = None,  # quotas x this; None: the host's own share for nn speeds
 ) -> Union[Result, RepeatedResult]: ...
@@ -991,7 +993,7 @@ def _compare(
     keep_warm: bool = True,
     speed_kind: str = "automatic",
     thread_env: bool = True,
-    core_emulation: str = "pooled",
+    core_emulation: str = "auto",
     core_scaling: bool = False,
     quota_scale: Optional[float] = None,
 ) -> Comparison: ...
@@ -1104,7 +1106,7 @@ def calibrate_speed(
     keep_warm: bool = True,
     speed_kind: str = "automatic",
     thread_env: bool = True,
-    core_emulation: str = "pooled",
+    core_emulation: str = "auto",
     core_scaling: bool = False,
     quota_scale: Optional[float] = None,  # quotas x this; None: the host's own share for nn speeds
     timeout: Optional[float] = None,

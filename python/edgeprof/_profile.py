@@ -74,7 +74,7 @@ def _pickled_call(fn: Callable, args: tuple, kwargs: dict) -> dict:
 
 def profile(fn: Callable, *args: Any, device: Union[str, "_core.Device"] = "raspberry-pi-4",
             timeout: Optional[float] = None, interval: Optional[float] = _core.DEFAULT_INTERVAL_S,
-            isolate_network: bool = False, core_emulation: str = "pooled",
+            isolate_network: bool = False, core_emulation: str = "auto",
             **kwargs: Any) -> Profiled:
     """Runs ``fn(*args, **kwargs)`` in a fresh Python process inside a slice emulating
     ``device``, and returns ``Profiled(value, report)``.
@@ -127,7 +127,7 @@ def profile(fn: Callable, *args: Any, device: Union[str, "_core.Device"] = "rasp
 def profiled_function(*, device: Union[str, "_core.Device"] = "raspberry-pi-4",
                       timeout: Optional[float] = None,
                       interval: Optional[float] = _core.DEFAULT_INTERVAL_S,
-                      core_emulation: str = "pooled") -> Callable:
+                      core_emulation: str = "auto") -> Callable:
     """Decorator form: each call of the decorated function runs under ``profile`` and returns
     ``Profiled(value, report)``::
 

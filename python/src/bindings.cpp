@@ -491,7 +491,7 @@ PYBIND11_MODULE(_core, m) {
       },
       py::arg("device"), py::arg("cpu_period_us") = kChosenCpuPeriod,
       py::arg("cpus") = std::vector<int>{}, py::arg("iteration_time") = py::none(),
-      py::arg("keep_warm") = true, py::arg("speed_kind") = "automatic", py::arg("thread_env") = true, py::arg("core_emulation") = "pooled", py::arg("core_scaling") = false, py::arg("quota_scale") = py::none(),
+      py::arg("keep_warm") = true, py::arg("speed_kind") = "automatic", py::arg("thread_env") = true, py::arg("core_emulation") = "auto", py::arg("core_scaling") = false, py::arg("quota_scale") = py::none(),
       "The cgroup settings that would emulate the device on this host (nothing is created).");
 
   m.attr("DEFAULT_INTERVAL_S") = double(kDefaultSampleIntervalNs) / 1e9;
@@ -681,6 +681,10 @@ PYBIND11_MODULE(_core, m) {
       .def("projected_s", &Result::projected_s, py::arg("measured_s"),
            "Core emulation 'projected': a time of this one-core run as the device with all "
            "its cores would take it; None without a projection.")
+      .def_property_readonly(
+          "all_cores_wall_time_s", [](const Result& r) { return r.all_cores_s(r.wall_time_s); },
+          "The device's time with all its cores: wall_time_s projected where the plan "
+          "projects, else wall_time_s itself.")
       .def("all_cores_s", &Result::all_cores_s, py::arg("measured_s"),
            "A time of this run as the device with all its cores takes it: projected_s() "
            "where the plan projects, else the time itself.")
@@ -967,7 +971,7 @@ PYBIND11_MODULE(_core, m) {
       py::arg("parent") = py::none(), py::arg("cpu_period_us") = kChosenCpuPeriod,
       py::arg("allow_missing_controllers") = false, py::arg("iteration_time") = py::none(),
       py::arg("keep_warm") = true, py::arg("speed_kind") = "automatic",
-      py::arg("thread_env") = true, py::arg("core_emulation") = "pooled",
+      py::arg("thread_env") = true, py::arg("core_emulation") = "auto",
       py::arg("core_scaling") = false, py::arg("quota_scale") = py::none());
 
   py::class_<SpeedModel>(m, "SpeedModel", "A figure as a function of core speed: a / speed + b.")
@@ -1046,7 +1050,7 @@ PYBIND11_MODULE(_core, m) {
       py::arg("speeds") = std::vector<double>{}, py::arg("periods_us") = std::vector<std::uint64_t>{},
       py::arg("parent") = py::none(), py::arg("cpu_period_us") = kChosenCpuPeriod,
       py::arg("cpus") = std::vector<int>{}, py::arg("allow_missing_controllers") = false,
-      py::arg("iteration_time") = py::none(), py::arg("keep_warm") = true, py::arg("speed_kind") = "automatic", py::arg("thread_env") = true, py::arg("core_emulation") = "pooled", py::arg("core_scaling") = false, py::arg("quota_scale") = py::none(),
+      py::arg("iteration_time") = py::none(), py::arg("keep_warm") = true, py::arg("speed_kind") = "automatic", py::arg("thread_env") = true, py::arg("core_emulation") = "auto", py::arg("core_scaling") = false, py::arg("quota_scale") = py::none(),
       py::arg("timeout") = py::none(), py::arg("progress") = py::none(),
       "Finds the core speed at which emulating `device` reproduces figures measured on the "
       "real device. workloads: (name, argv, device_value) tuples, device_value being the "
@@ -1134,7 +1138,7 @@ PYBIND11_MODULE(_core, m) {
            py::arg("device"), py::kw_only(), py::arg("parent") = py::none(),
            py::arg("cpu_period_us") = kChosenCpuPeriod, py::arg("cpus") = std::vector<int>{},
            py::arg("allow_missing_controllers") = false, py::arg("iteration_time") = py::none(),
-           py::arg("keep_warm") = true, py::arg("speed_kind") = "automatic", py::arg("thread_env") = true, py::arg("core_emulation") = "pooled", py::arg("core_scaling") = false, py::arg("quota_scale") = py::none())
+           py::arg("keep_warm") = true, py::arg("speed_kind") = "automatic", py::arg("thread_env") = true, py::arg("core_emulation") = "auto", py::arg("core_scaling") = false, py::arg("quota_scale") = py::none())
       .def(
           "spawn",
           [](Slice& s, const std::vector<std::string>& argv, const py::object& env,
@@ -1211,7 +1215,7 @@ PYBIND11_MODULE(_core, m) {
       py::arg("progress") = py::none(), py::arg("parent") = py::none(),
       py::arg("cpu_period_us") = kChosenCpuPeriod, py::arg("cpus") = std::vector<int>{},
       py::arg("allow_missing_controllers") = false, py::arg("iteration_time") = py::none(),
-      py::arg("keep_warm") = true, py::arg("speed_kind") = "automatic", py::arg("thread_env") = true, py::arg("core_emulation") = "pooled", py::arg("core_scaling") = false, py::arg("quota_scale") = py::none(),
+      py::arg("keep_warm") = true, py::arg("speed_kind") = "automatic", py::arg("thread_env") = true, py::arg("core_emulation") = "auto", py::arg("core_scaling") = false, py::arg("quota_scale") = py::none(),
       "Runs argv in a fresh slice emulating `device` (a Device or a built-in device's name) "
       "and returns its Result; the slice is removed before returning, also on errors and "
       "Ctrl-C. With repeat > 1 or warmup > 0 it returns a RepeatedResult instead: warm-up runs "

@@ -149,13 +149,19 @@ TEST_CASE("core emulation auto: projected where the device's tables allow it, po
   CHECK(at_integer.cpus.size() == 2);
   CHECK(has_note(at_integer,
                  "core emulation auto: pooled (the device is not emulated at its nn speed"));
-  // No multi-thread table: pooled, with the projection's reason.
+  // No multi-thread table: pooled, which could not have been otherwise, so the auto note is
+  // left to the pooled quota's own (a thread at up to a host core).
   Device plain = nn;
   plain.name = "plain";
   plain.nn_threads_ms.clear();
+  std::string why;
+  CHECK(resolve_core_emulation(plain, CoreEmulation::automatic, &why) == CoreEmulation::pooled);
+  CHECK_THAT(why, Catch::Contains("the device has no published"));
   const EmulationPlan unprojected = plan_emulation(plain, two_cpus(), automatic);
   CHECK_FALSE(unprojected.threads_projection);
-  CHECK(has_note(unprojected, "core emulation auto: pooled (the device has no published"));
+  CHECK(unprojected.core_emulation() == CoreEmulation::pooled);
+  CHECK_FALSE(has_note(unprojected, "core emulation auto"));
+  CHECK(has_note(unprojected, "a single thread at up to"));
   // A table too small to project with: the projection's own reason.
   Device small = nn;
   small.name = "small";
@@ -232,6 +238,34 @@ TEST_CASE("a projected result divides its times by the speed-up, in text, JSON a
   CHECK(figure_provenance(plain, "all_cores_wall_time_s") == std::string("measured"));
   CHECK(score(plain).latency == 3.0);
   CHECK(score(plain).latency_provenance == "measured");
+}
+
+TEST_CASE("a comparison's table says which device's figures were projected", "[projected]") {
+  Result one;
+  one.exit_code = 0;
+  one.wall_time_s = 3.0;
+  one.peak_memory_bytes = 1u << 20;
+  Result projected_run = one;
+  projected_run.plan = plan_emulation(quad(), two_cpus(), projected());
+  Comparison c;
+  for (const auto& [device, run] : {std::pair{"quad", projected_run}, std::pair{"plain", one}}) {
+    ComparisonRow row;
+    row.workload = "w";
+    row.device = device;
+    row.result.runs = {run};
+    row.value = figure(run, c.options.metric);
+    row.memory = figure(run, c.options.memory_metric);
+    row.rank = 1;
+    c.rows.push_back(row);
+  }
+  const std::string text = to_text(c);
+  CAPTURE(text);
+  // The default metric is the all-core time: projected on the projected device only.
+  CHECK(text.find("quad (emulated), 5 runs each; ranked by median all_cores_wall_time_s "
+                  "(all_cores_wall_time_s projected from one core)") != std::string::npos);
+  CHECK(text.find("plain (emulated), 5 runs each; ranked by median all_cores_wall_time_s "
+                  "(ties") != std::string::npos);
+  CHECK(text.find("1.5 ") != std::string::npos);  // 3 s on one core / a speed-up of 2
 }
 
 TEST_CASE("projected: the workload runs on one CPU and is told to start one thread",

@@ -269,7 +269,8 @@ def test_compare_ranks_commands_and_projects(tmp_path):
     assert "leave-one-out" in fit.stdout and "[linear]" in fit.stdout
     workloads = tmp_path / "workloads.txt"
     workloads.write_text("# name: command\nquick: sleep 0.01\nslower: sleep 0.06\n")
-    p = edgeprof("compare", "--file", str(workloads), "--repeat", "3", "--calibrations",
+    p = edgeprof("compare", "--file", str(workloads), "--repeat", "3", "--metric", "wall_time_s",
+                 "--calibrations",
                  str(tmp_path / "cal.json"), "--json", str(tmp_path / "cmp.json"))
     assert p.returncode == 0, p.stderr
     assert "6/6" in p.stderr  # progress: a tqdm bar, or one line per run without tqdm
