@@ -290,8 +290,9 @@ def main() -> int:
         f"Python {platform.python_version()}, edgeprof {edgeprof.__version__} "
         f"({os.path.dirname(edgeprof.__file__)})",
         f"device: {device.name} ({device.cores} cores x {device.core_speed} speed, "
-        f"{edgeprof.format_size(device.memory_bytes)}): quota "
-        f"{plan.cpu_quota_us}/{plan.cpu_period_us} us; {host_sized.name}: {host_cpus} cores x "
+        f"{edgeprof.format_size(device.memory_bytes)}): core emulation "
+        f"{plan.core_emulation}, quota {plan.cpu_quota_us}/{plan.cpu_period_us} us on "
+        f"{len(plan.cpus)} CPU(s); {host_sized.name}: {host_cpus} cores x "
         f"1.0 speed, 1 GiB (no emulated slowdown)",
         f"workloads: `/bin/true` and `{' '.join(sh_loop(sh_n)[:2])} '...'` (a loop of {sh_n} "
         f"iterations, about {SPIN_S * 1e3:.0f} ms of CPU here), {args.reps_command} "

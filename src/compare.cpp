@@ -45,6 +45,11 @@ Comparison compare(const std::vector<Workload>& workloads, const std::vector<Dev
     if (!device_names.insert(d.name).second) {
       throw Error(fmt::format("device '{}' is given twice", d.name));
     }
+    // Projected by name: a device whose tables cannot be projected is refused before any run,
+    // not after the devices before it ran (auto makes it pooled instead).
+    if (options.run.slice.plan.cores == CoreEmulation::projected && d.cores > 1) {
+      project_threads(d);
+    }
   }
   Comparison out;
   out.options = options;

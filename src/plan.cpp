@@ -295,6 +295,11 @@ CoreEmulation resolve_core_emulation(const Device& device, CoreEmulation asked,
         "of CNN inference at that speed");
     return CoreEmulation::pooled;
   }
+  if (!device.speed_schedule.empty()) {
+    say("the device has a speed schedule, timed on the device's clock, which a one-core run "
+        "projected to all cores does not keep");
+    return CoreEmulation::pooled;
+  }
   try {
     project_threads(device);
   } catch (const UnsupportedError& e) {

@@ -649,8 +649,15 @@ std::string to_text(const Result& r) {
   auto row = [&](std::string_view label, const std::string& value, std::string_view how) {
     out += fmt::format("{:<14}{}{}{}\n", label, value, how.empty() ? "" : "   ", how);
   };
-  row("device", fmt::format("{} ({} cores x speed {}, {} memory)", r.device.name, r.device.cores,
-                            describe_core_speed(r.device), format_size(r.device.memory_bytes)),
+  // Projected: one of the device's cores ran; the figures below are that core's unless they
+  // say "with all N cores".
+  const std::string one_of =
+      p.threads_projection && r.device.cores == 1
+          ? fmt::format(" of its {}, projected to all of them", p.threads_projection->threads)
+          : std::string();
+  row("device", fmt::format("{} ({} cores{} x speed {}, {} memory)", r.device.name,
+                            r.device.cores, one_of, describe_core_speed(r.device),
+                            format_size(r.device.memory_bytes)),
       "");
   row("emulation",
       fmt::format("cpus {}, quota {:.3g} cores ({} us / {} us), memory.max {}, cgroup {}, "
@@ -691,10 +698,11 @@ std::string to_text(const Result& r) {
       "measured (cgroup counters)");
   if (s.cpu_cores_avg) {
     row("cpu use",
-        fmt::format("avg {:.2f} / p95 {} / peak {} host cores = {} / {} / {} of the device",
+        fmt::format("avg {:.2f} / p95 {} / peak {} host cores = {} / {} / {} of the device{}",
                     *s.cpu_cores_avg, seconds_or(s.cpu_cores_p95, "{:.2f}"),
                     seconds_or(s.cpu_cores_peak, "{:.2f}"), percent_or(s.cpu_capacity_avg),
-                    percent_or(s.cpu_capacity_p95), percent_or(s.cpu_capacity_peak)),
+                    percent_or(s.cpu_capacity_p95), percent_or(s.cpu_capacity_peak),
+                    one_of.empty() ? "" : "'s core"),
         fmt::format("avg measured, p95/peak sampled over {:g} ms windows{}",
                     s.cpu_window_s * 1e3,
                     s.cpu_windows_merged
@@ -796,7 +804,8 @@ std::string to_text(const Result& r) {
     for (const Phase& ph : r.phases) {
       if (ph.energy_j) phases += fmt::format(", {} {:.3g} J", ph.name, *ph.energy_j);
     }
-    row("energy", fmt::format("{:.3g} J on the device{}", *r.energy_j, phases),
+    row("energy", fmt::format("{:.3g} J on the device{}{}", *r.energy_j,
+                              one_of.empty() ? "" : "'s one core over its measured time", phases),
         fmt::format("estimated from the device's idle {:g} W and loaded {:g} W and the measured "
                     "CPU use",
                     r.device.power.idle_watts.value_or(0), r.device.power.loaded_watts.value_or(0)));

@@ -323,11 +323,11 @@ Slice::Slice(Device device, SliceOptions options) : impl_(std::make_shared<Impl>
     s.cpus = detail::cpu_ledger().take(s.plan.cpus);
   }
   const int shared = s.cpus.shared_at_take();
-  // The device as emulated: as many of its cores as fit (the plan's note says so), so that its
-  // figures (power, for the energy estimate) are those of the cores run.
-  s.device = fit_to_cpus(for_speed_kind(planned, plan_options.speed_kind), usable_cpus);
-  // Projected: one of its cores is what runs (the plan's projection says for how many).
-  s.device = detail::device_as_run(s.device, s.plan);
+  // The device as emulated: as many of its cores as fit (the plan's note says so), or one of
+  // them when projected, so that its figures (power, for the energy estimate) are those of the
+  // cores run.
+  s.device = detail::device_as_run(for_speed_kind(planned, plan_options.speed_kind), s.plan,
+                                   usable_cpus);
   s.options = std::move(options);
   s.backend = detail::make_backend(s.fs, layout(), parent_from(s.options));
   if (s.plan.core_groups > 0 && !s.backend->core_groups_supported()) {

@@ -439,10 +439,11 @@ std::map<std::string, double> figures(const Result& r) {
 
 
 const char* figure_provenance(const Result& result, const std::string& name) {
-  if (name.find("projected_") != std::string::npos) return "projected";
-  if (name.find("all_cores_") != std::string::npos && result.plan.threads_projection) {
-    return "projected";
-  }
+  // The figure's own name, after a phase's "phase.<name>." (a phase may be named anything).
+  const std::string own = name.substr(name.rfind('.') == std::string::npos ? 0
+                                                                           : name.rfind('.') + 1);
+  if (own.rfind("projected_", 0) == 0) return "projected";
+  if (own.rfind("all_cores_", 0) == 0 && result.plan.threads_projection) return "projected";
   return "measured";
 }
 

@@ -66,7 +66,8 @@ def compare(workloads: Union[Mapping[str, Union[str, Sequence[str]]], Iterable[t
     ``core_emulation`` to ``allow_missing_controllers``: how each slice emulates its device, as
     ``run()`` takes them. The default ``metric``, ``all_cores_wall_time_s``, is each device's
     time with all its cores whatever the core emulation: measured where the run emulated all of
-    them, projected from one core's time under ``core_emulation="projected"`` (ranked as by the
+    them, projected from one core's time under ``core_emulation="projected"`` (which ``"auto"``,
+    the default, picks for a board with published multi-thread times; ranked as by the
     measured one-core times; docs/threads.md). ``wall_time_s`` is always the run's measured time.
     """
     pairs = list(workloads.items()) if isinstance(workloads, Mapping) else list(workloads)

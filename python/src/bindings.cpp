@@ -447,6 +447,11 @@ PYBIND11_MODULE(_core, m) {
 
   py::class_<EmulationPlan>(m, "EmulationPlan", "The cgroup settings that emulate a device.")
       .def_readonly("cpus", &EmulationPlan::cpus)
+      .def_property_readonly(
+          "core_emulation",
+          [](const EmulationPlan& p) { return std::string(to_string(p.core_emulation())); },
+          "How the plan emulates the device's cores: 'projected', 'per-core' or 'pooled' (what "
+          "'auto' resolved to).")
       .def_readonly("cpu_period_us", &EmulationPlan::cpu_period_us)
       .def_readonly("cpu_quota_us", &EmulationPlan::cpu_quota_us)
       .def_readonly("memory_max_bytes", &EmulationPlan::memory_max_bytes)

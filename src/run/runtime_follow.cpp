@@ -24,15 +24,16 @@ std::string speed_of(const Device& device) {
 
 }  // namespace
 
-Device device_as_run(const Device& fitted, const EmulationPlan& plan) {
-  if (!plan.threads_projection || fitted.cores < 2) return fitted;
-  Device one = for_threads(fitted, 1);
-  one.name = fitted.name;
-  one.aliases = fitted.aliases;
+Device device_as_run(const Device& at_speed, const EmulationPlan& plan,
+                     std::size_t usable_cpus) {
+  if (!plan.threads_projection || at_speed.cores < 2) return fit_to_cpus(at_speed, usable_cpus);
+  Device one = for_threads(at_speed, 1);
+  one.name = at_speed.name;
+  one.aliases = at_speed.aliases;
   one.sources["cores"].source =
       fmt::format("1 of the device's {} cores: core emulation projected runs one and projects "
-                  "its times to all of them",
-                  fitted.cores);
+                  "its times to all {}",
+                  at_speed.cores, plan.threads_projection->threads);
   return one;
 }
 
@@ -82,8 +83,7 @@ std::vector<FollowedSpeed> followed_speeds(const Device& measured, const HostFac
             rt.name, rt.id, rt.id));
         continue;
       }
-      speed.device = fit_to_cpus(at, usable_cpus);
-      speed.device = device_as_run(speed.device, speed.plan);
+      speed.device = device_as_run(at, speed.plan, usable_cpus);
       notes.push_back(fmt::format(
           "runtime: if the workload loads {}, the device runs at its {} speed from then on "
           "({}; quota {} us per {} us), at the speed above before; emulate "

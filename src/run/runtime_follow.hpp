@@ -36,11 +36,12 @@ struct RuntimeSwitch {
   std::string error;  // why the bandwidth could not be written ("" when it was)
 };
 
-// The device as `plan` runs it, from the device fitted to the slice's CPUs (fit_to_cpus): the
-// same, except under a projection (CoreEmulation::projected) one of its cores
-// (for_threads(device, 1), whose power is one core's) under the device's own name and aliases:
-// the run's answer is that device's, and calibrations and reports find it by that name.
-Device device_as_run(const Device& fitted, const EmulationPlan& plan);
+// The device as `plan` runs it on `usable_cpus` host CPUs, from the device at its speed (before
+// fit_to_cpus): as many of its cores as fit (fit_to_cpus, its name then saying how many), except
+// under a projection (CoreEmulation::projected) one of its cores (for_threads(device, 1), whose
+// power is one core's) under the device's own name and aliases, however many would fit: the
+// run's answer is that whole device's, and calibrations and reports find it by that name.
+Device device_as_run(const Device& at_speed, const EmulationPlan& plan, std::size_t usable_cpus);
 
 // The bandwidth a plan writes through Cgroup::set_cpu_bandwidth: the slice's quota, or per
 // core, each core group's quota times their number (the backend divides it among them).

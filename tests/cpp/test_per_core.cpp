@@ -323,8 +323,11 @@ TEST_CASE("per-core scaling: each core's quota for the number of busy threads",
   integer.speed_kind = "";
   CHECK(plan_emulation(integer, cpus(2), scaling).core_quota_by_busy.empty());
   PlanOptions pooled;
+  pooled.cores = CoreEmulation::pooled;
   pooled.core_scaling = true;
-  CHECK(plan_emulation(scaled_quad(), cpus(2), pooled).core_quota_by_busy.empty());
+  const EmulationPlan pooled_plan = plan_emulation(scaled_quad(), cpus(2), pooled);
+  CHECK(pooled_plan.core_emulation() == CoreEmulation::pooled);
+  CHECK(pooled_plan.core_quota_by_busy.empty());
   // The period is lengthened for the smallest quota (all busy) to reach the kernel's 1 ms.
   Device slow = scaled_quad();
   slow.core_speed = 0.1;

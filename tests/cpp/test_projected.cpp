@@ -141,6 +141,21 @@ TEST_CASE("core emulation auto: projected where the device's tables allow it, po
   CHECK(plan.cpus.size() == 1);
   CHECK(has_note(plan, "core emulation auto: projected (the device has published one- and "
                        "multi-thread"));
+  // auto is the default: a plan of default options is the same.
+  PlanOptions defaults;
+  CHECK(defaults.cores == CoreEmulation::automatic);
+  defaults.quota_scale = 1.0;
+  defaults.measure_nn = false;
+  CHECK(plan_emulation(nn, two_cpus(), defaults) == plan);
+  // A speed schedule is timed on the device's clock, which a one-core run does not keep:
+  // pooled, and said.
+  Device scheduled = nn;
+  scheduled.speed_schedule = {{2.0, 0.5}};
+  std::string why;
+  CHECK(resolve_core_emulation(scheduled, CoreEmulation::automatic, &why) ==
+        CoreEmulation::pooled);
+  CHECK_THAT(why, Catch::Contains("speed schedule"));
+  CHECK_FALSE(plan_emulation(scheduled, two_cpus(), automatic).threads_projection);
   // Its tables are CNN inference's: at another speed, pooled, and said.
   PlanOptions integer = automatic;
   integer.speed_kind = SpeedKind::integer;
@@ -154,7 +169,6 @@ TEST_CASE("core emulation auto: projected where the device's tables allow it, po
   Device plain = nn;
   plain.name = "plain";
   plain.nn_threads_ms.clear();
-  std::string why;
   CHECK(resolve_core_emulation(plain, CoreEmulation::automatic, &why) == CoreEmulation::pooled);
   CHECK_THAT(why, Catch::Contains("the device has no published"));
   const EmulationPlan unprojected = plan_emulation(plain, two_cpus(), automatic);
@@ -195,6 +209,12 @@ TEST_CASE("a projected result divides its times by the speed-up, in text, JSON a
   const std::string text = to_text(r);
   CHECK(text.find("1.500000 s wall with all 4 cores") != std::string::npos);
   CHECK(text.find("infer: 0.500 s wall with all 4 cores") != std::string::npos);
+  // The device as run, one of its cores, says so.
+  Result one_core = r;
+  one_core.device = for_threads(quad(), 1);
+  one_core.device.name = "quad";
+  CHECK(to_text(one_core).find("quad (1 cores of its 4, projected to all of them x speed") !=
+        std::string::npos);
 
   const std::string json = to_json(r);
   CHECK(json.find("\"projected_wall_time_s\":1.5") != std::string::npos);
@@ -212,6 +232,10 @@ TEST_CASE("a projected result divides its times by the speed-up, in text, JSON a
   CHECK(f.at("wall_time_s") == Approx(3.0));
   CHECK(figure_provenance(r, "all_cores_wall_time_s") == std::string("projected"));
   CHECK(figure_provenance(r, "wall_time_s") == std::string("measured"));
+  CHECK(figure_provenance(r, "phase.infer.projected_wall_time_s") == std::string("projected"));
+  // A phase's name is not the figure's: a phase called "projected_x" has a measured cpu_s.
+  CHECK(figure_provenance(r, "phase.projected_x.cpu_s") == std::string("measured"));
+  CHECK(figure_provenance(r, "phase.all_cores_x.cpu_s") == std::string("measured"));
   CHECK(json.find("\"all_cores_wall_time_s\":1.5") != std::string::npos);
 
   // Scored on the projected figure: projected, not measured.
@@ -268,6 +292,24 @@ TEST_CASE("a comparison's table says which device's figures were projected", "[p
   CHECK(text.find("1.5 ") != std::string::npos);  // 3 s on one core / a speed-up of 2
 }
 
+TEST_CASE("compare projected by name refuses a device it cannot project before any run",
+          "[projected]") {
+  Device plain = make_device("plain", 4, 0.25, "256MiB");
+  CompareOptions options;
+  options.repeat = 1;
+  options.run.slice.plan = projected();
+  int runs = 0;
+  try {
+    // quad first: without the check its run would come before plain's refusal.
+    compare({{"w", workload({"exit", "0"})}}, {quad(), plain}, options,
+            [&](int, int, const std::string&, const std::string&, const Result&) { ++runs; });
+    FAIL("compared");
+  } catch (const UnsupportedError& e) {
+    CHECK_THAT(e.what(), Catch::Contains("'plain'"));
+  }
+  CHECK(runs == 0);
+}
+
 TEST_CASE("projected: the workload runs on one CPU and is told to start one thread",
           "[kernel][projected]") {
   REQUIRE_CGROUPS();
@@ -283,6 +325,17 @@ TEST_CASE("projected: the workload runs on one CPU and is told to start one thre
   CHECK(slice.device().cores == 1);
   CHECK(slice.device().name == "quad");
   CHECK(slice.device().aliases == std::vector<std::string>{"quad-board"});
+  {
+    // A device whose cores would not all fit this host keeps its name too (not
+    // "<name>-2-threads", as fit_to_cpus would call it): one core is what runs either way.
+    Device big = named;
+    big.core_speed = 0.8;  // 3.2 host cores for all four
+    Slice wide(big, options);
+    REQUIRE(wide.plan().threads_projection);
+    CHECK(wide.plan().threads_projection->threads == 4);
+    CHECK(wide.device().cores == 1);
+    CHECK(wide.device().name == "quad");
+  }
   const auto width_warnings = [](const Result& r) {
     std::vector<std::string> out;
     for (const std::string& w : r.warnings) {

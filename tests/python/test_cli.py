@@ -389,6 +389,7 @@ def test_projected_core_emulation_runs_one_thread_and_projects_the_wall_time(tmp
     plan = edgeprof_api.plan_emulation(edgeprof_api.find_device("raspberry-pi-4b-1gb"),
                                        speed_kind="integer", core_emulation="projected")
     assert len(plan.cpus) == 1 and plan.threads_projection.threads == 4
+    assert plan.core_emulation == "projected"
     plain = edgeprof_api.Device(name="plain", cores=4, core_speed=0.25, memory="256MiB")
     with pytest.raises(edgeprof_api.Error, match="cannot be projected"):
         edgeprof_api.plan_emulation(plain, core_emulation="projected")
@@ -398,9 +399,11 @@ def test_core_emulation_auto_says_which_it_chose():
     pi = edgeprof_api.find_device("raspberry-pi-4b-1gb")
     # At the integer speed its tables (CNN inference) do not apply: pooled, and said.
     plan = edgeprof_api.plan_emulation(pi, speed_kind="integer", core_emulation="auto")
-    assert plan.threads_projection is None
+    assert plan.threads_projection is None and plan.core_emulation == "pooled"
     assert any(n.startswith("core emulation auto: pooled (the device is not emulated at its nn")
                for n in plan.notes), plan.notes
+    # auto is the default.
+    assert edgeprof_api.plan_emulation(pi, speed_kind="integer").notes == plan.notes
     # (Where it is projected: the plan tests of tests/cpp/test_projected.cpp, on a device at
     # its nn speed whatever this host has rated.)
     refused = edgeprof("run", "--device", "raspberry-pi-4b-1gb", "--core-emulation", "spread",
