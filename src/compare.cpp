@@ -133,18 +133,22 @@ std::string to_text(const Comparison& c) {
   std::string device;
   const bool projected = std::any_of(c.rows.begin(), c.rows.end(),
                                      [](const ComparisonRow& r) { return r.projected; });
-  // A figure of this device's runs made by their plan's projection (one core's time / the
-  // board's speed-up), not measured: said on the device's line.
+  // A device whose runs were one of its cores, projected: said on its line, with the figures
+  // the projection made (one core's time / the board's speed-up) rather than measured.
   const auto made = [&](const ComparisonRow& row) {
+    if (row.result.runs.empty() || !row.result.runs.front().plan.threads_projection) {
+      return std::string();
+    }
     std::vector<std::string> names;
     for (const std::string& name : {c.options.metric, c.options.memory_metric}) {
-      if (!row.result.runs.empty() &&
-          std::string(figure_provenance(row.result.runs.front(), name)) == "projected") {
+      if (std::string(figure_provenance(row.result.runs.front(), name)) == "projected") {
         names.push_back(name);
       }
     }
-    return names.empty() ? std::string()
-                         : fmt::format(" ({} projected from one core)", fmt::join(names, ", "));
+    const int cores = row.result.runs.front().plan.threads_projection->threads;
+    return names.empty() ? fmt::format(" (one of its {} cores ran, measured)", cores)
+                         : fmt::format(" ({} projected from one of its {} cores)",
+                                       fmt::join(names, ", "), cores);
   };
   for (const ComparisonRow& r : c.rows) {
     if (r.device != device) {

@@ -913,8 +913,15 @@ std::string to_text(const RepeatedResult& r) {
   std::string out;
   if (!r.runs.empty()) {
     const Result& first = r.runs.front();
-    out += fmt::format("{} runs (+{} warm-up) of {} on {}; {}\n", r.runs.size(), r.warmups.size(),
-                       fmt::join(first.command, " "), first.device.name,
+    out += fmt::format("{} runs (+{} warm-up) of {} on {}{}; {}\n", r.runs.size(),
+                       r.warmups.size(), fmt::join(first.command, " "), first.device.name,
+                       first.plan.threads_projection
+                           ? fmt::format(" (one of its {} cores ran: wall_time_s and the cpu "
+                                         "figures are that core's; all_cores_* and projected_* "
+                                         "are projected to all {})",
+                                         first.plan.threads_projection->threads,
+                                         first.plan.threads_projection->threads)
+                           : std::string(),
                        r.all_ok() ? "all succeeded" : "SOME FAILED (see runs)");
   }
   out += fmt::format("{:<34}{:>12}{:>12}{:>12}{:>27}{:>12}{:>12}\n", "figure", "median", "mean",

@@ -631,7 +631,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.json:
         rows = [{"device": r.device, "workload": r.workload, "rank": r.rank, "tied": r.tied,
                  "pareto": r.pareto, "metric": comparison.metric, "value": r.value,
+                 "value_provenance": _provenance(r, comparison.metric),
                  "memory_metric": comparison.memory_metric, "memory": r.memory,
+                 "memory_provenance": _provenance(r, comparison.memory_metric),
                  "projected": None if r.projected is None else {
                      "target": comparison.projected_target, "estimate": r.projected.estimate,
                      "low": r.projected.low, "high": r.projected.high,
@@ -719,16 +721,24 @@ def cmd_project(args: argparse.Namespace) -> int:
             out.append({"run": i, "device": device, "target": target, "estimate": p.estimate,
                         "low": p.low, "high": p.high, "confidence": p.confidence,
                         "provenance": "projected", "model": cal.projection.model,
-                        "features": {f: edgeprof.figure(run, f) for f in cal.projection.features}})
+                        "features": {f: edgeprof.figure(run, f) for f in cal.projection.features},
+                        "feature_provenance": {f: run.figure_provenance(f)
+                                               for f in cal.projection.features}})
     if args.json:
         print(json.dumps(out, indent=2))
         return 0
     for o in out:
-        inputs = ", ".join(f"{k} {v:.6g}" for k, v in o["features"].items())
+        inputs = ", ".join(f"{o['feature_provenance'][k]} {k} {v:.6g}"
+                           for k, v in o["features"].items())
         print(f"run {o['run']}: {o['target']} on {o['device']} = {o['estimate']:.6g} "
               f"[{o['low']:.6g}, {o['high']:.6g}] at {o['confidence']:.0%}, projected "
-              f"({o['model']} from measured {inputs})")
+              f"({o['model']} from {inputs})")
     return 0
+
+
+def _provenance(row: "edgeprof.ComparisonRow", figure: str) -> str:
+    """How a comparison row's figure was made: its runs' (all made alike), 'measured' without."""
+    return row.result.runs[0].figure_provenance(figure) if row.result.runs else "measured"
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -775,7 +785,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
           f"cgroup counters ({rows[0][1].peak_memory_source}), measured; model mem: memory the "
           "load phase added, sampled every 10 ms; "
           + ("wall and infer s marked * projected to all the device's cores from one "
-             "(core emulation projected; the cpu column is the one core's)"
+             "(core emulation projected; cpu and throttled are the one core's)"
              if any(r.plan.threads_projection is not None for _, r in rows) else "none projected"))
     return 0 if all(r.ok for _, r in rows) else 1
 

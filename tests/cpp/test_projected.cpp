@@ -215,6 +215,11 @@ TEST_CASE("a projected result divides its times by the speed-up, in text, JSON a
   one_core.device.name = "quad";
   CHECK(to_text(one_core).find("quad (1 cores of its 4, projected to all of them x speed") !=
         std::string::npos);
+  RepeatedResult repeated;
+  repeated.runs = {one_core};
+  repeated.stats = describe_runs(repeated.runs);
+  CHECK(to_text(repeated).find("on quad (one of its 4 cores ran: wall_time_s and the cpu "
+                               "figures are that core's") != std::string::npos);
 
   const std::string json = to_json(r);
   CHECK(json.find("\"projected_wall_time_s\":1.5") != std::string::npos);
@@ -286,10 +291,15 @@ TEST_CASE("a comparison's table says which device's figures were projected", "[p
   CAPTURE(text);
   // The default metric is the all-core time: projected on the projected device only.
   CHECK(text.find("quad (emulated), 5 runs each; ranked by median all_cores_wall_time_s "
-                  "(all_cores_wall_time_s projected from one core)") != std::string::npos);
+                  "(all_cores_wall_time_s projected from one of its 4 cores)") !=
+        std::string::npos);
   CHECK(text.find("plain (emulated), 5 runs each; ranked by median all_cores_wall_time_s "
                   "(ties") != std::string::npos);
   CHECK(text.find("1.5 ") != std::string::npos);  // 3 s on one core / a speed-up of 2
+  // Ranked on the measured one-core time: the line says that one core ran.
+  c.options.metric = "wall_time_s";
+  CHECK(to_text(c).find("ranked by median wall_time_s (one of its 4 cores ran, measured)") !=
+        std::string::npos);
 }
 
 TEST_CASE("compare projected by name refuses a device it cannot project before any run",

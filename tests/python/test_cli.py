@@ -246,6 +246,7 @@ def test_compare_takes_the_emulation_options_and_ranks_projected_times(tmp_path)
         cpus = run["plan"]["cpus"]
         assert run["plan"]["threads_projection"]["threads"] == 4 and cpus.isdigit()
         assert r["value"] == pytest.approx(run["wall_time_s"] / speedup, rel=1e-9)
+        assert (r["value_provenance"], r["memory_provenance"]) == ("projected", "measured")
     pooled = edgeprof("compare", "-w", "a=true", "--repeat", "1", "--device",
                       "raspberry-pi-4b-1gb", "--speed-kind", "integer", "--quiet", "--json", "-")
     assert pooled.returncode == 0, pooled.stderr
@@ -253,7 +254,7 @@ def test_compare_takes_the_emulation_options_and_ranks_projected_times(tmp_path)
     run = row["result"]["runs"][0]
     assert run["plan"].get("threads_projection") is None
     # Pooled, all four cores ran: the all-core time is the measured one.
-    assert row["value"] == run["wall_time_s"]
+    assert row["value"] == run["wall_time_s"] and row["value_provenance"] == "measured"
     assert run["provenance"]["all_cores_wall_time_s"] == "measured"
 
 
@@ -302,6 +303,7 @@ def test_compare_ranks_commands_and_projects(tmp_path):
     assert proj.returncode == 0, proj.stderr
     out = json.loads(proj.stdout)[0]
     assert out["target"] == "device_wall_time_s" and out["low"] < out["estimate"] < out["high"]
+    assert out["feature_provenance"] == {"wall_time_s": "measured"}
 
 
 @pytest.mark.parametrize(
