@@ -343,6 +343,14 @@ EmulationPlan plan_emulation(const Device& described, const HostFacts& host,
             : fmt::format(" with {} threads, taken to {} as contention", p.scaling.threads,
                           p.threads),
         100 * p.scaling.loo_median_error, 100 * p.scaling.loo_worst_error));
+    if (!device.speed_schedule.empty()) {
+      plan.notes.push_back(fmt::format(
+          "projected with a speed schedule: its steps are timed on this one-core run's clock, "
+          "which runs about {:.3g}x longer than the device's with all its cores, so they come "
+          "that much later in the projected times than on the device (core emulation 'pooled' "
+          "keeps the device's clock; auto chooses it)",
+          p.speedup));
+    }
     device = for_threads(device, 1);
   }
   if (options.cpu_period_us != kChosenCpuPeriod &&

@@ -653,11 +653,15 @@ std::string to_text(const Result& r) {
   // say "with all N cores".
   const std::string one_of =
       p.threads_projection && r.device.cores == 1
-          ? fmt::format(" of its {}, projected to all of them", p.threads_projection->threads)
+          ? fmt::format("one core of its {} ran, projected to all {}",
+                        p.threads_projection->threads, p.threads_projection->threads)
           : std::string();
-  row("device", fmt::format("{} ({} cores{} x speed {}, {} memory)", r.device.name,
-                            r.device.cores, one_of, describe_core_speed(r.device),
-                            format_size(r.device.memory_bytes)),
+  row("device",
+      one_of.empty()
+          ? fmt::format("{} ({} cores x speed {}, {} memory)", r.device.name, r.device.cores,
+                        describe_core_speed(r.device), format_size(r.device.memory_bytes))
+          : fmt::format("{} ({}; speed {}, {} memory)", r.device.name, one_of,
+                        describe_core_speed(r.device), format_size(r.device.memory_bytes)),
       "");
   row("emulation",
       fmt::format("cpus {}, quota {:.3g} cores ({} us / {} us), memory.max {}, cgroup {}, "

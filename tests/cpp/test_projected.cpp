@@ -156,6 +156,11 @@ TEST_CASE("core emulation auto: projected where the device's tables allow it, po
         CoreEmulation::pooled);
   CHECK_THAT(why, Catch::Contains("speed schedule"));
   CHECK_FALSE(plan_emulation(scheduled, two_cpus(), automatic).threads_projection);
+  // Projected by name all the same: said.
+  PlanOptions by_name = automatic;
+  by_name.cores = CoreEmulation::projected;
+  CHECK(has_note(plan_emulation(scheduled, two_cpus(), by_name),
+                 "projected with a speed schedule"));
   // Its tables are CNN inference's: at another speed, pooled, and said.
   PlanOptions integer = automatic;
   integer.speed_kind = SpeedKind::integer;
@@ -213,7 +218,7 @@ TEST_CASE("a projected result divides its times by the speed-up, in text, JSON a
   Result one_core = r;
   one_core.device = for_threads(quad(), 1);
   one_core.device.name = "quad";
-  CHECK(to_text(one_core).find("quad (1 cores of its 4, projected to all of them x speed") !=
+  CHECK(to_text(one_core).find("quad (one core of its 4 ran, projected to all 4; speed") !=
         std::string::npos);
   RepeatedResult repeated;
   repeated.runs = {one_core};
@@ -339,8 +344,10 @@ TEST_CASE("projected: the workload runs on one CPU and is told to start one thre
     // A device whose cores would not all fit this host keeps its name too (not
     // "<name>-2-threads", as fit_to_cpus would call it): one core is what runs either way.
     Device big = named;
-    big.core_speed = 0.8;  // 3.2 host cores for all four
-    Slice wide(big, options);
+    big.core_speed = 0.8;  // 3.2 host cores for all four, more than the one CPU offered
+    SliceOptions one_cpu = options;
+    one_cpu.plan.cpus = {host_facts().cpus.front()};
+    Slice wide(big, one_cpu);
     REQUIRE(wide.plan().threads_projection);
     CHECK(wide.plan().threads_projection->threads == 4);
     CHECK(wide.device().cores == 1);

@@ -396,7 +396,8 @@ def test_a_profiler_killed_with_sigkill_takes_the_workloads_children_with_it(tmp
         try:  # a zombie (left to a reaper that does not reap) is dead too
             with open(f"/proc/{grand}/stat") as f:
                 alive = f.read().rsplit(")", 1)[1].split()[0] != "Z"
-        except FileNotFoundError:
+        except (FileNotFoundError, ProcessLookupError):
+            # Gone before the open, or between the open and the read (ESRCH).
             alive = False
         if not alive and not any(os.path.exists(p) for p in slices):
             break
