@@ -11,7 +11,7 @@
 //    is predicted at. And the emulation's own share: the same graphs run unthrottled on the
 //    same CPU just before, emulated time x speed / unthrottled time (1: the quota bought its
 //    share of a host core's work), with the host's drift since its rating, as that unthrottled
-//    run and as a half-second microbenchmark probe see it;
+//    run and as the library's half-second probe (measure_host_drift()) see it;
 //  - N threads (each N > 1 of --threads): all N cores at the nn speed from the one-thread
 //    times, against the published N-thread runs, where the device has them and N x its nn speed
 //    fits this host's CPUs; the same figures, held out the same way, and the speed-up over one
@@ -56,7 +56,7 @@ void usage(FILE* to) {
       "usage: edgeprof_bench_nn [--devices A,B,...] [--graphs X,Y,...] [--threads 1,4] [--quick]\n"
       "                         [--warmup N] [--loops N] [--period-us N] [--no-keep-warm]\n"
       "                         [--core-emulation pooled|per-core|projected] [--core-scaling]\n"
-      "                         [--no-thread-env] [--quota-scale X]\n"
+      "                         [--no-thread-env] [--quota-scale X] [--drift-check]\n"
       "                         [--markdown FILE]\n"
       "\n"
       "How close emulated CNN inference lands to the times ncnn published for real devices:\n"
@@ -84,6 +84,8 @@ void usage(FILE* to) {
       "  --quota-scale X   the CPU quota times X, 0.5 to 4, or auto (the default: this host's\n"
       "                    own share, measured at the start with measure_quota_share(), as\n"
       "                    plans apply it to nn speeds; PlanOptions::quota_scale)\n"
+      "  --drift-check     correct each device's nn speed by the host's drift since the\n"
+      "                    rating, probed just before its run (PlanOptions::drift_check)\n"
       "  --no-thread-env   leave the runner's environment alone (by default it gets the\n"
       "                    device's OMP_NUM_THREADS and passive OpenMP waiting)\n"
       "  --no-held-out     does nothing: the held-out figures now come from the one run\n"
@@ -114,6 +116,7 @@ struct Args {
   bool thread_env = true;
   bool core_scaling = false;
   std::optional<double> quota_scale;  // empty: auto
+  bool drift_check = false;           // PlanOptions::drift_check
   std::string markdown;
   std::string command_line;
 };
@@ -219,6 +222,8 @@ Args parse_args(int argc, char** argv) {
       }
     } else if (s == "--core-scaling") {
       a.core_scaling = true;
+    } else if (s == "--drift-check") {
+      a.drift_check = true;
     } else if (s == "--no-held-out") {
       fmt::print(stderr,
                  "bench_nn: --no-held-out does nothing now: the held-out figures come "
@@ -336,7 +341,9 @@ std::map<std::string, double> emulate(const Device& device, const std::string& d
                                       const std::vector<std::string>& graphs, int threads,
                                       const Args& a, double* quota_scale = nullptr,
                                       std::optional<ThreadsProjection>* projection = nullptr,
-                                      double* emulation_log_sd = nullptr) {
+                                      double* emulation_log_sd = nullptr,
+                                      double* host_drift = nullptr,
+                                      double* drift_probed = nullptr) {
   Command c;
   c.argv = {"python3", dir + "/runner.py", dir, std::to_string(a.warmup)};
   c.argv.push_back(std::to_string(a.loops));
@@ -351,7 +358,10 @@ std::map<std::string, double> emulate(const Device& device, const std::string& d
   o.slice.plan.thread_env = a.thread_env;
   o.slice.plan.core_scaling = a.core_scaling;
   o.slice.plan.quota_scale = a.quota_scale;
+  o.slice.plan.drift_check = a.drift_check;
   const Result r = run(c, device, o);
+  if (host_drift) *host_drift = r.plan.host_drift;
+  if (drift_probed) *drift_probed = r.plan.drift_probed;
   if (quota_scale) *quota_scale = r.plan.quota_scale;
   if (emulation_log_sd) *emulation_log_sd = r.plan.emulation_log_sd;
   if (projection) *projection = r.plan.threads_projection;
@@ -396,20 +406,13 @@ struct OneThreadRow {
   double emulation_log_sd = 0;  // the plan's, in the interval as in a run's
   // The host's drift since its rating: the unthrottled time now / at the rating (median).
   double drift = NAN;
-  // The same drift as a short microbenchmark run just before sees it: the vector (CNN-like)
-  // and memory kernels' score at the start / now (> 1: slower now). Whether these track
-  // `drift` says whether such a probe could correct a run for the host's drift.
-  double vector_drift = NAN, memory_drift = NAN;
+  // The same drift as the library's half-second probe sees it just before the emulated run
+  // (measure_host_drift(): four of the graphs): whether it tracks `drift` says whether
+  // correcting a run by it (PlanOptions::drift_check) removes the host's drift. With
+  // --drift-check it is the plan's own probe, applied (`applied`), else one made here.
+  double probe_drift = NAN;
+  bool applied = false;
 };
-
-// A short run of the microbenchmark suite on `cpu` (about half a second): the drift probe.
-CoreScores probe(int cpu) {
-  SuiteOptions o;
-  o.per_kernel = std::chrono::milliseconds(30);
-  o.repeats = 3;
-  o.cpu = cpu;
-  return run_suite(o);
-}
 
 // The graphs unthrottled, one thread, as the emulated runs are made but without a quota (a
 // one-core device at speed 1 on the CPU the emulation gets): the reference the emulation's own
@@ -420,13 +423,10 @@ std::map<std::string, double> unthrottled(const std::string& dir,
   return emulate(make_device("unthrottled", 1, 1.0, "4GiB"), dir, graphs, 1, a);
 }
 
-OneThreadRow measure_one_thread(const Device& catalog, const NnRating& host,
-                                const CoreScores& start, int probe_cpu, const std::string& dir,
+OneThreadRow measure_one_thread(const Device& catalog, const NnRating& host, int probe_cpu,
+                                const std::string& dir,
                                 const std::vector<std::string>& share_graphs, const Args& a) {
   OneThreadRow row;
-  const CoreScores now = probe(probe_cpu);
-  row.vector_drift = start.vector / now.vector;
-  row.memory_drift = start.memory / now.memory;
   row.device = catalog.name;
   row.precision = catalog.nn_precision;
   std::map<std::string, double> published;
@@ -441,12 +441,28 @@ OneThreadRow measure_one_thread(const Device& catalog, const NnRating& host,
   one.nn = speed;
   one.speed_kind.clear();
   const auto reference = unthrottled(dir, keys(published), a);
+  if (!a.drift_check) {
+    DriftOptions probe;
+    probe.cpu = probe_cpu;
+    try {
+      row.probe_drift = measure_host_drift(host, probe).factor;
+    } catch (const Error& e) {
+      fmt::print(stderr, "  drift probe failed: {}\n", e.what());
+    }
+  }
+  double applied = 1, probed = 0;
   const auto emulated = emulate(for_speed_kind(one, SpeedKind::nn), dir, keys(published), 1, a,
-                                &row.quota_scale, nullptr, &row.emulation_log_sd);
+                                &row.quota_scale, nullptr, &row.emulation_log_sd, &applied,
+                                &probed);
+  if (a.drift_check) {
+    row.probe_drift = probed > 0 ? probed : NAN;
+    row.applied = applied != 1.0;
+  }
   std::vector<double> shares, drifts, held;
   for (const auto& [g, ms] : emulated) {
     if (!reference.count(g)) continue;
-    shares.push_back(ms * row.speed / reference.at(g));
+    // The slice's own speed: the nn speed, corrected by the drift where the plan was.
+    shares.push_back(ms * row.speed * applied / reference.at(g));
     drifts.push_back(reference.at(g) / host.host_ms.at(g));
     if (std::find(share_graphs.begin(), share_graphs.end(), g) == share_graphs.end()) {
       held.push_back(shares.back());
@@ -602,8 +618,10 @@ std::string one_thread_table(const std::vector<OneThreadRow>& rows,
       "held-out graphs: the same over the graphs the host's own share was not measured with. "
       "Quota scale: the plan's (by default this host's own share at the nn speed). "
       "Host drift: that unthrottled time / this host's rating at the start, median; the "
-      "vector and memory kernels' drift: their score at the start / just before the device's "
-      "runs (a half-second probe on CPU {}). Coverage: the share of graphs whose published time "
+      "probe's: measure_host_drift() just before the emulated run (four graphs, about half a "
+      "second, on CPU {}), applied to the speed where marked (--drift-check: the plan's own "
+      "probe, PlanOptions::drift_check); drift left: host drift / the probe's, what a "
+      "correction by the probe leaves. Coverage: the share of graphs whose published time "
       "lies within the 90% interval (time_interval(), from the speed without the graph, with "
       "the plan's emulation spread as a run's own interval has it; emulation sd) around the "
       "held-out time, and with the speed's error alone.\n\n"
@@ -611,7 +629,7 @@ std::string one_thread_table(const std::vector<OneThreadRow>& rows,
       "held-out median (worst) | held-out tau | 90% interval coverage (emulation sd) | "
       "coverage, speed's error only | integer speed's median "
       "\\|err\\| | own share (p10-p90) | own share, held-out graphs | quota scale | host drift | "
-      "vector kernel's | memory kernel's |\n"
+      "probe's drift | drift left |\n"
       "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
       host.cpu_model, host.runtime, rating.warmup, rating.loops, a.warmup, a.loops,
       host_facts().cpus.front());
@@ -624,7 +642,24 @@ std::string one_thread_table(const std::vector<OneThreadRow>& rows,
                       r.emulation_log_sd, pct(r.coverage_speed_only), pct(r.integer.median),
                       fixed2(r.share), fixed2(r.share_p10), fixed2(r.share_p90),
                       fixed2(r.share_held), r.quota_scale, fixed2(r.drift),
-                      fixed2(r.vector_drift), fixed2(r.memory_drift));
+                      fixed2(r.probe_drift) + (r.applied ? " (applied)" : ""),
+                      fixed2(r.drift / r.probe_drift));
+  }
+  {
+    // How much of the host's drift a correction by the probe removes, over the devices.
+    std::vector<double> off, left;
+    for (const OneThreadRow& r : rows) {
+      if (!std::isfinite(r.drift) || !std::isfinite(r.probe_drift)) continue;
+      off.push_back(std::abs(r.drift - 1));
+      left.push_back(std::abs(r.drift / r.probe_drift - 1));
+    }
+    if (!off.empty()) {
+      md += fmt::format(
+          "\nHost drift over the {} devices: |drift - 1| median {} (largest {}); after a "
+          "correction by the probe, |drift left - 1| median {} (largest {}). Measured.\n",
+          off.size(), pct(median(off)), pct(*std::max_element(off.begin(), off.end())),
+          pct(median(left)), pct(*std::max_element(left.begin(), left.end())));
+    }
   }
   for (const std::string& why : skipped) md += "\nSkipped " + why + "\n";
 
@@ -763,7 +798,6 @@ int run_benchmark(const Args& a) {
   const int cpus = static_cast<int>(host_facts().cpus.size());
   // The drift probe runs where the emulated runs do when nothing else holds a CPU: the first.
   const int probe_cpu = host_facts().cpus.front();
-  const CoreScores start_probe = probe(probe_cpu);
   // This host's own share under a quota, measured now as plans use it (cached for them), unless
   // the scale is given; the quick run leaves the quota as the device's.
   std::string share_text = "quota scale as given";
@@ -802,18 +836,19 @@ int run_benchmark(const Args& a) {
     if (one_thread) {
       try {
         rows.push_back(
-            measure_one_thread(d, host, start_probe, probe_cpu, dir, share_graphs, args));
+            measure_one_thread(d, host, probe_cpu, dir, share_graphs, args));
         const OneThreadRow& r = rows.back();
         fmt::print(stderr,
                    "  1 thread at nn speed {:.4f}: median error {}, worst {}, tau {}; held out "
                    "{} (worst {}), tau {}, 90% interval coverage {}; own share {} ({}-{}; "
-                   "held-out graphs {}) at quota scale {:.3f}, host drift {} (vector {}, memory "
+                   "held-out graphs {}) at quota scale {:.3f}, host drift {} (probe {}{}, left "
                    "{})\n",
                    r.speed, pct(r.emulated.median), pct(r.emulated.worst), fixed2(r.emulated.tau),
                    pct(r.held.median), pct(r.held.worst), fixed2(r.held.tau), pct(r.coverage),
                    fixed2(r.share),
                    fixed2(r.share_p10), fixed2(r.share_p90), fixed2(r.share_held), r.quota_scale,
-                   fixed2(r.drift), fixed2(r.vector_drift), fixed2(r.memory_drift));
+                   fixed2(r.drift), fixed2(r.probe_drift), r.applied ? ", applied" : "",
+                   fixed2(r.drift / r.probe_drift));
       } catch (const UnsupportedError& e) {
         // A device faster than one host core at its nn speed (the Pi 5 on a slow or busy
         // host): nothing to emulate here; said, not fatal.

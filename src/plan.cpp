@@ -97,7 +97,8 @@ bool operator==(const EmulationPlan& a, const EmulationPlan& b) {
          a.io_write_bps == b.io_write_bps && a.keep_warm == b.keep_warm && a.thread_env == b.thread_env &&
          a.core_groups == b.core_groups && a.core_quota_us == b.core_quota_us &&
          a.core_quota_by_busy == b.core_quota_by_busy && a.quota_scale == b.quota_scale &&
-         a.emulation_log_sd == b.emulation_log_sd &&
+         a.emulation_log_sd == b.emulation_log_sd && a.host_drift == b.host_drift &&
+         a.drift_probed == b.drift_probed &&
          a.threads_projection == b.threads_projection && a.notes == b.notes;
 }
 
@@ -177,6 +178,11 @@ bool measure_nn_by_default() {
   return !(v && std::string_view(v) == "0");
 }
 
+bool drift_check_by_default() {
+  const char* v = std::getenv("EDGEPROF_DRIFT_CHECK");
+  return v && std::string_view(v) == "1";
+}
+
 namespace {
 
 // The quota scale a plan applies, where it comes from, and a note when an nn speed's plan
@@ -241,6 +247,50 @@ QuotaScaleChoice choose_quota_scale(const Device& device, const HostFacts& host,
                        c.scale * cpu_share, cpu_share, q.measured_at, q.graphs.size(),
                        q.graphs.size() == 1 ? "" : "s");
   return c;
+}
+
+// PlanOptions::drift_check: the nn speed times the host's drift since its rating, where it was
+// probed and is within the range a plan applies.
+void correct_for_drift(Device& device, const HostFacts& host, EmulationPlan& plan) {
+  if (!host.drift) {
+    plan.notes.push_back(fmt::format(
+        "host drift not corrected: {}; the nn speed is the rating's",
+        host.drift_problem.empty()
+            ? std::string("not probed (with_measured_drift() probes it; a Slice does)")
+            : host.drift_problem));
+    return;
+  }
+  const HostDrift& d = *host.drift;
+  plan.drift_probed = d.factor;
+  if (!(d.factor >= kMinHostDrift && d.factor <= kMaxHostDrift)) {
+    plan.notes.push_back(fmt::format(
+        "host drift not corrected: {}, beyond the {:g} .. {:g} a plan applies (another "
+        "workload on the CPU, or a host much changed since its rating): measure the rating "
+        "again (`edgeprof calibrate-host --nn --remeasure`)",
+        describe(d), kMinHostDrift, kMaxHostDrift));
+    return;
+  }
+  if (std::abs(d.factor - 1) < kHostDriftDeadBand) {
+    plan.notes.push_back(fmt::format(
+        "host drift not corrected: {}, within the +-{:.0f}% the probe cannot tell from its own "
+        "noise",
+        describe(d), 100 * kHostDriftDeadBand));
+    return;
+  }
+  if (device.core_speed * d.factor > 1.0) {
+    plan.notes.push_back(fmt::format(
+        "host drift not corrected: {}, and the device's core at {:.4g} x {:.3g} of a host core "
+        "would be faster than a host CPU, which a quota cannot give",
+        describe(d), device.core_speed, d.factor));
+    return;
+  }
+  const double before = device.core_speed;
+  device.core_speed *= d.factor;
+  device.nn->core_speed *= d.factor;
+  plan.host_drift = d.factor;
+  plan.notes.push_back(fmt::format("host drift corrected: {}, so the device's nn speed is "
+                                   "{:.4g} x {:.3g} = {:.4g} of a host core now",
+                                   describe(d), before, d.factor, device.core_speed));
 }
 
 }  // namespace
@@ -317,6 +367,10 @@ EmulationPlan plan_emulation(const Device& described, const HostFacts& host,
   // The speed of the kind asked for (nn where the device has it, by default).
   Device device = for_speed_kind(with_measured_nn(described, asked), asked.speed_kind, &plan.notes);
   PlanOptions options = asked;
+  if (options.drift_check && device.speed_kind == "nn" && device.nn &&
+      device.nn->basis == "ncnn") {
+    correct_for_drift(device, host, plan);
+  }
   if (options.cores == CoreEmulation::automatic) {
     std::string why;
     options.cores = resolve_core_emulation(device, options.cores, &why);
@@ -576,7 +630,8 @@ EmulationPlan plan_emulation(const Device& described, const HostFacts& host,
         "quota scale {:.3g}: the {}quota is {} us per {} us instead of the device's {} us{}, "
         "for the work a throttled slice loses on this host ({}; docs/fidelity.md)",
         choice.scale, per_core ? "per-core " : "", after, plan.cpu_period_us, before,
-        plan.quota_scale < choice.scale - 1e-9
+        // Capped where the clamp, not the rounding to whole microseconds, made it smaller.
+        after < static_cast<std::uint64_t>(std::llround(static_cast<double>(before) * choice.scale))
             ? fmt::format(", capped at the CPUs' whole time (x{:.3f})", plan.quota_scale)
             : std::string(),
         choice.from));

@@ -323,6 +323,19 @@ Slice::Slice(Device device, SliceOptions options) : impl_(std::make_shared<Impl>
     s.cpus = detail::cpu_ledger().take(s.plan.cpus);
   }
   const int shared = s.cpus.shared_at_take();
+  if (plan_options.drift_check) {
+    // Probed on the slice's own first CPU once it holds it, and not where another slice runs
+    // there: its load would read as drift and stay in the quota after it left.
+    std::vector<int> mine = s.cpus.cpus();
+    std::sort(mine.begin(), mine.end());
+    if (shared > 0 || !detail::cpu_ledger().others(s.cpus).empty()) {
+      host.drift_problem = "another edgeprof slice holds this slice's CPUs, and a probe would "
+                           "read its load as the host's drift";
+    } else if (!mine.empty()) {
+      host = with_measured_drift(std::move(host), planned, plan_options, mine.front());
+    }
+    s.plan = plan_emulation(planned, host, plan_options);
+  }
   // The device as emulated: as many of its cores as fit (the plan's note says so), or one of
   // them when projected, so that its figures (power, for the energy estimate) are those of the
   // cores run.
@@ -714,6 +727,22 @@ Result Child::State::finish(const detail::Exit& exit, bool timed_out) {
       r.speed_changes.push_back(change);
       r.warnings.push_back(detail::switch_warning(slice->device, *made, change.t_s));
     }
+  }
+  // A drift check that could not correct the speed, or a host far from its rating (of the plan
+  // the run ended with: a followed runtime's speed is not corrected).
+  for (const std::string& note : r.plan.notes) {
+    if (note.rfind("host drift not corrected", 0) == 0 &&
+        note.find("cannot tell from its own noise") == std::string::npos) {
+      r.warnings.push_back(note);
+    }
+  }
+  if (r.plan.host_drift != 1.0) {
+    r.warnings.push_back(fmt::format(
+        "this host ran {:.2f}x {} than at its nn rating just before the run, and the device's "
+        "nn speed was corrected by it (the plan's notes); if the host stays so, measure the "
+        "rating again (`edgeprof calibrate-host --nn --remeasure`)",
+        r.plan.host_drift >= 1 ? r.plan.host_drift : 1 / r.plan.host_drift,
+        r.plan.host_drift >= 1 ? "slower" : "faster"));
   }
   // Of the plan the run ended with (a followed runtime's speed has its own quota).
   if (std::string pooled = pooled_warning(r.plan, r.device); !pooled.empty()) {

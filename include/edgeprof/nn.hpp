@@ -334,4 +334,53 @@ std::string describe(const QuotaShare& share);
 /// 21.3 ms, ..., measured 2026-11-25T10:00:00Z".
 std::string describe(const NnRating& rating);
 
+/// How much slower this host runs ncnn inference now than when its nn rating was measured: a
+/// virtual machine's CPU drifts (its neighbours, its clock), and every nn speed is a ratio to
+/// the rating, so a host 1.2x slower than at its rating makes every emulated time 1.2x too
+/// slow (docs/fidelity.md). measure_host_drift() probes it; a plan with PlanOptions::drift_check
+/// corrects the nn speed by it.
+struct HostDrift {
+  /// The median over the probe's graphs of (time now / time at the rating): above 1, the
+  /// host is slower now (measured).
+  double factor = 1;
+  /// Time now / time at the rating, by graph.
+  std::map<std::string, double> ratios;
+  int cpu = -1;             ///< the CPU the probe ran on
+  int loops = 0;            ///< timed inferences per graph (their median is the time)
+  std::string measured_at;  ///< ISO 8601 UTC, the probe's
+  std::string rated_at;     ///< the rating's measured_at
+  double seconds = 0;       ///< how long the probe took
+};
+
+/// The drift from a rating and a later measurement of some of its graphs (`now`: a subset,
+/// measure_nn_rating() with NnOptions::graphs): the median of now / rated over the graphs both
+/// have. Throws Error when they have no graph in common, when their runtimes or precisions
+/// differ, or when a time is not a positive number.
+HostDrift host_drift(const NnRating& rated, const NnRating& now);
+
+/// How measure_host_drift probes.
+struct DriftOptions {
+  /// The Python interpreter with the `ncnn` package; "" = $EDGEPROF_PYTHON, else python3.
+  std::string python;
+  /// The rating's graphs the probe runs: small ones of different kinds (depthwise, grouped,
+  /// plain convolutions), about 0.1 s of inference here.
+  std::vector<std::string> graphs{"mobilenet_v2", "regnety_400m", "shufflenet_v2", "squeezenet"};
+  int warmup = 2;  ///< untimed inferences per graph
+  int loops = 5;   ///< timed inferences per graph; their median is the figure
+  /// The CPU to run on (the one the workload will run on); -1 = the calling thread's.
+  int cpu = -1;
+  /// Stopped, and Error thrown, when it runs longer.
+  std::chrono::seconds timeout{60};
+};
+
+/// Runs the probe (about half a second: Python, ncnn, and the graphs of `options` that
+/// `rating` has, one thread, pinned, unthrottled) and returns host_drift(rating, probe). Throws
+/// Error when `rating` is not ncnn's or has none of the probe's graphs, or as
+/// measure_nn_rating() does (Python or ncnn missing, the runner failing).
+HostDrift measure_host_drift(const NnRating& rating, const DriftOptions& options = {});
+
+/// "this host ran 1.12x slower than at its nn rating (2026-11-28T14:14:18Z): 4 ncnn graphs
+/// probed on CPU 1 at 2026-11-28T15:02:11Z, 0.45 s".
+std::string describe(const HostDrift& drift);
+
 }  // namespace edgeprof

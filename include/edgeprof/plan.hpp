@@ -2,6 +2,7 @@
 /// The emulation plan: a pure function from (device, host) to cgroup settings.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -34,6 +35,12 @@ struct HostFacts {
   std::optional<QuotaShare> quota_share;
   /// Why quota_share is empty, for the plan's note.
   std::string quota_share_problem;
+  /// How much slower this host runs ncnn inference now than at its nn rating (HostDrift,
+  /// nn.hpp: measure_host_drift()), from which a plan with PlanOptions::drift_check corrects an
+  /// nn speed; empty when not probed.
+  std::optional<HostDrift> drift;
+  /// Why drift is empty where a plan asked for it, for the plan's note.
+  std::string drift_problem;
 };
 
 /// The kernel's default CFS bandwidth slice (sched_cfs_bandwidth_slice_us), in microseconds.
@@ -79,6 +86,10 @@ std::uint64_t choose_cpu_period_us(std::uint64_t iteration_time_us);
 /// False when the environment variable EDGEPROF_MEASURE_NN is "0": PlanOptions::measure_nn's
 /// default.
 bool measure_nn_by_default();
+
+/// True when the environment variable EDGEPROF_DRIFT_CHECK is "1": PlanOptions::drift_check's
+/// default.
+bool drift_check_by_default();
 
 /// How a device of several cores gets its CPU capacity.
 enum class CoreEmulation {
@@ -185,7 +196,27 @@ struct PlanOptions {
   /// sharing it) is not what was measured and gets 1, as do other plans and an nn plan on a
   /// host without the measurement (the device's capacity exactly). The plan's notes say which.
   std::optional<double> quota_scale;
+  /// Probe this host's drift since its nn rating just before the run (with_measured_drift():
+  /// about half a second of ncnn inference, unthrottled, on the run's first CPU) and correct a
+  /// device emulated at its ncnn nn speed by it: speed x HostDrift::factor, a host 1.2x slower
+  /// than at its rating giving the slice 1.2x the quota, so that it does the device's work in
+  /// the device's time (EmulationPlan::host_drift; the plan's notes say by how much). Factors
+  /// within kHostDriftDeadBand of 1 (the probe's own noise) and beyond kMinHostDrift ..
+  /// kMaxHostDrift (a note says to measure the rating again) are not applied. Default: false
+  /// unless the environment variable EDGEPROF_DRIFT_CHECK is 1.
+  bool drift_check = drift_check_by_default();
 };
+
+/// A HostDrift::factor within this of 1 is not applied: the probe's own noise (on a host that
+/// held within 0.98-1.07 of its rating, eight probes read 0.95-1.07, up to 8% from the drift;
+/// docs/fidelity.md).
+inline constexpr double kHostDriftDeadBand = 0.1;
+/// How long with_measured_drift() uses a probe again.
+inline constexpr std::chrono::seconds kDriftProbeReuse{60};
+/// The smallest HostDrift::factor a plan applies (PlanOptions::drift_check).
+inline constexpr double kMinHostDrift = 0.67;
+/// The largest HostDrift::factor a plan applies.
+inline constexpr double kMaxHostDrift = 1.5;
 
 /// The smallest PlanOptions::quota_scale.
 inline constexpr double kMinQuotaScale = 0.5;
@@ -246,6 +277,11 @@ struct EmulationPlan {
   /// scatters about the speed's (own_share_log_sd() at the scaled quota), which widens
   /// Result::device_interval; 0 otherwise (the emulation's error is then not in the interval).
   double emulation_log_sd = 0;
+  /// The host drift the nn speed was corrected by (PlanOptions::drift_check,
+  /// HostFacts::drift): the device's core speed is its rated nn speed x this; 1 = not corrected.
+  double host_drift = 1.0;
+  /// The probe's reading (HostDrift::factor) whether applied or not; 0 = not probed.
+  double drift_probed = 0;
   /// CoreEmulation::projected: the slice is one device core, and the device's times with all
   /// its cores are projected from it; unset otherwise.
   std::optional<ThreadsProjection> threads_projection;
@@ -326,6 +362,16 @@ Device with_measured_nn(const Device& device, const PlanOptions& options);
 /// the plan notes it. Slice calls it.
 HostFacts with_measured_quota_share(HostFacts host, const Device& device,
                                     const PlanOptions& options);
+
+/// `host` with this host's drift since its nn rating probed (measure_host_drift(), nn.hpp) on
+/// `cpu` when options.drift_check asks for it and a plan of `device` would use it: the device
+/// is emulated at its ncnn nn speed, and this host's ncnn rating is cached. A probe of the same
+/// CPU and rating made in this process in the last kDriftProbeReuse is used again (repeats and
+/// comparisons then share one reading). A probe that fails leaves drift empty with
+/// drift_problem saying why (the plan notes it; the run goes on uncorrected). Slice calls it
+/// once it holds its CPUs, on the first of them.
+HostFacts with_measured_drift(HostFacts host, const Device& device, const PlanOptions& options,
+                              int cpu);
 
 /// Plans the device as fit_to_cpus() emulates it on the usable CPUs. Throws UnsupportedError
 /// when the host cannot emulate the device (a core faster than a host CPU, more memory than the

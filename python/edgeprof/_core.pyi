@@ -437,6 +437,32 @@ def measure_quota_share(
     timeout_s: float = 600.0,
     progress: Optional[Callable[[str], None]] = None,
 ) -> QuotaShare: ...
+class HostDrift:
+    @property
+    def factor(self) -> float: ...  # median of time now / at the rating; > 1: slower now
+    @property
+    def ratios(self) -> dict[str, float]: ...
+    @property
+    def cpu(self) -> int: ...
+    @property
+    def loops(self) -> int: ...
+    @property
+    def measured_at(self) -> str: ...
+    @property
+    def rated_at(self) -> str: ...
+    @property
+    def seconds(self) -> float: ...
+
+def measure_host_drift(
+    rating: NnRating,
+    *,
+    python: str = "",
+    graphs: Optional[list[str]] = None,
+    warmup: int = 2,
+    loops: int = 5,
+    cpu: int = -1,
+    timeout_s: float = 60.0,
+) -> HostDrift: ...
 def choose_cpu_period_us(iteration_time_us: int) -> int: ...  # a tenth, within 5 to 100 ms
 
 class ThreadsProjection:  # core emulation "projected"
@@ -490,6 +516,10 @@ class EmulationPlan:
     def core_quota_by_busy(self) -> list[int]: ...  # per-core scaling: quota with k busy
     @property
     def quota_scale(self) -> float: ...  # quotas = the device's capacity x this
+    @property
+    def host_drift(self) -> float: ...  # drift_check: the nn speed x this; 1 = not corrected
+    @property
+    def drift_probed(self) -> float: ...  # drift_check: the probe's reading; 0 = not probed
     @property
     def emulation_log_sd(self) -> float: ...  # own share's spread when scaled by it; else 0
     @property
@@ -737,6 +767,7 @@ class Slice:
         core_emulation: str = "auto",  # "auto": projected where the tables allow, else pooled; "pooled": one quota; "per-core": a quota per device core; "projected": one core, times / the board's speed-up
         core_scaling: bool = False,  # per-core: quota follows the busy threads, as the board
         quota_scale: Optional[float] = None,  # quotas x this; None: the host's own share for nn speeds
+        drift_check: Optional[bool] = None,  # probe the host's drift since its nn rating; None: $EDGEPROF_DRIFT_CHECK
     ) -> None: ...
     def spawn(
         self,
@@ -783,6 +814,7 @@ def plan_emulation(
     core_emulation: str = "auto",
     core_scaling: bool = False,
     quota_scale: Optional[float] = None,  # quotas x this; None: the host's own share for nn speeds
+    drift_check: Optional[bool] = None,  # probe the host's drift since its nn rating; None: $EDGEPROF_DRIFT_CHECK
 ) -> EmulationPlan: ...
 _Progress = Callable[[int, int, bool, Result], None]
 
@@ -813,6 +845,7 @@ def run(
     core_emulation: str = "auto",
     core_scaling: bool = False,
     quota_scale: Optional[float] = None,  # quotas x this; None: the host's own share for nn speeds
+    drift_check: Optional[bool] = None,  # probe the host's drift since its nn rating; None: $EDGEPROF_DRIFT_CHECK
 ) -> Result: ...
 @overload
 def run(
@@ -841,6 +874,7 @@ def run(
     core_emulation: str = "auto",
     core_scaling: bool = False,
     quota_scale: Optional[float] = None,  # quotas x this; None: the host's own share for nn speeds
+    drift_check: Optional[bool] = None,  # probe the host's drift since its nn rating; None: $EDGEPROF_DRIFT_CHECK
 ) -> Union[Result, RepeatedResult]: ...
 
 # Ranking and projection.
@@ -998,6 +1032,7 @@ def _compare(
     core_emulation: str = "auto",
     core_scaling: bool = False,
     quota_scale: Optional[float] = None,
+    drift_check: Optional[bool] = None,  # probe the host's drift since its nn rating; None: $EDGEPROF_DRIFT_CHECK
 ) -> Comparison: ...
 
 class Score:
@@ -1111,6 +1146,7 @@ def calibrate_speed(
     core_emulation: str = "auto",
     core_scaling: bool = False,
     quota_scale: Optional[float] = None,  # quotas x this; None: the host's own share for nn speeds
+    drift_check: Optional[bool] = None,  # probe the host's drift since its nn rating; None: $EDGEPROF_DRIFT_CHECK
     timeout: Optional[float] = None,
     progress: Optional[Callable[[int, int, str, float, int], None]] = None,
 ) -> SpeedCalibration: ...

@@ -155,6 +155,11 @@ def _add_emulation_options(p: argparse.ArgumentParser) -> None:
                    "loses on this host; auto (default): a device at its nn speed gets this "
                    "host's measured own share (`calibrate-host --nn`), others 1 "
                    "(docs/fidelity.md)")
+    e.add_argument("--drift-check", action=argparse.BooleanOptionalAction, default=None,
+                   help="probe this host's ncnn speed just before the run (about half a "
+                   "second) and correct a device's nn speed for the host's drift since its "
+                   "rating, beyond 10%% (default: off, or EDGEPROF_DRIFT_CHECK=1; "
+                   "docs/fidelity.md)")
     e.add_argument("--core-emulation", choices=["pooled", "per-core", "projected", "auto"],
                    default="auto",
                    help="how a device of several cores gets its CPU: auto (default: projected "
@@ -184,7 +189,8 @@ def _run_options(args: argparse.Namespace) -> dict:
                 iteration_time=getattr(args, "iteration_time", None),
                 keep_warm=args.keep_warm, speed_kind=args.speed_kind,
                 thread_env=args.thread_env, core_emulation=args.core_emulation,
-                core_scaling=args.core_scaling, quota_scale=args.quota_scale)
+                core_scaling=args.core_scaling, quota_scale=args.quota_scale,
+                drift_check=args.drift_check)
 
 
 def _figure(d: edgeprof.Device, figure: str) -> str:

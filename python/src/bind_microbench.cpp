@@ -450,4 +450,47 @@ void bind_microbench(py::module_& m) {
       "and in one-core slices at a few speeds (graphs, speeds: None = the defaults), and "
       "caches it for the plans of nn speeds. Error when an option is out of range, Python or "
       "ncnn is missing, or a run fails.");
+
+  py::class_<HostDrift>(m, "HostDrift",
+                        "How much slower this host runs ncnn inference now than at its nn "
+                        "rating (measured by a short probe of a few of its graphs).")
+      .def_readonly("factor", &HostDrift::factor,
+                    "Median over the probe's graphs of time now / time at the rating; above 1, "
+                    "slower now.")
+      .def_readonly("ratios", &HostDrift::ratios, "Time now / time at the rating, by graph.")
+      .def_readonly("cpu", &HostDrift::cpu)
+      .def_readonly("loops", &HostDrift::loops)
+      .def_readonly("measured_at", &HostDrift::measured_at)
+      .def_readonly("rated_at", &HostDrift::rated_at)
+      .def_readonly("seconds", &HostDrift::seconds)
+      .def("__str__", [](const HostDrift& d) { return describe(d); })
+      .def("__repr__", [](const HostDrift& d) {
+        return "HostDrift(factor=" + repr_float(d.factor) + ", measured_at=" +
+               repr_str(d.measured_at) + ")";
+      });
+  m.def(
+      "measure_host_drift",
+      [](const NnRating& rating, const std::string& python,
+         const std::optional<std::vector<std::string>>& graphs, int warmup, int loops, int cpu,
+         double timeout_s) {
+        if (!std::isfinite(timeout_s) || timeout_s < 1) {
+          throw Error("measure_host_drift: timeout_s must be at least 1, got " +
+                      repr_float(timeout_s));
+        }
+        DriftOptions options;
+        options.python = python;
+        if (graphs) options.graphs = *graphs;
+        options.warmup = warmup;
+        options.loops = loops;
+        options.cpu = cpu;
+        options.timeout = std::chrono::seconds(std::llround(timeout_s));
+        py::gil_scoped_release unlocked;
+        return measure_host_drift(rating, options);
+      },
+      py::arg("rating"), py::kw_only(), py::arg("python") = "", py::arg("graphs") = py::none(),
+      py::arg("warmup") = 2, py::arg("loops") = 5, py::arg("cpu") = -1,
+      py::arg("timeout_s") = 60.0,
+      "Probes this host's drift since `rating` (an ncnn NnRating, cached_nn_rating()): a few "
+      "of its graphs with ncnn, one thread, pinned, unthrottled (about half a second). Error "
+      "when the rating has none of the graphs, or Python or ncnn is missing.");
 }

@@ -1,5 +1,6 @@
 // edgeprof._core: converts between Python and C++ types and nothing else. Everything that
 // emulates, spawns or measures lives in the C++ library.
+#include <algorithm>
 #include <cmath>
 
 #include <pybind11/chrono.h>
@@ -131,9 +132,11 @@ SliceOptions to_slice_options(const py::object& parent, std::uint64_t cpu_period
                               const std::vector<int>& cpus, bool allow_missing,
                               std::optional<double> iteration_time, bool keep_warm,
                               const std::string& speed_kind, bool thread_env,
-                              const std::string& core_emulation, bool core_scaling, std::optional<double> quota_scale) {
+                              const std::string& core_emulation, bool core_scaling, std::optional<double> quota_scale,
+                              std::optional<bool> drift_check) {
   SliceOptions o;
   o.plan.core_scaling = core_scaling;
+  if (drift_check) o.plan.drift_check = *drift_check;
   o.plan.quota_scale = quota_scale;
   o.plan.cores = core_emulation_from_string(core_emulation);
   o.plan.keep_warm = keep_warm;
@@ -478,6 +481,11 @@ PYBIND11_MODULE(_core, m) {
                     "When quota_scale came from this host's own share: how much one emulated "
                     "time scatters about the speed's (sd of log time), which widens "
                     "Result.device_interval; 0 otherwise.")
+      .def_readonly("host_drift", &EmulationPlan::host_drift,
+                    "drift_check: the host drift the nn speed was multiplied by (HostDrift."
+                    "factor); 1 = not corrected.")
+      .def_readonly("drift_probed", &EmulationPlan::drift_probed,
+                    "drift_check: the probe's reading, applied or not; 0 = not probed.")
       .def_readonly("threads_projection", &EmulationPlan::threads_projection,
                     "Core emulation 'projected': the projection; None otherwise.")
       .def_readonly("thread_env", &EmulationPlan::thread_env,
@@ -488,15 +496,24 @@ PYBIND11_MODULE(_core, m) {
   m.def(
       "plan_emulation",
       [](const py::object& device, std::uint64_t cpu_period_us, const std::vector<int>& cpus,
-         std::optional<double> iteration_time, bool keep_warm, const std::string& speed_kind, bool thread_env, const std::string& core_emulation, bool core_scaling, std::optional<double> quota_scale) {
+         std::optional<double> iteration_time, bool keep_warm, const std::string& speed_kind, bool thread_env, const std::string& core_emulation, bool core_scaling, std::optional<double> quota_scale, std::optional<bool> drift_check) {
         PlanOptions o =
-            to_slice_options(py::none(), cpu_period_us, cpus, false, iteration_time, keep_warm, speed_kind, thread_env, core_emulation, core_scaling, quota_scale)
+            to_slice_options(py::none(), cpu_period_us, cpus, false, iteration_time, keep_warm, speed_kind, thread_env, core_emulation, core_scaling, quota_scale, drift_check)
                 .plan;
-        return plan_emulation(to_device(device), host_facts(), o);
+        const Device d = to_device(device);
+        HostFacts host = host_facts();
+        if (o.drift_check) {
+          // On the plan's first CPU (the lowest of those it may use), without the GIL.
+          std::vector<int> usable = o.cpus.empty() ? host.cpus : o.cpus;
+          const int cpu = usable.empty() ? -1 : *std::min_element(usable.begin(), usable.end());
+          py::gil_scoped_release unlocked;
+          host = with_measured_drift(std::move(host), with_measured_nn(d, o), o, cpu);
+        }
+        return plan_emulation(d, host, o);
       },
       py::arg("device"), py::arg("cpu_period_us") = kChosenCpuPeriod,
       py::arg("cpus") = std::vector<int>{}, py::arg("iteration_time") = py::none(),
-      py::arg("keep_warm") = true, py::arg("speed_kind") = "automatic", py::arg("thread_env") = true, py::arg("core_emulation") = "auto", py::arg("core_scaling") = false, py::arg("quota_scale") = py::none(),
+      py::arg("keep_warm") = true, py::arg("speed_kind") = "automatic", py::arg("thread_env") = true, py::arg("core_emulation") = "auto", py::arg("core_scaling") = false, py::arg("quota_scale") = py::none(), py::arg("drift_check") = py::none(),
       "The cgroup settings that would emulate the device on this host (nothing is created).");
 
   m.attr("DEFAULT_INTERVAL_S") = double(kDefaultSampleIntervalNs) / 1e9;
@@ -938,7 +955,7 @@ PYBIND11_MODULE(_core, m) {
          const py::object& parent, std::uint64_t cpu_period_us, bool allow_missing,
          std::optional<double> iteration_time, bool keep_warm, const std::string& speed_kind,
          bool thread_env, const std::string& core_emulation, bool core_scaling,
-         std::optional<double> quota_scale) {
+         std::optional<double> quota_scale, std::optional<bool> drift_check) {
         std::vector<Workload> workloads;
         for (size_t i = 0; i < names.size(); ++i) {
           Command c;
@@ -962,7 +979,7 @@ PYBIND11_MODULE(_core, m) {
         o.projected_target = projected_target;
         o.run.slice = to_slice_options(parent, cpu_period_us, {}, allow_missing, iteration_time,
                                        keep_warm, speed_kind, thread_env, core_emulation,
-                                       core_scaling, quota_scale);
+                                       core_scaling, quota_scale, drift_check);
         o.run.spawn.sample_interval = to_interval(interval);
         o.run.timeout = to_timeout(timeout);
         o.run.check = python_signals();
@@ -977,7 +994,7 @@ PYBIND11_MODULE(_core, m) {
       py::arg("allow_missing_controllers") = false, py::arg("iteration_time") = py::none(),
       py::arg("keep_warm") = true, py::arg("speed_kind") = "automatic",
       py::arg("thread_env") = true, py::arg("core_emulation") = "auto",
-      py::arg("core_scaling") = false, py::arg("quota_scale") = py::none());
+      py::arg("core_scaling") = false, py::arg("quota_scale") = py::none(), py::arg("drift_check") = py::none());
 
   py::class_<SpeedModel>(m, "SpeedModel", "A figure as a function of core speed: a / speed + b.")
       .def(py::init([](double a, double b) { return SpeedModel{a, b}; }), py::arg("a"),
@@ -1027,7 +1044,7 @@ PYBIND11_MODULE(_core, m) {
          const std::string& figure, int repeat, const std::vector<double>& speeds,
          const std::vector<std::uint64_t>& periods_us, const py::object& parent,
          std::uint64_t cpu_period_us, const std::vector<int>& cpus, bool allow_missing,
-         std::optional<double> iteration_time, bool keep_warm, const std::string& speed_kind, bool thread_env, const std::string& core_emulation, bool core_scaling, std::optional<double> quota_scale, std::optional<double> timeout,
+         std::optional<double> iteration_time, bool keep_warm, const std::string& speed_kind, bool thread_env, const std::string& core_emulation, bool core_scaling, std::optional<double> quota_scale, std::optional<bool> drift_check, std::optional<double> timeout,
          const std::optional<SpeedFitProgress>& progress) {
         Device d = to_device(device);
         std::vector<DeviceMeasurement> measured;
@@ -1043,7 +1060,7 @@ PYBIND11_MODULE(_core, m) {
         o.speeds = speeds;
         o.periods_us = periods_us;
         o.run.slice = to_slice_options(parent, cpu_period_us, cpus, allow_missing,
-                                  iteration_time, keep_warm, speed_kind, thread_env, core_emulation, core_scaling, quota_scale);
+                                  iteration_time, keep_warm, speed_kind, thread_env, core_emulation, core_scaling, quota_scale, drift_check);
         o.run.spawn.sample_interval = std::chrono::nanoseconds(0);
         o.run.timeout = to_timeout(timeout);
         o.run.check = python_signals();
@@ -1055,7 +1072,7 @@ PYBIND11_MODULE(_core, m) {
       py::arg("speeds") = std::vector<double>{}, py::arg("periods_us") = std::vector<std::uint64_t>{},
       py::arg("parent") = py::none(), py::arg("cpu_period_us") = kChosenCpuPeriod,
       py::arg("cpus") = std::vector<int>{}, py::arg("allow_missing_controllers") = false,
-      py::arg("iteration_time") = py::none(), py::arg("keep_warm") = true, py::arg("speed_kind") = "automatic", py::arg("thread_env") = true, py::arg("core_emulation") = "auto", py::arg("core_scaling") = false, py::arg("quota_scale") = py::none(),
+      py::arg("iteration_time") = py::none(), py::arg("keep_warm") = true, py::arg("speed_kind") = "automatic", py::arg("thread_env") = true, py::arg("core_emulation") = "auto", py::arg("core_scaling") = false, py::arg("quota_scale") = py::none(), py::arg("drift_check") = py::none(),
       py::arg("timeout") = py::none(), py::arg("progress") = py::none(),
       "Finds the core speed at which emulating `device` reproduces figures measured on the "
       "real device. workloads: (name, argv, device_value) tuples, device_value being the "
@@ -1132,18 +1149,18 @@ PYBIND11_MODULE(_core, m) {
       .def(py::init([](const py::object& device, const py::object& parent,
                        std::uint64_t cpu_period_us, const std::vector<int>& cpus,
                        bool allow_missing, std::optional<double> iteration_time,
-                       bool keep_warm, const std::string& speed_kind, bool thread_env, const std::string& core_emulation, bool core_scaling, std::optional<double> quota_scale) {
+                       bool keep_warm, const std::string& speed_kind, bool thread_env, const std::string& core_emulation, bool core_scaling, std::optional<double> quota_scale, std::optional<bool> drift_check) {
              Device d = to_device(device);
              SliceOptions o =
                  to_slice_options(parent, cpu_period_us, cpus, allow_missing,
-                                  iteration_time, keep_warm, speed_kind, thread_env, core_emulation, core_scaling, quota_scale);
+                                  iteration_time, keep_warm, speed_kind, thread_env, core_emulation, core_scaling, quota_scale, drift_check);
              py::gil_scoped_release release;
              return std::make_unique<Slice>(std::move(d), std::move(o));
            }),
            py::arg("device"), py::kw_only(), py::arg("parent") = py::none(),
            py::arg("cpu_period_us") = kChosenCpuPeriod, py::arg("cpus") = std::vector<int>{},
            py::arg("allow_missing_controllers") = false, py::arg("iteration_time") = py::none(),
-           py::arg("keep_warm") = true, py::arg("speed_kind") = "automatic", py::arg("thread_env") = true, py::arg("core_emulation") = "auto", py::arg("core_scaling") = false, py::arg("quota_scale") = py::none())
+           py::arg("keep_warm") = true, py::arg("speed_kind") = "automatic", py::arg("thread_env") = true, py::arg("core_emulation") = "auto", py::arg("core_scaling") = false, py::arg("quota_scale") = py::none(), py::arg("drift_check") = py::none())
       .def(
           "spawn",
           [](Slice& s, const std::vector<std::string>& argv, const py::object& env,
@@ -1187,12 +1204,12 @@ PYBIND11_MODULE(_core, m) {
          const std::optional<RunCallback>& progress, const py::object& parent,
          std::uint64_t cpu_period_us, const std::vector<int>& cpus,
          bool allow_missing, std::optional<double> iteration_time,
-         bool keep_warm, const std::string& speed_kind, bool thread_env, const std::string& core_emulation, bool core_scaling, std::optional<double> quota_scale) -> py::object {
+         bool keep_warm, const std::string& speed_kind, bool thread_env, const std::string& core_emulation, bool core_scaling, std::optional<double> quota_scale, std::optional<bool> drift_check) -> py::object {
         Device d = to_device(device);
         Command c = to_command(argv, env, cwd, stdin_, stdout_, stderr_);
         RunOptions o;
         o.slice = to_slice_options(parent, cpu_period_us, cpus, allow_missing,
-                                  iteration_time, keep_warm, speed_kind, thread_env, core_emulation, core_scaling, quota_scale);
+                                  iteration_time, keep_warm, speed_kind, thread_env, core_emulation, core_scaling, quota_scale, drift_check);
         o.spawn.sample_interval = to_interval(interval);
         o.spawn.isolate_network = isolate_network;
         o.timeout = to_timeout(timeout);
@@ -1220,7 +1237,7 @@ PYBIND11_MODULE(_core, m) {
       py::arg("progress") = py::none(), py::arg("parent") = py::none(),
       py::arg("cpu_period_us") = kChosenCpuPeriod, py::arg("cpus") = std::vector<int>{},
       py::arg("allow_missing_controllers") = false, py::arg("iteration_time") = py::none(),
-      py::arg("keep_warm") = true, py::arg("speed_kind") = "automatic", py::arg("thread_env") = true, py::arg("core_emulation") = "auto", py::arg("core_scaling") = false, py::arg("quota_scale") = py::none(),
+      py::arg("keep_warm") = true, py::arg("speed_kind") = "automatic", py::arg("thread_env") = true, py::arg("core_emulation") = "auto", py::arg("core_scaling") = false, py::arg("quota_scale") = py::none(), py::arg("drift_check") = py::none(),
       "Runs argv in a fresh slice emulating `device` (a Device or a built-in device's name) "
       "and returns its Result; the slice is removed before returning, also on errors and "
       "Ctrl-C. With repeat > 1 or warmup > 0 it returns a RepeatedResult instead: warm-up runs "

@@ -291,4 +291,14 @@ inline HostFacts two_cpu_host() {
   return h;
 }
 
+// A one-core device emulated at its ncnn nn speed `speed` (a fraction of a host core).
+inline Device nn_device(double speed) {
+  Device d = make_device("board", 1, 0.9, "1GiB");
+  NnSpeed nn;
+  nn.core_speed = speed;
+  nn.ratios = {{"mobilenet", speed}};
+  d.nn = nn;
+  return d;
+}
+
 }  // namespace edgeprof::test

@@ -29,23 +29,6 @@ QuotaShare curve() {
   return q;
 }
 
-HostFacts two_cpus() {
-  HostFacts h;
-  h.cpus = {0, 1};
-  h.memory_bytes = 8ull << 30;
-  return h;
-}
-
-// A one-core device emulated at its nn speed `speed`.
-Device nn_device(double speed) {
-  Device d = make_device("board", 1, 0.9, "1GiB");
-  NnSpeed nn;
-  nn.core_speed = speed;
-  nn.ratios = {{"mobilenet", speed}};
-  d.nn = nn;
-  return d;
-}
-
 bool has(const std::vector<std::string>& notes, const std::string& text) {
   for (const std::string& n : notes) {
     if (n.find(text) != std::string::npos) return true;
@@ -121,9 +104,9 @@ TEST_CASE("how much one emulated time scatters: the own share's p10-p90 as a log
 
 TEST_CASE("an nn speed's plan takes the host's own share as its quota scale, and says so",
           "[quota_share][plan]") {
-  HostFacts host = two_cpus();
+  HostFacts host = test::two_cpu_host();
   host.quota_share = curve();
-  const EmulationPlan p = plan_emulation(nn_device(0.2), host);
+  const EmulationPlan p = plan_emulation(test::nn_device(0.2), host);
   const double k = quota_scale_at(curve(), 0.2);  // about 1.27
   CHECK(k > 1.2);
   CHECK(p.cpu_quota_us == static_cast<std::uint64_t>(std::llround(2000 * k)));
@@ -136,7 +119,7 @@ TEST_CASE("an nn speed's plan takes the host's own share as its quota scale, and
 
   // Below 0.1 of a CPU the plan stretches the period to give the quota 1 ms, as the
   // measurement's slices did: still scaled (the lowest point's share below the points).
-  const EmulationPlan slow = plan_emulation(nn_device(0.05), host);
+  const EmulationPlan slow = plan_emulation(test::nn_device(0.05), host);
   CHECK(slow.cpu_period_us == 20000);
   CHECK(slow.quota_scale == Approx(1.4));
   CHECK(slow.cpu_quota_us == 1400);
@@ -144,7 +127,7 @@ TEST_CASE("an nn speed's plan takes the host's own share as its quota scale, and
   // The integer speed is not an nn speed: unscaled, without a note.
   PlanOptions integer;
   integer.speed_kind = SpeedKind::integer;
-  const EmulationPlan i = plan_emulation(nn_device(0.2), host, integer);
+  const EmulationPlan i = plan_emulation(test::nn_device(0.2), host, integer);
   CHECK(i.quota_scale == 1.0);
   CHECK(i.emulation_log_sd == 0.0);
   CHECK_FALSE(has(i.notes, "own share"));
@@ -152,29 +135,41 @@ TEST_CASE("an nn speed's plan takes the host's own share as its quota scale, and
   // A scale given wins.
   PlanOptions given;
   given.quota_scale = 1.0;
-  CHECK(plan_emulation(nn_device(0.2), host, given).cpu_quota_us == 2000);
+  CHECK(plan_emulation(test::nn_device(0.2), host, given).cpu_quota_us == 2000);
+  // A quota rounded down to whole microseconds is not "capped" (it said so at 14:28 UTC on
+  // 2026-11-28 for a quota of 1439 us of 10000).
+  given.quota_scale = 1.0001;  // 2000.2 us, rounded to 2000
+  const EmulationPlan rounded = plan_emulation(test::nn_device(0.2), host, given);
+  CHECK(rounded.cpu_quota_us == 2000);
+  CHECK(has(rounded.notes, "quota scale 1"));
+  CHECK_FALSE(has(rounded.notes, "capped"));
+  // A quota that the CPUs' whole time caps is.
+  given.quota_scale = 4.0;
+  const EmulationPlan capped = plan_emulation(test::nn_device(0.5), host, given);
+  CHECK(capped.cpu_quota_us == 10000);
+  CHECK(has(capped.notes, "capped at the CPUs' whole time"));
 
   // Measured at another period, or without keep-warm: not applied, and the note says why.
   PlanOptions longer;
   longer.cpu_period_us = 100000;
-  const EmulationPlan l = plan_emulation(nn_device(0.2), host, longer);
+  const EmulationPlan l = plan_emulation(test::nn_device(0.2), host, longer);
   CHECK(l.quota_scale == 1.0);
   CHECK(has(l.notes, "measured at a 10 ms period with keep-warm and this plan asks for 100 ms"));
   PlanOptions cold;
   cold.keep_warm = false;
-  CHECK(plan_emulation(nn_device(0.2), host, cold).quota_scale == 1.0);
+  CHECK(plan_emulation(test::nn_device(0.2), host, cold).quota_scale == 1.0);
 
   // Not measured: unscaled, and the note names the command.
-  HostFacts bare = two_cpus();
+  HostFacts bare = test::two_cpu_host();
   bare.quota_share_problem = "this host's own share under a quota is not measured yet";
-  const EmulationPlan b = plan_emulation(nn_device(0.2), bare);
+  const EmulationPlan b = plan_emulation(test::nn_device(0.2), bare);
   CHECK(b.quota_scale == 1.0);
   CHECK(has(b.notes, "not measured yet"));
   CHECK(has(b.notes, "calibrate-host --nn"));
 
   // A quota pooled over several CPUs is not what was measured: unscaled, and said; per core,
   // each core group is one CPU's quota, scaled.
-  Device quad = nn_device(0.2);
+  Device quad = test::nn_device(0.2);
   quad.cores = 4;
   const EmulationPlan pooled = plan_emulation(quad, host);
   CHECK(pooled.quota_scale == 1.0);
@@ -189,16 +184,16 @@ TEST_CASE("an nn speed's plan takes the host's own share as its quota scale, and
   measuring.measure_nn = true;
   CHECK_FALSE(with_measured_quota_share(bare, quad, measuring).quota_share);
   measuring.cpu_period_us = 50000;
-  CHECK_FALSE(with_measured_quota_share(bare, nn_device(0.2), measuring).quota_share);
+  CHECK_FALSE(with_measured_quota_share(bare, test::nn_device(0.2), measuring).quota_share);
   measuring.cpu_period_us = kChosenCpuPeriod;
   measuring.keep_warm = false;
-  CHECK(with_measured_quota_share(bare, nn_device(0.2), measuring).quota_share_problem ==
+  CHECK(with_measured_quota_share(bare, test::nn_device(0.2), measuring).quota_share_problem ==
         bare.quota_share_problem);
 
   // Not measuring on the way: with_measured_quota_share leaves the host as it is.
   PlanOptions no;
   no.measure_nn = false;
-  CHECK_FALSE(with_measured_quota_share(bare, nn_device(0.2), no).quota_share);
+  CHECK_FALSE(with_measured_quota_share(bare, test::nn_device(0.2), no).quota_share);
 }
 
 TEST_CASE("the own share is measured in real slices between unthrottled runs, and cached",

@@ -210,6 +210,8 @@ Result sample_result() {
   r.plan.cpu_period_us = 10000;
   r.plan.cpu_quota_us = 10000;
   r.plan.quota_scale = 1.25;  // round-trips (reports before it read as 1)
+  r.plan.host_drift = 1.15;   // so do the drift applied and the probe's reading
+  r.plan.drift_probed = 1.15;
   r.plan.memory_max_bytes = 512u << 20;
   r.plan.notes = {"a note"};
   r.cgroup_mode = CgroupMode::hybrid;

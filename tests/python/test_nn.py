@@ -109,6 +109,62 @@ def test_a_catalog_run_uses_the_nn_speed_by_default_and_says_so(tmp_path, monkey
         edgeprof.run(["true"], device=pi, speed_kind="fast")
 
 
+def _fake_python_named(tmp_path, name, ms):
+    folder = tmp_path / name
+    folder.mkdir()
+    return _fake_python(folder, ms)
+
+
+def test_a_plan_with_drift_check_corrects_the_nn_speed_by_the_probe(tmp_path, monkeypatch):
+    monkeypatch.setenv("EDGEPROF_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("EDGEPROF_DRIFT_CHECK", raising=False)
+    rated = edgeprof.measure_nn_rating(python=str(_fake_python_named(tmp_path, "rated", 10.0)))
+    now = str(_fake_python_named(tmp_path, "now", 12.0))
+    cpu = min(os.sched_getaffinity(0))
+    drift = edgeprof.measure_host_drift(rated, python=now, cpu=cpu)
+    assert drift.factor == pytest.approx(1.2) and drift.cpu == cpu
+    assert "1.20x slower" in str(drift)
+    monkeypatch.setenv("EDGEPROF_PYTHON", now)
+    pi = edgeprof.find_device("raspberry-pi-zero-2w").for_threads(1)
+    plain = edgeprof.plan_emulation(pi, quota_scale=1.0)
+    checked = edgeprof.plan_emulation(pi, quota_scale=1.0, drift_check=True)
+    assert plain.host_drift == 1.0 and plain.drift_probed == 0
+    assert checked.host_drift == pytest.approx(1.2) and checked.drift_probed == pytest.approx(1.2)
+    assert checked.capacity_cores == pytest.approx(1.2 * plain.capacity_cores, rel=0.01)
+    assert any("host drift corrected" in n for n in checked.notes)
+    monkeypatch.setenv("EDGEPROF_PYTHON", str(tmp_path / "no-such-python"))
+    failed = edgeprof.plan_emulation(pi, quota_scale=1.0, drift_check=True)
+    assert failed.host_drift == 1.0
+    assert any("host drift not corrected: the probe failed" in n for n in failed.notes)
+
+
+@requires_cgroups
+def test_run_drift_check_from_the_command_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("EDGEPROF_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("EDGEPROF_DRIFT_CHECK", raising=False)
+    edgeprof.measure_nn_rating(python=str(_fake_python_named(tmp_path, "rated", 10.0)))
+    env = {"EDGEPROF_CACHE_DIR": str(tmp_path),
+           "EDGEPROF_PYTHON": str(_fake_python_named(tmp_path, "now", 12.5))}
+    args = ("run", "--device", "raspberry-pi-zero-2w", "--threads", "1", "--quota-scale", "1")
+    p = edgeprof_cli(*args, "--drift-check", "--json", "--", "true", env_extra=env)
+    assert p.returncode == 0, p.stderr
+    data = json.loads(p.stdout)
+    assert data["plan"]["host_drift"] == pytest.approx(1.25)
+    assert any("1.25x slower than at its nn rating" in w for w in data["warnings"])
+    off = edgeprof_cli(*args, "--json", "--", "true", env_extra=env)
+    assert off.returncode == 0, off.stderr
+    assert json.loads(off.stdout)["plan"]["host_drift"] == 1.0
+    # EDGEPROF_DRIFT_CHECK=1 turns it on by default.
+    on = edgeprof_cli(*args, "--json", "--", "true", env_extra={**env, "EDGEPROF_DRIFT_CHECK": "1"})
+    assert on.returncode == 0, on.stderr
+    assert json.loads(on.stdout)["plan"]["host_drift"] == pytest.approx(1.25)
+    # --no-drift-check overrides it.
+    no = edgeprof_cli(*args, "--no-drift-check", "--json", "--", "true",
+                      env_extra={**env, "EDGEPROF_DRIFT_CHECK": "1"})
+    assert no.returncode == 0, no.stderr
+    assert json.loads(no.stdout)["plan"]["drift_probed"] == 0
+
+
 @requires_cgroups
 def test_without_the_host_rating_a_catalog_run_says_how_to_get_it(tmp_path):
     p = edgeprof_cli("run", "--device", "raspberry-pi-zero-2w", "--threads", "1", "--json", "--",

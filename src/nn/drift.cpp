@@ -1,0 +1,159 @@
+// The host's drift since its nn rating: a short probe of a few of the rating's graphs, now,
+// against their rated times (plan.cpp corrects an nn speed by it, PlanOptions::drift_check).
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <mutex>
+#include <cstdlib>
+#include <tuple>
+#include <utility>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "edgeprof/error.hpp"
+#include "edgeprof/nn.hpp"
+#include "edgeprof/plan.hpp"
+#include "microbench_detail.hpp"
+#include "stats.hpp"
+
+namespace edgeprof {
+
+HostDrift host_drift(const NnRating& rated, const NnRating& now) {
+  if (rated.runtime_id != now.runtime_id) {
+    throw Error(fmt::format("host drift: the rating was measured with {} and the probe with {}; "
+                            "probe with the rating's runtime",
+                            rated.runtime_id, now.runtime_id));
+  }
+  if (rated.precision != now.precision) {
+    throw Error(fmt::format("host drift: the rating was measured in {} and the probe in {}; "
+                            "measure the rating again (`edgeprof calibrate-host --nn "
+                            "--remeasure`)",
+                            rated.precision, now.precision));
+  }
+  if (!rated.runtime.empty() && !now.runtime.empty() && rated.runtime != now.runtime) {
+    throw Error(fmt::format("host drift: the rating was measured with {} and the probe ran {}: "
+                            "a new version is not the host's drift; measure the rating again "
+                            "(`edgeprof calibrate-host --nn --remeasure`)",
+                            rated.runtime, now.runtime));
+  }
+  HostDrift d;
+  std::vector<double> ratios;
+  for (const auto& [graph, ms] : now.host_ms) {
+    const auto it = rated.host_ms.find(graph);
+    if (it == rated.host_ms.end()) continue;
+    if (!(ms > 0) || !std::isfinite(ms) || !(it->second > 0) || !std::isfinite(it->second)) {
+      throw Error(fmt::format("host drift: graph '{}' took {} ms in the probe and {} ms in the "
+                              "rating; times must be positive numbers",
+                              graph, ms, it->second));
+    }
+    d.ratios[graph] = ms / it->second;
+    ratios.push_back(ms / it->second);
+  }
+  if (ratios.empty()) {
+    throw Error(fmt::format("host drift: the probe ran no graph the rating has ({} graph{} "
+                            "probed, {} rated); probe some of the rating's graphs",
+                            now.host_ms.size(), now.host_ms.size() == 1 ? "" : "s",
+                            rated.host_ms.size()));
+  }
+  d.factor = detail::median_of(ratios);
+  d.cpu = now.cpu;
+  d.loops = now.loops;
+  d.measured_at = now.measured_at;
+  d.rated_at = rated.measured_at;
+  d.seconds = now.seconds;
+  return d;
+}
+
+HostDrift measure_host_drift(const NnRating& rating, const DriftOptions& options) {
+  if (rating.runtime_id != "ncnn") {
+    throw Error(fmt::format("host drift is probed with ncnn's reference graphs; this rating is "
+                            "{}'s: give this host's ncnn rating (cached_nn_rating())",
+                            rating.runtime_id));
+  }
+  NnOptions o;
+  o.python = options.python;
+  for (const std::string& g : options.graphs) {
+    if (rating.host_ms.count(g)) o.graphs.push_back(g);
+  }
+  if (o.graphs.empty()) {
+    std::vector<std::string> rated;
+    for (const auto& [graph, ms] : rating.host_ms) rated.push_back(graph);
+    throw Error(fmt::format("host drift: the rating has none of the probe's graphs ({}; it has "
+                            "{}): probe some of the rating's graphs (DriftOptions::graphs)",
+                            fmt::join(options.graphs, ", "),
+                            rated.empty() ? std::string("none")
+                                          : fmt::format("{}", fmt::join(rated, ", "))));
+  }
+  o.warmup = options.warmup;
+  o.loops = options.loops;
+  o.cpu = options.cpu;
+  o.timeout = options.timeout;
+  const auto start = std::chrono::steady_clock::now();
+  NnRating now = measure_nn_rating(o);
+  HostDrift d = host_drift(rating, now);
+  d.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return d;
+}
+
+HostFacts with_measured_drift(HostFacts host, const Device& device, const PlanOptions& options,
+                              int cpu) {
+  if (!options.drift_check || host.drift) return host;
+  const Device at = for_speed_kind(device, options.speed_kind);
+  if (at.speed_kind != "nn" || !at.nn || at.nn->basis != "ncnn") return host;
+  std::string why;
+  const std::optional<NnRating> rating = cached_nn_rating(&why);
+  if (!rating) {
+    host.drift_problem = fmt::format("this host's nn rating is not cached ({})", why);
+    return host;
+  }
+  // One reading per CPU and rating for kDriftProbeReuse: repeats and comparisons share it.
+  static std::mutex mutex;
+  // By CPU, rating and interpreter ("" is $EDGEPROF_PYTHON's, else python3's).
+  static std::map<std::tuple<int, std::string, std::string>,
+                  std::pair<std::chrono::steady_clock::time_point, HostDrift>>
+      recent;
+  std::string python = options.nn_measure.python;
+  if (const char* env = std::getenv("EDGEPROF_PYTHON"); python.empty() && env) python = env;
+  const auto key = std::make_tuple(cpu, rating->measured_at, python);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    const auto it = recent.find(key);
+    if (it != recent.end() && std::chrono::steady_clock::now() - it->second.first < kDriftProbeReuse) {
+      host.drift = it->second.second;
+      return host;
+    }
+  }
+  DriftOptions o;
+  o.python = options.nn_measure.python;
+  o.cpu = cpu;
+  try {
+    host.drift = measure_host_drift(*rating, o);
+    std::lock_guard<std::mutex> lock(mutex);
+    recent[key] = {std::chrono::steady_clock::now(), *host.drift};
+  } catch (const Error& e) {
+    host.drift_problem = fmt::format("the probe failed: {}", e.what());
+  }
+  return host;
+}
+
+std::string describe(const HostDrift& d) {
+  const double f = d.factor;
+  const std::string how =
+      std::abs(f - 1) < 0.005 ? std::string("ran as fast as")
+      : f > 1 ? fmt::format("ran {:.2f}x slower than", f)
+              : fmt::format("ran {:.2f}x faster than", 1 / f);
+  return fmt::format("this host {} at its nn rating{}: {} ncnn graph{} probed{}{}{}", how,
+                     d.rated_at.empty() ? "" : fmt::format(" ({})", d.rated_at),
+                     d.ratios.size(), d.ratios.size() == 1 ? "" : "s",
+                     d.cpu >= 0 ? fmt::format(" on CPU {}", d.cpu) : "",
+                     d.measured_at.empty() ? "" : fmt::format(" at {}", d.measured_at),
+                     d.seconds > 0 ? fmt::format(", {:.2f} s", d.seconds) : "");
+}
+
+}  // namespace edgeprof
