@@ -507,10 +507,15 @@ struct ThreadsRow {
   double board_speedup = NAN;      // geometric mean of published one-thread / N-thread time
   double emulation_speedup = NAN;  // the same, one thread emulated being host time / speed
   double projected_speedup = NAN;  // CoreEmulation::projected: the plan's divisor
+  // Projected, each graph's speed-up also times its own scaling on this host relative to the
+  // other graphs' (workload_scaling(), PlanOptions::workload_scaling): the same figures.
+  Fit scaled, scaled_held;
+  double scaled_geomean_error = NAN;
 };
 
 ThreadsRow measure_threads(const Device& catalog, const NnRating& host, const std::string& dir,
-                           const Args& a, int threads, int cpus) {
+                           const Args& a, int threads, int cpus,
+                           const std::optional<HostScaling>& scaling) {
   ThreadsRow row;
   row.device = catalog.name;
   const auto published_it = catalog.nn_threads_ms.find(threads);
@@ -566,6 +571,21 @@ ThreadsRow measure_threads(const Device& catalog, const NnRating& host, const st
         it = held.erase(it);
       }
     }
+  }
+  if (projected && scaling) {
+    // What PlanOptions::workload_scaling does with the graph's own host speed-up, held out:
+    // against the median of the other graphs'.
+    std::map<std::string, double> scaled = emulated, scaled_held = held;
+    double log_scaled = 0;
+    for (auto& [g, ms] : scaled) {
+      const double w = workload_scaling(*scaling, scaling->speedup(g), g);
+      ms /= w;
+      if (scaled_held.count(g)) scaled_held[g] /= w;
+      log_scaled += std::log(ms / many.at(g));
+    }
+    row.scaled = fit(scaled, many);
+    row.scaled_held = fit(scaled_held, many);
+    row.scaled_geomean_error = std::exp(log_scaled / static_cast<double>(scaled.size())) - 1;
   }
   row.emulated = fit(emulated, many);
   row.held = fit(held, many);
@@ -731,7 +751,7 @@ std::string speed_only_coverage(const NnRating& host) {
 }
 
 std::string threads_table(int threads, const std::vector<ThreadsRow>& rows, const NnRating& host,
-                          int cpus, const Args& a) {
+                          int cpus, const Args& a, const std::optional<HostScaling>& scaling) {
   const bool projected = a.cores == CoreEmulation::projected;
   std::string md = fmt::format(
       "#### {} threads{}\n\n"
@@ -740,10 +760,12 @@ std::string threads_table(int threads, const std::vector<ThreadsRow>& rows, cons
       "rescaled to the speed derived without that graph's one-thread time{}. The emulation's "
       "speed-up over one thread takes one thread emulated as this host's time / the nn speed."
       "\n\n"
+      "{}"
       "| device | emulated | graphs | median \\|err\\| | geometric mean error | Kendall tau | "
       "held-out median (worst) | held-out tau | 90% interval coverage | board's speed-up over 1 "
-      "thread | emulation's |\n"
-      "|---|---|---|---|---|---|---|---|---|---|---|\n",
+      "thread | emulation's | with the workload's own scaling: held-out median (worst) | its "
+      "held-out tau | its geometric mean error |\n"
+      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
       threads, projected ? ", projected from one" : "", host.cpu_model, host.runtime,
       projected ? fmt::format("one thread on one device core (core emulation projected), its "
                               "time divided by the board's published speed-up from 1 to {} "
@@ -751,7 +773,16 @@ std::string threads_table(int threads, const std::vector<ThreadsRow>& rows, cons
                               threads)
                 : fmt::format("{} threads emulated on {} host CPUs", threads, cpus),
       a.warmup, a.loops,
-      projected ? ", and divided by the speed-up from the other graphs' tables" : "");
+      projected ? ", and divided by the speed-up from the other graphs' tables" : "",
+      scaling ? fmt::format(
+                    "With the workload's own scaling: each graph's projected time divided "
+                    "again by workload_scaling() of its own speed-up on this host from 1 to {} "
+                    "threads over the other graphs' median (PlanOptions::workload_scaling; "
+                    "this host's scaling measured at the start: {} graphs, {} rounds, CPUs "
+                    "{}).\n\n",
+                    scaling->threads, scaling->one_ms.size(), scaling->rounds,
+                    fmt::join(scaling->cpus, ","))
+              : std::string());
   std::string notes;
   for (const ThreadsRow& r : rows) {
     if (!r.skipped.empty()) {
@@ -761,7 +792,7 @@ std::string threads_table(int threads, const std::vector<ThreadsRow>& rows, cons
     }
     md += fmt::format(
         "| {} | {} | {} | {} | {:+.0f}% | {} | {} ({}) | {} | {} | {:.2f}x | "
-        "{} |\n",
+        "{} | {} | {} | {} |\n",
         r.device,
         std::isnan(r.projected_speedup)
             ? fmt::format("{} x {:.4f}", r.cores, r.speed)
@@ -770,7 +801,13 @@ std::string threads_table(int threads, const std::vector<ThreadsRow>& rows, cons
         100 * r.geomean_error, fixed2(r.emulated.tau), pct(r.held.median), pct(r.held.worst),
         fixed2(r.held.tau), pct(r.coverage), r.board_speedup,
         std::isnan(r.emulation_speedup) ? std::string("n/a (projected)")
-                                        : fmt::format("{:.2f}x", r.emulation_speedup));
+                                        : fmt::format("{:.2f}x", r.emulation_speedup),
+        r.scaled_held.graphs ? fmt::format("{} ({})", pct(r.scaled_held.median),
+                                           pct(r.scaled_held.worst))
+                             : std::string("n/a"),
+        r.scaled_held.graphs ? fixed2(r.scaled_held.tau) : std::string("n/a"),
+        std::isnan(r.scaled_geomean_error) ? std::string("n/a")
+                                           : fmt::format("{:+.0f}%", 100 * r.scaled_geomean_error));
   }
   return md + notes + "\n";
 }
@@ -817,6 +854,24 @@ int run_benchmark(const Args& a) {
     share_graphs = share.graphs;
   }
 
+  // Projected to several threads: this host's own scaling of each graph, for the variant that
+  // follows it (PlanOptions::workload_scaling); about 25 s.
+  std::optional<HostScaling> host_scaling;
+  const bool many_threads = std::any_of(a.threads.begin(), a.threads.end(),
+                                        [](int n) { return n > 1; });
+  if (a.cores == CoreEmulation::projected && many_threads && !a.quick && cpus >= 2) {
+    HostScalingOptions hs;
+    hs.graphs = a.graphs;
+    hs.progress = rating.progress;
+    host_scaling = measure_host_scaling(hs);
+    std::string line = "this host's speed-up from 1 to 2 threads:";
+    for (const auto& [g, ms] : host_scaling->one_ms) {
+      line += fmt::format(" {} {:.2f}", g, host_scaling->speedup(g));
+    }
+    fmt::print(stderr, "{} (median {:.2f}, {:.0f} s)\n", line, host_scaling->median_speedup(),
+               host_scaling->seconds);
+  }
+
   std::vector<const Device*> devices;
   for (const Device& d : catalog_devices()) {
     const bool chosen = a.devices.empty() ||
@@ -860,7 +915,7 @@ int run_benchmark(const Args& a) {
       if (n == 1) continue;
       ThreadsRow r;
       try {
-        r = measure_threads(d, host, dir, args, n, cpus);
+        r = measure_threads(d, host, dir, args, n, cpus, host_scaling);
       } catch (const UnsupportedError& e) {
         r.device = d.name;
         r.skipped = e.what();
@@ -890,7 +945,9 @@ int run_benchmark(const Args& a) {
       devices.empty() ? "none" : fmt::format("{}", fmt::join(device_times, ", ")), a.command_line,
       share_text);
   if (one_thread) md += one_thread_table(rows, skipped, host, rating, args);
-  for (const auto& [n, r] : threads_rows) md += threads_table(n, r, host, cpus, args);
+  for (const auto& [n, r] : threads_rows) {
+    md += threads_table(n, r, host, cpus, args, host_scaling);
+  }
   md += speed_only_coverage(host);
   fmt::print("{}", md);
   if (!a.markdown.empty()) {

@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/utsname.h>
@@ -641,31 +642,36 @@ std::string utc_now() {
   return text;
 }
 
-PinnedThread::PinnedThread(int cpu) {
+PinnedThread::PinnedThread(int cpu) : PinnedThread(std::vector<int>{cpu}) {}
+
+PinnedThread::PinnedThread(const std::vector<int>& cpus) {
   CPU_ZERO(&saved_);
   if (::sched_getaffinity(0, sizeof saved_, &saved_) != 0) {
     throw Error(fmt::format("cannot read this thread's CPU affinity: {} (errno {})",
                             std::strerror(errno), errno),
                 errno);
   }
-  if (cpu < 0) cpu = ::sched_getcpu();
-  if (cpu < 0 || cpu >= CPU_SETSIZE) {
-    throw Error(fmt::format("cannot tell which CPU this thread runs on: {} (errno {}); name a "
-                            "CPU to run on",
-                            std::strerror(errno), errno),
-                errno);
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int cpu : cpus) {
+    if (cpu < 0) cpu = ::sched_getcpu();
+    if (cpu < 0 || cpu >= CPU_SETSIZE) {
+      throw Error(fmt::format("cannot tell which CPU this thread runs on: {} (errno {}); name a "
+                              "CPU to run on",
+                              std::strerror(errno), errno),
+                  errno);
+    }
+    if (cpu_ < 0) cpu_ = cpu;
+    CPU_SET(cpu, &set);
   }
-  cpu_set_t one;
-  CPU_ZERO(&one);
-  CPU_SET(cpu, &one);
-  if (::sched_setaffinity(0, sizeof one, &one) != 0) {
+  if (cpus.empty()) throw Error("PinnedThread: no CPU given");
+  if (::sched_setaffinity(0, sizeof set, &set) != 0) {
     const int err = errno;
     throw Error(fmt::format("cannot pin to CPU {}: {} (errno {}); choose a CPU this process may "
                             "run on (taskset -pc {} lists them)",
-                            cpu, std::strerror(err), err, ::getpid()),
+                            fmt::join(cpus, ","), std::strerror(err), err, ::getpid()),
                 err);
   }
-  cpu_ = cpu;
 }
 
 PinnedThread::~PinnedThread() { ::sched_setaffinity(0, sizeof saved_, &saved_); }

@@ -206,6 +206,8 @@ std::string utc_now();
 class PinnedThread {
  public:
   explicit PinnedThread(int cpu);
+  // Pinned to all of `cpus` (one of them -1: the CPU the thread is on); cpu() is the first.
+  explicit PinnedThread(const std::vector<int>& cpus);
   ~PinnedThread();
   PinnedThread(const PinnedThread&) = delete;
   PinnedThread& operator=(const PinnedThread&) = delete;

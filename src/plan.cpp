@@ -86,7 +86,8 @@ HostFacts host_facts() {
 }
 
 bool operator==(const ThreadsProjection& a, const ThreadsProjection& b) {
-  return a.threads == b.threads && a.speedup == b.speedup && a.scaling == b.scaling;
+  return a.threads == b.threads && a.speedup == b.speedup && a.scaling == b.scaling &&
+         a.workload_factor == b.workload_factor;
 }
 
 bool operator==(const EmulationPlan& a, const EmulationPlan& b) {
@@ -397,6 +398,22 @@ EmulationPlan plan_emulation(const Device& described, const HostFacts& host,
             : fmt::format(" with {} threads, taken to {} as contention", p.scaling.threads,
                           p.threads),
         100 * p.scaling.loo_median_error, 100 * p.scaling.loo_worst_error));
+    if (options.workload_scaling) {
+      const double w = *options.workload_scaling;
+      if (!(w >= 0.5 && w <= 2.0)) {
+        throw Error(fmt::format("workload_scaling = {} is out of range: give 0.5 to 2 (the "
+                                "workload's speed-up from one thread to two on this host over "
+                                "the reference graphs', workload_scaling() in nn.hpp)",
+                                w));
+      }
+      plan.threads_projection->workload_factor = w;
+      plan.threads_projection->speedup *= w;
+      plan.notes.push_back(fmt::format(
+          "the projection follows the workload's own scaling: it sped up {:.3g}x the reference "
+          "graphs' from one thread to two on this host, so its speed-up on the board is taken "
+          "as {:.3g} x {:.3g} = {:.3g} (PlanOptions::workload_scaling; docs/threads.md)",
+          w, p.speedup / w, w, p.speedup));
+    }
     if (!device.speed_schedule.empty()) {
       plan.notes.push_back(fmt::format(
           "projected with a speed schedule: its steps are timed on this one-core run's clock, "
@@ -406,6 +423,12 @@ EmulationPlan plan_emulation(const Device& described, const HostFacts& host,
           p.speedup));
     }
     device = for_threads(device, 1);
+  }
+  if (options.workload_scaling && !plan.threads_projection) {
+    plan.notes.push_back(fmt::format(
+        "workload_scaling {:.3g} not applied: it moves a projection to the device's cores, and "
+        "this plan is not projected (core emulation {})",
+        *options.workload_scaling, to_string(options.cores)));
   }
   if (options.cpu_period_us != kChosenCpuPeriod &&
       (options.cpu_period_us < kMinCpuPeriodUs || options.cpu_period_us > kMaxCpuPeriodUs)) {

@@ -121,7 +121,8 @@ json projection_json(const ThreadsProjection& p) {
           {"graphs", p.scaling.graphs},
           {"contention", p.scaling.contention},
           {"loo_median_error", p.scaling.loo_median_error},
-          {"loo_worst_error", p.scaling.loo_worst_error}};
+          {"loo_worst_error", p.scaling.loo_worst_error},
+          {"workload_factor", p.workload_factor}};
 }
 
 ThreadsProjection projection_from(const json& j) {
@@ -138,6 +139,8 @@ ThreadsProjection projection_from(const json& j) {
   p.scaling.speedup = j.at("table_speedup").get<double>();
   p.scaling.graphs = j.at("graphs").get<std::size_t>();
   p.scaling.contention = j.at("contention").get<double>();
+  // Reports before it: none.
+  if (j.contains("workload_factor")) p.workload_factor = j.at("workload_factor").get<double>();
   p.scaling.loo_median_error = j.at("loo_median_error").get<double>();
   p.scaling.loo_worst_error = j.at("loo_worst_error").get<double>();
   return p;

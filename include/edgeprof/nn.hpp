@@ -162,7 +162,9 @@ struct NnRating {
   /// approximately (NnSpeed::precision says which the device's are).
   std::string precision = "fp32";
   std::string command;                    ///< the interpreter that ran it
-  int cpu = -1;                           ///< the CPU it was pinned to
+  int cpu = -1;                           ///< the CPU it was pinned to (the first of several)
+  int threads = 1;                        ///< the runtime's threads (NnOptions::threads)
+  std::vector<int> cpus;                  ///< the CPUs it ran on (one for one thread)
   int loops = 0;                          ///< timed inferences per graph (after warm-up)
   std::string cpu_model;                  ///< from /proc/cpuinfo
   std::string kernel;                     ///< kernel release
@@ -207,6 +209,11 @@ struct NnOptions {
   int loops = 8;   ///< timed inferences per graph; their median is the figure
   /// The CPU to pin to; -1 = the CPU the calling thread is on.
   int cpu = -1;
+  /// The runtime's threads (ncnn's num_threads; the ncnn runner only): 1 is the rating. With
+  /// more, the graphs run on `cpus` (default: the first `threads` this process may use), and
+  /// the result is not cached (measure_host_scaling() uses it).
+  int threads = 1;
+  std::vector<int> cpus;  ///< the CPUs for threads > 1
   /// Stopped, and Error thrown, when it runs longer.
   std::chrono::seconds timeout{900};
   /// Receives a line for people per graph (may be empty).
@@ -382,5 +389,59 @@ HostDrift measure_host_drift(const NnRating& rating, const DriftOptions& options
 /// "this host ran 1.12x slower than at its nn rating (2026-11-28T14:14:18Z): 4 ncnn graphs
 /// probed on CPU 1 at 2026-11-28T15:02:11Z, 0.45 s".
 std::string describe(const HostDrift& drift);
+
+/// How this host's CNN inference speeds up from one thread to `threads` (two: its CPUs), graph
+/// by graph: a graph that speeds up less than the others here does so on the boards too (over
+/// ncnn's published one- and four-thread tables of 24 boards, a graph's speed-up relative to
+/// its board's median tracked this host's relative one with r = 0.88; docs/fidelity.md), so a
+/// projection to a board's cores can follow a workload's own scaling (workload_scaling()).
+struct HostScaling {
+  int threads = 2;                       ///< N
+  std::map<std::string, double> one_ms;  ///< median ms per inference with one thread, by graph
+  std::map<std::string, double> many_ms; ///< the same with N threads
+  std::vector<int> cpus;                 ///< the CPUs the N threads had (the first had the one)
+  int rounds = 0;                        ///< one- and N-thread runs, alternating
+  std::string runtime;                   ///< e.g. "ncnn 1.0.20261020 (Python 3.11.7)"
+  std::string measured_at;               ///< ISO 8601 UTC
+  double seconds = 0;                    ///< how long it took
+  /// one_ms / many_ms of a graph (measured); throws Error for a graph not measured.
+  double speedup(const std::string& graph) const;
+  /// The median speed-up over the graphs but `without_graph` (for held-out figures).
+  double median_speedup(std::string_view without_graph = {}) const;
+};
+
+/// HostScaling from runs of the same graphs with one thread (`one`) and N (`many`), rounds
+/// alternating: each graph's median over the rounds. Throws Error when the runs have no graph
+/// in common, their counts differ, or a time is not positive.
+HostScaling host_scaling(const std::vector<NnRating>& one, const std::vector<NnRating>& many);
+
+/// How measure_host_scaling runs.
+struct HostScalingOptions {
+  std::string python;              ///< as NnOptions::python
+  std::vector<std::string> graphs; ///< reference graphs; empty = all
+  int threads = 2;                 ///< N, at least 2, at most this process's CPUs
+  std::vector<int> cpus;           ///< N CPUs; empty = the first N this process may use
+  int rounds = 3;                  ///< one- and N-thread runs each, alternating
+  int warmup = 3;                  ///< untimed inferences per graph and run
+  int loops = 7;                   ///< timed inferences per graph and run
+  std::chrono::seconds timeout{600};  ///< per run
+  /// Receives a line for people per run (may be empty).
+  std::function<void(const std::string&)> progress;
+};
+
+/// Runs the reference graphs with ncnn unthrottled, alternately with one thread (on the first
+/// CPU) and N (on N CPUs), `rounds` times each (about 25 s for all graphs here), and returns
+/// host_scaling() of them. Not cached. Throws Error for options out of range, and as
+/// measure_nn_rating() does.
+HostScaling measure_host_scaling(const HostScalingOptions& options = {});
+
+/// The factor on a board's published speed-up for a workload that sped up `workload_speedup`
+/// times from one thread to `host.threads` on this host, where the reference graphs sped up
+/// host.median_speedup(without_graph): their ratio, clamped to 0.5 .. 2 (the board's relative
+/// scaling taken to be the host's, with no fitted weight: over the published tables, weights
+/// 0.67 to 1 gave the same error, docs/fidelity.md). Throws Error for a speed-up that is not
+/// a positive number.
+double workload_scaling(const HostScaling& host, double workload_speedup,
+                        std::string_view without_graph = {});
 
 }  // namespace edgeprof

@@ -205,6 +205,14 @@ struct PlanOptions {
   /// kMaxHostDrift (a note says to measure the rating again) are not applied. Default: false
   /// unless the environment variable EDGEPROF_DRIFT_CHECK is 1.
   bool drift_check = drift_check_by_default();
+  /// CoreEmulation::projected: the workload's own parallel scaling relative to the reference
+  /// graphs' on this host (workload_scaling(), nn.hpp: its one- over two-thread time / the
+  /// graphs' median), 0.5 .. 2, multiplying the board's median speed-up: a workload that
+  /// scales worse than a typical CNN here does so on the board too (leave-one-pair-out over
+  /// ncnn's published tables, the speed-up's median error 9% with it against 14.5% without;
+  /// end to end, ncnn's graphs on seven boards, closer on four and further on three,
+  /// docs/fidelity.md). Empty (the default): the board's median.
+  std::optional<double> workload_scaling;
 };
 
 /// A HostDrift::factor within this of 1 is not applied: the probe's own noise (on a host that
@@ -250,6 +258,9 @@ struct ThreadsProjection {
   /// projected time is the measured one divided by it.
   double speedup = 1;
   CoreScaling scaling;  ///< where it comes from: the device's published tables
+  /// PlanOptions::workload_scaling as applied: speedup is the board's (scaling.speedup_at(
+  /// threads)) times this; 1 = the board's median graph.
+  double workload_factor = 1;
 };
 /// Every field equal.
 bool operator==(const ThreadsProjection& a, const ThreadsProjection& b);

@@ -3,7 +3,9 @@
 // a device's nn core speed from its published times and this host's.
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -529,10 +531,15 @@ NnRating measure_nn_rating(const NnOptions& options) {
                             options.warmup, options.loops));
   }
   const RuntimeEntry& e = runtime_entry(options.runtime);
+  if (options.threads < 1 || (options.threads > 1 && e.info.id != "ncnn")) {
+    throw Error(fmt::format("nn rating: threads {} with {}: give 1, or more with ncnn",
+                            options.threads, e.info.id));
+  }
   const std::string python = detail::nn_python(options.python, e.info.id);
   const detail::NnRunnerDir dir(e.info.id, options.graphs);  // throws naming an unknown model
   std::vector<std::string> argv{python, dir.runner(), dir.path(),
                                 std::to_string(options.warmup), std::to_string(options.loops)};
+  if (options.threads > 1) argv.push_back(fmt::format("--threads={}", options.threads));
   argv.insert(argv.end(), e.runner_args.begin(), e.runner_args.end());
   // ncnn's runner runs every graph it finds without names; other runners build what they
   // are told.
@@ -542,9 +549,29 @@ NnRating measure_nn_rating(const NnOptions& options) {
   const std::size_t count = options.graphs.empty() ? e.info.models.size() : options.graphs.size();
   detail::ChildOutput out;
   int cpu = -1;
+  std::vector<int> ran_on;
   {
-    detail::PinnedThread pin(options.cpu);  // the child inherits this affinity
+    // The child inherits this affinity: one CPU, or N for N threads.
+    std::vector<int> cpus = options.cpus;
+    if (options.threads > 1 && cpus.empty()) {
+      std::vector<int> usable;
+      cpu_set_t mine;
+      CPU_ZERO(&mine);
+      if (::sched_getaffinity(0, sizeof mine, &mine) == 0) {
+        for (int c = 0; c < CPU_SETSIZE; ++c) {
+          if (CPU_ISSET(c, &mine)) usable.push_back(c);
+        }
+      }
+      if (usable.size() < static_cast<std::size_t>(options.threads)) {
+        throw Error(fmt::format("nn rating: {} threads need {} CPUs, and this process may use "
+                                "{}",
+                                options.threads, options.threads, usable.size()));
+      }
+      cpus.assign(usable.begin(), usable.begin() + options.threads);
+    }
+    detail::PinnedThread pin(options.threads > 1 ? cpus : std::vector<int>{options.cpu});
     cpu = pin.cpu();
+    ran_on = options.threads > 1 ? cpus : std::vector<int>{cpu};
     if (options.progress) {
       options.progress(fmt::format("running {} {} with {} ({}), one thread on CPU {}", count,
                                    e.reads_graphs ? "reference CNN graphs" : "models",
@@ -571,6 +598,8 @@ NnRating measure_nn_rating(const NnOptions& options) {
                                e.info.id);
   r.command = python;
   r.cpu = cpu;
+  r.threads = options.threads;
+  r.cpus = ran_on;
   r.loops = options.loops;
   r.precision = !e.info.precision.empty()
                     ? e.info.precision
@@ -582,7 +611,9 @@ NnRating measure_nn_rating(const NnOptions& options) {
   r.measured_at = detail::utc_now();
   r.seconds = out.seconds;
   const CacheFile cache = cache_file(e);
-  if (!options.graphs.empty()) {
+  if (options.threads > 1) {
+    r.note = fmt::format("measured with {} threads: not cached", options.threads);
+  } else if (!options.graphs.empty()) {
     r.note = fmt::format("measured a subset of the {}: not cached",
                          e.reads_graphs ? "reference graphs" : "models");
   } else if (cache.path.empty()) {
@@ -603,10 +634,12 @@ NnRating measure_nn_rating(const NnOptions& options) {
 
 std::string describe(const NnRating& r) {
   const bool graphs = r.runtime_id == "ncnn";
-  std::string text = fmt::format("{} {}{} with {}, {}, one thread on CPU {}:", r.host_ms.size(),
-                                 graphs ? "graph" : "model", r.host_ms.size() == 1 ? "" : "s",
-                                 r.runtime.empty() ? detail::runtime_name(r.runtime_id) : r.runtime,
-                                 r.precision, r.cpu);
+  std::string text = fmt::format(
+      "{} {}{} with {}, {}, {}:", r.host_ms.size(), graphs ? "graph" : "model",
+      r.host_ms.size() == 1 ? "" : "s",
+      r.runtime.empty() ? detail::runtime_name(r.runtime_id) : r.runtime, r.precision,
+      r.threads > 1 ? fmt::format("{} threads on CPUs {}", r.threads, fmt::join(r.cpus, ","))
+                    : fmt::format("one thread on CPU {}", r.cpu));
   bool first = true;
   for (const auto& [name, ms] : r.host_ms) {
     text += fmt::format("{} {} {:.1f} ms", first ? "" : ",", name, ms);

@@ -26,15 +26,8 @@ HostFacts two_cpus() {
   return h;
 }
 
-// Four cores; four threads ran twice as fast as one on three graphs, as fast on ResNet-18:
-// speed-ups 2, 2, 2, 1 (median 2, contention 1/3).
-Device quad() {
-  Device d = make_device("quad", 4, 0.25, "256MiB");
-  d.nn_ms = {{"squeezenet", 10}, {"mobilenet", 20}, {"mobilenet_v2", 40}, {"resnet18", 80}};
-  d.nn_threads_ms[4] = {
-      {"squeezenet", 5}, {"mobilenet", 10}, {"mobilenet_v2", 20}, {"resnet18", 80}};
-  return d;
-}
+// Speed-ups 2, 2, 2, 1 (median 2, contention 1/3).
+Device quad() { return quad_board(); }
 
 PlanOptions projected() {
   PlanOptions o;
