@@ -509,7 +509,7 @@ struct ThreadsRow {
   double projected_speedup = NAN;  // CoreEmulation::projected: the plan's divisor
   // Projected, each graph's speed-up also times its own scaling on this host relative to the
   // other graphs' (workload_scaling(), PlanOptions::workload_scaling): the same figures.
-  Fit scaled, scaled_held;
+  Fit scaled_held;
   double scaled_geomean_error = NAN;
 };
 
@@ -572,18 +572,20 @@ ThreadsRow measure_threads(const Device& catalog, const NnRating& host, const st
       }
     }
   }
-  if (projected && scaling) {
+  if (projected && scaling && scaling->one_ms.size() >= 2) {
     // What PlanOptions::workload_scaling does with the graph's own host speed-up, held out:
     // against the median of the other graphs'.
     std::map<std::string, double> scaled = emulated, scaled_held = held;
     double log_scaled = 0;
     for (auto& [g, ms] : scaled) {
-      const double w = workload_scaling(*scaling, scaling->speedup(g), g);
+      // A graph the scaling runs did not measure keeps the board's median.
+      const double w = scaling->one_ms.count(g) && scaling->many_ms.count(g)
+                           ? workload_scaling(*scaling, scaling->speedup(g), g)
+                           : 1.0;
       ms /= w;
       if (scaled_held.count(g)) scaled_held[g] /= w;
       log_scaled += std::log(ms / many.at(g));
     }
-    row.scaled = fit(scaled, many);
     row.scaled_held = fit(scaled_held, many);
     row.scaled_geomean_error = std::exp(log_scaled / static_cast<double>(scaled.size())) - 1;
   }
@@ -855,7 +857,7 @@ int run_benchmark(const Args& a) {
   }
 
   // Projected to several threads: this host's own scaling of each graph, for the variant that
-  // follows it (PlanOptions::workload_scaling); about 25 s.
+  // follows it (PlanOptions::workload_scaling); about 30 s.
   std::optional<HostScaling> host_scaling;
   const bool many_threads = std::any_of(a.threads.begin(), a.threads.end(),
                                         [](int n) { return n > 1; });

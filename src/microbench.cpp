@@ -664,13 +664,22 @@ PinnedThread::PinnedThread(const std::vector<int>& cpus) {
     if (cpu_ < 0) cpu_ = cpu;
     CPU_SET(cpu, &set);
   }
-  if (cpus.empty()) throw Error("PinnedThread: no CPU given");
+  if (cpus.empty()) throw Error("PinnedThread: no CPU given; name the CPUs to pin to");
   if (::sched_setaffinity(0, sizeof set, &set) != 0) {
     const int err = errno;
     throw Error(fmt::format("cannot pin to CPU {}: {} (errno {}); choose a CPU this process may "
                             "run on (taskset -pc {} lists them)",
                             fmt::join(cpus, ","), std::strerror(err), err, ::getpid()),
                 err);
+  }
+  // The kernel keeps only the CPUs the cpuset allows: pinned to fewer than asked is an error.
+  cpu_set_t got;
+  CPU_ZERO(&got);
+  if (::sched_getaffinity(0, sizeof got, &got) == 0 && !CPU_EQUAL(&got, &set)) {
+    ::sched_setaffinity(0, sizeof saved_, &saved_);
+    throw Error(fmt::format("cannot pin to CPUs {}: the kernel allowed only {} of them; choose "
+                            "CPUs this process may run on (taskset -pc {} lists them)",
+                            fmt::join(cpus, ","), CPU_COUNT(&got), ::getpid()));
   }
 }
 

@@ -400,18 +400,12 @@ EmulationPlan plan_emulation(const Device& described, const HostFacts& host,
         100 * p.scaling.loo_median_error, 100 * p.scaling.loo_worst_error));
     if (options.workload_scaling) {
       const double w = *options.workload_scaling;
-      if (!(w >= 0.5 && w <= 2.0)) {
-        throw Error(fmt::format("workload_scaling = {} is out of range: give 0.5 to 2 (the "
-                                "workload's speed-up from one thread to two on this host over "
-                                "the reference graphs', workload_scaling() in nn.hpp)",
-                                w));
-      }
       plan.threads_projection->workload_factor = w;
       plan.threads_projection->speedup *= w;
       plan.notes.push_back(fmt::format(
-          "the projection follows the workload's own scaling: it sped up {:.3g}x the reference "
-          "graphs' from one thread to two on this host, so its speed-up on the board is taken "
-          "as {:.3g} x {:.3g} = {:.3g} (PlanOptions::workload_scaling; docs/threads.md)",
+          "the projection follows the workload's own scaling: it sped up {:.3g}x as much as the "
+          "reference graphs with more threads on this host, so its speed-up on the board is "
+          "taken as {:.3g} x {:.3g} = {:.3g} (PlanOptions::workload_scaling; docs/threads.md)",
           w, p.speedup / w, w, p.speedup));
     }
     if (!device.speed_schedule.empty()) {
@@ -435,6 +429,13 @@ EmulationPlan plan_emulation(const Device& described, const HostFacts& host,
     throw Error(fmt::format("cpu_period_us = {} is out of range: the kernel accepts {} to {} us "
                             "(or 0: chosen by edgeprof)",
                             options.cpu_period_us, kMinCpuPeriodUs, kMaxCpuPeriodUs));
+  }
+  if (options.workload_scaling &&
+      !(*options.workload_scaling >= 0.5 && *options.workload_scaling <= 2.0)) {
+    throw Error(fmt::format("workload_scaling = {} is out of range: give 0.5 to 2 (the "
+                            "workload's speed-up with more threads on this host over the "
+                            "reference graphs', workload_scaling() in nn.hpp)",
+                            *options.workload_scaling));
   }
   if (options.quota_scale &&
       !(*options.quota_scale >= kMinQuotaScale && *options.quota_scale <= kMaxQuotaScale)) {

@@ -683,11 +683,16 @@ std::string to_text(const Result& r) {
   if (const auto& proj = p.threads_projection; proj && r.projected_s(r.wall_time_s)) {
     row("projected",
         fmt::format("{:.6f} s wall with all {} cores = the time measured on one device core / "
-                    "{:.3g}, the board's speed-up from 1 to {} threads (a graph's own was {:.0f}% "
-                    "from it in the median, {:.0f}% at worst)",
+                    "{:.3g}, the board's speed-up from 1 to {} threads{} (a graph's own was "
+                    "{:.0f}% from it in the median, {:.0f}% at worst)",
                     *r.projected_s(r.wall_time_s), proj->threads, proj->speedup,
-                    proj->threads, 100 * proj->scaling.loo_median_error,
-                    100 * proj->scaling.loo_worst_error),
+                    proj->threads,
+                    proj->workload_factor != 1.0
+                        ? fmt::format(" ({:.3g}) x the workload's own scaling ({:.3g})",
+                                      proj->speedup / proj->workload_factor,
+                                      proj->workload_factor)
+                        : std::string(),
+                    100 * proj->scaling.loo_median_error, 100 * proj->scaling.loo_worst_error),
         "projected from the published one- and multi-thread tables");
   }
   if (const auto& i = r.device_interval) {

@@ -213,7 +213,12 @@ struct NnOptions {
   /// more, the graphs run on `cpus` (default: the first `threads` this process may use), and
   /// the result is not cached (measure_host_scaling() uses it).
   int threads = 1;
-  std::vector<int> cpus;  ///< the CPUs for threads > 1
+  /// The CPUs for threads > 1, one per thread, distinct; empty = the first `threads` this
+  /// thread may run on.
+  std::vector<int> cpus;
+  /// False: measured, never cached (a probe, a scaling run). A full one-thread rating is
+  /// cached by default.
+  bool cache = true;
   /// Stopped, and Error thrown, when it runs longer.
   std::chrono::seconds timeout{900};
   /// Receives a line for people per graph (may be empty).
@@ -393,7 +398,7 @@ std::string describe(const HostDrift& drift);
 /// How this host's CNN inference speeds up from one thread to `threads` (two: its CPUs), graph
 /// by graph: a graph that speeds up less than the others here does so on the boards too (over
 /// ncnn's published one- and four-thread tables of 24 boards, a graph's speed-up relative to
-/// its board's median tracked this host's relative one with r = 0.88; docs/fidelity.md), so a
+/// its board's median tracked this host's relative one with r = 0.88; docs/threads.md), so a
 /// projection to a board's cores can follow a workload's own scaling (workload_scaling()).
 struct HostScaling {
   int threads = 2;                       ///< N
@@ -429,18 +434,17 @@ struct HostScalingOptions {
   std::function<void(const std::string&)> progress;
 };
 
-/// Runs the reference graphs with ncnn unthrottled, alternately with one thread (on the first
-/// CPU) and N (on N CPUs), `rounds` times each (about 25 s for all graphs here), and returns
-/// host_scaling() of them. Not cached. Throws Error for options out of range, and as
-/// measure_nn_rating() does.
+/// Runs the reference graphs with ncnn unthrottled, alternately with N threads (on N CPUs) and
+/// one (on the first of them), `rounds` times each (about 30 s for all graphs here), and
+/// returns host_scaling() of them. Nothing is cached (the nn rating is left as it was). Throws
+/// Error for options out of range, and as measure_nn_rating() does.
 HostScaling measure_host_scaling(const HostScalingOptions& options = {});
 
 /// The factor on a board's published speed-up for a workload that sped up `workload_speedup`
 /// times from one thread to `host.threads` on this host, where the reference graphs sped up
 /// host.median_speedup(without_graph): their ratio, clamped to 0.5 .. 2 (the board's relative
-/// scaling taken to be the host's, with no fitted weight: over the published tables, weights
-/// 0.67 to 1 gave the same error, docs/fidelity.md). Throws Error for a speed-up that is not
-/// a positive number.
+/// scaling taken to be the host's, with no fitted weight; docs/threads.md). Throws Error for a
+/// speed-up that is not a positive number.
 double workload_scaling(const HostScaling& host, double workload_speedup,
                         std::string_view without_graph = {});
 

@@ -469,7 +469,9 @@ class ThreadsProjection:  # core emulation "projected"
     @property
     def threads(self) -> int: ...
     @property
-    def speedup(self) -> float: ...  # the board's speed-up from 1 thread: the divisor
+    def speedup(self) -> float: ...  # the divisor: the board's speed-up x workload_factor
+    @property
+    def workload_factor(self) -> float: ...  # PlanOptions::workload_scaling; 1 = none
     @property
     def table_threads(self) -> int: ...
     @property

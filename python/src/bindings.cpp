@@ -433,7 +433,11 @@ PYBIND11_MODULE(_core, m) {
                                 "the device's with all its cores (Result.projected_s).")
       .def_readonly("threads", &ThreadsProjection::threads)
       .def_readonly("speedup", &ThreadsProjection::speedup,
-                    "The board's speed-up from 1 thread to `threads`: the divisor.")
+                    "The divisor: the board's speed-up from 1 thread to `threads`, times "
+                    "workload_factor.")
+      .def_readonly("workload_factor", &ThreadsProjection::workload_factor,
+                    "The workload's own scaling the projection follows (PlanOptions::"
+                    "workload_scaling, C++); 1 = the board's median graph.")
       .def_property_readonly("table_threads",
                              [](const ThreadsProjection& p) { return p.scaling.threads; })
       .def_property_readonly("table_speedup",

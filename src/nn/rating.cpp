@@ -553,6 +553,16 @@ NnRating measure_nn_rating(const NnOptions& options) {
   {
     // The child inherits this affinity: one CPU, or N for N threads.
     std::vector<int> cpus = options.cpus;
+    if (options.threads > 1 && !cpus.empty()) {
+      std::vector<int> sorted = cpus;
+      std::sort(sorted.begin(), sorted.end());
+      if (cpus.size() != static_cast<std::size_t>(options.threads) || sorted.front() < 0 ||
+          std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
+        throw Error(fmt::format("nn rating: CPUs {} for {} threads: give one distinct CPU per "
+                                "thread, or none (the first {} this thread may run on)",
+                                fmt::join(cpus, ","), options.threads, options.threads));
+      }
+    }
     if (options.threads > 1 && cpus.empty()) {
       std::vector<int> usable;
       cpu_set_t mine;
@@ -563,8 +573,9 @@ NnRating measure_nn_rating(const NnOptions& options) {
         }
       }
       if (usable.size() < static_cast<std::size_t>(options.threads)) {
-        throw Error(fmt::format("nn rating: {} threads need {} CPUs, and this process may use "
-                                "{}",
+        throw Error(fmt::format("nn rating: {} threads need {} CPUs, and this thread may run on "
+                                "{}: give fewer threads, or run where more CPUs are allowed "
+                                "(taskset, the cpuset)",
                                 options.threads, options.threads, usable.size()));
       }
       cpus.assign(usable.begin(), usable.begin() + options.threads);
@@ -573,9 +584,13 @@ NnRating measure_nn_rating(const NnOptions& options) {
     cpu = pin.cpu();
     ran_on = options.threads > 1 ? cpus : std::vector<int>{cpu};
     if (options.progress) {
-      options.progress(fmt::format("running {} {} with {} ({}), one thread on CPU {}", count,
+      options.progress(fmt::format("running {} {} with {} ({}), {}", count,
                                    e.reads_graphs ? "reference CNN graphs" : "models",
-                                   e.info.name, python, cpu));
+                                   e.info.name, python,
+                                   options.threads > 1
+                                       ? fmt::format("{} threads on CPUs {}", options.threads,
+                                                     fmt::join(ran_on, ","))
+                                       : fmt::format("one thread on CPU {}", cpu)));
     }
     std::size_t done = 0;
     auto on_line = [&](std::string_view line) -> std::string {
@@ -613,6 +628,8 @@ NnRating measure_nn_rating(const NnOptions& options) {
   const CacheFile cache = cache_file(e);
   if (options.threads > 1) {
     r.note = fmt::format("measured with {} threads: not cached", options.threads);
+  } else if (!options.cache) {
+    r.note = "not cached (NnOptions::cache)";
   } else if (!options.graphs.empty()) {
     r.note = fmt::format("measured a subset of the {}: not cached",
                          e.reads_graphs ? "reference graphs" : "models");

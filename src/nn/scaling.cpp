@@ -21,7 +21,9 @@ double HostScaling::speedup(const std::string& graph) const {
   const auto one = one_ms.find(graph);
   const auto many = many_ms.find(graph);
   if (one == one_ms.end() || many == many_ms.end()) {
-    throw Error(fmt::format("host scaling: graph '{}' was not measured", graph));
+    throw Error(fmt::format("host scaling: graph '{}' was not measured; measure it "
+                            "(HostScalingOptions::graphs) or ask for one that was",
+                            graph));
   }
   return one->second / many->second;
 }
@@ -32,7 +34,7 @@ double HostScaling::median_speedup(std::string_view without_graph) const {
     if (graph != without_graph && many_ms.count(graph)) s.push_back(speedup(graph));
   }
   if (s.empty()) {
-    throw Error(fmt::format("host scaling: no graph measured{}",
+    throw Error(fmt::format("host scaling: no graph measured{}; measure more graphs",
                             without_graph.empty() ? std::string()
                                                   : fmt::format(" but '{}'", without_graph)));
   }
@@ -49,7 +51,7 @@ HostScaling host_scaling(const std::vector<NnRating>& one, const std::vector<NnR
   h.threads = many.front().threads;
   h.rounds = static_cast<int>(one.size());
   h.runtime = one.front().runtime;
-  h.measured_at = one.front().measured_at;
+  h.measured_at = many.front().measured_at;
   std::map<std::string, std::vector<double>> ones, manys;
   auto collect = [](const std::vector<NnRating>& runs,
                     std::map<std::string, std::vector<double>>& into) {
@@ -73,7 +75,8 @@ HostScaling host_scaling(const std::vector<NnRating>& one, const std::vector<NnR
     h.many_ms[graph] = detail::median_of(it->second);
   }
   if (h.one_ms.empty()) {
-    throw Error("host scaling: the one- and multi-thread runs have no graph in common");
+    throw Error("host scaling: the one- and multi-thread runs have no graph in common; run the "
+                "same graphs both ways");
   }
   return h;
 }
@@ -90,6 +93,7 @@ HostScaling measure_host_scaling(const HostScalingOptions& options) {
   }
   const auto start = std::chrono::steady_clock::now();
   NnOptions one;
+  one.cache = false;  // the rating stays the one the user measured
   one.python = options.python;
   one.graphs = options.graphs;
   one.warmup = options.warmup;

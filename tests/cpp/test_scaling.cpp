@@ -12,6 +12,7 @@
 #include "edgeprof/error.hpp"
 #include "edgeprof/nn.hpp"
 #include "edgeprof/plan.hpp"
+#include "edgeprof/result.hpp"
 #include "helpers.hpp"
 
 using namespace edgeprof;
@@ -107,6 +108,37 @@ TEST_CASE("the host's scaling runs one thread on one CPU and N on N, alternately
   const std::string both = format_cpu_list({usable[0], usable[1]});
   CHECK(read("cpus-2") == both + "\n" + both + "\n");
 
+  // All the graphs, as a user's call would run them: the nn rating is left alone (the one-thread
+  // runs would otherwise have replaced it).
+  {
+    const test::FakeTree cache;
+    test::ScopedEnv env("EDGEPROF_CACHE_DIR", cache.root());
+    HostScalingOptions all;
+    all.python = o.python;
+    all.rounds = 1;
+    const HostScaling every = measure_host_scaling(all);
+    CHECK(every.one_ms.size() == reference_graphs().size());
+    CHECK_FALSE(std::filesystem::exists(cache.root() + "/host-nn.json"));
+    // A multi-thread rating of every graph is not cached either, and says what it was.
+    NnOptions two;
+    two.python = o.python;
+    two.threads = 2;
+    const NnRating r = measure_nn_rating(two);
+    CHECK(r.cache_file.empty());
+    CHECK_THAT(r.note, Contains("2 threads"));
+    CHECK(r.cpus == std::vector<int>{usable[0], usable[1]});
+    CHECK_THAT(describe(r), Contains(fmt::format("2 threads on CPUs {},{}", usable[0],
+                                                 usable[1])));
+    CHECK_FALSE(std::filesystem::exists(cache.root() + "/host-nn.json"));
+    two.cpus = {usable[0]};
+    CHECK_THROWS_WITH(measure_nn_rating(two), Contains("one distinct CPU per thread"));
+    two.cpus = {usable[0], usable[0]};
+    CHECK_THROWS_WITH(measure_nn_rating(two), Contains("one distinct CPU per thread"));
+    two.cpus = {};
+    two.threads = 0;
+    CHECK_THROWS_WITH(measure_nn_rating(two), Contains("give 1, or more with ncnn"));
+  }
+
   HostScalingOptions bad;
   bad.threads = 1;
   CHECK_THROWS_WITH(measure_host_scaling(bad), Contains("threads >= 2"));
@@ -134,6 +166,18 @@ TEST_CASE("a projection follows the workload's own scaling where it is given", "
   CHECK(has(own.notes, "2 x 0.8 = 1.6"));
   // The same quota: only the projection moves.
   CHECK(own.cpu_quota_us == board.cpu_quota_us);
+  // A report keeps the factor, and its text says what the divisor is made of.
+  Result r;
+  r.device = test::quad_board();
+  r.plan = own;
+  r.wall_time_s = 1.6;
+  const Result back = result_from_json(to_json(r));
+  REQUIRE(back.plan.threads_projection);
+  CHECK(back.plan.threads_projection->workload_factor == 0.8);
+  CHECK(back.plan == own);
+  CHECK(*back.projected_s(1.6) == Approx(1.0));
+  CHECK_THAT(to_text(back), Contains("the board's speed-up from 1 to 4 threads (2) x the "
+                                     "workload's own scaling (0.8)"));
 
   o.workload_scaling = 3.0;
   CHECK_THROWS_WITH(plan_emulation(test::quad_board(), test::two_cpu_host(), o),
