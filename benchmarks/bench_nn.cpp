@@ -15,9 +15,11 @@
 //  - N threads (each N > 1 of --threads): all N cores at the nn speed from the one-thread
 //    times, against the published N-thread runs, where the device has them and N x its nn speed
 //    fits this host's CPUs; the same figures, held out the same way, and the speed-up over one
-//    thread of the board and of the emulation. With --core-emulation projected, one thread on
-//    one device core instead, its times divided by the board's speed-up (held out: from the
-//    other graphs' tables).
+//    thread of the board and of the emulation. Projected (the default, as in a run: auto, which
+//    projects every device with such tables), one thread on one device core instead, its times
+//    divided by the board's speed-up (held out: from the other graphs' tables); with 1 in
+//    --threads, those one-thread times are the one-thread part's (one emulated run per device,
+//    as a user's projected run is one run).
 // Progress goes to stderr with each device's elapsed time; the tables (with the start, the end
 // and the duration of the run) to stdout and, with --markdown FILE, to FILE.
 //
@@ -55,8 +57,10 @@ void usage(FILE* to) {
   std::fputs(
       "usage: edgeprof_bench_nn [--devices A,B,...] [--graphs X,Y,...] [--threads 1,4] [--quick]\n"
       "                         [--warmup N] [--loops N] [--period-us N] [--no-keep-warm]\n"
-      "                         [--core-emulation pooled|per-core|projected] [--core-scaling]\n"
+      "                         [--core-emulation auto|pooled|per-core|projected]\n"
+      "                         [--core-scaling]\n"
       "                         [--no-thread-env] [--quota-scale X] [--drift-check]\n"
+      "                         [--cached-rating]\n"
       "                         [--markdown FILE]\n"
       "\n"
       "How close emulated CNN inference lands to the times ncnn published for real devices:\n"
@@ -76,9 +80,12 @@ void usage(FILE* to) {
       "                    (default 5)\n"
       "  --period-us N     the CFS period, 1000 to 1000000 us (default 0: edgeprof's choice)\n"
       "  --no-keep-warm    emulate with keep-warm off\n"
-      "  --core-emulation M  pooled (default: one quota for all cores), per-core (a quota\n"
-      "                    per device core, threads spread over them) or projected (one thread\n"
-      "                    on one core, its time / the board's speed-up; docs/threads.md)\n"
+      "  --core-emulation M  auto (the default, as a run's: projected for a device with\n"
+      "                    multi-thread tables, pooled elsewhere), pooled (one quota for all\n"
+      "                    cores), per-core (a quota per device core, threads spread over them)\n"
+      "                    or projected (one thread on one core, its time / the board's\n"
+      "                    speed-up; docs/threads.md). Projected with 1 in --threads: the\n"
+      "                    one-thread part's emulated times are the ones projected\n"
       "  --core-scaling    with per-core: each core's quota follows the busy threads as the\n"
       "                    board's published tables scale (PlanOptions::core_scaling)\n"
       "  --quota-scale X   the CPU quota times X, 0.5 to 4, or auto (the default: this host's\n"
@@ -86,6 +93,9 @@ void usage(FILE* to) {
       "                    plans apply it to nn speeds; PlanOptions::quota_scale)\n"
       "  --drift-check     correct each device's nn speed by the host's drift since the\n"
       "                    rating, probed just before its run (PlanOptions::drift_check)\n"
+      "  --cached-rating   use this host's cached nn rating, as a run does, however old\n"
+      "                    (measured first when none is cached): the drift since it was\n"
+      "                    measured then shows, and --drift-check has something to correct\n"
       "  --no-thread-env   leave the runner's environment alone (by default it gets the\n"
       "                    device's OMP_NUM_THREADS and passive OpenMP waiting)\n"
       "  --no-held-out     does nothing: the held-out figures now come from the one run\n"
@@ -112,11 +122,15 @@ struct Args {
   bool threads_given = false;
   std::uint64_t period_us = 0;  // the CFS period (0: edgeprof's choice)
   bool keep_warm = true;
-  CoreEmulation cores = CoreEmulation::pooled;
+  // As a run's default: projected where a device has multi-thread tables, pooled elsewhere.
+  CoreEmulation cores = CoreEmulation::automatic;
   bool thread_env = true;
   bool core_scaling = false;
   std::optional<double> quota_scale;  // empty: auto
   bool drift_check = false;           // PlanOptions::drift_check
+  // This host's rating from the cache (as a user's run reads it, however old) rather than
+  // measured at the start: the host's drift since then is what --drift-check corrects.
+  bool cached_rating = false;
   std::string markdown;
   std::string command_line;
 };
@@ -207,10 +221,6 @@ Args parse_args(int argc, char** argv) {
       } catch (const Error& e) {
         kCli.fail(e.what());
       }
-      // Each table is of one way of emulating the cores: auto would mix them.
-      if (a.cores == CoreEmulation::automatic) {
-        kCli.fail("--core-emulation auto: name pooled, per-core or projected");
-      }
     } else if (s == "--no-thread-env") {
       a.thread_env = false;
     } else if (s == "--quota-scale") {
@@ -224,6 +234,8 @@ Args parse_args(int argc, char** argv) {
       a.core_scaling = true;
     } else if (s == "--drift-check") {
       a.drift_check = true;
+    } else if (s == "--cached-rating") {
+      a.cached_rating = true;
     } else if (s == "--no-held-out") {
       fmt::print(stderr,
                  "bench_nn: --no-held-out does nothing now: the held-out figures come "
@@ -412,6 +424,9 @@ struct OneThreadRow {
   // --drift-check it is the plan's own probe, applied (`applied`), else one made here.
   double probe_drift = NAN;
   bool applied = false;
+  // The emulated times themselves (ms by graph): a projection to all cores in the same run
+  // divides these rather than emulating one core again.
+  std::map<std::string, double> emulated_ms;
 };
 
 // The graphs unthrottled, one thread, as the emulated runs are made but without a quota (a
@@ -483,6 +498,7 @@ OneThreadRow measure_one_thread(const Device& catalog, const NnRating& host, int
   }
   row.emulated = fit(emulated, published);
   row.integer = fit(at_integer, published);
+  row.emulated_ms = emulated;
   std::map<std::string, TimeInterval> intervals;
   const auto held_ms = held_out(emulated, published, host, catalog.nn_precision, row.speed,
                                &intervals, row.emulation_log_sd);
@@ -507,6 +523,8 @@ struct ThreadsRow {
   double board_speedup = NAN;      // geometric mean of published one-thread / N-thread time
   double emulation_speedup = NAN;  // the same, one thread emulated being host time / speed
   double projected_speedup = NAN;  // CoreEmulation::projected: the plan's divisor
+  bool projected = false;          // the core emulation the device resolved to
+  bool reused = false;             // projected from the one-thread part's emulated times
   // Projected, each graph's speed-up also times its own scaling on this host relative to the
   // other graphs' (workload_scaling(), PlanOptions::workload_scaling): the same figures.
   Fit scaled_held;
@@ -515,7 +533,8 @@ struct ThreadsRow {
 
 ThreadsRow measure_threads(const Device& catalog, const NnRating& host, const std::string& dir,
                            const Args& a, int threads, int cpus,
-                           const std::optional<HostScaling>& scaling) {
+                           const std::optional<HostScaling>& scaling,
+                           const OneThreadRow* one_thread) {
   ThreadsRow row;
   row.device = catalog.name;
   const auto published_it = catalog.nn_threads_ms.find(threads);
@@ -541,8 +560,18 @@ ThreadsRow measure_threads(const Device& catalog, const NnRating& host, const st
   row.cores = d.cores;
   row.speed = d.nn->core_speed;
   const double capacity = d.cores * row.speed;
-  // Projected: one device core runs one thread, its times / the board's speed-up.
-  const bool projected = a.cores == CoreEmulation::projected;
+  // Projected: one device core runs one thread, its times / the board's speed-up. Auto, as a
+  // run resolves it for this device.
+  const bool projected = resolve_core_emulation(for_speed_kind(d, SpeedKind::nn), a.cores) ==
+                         CoreEmulation::projected;
+  row.projected = projected;
+  // The one-thread part of this run emulated the same one core (at the speed from all of the
+  // device's one-thread times, as a user's run has it): its times are the ones to project.
+  const bool reuse =
+      projected && one_thread && std::all_of(many.begin(), many.end(), [&](const auto& g) {
+        return one_thread->emulated_ms.count(g.first) > 0;
+      });
+  if (reuse) row.speed = one_thread->speed;
   if (projected ? row.speed > 1 : capacity > cpus) {
     row.skipped = projected ? fmt::format("one core at {:.4f} of a host CPU is faster than it",
                                           row.speed)
@@ -552,11 +581,26 @@ ThreadsRow measure_threads(const Device& catalog, const NnRating& host, const st
   }
   std::optional<ThreadsProjection> projection;
   double emulation_log_sd = 0;
-  auto emulated = emulate(for_speed_kind(d, SpeedKind::nn), dir, keys(many),
-                          projected ? 1 : threads, a, nullptr, &projection, &emulation_log_sd);
+  std::map<std::string, double> emulated;
   std::map<std::string, TimeInterval> intervals;
-  auto held = held_out(emulated, one, host, catalog.nn_precision, row.speed, &intervals,
-                       emulation_log_sd);
+  std::map<std::string, double> held;
+  if (reuse) {
+    row.reused = true;
+    for (const auto& [g, ms] : many) emulated[g] = one_thread->emulated_ms.at(g);
+    emulation_log_sd = one_thread->emulation_log_sd;
+    projection = project_threads(d);  // what the plan of a projected run divides by
+    std::map<std::string, double> published_one;  // as measure_one_thread's speed had them
+    for (const auto& [g, ms] : catalog.nn_ms) {
+      if (host.host_ms.count(g) && selected(a.graphs, g)) published_one[g] = ms;
+    }
+    held = held_out(emulated, published_one, host, catalog.nn_precision, row.speed, &intervals,
+                    emulation_log_sd);
+  } else {
+    emulated = emulate(for_speed_kind(d, SpeedKind::nn), dir, keys(many),
+                       projected ? 1 : threads, a, nullptr, &projection, &emulation_log_sd);
+    held = held_out(emulated, one, host, catalog.nn_precision, row.speed, &intervals,
+                    emulation_log_sd);
+  }
   if (projected) {
     if (!projection) throw Error("bench_nn: a projected plan without a projection");
     row.projected_speedup = projection->speedup;
@@ -754,10 +798,16 @@ std::string speed_only_coverage(const NnRating& host) {
 
 std::string threads_table(int threads, const std::vector<ThreadsRow>& rows, const NnRating& host,
                           int cpus, const Args& a, const std::optional<HostScaling>& scaling) {
-  const bool projected = a.cores == CoreEmulation::projected;
+  // Auto resolves per device: the table says which way each row was made.
+  const auto any = [&](bool ThreadsRow::*field) {
+    return std::any_of(rows.begin(), rows.end(),
+                       [&](const ThreadsRow& r) { return r.skipped.empty() && r.*field; });
+  };
+  const bool projected = any(&ThreadsRow::projected);
+  const bool reused = any(&ThreadsRow::reused);
   std::string md = fmt::format(
       "#### {} threads{}\n\n"
-      "Host: {}; {}; {}, at the nn speed from the one-thread times of the graphs compared, "
+      "Host: {}; {}; {}, at the nn speed from the one-thread times of {}, "
       "warm-up {} and {} timed inferences per graph. Held out: each graph's emulated time "
       "rescaled to the speed derived without that graph's one-thread time{}. The emulation's "
       "speed-up over one thread takes one thread emulated as this host's time / the nn speed."
@@ -769,12 +819,18 @@ std::string threads_table(int threads, const std::vector<ThreadsRow>& rows, cons
       "held-out tau | its geometric mean error |\n"
       "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
       threads, projected ? ", projected from one" : "", host.cpu_model, host.runtime,
-      projected ? fmt::format("one thread on one device core (core emulation projected), its "
+      projected ? fmt::format("one thread on one device core (core emulation projected{}), its "
                               "time divided by the board's published speed-up from 1 to {} "
-                              "threads (the median over the graphs of its tables)",
-                              threads)
+                              "threads (the median over the graphs of its tables){}",
+                              a.cores == CoreEmulation::automatic ? ", as auto chose" : "",
+                              threads,
+                              reused ? "; the one-thread times are the one-thread part's of "
+                                       "this run, at its speed (one emulated run per device, "
+                                       "as a projected run is one run)"
+                                     : "")
                 : fmt::format("{} threads emulated on {} host CPUs", threads, cpus),
-      a.warmup, a.loops,
+      reused ? "all the graphs run (the one-thread part's)" : "the graphs compared", a.warmup,
+      a.loops,
       projected ? ", and divided by the speed-up from the other graphs' tables" : "",
       scaling ? fmt::format(
                     "With the workload's own scaling: each graph's projected time divided "
@@ -832,7 +888,16 @@ int run_benchmark(const Args& a) {
   }
   rating.graphs = a.graphs;
   rating.progress = [](const std::string& line) { fmt::print(stderr, "{}\n", line); };
-  const NnRating host = measure_nn_rating(rating);
+  std::string why_not_cached;
+  const std::optional<NnRating> cached =
+      a.cached_rating ? cached_nn_rating(&why_not_cached) : std::nullopt;
+  if (a.cached_rating) {
+    fmt::print(stderr, "{}\n",
+               cached ? fmt::format("this host's cached nn rating, measured {} ({})",
+                                    cached->measured_at, cached->cache_file)
+                      : fmt::format("no cached nn rating ({}): measuring one", why_not_cached));
+  }
+  const NnRating host = cached ? *cached : measure_nn_rating(rating);
   const double rating_s = bench::seconds_between(t0, bench::Clock::now());
   const int cpus = static_cast<int>(host_facts().cpus.size());
   // The drift probe runs where the emulated runs do when nothing else holds a CPU: the first.
@@ -861,7 +926,9 @@ int run_benchmark(const Args& a) {
   std::optional<HostScaling> host_scaling;
   const bool many_threads = std::any_of(a.threads.begin(), a.threads.end(),
                                         [](int n) { return n > 1; });
-  if (a.cores == CoreEmulation::projected && many_threads && !a.quick && cpus >= 2) {
+  const bool may_project =
+      a.cores == CoreEmulation::projected || a.cores == CoreEmulation::automatic;
+  if (may_project && many_threads && !a.quick && cpus >= 2) {
     HostScalingOptions hs;
     hs.graphs = a.graphs;
     hs.progress = rating.progress;
@@ -917,17 +984,24 @@ int run_benchmark(const Args& a) {
       if (n == 1) continue;
       ThreadsRow r;
       try {
-        r = measure_threads(d, host, dir, args, n, cpus, host_scaling);
+        const OneThreadRow* one =
+            one_thread && !rows.empty() && rows.back().device == d.name ? &rows.back() : nullptr;
+        r = measure_threads(d, host, dir, args, n, cpus, host_scaling, one);
       } catch (const UnsupportedError& e) {
         r.device = d.name;
         r.skipped = e.what();
       }
       if (r.skipped.empty()) {
         fmt::print(stderr,
-                   "  {} threads, {} x {:.4f}: median error {}, tau {}; held out {}, 90% "
-                   "interval coverage {}\n",
-                   n, r.cores, r.speed, pct(r.emulated.median), fixed2(r.emulated.tau),
-                   pct(r.held.median), pct(r.coverage));
+                   "  {} threads, {}: median error {}, tau {}; held out {}, 90% interval "
+                   "coverage {}\n",
+                   n,
+                   r.projected ? fmt::format("projected: 1 x {:.4f} / {:.3f}{}", r.speed,
+                                             r.projected_speedup,
+                                             r.reused ? " (the one-thread run's times)" : "")
+                               : fmt::format("{} x {:.4f}", r.cores, r.speed),
+                   pct(r.emulated.median), fixed2(r.emulated.tau), pct(r.held.median),
+                   pct(r.coverage));
       } else {
         fmt::print(stderr, "  {} threads skipped: {}\n", n, r.skipped);
       }
@@ -943,7 +1017,8 @@ int run_benchmark(const Args& a) {
       "Run: started {}, ended {}, {} in all: this host's rating {}, then per device (all its "
       "runs) {}.\n\nCommand: `{}`\n\nQuota scale: {}.\n\n",
       started, utc_now(), duration(bench::seconds_between(t0, bench::Clock::now())),
-      duration(rating_s),
+      cached ? fmt::format("cached, measured {}", host.measured_at)
+             : fmt::format("{} (measured {})", duration(rating_s), host.measured_at),
       devices.empty() ? "none" : fmt::format("{}", fmt::join(device_times, ", ")), a.command_line,
       share_text);
   if (one_thread) md += one_thread_table(rows, skipped, host, rating, args);

@@ -37,13 +37,6 @@ HostDrift drift(double factor) {
   return d;
 }
 
-bool has(const std::vector<std::string>& lines, const std::string& text) {
-  for (const std::string& l : lines) {
-    if (l.find(text) != std::string::npos) return true;
-  }
-  return false;
-}
-
 // A stand-in for the Python with ncnn: every reference graph takes `ms`.
 std::string fake_python(const test::FakeTree& dir, const std::string& name, double ms) {
   std::string body = "#!/bin/sh\necho 'runtime ncnn 1.0.test (stand-in)'\n";
@@ -102,8 +95,8 @@ TEST_CASE("a plan with drift_check corrects the nn speed by the host's drift, an
   const EmulationPlan p = plan_emulation(test::nn_device(0.2), host, o);
   CHECK(p.host_drift == 1.25);
   CHECK(p.cpu_quota_us == 2500);  // 0.2 x 1.25 of a 10 ms period
-  CHECK(has(p.notes, "host drift corrected: this host ran 1.25x slower"));
-  CHECK(has(p.notes, "0.2 x 1.25 = 0.25 of a host core now"));
+  CHECK(has_note(p.notes, "host drift corrected: this host ran 1.25x slower"));
+  CHECK(has_note(p.notes, "0.2 x 1.25 = 0.25 of a host core now"));
 
   // Not asked: the rating's speed, nothing said.
   PlanOptions off = o;
@@ -111,29 +104,29 @@ TEST_CASE("a plan with drift_check corrects the nn speed by the host's drift, an
   const EmulationPlan q = plan_emulation(test::nn_device(0.2), host, off);
   CHECK(q.host_drift == 1.0);
   CHECK(q.cpu_quota_us == 2000);
-  CHECK_FALSE(has(q.notes, "host drift"));
+  CHECK_FALSE(has_note(q.notes, "host drift"));
 
   // Within the probe's own noise: not corrected, said in the notes only.
   host.drift = drift(1.05);
   const EmulationPlan near = plan_emulation(test::nn_device(0.2), host, o);
   CHECK(near.host_drift == 1.0);
   CHECK(near.cpu_quota_us == 2000);
-  CHECK(has(near.notes, "within the +-10% the probe cannot tell from its own noise"));
+  CHECK(has_note(near.notes, "within the +-10% the probe cannot tell from its own noise"));
 
   // Beyond what a plan applies: not corrected, and the note says to measure again.
   host.drift = drift(2.0);
   const EmulationPlan far = plan_emulation(test::nn_device(0.2), host, o);
   CHECK(far.host_drift == 1.0);
   CHECK(far.cpu_quota_us == 2000);
-  CHECK(has(far.notes, "host drift not corrected"));
-  CHECK(has(far.notes, "--remeasure"));
+  CHECK(has_note(far.notes, "host drift not corrected"));
+  CHECK(has_note(far.notes, "--remeasure"));
 
   // Not probed (the probe failed): the problem is said.
   HostFacts bare = test::two_cpu_host();
   bare.drift_problem = "the probe failed: ncnn is missing";
   const EmulationPlan b = plan_emulation(test::nn_device(0.2), bare, o);
   CHECK(b.host_drift == 1.0);
-  CHECK(has(b.notes, "host drift not corrected: the probe failed: ncnn is missing"));
+  CHECK(has_note(b.notes, "host drift not corrected: the probe failed: ncnn is missing"));
 
   // Only an ncnn nn speed: the integer speed, and another runtime's, are not ncnn's rating's.
   host.drift = drift(1.25);
@@ -149,7 +142,7 @@ TEST_CASE("a plan with drift_check corrects the nn speed by the host's drift, an
   const EmulationPlan fast = plan_emulation(test::nn_device(0.8), host, o);
   CHECK(fast.host_drift == 1.0);
   CHECK(fast.drift_probed == 1.4);
-  CHECK(has(fast.notes, "would be faster than a host CPU"));
+  CHECK(has_note(fast.notes, "would be faster than a host CPU"));
 }
 
 TEST_CASE("with_measured_drift probes only where the plan would use it", "[drift]") {
@@ -223,10 +216,10 @@ TEST_CASE("a run with drift_check probes the rating's graphs on its CPU and corr
   CHECK(r.plan.host_drift == Approx(1.2));
   CHECK(r.plan.drift_probed == Approx(1.2));
   CHECK(r.plan.cpu_quota_us == 2400);
-  CHECK(has(r.plan.notes, "host drift corrected"));
-  CHECK(has(r.warnings, "this host ran 1.20x slower than at its nn rating"));
+  CHECK(has_note(r.plan.notes, "host drift corrected"));
+  CHECK(has_note(r.warnings, "this host ran 1.20x slower than at its nn rating"));
   // Probed on the slice's own CPU.
-  CHECK(has(r.plan.notes, fmt::format("probed on CPU {}", r.plan.cpus.front())));
+  CHECK(has_note(r.plan.notes, fmt::format("probed on CPU {}", r.plan.cpus.front())));
 
   // A probe that fails: the run goes on at the rating's speed, and the warning says why.
   o.slice.plan.nn_measure.python = bin.root() + "/no-such-python";
@@ -234,5 +227,5 @@ TEST_CASE("a run with drift_check probes the rating's graphs on its CPU and corr
   REQUIRE(failed.ok());
   CHECK(failed.plan.host_drift == 1.0);
   CHECK(failed.plan.cpu_quota_us == 2000);
-  CHECK(has(failed.warnings, "host drift not corrected: the probe failed"));
+  CHECK(has_note(failed.warnings, "host drift not corrected: the probe failed"));
 }

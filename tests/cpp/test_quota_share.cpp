@@ -29,13 +29,6 @@ QuotaShare curve() {
   return q;
 }
 
-bool has(const std::vector<std::string>& notes, const std::string& text) {
-  for (const std::string& n : notes) {
-    if (n.find(text) != std::string::npos) return true;
-  }
-  return false;
-}
-
 // A stand-in for the Python with ncnn: every graph takes 10 ms, however throttled.
 std::string fake_python(const test::FakeTree& dir) {
   std::string body = "#!/bin/sh\necho 'runtime ncnn 1.0.test (stand-in)'\n";
@@ -111,8 +104,8 @@ TEST_CASE("an nn speed's plan takes the host's own share as its quota scale, and
   CHECK(k > 1.2);
   CHECK(p.cpu_quota_us == static_cast<std::uint64_t>(std::llround(2000 * k)));
   CHECK(p.quota_scale == Approx(k).epsilon(0.001));
-  CHECK(has(p.notes, "this host's own share"));
-  CHECK(has(p.notes, "at 0.2 of a CPU"));
+  CHECK(test::has_note(p.notes, "this host's own share"));
+  CHECK(test::has_note(p.notes, "at 0.2 of a CPU"));
   // The spread at the scaled quota goes with the scale, into the run's interval.
   CHECK(p.emulation_log_sd == Approx(own_share_log_sd(curve(), k * 0.2)));
   CHECK(p.emulation_log_sd > 0);
@@ -130,7 +123,7 @@ TEST_CASE("an nn speed's plan takes the host's own share as its quota scale, and
   const EmulationPlan i = plan_emulation(test::nn_device(0.2), host, integer);
   CHECK(i.quota_scale == 1.0);
   CHECK(i.emulation_log_sd == 0.0);
-  CHECK_FALSE(has(i.notes, "own share"));
+  CHECK_FALSE(test::has_note(i.notes, "own share"));
 
   // A scale given wins.
   PlanOptions given;
@@ -141,20 +134,20 @@ TEST_CASE("an nn speed's plan takes the host's own share as its quota scale, and
   given.quota_scale = 1.0001;  // 2000.2 us, rounded to 2000
   const EmulationPlan rounded = plan_emulation(test::nn_device(0.2), host, given);
   CHECK(rounded.cpu_quota_us == 2000);
-  CHECK(has(rounded.notes, "quota scale 1"));
-  CHECK_FALSE(has(rounded.notes, "capped"));
+  CHECK(test::has_note(rounded.notes, "quota scale 1"));
+  CHECK_FALSE(test::has_note(rounded.notes, "capped"));
   // A quota that the CPUs' whole time caps is.
   given.quota_scale = 4.0;
   const EmulationPlan capped = plan_emulation(test::nn_device(0.5), host, given);
   CHECK(capped.cpu_quota_us == 10000);
-  CHECK(has(capped.notes, "capped at the CPUs' whole time"));
+  CHECK(test::has_note(capped.notes, "capped at the CPUs' whole time"));
 
   // Measured at another period, or without keep-warm: not applied, and the note says why.
   PlanOptions longer;
   longer.cpu_period_us = 100000;
   const EmulationPlan l = plan_emulation(test::nn_device(0.2), host, longer);
   CHECK(l.quota_scale == 1.0);
-  CHECK(has(l.notes, "measured at a 10 ms period with keep-warm and this plan asks for 100 ms"));
+  CHECK(test::has_note(l.notes, "measured at a 10 ms period with keep-warm and this plan asks for 100 ms"));
   PlanOptions cold;
   cold.keep_warm = false;
   CHECK(plan_emulation(test::nn_device(0.2), host, cold).quota_scale == 1.0);
@@ -164,8 +157,8 @@ TEST_CASE("an nn speed's plan takes the host's own share as its quota scale, and
   bare.quota_share_problem = "this host's own share under a quota is not measured yet";
   const EmulationPlan b = plan_emulation(test::nn_device(0.2), bare);
   CHECK(b.quota_scale == 1.0);
-  CHECK(has(b.notes, "not measured yet"));
-  CHECK(has(b.notes, "calibrate-host --nn"));
+  CHECK(test::has_note(b.notes, "not measured yet"));
+  CHECK(test::has_note(b.notes, "calibrate-host --nn"));
 
   // A quota pooled over several CPUs is not what was measured: unscaled, and said; per core,
   // each core group is one CPU's quota, scaled.
@@ -173,7 +166,7 @@ TEST_CASE("an nn speed's plan takes the host's own share as its quota scale, and
   quad.cores = 4;
   const EmulationPlan pooled = plan_emulation(quad, host);
   CHECK(pooled.quota_scale == 1.0);
-  CHECK(has(pooled.notes, "pooled over 2 host CPUs"));
+  CHECK(test::has_note(pooled.notes, "pooled over 2 host CPUs"));
   PlanOptions cores;
   cores.cores = CoreEmulation::per_core;
   const EmulationPlan per_core = plan_emulation(quad, host, cores);
@@ -225,7 +218,7 @@ TEST_CASE("the own share is measured in real slices between unthrottled runs, an
   CHECK(q.period_us == kDefaultCpuPeriodUs);  // the slices' own plan
   CHECK(q.runtime == "ncnn 1.0.test (stand-in)");
   CHECK(q.cpu >= 0);
-  CHECK(has(lines, "[2/2] speed 0.5"));
+  CHECK(test::has_note(lines, "[2/2] speed 0.5"));
   CHECK(q.cache_file == cache.root() + "/host-quota-share.json");
 
   const auto cached = cached_quota_share();

@@ -29,13 +29,6 @@ NnRating run_of(std::map<std::string, double> ms, int threads) {
   return r;
 }
 
-bool has(const std::vector<std::string>& lines, const std::string& text) {
-  for (const std::string& l : lines) {
-    if (l.find(text) != std::string::npos) return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 TEST_CASE("the host's scaling is each graph's median one- over multi-thread time",
@@ -96,7 +89,7 @@ TEST_CASE("the host's scaling runs one thread on one CPU and N on N, alternately
   CHECK(h.speedup("squeezenet") == Approx(2.5));
   CHECK(h.median_speedup() == Approx(2.5));
   CHECK(h.cpus == std::vector<int>{usable[0], usable[1]});
-  CHECK(has(lines, "host scaling [2/2]"));
+  CHECK(test::has_note(lines, "host scaling [2/2]"));
   auto read = [&](const std::string& name) {
     std::ifstream in(bin.root() + "/" + name);
     std::stringstream text;
@@ -163,7 +156,7 @@ TEST_CASE("a projection follows the workload's own scaling where it is given", "
   CHECK(own.threads_projection->speedup == Approx(1.6));
   CHECK(own.threads_projection->workload_factor == 0.8);
   CHECK(own.threads_projection->scaling == board.threads_projection->scaling);
-  CHECK(has(own.notes, "2 x 0.8 = 1.6"));
+  CHECK(test::has_note(own.notes, "2 x 0.8 = 1.6"));
   // The same quota: only the projection moves.
   CHECK(own.cpu_quota_us == board.cpu_quota_us);
   // A report keeps the factor, and its text says what the divisor is made of.
@@ -187,5 +180,5 @@ TEST_CASE("a projection follows the workload's own scaling where it is given", "
   o.cores = CoreEmulation::pooled;
   const EmulationPlan pooled = plan_emulation(test::quad_board(), test::two_cpu_host(), o);
   CHECK_FALSE(pooled.threads_projection);
-  CHECK(has(pooled.notes, "workload_scaling 0.8 not applied"));
+  CHECK(test::has_note(pooled.notes, "workload_scaling 0.8 not applied"));
 }
