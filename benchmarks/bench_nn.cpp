@@ -355,7 +355,8 @@ std::map<std::string, double> emulate(const Device& device, const std::string& d
                                       std::optional<ThreadsProjection>* projection = nullptr,
                                       double* emulation_log_sd = nullptr,
                                       double* host_drift = nullptr,
-                                      double* drift_probed = nullptr) {
+                                      double* drift_probed = nullptr,
+                                      std::map<std::string, double>* cpu_ms = nullptr) {
   Command c;
   c.argv = {"python3", dir + "/runner.py", dir, std::to_string(a.warmup)};
   c.argv.push_back(std::to_string(a.loops));
@@ -384,7 +385,9 @@ std::map<std::string, double> emulate(const Device& device, const std::string& d
     throw Error(fmt::format("the runner failed under {}: exit {}; {}", device.name,
                             r.exit_code.value_or(-1), text.str()));
   }
-  return parse_nn_output(text.str(), "runner under " + device.name).host_ms;
+  NnRating parsed = parse_nn_output(text.str(), "runner under " + device.name);
+  if (cpu_ms) *cpu_ms = parsed.cpu_ms;
+  return parsed.host_ms;
 }
 
 bool selected(const std::vector<std::string>& only, const std::string& graph) {
@@ -423,6 +426,9 @@ struct OneThreadRow {
   // correcting a run by it (PlanOptions::drift_check) removes the host's drift. With
   // --drift-check it is the plan's own probe, applied (`applied`), else one made here.
   double probe_drift = NAN;
+  // Without --drift-check, the same probe's wall-time drift and its wall / CPU time (about 1
+  // alone on its CPU; HostDrift::waiting).
+  double probe_wall = NAN, probe_waiting = NAN;
   bool applied = false;
   // The emulated times themselves (ms by graph): a projection to all cores in the same run
   // divides these rather than emulating one core again.
@@ -433,9 +439,10 @@ struct OneThreadRow {
 // one-core device at speed 1 on the CPU the emulation gets): the reference the emulation's own
 // share is taken against, minutes rather than an hour from the run it is compared with.
 std::map<std::string, double> unthrottled(const std::string& dir,
-                                          const std::vector<std::string>& graphs,
-                                          const Args& a) {
-  return emulate(make_device("unthrottled", 1, 1.0, "4GiB"), dir, graphs, 1, a);
+                                          const std::vector<std::string>& graphs, const Args& a,
+                                          std::map<std::string, double>* cpu_ms) {
+  return emulate(make_device("unthrottled", 1, 1.0, "4GiB"), dir, graphs, 1, a, nullptr,
+                 nullptr, nullptr, nullptr, nullptr, cpu_ms);
 }
 
 OneThreadRow measure_one_thread(const Device& catalog, const NnRating& host, int probe_cpu,
@@ -455,12 +462,16 @@ OneThreadRow measure_one_thread(const Device& catalog, const NnRating& host, int
   Device one = for_threads(catalog, 1);
   one.nn = speed;
   one.speed_kind.clear();
-  const auto reference = unthrottled(dir, keys(published), a);
+  std::map<std::string, double> reference_cpu;
+  const auto reference = unthrottled(dir, keys(published), a, &reference_cpu);
   if (!a.drift_check) {
     DriftOptions probe;
     probe.cpu = probe_cpu;
     try {
-      row.probe_drift = measure_host_drift(host, probe).factor;
+      const HostDrift d = measure_host_drift(host, probe);
+      row.probe_drift = d.factor;
+      row.probe_wall = d.wall_factor;
+      row.probe_waiting = d.waiting;
     } catch (const Error& e) {
       fmt::print(stderr, "  drift probe failed: {}\n", e.what());
     }
@@ -476,9 +487,15 @@ OneThreadRow measure_one_thread(const Device& catalog, const NnRating& host, int
   std::vector<double> shares, drifts, held;
   for (const auto& [g, ms] : emulated) {
     if (!reference.count(g)) continue;
-    // The slice's own speed: the nn speed, corrected by the drift where the plan was.
-    shares.push_back(ms * row.speed * applied / reference.at(g));
-    drifts.push_back(reference.at(g) / host.host_ms.at(g));
+    // The slice's own speed: the nn speed, corrected by the drift where the plan was; against
+    // the work of the unthrottled run (its CPU time where it has it: another process sharing
+    // the CPU lengthens that run's wall time, not the throttled one's).
+    const double work = reference_cpu.count(g) ? reference_cpu.at(g) : reference.at(g);
+    shares.push_back(ms * row.speed * applied / work);
+    // In CPU time where both have it, as the probe compares (HostDrift::cpu_time).
+    const bool cpu = reference_cpu.count(g) && host.cpu_ms.count(g);
+    drifts.push_back(cpu ? reference_cpu.at(g) / host.cpu_ms.at(g)
+                         : reference.at(g) / host.host_ms.at(g));
     if (std::find(share_graphs.begin(), share_graphs.end(), g) == share_graphs.end()) {
       held.push_back(shares.back());
     }
@@ -679,11 +696,13 @@ std::string one_thread_table(const std::vector<OneThreadRow>& rows,
       "graph's emulated time rescaled to the speed derived without that graph (emulated x "
       "speed from all graphs / speed without it), against its published time. Integer speed: "
       "the emulated time scaled by nn speed / integer speed. Own share: the emulated time x the "
-      "nn speed / the same graph run unthrottled on the same CPU just before it, median "
+      "nn speed / the same graph run unthrottled on the same CPU just before it (its CPU time "
+      "per inference where the runner reports it), median "
       "(p10-p90) over the graphs: 1.00 is a quota that buys exactly its share of a host core; "
       "held-out graphs: the same over the graphs the host's own share was not measured with. "
       "Quota scale: the plan's (by default this host's own share at the nn speed). "
-      "Host drift: that unthrottled time / this host's rating at the start, median; the "
+      "Host drift: that unthrottled time / this host's rating, median, in CPU time per "
+      "inference where the rating has it (as the probe compares); the "
       "probe's: measure_host_drift() just before the emulated run (four graphs, about half a "
       "second, on CPU {}), applied to the speed where marked (--drift-check: the plan's own "
       "probe, PlanOptions::drift_check); drift left: host drift / the probe's, what a "
@@ -966,13 +985,14 @@ int run_benchmark(const Args& a) {
                    "  1 thread at nn speed {:.4f}: median error {}, worst {}, tau {}; held out "
                    "{} (worst {}), tau {}, 90% interval coverage {}; own share {} ({}-{}; "
                    "held-out graphs {}) at quota scale {:.3f}, host drift {} (probe {}{}, left "
-                   "{})\n",
+                   "{}; the probe's wall-time drift {}, wall / CPU time {})\n",
                    r.speed, pct(r.emulated.median), pct(r.emulated.worst), fixed2(r.emulated.tau),
                    pct(r.held.median), pct(r.held.worst), fixed2(r.held.tau), pct(r.coverage),
                    fixed2(r.share),
                    fixed2(r.share_p10), fixed2(r.share_p90), fixed2(r.share_held), r.quota_scale,
                    fixed2(r.drift), fixed2(r.probe_drift), r.applied ? ", applied" : "",
-                   fixed2(r.drift / r.probe_drift));
+                   fixed2(r.drift / r.probe_drift), fixed2(r.probe_wall),
+                   fixed2(r.probe_waiting));
       } catch (const UnsupportedError& e) {
         // A device faster than one host core at its nn speed (the Pi 5 on a slow or busy
         // host): nothing to emulate here; said, not fatal.

@@ -205,7 +205,8 @@ Device with_measured_nn(const Device& device, const NnOptions& options) {
     } catch (const Error& e) {
       throw Error(fmt::format(
           "{} is emulated at its CNN inference (nn) speed, which needs this host's nn rating, "
-          "and measuring it failed: {}. Install ncnn (`pip install ncnn`) and run again, or "
+          "and measuring it failed: {}. Mend that (install ncnn: `pip install ncnn`) and run "
+          "again, or "
           "emulate the device at its integer (7-Zip) speed (--speed-kind integer; "
           "speed_kind=\"integer\" in Python; SpeedKind::integer in C++)",
           device.name, e.what()));

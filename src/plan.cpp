@@ -263,6 +263,21 @@ void correct_for_drift(Device& device, const HostFacts& host, EmulationPlan& pla
   }
   const HostDrift& d = *host.drift;
   plan.drift_probed = d.factor;
+  if (d.waiting > kProbeWaitingShared) {
+    plan.notes.push_back(fmt::format(
+        "host CPU shared: the drift probe's inferences on CPU {} took {:.2f}x their CPU time, so "
+        "another busy process (or a hypervisor's steal) had part of it: a throttled slice "
+        "barely waits for it, but unthrottled times and the emulation's spread move with it",
+        d.cpu, d.waiting));
+    if (!d.cpu_time) {
+      plan.notes.push_back(fmt::format(
+          "host drift not corrected: the probe read {:.2f}x, but the rating has no CPU times to "
+          "tell the wait from drift: measure the rating again (`edgeprof calibrate-host --nn "
+          "--remeasure`)",
+          d.factor));
+      return;
+    }
+  }
   if (!(d.factor >= kMinHostDrift && d.factor <= kMaxHostDrift)) {
     plan.notes.push_back(fmt::format(
         "host drift not corrected: {}, beyond the {:g} .. {:g} a plan applies (another "

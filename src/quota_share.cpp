@@ -123,8 +123,9 @@ std::optional<QuotaShare> read_cached(const std::string& path, std::string* why)
   return q;
 }
 
-// The graphs' times from one run of the runner under `device` on `cpu`, ms by graph.
-std::map<std::string, double> run_graphs(const detail::NnRunnerDir& dir,
+// The graphs' times from one run of the runner under `device` on `cpu` (host_ms, and cpu_ms
+// where the runner reports it).
+NnRating run_graphs(const detail::NnRunnerDir& dir,
                                          const std::string& python, const Device& device,
                                          const QuotaShareOptions& o, int cpu,
                                          std::string* runtime, bool* keep_warm) {
@@ -154,7 +155,7 @@ std::map<std::string, double> run_graphs(const detail::NnRunnerDir& dir,
   NnRating parsed = parse_nn_output(text.str(), "nn runner at speed " + fmt::format("{:g}", device.core_speed));
   if (runtime && !parsed.runtime.empty()) *runtime = parsed.runtime;
   if (keep_warm && device.core_speed < 1) *keep_warm = *keep_warm && result.plan.keep_warm;
-  return parsed.host_ms;
+  return parsed;
 }
 
 // Each point's share: the measured medians, pooled where a faster speed's exceeds a slower's
@@ -326,14 +327,35 @@ QuotaShare measure_quota_share(const QuotaShareOptions& o) {
                   o.graphs.size(), o.graphs.size() == 1 ? "" : "s", cpu,
                   speeds.size() == 1 ? "" : "s", fmt::join(speeds, ", "), o.rounds,
                   o.rounds == 1 ? "" : "s"));
-  std::map<std::string, double> before =
-      run_graphs(dir, python, unthrottled, o, cpu, &q.runtime, nullptr);
+  // The unthrottled runs' wall time / CPU time per inference: about 1 when they had the CPU
+  // to themselves. A process sharing it (or a hypervisor's steal) lengthens them, not the
+  // throttled runs, and every share would read too low.
+  std::vector<double> waiting;
+  auto unthrottled_ms = [&](std::string* runtime) {
+    NnRating r = run_graphs(dir, python, unthrottled, o, cpu, runtime, nullptr);
+    for (const auto& [g, ms] : r.host_ms) {
+      if (const auto c = r.cpu_ms.find(g); c != r.cpu_ms.end()) waiting.push_back(ms / c->second);
+    }
+    return r.host_ms;
+  };
+  auto check_waiting = [&] {
+    if (waiting.empty() || detail::median_of(waiting) <= kProbeWaitingShared) return;
+    throw Error(fmt::format(
+        "measure_quota_share: CPU {} was shared while this host's own share was measured: the "
+        "unthrottled runs' inferences took {:.2f}x their CPU time (median), so another busy "
+        "process or a hypervisor's steal had part of the CPU, and every share would read too "
+        "low; not cached: measure it again when CPU {} is idle (or on another: "
+        "QuotaShareOptions::cpu)",
+        cpu, detail::median_of(waiting), cpu));
+  };
+  std::map<std::string, double> before = unthrottled_ms(&q.runtime);
+  check_waiting();  // at once, rather than after a minute of rounds
   for (int round = 0; round < o.rounds; ++round) {
     for (double s : speeds) {
       const Device slow = one_core("edgeprof-quota-share", s);
       const auto emulated =
-          run_graphs(dir, python, slow, o, cpu, nullptr, &q.keep_warm);
-      const auto after = run_graphs(dir, python, unthrottled, o, cpu, nullptr, nullptr);
+          run_graphs(dir, python, slow, o, cpu, nullptr, &q.keep_warm).host_ms;
+      const auto after = unthrottled_ms(nullptr);
       std::vector<double> now;
       for (const auto& [g, ms] : emulated) {
         if (!before.count(g) || !after.count(g) ||
@@ -350,6 +372,7 @@ QuotaShare measure_quota_share(const QuotaShareOptions& o) {
                       now.size() == 1 ? "" : "s"));
     }
   }
+  check_waiting();
   for (double s : speeds) {
     const std::vector<double>& v = shares[s];
     if (v.empty()) throw Error(fmt::format("measure_quota_share: no graph ran at speed {:g}", s));

@@ -731,8 +731,9 @@ Result Child::State::finish(const detail::Exit& exit, bool timed_out) {
   // A drift check that could not correct the speed, or a host far from its rating (of the plan
   // the run ended with: a followed runtime's speed is not corrected).
   for (const std::string& note : r.plan.notes) {
-    if (note.rfind("host drift not corrected", 0) == 0 &&
-        note.find("cannot tell from its own noise") == std::string::npos) {
+    if ((note.rfind("host drift not corrected", 0) == 0 &&
+         note.find("cannot tell from its own noise") == std::string::npos) ||
+        note.rfind("host CPU shared", 0) == 0) {
       r.warnings.push_back(note);
     }
   }

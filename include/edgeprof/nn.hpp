@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -153,6 +154,12 @@ const NnRuntime& nn_runtime(std::string_view id);
 /// models with it: NnOptions::runtime), one thread.
 struct NnRating {
   std::map<std::string, double> host_ms;  ///< median ms per inference, by graph or model
+  /// The runner process's CPU time per inference (median ms, by graph), where its runner
+  /// reports it (ncnn's does; empty in ratings cached by older versions): the work without
+  /// the time it waited for a CPU, which another process on the CPU or a hypervisor's steal
+  /// adds to host_ms but barely to a throttled slice's time (host_drift() compares these).
+  /// With several threads, all the process's threads' CPU time (more than the wall time).
+  std::map<std::string, double> cpu_ms;
   /// The runtime it was measured with (NnRuntime::id): "ncnn", "pytorch".
   std::string runtime_id = "ncnn";
   std::string runtime;                    ///< e.g. "ncnn 1.0.20261020 (PyPI)"
@@ -175,8 +182,8 @@ struct NnRating {
   std::string note;                       ///< why it was not cached; "" otherwise
 };
 
-/// Parses the runner's output: one line per graph, `<name> <median ms> <min ms> <max ms>`, then
-/// `runtime <text>`. Lines that are neither are ignored (ncnn may print warnings), as are
+/// Parses the runner's output: one line per graph, `<name> <median ms> <min ms> <max ms>`,
+/// optionally `cpu <name> <median CPU ms>` (NnRating::cpu_ms), then `runtime <text>`. Lines that are neither are ignored (ncnn may print warnings), as are
 /// names that are not `runtime`'s models (NnRuntime::models). Throws Error naming `origin` and
 /// the line when a figure is not a positive number, when no graph was measured, or when
 /// `runtime` is not a known id.
@@ -353,10 +360,20 @@ std::string describe(const NnRating& rating);
 /// corrects the nn speed by it.
 struct HostDrift {
   /// The median over the probe's graphs of (time now / time at the rating): above 1, the
-  /// host is slower now (measured).
+  /// host is slower now (measured). In CPU time (NnRating::cpu_ms) where both have it
+  /// (`cpu_time`), so that a process sharing the probe's CPU, or a hypervisor's steal, which
+  /// barely slows a throttled slice, does not read as drift; else in wall time.
   double factor = 1;
-  /// Time now / time at the rating, by graph.
+  /// Time now / time at the rating, by graph (in CPU time where `cpu_time`).
   std::map<std::string, double> ratios;
+  bool cpu_time = false;  ///< `factor` and `ratios` compare CPU times
+  /// The median over the probe's graphs of its wall time / its CPU time per inference: about
+  /// 1 when the probe had its CPU to itself; 2 when another busy process shared it. NaN when
+  /// the probe's runner did not report CPU time.
+  double waiting = NAN;
+  /// The median of wall time now / wall time at the rating, whatever `cpu_time` says: what
+  /// an unthrottled run would see.
+  double wall_factor = 1;
   int cpu = -1;             ///< the CPU the probe ran on
   int loops = 0;            ///< timed inferences per graph (their median is the time)
   std::string measured_at;  ///< ISO 8601 UTC, the probe's
@@ -366,9 +383,14 @@ struct HostDrift {
 
 /// The drift from a rating and a later measurement of some of its graphs (`now`: a subset,
 /// measure_nn_rating() with NnOptions::graphs): the median of now / rated over the graphs both
-/// have. Throws Error when they have no graph in common, when their runtimes or precisions
+/// have, in CPU time where both have it for every such graph (HostDrift::cpu_time), else in
+/// wall time. Throws Error when they have no graph in common, when their runtimes or precisions
 /// differ, or when a time is not a positive number.
 HostDrift host_drift(const NnRating& rated, const NnRating& now);
+
+/// Above this HostDrift::waiting the probe's CPU was shared (another process, a hypervisor's
+/// steal): the plan says so, since it moves every unthrottled time and the emulation's spread.
+inline constexpr double kProbeWaitingShared = 1.15;
 
 /// How measure_host_drift probes.
 struct DriftOptions {

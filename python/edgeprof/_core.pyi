@@ -337,6 +337,8 @@ class NnRating:
     @property
     def host_ms(self) -> dict[str, float]: ...  # median ms per inference, by graph or model
     @property
+    def cpu_ms(self) -> dict[str, float]: ...  # CPU ms per inference, where reported
+    @property
     def runtime_id(self) -> str: ...  # "ncnn", "pytorch"
     @property
     def runtime(self) -> str: ...
@@ -442,6 +444,12 @@ class HostDrift:
     def factor(self) -> float: ...  # median of time now / at the rating; > 1: slower now
     @property
     def ratios(self) -> dict[str, float]: ...
+    @property
+    def cpu_time(self) -> bool: ...  # factor compares CPU times
+    @property
+    def waiting(self) -> float: ...  # probe's wall / CPU time; ~1 alone on its CPU, NaN unknown
+    @property
+    def wall_factor(self) -> float: ...  # wall time now / at the rating
     @property
     def cpu(self) -> int: ...
     @property

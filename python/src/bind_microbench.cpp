@@ -311,6 +311,9 @@ void bind_microbench(py::module_& m) {
                                       "run with ncnn (or another runtime's models), one thread, "
                                       "pinned to one CPU.")
       .def_readonly("host_ms", &NnRating::host_ms, "Median ms per inference, by graph or model.")
+      .def_readonly("cpu_ms", &NnRating::cpu_ms,
+                    "The runner's CPU time per inference (median ms, by graph), where it "
+                    "reports it: the work without the wait for a CPU.")
       .def_readonly("runtime_id", &NnRating::runtime_id, "'ncnn', 'pytorch' (NnRuntime.id).")
       .def_readonly("runtime", &NnRating::runtime)
       .def_readonly("precision", &NnRating::precision,
@@ -456,8 +459,15 @@ void bind_microbench(py::module_& m) {
                         "rating (measured by a short probe of a few of its graphs).")
       .def_readonly("factor", &HostDrift::factor,
                     "Median over the probe's graphs of time now / time at the rating; above 1, "
-                    "slower now.")
-      .def_readonly("ratios", &HostDrift::ratios, "Time now / time at the rating, by graph.")
+                    "slower now. In CPU time where the rating has it (cpu_time).")
+      .def_readonly("ratios", &HostDrift::ratios,
+                    "Time now / time at the rating, by graph (CPU times where cpu_time).")
+      .def_readonly("cpu_time", &HostDrift::cpu_time, "factor compares CPU times.")
+      .def_readonly("waiting", &HostDrift::waiting,
+                    "The probe's wall time / its CPU time per inference (median): about 1 when "
+                    "it had its CPU to itself; NaN when its runner reported no CPU time.")
+      .def_readonly("wall_factor", &HostDrift::wall_factor,
+                    "Median wall time now / at the rating: what an unthrottled run sees.")
       .def_readonly("cpu", &HostDrift::cpu)
       .def_readonly("loops", &HostDrift::loops)
       .def_readonly("measured_at", &HostDrift::measured_at)

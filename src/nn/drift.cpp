@@ -43,17 +43,33 @@ HostDrift host_drift(const NnRating& rated, const NnRating& now) {
                             rated.runtime, now.runtime));
   }
   HostDrift d;
-  std::vector<double> ratios;
+  const auto valid = [](double ms) { return ms > 0 && std::isfinite(ms); };
+  // In CPU time where both measured it for every graph compared: waiting for a CPU is not the
+  // host's speed (a throttled slice barely waits).
+  std::vector<std::string> common;
   for (const auto& [graph, ms] : now.host_ms) {
-    const auto it = rated.host_ms.find(graph);
-    if (it == rated.host_ms.end()) continue;
-    if (!(ms > 0) || !std::isfinite(ms) || !(it->second > 0) || !std::isfinite(it->second)) {
-      throw Error(fmt::format("host drift: graph '{}' took {} ms in the probe and {} ms in the "
-                              "rating; times must be positive numbers",
-                              graph, ms, it->second));
+    if (rated.host_ms.count(graph)) common.push_back(graph);
+  }
+  d.cpu_time = !common.empty() && std::all_of(common.begin(), common.end(), [&](const auto& g) {
+    return rated.cpu_ms.count(g) && now.cpu_ms.count(g);
+  });
+  std::vector<double> ratios, wall_ratios, waiting;
+  for (const std::string& graph : common) {
+    const double ms = now.host_ms.at(graph), rated_ms = rated.host_ms.at(graph);
+    const double cpu = d.cpu_time ? now.cpu_ms.at(graph) : 1.0;
+    const double rated_cpu = d.cpu_time ? rated.cpu_ms.at(graph) : 1.0;
+    if (!valid(ms) || !valid(rated_ms) || !valid(cpu) || !valid(rated_cpu)) {
+      throw Error(fmt::format("host drift: graph '{}' took {} ms ({} ms of CPU) in the probe and "
+                              "{} ms ({} ms of CPU) in the rating; times must be positive numbers",
+                              graph, ms, cpu, rated_ms, rated_cpu));
     }
-    d.ratios[graph] = ms / it->second;
-    ratios.push_back(ms / it->second);
+    const double ratio = d.cpu_time ? cpu / rated_cpu : ms / rated_ms;
+    d.ratios[graph] = ratio;
+    ratios.push_back(ratio);
+    wall_ratios.push_back(ms / rated_ms);
+    if (const auto c = now.cpu_ms.find(graph); c != now.cpu_ms.end() && valid(c->second)) {
+      waiting.push_back(ms / c->second);
+    }
   }
   if (ratios.empty()) {
     throw Error(fmt::format("host drift: the probe ran no graph the rating has ({} graph{} "
@@ -62,6 +78,8 @@ HostDrift host_drift(const NnRating& rated, const NnRating& now) {
                             rated.host_ms.size()));
   }
   d.factor = detail::median_of(ratios);
+  d.wall_factor = detail::median_of(wall_ratios);
+  d.waiting = waiting.empty() ? NAN : detail::median_of(waiting);
   d.cpu = now.cpu;
   d.loops = now.loops;
   d.measured_at = now.measured_at;
@@ -148,12 +166,22 @@ std::string describe(const HostDrift& d) {
       std::abs(f - 1) < 0.005 ? std::string("ran as fast as")
       : f > 1 ? fmt::format("ran {:.2f}x slower than", f)
               : fmt::format("ran {:.2f}x faster than", 1 / f);
-  return fmt::format("this host {} at its nn rating{}: {} ncnn graph{} probed{}{}{}", how,
-                     d.rated_at.empty() ? "" : fmt::format(" ({})", d.rated_at),
-                     d.ratios.size(), d.ratios.size() == 1 ? "" : "s",
-                     d.cpu >= 0 ? fmt::format(" on CPU {}", d.cpu) : "",
-                     d.measured_at.empty() ? "" : fmt::format(" at {}", d.measured_at),
-                     d.seconds > 0 ? fmt::format(", {:.2f} s", d.seconds) : "");
+  std::string text = fmt::format(
+      "this host {} at its nn rating{}{}: {} ncnn graph{} probed{}{}{}", how,
+      d.rated_at.empty() ? "" : fmt::format(" ({})", d.rated_at),
+      d.cpu_time ? " in CPU time" : "", d.ratios.size(), d.ratios.size() == 1 ? "" : "s",
+      d.cpu >= 0 ? fmt::format(" on CPU {}", d.cpu) : "",
+      d.measured_at.empty() ? "" : fmt::format(" at {}", d.measured_at),
+      d.seconds > 0 ? fmt::format(", {:.2f} s", d.seconds) : "");
+  if (d.waiting > kProbeWaitingShared) {
+    text += fmt::format(
+        "; its CPU was shared (its inferences took {:.2f}x their CPU time: another busy process "
+        "on the CPU or a hypervisor's steal{})",
+        d.waiting,
+        d.cpu_time ? fmt::format(", which alone would have read as {:.2f}x", d.wall_factor)
+                   : std::string(", read as drift here: the rating has no CPU times"));
+  }
+  return text;
 }
 
 }  // namespace edgeprof

@@ -144,6 +144,7 @@ bool is_model(const RuntimeEntry& e, std::string_view name) {
 json rating_json(const NnRating& r, const RuntimeEntry& e) {
   return {{"edgeprof_host_nn", kCacheSchema},
           {"host_ms", r.host_ms},
+          {"cpu_ms", r.cpu_ms},
           {"runtime_id", r.runtime_id},
           {"runtime", r.runtime},
           {"precision", r.precision},
@@ -402,16 +403,24 @@ NnRating parse_nn_output(std::string_view text, std::string_view origin,
       r.runtime = std::string(line.substr(line.find("runtime") + 8));
       continue;
     }
-    if (w.size() != 4 || !is_model(e, w[0])) continue;
-    double median = 0;
-    const auto res = std::from_chars(w[1].data(), w[1].data() + w[1].size(), median);
-    if (res.ec != std::errc() || res.ptr != w[1].data() + w[1].size() || !std::isfinite(median) ||
-        median <= 0) {
-      throw Error(fmt::format("{}: the time of {} is '{}', not a positive number of ms (line "
-                              "'{}')",
-                              origin, w[0], w[1], line));
+    const auto positive_ms = [&](std::string_view name, std::string_view figure,
+                                 std::string_view what) {
+      double ms = 0;
+      const auto res = std::from_chars(figure.data(), figure.data() + figure.size(), ms);
+      if (res.ec != std::errc() || res.ptr != figure.data() + figure.size() ||
+          !std::isfinite(ms) || ms <= 0) {
+        throw Error(fmt::format("{}: the {} of {} is '{}', not a positive number of ms (line "
+                                "'{}')",
+                                origin, what, name, figure, line));
+      }
+      return ms;
+    };
+    if (w.size() == 3 && w[0] == "cpu" && is_model(e, w[1])) {
+      r.cpu_ms[std::string(w[1])] = positive_ms(w[1], w[2], "CPU time");
+      continue;
     }
-    r.host_ms[std::string(w[0])] = median;
+    if (w.size() != 4 || !is_model(e, w[0])) continue;
+    r.host_ms[std::string(w[0])] = positive_ms(w[0], w[1], "time");
   }
   if (r.host_ms.empty()) {
     throw Error(fmt::format("{}: no graph was measured; its output ended with:\n{}", origin,
@@ -444,6 +453,8 @@ std::optional<NnRating> cached_nn_rating(std::string* why, std::string_view runt
                              cache.path, r.runtime_id, e.info.id));
     }
     r.host_ms = j.at("host_ms").get<std::map<std::string, double>>();
+    // Ratings cached before the runner reported CPU time have none.
+    if (j.contains("cpu_ms")) r.cpu_ms = j.at("cpu_ms").get<std::map<std::string, double>>();
     r.runtime = j.at("runtime").get<std::string>();
     r.precision = j.at("precision").get<std::string>();
     graphs = j.at("graphs").get<std::string>();
@@ -455,9 +466,11 @@ std::optional<NnRating> cached_nn_rating(std::string* why, std::string_view runt
     r.hostname = j.at("hostname").get<std::string>();
     r.measured_at = j.at("measured_at").get<std::string>();
     r.seconds = j.at("seconds").get<double>();
-    for (const auto& [name, ms] : r.host_ms) {
-      if (!std::isfinite(ms) || ms <= 0) {
-        throw std::runtime_error(fmt::format("the time of {} is not a positive number", name));
+    for (const auto* times : {&r.host_ms, &r.cpu_ms}) {
+      for (const auto& [name, ms] : *times) {
+        if (!std::isfinite(ms) || ms <= 0) {
+          throw std::runtime_error(fmt::format("the time of {} is not a positive number", name));
+        }
       }
     }
   } catch (const std::exception& corrupt) {
@@ -626,7 +639,27 @@ NnRating measure_nn_rating(const NnOptions& options) {
   r.measured_at = detail::utc_now();
   r.seconds = out.seconds;
   const CacheFile cache = cache_file(e);
-  if (options.threads > 1) {
+  // A one-thread rating made while another process shared its CPU (or a hypervisor stole it)
+  // has wall times too long by the wait, and every nn speed from them would be too fast: its
+  // times are then its CPU times (which alone on a CPU are within about 0.1% of the wall
+  // times here), and it is not cached. A drift probe (not for the cache) keeps both: the
+  // caller weighs the wait (host_drift()).
+  std::vector<double> waiting;
+  for (const auto& [name, ms] : r.host_ms) {
+    if (const auto c = r.cpu_ms.find(name); c != r.cpu_ms.end()) waiting.push_back(ms / c->second);
+  }
+  const double waited = waiting.empty() ? 1.0 : detail::median_of(waiting);
+  const bool shared = options.threads <= 1 && options.cache && options.graphs.empty() &&
+                      waiting.size() == r.host_ms.size() && waited > kProbeWaitingShared;
+  if (shared) {
+    r.host_ms = r.cpu_ms;
+    r.note = fmt::format(
+        "CPU {} was shared while it was measured (its inferences took {:.2f}x their CPU time: "
+        "another busy process or a hypervisor's steal), so its times are the inferences' CPU "
+        "times and it is not cached: measure it again when CPU {} is idle (or on another: "
+        "NnOptions::cpu)",
+        cpu, waited, cpu);
+  } else if (options.threads > 1) {
     r.note = fmt::format("measured with {} threads: not cached", options.threads);
   } else if (!options.cache) {
     r.note = "not cached (NnOptions::cache)";
@@ -645,7 +678,9 @@ NnRating measure_nn_rating(const NnOptions& options) {
       r.note = failed + ", so catalog devices get no nn speed";
     }
   }
-  if (options.progress) options.progress(describe(r));
+  if (options.progress) {
+    options.progress(r.note.empty() || !shared ? describe(r) : describe(r) + "; " + r.note);
+  }
   return r;
 }
 

@@ -1,7 +1,9 @@
 # edgeprof's nn runner: runs reference CNN graphs with ncnn, one thread unless told (--threads),
 # zero weights, the way ncnn's benchncnn times them (pool allocators, untimed warm-up, then timed
-# inferences), and prints one line per graph: "<name> <median ms> <min ms> <max ms>". The median
-# of the timed inferences, not benchncnn's average: one slowed by another process barely moves it.
+# inferences), and prints one line per graph: "<name> <median ms> <min ms> <max ms>", then
+# "cpu <name> <median ms>": the process's CPU time per inference, the work without the time it
+# waited for a CPU (another process on it, a hypervisor's steal). The median of the timed
+# inferences, not benchncnn's average: one slowed by another process barely moves it.
 # Usage: python3 runner.py GRAPH_DIR WARMUP LOOPS [--threads=N] [GRAPH...]
 # GRAPH_DIR holds <name>.param and graphs.txt (name width height channels input output).
 import statistics
@@ -65,13 +67,17 @@ def main() -> int:
 
         for _ in range(warmup):
             infer()
-        times = []
+        times, cpu_times = [], []
         for _ in range(loops):
-            start = time.perf_counter()
+            start, cpu_start = time.perf_counter(), time.process_time()
             infer()
+            cpu_times.append((time.process_time() - cpu_start) * 1000)
             times.append((time.perf_counter() - start) * 1000)
         print(f"{name} {statistics.median(times):.4f} {min(times):.4f} {max(times):.4f}",
               flush=True)
+        cpu_ms = statistics.median(cpu_times)
+        if cpu_ms > 0:  # a CPU clock too coarse to time one inference says nothing
+            print(f"cpu {name} {cpu_ms:.4f}", flush=True)
         ran += 1
         net.clear()
     return 0 if ran else 5

@@ -2,7 +2,14 @@
 // speed by it, and the probe's mechanism in a real run (stand-ins for the Python with ncnn that
 // report fixed times, so no figure depends on this machine's speed).
 #include <catch2/catch.hpp>
+#include <cstdlib>
+#include <unistd.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <signal.h>
+#include <sched.h>
 #include <fmt/format.h>
+#include <cmath>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -37,12 +44,15 @@ HostDrift drift(double factor) {
   return d;
 }
 
-// A stand-in for the Python with ncnn: every reference graph takes `ms`.
-std::string fake_python(const test::FakeTree& dir, const std::string& name, double ms) {
+// A stand-in for the Python with ncnn: every reference graph takes `ms` (and, with `cpu_ms`,
+// that much CPU time).
+std::string fake_python(const test::FakeTree& dir, const std::string& name, double ms,
+                        double cpu_ms = 0) {
   std::string body = "#!/bin/sh\necho 'runtime ncnn 1.0.test (stand-in)'\n";
   for (const auto& g : reference_graphs()) {
     body += "echo '" + g.name + " " + std::to_string(ms) + " " + std::to_string(ms) + " " +
             std::to_string(ms) + "'\n";
+    if (cpu_ms > 0) body += fmt::format("echo 'cpu {} {}'\n", g.name, cpu_ms);
   }
   dir.file("/" + name, body);
   const std::string path = dir.root() + "/" + name;
@@ -83,6 +93,116 @@ TEST_CASE("the host drift is the median of the probe's times over the rating's",
   torch.runtime_id = "pytorch";
   CHECK_THROWS_WITH(measure_host_drift(torch), Contains("this rating is pytorch's"));
   CHECK_THROWS_WITH(measure_host_drift(rated), Contains("none of the probe's graphs"));
+}
+
+TEST_CASE("the host drift compares CPU times where both have them: waiting for a CPU is not "
+          "drift",
+          "[drift]") {
+  NnRating rated = rating({{"a", 10}, {"b", 20}});
+  rated.cpu_ms = {{"a", 10}, {"b", 20}};
+  // Now another busy process shares the CPU: twice the wall time, the same work plus 10%.
+  NnRating now = rating({{"a", 22}, {"b", 44}});
+  now.cpu_ms = {{"a", 11}, {"b", 22}};
+  now.cpu = 1;
+  const HostDrift d = host_drift(rated, now);
+  CHECK(d.cpu_time);
+  CHECK(d.factor == Approx(1.1));
+  CHECK(d.ratios.at("a") == Approx(1.1));
+  CHECK(d.wall_factor == Approx(2.2));
+  CHECK(d.waiting == Approx(2.0));
+  CHECK_THAT(describe(d), Contains("1.10x slower than at its nn rating") &&
+                              Contains("in CPU time") && Contains("its CPU was shared") &&
+                              Contains("which alone would have read as 2.20x"));
+
+  // A rating cached before CPU times: wall time, and the wait reads as drift (said).
+  NnRating old = rated;
+  old.cpu_ms.clear();
+  const HostDrift w = host_drift(old, now);
+  CHECK_FALSE(w.cpu_time);
+  CHECK(w.factor == Approx(2.2));
+  CHECK(w.waiting == Approx(2.0));
+  CHECK_THAT(describe(w), Contains("read as drift here: the rating has no CPU times"));
+
+  // A probe alone on its CPU: nothing said of sharing; no CPU times at all: waiting unknown.
+  NnRating alone = now;
+  alone.host_ms = {{"a", 11.2}, {"b", 22.4}};
+  CHECK_THAT(describe(host_drift(rated, alone)), !Contains("shared"));
+  CHECK(std::isnan(host_drift(old, rating({{"a", 10}})).waiting));
+  CHECK_THROWS_WITH(host_drift(rated, [&] {
+                      NnRating bad = now;
+                      bad.cpu_ms["a"] = 0;
+                      return bad;
+                    }()),
+                    Contains("positive numbers"));
+}
+
+TEST_CASE("a rating whose CPU was shared is its CPU times, uncached; CPU times are cached",
+          "[drift][nn]") {
+  const test::FakeTree cache;
+  test::ScopedEnv env("EDGEPROF_CACHE_DIR", cache.root());
+  const test::FakeTree bin;
+  NnOptions n;
+  n.python = fake_python(bin, "busy", 10, 5);
+  std::vector<std::string> said;
+  n.progress = [&](const std::string& line) { said.push_back(line); };
+  const NnRating busy = measure_nn_rating(n);
+  CHECK(busy.host_ms.at("squeezenet") == Approx(5));  // the work, not the wait
+  CHECK(busy.cache_file.empty());
+  CHECK_THAT(busy.note, Contains("was shared") && Contains("2.00x their CPU time") &&
+                            Contains("not cached"));
+  CHECK(has_note(said, "was shared"));
+  n.progress = nullptr;
+  std::string why;
+  CHECK_FALSE(cached_nn_rating(&why));
+  // Not for the cache (a drift probe, a subset): measured, its wait left to the caller.
+  NnOptions probe = n;
+  probe.cache = false;
+  const NnRating probed = measure_nn_rating(probe);
+  CHECK(probed.cpu_ms.at("squeezenet") == Approx(5));
+
+  n.python = fake_python(bin, "alone", 10, 9.9);
+  const NnRating rated = measure_nn_rating(n);
+  REQUIRE_FALSE(rated.cache_file.empty());
+  const auto cached = cached_nn_rating();
+  REQUIRE(cached);
+  CHECK(cached->cpu_ms.size() == reference_graphs().size());
+  CHECK(cached->cpu_ms.at("squeezenet") == Approx(9.9));
+  // And the probe against it compares CPU times.
+  DriftOptions d;
+  d.python = fake_python(bin, "shared", 20, 10.89);
+  const HostDrift shared = measure_host_drift(*cached, d);
+  CHECK(shared.cpu_time);
+  CHECK(shared.factor == Approx(1.1));
+  CHECK(shared.waiting == Approx(20 / 10.89));
+}
+
+TEST_CASE("a plan says when the drift probe's CPU was shared, and corrects only by CPU time",
+          "[drift][plan]") {
+  PlanOptions o;
+  o.quota_scale = 1.0;
+  o.drift_check = true;
+  HostFacts host = test::two_cpu_host();
+  HostDrift d = drift(1.25);
+  d.cpu_time = true;
+  d.waiting = 2.0;
+  d.wall_factor = 2.5;
+  host.drift = d;
+  const EmulationPlan p = plan_emulation(test::nn_device(0.2), host, o);
+  CHECK(p.host_drift == 1.25);
+  CHECK(has_note(p.notes, "host CPU shared: the drift probe's inferences on CPU 1 took 2.00x"));
+  // Wall times only: the wait cannot be told from drift, so nothing is corrected.
+  d.cpu_time = false;
+  host.drift = d;
+  const EmulationPlan q = plan_emulation(test::nn_device(0.2), host, o);
+  CHECK(q.host_drift == 1.0);
+  CHECK(q.cpu_quota_us == 2000);
+  CHECK(has_note(q.notes, "host drift not corrected"));
+  CHECK(has_note(q.notes, "no CPU times to tell the wait from drift"));
+  // Alone on its CPU: no such note.
+  d.cpu_time = true;
+  d.waiting = 1.02;
+  host.drift = d;
+  CHECK_FALSE(has_note(plan_emulation(test::nn_device(0.2), host, o).notes, "host CPU shared"));
 }
 
 TEST_CASE("a plan with drift_check corrects the nn speed by the host's drift, and says so",
@@ -160,6 +280,10 @@ TEST_CASE("with_measured_drift probes only where the plan would use it", "[drift
   REQUIRE(probed.drift);
   CHECK(probed.drift->factor == Approx(1.1));
   CHECK(probed.drift->cpu == cpu);
+  // A rating from a runner without CPU times (as cached by older versions): wall times.
+  CHECK(cached_nn_rating()->cpu_ms.empty());
+  CHECK_FALSE(probed.drift->cpu_time);
+  CHECK(std::isnan(probed.drift->waiting));
   // Not asked, the integer speed, another runtime's speed: no probe, no problem.
   PlanOptions off = o;
   off.drift_check = false;
@@ -228,4 +352,63 @@ TEST_CASE("a run with drift_check probes the rating's graphs on its CPU and corr
   CHECK(failed.plan.host_drift == 1.0);
   CHECK(failed.plan.cpu_quota_us == 2000);
   CHECK(has_note(failed.warnings, "host drift not corrected: the probe failed"));
+}
+
+TEST_CASE("the real runner's CPU time leaves out the wait for a CPU another process shares",
+          "[drift][slow]") {
+  if (std::system("python3 -c 'import ncnn' 2>/dev/null") != 0) {
+    WARN("python3 has no ncnn: the real runner is not run (pip install ncnn)");
+    return;
+  }
+  const int cpu = host_facts().cpus.back();
+  NnOptions o;
+  o.graphs = {"squeezenet", "mobilenet_v2"};
+  o.cache = false;
+  o.cpu = cpu;
+  o.warmup = 1;
+  o.loops = 21;  // many scheduler slices: the median inference shares the CPU
+  // A busy process pinned to the runner's CPU for as long as the guard lives.
+  struct Spinner {
+    pid_t pid = -1;
+    explicit Spinner(int on) {
+      const pid_t parent = ::getpid();
+      pid = ::fork();
+      if (pid == 0) {
+        // Gone with the test process, however it ends; never spinning on the wrong CPU.
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (::getppid() != parent) ::_exit(1);
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(on, &set);
+        if (::sched_setaffinity(0, sizeof set, &set) != 0) ::_exit(1);
+        volatile unsigned long spins = 0;
+        for (;;) spins = spins + 1;
+      }
+    }
+    ~Spinner() {
+      if (pid > 0) {
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, nullptr, 0);
+      }
+    }
+  };
+  NnRating shared;
+  {
+    const Spinner spinner(cpu);
+    REQUIRE(spinner.pid > 0);
+    shared = measure_nn_rating(o);
+  }
+  REQUIRE(shared.cpu_ms.size() == 2);
+  for (const auto& [graph, ms] : shared.host_ms) {
+    INFO(graph << ": " << ms << " ms of wall, " << shared.cpu_ms.at(graph) << " ms of CPU");
+    // Fair sharing gives each about half the CPU: the wall time about twice the CPU time.
+    CHECK(ms > 1.3 * shared.cpu_ms.at(graph));
+  }
+  // Alone, the CPU time is the process's own and no more than its wall time.
+  const NnRating alone = measure_nn_rating(o);
+  for (const auto& [graph, ms] : alone.host_ms) {
+    INFO(graph << ": " << ms << " ms of wall, " << alone.cpu_ms.at(graph) << " ms of CPU");
+    CHECK(alone.cpu_ms.at(graph) > 0);
+    CHECK(alone.cpu_ms.at(graph) <= ms * 1.05);
+  }
 }

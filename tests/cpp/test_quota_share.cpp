@@ -2,6 +2,7 @@
 // the measurement's mechanism (real slices, a stand-in runner that reports fixed times, so no
 // figure depends on this machine's speed), its cache and its errors.
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 #include <cmath>
 #include <filesystem>
 #include <string>
@@ -29,10 +30,14 @@ QuotaShare curve() {
   return q;
 }
 
-// A stand-in for the Python with ncnn: every graph takes 10 ms, however throttled.
-std::string fake_python(const test::FakeTree& dir) {
+// A stand-in for the Python with ncnn: every graph takes 10 ms, however throttled; with
+// `cpu_ms`, that much CPU time per inference too.
+std::string fake_python(const test::FakeTree& dir, double cpu_ms = 0) {
   std::string body = "#!/bin/sh\necho 'runtime ncnn 1.0.test (stand-in)'\n";
-  for (const auto& g : reference_graphs()) body += "echo '" + g.name + " 10 9 12'\n";
+  for (const auto& g : reference_graphs()) {
+    body += "echo '" + g.name + " 10 9 12'\n";
+    if (cpu_ms > 0) body += fmt::format("echo 'cpu {} {}'\n", g.name, cpu_ms);
+  }
   dir.file("/python", body);
   const std::string path = dir.root() + "/python";
   std::filesystem::permissions(path, std::filesystem::perms::owner_all);
@@ -233,6 +238,22 @@ TEST_CASE("the own share is measured in real slices between unthrottled runs, an
   cache.file("/host-quota-share.json", "{\"edgeprof_host_quota_share\": 1, \"points\": []}");
   CHECK_FALSE(cached_quota_share(&why));
   CHECK_THAT(why, Contains("corrupt") && Contains("host-quota-share.json"));
+
+  // Unthrottled runs that waited for their CPU (10 ms of wall for 5 of CPU: another busy
+  // process had half of it) would make every share too low: refused, nothing cached.
+  const test::FakeTree busy_cache;
+  test::ScopedEnv busy_env("EDGEPROF_CACHE_DIR", busy_cache.root());
+  const test::FakeTree busy_bin;
+  o.python = fake_python(busy_bin, 5);
+  o.progress = nullptr;
+  CHECK_THROWS_WITH(measure_quota_share(o),
+                    Contains("was shared") && Contains("2.00x their CPU time") &&
+                        Contains("not cached"));
+  CHECK_FALSE(cached_quota_share());
+  // Alone on the CPU (CPU time about the wall time): measured and cached as before.
+  const test::FakeTree alone_bin;
+  o.python = fake_python(alone_bin, 9.9);
+  CHECK_FALSE(measure_quota_share(o).cache_file.empty());
 }
 
 TEST_CASE("measuring the own share refuses what it cannot measure", "[quota_share]") {

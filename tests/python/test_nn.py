@@ -19,9 +19,12 @@ from conftest import cli as edgeprof_cli
 from conftest import requires_cgroups
 
 
-def _fake_python(tmp_path, ms=10.0):
+def _fake_python(tmp_path, ms=10.0, cpu_ms=None):
     lines = ["#!/bin/sh", "echo 'runtime ncnn 1.0.test (stand-in)'"]
-    lines += [f"echo '{g.name} {ms} {ms} {ms}'" for g in edgeprof.reference_graphs()]
+    for g in edgeprof.reference_graphs():
+        lines.append(f"echo '{g.name} {ms} {ms} {ms}'")
+        if cpu_ms is not None:
+            lines.append(f"echo 'cpu {g.name} {cpu_ms}'")
     fake = tmp_path / "python"
     fake.write_text("\n".join(lines) + "\n")
     fake.chmod(0o755)
@@ -109,10 +112,26 @@ def test_a_catalog_run_uses_the_nn_speed_by_default_and_says_so(tmp_path, monkey
         edgeprof.run(["true"], device=pi, speed_kind="fast")
 
 
-def _fake_python_named(tmp_path, name, ms):
+def _fake_python_named(tmp_path, name, ms, cpu_ms=None):
     folder = tmp_path / name
     folder.mkdir()
-    return _fake_python(folder, ms)
+    return _fake_python(folder, ms, cpu_ms)
+
+
+def test_the_drift_probe_reads_cpu_time_and_a_shared_cpu(tmp_path, monkeypatch):
+    monkeypatch.setenv("EDGEPROF_CACHE_DIR", str(tmp_path))
+    rated = edgeprof.measure_nn_rating(python=str(_fake_python_named(tmp_path, "r", 10.0, 10.0)))
+    assert rated.cpu_ms["squeezenet"] == pytest.approx(10.0) and rated.cache_file
+    # Twice the wall time for the same work: another process had half the CPU.
+    shared = str(_fake_python_named(tmp_path, "s", 20.0, 10.0))
+    drift = edgeprof.measure_host_drift(rated, python=shared, cpu=min(os.sched_getaffinity(0)))
+    assert drift.cpu_time and drift.factor == pytest.approx(1.0)
+    assert drift.wall_factor == pytest.approx(2.0) and drift.waiting == pytest.approx(2.0)
+    assert "its CPU was shared" in str(drift)
+    # A rating measured so is its CPU times, not cached.
+    busy = edgeprof.measure_nn_rating(python=shared)
+    assert busy.host_ms["squeezenet"] == pytest.approx(10.0)
+    assert not busy.cache_file and "was shared" in busy.note
 
 
 def test_a_plan_with_drift_check_corrects_the_nn_speed_by_the_probe(tmp_path, monkeypatch):
@@ -183,6 +202,9 @@ def test_the_real_nn_rating_with_ncnn_short_form(tmp_path, monkeypatch):
                                    progress=lines.append)
     assert set(r.host_ms) == {g.name for g in edgeprof.reference_graphs()}
     assert "ncnn" in r.runtime and any("[1/" in line for line in lines)
+    if not r.cache_file:  # its CPU was shared by another busy process: said, not cached
+        assert "was shared" in r.note
+        pytest.skip(r.note)
     assert edgeprof.cached_nn_rating() is not None
     assert edgeprof.find_device("galaxy-s8").nn is not None
 
