@@ -399,8 +399,10 @@ struct DriftOptions {
   /// The rating's graphs the probe runs: small ones of different kinds (depthwise, grouped,
   /// plain convolutions), about 0.1 s of inference here.
   std::vector<std::string> graphs{"mobilenet_v2", "regnety_400m", "shufflenet_v2", "squeezenet"};
-  int warmup = 2;  ///< untimed inferences per graph
-  int loops = 5;   ///< timed inferences per graph; their median is the figure
+  /// Untimed inferences per graph: the rating's four (ncnn's second to fourth inferences of a
+  /// graph run slower; with two, the probe on an idle CPU read up to 1.065, with four 1.026).
+  int warmup = 4;
+  int loops = 5;  ///< timed inferences per graph; their median is the figure
   /// The CPU to run on (the one the workload will run on); -1 = the calling thread's.
   int cpu = -1;
   /// Stopped, and Error thrown, when it runs longer.

@@ -466,7 +466,7 @@ def measure_host_drift(
     *,
     python: str = "",
     graphs: Optional[list[str]] = None,
-    warmup: int = 2,
+    warmup: int = 4,
     loops: int = 5,
     cpu: int = -1,
     timeout_s: float = 60.0,

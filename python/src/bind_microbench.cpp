@@ -498,7 +498,7 @@ void bind_microbench(py::module_& m) {
         return measure_host_drift(rating, options);
       },
       py::arg("rating"), py::kw_only(), py::arg("python") = "", py::arg("graphs") = py::none(),
-      py::arg("warmup") = 2, py::arg("loops") = 5, py::arg("cpu") = -1,
+      py::arg("warmup") = 4, py::arg("loops") = 5, py::arg("cpu") = -1,
       py::arg("timeout_s") = 60.0,
       "Probes this host's drift since `rating` (an ncnn NnRating, cached_nn_rating()): a few "
       "of its graphs with ncnn, one thread, pinned, unthrottled (about half a second). Error "

@@ -93,6 +93,8 @@ TEST_CASE("the host drift is the median of the probe's times over the rating's",
   torch.runtime_id = "pytorch";
   CHECK_THROWS_WITH(measure_host_drift(torch), Contains("this rating is pytorch's"));
   CHECK_THROWS_WITH(measure_host_drift(rated), Contains("none of the probe's graphs"));
+  // The probe warms each graph up as the rating does (ncnn's first inferences run slower).
+  CHECK(DriftOptions{}.warmup == NnOptions{}.warmup);
 }
 
 TEST_CASE("the host drift compares CPU times where both have them: waiting for a CPU is not "
