@@ -306,13 +306,17 @@ Fit fit(const std::map<std::string, double>& predicted,
 // Pi 3 B+) that was not measured; a bias of the emulation that is the same at both speeds stays
 // in the held-out figure as it is in the in-sample one. Empty with fewer than two
 // published graphs (no speed without one of them). `intervals`, when given, receives each
-// graph's 90% interval (time_interval()) from the speed without it, where it has one.
+// graph's 90% interval (time_interval()) from the speed without it, where it has one, with
+// `projection_log_sd`'s spread for the graph where given (a projected row: the board's
+// speed-up without the graph, as a run's Result::device_interval has it).
 std::map<std::string, double> held_out(const std::map<std::string, double>& emulated,
                                        const std::map<std::string, double>& one_thread_ms,
                                        const NnRating& host, const std::string& precision,
                                        double speed_all,
                                        std::map<std::string, TimeInterval>* intervals = nullptr,
-                                       double emulation_log_sd = 0) {
+                                       double emulation_log_sd = 0,
+                                       const std::map<std::string, double>* projection_log_sd =
+                                           nullptr) {
   std::map<std::string, double> out;
   if (one_thread_ms.size() < 2) return out;
   for (const auto& [g, ms] : emulated) {
@@ -322,7 +326,12 @@ std::map<std::string, double> held_out(const std::map<std::string, double>& emul
     out[g] = ms * speed_all / without.core_speed;
     if (intervals) {
       // As the run's own Result::device_interval: the plan's emulation spread included.
-      if (const auto i = time_interval(without, 0.9, emulation_log_sd)) (*intervals)[g] = *i;
+      double p = 0;
+      if (projection_log_sd) {
+        const auto it = projection_log_sd->find(g);
+        if (it != projection_log_sd->end()) p = it->second;
+      }
+      if (const auto i = time_interval(without, 0.9, emulation_log_sd, p)) (*intervals)[g] = *i;
     }
   }
   return out;
@@ -601,6 +610,17 @@ ThreadsRow measure_threads(const Device& catalog, const NnRating& host, const st
   std::map<std::string, double> emulated;
   std::map<std::string, TimeInterval> intervals;
   std::map<std::string, double> held;
+  // Projected: each graph's interval carries the board's speed-up's spread without it.
+  std::map<std::string, double> projection_log_sd;
+  if (projected) {
+    for (const auto& [g, ms] : many) {
+      try {
+        projection_log_sd[g] = project_threads(d, g).scaling.loo_log_sd;
+      } catch (const UnsupportedError&) {
+        // Fewer than three graphs left: the graph's held-out figure is dropped below.
+      }
+    }
+  }
   if (reuse) {
     row.reused = true;
     for (const auto& [g, ms] : many) emulated[g] = one_thread->emulated_ms.at(g);
@@ -611,12 +631,12 @@ ThreadsRow measure_threads(const Device& catalog, const NnRating& host, const st
       if (host.host_ms.count(g) && selected(a.graphs, g)) published_one[g] = ms;
     }
     held = held_out(emulated, published_one, host, catalog.nn_precision, row.speed, &intervals,
-                    emulation_log_sd);
+                    emulation_log_sd, &projection_log_sd);
   } else {
     emulated = emulate(for_speed_kind(d, SpeedKind::nn), dir, keys(many),
                        projected ? 1 : threads, a, nullptr, &projection, &emulation_log_sd);
     held = held_out(emulated, one, host, catalog.nn_precision, row.speed, &intervals,
-                    emulation_log_sd);
+                    emulation_log_sd, &projection_log_sd);
   }
   if (projected) {
     if (!projection) throw Error("bench_nn: a projected plan without a projection");
@@ -828,7 +848,8 @@ std::string threads_table(int threads, const std::vector<ThreadsRow>& rows, cons
       "#### {} threads{}\n\n"
       "Host: {}; {}; {}, at the nn speed from the one-thread times of {}, "
       "warm-up {} and {} timed inferences per graph. Held out: each graph's emulated time "
-      "rescaled to the speed derived without that graph's one-thread time{}. The emulation's "
+      "rescaled to the speed derived without that graph's one-thread time{}; its 90% interval "
+      "(time_interval()) as a run's, from the same held-out speed{}. The emulation's "
       "speed-up over one thread takes one thread emulated as this host's time / the nn speed."
       "\n\n"
       "{}"
@@ -851,6 +872,9 @@ std::string threads_table(int threads, const std::vector<ThreadsRow>& rows, cons
       reused ? "all the graphs run (the one-thread part's)" : "the graphs compared", a.warmup,
       a.loops,
       projected ? ", and divided by the speed-up from the other graphs' tables" : "",
+      projected ? ", the emulation's spread and the spread of the board's speed-up without the "
+                  "graph (CoreScaling::loo_log_sd)"
+                : ", with the emulation's spread",
       scaling ? fmt::format(
                     "With the workload's own scaling: each graph's projected time divided "
                     "again by workload_scaling() of its own speed-up on this host from 1 to {} "

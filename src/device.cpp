@@ -456,7 +456,7 @@ double CoreScaling::efficiency(int busy) const {
 bool operator==(const CoreScaling& a, const CoreScaling& b) {
   return a.threads == b.threads && a.speedup == b.speedup && a.graphs == b.graphs &&
          a.contention == b.contention && a.loo_median_error == b.loo_median_error &&
-         a.loo_worst_error == b.loo_worst_error;
+         a.loo_worst_error == b.loo_worst_error && a.loo_log_sd == b.loo_log_sd;
 }
 
 double CoreScaling::speedup_at(int busy) const {
@@ -493,11 +493,14 @@ std::optional<CoreScaling> core_scaling(const Device& device, std::string_view w
   s.speedup = median(speedups);
   s.contention = std::max(0.0, (threads / s.speedup - 1.0) / (threads - 1));
   std::vector<double> errors;
+  double log_squares = 0;
   for (std::size_t i = 0; i < speedups.size(); ++i) {
     std::vector<double> others = speedups;
     others.erase(others.begin() + static_cast<long>(i));
     errors.push_back(std::abs(speedups[i] / median(others) - 1));
+    log_squares += std::pow(std::log(speedups[i] / median(others)), 2);
   }
+  s.loo_log_sd = std::sqrt(log_squares / static_cast<double>(speedups.size()));
   s.loo_median_error = median(errors);
   s.loo_worst_error = *std::max_element(errors.begin(), errors.end());
   return s;

@@ -46,6 +46,8 @@ json share_json(const QuotaShare& q) {
                       {"measured", p.measured},
                       {"p10", p.p10},
                       {"p90", p.p90},
+                      {"p25", p.p25},
+                      {"p75", p.p75},
                       {"samples", p.samples}});
   }
   return {{"edgeprof_host_quota_share", kCacheSchema},
@@ -77,6 +79,8 @@ QuotaShare share_from_json(const json& j) {
     point.measured = p.at("measured").get<double>();
     point.p10 = p.at("p10").get<double>();
     point.p90 = p.at("p90").get<double>();
+    point.p25 = p.value("p25", 0.0);  // shares cached before quartiles: none
+    point.p75 = p.value("p75", 0.0);
     point.samples = p.at("samples").get<int>();
     if (!(point.speed > last && point.speed < 1) || !(point.share > 0) ||
         !std::isfinite(point.share)) {
@@ -235,12 +239,15 @@ double quota_scale_at(const QuotaShare& q, double speed) {
 
 double own_share_log_sd(const QuotaShare& q, double speed) {
   check_speed("own_share_log_sd", speed);
-  // The 10th and 90th percentiles of a normal distribution are 1.2816 sd either side of its
-  // median.
+  // The 25th and 75th percentiles of a normal distribution are 0.6745 sd either side of its
+  // median, the 10th and 90th 1.2816.
+  constexpr double kP25ToP75Sds = 2 * 0.6744898;
   constexpr double kP10ToP90Sds = 2 * 1.2815516;
   std::vector<std::pair<double, double>> curve;  // (log speed, log sd)
   for (const QuotaSharePoint& p : q.points) {
-    if (p.p10 > 0 && p.p90 >= p.p10 && std::isfinite(p.p90)) {
+    if (p.p25 > 0 && p.p75 >= p.p25 && std::isfinite(p.p75)) {
+      curve.emplace_back(std::log(p.speed), std::log(p.p75 / p.p25) / kP25ToP75Sds);
+    } else if (p.p10 > 0 && p.p90 >= p.p10 && std::isfinite(p.p90)) {
       curve.emplace_back(std::log(p.speed), std::log(p.p90 / p.p10) / kP10ToP90Sds);
     }
   }
@@ -381,6 +388,8 @@ QuotaShare measure_quota_share(const QuotaShareOptions& o) {
     p.measured = detail::median_of(v);
     p.p10 = detail::percentile(v, 0.1);
     p.p90 = detail::percentile(v, 0.9);
+    p.p25 = detail::percentile(v, 0.25);
+    p.p75 = detail::percentile(v, 0.75);
     p.samples = int(v.size());
     q.points.push_back(p);
   }

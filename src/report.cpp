@@ -122,6 +122,7 @@ json projection_json(const ThreadsProjection& p) {
           {"contention", p.scaling.contention},
           {"loo_median_error", p.scaling.loo_median_error},
           {"loo_worst_error", p.scaling.loo_worst_error},
+          {"loo_log_sd", p.scaling.loo_log_sd},
           {"workload_factor", p.workload_factor}};
 }
 
@@ -143,6 +144,7 @@ ThreadsProjection projection_from(const json& j) {
   if (j.contains("workload_factor")) p.workload_factor = j.at("workload_factor").get<double>();
   p.scaling.loo_median_error = j.at("loo_median_error").get<double>();
   p.scaling.loo_worst_error = j.at("loo_worst_error").get<double>();
+  if (j.contains("loo_log_sd")) p.scaling.loo_log_sd = j.at("loo_log_sd").get<double>();
   return p;
 }
 
@@ -472,7 +474,8 @@ json result_json(const Result& r) {
                             {"low", num(i->low)},
                             {"high", num(i->high)},
                             {"models", i->models},
-                            {"emulation_log_sd", num(i->emulation_log_sd)}};
+                            {"emulation_log_sd", num(i->emulation_log_sd)},
+                            {"projection_log_sd", num(i->projection_log_sd)}};
     j["provenance"]["device_interval"] = "estimated";
   } else {
     j["device_interval"] = nullptr;
@@ -545,6 +548,9 @@ Result result_from(const json& j) {
     i.models = it->at("models").get<int>();
     if (const auto e = it->find("emulation_log_sd"); e != it->end() && e->is_number()) {
       i.emulation_log_sd = e->get<double>();  // reports before it have the speed's error only
+    }
+    if (const auto e = it->find("projection_log_sd"); e != it->end() && e->is_number()) {
+      i.projection_log_sd = e->get<double>();
     }
     r.device_interval = i;
   }
@@ -699,10 +705,14 @@ std::string to_text(const Result& r) {
     const double t = r.projected_s(r.wall_time_s).value_or(r.wall_time_s);
     row("on the device",
         fmt::format("{:.3f} .. {:.3f} s wall ({:.0f}% interval: {:.2f}-{:.2f}x the {} time, from "
-                    "the speed's held-out errors over {} {}{})",
+                    "the speed's held-out errors over {} {}{}{})",
                     t * i->low, t * i->high, 100 * i->level, i->low, i->high,
                     r.projected_s(r.wall_time_s) ? "projected" : "measured", i->models,
                     r.device.nn && r.device.nn->basis != "ncnn" ? "models" : "graphs",
+                    i->projection_log_sd > 0
+                        ? fmt::format(", the board's speed-up's spread (sd {:.2f})",
+                                      i->projection_log_sd)
+                        : std::string(),
                     i->emulation_log_sd > 0
                         ? fmt::format(" and the emulation's spread on this host (sd {:.2f} in "
                                       "log time)",

@@ -750,7 +750,12 @@ Result Child::State::finish(const detail::Exit& exit, bool timed_out) {
     r.warnings.push_back(std::move(pooled));
   }
   if (r.device.speed_kind == "nn" && r.device.nn) {
-    r.device_interval = time_interval(*r.device.nn, 0.9, r.plan.emulation_log_sd);
+    // A projected time carries the board's speed-up's error too.
+    const auto& projection = r.plan.threads_projection;
+    r.device_interval = time_interval(*r.device.nn, 0.9, r.plan.emulation_log_sd,
+                                      projection && projection->speedup != 1.0
+                                          ? projection->scaling.loo_log_sd
+                                          : 0.0);
   }
   r.cgroup_mode = slice->backend->mode();
   r.unapplied = slice->unapplied;

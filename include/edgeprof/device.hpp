@@ -185,6 +185,10 @@ struct CoreScaling {
   /// device's (what a projection with `speedup` adds to the one-thread error). 0 below 3 graphs.
   double loo_median_error = 0;
   double loo_worst_error = 0;  ///< the largest of those
+  /// The root mean square of those graphs' log(own speed-up / the others' median): the spread
+  /// of a projected time's log error that the speed-up adds (TimeInterval::projection_log_sd);
+  /// 0 below 3 graphs.
+  double loo_log_sd = 0;
   /// Each busy core's speed with `busy` cores busy, relative to one busy core alone:
   /// 1 / (1 + contention x (busy - 1)); 1 for busy <= 1.
   double efficiency(int busy) const;

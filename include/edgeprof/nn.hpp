@@ -110,19 +110,26 @@ struct TimeInterval {
   /// The emulation's spread included (standard deviation of log emulated time / the speed's
   /// time, EmulationPlan::emulation_log_sd); 0 = the speed's error only.
   double emulation_log_sd = 0;
+  /// A projected time's: how far one workload's speed-up from one thread to all cores may be
+  /// from the board's median (CoreScaling::loo_log_sd, sd of log time); 0 = not projected, or
+  /// a report from before it.
+  double projection_log_sd = 0;
 };
 
 /// The interval of a device's time around one emulated at `speed`: the prediction interval of
-/// a model not among the speed's n, exp(-+ t x sqrt(s^2 (1 + 1/n) + e^2)) with Student's t of
-/// n - 1 degrees of freedom, s the standard deviation of the models' log device/host ratios
-/// (NnSpeed::loo_log_sd x (n - 1) / n: a held-out error is n / (n - 1) times the model's
-/// deviation from the mean), and e = `emulation_log_sd`, the spread of how closely the slice
-/// keeps the speed (EmulationPlan::emulation_log_sd, from this host's measured own share; 0 leaves the
-/// emulation's error out). A projection's error is not included. Unset with fewer than 3 models
+/// a model not among the speed's n, exp(-+ t x sqrt(s^2 (1 + 1/n) + e^2 + p^2)) with Student's
+/// t of n - 1 degrees of freedom, s the standard deviation of the models' log device/host
+/// ratios (NnSpeed::loo_log_sd x (n - 1) / n: a held-out error is n / (n - 1) times the model's
+/// deviation from the mean), e = `emulation_log_sd`, the spread of how closely the slice keeps
+/// the speed (EmulationPlan::emulation_log_sd, from this host's measured own share; 0 leaves
+/// the emulation's error out), and p = `projection_log_sd`, a projected time's spread from the
+/// board's speed-up (CoreScaling::loo_log_sd of the plan's ThreadsProjection; 0 for a time
+/// that is not projected). The three are taken as independent. Unset with fewer than 3 models
 /// or for a probed device's vector speed (no held-out errors). Throws Error for a level outside
-/// (0, 1) or a negative or non-finite `emulation_log_sd`.
+/// (0, 1) or a negative or non-finite spread.
 std::optional<TimeInterval> time_interval(const NnSpeed& speed, double level = 0.9,
-                                          double emulation_log_sd = 0);
+                                          double emulation_log_sd = 0,
+                                          double projection_log_sd = 0);
 
 /// "nn speed 0.151 of a host core from 12 ncnn graphs; leave-one-graph-out median error 14%
 /// (worst 31%)", or "nn speed 0.151 of a host core from edgeprof-probe's vector kernel (fp32;
@@ -183,8 +190,9 @@ struct NnRating {
 };
 
 /// Parses the runner's output: one line per graph, `<name> <median ms> <min ms> <max ms>`,
-/// optionally `cpu <name> <median CPU ms>` (NnRating::cpu_ms), then `runtime <text>`. Lines that are neither are ignored (ncnn may print warnings), as are
-/// names that are not `runtime`'s models (NnRuntime::models). Throws Error naming `origin` and
+/// optionally `cpu <name> <median CPU ms>` (NnRating::cpu_ms), then `runtime <text>`. Lines
+/// that are neither are ignored (ncnn may print warnings), as are names that are not
+/// `runtime`'s models (NnRuntime::models). Throws Error naming `origin` and
 /// the line when a figure is not a positive number, when no graph was measured, or when
 /// `runtime` is not a known id.
 NnRating parse_nn_output(std::string_view text, std::string_view origin = "nn runner",
@@ -265,6 +273,10 @@ struct QuotaSharePoint {
   double p10 = 0;   ///< its 10th percentile over the graphs and rounds
   double p90 = 0;   ///< its 90th percentile
   int samples = 0;  ///< graphs x rounds
+  /// Its 25th and 75th percentiles (own_share_log_sd()'s spread); 0 in shares cached before
+  /// them.
+  double p25 = 0;
+  double p75 = 0;  ///< its 75th percentile
 };
 
 /// This host's own share under CPU quotas, for ncnn inference (measure_quota_share()): the
@@ -306,9 +318,13 @@ double quota_scale_at(const QuotaShare& share, double speed);
 
 /// How much one emulated time scatters about its expectation in a one-core slice whose quota
 /// is `speed` of a host CPU: the standard deviation of log own share over the measurement's
-/// graphs and rounds, estimated from a point's p10-p90 (ln(p90 / p10) / 2.563, as for a normal
-/// distribution), linear in log(speed) between points, the nearest point's beyond them; 0
-/// without points with percentiles. Throws Error when `speed` is not a positive number.
+/// graphs and rounds, estimated from a point's interquartile range (ln(p75 / p25) / 1.349, as
+/// for a normal distribution; a share cached before quartiles: ln(p90 / p10) / 2.563), linear
+/// in log(speed) between points, the nearest point's beyond them; 0 without points with
+/// percentiles. The quartiles, not p10-p90, because of 9 samples one run held up (an own share
+/// of 6 where the others read 1.1, seen) moves p90 by itself and would widen every interval
+/// near that speed; an interval of 90% is not meant to hold such a run. Throws Error when
+/// `speed` is not a positive number.
 double own_share_log_sd(const QuotaShare& share, double speed);
 
 /// How measure_quota_share runs.

@@ -304,9 +304,14 @@ class TimeInterval:
     def models(self) -> int: ...  # models whose held-out errors it comes from
     @property
     def emulation_log_sd(self) -> float: ...  # emulation's spread included; 0: speed only
+    @property
+    def projection_log_sd(self) -> float: ...  # board's speed-up's spread; 0: not projected
 
 def time_interval(
-    speed: NnSpeed, level: float = 0.9, emulation_log_sd: float = 0.0
+    speed: NnSpeed,
+    level: float = 0.9,
+    emulation_log_sd: float = 0.0,
+    projection_log_sd: float = 0.0,
 ) -> Optional[TimeInterval]: ...
 
 class RuntimeTimes:
@@ -388,6 +393,10 @@ class QuotaSharePoint:
     def p10(self) -> float: ...
     @property
     def p90(self) -> float: ...
+    @property
+    def p25(self) -> float: ...  # 0 in a share cached before quartiles
+    @property
+    def p75(self) -> float: ...
     @property
     def samples(self) -> int: ...
 
@@ -490,6 +499,8 @@ class ThreadsProjection:  # core emulation "projected"
     def loo_median_error(self) -> float: ...
     @property
     def loo_worst_error(self) -> float: ...
+    @property
+    def loo_log_sd(self) -> float: ...  # the projection's spread in device_interval
 
 class EmulationPlan:
     @property

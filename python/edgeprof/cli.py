@@ -329,7 +329,7 @@ def _share_json(q: Optional["edgeprof.QuotaShare"]) -> Optional[dict]:
     if q is None:
         return None
     return {"points": [{"speed": p.speed, "share": p.share, "measured": p.measured,
-                        "p10": p.p10, "p90": p.p90,
+                        "p10": p.p10, "p90": p.p90, "p25": p.p25, "p75": p.p75,
                         "samples": p.samples} for p in q.points],
             "period_us": q.period_us, "keep_warm": q.keep_warm, "graphs": list(q.graphs),
             "rounds": q.rounds, "cpu": q.cpu, "measured_at": q.measured_at,

@@ -272,16 +272,20 @@ void bind_microbench(py::module_& m) {
       .def_readonly("emulation_log_sd", &TimeInterval::emulation_log_sd,
                     "The emulation's spread included (sd of log time); 0: the speed's error "
                     "only.")
+      .def_readonly("projection_log_sd", &TimeInterval::projection_log_sd,
+                    "A projected time's spread from the board's speed-up included (sd of log "
+                    "time); 0: not projected.")
       .def("__repr__", [](const TimeInterval& i) {
         return "TimeInterval(level=" + repr_float(i.level) + ", low=" + repr_float(i.low) +
                ", high=" + repr_float(i.high) + ", models=" + std::to_string(i.models) +
-               ", emulation_log_sd=" + repr_float(i.emulation_log_sd) + ")";
+               ", emulation_log_sd=" + repr_float(i.emulation_log_sd) +
+               ", projection_log_sd=" + repr_float(i.projection_log_sd) + ")";
       });
   m.def("time_interval", &time_interval, py::arg("speed"), py::arg("level") = 0.9,
-        py::arg("emulation_log_sd") = 0.0,
+        py::arg("emulation_log_sd") = 0.0, py::arg("projection_log_sd") = 0.0,
         "The interval of a device's time around one emulated at `speed`, from the spread of its "
-        "held-out errors and the emulation's (sd of log time; Student's t); None with fewer "
-        "than 3 models or a vector speed.");
+        "held-out errors, the emulation's and a projection's (sd of log time; Student's t); "
+        "None with fewer than 3 models or a vector speed.");
 
   py::class_<RuntimeTimes>(m, "RuntimeTimes",
                            "A device's published inference times with one runtime other than "
@@ -381,6 +385,8 @@ void bind_microbench(py::module_& m) {
                     "The median as measured, before the shares were made non-increasing.")
       .def_readonly("p10", &QuotaSharePoint::p10)
       .def_readonly("p90", &QuotaSharePoint::p90)
+      .def_readonly("p25", &QuotaSharePoint::p25, "0 in a share cached before quartiles.")
+      .def_readonly("p75", &QuotaSharePoint::p75)
       .def_readonly("samples", &QuotaSharePoint::samples, "Graphs x rounds.")
       .def("__repr__", [](const QuotaSharePoint& p) {
         return "QuotaSharePoint(speed=" + repr_float(p.speed) + ", share=" + repr_float(p.share) +
@@ -408,7 +414,7 @@ void bind_microbench(py::module_& m) {
            "The own share of a slice whose quota is `speed` of a host CPU (interpolated).")
       .def("log_sd_at", &own_share_log_sd, py::arg("speed"),
            "How much one emulated time scatters at a quota of `speed` of a host CPU (sd of "
-           "log own share, from the p10-p90 of the nearest points).")
+           "log own share, from the interquartile range of the nearest points).")
       .def("scale_at", &quota_scale_at, py::arg("speed"),
            "The quota scale for a device core of `speed` of a host CPU: the k whose scaled "
            "quota's own share is k.")

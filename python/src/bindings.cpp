@@ -447,6 +447,10 @@ PYBIND11_MODULE(_core, m) {
                              [](const ThreadsProjection& p) { return p.scaling.loo_median_error; })
       .def_property_readonly("loo_worst_error",
                              [](const ThreadsProjection& p) { return p.scaling.loo_worst_error; })
+      .def_property_readonly(
+          "loo_log_sd", [](const ThreadsProjection& p) { return p.scaling.loo_log_sd; },
+          "The spread of log(one graph's speed-up / the others' median): what the projection "
+          "adds to Result.device_interval.")
       .def("__repr__", [](const ThreadsProjection& p) {
         return "ThreadsProjection(threads=" + std::to_string(p.threads) +
                ", speedup=" + py::repr(py::float_(p.speedup)).cast<std::string>() + ")";

@@ -298,7 +298,7 @@ NnSpeed nn_speed(const std::map<std::string, double>& device_ms,
 }
 
 std::optional<TimeInterval> time_interval(const NnSpeed& speed, double level,
-                                          double emulation_log_sd) {
+                                          double emulation_log_sd, double projection_log_sd) {
   if (!(level > 0 && level < 1)) {
     throw Error(fmt::format("an interval's level is a share between 0 and 1 (0.9 for 90%), "
                             "not {}",
@@ -309,6 +309,11 @@ std::optional<TimeInterval> time_interval(const NnSpeed& speed, double level,
                             "times (0 or more, e.g. 0.1), not {}",
                             emulation_log_sd));
   }
+  if (!(projection_log_sd >= 0) || !std::isfinite(projection_log_sd)) {
+    throw Error(fmt::format("an interval's projection spread is a standard deviation of log "
+                            "times (0 or more, e.g. 0.1: CoreScaling::loo_log_sd), not {}",
+                            projection_log_sd));
+  }
   if (speed.basis == "vector" || speed.ratios.size() < 3 || !(speed.loo_log_sd >= 0)) {
     return std::nullopt;
   }
@@ -317,9 +322,11 @@ std::optional<TimeInterval> time_interval(const NnSpeed& speed, double level,
   // The ratios' own spread, from the held-out errors' (each n / (n - 1) times a deviation).
   const double s = speed.loo_log_sd * (n - 1) / n;
   const double k = student_t_quantile(0.5 + level / 2, n - 1) *
-                   std::sqrt(s * s * (1 + 1 / n) + emulation_log_sd * emulation_log_sd);
+                   std::sqrt(s * s * (1 + 1 / n) + emulation_log_sd * emulation_log_sd +
+                             projection_log_sd * projection_log_sd);
   TimeInterval interval;
   interval.emulation_log_sd = emulation_log_sd;
+  interval.projection_log_sd = projection_log_sd;
   interval.level = level;
   interval.low = std::exp(-k);
   interval.high = std::exp(k);

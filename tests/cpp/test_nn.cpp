@@ -121,7 +121,17 @@ TEST_CASE("the interval of a device's time: Student's t of the held-out log erro
   CHECK(e->high ==
         Approx(std::exp(t * std::sqrt(std::pow(std::log(2.0), 2) * 4.0 / 3.0 + 0.04)))
             .epsilon(1e-5));
+  // A projected time's spread p from the board's speed-up adds as a third independent term.
+  const std::optional<TimeInterval> p = time_interval(s, 0.9, 0.2, 0.3);
+  REQUIRE(p);
+  CHECK(p->projection_log_sd == 0.3);
+  CHECK(p->high ==
+        Approx(std::exp(t * std::sqrt(std::pow(std::log(2.0), 2) * 4.0 / 3.0 + 0.04 + 0.09)))
+            .epsilon(1e-5));
+  CHECK(p->low == Approx(1 / p->high));
+  CHECK(e->projection_log_sd == 0);
   for (double bad : {-0.1, double(NAN), double(INFINITY)}) {
+    CHECK_THROWS_WITH(time_interval(s, 0.9, 0, bad), Contains("projection spread"));
     CHECK_THROWS_WITH(time_interval(s, 0.9, bad), Contains("emulation spread"));
   }
   const std::optional<TimeInterval> half = time_interval(s, 0.5);
@@ -175,6 +185,14 @@ TEST_CASE("a run's device interval: in the report, read back, and said in its te
   CHECK(spread.plan.emulation_log_sd == 0.12);
   CHECK_THAT(to_text(r), Contains("and the emulation's spread on this host (sd 0.12 in log "
                                   "time)"));
+  // A projected time's interval carries the board's speed-up's spread: kept and said.
+  r.device_interval->projection_log_sd = 0.15;
+  const Result projected = result_from_json(to_json(r));
+  REQUIRE(projected.device_interval);
+  CHECK(projected.device_interval->projection_log_sd == 0.15);
+  CHECK(spread.device_interval->projection_log_sd == 0);
+  CHECK_THAT(to_text(r), Contains("over 14 graphs, the board's speed-up's spread (sd 0.15) and "
+                                  "the emulation's spread"));
 }
 
 TEST_CASE("the runner's output: one line per graph, warnings ignored", "[nn][parse]") {

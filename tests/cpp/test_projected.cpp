@@ -2,6 +2,7 @@
 // start one thread, its times divided by the board's published speed-up.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <map>
 #include <optional>
 #include <string>
@@ -9,6 +10,7 @@
 
 #include "edgeprof/calibrate.hpp"
 #include "edgeprof/compare.hpp"
+#include "edgeprof/nn.hpp"
 #include "edgeprof/plan.hpp"
 #include "edgeprof/result.hpp"
 #include "edgeprof/slice.hpp"
@@ -51,6 +53,8 @@ TEST_CASE("the board's speed-up at k threads, and how far one graph's is from it
   // Leave one out: three are at the others' median (2); ResNet-18's 1 is half of it.
   CHECK(s->loo_median_error == Approx(0.0));
   CHECK(s->loo_worst_error == Approx(0.5));
+  // The spread a projected interval takes: sqrt((0 + 0 + 0 + ln(1/2)^2) / 4) = ln 2 / 2.
+  CHECK(s->loo_log_sd == Approx(std::log(2.0) / 2));
   // A board faster than linear keeps its own speed-up at its table's threads.
   Device super = quad();
   for (auto& [graph, ms] : super.nn_threads_ms[4]) ms = super.nn_ms[graph] / 4.5;
@@ -224,6 +228,7 @@ TEST_CASE("a projected result divides its times by the speed-up, in text, JSON a
   const Result back = result_from_json(json);
   REQUIRE(back.plan.threads_projection);
   CHECK(*back.plan.threads_projection == *r.plan.threads_projection);
+  CHECK(back.plan.threads_projection->scaling.loo_log_sd == Approx(std::log(2.0) / 2));
   CHECK(back.plan == r.plan);
 
   const auto f = figures(r);
@@ -391,6 +396,44 @@ TEST_CASE("projected: the workload runs on one CPU and is told to start one thre
   REQUIRE(left.ok());
   REQUIRE(width_warnings(left).size() == 1);
   CHECK(width_warnings(left)[0].find("thread_env off") != std::string::npos);
+}
+
+TEST_CASE("a projected run's interval carries the board's speed-up's spread; a pooled one's not",
+          "[kernel][projected][interval]") {
+  REQUIRE_CGROUPS();
+  // The quad board at an nn speed from four graphs (ratios 4, 5, 4, 5: an interval exists).
+  Device d = quad();
+  d.nn = nn_speed(d.nn_ms, {{"squeezenet", 2.5}, {"mobilenet", 4}, {"mobilenet_v2", 10},
+                            {"resnet18", 16}});
+  SliceOptions options;
+  options.plan = projected();
+  options.plan.speed_kind = SpeedKind::nn;
+  options.plan.measure_nn = false;
+  Slice slice(d, options);
+  REQUIRE(slice.plan().threads_projection);
+  Command c;
+  c.argv = {"true"};
+  const Result r = slice.spawn(c).wait();
+  REQUIRE(r.ok());
+  REQUIRE(r.device_interval);
+  REQUIRE(r.plan.threads_projection);
+  CHECK(r.device_interval->projection_log_sd == Approx(std::log(2.0) / 2));
+  // Wider than the speed's own interval by that spread.
+  const std::optional<TimeInterval> speed_only =
+      time_interval(*r.device.nn, 0.9, r.plan.emulation_log_sd);
+  REQUIRE(speed_only);
+  CHECK(r.device_interval->high > speed_only->high);
+  CHECK(r.device_interval->low < speed_only->low);
+
+  // Pooled: the workload's threads run; nothing is projected, nothing added.
+  SliceOptions pooled = options;
+  pooled.plan.cores = CoreEmulation::pooled;
+  Slice all(d, pooled);
+  CHECK_FALSE(all.plan().threads_projection);
+  const Result p = all.spawn(c).wait();
+  REQUIRE(p.ok());
+  REQUIRE(p.device_interval);
+  CHECK(p.device_interval->projection_log_sd == 0);
 }
 
 TEST_CASE("calibrating a speed under projection needs a projected figure", "[projected]") {

@@ -100,6 +100,24 @@ TEST_CASE("how much one emulated time scatters: the own share's p10-p90 as a log
   CHECK_THROWS_WITH(own_share_log_sd(q, 0.0), Contains("not a positive number"));
 }
 
+TEST_CASE("the emulation's scatter from the quartiles where measured: one held-up run does not "
+          "widen it",
+          "[quota_share][interval]") {
+  QuotaShare q = curve();
+  const double z = 2 * 0.6744898;  // a normal distribution's p25-p75 in standard deviations
+  for (QuotaSharePoint& p : q.points) {
+    p.p25 = 1.25;
+    p.p75 = 1.35;
+  }
+  // At 0.1 one run of nine was held up: p90 6.2 (seen on a host), the quartiles unmoved.
+  q.points[0].p90 = 6.2;
+  CHECK(own_share_log_sd(q, 0.1) == Approx(std::log(1.35 / 1.25) / z));
+  CHECK(own_share_log_sd(q, 0.4) == Approx(std::log(1.35 / 1.25) / z));
+  // A point cached before quartiles keeps p10-p90 beside points that have them.
+  q.points[2].p25 = q.points[2].p75 = 0;
+  CHECK(own_share_log_sd(q, 0.4) == Approx(std::log(1.4 / 1.0) / (2 * 1.2815516)));
+}
+
 TEST_CASE("an nn speed's plan takes the host's own share as its quota scale, and says so",
           "[quota_share][plan]") {
   HostFacts host = test::two_cpu_host();
@@ -231,6 +249,10 @@ TEST_CASE("the own share is measured in real slices between unthrottled runs, an
   CHECK(cached->points.size() == 2);
   CHECK(cached->points[1].measured == Approx(0.5));
   CHECK(cached->points[1].share == Approx(0.375));
+  // Every sample 0.5: the quartiles measured and cached.
+  CHECK(q.points[1].p25 == Approx(0.5));
+  CHECK(cached->points[1].p25 == Approx(0.5));
+  CHECK(cached->points[1].p75 == Approx(0.5));
   CHECK(host_facts().quota_share.has_value());
   CHECK_THAT(describe(*cached), Contains("0.38 at 0.5 of a CPU") && Contains("10 ms period"));
 

@@ -399,6 +399,12 @@ def test_time_interval_from_the_speeds_held_out_errors():
     assert wider.emulation_log_sd == 0.2 and wider.high > i.high
     with pytest.raises(edgeprof.Error, match="emulation spread"):
         edgeprof.time_interval(s, emulation_log_sd=-1)
+    assert wider.projection_log_sd == 0
+    projected = edgeprof.time_interval(s, emulation_log_sd=0.2, projection_log_sd=0.3)
+    assert projected.projection_log_sd == 0.3 and projected.high > wider.high
+    assert "projection_log_sd=0.3" in repr(projected)
+    with pytest.raises(edgeprof.Error, match="projection spread"):
+        edgeprof.time_interval(s, projection_log_sd=float("nan"))
 
 
 def test_the_graph_benchmark_runs_edgeprofs_graphs_against_a_models_directory(tmp_path):
