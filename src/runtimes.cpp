@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "edgeprof/device.hpp"
+#include "nn/runtime_table.hpp"
 #include "parse.hpp"
 
 namespace edgeprof::detail {
@@ -60,28 +61,9 @@ std::string_view library_stem(std::string_view file) {
 
 }  // namespace
 
-const std::vector<RuntimeLibraries>& known_runtimes() {
-  static const std::vector<RuntimeLibraries> table = {
-      {"pytorch", "PyTorch", {"libtorch_cpu", "libtorch"}},
-      {"onnxruntime", "ONNX Runtime", {"libonnxruntime", "onnxruntime_pybind11_state"}},
-      {"tensorflow-lite",
-       "TensorFlow Lite",
-       {"libtensorflowlite", "libtensorflowlite_c", "_pywrap_tensorflow_interpreter_wrapper"}},
-      {"tensorflow",
-       "TensorFlow",
-       {"libtensorflow_framework", "libtensorflow", "libtensorflow_cc",
-        "_pywrap_tensorflow_internal"}},
-      {"ncnn", "ncnn", {"libncnn", "ncnn"}},
-      {"openvino", "OpenVINO", {"libopenvino", "_pyopenvino"}},
-      {"tvm", "TVM", {"libtvm_runtime", "libtvm"}},
-      {"mnn", "MNN", {"libMNN", "_mnncengine"}},
-  };
-  return table;
-}
-
 std::string runtime_name(std::string_view id) {
-  for (const RuntimeLibraries& r : known_runtimes()) {
-    if (id == r.id) return r.name;
+  for (const RuntimeSpec& r : runtime_table()) {
+    if (id == r.id) return std::string(r.name);
   }
   return std::string(id);
 }
@@ -98,9 +80,9 @@ RuntimesSeen runtimes_in_maps(std::string_view maps) {
     const std::string_view file = path.substr(path.rfind('/') + 1);
     const std::string_view stem = library_stem(file);
     if (stem.empty()) continue;
-    for (const RuntimeLibraries& r : known_runtimes()) {
+    for (const RuntimeSpec& r : runtime_table()) {
       if (std::find(r.stems.begin(), r.stems.end(), stem) != r.stems.end()) {
-        seen.emplace(r.id, std::string(file));
+        seen.emplace(std::string(r.id), std::string(file));
         break;
       }
     }
@@ -149,15 +131,23 @@ std::optional<std::string> runtime_warning(const Device& device, const RuntimesS
   for (std::size_t i = 1; i < others.size(); ++i) {
     loaded += (i + 1 == others.size() ? " and " : ", ") + others[i];
   }
+  // The runtimes seen that a device can be emulated at the speed of (those with a rating).
+  std::string hint;
+  if (basis == "ncnn") {
+    for (const RuntimeSpec& r : runtime_table()) {
+      if (r.rating && r.id != basis && seen.count(std::string(r.id))) {
+        hint += fmt::format("; for {0}, devices with published {0} times run at their {0} "
+                            "speed with --runtime {1}",
+                            r.name, r.id);
+      }
+    }
+    if (!hint.empty()) hint += " (Device.for_runtime, docs/devices.md)";
+  }
   return fmt::format(
       "the workload loaded {}; the device's speed was derived with {} ({:.3g} of a host "
       "core), and another runtime's ratio of device to host time can differ, its ARM and x86 "
       "kernels being unequally good: see docs/fidelity.md, \"Another runtime in the workload\"{}",
-      loaded, runtime_name(basis), device.core_speed,
-      basis == "ncnn" && seen.count("pytorch")
-          ? "; for PyTorch, devices with published PyTorch times run at their PyTorch speed "
-            "with --runtime pytorch (Device.for_runtime, docs/devices.md)"
-          : "");
+      loaded, runtime_name(basis), device.core_speed, hint);
 }
 
 }  // namespace edgeprof::detail

@@ -25,16 +25,10 @@ namespace edgeprof::detail {
 // seen). The ids are Result::runtimes_seen's keys.
 using RuntimesSeen = std::map<std::string, std::string>;
 
-// A runtime and the shared objects that show it, by stem: the file name up to its first '.',
-// without auditwheel's "-<8 hex digits>" (libtorch_cpu.so, libonnxruntime.so.1.17.1,
+// The runtimes edgeprof recognises are nn/runtime_table.hpp's, each with the shared objects that
+// show it by stem: the file name up to its first '.', without auditwheel's "-<8 hex digits>"
+// (libtorch_cpu.so, libonnxruntime.so.1.17.1,
 // onnxruntime_pybind11_state.cpython-311-x86_64-linux-gnu.so, libncnn-1a2b3c4d.so.1).
-struct RuntimeLibraries {
-  const char* id;    // "pytorch"
-  const char* name;  // for people: "PyTorch"
-  std::vector<std::string_view> stems;
-};
-// Every runtime edgeprof recognises, the table the parser matches against.
-const std::vector<RuntimeLibraries>& known_runtimes();
 // The runtime's name for people ("PyTorch"); the id itself when it is not known.
 std::string runtime_name(std::string_view id);
 

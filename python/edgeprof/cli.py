@@ -88,12 +88,15 @@ def _exit_status(result: edgeprof.Result) -> int:
     return result.exit_code if result.exit_code is not None else 1
 
 
-_RUNTIME_HELP = ("emulate the device at its speed with the workload's runtime: pytorch or "
-                 "onnxruntime (its published times with that runtime against this host's "
-                 "rating with it, `edgeprof calibrate-host --nn --runtime R`; Raspberry Pi 4 "
-                 "and 5, Jetson Orin Nano) or ncnn (its nn speed); default: the --speed-kind, "
-                 "and at automatic, such a device switches to the speed of the runtime the "
-                 "workload loads when it is seen (docs/devices.md)")
+# The runtimes a rating can be measured with (edgeprof.nn_runtimes(), ncnn first): the help
+# names what the library's table has.
+_OTHER_RUNTIMES = " or ".join(r.id for r in edgeprof.nn_runtimes() if r.id != "ncnn")
+_RUNTIME_HELP = (f"emulate the device at its speed with the workload's runtime: {_OTHER_RUNTIMES} "
+                 "(its published times with that runtime against this host's rating with it, "
+                 "`edgeprof calibrate-host --nn --runtime R`; catalog devices with such times: "
+                 "docs/devices.md) or ncnn (its nn speed); default: the --speed-kind, and at "
+                 "automatic, such a device switches to the speed of the runtime the workload "
+                 "loads when it is seen")
 
 
 def _add_device_options(p: argparse.ArgumentParser) -> None:
@@ -349,7 +352,7 @@ def cmd_calibrate_host(args: argparse.Namespace) -> int:
                              "--nn (without both, every cached rating is shown)")
     # The other runtimes' ratings (PyTorch's): measured when asked for, else the cached ones.
     others = {}
-    for r in edgeprof.nn_runtimes()[1:]:
+    for r in (r for r in edgeprof.nn_runtimes() if r.id != "ncnn"):
         if args.nn and args.runtime == r.id:
             rated = edgeprof.measure_nn_rating(runtime=r.id, progress=progress,
                                                python=args.python or "")
@@ -827,10 +830,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--runtime", default="ncnn",
                    choices=[r.id for r in edgeprof.nn_runtimes()],
                    help="with --nn, the runtime to measure: ncnn (default: its reference graphs, "
-                   "then the emulation's own share), pytorch (13 timm and torchvision "
-                   "classifiers, fp32, random weights; `pip install torch torchvision timm`) "
-                   "or onnxruntime (the same exported to ONNX; `pip install onnxruntime onnx` "
-                   "too)")
+                   "then the emulation's own share), " + ", ".join(
+                       f"{r.id} ({len(r.models)} models, "
+                       f"{r.precision}, random weights; `{r.install}`)"
+                       for r in edgeprof.nn_runtimes() if r.id != "ncnn"))
     p.add_argument("--python", help="the Python interpreter that has the runtime (default: "
                    "$EDGEPROF_PYTHON, else python3)")
     p.add_argument("--json", action="store_true", help="print JSON")

@@ -28,7 +28,7 @@
 #include "fs.hpp"
 #include "microbench_detail.hpp"
 #include "nn/runner_dir.hpp"
-#include "nn_runner.hpp"
+#include "nn/runtime_table.hpp"
 #include "runtimes.hpp"
 #include "stats.hpp"
 
@@ -41,13 +41,13 @@ using nlohmann::json;
 // 2: "precision" and "graphs" (a digest of the reference graphs' param text) added.
 constexpr int kCacheSchema = 2;
 
-// One entry per runtime a rating can be measured with: what it times, with which runner, and
-// where it is cached. A new runtime is an entry here and its runner (src/nn/<name>_runner.py,
-// compiled in by CMakeLists.txt through nn_runner.hpp.in).
+// One entry per runtime a rating can be measured with (nn/runtime_table.cpp's with a rating):
+// what it times, with which runner, and where it is cached.
 struct RuntimeEntry {
   NnRuntime info;
   const char* runner = nullptr;  // the runner's Python source
   bool reads_graphs = false;     // it runs the reference graphs (ncnn), not models it builds
+  bool multi_thread = false;     // a rating may run several threads
   std::string digest;            // what a cached rating must have been measured with
   std::vector<std::string> runner_args;  // given to the runner before the models
 };
@@ -69,37 +69,38 @@ std::string fnv_digest(const std::vector<std::string_view>& parts) {
 
 const std::vector<RuntimeEntry>& runtime_entries() {
   static const std::vector<RuntimeEntry> table = [] {
-    RuntimeEntry ncnn{{"ncnn", "ncnn", "pip install ncnn", "", {}, "host-nn.json"},
-                      detail::kNnRunner, true, "", {}};
-    std::vector<std::string_view> graph_text;  // ncnn's digest: every graph's name and text
-    for (const auto& g : reference_graphs()) {
-      ncnn.info.models.push_back(g.name);
-      graph_text.push_back(g.name);
-      graph_text.push_back(g.param);
-    }
-    ncnn.digest = fnv_digest(graph_text);
-    // The 13 image classifiers of the published PyTorch and ONNX Runtime tables of three
-    // boards (docs/fidelity.md): timm's names; shufflenet_v2_x1_0 is torchvision's.
-    const std::vector<std::string> classifiers{
-        "efficientnet_b0",       "ese_vovnet19b_dw",      "mixnet_s",  "mnasnet_a1",
-        "mobilenetv2_050",       "mobilenetv2_100",       "mobilenetv2_110d",
-        "mobilenetv3_large_100", "mobilenetv3_small_050", "repvgg_b0", "resnet18",
-        "shufflenet_v2_x1_0",    "vgg13"};
-    RuntimeEntry torch{{"pytorch", "PyTorch", "pip install torch torchvision timm", "fp32",
-                        classifiers, "host-nn-pytorch.json"},
-                       detail::kTorchRunner, false, "", {}};
-    // The same models exported to ONNX by the same runner, timed in ONNX Runtime.
-    RuntimeEntry ort{{"onnxruntime", "ONNX Runtime",
-                      "pip install onnxruntime onnx torch torchvision timm", "fp32", classifiers,
-                      "host-nn-onnxruntime.json"},
-                     detail::kTorchRunner, false, "", {"--backend=onnxruntime"}};
-    std::vector<RuntimeEntry> entries{std::move(ncnn), std::move(torch), std::move(ort)};
-    for (RuntimeEntry& e : entries) {
-      if (e.reads_graphs) continue;
-      std::vector<std::string_view> parts(e.info.models.begin(), e.info.models.end());
-      parts.insert(parts.end(), e.runner_args.begin(), e.runner_args.end());
-      parts.push_back(e.runner);
-      e.digest = fnv_digest(parts);
+    std::vector<RuntimeEntry> entries;
+    for (const detail::RuntimeSpec& spec : detail::runtime_table()) {
+      if (!spec.rating) continue;  // recognised in maps, not rated
+      const detail::RuntimeRatingSpec& r = *spec.rating;
+      RuntimeEntry e;
+      e.info = {std::string(spec.id),        std::string(spec.name), std::string(r.install),
+                std::string(r.precision),    {},                     std::string(r.cache_name)};
+      e.runner = detail::runner_source(r.runner);
+      if (!e.runner) {
+        throw Error(fmt::format("edgeprof was built without the runner src/nn/{} of {}: "
+                                "rebuild it from a complete source tree",
+                                r.runner, spec.name));
+      }
+      e.reads_graphs = r.reads_graphs;
+      e.multi_thread = r.multi_thread;
+      for (const std::string_view a : r.runner_args) e.runner_args.emplace_back(a);
+      if (r.reads_graphs) {
+        std::vector<std::string_view> graph_text;  // the digest: every graph's name and text
+        for (const auto& g : reference_graphs()) {
+          e.info.models.push_back(g.name);
+          graph_text.push_back(g.name);
+          graph_text.push_back(g.param);
+        }
+        e.digest = fnv_digest(graph_text);
+      } else {
+        for (const std::string_view m : r.models) e.info.models.emplace_back(m);
+        std::vector<std::string_view> parts(e.info.models.begin(), e.info.models.end());
+        parts.insert(parts.end(), e.runner_args.begin(), e.runner_args.end());
+        parts.push_back(e.runner);
+        e.digest = fnv_digest(parts);
+      }
+      entries.push_back(std::move(e));
     }
     return entries;
   }();
@@ -522,7 +523,7 @@ std::string host_nn_precision(std::string_view cpuinfo) {
   return "fp32";
 }
 
-std::string nn_runner_source() { return detail::kNnRunner; }
+std::string nn_runner_source() { return runtime_entry("ncnn").runner; }
 
 void write_reference_graphs(const std::string& directory, const std::vector<std::string>& graphs) {
   for (const std::string& name : graphs) {
@@ -551,9 +552,13 @@ NnRating measure_nn_rating(const NnOptions& options) {
                             options.warmup, options.loops));
   }
   const RuntimeEntry& e = runtime_entry(options.runtime);
-  if (options.threads < 1 || (options.threads > 1 && e.info.id != "ncnn")) {
-    throw Error(fmt::format("nn rating: threads {} with {}: give 1, or more with ncnn",
-                            options.threads, e.info.id));
+  if (options.threads < 1 || (options.threads > 1 && !e.multi_thread)) {
+    std::string multi;
+    for (const RuntimeEntry& m : runtime_entries()) {
+      if (m.multi_thread) multi += (multi.empty() ? "" : ", ") + m.info.id;
+    }
+    throw Error(fmt::format("nn rating: threads {} with {}: give 1, or more with {}",
+                            options.threads, e.info.id, multi));
   }
   const std::string python = detail::nn_python(options.python, e.info.id);
   const detail::NnRunnerDir dir(e.info.id, options.graphs);  // throws naming an unknown model

@@ -3,10 +3,12 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <set>
 #include <string>
 
 #include "edgeprof/edgeprof.hpp"
 #include "helpers.hpp"
+#include "nn/runtime_table.hpp"
 #include "run/runtime_follow.hpp"
 #include "runtimes.hpp"
 #include "sampler/sampler.hpp"
@@ -63,6 +65,42 @@ bool has_warning(const Result& r, const std::string& part) {
 }
 
 }  // namespace
+
+TEST_CASE("one table of runtimes: recognised by their libraries, rated where it says how",
+          "[runtimes]") {
+  std::set<std::string_view> ids, stems;
+  std::vector<std::string> rated;
+  for (const detail::RuntimeSpec& r : detail::runtime_table()) {
+    CHECK(ids.insert(r.id).second);  // ids are unique
+    CHECK_FALSE(r.name.empty());
+    REQUIRE_FALSE(r.stems.empty());  // a runtime edgeprof cannot see is no entry
+    for (const std::string_view s : r.stems) CHECK(stems.insert(s).second);  // no stem twice
+    if (r.rating) {
+      rated.emplace_back(r.id);
+      // Its runner was compiled in, and its cache file is its own.
+      CHECK(detail::runner_source(r.rating->runner) != nullptr);
+      CHECK(r.rating->reads_graphs == r.rating->models.empty());
+    }
+  }
+  // nn_runtimes() is the rated ones, in the table's order, ncnn first.
+  std::vector<std::string> listed;
+  for (const NnRuntime& r : nn_runtimes()) listed.push_back(r.id);
+  CHECK(listed == rated);
+  REQUIRE_FALSE(listed.empty());
+  CHECK(listed.front() == "ncnn");
+  // The cache files keep their names (a rename would drop every cached rating).
+  CHECK(nn_runtime("ncnn").cache_name == "host-nn.json");
+  CHECK(nn_runtime("pytorch").cache_name == "host-nn-pytorch.json");
+  CHECK(nn_runtime("onnxruntime").cache_name == "host-nn-onnxruntime.json");
+  CHECK(nn_runtime("onnxruntime").models == nn_runtime("pytorch").models);
+  CHECK(nn_runtime("pytorch").models.size() == 13);
+  // A runtime that is only recognised is named in a run, but has no rating.
+  CHECK(detail::runtime_name("tensorflow-lite") == "TensorFlow Lite");
+  CHECK_THROWS_WITH(nn_runtime("tensorflow-lite"),
+                    Catch::Contains("no nn runtime is named 'tensorflow-lite'"));
+  CHECK(detail::runner_source("no_such_runner.py") == nullptr);
+  CHECK(detail::runner_source("runner.py") == nn_runner_source());
+}
 
 TEST_CASE("runtimes in maps: PyTorch in a virtual environment, by its library's file name",
           "[runtimes]") {
@@ -176,6 +214,13 @@ TEST_CASE("a device at its PyTorch speed is warned of other runtimes, not of PyT
   CHECK_THAT(*other, !Catch::Contains("--runtime pytorch"));
   // At ncnn's speed, a PyTorch workload is told how to get PyTorch's.
   CHECK_THAT(*detail::runtime_warning(nn_device(), torch), Catch::Contains("--runtime pytorch"));
+  // Every rated runtime seen gets the hint (ONNX Runtime's was missing); a recognised one not.
+  const auto ort = detail::runtime_warning(
+      nn_device(), {{"onnxruntime", "libonnxruntime.so.1.17.1"}, {"tvm", "libtvm.so"}});
+  REQUIRE(ort);
+  CHECK_THAT(*ort, Catch::Contains("for ONNX Runtime, devices with published ONNX Runtime times "
+                                   "run at their ONNX Runtime speed with --runtime onnxruntime"));
+  CHECK_THAT(*ort, !Catch::Contains("--runtime tvm") && !Catch::Contains("--runtime pytorch"));
 }
 
 TEST_CASE("reading a slice's maps on a fake /proc: exited and unreadable processes are skipped",

@@ -1,0 +1,87 @@
+#include "nn/runtime_table.hpp"
+
+#include "nn_runner.hpp"
+
+namespace edgeprof::detail {
+
+namespace {
+
+using S = std::string_view;
+
+// The 13 image classifiers of the published PyTorch and ONNX Runtime tables of three boards
+// (docs/fidelity.md): timm's names; shufflenet_v2_x1_0 is torchvision's.
+constexpr S kClassifiers[] = {
+    "efficientnet_b0",       "ese_vovnet19b_dw",      "mixnet_s",  "mnasnet_a1",
+    "mobilenetv2_050",       "mobilenetv2_100",       "mobilenetv2_110d",
+    "mobilenetv3_large_100", "mobilenetv3_small_050", "repvgg_b0", "resnet18",
+    "shufflenet_v2_x1_0",    "vgg13"};
+
+constexpr RuntimeRatingSpec kNcnnRating{
+    .install = "pip install ncnn",
+    .precision = "",
+    .reads_graphs = true,
+    .models = {},  // the reference graphs (graphs.cpp)
+    .cache_name = "host-nn.json",
+    .runner = "runner.py",
+    .runner_args = {},
+    .multi_thread = true,
+};
+
+constexpr RuntimeRatingSpec kTorchRating{
+    .install = "pip install torch torchvision timm",
+    .precision = "fp32",
+    .reads_graphs = false,
+    .models = kClassifiers,
+    .cache_name = "host-nn-pytorch.json",
+    .runner = "torch_runner.py",
+    .runner_args = {},
+    .multi_thread = false,
+};
+
+// The same models exported to ONNX by the same runner, timed in ONNX Runtime.
+constexpr S kOrtArgs[] = {"--backend=onnxruntime"};
+constexpr RuntimeRatingSpec kOrtRating{
+    .install = "pip install onnxruntime onnx torch torchvision timm",
+    .precision = "fp32",
+    .reads_graphs = false,
+    .models = kClassifiers,
+    .cache_name = "host-nn-onnxruntime.json",
+    .runner = "torch_runner.py",
+    .runner_args = kOrtArgs,
+    .multi_thread = false,
+};
+
+constexpr S kNcnnStems[] = {"libncnn", "ncnn"};
+constexpr S kTorchStems[] = {"libtorch_cpu", "libtorch"};
+constexpr S kOrtStems[] = {"libonnxruntime", "onnxruntime_pybind11_state"};
+constexpr S kTfliteStems[] = {"libtensorflowlite", "libtensorflowlite_c",
+                              "_pywrap_tensorflow_interpreter_wrapper"};
+constexpr S kTensorflowStems[] = {"libtensorflow_framework", "libtensorflow", "libtensorflow_cc",
+                                  "_pywrap_tensorflow_internal"};
+constexpr S kOpenvinoStems[] = {"libopenvino", "_pyopenvino"};
+constexpr S kTvmStems[] = {"libtvm_runtime", "libtvm"};
+constexpr S kMnnStems[] = {"libMNN", "_mnncengine"};
+
+constexpr RuntimeSpec kTable[] = {
+    {"ncnn", "ncnn", kNcnnStems, &kNcnnRating},
+    {"pytorch", "PyTorch", kTorchStems, &kTorchRating},
+    {"onnxruntime", "ONNX Runtime", kOrtStems, &kOrtRating},
+    {"tensorflow-lite", "TensorFlow Lite", kTfliteStems, nullptr},
+    {"tensorflow", "TensorFlow", kTensorflowStems, nullptr},
+    {"openvino", "OpenVINO", kOpenvinoStems, nullptr},
+    {"tvm", "TVM", kTvmStems, nullptr},
+    {"mnn", "MNN", kMnnStems, nullptr},
+};
+
+}  // namespace
+
+std::span<const RuntimeSpec> runtime_table() { return kTable; }
+
+const char* runner_source(std::string_view file) {
+  for (const RunnerSource& r : kRunners) {
+    if (r.file == file) return r.source;
+  }
+  return nullptr;
+}
+
+}  // namespace edgeprof::detail

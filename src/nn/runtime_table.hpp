@@ -1,0 +1,46 @@
+// Every inference runtime edgeprof knows, in one table: how a process shows that it loaded it
+// (the shared objects in its /proc/PID/maps, runtimes.hpp) and, for the runtimes a rating can be
+// measured with, how (nn.hpp's NnRuntime and nn_runtimes(), measure_nn_rating()). A runtime with
+// a rating is an entry here, its runner (src/nn/<name>_runner.py: CMakeLists.txt compiles in
+// every src/nn/*runner.py) and its devices' published times (src/catalog/devices.json).
+#pragma once
+
+#include <span>
+#include <string_view>
+
+namespace edgeprof::detail {
+
+// How this host's rating with a runtime is measured.
+struct RuntimeRatingSpec {
+  std::string_view install;    // what installs it: "pip install ncnn"
+  std::string_view precision;  // its arithmetic: "fp32"; "" = the host's (host_nn_precision())
+  // What it times: the reference graphs, written beside the runner (ncnn), or `models`, which
+  // its runner builds itself.
+  bool reads_graphs = false;
+  std::span<const std::string_view> models;
+  // Its cache file in the host cache directory. Never renamed: a new name drops every cached
+  // rating.
+  std::string_view cache_name;
+  std::string_view runner;  // the runner's file in src/nn: "torch_runner.py"
+  std::span<const std::string_view> runner_args;  // given to the runner before the models
+  bool multi_thread = false;  // whether a rating may run several threads (NnOptions::threads)
+};
+
+struct RuntimeSpec {
+  // "pytorch": Result::runtimes_seen's key, NnRating::runtime_id, the catalog's runtimes.<id>.
+  std::string_view id;
+  std::string_view name;  // for people: "PyTorch"
+  // The shared objects that show it, by stem (runtimes.hpp's library_stem()).
+  std::span<const std::string_view> stems;
+  const RuntimeRatingSpec* rating = nullptr;  // nullptr: recognised in maps, not rated
+};
+
+// ncnn first, then the other runtimes with a rating (the order of nn_runtimes(), and the order
+// in which a workload that loads several is followed), then the runtimes only recognised.
+// Constant data: safe to read from the sampler thread at any time.
+std::span<const RuntimeSpec> runtime_table();
+
+// The Python source of the runner compiled in from src/nn/`file`; nullptr for no such file.
+const char* runner_source(std::string_view file);
+
+}  // namespace edgeprof::detail
