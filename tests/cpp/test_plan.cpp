@@ -288,21 +288,22 @@ TEST_CASE("a plan that throttles keeps its CPUs warm unless asked not to, and sa
   CHECK(plan_emulation(hot, host(4)).keep_warm);
 }
 
-TEST_CASE("keep-warm is off where each CPU waits less than 40% of every period", "[plan]") {
+TEST_CASE("keep-warm is off where each CPU waits less than 45% of every period", "[plan]") {
   // At 0.75 and 0.9 of a CPU the threads delayed the workload's return (+8% and up to +40% wall
-  // time in single runs here) more than they saved.
-  for (double speed : {0.75, 0.9, 0.61}) {
+  // time in single runs here) more than they saved; at 0.58, ncnn's +16% against +1%.
+  for (double speed : {0.75, 0.9, 0.61, 0.58, 0.56}) {
     const auto plan = plan_emulation(make_device("fast", 1, speed, "512MiB"), host(4));
     INFO("speed " << speed);
     CHECK_FALSE(plan.keep_warm);
     REQUIRE_FALSE(plan.notes.empty());
     CHECK_THAT(plan.notes.back(), Catch::Contains("keep-warm is off") &&
-                                      Catch::Contains("above 0.60"));
+                                      Catch::Contains("above 0.55"));
   }
-  CHECK(plan_emulation(make_device("d", 1, 0.6, "512MiB"), host(4)).keep_warm);
-  // The share is per CPU: 3 x 0.4 on two host CPUs is 0.6 of each.
-  CHECK(plan_emulation(make_device("d", 3, 0.4, "512MiB"), host(2)).keep_warm);
-  CHECK_FALSE(plan_emulation(make_device("d", 3, 0.5, "512MiB"), host(2)).keep_warm);
+  CHECK(plan_emulation(make_device("d", 1, 0.55, "512MiB"), host(4)).keep_warm);
+  CHECK(plan_emulation(make_device("d", 1, 0.4, "512MiB"), host(4)).keep_warm);
+  // The share is per CPU: 3 x 0.36 on two host CPUs is 0.54 of each, 3 x 0.4 0.6.
+  CHECK(plan_emulation(make_device("d", 3, 0.36, "512MiB"), host(2)).keep_warm);
+  CHECK_FALSE(plan_emulation(make_device("d", 3, 0.4, "512MiB"), host(2)).keep_warm);
   // Asked off, no note about it.
   PlanOptions off;
   off.keep_warm = false;
