@@ -321,9 +321,9 @@ double quota_scale_at(const QuotaShare& share, double speed);
 /// graphs and rounds, estimated from a point's interquartile range (ln(p75 / p25) / 1.349, as
 /// for a normal distribution; a share cached before quartiles: ln(p90 / p10) / 2.563), linear
 /// in log(speed) between points, the nearest point's beyond them; 0 without points with
-/// percentiles. The quartiles, not p10-p90, because of 9 samples one run held up (an own share
-/// of 6 where the others read 1.1, seen) moves p90 by itself and would widen every interval
-/// near that speed; an interval of 90% is not meant to hold such a run. Throws Error when
+/// percentiles. The quartiles, not p10-p90, because of 9 samples one run held up moves p90 by
+/// itself (p90 6.2 where the rounds' medians read 1.1-1.3, seen) and would widen every
+/// interval near that speed; an interval of 90% is not meant to hold such a run. Throws Error when
 /// `speed` is not a positive number.
 double own_share_log_sd(const QuotaShare& share, double speed);
 

@@ -73,7 +73,7 @@ inline constexpr std::uint64_t kMinChosenCpuPeriodUs = 5000;
 /// Keep-warm applies where each of the slice's CPUs gets at most this share of every period
 /// (quota / (period x CPUs)): where it waits at least 45% of each period. Above it the threads
 /// delayed the workload's return more often than they saved (docs/keep-warm.md: ncnn at 0.58
-/// of a CPU did 1/1.16 of its share of work with them, 1/1.01 without; at 0.40, 1/1.02 with
+/// of a CPU did 1/1.16 of its share of work with them, 1/1.00 without; at 0.40, 1/1.02 with
 /// them and 1/1.09 without; where between the two it turns is not measured).
 inline constexpr double kKeepWarmMaxShare = 0.55;
 
