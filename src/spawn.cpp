@@ -216,6 +216,25 @@ PreparedCommand::PreparedCommand(const Command& command) {
   if (command.argv.empty() || command.argv.front().empty()) {
     throw SpawnError("the command is empty: give at least the program to run", EINVAL, "");
   }
+  // The kernel takes C strings, which end at the first NUL: an argument holding one would run
+  // as the text before it ("/bin/tr\0ue" as /bin/tr), silently.
+  const auto refuse_nul = [](const std::string& s, const std::string& what) {
+    if (const size_t at = s.find('\0'); at != std::string::npos) {
+      throw SpawnError(fmt::format("{} holds a NUL byte at offset {} (after \"{}\"): the program "
+                                   "would get only the text before it; remove the NUL",
+                                   what, at, s.substr(0, at)),
+                       EINVAL, "");
+    }
+  };
+  for (size_t i = 0; i < command.argv.size(); ++i) {
+    refuse_nul(command.argv[i], i == 0 ? "the program" : fmt::format("argument {}", i));
+  }
+  if (command.env) {
+    for (size_t i = 0; i < command.env->size(); ++i) {
+      refuse_nul((*command.env)[i], fmt::format("environment entry {}", i));
+    }
+  }
+  refuse_nul(command.cwd, "the working directory");
   argv_storage_ = command.argv;
   if (command.env) env_storage_ = *command.env;
   cwd_ = command.cwd;

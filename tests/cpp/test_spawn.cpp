@@ -122,3 +122,30 @@ TEST_CASE("the fast path reports a failed self-attach", "[kernel][spawn]") {
   }
   ::close(bad);
 }
+
+TEST_CASE("a NUL byte in the program, an argument, the environment or the directory is refused",
+          "[spawn]") {
+  using namespace std::string_literals;
+  const auto refused = [](const Command& c, const std::string& part) {
+    try {
+      PreparedCommand prepared(c);
+      FAIL("prepared a command with a NUL byte");
+    } catch (const SpawnError& e) {
+      CHECK(e.sys_errno() == EINVAL);
+      CHECK_THAT(e.what(), Catch::Contains(part));
+    }
+  };
+  Command c;
+  c.argv = {"/bin/tr\0ue"s};  // would run /bin/tr
+  refused(c, "the program holds a NUL byte at offset 7 (after \"/bin/tr\")");
+  c.argv = {"/bin/echo", "a", "b\0c"s};
+  refused(c, "argument 2 holds a NUL byte at offset 1");
+  c.argv = {"/bin/true"};
+  c.env = std::vector<std::string>{"PATH=/bin", "X=1\0Y=2"s};
+  refused(c, "environment entry 1 holds a NUL byte");
+  c.env.reset();
+  c.cwd = "/tmp\0/x"s;
+  refused(c, "the working directory holds a NUL byte");
+  c.cwd.clear();
+  PreparedCommand fine(c);  // the same command without them
+}

@@ -80,6 +80,17 @@ def test_exec_failure_is_an_error_with_errno_and_path(half_core):
         edgeprof.run(["edgeprof-no-such-command"], device=half_core)
 
 
+def test_a_nul_byte_in_a_command_is_refused_not_cut(half_core):
+    # "/bin/tr\0ue" would run /bin/tr, the kernel reading C strings.
+    with pytest.raises(edgeprof.SpawnError, match="the program holds a NUL byte") as info:
+        edgeprof.run(["/bin/tr\x00ue"], device=half_core)
+    assert info.value.errno == errno.EINVAL
+    with pytest.raises(edgeprof.SpawnError, match="argument 1 holds a NUL byte"):
+        edgeprof.run(["/bin/echo", "a\x00b"], device=half_core)
+    with pytest.raises(edgeprof.SpawnError, match="environment entry"):
+        edgeprof.run(["/bin/true"], device=half_core, env={"X": "1\x002"})
+
+
 def test_timeout_kills_the_workload(half_core):
     r = edgeprof.run(["sleep", "30"], device=half_core, timeout=0.3)
     assert r.timed_out and not r.ok
