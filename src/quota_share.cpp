@@ -340,9 +340,8 @@ QuotaShare measure_quota_share(const QuotaShareOptions& o) {
   std::vector<double> waiting;
   auto unthrottled_ms = [&](std::string* runtime) {
     NnRating r = run_graphs(dir, python, unthrottled, o, cpu, runtime, nullptr);
-    for (const auto& [g, ms] : r.host_ms) {
-      if (const auto c = r.cpu_ms.find(g); c != r.cpu_ms.end()) waiting.push_back(ms / c->second);
-    }
+    const std::vector<double> w = detail::wall_over_cpu(r);
+    waiting.insert(waiting.end(), w.begin(), w.end());
     return r.host_ms;
   };
   auto check_waiting = [&] {

@@ -239,6 +239,14 @@ void NnRunnerDir::remove() noexcept {
 }
 
 
+std::vector<double> wall_over_cpu(const NnRating& r) {
+  std::vector<double> out;
+  for (const auto& [name, ms] : r.host_ms) {
+    if (const auto c = r.cpu_ms.find(name); c != r.cpu_ms.end()) out.push_back(ms / c->second);
+  }
+  return out;
+}
+
 std::string nn_cache_file(const std::string& dir) {
   return join(dir, runtime_entry("ncnn").info.cache_name);
 }
@@ -656,10 +664,7 @@ NnRating measure_nn_rating(const NnOptions& options) {
   // times are then its CPU times (which alone on a CPU are within about 0.1% of the wall
   // times here), and it is not cached. A drift probe (not for the cache) keeps both: the
   // caller weighs the wait (host_drift()).
-  std::vector<double> waiting;
-  for (const auto& [name, ms] : r.host_ms) {
-    if (const auto c = r.cpu_ms.find(name); c != r.cpu_ms.end()) waiting.push_back(ms / c->second);
-  }
+  const std::vector<double> waiting = detail::wall_over_cpu(r);
   const double waited = waiting.empty() ? 1.0 : detail::median_of(waiting);
   const bool shared = options.threads <= 1 && options.cache && options.graphs.empty() &&
                       waiting.size() == r.host_ms.size() && waited > kProbeWaitingShared;
@@ -691,7 +696,7 @@ NnRating measure_nn_rating(const NnOptions& options) {
     }
   }
   if (options.progress) {
-    options.progress(r.note.empty() || !shared ? describe(r) : describe(r) + "; " + r.note);
+    options.progress(shared ? describe(r) + "; " + r.note : describe(r));
   }
   return r;
 }

@@ -6,7 +6,16 @@
 #include <string_view>
 #include <vector>
 
+namespace edgeprof {
+struct NnRating;
+}
+
 namespace edgeprof::detail {
+
+// Each graph's wall time over its CPU time per inference, for the graphs whose runner reported
+// both (NnRating::cpu_ms): about 1 on a CPU of its own, more where another busy process or a
+// hypervisor's steal had part of it (kProbeWaitingShared).
+std::vector<double> wall_over_cpu(const NnRating& r);
 
 // The Python interpreter that runs the nn runner: `given`, else $EDGEPROF_PYTHON, else python3,
 // found on PATH. Throws Error saying what to install for `runtime` (an NnRuntime id) when there
