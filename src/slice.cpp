@@ -651,6 +651,8 @@ Result Child::State::finish(const detail::Exit& exit, bool timed_out) {
     r.warnings.push_back(fmt::format("{}: the CPU ledger counts this process's slices only, so "
                                      "another edgeprof process may share these CPUs unseen",
                                      problem));
+  } else if (!slice->cpus.problem().empty()) {
+    r.warnings.push_back(slice->cpus.problem());
   }
   slice->child_ended();
   // The workload has ended: its CPUs need no keeping warm.

@@ -69,7 +69,9 @@ CpuLease& CpuLease::operator=(CpuLease&& o) noexcept {
     slots_ = std::move(o.slots_);
     fds_ = std::move(o.fds_);
     ledger_ = std::exchange(o.ledger_, nullptr);
+    owner_ = o.owner_;
     shared_at_take_ = o.shared_at_take_;
+    problem_ = std::move(o.problem_);
   }
   return *this;
 }
@@ -130,19 +132,37 @@ std::vector<std::pair<int, pid_t>> CpuLedger::held(int cpu) const {
   std::vector<std::pair<int, pid_t>> out;
   for (int slot = 0; slot < kMaxSlots; ++slot) {
     UniqueFd fd(::open(slot_path(cpu, slot).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-    if (fd.get() < 0) break;  // slots are made lowest first and never removed: the last one
+    if (fd.get() < 0) {
+      // Slots are made lowest first and removed from the end only: a missing one is the last.
+      if (errno == ENOENT || errno == EMFILE || errno == ENFILE) break;
+      continue;  // a link planted there, or a file not ours: not a slot of this ledger
+    }
     if (::flock(fd.get(), LOCK_EX | LOCK_NB) == 0) continue;  // free (closing unlocks it)
     out.emplace_back(slot, read_pid(fd.get()));
   }
   return out;
 }
 
-int CpuLedger::use(int cpu) const {
-  if (!problem_.empty()) {
-    auto it = local_.find(cpu);
-    return it == local_.end() ? 0 : it->second;
+void CpuLedger::prune(int cpu) const {
+  int last = -1;
+  while (last + 1 < kMaxSlots && ::faccessat(AT_FDCWD, slot_path(cpu, last + 1).c_str(), F_OK,
+                                             AT_SYMLINK_NOFOLLOW) == 0) {
+    ++last;
   }
-  return static_cast<int>(held(cpu).size());
+  // From the end while free: a taker holds the ledger's lock from open to flock, so a slot seen
+  // free here is not being taken.
+  for (; last >= 0; --last) {
+    const std::string path = slot_path(cpu, last);
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    if (fd.get() < 0 || ::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) return;
+    ::unlink(path.c_str());
+  }
+}
+
+int CpuLedger::use(int cpu) const {
+  auto it = local_.find(cpu);
+  const int here = it == local_.end() ? 0 : it->second;
+  return here + (problem_.empty() ? static_cast<int>(held(cpu).size()) : 0);
 }
 
 std::vector<int> CpuLedger::order_locked(const std::vector<int>& host) const {
@@ -184,12 +204,16 @@ CpuLease CpuLedger::take_locked(const std::vector<int>& cpus) {
       lease.fds_.emplace_back();
       continue;
     }
-    int taken = kNotHeld;
+    int taken = kNotHeld, error = 0;
     UniqueFd fd;
     for (int slot = 0; slot < kMaxSlots && taken < 0; ++slot) {
       fd = UniqueFd(
           ::open(slot_path(c, slot).c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644));
-      if (fd.get() < 0) break;
+      if (fd.get() < 0) {
+        error = errno;
+        if (error == EMFILE || error == ENFILE) break;
+        continue;  // a link planted there: the next slot
+      }
       if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) continue;
       const std::string pid = fmt::format("{}\n", ::getpid());
       if (::ftruncate(fd.get(), 0) != 0 ||
@@ -198,9 +222,23 @@ CpuLease CpuLedger::take_locked(const std::vector<int>& cpus) {
       }
       taken = slot;
     }
+    if (taken == kNotHeld) {
+      // Counted here at least, and said: the other processes cannot see this CPU taken.
+      ++local_[c];
+      taken = kCountedHere;
+      const std::string why =
+          error ? sys_message(error, "taking a slot of the CPU ledger", slot_path(c, 0),
+                              "raise the open-file limit (ulimit -n) or close files")
+                : fmt::format("all {} slots of CPU {} in the CPU ledger {} are held", kMaxSlots,
+                              c, dir_);
+      if (lease.problem_.empty()) {
+        lease.problem_ = why + ": other edgeprof processes do not see this slice's CPUs taken";
+      }
+    }
     lease.slots_.push_back(taken);
-    lease.fds_.push_back(taken != kNotHeld ? std::move(fd) : UniqueFd());
+    lease.fds_.push_back(taken >= 0 ? std::move(fd) : UniqueFd());
   }
+  lease.owner_ = ::getpid();
   lease.ledger_ = this;  // only now: a lease being filled is not given back under lock_
   return lease;
 }
@@ -211,11 +249,11 @@ std::vector<CpuHolder> CpuLedger::others(const CpuLease& lease) {
   const UniqueFd ledger = lock_ledger();
   for (size_t i = 0; i < lease.cpus_.size(); ++i) {
     const int c = lease.cpus_[i];
-    if (!problem_.empty()) {
-      const int n = use(c) - 1;
-      for (int k = 0; k < n; ++k) out.push_back({c, ::getpid()});
-      continue;
-    }
+    auto it = local_.find(c);
+    const int here =
+        (it == local_.end() ? 0 : it->second) - (lease.slots_[i] == kCountedHere ? 1 : 0);
+    for (int k = 0; k < here; ++k) out.push_back({c, ::getpid()});
+    if (!problem_.empty()) continue;
     for (const auto& [slot, pid] : held(c)) {
       if (slot != lease.slots_[i]) out.push_back({c, pid});
     }
@@ -225,10 +263,25 @@ std::vector<CpuHolder> CpuLedger::others(const CpuLease& lease) {
 
 void CpuLedger::give(CpuLease& lease) noexcept {
   std::lock_guard<std::mutex> guard(lock_);
+  const bool mine = lease.owner_ == ::getpid();
+  bool held = false;
   for (size_t i = 0; i < lease.cpus_.size(); ++i) {
     if (lease.slots_[i] == kCountedHere) --local_[lease.cpus_[i]];
+    // Unlocked explicitly: closing does not unlock while a forked child keeps a copy of the fd.
+    // A forked child's copy of the lease only closes its fds: the parent's CPUs stay held.
+    if (mine && lease.fds_[i].get() >= 0) {
+      ::flock(lease.fds_[i].get(), LOCK_UN);
+      held = true;
+    }
   }
-  lease.fds_.clear();  // closing a slot file releases its lock
+  lease.fds_.clear();
+  if (held) {
+    if (const UniqueFd ledger = lock_ledger(); ledger.get() >= 0) {
+      for (size_t i = 0; i < lease.cpus_.size(); ++i) {
+        if (lease.slots_[i] >= 0) prune(lease.cpus_[i]);
+      }
+    }
+  }
   lease.cpus_.clear();
   lease.slots_.clear();
   lease.ledger_ = nullptr;

@@ -42,6 +42,9 @@ class CpuLease {
   const std::vector<int>& cpus() const { return cpus_; }
   // How many other slices (of any process) used one of these CPUs when they were taken.
   int shared_at_take() const { return shared_at_take_; }
+  // Why some of these CPUs are counted in this process only ("" when the machine's ledger holds
+  // them all): another edgeprof process does not see them.
+  const std::string& problem() const { return problem_; }
 
  private:
   friend class CpuLedger;
@@ -49,7 +52,9 @@ class CpuLease {
   std::vector<int> slots_;  // the slot held per CPU (kNotHeld, kCountedHere: in-process count)
   std::vector<UniqueFd> fds_;   // the locked slot files
   class CpuLedger* ledger_ = nullptr;
+  pid_t owner_ = 0;  // the process that took it: a forked copy's release leaves the locks be
   int shared_at_take_ = 0;
+  std::string problem_;
 };
 
 
@@ -59,7 +64,10 @@ class CpuLease {
 // (`cpu<N>.<k>` in the ledger's directory, holding the holder's pid), which the kernel releases
 // when the holder closes it or ends, so a killed process leaves nothing held; `ledger.lock`
 // serialises the scans. Where the directory cannot be used, the ledger counts this process's
-// slices only and problem() says why.
+// slices only and problem() says why; where one slot file cannot be opened (no fd left), that
+// lease counts its CPU in this process and CpuLease::problem() says why. A release unlocks the
+// slot even where a process forked meanwhile keeps a copy of its fd (a forked child does not
+// hold the parent's CPUs), and removes the free slot files at the end of each CPU's list.
 class CpuLedger {
  public:
   explicit CpuLedger(std::string dir);
@@ -84,8 +92,11 @@ class CpuLedger {
  private:
   friend class CpuLease;
   void give(CpuLease& lease) noexcept;
-  // Held slots of `cpu` (their index and holder), under the ledger lock.
+  // Held slots of `cpu` (their index and holder), under the ledger lock. A slot file that
+  // cannot be opened is skipped (with no fd left, the rest of the list too).
   std::vector<std::pair<int, pid_t>> held(int cpu) const;
+  // Removes the free slot files at the end of `cpu`'s list, under the ledger lock.
+  void prune(int cpu) const;
   std::string slot_path(int cpu, int slot) const;
   static constexpr int kNotHeld = -1, kCountedHere = -2;
   // Locks the ledger (nothing when it cannot be used: problem_ says why).

@@ -1,11 +1,13 @@
 // The machine's CPU ledger: slices of different processes take distinct CPUs while there are
 // enough, a run that had to share says so, and a killed holder leaves nothing held.
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <functional>
 #include <filesystem>
 #include <sstream>
 
@@ -71,6 +73,113 @@ TEST_CASE("two ledgers on one directory see each other's CPUs, as two processes 
   CHECK(a.others(first).size() == 1);
   moved = CpuLease();
   CHECK(a.others(first).empty());
+}
+
+namespace {
+
+// Forks a child that, with `release` set, first releases its copy of `lease` (as a child's
+// destructors would), and then lives until the returned function is called.
+std::function<void()> fork_holding(CpuLease& lease, bool release) {
+  int to_child[2], from_child[2];
+  REQUIRE(::pipe(to_child) == 0);
+  REQUIRE(::pipe(from_child) == 0);
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    char c = 0;
+    if (release) lease = CpuLease();
+    (void)!::write(from_child[1], "r", 1);
+    (void)!::read(to_child[0], &c, 1);
+    ::_exit(0);  // no destructors: as a multiprocessing worker ends
+  }
+  char c = 0;
+  REQUIRE(::read(from_child[0], &c, 1) == 1);
+  return [=] {
+    (void)!::write(to_child[1], "x", 1);
+    ::waitpid(child, nullptr, 0);
+    for (int fd : {to_child[0], to_child[1], from_child[0], from_child[1]}) ::close(fd);
+  };
+}
+
+}  // namespace
+
+TEST_CASE("a process forked while a slice holds CPUs does not keep them, nor free them",
+          "[ledger]") {
+  FakeTree dir;
+  CpuLedger a(dir.root()), b(dir.root());
+  CpuLease lease = a.take({0});
+  // A forked child (a multiprocessing worker, a forked helper) inherits the slot file's fd.
+  const auto end_child = fork_holding(lease, false);
+  CHECK(b.order({0, 1}) == std::vector<int>{1, 0});  // held
+  // The parent's release frees the CPU though the child still has the fd open.
+  lease = CpuLease();
+  CHECK(b.order({0, 1}) == std::vector<int>{0, 1});
+  CpuLease other = b.take({0});
+  CHECK(other.shared_at_take() == 0);
+  end_child();
+  // A child that releases its copy leaves the parent's CPU held.
+  const auto end_releaser = fork_holding(other, true);
+  CHECK(a.order({0, 1}) == std::vector<int>{1, 0});
+  end_releaser();
+  CHECK(a.order({0, 1}) == std::vector<int>{1, 0});
+}
+
+TEST_CASE("released slots at the end of a CPU's list are removed", "[ledger]") {
+  FakeTree dir;
+  CpuLedger a(dir.root());
+  CpuLease s0 = a.take({0}), s1 = a.take({0}), s2 = a.take({0});
+  REQUIRE(dir.exists("/cpu0.2"));
+  s1 = CpuLease();  // in the middle: kept, so that the list has no gap
+  CHECK(dir.exists("/cpu0.1"));
+  s2 = CpuLease();  // the end: it and the free one before it go
+  CHECK_FALSE(dir.exists("/cpu0.2"));
+  CHECK_FALSE(dir.exists("/cpu0.1"));
+  CHECK(dir.exists("/cpu0.0"));
+  s0 = CpuLease();
+  CHECK_FALSE(dir.exists("/cpu0.0"));
+  CpuLease again = a.take({0, 1});
+  CHECK(again.shared_at_take() == 0);
+  CHECK(again.problem().empty());
+}
+
+TEST_CASE("a slice that cannot open a slot file counts its CPU here and says so", "[ledger]") {
+  FakeTree dir;
+  CpuLedger a(dir.root());
+  CpuLease first = a.take({1});
+  // In a child, out of file descriptors: the ledger's own lock still opens (it is taken first),
+  // the slot file does not.
+  int out[2];
+  REQUIRE(::pipe(out) == 0);
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    ::close(out[0]);
+    // Fill the fd table up to a limit one above the lowest free fd, leaving one for the lock.
+    const int probe = ::dup(0);
+    struct rlimit lim{};
+    ::getrlimit(RLIMIT_NOFILE, &lim);
+    lim.rlim_cur = static_cast<rlim_t>(probe) + 1;
+    ::close(probe);
+    ::setrlimit(RLIMIT_NOFILE, &lim);
+    const rlim_t limit = lim.rlim_cur;
+    CpuLease lease = a.take({0});
+    lim.rlim_cur = limit + 16;
+    ::setrlimit(RLIMIT_NOFILE, &lim);
+    const std::string said = lease.problem() + "|" + std::to_string(a.order({1, 0}).front());
+    ::write(out[1], said.data(), said.size());
+    ::_exit(0);
+  }
+  ::close(out[1]);
+  std::string said;
+  char buffer[512];
+  for (ssize_t n; (n = ::read(out[0], buffer, sizeof buffer)) > 0;) said.append(buffer, n);
+  ::close(out[0]);
+  ::waitpid(child, nullptr, 0);
+  CAPTURE(said);
+  CHECK_THAT(said, Catch::Contains("ulimit -n") && Catch::Contains("do not see"));
+  // CPU 1 is held by the parent's first lease, CPU 0 counted in the child: neither looks free
+  // (uncounted, CPU 0 would have come first).
+  CHECK_THAT(said, Catch::EndsWith("|1"));
 }
 
 TEST_CASE("choosing and taking the least used CPUs is one step", "[ledger]") {
