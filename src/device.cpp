@@ -61,8 +61,10 @@ std::uint64_t parse_size(std::string_view text, std::string_view field) {
     }
   }
   if (s.empty() || s == ".") bad_size(text, field, "no number");
-  double value = std::stod(std::string(s)) * factor;
-  if (value >= 18446744073709551615.0) bad_size(text, field, "too large");
+  // strtod, not stod: a number past double's range is "too large" (stod throws out_of_range).
+  const std::string digits(s);
+  double value = std::strtod(digits.c_str(), nullptr) * factor;
+  if (!(value < 18446744073709551615.0)) bad_size(text, field, "too large");
   double rounded = std::round(value);
   if (std::fabs(value - rounded) > 1e-6 * std::max(1.0, value)) {
     bad_size(text, field, "not a whole number of bytes");

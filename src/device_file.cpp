@@ -10,6 +10,8 @@
 #include <dirent.h>
 #include <sys/stat.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <limits>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -28,6 +30,7 @@
 #include "edgeprof/reference.hpp"
 #include "fs.hpp"
 #include "microbench_detail.hpp"
+#include "parse.hpp"
 
 namespace edgeprof {
 
@@ -99,9 +102,12 @@ class Reader {
     }
     const json& v = at(key);
     if (!v.is_number_integer()) fail(key, fmt::format("expected a whole number, got {}", v.dump()));
-    const std::int64_t x = v.get<std::int64_t>();
+    // Past int64's range (JSON's unsigned), named as written, not as a wrapped negative.
+    const bool huge = v.is_number_unsigned() &&
+                      v.get<std::uint64_t>() > std::uint64_t(std::numeric_limits<std::int64_t>::max());
+    const std::int64_t x = huge ? std::numeric_limits<std::int64_t>::max() : v.get<std::int64_t>();
     if (x < min || x > max) {
-      fail(key, fmt::format("{} is out of range; it must be between {} and {}", x, min, max));
+      fail(key, fmt::format("{} is out of range; it must be between {} and {}", v.dump(), min, max));
     }
     return x;
   }
@@ -711,15 +717,20 @@ Device find_device(std::string_view name_or_path, const DeviceLoadOptions& optio
     if (d.answers_to(key)) return d;
   }
   std::string known;
-  for (const Device& d : catalog_devices()) known += (known.empty() ? "" : ", ") + d.name;
-  for (const Device& d : user.devices) known += ", " + d.name;
+  std::vector<std::string> names;
+  for (const Device& d : catalog_devices()) names.push_back(d.name);
+  for (const Device& d : user.devices) names.push_back(d.name);
+  for (const std::string& n : names) known += (known.empty() ? "" : ", ") + n;
   std::string broken;
   for (const std::string& p : user.problems) broken += "\n  skipped " + p;
+  const std::vector<std::string> close = detail::close_names(key, names);
+  const std::string guess =
+      close.empty() ? std::string() : fmt::format(" Did you mean {}?", fmt::join(close, ", "));
   throw DeviceError(fmt::format(
-      "no device named '{}'. Known devices: {}. Describe your own in a JSON or TOML file (see "
+      "no device named '{}'.{} Known devices: {}. Describe your own in a JSON or TOML file (see "
       "docs/devices.md) and pass its path, or put it in {}{}",
-      key, known, device_search_path().empty() ? "$EDGEPROF_DEVICE_PATH" : device_search_path()[0],
-      broken));
+      key, guess, known,
+      device_search_path().empty() ? "$EDGEPROF_DEVICE_PATH" : device_search_path()[0], broken));
 }
 
 }  // namespace edgeprof

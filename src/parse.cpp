@@ -1,6 +1,8 @@
 #include "parse.hpp"
 
+#include <algorithm>
 #include <charconv>
+#include <utility>
 
 namespace edgeprof::detail {
 
@@ -340,6 +342,59 @@ std::vector<std::string> split_words(std::string_view text) {
     while (j < text.size() && !is_space(text[j])) ++j;
     if (j > i) out.emplace_back(text.substr(i, j - i));
     i = j;
+  }
+  return out;
+}
+
+namespace {
+
+std::string folded(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '-' || c == '_' || c == ' ') continue;
+    out.push_back(c >= 'A' && c <= 'Z' ? char(c - 'A' + 'a') : c);
+  }
+  return out;
+}
+
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
+std::vector<std::string> close_names(std::string_view key, const std::vector<std::string>& names,
+                                     std::size_t limit) {
+  const std::string k = folded(key);
+  if (k.empty()) return {};
+  std::vector<std::pair<std::size_t, std::string>> prefixed, near;
+  const std::size_t most = std::max<std::size_t>(2, k.size() / 3);
+  for (const std::string& name : names) {
+    const std::string n = folded(name);
+    if (n.size() > k.size() && n.compare(0, k.size(), k) == 0) {
+      prefixed.emplace_back(n.size() - k.size(), name);
+    } else if (const std::size_t d = edit_distance(k, n); d <= most) {
+      near.emplace_back(d, name);
+    }
+  }
+  auto& chosen = prefixed.empty() ? near : prefixed;
+  std::stable_sort(chosen.begin(), chosen.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<std::string> out;
+  for (const auto& [score, name] : chosen) {
+    if (out.size() == limit) break;
+    out.push_back(name);
   }
   return out;
 }

@@ -121,4 +121,11 @@ std::optional<NetTotals> parse_net_dev(std::string_view text);
 // Whitespace-separated words ("cpuset cpu io memory pids" of cgroup.controllers).
 std::vector<std::string> split_words(std::string_view text);
 
+// The names among `names` that a mistyped `key` most likely meant (for "no such name" errors):
+// compared without case, '-', '_' and spaces, those that start with the key, else those within
+// an edit distance of a third of the key's length (at least 2), the closest first; at most
+// `limit`.
+std::vector<std::string> close_names(std::string_view key, const std::vector<std::string>& names,
+                                     std::size_t limit = 4);
+
 }  // namespace edgeprof::detail

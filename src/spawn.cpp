@@ -444,10 +444,18 @@ struct Spawner {
         throw SpawnError(fmt::format("cannot change to working directory '{}': {} (errno {})",
                                      c.cwd_, std::strerror(err), err),
                          err, c.cwd_);
-      case Stage::exec:
+      case Stage::exec: {
+        struct stat st{};
+        if (err == EACCES && ::stat(c.path_.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+          throw SpawnError(fmt::format("cannot execute '{}': it is a directory, not a program "
+                                       "(errno {}, {}); name the program to run in it",
+                                       c.path_, err, std::strerror(err)),
+                           err, c.path_);
+        }
         throw SpawnError(fmt::format("cannot execute '{}': {} (errno {})", c.path_,
                                      std::strerror(err), err),
                          err, c.path_);
+      }
       case Stage::netns:
         throw SpawnError(fmt::format("the child could not join its own network namespace "
                                      "(setns): {} (errno {})",

@@ -465,6 +465,26 @@ def _read_text(path: str) -> str:
             return f.read()
     except OSError as e:
         raise edgeprof.Error(f"cannot read {path}: {e.strerror} (errno {e.errno})") from e
+    except UnicodeDecodeError as e:
+        raise edgeprof.Error(_not_text(path, e)) from None
+
+
+def _not_text(path: str, e: UnicodeDecodeError) -> str:
+    return (f"{path} is not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset {e.start}): "
+            "give the file edgeprof wrote")
+
+
+def _report_schema(text: str, path: str) -> str | None:
+    """The schema a JSON report names (None for another JSON object); an edgeprof.Error for
+    text that is not JSON (a truncated or foreign file)."""
+    if not text.lstrip().startswith("{"):
+        return None
+    try:
+        doc = json.loads(text)
+    except ValueError as e:
+        raise edgeprof.Error(f"{path} is not a complete JSON report ({e}): give the file "
+                             "`edgeprof run -o` wrote, whole") from None
+    return doc.get("schema") if isinstance(doc, dict) else None
 
 
 def _write(path: str, text: str) -> None:
@@ -531,7 +551,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_show(args: argparse.Namespace) -> int:
     text = _read_text(args.file)
-    kind = json.loads(text).get("schema") if text.lstrip().startswith("{") else None
+    kind = _report_schema(text, args.file)
     report = (edgeprof.RepeatedResult if kind == "edgeprof.repeated" else edgeprof.Result) \
         .from_json(text)
     if args.csv:
@@ -659,9 +679,23 @@ def _read_csv(path: str) -> list[dict[str, str]]:
     import csv
     try:
         with open(path, newline="", encoding="utf-8") as f:
-            return list(csv.DictReader(f))
+            reader = csv.DictReader(f)
+            rows = list(reader)
+            header = len(reader.fieldnames or [])
     except OSError as e:
         raise edgeprof.Error(f"cannot read {path}: {e.strerror} (errno {e.errno})") from e
+    except UnicodeDecodeError as e:
+        raise edgeprof.Error(_not_text(path, e)) from None
+    except csv.Error as e:
+        raise edgeprof.Error(f"{path} is not a CSV file edgeprof can read: {e}") from None
+    for line, row in enumerate(rows, start=2):
+        # DictReader fills a short row with None and keeps a long row's rest under None.
+        extra = row.get(None) or []
+        if extra or None in row.values():
+            values = sum(v is not None for k, v in row.items() if k is not None) + len(extra)
+            raise edgeprof.Error(f"{path}, line {line}: {values} values where the header names "
+                                 f"{header} columns; give every row one value per column")
+    return rows
 
 
 def _device_name(text: str) -> str:
@@ -709,7 +743,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
 
 def cmd_project(args: argparse.Namespace) -> int:
     text = _read_text(args.report)
-    if json.loads(text).get("schema") == "edgeprof.repeated":
+    if _report_schema(text, args.report) == "edgeprof.repeated":
         runs = edgeprof.RepeatedResult.from_json(text).runs
     else:
         runs = [edgeprof.Result.from_json(text)]

@@ -2,6 +2,7 @@
 // emulates, spawns or measures lives in the C++ library.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include <pybind11/chrono.h>
 #include <pybind11/functional.h>
@@ -33,11 +34,19 @@ PyObject* spawn_error_type = nullptr;
 // Raises `type(message)` with `errno` (and `path`) set. Not OSError's `filename`: with it set,
 // OSError.__str__ would print "[Errno 2] None: 'x'" instead of the message, which names the
 // file already.
+// A C++ message as a Python str: bytes that are not UTF-8 (a device file's or a report's, quoted
+// in the message) are kept as \x escapes, not raised as a UnicodeDecodeError in its place.
+py::str text(std::string_view s) {
+  return py::reinterpret_steal<py::str>(
+      PyUnicode_DecodeUTF8(s.data(), static_cast<py::ssize_t>(s.size()), "backslashreplace"));
+}
+
 void raise(PyObject* type, const Error& e, const char* path = nullptr) {
-  py::object exc = py::reinterpret_steal<py::object>(PyObject_CallFunction(type, "s", e.what()));
+  py::object exc = py::reinterpret_steal<py::object>(
+      PyObject_CallFunctionObjArgs(type, text(e.what()).ptr(), nullptr));
   if (!exc) return;  // the constructor raised; that error stands
   if (e.sys_errno() != 0) exc.attr("errno") = e.sys_errno();
-  if (path) exc.attr("path") = path;
+  if (path) exc.attr("path") = text(path);
   PyErr_SetObject(type, exc.ptr());
 }
 
@@ -74,8 +83,13 @@ std::uint64_t to_size(const py::object& value, const char* field) {
                       "of bytes, got " + py::str(py::type::of(value).attr("__name__"))
                           .cast<std::string>());
   }
-  long long bytes = value.cast<long long>();
-  if (bytes < 0) throw DeviceError(std::string(field) + " must not be negative");
+  int overflow = 0;
+  const long long bytes = PyLong_AsLongLongAndOverflow(value.ptr(), &overflow);
+  if (overflow > 0) {
+    throw DeviceError(std::string(field) + " = " + py::str(value).cast<std::string>() +
+                      " bytes is too large");
+  }
+  if (overflow < 0 || bytes < 0) throw DeviceError(std::string(field) + " must not be negative");
   return static_cast<std::uint64_t>(bytes);
 }
 
@@ -171,10 +185,29 @@ InterruptCheck python_signals() {
 }
 
 // Seconds (None or 0 = no sampling) -> the sampler's interval; the C++ side checks the range.
+// Seconds past nanoseconds' range are refused here, where they are still seconds.
 std::chrono::nanoseconds to_interval(std::optional<double> seconds) {
   if (!seconds || *seconds == 0) return std::chrono::nanoseconds(0);
-  if (!(*seconds > 0)) throw py::value_error("interval must be positive (seconds), or None");
+  if (!(*seconds > 0) || !(*seconds < 9e9)) {
+    throw Error("sampling interval " + py::repr(py::float_(*seconds)).cast<std::string>() +
+                " s is out of range: give seconds from 0.001 to 60, or None for no sampling");
+  }
   return std::chrono::nanoseconds(static_cast<std::int64_t>(*seconds * 1e9 + 0.5));
+}
+
+// A Python int as a device's core count: one past C++'s int is a DeviceError naming it.
+int to_cores(const py::object& value) {
+  if (py::isinstance<py::bool_>(value) || !py::isinstance<py::int_>(value)) {
+    throw DeviceError("cores: expected a whole number, got " +
+                      py::str(py::type::of(value).attr("__name__")).cast<std::string>());
+  }
+  int overflow = 0;
+  const long long n = PyLong_AsLongLongAndOverflow(value.ptr(), &overflow);
+  if (overflow != 0 || n < std::numeric_limits<int>::min() || n > std::numeric_limits<int>::max()) {
+    throw DeviceError("cores = " + py::str(value).cast<std::string>() +
+                      " is invalid; a device has at least 1 core, and at most a few thousand");
+  }
+  return static_cast<int>(n);
 }
 
 // A read-only numpy view of a column owned by `owner` (kept alive by the array).
@@ -272,7 +305,8 @@ PYBIND11_MODULE(_core, m) {
 
   py::class_<Device>(m, "Device", "A target device: cores, core speed relative to one host "
                                   "core, memory, swap and optional limits.")
-      .def(py::init([](std::string name, int cores, std::optional<double> core_speed,
+      .def(py::init([](std::string name, const py::object& cores_arg,
+                       std::optional<double> core_speed,
                        py::object memory,
                        py::object swap, std::optional<std::uint64_t> io_read_bps,
                        std::optional<std::uint64_t> io_write_bps,
@@ -283,7 +317,7 @@ PYBIND11_MODULE(_core, m) {
                        std::optional<double> host_reference_speed) {
              Device d;
              d.name = std::move(name);
-             d.cores = cores;
+             d.cores = to_cores(cores_arg);
              if (core_speed.has_value() == reference_speed.has_value()) {
                throw DeviceError(
                    "give either core_speed (relative to one core of this host) or "

@@ -4,6 +4,8 @@
 #include "edgeprof/error.hpp"
 #include "edgeprof/plan.hpp"
 #include "edgeprof/result.hpp"
+#include "edgeprof/catalog.hpp"
+#include "parse.hpp"
 
 using namespace edgeprof;
 
@@ -21,7 +23,11 @@ TEST_CASE("parse_size understands binary, decimal and docker-style units", "[dev
 }
 
 TEST_CASE("parse_size rejects what is not a size, naming field and value", "[device]") {
-  for (const char* bad : {"12 parsecs", "", "GiB", "-1MiB", "1e9", "0.5B", "1.2.3MiB", "lots"}) {
+  // The last: 400 nines, past double's range (std::stod threw std::out_of_range).
+  const std::string huge(400, '9');
+  for (const char* bad :
+       {"12 parsecs", "", "GiB", "-1MiB", "1e9", "0.5B", "1.2.3MiB", "lots", "20000000EiB",
+        huge.c_str()}) {
     CAPTURE(bad);
     try {
       parse_size(bad, "memory");
@@ -128,4 +134,25 @@ TEST_CASE("devices with a speed schedule or power figures are validated", "[devi
   d.power.idle_watts = 3;
   d.power.loaded_watts = 2;
   CHECK_THROWS_WITH(d.validate(), Catch::Contains("below idle power"));
+}
+
+TEST_CASE("a mistyped device name is answered with the names it most likely meant", "[device]") {
+  using edgeprof::detail::close_names;
+  const std::vector<std::string> names{"raspberry-pi-4b-1gb", "raspberry-pi-4b-8gb",
+                                       "raspberry-pi-5-8gb", "jetson-nano", "pixel-4"};
+  // Without dashes and case, a prefix: those, shortest first.
+  CHECK(close_names("raspberry-pi4", names) ==
+        std::vector<std::string>{"raspberry-pi-4b-1gb", "raspberry-pi-4b-8gb"});
+  CHECK(close_names("Jetson_Nano2", names) == std::vector<std::string>{"jetson-nano"});
+  CHECK(close_names("jetsn-nano", names) == std::vector<std::string>{"jetson-nano"});
+  CHECK(close_names("pixel-5", names) == std::vector<std::string>{"pixel-4"});
+  CHECK(close_names("quantum-toaster", names).empty());
+  CHECK(close_names("", names).empty());
+  CHECK(close_names("r", names, 2).size() == 2);
+  try {
+    find_device("raspberry-pi4");
+    FAIL("found");
+  } catch (const DeviceError& e) {
+    CHECK_THAT(e.what(), Catch::Contains("Did you mean raspberry-pi-4b-1gb"));
+  }
 }

@@ -443,6 +443,14 @@ TEST_CASE("exec failures are errors with the errno and the path, not exit code 1
     FAIL("spawned");
   } catch (const SpawnError& e) {
     CHECK(e.sys_errno() == EACCES);
+    CHECK_THAT(e.what(), !Catch::Contains("directory"));
+  }
+  try {
+    slice.spawn(program(tmp.root()));  // a directory: EACCES, which alone does not say why
+    FAIL("spawned");
+  } catch (const SpawnError& e) {
+    CHECK(e.sys_errno() == EACCES);
+    CHECK_THAT(e.what(), Catch::Contains("it is a directory"));
   }
   try {
     slice.spawn(program("edgeprof-no-such-command-anywhere"));

@@ -319,6 +319,32 @@ def test_compare_and_fit_errors(args, fragment):
     assert p.returncode == 2 and fragment in p.stderr and "Traceback" not in p.stderr
 
 
+@pytest.mark.parametrize(
+    "name, content, args, fragment",
+    [
+        # A binary file, a truncated report, a ragged or binary CSV: exit 2 with a message that
+        # names the file, not a traceback (issue 36, item 8).
+        ("r.json", bytes(range(256)), ["show"], "is not UTF-8 text (byte 0x80 at offset 128"),
+        ("r.json", b'{"schema": "edgeprof.result", "wall', ["show"], "not a complete JSON report"),
+        ("r.json", b'{"schema": "edgeprof.repeated", "ru', ["project", "--calibrations", "c.json"],
+         "not a complete JSON report"),
+        ("d.csv", b"a,b\n1,2\n3\n", ["fit", "--x", "a", "--y", "b", "--device", "d"],
+         "line 3: 1 values where the header names 2 columns"),
+        ("d.csv", b"a,b\n1,2,3\n", ["fit", "--x", "a", "--y", "b", "--device", "d"],
+         "line 2: 3 values"),
+        ("d.csv", b"a,b\n1,\xff\n", ["fit", "--x", "a", "--y", "b", "--device", "d"],
+         "is not UTF-8 text (byte 0xff"),
+    ],
+    ids=["binary", "truncated", "truncated-repeated", "short-row", "long-row", "binary-csv"],
+)
+def test_a_bad_file_exits_2_naming_it(tmp_path, name, content, args, fragment):
+    path = tmp_path / name
+    path.write_bytes(content)
+    p = edgeprof(args[0], str(path), *args[1:])
+    assert p.returncode == 2 and fragment in p.stderr and str(path) in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr
+
+
 @requires_cgroups
 def test_a_first_run_on_an_unmeasured_host_measures_its_nn_rating_and_says_so(tmp_path):
     # A stand-in for ncnn's runner (the real one takes about a minute): 10 ms per graph.

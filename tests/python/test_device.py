@@ -24,6 +24,11 @@ def test_device_from_keywords():
         (dict(cores=1, core_speed=0.5, memory="1KiB"), "floor"),
         (dict(cores=1, core_speed=0.5, memory=-5), "negative"),
         (dict(cores=1, core_speed=0.5, memory="512MiB", pids_max=0), "pids_max = 0"),
+        # Past C++'s types: named, not a TypeError, IndexError or RuntimeError (issue 36).
+        (dict(cores=10**10, core_speed=0.5, memory="512MiB"), "cores = 10000000000"),
+        (dict(cores=1, core_speed=0.5, memory="9" * 400), "too large"),
+        (dict(cores=1, core_speed=0.5, memory=10**30), "too large"),
+        (dict(cores=1, core_speed=0.5, memory=-10**30), "negative"),
     ],
 )
 def test_invalid_devices_name_the_field_and_value(kwargs, fragment):

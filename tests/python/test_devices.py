@@ -66,9 +66,12 @@ BOARD_JSON = {
 MINIMAL_TOML = 'edgeprof_device = 1\nname = "b"\ncores = 2\ncore_speed = 0.5\nmemory = "1GiB"\n'
 
 
-def write(directory: Path, name: str, text: str) -> Path:
+def write(directory: Path, name: str, text: str | bytes) -> Path:
     path = directory / name
-    path.write_text(text)
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text)
     return path
 
 
@@ -177,6 +180,10 @@ def test_to_json_is_a_device_file_that_loads_as_the_same_device(tmp_path, make):
     ("noname.toml", MINIMAL_TOML.replace('name = "b"\n', ""), ["field 'name'", "required"]),
     ("bad.toml", 'edgeprof_device = 1\nname = "b"\ncores = = 2\n', [":3:9:", "not valid TOML"]),
     ("bad.json", '{"edgeprof_device": 1, "name": ', ["not valid JSON"]),
+    # Not UTF-8: an edgeprof error quoting the byte, not a UnicodeDecodeError (issue 36).
+    ("latin1.json", b'{"edgeprof_device": 1, "name": "b\xe9"}', ["not valid JSON", "\\x"]),
+    ("huge.json", json.dumps({**BOARD_JSON, "cores": 2**64 - 1}),
+     ["field 'cores'", "18446744073709551615 is out of range"]),
     ("newer.toml", MINIMAL_TOML.replace("edgeprof_device = 1", "edgeprof_device = 2"),
      ["field 'edgeprof_device'", "schema version 2 is newer", "upgrade edgeprof"]),
     ("newer.json", json.dumps({**BOARD_JSON, "edgeprof_device": 2}),

@@ -106,6 +106,15 @@ def test_timeout_must_be_positive(half_core):
             edgeprof.run(["true"], device=half_core, timeout=bad)
 
 
+def test_a_bad_interval_is_an_edgeprof_error_naming_it(half_core):
+    # Once a ValueError (negative, NaN) and, past nanoseconds' range, "-9223372036854.775 ms".
+    for bad, said in ((-1, "-1.0 s"), (math.nan, "nan s"), (1e10, "10000000000.0 s"),
+                      (math.inf, "inf s"), (100, "1 ms to 60 s")):
+        with pytest.raises(edgeprof.Error, match="out of range") as e:
+            edgeprof.run(["true"], device=half_core, interval=bad)
+        assert said in str(e.value), (bad, str(e.value))
+
+
 def test_an_infinite_or_huge_timeout_waits_for_ever(half_core):
     # Once, inf and 1e300 s overflowed the clock to a deadline already past: killed at once.
     for forever in (math.inf, 1e300, 1e12):
