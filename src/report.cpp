@@ -274,7 +274,7 @@ json summary_json(const Summary& s) {
   for (const auto& f : kCountFields) j[f.name] = opt(s.*f.member);
   j["pressure_host_wide"] = s.pressure_host_wide;
   j["cpu_window_s"] = s.cpu_window_s;
-  j["cpu_windows_merged"] = s.cpu_windows_merged;
+  j["cpu_windows_carried"] = s.cpu_windows_carried;
   j["samples"] = s.samples;
   j["interval_s"] = s.interval_s;
   j["missed_deadlines"] = s.missed_deadlines;
@@ -287,7 +287,9 @@ Summary summary_from(const json& j) {
   for (const auto& f : kCountFields) get_opt(j, f.name, s.*f.member);
   s.pressure_host_wide = j.at("pressure_host_wide").get<bool>();
   s.cpu_window_s = j.at("cpu_window_s").get<double>();
-  s.cpu_windows_merged = j.value("cpu_windows_merged", std::size_t{0});  // older reports: none
+  // Older reports merged such windows instead; their count is kept under the new name.
+  s.cpu_windows_carried =
+      j.value("cpu_windows_carried", j.value("cpu_windows_merged", std::size_t{0}));
   s.samples = j.at("samples").get<std::uint64_t>();
   s.interval_s = j.at("interval_s").get<double>();
   s.missed_deadlines = j.at("missed_deadlines").get<std::uint64_t>();
@@ -731,10 +733,11 @@ std::string to_text(const Result& r) {
                     one_of.empty() ? "" : "'s core"),
         fmt::format("avg measured, p95/peak sampled over {:g} ms windows{}",
                     s.cpu_window_s * 1e3,
-                    s.cpu_windows_merged
-                        ? fmt::format(" ({} merged with a neighbour: they counted more CPU than "
-                                      "the quota lets through, charged late by the kernel)",
-                                      s.cpu_windows_merged)
+                    s.cpu_windows_carried
+                        ? fmt::format(" ({} counted more CPU than the quota lets through, "
+                                      "repaid by throttling after: the excess carried into "
+                                      "the windows after)",
+                                      s.cpu_windows_carried)
                         : std::string()));
   }
   if (r.peak_memory_bytes) {

@@ -835,8 +835,7 @@ void Child::State::analyse(Result& r) {
   // One period and quota all run, unless the speed changed during it.
   const double period_s = r.speed_changes.empty() ? double(r.plan.cpu_period_us) / 1e6 : 0.0;
   r.summary = summarize(r.series, std::chrono::duration<double>(interval).count(),
-                        r.plan.capacity_cores(), missed, host_wide_pressure, period_s,
-                        r.plan.cpus.size());
+                        r.plan.capacity_cores(), missed, host_wide_pressure, period_s);
   const std::int64_t release_ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(process.released.time_since_epoch())
           .count();

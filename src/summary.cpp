@@ -41,8 +41,7 @@ std::optional<double> seconds(std::optional<std::uint64_t> us) {
 }  // namespace
 
 Summary summarize(const TimeSeries& s, double interval_s, double capacity_cores,
-                  std::uint64_t missed_deadlines, bool pressure_host_wide, double cpu_period_s,
-                  std::size_t cpus) {
+                  std::uint64_t missed_deadlines, bool pressure_host_wide, double cpu_period_s) {
   Summary out;
   out.samples = s.size();
   out.interval_s = interval_s;
@@ -80,51 +79,28 @@ Summary summarize(const TimeSeries& s, double interval_s, double capacity_cores,
     const double window_ns = std::max(interval_ns, double(kCpuRateWindowNs));
     out.cpu_window_s = window_ns / 1e9;
     // A window holds at most what the quota lets through: a period's quota for every period it
-    // touches (one more than it spans), and a scheduler tick at either end by which the
-    // kernel charges (or throttles) late, on each CPU the slice runs on. A window that counted
-    // more was charged CPU time its neighbours used: it is merged with the window before it
-    // (or, the first, with the one after) until its rate is possible (issue 36: "peak 0.58
-    // host cores" under a quota of 0.197 cores); one still impossible at the end is left out.
+    // touches (one more than it spans). A window that counted more was charged time run at a
+    // tick's edge, or beyond the quota, which the kernel takes back by throttling the periods
+    // after (CFS bandwidth's runtime debt): the excess is carried into the windows after it,
+    // as the kernel repays it (issue 36: "peak 0.58 host cores" under a quota of 0.197).
     // Only where the quota held (the kernel counted its periods) at one period all run.
     const auto periods = delta(s, Metric::cpu_periods);
     const bool quota_held = cpu_period_s > 0 && capacity_cores > 0 && periods && *periods > 0;
     const double period_ns = cpu_period_s * 1e9;
-    const double on_cpus =
-        cpus ? double(cpus) : std::max(1.0, std::ceil(capacity_cores - 1e-9));
-    auto possible = [&](double cpu_ns, double dt) {
-      if (!quota_held) return true;
-      return cpu_ns <= capacity_cores * (dt + period_ns) + 2 * double(kSchedulerTickNs) * on_cpus;
-    };
-    struct Window {
-      double cpu_ns, dt;
-    };
-    std::vector<Window> windows;
+    std::vector<double> rates;
+    double carry = 0;
     for (size_t a = 0, b = 1; b < rows.size(); ++b) {
       const double dt = double(s.t_ns[rows[b]] - s.t_ns[rows[a]]);
       if (dt < window_ns * 0.999) continue;
       const auto c0 = usage[rows[a]], c1 = usage[rows[b]];
-      const double cpu = c1 >= c0 ? double(c1 - c0) : 0.0;
+      const double cpu = (c1 >= c0 ? double(c1 - c0) : 0.0) + carry;
       a = b;
-      // Each window merged into another counts once.
-      if (!windows.empty() && !possible(windows.back().cpu_ns, windows.back().dt)) {
-        windows.back() = {windows.back().cpu_ns + cpu, windows.back().dt + dt};
-        out.cpu_windows_merged += 1;
-      } else {
-        windows.push_back({cpu, dt});
-      }
-      while (windows.size() >= 2 && !possible(windows.back().cpu_ns, windows.back().dt)) {
-        const Window last = windows.back();
-        windows.pop_back();
-        windows.back() = {windows.back().cpu_ns + last.cpu_ns, windows.back().dt + last.dt};
-        out.cpu_windows_merged += 1;
-      }
+      const double most = quota_held ? capacity_cores * (dt + period_ns) : cpu;
+      if (cpu > most) out.cpu_windows_carried += 1;
+      const double shown = std::min(cpu, most);
+      carry = cpu - shown;
+      rates.push_back(shown / dt);
     }
-    // Only when the whole run merged into one window that is still impossible.
-    if (!windows.empty() && !possible(windows.back().cpu_ns, windows.back().dt)) {
-      windows.pop_back();
-    }
-    std::vector<double> rates;
-    for (const Window& w : windows) rates.push_back(w.cpu_ns / w.dt);
     if (!rates.empty()) {
       out.cpu_cores_p95 = percentile(rates, 0.95);
       out.cpu_cores_peak = *std::max_element(rates.begin(), rates.end());

@@ -19,11 +19,6 @@ namespace edgeprof {
 /// more than 100%, one over 100 ms by at most about 8% per running task (docs/sampling.md).
 inline constexpr std::int64_t kCpuRateWindowNs = 100'000'000;
 
-/// The longest scheduler tick Linux is built with (HZ = 100): the kernel charges a running
-/// task's CPU time, and throttles it at the end of its quota, at ticks, so a window's count may
-/// be off by up to a tick at either end.
-inline constexpr std::int64_t kSchedulerTickNs = 10'000'000;
-
 /// Figures derived from the samples. Unset = the metric was not available in this run (never a
 /// silent zero). Provenance: "measured" figures are differences of exact kernel counters between
 /// the first and last sample; "sampled" figures are taken from the samples, so they may miss
@@ -37,13 +32,13 @@ struct Summary {
   /// Length of the windows of cpu_cores_p95 and cpu_cores_peak, in seconds (0 without CPU
   /// usage).
   double cpu_window_s = 0;
-  /// Windows merged with a neighbour because one of them counted more CPU than the quota lets
-  /// through (a period's quota for each period it touches, and a scheduler tick at either end
-  /// on each CPU, kSchedulerTickNs), charged late by the kernel: merged with the window before
-  /// (the first: after) until the rate was possible, so that p95 and peak are rates the slice
-  /// could have had; a run left with one impossible window has neither. Only where a quota
-  /// held for the whole run (summarize's cpu_period_s).
-  std::size_t cpu_windows_merged = 0;
+  /// Windows that counted more CPU than the quota lets through (a period's quota for each
+  /// period the window touches): the kernel charged them time run at a tick's edge or beyond
+  /// the quota, which it takes back by throttling the periods after. Their excess is carried
+  /// into the windows after them, as the kernel repays it, so that p95 and peak are rates the
+  /// slice could have had; the run's total stays in cpu_cores_avg. Only where a quota held for
+  /// the whole run (summarize's cpu_period_s).
+  std::size_t cpu_windows_carried = 0;
   ///@{
   /// The same as a fraction of the emulated device's capacity (cores x speed).
   std::optional<double> cpu_capacity_avg, cpu_capacity_p95, cpu_capacity_peak;
@@ -97,12 +92,11 @@ bool operator==(const Summary& a, const Summary& b);
 /// interval use the scheduled samples only (series.scheduled), so the extra samples taken at
 /// phase marks do not skew them.
 /// `cpu_period_s`: the CFS period of a quota that held for the whole run; given (> 0), and
-/// where the series counted throttling periods, windows that quota cannot hold are merged
-/// (Summary::cpu_windows_merged). `cpus`: how many host CPUs the slice runs on (0 = as many as
-/// the capacity needs).
+/// where the series counted throttling periods, a window's excess over that quota is carried
+/// into the windows after it (Summary::cpu_windows_carried).
 Summary summarize(const TimeSeries& series, double interval_s, double capacity_cores,
                   std::uint64_t missed_deadlines = 0, bool pressure_host_wide = false,
-                  double cpu_period_s = 0, std::size_t cpus = 0);
+                  double cpu_period_s = 0);
 
 /// A phase the workload marked (edgeprof/phase.hpp, edgeprof.phase() in Python).
 struct Phase {

@@ -567,7 +567,7 @@ class Summary:
     cpu_cores_p95: Optional[float]
     cpu_cores_peak: Optional[float]
     cpu_window_s: float
-    cpu_windows_merged: int
+    cpu_windows_carried: int
     cpu_capacity_avg: Optional[float]
     cpu_capacity_p95: Optional[float]
     cpu_capacity_peak: Optional[float]

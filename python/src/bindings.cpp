@@ -606,7 +606,7 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("cpu_cores_p95", &Summary::cpu_cores_p95)
       .def_readonly("cpu_cores_peak", &Summary::cpu_cores_peak)
       .def_readonly("cpu_window_s", &Summary::cpu_window_s)
-      .def_readonly("cpu_windows_merged", &Summary::cpu_windows_merged)
+      .def_readonly("cpu_windows_carried", &Summary::cpu_windows_carried)
       .def_readonly("cpu_capacity_avg", &Summary::cpu_capacity_avg)
       .def_readonly("cpu_capacity_p95", &Summary::cpu_capacity_p95)
       .def_readonly("cpu_capacity_peak", &Summary::cpu_capacity_peak)

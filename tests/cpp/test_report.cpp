@@ -83,13 +83,12 @@ TEST_CASE("summarize: CPU rates over windows of 100 ms, extra samples left out",
   CHECK(s.cpu_cores().size() == s.size() - 1);  // the raw per-sample rates stay available
 }
 
-TEST_CASE("summarize: a window the quota cannot hold is merged with the one before it",
+TEST_CASE("summarize: a window's CPU beyond the quota is carried into the windows after it",
           "[report]") {
-  // 0.2 cores of quota (10 ms periods), sampled every 10 ms. The kernel charged the CPU of the
-  // second 100 ms window late, in the third: 0.2, 0, 0.6 cores. 60 ms in 100 ms is more than
-  // eleven periods' quota and a tick at either end (42 ms): merged, 0.3 cores over 200 ms. The
-  // last window holds 22 ms (eleven periods' bursts): possible, kept.
-  const double per_10ms[] = {2, 0, 6, 2, 2.2};
+  // 0.2 cores of quota (10 ms periods), sampled every 10 ms. A window may hold eleven periods'
+  // quota (it touches eleven): 22 ms. The third window counted 60 ms (the kernel charged a lump
+  // it then took back by throttling): 0.2, 0, 0.6, 0.2, 0.1 cores as counted.
+  const double per_10ms[] = {2, 0, 6, 2, 1};
   std::vector<double> t{0}, cpu{0};
   for (int w = 0; w < 5; ++w) {
     for (int i = 0; i < 10; ++i) {
@@ -103,19 +102,25 @@ TEST_CASE("summarize: a window the quota cannot hold is merged with the one befo
   for (size_t i = 0; i < periods.size(); ++i) periods[i] = i;
   s.available.set(static_cast<size_t>(Metric::cpu_periods));
   s.complete = s.available;
-  Summary sum = summarize(s, 0.010, 0.2, 0, false, 0.010, 1);
-  CHECK(sum.cpu_windows_merged == 1);
-  CHECK(*sum.cpu_cores_peak == Approx(0.3));
-  CHECK(*sum.cpu_capacity_peak == Approx(1.5));
-  CHECK(*sum.cpu_cores_avg == Approx(0.244));
-  // A bigger quota holds 0.6 cores: nothing merged.
-  CHECK(summarize(s, 0.010, 2.0, 0, false, 0.010, 2).cpu_windows_merged == 0);
-  // Without the quota's period (a speed that changed during the run), nothing is merged.
-  CHECK(summarize(s, 0.010, 0.2).cpu_windows_merged == 0);
+  Summary sum = summarize(s, 0.010, 0.2, 0, false, 0.010);
+  // Shown 20, 0, 22 (38 carried), 22 (20 + 38: 36 carried), 22 (10 + 36: 24 left): every
+  // window one the quota could hold, none dropped, and nothing moved backwards in time.
+  CHECK(sum.cpu_windows_carried == 3);
+  CHECK(*sum.cpu_cores_peak == Approx(0.22));
+  CHECK(*sum.cpu_capacity_peak == Approx(1.1));
+  CHECK(*sum.cpu_cores_p95 == Approx(0.22));
+  CHECK(*sum.cpu_cores_avg == Approx(0.22));  // measured: the counter's whole difference
+  // The old merging (with a tick's slack at either end) reported 0.3 cores, 150%.
+  // A bigger quota holds 0.6 cores: nothing carried, the counted rates shown.
+  const Summary big = summarize(s, 0.010, 2.0, 0, false, 0.010);
+  CHECK(big.cpu_windows_carried == 0);
+  CHECK(*big.cpu_cores_peak == Approx(0.6));
+  // Without the quota's period (a speed that changed during the run), nothing is carried.
+  CHECK(summarize(s, 0.010, 0.2).cpu_windows_carried == 0);
   CHECK(*summarize(s, 0.010, 0.2).cpu_cores_peak == Approx(0.6));
   // Nor without periods counted (no quota held: no cpu controller, or no limit).
   s.complete.reset(static_cast<size_t>(Metric::cpu_periods));
-  CHECK(summarize(s, 0.010, 0.2, 0, false, 0.010, 1).cpu_windows_merged == 0);
+  CHECK(summarize(s, 0.010, 0.2, 0, false, 0.010).cpu_windows_carried == 0);
 }
 
 TEST_CASE("a metric incomplete after a failed source is not summarised", "[report]") {
