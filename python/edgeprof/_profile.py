@@ -39,6 +39,15 @@ class WorkerDied(_core.Error):
         self.report = report
 
 
+# The caller's script while edgeprof's worker loads it to find a function of its __main__
+# (None otherwise).
+_loading_main: Optional[str] = None
+
+
+class _UnguardedMain(_core.Error):
+    """profile() called while the worker loaded the caller's script."""
+
+
 def _pickled_call(fn: Callable, args: tuple, kwargs: dict) -> dict:
     payload: dict[str, Any] = {"sys_path": list(sys.path)}
     main = sys.modules.get("__main__")
@@ -91,6 +100,12 @@ def profile(fn: Callable, *args: Any, device: Union[str, "_core.Device"] = "rasp
     ``timeout``, ``interval``, ``isolate_network``, ``core_emulation``) cannot be passed to
     ``fn`` as keywords: use ``functools.partial`` for those.
     """
+    if _loading_main is not None:
+        raise _UnguardedMain(
+            f"{_loading_main} calls edgeprof.profile when it is imported: the worker loads the "
+            f"script to find its functions, so the call would run again inside the slice. Put "
+            f"the script's calls under `if __name__ == \"__main__\":` (as multiprocessing "
+            f"needs), or define the function in a module of its own")
     payload = _pickled_call(fn, args, kwargs)
     with tempfile.TemporaryDirectory(prefix="edgeprof-profile-") as tmp:
         call_path = os.path.join(tmp, "call.pickle")
@@ -121,6 +136,8 @@ def profile(fn: Callable, *args: Any, device: Union[str, "_core.Device"] = "rasp
     if kind == "error":
         value.edgeprof_report = report
         raise value from RemoteTraceback(text)
+    if kind == "refused":
+        raise _core.Error(value)
     raise _core.Error(f"edgeprof.profile could not run {name}: {value}\n{text}")
 
 

@@ -19,8 +19,16 @@ def _load(path):
         # spawn does.
         import runpy
         import types
+
+        from edgeprof import _profile
         module = types.ModuleType("__mp_main__")
-        module.__dict__.update(runpy.run_path(main_path, run_name="__mp_main__"))
+        # A profile() call the script makes outside `if __name__ == "__main__":` would run
+        # again here, in the slice: it fails at once instead, saying so (issue 36, item 9).
+        _profile._loading_main = main_path
+        try:
+            module.__dict__.update(runpy.run_path(main_path, run_name="__mp_main__"))
+        finally:
+            _profile._loading_main = None
         sys.modules["__mp_main__"] = sys.modules["__main__"] = module
     loads = pickle.loads
     if payload.get("cloudpickle"):
@@ -34,7 +42,10 @@ def main(call_path, result_path):
         fn, args, kwargs = _load(call_path)
         fn = getattr(fn, "__edgeprof_wrapped__", fn)  # the decorator form
     except BaseException as e:  # noqa: BLE001 - reported to the caller, whatever it is
-        outcome = ("load-error", f"{type(e).__name__}: {e}", traceback.format_exc())
+        if type(e).__name__ == "_UnguardedMain":  # says all the caller needs
+            outcome = ("refused", str(e), "")
+        else:
+            outcome = ("load-error", f"{type(e).__name__}: {e}", traceback.format_exc())
     else:
         import edgeprof
         try:

@@ -100,6 +100,31 @@ def test_functions_of_an_interactive_session_are_sent_by_value():
 
 
 @requires_cgroups
+def test_a_script_without_the_main_guard_is_told_what_to_do(tmp_path):
+    # Its worker loads the script to find the function, which ran the unguarded profile() call
+    # again inside the slice and failed with "No module named '__mp_main__'" (issue 36, item 9).
+    script = tmp_path / "unguarded.py"
+    script.write_text("import edgeprof\n"
+                      "def double(x):\n"
+                      "    return 2 * x\n"
+                      "value, report = edgeprof.profile(double, 21, device='raspberry-pi-4')\n"
+                      "print(value)\n")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=HANG_S)
+    assert out.returncode == 1
+    assert "edgeprof.Error" in out.stderr and "__mp_main__" not in out.stderr, out.stderr
+    assert 'if __name__ == "__main__":' in out.stderr and str(script) in out.stderr
+    # Guarded, the same script runs.
+    script.write_text(script.read_text().replace(
+        "value, report", "if __name__ == '__main__':\n    value, report").replace(
+        "print(value)", "    print(value)"))
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=HANG_S)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["42"]
+
+
+@requires_cgroups
 def test_projected_core_emulation_runs_the_function_on_one_core(monkeypatch):
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     pi = edgeprof.find_device("raspberry-pi-4b-1gb")
