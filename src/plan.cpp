@@ -100,7 +100,8 @@ bool operator==(const EmulationPlan& a, const EmulationPlan& b) {
          a.core_quota_by_busy == b.core_quota_by_busy && a.quota_scale == b.quota_scale &&
          a.emulation_log_sd == b.emulation_log_sd && a.host_drift == b.host_drift &&
          a.drift_probed == b.drift_probed &&
-         a.threads_projection == b.threads_projection && a.notes == b.notes;
+         a.threads_projection == b.threads_projection && a.notes == b.notes &&
+         a.unapplied == b.unapplied;
 }
 
 const char* to_string(CoreEmulation cores) {
@@ -712,20 +713,20 @@ EmulationPlan plan_emulation(const Device& described, const HostFacts& host,
   plan.memory_max_bytes = device.memory_bytes;
   plan.swap_max_bytes = device.swap_bytes;
   if (device.swap_bytes > 0 && host.swap_bytes < device.swap_bytes) {
-    plan.notes.push_back(fmt::format("the device has {} of swap but the host has {}: swap "
-                                     "beyond the host's cannot be used",
-                                     format_size(device.swap_bytes),
-                                     format_size(host.swap_bytes)));
+    plan.unapplied.push_back(fmt::format(
+        "swap: the device has {} of swap but the host has {}; swap beyond the host's cannot be "
+        "used, so a workload that would page on the device may be OOM-killed here instead",
+        format_size(device.swap_bytes), format_size(host.swap_bytes)));
   }
   plan.pids_max = device.pids_max;
 
   // Storage: the disk of the current directory, where the workload's files most likely are.
   if (device.io_read_bps || device.io_write_bps) {
     if (host.io_device.empty()) {
-      plan.notes.push_back(fmt::format("storage bandwidth is not emulated: {}",
-                                       host.io_device_problem.empty()
-                                           ? std::string("no block device found")
-                                           : host.io_device_problem));
+      plan.unapplied.push_back(fmt::format("storage bandwidth: not emulated, {}",
+                                           host.io_device_problem.empty()
+                                               ? std::string("no block device found")
+                                               : host.io_device_problem));
     } else {
       plan.io_device = host.io_device;
       plan.io_read_bps = device.io_read_bps;

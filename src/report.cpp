@@ -170,7 +170,8 @@ json plan_json(const EmulationPlan& p) {
           {"threads_projection", p.threads_projection ? projection_json(*p.threads_projection)
                                                       : json(nullptr)},
           {"thread_env", p.thread_env},
-          {"notes", p.notes}};
+          {"notes", p.notes},
+          {"unapplied", p.unapplied}};
 }
 
 EmulationPlan plan_from(const json& j) {
@@ -203,6 +204,7 @@ EmulationPlan plan_from(const json& j) {
     p.thread_env = j.at("thread_env").get<std::map<std::string, std::string>>();
   }
   p.notes = j.at("notes").get<std::vector<std::string>>();
+  if (j.contains("unapplied")) p.unapplied = j.at("unapplied").get<std::vector<std::string>>();
   return p;
 }
 

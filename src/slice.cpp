@@ -381,6 +381,7 @@ Slice::Slice(Device device, SliceOptions options) : impl_(std::make_shared<Impl>
 
   detail::SliceName name = own_identity(s.fs);
   name.sequence = sequence.fetch_add(1) + 1;
+  s.unapplied.insert(s.unapplied.begin(), s.plan.unapplied.begin(), s.plan.unapplied.end());
   s.cgroup = s.backend->create(detail::format_slice_name(name));
   try {
     s.cgroup->apply(s.plan, s.options.allow_missing_controllers, s.unapplied);

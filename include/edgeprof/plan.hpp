@@ -313,6 +313,9 @@ struct EmulationPlan {
   /// (PlanOptions::thread_env, thread_env_defaults()); empty = none.
   std::map<std::string, std::string> thread_env;
   std::vector<std::string> notes;        ///< where the emulation differs from the device, and why
+  /// Limits of the device this host cannot apply, and why (swap beyond the host's, storage
+  /// bandwidth without a block device): a run lists them in Result::unapplied.
+  std::vector<std::string> unapplied;
 
   /// How the plan emulates the device's cores, resolved: projected where it has a
   /// threads_projection, per-core where it has core groups, else pooled (never automatic).

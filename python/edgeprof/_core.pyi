@@ -520,6 +520,8 @@ class EmulationPlan:
     @property
     def notes(self) -> list[str]: ...
     @property
+    def unapplied(self) -> list[str]: ...  # limits of the device this host cannot apply
+    @property
     def io_device(self) -> str: ...  # the host disk (MAJ:MIN) limited; "" when none
     @property
     def io_read_bps(self) -> Optional[int]: ...

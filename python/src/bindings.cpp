@@ -503,6 +503,9 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("swap_max_bytes", &EmulationPlan::swap_max_bytes)
       .def_readonly("pids_max", &EmulationPlan::pids_max)
       .def_readonly("notes", &EmulationPlan::notes)
+      .def_readonly("unapplied", &EmulationPlan::unapplied,
+                    "Limits of the device this host cannot apply, and why (a run lists them "
+                    "in Result.unapplied).")
       .def_readonly("io_device", &EmulationPlan::io_device,
                     "The host disk (MAJ:MIN) whose bandwidth is limited; '' when none.")
       .def_readonly("io_read_bps", &EmulationPlan::io_read_bps)

@@ -770,3 +770,20 @@ TEST_CASE("an invalid device never creates a slice", "[kernel]") {
   CHECK_THROWS_AS(Slice(huge), UnsupportedError);
   CHECK(our_slices().empty());
 }
+
+TEST_CASE("a limit the host cannot apply is in the result's unapplied, not only a plan note",
+          "[kernel]") {
+  REQUIRE_CGROUPS();
+  Device d = half_core();
+  // More swap than any host here has: the part beyond the host's cannot be used.
+  d.swap_bytes = host_facts().swap_bytes + (1ull << 30);
+  Slice slice(d);
+  REQUIRE_FALSE(slice.plan().unapplied.empty());
+  const Result r = slice.spawn(workload({"exit", "0"})).wait();
+  REQUIRE(r.ok());
+  bool listed = false;
+  for (const std::string& u : r.unapplied) listed = listed || u.rfind("swap:", 0) == 0;
+  CAPTURE(r.unapplied);
+  CHECK(listed);
+  CHECK_THAT(to_text(r), Catch::Contains("NOT APPLIED"));
+}

@@ -41,6 +41,16 @@ TEST_CASE("quota is cores x speed x period over min(cores, host CPUs) CPUs", "[p
   CHECK(plan.memory_max_bytes == 512ull << 20);
   CHECK(plan.swap_max_bytes == 0);
   CHECK(notes_of(plan).empty());
+  CHECK(plan.unapplied.empty());
+  // Swap the host lacks cannot be used: a limit unapplied, not only a note (issue 36, item 11).
+  Device swapping = make_device("s", 1, 0.5, "512MiB");
+  swapping.swap_bytes = 1ull << 30;
+  HostFacts no_swap = host(4);
+  no_swap.swap_bytes = 0;
+  const EmulationPlan swap_plan = plan_emulation(swapping, no_swap);
+  REQUIRE(swap_plan.unapplied.size() == 1);
+  CHECK_THAT(swap_plan.unapplied[0], Catch::StartsWith("swap:") && Catch::Contains("1 GiB"));
+  CHECK(notes_of(swap_plan).empty());
 
   auto four = plan_emulation(make_device("pi", 4, 0.25, "4GiB"), host(2));
   CHECK(four.cpus == std::vector<int>{0, 1});
@@ -240,7 +250,7 @@ TEST_CASE("CPU lists round-trip", "[plan]") {
   CHECK_THROWS_AS(parse_cpu_list("a"), Error);
 }
 
-TEST_CASE("storage bandwidth goes on the host disk, or a note says why it cannot",
+TEST_CASE("storage bandwidth goes on the host disk, or the plan lists it unapplied and why",
           "[plan][io]") {
   Device d = make_device("disk", 1, 0.5, "256MiB");
   d.io_read_bps = 40000000;
@@ -255,11 +265,10 @@ TEST_CASE("storage bandwidth goes on the host disk, or a note says why it cannot
   p = plan_emulation(d, h);
   CHECK(p.io_device.empty());
   CHECK_FALSE(p.io_read_bps);
-  bool noted = false;
-  for (const std::string& n : p.notes) {
-    noted = noted || n.find("without a block device") != std::string::npos;
-  }
-  CHECK(noted);
+  // A limit the run does not apply: listed as such (Result::unapplied), not only noted.
+  REQUIRE(p.unapplied.size() == 1);
+  CHECK_THAT(p.unapplied[0], Catch::StartsWith("storage bandwidth") &&
+                                 Catch::Contains("without a block device"));
   // Without storage figures nothing is planned and nothing noted about storage.
   d.io_read_bps.reset();
   h.io_device = "8:0";
