@@ -41,6 +41,33 @@ class _Progress:
             self.bar.close()
 
 
+class _RunProgress:
+    """``run(repeat=...)``'s progress: tqdm where installed, else one line per run on stderr.
+    The binding makes one for ``progress=True`` (and by default when there is more than one
+    run)."""
+
+    def __init__(self) -> None:
+        self.bar: Any = None
+
+    def __call__(self, index: int, total: int, warmup: bool, result: "_core.Result") -> None:
+        if self.bar is None:
+            try:
+                from tqdm.auto import tqdm
+                self.bar = tqdm(total=total, desc="edgeprof run", unit="run")
+            except ImportError:
+                self.bar = False
+        if self.bar:
+            self.bar.set_postfix_str("warm-up" if warmup else "", refresh=False)
+            self.bar.update(1)
+            if index + 1 >= total:
+                self.bar.close()
+        else:
+            outcome = "ok" if result.ok else "FAILED"
+            kind = "warm-up" if warmup else "run"
+            print(f"edgeprof: [{index + 1}/{total}] {kind} {result.wall_time_s:.3f} s, "
+                  f"{outcome}", file=sys.stderr, flush=True)
+
+
 def compare(workloads: Union[Mapping[str, Union[str, Sequence[str]]], Iterable[tuple[str, Any]]],
             devices: _Devices = "raspberry-pi-4", *, repeat: int = 5, warmup: int = 0,
             metric: str = "all_cores_wall_time_s", memory_metric: str = "peak_memory_bytes",
@@ -143,6 +170,47 @@ def comparison_plot(self: "_core.Comparison", ax: Any = None) -> Any:
     return fig
 
 
+def _value_text(v: float) -> str:
+    return "failed" if v != v else f"{v:.4g}"
+
+
+def comparison_repr(self: "_core.Comparison") -> str:
+    """One line: what was compared and each device's best workload."""
+    devices = list(dict.fromkeys(r.device for r in self.rows))
+    workloads = list(dict.fromkeys(r.workload for r in self.rows))
+    best = [f"{r.device}: {r.workload} {_value_text(r.value)}" for r in self.rows
+            if r.rank == 1]
+    return (f"<edgeprof.Comparison of {len(workloads)} workload(s) on {len(devices)} device(s) "
+            f"by median {self.metric}, {self.repeat} run(s) each; best: {'; '.join(best)}>")
+
+
+def comparison_html(self: "_core.Comparison") -> str:
+    """The ranking per device as a table: rank, ties, Pareto front, medians."""
+    import html
+    made = sorted({r.result.runs[0].figure_provenance(self.metric)
+                   for r in self.rows if r.result.runs}) or ["measured"]
+    cols = ["device", "rank", "workload", f"{self.metric} (median, {' and '.join(made)})",
+            f"{self.memory_metric} (median)", "tied", "Pareto"]
+    if self.projected_target:
+        cols.append(f"{self.projected_target} (projected)")
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
+    body = []
+    for r in self.rows:
+        cells = [r.device, str(r.rank), r.workload, _value_text(r.value),
+                 "failed" if r.memory != r.memory else _core.format_size(r.memory),
+                 "tied" if r.tied else "", "yes" if r.pareto else ""]
+        if self.projected_target:
+            p = r.projected
+            cells.append(f"{p.estimate:.4g} ({p.low:.4g} .. {p.high:.4g})" if p else "")
+        body.append("<tr>" + "".join(f"<td style='text-align:left'>{html.escape(c)}</td>"
+                                     for c in cells) + "</tr>")
+    return (f"<table style='font-size:90%'><caption style='text-align:left'>edgeprof compare: "
+            f"{self.repeat} run(s) per workload and device, ranked by the median of "
+            f"{html.escape(self.metric)}</caption><tr>{head}</tr>{''.join(body)}</table>")
+
+
 def install() -> None:
     _core.Comparison.to_pandas = comparison_to_pandas
     _core.Comparison.plot = comparison_plot
+    _core.Comparison.__repr__ = comparison_repr
+    _core.Comparison._repr_html_ = comparison_html

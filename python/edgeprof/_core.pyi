@@ -856,7 +856,7 @@ def run(
     isolate_network: bool = False,
     repeat: Literal[1] = 1,
     warmup: Literal[0] = 0,
-    progress: Optional[_Progress] = None,
+    progress: Union[_Progress, bool, None] = None,  # None: shown when more than one run
     parent: Optional[str] = None,
     cpu_period_us: int = 0,  # 0: chosen by edgeprof (docs/period.md)
     cpus: Sequence[int] = (),
@@ -885,7 +885,7 @@ def run(
     isolate_network: bool = False,
     repeat: int = 1,
     warmup: int = 0,
-    progress: Optional[_Progress] = None,
+    progress: Union[_Progress, bool, None] = None,  # None: shown when more than one run
     parent: Optional[str] = None,
     cpu_period_us: int = 0,  # 0: chosen by edgeprof (docs/period.md)
     cpus: Sequence[int] = (),

@@ -150,11 +150,24 @@ def result_plot(self: "_core.Result", ax: Any = None) -> Any:
                              fontsize=8, loc="right")
     mem_ax.set_ylabel("MiB")
     mem_ax.set_xlabel("seconds since exec")
+    # Phase labels above the plot, a row higher where a label would run into the one before
+    # (phases close together in time); long names shortened.
+    x0, x1 = cpu_ax.get_xlim()
+    per_char = (x1 - x0) / 110 if x1 > x0 else 0.0  # about a character of fontsize 8
+    row_ends: list[float] = []
     for i, p in enumerate(self.phases):
         for a in (cpu_ax, mem_ax):
             a.axvspan(p.start_s, p.end_s, alpha=0.08, color=f"C{(i % 8) + 2}")
-        cpu_ax.annotate(p.name, (p.start_s, 1.0), xycoords=("data", "axes fraction"),
-                        va="bottom", fontsize=8)
+        name = p.name if len(p.name) <= 24 else p.name[:23] + "\u2026"
+        row = next((k for k, end in enumerate(row_ends) if p.start_s >= end), len(row_ends))
+        if row == len(row_ends):
+            row_ends.append(0.0)
+        row_ends[row] = p.start_s + per_char * (len(name) + 1)
+        cpu_ax.annotate(name, (p.start_s, 1.0), xycoords=("data", "axes fraction"),
+                        xytext=(0, 2 + 10 * row), textcoords="offset points", va="bottom",
+                        fontsize=8)
+    if len(row_ends) > 1 and ax is None:  # room for the rows under the title
+        fig.subplots_adjust(top=max(0.6, 0.88 - 0.035 * len(row_ends)))
     for a in (cpu_ax, mem_ax):
         a.legend(loc="best", fontsize=8)
     fig.suptitle(f"{_short_command(self.command)} on {self.device.name}", fontsize=10)

@@ -695,35 +695,69 @@ PYBIND11_MODULE(_core, m) {
   m.def("host_info", &host_info, "This machine (read once per process).");
 
   py::class_<Result>(m, "Result", "What happened to one workload, from kernel counters.")
-      .def_readonly("exit_code", &Result::exit_code)
-      .def_readonly("signal", &Result::signal)
-      .def_readonly("timed_out", &Result::timed_out)
-      .def_readonly("oom_killed", &Result::oom_killed)
-      .def_readonly("oom_kills", &Result::oom_kills)
-      .def_readonly("wall_time_s", &Result::wall_time_s)
-      .def_readonly("cpu_user_s", &Result::cpu_user_s)
-      .def_readonly("cpu_system_s", &Result::cpu_system_s)
-      .def_readonly("peak_memory_bytes", &Result::peak_memory_bytes)
-      .def_readonly("peak_memory_source", &Result::peak_memory_source)
-      .def_readonly("throttled_s", &Result::throttled_s)
-      .def_readonly("throttled_periods", &Result::throttled_periods)
-      .def_readonly("periods", &Result::periods)
-      .def_readonly("child_max_rss_bytes", &Result::child_max_rss_bytes)
+      .def_readonly("exit_code", &Result::exit_code,
+                    "The workload's exit status; None unless it exited.")
+      .def_readonly("signal", &Result::signal,
+                    "The number of the signal that ended the workload; None when no signal did.")
+      .def_readonly("timed_out", &Result::timed_out,
+                    "True when edgeprof killed the workload at the timeout.")
+      .def_readonly("oom_killed", &Result::oom_killed,
+                    "True when the kernel's OOM killer killed a task of the slice.")
+      .def_readonly("oom_kills", &Result::oom_kills,
+                    "How many tasks the kernel's OOM killer killed in the slice.")
+      .def_readonly("wall_time_s", &Result::wall_time_s,
+                    "Measured: seconds of monotonic clock from the workload's release to exec "
+                    "until its exit was observed.")
+      .def_readonly("cpu_user_s", &Result::cpu_user_s,
+                    "Measured: user-mode CPU seconds of every task of the slice during the run "
+                    "(cgroup counters).")
+      .def_readonly("cpu_system_s", &Result::cpu_system_s,
+                    "Measured: kernel-mode CPU seconds of every task of the slice during the run "
+                    "(cgroup counters).")
+      .def_readonly("peak_memory_bytes", &Result::peak_memory_bytes,
+                    "Measured: the kernel's peak memory counter for the slice, in bytes (the "
+                    "file is peak_memory_source); None when the counter is missing.")
+      .def_readonly("peak_memory_source", &Result::peak_memory_source,
+                    "The file peak_memory_bytes comes from, plus '(peak since the slice was "
+                    "created)' when the kernel could not reset it for this run.")
+      .def_readonly("throttled_s", &Result::throttled_s,
+                    "Measured: seconds of CFS bandwidth throttling of the slice during the run.")
+      .def_readonly("throttled_periods", &Result::throttled_periods,
+                    "Measured: CFS bandwidth periods in which the slice was throttled.")
+      .def_readonly("periods", &Result::periods,
+                    "Measured: CFS bandwidth periods in which the slice had runnable tasks.")
+      .def_readonly("child_max_rss_bytes", &Result::child_max_rss_bytes,
+                    "Measured by wait4() for the direct child only, in bytes, never below the "
+                    "caller's peak RSS at the spawn; use peak_memory_bytes for the workload.")
       .def_readonly("keep_warm_cpu_s", &Result::keep_warm_cpu_s,
                     "Measured: CPU seconds of the keep-warm threads during the run (outside "
                     "the slice, not in cpu_user_s/cpu_system_s).")
-      .def_readonly("placement", &Result::placement)
-      .def_readonly("device", &Result::device)
-      .def_readonly("plan", &Result::plan)
-      .def_property_readonly("cgroup_mode", [](const Result& r) { return to_string(r.cgroup_mode); })
-      .def_readonly("unapplied", &Result::unapplied)
-      .def_readonly("command", &Result::command)
-      .def_readonly("network_isolated", &Result::network_isolated)
-      .def_readonly("series", &Result::series)
-      .def_readonly("summary", &Result::summary)
-      .def_readonly("sources", &Result::sources)
-      .def_readonly("phases", &Result::phases)
-      .def_readonly("warnings", &Result::warnings)
+      .def_readonly("placement", &Result::placement,
+                    "How the child entered the slice: 'clone3', 'vfork+attach' or 'fork+attach'.")
+      .def_readonly("device", &Result::device, "The device emulated (a Device).")
+      .def_readonly("plan", &Result::plan, "The cgroup settings applied (an EmulationPlan).")
+      .def_property_readonly(
+          "cgroup_mode", [](const Result& r) { return to_string(r.cgroup_mode); },
+          "How this host mounts cgroups: 'unified' (v2), 'hybrid' (v1 controllers plus a cgroup2 "
+          "mount) or 'legacy' (v1 only).")
+      .def_readonly("unapplied", &Result::unapplied,
+                    "Limits the device asks for that were not applied, each with the reason.")
+      .def_readonly("command", &Result::command, "The command's argv.")
+      .def_readonly("network_isolated", &Result::network_isolated,
+                    "True when the workload ran in its own network namespace.")
+      .def_readonly("series", &Result::series,
+                    "Sampled: the time series over the run (a TimeSeries); empty when sampling "
+                    "was off.")
+      .def_readonly("summary", &Result::summary,
+                    "Figures derived from series (a Summary), each measured (counter "
+                    "differences) or sampled; a figure is None when not available.")
+      .def_readonly("sources", &Result::sources,
+                    "How each sampled file fared in the run (a list of SourceStatus).")
+      .def_readonly("phases", &Result::phases,
+                    "The phases the workload marked (a list of Phase), in the order they began.")
+      .def_readonly("warnings", &Result::warnings,
+                    "Things the user should know about this run (a source that failed, marks "
+                    "that were lost).")
       .def_readonly("runtimes_seen", &Result::runtimes_seen,
                     "Sampled: inference runtimes the workload loaded, id -> the library file "
                     "that showed it (from its processes' /proc/PID/maps).")
@@ -734,7 +768,9 @@ PYBIND11_MODULE(_core, m) {
                     "number of busy threads.")
       .def_readonly("thread_env", &Result::thread_env,
                     "The variables edgeprof set in the workload's environment.")
-      .def_readonly("speed_changes", &Result::speed_changes)
+      .def_readonly("speed_changes", &Result::speed_changes,
+                    "The bandwidth changes of the device's speed schedule, or the switch to a "
+                    "loaded runtime's speed (a list of SpeedChange), in time order.")
       .def_readonly("energy_j", &Result::energy_j,
                     "Estimated: the device's energy for the run, in joules (docs/energy.md).")
       .def_readonly("device_interval", &Result::device_interval,
@@ -742,9 +778,12 @@ PYBIND11_MODULE(_core, m) {
                     "within which the device's own times are expected (a TimeInterval, from the "
                     "speed's held-out errors and, where the quota was scaled by this host's own "
                     "share, the emulation's scatter); None without an nn speed.")
-      .def_readonly("host", &Result::host)
-      .def_readonly("edgeprof_version", &Result::edgeprof_version)
-      .def_property_readonly("ok", &Result::ok)
+      .def_readonly("host", &Result::host, "The machine it was measured on (a HostInfo).")
+      .def_readonly("edgeprof_version", &Result::edgeprof_version,
+                    "The version of edgeprof that measured it.")
+      .def_property_readonly("ok", &Result::ok,
+                             "True when the workload exited with status 0 and was neither "
+                             "OOM-killed nor timed out.")
       .def("projected_s", &Result::projected_s, py::arg("measured_s"),
            "Core emulation 'projected': a time of this one-core run as the device with all "
            "its cores would take it; None without a projection.")
@@ -1246,7 +1285,7 @@ PYBIND11_MODULE(_core, m) {
          std::optional<double> timeout, const py::object& env, const py::object& cwd,
          const py::object& stdin_, const py::object& stdout_, const py::object& stderr_,
          std::optional<double> interval, bool isolate_network, int repeat, int warmup,
-         const std::optional<RunCallback>& progress, const py::object& parent,
+         const py::object& progress, const py::object& parent,
          std::uint64_t cpu_period_us, const std::vector<int>& cpus,
          bool allow_missing, std::optional<double> iteration_time,
          bool keep_warm, const std::string& speed_kind, bool thread_env, const std::string& core_emulation, bool core_scaling, std::optional<double> quota_scale, std::optional<bool> drift_check) -> py::object {
@@ -1267,10 +1306,18 @@ PYBIND11_MODULE(_core, m) {
           }
           return py::cast(std::move(r));
         }
+        // True, or None with more than one run: edgeprof's own display (Python's: tqdm or a line
+        // per run); False: none; else the caller's function.
+        py::object shown = progress;
+        if (progress.is(py::bool_(true)) || (progress.is_none() && repeat + warmup > 1)) {
+          shown = py::module_::import("edgeprof._compare").attr("_RunProgress")();
+        }
+        const RunCallback callback =
+            shown.is_none() || shown.is(py::bool_(false)) ? RunCallback{} : shown.cast<RunCallback>();
         RepeatedResult rr;
         {
           py::gil_scoped_release release;
-          rr = run_repeated(c, d, repeat, warmup, o, progress.value_or(RunCallback{}));
+          rr = run_repeated(c, d, repeat, warmup, o, callback);
         }
         return py::cast(std::move(rr));
       },
@@ -1293,7 +1340,9 @@ PYBIND11_MODULE(_core, m) {
       "sampling.\n"
       "isolate_network: run in a network namespace of its own with only loopback (an offline "
       "device), its traffic counted exactly.\n"
-      "progress: called after each run as progress(index, total, is_warmup, result).\n"
+      "progress: called after each run as progress(index, total, is_warmup, result); True or "
+      "None (the default) shows progress (tqdm where installed, else a line per run on "
+      "stderr) when there is more than one run; False shows none.\n"
       "parent: the cgroup to create the slice beneath (default: $EDGEPROF_CGROUP_PARENT, "
       "else this process's own cgroup).\n"
       "cpu_period_us: the CFS bandwidth period in microseconds; 0 (the default) = 10 ms, "

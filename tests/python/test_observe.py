@@ -233,3 +233,40 @@ def test_results_show_as_html_and_plot(one_core, tmp_path):
     quiet = edgeprof.run(["true"], device=one_core, interval=None)
     with pytest.raises(ValueError, match="no time series"):
         quiet.plot()
+
+
+@requires_cgroups
+def test_repeated_runs_show_progress_unless_told_not_to(one_core, capfd, monkeypatch):
+    # Without tqdm: a line per run on stderr (issue 36, item 12: run(repeat=) showed nothing).
+    monkeypatch.setitem(sys.modules, "tqdm", None)
+    monkeypatch.setitem(sys.modules, "tqdm.auto", None)
+    edgeprof.run(["true"], device=one_core, repeat=2, warmup=1, interval=None)
+    err = capfd.readouterr().err
+    assert "edgeprof: [1/3] warm-up" in err and "edgeprof: [3/3] run" in err, err
+    edgeprof.run(["true"], device=one_core, repeat=2, interval=None, progress=False)
+    edgeprof.run(["true"], device=one_core, interval=None, progress=True)  # one run: no loop
+    assert "edgeprof: [" not in capfd.readouterr().err
+    seen = []
+    edgeprof.run(["true"], device=one_core, repeat=2, interval=None,
+                 progress=lambda i, n, w, r: seen.append((i, n, w)))
+    assert seen == [(0, 2, False), (1, 2, False)]
+
+
+@requires_cgroups
+def test_phase_labels_close_together_take_rows_of_their_own(one_core, tmp_path):
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    code = ("import edgeprof, time\n"
+            "for name in ('tokenize', 'embed', 'attention', 'decode'):\n"
+            "    with edgeprof.phase(name):\n"
+            "        pass\n"
+            "time.sleep(1.5)\n")
+    r = edgeprof.run([sys.executable, "-c", code], device=one_core, interval=0.005)
+    fig = r.plot()
+    labels = [t for t in fig.axes[0].texts if t.get_text() in
+              ("tokenize", "embed", "attention", "decode")]
+    assert len(labels) == 4
+    # Phases microseconds apart (milliseconds under load) on a plot of 1.5 s, where a label
+    # spans about a tenth of a second: on one line they would overlap; each is raised a row.
+    assert len({t.xyann[1] for t in labels}) == 4
+    fig.savefig(tmp_path / "plot.png")

@@ -189,6 +189,12 @@ def test_compare_and_score_from_python(tmp_path):
     assert [(r.rank, r.tied) for r in c.rows] == [(1, True), (1, True)]
     assert all(len(r.result.runs) == 3 and r.result.ok for r in c.rows)
     assert "ranked by median all_cores_wall_time_s" in str(c)
+    # A readable repr and a notebook table (issue 36, item 12), not <...Comparison object at>.
+    assert repr(c).startswith("<edgeprof.Comparison of 2 workload(s) on 1 device(s)")
+    assert "best: board: " in repr(c)
+    page = c._repr_html_()
+    assert page.startswith("<table") and "Pareto" in page and page.count("<tr>") == 3
+    assert "<script" not in page
     pd = pytest.importorskip("pandas")
     frame = c.to_pandas()
     assert isinstance(frame, pd.DataFrame) and list(frame["rank"]) == [1, 1]
