@@ -15,6 +15,11 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 BUILD_DIR=${BUILD_DIR:-build/test}
+# The active virtual environment's python3, else the checkout's .venv (README's first command
+# makes it), else python3.
+if [[ -z ${PYTHON:-} && -z ${VIRTUAL_ENV:-} && -x .venv/bin/python3 ]]; then
+  PYTHON=$PWD/.venv/bin/python3
+fi
 PYTHON=${PYTHON:-python3}
 quick=0
 case "${1:-}" in
@@ -69,7 +74,7 @@ fi
 
 step "Python tests in the cgroup v2 VM (pytest)"
 if [[ $vm == ON ]]; then
-  tests/vm/run-pytest-v2.sh -q
+  PYTHON=$PYTHON tests/vm/run-pytest-v2.sh -q
 else
   echo "skipped (EDGEPROF_SKIP_VM=1 or --quick)"
 fi

@@ -6,9 +6,12 @@
 #
 # Runs, in the VM (see run-v2.sh: cgroup2 only, 5 GiB by default, started in /runner),
 #   python3 -m pytest -p no:cacheprovider CHECKOUT/tests/python [PYTEST ARGS...]
-# with the host's python3 (by its real path, e.g. /root/.pyenv/versions/
-# 3.11.7/bin/python3.11, which is also sys.executable in the VM) and exits
-# with pytest's status, or run-v2.sh's own (124 timeout, 125 VM failure).
+# with the host's python3 ($PYTHON if set; by its real path, e.g.
+# /root/.pyenv/versions/3.11.7/bin/python3.11, which is also sys.executable in
+# the VM; in a virtual environment, the environment's bin/python3 with its
+# pyvenv.cfg and site-packages, as on Debian, whose own python3 refuses pip
+# outside one) and exits with pytest's status, or run-v2.sh's own (124
+# timeout, 125 VM failure).
 # CHECKOUT is the checkout holding this script; its pyproject.toml (pytest's
 # configuration) comes along. If an argument names an existing file or
 # directory (optionally with ::node-id), CHECKOUT/tests/python is not added:
@@ -54,12 +57,13 @@ tests_dir=$checkout/tests/python
 run_v2=$here/run-v2.sh
 [[ -d $tests_dir ]] || die "no Python tests at $tests_dir"
 [[ -x $run_v2 ]] || die "$run_v2 is missing or not executable"
-command -v python3 >/dev/null || die "python3 not found in PATH"
+host_python=${PYTHON:-python3}
+command -v "$host_python" >/dev/null || die "$host_python not found in PATH"
 
 # The host interpreter tells where its pieces are: line 1 is the interpreter
 # to run (PROGRAM), the other lines the paths to copy in.
 listing=$(
-  python3 - <<'PY'
+  "$host_python" - <<'PY'
 import importlib.util
 import os
 import subprocess
@@ -69,9 +73,10 @@ import sysconfig
 def fail(message):
     sys.exit(f"run-pytest-v2.sh: error: {message}")
 
-if sys.prefix != sys.base_prefix:
-    fail(f"{sys.executable} is in a virtual environment, which this script does not copy")
-exe = os.path.realpath(sys.executable)
+venv = sys.prefix != sys.base_prefix
+# In a virtual environment the interpreter is the environment's bin/python3 (a link to the
+# base one, copied as a file), which finds the environment through its pyvenv.cfg.
+exe = os.path.abspath(sys.executable) if venv else os.path.realpath(sys.executable)
 stdlib = sysconfig.get_path("stdlib")
 site = sysconfig.get_path("purelib")
 dynload = sysconfig.get_config_var("DESTSHARED") or os.path.join(stdlib, "lib-dynload")
@@ -89,6 +94,11 @@ PACKAGES = ["edgeprof", "numpy", "pytest", "_pytest", "pluggy", "iniconfig", "pa
             "pygments", "py"]
 
 paths = []
+if venv:
+    cfg = os.path.join(sys.prefix, "pyvenv.cfg")
+    if not os.path.isfile(cfg):
+        fail(f"{sys.prefix} is a virtual environment without a pyvenv.cfg")
+    paths.append(cfg)
 for name in sorted(os.listdir(stdlib)):
     full = os.path.join(stdlib, name)
     if name in SKIP_STDLIB or name.startswith("config-") or full == dynload:
