@@ -19,6 +19,6 @@ def edgeprof_as_root(program: str) -> Optional[ModuleType]:
         import edgeprof
     except ImportError as e:
         print(f"{program}: cannot run here: edgeprof is not importable ({e}); install it with "
-              "python3 -m pip install .", file=sys.stderr)
+              "pip install . (README's first command)", file=sys.stderr)
         return None
     return edgeprof

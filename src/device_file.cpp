@@ -103,11 +103,12 @@ class Reader {
     const json& v = at(key);
     if (!v.is_number_integer()) fail(key, fmt::format("expected a whole number, got {}", v.dump()));
     // Past int64's range (JSON's unsigned), named as written, not as a wrapped negative.
-    const bool huge = v.is_number_unsigned() &&
-                      v.get<std::uint64_t>() > std::uint64_t(std::numeric_limits<std::int64_t>::max());
-    const std::int64_t x = huge ? std::numeric_limits<std::int64_t>::max() : v.get<std::int64_t>();
+    constexpr std::int64_t kMost = std::numeric_limits<std::int64_t>::max();
+    const bool huge = v.is_number_unsigned() && v.get<std::uint64_t>() > std::uint64_t(kMost);
+    const std::int64_t x = huge ? kMost : v.get<std::int64_t>();
     if (x < min || x > max) {
-      fail(key, fmt::format("{} is out of range; it must be between {} and {}", v.dump(), min, max));
+      fail(key,
+           fmt::format("{} is out of range; it must be between {} and {}", v.dump(), min, max));
     }
     return x;
   }

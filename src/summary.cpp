@@ -93,10 +93,13 @@ Summary summarize(const TimeSeries& s, double interval_s, double capacity_cores,
       const double dt = double(s.t_ns[rows[b]] - s.t_ns[rows[a]]);
       if (dt < window_ns * 0.999) continue;
       const auto c0 = usage[rows[a]], c1 = usage[rows[b]];
-      const double cpu = (c1 >= c0 ? double(c1 - c0) : 0.0) + carry;
+      const double counted = c1 >= c0 ? double(c1 - c0) : 0.0;
+      const double cpu = counted + carry;
       a = b;
-      const double most = quota_held ? capacity_cores * (dt + period_ns) : cpu;
-      if (cpu > most) out.cpu_windows_carried += 1;
+      // A period's quota (capacity x period) for each period the window may touch.
+      const double most =
+          quota_held ? capacity_cores * period_ns * (std::ceil(dt / period_ns) + 1) : cpu;
+      if (counted > most) out.cpu_windows_carried += 1;  // its own count, not what it was passed
       const double shown = std::min(cpu, most);
       carry = cpu - shown;
       rates.push_back(shown / dt);

@@ -32,8 +32,8 @@ struct Summary {
   /// Length of the windows of cpu_cores_p95 and cpu_cores_peak, in seconds (0 without CPU
   /// usage).
   double cpu_window_s = 0;
-  /// Windows that counted more CPU than the quota lets through (a period's quota for each
-  /// period the window touches): the kernel charged them time run at a tick's edge or beyond
+  /// Windows whose own count was more CPU than the quota lets through (a period's quota for each
+  /// period the window may touch): the kernel charged them time run at a tick's edge or beyond
   /// the quota, which it takes back by throttling the periods after. Their excess is carried
   /// into the windows after them, as the kernel repays it, so that p95 and peak are rates the
   /// slice could have had; the run's total stays in cpu_cores_avg. Only where a quota held for

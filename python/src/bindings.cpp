@@ -197,12 +197,15 @@ std::chrono::nanoseconds to_interval(std::optional<double> seconds) {
 
 // A Python int as a device's core count: one past C++'s int is a DeviceError naming it.
 int to_cores(const py::object& value) {
-  if (py::isinstance<py::bool_>(value) || !py::isinstance<py::int_>(value)) {
+  // Any integer (numpy's too, through __index__), not a bool.
+  if (py::isinstance<py::bool_>(value) || !PyIndex_Check(value.ptr())) {
     throw DeviceError("cores: expected a whole number, got " +
                       py::str(py::type::of(value).attr("__name__")).cast<std::string>());
   }
+  const py::object index = py::reinterpret_steal<py::object>(PyNumber_Index(value.ptr()));
+  if (!index) throw py::error_already_set();
   int overflow = 0;
-  const long long n = PyLong_AsLongLongAndOverflow(value.ptr(), &overflow);
+  const long long n = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
   if (overflow != 0 || n < std::numeric_limits<int>::min() || n > std::numeric_limits<int>::max()) {
     throw DeviceError("cores = " + py::str(value).cast<std::string>() +
                       " is invalid; a device has at least 1 core, and at most a few thousand");
@@ -1312,8 +1315,13 @@ PYBIND11_MODULE(_core, m) {
         if (progress.is(py::bool_(true)) || (progress.is_none() && repeat + warmup > 1)) {
           shown = py::module_::import("edgeprof._compare").attr("_RunProgress")();
         }
-        const RunCallback callback =
-            shown.is_none() || shown.is(py::bool_(false)) ? RunCallback{} : shown.cast<RunCallback>();
+        if (!shown.is_none() && !shown.is(py::bool_(false)) && !PyCallable_Check(shown.ptr())) {
+          throw py::type_error("progress: expected True, False, None or a function "
+                               "progress(index, total, is_warmup, result)");
+        }
+        const RunCallback callback = shown.is_none() || shown.is(py::bool_(false))
+                                         ? RunCallback{}
+                                         : shown.cast<RunCallback>();
         RepeatedResult rr;
         {
           py::gil_scoped_release release;

@@ -145,10 +145,8 @@ std::vector<std::pair<int, pid_t>> CpuLedger::held(int cpu) const {
 
 void CpuLedger::prune(int cpu) const {
   int last = -1;
-  while (last + 1 < kMaxSlots && ::faccessat(AT_FDCWD, slot_path(cpu, last + 1).c_str(), F_OK,
-                                             AT_SYMLINK_NOFOLLOW) == 0) {
-    ++last;
-  }
+  struct stat st{};
+  while (last + 1 < kMaxSlots && ::lstat(slot_path(cpu, last + 1).c_str(), &st) == 0) ++last;
   // From the end while free: a taker holds the ledger's lock from open to flock, so a slot seen
   // free here is not being taken.
   for (; last >= 0; --last) {
@@ -264,22 +262,35 @@ std::vector<CpuHolder> CpuLedger::others(const CpuLease& lease) {
 void CpuLedger::give(CpuLease& lease) noexcept {
   std::lock_guard<std::mutex> guard(lock_);
   const bool mine = lease.owner_ == ::getpid();
-  bool held = false;
+  bool unlocked = false;
   for (size_t i = 0; i < lease.cpus_.size(); ++i) {
     if (lease.slots_[i] == kCountedHere) --local_[lease.cpus_[i]];
     // Unlocked explicitly: closing does not unlock while a forked child keeps a copy of the fd.
     // A forked child's copy of the lease only closes its fds: the parent's CPUs stay held.
     if (mine && lease.fds_[i].get() >= 0) {
       ::flock(lease.fds_[i].get(), LOCK_UN);
-      held = true;
+      unlocked = true;
     }
   }
   lease.fds_.clear();
-  if (held) {
-    if (const UniqueFd ledger = lock_ledger(); ledger.get() >= 0) {
-      for (size_t i = 0; i < lease.cpus_.size(); ++i) {
-        if (lease.slots_[i] >= 0) prune(lease.cpus_[i]);
+  // Tidying, best effort: under the ledger's lock (opened here, so that a failure does not turn
+  // the ledger into this process's own), or not at all.
+  if (unlocked && problem_.empty()) {
+    try {
+      const std::string path = dir_ + "/" + kLedgerLock;
+      const UniqueFd ledger(::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
+      int locked = -1;
+      if (ledger.get() >= 0) {
+        do {
+          locked = ::flock(ledger.get(), LOCK_EX);
+        } while (locked != 0 && errno == EINTR);
       }
+      if (locked == 0) {
+        for (size_t i = 0; i < lease.cpus_.size(); ++i) {
+          if (lease.slots_[i] >= 0) prune(lease.cpus_[i]);
+        }
+      }
+    } catch (...) {  // out of memory for a path: the free slot files stay, harmlessly
     }
   }
   lease.cpus_.clear();

@@ -166,7 +166,7 @@ TEST_CASE("a slice that cannot open a slot file counts its CPU here and says so"
     lim.rlim_cur = limit + 16;
     ::setrlimit(RLIMIT_NOFILE, &lim);
     const std::string said = lease.problem() + "|" + std::to_string(a.order({1, 0}).front());
-    ::write(out[1], said.data(), said.size());
+    (void)!::write(out[1], said.data(), said.size());
     ::_exit(0);
   }
   ::close(out[1]);

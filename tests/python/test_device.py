@@ -38,6 +38,15 @@ def test_invalid_devices_name_the_field_and_value(kwargs, fragment):
     assert isinstance(info.value, edgeprof.Error)
 
 
+def test_numpy_integers_are_core_counts():
+    np = __import__("numpy")
+    assert edgeprof.Device(name="n", cores=np.int64(4), core_speed=0.5, memory="1GiB").cores == 4
+    with pytest.raises(edgeprof.DeviceError, match="whole number, got float"):
+        edgeprof.Device(name="n", cores=4.0, core_speed=0.5, memory="1GiB")
+    with pytest.raises(edgeprof.DeviceError, match="whole number, got bool"):
+        edgeprof.Device(name="n", cores=True, core_speed=0.5, memory="1GiB")
+
+
 def test_sizes():
     assert edgeprof.parse_size("1.5GiB") == 3 << 29
     assert edgeprof.parse_size("500MB") == 500_000_000

@@ -250,6 +250,8 @@ def test_repeated_runs_show_progress_unless_told_not_to(one_core, capfd, monkeyp
     edgeprof.run(["true"], device=one_core, repeat=2, interval=None,
                  progress=lambda i, n, w, r: seen.append((i, n, w)))
     assert seen == [(0, 2, False), (1, 2, False)]
+    with pytest.raises(TypeError, match="progress: expected True, False, None or a function"):
+        edgeprof.run(["true"], device=one_core, repeat=2, interval=None, progress="yes")
 
 
 @requires_cgroups

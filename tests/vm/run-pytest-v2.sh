@@ -18,7 +18,7 @@
 #   tests/vm/run-pytest-v2.sh -v tests/python/test_cli.py::test_help_has_examples
 # Relative paths work as on the host (the VM starts in the same directory),
 # but only CHECKOUT/tests/python is copied in. Output is uncoloured unless
-# stdout is a terminal. Install edgeprof first: python3 -m pip install .
+# stdout is a terminal. Install edgeprof first (README's first command).
 #
 # The interpreter's tree (1.1 GB) is far too big for an initramfs, so only a
 # minimal subset goes in, at the same absolute paths, via EDGEPROF_VM_EXTRA:
