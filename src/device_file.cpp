@@ -606,7 +606,7 @@ Device parse_device_json(std::string_view text, const std::string& origin,
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // a syntax error, or a number past a double's range
     throw DeviceError(fmt::format("{}: not valid JSON ({}); check the syntax or write TOML",
                                   origin, e.what()));
   }

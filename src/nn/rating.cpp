@@ -24,6 +24,7 @@
 #include "edgeprof/error.hpp"
 #include "edgeprof/nn.hpp"
 #include "edgeprof/statistics.hpp"
+#include "parse.hpp"
 #include "edgeprof/version.hpp"
 #include "fs.hpp"
 #include "microbench_detail.hpp"
@@ -416,7 +417,8 @@ NnRating parse_nn_output(std::string_view text, std::string_view origin,
     const auto w = words(line);
     if (w.empty()) continue;
     if (w[0] == "runtime") {
-      r.runtime = std::string(line.substr(line.find("runtime") + 8));
+      // What follows the word (a line of the word alone names none).
+      r.runtime = std::string(detail::trim(line.substr(line.find("runtime") + 7)));
       continue;
     }
     const auto positive_ms = [&](std::string_view name, std::string_view figure,
