@@ -375,7 +375,9 @@ size_t data_rows(const std::string& path) {
 // ------------------------------------------------------------------------------ one run
 
 struct Variant {
-  enum class Kind { nobody, bare, edgeprof, psrecord } kind;
+  // edgeprof_all: every source at every tick (the sampler before source rates), the baseline
+  // of what the rates save.
+  enum class Kind { nobody, bare, edgeprof, edgeprof_all, psrecord } kind;
   int interval_ms;  // psrecord: 0 = without --interval
 
   std::string label() const {
@@ -386,6 +388,8 @@ struct Variant {
         return fmt::format("bare wake-up loop, {} ms", interval_ms);
       case Kind::edgeprof:
         return fmt::format("edgeprof Sampler, {} ms", interval_ms);
+      case Kind::edgeprof_all:
+        return fmt::format("edgeprof, all sources each tick, {} ms", interval_ms);
       case Kind::psrecord:
         return interval_ms > 0 ? fmt::format("psrecord --interval {}", interval_ms / 1000.0)
                                : "psrecord without --interval";
@@ -530,9 +534,10 @@ void run_beside(edgeprof::Slice& slice, Thread& thread, double seconds, Outcome&
 }
 
 Outcome run_edgeprof(edgeprof::Slice& slice, const SourceDirs& dirs, int interval_ms,
-                     double seconds) {
+                     double seconds, bool all_every_tick = false) {
   Outcome o;
   Sampler sampler(dirs.make(), std::chrono::milliseconds(interval_ms));
+  if (all_every_tick) sampler.set_slow_every(1);
   run_beside(slice, sampler, seconds, o);
   // Samples taken at deadlines only: stop()'s final sample is not.
   o.samples =
@@ -615,6 +620,9 @@ Results measure(const Options& o, edgeprof::Slice& slice, const SourceDirs& dirs
   Results r;
   r.variants.push_back({Variant::Kind::nobody, 0});
   for (int ms : kIntervalsMs) r.variants.push_back({Variant::Kind::edgeprof, ms});
+  for (int ms : kIntervalsMs) {
+    if (ms < 100) r.variants.push_back({Variant::Kind::edgeprof_all, ms});  // the same at 100
+  }
   for (int ms : kBareIntervalsMs) r.variants.push_back({Variant::Kind::bare, ms});
   if (!psrecord.empty()) {
     for (int ms : kIntervalsMs) r.variants.push_back({Variant::Kind::psrecord, ms});
@@ -640,6 +648,9 @@ Results measure(const Options& o, edgeprof::Slice& slice, const SourceDirs& dirs
           break;
         case Variant::Kind::edgeprof:
           out = run_edgeprof(slice, dirs, v.interval_ms, o.seconds);
+          break;
+        case Variant::Kind::edgeprof_all:
+          out = run_edgeprof(slice, dirs, v.interval_ms, o.seconds, true);
           break;
         case Variant::Kind::psrecord:
           out = run_psrecord(slice, psrecord, v.interval_ms, o.seconds);
@@ -749,6 +760,20 @@ void cpu_table(const Results& r, Report& report, Verdicts& verdicts) {
                       with_range(per_second(b)), with_range(share, 100),
                       with_range(thread_core_share(b), 100),
                       num(median(share) / median(per_second(b)) * 1e6), "", "", "", "", ""});
+  }
+  // The same sampler reading every source at every tick (before source rates): what the rates
+  // save, measured in the same run; the last column, all-sources / rates.
+  for (int ms : kIntervalsMs) {
+    const auto& a = r.of(Variant::Kind::edgeprof_all, ms);
+    if (a.empty()) continue;
+    const std::vector<double> share = edgeprof_core_share(a, baseline);
+    const double rates = median(edgeprof_core_share(r.of(Variant::Kind::edgeprof, ms), baseline));
+    t.rows.push_back({fmt::format("edgeprof, every source each tick, {} ms (before rates)", ms),
+                      with_range(per_second(a)), with_range(share, 100),
+                      with_range(thread_core_share(a), 100),
+                      num(median(share) / median(per_second(a)) * 1e6), "", "", "",
+                      "", rates > 0 ? fmt::format("all / rates {:.2f}x", median(share) / rates)
+                                    : std::string()});
   }
   const auto& fastest = r.of(Variant::Kind::psrecord, 0);
   if (!fastest.empty()) {

@@ -350,10 +350,19 @@ json series_json(const TimeSeries& s) {
       columns[to_string(static_cast<Metric>(m))] = s.values[static_cast<size_t>(m)];
     }
   }
+  // Only the metrics read less often than every sample (older reports have none: every one).
+  json every = json::object();
+  for (int m = 0; m < kMetricCount; ++m) {
+    const std::uint32_t n = s.read_every[static_cast<size_t>(m)];
+    if (n > 1 && s.available.test(static_cast<size_t>(m))) {
+      every[to_string(static_cast<Metric>(m))] = n;
+    }
+  }
   return {{"t_ns", s.t_ns},
           {"scheduled", s.scheduled},
           {"available", metric_names(s.available)},
           {"complete", metric_names(s.complete)},
+          {"read_every", every},
           {"columns", columns}};
 }
 
@@ -375,6 +384,9 @@ TimeSeries series_from(const json& j) {
     } else {
       column.assign(s.t_ns.size(), 0);  // not available in the run: zeros, as recorded
     }
+    if (j.contains("read_every") && j.at("read_every").contains(name)) {
+      s.read_every[static_cast<size_t>(m)] = j.at("read_every").at(name).get<std::uint32_t>();
+    }
   }
   return s;
 }
@@ -384,13 +396,14 @@ json source_json(const SourceStatus& s) {
           {"available", s.available},
           {"failed", s.failed},
           {"host_wide", s.host_wide},
-          {"error", s.error}};
+          {"error", s.error},
+          {"read_every", s.read_every}};
 }
 
 SourceStatus source_from(const json& j) {
   return {j.at("name").get<std::string>(), j.at("available").get<bool>(),
           j.at("failed").get<bool>(), j.at("host_wide").get<bool>(),
-          j.at("error").get<std::string>()};
+          j.at("error").get<std::string>(), j.value("read_every", std::uint32_t{1})};
 }
 
 json result_json(const Result& r) {

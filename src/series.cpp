@@ -79,13 +79,13 @@ std::vector<double> TimeSeries::cpu_cores() const {
 }
 
 bool operator==(const TimeSeries& a, const TimeSeries& b) {
-  return a.t_ns == b.t_ns && a.scheduled == b.scheduled && a.values == b.values && a.available == b.available &&
-         a.complete == b.complete;
+  return a.t_ns == b.t_ns && a.scheduled == b.scheduled && a.values == b.values &&
+         a.available == b.available && a.complete == b.complete && a.read_every == b.read_every;
 }
 
 bool operator==(const SourceStatus& a, const SourceStatus& b) {
   return a.name == b.name && a.available == b.available && a.failed == b.failed &&
-         a.host_wide == b.host_wide && a.error == b.error;
+         a.host_wide == b.host_wide && a.error == b.error && a.read_every == b.read_every;
 }
 
 }  // namespace edgeprof

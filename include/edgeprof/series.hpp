@@ -72,6 +72,15 @@ struct TimeSeries {
   /// Metrics recorded in every row. A source that failed mid-run keeps its rows (the last good
   /// value repeated) and is marked incomplete here, never a silent zero.
   std::bitset<kMetricCount> complete;
+  /// How often each metric was read, in scheduled samples: 1 = at every one (CPU time and
+  /// throttling, memory usage); n = at every n-th, about every 100 ms, its last value repeated
+  /// between (memory breakdown, pressure, block I/O, tasks, OOM kills, network). Extra samples
+  /// (phase marks, the final one) read every metric.
+  std::array<std::uint32_t, kMetricCount> read_every = [] {
+    std::array<std::uint32_t, kMetricCount> every{};
+    every.fill(1);
+    return every;
+  }();
 
   /// Number of samples (rows).
   size_t size() const { return t_ns.size(); }
@@ -101,6 +110,8 @@ struct SourceStatus {
   bool failed = false;     ///< disabled during the run after a read or parse failure
   bool host_wide = false;  ///< it describes the whole host, not the slice (v1 pressure)
   std::string error;       ///< why it is missing or failed
+  /// Read at every n-th scheduled sample (1 = every one; TimeSeries::read_every).
+  std::uint32_t read_every = 1;
 };
 
 /// Every field equal.

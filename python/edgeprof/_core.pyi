@@ -561,6 +561,8 @@ class TimeSeries:
     def available(self) -> list[str]: ...
     @property
     def complete(self) -> list[str]: ...
+    @property
+    def read_every(self) -> dict[str, int]: ...  # per metric: read at every n-th sample
     def cpu_cores(self) -> npt.NDArray[np.float64]: ...
     def to_pandas(self) -> Any: ...  # pandas.DataFrame
 
@@ -620,6 +622,7 @@ class SourceStatus:
     failed: bool
     host_wide: bool
     error: str
+    read_every: int  # read at every n-th scheduled sample (1 = every one)
 
 class HostInfo:
     hostname: str

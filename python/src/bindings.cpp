@@ -597,6 +597,19 @@ PYBIND11_MODULE(_core, m) {
                              [](const TimeSeries& s) { return metric_names(s.available); })
       .def_property_readonly("complete",
                              [](const TimeSeries& s) { return metric_names(s.complete); })
+      .def_property_readonly(
+          "read_every",
+          [](const TimeSeries& s) {
+            std::map<std::string, std::uint32_t> every;
+            for (int m = 0; m < kMetricCount; ++m) {
+              if (s.available.test(static_cast<size_t>(m))) {
+                every[to_string(static_cast<Metric>(m))] = s.read_every[static_cast<size_t>(m)];
+              }
+            }
+            return every;
+          },
+          "How often each available metric was read, in scheduled samples: 1 = every one, n = "
+          "every n-th (about every 100 ms; its last value repeated between).")
       .def(
           "cpu_cores",
           [](const TimeSeries& s) {
@@ -687,7 +700,9 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("available", &SourceStatus::available)
       .def_readonly("failed", &SourceStatus::failed)
       .def_readonly("host_wide", &SourceStatus::host_wide)
-      .def_readonly("error", &SourceStatus::error);
+      .def_readonly("error", &SourceStatus::error)
+      .def_readonly("read_every", &SourceStatus::read_every,
+                    "Read at every n-th scheduled sample (1 = every one).");
 
   py::class_<HostInfo>(m, "HostInfo", "The machine a report was measured on.")
       .def_readonly("hostname", &HostInfo::hostname)

@@ -1,5 +1,7 @@
 #include "sampler/sampler.hpp"
 
+#include <cmath>
+
 #include <fmt/format.h>
 #include <pthread.h>
 #include <sys/epoll.h>
@@ -62,9 +64,20 @@ void check_sample_interval(std::chrono::nanoseconds interval) {
   }
 }
 
+namespace {
+
+// Slow sources every kSlowSourceNs: every n-th tick at this interval (at least every tick).
+std::uint32_t slow_every(std::chrono::nanoseconds interval) {
+  const double n = double(Sources::kSlowSourceNs) / double(interval.count());
+  return static_cast<std::uint32_t>(std::max(1.0, std::round(n)));
+}
+
+}  // namespace
+
 Sampler::Sampler(Sources sources, std::chrono::nanoseconds interval)
     : sources_(std::move(sources)), interval_(interval), forks_(fork_count()) {
   check_sample_interval(interval);
+  sources_.set_slow_every(slow_every(interval));
   timer_fd_ = make_fd(::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK),
                       "create a timerfd");
   quit_fd_ = make_fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK), "create an eventfd");
@@ -89,6 +102,7 @@ Sampler::~Sampler() {
 void Sampler::set_interval(std::chrono::nanoseconds interval) {
   check_sample_interval(interval);
   interval_ = interval;
+  sources_.set_slow_every(slow_every(interval));
 }
 
 bool Sampler::reusable() const { return sources_.reusable() && forks_ == fork_count(); }

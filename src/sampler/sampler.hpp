@@ -60,8 +60,12 @@ class Sampler {
   void scan_runtimes();
   // The runtimes seen in the last run, or so far in this one.
   RuntimesSeen runtimes_seen();
-  // Before start(): the interval of the next run (throws Error outside 1 ms .. 60 s).
+  // Before start(): the interval of the next run (throws Error outside 1 ms .. 60 s). Slow
+  // sources are then read about every Sources::kSlowSourceNs.
   void set_interval(std::chrono::nanoseconds interval);
+  // Before start(): read the slow sources every `n` ticks instead (1: every source at every
+  // tick, as before source rates; the sampler benchmark's baseline).
+  void set_slow_every(std::uint32_t n) { sources_.set_slow_every(n); }
 
   // Begins a run: forgets the last run's samples and marks, takes a first sample at once (in
   // the caller, so it precedes the workload however late the thread gets going), and arms the

@@ -189,10 +189,11 @@ bool pressure_io(const std::string_view* t, Reading& v) {
 
 void Sources::add(const Fs& fs, std::string name, std::vector<std::string> paths,
                   std::vector<Metric> metrics, bool (*parse)(const std::string_view*, Reading&),
-                  bool host_wide) {
+                  Rate rate, bool host_wide) {
   Source s;
   s.name = std::move(name);
   s.host_wide = host_wide;
+  s.rate = rate;
   s.metrics = std::move(metrics);
   s.parse = parse;
   for (const std::string& path : paths) {
@@ -242,19 +243,26 @@ Sources Sources::v2(const Fs& fs, const std::string& dir, int peak_fd,
     const int copy = ::fcntl(peak_fd, F_DUPFD_CLOEXEC, 0);
     if (copy >= 0) peak.files[0] = StatFile::adopt(copy, peak.files[0].path());
   }
+  // The rest moves slowly, or costs the kernel more to format (memory.stat): read at the slow
+  // rate (Rate), and at every extra sample.
+  constexpr Rate slow = Rate::slow;
   s.add(fs, files::v2::kMemoryStat, {f(files::v2::kMemoryStat)},
-        {M::memory_anon_bytes, M::memory_file_bytes, M::memory_major_faults}, v2_memory_stat);
-  s.add(fs, files::v2::kMemorySwapCurrent, {f(files::v2::kMemorySwapCurrent)}, {M::memory_swap_bytes},
-        single<M::memory_swap_bytes>);
-  s.add(fs, files::v2::kMemoryEvents, {f(files::v2::kMemoryEvents)}, {M::memory_oom_kills}, oom_kills);
+        {M::memory_anon_bytes, M::memory_file_bytes, M::memory_major_faults}, v2_memory_stat,
+        slow);
+  s.add(fs, files::v2::kMemorySwapCurrent, {f(files::v2::kMemorySwapCurrent)},
+        {M::memory_swap_bytes}, single<M::memory_swap_bytes>, slow);
+  s.add(fs, files::v2::kMemoryEvents, {f(files::v2::kMemoryEvents)}, {M::memory_oom_kills},
+        oom_kills, slow);
   s.add(fs, files::v2::kIoStat, {f(files::v2::kIoStat)},
-        {M::io_read_bytes, M::io_write_bytes, M::io_read_ops, M::io_write_ops}, v2_io_stat);
-  s.add(fs, files::v2::kCpuPressure, {f(files::v2::kCpuPressure)}, {M::pressure_cpu_some_us}, pressure_cpu);
+        {M::io_read_bytes, M::io_write_bytes, M::io_read_ops, M::io_write_ops}, v2_io_stat, slow);
+  s.add(fs, files::v2::kCpuPressure, {f(files::v2::kCpuPressure)}, {M::pressure_cpu_some_us},
+        pressure_cpu, slow);
   s.add(fs, files::v2::kMemoryPressure, {f(files::v2::kMemoryPressure)},
-        {M::pressure_memory_some_us, M::pressure_memory_full_us}, pressure_memory);
-  s.add(fs, files::v2::kIoPressure, {f(files::v2::kIoPressure)}, {M::pressure_io_some_us, M::pressure_io_full_us},
-        pressure_io);
-  s.add(fs, files::v2::kPidsCurrent, {f(files::v2::kPidsCurrent)}, {M::tasks}, single<M::tasks>);
+        {M::pressure_memory_some_us, M::pressure_memory_full_us}, pressure_memory, slow);
+  s.add(fs, files::v2::kIoPressure, {f(files::v2::kIoPressure)},
+        {M::pressure_io_some_us, M::pressure_io_full_us}, pressure_io, slow);
+  s.add(fs, files::v2::kPidsCurrent, {f(files::v2::kPidsCurrent)}, {M::tasks}, single<M::tasks>,
+        slow);
   return s;
 }
 
@@ -281,23 +289,27 @@ Sources Sources::v1(const Fs& fs, const std::map<std::string, std::string>& dirs
         {M::memory_current_bytes}, single<M::memory_current_bytes>);
   s.add(fs, files::v1::kMemoryMaxUsageInBytes, {f("memory", files::v1::kMemoryMaxUsageInBytes)},
         {M::memory_peak_bytes}, single<M::memory_peak_bytes>);
+  // The rest moves slowly, or costs the kernel more to format (memory.stat, about 40 lines):
+  // read at the slow rate (Rate), and at every extra sample.
+  constexpr Rate slow = Rate::slow;
   s.add(fs, files::v1::kMemoryStat, {f("memory", files::v1::kMemoryStat)},
         {M::memory_anon_bytes, M::memory_file_bytes, M::memory_major_faults, M::memory_swap_bytes},
-        v1_memory_stat);
-  s.add(fs, files::v1::kMemoryOomControl, {f("memory", files::v1::kMemoryOomControl)}, {M::memory_oom_kills},
-        oom_kills);
+        v1_memory_stat, slow);
+  s.add(fs, files::v1::kMemoryOomControl, {f("memory", files::v1::kMemoryOomControl)},
+        {M::memory_oom_kills}, oom_kills, slow);
   s.add(fs, "blkio.throttle.io_service_bytes+io_serviced",
         {f("blkio", files::v1::kBlkioThrottleIoServiceBytesRecursive),
          f("blkio", files::v1::kBlkioThrottleIoServicedRecursive)},
-        {M::io_read_bytes, M::io_write_bytes, M::io_read_ops, M::io_write_ops}, v1_blkio);
+        {M::io_read_bytes, M::io_write_bytes, M::io_read_ops, M::io_write_ops}, v1_blkio, slow);
   // v1 has no per-cgroup pressure: the host's, labelled host-wide.
   s.add(fs, "/proc/pressure/cpu", {"/proc/pressure/cpu"}, {M::pressure_cpu_some_us}, pressure_cpu,
-        true);
+        slow, true);
   s.add(fs, "/proc/pressure/memory", {"/proc/pressure/memory"},
-        {M::pressure_memory_some_us, M::pressure_memory_full_us}, pressure_memory, true);
+        {M::pressure_memory_some_us, M::pressure_memory_full_us}, pressure_memory, slow, true);
   s.add(fs, "/proc/pressure/io", {"/proc/pressure/io"},
-        {M::pressure_io_some_us, M::pressure_io_full_us}, pressure_io, true);
-  s.add(fs, files::v1::kPidsCurrent, {f("pids", files::v1::kPidsCurrent)}, {M::tasks}, single<M::tasks>);
+        {M::pressure_io_some_us, M::pressure_io_full_us}, pressure_io, slow, true);
+  s.add(fs, files::v1::kPidsCurrent, {f("pids", files::v1::kPidsCurrent)}, {M::tasks},
+        single<M::tasks>, slow);
   return s;
 }
 
@@ -307,6 +319,7 @@ void Sources::add_network(StatFile dev) {
   s.metrics = {Metric::net_rx_bytes, Metric::net_tx_bytes, Metric::net_rx_packets,
                Metric::net_tx_packets};
   s.parse = net_dev;
+  s.rate = Rate::slow;
   s.files.push_back(std::move(dev));
   reserve_scratch(1);
   sources_.push_back(std::move(s));
@@ -317,12 +330,18 @@ void Sources::begin(Columns& out) {
   if (out.size() == 0) {
     out.available = available();
     out.complete = out.available;
+    out.read_every.fill(1);
+    for (const Source& s : sources_) {
+      if (s.rate != Rate::slow) continue;
+      for (Metric m : s.metrics) out.read_every[static_cast<size_t>(m)] = slow_every_;
+    }
+    ticks_ = 0;
   }
 }
 
 void Sources::tick(std::int64_t t_ns, Columns& out, bool scheduled) {
   begin(out);
-  read_rest(out, -1);
+  read_rest(out, -1, scheduled);
   push(t_ns, out, scheduled);
 }
 
@@ -355,9 +374,13 @@ void Sources::read_source(Source& s, Columns& out) {
   }
 }
 
-void Sources::read_rest(Columns& out, int skip) {
+void Sources::read_rest(Columns& out, int skip, bool scheduled) {
+  // The first row and every slow_every_-th scheduled one read the slow sources too.
+  const bool slow_due = !scheduled || ticks_ % slow_every_ == 0;
   for (size_t k = 0; k < sources_.size(); ++k) {
-    if (static_cast<int>(k) != skip) read_source(sources_[k], out);
+    if (static_cast<int>(k) == skip) continue;
+    if (sources_[k].rate == Rate::slow && !slow_due) continue;
+    read_source(sources_[k], out);
   }
 }
 
@@ -372,6 +395,7 @@ int Sources::cpu_source() const {
 }
 
 void Sources::push(std::int64_t t_ns, Columns& out, bool scheduled) {
+  if (scheduled) ++ticks_;
   out.t_ns.push_back(t_ns);
   out.scheduled.push_back(scheduled ? 1 : 0);
   for (int m = 0; m < kMetricCount; ++m) out.values[m].push_back(last_[m]);
@@ -396,7 +420,10 @@ void Sources::fail(Source& s, size_t file, int error) {
 
 std::vector<SourceStatus> Sources::status() const {
   std::vector<SourceStatus> out = missing_;
-  for (const Source& s : sources_) out.push_back({s.name, true, s.failed, s.host_wide, s.error});
+  for (const Source& s : sources_) {
+    out.push_back({s.name, true, s.failed, s.host_wide, s.error,
+                   s.rate == Rate::slow ? slow_every_ : 1u});
+  }
   return out;
 }
 

@@ -32,10 +32,17 @@ struct Reading {
   }
 };
 
+// How often a source is read: at every tick (what a CPU or memory series needs: CPU time and
+// throttling, memory usage), or every Sources::slow_every() ticks (what moves slowly or costs
+// the kernel more to format: memory.stat's breakdown, pressure, block I/O, tasks, OOM kills,
+// network). Extra samples (phase marks, the final one) read every source.
+enum class Rate { every_tick, slow };
+
 // One stat file (or two, for v1's CPU time and I/O) and the metrics it may feed.
 struct Source {
   std::string name;        // e.g. "cpu.stat"
   bool host_wide = false;  // /proc/pressure/* on v1: the whole host, not the slice
+  Rate rate = Rate::every_tick;
   std::vector<StatFile> files;
   std::vector<Metric> metrics;
   // Parses the files' texts; false when the source is unusable (it is then disabled).
@@ -81,7 +88,7 @@ class Sources {
     const int cpu = cpu_source();
     if (cpu < 0) {
       const std::int64_t t_ns = now();
-      read_rest(out, -1);
+      read_rest(out, -1, scheduled);
       push(t_ns, out, scheduled);
       return t_ns;
     }
@@ -102,7 +109,7 @@ class Sources {
     }
     if (quickest_gap_ < 0 || best_gap < quickest_gap_) quickest_gap_ = best_gap;
     last_ = kept_;
-    read_rest(out, cpu);
+    read_rest(out, cpu, scheduled);
     push(t_ns, out, scheduled);
     return t_ns;
   }
@@ -114,7 +121,15 @@ class Sources {
   // and none belongs to one run (the network namespace's counters).
   bool reusable() const;
   // Forgets the last values read, for the next run.
-  void rewind() { last_.fill(0); }
+  void rewind() {
+    last_.fill(0);
+    ticks_ = 0;
+  }
+  // Slow sources are read every `n` scheduled ticks (1: every tick, the default). The sampler
+  // sets it from its interval: about every kSlowSourceNs.
+  void set_slow_every(std::uint32_t n) { slow_every_ = std::max<std::uint32_t>(n, 1); }
+  std::uint32_t slow_every() const { return slow_every_; }
+  static constexpr std::int64_t kSlowSourceNs = 100'000'000;
   // Metrics some open source provides.
   std::bitset<kMetricCount> available() const;
 
@@ -124,12 +139,13 @@ class Sources {
   // fails); sources from `first` on; the row of last_ at `t_ns`.
   void begin(Columns& out);  // the first row: which metrics are available
   void read_source(Source& s, Columns& out);
-  void read_rest(Columns& out, int skip);  // every source but `skip` (-1: none)
+  // Every source but `skip` (-1: none) that is due: all of them for an extra sample.
+  void read_rest(Columns& out, int skip, bool scheduled);
   int cpu_source() const;                  // the index of the CPU time source, or -1
   void push(std::int64_t t_ns, Columns& out, bool scheduled);
   void add(const Fs& fs, std::string name, std::vector<std::string> paths,
            std::vector<Metric> metrics, bool (*parse)(const std::string_view*, Reading&),
-           bool host_wide = false);
+           Rate rate = Rate::every_tick, bool host_wide = false);
 
   // Called once per failure, outside the hot path (default: a line on stderr).
  public:
@@ -150,6 +166,8 @@ class Sources {
   std::array<std::uint64_t, kMetricCount> kept_{};  // tick_stamped's kept try
   std::int64_t quickest_gap_ = -1;                  // tick_stamped's quickest CPU read
   bool per_run_ = false;  // holds a source of one run (add_network)
+  std::uint32_t slow_every_ = 1;
+  std::uint64_t ticks_ = 0;  // scheduled ticks of this run
 };
 
 }  // namespace edgeprof::detail

@@ -184,6 +184,51 @@ TEST_CASE("v1: hierarchies, the exact CPU split and host-wide pressure", "[sampl
 
 #include "edgeprof/edgeprof.hpp"
 
+TEST_CASE("slow sources are read every n-th tick and at every extra sample, the fast ones "
+          "at every tick",
+          "[sampler]") {
+  FakeTree tree;
+  const std::string dir = "/sys/fs/cgroup/runner/edgeprof-1-2-3";
+  copy_fixtures(tree, dir, "v2",
+                {"cpu.stat", "memory.current", "memory.peak", "memory.stat", "memory.events",
+                 "io.stat", "cpu.pressure", "memory.pressure", "io.pressure", "pids.current"});
+  tree.file(dir + "/memory.swap.current", "0\n");
+  Sources sources = Sources::v2(Fs(tree.root()), dir);
+  sources.set_slow_every(3);
+  Columns columns;
+  // Each tick sees new values in a fast file (memory.current) and a slow one (pids.current).
+  for (int i = 0; i < 7; ++i) {
+    tree.file(dir + "/memory.current", std::to_string(1000 + i) + "\n");
+    tree.file(dir + "/pids.current", std::to_string(10 + i) + "\n");
+    sources.tick(i * 10, columns, /*scheduled=*/i != 5);  // row 5: a phase mark's sample
+  }
+  std::vector<std::uint64_t> memory, tasks;
+  for (size_t r = 0; r < columns.size(); ++r) {
+    memory.push_back(value(columns, Metric::memory_current_bytes, r));
+    tasks.push_back(value(columns, Metric::tasks, r));
+  }
+  CHECK(memory == std::vector<std::uint64_t>{1000, 1001, 1002, 1003, 1004, 1005, 1006});
+  // The slow file at the 0th and 3rd scheduled sample (rows 0 and 3) and at the extra one (row
+  // 5); row 6, the 5th scheduled, repeats it.
+  CHECK(tasks == std::vector<std::uint64_t>{10, 10, 10, 13, 13, 15, 15});
+  CHECK(complete(columns, Metric::tasks));
+  CHECK(columns.read_every[static_cast<size_t>(Metric::tasks)] == 3);
+  CHECK(columns.read_every[static_cast<size_t>(Metric::memory_current_bytes)] == 1);
+  CHECK(columns.read_every[static_cast<size_t>(Metric::cpu_usage_ns)] == 1);
+  for (const SourceStatus& s : sources.status()) {
+    CAPTURE(s.name);
+    const bool fast = s.name == "cpu.stat" || s.name == "memory.current" ||
+                      s.name == "memory.peak";
+    CHECK(s.read_every == (fast ? 1u : 3u));
+  }
+  // A new run starts counting again: its first row reads every source.
+  sources.rewind();
+  Columns next;
+  tree.file(dir + "/pids.current", "99\n");
+  sources.tick(0, next);
+  CHECK(value(next, Metric::tasks) == 99u);
+}
+
 TEST_CASE("the sources read a live slice", "[sampler][kernel]") {
   if (::geteuid() != 0) {
     WARN("skipped: needs root");

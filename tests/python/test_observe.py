@@ -272,3 +272,17 @@ def test_phase_labels_close_together_take_rows_of_their_own(one_core, tmp_path):
     # spans about a tenth of a second: on one line they would overlap; each is raised a row.
     assert len({t.xyann[1] for t in labels}) == 4
     fig.savefig(tmp_path / "plot.png")
+
+
+@requires_cgroups
+def test_slow_sources_are_read_every_100_ms_and_the_series_says_so(one_core):
+    # Issue 37: the counters a CPU or memory series needs at every sample, the rest about every
+    # 100 ms; the series and the sources say at what rate, and a report keeps it.
+    r = edgeprof.run(["sleep", "0.3"], device=one_core, interval=0.01)
+    every = r.series.read_every
+    assert every["cpu_usage_ns"] == 1 and every["memory_current_bytes"] == 1
+    assert every["memory_anon_bytes"] == 10
+    assert {s.name: s.read_every for s in r.sources if s.available}["memory.stat"] == 10
+    assert edgeprof.Result.from_json(r.to_json()).series.read_every == every
+    slow = edgeprof.run(["true"], device=one_core, interval=0.1)
+    assert set(slow.series.read_every.values()) == {1}
