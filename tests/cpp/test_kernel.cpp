@@ -792,3 +792,30 @@ TEST_CASE("a limit the host cannot apply is in the result's unapplied, not only 
   CHECK(listed);
   CHECK_THAT(to_text(r), Catch::Contains("NOT APPLIED"));
 }
+
+TEST_CASE("a run reads CPU and memory usage at every sample and the slow sources every 100 ms, "
+          "on either cgroup version",
+          "[kernel][sampler]") {
+  REQUIRE_CGROUPS();
+  Slice slice(half_core());
+  SpawnOptions o;
+  o.sample_interval = std::chrono::milliseconds(10);
+  const Result r = slice.spawn(workload({"exit", "0"}), o).wait();
+  REQUIRE(r.ok());
+  const auto every = [&](Metric m) { return r.series.read_every[static_cast<size_t>(m)]; };
+  CHECK(every(Metric::cpu_usage_ns) == 1u);
+  CHECK(every(Metric::memory_current_bytes) == 1u);
+  CHECK(every(Metric::memory_anon_bytes) == 10u);
+  CHECK(every(Metric::tasks) == 10u);
+  std::size_t fast = 0, slow = 0;
+  for (const SourceStatus& s : r.sources) {
+    if (!s.available) continue;
+    CAPTURE(s.name, s.read_every);
+    CHECK((s.read_every == 1u || s.read_every == 10u));
+    (s.read_every == 1u ? fast : slow) += 1;
+    if (s.name.find("memory.stat") != std::string::npos) CHECK(s.read_every == 10u);
+    if (s.name.find("cpu.stat") != std::string::npos) CHECK(s.read_every == 1u);
+  }
+  CHECK(fast >= 3);  // CPU time, throttling (or v2's one cpu.stat), memory usage, its peak
+  CHECK(slow >= 4);
+}
