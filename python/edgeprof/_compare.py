@@ -11,6 +11,15 @@ from edgeprof import _core
 _Devices = Union[str, "_core.Device", Sequence[Union[str, "_core.Device"]]]
 
 
+def _tqdm(total: int, desc: str) -> Any:
+    """A tqdm bar of `total` runs, or False where tqdm is not installed."""
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        return False
+    return tqdm(total=total, desc=desc, unit="run")
+
+
 class _Progress:
     """tqdm where installed, else one line per run on stderr."""
 
@@ -23,11 +32,7 @@ class _Progress:
         if not self.enabled:
             return
         if self.bar is None:
-            try:
-                from tqdm.auto import tqdm
-                self.bar = tqdm(total=total, desc="edgeprof compare", unit="run")
-            except ImportError:
-                self.bar = False
+            self.bar = _tqdm(total, "edgeprof compare")
         if self.bar:
             self.bar.set_postfix_str(f"{workload} on {device}", refresh=False)
             self.bar.update(1)
@@ -51,11 +56,7 @@ class _RunProgress:
 
     def __call__(self, index: int, total: int, warmup: bool, result: "_core.Result") -> None:
         if self.bar is None:
-            try:
-                from tqdm.auto import tqdm
-                self.bar = tqdm(total=total, desc="edgeprof run", unit="run")
-            except ImportError:
-                self.bar = False
+            self.bar = _tqdm(total, "edgeprof run")
         if self.bar:
             self.bar.set_postfix_str("warm-up" if warmup else "", refresh=False)
             self.bar.update(1)

@@ -32,6 +32,14 @@ void copy_fixtures(const FakeTree& tree, const std::string& dir, const char* ver
   }
 }
 
+// A v2 slice with every file the sampler reads, from the captures.
+void whole_v2_slice(const FakeTree& tree, const std::string& dir) {
+  copy_fixtures(tree, dir, "v2",
+                {"cpu.stat", "memory.current", "memory.peak", "memory.stat", "memory.events",
+                 "io.stat", "cpu.pressure", "memory.pressure", "io.pressure", "pids.current"});
+  tree.file(dir + "/memory.swap.current", "0\n");
+}
+
 // A v2 slice with two sources: cpu.stat (usage 100 us) and memory.current (4096).
 Sources two_sources(const FakeTree& tree, const std::string& dir) {
   tree.file(dir + "/cpu.stat", "usage_usec 100\nuser_usec 60\nsystem_usec 40\n");
@@ -44,10 +52,7 @@ Sources two_sources(const FakeTree& tree, const std::string& dir) {
 TEST_CASE("v2: one tick records every source of a slice", "[sampler]") {
   FakeTree tree;
   const std::string dir = "/sys/fs/cgroup/runner/edgeprof-1-2-3";
-  copy_fixtures(tree, dir, "v2",
-                {"cpu.stat", "memory.current", "memory.peak", "memory.stat", "memory.events",
-                 "io.stat", "cpu.pressure", "memory.pressure", "io.pressure", "pids.current"});
-  tree.file(dir + "/memory.swap.current", "0\n");
+  whole_v2_slice(tree, dir);
   Sources sources = Sources::v2(Fs(tree.root()), dir);
   Columns columns;
   columns.reserve(4);
@@ -189,10 +194,7 @@ TEST_CASE("slow sources are read every n-th tick and at every extra sample, the 
           "[sampler]") {
   FakeTree tree;
   const std::string dir = "/sys/fs/cgroup/runner/edgeprof-1-2-3";
-  copy_fixtures(tree, dir, "v2",
-                {"cpu.stat", "memory.current", "memory.peak", "memory.stat", "memory.events",
-                 "io.stat", "cpu.pressure", "memory.pressure", "io.pressure", "pids.current"});
-  tree.file(dir + "/memory.swap.current", "0\n");
+  whole_v2_slice(tree, dir);
   Sources sources = Sources::v2(Fs(tree.root()), dir);
   sources.set_slow_every(3);
   Columns columns;
