@@ -385,7 +385,14 @@ TimeSeries series_from(const json& j) {
       column.assign(s.t_ns.size(), 0);  // not available in the run: zeros, as recorded
     }
     if (j.contains("read_every") && j.at("read_every").contains(name)) {
-      s.read_every[static_cast<size_t>(m)] = j.at("read_every").at(name).get<std::uint32_t>();
+      const json& n = j.at("read_every").at(name);
+      if (!n.is_number_unsigned() || n.get<std::uint64_t>() < 1 ||
+          n.get<std::uint64_t>() > 60'000 || !s.available.test(static_cast<size_t>(m))) {
+        throw Error(fmt::format("series read_every of {} is {}: a metric of the run is read at "
+                                "every n-th sample, n from 1 to 60000",
+                                name, n.dump()));
+      }
+      s.read_every[static_cast<size_t>(m)] = n.get<std::uint32_t>();
     }
   }
   return s;

@@ -77,7 +77,7 @@ std::uint32_t slow_every(std::chrono::nanoseconds interval) {
 Sampler::Sampler(Sources sources, std::chrono::nanoseconds interval)
     : sources_(std::move(sources)), interval_(interval), forks_(fork_count()) {
   check_sample_interval(interval);
-  sources_.set_slow_every(slow_every(interval));
+  sources_.set_slow_every(slow_every(interval), interval.count());
   timer_fd_ = make_fd(::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK),
                       "create a timerfd");
   quit_fd_ = make_fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK), "create an eventfd");
@@ -102,7 +102,7 @@ Sampler::~Sampler() {
 void Sampler::set_interval(std::chrono::nanoseconds interval) {
   check_sample_interval(interval);
   interval_ = interval;
-  sources_.set_slow_every(slow_every(interval));
+  sources_.set_slow_every(slow_every(interval), interval.count());
 }
 
 bool Sampler::reusable() const { return sources_.reusable() && forks_ == fork_count(); }

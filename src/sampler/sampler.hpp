@@ -65,7 +65,7 @@ class Sampler {
   void set_interval(std::chrono::nanoseconds interval);
   // Before start(): read the slow sources every `n` ticks instead (1: every source at every
   // tick, as before source rates; the sampler benchmark's baseline).
-  void set_slow_every(std::uint32_t n) { sources_.set_slow_every(n); }
+  void set_slow_every(std::uint32_t n) { sources_.set_slow_every(n, interval_.count()); }
 
   // Begins a run: forgets the last run's samples and marks, takes a first sample at once (in
   // the caller, so it precedes the workload however late the thread gets going), and arms the

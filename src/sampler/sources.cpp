@@ -335,13 +335,13 @@ void Sources::begin(Columns& out) {
       if (s.rate != Rate::slow) continue;
       for (Metric m : s.metrics) out.read_every[static_cast<size_t>(m)] = slow_every_;
     }
-    ticks_ = 0;
+    slow_read_ = false;
   }
 }
 
 void Sources::tick(std::int64_t t_ns, Columns& out, bool scheduled) {
   begin(out);
-  read_rest(out, -1, scheduled);
+  read_rest(out, -1, scheduled, t_ns);
   push(t_ns, out, scheduled);
 }
 
@@ -374,9 +374,13 @@ void Sources::read_source(Source& s, Columns& out) {
   }
 }
 
-void Sources::read_rest(Columns& out, int skip, bool scheduled) {
-  // The first row and every slow_every_-th scheduled one read the slow sources too.
-  const bool slow_due = !scheduled || ticks_ % slow_every_ == 0;
+void Sources::read_rest(Columns& out, int skip, bool scheduled, std::int64_t t_ns) {
+  // The first row, an extra sample, and a scheduled one slow_gap_ns_ after the last read.
+  const bool slow_due = !scheduled || !slow_read_ || t_ns - last_slow_ns_ >= slow_gap_ns_;
+  if (slow_due) {
+    slow_read_ = true;
+    last_slow_ns_ = t_ns;
+  }
   for (size_t k = 0; k < sources_.size(); ++k) {
     if (static_cast<int>(k) == skip) continue;
     if (sources_[k].rate == Rate::slow && !slow_due) continue;
@@ -395,7 +399,6 @@ int Sources::cpu_source() const {
 }
 
 void Sources::push(std::int64_t t_ns, Columns& out, bool scheduled) {
-  if (scheduled) ++ticks_;
   out.t_ns.push_back(t_ns);
   out.scheduled.push_back(scheduled ? 1 : 0);
   for (int m = 0; m < kMetricCount; ++m) out.values[m].push_back(last_[m]);

@@ -88,7 +88,7 @@ class Sources {
     const int cpu = cpu_source();
     if (cpu < 0) {
       const std::int64_t t_ns = now();
-      read_rest(out, -1, scheduled);
+      read_rest(out, -1, scheduled, t_ns);
       push(t_ns, out, scheduled);
       return t_ns;
     }
@@ -109,7 +109,7 @@ class Sources {
     }
     if (quickest_gap_ < 0 || best_gap < quickest_gap_) quickest_gap_ = best_gap;
     last_ = kept_;
-    read_rest(out, cpu, scheduled);
+    read_rest(out, cpu, scheduled, t_ns);
     push(t_ns, out, scheduled);
     return t_ns;
   }
@@ -123,11 +123,15 @@ class Sources {
   // Forgets the last values read, for the next run.
   void rewind() {
     last_.fill(0);
-    ticks_ = 0;
+    slow_read_ = false;
   }
-  // Slow sources are read every `n` scheduled ticks (1: every tick, the default). The sampler
-  // sets it from its interval: about every kSlowSourceNs.
-  void set_slow_every(std::uint32_t n) { slow_every_ = std::max<std::uint32_t>(n, 1); }
+  // Slow sources are read every `n` intervals of `interval_ns` (1: at every tick, the default),
+  // by the samples' times, so that deadlines missed on a busy machine do not stretch the gap.
+  // The sampler sets it from its interval: about every kSlowSourceNs.
+  void set_slow_every(std::uint32_t n, std::int64_t interval_ns) {
+    slow_every_ = std::max<std::uint32_t>(n, 1);
+    slow_gap_ns_ = slow_every_ > 1 ? (2 * std::int64_t(slow_every_) - 1) * interval_ns / 2 : 0;
+  }
   std::uint32_t slow_every() const { return slow_every_; }
   static constexpr std::int64_t kSlowSourceNs = 100'000'000;
   // Metrics some open source provides.
@@ -139,8 +143,8 @@ class Sources {
   // fails); sources from `first` on; the row of last_ at `t_ns`.
   void begin(Columns& out);  // the first row: which metrics are available
   void read_source(Source& s, Columns& out);
-  // Every source but `skip` (-1: none) that is due: all of them for an extra sample.
-  void read_rest(Columns& out, int skip, bool scheduled);
+  // Every source but `skip` (-1: none) that is due at `t_ns`: all of them for an extra sample.
+  void read_rest(Columns& out, int skip, bool scheduled, std::int64_t t_ns);
   int cpu_source() const;                  // the index of the CPU time source, or -1
   void push(std::int64_t t_ns, Columns& out, bool scheduled);
   void add(const Fs& fs, std::string name, std::vector<std::string> paths,
@@ -167,7 +171,9 @@ class Sources {
   std::int64_t quickest_gap_ = -1;                  // tick_stamped's quickest CPU read
   bool per_run_ = false;  // holds a source of one run (add_network)
   std::uint32_t slow_every_ = 1;
-  std::uint64_t ticks_ = 0;  // scheduled ticks of this run
+  std::int64_t slow_gap_ns_ = 0;   // a slow source is due this long after its last read
+  std::int64_t last_slow_ns_ = 0;  // when the slow sources were last read in this run
+  bool slow_read_ = false;         // whether they were read yet in this run
 };
 
 }  // namespace edgeprof::detail

@@ -37,7 +37,10 @@ namespace {
 std::uint64_t env_number(const char* name, std::uint64_t fallback) {
   const char* v = std::getenv(name);
   if (!v || !*v) return fallback;
-  return std::strtoull(v, nullptr, 10);
+  char* end = nullptr;
+  const std::uint64_t n = std::strtoull(v, &end, 10);
+  if (*end != '\0') FAIL(name << " must be a whole number, not '" << v << "'");
+  return n;
 }
 
 // One mutation of `in`: a byte changed, a run deleted or repeated, a number made huge, bytes
@@ -121,7 +124,10 @@ void fuzz(const std::string& target, const std::vector<std::string>& seeds,
     for (const auto& e : std::filesystem::directory_iterator(kept)) inputs.push_back(read_all(e));
   }
   inputs.insert(inputs.end(), seeds.begin(), seeds.end());
-  std::mt19937_64 rng(env_number("EDGEPROF_FUZZ_SEED", 36) ^ std::hash<std::string>{}(target));
+  // FNV-1a of the target's name: the same mutations with every standard library.
+  std::uint64_t name_hash = 14695981039346656037ull;
+  for (unsigned char ch : target) name_hash = (name_hash ^ ch) * 1099511628211ull;
+  std::mt19937_64 rng(env_number("EDGEPROF_FUZZ_SEED", 36) ^ name_hash);
   const std::uint64_t iterations = env_number("EDGEPROF_FUZZ_ITERATIONS", 300);
   for (std::uint64_t i = 0; i < iterations && !seeds.empty(); ++i) {
     inputs.push_back(mutate(seeds[i % seeds.size()], rng));
@@ -171,6 +177,8 @@ Result sample_result() {
     for (auto& column : r.series.values) column.push_back(static_cast<std::uint64_t>(i) * 1000);
   }
   r.series.available.set(static_cast<std::size_t>(Metric::cpu_usage_ns));
+  r.series.available.set(static_cast<std::size_t>(Metric::tasks));
+  r.series.read_every[static_cast<std::size_t>(Metric::tasks)] = 10;
   r.series.complete = r.series.available;
   return r;
 }
@@ -211,11 +219,12 @@ TEST_CASE("fuzz: the parsers of kernel files never throw", "[fuzz]") {
        [](const std::string& t) { (void)parse_cpuinfo(t); }, Allowed::nothing);
   fuzz("maps", fixtures({"maps/python3-ncnn.txt"}),
        [](const std::string& t) { (void)runtimes_in_maps(t); }, Allowed::nothing);
+  const TimeSeries series = sample_result().series;
   fuzz("phase-marks",
        {"100 B load\n200 E load\n250 B infer\n", "100 M first\n150 M second\n"},
-       [](const std::string& t) {
+       [&series](const std::string& t) {
          std::size_t malformed = 0;
-         (void)parse_phases(t, 0, sample_result().series, 1.0, &malformed);
+         (void)parse_phases(t, 0, series, 1.0, &malformed);
        },
        Allowed::nothing);
 }

@@ -196,7 +196,7 @@ TEST_CASE("slow sources are read every n-th tick and at every extra sample, the 
   const std::string dir = "/sys/fs/cgroup/runner/edgeprof-1-2-3";
   whole_v2_slice(tree, dir);
   Sources sources = Sources::v2(Fs(tree.root()), dir);
-  sources.set_slow_every(3);
+  sources.set_slow_every(3, 10);  // every 3 intervals of 10 (ns, as the ticks below)
   Columns columns;
   // Each tick sees new values in a fast file (memory.current) and a slow one (pids.current).
   for (int i = 0; i < 7; ++i) {
@@ -223,6 +223,16 @@ TEST_CASE("slow sources are read every n-th tick and at every extra sample, the 
                       s.name == "memory.peak";
     CHECK(s.read_every == (fast ? 1u : 3u));
   }
+  // By the samples' times, not their count: after deadlines missed on a busy machine (no row
+  // between 10 and 50), the next row is due at once.
+  sources.rewind();
+  Columns late;
+  for (int t : {0, 10, 50, 60}) {
+    tree.file(dir + "/pids.current", std::to_string(t) + "\n");
+    sources.tick(t, late);
+  }
+  CHECK(late.values[static_cast<size_t>(Metric::tasks)] ==
+        std::vector<std::uint64_t>{0, 0, 50, 50});
   // A new run starts counting again: its first row reads every source.
   sources.rewind();
   Columns next;
