@@ -110,18 +110,20 @@ std::string CpuLedger::slot_path(int cpu, int slot) const {
   return fmt::format("{}/cpu{}.{}", dir_, cpu, slot);
 }
 
-UniqueFd CpuLedger::lock_ledger() {
+UniqueFd CpuLedger::lock_ledger(bool record_problem) {
   if (!problem_.empty()) return UniqueFd();
   const std::string path = dir_ + "/" + kLedgerLock;
   UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644));
   if (fd.get() < 0) {
-    problem_ = sys_message(
-        errno, "opening the CPU ledger", path, "set EDGEPROF_LEDGER_DIR to a writable directory");
+    if (record_problem) {
+      problem_ = sys_message(
+          errno, "opening the CPU ledger", path, "set EDGEPROF_LEDGER_DIR to a writable directory");
+    }
     return UniqueFd();
   }
   while (::flock(fd.get(), LOCK_EX) != 0) {
     if (errno != EINTR) {
-      problem_ = sys_message(errno, "locking the CPU ledger", path);
+      if (record_problem) problem_ = sys_message(errno, "locking the CPU ledger", path);
       return UniqueFd();
     }
   }
@@ -273,19 +275,11 @@ void CpuLedger::give(CpuLease& lease) noexcept {
     }
   }
   lease.fds_.clear();
-  // Tidying, best effort: under the ledger's lock (opened here, so that a failure does not turn
-  // the ledger into this process's own), or not at all.
+  // Tidying, best effort: under the ledger's lock, or not at all (a failure here does not turn
+  // the ledger into this process's own).
   if (unlocked && problem_.empty()) {
     try {
-      const std::string path = dir_ + "/" + kLedgerLock;
-      const UniqueFd ledger(::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
-      int locked = -1;
-      if (ledger.get() >= 0) {
-        do {
-          locked = ::flock(ledger.get(), LOCK_EX);
-        } while (locked != 0 && errno == EINTR);
-      }
-      if (locked == 0) {
+      if (const UniqueFd ledger = lock_ledger(/*record_problem=*/false); ledger.get() >= 0) {
         for (size_t i = 0; i < lease.cpus_.size(); ++i) {
           if (lease.slots_[i] >= 0) prune(lease.cpus_[i]);
         }

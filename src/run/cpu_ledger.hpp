@@ -99,8 +99,9 @@ class CpuLedger {
   void prune(int cpu) const;
   std::string slot_path(int cpu, int slot) const;
   static constexpr int kNotHeld = -1, kCountedHere = -2;
-  // Locks the ledger (nothing when it cannot be used: problem_ says why).
-  UniqueFd lock_ledger();
+  // Locks the ledger (nothing when it cannot be used: problem_ says why, unless
+  // `record_problem` is false, for a best-effort caller).
+  UniqueFd lock_ledger(bool record_problem = true);
   int use(int cpu) const;
   std::vector<int> order_locked(const std::vector<int>& host) const;
   CpuLease take_locked(const std::vector<int>& cpus);
