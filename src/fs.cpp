@@ -13,11 +13,7 @@
 
 namespace edgeprof::detail {
 
-namespace {
-
 bool is_permission(int err) { return err == EACCES || err == EPERM || err == EROFS; }
-
-}  // namespace
 
 void UniqueFd::reset(int fd) {
   if (fd_ >= 0) ::close(fd_);

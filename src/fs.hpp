@@ -24,6 +24,8 @@ class Fs;
 // through `fs`: a partition's parent directory is its disk's), or nullopt with why in `problem`.
 std::optional<std::string> disk_under(const Fs& fs, const char* path, std::string* problem);
 
+// Whether errno `err` means "not allowed" (EACCES, EPERM, EROFS).
+bool is_permission(int err);
 // The message for a failed system call on `path`: what was being done, the errno, and the
 // remedy (`hint`, or for EACCES/EPERM/EROFS how to get write access).
 std::string sys_message(int err, std::string_view action, std::string_view path,

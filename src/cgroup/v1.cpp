@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstring>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <set>
 #include <thread>
 
@@ -38,6 +39,12 @@ class V1Cgroup final : public Cgroup {
     for (Hierarchy& h : hierarchies) {
       std::string dir = join(h.parent_dir, name);
       if (int err = create ? fs_.mkdir(dir) : 0) {
+        if (is_permission(err)) {
+          // A hierarchy not delegated to this user (v1 delegates each hierarchy alone): apply()
+          // refuses the slice, or runs it without these controllers where that is allowed.
+          refused_.push_back({std::move(h.controllers), std::move(dir), err});
+          continue;
+        }
         remove();
         throw_sys_error(err, "cannot create cgroup", fs_.resolve(dir));
       }
@@ -49,12 +56,35 @@ class V1Cgroup final : public Cgroup {
       }
       dirs_.push_back({std::move(h.controllers), std::move(dir), std::move(h.parent_dir)});
     }
+    if (dirs_.empty() && !refused_.empty()) {
+      throw_sys_error(refused_.front().err, "cannot create cgroup",
+                      fs_.resolve(refused_.front().dir));
+    }
   }
   ~V1Cgroup() override { close_procs_fds(); }
 
   void apply(const EmulationPlan& plan, bool allow_missing,
              std::vector<std::string>& unapplied) override {
+    for (const Refused& r : refused_) {
+      const std::string names = fmt::format("{}", fmt::join(r.controllers, ","));
+      if (!allow_missing) {
+        throw PermissionDenied(
+            sys_message(r.err, "cannot create cgroup", fs_.resolve(r.dir),
+                        fmt::format("The v1 '{}' hierarchy is not delegated to this user: run "
+                                    "as root, give this user a cgroup of its own there, or "
+                                    "allow running without it (allow_missing_controllers / "
+                                    "--allow-missing)",
+                                    names)),
+            r.err);
+      }
+      unapplied.push_back(fmt::format("the v1 '{}' controller{} (cannot create {}: {})", names,
+                                      r.controllers.size() > 1 ? "s" : "",
+                                      fs_.resolve(r.dir), std::strerror(r.err)));
+    }
     auto missing = [&](const char* controller, const std::string& what) {
+      for (const Refused& r : refused_) {
+        if (r.controllers.count(controller)) return;  // said above
+      }
       std::string text = fmt::format("{} (the v1 '{}' controller is not mounted)", what,
                                      controller);
       if (!allow_missing) {
@@ -401,6 +431,13 @@ class V1Cgroup final : public Cgroup {
 
   Fs fs_;
   std::vector<Dir> dirs_;
+  // Hierarchies where the slice's directory could not be made for want of permission.
+  struct Refused {
+    std::set<std::string> controllers;
+    std::string dir;
+    int err = 0;
+  };
+  std::vector<Refused> refused_;
   std::vector<int> procs_fds_;
   mutable std::optional<Kept> kept_;
 };
