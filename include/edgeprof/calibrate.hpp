@@ -9,8 +9,10 @@
 #include <vector>
 
 #include "edgeprof/device.hpp"
+#include "edgeprof/export.hpp"
 #include "edgeprof/slice.hpp"
 
+EDGEPROF_API_BEGIN
 namespace edgeprof {
 
 /// One workload and what it measured on the real device.
@@ -111,3 +113,4 @@ SpeedCalibration calibrate_speed(const Device& device,
 std::string to_text(const SpeedCalibration& calibration);
 
 }  // namespace edgeprof
+EDGEPROF_API_END

@@ -10,8 +10,10 @@
 #include <vector>
 
 #include "edgeprof/device.hpp"
+#include "edgeprof/export.hpp"
 #include "edgeprof/microbench.hpp"
 
+EDGEPROF_API_BEGIN
 namespace edgeprof {
 
 /// The device-file schema version this edgeprof writes and the newest it reads (the
@@ -68,3 +70,4 @@ UserDevices user_devices(const DeviceLoadOptions& options = {});
 Device find_device(std::string_view name_or_path, const DeviceLoadOptions& options = {});
 
 }  // namespace edgeprof
+EDGEPROF_API_END

@@ -7,10 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "edgeprof/export.hpp"
 #include "edgeprof/projection.hpp"
 #include "edgeprof/rank.hpp"
 #include "edgeprof/slice.hpp"
 
+EDGEPROF_API_BEGIN
 namespace edgeprof {
 
 /// A named command to compare.
@@ -109,3 +111,4 @@ Score score(const Result& result, const Budget& budget = {},
             const std::optional<Calibration>& memory_calibration = std::nullopt);
 
 }  // namespace edgeprof
+EDGEPROF_API_END

@@ -9,9 +9,11 @@
 #include <string_view>
 #include <vector>
 
+#include "edgeprof/export.hpp"
 #include "edgeprof/microbench.hpp"
 #include "edgeprof/nn.hpp"
 
+EDGEPROF_API_BEGIN
 namespace edgeprof {
 
 /// Smallest memory limit a device may declare: below this even a shell cannot start.
@@ -270,3 +272,4 @@ const std::vector<Device>& builtin_devices();
 const Device& builtin_device(std::string_view name);
 
 }  // namespace edgeprof
+EDGEPROF_API_END

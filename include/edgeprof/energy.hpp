@@ -5,7 +5,9 @@
 #include <optional>
 
 #include "edgeprof/device.hpp"
+#include "edgeprof/export.hpp"
 
+EDGEPROF_API_BEGIN
 namespace edgeprof {
 
 /// Estimated energy of the device over `wall_s` seconds in which the workload used `cpu_s`
@@ -16,3 +18,4 @@ std::optional<double> estimate_energy_j(const PowerDescription& power, double wa
                                         double cpu_s, double capacity_cores);
 
 }  // namespace edgeprof
+EDGEPROF_API_END

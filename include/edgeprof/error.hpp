@@ -6,6 +6,9 @@
 #include <string>
 #include <utility>
 
+#include "edgeprof/export.hpp"
+
+EDGEPROF_API_BEGIN
 namespace edgeprof {
 
 /// Base of every error edgeprof throws. The message names what was wrong (file, value, errno)
@@ -63,3 +66,4 @@ class SpawnError : public Error {
 };
 
 }  // namespace edgeprof
+EDGEPROF_API_END

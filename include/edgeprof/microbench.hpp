@@ -10,6 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "edgeprof/export.hpp"
+
+EDGEPROF_API_BEGIN
 namespace edgeprof {
 
 /// The suite's version. Scores compare only between runs of the same version: it changes
@@ -123,3 +126,4 @@ struct HostCalibration {
 HostCalibration host_calibration(bool remeasure = false, const SuiteOptions& options = {});
 
 }  // namespace edgeprof
+EDGEPROF_API_END

@@ -15,6 +15,9 @@
 #include <string_view>
 #include <vector>
 
+#include "edgeprof/export.hpp"
+
+EDGEPROF_API_BEGIN
 namespace edgeprof {
 
 struct CoreScores;  // microbench.hpp
@@ -489,3 +492,4 @@ double workload_scaling(const HostScaling& host, double workload_speedup,
                         std::string_view without_graph = {});
 
 }  // namespace edgeprof
+EDGEPROF_API_END

@@ -25,6 +25,9 @@
 #include <cstring>
 #include <string_view>
 
+#include "edgeprof/export.hpp"
+
+EDGEPROF_API_BEGIN
 namespace edgeprof {
 
 /// The environment variable that names the phase channel to the workload.
@@ -105,3 +108,4 @@ class ScopedPhase {
 };
 
 }  // namespace edgeprof
+EDGEPROF_API_END

@@ -12,8 +12,10 @@
 #include <vector>
 
 #include "edgeprof/device.hpp"
+#include "edgeprof/export.hpp"
 #include "edgeprof/nn.hpp"
 
+EDGEPROF_API_BEGIN
 namespace edgeprof {
 
 /// What the plan needs to know about the host. `host_facts()` reads them; tests make their own.
@@ -402,3 +404,4 @@ std::vector<int> parse_cpu_list(std::string_view text);
 std::string format_cpu_list(const std::vector<int>& cpus);
 
 }  // namespace edgeprof
+EDGEPROF_API_END

@@ -8,9 +8,11 @@
 #include <string_view>
 #include <vector>
 
+#include "edgeprof/export.hpp"
 #include "edgeprof/rank.hpp"
 #include "edgeprof/result.hpp"
 
+EDGEPROF_API_BEGIN
 namespace edgeprof {
 
 /// The form of a projection.
@@ -177,3 +179,4 @@ Prediction project(const Calibration& calibration, const Result& result,
                    double confidence = 0.95);
 
 }  // namespace edgeprof
+EDGEPROF_API_END

@@ -8,8 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "edgeprof/export.hpp"
 #include "edgeprof/result.hpp"
 
+EDGEPROF_API_BEGIN
 namespace edgeprof {
 
 /// One thing to rank: a name and the repeated measurements of the figure ranked on (one value
@@ -113,3 +115,4 @@ double figure(const Result& result, const std::string& name);
 std::vector<double> figure_samples(const RepeatedResult& result, const std::string& name);
 
 }  // namespace edgeprof
+EDGEPROF_API_END

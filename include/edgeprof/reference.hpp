@@ -15,7 +15,9 @@
 #include <vector>
 
 #include "edgeprof/device.hpp"
+#include "edgeprof/export.hpp"
 
+EDGEPROF_API_BEGIN
 namespace edgeprof {
 
 /// The catalog's reference core, for people.
@@ -100,3 +102,4 @@ void apply_reference_speed(Device& device, double reference_speed,
 std::string describe(const ReferenceRating& rating);
 
 }  // namespace edgeprof
+EDGEPROF_API_END

@@ -13,11 +13,13 @@
 
 #include "edgeprof/device.hpp"
 #include "edgeprof/energy.hpp"
+#include "edgeprof/export.hpp"
 #include "edgeprof/plan.hpp"
 #include "edgeprof/series.hpp"
 #include "edgeprof/statistics.hpp"
 #include "edgeprof/summary.hpp"
 
+EDGEPROF_API_BEGIN
 namespace edgeprof {
 
 /// How this machine mounts cgroups. unified = pure cgroup v2; hybrid = v1 controllers plus a
@@ -250,3 +252,4 @@ std::string to_json(const RepeatedResult& result);
 RepeatedResult repeated_from_json(std::string_view json);
 
 }  // namespace edgeprof
+EDGEPROF_API_END

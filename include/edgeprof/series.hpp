@@ -10,6 +10,9 @@
 #include <string_view>
 #include <vector>
 
+#include "edgeprof/export.hpp"
+
+EDGEPROF_API_BEGIN
 namespace edgeprof {
 
 /// Every figure the sampler records, named by what and in which unit. Cumulative counters grow
@@ -118,3 +121,4 @@ struct SourceStatus {
 bool operator==(const SourceStatus& a, const SourceStatus& b);
 
 }  // namespace edgeprof
+EDGEPROF_API_END

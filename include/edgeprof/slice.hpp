@@ -12,9 +12,11 @@
 #include <vector>
 
 #include "edgeprof/device.hpp"
+#include "edgeprof/export.hpp"
 #include "edgeprof/plan.hpp"
 #include "edgeprof/result.hpp"
 
+EDGEPROF_API_BEGIN
 namespace edgeprof {
 
 /// Detects the mode once (statfs of /sys/fs/cgroup) and caches it. Throws CgroupError when the
@@ -210,3 +212,4 @@ RepeatedResult run_repeated(const Command& command, const Device& device, int re
                             const RunCallback& progress = {});
 
 }  // namespace edgeprof
+EDGEPROF_API_END

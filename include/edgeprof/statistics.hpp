@@ -5,6 +5,9 @@
 #include <cstddef>
 #include <vector>
 
+#include "edgeprof/export.hpp"
+
+EDGEPROF_API_BEGIN
 namespace edgeprof {
 
 /// Statistics of one figure over repeated runs.
@@ -35,3 +38,4 @@ double student_t_quantile(double p, double dof);
 double student_t_cdf(double t, double dof);
 
 }  // namespace edgeprof
+EDGEPROF_API_END

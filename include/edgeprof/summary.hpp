@@ -10,8 +10,10 @@
 #include <string_view>
 #include <vector>
 
+#include "edgeprof/export.hpp"
 #include "edgeprof/series.hpp"
 
+EDGEPROF_API_BEGIN
 namespace edgeprof {
 
 /// CPU rates (p95, peak) are taken over windows of at least this long: the kernel charges CPU
@@ -137,3 +139,4 @@ std::vector<Phase> parse_phases(std::string_view marks, std::int64_t release_ns,
                                 std::size_t* malformed = nullptr);
 
 }  // namespace edgeprof
+EDGEPROF_API_END

@@ -3,6 +3,8 @@
 /// version is written: CMakeLists.txt and pyproject.toml read it from the three numbers below.
 #pragma once
 
+#include "edgeprof/export.hpp"
+
 /// The MAJOR part of the version.
 #define EDGEPROF_VERSION_MAJOR 0
 /// The MINOR part of the version.
@@ -18,7 +20,9 @@
   EDGEPROF_VERSION_STR(EDGEPROF_VERSION_MAJOR)                                     \
   "." EDGEPROF_VERSION_STR(EDGEPROF_VERSION_MINOR) "." EDGEPROF_VERSION_STR(EDGEPROF_VERSION_PATCH)
 
+EDGEPROF_API_BEGIN
 namespace edgeprof {
 /// The library's version, "MAJOR.MINOR.PATCH".
 inline const char* version() { return EDGEPROF_VERSION_STRING; }
 }  // namespace edgeprof
+EDGEPROF_API_END

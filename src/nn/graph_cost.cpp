@@ -601,6 +601,8 @@ class CostCounter {
 
 GraphCost graph_cost(const ReferenceGraph& graph) { return CostCounter(graph).run(); }
 
+namespace detail {
 std::string with_shape_hints(const ReferenceGraph& graph) { return CostCounter(graph).hinted(); }
+}  // namespace detail
 
 }  // namespace edgeprof

@@ -248,7 +248,7 @@ class Graph {
 // project's host.
 ReferenceGraph finish(const char* name, int w, int h, const Graph& g, const char* about) {
   ReferenceGraph graph{name, w, h, 3, "data", "output", g.text(), about};
-  graph.param = with_shape_hints(graph);
+  graph.param = detail::with_shape_hints(graph);
   return graph;
 }
 

@@ -3,8 +3,9 @@
 #   1. configure, build and install edgeprof to a temporary prefix;
 #   2. build examples/cpp against that prefix with find_package(edgeprof CONFIG) and run it;
 #   3. check the installed config and version files (tests/consumer/config);
-#   4. build tests/consumer/subdir, which pulls edgeprof in with add_subdirectory() (in the
-#      background, while 1-3 run: the two library builds are most of the time);
+#   4. build tests/consumer/subdir, which pulls edgeprof in with add_subdirectory() as a shared
+#      library, and check the symbols it exports (in the background, while 1-3 run: the two
+#      library builds are most of the time);
 #   5. compile every installed public header on its own.
 #
 # usage: tests/consumer/run.sh [SOURCE_DIR]     (default: the checkout this script is in)
@@ -127,13 +128,15 @@ outputs() {
 start=$SECONDS
 echo "consumer: testing the packaging of $src"
 
-# 4, started first, in the background. A Debug build: a second configuration of the library,
-# and quicker to compile than the Release one being installed.
+# 4, started first, in the background. A Debug build of a shared library: a second
+# configuration of the library, quicker to compile than the Release one being installed, and
+# the one whose exported symbols are checked (tests/check_visibility.py).
 setsid -w bash -c '
     cmake -S "$1/subdir" -B "$2/subdir-build" "${@:5}" -DCMAKE_BUILD_TYPE=Debug \
-      -DEDGEPROF_SOURCE_DIR="$3" &&
+      -DBUILD_SHARED_LIBS=ON -DEDGEPROF_SOURCE_DIR="$3" &&
     cmake --build "$2/subdir-build" -j "$4" &&
-    "$2/subdir-build/subdir_consumer" || exit
+    "$2/subdir-build/subdir_consumer" &&
+    "${PYTHON:-python3}" "$1/../check_visibility.py" "$2/subdir-build/edgeprof-build/libedgeprof.so" || exit
     echo "$SECONDS" >"$2/subdir.seconds"' \
   _ "$here" "$work" "$src" "$njobs" "${generator[@]}" >"$work/subdir.log" 2>&1 &
 subdir_pid=$!
@@ -282,7 +285,7 @@ else
 fi
 
 # 4, collected: options default OFF (the CMakeLists checks that itself), and it links and runs.
-name="add_subdirectory consumer (Debug) configures, builds and runs"
+name="add_subdirectory consumer (Debug, shared) configures, builds, runs and exports only the API"
 subdir_rc=0
 wait "$subdir_pid" || subdir_rc=$?
 if ((subdir_rc == 0)); then
