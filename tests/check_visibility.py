@@ -12,28 +12,47 @@ import shutil
 import subprocess
 import sys
 
-# A mangled name's owner: _Z, then a special name's prefix (vtable, typeinfo, its name, VTT,
-# guard variable), then N and cv-qualifiers for a nested name, then the first component.
-_OWNER = re.compile(r"_Z(?:T[VIST]|GV)?(N[rVKO]*)?(St|\d+)")
+# Special names that belong to another entity, whose encoding follows: a guard variable (GV), a
+# reference temporary (GR), a vtable, VTT, typeinfo or its name (TV TT TI TS), a thread-local
+# wrapper or initialiser (TW TH), a construction vtable (TC), call-offset thunks (Th, Tv, Tc).
+_SPECIAL = re.compile(r"GV|GR|T[VTISWH]|TC|Th[n]?\d+_|Tv[n]?\d+_[n]?\d+_|Tc(?:[hv][n]?\d+_(?:[n]?\d+_)?){2}")
+# A nested name: N, cv- and ref-qualifiers, then the first component.
+_NESTED = re.compile(r"N[rVK]*[RO]?(St|\d+)")
+_UNNESTED = re.compile(r"(St|\d+)")
 
 
 def owner(mangled):
     """("public" | "private" | "other") for a mangled symbol name."""
-    m = _OWNER.match(mangled)
-    if not m or m.group(2) == "St":
-        return "other"  # not C++, or the standard library's (its headers make it default)
-    pos = m.end(2)
-    if not m.group(1):  # not nested: a global-namespace name
-        return "private"
-    length = int(m.group(2))
-    first = mangled[pos:pos + length]
+    if not mangled.startswith("_Z"):
+        return "other"  # not C++
+    rest = mangled[2:]
+    while True:
+        m = _SPECIAL.match(rest)
+        if not m:
+            break
+        rest = rest[m.end():]
+    if rest.startswith("Z"):  # a local entity (a lambda, a local static): its function's
+        rest = rest[1:]
+    m = _NESTED.match(rest)
+    nested = m is not None
+    if not nested:
+        m = _UNNESTED.match(rest)
+        if not m:
+            return "other"
+    if m.group(1) == "St":
+        return "other"  # the standard library's (its headers make it default)
+    if not nested:
+        return "private"  # a global-namespace name
+    pos = m.end(1)
+    length = int(m.group(1))
+    first = rest[pos:pos + length]
     if first in ("__gnu_cxx", "__cxxabiv1", "__gnu_debug"):
         return "other"  # the C++ runtime's, as std
     if first != "edgeprof":
         return "private"  # fmt, nlohmann, toml, an anonymous namespace, ...
-    rest = mangled[pos + length:]
-    n = re.match(r"\d+", rest)
-    if n and rest[len(n.group()):len(n.group()) + int(n.group())] in ("detail", "_GLOBAL__N_1"):
+    after = rest[pos + length:]
+    n = re.match(r"\d+", after)
+    if n and after[len(n.group()):len(n.group()) + int(n.group())] in ("detail", "_GLOBAL__N_1"):
         return "private"
     return "public"
 
@@ -60,12 +79,14 @@ def main(argv):
         if len(f) < 8 or f[3] not in ("FUNC", "OBJECT") or f[6] == "UND":
             continue
         bind, vis, name = f[4], f[5], f[7]
-        if bind not in ("GLOBAL", "WEAK"):
+        if bind not in ("GLOBAL", "WEAK", "UNIQUE"):
             continue
         kind = owner(name)
-        if kind == "public" and bind == "GLOBAL":
+        # Weak public symbols too: inline code, and the typeinfo of a class whose members are all
+        # inline (the exceptions'), which must be one across libraries for `catch` to work.
+        if kind == "public":
             if vis == "DEFAULT":
-                public += 1
+                public += bind == "GLOBAL"
             else:
                 hidden_public.add(name)
         elif kind == "private" and vis == "DEFAULT":

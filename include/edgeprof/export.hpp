@@ -5,7 +5,7 @@
 /// (`edgeprof::detail`) and the libraries compiled into it (fmt, nlohmann_json, toml++) stay
 /// out of its dynamic symbol table. A region rather than a mark on each declaration: every
 /// class, exception type (its typeinfo must be one across libraries for `catch` to work) and
-/// function in a public header is public. tests/check-visibility.sh checks the built library.
+/// function in a public header is public. tests/check_visibility.py checks the built library.
 #pragma once
 
 #if defined(__GNUC__) || defined(__clang__)

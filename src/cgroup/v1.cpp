@@ -8,8 +8,10 @@
 #include <cstring>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <map>
 #include <set>
 #include <thread>
+#include <vector>
 
 #include "cgroup/backend.hpp"
 #include "cgroup/files.hpp"
@@ -65,21 +67,47 @@ class V1Cgroup final : public Cgroup {
 
   void apply(const EmulationPlan& plan, bool allow_missing,
              std::vector<std::string>& unapplied) override {
-    for (const Refused& r : refused_) {
-      const std::string names = fmt::format("{}", fmt::join(r.controllers, ","));
+    if (!refused_.empty()) {
+      // What each refused hierarchy's controllers would have done for the emulation.
+      auto lost = [](const std::set<std::string>& controllers) {
+        static const std::map<std::string, const char*> kWhat = {
+            {"cpu", "the CPU quota: the device's speed is not emulated"},
+            {"cpuacct", "the CPU time counters"},
+            {"cpuset", "the CPUs the device's cores run on"},
+            {"memory", "the memory limit and counters"},
+            {"pids", "the process limit"},
+            {"freezer", "race-free killing"},
+            {"blkio", "the I/O counters and storage bandwidth"}};
+        std::vector<std::string> out;
+        for (const std::string& c : controllers) {
+          auto it = kWhat.find(c);
+          out.push_back(it == kWhat.end() ? c : it->second);
+        }
+        return fmt::format("{}", fmt::join(out, "; "));
+      };
       if (!allow_missing) {
+        std::vector<std::string> names;
+        for (const Refused& r : refused_) {
+          names.push_back(fmt::format("'{}' ({})", fmt::join(r.controllers, ","),
+                                      fs_.resolve(r.dir)));
+        }
+        const Refused& first = refused_.front();
         throw PermissionDenied(
-            sys_message(r.err, "cannot create cgroup", fs_.resolve(r.dir),
-                        fmt::format("The v1 '{}' hierarchy is not delegated to this user: run "
-                                    "as root, give this user a cgroup of its own there, or "
-                                    "allow running without it (allow_missing_controllers / "
-                                    "--allow-missing)",
-                                    names)),
-            r.err);
+            fmt::format("cannot create the slice's cgroup in the v1 hierarch{} {}: {} (errno {}). "
+                        "{} not delegated to this user: run as root, give this user a cgroup of "
+                        "its own in each, or allow running without {} (allow_missing_controllers "
+                        "/ --allow-missing)",
+                        names.size() > 1 ? "ies" : "y", fmt::join(names, ", "),
+                        std::strerror(first.err), first.err,
+                        names.size() > 1 ? "They are" : "It is",
+                        names.size() > 1 ? "them" : "it"),
+            first.err);
       }
-      unapplied.push_back(fmt::format("the v1 '{}' controller{} (cannot create {}: {})", names,
-                                      r.controllers.size() > 1 ? "s" : "",
-                                      fs_.resolve(r.dir), std::strerror(r.err)));
+      for (const Refused& r : refused_) {
+        unapplied.push_back(fmt::format("{} (the v1 '{}' hierarchy: cannot create {}: {})",
+                                        lost(r.controllers), fmt::join(r.controllers, ","),
+                                        fs_.resolve(r.dir), std::strerror(r.err)));
+      }
     }
     auto missing = [&](const char* controller, const std::string& what) {
       for (const Refused& r : refused_) {
@@ -149,7 +177,12 @@ class V1Cgroup final : public Cgroup {
           }
         }
       } else {
-        unapplied.push_back("storage bandwidth (the v1 'blkio' controller is not mounted)");
+        const bool refused = std::any_of(refused_.begin(), refused_.end(), [](const Refused& r) {
+          return r.controllers.count("blkio") > 0;
+        });
+        if (!refused) {
+          unapplied.push_back("storage bandwidth (the v1 'blkio' controller is not mounted)");
+        }
       }
     }
     if (const Dir* d = find("memory")) {
