@@ -19,6 +19,7 @@
 #include <fstream>
 #include <thread>
 
+#include "clone3.hpp"
 #include "edgeprof/edgeprof.hpp"
 #include "helpers.hpp"
 
@@ -288,11 +289,11 @@ TEST_CASE("the child is inside the slice when it runs", "[kernel]") {
   Result r = slice.spawn(c).wait();
   REQUIRE(r.ok());
   // v2 kernels >= 5.7 create the child inside the cgroup; on v1 it writes itself in.
-#if defined(__x86_64__)
-  CHECK(r.placement == (slice.mode() == CgroupMode::unified ? "clone3" : "vfork+attach"));
-#else
-  CHECK(r.placement == "fork+attach");
-#endif
+  if (edgeprof::detail::kHaveClone3Trampoline) {
+    CHECK(r.placement == (slice.mode() == CgroupMode::unified ? "clone3" : "vfork+attach"));
+  } else {
+    CHECK(r.placement == "fork+attach");
+  }
   const std::string membership = FakeTree::slurp(tmp.root() + "/out");
   const std::string name = std::filesystem::path(slice.paths().front()).filename();
   CAPTURE(membership, name);
@@ -745,7 +746,21 @@ TEST_CASE("v1: a user given only some hierarchies runs with allow_missing_contro
     for (std::string c; std::getline(controllers, c, ',');) own[c] = line.substr(b + 1);
   }
   const std::string name = "edgeprof-delegated-" + std::to_string(::getpid());
-  std::vector<std::string> delegated;
+  // The delegated directories, removed however the test ends (the child's slices inside them
+  // are gone by then: a directory left is a failure below).
+  struct Delegated {
+    std::vector<std::string> dirs;
+    std::vector<std::string> remove() {
+      std::vector<std::string> left;
+      for (const std::string& dir : dirs) {
+        if (::rmdir(dir.c_str()) != 0) left.push_back(dir);
+      }
+      dirs.clear();
+      return left;
+    }
+    ~Delegated() { remove(); }
+  } delegated_dirs;
+  std::vector<std::string>& delegated = delegated_dirs.dirs;
   for (const char* controller : {"cpu", "cpuacct", "memory"}) {
     const std::string c = controller;
     if (!own.count(c) || !std::filesystem::exists("/sys/fs/cgroup/" + c)) continue;
@@ -756,7 +771,10 @@ TEST_CASE("v1: a user given only some hierarchies runs with allow_missing_contro
     delegated.push_back(dir);
     REQUIRE(::chown(dir.c_str(), 65534, 65534) == 0);
   }
-  REQUIRE(delegated.size() >= 2);
+  if (delegated.size() < 2) {
+    WARN("skipped: needs the cpu and memory hierarchies under /sys/fs/cgroup/cpu and .../memory");
+    return;
+  }
   const pid_t pid = ::fork();
   REQUIRE(pid >= 0);
   if (pid == 0) {
@@ -789,6 +807,7 @@ TEST_CASE("v1: a user given only some hierarchies runs with allow_missing_contro
       } catch (const PermissionDenied& e) {
         const std::string what = e.what();
         code = what.find("not delegated to this user") != std::string::npos &&
+                       what.find("'cpuset'") != std::string::npos &&
                        what.find("--allow-missing") != std::string::npos && e.sys_errno() != 0
                    ? 0
                    : 5;
@@ -801,11 +820,7 @@ TEST_CASE("v1: a user given only some hierarchies runs with allow_missing_contro
   }
   int status = 0;
   REQUIRE(::waitpid(pid, &status, 0) == pid);
-  std::vector<std::string> left;
-  for (const std::string& dir : delegated) {
-    if (::rmdir(dir.c_str()) != 0) left.push_back(dir);
-  }
-  CHECK(left.empty());
+  CHECK(delegated_dirs.remove().empty());
   REQUIRE(WIFEXITED(status));
   // 0: ran with the missing hierarchies in Result::unapplied, refused without the option with a
   // PermissionDenied that says what to do; 1-3: the run failed; 4-6: not refused, or unhelpfully.
