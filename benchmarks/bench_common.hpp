@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "edgeprof/edgeprof.hpp"
+#include "stats.hpp"
 
 namespace bench {
 
@@ -124,20 +125,12 @@ inline std::vector<std::string> split(std::string_view s, char sep) {
 
 // ---------------------------------------------------------------------------------- statistics
 
-// Quantile q of an ascending `sorted`, interpolated between neighbours (0 when empty).
-inline double quantile(const std::vector<double>& sorted, double q) {
-  if (sorted.empty()) return 0;
-  const double pos = q * double(sorted.size() - 1);
-  const auto lo = static_cast<size_t>(pos);
-  const size_t hi = std::min(lo + 1, sorted.size() - 1);
-  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - double(lo));
+// Quantile q of `v` (0 when empty): the library's order statistic (src/stats.hpp, numpy's
+// linear interpolation), as the reports' figures use.
+inline double quantile(const std::vector<double>& v, double q) {
+  return v.empty() ? 0 : edgeprof::detail::percentile(v, q);
 }
-
-// Quantile q of v (0 for an empty v).
-inline double quantile_of(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
-  return quantile(v, q);
-}
+inline double quantile_of(const std::vector<double>& v, double q) { return quantile(v, q); }
 
 // ---------------------------------------------------------------------------------- tables
 

@@ -71,11 +71,13 @@
 #include <vector>
 
 #include "bench_common.hpp"
+#include "cgroup/files.hpp"
 #include "edgeprof/edgeprof.hpp"
 
 namespace {
 
 using namespace bench;
+namespace files = edgeprof::detail::files;
 
 constexpr const char* kWorkerFlag = "--worker";
 constexpr const char* kTouchFlag = "--touch";
@@ -236,12 +238,12 @@ std::optional<std::string> read_back(const edgeprof::Slice& slice,
 
 // The CPU settings the slice's cgroup holds: "cpuset 0, 5000/10000 us".
 std::string applied_cpu(const edgeprof::Slice& slice) {
-  const std::string cpus = read_back(slice, {"cpuset.cpus"}).value_or("?");
-  if (auto quota = read_back(slice, {"cpu.cfs_quota_us"})) {
+  const std::string cpus = read_back(slice, {files::v2::kCpusetCpus}).value_or("?");
+  if (auto quota = read_back(slice, {files::v1::kCpuCfsQuotaUs})) {
     return fmt::format("cpuset {}, {}/{} us", cpus, *quota,
-                       read_back(slice, {"cpu.cfs_period_us"}).value_or("?"));
+                       read_back(slice, {files::v1::kCpuCfsPeriodUs}).value_or("?"));
   }
-  std::string max = read_back(slice, {"cpu.max"}).value_or("? ?");
+  std::string max = read_back(slice, {files::v2::kCpuMax}).value_or("? ?");
   std::replace(max.begin(), max.end(), ' ', '/');
   return fmt::format("cpuset {}, {} us", cpus, max);
 }
@@ -486,7 +488,8 @@ class Runner {
   }
 
   static void require_no_quota(const edgeprof::Slice& slice) {
-    const std::string quota = read_back(slice, {"cpu.cfs_quota_us", "cpu.max"}).value_or("-1");
+    const std::string quota =
+        read_back(slice, {files::v1::kCpuCfsQuotaUs, files::v2::kCpuMax}).value_or("-1");
     if (quota != "-1" && quota.rfind("max", 0) != 0) {
       throw BenchError("the baseline slice has a CPU quota (" + quota + "): expected none");
     }
@@ -1177,11 +1180,12 @@ struct TouchRun {
 };
 
 std::string memory_file(edgeprof::CgroupMode mode) {
-  return mode == edgeprof::CgroupMode::unified ? "memory.max" : "memory.limit_in_bytes";
+  return mode == edgeprof::CgroupMode::unified ? files::v2::kMemoryMax
+                                               : files::v1::kMemoryLimitInBytes;
 }
 std::string swap_file(edgeprof::CgroupMode mode) {
-  return mode == edgeprof::CgroupMode::unified ? "memory.swap.max"
-                                               : "memory.memsw.limit_in_bytes";
+  return mode == edgeprof::CgroupMode::unified ? files::v2::kMemorySwapMax
+                                               : files::v1::kMemoryMemswLimitInBytes;
 }
 
 // A device with exactly `bytes` of memory (no size-string rounding) and no swap.

@@ -20,7 +20,6 @@
 // by Slice's destructor, also after Ctrl-C or SIGTERM (the wait is interrupted and unwinds); the
 // workload dies with the benchmark even after SIGKILL (Slice::spawn sets PR_SET_PDEATHSIG) and
 // psrecord exits once the workload is gone.
-#include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/epoll.h>
@@ -43,8 +42,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
-#include <fstream>
-#include <iterator>
 #include <map>
 #include <optional>
 #include <set>
@@ -56,17 +53,20 @@
 
 #include "bench_common.hpp"
 #include "cgroup/backend.hpp"
+#include "cgroup/files.hpp"
 #include "edgeprof/edgeprof.hpp"
 #include "fs.hpp"
 #include "parse.hpp"
 #include "sampler/sampler.hpp"
 #include "sampler/sources.hpp"
+#include "spawn.hpp"
 
 extern char** environ;
 
 namespace {
 
 using namespace bench;
+namespace files = edgeprof::detail::files;
 using edgeprof::detail::Columns;
 using edgeprof::detail::Sampler;
 using edgeprof::detail::Sources;
@@ -77,37 +77,22 @@ const std::vector<int> kBareIntervalsMs = {1, 10};  // the bare wake-up loop
 
 // ---------------------------------------------------------------------------------- files
 
+// The library's file layer (src/fs.hpp) on the real filesystem.
 std::optional<std::string> read_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-std::vector<std::string> dir_entries(const std::string& path) {
-  std::vector<std::string> out;
-  DIR* dir = ::opendir(path.c_str());
-  if (!dir) return out;
-  while (dirent* e = ::readdir(dir)) {
-    const std::string_view name = e->d_name;
-    if (name != "." && name != "..") out.emplace_back(name);
-  }
-  ::closedir(dir);
-  return out;
+  return edgeprof::detail::Fs().read(path);
 }
 
 bool all_digits(std::string_view s) {
   return !s.empty() && s.find_first_not_of("0123456789") == std::string_view::npos;
 }
 
-// An executable named `name` in PATH (or `name` itself when it has a slash), or "".
+// An executable named `name` in PATH (or `name` itself when it has a slash), or "": the
+// library's own lookup (src/spawn.hpp), as a workload's program is found.
 std::string find_in_path(const std::string& name) {
   if (name.find('/') != std::string::npos) return ::access(name.c_str(), X_OK) == 0 ? name : "";
   const char* path = std::getenv("PATH");
-  for (const std::string& dir : split(path ? path : "/usr/local/bin:/usr/bin:/bin", ':')) {
-    const std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return "";
+  return edgeprof::detail::find_in_path(name,
+                                        path && *path ? path : "/usr/local/bin:/usr/bin:/bin");
 }
 
 // ------------------------------------------------------------------------------ CPU clocks
@@ -123,7 +108,7 @@ double process_cpu_s() {
 std::optional<double> tasks_cpu_s(pid_t pid, pid_t skip_tid = -1) {
   const std::string dir = fmt::format("/proc/{}/task", pid);
   std::optional<double> total;
-  for (const std::string& tid : dir_entries(dir)) {
+  for (const std::string& tid : edgeprof::detail::Fs().subdirs(dir)) {
     if (!all_digits(tid) || std::atol(tid.c_str()) == skip_tid) continue;
     auto text = read_file(dir + "/" + tid + "/schedstat");
     if (!text) continue;
@@ -201,24 +186,26 @@ struct SourceDirs {
       if (::access(path.c_str(), R_OK) == 0) out.emplace_back(label, path);
     };
     if (v2) {
-      for (const char* f : {"cpu.stat", "memory.current", "memory.peak", "memory.stat",
-                            "memory.swap.current", "memory.events", "io.stat", "cpu.pressure",
-                            "memory.pressure", "io.pressure", "pids.current"}) {
+      for (const char* f :
+           {files::v2::kCpuStat, files::v2::kMemoryCurrent, files::v2::kMemoryPeak,
+            files::v2::kMemoryStat, files::v2::kMemorySwapCurrent, files::v2::kMemoryEvents,
+            files::v2::kIoStat, files::v2::kCpuPressure, files::v2::kMemoryPressure,
+            files::v2::kIoPressure, files::v2::kPidsCurrent}) {
         add(f, edgeprof::detail::join(dir, f));
       }
       return out;
     }
     const std::vector<std::pair<const char*, const char*>> v1_files = {
-        {"cpuacct", "cpuacct.usage"},
-        {"cpuacct", "cpuacct.stat"},
-        {"cpu", "cpu.stat"},
-        {"memory", "memory.usage_in_bytes"},
-        {"memory", "memory.max_usage_in_bytes"},
-        {"memory", "memory.stat"},
-        {"memory", "memory.oom_control"},
-        {"blkio", "blkio.throttle.io_service_bytes_recursive"},
-        {"blkio", "blkio.throttle.io_serviced_recursive"},
-        {"pids", "pids.current"}};
+        {"cpuacct", files::v1::kCpuacctUsage},
+        {"cpuacct", files::v1::kCpuacctStat},
+        {"cpu", files::v1::kCpuStat},
+        {"memory", files::v1::kMemoryUsageInBytes},
+        {"memory", files::v1::kMemoryMaxUsageInBytes},
+        {"memory", files::v1::kMemoryStat},
+        {"memory", files::v1::kMemoryOomControl},
+        {"blkio", files::v1::kBlkioThrottleIoServiceBytesRecursive},
+        {"blkio", files::v1::kBlkioThrottleIoServicedRecursive},
+        {"pids", files::v1::kPidsCurrent}};
     for (const auto& [controller, file] : v1_files) {
       if (auto it = v1.find(controller); it != v1.end())
         add(file, edgeprof::detail::join(it->second, file));

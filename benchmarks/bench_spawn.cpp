@@ -26,7 +26,6 @@
 // and removes the container and anything left beneath it. Containers of a benchmark that died
 // (SIGKILL) are removed by the next run. On cgroup v2 (the VM) slices go beneath the process's
 // own cgroup as usual.
-#include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <libcgroup.h>
@@ -67,7 +66,9 @@
 
 #include "bench_common.hpp"
 #include "cgroup/backend.hpp"
+#include "cgroup/files.hpp"
 #include "clone3.hpp"
+#include "fs.hpp"
 #include "parse.hpp"
 #include "edgeprof/edgeprof.hpp"
 
@@ -76,6 +77,7 @@ extern char** environ;
 namespace {
 
 using namespace bench;
+namespace files = edgeprof::detail::files;
 using edgeprof::detail::kCloseRangeCloexec;
 
 constexpr const char* kTrue = "/bin/true";
@@ -87,45 +89,14 @@ const std::vector<std::string> kToolControllers = {"cpu", "cpuacct", "cpuset", "
 
 // ---------------------------------------------------------------------------------- files
 
-std::string join(std::string_view a, std::string_view b) {
-  while (!a.empty() && a.back() == '/') a.remove_suffix(1);
-  while (!b.empty() && b.front() == '/') b.remove_prefix(1);
-  if (b.empty()) return a.empty() ? std::string("/") : std::string(a);
-  return std::string(a) + "/" + std::string(b);
-}
+// The library's file layer (src/fs.hpp) on the real filesystem: open/read/close, and one
+// write(2) of the whole value, as cgroup files want.
+using edgeprof::detail::join;
+const edgeprof::detail::Fs kFs;
 
-// open/read/close, as edgeprof's Fs::read does.
-std::optional<std::string> read_file(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
-  std::string out;
-  char buf[4096];
-  for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      ::close(fd);
-      return std::nullopt;
-    }
-    if (n == 0) break;
-    out.append(buf, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  return out;
-}
+std::optional<std::string> read_file(const std::string& path) { return kFs.read(path); }
 
-// One write(2) of the whole value, as cgroup files want; 0 or errno.
-int write_file(const std::string& path, std::string_view value) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
-  if (fd < 0) return errno;
-  ssize_t n;
-  do {
-    n = ::write(fd, value.data(), value.size());
-  } while (n < 0 && errno == EINTR);
-  int err = n < 0 ? errno : 0;
-  ::close(fd);
-  return err;
-}
+int write_file(const std::string& path, std::string_view value) { return kFs.write(path, value); }
 
 void write_or_throw(const std::string& path, std::string_view value) {
   if (int err = write_file(path, value)) {
@@ -133,19 +104,9 @@ void write_or_throw(const std::string& path, std::string_view value) {
   }
 }
 
-bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
+bool exists(const std::string& path) { return kFs.exists(path); }
 
-std::vector<std::string> subdirs(const std::string& path) {
-  std::vector<std::string> out;
-  DIR* dir = ::opendir(path.c_str());
-  if (!dir) return out;
-  while (dirent* e = ::readdir(dir)) {
-    std::string_view name = e->d_name;
-    if (e->d_type == DT_DIR && name != "." && name != "..") out.emplace_back(name);
-  }
-  ::closedir(dir);
-  return out;
-}
+std::vector<std::string> subdirs(const std::string& path) { return kFs.subdirs(path); }
 
 std::string parent_dir(const std::string& path) {
   size_t slash = path.find_last_of('/');
@@ -259,7 +220,9 @@ std::map<std::string, std::string> own_v1_paths() {
 bool remove_tree(const std::string& dir) {
   bool ok = true;
   for (const std::string& sub : subdirs(dir)) ok = remove_tree(join(dir, sub)) && ok;
-  if (exists(join(dir, "freezer.state"))) write_file(join(dir, "freezer.state"), "THAWED");
+  if (exists(join(dir, files::v1::kFreezerState))) {
+    write_file(join(dir, files::v1::kFreezerState), "THAWED");
+  }
   for (int round = 0;; ++round) {
     if (::rmdir(dir.c_str()) == 0 || errno == ENOENT) return ok;
     int err = errno;
@@ -268,7 +231,7 @@ bool remove_tree(const std::string& dir) {
                    std::strerror(err));
       return false;
     }
-    if (auto procs = read_file(join(dir, "cgroup.procs"))) {
+    if (auto procs = read_file(join(dir, files::kProcs))) {
       for (const std::string& word : split(*procs, '\n')) {
         pid_t pid = static_cast<pid_t>(std::atoi(word.c_str()));
         if (pid > 0 && parent_of(pid) == ::getpid()) {
@@ -327,8 +290,8 @@ class BenchArea {
         throw BenchError(fmt::format("cannot create {}: {}", h.dir(), std::strerror(err)));
       }
       created_.push_back(h.dir());
-      if (exists(join(h.dir(), "cpuset.cpus"))) {
-        for (const char* f : {"cpuset.cpus", "cpuset.mems"}) {
+      if (exists(join(h.dir(), files::v1::kCpusetCpus))) {
+        for (const char* f : {files::v1::kCpusetCpus, files::v1::kCpusetMems}) {
           auto value = read_file(join(join(h.mount, h.own), f));
           write_or_throw(join(h.dir(), f), trim(value.value_or("0")));
         }
@@ -336,7 +299,7 @@ class BenchArea {
     }
     moved_ = true;
     const std::string self = std::to_string(::getpid());
-    for (const Hierarchy& h : hierarchies_) write_or_throw(join(h.dir(), "cgroup.procs"), self);
+    for (const Hierarchy& h : hierarchies_) write_or_throw(join(h.dir(), files::kProcs), self);
   }
 
   // Returns false when something could not be removed (and says so on stderr).
@@ -345,7 +308,7 @@ class BenchArea {
     if (moved_) {
       const std::string self = std::to_string(::getpid());
       for (const Hierarchy& h : hierarchies_) {
-        const std::string procs = join(join(h.mount, h.own), "cgroup.procs");
+        const std::string procs = join(join(h.mount, h.own), files::kProcs);
         if (int err = write_file(procs, self)) {
           std::fprintf(stderr, "edgeprof_bench_spawn: cannot move back to %s: %s\n", procs.c_str(),
                        std::strerror(err));
@@ -482,16 +445,18 @@ CounterFiles counter_files(const SliceView& v) {
     if (auto f = v.file(name)) c.reads.push_back(*f);
   };
   if (v.mode == edgeprof::CgroupMode::unified) {
-    c.reset_path = v.file("memory.peak");
+    c.reset_path = v.file(files::v2::kMemoryPeak);
     c.reset_value = "reset\n";
-    for (const char* f : {"cpu.stat", "memory.peak", "memory.events"}) add(f);
-    c.peak = v.file("memory.peak").value_or("");
+    for (const char* f : {files::v2::kCpuStat, files::v2::kMemoryPeak, files::v2::kMemoryEvents}) {
+      add(f);
+    }
+    c.peak = v.file(files::v2::kMemoryPeak).value_or("");
   } else {
-    c.reset_path = v.file("memory.max_usage_in_bytes");
+    c.reset_path = v.file(files::v1::kMemoryMaxUsageInBytes);
     c.reset_value = "0";
-    c.peak = v.file("memory.max_usage_in_bytes").value_or("");
-    for (const char* f : {"cpuacct.usage", "cpuacct.stat", "cpu.stat", "memory.max_usage_in_bytes",
-                          "memory.oom_control"}) {
+    c.peak = v.file(files::v1::kMemoryMaxUsageInBytes).value_or("");
+    for (const char* f : {files::v1::kCpuacctUsage, files::v1::kCpuacctStat, files::v1::kCpuStat,
+                          files::v1::kMemoryMaxUsageInBytes, files::v1::kMemoryOomControl}) {
       add(f);
     }
   }
@@ -504,7 +469,7 @@ class KeptFds {
  public:
   KeptFds(const SliceView& v, const CounterFiles& c) : reset_value_(c.reset_value) {
     for (const std::string& p : v.paths)
-      procs_.push_back(open_or_throw(join(p, "cgroup.procs"), O_WRONLY));
+      procs_.push_back(open_or_throw(join(p, files::kProcs), O_WRONLY));
     // On v2 before Linux 6.12 memory.peak cannot be reset: root may open it for writing, but
     // the write fails (EINVAL); reset() then stops trying, as the v2 backend does.
     if (c.reset_path) reset_ = ::open(c.reset_path->c_str(), O_WRONLY | O_CLOEXEC);
@@ -675,7 +640,7 @@ void replica_spawn(const SliceView& v, const KeptFds& kept, bool cgroup, Phases*
     const std::string value = std::to_string(pid);
     for (size_t i = 0; i < v.paths.size(); ++i) {
       auto a = Clock::now();
-      int err = write_file(join(v.paths[i], "cgroup.procs"), value);
+      int err = write_file(join(v.paths[i], files::kProcs), value);
       each.push_back(us_between(a, Clock::now()));
       if (err != 0) {
         ::kill(pid, SIGKILL);
@@ -1308,7 +1273,7 @@ void bench_spawn(const Options& o, const BenchArea* area, Report& report) {
   }
   auto phase_rows = [&c](const char* who, const Phases& phases) {
     for (const auto& [name, values] : phases.all()) {
-      if (name.find("cgroup.procs") == std::string::npos &&
+      if (name.find(files::kProcs) == std::string::npos &&
           name.find("clone3") == std::string::npos) {
         continue;
       }
@@ -1438,18 +1403,19 @@ void replica_create_v1(const BenchArea& area, const edgeprof::Device& device,
   };
   try {
     if (auto d = dir_of("cpuset")) {
-      auto mems = read_file(join(parent_dir(*d), "cpuset.mems"));
-      write_or_throw(join(*d, "cpuset.mems"), mems ? *mems : "0");
-      write_or_throw(join(*d, "cpuset.cpus"), edgeprof::format_cpu_list(plan.cpus));
+      auto mems = read_file(join(parent_dir(*d), files::v1::kCpusetMems));
+      write_or_throw(join(*d, files::v1::kCpusetMems), mems ? *mems : "0");
+      write_or_throw(join(*d, files::v1::kCpusetCpus), edgeprof::format_cpu_list(plan.cpus));
     }
     if (auto d = dir_of("cpu")) {
-      write_or_throw(join(*d, "cpu.cfs_period_us"), std::to_string(plan.cpu_period_us));
-      write_or_throw(join(*d, "cpu.cfs_quota_us"), std::to_string(plan.cpu_quota_us));
+      write_or_throw(join(*d, files::v1::kCpuCfsPeriodUs), std::to_string(plan.cpu_period_us));
+      write_or_throw(join(*d, files::v1::kCpuCfsQuotaUs), std::to_string(plan.cpu_quota_us));
     }
     if (auto d = dir_of("memory")) {
-      write_or_throw(join(*d, "memory.limit_in_bytes"), std::to_string(plan.memory_max_bytes));
-      if (exists(join(*d, "memory.memsw.limit_in_bytes"))) {
-        write_or_throw(join(*d, "memory.memsw.limit_in_bytes"),
+      write_or_throw(join(*d, files::v1::kMemoryLimitInBytes),
+                     std::to_string(plan.memory_max_bytes));
+      if (exists(join(*d, files::v1::kMemoryMemswLimitInBytes))) {
+        write_or_throw(join(*d, files::v1::kMemoryMemswLimitInBytes),
                        std::to_string(plan.memory_max_bytes + plan.swap_max_bytes));
       } else {
         (void)read_file("/proc/meminfo");
@@ -1462,7 +1428,7 @@ void replica_create_v1(const BenchArea& area, const edgeprof::Device& device,
   auto t7 = T();
   // Destruction: kill_all lists every hierarchy's cgroup.procs and freezes, kills and thaws
   // only when a process is there (never here: nothing ran in the slice); then rmdir.
-  for (const auto& d : dirs) (void)read_file(join(d, "cgroup.procs"));
+  for (const auto& d : dirs) (void)read_file(join(d, files::kProcs));
   auto t8 = T();
   std::vector<double> rm;
   for (const auto& d : dirs) {
@@ -1504,8 +1470,8 @@ void replica_create_v2(const std::string& parent, const edgeprof::Device& device
   edgeprof::EmulationPlan plan = edgeprof::plan_emulation(device, facts);
   auto t2 = T();
   (void)read_file("/proc/self/cgroup");
-  (void)read_file(join(parent, "cgroup.controllers"));
-  (void)read_file(join(parent, "cgroup.subtree_control"));
+  (void)read_file(join(parent, files::v2::kControllers));
+  (void)read_file(join(parent, files::v2::kSubtreeControl));
   auto t3 = T();
   for (const std::string& sub : subdirs(parent)) {
     if (sub.rfind("edgeprof-", 0) == 0 && sub.size() > 9 && std::isdigit(sub[9])) {
@@ -1522,14 +1488,14 @@ void replica_create_v2(const std::string& parent, const edgeprof::Device& device
   int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   auto t6 = T();
   try {
-    if (exists(join(dir, "cpuset.cpus"))) {
-      write_or_throw(join(dir, "cpuset.cpus"), edgeprof::format_cpu_list(plan.cpus));
+    if (exists(join(dir, files::v2::kCpusetCpus))) {
+      write_or_throw(join(dir, files::v2::kCpusetCpus), edgeprof::format_cpu_list(plan.cpus));
     }
-    write_or_throw(join(dir, "cpu.max"),
+    write_or_throw(join(dir, files::v2::kCpuMax),
                    fmt::format("{} {}", plan.cpu_quota_us, plan.cpu_period_us));
-    write_or_throw(join(dir, "memory.max"), std::to_string(plan.memory_max_bytes));
-    if (exists(join(dir, "memory.swap.max"))) {
-      write_or_throw(join(dir, "memory.swap.max"), std::to_string(plan.swap_max_bytes));
+    write_or_throw(join(dir, files::v2::kMemoryMax), std::to_string(plan.memory_max_bytes));
+    if (exists(join(dir, files::v2::kMemorySwapMax))) {
+      write_or_throw(join(dir, files::v2::kMemorySwapMax), std::to_string(plan.swap_max_bytes));
     } else {
       (void)read_file("/proc/meminfo");
     }
@@ -1540,7 +1506,7 @@ void replica_create_v2(const std::string& parent, const edgeprof::Device& device
   }
   auto t7 = T();
   // kill_all: cgroup.kill only when a process is there (never here: nothing ran in the slice).
-  (void)read_file(join(dir, "cgroup.procs"));
+  (void)read_file(join(dir, files::kProcs));
   auto t8 = T();
   if (fd >= 0) ::close(fd);
   if (::rmdir(dir.c_str()) != 0) {
@@ -1676,8 +1642,10 @@ void bench_create(const Options& o, const BenchArea* area, Report& report) {
         const BenchArea::Hierarchy* h = area->find("cpuset");
         const std::string parent = join(h->mount, h->container);
         run_tool({"/usr/bin/cgset", "-r",
-                  "cpuset.cpus=" + trim(read_file(join(parent, "cpuset.cpus")).value_or("0")), "-r",
-                  "cpuset.mems=" + trim(read_file(join(parent, "cpuset.mems")).value_or("0")),
+                  std::string(files::v1::kCpusetCpus) + "=" +
+                      trim(read_file(join(parent, files::v1::kCpusetCpus)).value_or("0")), "-r",
+                  std::string(files::v1::kCpusetMems) + "=" +
+                      trim(read_file(join(parent, files::v1::kCpusetMems)).value_or("0")),
                   g.cpuset_path});
       }
       run_tool(exec);
@@ -1866,8 +1834,8 @@ void bench_reads(const Options& o, Report& report) {
       return;
     }
   };
-  add("cpu.stat", "cpu");
-  add(v2 ? "memory.current" : "memory.usage_in_bytes", "memory");
+  add(files::v2::kCpuStat, "cpu");
+  add(v2 ? files::v2::kMemoryCurrent : files::v1::kMemoryUsageInBytes, "memory");
   if (targets.empty()) throw BenchError("the slice has neither cpu.stat nor a memory usage file");
 
   std::vector<Method> methods = {Method::pread_kept, Method::open_read_close, Method::lcg_get,
