@@ -131,6 +131,7 @@ inline double quantile(const std::vector<double>& v, double q) {
   return v.empty() ? 0 : edgeprof::detail::percentile(v, q);
 }
 inline double quantile_of(const std::vector<double>& v, double q) { return quantile(v, q); }
+inline double median(const std::vector<double>& v) { return quantile(v, 0.5); }
 
 // ---------------------------------------------------------------------------------- tables
 

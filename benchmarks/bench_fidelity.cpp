@@ -63,7 +63,6 @@
 #include <mutex>
 #include <optional>
 #include <set>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -72,6 +71,7 @@
 
 #include "bench_common.hpp"
 #include "cgroup/files.hpp"
+#include "fs.hpp"
 #include "edgeprof/edgeprof.hpp"
 
 namespace {
@@ -215,13 +215,9 @@ std::string self_exe() {
   return std::string(buf, static_cast<size_t>(n));
 }
 
-// A private directory for the workers' output, removed with everything in it.
+// A whole file through the library's file layer (src/fs.hpp).
 std::optional<std::string> slurp(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return edgeprof::detail::Fs().read(path);
 }
 
 // The first of `names` found in one of the slice's cgroup directories, trimmed: what the kernel
@@ -230,7 +226,7 @@ std::optional<std::string> read_back(const edgeprof::Slice& slice,
                                      const std::vector<std::string>& names) {
   for (const std::string& name : names) {
     for (const std::string& dir : slice.paths()) {
-      if (auto text = slurp(dir + "/" + name)) return trim(*text);
+      if (auto text = slurp(edgeprof::detail::join(dir, name))) return trim(*text);
     }
   }
   return std::nullopt;
@@ -569,7 +565,6 @@ std::string fmt_pct(double fraction) { return fmt::format("{:+.1f}%", 100.0 * fr
 std::string fmt_speed(double speed) { return fmt::format("{:g}", speed); }
 std::string fmt_period(std::uint64_t us) { return fmt::format("{:g} ms", double(us) / 1e3); }
 
-double median(std::vector<double> v) { return quantile_of(std::move(v), 0.5); }
 
 template <typename Field>
 std::vector<double> column(const std::vector<Run>& runs, Field field) {

@@ -125,7 +125,6 @@ double rusage_cpu_s(const rusage& ru) {
 
 // ---------------------------------------------------------------------------------- statistics
 
-double median(std::vector<double> v) { return quantile_of(std::move(v), 0.5); }
 
 struct Spread {
   double median = 0, min = 0, max = 0;

@@ -54,7 +54,6 @@
 #include <ctime>
 #include <fstream>
 #include <functional>
-#include <iterator>
 #include <map>
 #include <optional>
 #include <set>
@@ -207,8 +206,7 @@ std::map<std::string, std::string> v1_mounts() {
 // controller -> this process's cgroup in that hierarchy, parsed as edgeprof parses it.
 std::map<std::string, std::string> own_v1_paths() {
   std::map<std::string, std::string> out;
-  std::ifstream in("/proc/self/cgroup");
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text = read_file(edgeprof::detail::files::kProcSelfCgroup).value_or("");
   for (const auto& m : edgeprof::detail::parse_proc_cgroup(text)) {
     for (const std::string& c : m.controllers) out[c] = m.path;
   }

@@ -320,7 +320,6 @@ std::vector<double> column(const std::vector<Sample>& samples, Field field) {
   for (const Sample& s : samples) out.push_back(field(s));
   return out;
 }
-double median(std::vector<double> v) { return quantile_of(std::move(v), 0.5); }
 double p90(std::vector<double> v) { return quantile_of(std::move(v), 0.9); }
 
 const auto kWall = [](const Sample& s) { return s.wall_ms; };

@@ -4,7 +4,7 @@
 
 namespace edgeprof::detail {
 
-#if defined(__x86_64__)
+#if EDGEPROF_HAVE_CLONE3_TRAMPOLINE
 long clone3_with_fn(CloneArgs* args, int (*fn)(void*), void* arg) {
   struct Entry {
     int (*fn)(void*);

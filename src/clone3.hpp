@@ -35,17 +35,27 @@ inline constexpr std::uint64_t kClonePidfd = 0x1000;
 inline constexpr std::uint64_t kCloneIntoCgroup = 0x200000000ULL;
 inline constexpr unsigned kCloseRangeCloexec = 1u << 2;  // CLOSE_RANGE_CLOEXEC, Linux 5.11
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-// AddressSanitizer and ThreadSanitizer cannot follow a child that shares this process's memory
-// on a stack of its own (ASan reports its frames as stack-buffer-underflow, and the parent,
-// waiting for the vfork child, hangs): the sanitizer builds (tests/run-sanitizers.sh) fork.
-inline constexpr bool kHaveClone3Trampoline = false;
-#elif defined(__x86_64__)
-inline constexpr bool kHaveClone3Trampoline = true;
-#else
-// Elsewhere the fork path is used: a trampoline that cannot be tested here is not shipped.
-inline constexpr bool kHaveClone3Trampoline = false;
+// The sanitizers cannot follow a child that shares this process's memory on a stack of its own
+// (ASan reports its frames as stack-buffer-underflow, and the parent, waiting for the vfork
+// child, hangs): a sanitized build (tests/run-sanitizers.sh) forks. GCC says so with
+// __SANITIZE_*__, clang (before 2025) only through __has_feature.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || \
+    defined(__SANITIZE_HWADDRESS__)
+#define EDGEPROF_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
+    __has_feature(memory_sanitizer) || __has_feature(hwaddress_sanitizer)
+#define EDGEPROF_SANITIZED 1
 #endif
+#endif
+// Elsewhere than x86-64 the fork path is used: a trampoline that cannot be tested here is not
+// shipped.
+#if defined(__x86_64__) && !defined(EDGEPROF_SANITIZED)
+#define EDGEPROF_HAVE_CLONE3_TRAMPOLINE 1
+#else
+#define EDGEPROF_HAVE_CLONE3_TRAMPOLINE 0
+#endif
+inline constexpr bool kHaveClone3Trampoline = EDGEPROF_HAVE_CLONE3_TRAMPOLINE;
 
 // clone3(args) with the child calling fn(arg) on the stack in args->stack and exiting with its
 // result, as glibc's internal clone3.S does. The libc syscall() wrapper cannot be used with

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The C++ tests under AddressSanitizer + UndefinedBehaviorSanitizer, or ThreadSanitizer: a build
-# of their own (build/asan or build/tsan), then edgeprof_tests on this host's cgroups; any
-# report fails the run. Not part of run-all.sh: a cold sanitizer build takes 25-40 minutes on
-# two CPUs (ccache makes later ones quick). docs/testing.md#sanitizers.
+# of their own (build/asan or build/tsan), then edgeprof_tests on this host's cgroups; a report
+# from any process (the tests or the programs they start) fails the run with exit 86. Not part
+# of run-all.sh: a cold sanitizer build takes about 15 minutes on two CPUs (ccache makes later
+# ones quick). docs/testing.md#sanitizers.
 #
 # usage: bash tests/run-sanitizers.sh [address|thread] [CATCH2 TEST SPEC...]
 #        (default: address, every test)
@@ -32,10 +33,23 @@ cmake -S . -B "$dir" "${generator[@]}" "${launcher[@]}" -DCMAKE_BUILD_TYPE=RelWi
   -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="${flags%% -fno-omit*}" \
   -DCMAKE_SHARED_LINKER_FLAGS="${flags%% -fno-omit*}" >/dev/null
 cmake --build "$dir"
-# Every report is an error that ends the process; the helper programs the tests start inside
-# slices are instrumented too, and inherit these.
-export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=0:halt_on_error=1:detect_leaks=1:exitcode=86}
-export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:exitcode=86}
+# Every report is an error that ends its process and is written to a file: the helper programs
+# the tests start inside slices are instrumented too and inherit these, and a report in one of
+# them must fail the run even where a test does not look at the helper's exit status.
+reports=$(cd "$dir" && pwd)/sanitizer-report
+rm -f "$reports".*
+export ASAN_OPTIONS=${ASAN_OPTIONS:-halt_on_error=1:detect_leaks=1:exitcode=86:log_path=$reports}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:exitcode=86:log_path=$reports}
 # The tests fork children that start threads (a slice, its sampler) before they exec or exit.
-export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:exitcode=86:second_deadlock_stack=1:die_after_fork=0}
-"$dir/tests/edgeprof_tests" "$@"
+export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:exitcode=86:second_deadlock_stack=1:die_after_fork=0:log_path=$reports}
+status=0
+"$dir/tests/edgeprof_tests" "$@" || status=$?
+if compgen -G "$reports.*" >/dev/null; then
+  echo "run-sanitizers: sanitizer reports (the first lines of each):" >&2
+  for f in "$reports".*; do
+    echo "== $f" >&2
+    head -40 "$f" >&2
+  done
+  exit 86
+fi
+exit "$status"
