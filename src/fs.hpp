@@ -17,6 +17,8 @@ inline constexpr const char* kProcSelfCgroup = "/proc/self/cgroup";
 inline constexpr const char* kProcMeminfo = "/proc/meminfo";
 inline constexpr const char* kProcPartitions = "/proc/partitions";
 inline constexpr const char* kCgroupMount = "/sys/fs/cgroup";
+// A thread's scheduler statistics, by thread id: its CPU time (ns) is the first field.
+inline constexpr const char* kProcTidSchedstat = "/proc/{}/schedstat";
 }  // namespace files
 
 class Fs;

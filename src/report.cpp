@@ -453,6 +453,7 @@ json result_json(const Result& r) {
                      {"speed_changes.t_s", "measured"},
                      {"runtimes_seen", "sampled"},
                      {"thread_moves", "measured"},
+                     {"threads_at_once", "sampled"},
                      {"core_quota_changes", "measured"}};
   j["placement"] = r.placement;
   j["cgroup_mode"] = to_string(r.cgroup_mode);
@@ -462,6 +463,7 @@ json result_json(const Result& r) {
   j["runtimes_seen"] = r.runtimes_seen;
   j["thread_env"] = r.thread_env;
   j["thread_moves"] = r.thread_moves;
+  j["threads_at_once"] = opt(r.threads_at_once);
   j["core_quota_changes"] = r.core_quota_changes;
   j["energy_j"] = opt(r.energy_j);
   j["speed_changes"] = json::array();
@@ -484,6 +486,8 @@ json result_json(const Result& r) {
       j["phases"].back()["projected_wall_time_s"] = num(*projected);
     }
     j["phases"].back()["all_cores_wall_time_s"] = num(r.all_cores_s(p.wall_time_s()));
+    j["phases"].back()["all_cores_energy_j"] =
+        p.cpu_s ? opt(r.all_cores_energy_j(p.wall_time_s(), *p.cpu_s)) : json(nullptr);
   }
   if (const auto projected = r.projected_s(r.wall_time_s)) {
     j["projected_wall_time_s"] = num(*projected);
@@ -493,6 +497,9 @@ json result_json(const Result& r) {
   j["all_cores_wall_time_s"] = num(r.all_cores_s(r.wall_time_s));
   j["provenance"]["all_cores_wall_time_s"] = figure_provenance(r, "all_cores_wall_time_s");
   j["provenance"]["phases.all_cores_wall_time_s"] = figure_provenance(r, "all_cores_wall_time_s");
+  j["all_cores_energy_j"] = opt(r.all_cores_energy_j(r.wall_time_s, r.cpu_user_s + r.cpu_system_s));
+  j["provenance"]["all_cores_energy_j"] = figure_provenance(r, "all_cores_energy_j");
+  j["provenance"]["phases.all_cores_energy_j"] = figure_provenance(r, "all_cores_energy_j");
   if (const auto& i = r.device_interval) {
     j["device_interval"] = {{"level", i->level},
                             {"low", num(i->low)},
@@ -559,6 +566,12 @@ Result result_from(const json& j) {
     r.thread_env = j.at("thread_env").get<std::map<std::string, std::string>>();
   }
   if (j.contains("thread_moves")) r.thread_moves = j.at("thread_moves").get<std::uint64_t>();
+  get_opt(j, "threads_at_once", r.threads_at_once);
+  if (r.threads_at_once && !(*r.threads_at_once >= 1)) {
+    throw Error(fmt::format("threads_at_once is {}: it is an effective number of threads, 1 or "
+                            "more; the report was not written by edgeprof",
+                            *r.threads_at_once));
+  }
   if (j.contains("core_quota_changes")) {
     r.core_quota_changes = j.at("core_quota_changes").get<std::uint64_t>();
   }
@@ -724,6 +737,12 @@ std::string to_text(const Result& r) {
                         : std::string(),
                     100 * proj->scaling.loo_median_error, 100 * proj->scaling.loo_worst_error),
         "projected from the published one- and multi-thread tables");
+    if (r.threads_at_once) {
+      row("threads at once", fmt::format("{:.2f} (1 for one busy thread; more shared the one "
+                                         "core's quota and make the projection too slow)",
+                                         *r.threads_at_once),
+          "sampled (the effective number of threads sharing the CPU time, per 100 ms)");
+    }
   }
   if (const auto& i = r.device_interval) {
     const double t = r.projected_s(r.wall_time_s).value_or(r.wall_time_s);
@@ -860,6 +879,19 @@ std::string to_text(const Result& r) {
         fmt::format("estimated from the device's idle {:g} W and loaded {:g} W and the measured "
                     "CPU use",
                     r.device.power.idle_watts.value_or(0), r.device.power.loaded_watts.value_or(0)));
+    const auto all = r.all_cores_energy_j(r.wall_time_s, r.cpu_user_s + r.cpu_system_s);
+    if (p.threads_projection && all) {
+      std::string all_phases;
+      for (const Phase& ph : r.phases) {
+        if (!ph.cpu_s) continue;
+        if (auto e = r.all_cores_energy_j(ph.wall_time_s(), *ph.cpu_s)) {
+          all_phases += fmt::format(", {} {:.3g} J", ph.name, *e);
+        }
+      }
+      row("energy", fmt::format("{:.3g} J with all {} cores over the projected time{}", *all,
+                                p.threads_projection->threads, all_phases),
+          "estimated, projected (the whole board, each core as busy as the one that ran)");
+    }
   }
   for (const SpeedChange& c : r.speed_changes) {
     if (!c.runtime.empty()) {
@@ -993,6 +1025,9 @@ RepeatedResult repeated_from_json(std::string_view text) {
     for (const auto& x : j.at("runs")) r.runs.push_back(result_from(x));
     for (const auto& x : j.at("warmups")) r.warmups.push_back(result_from(x));
     for (const auto& [name, s] : j.at("stats").items()) r.stats[name] = statistic_from(s);
+    // Figures added since the report was written (all_cores_wall_time_s, the energies): their
+    // statistics from the runs, as describe_runs() would have made them then.
+    for (auto& [name, s] : describe_runs(r.runs)) r.stats.try_emplace(name, std::move(s));
     return r;
   });
 }

@@ -188,6 +188,18 @@ detail::RuntimeWatch runtime_watch(const detail::SliceFiles& where) {
   return {where.fs, detail::join(dir, detail::files::kProcs)};
 }
 
+// Reads the slice's threads' CPU time (projected core emulation: how many ran at once): v2's
+// cgroup.threads, or v1's tasks of one hierarchy (each holds the same threads).
+detail::ThreadCensus thread_census(const detail::SliceFiles& where) {
+  if (where.unified) return {where.fs, {detail::join(where.dir, detail::files::v2::kThreads)}};
+  std::string dir;
+  for (const auto& [controller, path] : where.controllers) {
+    dir = path;
+    if (controller == "cpu") break;
+  }
+  return {where.fs, {detail::join(dir, detail::files::v1::kTasks)}};
+}
+
 // A device of several cores emulated by one quota for all of them lets a thread outrun a
 // device core while its siblings idle, and its threads scale as this host's CPUs do: said in
 // every such result's warnings (issue 33), not only in the plan's notes. Empty otherwise.
@@ -581,6 +593,7 @@ Child Slice::spawn(const Command& command, const SpawnOptions& options) {
       state->sampler =
           std::make_unique<detail::Sampler>(std::move(sources), options.sample_interval);
       state->sampler->watch_runtimes(runtime_watch(s.cgroup->files()));
+      if (s.plan.threads_projection) state->sampler->watch_threads(thread_census(s.cgroup->files()));
     }
     state->sampler->watch_marks(state->marks.read.get());
     if (s.follower) {
@@ -805,6 +818,7 @@ void Child::State::observe(Result& r, const detail::Exit& exit) {
     for (auto& t : r.series.t_ns) t += shift;
     marks_text = sampler->marks();
     detail::merge_runtimes(runtimes, sampler->runtimes_seen());
+    r.threads_at_once = sampler->threads_at_once();
     // The next run in this slice reuses it, its thread asleep until then.
     if (slice->cgroup && !slice->spare_sampler && sampler->reusable()) {
       slice->spare_sampler = std::move(sampler);
@@ -821,6 +835,11 @@ void Child::State::observe(Result& r, const detail::Exit& exit) {
   r.runtimes_seen = std::move(runtimes);
   r.thread_env = thread_env;
   if (!width_warning.empty()) r.warnings.push_back(width_warning);
+  if (r.threads_at_once) {
+    if (std::string census = detail::census_warning(*r.threads_at_once); !census.empty()) {
+      r.warnings.push_back(std::move(census));
+    }
+  }
 
   // Empty now: the slice's next run may use it.
   if (slice->cgroup && !slice->spare_pipe) {

@@ -397,13 +397,20 @@ std::map<std::string, double> figures(const Result& r) {
   put("net_rx_bytes", s.net_rx_bytes);
   put("net_tx_bytes", s.net_tx_bytes);
   put("tasks_peak", s.tasks_peak);
-  std::map<std::string, std::array<std::optional<double>, 3>> phases;
+  put("energy_j", r.energy_j);
+  put("all_cores_energy_j", r.all_cores_energy_j(r.wall_time_s, r.cpu_user_s + r.cpu_system_s));
+  // Per phase name: wall, CPU, net peak memory, energy, all-core energy (summed, or the max).
+  std::map<std::string, std::array<std::optional<double>, 5>> phases;
   for (const Phase& p : r.phases) {
     auto& v = phases[p.name];
     v[0] = v[0].value_or(0) + p.wall_time_s();
     if (p.cpu_s) v[1] = v[1].value_or(0) + *p.cpu_s;
     if (p.memory_net_peak_bytes) {
       v[2] = std::max(v[2].value_or(-1e300), double(*p.memory_net_peak_bytes));
+    }
+    if (p.energy_j) v[3] = v[3].value_or(0) + *p.energy_j;
+    if (p.cpu_s) {
+      if (auto e = r.all_cores_energy_j(p.wall_time_s(), *p.cpu_s)) v[4] = v[4].value_or(0) + *e;
     }
   }
   for (const auto& [name, v] : phases) {
@@ -412,6 +419,8 @@ std::map<std::string, double> figures(const Result& r) {
     if (v[0]) f["phase." + name + ".all_cores_wall_time_s"] = r.all_cores_s(*v[0]);
     put(("phase." + name + ".cpu_s").c_str(), v[1]);
     put(("phase." + name + ".memory_net_peak_bytes").c_str(), v[2]);
+    put(("phase." + name + ".energy_j").c_str(), v[3]);
+    put(("phase." + name + ".all_cores_energy_j").c_str(), v[4]);
   }
   return f;
 }
@@ -422,7 +431,9 @@ const char* figure_provenance(const Result& result, const std::string& name) {
   const std::string own = name.substr(name.rfind('.') == std::string::npos ? 0
                                                                            : name.rfind('.') + 1);
   if (own.rfind("projected_", 0) == 0) return "projected";
+  // An all-core energy of a projected run is both: the projection is what a ranking must say.
   if (own.rfind("all_cores_", 0) == 0 && result.plan.threads_projection) return "projected";
+  if (own == "energy_j" || own == "all_cores_energy_j") return "estimated";
   return "measured";
 }
 
@@ -446,6 +457,32 @@ std::optional<double> estimate_energy_j(const PowerDescription& power, double wa
   // through counter noise, which would overstate the power beyond `loaded`.
   const double busy_s = std::min(std::max(cpu_s, 0.0) / capacity_cores, std::max(wall_s, 0.0));
   return *power.idle_watts * wall_s + (*power.loaded_watts - *power.idle_watts) * busy_s;
+}
+
+std::optional<double> estimate_projected_energy_j(const PowerDescription& core_power, int threads,
+                                                  double speedup, double wall_s, double cpu_s,
+                                                  double capacity_cores) {
+  if (!core_power.idle_watts || !core_power.loaded_watts || threads < 1 || !(speedup > 0)) {
+    return std::nullopt;
+  }
+  // The whole device: the same idle, `threads` times the one core's loaded share.
+  PowerDescription whole;
+  whole.idle_watts = core_power.idle_watts;
+  whole.loaded_watts = *core_power.idle_watts +
+                       (*core_power.loaded_watts - *core_power.idle_watts) * threads;
+  // Its capacity is `threads` cores, each as busy over wall_s / speedup as the one was over
+  // wall_s: the CPU time scales by threads / speedup.
+  const double n = threads;
+  return estimate_energy_j(whole, wall_s / speedup, cpu_s * n / speedup, capacity_cores * n);
+}
+
+std::optional<double> Result::all_cores_energy_j(double measured_s, double cpu_s) const {
+  if (plan.threads_projection) {
+    return estimate_projected_energy_j(device.power, plan.threads_projection->threads,
+                                       plan.threads_projection->speedup, measured_s, cpu_s,
+                                       plan.capacity_cores());
+  }
+  return estimate_energy_j(device.power, measured_s, cpu_s, plan.capacity_cores());
 }
 
 }  // namespace edgeprof

@@ -17,5 +17,16 @@ namespace edgeprof {
 std::optional<double> estimate_energy_j(const PowerDescription& power, double wall_s,
                                         double cpu_s, double capacity_cores);
 
+/// Estimated energy of a whole device of `threads` cores running a workload of which one of its
+/// cores ran a span (projected core emulation): `core_power` is that one core's power
+/// (for_threads(device, 1): the device's idle, its loaded share for one core), the span took
+/// `wall_s` and used `cpu_s` of `capacity_cores`. The device takes wall_s / `speedup` with each
+/// of its cores as busy as the one that ran (cores waiting on shared memory still draw power):
+/// estimate_energy_j of the whole device over that time. nullopt as estimate_energy_j, or when
+/// threads < 1 or speedup <= 0.
+std::optional<double> estimate_projected_energy_j(const PowerDescription& core_power, int threads,
+                                                  double speedup, double wall_s, double cpu_s,
+                                                  double capacity_cores);
+
 }  // namespace edgeprof
 EDGEPROF_API_END

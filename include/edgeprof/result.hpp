@@ -158,6 +158,12 @@ struct Result {
   /// Measured: how many times per-core emulation (EmulationPlan::core_groups) moved a thread
   /// of the workload to another core's group (new threads start in their creator's).
   std::uint64_t thread_moves = 0;
+  /// Sampled, projected runs only (CoreEmulation::projected): about how many of the workload's
+  /// threads ran at once: the effective number of the slice's threads sharing its CPU time
+  /// (total^2 / the sum of each thread's squared), per window of about 100 ms, averaged weighted
+  /// by CPU time. About 1 when one thread did the work, N when N were equally busy (they then shared the one core's quota: `warnings` says so from
+  /// 1.5). Unset on other runs, unsampled ones, and ones too short for a window.
+  std::optional<double> threads_at_once;
   /// Measured: how many times per-core scaling (EmulationPlan::core_quota_by_busy) changed the
   /// core groups' quota as the number of busy threads changed.
   std::uint64_t core_quota_changes = 0;
@@ -179,6 +185,13 @@ struct Result {
   /// "phase.<name>.all_cores_wall_time_s", what compare() and score() rank and budget by
   /// default, whatever the core emulation.
   double all_cores_s(double measured_s) const { return projected_s(measured_s).value_or(measured_s); }
+  /// Estimated: the device's energy with all its cores for a span of this run that took
+  /// `measured_s` and used `cpu_s` of CPU (the run's wall and CPU time, a phase's), in joules.
+  /// Where the plan projects, the whole board over all_cores_s(measured_s) with each of its
+  /// cores as busy as the one that ran (estimate_projected_energy_j); else estimate_energy_j,
+  /// energy_j's figure. Figures "all_cores_energy_j" and "phase.<name>.all_cores_energy_j".
+  /// nullopt without the device's power figures.
+  std::optional<double> all_cores_energy_j(double measured_s, double cpu_s) const;
 };
 
 /// Every field equal (doubles compared exactly).
@@ -230,12 +243,15 @@ bool operator==(const RepeatedResult& a, const RepeatedResult& b);
 /// occurrences) and ".memory_net_peak_bytes" (the largest); with a projection
 /// (Result::projected_s) also "projected_wall_time_s" and "phase.<name>.projected_wall_time_s";
 /// always "all_cores_wall_time_s" and "phase.<name>.all_cores_wall_time_s" (Result::all_cores_s:
-/// projected where the plan projects, measured otherwise; figure_provenance() says which).
+/// projected where the plan projects, measured otherwise; figure_provenance() says which); with
+/// the device's power figures "energy_j" and "all_cores_energy_j" (Result::all_cores_energy_j),
+/// and for phases whose CPU was sampled "phase.<name>.energy_j" / ".all_cores_energy_j".
 std::map<std::string, double> figures(const Result& result);
 
 /// "projected" for a figure of `result` that its plan's projection made (a projected_* figure,
-/// an all_cores_* figure of a projected run), else "measured" (for a summary figure, sampled
-/// in fact; its name says so: docs/report.md).
+/// an all_cores_* figure of a projected run, its energy included), "estimated" for the other
+/// energies (energy_j, all_cores_energy_j), else "measured" (for a summary figure, sampled in
+/// fact; its name says so: docs/report.md).
 const char* figure_provenance(const Result& result, const std::string& name);
 
 /// Computes `stats` from the runs (a pure function): every figure present in every run.

@@ -695,6 +695,8 @@ class Result:
     @property
     def thread_moves(self) -> int: ...  # measured; per-core emulation's thread moves
     @property
+    def threads_at_once(self) -> float | None: ...  # sampled; projected runs: threads busy at once
+    @property
     def core_quota_changes(self) -> int: ...  # measured; per-core scaling's quota changes
     @property
     def host(self) -> HostInfo: ...
@@ -712,7 +714,10 @@ class Result:
     @property
     def all_cores_wall_time_s(self) -> float: ...  # all_cores_s(wall_time_s)
     def all_cores_s(self, measured_s: float) -> float: ...  # projected_s() or measured_s
-    def figure_provenance(self, name: str) -> str: ...  # "projected" or "measured"
+    def figure_provenance(self, name: str) -> str: ...  # "projected", "estimated" or "measured"
+    @property
+    def all_cores_energy_j(self) -> float | None: ...  # estimated; projected where projected
+    def all_cores_energy_j_of(self, measured_s: float, cpu_s: float) -> float | None: ...
     def to_json(self) -> str: ...
     @staticmethod
     def from_json(text: str) -> "Result": ...

@@ -40,12 +40,23 @@ def result_to_pandas(self: "_core.Result") -> Any:
 
 
 def phases_to_pandas(self: "_core.Result") -> Any:
-    """One row per phase the workload marked."""
+    """One row per phase the workload marked; ``all_cores_wall_time_s`` and
+    ``all_cores_energy_j`` are the phase's time and energy on the device with all its cores
+    (``Result.all_cores_s``, ``Result.all_cores_energy_j_of``: projected on a projected run,
+    else the measured ``wall_time_s`` and the estimated ``energy_j``)."""
     pd = _pandas()
-    columns = ["name", "start_s", "end_s", "wall_time_s", "ended_by_exit", "cpu_s",
-               "memory_start_bytes", "memory_peak_bytes", "memory_net_peak_bytes"]
-    return pd.DataFrame([{c: getattr(p, c) for c in columns} for p in self.phases],
-                        columns=columns)
+    derived = ["all_cores_wall_time_s", "all_cores_energy_j"]
+    columns = ["name", "start_s", "end_s", "wall_time_s", "all_cores_wall_time_s",
+               "ended_by_exit", "cpu_s", "memory_start_bytes", "memory_peak_bytes",
+               "memory_net_peak_bytes", "energy_j", "all_cores_energy_j"]
+    rows = []
+    for p in self.phases:
+        row = {c: getattr(p, c) for c in columns if c not in derived}
+        row["all_cores_wall_time_s"] = self.all_cores_s(p.wall_time_s)
+        row["all_cores_energy_j"] = (None if p.cpu_s is None
+                                     else self.all_cores_energy_j_of(p.wall_time_s, p.cpu_s))
+        rows.append(row)
+    return pd.DataFrame(rows, columns=columns)
 
 
 def repeated_to_pandas(self: "_core.RepeatedResult") -> Any:

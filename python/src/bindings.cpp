@@ -781,6 +781,11 @@ PYBIND11_MODULE(_core, m) {
                     "that showed it (from its processes' /proc/PID/maps).")
       .def_readonly("thread_moves", &Result::thread_moves,
                     "Measured: threads moved between per-core emulation's core groups.")
+      .def_readonly("threads_at_once", &Result::threads_at_once,
+                    "Sampled, projected runs only: about how many of the workload's threads ran "
+                    "at once (the effective number sharing its CPU time, per 100 ms); about 1 for "
+                    "one busy thread, N for N equally busy ones (warned from 1.5). None on "
+                    "other runs.")
       .def_readonly("core_quota_changes", &Result::core_quota_changes,
                     "Measured: times per-core scaling set the core groups' quota for the "
                     "number of busy threads.")
@@ -812,6 +817,18 @@ PYBIND11_MODULE(_core, m) {
       .def("all_cores_s", &Result::all_cores_s, py::arg("measured_s"),
            "A time of this run as the device with all its cores takes it: projected_s() "
            "where the plan projects, else the time itself.")
+      .def_property_readonly(
+          "all_cores_energy_j",
+          [](const Result& r) {
+            return r.all_cores_energy_j(r.wall_time_s, r.cpu_user_s + r.cpu_system_s);
+          },
+          "Estimated: the device's energy with all its cores (J): where the plan projects, the "
+          "whole board over the projected time, each core as busy as the one that ran; else "
+          "energy_j. None without power figures.")
+      .def("all_cores_energy_j_of", &Result::all_cores_energy_j, py::arg("measured_s"),
+           py::arg("cpu_s"),
+           "The device's energy with all its cores for a span of this run that took "
+           "measured_s and used cpu_s of CPU (a phase's); estimated.")
       .def("figure_provenance",
            [](const Result& r, const std::string& name) { return figure_provenance(r, name); },
            py::arg("name"), "'projected' or 'measured': how figure NAME of this run was made.")

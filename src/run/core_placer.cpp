@@ -129,7 +129,7 @@ void CorePlacer::round(bool measure_load) {
       t.fresh = added;
       if (measure_load) {
         // The thread's CPU time so far (schedstat's first field, ns).
-        const auto stat = fs_.read(fmt::format("/proc/{}/schedstat", tid));
+        const auto stat = fs_.read(fmt::format(files::kProcTidSchedstat, tid));
         const auto words = split_words(stat.value_or(""));
         const auto cpu = words.empty() ? std::nullopt : parse_u64(words[0]);
         if (cpu) {

@@ -150,6 +150,11 @@ Sampler::Clock::time_point Sampler::start() {
   // its time modulo the interval (summarize), not offset by how long this start took.
   origin_ = Clock::now();
   sample(true, origin_);
+  if (census_) {
+    census_->reset();
+    census_->read();
+    census_at_ = Clock::now();
+  }
   first_read_ = columns_.size() == 1 ? columns_.complete : std::bitset<kMetricCount>();
   if (marks_fd_ >= 0) watch(epoll_fd_.get(), marks_fd_, kMarks);
   try {
@@ -183,6 +188,11 @@ void Sampler::stop() {
 void Sampler::scan_runtimes() {
   std::lock_guard<std::mutex> guard(lock_);
   if (runtimes_) runtimes_->scan();
+}
+
+std::optional<double> Sampler::threads_at_once() {
+  std::lock_guard<std::mutex> guard(lock_);
+  return census_ ? census_->threads_at_once() : std::nullopt;
 }
 
 RuntimesSeen Sampler::runtimes_seen() {
@@ -270,6 +280,16 @@ void Sampler::run() noexcept {
           }
           // A late read (a busy machine, a long interval) stands for the times that passed.
           while (runtime_scan_at(runtime_scans_) <= elapsed) ++runtime_scans_;
+        }
+      }
+      // The threads' CPU time about every Sources::kSlowSourceNs (at every tick when the
+      // interval is longer), by the readings' times.
+      if (census_) {
+        const auto now = Clock::now();
+        if (now - census_at_ >=
+            std::chrono::nanoseconds(Sources::kSlowSourceNs) - interval_ / 2) {
+          census_->read();
+          census_at_ = now;
         }
       }
     }

@@ -15,6 +15,7 @@
 
 #include "runtimes.hpp"
 #include "sampler/sources.hpp"
+#include "sampler/thread_census.hpp"
 
 namespace edgeprof::detail {
 
@@ -56,6 +57,11 @@ class Sampler {
   void on_new_runtime(std::function<void(const RuntimesSeen&)> call) {
     on_new_runtime_ = std::move(call);
   }
+  // Once, before a start(): also read the slice's threads' CPU time (ThreadCensus) at the first
+  // sample and then on scheduled ticks about every Sources::kSlowSourceNs.
+  void watch_threads(ThreadCensus census) { census_ = std::move(census); }
+  // The census of the last run (or so far in this one): threads_at_once(), nullopt without one.
+  std::optional<double> threads_at_once();
   // Reads the maps now, in the caller (a run at its timeout, before its processes are killed).
   void scan_runtimes();
   // The runtimes seen in the last run, or so far in this one.
@@ -116,6 +122,8 @@ class Sampler {
   std::optional<RuntimeWatch> runtimes_;
   std::size_t runtime_scans_ = 0;  // the next read is at runtime_scan_at(runtime_scans_)
   std::function<void(const RuntimesSeen&)> on_new_runtime_;
+  std::optional<ThreadCensus> census_;
+  Clock::time_point census_at_;  // its last reading
   unsigned forks_ = 0;  // the process's fork count when the sampler was made
   // Everything above that a run touches is guarded by `lock_` while the thread may run; the
   // thread samples only while `running_`.

@@ -277,3 +277,67 @@ TEST_CASE("estimate_energy_j: idle power for the wall time, the rest in proporti
   CHECK(*estimate_energy_j(p, 10, 30, 2) == Approx(60));       // capped at fully loaded
   CHECK_FALSE(estimate_energy_j(p, 10, 5, 0).has_value());
 }
+
+TEST_CASE("energy with all the device's cores from a run on one of them", "[analysis][energy]") {
+  // A board of four cores, idle 2 W, loaded 6 W: one core's power is idle 2 W, loaded 3 W.
+  PowerDescription board;
+  board.idle_watts = 2;
+  board.loaded_watts = 6;
+  const PowerDescription core = for_threads([&] {
+    Device d;
+    d.name = "board";
+    d.cores = 4;
+    d.core_speed = 0.5;
+    d.memory_bytes = 1 << 30;
+    d.power = board;
+    return d;
+  }(), 1).power;
+  REQUIRE(*core.loaded_watts == Approx(3));
+  // The core ran 4 s, busy 2 s of them (1 s of CPU at a capacity of 0.5): 8 + 2 = 10 J.
+  CHECK(*estimate_energy_j(core, 4, 1, 0.5) == Approx(10));
+  // The board with a speed-up of 2: 2 s, each core busy 1 s of them: 2 x 2 + (6 - 2) x 1 = 8 J.
+  CHECK(*estimate_projected_energy_j(core, 4, 2, 4, 1, 0.5) == Approx(8));
+  // A perfect speed-up of 4: 1 s, all four busy half of it: 2 + 4 x 0.5 = 4 J.
+  CHECK(*estimate_projected_energy_j(core, 4, 4, 4, 1, 0.5) == Approx(4));
+  // One thread: the one core's own estimate.
+  CHECK(*estimate_projected_energy_j(core, 1, 1, 4, 1, 0.5) == Approx(10));
+  CHECK_FALSE(estimate_projected_energy_j(core, 4, 0, 4, 1, 0.5));
+  CHECK_FALSE(estimate_projected_energy_j(core, 0, 2, 4, 1, 0.5));
+  CHECK_FALSE(estimate_projected_energy_j(PowerDescription{}, 4, 2, 4, 1, 0.5));
+
+  // Result::all_cores_energy_j: the projection where the plan has one, energy_j's otherwise.
+  Result r;
+  r.device.power = core;
+  r.plan.cpu_period_us = 100000;
+  r.plan.cpu_quota_us = 50000;
+  r.wall_time_s = 4;
+  r.cpu_user_s = 1;
+  r.energy_j = estimate_energy_j(core, 4, 1, 0.5);
+  CHECK(*r.all_cores_energy_j(4, 1) == Approx(10));
+  CHECK(figures(r).at("energy_j") == Approx(10));
+  CHECK(figures(r).at("all_cores_energy_j") == Approx(10));
+  CHECK(std::string(figure_provenance(r, "all_cores_energy_j")) == "estimated");
+  CHECK(std::string(figure_provenance(r, "energy_j")) == "estimated");
+  ThreadsProjection projection;
+  projection.threads = 4;
+  projection.speedup = 2;
+  r.plan.threads_projection = projection;
+  CHECK(*r.all_cores_energy_j(4, 1) == Approx(8));
+  Phase ph;
+  ph.name = "infer";
+  ph.start_s = 1;
+  ph.end_s = 3;
+  ph.cpu_s = 0.5;
+  ph.energy_j = estimate_energy_j(core, 2, 0.5, 0.5);
+  r.phases = {ph, ph};  // a phase marked twice: summed
+  const auto f = figures(r);
+  CHECK(f.at("all_cores_energy_j") == Approx(8));
+  CHECK(f.at("phase.infer.energy_j") == Approx(2 * *ph.energy_j));
+  CHECK(f.at("phase.infer.all_cores_energy_j") == Approx(2 * 4.0));  // each: 2 x 1 + 4 x 0.5
+  CHECK(std::string(figure_provenance(r, "all_cores_energy_j")) == "projected");
+  CHECK(std::string(figure_provenance(r, "phase.infer.energy_j")) == "estimated");
+  // In the report, derived and labelled.
+  const std::string json = to_json(r);
+  CHECK(json.find("\"all_cores_energy_j\":8.0") != std::string::npos);
+  CHECK(to_text(r).find("with all 4 cores over the projected time") != std::string::npos);
+}

@@ -398,6 +398,48 @@ TEST_CASE("projected: the workload runs on one CPU and is told to start one thre
   CHECK(width_warnings(left)[0].find("thread_env off") != std::string::npos);
 }
 
+TEST_CASE("projected: threads the workload starts in code are counted and warned",
+          "[kernel][projected][census]") {
+  REQUIRE_CGROUPS();
+  SliceOptions options;
+  options.plan = projected();
+  Slice slice(quad(), options);
+  REQUIRE(slice.plan().threads_projection);
+  const auto census_warnings = [](const Result& r) {
+    std::vector<std::string> out;
+    for (const std::string& w : r.warnings) {
+      if (w.find("threads ran at once") != std::string::npos) out.push_back(w);
+    }
+    return out;
+  };
+  // Three spinning threads, whatever OMP_NUM_THREADS says (as torch.set_num_threads(3) would):
+  // they share the one core's quota, and the result says so.
+  const Result wide = slice.spawn(workload({"spin", "1.0", "3"})).wait();
+  REQUIRE(wide.ok());
+  CHECK(wide.thread_env.at("OMP_NUM_THREADS") == "1");
+  REQUIRE(wide.threads_at_once);
+  CHECK(*wide.threads_at_once >= 1.5);
+  CHECK(census_warnings(wide).size() == 1);
+  CHECK(to_text(wide).find("threads at once") != std::string::npos);
+  // Kept in the report.
+  const Result back = result_from_json(to_json(wide));
+  REQUIRE(back.threads_at_once);
+  CHECK(*back.threads_at_once == Approx(*wide.threads_at_once));
+  // One spinning thread (its starter waits in join): about one, no warning.
+  const Result one = slice.spawn(workload({"spin", "1.0", "1"})).wait();
+  REQUIRE(one.ok());
+  REQUIRE(one.threads_at_once);
+  CHECK(*one.threads_at_once < 1.5);
+  CHECK(census_warnings(one).empty());
+  // Pooled runs have no census.
+  SliceOptions pooled_options;
+  pooled_options.plan.cores = CoreEmulation::pooled;
+  Slice pooled(quad(), pooled_options);
+  const Result p = pooled.spawn(workload({"spin", "0.3", "2"})).wait();
+  REQUIRE(p.ok());
+  CHECK_FALSE(p.threads_at_once);
+}
+
 TEST_CASE("a projected run's interval carries the board's speed-up's spread; a pooled one's not",
           "[kernel][projected][interval]") {
   REQUIRE_CGROUPS();

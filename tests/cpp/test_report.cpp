@@ -290,6 +290,23 @@ TEST_CASE("repeated results: statistics per figure, JSON round trip", "[report][
   CHECK(rr.all_ok());
   CHECK(repeated_from_json(to_json(rr)) == rr);
   CHECK(to_text(rr).find("95% CI") != std::string::npos);
+
+  // A report written before a figure existed (all_cores_wall_time_s, before projections) gets
+  // its statistic from the runs it holds; the ones it has are read as written.
+  std::string old = to_json(rr);
+  const std::string key = "\"all_cores_wall_time_s\":{";
+  const auto at = old.find(key, old.find("\"stats\""));
+  REQUIRE(at != std::string::npos);
+  old.erase(at, old.find('}', at) + 2 - at);  // the statistic and its comma
+  REQUIRE(old.find(key, old.find("\"stats\"")) == std::string::npos);
+  const RepeatedResult back = repeated_from_json(old);
+  REQUIRE(back.stats.count("all_cores_wall_time_s") == 1);
+  CHECK(back.stat("all_cores_wall_time_s").median == 2.0);
+  CHECK(back == rr);
+  std::string edited = to_json(rr);
+  const auto median = edited.find("\"median\":", edited.find("\"wall_time_s\":{", edited.find("\"stats\"")));
+  edited.replace(median, 12, "\"median\":7.0");
+  CHECK(repeated_from_json(edited).stat("wall_time_s").median == 7.0);
 }
 
 TEST_CASE("the time series as CSV: available metrics and derived CPU cores", "[report]") {

@@ -423,6 +423,25 @@ def test_projected_core_emulation_runs_one_thread_and_projects_the_wall_time(tmp
         edgeprof_api.plan_emulation(plain, core_emulation="projected")
 
 
+@requires_cgroups
+def test_projected_run_counts_the_threads_that_ran_at_once():
+    # Three busy processes where one thread was meant to run (as a workload that sets its
+    # thread count in code would start them): they share the one core, and the report says so.
+    p = edgeprof("run", "--device", "raspberry-pi-4b-1gb", "--speed-kind", "integer",
+                 "--core-emulation", "projected", "--json", "--", "sh", "-c",
+                 "for i in 1 2 3; do timeout 1 sh -c 'while :; do :; done' & done; wait")
+    assert p.returncode == 0, p.stderr
+    report = json.loads(p.stdout)
+    assert report["threads_at_once"] >= 1.5
+    assert report["provenance"]["threads_at_once"] == "sampled"
+    assert any("threads ran at once" in w for w in report["warnings"]), report["warnings"]
+    # A pooled run has no census.
+    pooled = edgeprof("run", "--device", "raspberry-pi-4b-1gb", "--speed-kind", "integer",
+                      "--core-emulation", "pooled", "--json", "--", "true")
+    assert pooled.returncode == 0, pooled.stderr
+    assert json.loads(pooled.stdout)["threads_at_once"] is None
+
+
 def test_core_emulation_auto_says_which_it_chose():
     pi = edgeprof_api.find_device("raspberry-pi-4b-1gb")
     # At the integer speed its tables (CNN inference) do not apply: pooled, and said.

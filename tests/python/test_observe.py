@@ -110,6 +110,8 @@ def test_python_phases_separate_the_model_from_the_interpreter(one_core):
     frame = r.phases_to_pandas() if _has_pandas() else None
     if frame is not None:
         assert list(frame["name"]) == ["load", "inference"]
+        # Not projected: a phase's time with all the device's cores is the measured one.
+        assert list(frame["all_cores_wall_time_s"]) == [p.wall_time_s for p in r.phases]
 
 
 def test_phases_are_no_ops_outside_edgeprof():
