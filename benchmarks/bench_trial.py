@@ -271,7 +271,7 @@ def main() -> int:
     if edgeprof is None:
         return 77
 
-    device = edgeprof.builtin_device(args.device)
+    device = edgeprof.devices.builtin_device(args.device)
     plan = edgeprof.plan_emulation(device)
     # A device as large as this host: no emulated slowdown, so what is left is edgeprof's own.
     host_cpus = len(os.sched_getaffinity(0))
@@ -285,12 +285,12 @@ def main() -> int:
     preamble = [
         f"run: {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC",
         f"machine: {os.cpu_count()} CPUs ({cpu_model()}), kernel {platform.release()}, cgroups "
-        f"{edgeprof.cgroup_mode()}",
+        f"{edgeprof.emulation.cgroup_mode()}",
         f"command: `{command}`",
         f"Python {platform.python_version()}, edgeprof {edgeprof.__version__} "
         f"({os.path.dirname(edgeprof.__file__)})",
         f"device: {device.name} ({device.cores} cores x {device.core_speed} speed, "
-        f"{edgeprof.format_size(device.memory_bytes)}): core emulation "
+        f"{edgeprof.devices.format_size(device.memory_bytes)}): core emulation "
         f"{plan.core_emulation}, quota {plan.cpu_quota_us}/{plan.cpu_period_us} us on "
         f"{len(plan.cpus)} CPU(s); {host_sized.name}: {host_cpus} cores x "
         f"1.0 speed, 1 GiB (no emulated slowdown)",
@@ -325,11 +325,11 @@ def main() -> int:
             Variant("the same, importing edgeprof first (as the worker does; no slice)",
                     lambda: spawned(True)),
             Variant("edgeprof.profile(fn, arg, device=...) (sampling every 10 ms)",
-                    lambda: profiled(device, edgeprof.DEFAULT_INTERVAL_S)),
+                    lambda: profiled(device, edgeprof.emulation.DEFAULT_INTERVAL_S)),
             Variant("edgeprof.profile(fn, arg, device=..., interval=None) (no sampling)",
                     lambda: profiled(device, None)),
             Variant(f"edgeprof.profile(fn, arg, device={host_sized.name}) (sampling every 10 ms)",
-                    lambda: profiled(host_sized, edgeprof.DEFAULT_INTERVAL_S)),
+                    lambda: profiled(host_sized, edgeprof.emulation.DEFAULT_INTERVAL_S)),
         ]
 
     groups = [

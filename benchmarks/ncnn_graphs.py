@@ -2,7 +2,7 @@
 """Do edgeprof's reference graphs time like the graphs ncnn's published device times come from?
 
 edgeprof writes its own ncnn graphs of the architectures ncnn's `benchncnn` times
-(`edgeprof.reference_graphs()`); the devices' published times are of ncnn's graphs. A graph
+(`edgeprof.nn.reference_graphs()`); the devices' published times are of ncnn's graphs. A graph
 that takes longer or shorter on this host than ncnn's graph of the same architecture puts its
 difference into every device's error for that graph. This benchmark times both, graph by graph,
 on this host, with edgeprof's own runner (the one the host's rating uses: ncnn from PyPI, one
@@ -112,7 +112,7 @@ def main() -> int:
     wanted = [g for g in args.graphs.split(",") if g]
     ours, theirs, bare = {}, {}, {}
     missing = []
-    for g in edgeprof.reference_graphs():
+    for g in edgeprof.nn.reference_graphs():
         if wanted and g.name not in wanted:
             continue
         path = os.path.join(args.ncnn_models, f"{g.name}.param")

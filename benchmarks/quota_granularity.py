@@ -98,7 +98,7 @@ def main() -> int:
                 one_run(edgeprof, speed, period, args.seconds, args.gap_us))
 
     print(f"- run: {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; machine: {os.cpu_count()} "
-          f"CPUs, kernel {platform.release()}, cgroups {edgeprof.cgroup_mode()}")
+          f"CPUs, kernel {platform.release()}, cgroups {edgeprof.emulation.cgroup_mode()}")
     print(f"- command: `python3 benchmarks/quota_granularity.py {' '.join(sys.argv[1:])}`")
     print(f"- one busy thread in a 1-core slice; {args.reps} runs of {args.seconds:g} s per "
           f"setting, pooled; an interruption of more than {args.gap_us} us ends a run")

@@ -95,7 +95,7 @@ def main() -> int:
             results[p].append(one_run(edgeprof, args.speed, p, args.seconds, args.window))
 
     print(f"- run: {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; machine: {os.cpu_count()} "
-          f"CPUs, kernel {platform.release()}, cgroups {edgeprof.cgroup_mode()}")
+          f"CPUs, kernel {platform.release()}, cgroups {edgeprof.emulation.cgroup_mode()}")
     print(f"- command: `python3 benchmarks/thread_shares.py {' '.join(sys.argv[1:])}`")
     print(f"- 2 busy processes on 2 cores x {args.speed:g}; target {args.speed:g} of a host core "
           f"each; bandwidth slice {slice_us / 1000:g} ms; {args.seconds:g} s runs, "

@@ -70,18 +70,18 @@ def held_out_speeds(edgeprof: Any, device: Any, speed: Any, host_ms: dict[str, f
     nn_speed on the same one-core times runtime_speed made)."""
     times = device.runtime_ms[runtime].ms
     one_core = {m: ms * speed.one_core_factor for m, ms in times.items()}
-    return {m: edgeprof.nn_speed({k: v for k, v in one_core.items() if k != m}, host_ms,
-                                 speed.precision)
-            for m in times if m in host_ms}
+    return {m: edgeprof.nn.nn_speed({k: v for k, v in one_core.items() if k != m}, host_ms,
+                                    speed.precision)
+               for m in times if m in host_ms}
 
 
 def coverage(edgeprof: Any, predicted: dict[str, float], published: dict[str, float],
              held: dict) -> str:
     """The share of models whose published time lies within the 90% interval
-    (edgeprof.time_interval of the speed without the model) around the held-out time."""
+    (edgeprof.nn.time_interval of the speed without the model) around the held-out time."""
     inside = n = 0
     for m, ms in predicted.items():
-        interval = edgeprof.time_interval(held[m]) if m in published else None
+        interval = edgeprof.nn.time_interval(held[m]) if m in published else None
         if interval is None:
             continue
         n += 1
@@ -121,7 +121,7 @@ def summary(edgeprof: Any, predicted: dict[str, float], published: dict[str, flo
     if len(models) < 2:
         return "-"
     errors = [abs(predicted[m] / published[m] - 1) for m in models]
-    tau = edgeprof.kendall([predicted[m] for m in models], [published[m] for m in models])
+    tau = edgeprof.analysis.kendall([predicted[m] for m in models], [published[m] for m in models])
     return (f"{100 * statistics.median(errors):.0f}% (worst {100 * max(errors):.0f}%), "
             f"tau {tau.coefficient:.2f}")
 
@@ -147,9 +147,9 @@ def main() -> int:
     else:
         import edgeprof
     started = time.time()
-    rating = None if args.remeasure else edgeprof.cached_nn_rating(runtime=args.runtime)
+    rating = None if args.remeasure else edgeprof.nn.cached_nn_rating(runtime=args.runtime)
     if rating is None:
-        rating = edgeprof.measure_nn_rating(
+        rating = edgeprof.nn.measure_nn_rating(
             runtime=args.runtime, python=args.torch_python,
             progress=lambda line: print(f"torch_boards.py: {line}", file=sys.stderr))
     host_ms = rating.host_ms
@@ -157,7 +157,7 @@ def main() -> int:
              f"Host: {cpu_model()}, {os.cpu_count()} CPUs, kernel {platform.release()}; "
              f"rating: {rating}\n",
              "Held out: each model's own published time left out of the speed (and out of "
-             "its 90% interval, edgeprof.time_interval; coverage: the share of published "
+             "its 90% interval, edgeprof.nn.time_interval; coverage: the share of published "
              "times inside). "
              "`speed only`: estimated (no emulation); `emulated`: measured one device core, "
              "projected to all cores by the library.\n"]

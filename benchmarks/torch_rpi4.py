@@ -179,7 +179,7 @@ def report(args: argparse.Namespace, edgeprof: Any, published: dict[str, float],
                 f"{speed * g:.4f} of a host core instead of {speed:.4f} would have put the "
                 f"geometric mean on the published times (taking time as proportional to "
                 f"1 / speed)")
-    host_model = edgeprof.host_info()
+    host_model = edgeprof.emulation.host_info()
     lines = [
         f"Measured {started:%Y-%m-%d %H:%M} UTC on {platform.node()} ({host_model.cpu_model}, "
         f"{host_model.cpus} CPUs, kernel {platform.release()}, cgroups {first.cgroup_mode}), "
@@ -234,7 +234,8 @@ def report(args: argparse.Namespace, edgeprof: Any, published: dict[str, float],
             f"- {precision}: wall {r.wall_time_s:.1f} s (imports, loading, warm-up and timed "
             f"inferences), CPU {r.cpu_user_s + r.cpu_system_s:.1f} s, throttled "
             f"{r.throttled_s:.1f} s in {r.throttled_periods} of {r.periods} periods, peak memory "
-            f"{edgeprof.format_size(peak) if peak is not None else 'unknown'}, keep-warm CPU "
+            f"{edgeprof.devices.format_size(peak) if peak is not None else 'unknown'}, "
+            f"keep-warm CPU "
             f"{r.keep_warm_cpu_s:.1f} s; runtimes seen: {seen}")
         lines += [f"  - warning: {w}" for w in r.warnings]
     lines += ["", "Plan notes:", ""] + [f"- {n}" for n in plan.notes]

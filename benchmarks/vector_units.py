@@ -6,7 +6,7 @@ A probed device's nn speed is its vector-kernel score / this host's, each on its
 (an Arm core's 128-bit NEON against this host's AVX-512, say). No device is at hand here, but
 this host has three units of different width, and PyTorch can be held to each: ATen by
 ATEN_CPU_CAPABILITY, its oneDNN convolutions by ONEDNN_MAX_CPU_ISA. So, per unit, this program
-measures the vector score (edgeprof.run_suite(vector_unit=...)) and PyTorch's one-thread
+measures the vector score (edgeprof.speed.run_suite(vector_unit=...)) and PyTorch's one-thread
 inference time of ResNet-18, MobileNet v2 and VGG-11 (torch_cnn.py), interleaved over
 `--rounds`, and compares the speed the score predicts for each unit relative to the best one
 with the speed PyTorch got.
@@ -68,7 +68,7 @@ def main() -> int:
         print(f"vector_units.py: cannot run here: {args.python} has no torch "
               "(pip install torch, or --python)", file=sys.stderr)
         return 77
-    units = [u for u in edgeprof.vector_units() if u in TORCH_ISA]
+    units = [u for u in edgeprof.speed.vector_units() if u in TORCH_ISA]
     if len(units) < 2:
         print(f"vector_units.py: cannot run here: this CPU has one vector unit ({units})",
               file=sys.stderr)
@@ -79,7 +79,7 @@ def main() -> int:
     for r in range(args.rounds):
         order = units[r % len(units):] + units[:r % len(units)]  # interleaved, rotated
         for u in order:
-            s = edgeprof.run_suite(per_kernel_s=0.2, repeats=3, cpu=args.cpu, vector_unit=u)
+            s = edgeprof.speed.run_suite(per_kernel_s=0.2, repeats=3, cpu=args.cpu, vector_unit=u)
             scores[u].append(s.vector)
             t = torch_times(args.python, args.cpu, u, args.loops, args.models)
             for m in args.models:
@@ -91,7 +91,7 @@ def main() -> int:
     score = {u: statistics.median(v) for u, v in scores.items()}
     time_ms = {u: {m: statistics.median(v) for m, v in ms[u].items()} for u in units}
     print(f"Measured {datetime.now(timezone.utc):%Y-%m-%d} on {platform.node()} "
-          f"({edgeprof.host_calibration().cpu_model}), CPU {args.cpu}, PyTorch "
+          f"({edgeprof.speed.host_calibration().cpu_model}), CPU {args.cpu}, PyTorch "
           f"{probe.stdout.strip()} one thread, medians of {args.rounds} interleaved rounds. "
           f"Speed of each unit relative to {best}: the vector score's ratio (what a probed "
           "device's nn speed is made of) against PyTorch's time ratio per model.\n")

@@ -45,7 +45,7 @@ def run_trial(trial: optuna.Trial, device=DEVICE) -> tuple[float, edgeprof.Resul
     trial.set_user_attr("peak_memory_bytes", report.peak_memory_bytes)
     if report.oom_killed:
         raise optuna.TrialPruned(f"out of memory on {device.name} "
-                                 f"({edgeprof.format_size(device.memory_bytes)})")
+                                 f"({edgeprof.devices.format_size(device.memory_bytes)})")
     if not report.ok:
         raise RuntimeError(f"trial failed on {device.name}: {report.exit_code=}, "
                            f"{report.signal=}")

@@ -13,125 +13,44 @@ back exact, honestly labelled measurements::
     with edgeprof.phase("inference"):
         model(x)
 
+The top level holds what a run needs; the rest is in submodules by task:
+``edgeprof.devices`` (the catalog, device files), ``edgeprof.emulation`` (plans, slices, the
+host), ``edgeprof.results`` (results, series, statistics, figures), ``edgeprof.analysis``
+(compare, rankings, budgets, calibrations), ``edgeprof.speed`` (host and core speeds, the quota's
+own share), ``edgeprof.nn`` (inference speeds and runtimes) and ``edgeprof.profiling``
+(profiling Python functions, phases). A name that used to be at the top level still works for
+one release, with a DeprecationWarning naming its submodule.
+
 The work is done by the C++ library (``edgeprof._core``); this package re-exports it and adds
 what is Pythonic (pandas frames, the phase context manager, the command line).
 """
 
+import importlib as _importlib
+import warnings as _warnings
+
 from edgeprof._core import (
-    DEFAULT_CPU_PERIOD_US,
-    DEFAULT_INTERVAL_S,
-    METRICS,
-    REPORT_SCHEMA_VERSION,
     CgroupError,
-    Child,
     Device,
     DeviceError,
-    EmulationPlan,
-    ThreadsProjection,
     Error,
-    HostInfo,
-    Phase,
     PermissionDenied,
     RepeatedResult,
     Result,
     Slice,
-    SourceStatus,
     SpawnError,
-    Statistic,
-    Summary,
-    TimeSeries,
     UnsupportedError,
     __version__,
-    builtin_device,
-    builtin_devices,
-    cgroup_mode,
-    format_size,
-    host_info,
-    parse_size,
+    find_device,
     plan_emulation,
     run,
-    statistics,
-)
-from edgeprof._core import (
-    Agreement,
-    BudgetCheck,
-    Calibration,
-    Comparison,
-    ComparisonRow,
-    Score,
     score,
-    Prediction,
-    Projection,
-    RankedItem,
-    check_budget,
-    figure,
-    figures,
-    find_calibration,
-    kendall,
-    pareto_front,
-    project,
-    spearman,
 )
-from edgeprof._core import (
-    CoreScores,
-    CpuDescription,
-    FigureSource,
-    HostCalibration,
-    PeriodSpeedFit,
-    PowerDescription,
-    REFERENCE_CORE,
-    REFERENCE_CORE_MIPS,
-    ReferenceRating,
-    SUITE_VERSION,
-    VECTOR_KERNEL_VERSION,
-    SpeedCalibration,
-    SpeedChange,
-    SpeedModel,
-    SpeedStep,
-    UserDevices,
-    WorkloadSpeedFit,
-    NnRating,
-    NnRuntime,
-    RuntimeTimes,
-    NnSpeed,
-    TimeInterval,
-    QuotaShare,
-    QuotaSharePoint,
-    HostDrift,
-    ReferenceGraph,
-    cached_nn_rating,
-    cached_quota_share,
-    cached_reference_rating,
-    calibrate_speed,
-    catalog_devices,
-    choose_cpu_period_us,
-    device_search_path,
-    estimate_energy_j,
-    find_device,
-    fit_speed_model,
-    host_calibration,
-    load_device_file,
-    measure_nn_rating,
-    nn_runtimes,
-    measure_quota_share,
-    measure_host_drift,
-    measure_reference_rating,
-    nn_speed,
-    time_interval,
-    nn_speed_from_scores,
-    reference_graphs,
-    run_suite,
-    vector_units,
-    solve_core_speed,
-    speed_from_scores,
-    user_devices,
-)
-from edgeprof._analysis import load_calibrations, pareto, rank, save_calibrations
 from edgeprof._phases import mark, phase, profiled
-from edgeprof._profile import Profiled, RemoteTraceback, WorkerDied, profile, profiled_function
+from edgeprof._profile import Profiled, WorkerDied, profile, profiled_function
 from edgeprof import _compare as _compare_module
 from edgeprof import _display, _frames
 from edgeprof._compare import compare
+from edgeprof import analysis, devices, emulation, nn, profiling, results, speed
 
 _frames.install()
 _display.install()
@@ -139,120 +58,50 @@ _compare_module.install()
 del _frames, _display, _compare_module
 
 __all__ = [
-    "Comparison",
-    "ComparisonRow",
-    "Score",
-    "compare",
-    "score",
-    "Profiled",
-    "RemoteTraceback",
-    "WorkerDied",
+    "__version__",
+    # run a workload under an emulated device, and what comes back
+    "run",
+    "Device",
+    "find_device",
+    "Slice",
+    "plan_emulation",
+    "Result",
+    "RepeatedResult",
+    # profile Python functions, mark phases from inside the workload
     "profile",
     "profiled_function",
-    "Agreement",
-    "BudgetCheck",
-    "Calibration",
-    "Prediction",
-    "Projection",
-    "RankedItem",
-    "check_budget",
-    "figure",
-    "figures",
-    "find_calibration",
-    "kendall",
-    "load_calibrations",
-    "pareto",
-    "pareto_front",
-    "project",
-    "rank",
-    "save_calibrations",
-    "spearman",
-    "DEFAULT_CPU_PERIOD_US",
-    "DEFAULT_INTERVAL_S",
-    "METRICS",
-    "REPORT_SCHEMA_VERSION",
-    "CgroupError",
-    "Child",
-    "Device",
-    "DeviceError",
-    "EmulationPlan",
-    "ThreadsProjection",
-    "Error",
-    "HostInfo",
-    "Phase",
-    "PermissionDenied",
-    "RepeatedResult",
-    "Result",
-    "Slice",
-    "SourceStatus",
-    "SpawnError",
-    "Statistic",
-    "Summary",
-    "TimeSeries",
-    "UnsupportedError",
-    "__version__",
-    "builtin_device",
-    "builtin_devices",
-    "catalog_devices",
-    "CoreScores",
-    "CpuDescription",
-    "FigureSource",
-    "HostCalibration",
-    "PowerDescription",
-    "SpeedChange",
-    "SpeedStep",
-    "UserDevices",
-    "device_search_path",
-    "estimate_energy_j",
-    "find_device",
-    "host_calibration",
-    "load_device_file",
-    "run_suite",
-    "vector_units",
-    "speed_from_scores",
-    "PeriodSpeedFit",
-    "SUITE_VERSION",
-    "VECTOR_KERNEL_VERSION",
-    "REFERENCE_CORE",
-    "REFERENCE_CORE_MIPS",
-    "ReferenceRating",
-    "cached_reference_rating",
-    "measure_reference_rating",
-    "NnRating",
-    "NnRuntime",
-    "RuntimeTimes",
-    "NnSpeed",
-    "ReferenceGraph",
-    "cached_nn_rating",
-    "measure_nn_rating",
-    "nn_runtimes",
-    "QuotaShare",
-    "HostDrift",
-    "QuotaSharePoint",
-    "cached_quota_share",
-    "measure_quota_share",
-    "measure_host_drift",
-    "nn_speed",
-    "time_interval",
-    "TimeInterval",
-    "nn_speed_from_scores",
-    "reference_graphs",
-    "SpeedCalibration",
-    "SpeedModel",
-    "WorkloadSpeedFit",
-    "calibrate_speed",
-    "choose_cpu_period_us",
-    "fit_speed_model",
-    "solve_core_speed",
-    "user_devices",
-    "cgroup_mode",
-    "format_size",
-    "host_info",
-    "mark",
-    "parse_size",
+    "Profiled",
     "phase",
-    "plan_emulation",
+    "mark",
     "profiled",
-    "run",
-    "statistics",
+    # choose between candidates
+    "compare",
+    "score",
+    # errors
+    "Error",
+    "CgroupError",
+    "DeviceError",
+    "PermissionDenied",
+    "SpawnError",
+    "UnsupportedError",
+    "WorkerDied",
 ]
+
+_SUBMODULES = ("analysis", "devices", "emulation", "nn", "profiling", "results", "speed")
+# Names that were at the top level before the submodules (one release): where they are now.
+_MOVED = {name: module for module in _SUBMODULES
+          for name in _importlib.import_module(f"edgeprof.{module}").__all__
+          if name not in __all__}
+
+
+def __getattr__(name: str):
+    module = _MOVED.get(name)
+    if module is None:
+        raise AttributeError(f"module 'edgeprof' has no attribute {name!r}")
+    _warnings.warn(f"edgeprof.{name} is now edgeprof.{module}.{name}; the top-level name goes "
+                   f"in the next release", DeprecationWarning, stacklevel=2)
+    return getattr(_importlib.import_module(f"edgeprof.{module}"), name)
+
+
+def __dir__() -> list:
+    return sorted(set(__all__) | set(_SUBMODULES))

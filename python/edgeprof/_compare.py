@@ -181,7 +181,8 @@ def comparison_repr(self: "_core.Comparison") -> str:
     workloads = list(dict.fromkeys(r.workload for r in self.rows))
     best = [f"{r.device}: {r.workload} {_value_text(r.value)}" for r in self.rows
             if r.rank == 1]
-    return (f"<edgeprof.Comparison of {len(workloads)} workload(s) on {len(devices)} device(s) "
+    return (f"<edgeprof.analysis.Comparison of {len(workloads)} workload(s) on "
+            f"{len(devices)} device(s) "
             f"by median {self.metric}, {self.repeat} run(s) each; best: {'; '.join(best)}>")
 
 

@@ -88,9 +88,9 @@ def _exit_status(result: edgeprof.Result) -> int:
     return result.exit_code if result.exit_code is not None else 1
 
 
-# The runtimes a rating can be measured with (edgeprof.nn_runtimes(), ncnn first): the help
+# The runtimes a rating can be measured with (edgeprof.nn.nn_runtimes(), ncnn first): the help
 # names what the library's table has.
-_OTHER_RUNTIMES = " or ".join(r.id for r in edgeprof.nn_runtimes() if r.id != "ncnn")
+_OTHER_RUNTIMES = " or ".join(r.id for r in edgeprof.nn.nn_runtimes() if r.id != "ncnn")
 _RUNTIME_HELP = (f"emulate the device at its speed with the workload's runtime: {_OTHER_RUNTIMES} "
                  "(its published times with that runtime against this host's rating with it, "
                  "`edgeprof calibrate-host --nn --runtime R`; catalog devices with such times: "
@@ -115,7 +115,7 @@ def _add_device_options(p: argparse.ArgumentParser) -> None:
                    help="the workload's busy threads: with fewer than the device's cores, "
                    "emulate N of them (the CPU quota limits the slice, not each thread; "
                    "docs/devices.md)")
-    g.add_argument("--runtime", choices=[r.id for r in edgeprof.nn_runtimes()],
+    g.add_argument("--runtime", choices=[r.id for r in edgeprof.nn.nn_runtimes()],
                    help=_RUNTIME_HELP)
     _add_emulation_options(p)
 
@@ -212,7 +212,7 @@ def _show_device(d: edgeprof.Device) -> None:
     rows = [
         ("cores", f"{d.cores}", "cores"),
         ("core speed", d.speed_text, "core_speed"),
-        ("memory", edgeprof.format_size(d.memory_bytes), "memory"),
+        ("memory", edgeprof.devices.format_size(d.memory_bytes), "memory"),
         ("cpu", ", ".join(x for x in (
             d.cpu.layout or " ".join(x for x in (d.cpu.model, f"@ {d.cpu.clock_mhz:g} MHz"
                                                  if d.cpu.clock_mhz else "") if x),
@@ -224,7 +224,7 @@ def _show_device(d: edgeprof.Device) -> None:
     ]
     if d.reference_speed is not None:
         rows.insert(2, ("reference speed", f"{d.reference_speed:g} of the reference core "
-                        f"({edgeprof.REFERENCE_CORE})", "reference_speed"))
+                        f"({edgeprof.speed.REFERENCE_CORE})", "reference_speed"))
     if d.nn_ms:
         nn = (str(d.nn).removeprefix("nn speed ") if d.nn is not None else
               f"not available here: {d.nn_missing}; run `edgeprof calibrate-host --nn`")
@@ -242,7 +242,7 @@ def _show_device(d: edgeprof.Device) -> None:
                         f"{len(times.ms)} models, {times.threads} thread"
                         f"{'' if times.threads == 1 else 's'}", "runtimes"))
     if d.swap_bytes:
-        rows.append(("swap", edgeprof.format_size(d.swap_bytes), "swap"))
+        rows.append(("swap", edgeprof.devices.format_size(d.swap_bytes), "swap"))
     if d.speed_schedule:
         rows.append(("speed schedule", ", ".join(f"x{s.factor:g} from {s.after_s:g} s"
                                                  for s in d.speed_schedule), "speed_schedule"))
@@ -268,8 +268,8 @@ def cmd_devices(args: argparse.Namespace) -> int:
         else:
             _show_device(d)
         return 0
-    devices = list(edgeprof.catalog_devices())
-    user = edgeprof.user_devices()
+    devices = list(edgeprof.devices.catalog_devices())
+    user = edgeprof.devices.user_devices()
     devices += user.devices
     for problem in user.problems:  # on stderr, so that --json output stays parseable
         print(f"edgeprof: skipped {problem}", file=sys.stderr)
@@ -284,41 +284,43 @@ def cmd_devices(args: argparse.Namespace) -> int:
         mark = "" if d.origin == "catalog" else " [user]"
         nn = f"{d.nn.core_speed:.3f}" if d.nn is not None else ("?" if d.nn_ms else "-")
         print(f"{d.name:<22} {d.cores:>5} {d.core_speed:>6.3f} {nn:>6} "
-              f"{edgeprof.format_size(d.memory_bytes):>9} {w:>12}  {d.description}{mark}")
-    rating = edgeprof.cached_reference_rating()
-    how = (f"the catalog's speeds relative to its reference core ({edgeprof.REFERENCE_CORE}) "
+              f"{edgeprof.devices.format_size(d.memory_bytes):>9} {w:>12}  {d.description}{mark}")
+    rating = edgeprof.speed.cached_reference_rating()
+    how = (f"the catalog's speeds relative to its reference core ({edgeprof.speed.REFERENCE_CORE}) "
            f"divided by this host's {rating.speed:.3f} of it ({rating.host_mips:.0f} MIPS by "
            "7-Zip)" if rating is not None else
-           f"the catalog's speeds are relative to its reference core ({edgeprof.REFERENCE_CORE}) "
+           f"the catalog's speeds are relative to its reference core "
+           f"({edgeprof.speed.REFERENCE_CORE}) "
            "and UNCORRECTED for this host: run `edgeprof calibrate-host --reference` once")
     print(f"\nspeed: one device core relative to one core of this host; {how}. "
           "`edgeprof devices show NAME` gives every figure's source (docs/devices.md)")
-    nn_rating = edgeprof.cached_nn_rating()
+    nn_rating = edgeprof.nn.cached_nn_rating()
     print("nn: the speed for CNN inference (ncnn's published one-thread times on the device / "
           "this host's), emulated by default where shown; " +
           (f"this host's from {len(nn_rating.host_ms)} graphs, measured {nn_rating.measured_at}"
            if nn_rating is not None else "'?': this host's nn rating is NOT measured: run "
            "`edgeprof calibrate-host --nn` once (needs `pip install ncnn`)") +
           "; '-': none published (docs/fidelity.md)")
-    paths = edgeprof.device_search_path()
+    paths = edgeprof.devices.device_search_path()
     print(f"your device files: {', '.join(paths) or '(none: set EDGEPROF_DEVICE_PATH)'}")
     return 0
 
 
-def _reference_json(r: Optional["edgeprof.ReferenceRating"]) -> Optional[dict]:
+def _reference_json(r: Optional["edgeprof.speed.ReferenceRating"]) -> Optional[dict]:
     if r is None:
         return None
-    return {"host_mips": r.host_mips, "speed": r.speed, "reference_core": edgeprof.REFERENCE_CORE,
-            "reference_mips": edgeprof.REFERENCE_CORE_MIPS, "command": r.command,
+    return {"host_mips": r.host_mips, "speed": r.speed,
+            "reference_core": edgeprof.speed.REFERENCE_CORE,
+            "reference_mips": edgeprof.speed.REFERENCE_CORE_MIPS, "command": r.command,
             "version": r.version, "cpu": r.cpu, "measured_at": r.measured_at,
             "cache_file": r.cache_file}
 
 
-def _nn_json(r: Optional["edgeprof.NnRating"]) -> Optional[dict]:
+def _nn_json(r: Optional["edgeprof.nn.NnRating"]) -> Optional[dict]:
     if r is None:
         return None
     # The other runtimes' models (timm's and torchvision's classifiers) take 224 x 224 x 3.
-    sizes = ({g.name: [g.width, g.height, g.channels] for g in edgeprof.reference_graphs()}
+    sizes = ({g.name: [g.width, g.height, g.channels] for g in edgeprof.nn.reference_graphs()}
              if r.runtime_id == "ncnn" else {name: [224, 224, 3] for name in r.host_ms})
     return {"host_ms": r.host_ms, "runtime_id": r.runtime_id, "runtime": r.runtime,
             "precision": r.precision,
@@ -328,7 +330,7 @@ def _nn_json(r: Optional["edgeprof.NnRating"]) -> Optional[dict]:
             "measured_at": r.measured_at, "cache_file": r.cache_file}
 
 
-def _share_json(q: Optional["edgeprof.QuotaShare"]) -> Optional[dict]:
+def _share_json(q: Optional["edgeprof.speed.QuotaShare"]) -> Optional[dict]:
     if q is None:
         return None
     return {"points": [{"speed": p.speed, "share": p.share, "measured": p.measured,
@@ -339,7 +341,7 @@ def _share_json(q: Optional["edgeprof.QuotaShare"]) -> Optional[dict]:
             "cache_file": q.cache_file}
 
 
-def _runtime_note(r: "edgeprof.NnRuntime") -> str:
+def _runtime_note(r: "edgeprof.nn.NnRuntime") -> str:
     return (f"not measured on this host yet: `edgeprof calibrate-host --nn --runtime {r.id} "
             f"--python PYTHON` with the interpreter that has {r.name} (`{r.install}`), about a "
             "minute")
@@ -352,42 +354,42 @@ def cmd_calibrate_host(args: argparse.Namespace) -> int:
                              "--nn (without both, every cached rating is shown)")
     # The other runtimes' ratings (PyTorch's): measured when asked for, else the cached ones.
     others = {}
-    for r in (r for r in edgeprof.nn_runtimes() if r.id != "ncnn"):
+    for r in (r for r in edgeprof.nn.nn_runtimes() if r.id != "ncnn"):
         if args.nn and args.runtime == r.id:
-            rated = edgeprof.measure_nn_rating(runtime=r.id, progress=progress,
-                                               python=args.python or "")
+            rated = edgeprof.nn.measure_nn_rating(runtime=r.id, progress=progress,
+                                                  python=args.python or "")
             others[r.id] = (r, rated, rated.note)
         else:
-            rated = edgeprof.cached_nn_rating(runtime=r.id)
+            rated = edgeprof.nn.cached_nn_rating(runtime=r.id)
             others[r.id] = (r, rated, "" if rated is not None else _runtime_note(r))
     if args.nn and args.runtime == "ncnn":
-        nn = edgeprof.measure_nn_rating(progress=progress, python=args.python or "")
+        nn = edgeprof.nn.measure_nn_rating(progress=progress, python=args.python or "")
         nn_note = nn.note
         try:
-            share = edgeprof.measure_quota_share(progress=progress, python=args.python or "")
+            share = edgeprof.speed.measure_quota_share(progress=progress, python=args.python or "")
             share_note = share.note
         except edgeprof.Error as e:  # the rating stands; plans say the share is missing
             share = None
             share_note = f"not measured: {e}"
     else:
-        nn = edgeprof.cached_nn_rating()
+        nn = edgeprof.nn.cached_nn_rating()
         nn_note = "" if nn is not None else (
             "not measured on this host yet: `edgeprof calibrate-host --nn` (ncnn, about a "
             "minute), or the first run of a catalog device with published CNN inference times "
             "measures it (docs/devices.md)")
-        share = edgeprof.cached_quota_share()
+        share = edgeprof.speed.cached_quota_share()
         share_note = "" if share is not None else (
             "not measured on this host yet: `edgeprof calibrate-host --nn` (about 75 s more), "
             "or the first run of a device at its nn speed measures it (docs/fidelity.md)")
     if args.reference:
-        rating = edgeprof.measure_reference_rating(progress=progress)
+        rating = edgeprof.speed.measure_reference_rating(progress=progress)
         note = rating.note
     else:
-        rating = edgeprof.cached_reference_rating()
+        rating = edgeprof.speed.cached_reference_rating()
         note = "" if rating is not None else (
             "not measured on this host yet: `edgeprof calibrate-host --reference` (7-Zip, about "
             "40 s); until then catalog speeds are used uncorrected")
-    cal = edgeprof.host_calibration(remeasure=args.remeasure)
+    cal = edgeprof.speed.host_calibration(remeasure=args.remeasure)
     s = cal.scores
     if args.json:
         print(json.dumps({"suite": s.suite, "integer": s.integer, "floating": s.floating,
@@ -410,8 +412,8 @@ def cmd_calibrate_host(args: argparse.Namespace) -> int:
     print(f"  cache: {cal.cache_file or '(not written)'}")
     if cal.note:
         print(f"  note: {cal.note}")
-    print(f"against the catalog's reference core ({edgeprof.REFERENCE_CORE}, "
-          f"{edgeprof.REFERENCE_CORE_MIPS:.0f} MIPS):")
+    print(f"against the catalog's reference core ({edgeprof.speed.REFERENCE_CORE}, "
+          f"{edgeprof.speed.REFERENCE_CORE_MIPS:.0f} MIPS):")
     if rating is not None:
         print(f"  {rating}")
         print(f"  catalog speeds are divided by {rating.speed:.3f} on this host")
@@ -617,7 +619,7 @@ def cmd_calibrate_speed(args: argparse.Namespace) -> int:
             print(f"edgeprof: [{done}/{planned}] {name} at core speed {speed:.4f}, period "
                   f"{period_us / 1000:g} ms", file=sys.stderr, flush=True)
 
-    cal = edgeprof.calibrate_speed(
+    cal = edgeprof.speed.calibrate_speed(
         _device(args), [(n, shlex.split(c), measured[n]) for n, c in workloads],
         figure=args.figure, repeat=args.repeat, periods_us=periods, timeout=args.timeout,
         progress=progress, **_run_options(args))
@@ -646,7 +648,8 @@ def cmd_calibrate_speed(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    calibrations = edgeprof.load_calibrations(args.calibrations) if args.calibrations else []
+    calibrations = (edgeprof.analysis.load_calibrations(args.calibrations) if args.calibrations
+                    else [])
     devices = args.device or ["raspberry-pi-4"]
     comparison = edgeprof.compare(
         _workloads(args),
@@ -720,17 +723,17 @@ def cmd_fit(args: argparse.Namespace) -> int:
         y = [float(r[args.y]) for r in rows]
     except ValueError as e:
         raise edgeprof.Error(f"{args.csv}: {e}") from e
-    fit = edgeprof.Projection.fit(x, y, model=args.model, ridge=args.ridge, features=args.x,
-                                  target=args.y)
+    fit = edgeprof.analysis.Projection.fit(x, y, model=args.model, ridge=args.ridge,
+                                           features=args.x, target=args.y)
     device = _device_name(args.device)
-    calibration = edgeprof.Calibration(device, fit, family=args.family or "")
+    calibration = edgeprof.analysis.Calibration(device, fit, family=args.family or "")
     kept = []
     if args.output and os.path.exists(args.output):
-        kept = [c for c in edgeprof.load_calibrations(args.output)
+        kept = [c for c in edgeprof.analysis.load_calibrations(args.output)
                 if (c.device, c.family, c.projection.target) !=
                 (device, args.family or "", args.y)]
     if args.output:
-        edgeprof.save_calibrations(args.output, kept + [calibration])
+        edgeprof.analysis.save_calibrations(args.output, kept + [calibration])
     if args.json:
         print(edgeprof.calibrations_to_json([calibration]))
     else:
@@ -747,7 +750,7 @@ def cmd_project(args: argparse.Namespace) -> int:
         runs = edgeprof.RepeatedResult.from_json(text).runs
     else:
         runs = [edgeprof.Result.from_json(text)]
-    calibrations = edgeprof.load_calibrations(args.calibrations)
+    calibrations = edgeprof.analysis.load_calibrations(args.calibrations)
     device = _device_name(args.device) if args.device else runs[0].device.name
     targets = [args.target] if args.target else sorted(
         {c.projection.target for c in calibrations if c.device == device})
@@ -756,15 +759,16 @@ def cmd_project(args: argparse.Namespace) -> int:
                              f"has: {', '.join(sorted({c.device for c in calibrations})) or 'none'}")
     out = []
     for target in targets:
-        cal = edgeprof.find_calibration(calibrations, device, target, args.family or "")
+        cal = edgeprof.analysis.find_calibration(calibrations, device, target, args.family or "")
         if cal is None:
             raise edgeprof.Error(f"no calibration of {target!r} for device {device!r}")
         for i, run in enumerate(runs, 1):
-            p = edgeprof.project(cal, run, args.confidence)
+            p = edgeprof.analysis.project(cal, run, args.confidence)
             out.append({"run": i, "device": device, "target": target, "estimate": p.estimate,
                         "low": p.low, "high": p.high, "confidence": p.confidence,
                         "provenance": "projected", "model": cal.projection.model,
-                        "features": {f: edgeprof.figure(run, f) for f in cal.projection.features},
+                        "features": {f: edgeprof.results.figure(run, f)
+                                     for f in cal.projection.features},
                         "feature_provenance": {f: run.figure_provenance(f)
                                                for f in cal.projection.features}})
     if args.json:
@@ -779,7 +783,7 @@ def cmd_project(args: argparse.Namespace) -> int:
     return 0
 
 
-def _provenance(row: "edgeprof.ComparisonRow", figure: str) -> str:
+def _provenance(row: "edgeprof.analysis.ComparisonRow", figure: str) -> str:
     """How a comparison row's figure was made: its runs' (all made alike), 'measured' without."""
     return row.result.runs[0].figure_provenance(figure) if row.result.runs else "measured"
 
@@ -790,7 +794,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     rows = []
     print(f"edgeprof demo: {len(WORKLOADS)} example workloads on {device.name} "
           f"({device.cores} cores x speed {shown.speed_text}, "
-          f"{edgeprof.format_size(device.memory_bytes)}), cgroup mode {edgeprof.cgroup_mode()}",
+          f"{edgeprof.devices.format_size(device.memory_bytes)}), "
+          f"cgroup mode {edgeprof.emulation.cgroup_mode()}",
           file=sys.stderr)
     for i, (name, (script, extra, description)) in enumerate(WORKLOADS.items(), 1):
         print(f"[{i}/{len(WORKLOADS)}] {name}: {description} ...", file=sys.stderr, flush=True)
@@ -807,7 +812,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     print(f"{'rank':>4}  {'workload':<10} {'wall s':>8} {'infer s':>8} {'cpu s':>7} "
           f"{'peak memory':>12} {'model mem':>10} {'throttled':>9}  outcome")
     for i, (name, r) in enumerate(rows, 1):
-        peak = edgeprof.format_size(r.peak_memory_bytes) if r.peak_memory_bytes else "n/a"
+        peak = edgeprof.devices.format_size(r.peak_memory_bytes) if r.peak_memory_bytes else "n/a"
         phases = {p.name: p for p in r.phases}
         infer = phases.get("inference")
         load = phases.get("load")
@@ -817,7 +822,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             wall_s = f"{r.projected_s(r.wall_time_s):.3f}*"
             if infer:
                 infer_s = f"{r.projected_s(infer.wall_time_s):.3f}*"
-        model = (edgeprof.format_size(max(load.memory_net_peak_bytes, 0))
+        model = (edgeprof.devices.format_size(max(load.memory_net_peak_bytes, 0))
                  if load and load.memory_net_peak_bytes is not None else "n/a")
         outcome = "ok" if r.ok else ("OOM-killed" if r.oom_killed else
                                      "timed out" if r.timed_out else f"failed ({r.exit_code})")
@@ -862,12 +867,12 @@ def build_parser() -> argparse.ArgumentParser:
                    "(`pip install ncnn`), one thread, about a minute; catalog devices with "
                    "published ncnn times are then emulated at their nn speed (docs/fidelity.md)")
     p.add_argument("--runtime", default="ncnn",
-                   choices=[r.id for r in edgeprof.nn_runtimes()],
+                   choices=[r.id for r in edgeprof.nn.nn_runtimes()],
                    help="with --nn, the runtime to measure: ncnn (default: its reference graphs, "
                    "then the emulation's own share), " + ", ".join(
                        f"{r.id} ({len(r.models)} models, "
                        f"{r.precision}, random weights; `{r.install}`)"
-                       for r in edgeprof.nn_runtimes() if r.id != "ncnn"))
+                       for r in edgeprof.nn.nn_runtimes() if r.id != "ncnn"))
     p.add_argument("--python", help="the Python interpreter that has the runtime (default: "
                    "$EDGEPROF_PYTHON, else python3)")
     p.add_argument("--json", action="store_true", help="print JSON")
@@ -902,7 +907,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_device_options(p)
     p.add_argument("--timeout", type=float, help="kill the workload after this many seconds")
     m = p.add_argument_group("measurement")
-    m.add_argument("--interval", type=_interval, default=edgeprof.DEFAULT_INTERVAL_S,
+    m.add_argument("--interval", type=_interval, default=edgeprof.emulation.DEFAULT_INTERVAL_S,
                    help="sampling interval, 1ms to 60s, or 'off' (default 10ms)")
     m.add_argument("--repeat", type=int, default=1,
                    help="run N times, each in a fresh slice, and print statistics")
@@ -934,7 +939,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, metavar="N",
                    help="the workloads' busy threads: emulate at most N cores of each device "
                    "(docs/devices.md)")
-    p.add_argument("--runtime", choices=[r.id for r in edgeprof.nn_runtimes()],
+    p.add_argument("--runtime", choices=[r.id for r in edgeprof.nn.nn_runtimes()],
                    help=_RUNTIME_HELP)
     p.add_argument("--repeat", type=int, default=5, help="runs per workload and device (5)")
     p.add_argument("--warmup", type=int, default=0, help="warm-up runs, not counted (0)")
@@ -948,7 +953,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--calibrations", help="calibration file (edgeprof fit) to project with")
     p.add_argument("--target", default="device_wall_time_s",
                    help="the calibrated figure to project (default device_wall_time_s)")
-    p.add_argument("--interval", type=_interval, default=edgeprof.DEFAULT_INTERVAL_S,
+    p.add_argument("--interval", type=_interval, default=edgeprof.emulation.DEFAULT_INTERVAL_S,
                    help="sampling interval (default 10ms)")
     p.add_argument("--timeout", type=float, help="per run, in seconds")
     p.add_argument("--quiet", action="store_true", help="no progress")

@@ -87,11 +87,11 @@ def markdown(directory: Path) -> str:
             "| within ±10% | Spearman ρ (p) | Kendall τ-b (p) | auto picks (LOO median) |",
             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for p in panels(directory):
-        ols = edgeprof.Projection.fit(p.x, p.y, model="linear")
+        ols = edgeprof.analysis.Projection.fit(p.x, p.y, model="linear")
         b, a = ols.coefficients
-        auto = edgeprof.Projection.fit(p.x, p.y, model="auto")
-        rho = edgeprof.spearman(p.x, p.y)
-        tau = edgeprof.kendall(p.x, p.y)
+        auto = edgeprof.analysis.Projection.fit(p.x, p.y, model="auto")
+        rho = edgeprof.analysis.spearman(p.x, p.y)
+        tau = edgeprof.analysis.kendall(p.x, p.y)
         rows.append(
             f"| {p.label} | {len(p.x)} | {p.a:g}, {p.b:+g}, {p.r2:g} "
             f"| {a:.4g}, {b:+.4g}, {ols.r_squared:.3f} "

@@ -45,7 +45,7 @@ def work(cpu: float, nap: float) -> list[str]:
     return [sys.executable, "-S", "-c", WORK, str(cpu), str(nap)]
 
 
-def check_period(fit: edgeprof.PeriodSpeedFit, device_values: dict[str, float],
+def check_period(fit: edgeprof.speed.PeriodSpeedFit, device_values: dict[str, float],
                  speeds: list[float]) -> None:
     """What calibrate_speed did at one period, checked as the arithmetic of its own runs: every
     workload measured at `speeds`, then at the speed solved for (and once more when the check
@@ -62,14 +62,15 @@ def check_period(fit: edgeprof.PeriodSpeedFit, device_values: dict[str, float],
         assert [s for s, _ in w.points[:2]] == speeds
         assert w.points[-1][0] == fit.core_speed
         assert all(math.isfinite(v) and v > 0 for _, v in w.points)
-        m = edgeprof.fit_speed_model(w.points[:3])
+        m = edgeprof.speed.fit_speed_model(w.points[:3])
         assert (w.model.a, w.model.b) == pytest.approx((m.a, m.b), rel=1e-9, abs=1e-12)
         assert w.emulated == w.points[-1][1]
         assert w.residual == pytest.approx(w.emulated / w.device_value - 1)
     used = [w for w in fit.workloads if w.speed_sensitive]
     assert used  # else calibrate_speed refuses, saying so
-    solved = edgeprof.solve_core_speed([w.model for w in used], [w.device_value for w in used],
-                                       LO, HI)
+    solved = edgeprof.speed.solve_core_speed([w.model for w in used],
+                                             [w.device_value for w in used],
+                                             LO, HI)
     first = fit.workloads[0].points[2][0]  # the first solution, where the check runs ran
     if counts == {4}:
         assert abs(solved / first - 1) > 0.02 and fit.core_speed == pytest.approx(solved)
@@ -80,25 +81,25 @@ def check_period(fit: edgeprof.PeriodSpeedFit, device_values: dict[str, float],
 
 
 def test_the_model_and_the_solver():
-    m = edgeprof.fit_speed_model([(1.0, 0.3), (0.5, 0.5), (0.25, 0.9)])
+    m = edgeprof.speed.fit_speed_model([(1.0, 0.3), (0.5, 0.5), (0.25, 0.9)])
     assert m.a == pytest.approx(0.2) and m.b == pytest.approx(0.1)
     assert m.at(0.1) == pytest.approx(2.1)
-    s = edgeprof.solve_core_speed([edgeprof.SpeedModel(0.2, 0.0)], [0.5], 0.01, 1.0)
+    s = edgeprof.speed.solve_core_speed([edgeprof.speed.SpeedModel(0.2, 0.0)], [0.5], 0.01, 1.0)
     assert s == pytest.approx(0.4)
     with pytest.raises(edgeprof.Error, match="at least two"):
-        edgeprof.fit_speed_model([(0.5, 1.0)])
+        edgeprof.speed.fit_speed_model([(0.5, 1.0)])
     with pytest.raises(edgeprof.Error, match="CPU-bound"):
-        edgeprof.solve_core_speed([edgeprof.SpeedModel(0.0, 1.0)], [2.0], 0.01, 1.0)
+        edgeprof.speed.solve_core_speed([edgeprof.speed.SpeedModel(0.0, 1.0)], [2.0], 0.01, 1.0)
 
 
 def test_bad_input_is_refused_before_anything_runs():
     dev = edgeprof.Device(name="board", cores=1, core_speed=0.5, memory="256MiB")
     with pytest.raises(edgeprof.DeviceError, match="'w'.*positive"):
-        edgeprof.calibrate_speed(dev, [("w", ["true"], -1.0)])
+        edgeprof.speed.calibrate_speed(dev, [("w", ["true"], -1.0)])
     with pytest.raises(edgeprof.DeviceError, match="at least one workload"):
-        edgeprof.calibrate_speed(dev, [])
+        edgeprof.speed.calibrate_speed(dev, [])
     with pytest.raises(edgeprof.DeviceError, match="two distinct speeds"):
-        edgeprof.calibrate_speed(dev, [("w", ["true"], 1.0)], speeds=[0.5])
+        edgeprof.speed.calibrate_speed(dev, [("w", ["true"], 1.0)], speeds=[0.5])
 
 
 @requires_cgroups
@@ -111,7 +112,7 @@ def test_calibration_runs_every_workload_at_every_speed_and_solves_for_the_speed
     # the defaults).
     speeds = [HI, 0.2]
     calls = []
-    cal = edgeprof.calibrate_speed(
+    cal = edgeprof.speed.calibrate_speed(
         edgeprof.Device(name="board", cores=1, core_speed=0.9, memory="256MiB"),
         [(name, argv, measured[name]) for name, argv in specs.items()], repeat=1, speeds=speeds,
         progress=lambda *a: calls.append(a))
@@ -172,7 +173,7 @@ def test_the_command_line_saves_a_device_file_that_loads(tmp_path):
     # The period kept is the one with the smaller residual, and the speed is its speed.
     best = min(report["periods"], key=lambda q: q["rms_residual"])
     assert (report["period_us"], report["core_speed"]) == (best["period_us"], best["core_speed"])
-    dev = edgeprof.load_device_file(saved)
+    dev = edgeprof.devices.load_device_file(saved)
     assert dev.core_speed == pytest.approx(report["core_speed"])
     assert dev.sources["core_speed"].status == "measured"
 

@@ -127,7 +127,7 @@ def test_run_a_custom_device_given_relative_to_the_reference_core(tmp_path, monk
     fake = tmp_path / "7zz"
     fake.write_text(f"#!/bin/sh\ncat '{captured}'\n")
     fake.chmod(0o755)
-    api.measure_reference_rating(program=str(fake))
+    api.speed.measure_reference_rating(program=str(fake))
     p = edgeprof("run", "--cores", "1", "--reference-speed", "0.4", "--memory", "128MiB",
                  "--json", "--", "true", env_extra={"EDGEPROF_CACHE_DIR": str(tmp_path)})
     assert p.returncode == 0, p.stderr
@@ -290,7 +290,7 @@ def test_compare_ranks_commands_and_projects(tmp_path):
         [f"{r['rank']}{'=' if r['tied'] else ''}", r["workload"]] for r in rows]
     # The projection is the calibration applied to the median run (3 runs: the median itself).
     import edgeprof as api
-    [cal] = api.load_calibrations(tmp_path / "cal.json")
+    [cal] = api.analysis.load_calibrations(tmp_path / "cal.json")
     for r in rows:
         assert r["projected"]["provenance"] == "projected"
         assert r["projected"]["estimate"] == pytest.approx(
@@ -351,7 +351,7 @@ def test_a_first_run_on_an_unmeasured_host_measures_its_nn_rating_and_says_so(tm
     import edgeprof as api
     fake = tmp_path / "python"
     fake.write_text("#!/bin/sh\necho 'runtime ncnn 1.0.test (stand-in)'\n" + "".join(
-        f"echo '{g.name} 10 9 12'\n" for g in api.reference_graphs()))
+        f"echo '{g.name} 10 9 12'\n" for g in api.nn.reference_graphs()))
     fake.chmod(0o755)
     env = {"EDGEPROF_CACHE_DIR": str(tmp_path / "cache"), "EDGEPROF_MEASURE_NN": "1",
            "EDGEPROF_PYTHON": str(fake)}

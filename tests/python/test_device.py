@@ -48,35 +48,36 @@ def test_numpy_integers_are_core_counts():
 
 
 def test_sizes():
-    assert edgeprof.parse_size("1.5GiB") == 3 << 29
-    assert edgeprof.parse_size("500MB") == 500_000_000
-    assert edgeprof.format_size(512 << 20) == "512 MiB"
+    assert edgeprof.devices.parse_size("1.5GiB") == 3 << 29
+    assert edgeprof.devices.parse_size("500MB") == 500_000_000
+    assert edgeprof.devices.format_size(512 << 20) == "512 MiB"
     # Averages and projections are floats: they format too, and nonsense is refused.
-    assert edgeprof.format_size(float(512 << 20)) == "512 MiB"
+    assert edgeprof.devices.format_size(float(512 << 20)) == "512 MiB"
     with pytest.raises(ValueError, match="got -1.0"):
-        edgeprof.format_size(-1.0)
+        edgeprof.devices.format_size(-1.0)
     with pytest.raises(edgeprof.DeviceError, match="parsecs"):
-        edgeprof.parse_size("12 parsecs")
+        edgeprof.devices.parse_size("12 parsecs")
 
 
 def test_builtin_devices(tmp_path, monkeypatch):
     monkeypatch.setenv("EDGEPROF_CACHE_DIR", str(tmp_path))  # this host's 7-Zip rating unknown
-    names = [d.name for d in edgeprof.builtin_devices()]
+    names = [d.name for d in edgeprof.devices.builtin_devices()]
     for name in ("raspberry-pi-3b", "raspberry-pi-4b-4gb", "jetson-nano"):
         assert name in names
-        assert edgeprof.builtin_device(name).sources["core_speed"].source  # every figure sourced
+        # every figure sourced
+        assert edgeprof.devices.builtin_device(name).sources["core_speed"].source
     # The catalog's speeds (docs/devices.md), relative to the reference core and, with this
     # host's rating unknown, used as they are; the old name is an alias of the 4 GiB board.
-    pi4 = edgeprof.builtin_device("raspberry-pi-4")
+    pi4 = edgeprof.devices.builtin_device("raspberry-pi-4")
     assert (pi4.name, pi4.cores, pi4.core_speed) == ("raspberry-pi-4b-4gb", 4, 0.373)
     assert pi4.reference_speed == 0.373 and pi4.host_reference_speed is None
     assert pi4.reference_uncorrected
     assert any("calibrate-host --reference" in n for n in edgeprof.plan_emulation(pi4).notes)
     assert edgeprof.plan_emulation(pi4).capacity_cores == pytest.approx(4 * 0.373)
-    assert edgeprof.builtin_device("raspberry-pi-3b").core_speed == 0.220
-    assert edgeprof.builtin_device("jetson-nano").core_speed == 0.355
+    assert edgeprof.devices.builtin_device("raspberry-pi-3b").core_speed == 0.220
+    assert edgeprof.devices.builtin_device("jetson-nano").core_speed == 0.355
     with pytest.raises(edgeprof.DeviceError, match="raspberry-pi-4"):
-        edgeprof.builtin_device("raspberry-pi-9")
+        edgeprof.devices.builtin_device("raspberry-pi-9")
 
 
 def test_plan_is_pure_and_refuses_what_the_host_cannot_do():

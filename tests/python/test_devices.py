@@ -84,7 +84,7 @@ def watts_device(**kwargs) -> edgeprof.Device:
 
 
 def test_the_catalog_has_a_dozen_devices_each_figure_with_its_source():
-    devices = edgeprof.catalog_devices()
+    devices = edgeprof.devices.catalog_devices()
     assert len(devices) >= 12
     for d in devices:
         assert d.origin == "catalog", d.name
@@ -100,18 +100,18 @@ def test_the_catalog_has_a_dozen_devices_each_figure_with_its_source():
 
 
 def test_catalog_names_and_aliases_are_unique_and_every_alias_resolves():
-    devices = edgeprof.catalog_devices()
+    devices = edgeprof.devices.catalog_devices()
     names = [n for d in devices for n in (d.name, *d.aliases)]
     assert len(names) == len(set(names))
     for d in devices:
         for alias in d.aliases:
             assert edgeprof.find_device(alias) == d
-            assert edgeprof.builtin_device(alias).name == d.name
+            assert edgeprof.devices.builtin_device(alias).name == d.name
 
 
 def test_raspberry_pi_4_is_an_alias_of_the_4gb_board():
     assert edgeprof.find_device("raspberry-pi-4").name == "raspberry-pi-4b-4gb"
-    assert edgeprof.builtin_device("raspberry-pi-4").name == "raspberry-pi-4b-4gb"
+    assert edgeprof.devices.builtin_device("raspberry-pi-4").name == "raspberry-pi-4b-4gb"
     assert "raspberry-pi-4" in edgeprof.find_device("raspberry-pi-4b-4gb").aliases
 
 
@@ -129,7 +129,7 @@ def test_an_unknown_device_name_lists_the_known_ones():
 def test_a_device_file_loads_with_every_field(tmp_path, suffix, as_path):
     text = BOARD_TOML if suffix == ".toml" else json.dumps(BOARD_JSON)
     path = write(tmp_path, "test-board" + suffix, text)
-    d = edgeprof.load_device_file(path if as_path else str(path))
+    d = edgeprof.devices.load_device_file(path if as_path else str(path))
     assert (d.name, d.aliases, d.description) == (
         "test-board", ["tb"], "A board described by a test")
     assert (d.cores, d.core_speed, d.memory_bytes, d.swap_bytes, d.pids_max) == (
@@ -145,20 +145,20 @@ def test_a_device_file_loads_with_every_field(tmp_path, suffix, as_path):
 
 
 def test_the_documented_example_files_describe_one_device():
-    toml = edgeprof.load_device_file(FIXTURES / "my-board.toml")
-    assert toml == edgeprof.load_device_file(FIXTURES / "my-board.json")
+    toml = edgeprof.devices.load_device_file(FIXTURES / "my-board.toml")
+    assert toml == edgeprof.devices.load_device_file(FIXTURES / "my-board.json")
     assert (toml.name, toml.cores, toml.core_speed, toml.memory_bytes) == (
         "my-board", 4, 0.3, 2 << 30)
 
 
 @pytest.mark.parametrize("make", [
-    lambda tmp: edgeprof.load_device_file(write(tmp, "b.toml", BOARD_TOML)),
+    lambda tmp: edgeprof.devices.load_device_file(write(tmp, "b.toml", BOARD_TOML)),
     lambda tmp: edgeprof.find_device("raspberry-pi-4"),
-    lambda tmp: watts_device(speed_schedule=[edgeprof.SpeedStep(0.2, 0.5)]),
+    lambda tmp: watts_device(speed_schedule=[edgeprof.devices.SpeedStep(0.2, 0.5)]),
 ], ids=["file", "catalog", "code"])
 def test_to_json_is_a_device_file_that_loads_as_the_same_device(tmp_path, make):
     d = make(tmp_path)
-    back = edgeprof.load_device_file(write(tmp_path, "copy.json", d.to_json()))
+    back = edgeprof.devices.load_device_file(write(tmp_path, "copy.json", d.to_json()))
     assert back == d
     assert {k: (s.status, s.source) for k, s in back.sources.items()} == {
         k: (s.status, s.source) for k, s in d.sources.items()}
@@ -193,7 +193,7 @@ def test_a_bad_device_file_is_refused_naming_the_file_and_the_problem(tmp_path, 
                                                                       fragments):
     path = write(tmp_path, name, text)
     with pytest.raises(edgeprof.DeviceError) as e:
-        edgeprof.load_device_file(path)
+        edgeprof.devices.load_device_file(path)
     message = str(e.value)
     assert message.startswith(str(path)), message
     for fragment in fragments:
@@ -202,12 +202,12 @@ def test_a_bad_device_file_is_refused_naming_the_file_and_the_problem(tmp_path, 
 
 def test_a_missing_device_file_names_its_path(tmp_path):
     with pytest.raises(edgeprof.DeviceError, match="no-such.toml"):
-        edgeprof.load_device_file(tmp_path / "no-such.toml")
+        edgeprof.devices.load_device_file(tmp_path / "no-such.toml")
 
 
 def test_find_device_takes_a_path(tmp_path):
     path = write(tmp_path, "test-board.toml", BOARD_TOML)
-    assert edgeprof.find_device(str(path)) == edgeprof.load_device_file(path)
+    assert edgeprof.find_device(str(path)) == edgeprof.devices.load_device_file(path)
 
 
 @pytest.fixture
@@ -222,14 +222,14 @@ def device_dir(tmp_path, monkeypatch):
 
 
 def test_devices_in_the_device_directory_are_found_by_name_and_alias(device_dir):
-    assert edgeprof.device_search_path() == [str(device_dir)]
+    assert edgeprof.devices.device_search_path() == [str(device_dir)]
     d = edgeprof.find_device("test-board")
     assert d.origin == str(device_dir / "test-board.toml") and d.core_speed == 0.4
     assert edgeprof.find_device("tb") == d
 
 
 def test_a_broken_file_is_a_problem_that_hides_no_other_device(device_dir):
-    found = edgeprof.user_devices()
+    found = edgeprof.devices.user_devices()
     assert [d.name for d in found.devices] == ["test-board"]
     assert len(found.problems) == 1
     assert found.problems[0].startswith(str(device_dir / "broken.toml"))
@@ -243,7 +243,8 @@ def test_every_directory_of_the_device_path_is_read(tmp_path, monkeypatch):
     write(first, "test-board.toml", BOARD_TOML)
     write(second, "other.json", json.dumps({**BOARD_JSON, "name": "other", "aliases": []}))
     monkeypatch.setenv("EDGEPROF_DEVICE_PATH", f"{first}:{second}")
-    assert sorted(d.name for d in edgeprof.user_devices().devices) == ["other", "test-board"]
+    assert (sorted(d.name for d in edgeprof.devices.user_devices().devices)
+            == ["other", "test-board"])
     assert edgeprof.find_device("other").origin == str(second / "other.json")
 
 
@@ -254,7 +255,7 @@ def test_cli_devices_lists_the_catalog_and_your_devices_and_reports_broken_files
     p = cli("devices", env_extra={"EDGEPROF_DEVICE_PATH": str(device_dir)})
     assert p.returncode == 0, p.stderr
     listed = [line.split()[0] for line in p.stdout.splitlines() if line.strip()]
-    for d in edgeprof.catalog_devices():
+    for d in edgeprof.devices.catalog_devices():
         assert d.name in listed
     assert "test-board" in listed and "[user]" in p.stdout
     assert str(device_dir / "broken.toml") in p.stderr and "coers" in p.stderr
@@ -265,7 +266,7 @@ def test_cli_devices_json_is_every_device_as_a_device_file(device_dir):
     assert p.returncode == 0, p.stderr
     data = json.loads(p.stdout)
     names = [d["name"] for d in data]
-    assert names == [d.name for d in edgeprof.catalog_devices()] + ["test-board"]
+    assert names == [d.name for d in edgeprof.devices.catalog_devices()] + ["test-board"]
     assert all(d["edgeprof_device"] == 1 for d in data)
     # The broken file is reported here too, on stderr, where it does not spoil the JSON.
     assert str(device_dir / "broken.toml") in p.stderr
@@ -283,8 +284,8 @@ def test_cli_devices_show_a_device_file_as_json(tmp_path):
     path = write(tmp_path, "test-board.toml", BOARD_TOML)
     p = cli("devices", "show", str(path), "--json")
     assert p.returncode == 0, p.stderr
-    shown = edgeprof.load_device_file(write(tmp_path, "shown.json", p.stdout))
-    assert shown == edgeprof.load_device_file(path)
+    shown = edgeprof.devices.load_device_file(write(tmp_path, "shown.json", p.stdout))
+    assert shown == edgeprof.devices.load_device_file(path)
 
 
 def test_cli_devices_show_an_unknown_device_fails_with_a_message():
@@ -341,18 +342,20 @@ def test_energy_is_idle_power_plus_the_extra_for_the_time_fully_loaded(wall_s, c
                                                                        joules):
     power = watts_device().power
     assert (power.idle_watts, power.loaded_watts) == (1.0, 5.0)
-    assert edgeprof.estimate_energy_j(power, wall_s, cpu_s, capacity) == pytest.approx(joules)
+    assert (edgeprof.results.estimate_energy_j(power, wall_s, cpu_s, capacity)
+            == pytest.approx(joules))
 
 
 def test_no_energy_estimate_without_both_power_figures(half_core):
-    assert edgeprof.estimate_energy_j(half_core.power, 2.0, 0.5, 0.5) is None
+    assert edgeprof.results.estimate_energy_j(half_core.power, 2.0, 0.5, 0.5) is None
     idle_only = edgeprof.Device(name="idle", cores=1, core_speed=0.5, memory="256MiB",
                                 idle_watts=1.0)
-    assert edgeprof.estimate_energy_j(idle_only.power, 2.0, 0.5, 0.5) is None
+    assert edgeprof.results.estimate_energy_j(idle_only.power, 2.0, 0.5, 0.5) is None
 
 
 def test_a_speed_schedule_is_kept_in_order():
-    d = watts_device(speed_schedule=[edgeprof.SpeedStep(0.2, 0.5), edgeprof.SpeedStep(1.0, 0.25)])
+    d = watts_device(speed_schedule=[edgeprof.devices.SpeedStep(0.2, 0.5),
+                                     edgeprof.devices.SpeedStep(1.0, 0.25)])
     assert [(s.after_s, s.factor) for s in d.speed_schedule] == [(0.2, 0.5), (1.0, 0.25)]
 
 
@@ -364,7 +367,7 @@ def test_a_speed_schedule_is_kept_in_order():
 ])
 def test_an_invalid_speed_schedule_is_refused(steps, fragment):
     with pytest.raises(edgeprof.DeviceError, match="speed_schedule") as e:
-        watts_device(speed_schedule=[edgeprof.SpeedStep(t, f) for t, f in steps])
+        watts_device(speed_schedule=[edgeprof.devices.SpeedStep(t, f) for t, f in steps])
     assert fragment in str(e.value)
 
 
@@ -376,7 +379,7 @@ def test_loaded_power_below_idle_is_refused():
 
 @requires_cgroups
 def test_a_run_follows_the_speed_schedule_and_estimates_its_energy():
-    device = watts_device(speed_schedule=[edgeprof.SpeedStep(0.2, 0.5)])
+    device = watts_device(speed_schedule=[edgeprof.devices.SpeedStep(0.2, 0.5)])
     go_r, go_w = os.pipe()
     with edgeprof.Slice(device) as s:
         full = cpu_limit(s.paths)
@@ -403,7 +406,7 @@ def test_a_run_follows_the_speed_schedule_and_estimates_its_energy():
     assert restored == full
 
     assert r.energy_j is not None and r.energy_j >= 1.0 * r.wall_time_s
-    assert r.energy_j == pytest.approx(edgeprof.estimate_energy_j(
+    assert r.energy_j == pytest.approx(edgeprof.results.estimate_energy_j(
         device.power, r.wall_time_s, r.cpu_user_s + r.cpu_system_s, r.plan.capacity_cores))
 
     text = r.to_json()
@@ -439,11 +442,11 @@ def test_a_run_without_power_figures_has_no_energy(half_core):
     (0, 10_000),  # no iteration time: the default period
 ])
 def test_the_period_is_a_tenth_of_the_iteration_within_5_to_100_ms(iteration_us, period_us):
-    assert edgeprof.choose_cpu_period_us(iteration_us) == period_us
+    assert edgeprof.emulation.choose_cpu_period_us(iteration_us) == period_us
 
 
 def test_the_default_period_is_used_without_an_iteration_time():
-    assert edgeprof.choose_cpu_period_us(0) == edgeprof.DEFAULT_CPU_PERIOD_US
+    assert edgeprof.emulation.choose_cpu_period_us(0) == edgeprof.emulation.DEFAULT_CPU_PERIOD_US
 
 
 def test_a_plan_takes_its_period_from_the_iteration_time(half_core):
@@ -467,50 +470,50 @@ def test_a_plan_refuses_an_iteration_time_that_is_not_positive(half_core):
 
 @pytest.fixture(scope="module")
 def quick_scores():
-    return edgeprof.run_suite(per_kernel_s=0.02, repeats=1)
+    return edgeprof.speed.run_suite(per_kernel_s=0.02, repeats=1)
 
 
 def test_the_suite_scores_this_host(quick_scores):
     s = quick_scores
-    assert s.suite == edgeprof.SUITE_VERSION
+    assert s.suite == edgeprof.speed.SUITE_VERSION
     assert s.integer > 0 and s.floating > 0 and s.memory > 0
 
 
 def test_speed_is_the_ratio_of_scores_within_one_suite(quick_scores):
     s = quick_scores
-    assert edgeprof.speed_from_scores(s, s) == pytest.approx(1.0)
-    twice = edgeprof.CoreScores(integer=2 * s.integer, floating=2 * s.floating,
-                                memory=2 * s.memory, suite=s.suite)
-    assert edgeprof.speed_from_scores(s, twice) == pytest.approx(0.5)
-    other = edgeprof.CoreScores(integer=s.integer, floating=s.floating, memory=s.memory,
-                                suite="another-suite")
+    assert edgeprof.speed.speed_from_scores(s, s) == pytest.approx(1.0)
+    twice = edgeprof.speed.CoreScores(integer=2 * s.integer, floating=2 * s.floating,
+                                      memory=2 * s.memory, suite=s.suite)
+    assert edgeprof.speed.speed_from_scores(s, twice) == pytest.approx(0.5)
+    other = edgeprof.speed.CoreScores(integer=s.integer, floating=s.floating, memory=s.memory,
+                                      suite="another-suite")
     with pytest.raises(edgeprof.DeviceError, match="another-suite"):
-        edgeprof.speed_from_scores(other, s)
+        edgeprof.speed.speed_from_scores(other, s)
 
 
 def test_run_suite_refuses_a_kernel_time_out_of_range():
     with pytest.raises(ValueError, match="per_kernel_s"):
-        edgeprof.run_suite(per_kernel_s=0)
+        edgeprof.speed.run_suite(per_kernel_s=0)
 
 
 def test_the_vector_kernel_runs_on_the_unit_asked_for(quick_scores):
-    units = edgeprof.vector_units()
+    units = edgeprof.speed.vector_units()
     assert quick_scores.vector > 0 and quick_scores.vector_unit == units[0]
-    assert quick_scores.vector_kernel == edgeprof.VECTOR_KERNEL_VERSION
-    s = edgeprof.run_suite(per_kernel_s=0.02, repeats=1, vector_unit=units[-1])
+    assert quick_scores.vector_kernel == edgeprof.speed.VECTOR_KERNEL_VERSION
+    s = edgeprof.speed.run_suite(per_kernel_s=0.02, repeats=1, vector_unit=units[-1])
     assert s.vector > 0 and s.vector_unit == units[-1]
     with pytest.raises(edgeprof.Error, match="vector unit 'avx9000'.*" + units[-1]):
-        edgeprof.run_suite(per_kernel_s=0.02, repeats=1, vector_unit="avx9000")
+        edgeprof.speed.run_suite(per_kernel_s=0.02, repeats=1, vector_unit="avx9000")
 
 
 def test_the_host_is_measured_once_then_read_from_the_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("EDGEPROF_CACHE_DIR", str(tmp_path))
-    first = edgeprof.host_calibration()  # measures: about 3 s
+    first = edgeprof.speed.host_calibration()  # measures: about 3 s
     assert not first.from_cache and first.note
     assert Path(first.cache_file) == tmp_path / "host-calibration.json"
-    assert first.scores.suite == edgeprof.SUITE_VERSION and first.scores.integer > 0
+    assert first.scores.suite == edgeprof.speed.SUITE_VERSION and first.scores.integer > 0
 
-    again = edgeprof.host_calibration()
+    again = edgeprof.speed.host_calibration()
     assert again.from_cache and again.scores == first.scores
     assert again.measured_at == first.measured_at
 
@@ -526,28 +529,30 @@ def test_the_host_is_measured_once_then_read_from_the_cache(tmp_path, monkeypatc
     half = {k: getattr(first.scores, k) / 2 for k in ("integer", "floating", "memory")}
     probed = write(tmp_path, "probed.json", json.dumps({
         "edgeprof_device": 1, "name": "probed", "cores": 1, "memory": "256MiB",
-        "scores": {"suite": edgeprof.SUITE_VERSION, **half}}))
-    d = edgeprof.load_device_file(probed)
+        "scores": {"suite": edgeprof.speed.SUITE_VERSION, **half}}))
+    d = edgeprof.devices.load_device_file(probed)
     assert d.core_speed == pytest.approx(0.5)
-    assert d.scores == edgeprof.CoreScores(suite=edgeprof.SUITE_VERSION, **half)
+    assert d.scores == edgeprof.speed.CoreScores(suite=edgeprof.speed.SUITE_VERSION, **half)
     assert d.nn is None and "older edgeprof-probe" in d.nn_missing
 
     # With the probe's vector score it has an nn speed too, which a run uses by default.
-    assert first.scores.vector > 0 and first.scores.vector_unit == edgeprof.vector_units()[0]
+    assert first.scores.vector > 0 and first.scores.vector_unit == edgeprof.speed.vector_units()[0]
     assert shown["vector"] == first.scores.vector
     vec = write(tmp_path, "vec.json", json.dumps({
         "edgeprof_device": 1, "name": "vec", "cores": 1, "memory": "256MiB",
-        "scores": {"suite": edgeprof.SUITE_VERSION, **half, "vector": first.scores.vector / 8,
-                   "vector_unit": "neon", "vector_kernel": edgeprof.VECTOR_KERNEL_VERSION}}))
-    v = edgeprof.load_device_file(vec)
+        "scores": {"suite": edgeprof.speed.SUITE_VERSION, **half, "vector": first.scores.vector / 8,
+                   "vector_unit": "neon", "vector_kernel": edgeprof.speed.VECTOR_KERNEL_VERSION}}))
+    v = edgeprof.devices.load_device_file(vec)
     assert v.core_speed == pytest.approx(0.5)
     assert v.nn.basis == "vector" and v.nn.core_speed == pytest.approx(0.125)
     assert v.nn.vector_units == f"neon on the device, {first.scores.vector_unit} here"
     assert v.for_speed_kind("automatic").core_speed == pytest.approx(0.125)
-    assert edgeprof.nn_speed_from_scores(v.scores, first.scores).core_speed == pytest.approx(0.125)
-    old = write(tmp_path, "old.json", probed.read_text().replace(edgeprof.SUITE_VERSION, "old"))
+    assert (edgeprof.nn.nn_speed_from_scores(v.scores, first.scores).core_speed
+            == pytest.approx(0.125))
+    old = write(tmp_path, "old.json",
+                probed.read_text().replace(edgeprof.speed.SUITE_VERSION, "old"))
     with pytest.raises(edgeprof.DeviceError, match="edgeprof-probe"):
-        edgeprof.load_device_file(old)
+        edgeprof.devices.load_device_file(old)
 
 
 def test_catalog_speeds_follow_this_hosts_7zip_rating(tmp_path, monkeypatch):
@@ -556,7 +561,7 @@ def test_catalog_speeds_follow_this_hosts_7zip_rating(tmp_path, monkeypatch):
     and the commands give them relative to this host."""
     monkeypatch.setenv("EDGEPROF_CACHE_DIR", str(tmp_path))
     env = {"EDGEPROF_CACHE_DIR": str(tmp_path)}
-    assert edgeprof.cached_reference_rating() is None
+    assert edgeprof.speed.cached_reference_rating() is None
     mine = edgeprof.Device(name="mine", cores=1, reference_speed=0.5, memory="64MiB")
     assert mine.core_speed == 0.5 and mine.reference_uncorrected
     assert "calibrate-host --reference" in mine.sources["core_speed"].source
@@ -569,11 +574,11 @@ def test_catalog_speeds_follow_this_hosts_7zip_rating(tmp_path, monkeypatch):
     fake = write(tmp_path, "7zz", f"#!/bin/sh\ncat '{captured}'\n")
     fake.chmod(0o755)
     lines: list[str] = []
-    rating = edgeprof.measure_reference_rating(program=str(fake), progress=lines.append)
+    rating = edgeprof.speed.measure_reference_rating(program=str(fake), progress=lines.append)
     assert rating.host_mips == 3807 and rating.speed == pytest.approx(3807 / 4448)
     assert rating.cache_file == str(tmp_path / "host-reference.json") and not rating.note
     assert "3807 MIPS" in str(rating) and any("3807 MIPS" in line for line in lines)
-    assert edgeprof.cached_reference_rating().host_mips == 3807
+    assert edgeprof.speed.cached_reference_rating().host_mips == 3807
 
     mine = edgeprof.Device(name="mine", cores=1, reference_speed=0.5, memory="64MiB")
     assert mine.core_speed == pytest.approx(0.5 * 4448 / 3807)
@@ -596,7 +601,7 @@ def test_catalog_speeds_follow_this_hosts_7zip_rating(tmp_path, monkeypatch):
     assert shown["host_mips"] == 3807 and shown["reference_mips"] == 4448
 
     with pytest.raises(edgeprof.Error, match="install 7-Zip"):
-        edgeprof.measure_reference_rating(program=str(tmp_path / "no-such-7z"))
+        edgeprof.speed.measure_reference_rating(program=str(tmp_path / "no-such-7z"))
 
 
 @pytest.mark.parametrize(

@@ -21,7 +21,7 @@ from conftest import requires_cgroups
 
 def _fake_python(tmp_path, ms=10.0, cpu_ms=None):
     lines = ["#!/bin/sh", "echo 'runtime ncnn 1.0.test (stand-in)'"]
-    for g in edgeprof.reference_graphs():
+    for g in edgeprof.nn.reference_graphs():
         lines.append(f"echo '{g.name} {ms} {ms} {ms}'")
         if cpu_ms is not None:
             lines.append(f"echo 'cpu {g.name} {cpu_ms}'")
@@ -32,19 +32,19 @@ def _fake_python(tmp_path, ms=10.0, cpu_ms=None):
 
 
 def test_nn_speed_from_published_and_host_times():
-    s = edgeprof.nn_speed({"a": 10.0, "b": 40.0}, {"a": 5.0, "b": 10.0})
+    s = edgeprof.nn.nn_speed({"a": 10.0, "b": 40.0}, {"a": 5.0, "b": 10.0})
     assert s.core_speed == pytest.approx(8 ** -0.5)
     assert s.ratios == pytest.approx({"a": 2.0, "b": 4.0})
     assert s.loo_median_error == pytest.approx(0.75)
     assert "2 ncnn graphs" in str(s)
     with pytest.raises(edgeprof.Error, match="no model has both"):
-        edgeprof.nn_speed({"a": 1.0}, {"b": 1.0})
+        edgeprof.nn.nn_speed({"a": 1.0}, {"b": 1.0})
 
 
 def test_catalog_devices_carry_their_published_times_with_sources(tmp_path, monkeypatch):
     monkeypatch.setenv("EDGEPROF_CACHE_DIR", str(tmp_path))
     pi = edgeprof.find_device("raspberry-pi-4b-8gb")
-    assert pi.nn_precision == "fp32" and len(pi.nn_ms) == len(edgeprof.reference_graphs())
+    assert pi.nn_precision == "fp32" and len(pi.nn_ms) == len(edgeprof.nn.reference_graphs())
     assert pi.nn is None and "not measured" in pi.nn_missing
     assert pi.sources["nn"].status == "measured" and "Tencent/ncnn" in pi.sources["nn"].source
     assert edgeprof.find_device("jetson-orin-nano").nn_precision == "fp16"
@@ -65,7 +65,7 @@ def test_calibrate_host_nn_caches_the_rating_and_the_catalog_follows(tmp_path, m
     nn = json.loads(p.stdout)["nn"]
     assert nn["runtime"] == "ncnn 1.0.test (stand-in)"
     assert nn["cache_file"] == str(tmp_path / "host-nn.json")
-    rating = edgeprof.cached_nn_rating()
+    rating = edgeprof.nn.cached_nn_rating()
     assert rating is not None and rating.host_ms["mobilenet"] == 10.0
     pi = edgeprof.find_device("raspberry-pi-4b-8gb")
     assert pi.nn is not None
@@ -88,7 +88,7 @@ def test_calibrate_host_nn_caches_the_rating_and_the_catalog_follows(tmp_path, m
 @requires_cgroups
 def test_a_catalog_run_uses_the_nn_speed_by_default_and_says_so(tmp_path, monkeypatch):
     monkeypatch.setenv("EDGEPROF_CACHE_DIR", str(tmp_path))
-    edgeprof.measure_nn_rating(python=str(_fake_python(tmp_path)))
+    edgeprof.nn.measure_nn_rating(python=str(_fake_python(tmp_path)))
     env = {"EDGEPROF_CACHE_DIR": str(tmp_path)}
     # The Pi Zero 2 W: its 512 MiB fit the cgroup v2 VM too.
     args = ("run", "--device", "raspberry-pi-zero-2w", "--threads", "1")
@@ -120,16 +120,17 @@ def _fake_python_named(tmp_path, name, ms, cpu_ms=None):
 
 def test_the_drift_probe_reads_cpu_time_and_a_shared_cpu(tmp_path, monkeypatch):
     monkeypatch.setenv("EDGEPROF_CACHE_DIR", str(tmp_path))
-    rated = edgeprof.measure_nn_rating(python=str(_fake_python_named(tmp_path, "r", 10.0, 10.0)))
+    rated = edgeprof.nn.measure_nn_rating(python=str(_fake_python_named(tmp_path, "r", 10.0, 10.0)))
     assert rated.cpu_ms["squeezenet"] == pytest.approx(10.0) and rated.cache_file
     # Twice the wall time for the same work: another process had half the CPU.
     shared = str(_fake_python_named(tmp_path, "s", 20.0, 10.0))
-    drift = edgeprof.measure_host_drift(rated, python=shared, cpu=min(os.sched_getaffinity(0)))
+    drift = edgeprof.speed.measure_host_drift(rated, python=shared,
+                                              cpu=min(os.sched_getaffinity(0)))
     assert drift.cpu_time and drift.factor == pytest.approx(1.0)
     assert drift.wall_factor == pytest.approx(2.0) and drift.waiting == pytest.approx(2.0)
     assert "its CPU was shared" in str(drift)
     # A rating measured so is its CPU times, not cached.
-    busy = edgeprof.measure_nn_rating(python=shared)
+    busy = edgeprof.nn.measure_nn_rating(python=shared)
     assert busy.host_ms["squeezenet"] == pytest.approx(10.0)
     assert not busy.cache_file and "was shared" in busy.note
 
@@ -137,10 +138,10 @@ def test_the_drift_probe_reads_cpu_time_and_a_shared_cpu(tmp_path, monkeypatch):
 def test_a_plan_with_drift_check_corrects_the_nn_speed_by_the_probe(tmp_path, monkeypatch):
     monkeypatch.setenv("EDGEPROF_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv("EDGEPROF_DRIFT_CHECK", raising=False)
-    rated = edgeprof.measure_nn_rating(python=str(_fake_python_named(tmp_path, "rated", 10.0)))
+    rated = edgeprof.nn.measure_nn_rating(python=str(_fake_python_named(tmp_path, "rated", 10.0)))
     now = str(_fake_python_named(tmp_path, "now", 12.0))
     cpu = min(os.sched_getaffinity(0))
-    drift = edgeprof.measure_host_drift(rated, python=now, cpu=cpu)
+    drift = edgeprof.speed.measure_host_drift(rated, python=now, cpu=cpu)
     assert drift.factor == pytest.approx(1.2) and drift.cpu == cpu
     assert "1.20x slower" in str(drift)
     monkeypatch.setenv("EDGEPROF_PYTHON", now)
@@ -161,7 +162,7 @@ def test_a_plan_with_drift_check_corrects_the_nn_speed_by_the_probe(tmp_path, mo
 def test_run_drift_check_from_the_command_line(tmp_path, monkeypatch):
     monkeypatch.setenv("EDGEPROF_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv("EDGEPROF_DRIFT_CHECK", raising=False)
-    edgeprof.measure_nn_rating(python=str(_fake_python_named(tmp_path, "rated", 10.0)))
+    edgeprof.nn.measure_nn_rating(python=str(_fake_python_named(tmp_path, "rated", 10.0)))
     env = {"EDGEPROF_CACHE_DIR": str(tmp_path),
            "EDGEPROF_PYTHON": str(_fake_python_named(tmp_path, "now", 12.5))}
     args = ("run", "--device", "raspberry-pi-zero-2w", "--threads", "1", "--quota-scale", "1")
@@ -198,14 +199,14 @@ def test_the_real_nn_rating_with_ncnn_short_form(tmp_path, monkeypatch):
     pytest.importorskip("ncnn")
     monkeypatch.setenv("EDGEPROF_CACHE_DIR", str(tmp_path))
     lines = []
-    r = edgeprof.measure_nn_rating(python=sys.executable, warmup=1, loops=1,
-                                   progress=lines.append)
-    assert set(r.host_ms) == {g.name for g in edgeprof.reference_graphs()}
+    r = edgeprof.nn.measure_nn_rating(python=sys.executable, warmup=1, loops=1,
+                                      progress=lines.append)
+    assert set(r.host_ms) == {g.name for g in edgeprof.nn.reference_graphs()}
     assert "ncnn" in r.runtime and any("[1/" in line for line in lines)
     if not r.cache_file:  # its CPU was shared by another busy process: said, not cached
         assert "was shared" in r.note
         pytest.skip(r.note)
-    assert edgeprof.cached_nn_rating() is not None
+    assert edgeprof.nn.cached_nn_rating() is not None
     assert edgeprof.find_device("galaxy-s8").nn is not None
 
 
@@ -222,7 +223,7 @@ def test_calibrate_host_nn_measures_the_own_share_that_nn_plans_apply(tmp_path, 
     # rising with the speed: pooled into one non-increasing share, their mean
     assert [pt["share"] for pt in q["points"]] == pytest.approx([0.1875] * 4)
     assert q["cache_file"] == str(tmp_path / "host-quota-share.json")
-    share = edgeprof.cached_quota_share()
+    share = edgeprof.speed.cached_quota_share()
     assert share is not None and share.scale_at(0.2) == pytest.approx(0.5)  # clamped
     # A device at its nn speed gets it as its quota scale, and the plan says so.
     # (a board of 1 GiB: the VM that runs these tests has less memory than an 8 GiB Pi 4)
@@ -237,13 +238,14 @@ def test_the_real_own_share_with_ncnn_short_form(tmp_path, monkeypatch):
     pytest.importorskip("ncnn")
     monkeypatch.setenv("EDGEPROF_CACHE_DIR", str(tmp_path))
     lines = []
-    q = edgeprof.measure_quota_share(python=sys.executable, graphs=["squeezenet"], speeds=[0.5],
-                                     rounds=1, warmup=0, loops=1, progress=lines.append)
+    q = edgeprof.speed.measure_quota_share(python=sys.executable, graphs=["squeezenet"],
+                                           speeds=[0.5], rounds=1, warmup=0, loops=1,
+                                           progress=lines.append)
     assert [p.speed for p in q.points] == [0.5] and q.points[0].share > 0
     assert "ncnn" in q.runtime and any("[1/1] speed 0.5" in line for line in lines)
-    assert edgeprof.cached_quota_share() is not None
+    assert edgeprof.speed.cached_quota_share() is not None
     with pytest.raises(edgeprof.Error, match="outside"):
-        edgeprof.measure_quota_share(speeds=[1.5])
+        edgeprof.speed.measure_quota_share(speeds=[1.5])
 
 
 def _fake_torch_python(tmp_path, ms=20.0):
@@ -259,7 +261,7 @@ def _fake_torch_python(tmp_path, ms=20.0):
 def test_calibrate_host_measures_a_pytorch_rating_beside_ncnns(tmp_path, monkeypatch):
     monkeypatch.setenv("EDGEPROF_CACHE_DIR", str(tmp_path))
     env = {"EDGEPROF_CACHE_DIR": str(tmp_path)}
-    torch = next(r for r in edgeprof.nn_runtimes() if r.id == "pytorch")
+    torch = next(r for r in edgeprof.nn.nn_runtimes() if r.id == "pytorch")
     assert torch.precision == "fp32" and "resnet18" in torch.models
     # Without --nn, every cached rating is shown, with how to measure the missing ones.
     shown = edgeprof_cli("calibrate-host", env_extra=env)
@@ -276,11 +278,11 @@ def test_calibrate_host_measures_a_pytorch_rating_beside_ncnns(tmp_path, monkeyp
     assert rated["host_ms"] == {m: 20.0 for m in torch.models}
     assert rated["cache_file"] == str(tmp_path / "host-nn-pytorch.json")
     assert data["nn"] is None  # ncnn's rating is not measured by it
-    cached = edgeprof.cached_nn_rating(runtime="pytorch")
+    cached = edgeprof.nn.cached_nn_rating(runtime="pytorch")
     assert cached is not None and cached.host_ms["vgg13"] == 20.0
-    assert edgeprof.cached_nn_rating() is None
+    assert edgeprof.nn.cached_nn_rating() is None
     with pytest.raises(edgeprof.Error, match="no nn runtime is named 'tflite'"):
-        edgeprof.cached_nn_rating(runtime="tflite")
+        edgeprof.nn.cached_nn_rating(runtime="tflite")
     text = edgeprof_cli("calibrate-host", env_extra=env)
     assert "13 models with PyTorch 2.0.test" in text.stdout
 
@@ -289,7 +291,7 @@ def test_a_device_at_its_pytorch_speed_from_python(tmp_path, monkeypatch):
     monkeypatch.setenv("EDGEPROF_CACHE_DIR", str(tmp_path))
     pi = edgeprof.find_device("raspberry-pi-4b-1gb")
     table = pi.runtime_ms["pytorch"]
-    assert isinstance(table, edgeprof.RuntimeTimes)
+    assert isinstance(table, edgeprof.devices.RuntimeTimes)
     assert table.threads == 4 and table.precision == "fp32" and "vgg13" in table.ms
     with pytest.raises(edgeprof.DeviceError, match="calibrate-host --nn --runtime pytorch"):
         pi.for_runtime("pytorch")
@@ -298,7 +300,7 @@ def test_a_device_at_its_pytorch_speed_from_python(tmp_path, monkeypatch):
     env = {"EDGEPROF_CACHE_DIR": str(tmp_path)}
     before = edgeprof_cli("devices", "show", "raspberry-pi-4b-1gb", env_extra=env)
     assert "pytorch speed" in before.stdout and "calibrate-host --nn --runtime" in before.stdout
-    edgeprof.measure_nn_rating(runtime="pytorch", python=str(_fake_torch_python(tmp_path)))
+    edgeprof.nn.measure_nn_rating(runtime="pytorch", python=str(_fake_torch_python(tmp_path)))
     shown = edgeprof_cli("devices", "show", "raspberry-pi-4b-1gb", env_extra=env)
     assert shown.returncode == 0, shown.stderr
     assert "PyTorch speed" in shown.stdout and "ispcojp" in shown.stdout
@@ -313,7 +315,7 @@ def test_a_device_at_its_pytorch_speed_from_python(tmp_path, monkeypatch):
 def test_run_with_runtime_pytorch_emulates_the_pytorch_speed(tmp_path, monkeypatch):
     monkeypatch.setenv("EDGEPROF_CACHE_DIR", str(tmp_path))
     env = {"EDGEPROF_CACHE_DIR": str(tmp_path)}
-    edgeprof.measure_nn_rating(runtime="pytorch", python=str(_fake_torch_python(tmp_path)))
+    edgeprof.nn.measure_nn_rating(runtime="pytorch", python=str(_fake_torch_python(tmp_path)))
     # The 1 GiB Pi 4: it fits the cgroup v2 VM too.
     args = ("run", "--device", "raspberry-pi-4b-1gb", "--threads", "1", "--runtime", "pytorch")
     p = edgeprof_cli(*args, "--json", "--", "true", env_extra=env)
@@ -330,14 +332,14 @@ def test_run_with_runtime_pytorch_emulates_the_pytorch_speed(tmp_path, monkeypat
 
 def test_onnx_runtime_is_one_more_entry_with_its_own_rating_and_speed(tmp_path, monkeypatch):
     monkeypatch.setenv("EDGEPROF_CACHE_DIR", str(tmp_path))
-    ids = [r.id for r in edgeprof.nn_runtimes()]
+    ids = [r.id for r in edgeprof.nn.nn_runtimes()]
     assert ids[:1] == ["ncnn"] and {"pytorch", "onnxruntime"} <= set(ids)
     orin = edgeprof.find_device("jetson-orin-nano-8gb")
     assert orin.runtime_ms["onnxruntime"].threads == 6
     with pytest.raises(edgeprof.DeviceError, match="--runtime onnxruntime"):
         orin.for_runtime("onnxruntime")
-    rated = edgeprof.measure_nn_rating(runtime="onnxruntime",
-                                       python=str(_fake_torch_python(tmp_path, ms=5.0)))
+    rated = edgeprof.nn.measure_nn_rating(runtime="onnxruntime",
+                                          python=str(_fake_torch_python(tmp_path, ms=5.0)))
     assert rated.runtime_id == "onnxruntime"
     assert rated.cache_file == str(tmp_path / "host-nn-onnxruntime.json")
     at = orin.for_runtime("onnxruntime")
@@ -353,7 +355,7 @@ def test_run_follows_the_runtime_its_workload_loads(tmp_path, monkeypatch):
     workload maps PyTorch's library, and the report says when."""
     monkeypatch.setenv("EDGEPROF_CACHE_DIR", str(tmp_path))
     env = {"EDGEPROF_CACHE_DIR": str(tmp_path)}
-    edgeprof.measure_nn_rating(runtime="pytorch", python=str(_fake_torch_python(tmp_path)))
+    edgeprof.nn.measure_nn_rating(runtime="pytorch", python=str(_fake_torch_python(tmp_path)))
     # A file under PyTorch's library name, mapped as an import would map the library.
     library = tmp_path / "libtorch_cpu.so"
     library.write_bytes(b"\0" * 4096)
@@ -383,28 +385,29 @@ def test_run_follows_the_runtime_its_workload_loads(tmp_path, monkeypatch):
 
 
 def test_time_interval_from_the_speeds_held_out_errors():
-    s = edgeprof.nn_speed({"a": 1, "b": 2, "c": 4}, {"a": 1, "b": 1, "c": 1})
+    s = edgeprof.nn.nn_speed({"a": 1, "b": 2, "c": 4}, {"a": 1, "b": 1, "c": 1})
     assert s.loo_log_sd > 0
-    i = edgeprof.time_interval(s)
-    assert isinstance(i, edgeprof.TimeInterval)
+    i = edgeprof.nn.time_interval(s)
+    assert isinstance(i, edgeprof.nn.TimeInterval)
     assert i.models == 3 and i.level == 0.9 and i.low < 1 < i.high
     assert i.low == pytest.approx(1 / i.high)
-    assert edgeprof.time_interval(s, level=0.5).high < i.high
+    assert edgeprof.nn.time_interval(s, level=0.5).high < i.high
     assert "90% interval" in str(s)
-    assert edgeprof.time_interval(edgeprof.nn_speed({"a": 1, "b": 2}, {"a": 1, "b": 1})) is None
+    assert edgeprof.nn.time_interval(
+        edgeprof.nn.nn_speed({"a": 1, "b": 2}, {"a": 1, "b": 1})) is None
     with pytest.raises(edgeprof.Error, match="between 0 and 1"):
-        edgeprof.time_interval(s, level=90)
+        edgeprof.nn.time_interval(s, level=90)
     assert i.emulation_log_sd == 0
-    wider = edgeprof.time_interval(s, emulation_log_sd=0.2)
+    wider = edgeprof.nn.time_interval(s, emulation_log_sd=0.2)
     assert wider.emulation_log_sd == 0.2 and wider.high > i.high
     with pytest.raises(edgeprof.Error, match="emulation spread"):
-        edgeprof.time_interval(s, emulation_log_sd=-1)
+        edgeprof.nn.time_interval(s, emulation_log_sd=-1)
     assert wider.projection_log_sd == 0
-    projected = edgeprof.time_interval(s, emulation_log_sd=0.2, projection_log_sd=0.3)
+    projected = edgeprof.nn.time_interval(s, emulation_log_sd=0.2, projection_log_sd=0.3)
     assert projected.projection_log_sd == 0.3 and projected.high > wider.high
     assert "projection_log_sd=0.3" in repr(projected)
     with pytest.raises(edgeprof.Error, match="projection spread"):
-        edgeprof.time_interval(s, projection_log_sd=float("nan"))
+        edgeprof.nn.time_interval(s, projection_log_sd=float("nan"))
 
 
 def test_the_graph_benchmark_runs_edgeprofs_graphs_against_a_models_directory(tmp_path):
@@ -413,7 +416,7 @@ def test_the_graph_benchmark_runs_edgeprofs_graphs_against_a_models_directory(tm
     reports the ratio per graph; a directory without the graphs is refused by name."""
     pytest.importorskip("ncnn")
     script = Path(__file__).resolve().parents[2] / "benchmarks" / "ncnn_graphs.py"
-    graph = next(g for g in edgeprof.reference_graphs() if g.name == "shufflenet")
+    graph = next(g for g in edgeprof.nn.reference_graphs() if g.name == "shufflenet")
     assert " -23330=" in graph.param
     models = tmp_path / "models"
     models.mkdir()
@@ -453,7 +456,7 @@ def test_ctrl_c_stops_a_rating_measured_without_a_progress_callback(tmp_path):
         import signal
         signal.signal(signal.SIGINT, signal.default_int_handler)
         import edgeprof
-        edgeprof.measure_nn_rating(python={str(fake)!r}, timeout_s=120)
+        edgeprof.nn.measure_nn_rating(python={str(fake)!r}, timeout_s=120)
     """)
     env = {**os.environ, "EDGEPROF_CACHE_DIR": str(tmp_path)}
     proc = subprocess.Popen([sys.executable, "-c", script], env=env, stderr=subprocess.PIPE,
@@ -478,11 +481,11 @@ def test_ctrl_c_during_a_first_runs_own_share_measurement_stops_the_run(tmp_path
     there (an earlier mend let the interrupt through, and the measurement swallowed it as a
     failure: the run went on, the interrupt lost)."""
     monkeypatch.setenv("EDGEPROF_CACHE_DIR", str(tmp_path))
-    edgeprof.measure_nn_rating(python=str(_fake_python(tmp_path)))
+    edgeprof.nn.measure_nn_rating(python=str(_fake_python(tmp_path)))
     started = tmp_path / "started"
     slow = tmp_path / "slow-python"
     lines = ["#!/bin/sh", f"touch {started}", "sleep 1", "echo 'runtime ncnn 1.0.test (stand-in)'"]
-    lines += [f"echo '{g.name} 10 10 10'" for g in edgeprof.reference_graphs()]
+    lines += [f"echo '{g.name} 10 10 10'" for g in edgeprof.nn.reference_graphs()]
     slow.write_text("\n".join(lines) + "\n")
     slow.chmod(0o755)
     script = textwrap.dedent("""

@@ -69,7 +69,7 @@ def test_unavailable_metrics_raise_instead_of_reading_as_zero(one_core):
     with pytest.raises(KeyError, match="metrics: cpu_usage_ns"):
         r.series["no_such_metric"]
     assert r.summary.net_rx_bytes is None
-    assert set(r.series.available) <= set(edgeprof.METRICS)
+    assert set(r.series.available) <= set(edgeprof.results.METRICS)
 
 
 @requires_cgroups
@@ -136,10 +136,10 @@ def test_a_result_reads_back_equal_from_json(one_core):
     text = r.to_json()
     data = json.loads(text)
     assert data["schema"] == "edgeprof.result"
-    assert data["schema_version"] == edgeprof.REPORT_SCHEMA_VERSION
+    assert data["schema_version"] == edgeprof.results.REPORT_SCHEMA_VERSION
     assert data["edgeprof_version"] == edgeprof.__version__
     assert data["host"]["cpus"] >= 1 and data["device"]["name"] == "one-core"
-    assert data["cgroup_mode"] == edgeprof.cgroup_mode()
+    assert data["cgroup_mode"] == edgeprof.emulation.cgroup_mode()
     back = edgeprof.Result.from_json(text)
     assert back == r
     assert back.to_json() == text
@@ -210,7 +210,7 @@ def test_interval_is_checked_and_can_be_off(one_core):
 
 def test_statistics_match_numpy():
     values = [1.5, 2.0, 2.5, 4.0, 10.0]
-    s = edgeprof.statistics(values)
+    s = edgeprof.results.statistics(values)
     assert s.median == pytest.approx(np.median(values))
     assert s.mean == pytest.approx(np.mean(values))
     assert s.stddev == pytest.approx(np.std(values, ddof=1))

@@ -39,7 +39,7 @@ def test_exceptions_come_back_as_the_original_type_with_the_traceback(board):
     with pytest.raises(KeyError, match="missing weights") as info:
         edgeprof.profile(funcs.fail, "missing weights", device=board)
     cause = info.value.__cause__
-    assert isinstance(cause, edgeprof.RemoteTraceback)
+    assert isinstance(cause, edgeprof.profiling.RemoteTraceback)
     assert "profiled_functions.py" in cause.text and "in fail" in cause.text
     assert info.value.edgeprof_report.exit_code == 0
     with pytest.raises(edgeprof.Error, match="cannot be unpickled here") as odd:

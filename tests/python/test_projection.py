@@ -20,7 +20,7 @@ def test_ols_and_intervals_agree_with_scipy_on_random_data():
         n = rng.randint(3, 15)
         x = [rng.uniform(0.01, 5) for _ in range(n)]
         y = [2.5 * v + 0.3 + rng.gauss(0, 0.2) + 1.0 for v in x]
-        p = edgeprof.Projection.fit(x, y, model="linear")
+        p = edgeprof.analysis.Projection.fit(x, y, model="linear")
         ref = scipy_stats.linregress(x, y)
         b, a = p.coefficients
         assert a == pytest.approx(ref.slope, rel=1e-9)
@@ -55,13 +55,13 @@ def test_t_quantiles_and_rank_tests_agree_with_scipy():
         x = [rng.randint(0, 5) for _ in range(15)]  # ties
         y = [v + rng.randint(-2, 2) for v in x]
         if len(set(x)) > 1 and len(set(y)) > 1:
-            assert edgeprof.kendall(x, y).coefficient == pytest.approx(
+            assert edgeprof.analysis.kendall(x, y).coefficient == pytest.approx(
                 scipy_stats.kendalltau(x, y).statistic, rel=1e-9)
-            assert edgeprof.kendall(x, y).p_value == pytest.approx(
+            assert edgeprof.analysis.kendall(x, y).p_value == pytest.approx(
                 scipy_stats.kendalltau(x, y).pvalue, rel=1e-6)
-            assert edgeprof.spearman(x, y).coefficient == pytest.approx(
+            assert edgeprof.analysis.spearman(x, y).coefficient == pytest.approx(
                 scipy_stats.spearmanr(x, y).statistic, rel=1e-9)
-            assert edgeprof.spearman(x, y).p_value == pytest.approx(
+            assert edgeprof.analysis.spearman(x, y).p_value == pytest.approx(
                 scipy_stats.spearmanr(x, y).pvalue, rel=1e-6)
 
 
@@ -70,24 +70,24 @@ def test_theil_sen_matches_scipy():
     x = [rng.uniform(0, 10) for _ in range(9)]
     y = [3 * v + 1 + rng.gauss(0, 0.5) for v in x]
     y[4] += 40  # an outlier
-    p = edgeprof.Projection.fit(x, y, model="theil_sen")
+    p = edgeprof.analysis.Projection.fit(x, y, model="theil_sen")
     ref = scipy_stats.theilslopes(y, x)
     assert p.coefficients[1] == pytest.approx(ref.slope, rel=1e-12)
     assert p.coefficients[0] == pytest.approx(ref.intercept, rel=1e-12)
 
 
 def test_rank_over_numbers_and_results():
-    ranked = edgeprof.rank({"b": [2.0, 2.1, 1.9, 2.05, 1.95], "a": [1.0, 1.1, 0.9, 1.05, 0.95],
-                            "c": 3.0})
+    ranked = edgeprof.analysis.rank({"b": [2.0, 2.1, 1.9, 2.05, 1.95],
+                                     "a": [1.0, 1.1, 0.9, 1.05, 0.95], "c": 3.0})
     assert [r.name for r in ranked] == ["a", "b", "c"]
     assert [r.rank for r in ranked] == [1, 2, 2]  # c (one run) cannot be separated from b
     assert ranked[1].tied and ranked[2].tied and not ranked[0].tied
-    accuracy = edgeprof.rank([("m1", 0.7), ("m2", 0.9)], higher_is_better=True)
+    accuracy = edgeprof.analysis.rank([("m1", 0.7), ("m2", 0.9)], higher_is_better=True)
     assert accuracy[0].name == "m2"
     with pytest.raises(ValueError, match="mann-whitney"):
-        edgeprof.rank({"a": 1.0}, test="anova")
+        edgeprof.analysis.rank({"a": 1.0}, test="anova")
     with pytest.raises(TypeError, match="'a'"):
-        edgeprof.rank({"a": object()})
+        edgeprof.analysis.rank({"a": object()})
 
 
 def test_pareto_and_budget():
@@ -95,43 +95,45 @@ def test_pareto_and_budget():
              "small": {"time": 0.02, "memory": 8e6, "accuracy": 0.70},
              "bloated": {"time": 0.03, "memory": 9e6, "accuracy": 0.69},
              "big": {"time": 0.10, "memory": 40e6, "accuracy": 0.76}}
-    assert edgeprof.pareto(items, {"time": "min", "memory": "min", "accuracy": "max"}) == [
+    assert edgeprof.analysis.pareto(items, {"time": "min", "memory": "min", "accuracy": "max"}) == [
         "tiny", "small", "big"]
     with pytest.raises(ValueError, match="'min' or 'max'"):
-        edgeprof.pareto(items, {"time": "lowest"})
-    fit = edgeprof.Projection.fit([1, 2, 3, 4, 5], [2.1, 3.9, 6.2, 7.8, 10.1], model="linear")
-    check = edgeprof.check_budget(fit.predict(6.0), 12.5)
+        edgeprof.analysis.pareto(items, {"time": "lowest"})
+    fit = edgeprof.analysis.Projection.fit([1, 2, 3, 4, 5], [2.1, 3.9, 6.2, 7.8, 10.1],
+                                           model="linear")
+    check = edgeprof.analysis.check_budget(fit.predict(6.0), 12.5)
     assert check.fits and check.provenance == "projected" and 0.9 < check.confidence < 1
-    assert edgeprof.check_budget(0.2, 0.1).fits is False
+    assert edgeprof.analysis.check_budget(0.2, 0.1).fits is False
 
 
 def test_degenerate_input_is_refused_with_a_reason():
     with pytest.raises(edgeprof.Error, match="at least 3 calibration points"):
-        edgeprof.Projection.fit([1, 2], [1, 2])
+        edgeprof.analysis.Projection.fit([1, 2], [1, 2])
     with pytest.raises(edgeprof.Error, match="all measured inputs are equal"):
-        edgeprof.Projection.fit([2, 2, 2], [1, 2, 3])
+        edgeprof.analysis.Projection.fit([2, 2, 2], [1, 2, 3])
     with pytest.raises(edgeprof.Error, match="nan"):
-        edgeprof.Projection.fit([1, float("nan"), 3], [1, 2, 3])
+        edgeprof.analysis.Projection.fit([1, float("nan"), 3], [1, 2, 3])
     with pytest.raises(edgeprof.Error, match="must be positive"):
-        edgeprof.Projection.fit([1, 2, 3], [1, -2, 3])
+        edgeprof.analysis.Projection.fit([1, 2, 3], [1, -2, 3])
     with pytest.raises(edgeprof.Error, match="unknown projection model"):
-        edgeprof.Projection.fit([1, 2, 3], [1, 2, 3], model="cubic")
+        edgeprof.analysis.Projection.fit([1, 2, 3], [1, 2, 3], model="cubic")
 
 
 def test_calibrations_round_trip_through_a_file(tmp_path):
-    fit = edgeprof.Projection.fit([[1.0], [2.0], [3.0], [4.0]], [2.2, 3.9, 6.1, 8.0],
-                                  model="auto", features=["wall_time_s"],
-                                  target="device_wall_time_s")
-    cal = edgeprof.Calibration("jetson-nano", fit, family="cnn")
+    fit = edgeprof.analysis.Projection.fit([[1.0], [2.0], [3.0], [4.0]], [2.2, 3.9, 6.1, 8.0],
+                                           model="auto", features=["wall_time_s"],
+                                           target="device_wall_time_s")
+    cal = edgeprof.analysis.Calibration("jetson-nano", fit, family="cnn")
     path = tmp_path / "cal.json"
-    edgeprof.save_calibrations(path, [cal])
+    edgeprof.analysis.save_calibrations(path, [cal])
     data = json.loads(path.read_text())
     assert data["schema"] == "edgeprof.calibrations" and data["calibrations"][0]["model"] == fit.model
-    back = edgeprof.load_calibrations(path)
+    back = edgeprof.analysis.load_calibrations(path)
     assert back[0].projection.coefficients == fit.coefficients
-    assert edgeprof.find_calibration(back, "jetson-nano", "device_wall_time_s", "cnn") is not None
+    assert edgeprof.analysis.find_calibration(back, "jetson-nano", "device_wall_time_s",
+                                              "cnn") is not None
     with pytest.raises(edgeprof.Error, match="cannot read calibrations"):
-        edgeprof.load_calibrations(tmp_path / "missing.json")
+        edgeprof.analysis.load_calibrations(tmp_path / "missing.json")
 
 
 # The published data.
@@ -148,7 +150,7 @@ def test_edgeprof_reproduces_every_published_fit():
     assert len(panels) == 14
     for p in panels:
         assert len(p.x) == p.n_models, p.label
-        fit = edgeprof.Projection.fit(p.x, p.y, model="linear")
+        fit = edgeprof.analysis.Projection.fit(p.x, p.y, model="linear")
         b, a = fit.coefficients
         y_range = max(p.y) - min(p.y)
         # The digitization is good to about 1% (README); one printed sign is a typo.
@@ -169,7 +171,7 @@ def test_rank_agreement_on_published_panels():
     # On the phones, the profiler's ordering of the 6 models is the device's (rho = 1).
     g6 = [p for p in auptimizer.panels(DATA) if p.device == "LG G6" and p.cpus == "1"
           and p.metric.startswith("avg_inference")][0]
-    rho = edgeprof.spearman(g6.x, g6.y)
+    rho = edgeprof.analysis.spearman(g6.x, g6.y)
     assert rho.coefficient == pytest.approx(1.0) and rho.exact and rho.p_value < 0.01
     assert "| LG G6" in auptimizer.markdown(DATA)
 
@@ -190,7 +192,7 @@ def test_compare_and_score_from_python(tmp_path):
     assert all(len(r.result.runs) == 3 and r.result.ok for r in c.rows)
     assert "ranked by median all_cores_wall_time_s" in str(c)
     # A readable repr and a notebook table (issue 36, item 12), not <...Comparison object at>.
-    assert repr(c).startswith("<edgeprof.Comparison of 2 workload(s) on 1 device(s)")
+    assert repr(c).startswith("<edgeprof.analysis.Comparison of 2 workload(s) on 1 device(s)")
     assert "best: board: " in repr(c)
     page = c._repr_html_()
     assert page.startswith("<table") and "Pareto" in page and page.count("<tr>") == 3

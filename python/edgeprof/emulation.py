@@ -1,0 +1,35 @@
+"""Emulation: how a device is emulated on this host (the plan), the slices that do it, and the
+host they run on.
+
+    from edgeprof import emulation
+    plan = emulation.plan_emulation(edgeprof.find_device("jetson-nano"))
+    child = emulation.Slice(edgeprof.find_device("jetson-nano")).spawn(["python3", "infer.py"])
+"""
+
+from edgeprof._core import (
+    DEFAULT_CPU_PERIOD_US,
+    DEFAULT_INTERVAL_S,
+    Child,
+    EmulationPlan,
+    HostInfo,
+    Slice,
+    ThreadsProjection,
+    cgroup_mode,
+    choose_cpu_period_us,
+    host_info,
+    plan_emulation,
+)
+
+__all__ = [
+    "DEFAULT_CPU_PERIOD_US",
+    "DEFAULT_INTERVAL_S",
+    "Child",
+    "EmulationPlan",
+    "HostInfo",
+    "Slice",
+    "ThreadsProjection",
+    "cgroup_mode",
+    "choose_cpu_period_us",
+    "host_info",
+    "plan_emulation",
+]

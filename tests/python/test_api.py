@@ -1,0 +1,82 @@
+"""The Python API's shape: a small top level for running and profiling, the rest in
+submodules by task, and every name the top level had before them still there for one release
+with a DeprecationWarning that names its new home."""
+
+import importlib
+import warnings
+
+import pytest
+
+import edgeprof
+from edgeprof import _core
+
+SUBMODULES = ["analysis", "devices", "emulation", "nn", "profiling", "results", "speed"]
+
+# edgeprof.__all__ before the submodules (0.x, 2026-11): each must still resolve.
+FORMER_TOP_LEVEL = [
+    "__version__", "Agreement", "BudgetCheck", "builtin_device", "builtin_devices",
+    "cached_nn_rating", "cached_quota_share", "cached_reference_rating", "calibrate_speed",
+    "Calibration", "catalog_devices", "cgroup_mode", "CgroupError", "check_budget", "Child",
+    "choose_cpu_period_us", "compare", "Comparison", "ComparisonRow", "CoreScores",
+    "CpuDescription", "DEFAULT_CPU_PERIOD_US", "DEFAULT_INTERVAL_S", "Device",
+    "device_search_path", "DeviceError", "EmulationPlan", "Error", "estimate_energy_j", "figure",
+    "figures", "FigureSource", "find_calibration", "find_device", "fit_speed_model",
+    "format_size", "host_calibration", "host_info", "HostCalibration", "HostDrift", "HostInfo",
+    "kendall", "load_calibrations", "load_device_file", "mark", "measure_host_drift",
+    "measure_nn_rating", "measure_quota_share", "measure_reference_rating", "METRICS",
+    "nn_runtimes", "nn_speed", "nn_speed_from_scores", "NnRating", "NnRuntime", "NnSpeed",
+    "pareto", "pareto_front", "parse_size", "PeriodSpeedFit", "PermissionDenied", "Phase",
+    "phase", "plan_emulation", "PowerDescription", "Prediction", "profile", "Profiled",
+    "profiled", "profiled_function", "project", "Projection", "QuotaShare", "QuotaSharePoint",
+    "rank", "RankedItem", "REFERENCE_CORE", "REFERENCE_CORE_MIPS", "reference_graphs",
+    "ReferenceGraph", "ReferenceRating", "RemoteTraceback", "RepeatedResult",
+    "REPORT_SCHEMA_VERSION", "Result", "run", "run_suite", "RuntimeTimes", "save_calibrations",
+    "Score", "score", "Slice", "solve_core_speed", "SourceStatus", "SpawnError", "spearman",
+    "speed_from_scores", "SpeedCalibration", "SpeedChange", "SpeedModel", "SpeedStep",
+    "Statistic", "statistics", "SUITE_VERSION", "Summary", "ThreadsProjection", "time_interval",
+    "TimeInterval", "TimeSeries", "UnsupportedError", "user_devices", "UserDevices",
+    "VECTOR_KERNEL_VERSION", "vector_units", "WorkerDied", "WorkloadSpeedFit",
+]
+
+
+def test_the_top_level_is_small_and_every_name_in_it_exists():
+    assert len(edgeprof.__all__) <= 25
+    assert len(set(edgeprof.__all__)) == len(edgeprof.__all__)
+    for name in edgeprof.__all__:
+        assert hasattr(edgeprof, name), name
+    # What a first run needs is there without a submodule.
+    for name in ("run", "profile", "phase", "compare", "Device", "find_device", "Result",
+                 "Error", "__version__"):
+        assert name in edgeprof.__all__
+    assert set(SUBMODULES) <= set(dir(edgeprof))
+
+
+@pytest.mark.parametrize("module", SUBMODULES)
+def test_each_submodule_exports_what_it_lists(module):
+    m = importlib.import_module(f"edgeprof.{module}")
+    assert getattr(edgeprof, module) is m
+    assert m.__doc__ and m.__all__
+    for name in m.__all__:
+        obj = getattr(m, name)
+        # The compiled library's objects themselves, not copies (mark and phase wrap theirs).
+        if hasattr(_core, name) and getattr(obj, "__module__", "") == "edgeprof._core":
+            assert obj is getattr(_core, name), name
+
+
+def test_every_former_top_level_name_resolves_once_more_with_a_warning():
+    homes = {n: m for m in SUBMODULES for n in importlib.import_module(f"edgeprof.{m}").__all__}
+    for name in FORMER_TOP_LEVEL:
+        if name in edgeprof.__all__:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                getattr(edgeprof, name)  # no warning
+            continue
+        assert name in homes, f"{name} is in no submodule"
+        with pytest.warns(DeprecationWarning, match=f"edgeprof.{homes[name]}.{name}"):
+            old = getattr(edgeprof, name)
+        assert old is getattr(importlib.import_module(f"edgeprof.{homes[name]}"), name)
+
+
+def test_an_unknown_name_is_an_attribute_error():
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        edgeprof.nope  # noqa: B018
