@@ -29,7 +29,7 @@
 #include <vector>
 
 #include "edgeprof/edgeprof.hpp"
-#include "stats.hpp"
+#include "sys/stats.hpp"
 
 namespace bench {
 
@@ -125,7 +125,7 @@ inline std::vector<std::string> split(std::string_view s, char sep) {
 
 // ---------------------------------------------------------------------------------- statistics
 
-// Quantile q of `v` (0 when empty): the library's order statistic (src/stats.hpp, numpy's
+// Quantile q of `v` (0 when empty): the library's order statistic (src/sys/stats.hpp, numpy's
 // linear interpolation), as the reports' figures use.
 inline double quantile(const std::vector<double>& v, double q) {
   return v.empty() ? 0 : edgeprof::detail::percentile(v, q);

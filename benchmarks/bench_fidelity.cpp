@@ -71,7 +71,7 @@
 
 #include "bench_common.hpp"
 #include "cgroup/files.hpp"
-#include "fs.hpp"
+#include "sys/fs.hpp"
 #include "edgeprof/edgeprof.hpp"
 
 namespace {
@@ -215,7 +215,7 @@ std::string self_exe() {
   return std::string(buf, static_cast<size_t>(n));
 }
 
-// A whole file through the library's file layer (src/fs.hpp).
+// A whole file through the library's file layer (src/sys/fs.hpp).
 std::optional<std::string> slurp(const std::string& path) {
   return edgeprof::detail::Fs().read(path);
 }

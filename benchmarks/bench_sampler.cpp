@@ -55,11 +55,11 @@
 #include "cgroup/backend.hpp"
 #include "cgroup/files.hpp"
 #include "edgeprof/edgeprof.hpp"
-#include "fs.hpp"
-#include "parse.hpp"
+#include "sys/fs.hpp"
+#include "sys/parse.hpp"
 #include "sampler/sampler.hpp"
 #include "sampler/sources.hpp"
-#include "spawn.hpp"
+#include "sys/spawn.hpp"
 
 extern char** environ;
 
@@ -77,7 +77,7 @@ const std::vector<int> kBareIntervalsMs = {1, 10};  // the bare wake-up loop
 
 // ---------------------------------------------------------------------------------- files
 
-// The library's file layer (src/fs.hpp) on the real filesystem.
+// The library's file layer (src/sys/fs.hpp) on the real filesystem.
 std::optional<std::string> read_file(const std::string& path) {
   return edgeprof::detail::Fs().read(path);
 }
@@ -87,7 +87,7 @@ bool all_digits(std::string_view s) {
 }
 
 // An executable named `name` in PATH (or `name` itself when it has a slash), or "": the
-// library's own lookup (src/spawn.hpp), as a workload's program is found.
+// library's own lookup (src/sys/spawn.hpp), as a workload's program is found.
 std::string find_in_path(const std::string& name) {
   if (name.find('/') != std::string::npos) return ::access(name.c_str(), X_OK) == 0 ? name : "";
   const char* path = std::getenv("PATH");

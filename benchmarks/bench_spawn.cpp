@@ -1,7 +1,7 @@
 // edgeprof_bench_spawn: what a Slice costs (issue 2). Results: docs/benchmarks.md.
 //
 //   1. spawn   /bin/true in a reused Slice (slice.spawn(cmd).wait()) against posix_spawn +
-//              waitpid. Slice::spawn's default path (src/spawn.cpp, x86-64) is
+//              waitpid. Slice::spawn's default path (src/sys/spawn.cpp, x86-64) is
 //              clone3(CLONE_VM|CLONE_VFORK): on cgroup v2 the child is born in the slice
 //              (CLONE_INTO_CGROUP, placement "clone3"), on v1 it writes "0" into cgroup.procs
 //              fds the slice keeps ("vfork+attach"); fork + pipe + parent attach is only the
@@ -66,9 +66,9 @@
 #include "bench_common.hpp"
 #include "cgroup/backend.hpp"
 #include "cgroup/files.hpp"
-#include "clone3.hpp"
-#include "fs.hpp"
-#include "parse.hpp"
+#include "sys/clone3.hpp"
+#include "sys/fs.hpp"
+#include "sys/parse.hpp"
 #include "edgeprof/edgeprof.hpp"
 
 extern char** environ;
@@ -88,7 +88,7 @@ const std::vector<std::string> kToolControllers = {"cpu", "cpuacct", "cpuset", "
 
 // ---------------------------------------------------------------------------------- files
 
-// The library's file layer (src/fs.hpp) on the real filesystem: open/read/close, and one
+// The library's file layer (src/sys/fs.hpp) on the real filesystem: open/read/close, and one
 // write(2) of the whole value, as cgroup files want.
 using edgeprof::detail::join;
 const edgeprof::detail::Fs kFs;
@@ -571,7 +571,7 @@ ChildClock* child_clock() {
   return page;
 }
 
-// The child side of edgeprof's fork fallback (src/spawn.cpp child_main with a release pipe),
+// The child side of edgeprof's fork fallback (src/sys/spawn.cpp child_main with a release pipe),
 // with the same system calls.
 [[noreturn]] void replica_child(int release_fd, int error_fd, pid_t parent, char* const* argv,
                                 ChildClock* clock) {
@@ -609,7 +609,7 @@ void check_exit(int status, const char* who) {
 }
 
 // edgeprof's fork fallback ("fork+attach": other architectures, kernels before 5.3 / 5.7;
-// src/spawn.cpp fork_and_release) rebuilt from the outside with a clock between the steps: the
+// src/sys/spawn.cpp fork_and_release) rebuilt from the outside with a clock between the steps: the
 // counters (on kept fds, as the backends now read them), fork (the child held on a pipe), the
 // parent's writes of the pid into each cgroup.procs, release and exec, and the wait. `cgroup` =
 // false leaves out everything cgroup-related (counters, attach): the bare fork + pipe + exec.
@@ -695,7 +695,7 @@ void replica_spawn(const SliceView& v, const KeptFds& kept, bool cgroup, Phases*
   phases->add("total", us_between(t0, t6));
 }
 
-// The trampoline edgeprof itself uses (src/clone3.hpp), so the replica measures the same code.
+// The trampoline edgeprof itself uses (src/sys/clone3.hpp), so the replica measures the same code.
 using edgeprof::detail::CloneArgs;
 using edgeprof::detail::kCloneIntoCgroup;
 using edgeprof::detail::kClonePidfd;
@@ -728,7 +728,7 @@ struct VforkChild {
   char* const* envp = nullptr;
 };
 
-// The phase pipe a slice keeps between runs (src/slice.cpp), and the environment naming it.
+// The phase pipe a slice keeps between runs (src/run/slice.cpp), and the environment naming it.
 struct ReplicaPhasePipe {
   int read = -1, write = -1;
   std::string env;
@@ -753,7 +753,7 @@ const ReplicaPhasePipe& replica_phase_pipe() {
   return pipe;
 }
 
-// src/spawn.cpp child_main on the default path, with the same system calls: runs on its own
+// src/sys/spawn.cpp child_main on the default path, with the same system calls: runs on its own
 // stack in the parent's memory, the parent suspended until it execs (CLONE_VFORK).
 int replica_vfork_child(void* p) {
   VforkChild& c = *static_cast<VforkChild*>(p);
@@ -789,7 +789,7 @@ int replica_vfork_child(void* p) {
   ::_exit(127);
 }
 
-// edgeprof's default path (src/spawn.cpp try_vfork, x86-64): the counters on kept fds,
+// edgeprof's default path (src/sys/spawn.cpp try_vfork, x86-64): the counters on kept fds,
 // clone3(CLONE_VM|CLONE_VFORK|CLONE_PIDFD) with all signals blocked, the child born in the slice
 // (v2: CLONE_INTO_CGROUP with `cgroup_fd`) or writing "0" into the kept cgroup.procs fds (v1:
 // `cgroup_fd` = -1), the workload inheriting the slice's kept phase pipe, then the wait without
@@ -799,7 +799,7 @@ int replica_vfork_child(void* p) {
 // records them.
 void replica_vfork_spawn(const SliceView& v, const KeptFds& kept, int cgroup_fd,
                          Phases* phases) {
-  alignas(64) static char stack[256 * 1024];  // src/spawn.cpp's child stack is as large
+  alignas(64) static char stack[256 * 1024];  // src/sys/spawn.cpp's child stack is as large
   char* argv[] = {const_cast<char*>(kTrue), nullptr};
   const bool timed = phases != nullptr;
   auto stamp = [timed] { return timed ? Clock::now() : Clock::time_point{}; };
@@ -1193,7 +1193,7 @@ void bench_spawn(const Options& o, const BenchArea* area, Report& report) {
       slice.plan().cpu_quota_us, slice.plan().cpu_period_us));
   if (!clone3) t.notes.push_back("clone3 rows left out: " + no_clone3);
   t.notes.push_back(
-      "the replicas issue the same system calls as src/spawn.cpp (default path: try_vfork + "
+      "the replicas issue the same system calls as src/sys/spawn.cpp (default path: try_vfork + "
       "child_main; fallback: fork_and_release) and the backend's counter work (pread on kept "
       "fds, the peak reset as the backend does it). The untimed replica reads the clock only "
       "where edgeprof does (twice: the child just before execve, the parent when the pidfd is "
@@ -1237,7 +1237,7 @@ void bench_spawn(const Options& o, const BenchArea* area, Report& report) {
                   edgeprof::to_string(v.mode)),
       fork_phases, "total");
   p.notes.push_back(
-      "The replica issues the same system calls as edgeprof's fork fallback (src/spawn.cpp "
+      "The replica issues the same system calls as edgeprof's fork fallback (src/sys/spawn.cpp "
       "fork_and_release; used on other architectures and kernels before 5.3 / 5.7), with a clock "
       "read between the steps. Indented rows split the row above: single cgroup.procs writes, "
       "and the child's side (timestamps it writes into a shared page).");
@@ -1346,7 +1346,7 @@ ToolGroup tool_group(const BenchArea& area, const std::string& name) {
   return g;
 }
 
-// The slice name's owner start time: src/slice.cpp reads /proc/self/stat once per process (per
+// The slice name's owner start time: src/run/slice.cpp reads /proc/self/stat once per process (per
 // pid), so only the replica's first slice pays for it.
 void read_own_start_time_once() {
   static pid_t done_for = -1;
@@ -1355,7 +1355,7 @@ void read_own_start_time_once() {
   done_for = ::getpid();
 }
 
-// Replica of Slice construction + destruction on cgroup v1 (src/slice.cpp, src/cgroup/v1.cpp),
+// Replica of Slice construction + destruction on cgroup v1 (src/run/slice.cpp, src/cgroup/v1.cpp),
 // timed step by step. Creates edgeprof-bench-r<N> in the container.
 void replica_create_v1(const BenchArea& area, const edgeprof::Device& device,
                        const std::string& name, Phases& ph) {

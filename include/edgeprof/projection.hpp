@@ -155,6 +155,11 @@ struct Calibration {
   std::string device;     ///< name of the device the figures were measured on
   std::string family;     ///< "" = any
   Projection projection;  ///< the fit; its target names the figure it predicts
+  /// How the emulated runs its features came from emulated the device's cores: "projected",
+  /// "pooled" or "per-core" (to_string(CoreEmulation)); "" when not recorded. project()
+  /// refuses a result emulated otherwise unless every feature is the device's all-core figure
+  /// or a memory figure: a one-core time under projection is not a pooled run's time.
+  std::string core_emulation = {};
 };
 
 /// JSON: {"schema": "edgeprof.calibrations", "schema_version": 1, "calibrations": [...]},
@@ -174,7 +179,9 @@ std::optional<Calibration> find_calibration(const std::vector<Calibration>& cali
                                             const std::string& family = "");
 
 /// Applies a calibration to a result: its features are the result's figures (figure()), and the
-/// projected figure is labelled "projected". Throws Error when the result lacks a feature.
+/// projected figure is labelled "projected". Throws Error when the result lacks a feature, or
+/// when the calibration recorded a core emulation other than the result's and a feature is
+/// neither an all_cores_* figure nor a memory figure (*_bytes).
 Prediction project(const Calibration& calibration, const Result& result,
                    double confidence = 0.95);
 

@@ -159,10 +159,13 @@ struct Result {
   /// of the workload to another core's group (new threads start in their creator's).
   std::uint64_t thread_moves = 0;
   /// Sampled, projected runs only (CoreEmulation::projected): about how many of the workload's
-  /// threads ran at once: the effective number of the slice's threads sharing its CPU time
-  /// (total^2 / the sum of each thread's squared), per window of about 100 ms, averaged weighted
-  /// by CPU time. About 1 when one thread did the work, N when N were equally busy (they then shared the one core's quota: `warnings` says so from
-  /// 1.5). Unset on other runs, unsampled ones, and ones too short for a window.
+  /// threads ran at once: the mean number of the slice's threads that were runnable (state R:
+  /// running, or waiting for a CPU or the quota), read about every 100 ms (every sample when
+  /// the interval is longer), over the readings that found one. 1 when one thread did the work
+  /// at a time (threads taking turns sleep while they wait), N when N wanted a CPU at once:
+  /// they then shared the one core's quota, and `warnings` says so from 1.5. Unset on other
+  /// runs, unsampled ones, ones without a runnable reading, and when another workload ran in
+  /// the same slice meanwhile (its threads would be counted too).
   std::optional<double> threads_at_once;
   /// Measured: how many times per-core scaling (EmulationPlan::core_quota_by_busy) changed the
   /// core groups' quota as the number of busy threads changed.

@@ -726,7 +726,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
     fit = edgeprof.analysis.Projection.fit(x, y, model=args.model, ridge=args.ridge,
                                            features=args.x, target=args.y)
     device = _device_name(args.device)
-    calibration = edgeprof.analysis.Calibration(device, fit, family=args.family or "")
+    calibration = edgeprof.analysis.Calibration(device, fit, family=args.family or "",
+                                                core_emulation=args.core_emulation or "")
     kept = []
     if args.output and os.path.exists(args.output):
         kept = [c for c in edgeprof.analysis.load_calibrations(args.output)
@@ -735,7 +736,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     if args.output:
         edgeprof.analysis.save_calibrations(args.output, kept + [calibration])
     if args.json:
-        print(edgeprof.calibrations_to_json([calibration]))
+        print(edgeprof.analysis.calibrations_to_json([calibration]))
     else:
         print(str(fit), end="")
         if args.output:
@@ -973,6 +974,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", default="auto",
                    choices=["auto", "linear", "origin", "loglog", "theil_sen", "multi"])
     p.add_argument("--ridge", type=float, default=0.0, help="ridge penalty (multi only)")
+    p.add_argument("--core-emulation", choices=["projected", "pooled", "per-core"],
+                   help="how the runs of the --x columns emulated the device's cores (what the "
+                   "reports' text says: projected, pooled or per-core): recorded, so that "
+                   "project refuses a report emulated otherwise unless every feature is an "
+                   "all_cores_* or memory figure")
     p.add_argument("-o", "--output", help="calibration file to add it to (replacing one for "
                    "the same device, family and target)")
     p.add_argument("--json", action="store_true", help="print the calibration as JSON")

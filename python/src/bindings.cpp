@@ -783,9 +783,9 @@ PYBIND11_MODULE(_core, m) {
                     "Measured: threads moved between per-core emulation's core groups.")
       .def_readonly("threads_at_once", &Result::threads_at_once,
                     "Sampled, projected runs only: about how many of the workload's threads ran "
-                    "at once (the effective number sharing its CPU time, per 100 ms); about 1 for "
-                    "one busy thread, N for N equally busy ones (warned from 1.5). None on "
-                    "other runs.")
+                    "at once (the mean count of runnable threads, about every 100 ms): 1 for "
+                    "one busy thread, N for N at once (warned from 1.5). None on other runs, "
+                    "and when another workload shared the slice.")
       .def_readonly("core_quota_changes", &Result::core_quota_changes,
                     "Measured: times per-core scaling set the core groups' quota for the "
                     "number of busy threads.")
@@ -831,7 +831,8 @@ PYBIND11_MODULE(_core, m) {
            "measured_s and used cpu_s of CPU (a phase's); estimated.")
       .def("figure_provenance",
            [](const Result& r, const std::string& name) { return figure_provenance(r, name); },
-           py::arg("name"), "'projected' or 'measured': how figure NAME of this run was made.")
+           py::arg("name"),
+           "'projected', 'estimated' or 'measured': how figure NAME of this run was made.")
       .def("to_json", [](const Result& r) { return to_json(r); },
            "The whole result as JSON (schema_version REPORT_SCHEMA_VERSION).")
       .def_static("from_json", [](const std::string& text) { return result_from_json(text); },
@@ -1029,13 +1030,19 @@ PYBIND11_MODULE(_core, m) {
       .def("__str__", &Projection::to_text);
 
   py::class_<Calibration>(m, "Calibration", "A projection for one device (and model family).")
-      .def(py::init([](std::string device, const Projection& projection, std::string family) {
-             return Calibration{std::move(device), std::move(family), projection};
+      .def(py::init([](std::string device, const Projection& projection, std::string family,
+                       std::string core_emulation) {
+             return Calibration{std::move(device), std::move(family), projection,
+                                std::move(core_emulation)};
            }),
-           py::arg("device"), py::arg("projection"), py::arg("family") = "")
+           py::arg("device"), py::arg("projection"), py::arg("family") = "",
+           py::arg("core_emulation") = "")
       .def_readonly("device", &Calibration::device)
       .def_readonly("family", &Calibration::family)
-      .def_readonly("projection", &Calibration::projection);
+      .def_readonly("projection", &Calibration::projection)
+      .def_readonly("core_emulation", &Calibration::core_emulation,
+                    "How the runs its features came from emulated the device's cores "
+                    "('projected', 'pooled', 'per-core'); '' when not recorded.");
   m.def("calibrations_to_json", &calibrations_to_json, py::arg("calibrations"));
   m.def("calibrations_from_json", &calibrations_from_json, py::arg("text"));
   m.def("find_calibration", &find_calibration, py::arg("calibrations"), py::arg("device"),

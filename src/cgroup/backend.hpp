@@ -17,8 +17,8 @@
 #include "edgeprof/plan.hpp"
 #include "edgeprof/slice.hpp"
 #include "cgroup/guard.hpp"
-#include "fs.hpp"
-#include "parse.hpp"
+#include "sys/fs.hpp"
+#include "sys/parse.hpp"
 
 namespace edgeprof::detail {
 

@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "cgroup/backend.hpp"
-#include "parse.hpp"
+#include "sys/parse.hpp"
 
 namespace edgeprof::detail {
 

@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 
 #include "cgroup/files.hpp"
-#include "clone3.hpp"
+#include "sys/clone3.hpp"
 #include "edgeprof/error.hpp"
 
 namespace edgeprof::detail {

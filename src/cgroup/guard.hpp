@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "fs.hpp"
+#include "sys/fs.hpp"
 
 namespace edgeprof::detail {
 

@@ -14,7 +14,7 @@
 
 #include "cgroup/backend.hpp"
 #include "cgroup/files.hpp"
-#include "parse.hpp"
+#include "sys/parse.hpp"
 
 namespace edgeprof::detail {
 

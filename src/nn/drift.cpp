@@ -19,8 +19,8 @@
 #include "edgeprof/error.hpp"
 #include "edgeprof/nn.hpp"
 #include "edgeprof/plan.hpp"
-#include "microbench_detail.hpp"
-#include "stats.hpp"
+#include "suite/microbench_detail.hpp"
+#include "sys/stats.hpp"
 
 namespace edgeprof {
 

@@ -20,18 +20,18 @@
 #include <tuple>
 #include <nlohmann/json.hpp>
 
-#include "child.hpp"
+#include "sys/child.hpp"
 #include "edgeprof/error.hpp"
 #include "edgeprof/nn.hpp"
 #include "edgeprof/statistics.hpp"
-#include "parse.hpp"
+#include "sys/parse.hpp"
 #include "edgeprof/version.hpp"
-#include "fs.hpp"
-#include "microbench_detail.hpp"
+#include "sys/fs.hpp"
+#include "suite/microbench_detail.hpp"
 #include "nn/runner_dir.hpp"
 #include "nn/runtime_table.hpp"
-#include "runtimes.hpp"
-#include "stats.hpp"
+#include "nn/runtimes.hpp"
+#include "sys/stats.hpp"
 
 namespace edgeprof {
 

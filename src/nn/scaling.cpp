@@ -12,8 +12,8 @@
 
 #include "edgeprof/error.hpp"
 #include "edgeprof/nn.hpp"
-#include "microbench_detail.hpp"
-#include "stats.hpp"
+#include "suite/microbench_detail.hpp"
+#include "sys/stats.hpp"
 
 namespace edgeprof {
 

@@ -14,8 +14,8 @@
 #include "edgeprof/error.hpp"
 #include "edgeprof/microbench.hpp"
 #include "edgeprof/version.hpp"
-#include "fs.hpp"
-#include "microbench_detail.hpp"
+#include "sys/fs.hpp"
+#include "suite/microbench_detail.hpp"
 
 namespace {
 

@@ -10,7 +10,7 @@
 #include <set>
 
 #include "edgeprof/error.hpp"
-#include "parse.hpp"
+#include "sys/parse.hpp"
 
 namespace edgeprof::detail {
 

@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-#include "fs.hpp"
+#include "sys/fs.hpp"
 
 namespace edgeprof::detail {
 

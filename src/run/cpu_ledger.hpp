@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "fs.hpp"
+#include "sys/fs.hpp"
 
 namespace edgeprof::detail {
 

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "fs.hpp"
+#include "sys/fs.hpp"
 
 namespace edgeprof::detail {
 

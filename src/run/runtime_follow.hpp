@@ -17,7 +17,7 @@
 #include "cgroup/backend.hpp"
 #include "edgeprof/device.hpp"
 #include "edgeprof/plan.hpp"
-#include "runtimes.hpp"
+#include "nn/runtimes.hpp"
 
 namespace edgeprof::detail {
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <thread>
 
-#include "runtimes.hpp"
+#include "nn/runtimes.hpp"
 #include "sampler/sources.hpp"
 #include "sampler/thread_census.hpp"
 

@@ -9,7 +9,7 @@
 #include <utility>
 
 #include "cgroup/files.hpp"
-#include "parse.hpp"
+#include "sys/parse.hpp"
 
 namespace edgeprof::detail {
 

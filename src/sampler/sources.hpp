@@ -12,7 +12,7 @@
 
 #include "cgroup/backend.hpp"
 #include "edgeprof/series.hpp"
-#include "fs.hpp"
+#include "sys/fs.hpp"
 
 namespace edgeprof::detail {
 

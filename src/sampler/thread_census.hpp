@@ -2,72 +2,49 @@
 // device core runs the workload and the board's speed-up divides its time, which holds for one
 // thread: a workload that starts more in code (ncnn's Option.num_threads,
 // torch.set_num_threads) shares the core's quota among them and its projected time comes out
-// too slow. No variable says so; the threads' CPU time does. The sampler's thread reads the
-// slice's task lists and each thread's CPU time about every 100 ms; the arithmetic is pure.
+// too slow. No variable says so; the threads' states do. The sampler's thread reads the slice's
+// thread list and each thread's state about every 100 ms and counts those that are runnable
+// (running, or waiting for a CPU or for the quota: state R). Threads that take turns (Python
+// threads serialised by the GIL, a loader handing work to the main thread) sleep while they
+// wait, and count once. The arithmetic is pure.
 #pragma once
 
-#include <sys/types.h>
-
 #include <cstdint>
-#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "fs.hpp"
+#include "sys/fs.hpp"
 
 namespace edgeprof::detail {
 
-// Thread id -> its CPU time so far (ns), as one reading saw it.
-using ThreadTimes = std::map<pid_t, std::uint64_t>;
-
-// What the threads did between two readings: the CPU time of the threads in both (a thread
-// born between them has no start; one that ended, no end: neither is counted), that of the
-// busiest of them, and the sum of their squares.
-struct CensusWindow {
-  std::uint64_t total_ns = 0;
-  std::uint64_t busiest_ns = 0;
-  double square_sum = 0;  // ns^2
-  // The effective number of threads that shared the window's CPU time (the inverse Simpson
-  // index of their shares, total^2 / sum of squares): N for N equally busy threads, 1 for one,
-  // 1.22 for shares of 90% and 10%. Less sensitive than total / busiest to the scheduler's
-  // unevenness within a window (three threads sharing 25 ms of quota as 12, 8 and 5 ms: 2.7,
-  // where total / busiest gives 2.1). 0 for a window without CPU time.
-  double threads() const {
-    return square_sum > 0 ? static_cast<double>(total_ns) * static_cast<double>(total_ns) / square_sum
-                          : 0.0;
-  }
+// The threads' runnable counts, reading by reading (0: none was runnable).
+struct CensusCounts {
+  std::uint64_t readings = 0;      // readings with at least one runnable thread
+  std::uint64_t runnable_sum = 0;  // their runnable threads, summed
 };
-CensusWindow census_window(const ThreadTimes& before, const ThreadTimes& after);
 
-// The windows' effective thread counts (CensusWindow::threads), averaged weighted by their CPU
-// time: 1 when one thread did the work at a time, about N when N threads were equally busy at
-// once. nullopt before any CPU time was seen in a window.
-std::optional<double> threads_at_once(const std::vector<CensusWindow>& windows);
+// The mean number of runnable threads over the readings that found one: 1 when one thread did
+// the work at a time, N when N threads wanted a CPU at once. nullopt before any such reading.
+std::optional<double> threads_at_once(const CensusCounts& counts);
 
 class ThreadCensus {
  public:
   // `tasks`: the slice's thread lists (v1 `tasks` of its cpu hierarchy, v2 `cgroup.threads`).
   ThreadCensus(Fs fs, std::vector<std::string> tasks) : fs_(std::move(fs)), tasks_(std::move(tasks)) {}
 
-  // One reading: the threads in the lists and their CPU time (a thread that ended between the
-  // list and its file is left out). Never throws (out of memory: this reading is skipped).
+  // One reading: the threads in the lists that are runnable (a thread that ended between the
+  // list and its stat file is left out). Never throws (out of memory: the reading is skipped).
   void read() noexcept;
-  // Forgets the windows and the last reading, for the next run.
-  void reset() {
-    last_.clear();
-    windows_.clear();
-    read_once_ = false;
-  }
-  std::optional<double> threads_at_once() const { return detail::threads_at_once(windows_); }
-  const std::vector<CensusWindow>& windows() const { return windows_; }
+  // Forgets the readings, for the next run.
+  void reset() { counts_ = {}; }
+  std::optional<double> threads_at_once() const { return detail::threads_at_once(counts_); }
+  const CensusCounts& counts() const { return counts_; }
 
  private:
   Fs fs_;
   std::vector<std::string> tasks_;
-  ThreadTimes last_;
-  bool read_once_ = false;
-  std::vector<CensusWindow> windows_;
+  CensusCounts counts_;
 };
 
 // The warning of a projected run whose threads ran `at_once` (threads_at_once()) at a time,

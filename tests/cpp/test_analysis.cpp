@@ -265,6 +265,53 @@ TEST_CASE("calibrations survive JSON and project results", "[analysis][projectio
   CHECK_THROWS_WITH(calibrations_from_json("{}"), Catch::Contains("not an edgeprof calibration"));
 }
 
+TEST_CASE("a calibration records the core emulation of its runs, and project() holds to it",
+          "[analysis][projection]") {
+  FitOptions o;
+  o.model = FitModel::linear;
+  o.features = {"wall_time_s"};
+  o.target = "device_wall_time_s";
+  const Projection fit =
+      Projection::fit(std::vector<double>{1, 2, 3, 4, 5}, {2.1, 3.9, 6.2, 7.8, 10.1}, o);
+  const Calibration pooled{"lg-g6", "", fit, "pooled"};
+  // Kept in the file; a file without it (older) has none.
+  const auto back = calibrations_from_json(calibrations_to_json({pooled}));
+  REQUIRE(back.size() == 1);
+  CHECK(back[0].core_emulation == "pooled");
+  std::string old = calibrations_to_json({Calibration{"lg-g6", "", fit}});
+  CHECK(calibrations_from_json(old)[0].core_emulation.empty());
+  std::string bad = calibrations_to_json({pooled});
+  bad.replace(bad.find("\"pooled\""), 8, "\"spread\"");
+  CHECK_THROWS_WITH(calibrations_from_json(bad), Catch::Contains("core_emulation 'spread'"));
+
+  Result r;
+  r.wall_time_s = 6.0;
+  // A pooled result: the calibration applies.
+  CHECK(project(pooled, r).estimate == Approx(11.99));
+  // A projected result: its wall_time_s is one core's; refused, with what to do.
+  ThreadsProjection projection;
+  projection.threads = 4;
+  projection.speedup = 2;
+  r.plan.threads_projection = projection;
+  CHECK_THROWS_WITH(project(pooled, r),
+                    Catch::Contains("core emulation pooled") &&
+                        Catch::Contains("this result's was projected") &&
+                        Catch::Contains("wall_time_s"));
+  // Not recorded: any result.
+  CHECK(project(Calibration{"lg-g6", "", fit}, r).estimate == Approx(11.99));
+  // All-core and memory features mean the same under any core emulation.
+  FitOptions all = o;
+  all.features = {"all_cores_wall_time_s", "peak_memory_bytes"};
+  all.model = FitModel::multi;
+  const Calibration on_all{
+      "lg-g6", "", Projection::fit(std::vector<std::vector<double>>{{1, 5}, {2, 3}, {3, 9},
+                                                                    {4, 2}, {5, 7}},
+                                   {2.1, 3.9, 6.2, 7.8, 10.1}, all),
+      "pooled"};
+  r.peak_memory_bytes = 4;
+  CHECK(project(on_all, r).estimate > 0);
+}
+
 TEST_CASE("estimate_energy_j: idle power for the wall time, the rest in proportion to CPU use",
           "[analysis][energy]") {
   PowerDescription p;

@@ -14,9 +14,9 @@
 
 #include "cgroup/backend.hpp"
 #include "edgeprof/edgeprof.hpp"
-#include "fs.hpp"
+#include "sys/fs.hpp"
 #include "helpers.hpp"
-#include "parse.hpp"
+#include "sys/parse.hpp"
 
 using namespace edgeprof;
 using edgeprof::test::can_create_slices;

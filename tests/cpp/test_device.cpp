@@ -5,7 +5,7 @@
 #include "edgeprof/plan.hpp"
 #include "edgeprof/result.hpp"
 #include "edgeprof/catalog.hpp"
-#include "parse.hpp"
+#include "sys/parse.hpp"
 
 using namespace edgeprof;
 

@@ -25,9 +25,9 @@
 
 #include "edgeprof/edgeprof.hpp"
 #include "helpers.hpp"
-#include "microbench_detail.hpp"
-#include "parse.hpp"
-#include "runtimes.hpp"
+#include "suite/microbench_detail.hpp"
+#include "sys/parse.hpp"
+#include "nn/runtimes.hpp"
 
 using namespace edgeprof;
 using edgeprof::test::fixture;

@@ -1,4 +1,4 @@
-// Keep-warm (src/keep_warm.hpp): idle-priority threads that keep a throttled slice's CPUs busy.
+// Keep-warm (src/run/keep_warm.hpp): idle-priority threads that keep a throttled slice's CPUs busy.
 // The lease tests need no cgroups; the [kernel] ones run real slices.
 #include <sched.h>
 #include <sys/wait.h>
@@ -17,7 +17,7 @@
 
 #include "edgeprof/edgeprof.hpp"
 #include "helpers.hpp"
-#include "keep_warm.hpp"
+#include "run/keep_warm.hpp"
 
 using namespace edgeprof;
 using edgeprof::test::can_create_slices;

@@ -19,7 +19,7 @@
 #include <fstream>
 #include <thread>
 
-#include "clone3.hpp"
+#include "sys/clone3.hpp"
 #include "edgeprof/edgeprof.hpp"
 #include "helpers.hpp"
 

@@ -16,9 +16,9 @@
 
 #include "edgeprof/edgeprof.hpp"
 #include "edgeprof/microbench.hpp"
-#include "fs.hpp"
+#include "sys/fs.hpp"
 #include "helpers.hpp"
-#include "microbench_detail.hpp"
+#include "suite/microbench_detail.hpp"
 
 using namespace edgeprof;
 using namespace edgeprof::detail;

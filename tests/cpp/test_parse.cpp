@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "helpers.hpp"
-#include "parse.hpp"
+#include "sys/parse.hpp"
 
 using namespace edgeprof::detail;
 using edgeprof::test::fixture;

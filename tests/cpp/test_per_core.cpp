@@ -9,7 +9,7 @@
 #include "edgeprof/plan.hpp"
 #include "edgeprof/slice.hpp"
 #include "helpers.hpp"
-#include "parse.hpp"
+#include "sys/parse.hpp"
 #include "run/core_placer.hpp"
 
 using namespace edgeprof;

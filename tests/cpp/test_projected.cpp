@@ -2,6 +2,8 @@
 // start one thread, its times divided by the board's published speed-up.
 #include <catch2/catch.hpp>
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <map>
 #include <optional>
@@ -408,7 +410,7 @@ TEST_CASE("projected: threads the workload starts in code are counted and warned
   const auto census_warnings = [](const Result& r) {
     std::vector<std::string> out;
     for (const std::string& w : r.warnings) {
-      if (w.find("threads ran at once") != std::string::npos) out.push_back(w);
+      if (w.find("threads were runnable at once") != std::string::npos) out.push_back(w);
     }
     return out;
   };
@@ -420,7 +422,8 @@ TEST_CASE("projected: threads the workload starts in code are counted and warned
   REQUIRE(wide.threads_at_once);
   CHECK(*wide.threads_at_once >= 1.5);
   CHECK(census_warnings(wide).size() == 1);
-  CHECK(to_text(wide).find("threads at once") != std::string::npos);
+  CHECK(to_text(wide).find(fmt::format("busy threads  {:.2f} at once", *wide.threads_at_once)) !=
+        std::string::npos);
   // Kept in the report.
   const Result back = result_from_json(to_json(wide));
   REQUIRE(back.threads_at_once);
@@ -431,6 +434,18 @@ TEST_CASE("projected: threads the workload starts in code are counted and warned
   REQUIRE(one.threads_at_once);
   CHECK(*one.threads_at_once < 1.5);
   CHECK(census_warnings(one).empty());
+  // Two workloads in the slice at once: the census saw both, so neither gets it.
+  Child first = slice.spawn(workload({"spin", "0.4", "1"}));
+  Child second = slice.spawn(workload({"spin", "0.2", "1"}));
+  const Result a = first.wait(), b = second.wait();
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  CHECK_FALSE(a.threads_at_once);
+  CHECK_FALSE(b.threads_at_once);
+  CHECK(census_warnings(a).empty());
+  // Alone again: counted again.
+  const Result again = slice.spawn(workload({"spin", "0.3", "1"})).wait();
+  CHECK(again.threads_at_once);
   // Pooled runs have no census.
   SliceOptions pooled_options;
   pooled_options.plan.cores = CoreEmulation::pooled;

@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "edgeprof/edgeprof.hpp"
-#include "parse.hpp"
+#include "sys/parse.hpp"
 
 using namespace edgeprof;
 

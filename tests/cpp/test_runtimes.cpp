@@ -10,7 +10,7 @@
 #include "helpers.hpp"
 #include "nn/runtime_table.hpp"
 #include "run/runtime_follow.hpp"
-#include "runtimes.hpp"
+#include "nn/runtimes.hpp"
 #include "sampler/sampler.hpp"
 
 using namespace edgeprof;

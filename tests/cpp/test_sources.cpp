@@ -11,7 +11,7 @@
 
 #include "edgeprof/result.hpp"
 #include "helpers.hpp"
-#include "parse.hpp"
+#include "sys/parse.hpp"
 #include "sampler/sources.hpp"
 
 using namespace edgeprof::detail;

@@ -8,10 +8,10 @@
 #include <filesystem>
 
 #include "cgroup/backend.hpp"
-#include "clone3.hpp"
+#include "sys/clone3.hpp"
 #include "edgeprof/edgeprof.hpp"
 #include "helpers.hpp"
-#include "spawn.hpp"
+#include "sys/spawn.hpp"
 
 using namespace edgeprof;
 using namespace edgeprof::detail;

@@ -305,6 +305,25 @@ def test_compare_ranks_commands_and_projects(tmp_path):
     assert out["target"] == "device_wall_time_s" and out["low"] < out["estimate"] < out["high"]
     assert out["feature_provenance"] == {"wall_time_s": "measured"}
 
+    # A calibration that records its runs' core emulation refuses a report emulated otherwise
+    # (a projected run's wall_time_s is one core's time).
+    pooled = edgeprof("fit", str(data), "--x", "wall_time_s", "--y", "device_wall_time_s",
+                      "--device", "raspberry-pi-4b-1gb", "--model", "linear",
+                      "--core-emulation", "pooled", "-o", str(tmp_path / "pooled.json"))
+    assert pooled.returncode == 0, pooled.stderr
+    printed = edgeprof("fit", str(data), "--x", "wall_time_s", "--y", "device_wall_time_s",
+                       "--device", "raspberry-pi-4b-1gb", "--core-emulation", "pooled", "--json")
+    assert printed.returncode == 0, printed.stderr
+    assert json.loads(printed.stdout)["calibrations"][0]["core_emulation"] == "pooled"
+    one_core = edgeprof("run", "--device", "raspberry-pi-4b-1gb", "--speed-kind", "integer",
+                        "--core-emulation", "projected", "--json", str(tmp_path / "p.json"),
+                        "--", "sleep", "0.02")
+    assert one_core.returncode == 0, one_core.stderr
+    refused = edgeprof("project", str(tmp_path / "p.json"), "--calibrations",
+                       str(tmp_path / "pooled.json"))
+    assert refused.returncode == 2
+    assert "core emulation pooled" in refused.stderr and "projected" in refused.stderr
+
 
 @pytest.mark.parametrize(
     "args, fragment",
@@ -434,7 +453,7 @@ def test_projected_run_counts_the_threads_that_ran_at_once():
     report = json.loads(p.stdout)
     assert report["threads_at_once"] >= 1.5
     assert report["provenance"]["threads_at_once"] == "sampled"
-    assert any("threads ran at once" in w for w in report["warnings"]), report["warnings"]
+    assert any("threads were runnable at once" in w for w in report["warnings"]), report["warnings"]
     # A pooled run has no census.
     pooled = edgeprof("run", "--device", "raspberry-pi-4b-1gb", "--speed-kind", "integer",
                       "--core-emulation", "pooled", "--json", "--", "true")

@@ -123,13 +123,15 @@ def test_calibrations_round_trip_through_a_file(tmp_path):
     fit = edgeprof.analysis.Projection.fit([[1.0], [2.0], [3.0], [4.0]], [2.2, 3.9, 6.1, 8.0],
                                            model="auto", features=["wall_time_s"],
                                            target="device_wall_time_s")
-    cal = edgeprof.analysis.Calibration("jetson-nano", fit, family="cnn")
+    cal = edgeprof.analysis.Calibration("jetson-nano", fit, family="cnn",
+                                        core_emulation="projected")
     path = tmp_path / "cal.json"
     edgeprof.analysis.save_calibrations(path, [cal])
     data = json.loads(path.read_text())
     assert data["schema"] == "edgeprof.calibrations" and data["calibrations"][0]["model"] == fit.model
     back = edgeprof.analysis.load_calibrations(path)
     assert back[0].projection.coefficients == fit.coefficients
+    assert back[0].core_emulation == "projected"
     assert edgeprof.analysis.find_calibration(back, "jetson-nano", "device_wall_time_s",
                                               "cnn") is not None
     with pytest.raises(edgeprof.Error, match="cannot read calibrations"):

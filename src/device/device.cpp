@@ -1,0 +1,548 @@
+#include "edgeprof/device.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+
+#include "edgeprof/catalog.hpp"
+#include "edgeprof/error.hpp"
+#include "nn/runtimes.hpp"
+
+namespace edgeprof {
+
+namespace {
+
+struct Unit {
+  std::string_view suffix;
+  double factor;
+};
+
+// Longest suffixes first so "MiB" is not read as "M" + "iB".
+constexpr Unit kUnits[] = {
+    {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
+    {"kB", 1e3},     {"KB", 1e3},        {"MB", 1e6},           {"GB", 1e9},
+    {"TB", 1e12},    {"Ki", 1024.0},     {"Mi", 1048576.0},     {"Gi", 1073741824.0},
+    {"Ti", 1099511627776.0},             {"K", 1024.0},         {"M", 1048576.0},
+    {"G", 1073741824.0},                 {"T", 1099511627776.0}, {"k", 1024.0},
+    {"m", 1048576.0},                    {"g", 1073741824.0},    {"B", 1.0},
+    {"b", 1.0},
+};
+
+[[noreturn]] void bad_size(std::string_view text, std::string_view field, std::string_view why) {
+  throw DeviceError(fmt::format(
+      "{}: cannot read '{}' as a size ({}). Write bytes as a number with an optional unit, "
+      "for example 536870912, 512MiB, 1.5GiB or 500MB",
+      field, text, why));
+}
+
+}  // namespace
+
+std::uint64_t parse_size(std::string_view text, std::string_view field) {
+  std::string_view s = text;
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  if (s.empty()) bad_size(text, field, "it is empty");
+  double factor = 1.0;
+  for (const Unit& unit : kUnits) {
+    if (s.size() > unit.suffix.size() && s.substr(s.size() - unit.suffix.size()) == unit.suffix) {
+      factor = unit.factor;
+      s.remove_suffix(unit.suffix.size());
+      while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+      break;
+    }
+  }
+  // Digits with at most one '.', nothing else: no signs, exponents, or stray words.
+  bool dot = false;
+  for (char c : s) {
+    if (c == '.' && !dot) {
+      dot = true;
+    } else if (c < '0' || c > '9') {
+      bad_size(text, field, "unknown number or unit");
+    }
+  }
+  if (s.empty() || s == ".") bad_size(text, field, "no number");
+  // strtod, not stod: a number past double's range is "too large" (stod throws out_of_range).
+  const std::string digits(s);
+  double value = std::strtod(digits.c_str(), nullptr) * factor;
+  if (!(value < 18446744073709551615.0)) bad_size(text, field, "too large");
+  double rounded = std::round(value);
+  if (std::fabs(value - rounded) > 1e-6 * std::max(1.0, value)) {
+    bad_size(text, field, "not a whole number of bytes");
+  }
+  return static_cast<std::uint64_t>(rounded);
+}
+
+std::string format_size(std::uint64_t bytes) {
+  constexpr const char* kNames[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes);
+  int unit = 0;
+  while (value >= 1024.0 && unit < 4) {
+    value /= 1024.0;
+    ++unit;
+  }
+  if (unit == 0) return fmt::format("{} B", bytes);
+  if (std::fabs(value - std::round(value)) < 0.005) return fmt::format("{:.0f} {}", value, kNames[unit]);
+  return fmt::format("{:.2f} {}", value, kNames[unit]);
+}
+
+void Device::validate() const {
+  const std::string who = name.empty() ? std::string("device") : fmt::format("device '{}'", name);
+  if (cores < 1) {
+    throw DeviceError(fmt::format("{}: cores = {} is invalid; a device has at least 1 core", who,
+                                  cores));
+  }
+  if (!(core_speed > 0.0) || !std::isfinite(core_speed)) {
+    throw DeviceError(fmt::format(
+        "{}: core_speed = {} is invalid; it is the speed of one device core relative to one host "
+        "core and must be greater than 0 (for example 0.25)",
+        who, core_speed));
+  }
+  for (const auto& [field, value] :
+       {std::pair{"reference_speed", reference_speed},
+        std::pair{"host_reference_speed", host_reference_speed}}) {
+    if (value && (!(*value > 0.0) || !std::isfinite(*value))) {
+      throw DeviceError(fmt::format("{}: {} = {} is invalid; it is a speed relative to the "
+                                    "reference core and must be greater than 0",
+                                    who, field, *value));
+    }
+  }
+  if (memory_bytes < kMinDeviceMemory) {
+    throw DeviceError(fmt::format("{}: memory = {} is below the floor of {}; give the device's "
+                                  "RAM, for example \"512MiB\"",
+                                  who, memory_bytes == 0 ? "0" : format_size(memory_bytes),
+                                  format_size(kMinDeviceMemory)));
+  }
+  if (pids_max && *pids_max < 1) {
+    throw DeviceError(fmt::format("{}: pids_max = {} is invalid; it must be at least 1", who,
+                                  *pids_max));
+  }
+  if ((io_read_bps && *io_read_bps == 0) || (io_write_bps && *io_write_bps == 0)) {
+    throw DeviceError(fmt::format("{}: an I/O bandwidth of 0 bytes/s is invalid", who));
+  }
+  for (const std::optional<double>* w : {&power.idle_watts, &power.loaded_watts}) {
+    if (*w && !(**w >= 0.0 && std::isfinite(**w))) {
+      throw DeviceError(fmt::format("{}: power = {} W is invalid; it must be 0 or more", who,
+                                    **w));
+    }
+  }
+  if (power.idle_watts && power.loaded_watts && *power.loaded_watts < *power.idle_watts) {
+    throw DeviceError(fmt::format("{}: loaded power {} W is below idle power {} W", who,
+                                  *power.loaded_watts, *power.idle_watts));
+  }
+  double last = -1.0;
+  for (const SpeedStep& step : speed_schedule) {
+    if (!(step.after_s >= 0.0) || !std::isfinite(step.after_s) || step.after_s <= last) {
+      throw DeviceError(fmt::format(
+          "{}: speed_schedule step at after_s = {} is invalid; steps start at 0 s or later, in "
+          "increasing order",
+          who, step.after_s));
+    }
+    if (!(step.factor > 0.0 && step.factor <= 1.0)) {
+      throw DeviceError(fmt::format(
+          "{}: speed_schedule factor = {} at {} s is invalid; it is a fraction of core_speed "
+          "in (0, 1]",
+          who, step.factor, step.after_s));
+    }
+    last = step.after_s;
+  }
+}
+
+bool Device::answers_to(std::string_view n) const {
+  return name == n || std::find(aliases.begin(), aliases.end(), n) != aliases.end();
+}
+
+bool operator==(const Device& a, const Device& b) {
+  return a.name == b.name && a.cores == b.cores && a.core_speed == b.core_speed &&
+         a.memory_bytes == b.memory_bytes && a.swap_bytes == b.swap_bytes &&
+         a.io_read_bps == b.io_read_bps && a.io_write_bps == b.io_write_bps &&
+         a.pids_max == b.pids_max && a.description == b.description && a.source == b.source &&
+         a.aliases == b.aliases && a.cpu == b.cpu && a.storage == b.storage &&
+         a.power == b.power && a.scores == b.scores && a.reference_speed == b.reference_speed &&
+         a.host_reference_speed == b.host_reference_speed && a.speed_schedule == b.speed_schedule &&
+         a.sources == b.sources && a.nn_ms == b.nn_ms && a.nn_precision == b.nn_precision &&
+         a.nn_threads_ms == b.nn_threads_ms && a.runtime_ms == b.runtime_ms &&
+         a.speed_kind == b.speed_kind;
+}
+
+bool operator==(const RuntimeTimes& a, const RuntimeTimes& b) {
+  return a.precision == b.precision && a.threads == b.threads && a.ms == b.ms;
+}
+
+const char* to_string(SpeedKind kind) {
+  switch (kind) {
+    case SpeedKind::nn: return "nn";
+    case SpeedKind::integer: return "integer";
+    default: return "automatic";
+  }
+}
+
+SpeedKind speed_kind_from_string(std::string_view name) {
+  for (SpeedKind k : {SpeedKind::automatic, SpeedKind::nn, SpeedKind::integer}) {
+    if (name == to_string(k)) return k;
+  }
+  throw Error(fmt::format("'{}' is not a kind of speed; the kinds are automatic (nn where the "
+                          "device has it), nn (CNN inference) and integer (7-Zip's rating)",
+                          name));
+}
+
+Device with_measured_nn(const Device& device, const NnOptions& options) {
+  if (device.nn || device.nn_ms.empty()) return device;
+  // Loaded before the rating was cached (by another run, say): the cache gives it now.
+  std::optional<NnRating> cached = cached_nn_rating();
+  NnRating rating;
+  if (cached) {
+    rating = std::move(*cached);
+  } else {
+    const std::size_t graphs =
+        options.graphs.empty() ? reference_graphs().size() : options.graphs.size();
+    if (options.progress) {
+      options.progress(fmt::format(
+          "{} is emulated at its CNN inference (nn) speed, and this host's nn rating is not "
+          "measured yet: measuring it now, once ({} graphs with ncnn, one thread, about a "
+          "minute; cached for later runs; `edgeprof calibrate-host --nn` does the same)",
+          device.name, graphs));
+    }
+    try {
+      rating = measure_nn_rating(options);
+    } catch (const Error& e) {
+      throw Error(fmt::format(
+          "{} is emulated at its CNN inference (nn) speed, which needs this host's nn rating, "
+          "and measuring it failed: {}. Mend that (install ncnn: `pip install ncnn`) and run "
+          "again, or "
+          "emulate the device at its integer (7-Zip) speed (--speed-kind integer; "
+          "speed_kind=\"integer\" in Python; SpeedKind::integer in C++)",
+          device.name, e.what()));
+    }
+  }
+  Device d = device;
+  try {
+    d.nn = nn_speed(d.nn_ms, rating.host_ms, d.nn_precision);
+    d.nn_missing.clear();
+  } catch (const Error& e) {
+    d.nn_missing = e.what();
+  }
+  return d;
+}
+
+Device for_speed_kind(const Device& device, SpeedKind kind, std::vector<std::string>* notes) {
+  auto note = [notes](std::string text) {
+    if (notes) notes->push_back(std::move(text));
+  };
+  if (device.speed_kind == "nn" && kind == SpeedKind::integer) {
+    throw DeviceError(fmt::format(
+        "{} is already set to its nn speed; load the device again (find_device) to emulate "
+        "it at its integer speed",
+        device.name));
+  }
+  const bool want_nn = kind == SpeedKind::nn || (kind == SpeedKind::automatic && device.nn);
+  if (!want_nn) {
+    if (kind == SpeedKind::automatic && !device.nn_ms.empty()) {
+      note(fmt::format(
+          "speed: {} has published CNN inference times, but this host's nn rating is not "
+          "measured ({}), so it is emulated at its integer (7-Zip) speed, which made CNN "
+          "inference 3-5x too fast on Cortex-A53/A72 boards (docs/fidelity.md); run `edgeprof "
+          "calibrate-host --nn` (needs `pip install ncnn`) to fix it",
+          device.name, device.nn_missing));
+    } else if (kind == SpeedKind::automatic && device.reference_speed) {
+      note(fmt::format("speed: integer (7-Zip's rating); {} has no nn speed ({}), so CNN "
+                       "inference may run faster here than on the device (docs/fidelity.md)",
+                       device.name,
+                       device.nn_missing.empty() ? "no published CNN inference times"
+                                                 : device.nn_missing));
+    } else if (kind == SpeedKind::integer && device.nn) {
+      note(fmt::format("speed: integer (7-Zip's rating), as asked; the nn speed would be "
+                       "{:.4g} of a host core",
+                       device.nn->core_speed));
+    }
+    return device;
+  }
+  if (!device.nn) {
+    const std::string fix =
+        device.nn_ms.empty()
+            ? "give published CNN inference times in a device file (`nn`, docs/devices.md)"
+            : "run `edgeprof calibrate-host --nn` once (needs `pip install ncnn`)";
+    throw DeviceError(fmt::format(
+        "{} has no nn speed: {}; {}, or emulate it at its integer speed (--speed-kind integer)",
+        device.name,
+        device.nn_missing.empty() ? "no published CNN inference times" : device.nn_missing, fix));
+  }
+  Device d = device;
+  d.core_speed = device.nn->core_speed;
+  d.speed_kind = "nn";
+  if (device.speed_kind != "nn" && device.nn->basis == "vector") {
+    d.sources["core_speed"] = FigureSource{
+        "estimated", fmt::format("{}: the device's vector-kernel score / this host's",
+                                 describe(*device.nn))};
+  } else if (device.speed_kind != "nn") {
+    d.sources["core_speed"] = FigureSource{
+        "estimated", fmt::format("{}: host time / published device time per graph, geometric "
+                                 "mean; the device's times are {}",
+                                 describe(*device.nn),
+                                 device.sources.count("nn") ? device.sources.at("nn").source
+                                                            : std::string("given")),
+    };
+  }
+  note(fmt::format("speed: {}{}", describe(*device.nn),
+                   device.nn->precision == "fp32"
+                       ? ""
+                       : fmt::format("; the device's times are {} inference, a workload in fp32 "
+                                     "runs slower there than emulated",
+                                     device.nn->precision)));
+  return d;
+}
+
+std::string describe_core_speed(const Device& d) {
+  if (d.speed_kind == "nn" && d.nn) {
+    const NnSpeed& nn = *d.nn;
+    if (nn.basis == "vector") {
+      return fmt::format("{:.4g} of a host core (nn speed: edgeprof-probe's vector kernel, {}; {})",
+                         d.core_speed, nn.precision, nn.vector_units);
+    }
+    std::string how =
+        nn.basis == "ncnn"
+            ? fmt::format("nn speed: {} ncnn graph{}, {}", nn.ratios.size(),
+                          nn.ratios.size() == 1 ? "" : "s", nn.precision)
+            : fmt::format("{} speed: {}{}{}", detail::runtime_name(nn.basis),
+                          nn.ratios.empty()
+                              ? std::string("as the report gives it")
+                              : fmt::format("{} model{}", nn.ratios.size(),
+                                            nn.ratios.size() == 1 ? "" : "s"),
+                          nn.precision.empty() ? "" : ", " + nn.precision,
+                          nn.threads > 1 ? fmt::format(", from {}-thread times x {:.3g}",
+                                                       nn.threads, nn.one_core_factor)
+                                         : std::string());
+    if (nn.ratios.size() >= 2) {
+      how += fmt::format("; leave-one-{}-out median error {:.0f}%, worst {:.0f}%",
+                         nn.basis == "ncnn" ? "graph" : "model", 100 * nn.loo_median_error,
+                         100 * nn.loo_worst_error);
+    }
+    return fmt::format("{:.4g} of a host core ({})", d.core_speed, how);
+  }
+  if (d.reference_uncorrected()) {
+    return fmt::format("{:.4g} of the reference core, uncorrected for this host", d.core_speed);
+  }
+  if (d.reference_speed && d.host_reference_speed) {
+    return fmt::format("{:.4g} of a host core ({:.4g} of the reference core / this host's {:.3f})",
+                       d.core_speed, *d.reference_speed, *d.host_reference_speed);
+  }
+  return fmt::format("{:.4g} of a host core", d.core_speed);
+}
+
+NnSpeed runtime_speed(const Device& device, std::string_view runtime, const NnRating& host) {
+  const NnRuntime& rt = nn_runtime(runtime);  // Error for an unknown one
+  if (rt.id == "ncnn") {
+    throw Error("runtime_speed() is for runtimes other than ncnn: a device's ncnn speed is its "
+                "nn speed (Device::nn, for_speed_kind)");
+  }
+  if (host.runtime_id != rt.id) {
+    throw Error(fmt::format("the host rating given was measured with '{}', not with '{}'",
+                            host.runtime_id, rt.id));
+  }
+  const auto table = device.runtime_ms.find(rt.id);
+  if (table == device.runtime_ms.end() || table->second.ms.empty()) {
+    throw DeviceError(fmt::format("{} has no published {} times (runtimes.{} in a device file, "
+                                  "docs/devices.md)",
+                                  device.name, rt.name, rt.id));
+  }
+  const RuntimeTimes& t = table->second;
+  if (t.precision != host.precision) {
+    throw DeviceError(fmt::format(
+        "{}'s published {} times are {}, and this host's {} rating is {}: a speed compares one "
+        "precision with the same (int8 and fp32 times of one model differ by 2-4x); give {} "
+        "times in a device file",
+        device.name, rt.name, t.precision, rt.name, host.precision, host.precision));
+  }
+  double factor = 1;
+  if (t.threads > 1) {
+    // The board's ncnn table of the most threads up to the runtime's (a device narrowed to
+    // fewer cores by for_threads keeps the board's tables), else its widest, carried to them.
+    Device wide = device;
+    wide.cores = t.threads;
+    std::optional<CoreScaling> scaling = core_scaling(wide);
+    if (!scaling) {
+      for (const auto& [n, times] : device.nn_threads_ms) wide.cores = std::max(wide.cores, n);
+      scaling = core_scaling(wide);
+    }
+    if (!scaling) {
+      throw DeviceError(fmt::format(
+          "{}'s {} times ran on {} threads, and it has no published ncnn times with one and "
+          "with several threads (nn.ms, nn.threads_ms) to make them one core's; give one-thread "
+          "{} times (runtimes.{}.threads 1) in a device file",
+          device.name, rt.name, t.threads, rt.name, rt.id));
+    }
+    factor = scaling->speedup_at(t.threads);
+  }
+  std::map<std::string, double> one_core;
+  for (const auto& [model, ms] : t.ms) one_core[model] = ms * factor;
+  NnSpeed s;
+  try {
+    s = nn_speed(one_core, host.host_ms, t.precision);
+  } catch (const Error& e) {
+    throw DeviceError(fmt::format("{} at its {} speed: {}", device.name, rt.name, e.what()));
+  }
+  s.basis = rt.id;
+  s.threads = t.threads;
+  s.one_core_factor = factor;
+  return s;
+}
+
+Device for_runtime(const Device& device, std::string_view runtime,
+                   std::vector<std::string>* notes) {
+  const NnRuntime& rt = nn_runtime(runtime);  // Error for an unknown one
+  if (device.speed_kind == "nn" && device.nn && device.nn->basis == rt.id) return device;
+  if (device.speed_kind == "nn" && device.nn && device.nn->basis != "ncnn") {
+    throw DeviceError(fmt::format("{} is already set to its {} speed; load the device again "
+                                  "(find_device) to emulate it at its {} speed",
+                                  device.name, detail::runtime_name(device.nn->basis),
+                                  rt.name));
+  }
+  if (rt.id == "ncnn") return for_speed_kind(device, SpeedKind::nn, notes);
+  if (device.speed_kind == "nn") {
+    throw DeviceError(fmt::format("{} is already set to its ncnn speed; load the device again "
+                                  "(find_device) to emulate it at its {} speed",
+                                  device.name, rt.name));
+  }
+  if (!device.runtime_ms.count(rt.id)) {
+    std::string have;
+    for (const Device& d : builtin_devices()) {
+      if (d.runtime_ms.count(rt.id)) have += (have.empty() ? "" : ", ") + d.name;
+    }
+    throw DeviceError(fmt::format(
+        "{} has no published {} times, so it cannot be emulated at its {} speed; the catalog "
+        "devices that have them: {}; or give them in a device file (runtimes.{}, "
+        "docs/devices.md)",
+        device.name, rt.name, rt.name, have.empty() ? "none" : have, rt.id));
+  }
+  std::string why;
+  const std::optional<NnRating> rating = cached_nn_rating(&why, rt.id);
+  if (!rating) {
+    throw DeviceError(fmt::format(
+        "{} at its {} speed needs this host's {} rating, which is not usable ({}): run "
+        "`edgeprof calibrate-host --nn --runtime {} --python PYTHON` with the interpreter that "
+        "has {} (`{}`), about a minute",
+        device.name, rt.name, rt.name, why, rt.id, rt.name, rt.install));
+  }
+  const NnSpeed s = runtime_speed(device, rt.id, *rating);
+  Device d = device;
+  d.nn = s;
+  d.nn_missing.clear();
+  d.core_speed = s.core_speed;
+  d.speed_kind = "nn";
+  d.sources["core_speed"] = FigureSource{
+      "estimated",
+      fmt::format("{}: host time / published device time per model, geometric mean; the "
+                  "device's times are {}",
+                  describe(s),
+                  device.sources.count("runtimes") ? device.sources.at("runtimes").source
+                                                   : std::string("given"))};
+  if (notes) notes->push_back(fmt::format("speed: {}", describe(s)));
+  return d;
+}
+
+Device make_device(std::string name, int cores, double core_speed, std::string_view memory,
+                   std::string_view swap) {
+  Device d;
+  d.name = std::move(name);
+  d.cores = cores;
+  d.core_speed = core_speed;
+  d.memory_bytes = parse_size(memory, "memory");
+  d.swap_bytes = parse_size(swap, "swap");
+  d.validate();
+  return d;
+}
+
+double CoreScaling::efficiency(int busy) const {
+  return busy <= 1 ? 1.0 : 1.0 / (1.0 + contention * static_cast<double>(busy - 1));
+}
+
+bool operator==(const CoreScaling& a, const CoreScaling& b) {
+  return a.threads == b.threads && a.speedup == b.speedup && a.graphs == b.graphs &&
+         a.contention == b.contention && a.loo_median_error == b.loo_median_error &&
+         a.loo_worst_error == b.loo_worst_error && a.loo_log_sd == b.loo_log_sd;
+}
+
+double CoreScaling::speedup_at(int busy) const {
+  if (busy <= 1) return 1.0;
+  if (busy == threads) return speedup;
+  return static_cast<double>(busy) * efficiency(busy);
+}
+
+std::optional<CoreScaling> core_scaling(const Device& device, std::string_view without_graph) {
+  const std::map<std::string, double>* table = nullptr;
+  int threads = 0;
+  for (const auto& [n, times] : device.nn_threads_ms) {
+    if (n > 1 && n <= device.cores && n > threads) {
+      threads = n;
+      table = &times;
+    }
+  }
+  if (!table) return std::nullopt;
+  std::vector<double> speedups;
+  for (const auto& [graph, ms] : *table) {
+    if (graph == without_graph || !(ms > 0)) continue;
+    const auto one = device.nn_ms.find(graph);
+    if (one != device.nn_ms.end() && one->second > 0) speedups.push_back(one->second / ms);
+  }
+  if (speedups.size() < 3) return std::nullopt;
+  const auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const std::size_t n = v.size();
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  };
+  CoreScaling s;
+  s.threads = threads;
+  s.graphs = speedups.size();
+  s.speedup = median(speedups);
+  s.contention = std::max(0.0, (threads / s.speedup - 1.0) / (threads - 1));
+  std::vector<double> errors;
+  double log_squares = 0;
+  for (std::size_t i = 0; i < speedups.size(); ++i) {
+    std::vector<double> others = speedups;
+    others.erase(others.begin() + static_cast<long>(i));
+    errors.push_back(std::abs(speedups[i] / median(others) - 1));
+    log_squares += std::pow(std::log(speedups[i] / median(others)), 2);
+  }
+  s.loo_log_sd = std::sqrt(log_squares / static_cast<double>(speedups.size()));
+  s.loo_median_error = median(errors);
+  s.loo_worst_error = *std::max_element(errors.begin(), errors.end());
+  return s;
+}
+
+Device for_threads(const Device& device, int threads) {
+  if (threads < 1) {
+    throw DeviceError(fmt::format("threads = {} is invalid: a workload has at least 1 busy thread",
+                                  threads));
+  }
+  Device d = device;
+  if (threads >= device.cores) return d;
+  d.name = fmt::format("{}-{}-thread{}", device.name, threads, threads == 1 ? "" : "s");
+  d.aliases.clear();
+  d.cores = threads;
+  d.sources["cores"] = {
+      "specified", fmt::format("{} of the device's {} cores: emulated for a workload of {} busy "
+                               "thread{} (for_threads)",
+                               threads, device.cores, threads, threads == 1 ? "" : "s")};
+  // Power linear in the share of the device's capacity in use: the same watts per busy core
+  // when the capacity is `threads` cores instead of all of them.
+  if (device.power.idle_watts && device.power.loaded_watts) {
+    d.power.loaded_watts =
+        *device.power.idle_watts + (*device.power.loaded_watts - *device.power.idle_watts) *
+                                       threads / device.cores;
+  }
+  d.validate();
+  return d;
+}
+
+const std::vector<Device>& builtin_devices() { return catalog_devices(); }
+
+const Device& builtin_device(std::string_view name) {
+  std::string known;
+  for (const Device& d : builtin_devices()) {
+    if (d.answers_to(name)) return d;
+    known += known.empty() ? d.name : ", " + d.name;
+  }
+  throw DeviceError(fmt::format("no built-in device named '{}'; the built-in devices are: {}",
+                                name, known));
+}
+
+}  // namespace edgeprof

@@ -1,0 +1,737 @@
+// Device files (JSON or TOML, one schema), the built-in catalog (the same schema, compiled in)
+// and finding a device by name or path.
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <dirent.h>
+#include <sys/stat.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <limits>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+// toml++ is used header-only: the library gains no run-time dependency.
+#define TOML_HEADER_ONLY 1
+#define TOML_EXCEPTIONS 1
+#include <toml++/toml.h>
+
+#include "catalog_data.hpp"
+#include "device/device_json.hpp"
+#include "edgeprof/catalog.hpp"
+#include "edgeprof/error.hpp"
+#include "edgeprof/microbench.hpp"
+#include "edgeprof/reference.hpp"
+#include "sys/fs.hpp"
+#include "suite/microbench_detail.hpp"
+#include "sys/parse.hpp"
+
+namespace edgeprof {
+
+using json = nlohmann::json;
+
+namespace {
+
+constexpr const char* kStatuses[] = {"specified", "measured", "estimated"};
+
+bool known_status(const std::string& s) {
+  return std::find(std::begin(kStatuses), std::end(kStatuses), s) != std::end(kStatuses);
+}
+
+// Reads one JSON object of the schema, naming the origin (file or catalog entry) and the
+// field's dotted path in every error, and refusing fields it does not know (typos would
+// otherwise be silently ignored).
+class Reader {
+ public:
+  Reader(const json& j, std::string origin, std::string path)
+      : j_(j), origin_(std::move(origin)), path_(std::move(path)) {
+    if (!j_.is_object()) fail("", fmt::format("expected a table/object, got {}", kind(j_)));
+  }
+
+  [[noreturn]] void fail(std::string_view field, std::string_view what) const {
+    const std::string where = field.empty() ? path_ : dotted(field);
+    throw DeviceError(fmt::format("{}: {}{}{}", origin_, where.empty() ? "" : "field '",
+                                  where.empty() ? "" : where + "': ", what));
+  }
+
+  bool has(const char* key) {
+    seen_.insert(key);
+    return j_.contains(key) && !j_.at(key).is_null();
+  }
+  const json& at(const char* key) {
+    seen_.insert(key);
+    return j_.at(key);
+  }
+
+  std::string string(const char* key, bool required = false) {
+    if (!has(key)) {
+      if (required) fail(key, "is required");
+      return {};
+    }
+    const json& v = at(key);
+    if (!v.is_string()) fail(key, fmt::format("expected a string, got {}", kind(v)));
+    return v.get<std::string>();
+  }
+
+  std::optional<double> number(const char* key, double min, double max, bool required = false) {
+    if (!has(key)) {
+      if (required) fail(key, "is required");
+      return std::nullopt;
+    }
+    const json& v = at(key);
+    if (!v.is_number()) fail(key, fmt::format("expected a number, got {}", kind(v)));
+    const double x = v.get<double>();
+    if (!std::isfinite(x) || x < min || x > max) {
+      fail(key, fmt::format("{} is out of range; it must be between {} and {}", v.dump(), min,
+                            max));
+    }
+    return x;
+  }
+
+  std::optional<std::int64_t> integer(const char* key, std::int64_t min, std::int64_t max,
+                                      bool required = false) {
+    if (!has(key)) {
+      if (required) fail(key, "is required");
+      return std::nullopt;
+    }
+    const json& v = at(key);
+    if (!v.is_number_integer()) fail(key, fmt::format("expected a whole number, got {}", v.dump()));
+    // Past int64's range (JSON's unsigned), named as written, not as a wrapped negative.
+    constexpr std::int64_t kMost = std::numeric_limits<std::int64_t>::max();
+    const bool huge = v.is_number_unsigned() && v.get<std::uint64_t>() > std::uint64_t(kMost);
+    const std::int64_t x = huge ? kMost : v.get<std::int64_t>();
+    if (x < min || x > max) {
+      fail(key,
+           fmt::format("{} is out of range; it must be between {} and {}", v.dump(), min, max));
+    }
+    return x;
+  }
+
+  // A byte size: an integer number of bytes or a size string ("512MiB").
+  std::optional<std::uint64_t> size(const char* key, bool required = false) {
+    if (!has(key)) {
+      if (required) fail(key, "is required");
+      return std::nullopt;
+    }
+    const json& v = at(key);
+    if (v.is_number_unsigned() || (v.is_number_integer() && v.get<std::int64_t>() >= 0)) {
+      return v.get<std::uint64_t>();
+    }
+    if (!v.is_string()) {
+      fail(key, fmt::format("expected bytes as a whole number or a size string such as "
+                            "\"512MiB\", got {}",
+                            v.dump()));
+    }
+    try {
+      return parse_size(v.get<std::string>(), dotted(key));
+    } catch (const DeviceError& e) {
+      throw DeviceError(fmt::format("{}: {}", origin_, e.what()));
+    }
+  }
+
+  Reader object(const char* key) {
+    const json& v = at(key);
+    return Reader(v, origin_, dotted(key));
+  }
+
+  // After reading: every key must have been asked for.
+  void no_unknown_fields() const {
+    for (auto it = j_.begin(); it != j_.end(); ++it) {
+      if (!seen_.count(it.key())) {
+        std::string known;
+        for (const std::string& k : seen_) known += (known.empty() ? "" : ", ") + k;
+        fail(it.key(), fmt::format("unknown field (a typo?); the fields here are: {}", known));
+      }
+    }
+  }
+
+  std::string dotted(std::string_view field) const {
+    return path_.empty() ? std::string(field) : path_ + "." + std::string(field);
+  }
+  const std::string& origin() const { return origin_; }
+
+  static std::string kind(const json& v) {
+    if (v.is_string()) return fmt::format("the string {}", v.dump());
+    if (v.is_boolean()) return fmt::format("the boolean {}", v.dump());
+    if (v.is_number()) return fmt::format("the number {}", v.dump());
+    if (v.is_array()) return "a list";
+    if (v.is_object()) return "a table";
+    return "null";
+  }
+
+ private:
+  const json& j_;
+  std::string origin_;
+  std::string path_;
+  std::set<std::string> seen_;
+};
+
+// The fields a `sources` entry may describe.
+constexpr const char* kFigures[] = {"cores",           "core_speed", "reference_speed", "memory",
+                                    "swap",            "pids_max",   "cpu",             "storage",
+                                    "power",           "scores",     "speed_schedule",
+                                    "nn",              "runtimes"};
+
+Device read_device(const json& j, const std::string& origin, const DeviceLoadOptions& options) {
+  Reader r(j, origin, "");
+  // Every table is read in full before the version check would matter, but a newer file
+  // should fail on its version, not on the first field this version does not know.
+  const auto version = r.integer("edgeprof_device", 1, 1000000, true);
+  if (*version > kDeviceSchemaVersion) {
+    r.fail("edgeprof_device",
+           fmt::format("schema version {} is newer than this edgeprof reads ({}); upgrade "
+                       "edgeprof",
+                       *version, kDeviceSchemaVersion));
+  }
+  Device d;
+  d.name = r.string("name", true);
+  if (d.name.empty() || d.name.find_first_of(" \t\n/") != std::string::npos) {
+    r.fail("name", fmt::format("'{}' is not a usable name; use letters, digits, '-', '_' or '.'",
+                               d.name));
+  }
+  if (r.has("aliases")) {
+    const json& a = r.at("aliases");
+    if (!a.is_array()) r.fail("aliases", "expected a list of names");
+    for (const json& n : a) {
+      if (!n.is_string()) r.fail("aliases", fmt::format("expected names, got {}", n.dump()));
+      d.aliases.push_back(n.get<std::string>());
+    }
+  }
+  d.description = r.string("description");
+  d.cores = static_cast<int>(*r.integer("cores", 1, 4096, true));
+  const auto speed = r.number("core_speed", 1e-6, 1000.0);
+  d.reference_speed = r.number("reference_speed", 1e-6, 1000.0);
+  const auto host_reference = r.number("host_reference_speed", 1e-6, 1000.0);
+  if (host_reference && (!speed || !d.reference_speed)) {
+    r.fail("host_reference_speed",
+           "records the host a core_speed was derived on from reference_speed, and needs both; "
+           "leave it out to derive core_speed from reference_speed on this host");
+  }
+  d.memory_bytes = *r.size("memory", true);
+  d.swap_bytes = r.size("swap").value_or(0);
+  d.pids_max = r.integer("pids_max", 1, std::int64_t{1} << 30);
+  d.source = r.string("source");
+
+  if (r.has("cpu")) {
+    Reader c = r.object("cpu");
+    d.cpu.model = c.string("model");
+    d.cpu.soc = c.string("soc");
+    d.cpu.clock_mhz = c.number("clock_mhz", 1.0, 100000.0).value_or(0.0);
+    d.cpu.architecture = c.string("architecture");
+    d.cpu.layout = c.string("layout");
+    c.no_unknown_fields();
+  }
+  if (r.has("storage")) {
+    Reader s = r.object("storage");
+    d.storage = s.string("kind");
+    d.io_read_bps = s.size("read_bps");
+    d.io_write_bps = s.size("write_bps");
+    if ((d.io_read_bps && *d.io_read_bps == 0) || (d.io_write_bps && *d.io_write_bps == 0)) {
+      s.fail("", "a bandwidth of 0 bytes/s is invalid; leave it out when it is unknown");
+    }
+    s.no_unknown_fields();
+  }
+  if (r.has("power")) {
+    Reader p = r.object("power");
+    d.power.idle_watts = p.number("idle_w", 0.0, 10000.0);
+    d.power.loaded_watts = p.number("loaded_w", 0.0, 10000.0);
+    if (d.power.idle_watts && d.power.loaded_watts && *d.power.loaded_watts < *d.power.idle_watts) {
+      p.fail("loaded_w", fmt::format("{} W is below idle_w {} W", *d.power.loaded_watts,
+                                     *d.power.idle_watts));
+    }
+    p.no_unknown_fields();
+  }
+  if (r.has("scores")) {
+    Reader s = r.object("scores");
+    CoreScores sc;
+    sc.suite = s.string("suite", true);
+    sc.integer = *s.number("integer", 1e-12, 1e18, true);
+    sc.floating = *s.number("floating", 1e-12, 1e18, true);
+    sc.memory = *s.number("memory", 1e-12, 1e18, true);
+    // The vector kernel's score: files of an older edgeprof-probe have none.
+    if (auto v = s.number("vector", 1e-12, 1e18)) {
+      sc.vector = *v;
+      sc.vector_unit = s.string("vector_unit");
+      sc.vector_kernel = s.string("vector_kernel", true);
+    }
+    s.no_unknown_fields();
+    d.scores = sc;
+  }
+  if (r.has("speed_schedule")) {
+    const json& steps = r.at("speed_schedule");
+    if (!steps.is_array()) r.fail("speed_schedule", "expected a list of {after_s, factor} steps");
+    double last = -1;
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+      Reader s(steps[i], origin, fmt::format("speed_schedule[{}]", i));
+      SpeedStep step;
+      step.after_s = *s.number("after_s", 0.0, 1e7, true);
+      step.factor = *s.number("factor", 0.01, 1.0, true);
+      s.no_unknown_fields();
+      if (step.after_s <= last) {
+        s.fail("after_s", "steps must be in increasing order of after_s");
+      }
+      last = step.after_s;
+      d.speed_schedule.push_back(step);
+    }
+  }
+  if (r.has("nn")) {
+    Reader n = r.object("nn");
+    d.nn_precision = n.string("precision");
+    if (d.nn_precision.empty()) d.nn_precision = "fp32";
+    if (d.nn_precision != "fp32" && d.nn_precision != "fp16") {
+      n.fail("precision", fmt::format("'{}' is not fp32 or fp16", d.nn_precision));
+    }
+    n.integer("threads", 1, 1, false);  // the times in `ms` are of one thread
+    if (!n.has("ms")) n.fail("ms", "is required: the published ms per inference by graph name");
+    // One precision per table: int8 graphs' times (benchncnn's `_int8` names) beside fp32 or
+    // fp16 ones would mix precisions in one speed, and are refused by name.
+    auto one_precision = [&](const json& times, const std::string& field) {
+      if (!times.is_object()) return;
+      for (const auto& [name, value] : times.items()) {
+        if (name.size() > 5 && name.compare(name.size() - 5, 5, "_int8") == 0) {
+          n.fail(field + "." + name,
+                 fmt::format("is an int8 graph's time, and this table's precision is {}: one "
+                             "table has one precision (edgeprof's reference graphs are fp32; "
+                             "int8 ones are not generated), so mixing them is refused; remove "
+                             "the int8 times",
+                             d.nn_precision));
+        }
+      }
+    };
+    if (n.has("ms")) one_precision(n.at("ms"), "ms");
+    if (n.has("threads_ms") && n.at("threads_ms").is_object()) {
+      for (const auto& [key, times] : n.at("threads_ms").items()) {
+        one_precision(times, "threads_ms." + key);
+      }
+    }
+    // ms per inference by reference graph; a name that is not one is an unknown field.
+    auto read_times = [](Reader times, std::map<std::string, double>& out) {
+      for (const auto& g : reference_graphs()) {
+        if (auto v = times.number(g.name.c_str(), 1e-3, 1e7)) out[g.name] = *v;
+      }
+      times.no_unknown_fields();
+    };
+    read_times(n.object("ms"), d.nn_ms);
+    if (n.has("threads_ms")) {
+      const json& by_threads = n.at("threads_ms");
+      Reader check(by_threads, origin, "nn.threads_ms");  // an object, or a clear error
+      for (const auto& [key, times] : by_threads.items()) {
+        int count = 0;
+        const auto res = std::from_chars(key.data(), key.data() + key.size(), count);
+        if (res.ec != std::errc() || res.ptr != key.data() + key.size() || count < 2 ||
+            count > 4096) {
+          check.fail(key, "expected a thread count of 2 or more as the key");
+        }
+        read_times(Reader(times, origin, "nn.threads_ms." + key), d.nn_threads_ms[count]);
+      }
+    }
+    n.no_unknown_fields();
+  }
+  if (r.has("runtimes")) {
+    // Published times with other runtimes than ncnn (whose are `nn`), by runtime id.
+    Reader by_runtime = r.object("runtimes");
+    if (by_runtime.has("ncnn")) {
+      by_runtime.fail("ncnn", "ncnn's times go in `nn` (nn.ms, nn.threads_ms), not here");
+    }
+    for (const NnRuntime& known : nn_runtimes()) {
+      if (known.id == "ncnn" || !by_runtime.has(known.id.c_str())) continue;
+      Reader t = by_runtime.object(known.id.c_str());
+      RuntimeTimes times;
+      times.precision = t.string("precision");
+      if (times.precision.empty()) times.precision = "fp32";
+      if (times.precision != "fp32" && times.precision != "fp16" && times.precision != "int8") {
+        t.fail("precision", fmt::format("'{}' is not fp32, fp16 or int8", times.precision));
+      }
+      times.threads = static_cast<int>(*t.integer("threads", 1, 4096, true));
+      if (!t.has("ms")) t.fail("ms", "is required: the published ms per inference by model");
+      Reader ms = t.object("ms");
+      for (const std::string& model : known.models) {
+        if (auto v = ms.number(model.c_str(), 1e-3, 1e7)) times.ms[model] = *v;
+      }
+      ms.no_unknown_fields();  // a model this edgeprof's rating does not time
+      if (times.ms.empty()) t.fail("ms", "is empty: give ms per inference by model name");
+      t.no_unknown_fields();
+      d.runtime_ms[known.id] = std::move(times);
+    }
+    by_runtime.no_unknown_fields();  // a runtime edgeprof has no rating for (ncnn's: `nn`)
+  }
+  if (r.has("sources")) {
+    Reader s = r.object("sources");
+    for (const char* figure : kFigures) {
+      if (!s.has(figure)) continue;
+      Reader f = s.object(figure);
+      FigureSource fs;
+      fs.status = f.string("status", true);
+      if (!known_status(fs.status)) {
+        f.fail("status", fmt::format("'{}' is not one of specified, measured, estimated",
+                                     fs.status));
+      }
+      fs.source = f.string("source", true);
+      f.no_unknown_fields();
+      d.sources[figure] = fs;
+    }
+    s.no_unknown_fields();
+  }
+  r.no_unknown_fields();
+
+  // The core speed: given, or from the probe's scores against this host's, or from the speed
+  // relative to the reference core and this host's.
+  std::optional<CoreScores> host_scores;  // this host's suite scores, read once when needed
+  auto host_suite = [&]() -> const CoreScores& {
+    if (!host_scores) {
+      host_scores = options.host_scores ? *options.host_scores : host_calibration().scores;
+    }
+    return *host_scores;
+  };
+  if (speed) {
+    d.core_speed = *speed;
+    d.host_reference_speed = host_reference;
+  } else if (d.scores) {
+    const CoreScores& host = host_suite();
+    try {
+      d.core_speed = speed_from_scores(*d.scores, host);
+    } catch (const Error& e) {
+      throw DeviceError(fmt::format("{}: {}", origin, e.what()));
+    }
+    if (!d.sources.count("core_speed")) {
+      d.sources["core_speed"] = {
+          "measured", fmt::format("edgeprof-probe scores ({}) against this host's", host.suite)};
+    }
+  } else if (d.reference_speed) {
+    apply_reference_speed(d, *d.reference_speed, options.host_reference_speed);
+  } else {
+    r.fail("core_speed",
+           "is required unless the file has `scores` from edgeprof-probe or a `reference_speed` "
+           "(the speed of one device core relative to one core of this host, for example 0.25)");
+  }
+  if (!d.nn_ms.empty()) {
+    std::string why;
+    std::optional<std::map<std::string, double>> host = options.host_nn_ms;
+    if (!host) {
+      if (auto rating = cached_nn_rating(&why)) host = rating->host_ms;
+    } else if (host->empty()) {
+      why = "this host's nn rating was given as not known";
+      host.reset();
+    }
+    if (host) {
+      try {
+        d.nn = nn_speed(d.nn_ms, *host, d.nn_precision);
+      } catch (const Error& e) {
+        d.nn_missing = e.what();
+      }
+    } else {
+      d.nn_missing = why;
+    }
+  } else if (d.scores && d.scores->vector > 0) {
+    // A probed device: its vector kernel against this host's.
+    try {
+      d.nn = nn_speed_from_scores(*d.scores, host_suite());
+    } catch (const Error& e) {
+      d.nn_missing = e.what();
+    }
+  } else {
+    d.nn_missing = d.scores ? "no published CNN inference times, and the probe's scores have no "
+                              "vector kernel (a file of an older edgeprof-probe: probe again)"
+                            : "no published CNN inference times";
+  }
+  d.origin = origin;
+  try {
+    d.validate();
+  } catch (const DeviceError& e) {
+    throw DeviceError(fmt::format("{}: {}", origin, e.what()));
+  }
+  return d;
+}
+
+// TOML tables map one to one onto JSON objects; dates and times have no place in the schema.
+json json_from_toml(const toml::node& node, const std::string& origin) {
+  if (const auto* t = node.as_table()) {
+    json j = json::object();
+    for (const auto& [k, v] : *t) j[std::string(k.str())] = json_from_toml(v, origin);
+    return j;
+  }
+  if (const auto* a = node.as_array()) {
+    json j = json::array();
+    for (const auto& v : *a) j.push_back(json_from_toml(v, origin));
+    return j;
+  }
+  if (const auto* s = node.as_string()) return s->get();
+  if (const auto* i = node.as_integer()) return i->get();
+  if (const auto* f = node.as_floating_point()) return f->get();
+  if (const auto* b = node.as_boolean()) return b->get();
+  const auto& src = node.source();
+  throw DeviceError(fmt::format("{}:{}:{}: dates and times are not part of a device file",
+                                origin, src.begin.line, src.begin.column));
+}
+
+json write_device(const Device& d) {
+  json j = {{"edgeprof_device", kDeviceSchemaVersion}, {"name", d.name}};
+  if (!d.aliases.empty()) j["aliases"] = d.aliases;
+  if (!d.description.empty()) j["description"] = d.description;
+  j["cores"] = d.cores;
+  j["core_speed"] = d.core_speed;
+  if (d.reference_speed) j["reference_speed"] = *d.reference_speed;
+  if (d.host_reference_speed) j["host_reference_speed"] = *d.host_reference_speed;
+  j["memory"] = d.memory_bytes;
+  if (d.swap_bytes) j["swap"] = d.swap_bytes;
+  if (d.pids_max) j["pids_max"] = *d.pids_max;
+  if (!d.source.empty()) j["source"] = d.source;
+  json cpu = json::object();
+  if (!d.cpu.model.empty()) cpu["model"] = d.cpu.model;
+  if (!d.cpu.soc.empty()) cpu["soc"] = d.cpu.soc;
+  if (d.cpu.clock_mhz > 0) cpu["clock_mhz"] = d.cpu.clock_mhz;
+  if (!d.cpu.architecture.empty()) cpu["architecture"] = d.cpu.architecture;
+  if (!d.cpu.layout.empty()) cpu["layout"] = d.cpu.layout;
+  if (!cpu.empty()) j["cpu"] = cpu;
+  json storage = json::object();
+  if (!d.storage.empty()) storage["kind"] = d.storage;
+  if (d.io_read_bps) storage["read_bps"] = *d.io_read_bps;
+  if (d.io_write_bps) storage["write_bps"] = *d.io_write_bps;
+  if (!storage.empty()) j["storage"] = storage;
+  json power = json::object();
+  if (d.power.idle_watts) power["idle_w"] = *d.power.idle_watts;
+  if (d.power.loaded_watts) power["loaded_w"] = *d.power.loaded_watts;
+  if (!power.empty()) j["power"] = power;
+  if (d.scores) {
+    j["scores"] = {{"suite", d.scores->suite},
+                   {"integer", d.scores->integer},
+                   {"floating", d.scores->floating},
+                   {"memory", d.scores->memory}};
+    if (d.scores->vector > 0) {
+      j["scores"]["vector"] = d.scores->vector;
+      j["scores"]["vector_unit"] = d.scores->vector_unit;
+      j["scores"]["vector_kernel"] = d.scores->vector_kernel;
+    }
+  }
+  if (!d.speed_schedule.empty()) {
+    json steps = json::array();
+    for (const SpeedStep& s : d.speed_schedule) {
+      steps.push_back({{"after_s", s.after_s}, {"factor", s.factor}});
+    }
+    j["speed_schedule"] = steps;
+  }
+  if (!d.nn_ms.empty()) {
+    j["nn"] = {{"precision", d.nn_precision.empty() ? "fp32" : d.nn_precision},
+               {"threads", 1},
+               {"ms", d.nn_ms}};
+    if (!d.nn_threads_ms.empty()) {
+      json by_threads = json::object();
+      for (const auto& [threads, times] : d.nn_threads_ms) {
+        by_threads[std::to_string(threads)] = times;
+      }
+      j["nn"]["threads_ms"] = by_threads;
+    }
+  }
+  if (!d.runtime_ms.empty()) {
+    json by_runtime = json::object();
+    for (const auto& [id, t] : d.runtime_ms) {
+      by_runtime[id] = {{"precision", t.precision}, {"threads", t.threads}, {"ms", t.ms}};
+    }
+    j["runtimes"] = by_runtime;
+  }
+  if (!d.sources.empty()) {
+    json sources = json::object();
+    for (const auto& [figure, s] : d.sources) {
+      sources[figure] = {{"status", s.status}, {"source", s.source}};
+    }
+    j["sources"] = sources;
+  }
+  return j;
+}
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+// The catalog as loaded for one state of this host's cached 7-Zip rating (its speeds are
+// relative to the reference core). Rebuilt when the cache file changes; older builds are kept,
+// since callers hold references into them.
+class Catalog {
+ public:
+  const std::vector<Device>& devices() {
+    const std::string key = cache_key();
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (built_.empty() || key != key_) {
+      built_.push_back(load());
+      key_ = key;
+    }
+    return built_.back();
+  }
+
+ private:
+  // What tells the cache files (7-Zip and nn ratings) from others, without reading them.
+  static std::string cache_key() {
+    const std::string dir = detail::host_cache_dir();
+    if (dir.empty()) return {};
+    std::string key;
+    for (const std::string& file : {detail::reference_cache_file(dir), detail::nn_cache_file(dir)}) {
+      struct stat st {};
+      if (::stat(file.c_str(), &st) != 0) {
+        key += "-;";
+      } else {
+        key += fmt::format("{}:{}:{}.{};", st.st_ino, st.st_size, st.st_mtim.tv_sec,
+                           st.st_mtim.tv_nsec);
+      }
+    }
+    return key;
+  }
+
+  static std::vector<Device> load() {
+    std::vector<Device> out;
+    const json doc = json::parse(detail::kCatalogJson);
+    const DeviceLoadOptions defaults;  // no probe scores; this host's cached 7-Zip rating
+    for (const json& entry : doc.at("devices")) {
+      const std::string name = entry.value("name", std::string("?"));
+      out.push_back(read_device(entry, "catalog entry '" + name + "'", defaults));
+      out.back().origin = "catalog";
+    }
+    return out;
+  }
+
+  std::mutex mutex_;
+  std::deque<std::vector<Device>> built_;
+  std::string key_;
+};
+
+}  // namespace
+
+Device parse_device_json(std::string_view text, const std::string& origin,
+                         const DeviceLoadOptions& options) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::exception& e) {  // a syntax error, or a number past a double's range
+    throw DeviceError(fmt::format("{}: not valid JSON ({}); check the syntax or write TOML",
+                                  origin, e.what()));
+  }
+  return read_device(j, origin, options);
+}
+
+Device parse_device_toml(std::string_view text, const std::string& origin,
+                         const DeviceLoadOptions& options) {
+  toml::table t;
+  try {
+    t = toml::parse(text, origin);
+  } catch (const toml::parse_error& e) {
+    const auto& src = e.source();
+    throw DeviceError(fmt::format("{}:{}:{}: not valid TOML: {}", origin, src.begin.line,
+                                  src.begin.column, e.description()));
+  }
+  return read_device(json_from_toml(t, origin), origin, options);
+}
+
+Device load_device_file(const std::string& path, const DeviceLoadOptions& options) {
+  int err = 0;
+  const auto text = detail::Fs().read(path, &err);
+  if (!text) {
+    throw DeviceError(fmt::format("cannot read the device file {}: {} (errno {}); check the path",
+                                  path, std::strerror(err), err),
+                      err);
+  }
+  if (ends_with(path, ".toml")) return parse_device_toml(*text, path, options);
+  if (ends_with(path, ".json")) return parse_device_json(*text, path, options);
+  const auto first = text->find_first_not_of(" \t\r\n");
+  if (first != std::string::npos && (*text)[first] == '{') {
+    return parse_device_json(*text, path, options);
+  }
+  return parse_device_toml(*text, path, options);
+}
+
+std::string device_to_json(const Device& device) { return write_device(device).dump(2) + "\n"; }
+
+namespace detail {
+
+json device_file_object(const Device& device) { return write_device(device); }
+
+Device device_from_file_object(const json& object, const std::string& origin,
+                               const DeviceLoadOptions& options) {
+  return read_device(object, origin, options);
+}
+
+}  // namespace detail
+
+const std::vector<Device>& catalog_devices() {
+  static Catalog catalog;
+  return catalog.devices();
+}
+
+std::vector<std::string> device_search_path() {
+  std::vector<std::string> dirs;
+  if (const char* env = std::getenv("EDGEPROF_DEVICE_PATH"); env && *env) {
+    std::string_view rest = env;
+    while (!rest.empty()) {
+      const auto colon = rest.find(':');
+      const std::string_view dir = rest.substr(0, colon);
+      if (!dir.empty()) dirs.emplace_back(dir);
+      if (colon == std::string_view::npos) break;
+      rest.remove_prefix(colon + 1);
+    }
+    return dirs;
+  }
+  if (const char* xdg = std::getenv("XDG_CONFIG_HOME"); xdg && *xdg) {
+    dirs.push_back(std::string(xdg) + "/edgeprof/devices");
+  } else if (const char* home = std::getenv("HOME"); home && *home) {
+    dirs.push_back(std::string(home) + "/.config/edgeprof/devices");
+  }
+  return dirs;
+}
+
+UserDevices user_devices(const DeviceLoadOptions& options) {
+  UserDevices out;
+  for (const std::string& dir : device_search_path()) {
+    DIR* d = ::opendir(dir.c_str());
+    if (!d) continue;  // a directory that does not exist holds no devices
+    std::vector<std::string> files;
+    while (const dirent* e = ::readdir(d)) {
+      const std::string name = e->d_name;
+      if (ends_with(name, ".json") || ends_with(name, ".toml")) files.push_back(dir + "/" + name);
+    }
+    ::closedir(d);
+    std::sort(files.begin(), files.end());
+    for (const std::string& f : files) {
+      try {
+        out.devices.push_back(load_device_file(f, options));
+      } catch (const DeviceError& e) {
+        out.problems.emplace_back(e.what());
+      }
+    }
+  }
+  return out;
+}
+
+Device find_device(std::string_view name_or_path, const DeviceLoadOptions& options) {
+  const std::string key(name_or_path);
+  if (key.find('/') != std::string::npos || ends_with(key, ".json") || ends_with(key, ".toml")) {
+    return load_device_file(key, options);
+  }
+  for (const Device& d : catalog_devices()) {
+    if (d.answers_to(key)) return d;
+  }
+  UserDevices user = user_devices(options);
+  for (const Device& d : user.devices) {
+    if (d.answers_to(key)) return d;
+  }
+  std::string known;
+  std::vector<std::string> names;
+  for (const Device& d : catalog_devices()) names.push_back(d.name);
+  for (const Device& d : user.devices) names.push_back(d.name);
+  for (const std::string& n : names) known += (known.empty() ? "" : ", ") + n;
+  std::string broken;
+  for (const std::string& p : user.problems) broken += "\n  skipped " + p;
+  const std::vector<std::string> close = detail::close_names(key, names);
+  const std::string guess =
+      close.empty() ? std::string() : fmt::format(" Did you mean {}?", fmt::join(close, ", "));
+  throw DeviceError(fmt::format(
+      "no device named '{}'.{} Known devices: {}. Describe your own in a JSON or TOML file (see "
+      "docs/devices.md) and pass its path, or put it in {}{}",
+      key, guess, known,
+      device_search_path().empty() ? "$EDGEPROF_DEVICE_PATH" : device_search_path()[0], broken));
+}
+
+}  // namespace edgeprof

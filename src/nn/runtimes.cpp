@@ -1,0 +1,153 @@
+#include "nn/runtimes.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "edgeprof/device.hpp"
+#include "nn/runtime_table.hpp"
+#include "sys/parse.hpp"
+
+namespace edgeprof::detail {
+
+namespace {
+
+// /proc/<pid>/maps, read through Fs.
+std::string maps_path(pid_t pid) { return fmt::format("/proc/{}/maps", pid); }
+
+constexpr std::string_view kDeleted = " (deleted)";
+
+bool is_hex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }
+
+// The file a line of maps names ("" for anonymous memory, [heap], [stack], [vdso]): the sixth
+// field to the end of the line (a path may hold spaces), without " (deleted)".
+std::string_view mapped_path(std::string_view line) {
+  for (int field = 0; field < 5; ++field) {
+    const size_t start = line.find_first_not_of(' ');
+    if (start == std::string_view::npos) return {};
+    line.remove_prefix(start);
+    const size_t end = line.find(' ');
+    if (end == std::string_view::npos) return {};
+    line.remove_prefix(end);
+  }
+  const size_t start = line.find_first_not_of(' ');
+  if (start == std::string_view::npos) return {};
+  line.remove_prefix(start);
+  if (line.empty() || line.front() != '/') return {};
+  if (line.size() >= kDeleted.size() &&
+      line.substr(line.size() - kDeleted.size()) == kDeleted) {
+    line.remove_suffix(kDeleted.size());
+  }
+  return line;
+}
+
+// The stem of a shared object's file name ("libtorch_cpu" of libtorch_cpu.so,
+// "onnxruntime_pybind11_state" of onnxruntime_pybind11_state.cpython-311-x86_64-linux-gnu.so,
+// "libncnn" of auditwheel's libncnn-1a2b3c4d.so.1); "" when the name is not a shared object's
+// (a model file ncnn.bin, an executable).
+std::string_view library_stem(std::string_view file) {
+  const bool shared = (file.size() > 3 && file.substr(file.size() - 3) == ".so") ||
+                      file.find(".so.") != std::string_view::npos;
+  if (!shared) return {};
+  std::string_view stem = file.substr(0, file.find('.'));
+  // auditwheel renames the libraries it bundles into a wheel: "-" and 8 hex digits.
+  constexpr size_t kHash = 9;
+  if (stem.size() > kHash && stem[stem.size() - kHash] == '-' &&
+      std::all_of(stem.end() - 8, stem.end(), is_hex)) {
+    stem.remove_suffix(kHash);
+  }
+  return stem;
+}
+
+}  // namespace
+
+std::string runtime_name(std::string_view id) {
+  for (const RuntimeSpec& r : runtime_table()) {
+    if (id == r.id) return std::string(r.name);
+  }
+  return std::string(id);
+}
+
+RuntimesSeen runtimes_in_maps(std::string_view maps) {
+  RuntimesSeen seen;
+  std::string_view last;  // a library has several areas, on consecutive lines
+  while (!maps.empty()) {
+    const size_t nl = maps.find('\n');
+    const std::string_view path = mapped_path(maps.substr(0, nl));
+    maps.remove_prefix(nl == std::string_view::npos ? maps.size() : nl + 1);
+    if (path.empty() || path == last) continue;
+    last = path;
+    const std::string_view file = path.substr(path.rfind('/') + 1);
+    const std::string_view stem = library_stem(file);
+    if (stem.empty()) continue;
+    for (const RuntimeSpec& r : runtime_table()) {
+      if (std::find(r.stems.begin(), r.stems.end(), stem) != r.stems.end()) {
+        seen.emplace(std::string(r.id), std::string(file));
+        break;
+      }
+    }
+  }
+  return seen;
+}
+
+void merge_runtimes(RuntimesSeen& into, const RuntimesSeen& more) {
+  for (const auto& [id, library] : more) into.emplace(id, library);
+}
+
+std::chrono::nanoseconds runtime_scan_at(std::size_t k) {
+  using std::chrono::milliseconds;
+  using std::chrono::seconds;
+  if (k < 3) return milliseconds(125) * (1 << k);
+  return seconds(static_cast<long>(k) - 2);
+}
+
+void RuntimeWatch::scan() noexcept {
+  try {
+    const std::optional<std::string> procs = fs_.read(procs_);
+    if (!procs) return;  // the slice is gone
+    std::vector<pid_t> pids = parse_pids(*procs);
+    std::sort(pids.begin(), pids.end());
+    std::rotate(pids.begin(), std::lower_bound(pids.begin(), pids.end(), next_pid_), pids.end());
+    const std::size_t n = std::min(pids.size(), kMaxMapsPerScan);
+    for (std::size_t i = 0; i < n; ++i) {
+      // A process that exited since cgroup.procs was read has no maps: skipped.
+      if (auto maps = fs_.read(maps_path(pids[i]))) merge_runtimes(seen_, runtimes_in_maps(*maps));
+    }
+    next_pid_ = n < pids.size() ? pids[n] : 0;
+  } catch (...) {
+    // Out of memory: this read sees nothing more; the next one tries again.
+  }
+}
+
+std::optional<std::string> runtime_warning(const Device& device, const RuntimesSeen& seen) {
+  if (device.speed_kind != "nn" || !device.nn || device.nn->basis == "vector") return std::nullopt;
+  const std::string& basis = device.nn->basis;  // "ncnn", or the runtime of for_runtime()
+  std::vector<std::string> others;
+  for (const auto& [id, library] : seen) {
+    if (id != basis) others.push_back(fmt::format("{} ({})", runtime_name(id), library));
+  }
+  if (others.empty()) return std::nullopt;
+  std::string loaded = others.front();
+  for (std::size_t i = 1; i < others.size(); ++i) {
+    loaded += (i + 1 == others.size() ? " and " : ", ") + others[i];
+  }
+  // The runtimes seen that a device can be emulated at the speed of (those with a rating).
+  std::string hint;
+  if (basis == "ncnn") {
+    for (const RuntimeSpec& r : runtime_table()) {
+      if (r.rating && r.id != basis && seen.count(std::string(r.id))) {
+        hint += fmt::format("; for {0}, devices with published {0} times run at their {0} "
+                            "speed with --runtime {1}",
+                            r.name, r.id);
+      }
+    }
+    if (!hint.empty()) hint += " (Device.for_runtime, docs/devices.md)";
+  }
+  return fmt::format(
+      "the workload loaded {}; the device's speed was derived with {} ({:.3g} of a host "
+      "core), and another runtime's ratio of device to host time can differ, its ARM and x86 "
+      "kernels being unequally good: see docs/fidelity.md, \"Another runtime in the workload\"{}",
+      loaded, runtime_name(basis), device.core_speed, hint);
+}
+
+}  // namespace edgeprof::detail

@@ -1,0 +1,79 @@
+// Inference runtimes a workload loaded, from its processes' /proc/<pid>/maps: a device's nn
+// speed was measured with one runtime (ncnn), and another runtime's ratio of device to host can
+// differ (docs/fidelity.md). The parser is pure; RuntimeWatch reads through Fs.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sys/fs.hpp"
+
+namespace edgeprof {
+struct Device;
+}
+
+namespace edgeprof::detail {
+
+// Runtime id ("pytorch", "onnxruntime", ...) -> the library file that showed it (the first one
+// seen). The ids are Result::runtimes_seen's keys.
+using RuntimesSeen = std::map<std::string, std::string>;
+
+// The runtimes edgeprof recognises are nn/runtime_table.hpp's, each with the shared objects that
+// show it by stem: the file name up to its first '.', without auditwheel's "-<8 hex digits>"
+// (libtorch_cpu.so, libonnxruntime.so.1.17.1,
+// onnxruntime_pybind11_state.cpython-311-x86_64-linux-gnu.so, libncnn-1a2b3c4d.so.1).
+// The runtime's name for people ("PyTorch"); the id itself when it is not known.
+std::string runtime_name(std::string_view id);
+
+// The runtimes whose libraries the text of a /proc/<pid>/maps maps. A library counts by its file
+// name only (a directory named ncnn is not ncnn), and a deleted file (" (deleted)") still counts:
+// it is mapped. Lines without a path (anonymous memory, [heap], [stack]) are skipped.
+RuntimesSeen runtimes_in_maps(std::string_view maps);
+// Adds what `more` saw that `into` has not yet.
+void merge_runtimes(RuntimesSeen& into, const RuntimesSeen& more);
+
+// When the sampler reads the maps, the k-th time (k from 0), since the run's start: at 125,
+// 250 and 500 ms, then every second (1, 2, 3 s, ...). Early, so that a short run is seen; then
+// seldom, because maps has a line per library area and thread stack (long for a PyTorch process).
+std::chrono::nanoseconds runtime_scan_at(std::size_t k);
+// The most processes one read looks at; the next read goes on where it stopped, so a workload
+// of many processes (data loaders) costs a bounded time per read.
+inline constexpr std::size_t kMaxMapsPerScan = 8;
+
+// The runtimes seen in a slice's processes so far: reads the slice's cgroup.procs and the maps
+// of its processes through Fs. A process that exited, or whose maps cannot be read, is skipped.
+class RuntimeWatch {
+ public:
+  // `procs` is the path of a cgroup.procs file of the slice (any of its v1 hierarchies).
+  RuntimeWatch(Fs fs, std::string procs) : fs_(std::move(fs)), procs_(std::move(procs)) {}
+
+  // Reads up to kMaxMapsPerScan of the slice's processes, from where the last read stopped.
+  // Never throws (out of memory: that read sees nothing more).
+  void scan() noexcept;
+  // Forgets what was seen, for the next run.
+  void reset() {
+    seen_.clear();
+    next_pid_ = 0;
+  }
+  const RuntimesSeen& seen() const { return seen_; }
+
+ private:
+  Fs fs_;
+  std::string procs_;
+  RuntimesSeen seen_;
+  pid_t next_pid_ = 0;  // the next read starts at the first process at or above it
+};
+
+// The warning a run gets when its device was emulated at an nn speed derived with ncnn and the
+// workload loaded another runtime; nullopt otherwise (integer speed, a probed device's vector
+// speed, only ncnn seen).
+std::optional<std::string> runtime_warning(const Device& device, const RuntimesSeen& seen);
+
+}  // namespace edgeprof::detail

@@ -1,0 +1,989 @@
+#include "edgeprof/slice.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <bitset>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <iterator>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <utility>
+
+#include "cgroup/backend.hpp"
+#include "cgroup/files.hpp"
+#include "edgeprof/error.hpp"
+#include "sys/parse.hpp"
+#include "run/core_placer.hpp"
+#include "run/cpu_ledger.hpp"
+#include "nn/runtimes.hpp"
+#include "run/phase_pipe.hpp"
+#include "run/runtime_follow.hpp"
+#include "edgeprof/phase.hpp"
+#include "edgeprof/version.hpp"
+#include "run/keep_warm.hpp"
+#include "sys/netns.hpp"
+#include "sampler/sampler.hpp"
+#include "sys/spawn.hpp"
+#include "run/speed_schedule.hpp"
+
+namespace edgeprof {
+
+using detail::Clock;
+
+const char* to_string(CgroupMode mode) {
+  switch (mode) {
+    case CgroupMode::unified:
+      return "unified";
+    case CgroupMode::hybrid:
+      return "hybrid";
+    case CgroupMode::legacy:
+      return "legacy";
+  }
+  return "unknown";
+}
+
+const char* describe(CgroupMode mode) {
+  switch (mode) {
+    case CgroupMode::unified:
+      return "unified (cgroup v2)";
+    case CgroupMode::hybrid:
+      return "hybrid (cgroup v1 controllers)";
+    case CgroupMode::legacy:
+      return "legacy (cgroup v1)";
+  }
+  return "unknown";
+}
+
+CgroupMode cgroup_mode_from_string(std::string_view text) {
+  for (CgroupMode m : {CgroupMode::unified, CgroupMode::hybrid, CgroupMode::legacy}) {
+    if (text == to_string(m)) return m;
+  }
+  throw Error(fmt::format("unknown cgroup mode '{}': expected unified, hybrid or legacy", text));
+}
+
+namespace {
+
+const detail::Layout& layout() {
+  static const detail::Layout cached = detail::discover_layout(detail::Fs());
+  return cached;
+}
+
+std::string parent_from(const SliceOptions& options) {
+  if (!options.parent.empty()) return options.parent;
+  if (const char* env = std::getenv("EDGEPROF_CGROUP_PARENT"); env && *env) return env;
+  return {};
+}
+
+// Removes slices whose owner died (kill -9) before it could clean up. A slice is left alone
+// while its owner (pid + start time, so a reused pid does not count) is alive.
+void remove_stale_slices(detail::Backend& backend, const detail::Fs& fs) {
+  for (const std::string& name : backend.slice_names()) {
+    auto parsed = detail::parse_slice_name(name);
+    if (!parsed) continue;
+    auto start = detail::process_start_time(fs, parsed->owner);
+    if (start && *start == parsed->owner_start) continue;
+    try {
+      backend.remove_stale(name);
+    } catch (const Error&) {
+      // Another process may be sweeping the same slice; the next sweep retries.
+    }
+  }
+}
+
+// This process's pid and start time, which name its slices. Read once per process: a forked
+// child (Python multiprocessing) has a new pid, so the cache is keyed by it.
+detail::SliceName own_identity(const detail::Fs& fs) {
+  static std::mutex lock;
+  static detail::SliceName cached;
+  std::lock_guard<std::mutex> guard(lock);
+  const pid_t self = ::getpid();
+  if (cached.owner != self) {
+    cached.owner = self;
+    cached.owner_start = detail::process_start_time(fs, self).value_or(0);
+  }
+  return cached;
+}
+
+}  // namespace
+
+CgroupMode cgroup_mode() { return layout().mode; }
+
+namespace {
+
+// A timeout longer than this (a century) waits for ever: the clock cannot hold a deadline
+// much further out (steady_clock counts nanoseconds in 64 bits, about 292 years), and
+// std::chrono's conversion of inf or 1e300 s overflows to a deadline already past.
+constexpr double kForeverTimeoutS = 100.0 * 365 * 24 * 3600;
+
+// The deadline `timeout` gives from `from`: none for an unset, infinite or century-long one.
+// Throws Error for zero, a negative one or NaN.
+std::optional<std::chrono::steady_clock::time_point> deadline_after(
+    std::chrono::steady_clock::time_point from,
+    std::optional<std::chrono::duration<double>> timeout) {
+  if (!timeout) return std::nullopt;
+  const double s = timeout->count();
+  if (!(s > 0)) {
+    throw Error(fmt::format("a timeout is a positive number of seconds, not {}; leave it unset "
+                            "(or give inf) to wait for ever",
+                            s));
+  }
+  if (s >= kForeverTimeoutS) return std::nullopt;
+  return from + std::chrono::duration_cast<std::chrono::steady_clock::duration>(*timeout);
+}
+
+// The sampled metric behind each field of Counters.
+using CounterField = std::optional<std::uint64_t> detail::Counters::*;
+constexpr std::pair<Metric, CounterField> kCounterFields[] = {
+    {Metric::cpu_user_ns, &detail::Counters::user_ns},
+    {Metric::cpu_system_ns, &detail::Counters::system_ns},
+    {Metric::cpu_periods, &detail::Counters::periods},
+    {Metric::cpu_throttled_periods, &detail::Counters::throttled_periods},
+    {Metric::cpu_throttled_ns, &detail::Counters::throttled_ns},
+    {Metric::memory_oom_kills, &detail::Counters::oom_kills}};
+
+// Whether every counter that `first` read is still in `complete` (no source of one failed).
+bool counters_complete(const std::bitset<kMetricCount>& first,
+                       const std::bitset<kMetricCount>& complete) {
+  for (const auto& [metric, field] : kCounterFields) {
+    const auto m = static_cast<std::size_t>(metric);
+    if (first.test(m) && !complete.test(m)) return false;
+  }
+  return true;
+}
+
+// The counters in row `row` of a series, for the metrics in `read` (unset for the others, as
+// Cgroup::counters leaves a file it cannot read).
+detail::Counters counters_in(const TimeSeries& series, std::size_t row,
+                             const std::bitset<kMetricCount>& read) {
+  detail::Counters c;
+  if (row >= series.size()) return c;
+  for (const auto& [metric, field] : kCounterFields) {
+    if (read.test(static_cast<std::size_t>(metric))) c.*field = series[metric][row];
+  }
+  return c;
+}
+
+// Reads the slice's processes' maps: through one cgroup.procs (on v1 every hierarchy of the
+// slice holds the same processes). Holds paths, not the Cgroup, which a closed slice drops
+// while a sampler thread may still read.
+detail::RuntimeWatch runtime_watch(const detail::SliceFiles& where) {
+  // Not the cpu hierarchy's: with per-core emulation its processes are in the core groups.
+  std::string dir = where.dir;
+  for (const auto& [controller, path] : where.controllers) {
+    if (dir.empty() || controller != "cpu") dir = path;
+    if (controller != "cpu") break;
+  }
+  return {where.fs, detail::join(dir, detail::files::kProcs)};
+}
+
+// Reads the slice's threads' CPU time (projected core emulation: how many ran at once): v2's
+// cgroup.threads, or v1's tasks of one hierarchy (each holds the same threads).
+detail::ThreadCensus thread_census(const detail::SliceFiles& where) {
+  if (where.unified) return {where.fs, {detail::join(where.dir, detail::files::v2::kThreads)}};
+  std::string dir;
+  for (const auto& [controller, path] : where.controllers) {
+    dir = path;
+    if (controller == "cpu") break;
+  }
+  return {where.fs, {detail::join(dir, detail::files::v1::kTasks)}};
+}
+
+// A device of several cores emulated by one quota for all of them lets a thread outrun a
+// device core while its siblings idle, and its threads scale as this host's CPUs do: said in
+// every such result's warnings (issue 33), not only in the plan's notes. Empty otherwise.
+std::string pooled_warning(const EmulationPlan& plan, const Device& device) {
+  if (device.cores < 2 || plan.core_emulation() != CoreEmulation::pooled) return {};
+  const double capacity = plan.capacity_cores();
+  const double core = capacity / device.cores;  // a device core's share of the quota
+  const double one_thread = std::min(1.0, capacity);
+  if (!(capacity > 0) || !(one_thread > 1.05 * core)) return {};
+  std::vector<std::string> ways;
+  if (resolve_core_emulation(device, CoreEmulation::automatic) == CoreEmulation::projected) {
+    ways.emplace_back("'projected' (one core, its times divided by the board's published "
+                      "speed-up)");
+  }
+  if (device.cores <= static_cast<int>(kMaxCoreGroups)) ways.emplace_back("'per-core'");
+  return fmt::format(
+      "the device's {} cores share one CPU quota of {:.2f} host cores (core emulation "
+      "pooled): a thread runs faster than a device core while its siblings idle, up to {:.2f} "
+      "of a host core instead of {:.3g}, and the threads scale as this host's CPUs do, not as "
+      "the board's{} (docs/threads.md)",
+      device.cores, capacity, one_thread, core,
+      ways.empty() ? std::string()
+                   : fmt::format("; core emulation {} keeps a thread to a device core",
+                                 fmt::join(ways, " or ")));
+}
+
+}  // namespace
+
+struct Slice::Impl {
+  Device device;
+  SliceOptions options;
+  EmulationPlan plan;
+  std::vector<std::string> unapplied;
+  detail::Fs fs;
+  std::unique_ptr<detail::Backend> backend;
+  std::unique_ptr<detail::Cgroup> cgroup;
+  int running = 0;  // children spawned and not yet reaped
+  std::uint64_t spawns = 0;  // children spawned so far
+  // The speeds of runtimes the workload may load (PlanOptions::speed_kind automatic); declared
+  // before the samplers that call it.
+  std::unique_ptr<detail::RuntimeFollower> follower;
+  // The runtime whose speed the slice started at (runtime_start()); "" for the usual start.
+  std::string started_at;
+  // The last run's sampler, for the next one: its thread sleeps between runs, and its stat
+  // files stay open (opening them, about a dozen opens on v1, and starting and joining a
+  // thread each cost a spawn more than anything else the library does).
+  std::unique_ptr<detail::Sampler> spare_sampler;
+  // The phase pipe of the last run, for the next one (PhasePipe).
+  std::optional<detail::PhasePipe> spare_pipe;
+  detail::CpuLease cpus;  // plan.cpus held in the machine's CPU ledger
+  // Per-core emulation: places the threads of every running workload (none while idle).
+  std::unique_ptr<detail::CorePlacer> placer;
+  // Removes the slice, its workload's grandchildren too, if this process dies without doing
+  // it (unset when /bin/sh could not be started: then only the workload's own child dies
+  // with the thread that spawned it).
+  detail::SliceGuard guard;
+
+  // A child of the slice was reaped or abandoned.
+  void child_ended() noexcept {
+    if (--running == 0) placer.reset();
+  }
+
+  void require_alive() const {
+    if (!cgroup) throw Error("this slice is closed: create a new Slice");
+  }
+
+  void destroy() noexcept {
+    if (!cgroup) {
+      cpus = detail::CpuLease();
+      return;
+    }
+    spare_sampler.reset();
+    spare_pipe.reset();
+    placer.reset();  // its descriptors hold the core groups open
+    // A running workload's sampler may still see a runtime: it writes nothing from now on.
+    if (follower) follower->detach();
+    try {
+      cgroup->kill_all();
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "edgeprof: {}\n", e.what());
+    }
+    // Named before removal: remove() forgets its directories whether or not they went.
+    const std::vector<std::string> paths = cgroup->paths();
+    if (!cgroup->remove()) {
+      fmt::print(stderr, "edgeprof: could not remove {}; it is removed the next time a slice "
+                         "is created beneath the same parent\n",
+                 fmt::join(paths, ", "));
+    }
+    cgroup.reset();
+    guard.dismiss();
+    // The CPUs are free once the workload is gone, not before.
+    cpus = detail::CpuLease();
+  }
+
+  ~Impl() { destroy(); }
+};
+
+Slice::Slice(Device device, SliceOptions options) : impl_(std::make_shared<Impl>()) {
+  static std::atomic<std::uint64_t> sequence{0};
+  Impl& s = *impl_;
+  HostFacts host = host_facts();
+  PlanOptions plan_options = options.plan;
+  // Without explicit CPUs, the least used ones: concurrent slices do not share CPUs while the
+  // host has enough.
+  const bool choose_cpus = plan_options.cpus.empty();
+  if (choose_cpus) plan_options.cpus = detail::cpu_ledger().order(host.cpus);
+  const std::size_t usable_cpus = plan_options.cpus.size();
+  // Measured once per host when a catalog device's nn speed needs this host's nn rating.
+  const Device measured = with_measured_nn(device, plan_options);
+  host = with_measured_quota_share(std::move(host), measured, plan_options);
+  // The device as planned: as measured, or at a runtime's speed where the speed edgeprof
+  // chose cannot be emulated here (faster than a host core) and a runtime's can.
+  Device planned = measured;
+  std::vector<std::string> start_notes;
+  try {
+    s.plan = plan_emulation(planned, host, plan_options);
+  } catch (const UnsupportedError& e) {
+    std::optional<Device> start =
+        detail::runtime_start(measured, host, plan_options, e.what(), start_notes);
+    if (!start) throw;
+    planned = std::move(*start);
+    s.started_at = planned.nn->basis;
+    s.plan = plan_emulation(planned, host, plan_options);
+  }
+  if (choose_cpus) {
+    // Chosen and taken under the ledger's lock: a slice made meanwhile (another process's, or
+    // another thread's while this one planned or measured) may have taken the CPUs planned.
+    s.cpus = detail::cpu_ledger().take_least_used(host.cpus, s.plan.cpus.size());
+    plan_options.cpus = s.cpus.cpus();
+    std::vector<int> taken = s.cpus.cpus();
+    std::sort(taken.begin(), taken.end());
+    if (taken != s.plan.cpus) s.plan = plan_emulation(planned, host, plan_options);
+  } else {
+    s.cpus = detail::cpu_ledger().take(s.plan.cpus);
+  }
+  const int shared = s.cpus.shared_at_take();
+  if (plan_options.drift_check) {
+    // Probed on the slice's own first CPU once it holds it, and not where another slice runs
+    // there: its load would read as drift and stay in the quota after it left.
+    std::vector<int> mine = s.cpus.cpus();
+    std::sort(mine.begin(), mine.end());
+    if (shared > 0 || !detail::cpu_ledger().others(s.cpus).empty()) {
+      host.drift_problem = "another edgeprof slice holds this slice's CPUs, and a probe would "
+                           "read its load as the host's drift";
+    } else if (!mine.empty()) {
+      host = with_measured_drift(std::move(host), planned, plan_options, mine.front());
+    }
+    s.plan = plan_emulation(planned, host, plan_options);
+  }
+  // The device as emulated: as many of its cores as fit (the plan's note says so), or one of
+  // them when projected, so that its figures (power, for the energy estimate) are those of the
+  // cores run.
+  s.device = detail::device_as_run(for_speed_kind(planned, plan_options.speed_kind), s.plan,
+                                   usable_cpus);
+  s.options = std::move(options);
+  s.backend = detail::make_backend(s.fs, layout(), parent_from(s.options));
+  if (s.plan.core_groups > 0 && !s.backend->core_groups_supported()) {
+    s.unapplied.push_back(fmt::format(
+        "per-core emulation ({} core groups): no cpu controller for the slice; the device's "
+        "cores share one quota, so a thread may run faster than a device core while its "
+        "siblings idle (docs/threads.md)",
+        s.plan.core_groups));
+    plan_options.cores = CoreEmulation::pooled;
+    s.plan = plan_emulation(planned, host, plan_options);
+  }
+  // Keep-warm threads run in this process's cgroup: beneath a CPU quota they would spend the
+  // quota the slice needs whenever it waits, and slow it down instead.
+  if (s.plan.keep_warm) {
+    if (auto above = s.backend->cpu_quota_above()) {
+      plan_options.keep_warm = false;
+      s.plan = plan_emulation(planned, host, plan_options);
+      s.plan.notes.push_back(fmt::format(
+          "keep-warm is off: {} limits the CPU of this process and the slice together, and "
+          "threads keeping the slice's CPUs busy would spend that quota while the slice waits; "
+          "a throttled workload may then do less work per CPU-second than it would unthrottled "
+          "(docs/keep-warm.md)",
+          *above));
+    }
+  }
+  if (shared > 0) {
+    s.plan.notes.push_back(fmt::format(
+        "shares host CPUs {} with {} other slice{} alive at the same time (of this or another "
+        "edgeprof process): their workloads compete for them while both run (docs/hpo.md)",
+        format_cpu_list(s.plan.cpus), shared, shared == 1 ? "" : "s"));
+  }
+  // A workload that loads a runtime the device has published times with runs at that speed
+  // from when it is seen.
+  s.plan.notes.insert(s.plan.notes.begin(), start_notes.begin(), start_notes.end());
+  std::vector<detail::FollowedSpeed> speeds = detail::followed_speeds(
+      measured, host, plan_options, s.plan, usable_cpus, s.plan.notes, s.started_at);
+  remove_stale_slices(*s.backend, s.fs);
+
+  detail::SliceName name = own_identity(s.fs);
+  name.sequence = sequence.fetch_add(1) + 1;
+  s.unapplied.insert(s.unapplied.begin(), s.plan.unapplied.begin(), s.plan.unapplied.end());
+  s.cgroup = s.backend->create(detail::format_slice_name(name));
+  try {
+    s.cgroup->apply(s.plan, s.options.allow_missing_controllers, s.unapplied);
+  } catch (...) {
+    s.cgroup->remove();
+    s.cgroup.reset();
+    throw;
+  }
+  try {
+    s.guard = detail::SliceGuard(s.cgroup->guard_plan());
+  } catch (const CgroupError& e) {
+    s.unapplied.push_back(fmt::format(
+        "{}: if this process is killed, the workload's own process dies with the thread that "
+        "started it, but processes it started keep running in the slice until the next slice "
+        "made beneath the same parent removes it",
+        e.what()));
+  }
+  if (!speeds.empty()) {
+    s.follower = std::make_unique<detail::RuntimeFollower>(
+        std::move(speeds), s.cgroup.get(), detail::written_quota_us(s.plan), s.plan.cpu_period_us);
+  }
+}
+
+Slice::Slice(Slice&&) noexcept = default;
+Slice& Slice::operator=(Slice&& other) noexcept {
+  if (this != &other) {
+    if (impl_) impl_->destroy();
+    impl_ = std::move(other.impl_);
+  }
+  return *this;
+}
+Slice::~Slice() {
+  if (impl_) impl_->destroy();
+}
+
+const Device& Slice::device() const { return impl_->device; }
+const EmulationPlan& Slice::plan() const { return impl_->plan; }
+CgroupMode Slice::mode() const { return impl_->backend->mode(); }
+const std::vector<std::string>& Slice::unapplied() const { return impl_->unapplied; }
+std::vector<std::string> Slice::paths() const {
+  return impl_->cgroup ? impl_->cgroup->paths() : std::vector<std::string>{};
+}
+
+void Slice::close() noexcept {
+  if (impl_) impl_->destroy();
+}
+
+bool Slice::closed() const noexcept { return !impl_ || !impl_->cgroup; }
+
+void Slice::kill() {
+  impl_->require_alive();
+  impl_->cgroup->kill_all();
+}
+
+struct Child::State {
+  std::shared_ptr<Slice::Impl> slice;
+  detail::Spawned process;
+  detail::Counters before;  // read at the spawn when the run is not sampled
+  std::bitset<kMetricCount> first_read;  // the metrics the first sample read
+  bool peak_reset = false;
+  std::vector<std::string> argv;
+  std::optional<Result> result;
+  // Observation: the phase channel, the sampler, the network namespace.
+  detail::PhasePipe marks;
+  std::unique_ptr<detail::NetworkNamespace> netns;
+  std::unique_ptr<detail::Sampler> sampler;
+  // The slice's CPUs kept busy while the workload runs (EmulationPlan::keep_warm).
+  detail::WarmLease warm;
+  // The device's speed schedule, applied while the workload runs (declared after `slice`, so
+  // destroyed, and its thread stopped, before the slice it writes to may go).
+  std::unique_ptr<detail::SpeedScheduler> scheduler;
+  Clock::time_point origin;  // the sampler's time zero
+  std::chrono::nanoseconds interval{0};
+  std::uint64_t missed = 0;  // sampling deadlines the sampler could not keep
+
+  std::string marks_text;
+  // Runtimes seen by a read of the maps outside the sampler (an unsampled run's timeout).
+  detail::RuntimesSeen runtimes;
+  std::map<std::string, std::string> thread_env;  // what the workload's environment was given
+  std::string width_warning;  // projected: the workload may start more than one thread
+  // Whether the slice ran nothing else when this child started, and its spawn count then: the
+  // thread census counts the whole slice, so it stands for this workload only when alone.
+  bool alone_at_spawn = true;
+  std::uint64_t spawns_before = 0;
+  bool ran_alone = true;  // and nothing else started or ran in it until it ended
+  std::uint64_t moves_before = 0;  // the slice's CorePlacer's moves when this child started
+  std::uint64_t quota_changes_before = 0;  // and its quota changes
+  bool switched_at_spawn = false;  // the slice ran at a runtime's speed already (RuntimeFollower)
+  // Other slices holding this slice's CPUs when the workload started and when it ended.
+  std::vector<detail::CpuHolder> sharers;
+
+  bool result_given_away = false;  // moved out by wait() &&
+
+  // wait(): the stored result, after waiting if it was not waited for yet.
+  Result& await(std::optional<std::chrono::duration<double>> timeout, const InterruptCheck& check);
+  Result finish(const detail::Exit& exit, bool timed_out);
+  void observe(Result& r, const detail::Exit& exit);
+  void analyse(Result& r);
+  // Before the slice's processes are killed while they run (a timeout, an interrupt): the
+  // libraries they loaded are in their maps only while they live.
+  void scan_runtimes() noexcept;
+  void close_pidfd() {
+    process.pidfd.reset();
+  }
+};
+
+Child::Child(std::unique_ptr<State> state) : state_(std::move(state)) {}
+Child::Child(Child&&) noexcept = default;
+// Assigning over a Child that was never waited for ends its workload, as destroying it does.
+Child& Child::operator=(Child&& other) noexcept {
+  if (this != &other) {
+    Child abandoned(std::move(*this));
+    state_ = std::move(other.state_);
+  }
+  return *this;
+}
+
+Child::~Child() {
+  if (!state_ || state_->result) return;
+  ::kill(state_->process.pid, SIGKILL);
+  detail::reap(state_->process);
+  state_->close_pidfd();
+  state_->slice->child_ended();
+}
+
+pid_t Child::pid() const { return state_->process.pid; }
+
+Child Slice::spawn(const Command& command, const SpawnOptions& options) {
+  impl_->require_alive();
+  Impl& s = *impl_;
+  if (options.sample_interval.count() != 0) detail::check_sample_interval(options.sample_interval);
+  detail::PreparedCommand prepared(command);
+  // Default-initialised: every member has its own initialiser, so the zeroing that
+  // make_unique's value-initialisation adds (several kilobytes, the stored Result) is skipped.
+  std::unique_ptr<Child::State> state(new Child::State);
+  state->slice = impl_;
+  state->argv = command.argv;
+  state->interval = options.sample_interval;
+
+  // The phase channel: the slice's spare one when it has one (a run in progress has it
+  // otherwise), else a new one. What a previous run's workload wrote was read at its end.
+  if (s.spare_pipe) {
+    state->marks = std::move(*s.spare_pipe);
+    s.spare_pipe.reset();
+  } else {
+    state->marks = detail::make_phase_pipe();
+  }
+  prepared.set_env(kPhaseEnv, state->marks.env);
+  // The device's width and passive waiting, where the workload has not chosen its own.
+  const std::map<std::string, std::string>& defaults = s.plan.thread_env;
+  const bool wait_chosen = std::any_of(
+      std::begin(kThreadWaitVariables), std::end(kThreadWaitVariables),
+      [&](const char* name) { return defaults.count(name) && prepared.env(name).has_value(); });
+  for (const auto& [name, value] : defaults) {
+    const bool wait_variable =
+        std::find_if(std::begin(kThreadWaitVariables), std::end(kThreadWaitVariables),
+                     [&](const char* w) { return name == w; }) != std::end(kThreadWaitVariables);
+    if ((wait_variable && wait_chosen) || prepared.env(name).has_value()) continue;
+    prepared.set_env(name, value);
+    state->thread_env.emplace(name, value);
+  }
+  // Projected: the one core's time is divided by the board's speed-up, which holds for one
+  // thread; a workload told to start more shares the one core's quota among them.
+  if (s.plan.threads_projection) {
+    std::string wider;
+    for (const char* name : kThreadCountVariables) {
+      const std::optional<std::string> value = prepared.env(name);
+      if (value && *value != "1") wider += fmt::format("{}{}={}", wider.empty() ? "" : " ", name, *value);
+    }
+    if (!wider.empty() || defaults.empty()) {
+      state->width_warning = fmt::format(
+          "projected core emulation divides the time of one thread on one device core by the "
+          "board's speed-up, but the workload's environment {}: its threads share the one "
+          "core's quota and the projected times come out too slow; set them to 1, or leave "
+          "them unset with the thread environment on",
+          wider.empty() ? "was left alone (thread_env off), so it may start one thread per "
+                          "host CPU"
+                        : "sets " + wider);
+    }
+  }
+  prepared.keep_fd(state->marks.write.get());
+
+  // A fresh peak per workload when the slice is idle and the kernel can reset it (before a
+  // sampler is made: its memory.peak reads through the file that was reset).
+  if (s.running == 0) state->peak_reset = s.cgroup->reset_peak();
+
+  if (options.isolate_network) {
+    state->netns = std::make_unique<detail::NetworkNamespace>();
+    prepared.set_netns(state->netns->fd());
+  }
+  if (options.sample_interval.count() != 0) {
+    // A sampler kept from before a fork (this is the child) has no thread here: not reused.
+    if (s.spare_sampler && !s.spare_sampler->reusable()) s.spare_sampler.reset();
+    if (s.spare_sampler && !state->netns) {
+      state->sampler = std::move(s.spare_sampler);
+      state->sampler->set_interval(options.sample_interval);
+    } else {
+      // A workload in its own network namespace adds that namespace's counters, a source of
+      // one run: such a sampler is made for the run and not kept.
+      detail::Sources sources = detail::Sources::of(s.cgroup->files());
+      if (state->netns) sources.add_network(state->netns->take_dev());
+      state->sampler =
+          std::make_unique<detail::Sampler>(std::move(sources), options.sample_interval);
+      state->sampler->watch_runtimes(runtime_watch(s.cgroup->files()));
+      if (s.plan.threads_projection) state->sampler->watch_threads(thread_census(s.cgroup->files()));
+    }
+    state->sampler->watch_marks(state->marks.read.get());
+    if (s.follower) {
+      state->sampler->on_new_runtime(
+          [follower = s.follower.get()](const detail::RuntimesSeen& seen) {
+            follower->seen(seen);
+          });
+    } else {
+      state->sampler->on_new_runtime(nullptr);
+    }
+  }
+  state->switched_at_spawn = s.follower && s.follower->switched();
+
+  if (!state->sampler) state->before = s.cgroup->counters();
+  // Per-core emulation: the workload starts in the first core's group, and its threads are
+  // spread from there (one placer for all the slice's running workloads).
+  if (!s.placer) {
+    if (std::vector<std::string> tasks = s.cgroup->core_tasks(); !tasks.empty()) {
+      const std::uint64_t groups = s.plan.core_groups, period = s.plan.cpu_period_us;
+      s.placer = std::make_unique<detail::CorePlacer>(
+          s.fs, std::move(tasks), double(s.plan.core_quota_us) / double(period),
+          s.plan.core_quota_by_busy, [cgroup = s.cgroup.get(), groups, period](std::uint64_t q) {
+            return cgroup->set_cpu_bandwidth(q * groups, period);
+          });
+    }
+  }
+  state->sharers = detail::cpu_ledger().others(s.cpus);
+  state->moves_before = s.placer ? s.placer->moves() : 0;
+  state->quota_changes_before = s.placer ? s.placer->quota_changes() : 0;
+  detail::Placement placement;
+  placement.cgroup_fd = s.cgroup->clone_fd();
+  placement.procs_fds = s.cgroup->self_attach_fds();
+  placement.attach = [&s](pid_t pid) { s.cgroup->attach(pid); };
+  placement.die_with_parent = !s.guard;
+  // Warm before the child is released, so that its first throttled period finds them running.
+  if (s.plan.keep_warm) state->warm = detail::WarmLease(s.plan.cpus);
+  // The sampler starts before the child is released, so its first sample is the baseline.
+  state->origin = state->sampler ? state->sampler->start() : Clock::now();
+  try {
+    state->process = detail::spawn_process(prepared, placement);
+  } catch (...) {
+    if (state->sampler) state->sampler->stop();
+    throw;
+  }
+  state->alone_at_spawn = s.running == 0;
+  state->spawns_before = s.spawns;
+  ++s.running;
+  ++s.spawns;
+  if (!s.device.speed_schedule.empty()) {
+    state->scheduler = std::make_unique<detail::SpeedScheduler>(
+        *s.cgroup, s.plan, s.device.speed_schedule, state->process.released);
+  }
+  return Child(std::move(state));
+}
+
+Result Child::State::finish(const detail::Exit& exit, bool timed_out) {
+  close_pidfd();
+  Result r;
+  if (slice->placer) {
+    r.thread_moves = slice->placer->moves() - moves_before;
+    r.core_quota_changes = slice->placer->quota_changes() - quota_changes_before;
+    if (std::string error = slice->placer->error(); !error.empty()) r.warnings.push_back(error);
+  }
+  if (slice->cgroup) {
+    std::vector<detail::CpuHolder> now = detail::cpu_ledger().others(slice->cpus);
+    sharers.insert(sharers.end(), now.begin(), now.end());
+  }
+  if (std::string shared = detail::sharing_warning(sharers, ::getpid()); !shared.empty()) {
+    r.warnings.push_back(std::move(shared));
+  }
+  if (const std::string problem = detail::cpu_ledger().problem(); !problem.empty()) {
+    r.warnings.push_back(fmt::format("{}: the CPU ledger counts this process's slices only, so "
+                                     "another edgeprof process may share these CPUs unseen",
+                                     problem));
+  } else if (!slice->cpus.problem().empty()) {
+    r.warnings.push_back(slice->cpus.problem());
+  }
+  // Another workload ran in the slice beside this one: the census counted its threads too.
+  ran_alone = alone_at_spawn && slice->running == 1 && slice->spawns == spawns_before + 1;
+  slice->child_ended();
+  // The workload has ended: its CPUs need no keeping warm.
+  r.keep_warm_cpu_s = warm.cpu_seconds();
+  if (!warm.error().empty()) r.warnings.push_back(warm.error());
+  warm.release();
+  observe(r, exit);
+  if (WIFEXITED(exit.status)) r.exit_code = WEXITSTATUS(exit.status);
+  if (WIFSIGNALED(exit.status)) r.signal = WTERMSIG(exit.status);
+  r.timed_out = timed_out;
+  r.wall_time_s = std::chrono::duration<double>(exit.when - process.released).count();
+  r.child_max_rss_bytes = static_cast<std::uint64_t>(exit.usage.ru_maxrss) * 1024;
+
+  detail::Counters after;
+  if (interval.count() != 0) {  // sampled
+    // The first and last samples read the same files, with the same parsers, at the moments
+    // the counters would be read: their rows are the counters (saving a spawn 4 + 4 file reads
+    // on v1, 2 + 2 on v2). A source that failed during the run leaves the end to a fresh read.
+    before = counters_in(r.series, 0, first_read);
+    if (r.series.size() > 0 && counters_complete(first_read, r.series.complete)) {
+      after = counters_in(r.series, r.series.size() - 1, r.series.complete);
+    } else if (slice->cgroup) {
+      after = slice->cgroup->counters();
+    }
+  } else if (slice->cgroup) {
+    after = slice->cgroup->counters();
+  }
+  const std::optional<std::uint64_t> peak =
+      slice->cgroup ? slice->cgroup->peak() : std::optional<std::uint64_t>();
+  auto delta = [](std::optional<std::uint64_t> a, std::optional<std::uint64_t> b) {
+    return a && b && *b >= *a ? *b - *a : 0;
+  };
+  // The run's CPU time is the difference of the totals (user + system: on v1 cpuacct.usage,
+  // exact). Its split is the difference of the user parts, kept within it: v1 splits each
+  // total by the tick counts since the slice was made, so one tick of system time in a short
+  // run can move the split of the whole history, and the user part can even shrink.
+  const auto total = [](const detail::Counters& c) -> std::optional<std::uint64_t> {
+    if (!c.user_ns || !c.system_ns) return std::nullopt;
+    return *c.user_ns + *c.system_ns;
+  };
+  const std::uint64_t cpu_ns = delta(total(before), total(after));
+  const std::uint64_t user_ns = std::min(cpu_ns, delta(before.user_ns, after.user_ns));
+  r.cpu_user_s = double(user_ns) / 1e9;
+  r.cpu_system_s = double(cpu_ns - user_ns) / 1e9;
+  r.throttled_s = double(delta(before.throttled_ns, after.throttled_ns)) / 1e9;
+  r.throttled_periods = delta(before.throttled_periods, after.throttled_periods);
+  r.periods = delta(before.periods, after.periods);
+  r.oom_kills = delta(before.oom_kills, after.oom_kills);
+  r.oom_killed = r.oom_kills > 0;
+  if (peak) {
+    r.peak_memory_bytes = peak;
+    r.peak_memory_source = slice->cgroup->peak_source();
+    if (!peak_reset) r.peak_memory_source += " (peak since the slice was created)";
+  }
+  r.device = slice->device;
+  r.plan = slice->plan;
+  if (const auto made = slice->follower ? slice->follower->switched() : std::nullopt) {
+    // The slice runs at the speed of the runtime a workload loaded: since this run began, or
+    // since the time in the change.
+    if (made->error.empty()) {
+      r.device = made->speed->device;
+      r.plan = made->speed->plan;
+    }
+    if (!switched_at_spawn) {
+      SpeedChange change;
+      // At 0 when another workload of the slice, running beside this one, made it before this
+      // one was released.
+      change.t_s = std::max(
+          0.0, std::chrono::duration<double>(made->when - process.released).count());
+      change.runtime = made->speed->runtime;
+      change.cpu_quota_us = detail::written_quota_us(made->speed->plan);
+      change.cpu_period_us = made->speed->plan.cpu_period_us;
+      change.error = made->error;
+      r.speed_changes.push_back(change);
+      r.warnings.push_back(detail::switch_warning(slice->device, *made, change.t_s));
+    }
+  }
+  // A drift check that could not correct the speed, or a host far from its rating (of the plan
+  // the run ended with: a followed runtime's speed is not corrected).
+  for (const std::string& note : r.plan.notes) {
+    if ((note.rfind("host drift not corrected", 0) == 0 &&
+         note.find("cannot tell from its own noise") == std::string::npos) ||
+        note.rfind("host CPU shared", 0) == 0) {
+      r.warnings.push_back(note);
+    }
+  }
+  if (r.plan.host_drift != 1.0) {
+    r.warnings.push_back(fmt::format(
+        "this host ran {:.2f}x {} than at its nn rating just before the run, and the device's "
+        "nn speed was corrected by it (the plan's notes); if the host stays so, measure the "
+        "rating again (`edgeprof calibrate-host --nn --remeasure`)",
+        r.plan.host_drift >= 1 ? r.plan.host_drift : 1 / r.plan.host_drift,
+        r.plan.host_drift >= 1 ? "slower" : "faster"));
+  }
+  // Of the plan the run ended with (a followed runtime's speed has its own quota).
+  if (std::string pooled = pooled_warning(r.plan, r.device); !pooled.empty()) {
+    r.warnings.push_back(std::move(pooled));
+  }
+  if (r.device.speed_kind == "nn" && r.device.nn) {
+    // A projected time carries the board's speed-up's error too.
+    const auto& projection = r.plan.threads_projection;
+    r.device_interval = time_interval(*r.device.nn, 0.9, r.plan.emulation_log_sd,
+                                      projection && projection->speedup != 1.0
+                                          ? projection->scaling.loo_log_sd
+                                          : 0.0);
+  }
+  r.cgroup_mode = slice->backend->mode();
+  r.unapplied = slice->unapplied;
+  r.command = argv;
+  r.placement = process.placement;
+  r.network_isolated = netns != nullptr;
+  r.host = host_info();
+  r.edgeprof_version = version();
+  analyse(r);
+  return r;
+}
+
+// Stops the sampler (its last sample holds the final counters) and collects what it saw.
+void Child::State::observe(Result& r, const detail::Exit& exit) {
+  if (scheduler) {
+    const std::vector<SpeedChange> applied = scheduler->stop();
+    scheduler.reset();
+    // The scheduler runs until the workload is reaped: a step that fell due after its exit
+    // slowed nothing, and is not the run's.
+    const double exited_s = std::chrono::duration<double>(exit.when - process.released).count();
+    for (const SpeedChange& c : applied) {
+      if (c.t_s <= exited_s) r.speed_changes.push_back(c);
+    }
+    // The next workload in this slice starts at the device's full speed again.
+    if (!applied.empty() && slice->cgroup) {
+      if (int err = slice->cgroup->set_cpu_bandwidth(slice->plan.cpu_quota_us,
+                                                     slice->plan.cpu_period_us)) {
+        r.warnings.push_back(fmt::format("could not restore the CPU bandwidth after the speed "
+                                         "schedule: {} (errno {})",
+                                         std::strerror(err), err));
+      }
+    }
+  }
+  if (sampler) {
+    sampler->stop();
+    first_read = sampler->first_read();
+    r.series = sampler->take_columns();
+    r.sources = sampler->sources().status();
+    missed = sampler->missed();
+    // Times relative to the release of the child, not to the sampler's start.
+    const std::int64_t shift = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   origin - process.released)
+                                   .count();
+    for (auto& t : r.series.t_ns) t += shift;
+    marks_text = sampler->marks();
+    detail::merge_runtimes(runtimes, sampler->runtimes_seen());
+    if (ran_alone) r.threads_at_once = sampler->threads_at_once();
+    // The next run in this slice reuses it, its thread asleep until then.
+    if (slice->cgroup && !slice->spare_sampler && sampler->reusable()) {
+      slice->spare_sampler = std::move(sampler);
+    } else {
+      sampler.reset();
+    }
+  } else {
+    char buffer[4096];
+    ssize_t n;
+    while ((n = ::read(marks.read.get(), buffer, sizeof buffer)) > 0) {
+      marks_text.append(buffer, static_cast<size_t>(n));
+    }
+  }
+  r.runtimes_seen = std::move(runtimes);
+  r.thread_env = thread_env;
+  if (!width_warning.empty()) r.warnings.push_back(width_warning);
+  if (r.threads_at_once) {
+    if (std::string census = detail::census_warning(*r.threads_at_once); !census.empty()) {
+      r.warnings.push_back(std::move(census));
+    }
+  }
+
+  // Empty now: the slice's next run may use it.
+  if (slice->cgroup && !slice->spare_pipe) {
+    slice->spare_pipe = std::move(marks);
+  } else {
+    marks = detail::PhasePipe{};
+  }
+}
+
+// The figures derived from the samples and the marks.
+void Child::State::analyse(Result& r) {
+  const bool host_wide_pressure = slice->backend->mode() != CgroupMode::unified;
+  // One period and quota all run, unless the speed changed during it.
+  const double period_s = r.speed_changes.empty() ? double(r.plan.cpu_period_us) / 1e6 : 0.0;
+  r.summary = summarize(r.series, std::chrono::duration<double>(interval).count(),
+                        r.plan.capacity_cores(), missed, host_wide_pressure, period_s);
+  const std::int64_t release_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(process.released.time_since_epoch())
+          .count();
+  std::size_t malformed = 0;
+  r.phases = parse_phases(marks_text, release_ns, r.series, r.wall_time_s, &malformed);
+  const double capacity = r.plan.capacity_cores();
+  r.energy_j = estimate_energy_j(r.device.power, r.wall_time_s, r.cpu_user_s + r.cpu_system_s,
+                                 capacity);
+  for (Phase& ph : r.phases) {
+    if (ph.cpu_s) {
+      ph.energy_j = estimate_energy_j(r.device.power, ph.wall_time_s(), *ph.cpu_s, capacity);
+    }
+  }
+  if (malformed) {
+    r.warnings.push_back(fmt::format("{} phase mark{} could not be read (a partial line from a "
+                                     "killed workload, or an end without a begin)",
+                                     malformed, malformed == 1 ? "" : "s"));
+  }
+  if (auto warning = detail::runtime_warning(r.device, r.runtimes_seen)) {
+    r.warnings.push_back(std::move(*warning));
+  }
+  if (!slice->started_at.empty() && r.device.nn) {
+    if (auto warning = detail::start_warning(r.device, r.device.nn->basis, r.runtimes_seen)) {
+      r.warnings.push_back(std::move(*warning));
+    }
+  }
+  for (const SourceStatus& st : r.sources) {
+    if (st.failed) {
+      r.warnings.push_back(fmt::format("sampling of {} stopped during the run ({}); its "
+                                       "figures are marked incomplete",
+                                       st.name, st.error));
+    }
+  }
+}
+
+void Child::State::scan_runtimes() noexcept {
+  if (sampler) {
+    try {
+      sampler->scan_runtimes();
+    } catch (...) {
+      // Only its lock could throw: nothing seen then.
+    }
+  } else if (slice->cgroup) {
+    try {
+      detail::RuntimeWatch watch = runtime_watch(slice->cgroup->files());
+      watch.scan();
+      detail::merge_runtimes(runtimes, watch.seen());
+    } catch (...) {
+      // Out of memory: nothing seen.
+    }
+  }
+}
+
+Result& Child::State::await(std::optional<std::chrono::duration<double>> timeout,
+                            const InterruptCheck& check) {
+  if (result_given_away) {
+    throw Error("this Child's result was moved out by an earlier wait() on it as an rvalue: "
+                "keep that result, or wait() on the Child as an lvalue to keep a copy in it");
+  }
+  // Checked first: a bad timeout is refused whether or not the result is in.
+  const std::optional<Clock::time_point> deadline = deadline_after(process.released, timeout);
+  if (result) return *result;
+  std::optional<detail::Exit> exit;
+  try {
+    exit = detail::wait_exit(process, deadline, check, std::chrono::milliseconds(50));
+  } catch (...) {
+    // Interrupted (Ctrl-C in Python, or the caller's own check): nothing keeps running, and
+    // the child is reaped so the destructor has nothing left to do.
+    scan_runtimes();
+    if (slice->cgroup) slice->cgroup->kill_all();
+    result = finish(detail::reap(process), false);
+    throw;
+  }
+  bool timed_out = false;
+  if (!exit) {
+    timed_out = true;
+    scan_runtimes();
+    if (slice->cgroup) slice->cgroup->kill_all();
+    exit = detail::reap(process);
+  }
+  result = finish(*exit, timed_out);
+  return *result;
+}
+
+Result Child::wait(std::optional<std::chrono::duration<double>> timeout,
+                   const InterruptCheck& check) & {
+  return state_->await(timeout, check);
+}
+
+Result Child::wait(std::optional<std::chrono::duration<double>> timeout,
+                   const InterruptCheck& check) && {
+  Result r = std::move(state_->await(timeout, check));
+  state_->result_given_away = true;
+  return r;
+}
+
+Result run(const Command& command, const Device& device, const RunOptions& options) {
+  deadline_after(Clock::now(), options.timeout);  // a bad timeout is refused before anything
+  Slice slice(device, options.slice);
+  Child child = slice.spawn(command, options.spawn);
+  return std::move(child).wait(options.timeout, options.check);
+}
+
+RepeatedResult run_repeated(const Command& command, const Device& device, int repeat,
+                            int warmup, const RunOptions& options, const RunCallback& progress) {
+  if (repeat < 1) throw Error(fmt::format("repeat must be at least 1, got {}", repeat));
+  if (warmup < 0) throw Error(fmt::format("warmup must be 0 or more, got {}", warmup));
+  RepeatedResult out;
+  const int total = warmup + repeat;
+  for (int i = 0; i < total; ++i) {
+    const bool is_warmup = i < warmup;
+    Result r = run(command, device, options);  // a fresh slice each time
+    if (progress) progress(i, total, is_warmup, r);
+    (is_warmup ? out.warmups : out.runs).push_back(std::move(r));
+  }
+  out.stats = describe_runs(out.runs);
+  return out;
+}
+
+}  // namespace edgeprof

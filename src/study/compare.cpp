@@ -1,0 +1,249 @@
+#include "edgeprof/compare.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "edgeprof/error.hpp"
+#include "sys/stats.hpp"
+
+namespace edgeprof {
+
+namespace {
+
+using detail::median_of;
+
+// A figure of every counted run, or nothing when a run lacks it (failed runs).
+std::optional<std::vector<double>> samples(const RepeatedResult& r, const std::string& name) {
+  std::vector<double> out;
+  for (const Result& run : r.runs) {
+    auto f = figures(run);
+    auto it = f.find(name);
+    if (it == f.end() || !run.ok()) return std::nullopt;
+    out.push_back(it->second);
+  }
+  return out;
+}
+
+}  // namespace
+
+Comparison compare(const std::vector<Workload>& workloads, const std::vector<Device>& devices,
+                   const CompareOptions& options, const CompareProgress& progress) {
+  if (workloads.empty()) throw Error("compare needs at least one workload");
+  if (devices.empty()) throw Error("compare needs at least one device");
+  std::set<std::string> names;
+  for (const Workload& w : workloads) {
+    if (!names.insert(w.name).second) {
+      throw Error(fmt::format("two workloads are named '{}': names must be unique", w.name));
+    }
+  }
+  std::set<std::string> device_names;
+  for (const Device& d : devices) {
+    if (!device_names.insert(d.name).second) {
+      throw Error(fmt::format("device '{}' is given twice", d.name));
+    }
+    // Projected by name: a device whose tables cannot be projected is refused before any run,
+    // not after the devices before it ran (auto makes it pooled instead).
+    if (options.run.slice.plan.cores == CoreEmulation::projected && d.cores > 1) {
+      project_threads(d);
+    }
+  }
+  Comparison out;
+  out.options = options;
+  const int per = options.repeat + options.warmup;
+  const int total = per * int(workloads.size() * devices.size());
+  int done = 0;
+  for (const Device& device : devices) {
+    std::vector<ComparisonRow> rows;
+    for (const Workload& w : workloads) {
+      ComparisonRow row;
+      row.workload = w.name;
+      row.device = device.name;
+      row.result = run_repeated(w.command, device, options.repeat, options.warmup, options.run,
+                                [&](int, int, bool, const Result& r) {
+                                  ++done;
+                                  if (progress) progress(done, total, w.name, device.name, r);
+                                });
+      rows.push_back(std::move(row));
+    }
+    // Rank the workloads whose runs all succeeded; the others rank last, tied.
+    std::vector<RankItem> items;
+    std::vector<size_t> ranked_rows;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      auto v = samples(rows[i].result, options.metric);
+      auto m = samples(rows[i].result, options.memory_metric);
+      if (v) rows[i].value = median_of(*v);
+      if (m) rows[i].memory = median_of(*m);
+      if (v && m) {
+        items.push_back({rows[i].workload, *v});
+        ranked_rows.push_back(i);
+      } else {
+        rows[i].value = std::nan("");
+        rows[i].memory = std::nan("");
+      }
+    }
+    std::vector<ComparisonRow> ordered;
+    if (!items.empty()) {
+      std::vector<std::vector<double>> metrics(2);
+      for (size_t i : ranked_rows) {
+        metrics[0].push_back(rows[i].value);
+        metrics[1].push_back(rows[i].memory);
+      }
+      const auto front = pareto_front(metrics, {false, false});
+      for (size_t k = 0; k < ranked_rows.size(); ++k) rows[ranked_rows[k]].pareto = front[k];
+      for (const RankedItem& r : rank(items, options.rank)) {
+        ComparisonRow& row = rows[ranked_rows[r.index]];
+        row.rank = r.rank;
+        row.tied = r.tied;
+        ordered.push_back(std::move(row));
+      }
+    }
+    const int last = int(ordered.size()) + 1;
+    const bool several_failed = rows.size() - ranked_rows.size() > 1;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      if (std::find(ranked_rows.begin(), ranked_rows.end(), i) != ranked_rows.end()) continue;
+      rows[i].rank = last;
+      rows[i].tied = several_failed;
+      ordered.push_back(std::move(rows[i]));
+    }
+    if (!options.projected_target.empty()) {
+      for (ComparisonRow& row : ordered) {
+        auto cal = find_calibration(options.calibrations, row.device, options.projected_target,
+                                    row.workload);
+        if (!cal || row.result.runs.empty() || std::isnan(row.value)) continue;
+        // The run whose metric is the median (the lower middle one for an even count).
+        std::vector<std::pair<double, size_t>> by;
+        for (size_t i = 0; i < row.result.runs.size(); ++i) {
+          by.push_back({figure(row.result.runs[i], options.metric), i});
+        }
+        std::sort(by.begin(), by.end());
+        row.projected = project(*cal, row.result.runs[by[(by.size() - 1) / 2].second]);
+      }
+    }
+    for (ComparisonRow& row : ordered) out.rows.push_back(std::move(row));
+  }
+  return out;
+}
+
+std::string to_text(const Comparison& c) {
+  std::string out;
+  std::string device;
+  const bool projected = std::any_of(c.rows.begin(), c.rows.end(),
+                                     [](const ComparisonRow& r) { return r.projected; });
+  // A device whose runs were one of its cores, projected: said on its line, with the figures
+  // the projection made (one core's time / the board's speed-up) rather than measured.
+  // An estimated figure (an energy) is said so on every device's line.
+  const auto made = [&](const ComparisonRow& row) {
+    if (row.result.runs.empty()) return std::string();
+    const Result& first = row.result.runs.front();
+    std::vector<std::string> projected_names, estimated_names;
+    for (const std::string& name : {c.options.metric, c.options.memory_metric}) {
+      const std::string how = figure_provenance(first, name);
+      if (how == "projected") projected_names.push_back(name);
+      if (how == "estimated") estimated_names.push_back(name);
+    }
+    std::vector<std::string> parts;
+    if (first.plan.threads_projection) {
+      const int cores = first.plan.threads_projection->threads;
+      parts.push_back(
+          !projected_names.empty()
+              ? fmt::format("{} projected from one of its {} cores",
+                            fmt::join(projected_names, ", "), cores)
+              : fmt::format("one of its {} cores ran{}", cores,
+                            estimated_names.empty() ? ", measured" : ""));
+    }
+    if (!estimated_names.empty()) {
+      parts.push_back(fmt::format("{} estimated", fmt::join(estimated_names, ", ")));
+    }
+    return parts.empty() ? std::string() : fmt::format(" ({})", fmt::join(parts, "; "));
+  };
+  for (const ComparisonRow& r : c.rows) {
+    if (r.device != device) {
+      device = r.device;
+      out += fmt::format("\n{} (emulated), {} run{} each{}; ranked by median {}{} (ties: {} at "
+                         "{:g})\n",
+                         device, c.options.repeat, c.options.repeat == 1 ? "" : "s",
+                         c.options.warmup ? fmt::format(" after {} warm-up", c.options.warmup)
+                                          : "",
+                         c.options.metric, made(r),
+                         c.options.rank.test == RankTest::welch ? "Welch t test"
+                                                                : "Mann-Whitney U test",
+                         c.options.rank.alpha);
+      out += fmt::format("{:>6}  {:<24} {:>18} {:>18} {:>7}{}  outcome\n", "rank", "workload",
+                         c.options.metric, c.options.memory_metric, "pareto",
+                         projected ? fmt::format(" {:>26}", c.options.projected_target) : "");
+    }
+    const std::string rank_text = fmt::format("{}{}", r.rank, r.tied ? "=" : "");
+    const std::string memory = std::isnan(r.memory) ? "n/a"
+                               : c.options.memory_metric.find("bytes") != std::string::npos
+                                   ? format_size(static_cast<std::uint64_t>(r.memory))
+                                   : fmt::format("{:.6g}", r.memory);
+    std::string proj;
+    if (projected) {
+      proj = r.projected ? fmt::format(" {:>12.4g} [{:.3g}, {:.3g}]", r.projected->estimate,
+                                       r.projected->low, r.projected->high)
+                         : fmt::format(" {:>26}", "n/a");
+    }
+    out += fmt::format("{:>6}  {:<24} {:>18} {:>18} {:>7}{}  {}\n", rank_text, r.workload,
+                       std::isnan(r.value) ? std::string("n/a") : fmt::format("{:.6g}", r.value),
+                       memory, r.pareto ? "yes" : "", proj,
+                       r.result.all_ok() ? "ok" : "FAILED (see its runs)");
+  }
+  out += fmt::format("\n{} and {}: medians, measured where a device's line does not say "
+                     "projected or estimated; '=' marks workloads the test cannot separate{}\n",
+                     c.options.metric, c.options.memory_metric,
+                     projected ? "; projected: the calibration's estimate [95% interval]" : "");
+  return out;
+}
+
+Score score(const Result& result, const Budget& budget,
+            const std::optional<Calibration>& latency_calibration,
+            const std::optional<Calibration>& memory_calibration) {
+  Score s;
+  s.ok = result.ok();
+  const auto f = figures(result);
+  auto get = [&](const std::string& name) {
+    auto it = f.find(name);
+    if (it == f.end()) {
+      // A failed run may lack the figure: it scores as not ok rather than raising.
+      if (!s.ok) return std::nan("");
+      return figure(result, name);  // throws, naming the figures there are
+    }
+    return it->second;
+  };
+  s.latency = get(budget.latency_figure);
+  s.memory = get(budget.memory_figure);
+  // A projected_* figure, or an all_cores_* one of a projected run, is a one-core time
+  // projected to all the device's cores.
+  s.latency_provenance = figure_provenance(result, budget.latency_figure);
+  s.memory_provenance = figure_provenance(result, budget.memory_figure);
+  if (latency_calibration && s.ok) {
+    s.latency_prediction = project(*latency_calibration, result);
+    s.latency = s.latency_prediction->estimate;
+    s.latency_provenance = "projected";
+  }
+  if (memory_calibration && s.ok) {
+    s.memory_prediction = project(*memory_calibration, result);
+    s.memory = s.memory_prediction->estimate;
+    s.memory_provenance = "projected";
+  }
+  s.fits = s.ok;
+  if (budget.latency_s && s.ok) {
+    s.latency_check = s.latency_prediction ? check_budget(*s.latency_prediction, *budget.latency_s)
+                                           : check_budget(s.latency, *budget.latency_s);
+    s.fits = s.fits && s.latency_check->fits;
+    s.penalty += std::max(0.0, -s.latency_check->margin_fraction);
+  }
+  if (budget.memory_bytes && s.ok) {
+    s.memory_check = s.memory_prediction ? check_budget(*s.memory_prediction, *budget.memory_bytes)
+                                         : check_budget(s.memory, *budget.memory_bytes);
+    s.fits = s.fits && s.memory_check->fits;
+    s.penalty += std::max(0.0, -s.memory_check->margin_fraction);
+  }
+  return s;
+}
+
+}  // namespace edgeprof

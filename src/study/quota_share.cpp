@@ -1,0 +1,485 @@
+// The emulation's own share under CPU quotas on this host: ncnn's reference graphs run
+// alternately unthrottled and in a one-core slice at a few speeds, on one CPU; emulated time x
+// speed / unthrottled time, the quota scale that gives a throttled slice its core's work.
+// Cached beside the nn rating; plan.cpp applies it to nn speeds (PlanOptions::quota_scale).
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <sched.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "edgeprof/error.hpp"
+#include "edgeprof/nn.hpp"
+#include "edgeprof/plan.hpp"
+#include "edgeprof/slice.hpp"
+#include "sys/child.hpp"
+#include "suite/microbench_detail.hpp"
+#include "nn/runner_dir.hpp"
+#include "sys/stats.hpp"
+
+namespace edgeprof {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr int kCacheSchema = 1;
+constexpr const char* kCacheName = "host-quota-share.json";
+
+std::string cache_path(const std::string& dir) {
+  return dir.empty() ? std::string() : dir + "/" + kCacheName;
+}
+
+json share_json(const QuotaShare& q) {
+  json points = json::array();
+  for (const QuotaSharePoint& p : q.points) {
+    points.push_back({{"speed", p.speed},
+                      {"share", p.share},
+                      {"measured", p.measured},
+                      {"p10", p.p10},
+                      {"p90", p.p90},
+                      {"p25", p.p25},
+                      {"p75", p.p75},
+                      {"samples", p.samples}});
+  }
+  return {{"edgeprof_host_quota_share", kCacheSchema},
+          {"points", points},
+          {"period_us", q.period_us},
+          {"keep_warm", q.keep_warm},
+          {"graphs", q.graphs},
+          {"rounds", q.rounds},
+          {"loops", q.loops},
+          {"cpu", q.cpu},
+          {"runtime", q.runtime},
+          {"cpu_model", q.cpu_model},
+          {"kernel", q.kernel},
+          {"hostname", q.hostname},
+          {"measured_at", q.measured_at},
+          {"seconds", q.seconds}};
+}
+
+QuotaShare share_from_json(const json& j) {
+  if (j.at("edgeprof_host_quota_share").get<int>() != kCacheSchema) {
+    throw std::runtime_error("another schema version");
+  }
+  QuotaShare q;
+  double last = 0;
+  for (const json& p : j.at("points")) {
+    QuotaSharePoint point;
+    point.speed = p.at("speed").get<double>();
+    point.share = p.at("share").get<double>();
+    point.measured = p.at("measured").get<double>();
+    point.p10 = p.at("p10").get<double>();
+    point.p90 = p.at("p90").get<double>();
+    point.p25 = p.value("p25", 0.0);  // shares cached before quartiles: none
+    point.p75 = p.value("p75", 0.0);
+    point.samples = p.at("samples").get<int>();
+    if (!(point.speed > last && point.speed < 1) || !(point.share > 0) ||
+        !std::isfinite(point.share)) {
+      throw std::runtime_error(fmt::format("point at speed {} with share {}: speeds must rise "
+                                           "within (0, 1) and shares be positive",
+                                           point.speed, point.share));
+    }
+    last = point.speed;
+    q.points.push_back(point);
+  }
+  if (q.points.empty()) throw std::runtime_error("no points");
+  q.period_us = j.at("period_us").get<std::uint64_t>();
+  q.keep_warm = j.at("keep_warm").get<bool>();
+  q.graphs = j.at("graphs").get<std::vector<std::string>>();
+  q.rounds = j.at("rounds").get<int>();
+  q.loops = j.at("loops").get<int>();
+  q.cpu = j.at("cpu").get<int>();
+  q.runtime = j.at("runtime").get<std::string>();
+  q.cpu_model = j.at("cpu_model").get<std::string>();
+  q.kernel = j.at("kernel").get<std::string>();
+  q.hostname = j.at("hostname").get<std::string>();
+  q.measured_at = j.at("measured_at").get<std::string>();
+  q.seconds = j.at("seconds").get<double>();
+  return q;
+}
+
+std::optional<QuotaShare> read_cached(const std::string& path, std::string* why) {
+  auto say = [why](std::string text) {
+    if (why) *why = std::move(text);
+    return std::nullopt;
+  };
+  const auto text = detail::read_host_cache(path, "own share under a quota", why);
+  if (!text) return std::nullopt;
+  QuotaShare q;
+  try {
+    q = share_from_json(json::parse(*text));
+  } catch (const std::exception& e) {
+    return say(fmt::format("{} is corrupt ({}): measure it again", path, e.what()));
+  }
+  const std::string change = detail::identity_change({q.cpu_model, q.kernel, q.hostname},
+                                                     detail::host_identity());
+  if (!change.empty()) return say(fmt::format("{} was measured on {}: measure it again", path, change));
+  q.cache_file = path;
+  return q;
+}
+
+// The graphs' times from one run of the runner under `device` on `cpu` (host_ms, and cpu_ms
+// where the runner reports it).
+NnRating run_graphs(const detail::NnRunnerDir& dir,
+                                         const std::string& python, const Device& device,
+                                         const QuotaShareOptions& o, int cpu,
+                                         std::string* runtime, bool* keep_warm) {
+  Command c;
+  c.argv = {python, dir.runner(), dir.path(), std::to_string(o.warmup), std::to_string(o.loops),
+            "--threads=1"};
+  c.argv.insert(c.argv.end(), o.graphs.begin(), o.graphs.end());
+  c.stdout_stream = Stdio::file(dir.output());
+  RunOptions r;
+  r.spawn.sample_interval = std::chrono::nanoseconds(0);
+  r.slice.plan.cpus = {cpu};
+  r.slice.plan.quota_scale = 1.0;
+  r.slice.plan.speed_kind = SpeedKind::integer;
+  r.timeout = std::chrono::duration<double>(o.timeout);
+  const Result result = run(c, device, r);
+  std::ifstream in(dir.output());
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!result.ok()) {
+    const bool no_ncnn = text.str().find("ncnn is not installed") != std::string::npos;
+    throw Error(fmt::format("{}: the nn runner failed in a slice of speed {:g} (exit {}); its "
+                            "output ended with:\n{}",
+                            no_ncnn ? "ncnn is missing (pip install ncnn)" : python,
+                            device.core_speed, result.exit_code.value_or(-1),
+                            detail::tail(text.str(), 10)));
+  }
+  NnRating parsed = parse_nn_output(text.str(), "nn runner at speed " + fmt::format("{:g}", device.core_speed));
+  if (runtime && !parsed.runtime.empty()) *runtime = parsed.runtime;
+  if (keep_warm && device.core_speed < 1) *keep_warm = *keep_warm && result.plan.keep_warm;
+  return parsed;
+}
+
+// Each point's share: the measured medians, pooled where a faster speed's exceeds a slower's
+// (pool-adjacent-violators, weighted by samples), so that the shares never rise with speed.
+void non_increasing(std::vector<QuotaSharePoint>& points) {
+  struct Block {
+    double value, weight;
+    std::size_t count;
+  };
+  std::vector<Block> blocks;
+  for (const QuotaSharePoint& p : points) {
+    blocks.push_back({p.measured, double(std::max(p.samples, 1)), 1});
+    while (blocks.size() >= 2 && blocks[blocks.size() - 2].value < blocks.back().value) {
+      Block b = blocks.back();
+      blocks.pop_back();
+      Block& a = blocks.back();
+      a.value = (a.value * a.weight + b.value * b.weight) / (a.weight + b.weight);
+      a.weight += b.weight;
+      a.count += b.count;
+    }
+  }
+  std::size_t i = 0;
+  for (const Block& b : blocks) {
+    for (std::size_t k = 0; k < b.count; ++k) points[i++].share = b.value;
+  }
+}
+
+void check_speed(const char* who, double speed) {
+  if (!(speed > 0) || !std::isfinite(speed)) {
+    throw Error(fmt::format("{}: speed {} is not a positive number of a host CPU", who, speed));
+  }
+}
+
+// The value at x of the curve through `points` (x ascending): linear between them, the first's
+// before them, `after` beyond the last.
+double interpolate(const std::vector<std::pair<double, double>>& points, double x, double after) {
+  if (x <= points.front().first) return points.front().second;
+  for (std::size_t i = 1; i < points.size(); ++i) {
+    if (x <= points[i].first) {
+      const auto& [x0, y0] = points[i - 1];
+      const auto& [x1, y1] = points[i];
+      return y0 + (y1 - y0) * (x - x0) / (x1 - x0);
+    }
+  }
+  return after;
+}
+
+}  // namespace
+
+double own_share_at(const QuotaShare& q, double speed) {
+  check_speed("own_share_at", speed);
+  if (q.points.empty() || speed >= 1) return 1.0;
+  // (log speed, share), with a whole CPU at share 1 after the points.
+  std::vector<std::pair<double, double>> curve;
+  for (const QuotaSharePoint& p : q.points) curve.emplace_back(std::log(p.speed), p.share);
+  curve.emplace_back(0.0, 1.0);
+  return interpolate(curve, std::log(speed), 1.0);
+}
+
+double quota_scale_at(const QuotaShare& q, double speed) {
+  check_speed("quota_scale_at", speed);
+  if (q.points.empty() || speed >= 1) return 1.0;  // a whole CPU is not throttled
+  // f(k) = k - share(k x speed): negative at the smallest scale when the share there is above
+  // it, positive at the largest when below; bisection finds where the scaled quota's own share
+  // is the scale (shares are non-increasing in speed as measured, so f rises and the root is
+  // one).
+  auto f = [&](double k) { return k - own_share_at(q, k * speed); };
+  double lo = kMinQuotaScale, hi = kMaxQuotaScale;
+  if (f(lo) >= 0) return lo;
+  if (f(hi) <= 0) return hi;
+  for (int i = 0; i < 60 && hi - lo > 1e-9; ++i) {
+    const double mid = (lo + hi) / 2;
+    (f(mid) < 0 ? lo : hi) = mid;
+  }
+  return (lo + hi) / 2;
+}
+
+double own_share_log_sd(const QuotaShare& q, double speed) {
+  check_speed("own_share_log_sd", speed);
+  // The 25th and 75th percentiles of a normal distribution are 0.6745 sd either side of its
+  // median, the 10th and 90th 1.2816.
+  constexpr double kP25ToP75Sds = 2 * 0.6744898;
+  constexpr double kP10ToP90Sds = 2 * 1.2815516;
+  std::vector<std::pair<double, double>> curve;  // (log speed, log sd)
+  for (const QuotaSharePoint& p : q.points) {
+    if (p.p25 > 0 && p.p75 >= p.p25 && std::isfinite(p.p75)) {
+      curve.emplace_back(std::log(p.speed), std::log(p.p75 / p.p25) / kP25ToP75Sds);
+    } else if (p.p10 > 0 && p.p90 >= p.p10 && std::isfinite(p.p90)) {
+      curve.emplace_back(std::log(p.speed), std::log(p.p90 / p.p10) / kP10ToP90Sds);
+    }
+  }
+  if (curve.empty()) return 0.0;
+  return interpolate(curve, std::log(speed), curve.back().second);
+}
+
+std::optional<QuotaShare> cached_quota_share(std::string* why) {
+  const std::string path = cache_path(detail::host_cache_dir());
+  // Read again only when the file changed: a plan asks for every slice.
+  static std::mutex mutex;
+  static std::string memo_path;
+  static struct stat memo_stat {};
+  static std::optional<QuotaShare> memo;
+  static std::string memo_why;
+  struct stat st {};
+  const bool exists = !path.empty() && ::stat(path.c_str(), &st) == 0;
+  std::lock_guard<std::mutex> lock(mutex);
+  const bool same = exists && path == memo_path && st.st_ino == memo_stat.st_ino &&
+                    st.st_size == memo_stat.st_size &&
+                    st.st_mtim.tv_sec == memo_stat.st_mtim.tv_sec &&
+                    st.st_mtim.tv_nsec == memo_stat.st_mtim.tv_nsec;
+  if (!same) {
+    memo_why.clear();
+    memo = read_cached(path, &memo_why);
+    memo_path = exists ? path : std::string();
+    memo_stat = st;
+  }
+  if (!memo && why) *why = memo_why;
+  return memo;
+}
+
+QuotaShare measure_quota_share(const QuotaShareOptions& o) {
+  if (o.graphs.empty()) throw Error("measure_quota_share: give at least one reference graph");
+  if (o.speeds.empty()) throw Error("measure_quota_share: give at least one speed");
+  for (double s : o.speeds) {
+    if (!(s > 0 && s < 1)) {
+      throw Error(fmt::format("measure_quota_share: speed {} is outside (0, 1): a quota of a "
+                              "whole CPU or more is not throttled",
+                              s));
+    }
+  }
+  if (o.rounds < 1 || o.warmup < 0 || o.loops < 1) {
+    throw Error(fmt::format("measure_quota_share: rounds {}, warmup {}, loops {}: give rounds "
+                            ">= 1, warmup >= 0, loops >= 1",
+                            o.rounds, o.warmup, o.loops));
+  }
+  std::vector<double> speeds = o.speeds;
+  std::sort(speeds.begin(), speeds.end());
+  speeds.erase(std::unique(speeds.begin(), speeds.end()), speeds.end());
+  const auto started = std::chrono::steady_clock::now();
+  const std::string python = detail::nn_python(o.python);
+  const detail::NnRunnerDir dir(o.graphs);  // throws Error naming an unknown graph
+  int cpu = o.cpu;
+  if (cpu < 0) cpu = ::sched_getcpu();
+  if (cpu < 0) cpu = host_facts().cpus.empty() ? 0 : host_facts().cpus.front();
+
+  QuotaShare q;
+  q.graphs = o.graphs;
+  q.rounds = o.rounds;
+  q.loops = o.loops;
+  q.cpu = cpu;
+  // The period every slice asks for (edgeprof's default; below 1 ms of quota per period a
+  // slice stretches it, as plans do alike).
+  q.period_us = kDefaultCpuPeriodUs;
+  // One core; memory as much as the host has (the runs are about CPU, and a small host, such
+  // as a 1 GiB VM, has less than a fixed figure).
+  const std::uint64_t memory = host_facts().memory_bytes;
+  auto one_core = [memory](const char* name, double speed) {
+    Device d = make_device(name, 1, speed, "1GiB");
+    if (memory) d.memory_bytes = memory;
+    return d;
+  };
+  const Device unthrottled = one_core("edgeprof-unthrottled", 1.0);
+  std::map<double, std::vector<double>> shares;
+  const int total = o.rounds * int(speeds.size());
+  int done = 0;
+  auto say = [&](const std::string& text) {
+    if (o.progress) o.progress(text);
+  };
+  say(fmt::format("measuring this host's own share under a CPU quota: {} ncnn graph{} on CPU {}, "
+                  "one thread, in a one-core slice at speed{} {} x {} round{}, each between "
+                  "unthrottled runs",
+                  o.graphs.size(), o.graphs.size() == 1 ? "" : "s", cpu,
+                  speeds.size() == 1 ? "" : "s", fmt::join(speeds, ", "), o.rounds,
+                  o.rounds == 1 ? "" : "s"));
+  // The unthrottled runs' wall time / CPU time per inference: about 1 when they had the CPU
+  // to themselves. A process sharing it (or a hypervisor's steal) lengthens them, not the
+  // throttled runs, and every share would read too low.
+  std::vector<double> waiting;
+  auto unthrottled_ms = [&](std::string* runtime) {
+    NnRating r = run_graphs(dir, python, unthrottled, o, cpu, runtime, nullptr);
+    const std::vector<double> w = detail::wall_over_cpu(r);
+    waiting.insert(waiting.end(), w.begin(), w.end());
+    return r.host_ms;
+  };
+  auto check_waiting = [&] {
+    if (waiting.empty() || detail::median_of(waiting) <= kProbeWaitingShared) return;
+    throw Error(fmt::format(
+        "measure_quota_share: CPU {} was shared while this host's own share was measured: the "
+        "unthrottled runs' inferences took {:.2f}x their CPU time (median), so another busy "
+        "process or a hypervisor's steal had part of the CPU, and every share would read too "
+        "low; not cached: measure it again when CPU {} is idle (or on another: "
+        "QuotaShareOptions::cpu)",
+        cpu, detail::median_of(waiting), cpu));
+  };
+  std::map<std::string, double> before = unthrottled_ms(&q.runtime);
+  check_waiting();  // at once, rather than after a minute of rounds
+  for (int round = 0; round < o.rounds; ++round) {
+    for (double s : speeds) {
+      const Device slow = one_core("edgeprof-quota-share", s);
+      const auto emulated =
+          run_graphs(dir, python, slow, o, cpu, nullptr, &q.keep_warm).host_ms;
+      const auto after = unthrottled_ms(nullptr);
+      std::vector<double> now;
+      for (const auto& [g, ms] : emulated) {
+        if (!before.count(g) || !after.count(g) ||
+            std::find(o.graphs.begin(), o.graphs.end(), g) == o.graphs.end()) {
+          continue;
+        }
+        const double reference = (before.at(g) + after.at(g)) / 2;
+        now.push_back(ms * s / reference);
+        shares[s].push_back(now.back());
+      }
+      before = after;
+      say(fmt::format("  [{}/{}] speed {:g}: own share {:.2f} (median of {} graph{})", ++done,
+                      total, s, now.empty() ? NAN : detail::median_of(now), now.size(),
+                      now.size() == 1 ? "" : "s"));
+    }
+  }
+  check_waiting();
+  for (double s : speeds) {
+    const std::vector<double>& v = shares[s];
+    if (v.empty()) throw Error(fmt::format("measure_quota_share: no graph ran at speed {:g}", s));
+    QuotaSharePoint p;
+    p.speed = s;
+    p.measured = detail::median_of(v);
+    p.p10 = detail::percentile(v, 0.1);
+    p.p90 = detail::percentile(v, 0.9);
+    p.p25 = detail::percentile(v, 0.25);
+    p.p75 = detail::percentile(v, 0.75);
+    p.samples = int(v.size());
+    q.points.push_back(p);
+  }
+  non_increasing(q.points);
+  const detail::HostIdentity id = detail::host_identity();
+  q.cpu_model = id.cpu_model;
+  q.kernel = id.kernel;
+  q.hostname = id.hostname;
+  q.measured_at = detail::utc_now();
+  q.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  const std::string cache_dir = detail::host_cache_dir();
+  if (cache_dir.empty()) {
+    q.note = "no cache directory (EDGEPROF_CACHE_DIR, XDG_CACHE_HOME and HOME are unset): not "
+             "cached, so other processes measure it again; set EDGEPROF_CACHE_DIR";
+  } else {
+    const std::string path = cache_path(cache_dir);
+    const std::string failed =
+        detail::replace_file(cache_dir, path, share_json(q).dump(2) + "\n");
+    if (failed.empty()) {
+      q.cache_file = path;
+    } else {
+      q.note = failed + ", so other processes measure it again";
+    }
+  }
+  say(describe(q));
+  return q;
+}
+
+HostFacts with_measured_quota_share(HostFacts host, const Device& device,
+                                    const PlanOptions& options) {
+  if (host.quota_share || options.quota_scale || !options.measure_nn) return host;
+  // Only where the plan could use it (choose_quota_scale in plan.cpp): an nn speed, the default
+  // period, keep-warm, one CPU or a core group per device core.
+  const std::size_t cpus = options.cpus.empty() ? host.cpus.size() : options.cpus.size();
+  if (options.cpu_period_us != kChosenCpuPeriod || options.iteration_time_us ||
+      !options.keep_warm) {
+    return host;
+  }
+  const Device at = for_speed_kind(device, options.speed_kind);
+  if (at.speed_kind != "nn") return host;
+  const bool pooled = resolve_core_emulation(at, options.cores) == CoreEmulation::pooled &&
+                      std::min<std::size_t>(std::size_t(std::max(device.cores, 1)), cpus) > 1;
+  if (pooled) return host;
+  // Tried once per process and cache directory: a failure, or a result that could not be
+  // cached, is not measured again for every slice (about 75 s each).
+  static std::mutex mutex;
+  static std::map<std::string, std::pair<std::optional<QuotaShare>, std::string>> tried;
+  std::lock_guard<std::mutex> lock(mutex);
+  const std::string dir = detail::host_cache_dir();
+  if (const auto it = tried.find(dir); it != tried.end()) {
+    host.quota_share = it->second.first;
+    host.quota_share_problem = it->second.second;
+    return host;
+  }
+  QuotaShareOptions o;
+  o.python = options.nn_measure.python;
+  o.progress = options.nn_measure.progress;
+  if (o.progress) {
+    o.progress(fmt::format("{} is emulated at its nn speed, and this host's own share under a "
+                           "CPU quota is not measured yet ({}): measuring it now, once (about "
+                           "75 s; cached; `edgeprof calibrate-host --nn` does the same)",
+                           device.name, host.quota_share_problem));
+  }
+  try {
+    QuotaShare q = measure_quota_share(o);
+    if (q.cache_file.empty() && !q.note.empty()) {
+      host.quota_share_problem = fmt::format("measured for this process only: {}", q.note);
+    }
+    host.quota_share = std::move(q);
+  } catch (const Error& e) {
+    // Only edgeprof's errors: an interrupt (Ctrl-C through the progress callback in Python)
+    // or anything else unwinds the caller, uncached.
+    host.quota_share_problem =
+        fmt::format("measuring it failed, and is not tried again in this process: {}", e.what());
+  }
+  tried[dir] = {host.quota_share, host.quota_share_problem};
+  return host;
+}
+
+std::string describe(const QuotaShare& q) {
+  std::string points;
+  for (const QuotaSharePoint& p : q.points) {
+    points += fmt::format("{}{:.2f} at {:g} of a CPU", points.empty() ? "" : ", ", p.share,
+                          p.speed);
+  }
+  return fmt::format("own share {} ({:g} ms period{}; {} ncnn graph{} x {} round{}, CPU {}{})",
+                     points.empty() ? std::string("not measured") : points,
+                     double(q.period_us) / 1000, q.keep_warm ? ", keep-warm" : "",
+                     q.graphs.size(), q.graphs.size() == 1 ? "" : "s", q.rounds,
+                     q.rounds == 1 ? "" : "s", q.cpu,
+                     q.measured_at.empty() ? "" : ", measured " + q.measured_at);
+}
+
+}  // namespace edgeprof
