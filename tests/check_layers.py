@@ -9,6 +9,7 @@ owns) and exits 1; exits 0 when there is none.
 usage: check_layers.py [SOURCE_DIR]   (default: the checkout this script is in)
 """
 
+import posixpath
 import re
 import sys
 from pathlib import Path
@@ -31,7 +32,8 @@ LAYERS = {
 GENERATED = {"catalog_data.hpp", "nn_runner.hpp"}
 # Folders of data the build compiles in (the device catalog, for the device layer).
 DATA = {"catalog"}
-INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+# Quoted includes, and bracketed ones (which -I src resolves too when they name a layer's folder).
+INCLUDE = re.compile(r'^\s*#\s*include\s+(?:"([^"]+)"|<([^>]+)>)', re.M)
 
 
 def problems(root: Path) -> list:
@@ -51,10 +53,13 @@ def problems(root: Path) -> list:
             out.append(f"src/{rel}: src/{layer}/ is no layer ({', '.join(LAYERS)})")
             continue
         allowed = {layer, *LAYERS[layer]}
-        for included in INCLUDE.findall(path.read_text()):
+        for quoted, bracketed in INCLUDE.findall(path.read_text()):
+            included = posixpath.normpath(quoted or bracketed)
+            if bracketed and not (src / included).is_file():
+                continue  # a system or library header
             if included.startswith("edgeprof/") or included in GENERATED:
                 continue
-            if (path.parent / included).is_file() and "/" not in included:
+            if "/" not in included and (path.parent / included).is_file():
                 target = layer  # a header beside it
             else:
                 target = included.split("/")[0] if "/" in included else None
@@ -78,12 +83,13 @@ def self_test() -> None:
                                                 '#include "edgeprof/slice.hpp"\n')
         (root / "src/run/x.hpp").write_text('#include "x.hpp"\n')
         assert problems(root) == [], problems(root)
-        (root / "src/sys/fs.cpp").write_text('#include "run/x.hpp"\n')
+        (root / "src/sys/fs.cpp").write_text('#include "run/x.hpp"\n#include <run/x.hpp>\n'
+                                             '#include "sys/../run/x.hpp"\n#include <vector>\n')
         (root / "src/flat.cpp").write_text("")
         (root / "src/misc").mkdir()
         (root / "src/misc/a.cpp").write_text("")
         found = problems(root)
-        assert len(found) == 3, found
+        assert len(found) == 5, found
         assert any('src/sys/fs.cpp: includes "run/x.hpp", of layer run' in p for p in found)
 
 

@@ -181,7 +181,8 @@ std::optional<Calibration> find_calibration(const std::vector<Calibration>& cali
 /// Applies a calibration to a result: its features are the result's figures (figure()), and the
 /// projected figure is labelled "projected". Throws Error when the result lacks a feature, or
 /// when the calibration recorded a core emulation other than the result's and a feature is
-/// neither an all_cores_* figure nor a memory figure (*_bytes).
+/// neither an all_cores_* figure nor a memory figure (peak_memory_bytes, memory_*_bytes,
+/// child_max_rss_bytes, a phase's memory_net_peak_bytes).
 Prediction project(const Calibration& calibration, const Result& result,
                    double confidence = 0.95);
 

@@ -70,9 +70,11 @@ def pareto(items: Union[Mapping[str, Mapping[str, float]], Iterable[tuple[str, M
 
 
 def save_calibrations(path: Union[str, os.PathLike], calibrations: Sequence["_core.Calibration"]) -> None:
-    """Writes calibrations (with their points) to a JSON file."""
+    """Writes calibrations (with their points) to a JSON file. One that cannot be written (a
+    core_emulation that is not projected, pooled or per-core) raises before the file is opened."""
+    text = _core.calibrations_to_json(list(calibrations))
     with open(path, "w", encoding="utf-8") as f:
-        f.write(_core.calibrations_to_json(list(calibrations)))
+        f.write(text)
 
 
 def load_calibrations(path: Union[str, os.PathLike]) -> list["_core.Calibration"]:

@@ -507,7 +507,14 @@ json calibration_json(const Calibration& c) {
 
 std::string calibrations_to_json(const std::vector<Calibration>& calibrations) {
   json list = json::array();
-  for (const Calibration& c : calibrations) list.push_back(calibration_json(c));
+  for (const Calibration& c : calibrations) {
+    // Refused here, not when the file is read back (a file that cannot be read loses them all).
+    if (!c.core_emulation.empty()) {
+      check_core_emulation(c.core_emulation, fmt::format("the calibration for {} ({})", c.device,
+                                                         c.projection.target()));
+    }
+    list.push_back(calibration_json(c));
+  }
   return json{{"schema", "edgeprof.calibrations"},
               {"schema_version", 1},
               {"calibrations", list}}
@@ -599,7 +606,9 @@ Prediction project(const Calibration& calibration, const Result& result, double 
     for (const std::string& f : calibration.projection.features()) {
       const std::string own = f.substr(f.rfind('.') == std::string::npos ? 0 : f.rfind('.') + 1);
       const bool all_cores = own.rfind("all_cores_", 0) == 0;
-      const bool memory = own.size() > 6 && own.compare(own.size() - 6, 6, "_bytes") == 0;
+      const bool bytes = own.size() > 6 && own.compare(own.size() - 6, 6, "_bytes") == 0;
+      const bool memory = bytes && (own.find("memory") != std::string::npos ||
+                                    own.find("rss") != std::string::npos);
       if (!all_cores && !memory) {
         throw Error(fmt::format(
             "the calibration of {} for {} was fitted on runs with core emulation {}, and this "

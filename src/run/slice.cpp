@@ -188,7 +188,7 @@ detail::RuntimeWatch runtime_watch(const detail::SliceFiles& where) {
   return {where.fs, detail::join(dir, detail::files::kProcs)};
 }
 
-// Reads the slice's threads' CPU time (projected core emulation: how many ran at once): v2's
+// Reads the slice's threads' states (projected core emulation: how many ran at once): v2's
 // cgroup.threads, or v1's tasks of one hierarchy (each holds the same threads).
 detail::ThreadCensus thread_census(const detail::SliceFiles& where) {
   if (where.unified) return {where.fs, {detail::join(where.dir, detail::files::v2::kThreads)}};

@@ -282,7 +282,7 @@ void Sampler::run() noexcept {
           while (runtime_scan_at(runtime_scans_) <= elapsed) ++runtime_scans_;
         }
       }
-      // The threads' CPU time about every Sources::kSlowSourceNs (at every tick when the
+      // The threads' states about every Sources::kSlowSourceNs (at every tick when the
       // interval is longer), by the readings' times.
       if (census_) {
         const auto now = Clock::now();

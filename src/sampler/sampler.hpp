@@ -57,7 +57,7 @@ class Sampler {
   void on_new_runtime(std::function<void(const RuntimesSeen&)> call) {
     on_new_runtime_ = std::move(call);
   }
-  // Once, before a start(): also read the slice's threads' CPU time (ThreadCensus) at the first
+  // Once, before a start(): also read the slice's threads' states (ThreadCensus) at the first
   // sample and then on scheduled ticks about every Sources::kSlowSourceNs.
   void watch_threads(ThreadCensus census) { census_ = std::move(census); }
   // The census of the last run (or so far in this one): threads_at_once(), nullopt without one.

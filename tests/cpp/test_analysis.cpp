@@ -279,10 +279,17 @@ TEST_CASE("a calibration records the core emulation of its runs, and project() h
   REQUIRE(back.size() == 1);
   CHECK(back[0].core_emulation == "pooled");
   std::string old = calibrations_to_json({Calibration{"lg-g6", "", fit}});
+  const std::string key = "\"core_emulation\": \"\",";
+  REQUIRE(old.find(key) != std::string::npos);
+  old.erase(old.find(key), key.size());
+  REQUIRE(old.find("core_emulation") == std::string::npos);
   CHECK(calibrations_from_json(old)[0].core_emulation.empty());
   std::string bad = calibrations_to_json({pooled});
   bad.replace(bad.find("\"pooled\""), 8, "\"spread\"");
   CHECK_THROWS_WITH(calibrations_from_json(bad), Catch::Contains("core_emulation 'spread'"));
+  // Refused when written, before a file that could not be read back exists.
+  CHECK_THROWS_WITH(calibrations_to_json({Calibration{"lg-g6", "", fit, "per_core"}}),
+                    Catch::Contains("core_emulation 'per_core'"));
 
   Result r;
   r.wall_time_s = 6.0;
@@ -299,7 +306,14 @@ TEST_CASE("a calibration records the core emulation of its runs, and project() h
                         Catch::Contains("wall_time_s"));
   // Not recorded: any result.
   CHECK(project(Calibration{"lg-g6", "", fit}, r).estimate == Approx(11.99));
-  // All-core and memory features mean the same under any core emulation.
+  // All-core and memory features mean the same under any core emulation; I/O is not memory.
+  FitOptions io = o;
+  io.features = {"io_read_bytes"};
+  const Calibration on_io{"lg-g6", "", Projection::fit(std::vector<double>{1, 2, 3, 4, 5},
+                                                        {2.1, 3.9, 6.2, 7.8, 10.1}, io),
+                          "pooled"};
+  CHECK_THROWS_WITH(project(on_io, r),
+                    Catch::Contains("core emulation pooled") && Catch::Contains("io_read_bytes"));
   FitOptions all = o;
   all.features = {"all_cores_wall_time_s", "peak_memory_bytes"};
   all.model = FitModel::multi;
