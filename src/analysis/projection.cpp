@@ -15,6 +15,7 @@
 
 #include "edgeprof/catalog.hpp"
 #include "edgeprof/error.hpp"
+#include "analysis/figure_name.hpp"
 #include "sys/stats.hpp"
 
 namespace edgeprof {
@@ -604,7 +605,7 @@ Prediction project(const Calibration& calibration, const Result& result, double 
   const std::string ran = to_string(result.plan.core_emulation());
   if (!calibration.core_emulation.empty() && calibration.core_emulation != ran) {
     for (const std::string& f : calibration.projection.features()) {
-      const std::string own = f.substr(f.rfind('.') == std::string::npos ? 0 : f.rfind('.') + 1);
+      const std::string own = detail::figure_own_name(f);
       const bool all_cores = own.rfind("all_cores_", 0) == 0;
       const bool bytes = own.size() > 6 && own.compare(own.size() - 6, 6, "_bytes") == 0;
       const bool memory = bytes && (own.find("memory") != std::string::npos ||

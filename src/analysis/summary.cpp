@@ -9,6 +9,7 @@
 
 #include "edgeprof/error.hpp"
 #include "edgeprof/result.hpp"
+#include "analysis/figure_name.hpp"
 #include "sys/parse.hpp"
 #include "sys/stats.hpp"
 
@@ -427,9 +428,7 @@ std::map<std::string, double> figures(const Result& r) {
 
 
 const char* figure_provenance(const Result& result, const std::string& name) {
-  // The figure's own name, after a phase's "phase.<name>." (a phase may be named anything).
-  const std::string own = name.substr(name.rfind('.') == std::string::npos ? 0
-                                                                           : name.rfind('.') + 1);
+  const std::string own = detail::figure_own_name(name);
   if (own.rfind("projected_", 0) == 0) return "projected";
   // An all-core energy of a projected run is both: the projection is what a ranking must say.
   if (own.rfind("all_cores_", 0) == 0 && result.plan.threads_projection) return "projected";

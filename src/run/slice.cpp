@@ -175,29 +175,29 @@ detail::Counters counters_in(const TimeSeries& series, std::size_t row,
   return c;
 }
 
-// Reads the slice's processes' maps: through one cgroup.procs (on v1 every hierarchy of the
-// slice holds the same processes). Holds paths, not the Cgroup, which a closed slice drops
-// while a sampler thread may still read.
-detail::RuntimeWatch runtime_watch(const detail::SliceFiles& where) {
-  // Not the cpu hierarchy's: with per-core emulation its processes are in the core groups.
+// The slice's directory whose membership files list all its processes and threads: v2's, or on
+// v1 one hierarchy's (each holds the same members), not the cpu hierarchy's where there is
+// another: with per-core emulation its members are in the core groups.
+std::string member_dir(const detail::SliceFiles& where) {
   std::string dir = where.dir;
   for (const auto& [controller, path] : where.controllers) {
     if (dir.empty() || controller != "cpu") dir = path;
     if (controller != "cpu") break;
   }
-  return {where.fs, detail::join(dir, detail::files::kProcs)};
+  return dir;
+}
+
+// Reads the slice's processes' maps through its cgroup.procs. Holds paths, not the Cgroup,
+// which a closed slice drops while a sampler thread may still read.
+detail::RuntimeWatch runtime_watch(const detail::SliceFiles& where) {
+  return {where.fs, detail::join(member_dir(where), detail::files::kProcs)};
 }
 
 // Reads the slice's threads' states (projected core emulation: how many ran at once): v2's
-// cgroup.threads, or v1's tasks of one hierarchy (each holds the same threads).
+// cgroup.threads, or v1's tasks.
 detail::ThreadCensus thread_census(const detail::SliceFiles& where) {
-  if (where.unified) return {where.fs, {detail::join(where.dir, detail::files::v2::kThreads)}};
-  std::string dir;
-  for (const auto& [controller, path] : where.controllers) {
-    dir = path;
-    if (controller == "cpu") break;
-  }
-  return {where.fs, {detail::join(dir, detail::files::v1::kTasks)}};
+  return {where.fs, {detail::join(member_dir(where), where.unified ? detail::files::v2::kThreads
+                                                                   : detail::files::v1::kTasks)}};
 }
 
 // A device of several cores emulated by one quota for all of them lets a thread outrun a
