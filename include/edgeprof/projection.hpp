@@ -173,10 +173,15 @@ std::vector<Calibration> calibrations_from_json(std::string_view json);
 
 /// The calibration for (device, family, target): an exact family match first, then one for any
 /// family. A catalog device's alias matches its name ("raspberry-pi-4" and
-/// "raspberry-pi-4b-4gb" are one device). nullopt when there is none.
+/// "raspberry-pi-4b-4gb" are one device). With core_emulation (how the runs to project were
+/// emulated: "projected", "pooled", "per-core"), one fitted under it is taken before one that
+/// did not record it, and either before one fitted under another (which project() refuses
+/// unless its features mean the same under both); within each, the family order above.
+/// nullopt when there is none. Throws Error for an unknown core_emulation.
 std::optional<Calibration> find_calibration(const std::vector<Calibration>& calibrations,
                                             const std::string& device, const std::string& target,
-                                            const std::string& family = "");
+                                            const std::string& family = "",
+                                            const std::string& core_emulation = "");
 
 /// Applies a calibration to a result: its features are the result's figures (figure()), and the
 /// projected figure is labelled "projected". Throws Error when the result lacks a feature, or

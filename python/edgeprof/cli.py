@@ -731,8 +731,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
     kept = []
     if args.output and os.path.exists(args.output):
         kept = [c for c in edgeprof.analysis.load_calibrations(args.output)
-                if (c.device, c.family, c.projection.target) !=
-                (device, args.family or "", args.y)]
+                if (c.device, c.family, c.projection.target, c.core_emulation) !=
+                (device, args.family or "", args.y, calibration.core_emulation)]
     if args.output:
         edgeprof.analysis.save_calibrations(args.output, kept + [calibration])
     if args.json:
@@ -760,7 +760,8 @@ def cmd_project(args: argparse.Namespace) -> int:
                              f"has: {', '.join(sorted({c.device for c in calibrations})) or 'none'}")
     out = []
     for target in targets:
-        cal = edgeprof.analysis.find_calibration(calibrations, device, target, args.family or "")
+        cal = edgeprof.analysis.find_calibration(calibrations, device, target, args.family or "",
+                                                 runs[0].plan.core_emulation)
         if cal is None:
             raise edgeprof.Error(f"no calibration of {target!r} for device {device!r}")
         for i, run in enumerate(runs, 1):
@@ -980,7 +981,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "project refuses a report emulated otherwise unless every feature is an "
                    "all_cores_* or memory figure")
     p.add_argument("-o", "--output", help="calibration file to add it to (replacing one for "
-                   "the same device, family and target)")
+                   "the same device, family, target and core emulation)")
     p.add_argument("--json", action="store_true", help="print the calibration as JSON")
     p.set_defaults(func=cmd_fit)
 

@@ -1046,7 +1046,7 @@ PYBIND11_MODULE(_core, m) {
   m.def("calibrations_to_json", &calibrations_to_json, py::arg("calibrations"));
   m.def("calibrations_from_json", &calibrations_from_json, py::arg("text"));
   m.def("find_calibration", &find_calibration, py::arg("calibrations"), py::arg("device"),
-        py::arg("target"), py::arg("family") = "");
+        py::arg("target"), py::arg("family") = "", py::arg("core_emulation") = "");
   m.def("project", &project, py::arg("calibration"), py::arg("result"),
         py::arg("confidence") = 0.95,
         "The device figure a calibration projects from a result's figures.");

@@ -585,15 +585,35 @@ std::string canonical_device_name(const std::string& name) {
 
 std::optional<Calibration> find_calibration(const std::vector<Calibration>& calibrations,
                                             const std::string& device, const std::string& target,
-                                            const std::string& family) {
-  const Calibration* any = nullptr;
+                                            const std::string& family,
+                                            const std::string& core_emulation) {
+  if (!core_emulation.empty()) check_core_emulation(core_emulation, "find_calibration");
+  // Preferred: the runs' core emulation (recorded, then not recorded, then another), and
+  // within each the exact family before one for any family; the file's first of equals.
+  const Calibration* best = nullptr;
+  int best_score = -1;
   const std::string wanted = canonical_device_name(device);
   for (const Calibration& c : calibrations) {
     if (canonical_device_name(c.device) != wanted || c.projection.target() != target) continue;
-    if (!family.empty() && c.family == family) return c;
-    if (c.family.empty() && !any) any = &c;
+    int family_score = 0;
+    if (!family.empty() && c.family == family) {
+      family_score = 2;
+    } else if (c.family.empty()) {
+      family_score = 1;
+    } else {
+      continue;
+    }
+    int emulation_score = 2;
+    if (!core_emulation.empty()) {
+      emulation_score = c.core_emulation == core_emulation ? 2 : c.core_emulation.empty() ? 1 : 0;
+    }
+    const int score = emulation_score * 3 + family_score;
+    if (score > best_score) {
+      best = &c;
+      best_score = score;
+    }
   }
-  if (any) return *any;
+  if (best) return *best;
   return std::nullopt;
 }
 

@@ -480,6 +480,9 @@ struct Child::State {
   bool alone_at_spawn = true;
   std::uint64_t spawns_before = 0;
   bool ran_alone = true;  // and nothing else started or ran in it until it ended
+  // Processes an earlier workload left running in the slice when this one started (read for
+  // the thread census only): they share its quota, and the census would count their threads.
+  std::size_t left_at_spawn = 0;
   std::uint64_t moves_before = 0;  // the slice's CorePlacer's moves when this child started
   std::uint64_t quota_changes_before = 0;  // and its quota changes
   bool switched_at_spawn = false;  // the slice ran at a runtime's speed already (RuntimeFollower)
@@ -627,6 +630,9 @@ Child Slice::spawn(const Command& command, const SpawnOptions& options) {
     }
   }
   state->sharers = detail::cpu_ledger().others(s.cpus);
+  if (s.running == 0 && s.plan.threads_projection && state->sampler) {
+    state->left_at_spawn = s.cgroup->procs().size();
+  }
   state->moves_before = s.placer ? s.placer->moves() : 0;
   state->quota_changes_before = s.placer ? s.placer->quota_changes() : 0;
   detail::Placement placement;
@@ -644,7 +650,7 @@ Child Slice::spawn(const Command& command, const SpawnOptions& options) {
     if (state->sampler) state->sampler->stop();
     throw;
   }
-  state->alone_at_spawn = s.running == 0;
+  state->alone_at_spawn = s.running == 0 && state->left_at_spawn == 0;
   state->spawns_before = s.spawns;
   ++s.running;
   ++s.spawns;
@@ -846,6 +852,13 @@ void Child::State::observe(Result& r, const detail::Exit& exit) {
   r.runtimes_seen = std::move(runtimes);
   r.thread_env = thread_env;
   if (!width_warning.empty()) r.warnings.push_back(width_warning);
+  if (left_at_spawn != 0) {
+    r.warnings.push_back(fmt::format(
+        "{} process(es) an earlier workload left running in the slice ran beside this one, "
+        "sharing its quota; its busy threads were not counted (the count would include "
+        "theirs): end them with Slice.kill() before the next run",
+        left_at_spawn));
+  }
   if (r.threads_at_once) {
     if (std::string census = detail::census_warning(*r.threads_at_once); !census.empty()) {
       r.warnings.push_back(std::move(census));

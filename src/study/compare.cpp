@@ -111,9 +111,11 @@ Comparison compare(const std::vector<Workload>& workloads, const std::vector<Dev
     }
     if (!options.projected_target.empty()) {
       for (ComparisonRow& row : ordered) {
+        if (row.result.runs.empty() || std::isnan(row.value)) continue;
         auto cal = find_calibration(options.calibrations, row.device, options.projected_target,
-                                    row.workload);
-        if (!cal || row.result.runs.empty() || std::isnan(row.value)) continue;
+                                    row.workload,
+                                    to_string(row.result.runs.front().plan.core_emulation()));
+        if (!cal) continue;
         // The run whose metric is the median (the lower middle one for an even count).
         std::vector<std::pair<double, size_t>> by;
         for (size_t i = 0; i < row.result.runs.size(); ++i) {

@@ -246,6 +246,24 @@ TEST_CASE("calibrations survive JSON and project results", "[analysis][projectio
   CHECK(find_calibration({alias}, "raspberry-pi-4b-4gb", "device_wall_time_s"));
   CHECK(find_calibration({alias}, "raspberry-pi-4", "device_wall_time_s"));
   CHECK_FALSE(find_calibration({alias}, "raspberry-pi-4b-8gb", "device_wall_time_s"));
+  // The runs' core emulation first: one fitted under it, then one that did not record it, then
+  // one fitted under another (which project() refuses); the family within each.
+  Calibration pooled{"lg-g6", "mobilenet", c.projection, "pooled"};
+  Calibration projected_any{"lg-g6", "", c.projection, "projected"};
+  Calibration unrecorded{"lg-g6", "mobilenet", c.projection};
+  const std::vector<Calibration> three{pooled, unrecorded, projected_any};
+  const auto pick = [&](const std::vector<Calibration>& from, const std::string& emulation) {
+    auto found = find_calibration(from, "lg-g6", "device_wall_time_s", "mobilenet", emulation);
+    REQUIRE(found);
+    return found->core_emulation + "/" + found->family;
+  };
+  CHECK(pick(three, "projected") == "projected/");
+  CHECK(pick(three, "pooled") == "pooled/mobilenet");
+  CHECK(pick(three, "per-core") == "/mobilenet");
+  CHECK(pick(three, "") == "pooled/mobilenet");  // no emulation asked: the file's first
+  CHECK(pick({pooled, projected_any}, "per-core") == "pooled/mobilenet");
+  CHECK_THROWS_WITH(find_calibration(three, "lg-g6", "device_wall_time_s", "", "pool"),
+                    Catch::Contains("pool"));
 
   Result r;
   r.wall_time_s = 6.0;

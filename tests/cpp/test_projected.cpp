@@ -446,6 +446,27 @@ TEST_CASE("projected: threads the workload starts in code are counted and warned
   // Alone again: counted again.
   const Result again = slice.spawn(workload({"spin", "0.3", "1"})).wait();
   CHECK(again.threads_at_once);
+  // A process the last workload left running shares the next one's quota, and the census
+  // would count it with that one: no census then, and a warning that says why.
+  Command leave;
+  leave.argv = {"/bin/sh", "-c", "sleep 60 & exit 0"};
+  REQUIRE(slice.spawn(leave).wait().ok());
+  const auto left_warnings = [](const Result& r) {
+    std::vector<std::string> out;
+    for (const std::string& w : r.warnings) {
+      if (w.find("left running in the slice") != std::string::npos) out.push_back(w);
+    }
+    return out;
+  };
+  const Result beside = slice.spawn(workload({"spin", "0.2", "1"})).wait();
+  REQUIRE(beside.ok());
+  CHECK_FALSE(beside.threads_at_once);
+  REQUIRE(left_warnings(beside).size() == 1);
+  CHECK(left_warnings(beside)[0].find("1 process(es)") == 0);
+  slice.kill();
+  const Result cleared = slice.spawn(workload({"spin", "0.2", "1"})).wait();
+  CHECK(cleared.threads_at_once);
+  CHECK(left_warnings(cleared).empty());
   // Pooled runs have no census.
   SliceOptions pooled_options;
   pooled_options.plan.cores = CoreEmulation::pooled;

@@ -323,6 +323,18 @@ def test_compare_ranks_commands_and_projects(tmp_path):
                        str(tmp_path / "pooled.json"))
     assert refused.returncode == 2
     assert "core emulation pooled" in refused.stderr and "projected" in refused.stderr
+    # A fit under another core emulation is added beside it, not over it, and project takes
+    # the one the report's runs were emulated under.
+    both = edgeprof("fit", str(data), "--x", "wall_time_s", "--y", "device_wall_time_s",
+                    "--device", "raspberry-pi-4b-1gb", "--model", "origin",
+                    "--core-emulation", "projected", "-o", str(tmp_path / "pooled.json"))
+    assert both.returncode == 0, both.stderr
+    saved = edgeprof_api.analysis.load_calibrations(str(tmp_path / "pooled.json"))
+    assert sorted(c.core_emulation for c in saved) == ["pooled", "projected"]
+    taken = edgeprof("project", str(tmp_path / "p.json"), "--calibrations",
+                     str(tmp_path / "pooled.json"), "--json")
+    assert taken.returncode == 0, taken.stderr
+    assert json.loads(taken.stdout)[0]["model"] == "origin"
 
 
 @pytest.mark.parametrize(
