@@ -1,0 +1,85 @@
+// The conversions that several bind_*.cpp files share; bind_common.hpp says what each does.
+#include "bind_common.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <edgeprof/catalog.hpp>
+#include <edgeprof/device.hpp>
+#include <edgeprof/error.hpp>
+#include <edgeprof/plan.hpp>
+#include <edgeprof/slice.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bind_microbench.hpp"
+
+namespace py = pybind11;
+using namespace edgeprof;
+
+namespace edgeprof_py {
+
+Device to_device(const py::object& value) {
+  if (py::isinstance<py::str>(value)) return find_device(value.cast<std::string>());
+  if (py::hasattr(value, "__fspath__")) {
+    return load_device_file(py::module_::import("os").attr("fspath")(value).cast<std::string>());
+  }
+  return value.cast<Device>();
+}
+
+SliceOptions to_slice_options(const py::object& parent, std::uint64_t cpu_period_us,
+                              const std::vector<int>& cpus, bool allow_missing,
+                              std::optional<double> iteration_time, bool keep_warm,
+                              const std::string& speed_kind, bool thread_env,
+                              const std::string& core_emulation, bool core_scaling, std::optional<double> quota_scale,
+                              std::optional<bool> drift_check) {
+  SliceOptions o;
+  o.plan.core_scaling = core_scaling;
+  if (drift_check) o.plan.drift_check = *drift_check;
+  o.plan.quota_scale = quota_scale;
+  o.plan.cores = core_emulation_from_string(core_emulation);
+  o.plan.keep_warm = keep_warm;
+  o.plan.thread_env = thread_env;
+  o.plan.speed_kind = speed_kind_from_string(speed_kind);
+  if (!parent.is_none()) o.parent = parent.cast<std::string>();
+  o.plan.cpu_period_us = cpu_period_us;
+  if (iteration_time) {
+    if (!(*iteration_time > 0) || !std::isfinite(*iteration_time)) {
+      throw py::value_error("iteration_time must be a positive number of seconds");
+    }
+    o.plan.iteration_time_us = static_cast<std::uint64_t>(std::llround(*iteration_time * 1e6));
+  }
+  o.plan.cpus = cpus;
+  // A first run on a host without its nn rating measures it (about a minute): say so on
+  // sys.stderr, which notebooks show too.
+  o.plan.nn_measure.progress = with_signal_check([](const std::string& line) {
+    py::gil_scoped_acquire gil;
+    py::module_::import("sys").attr("stderr").attr("write")("edgeprof: " + line + "\n");
+  });
+  o.allow_missing_controllers = allow_missing;
+  return o;
+}
+
+InterruptCheck python_signals() {
+  return [] {
+    py::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+  };
+}
+
+std::chrono::nanoseconds to_interval(std::optional<double> seconds) {
+  if (!seconds || *seconds == 0) return std::chrono::nanoseconds(0);
+  if (!(*seconds > 0) || !(*seconds < 9e9)) {
+    throw Error("sampling interval " + py::repr(py::float_(*seconds)).cast<std::string>() +
+                " s is out of range: give seconds from 0.001 to 60, or None for no sampling");
+  }
+  return std::chrono::nanoseconds(static_cast<std::int64_t>(*seconds * 1e9 + 0.5));
+}
+
+std::optional<std::chrono::duration<double>> to_timeout(std::optional<double> seconds) {
+  if (!seconds) return std::nullopt;
+  return std::chrono::duration<double>(*seconds);
+}
+
+}  // namespace edgeprof_py

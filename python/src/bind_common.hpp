@@ -1,0 +1,43 @@
+// Conversions of Python arguments that several bind_*.cpp files share: the device a call names,
+// the slice options every run takes, and the interval, timeout and Ctrl-C check of a wait. A
+// helper that one file uses stays in that file.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <chrono>
+#include <cstdint>
+#include <edgeprof/device.hpp>
+#include <edgeprof/slice.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace edgeprof_py {
+
+// A Device, the name or alias of one (find_device), or the path of a device file (str or
+// os.PathLike).
+edgeprof::Device to_device(const pybind11::object& value);
+
+// The slice options of run(), Slice, plan_emulation(), compare() and calibrate_speed()'s keyword
+// arguments (parent None: the default parent).
+edgeprof::SliceOptions to_slice_options(const pybind11::object& parent, std::uint64_t cpu_period_us,
+                                        const std::vector<int>& cpus, bool allow_missing,
+                                        std::optional<double> iteration_time, bool keep_warm,
+                                        const std::string& speed_kind, bool thread_env,
+                                        const std::string& core_emulation, bool core_scaling,
+                                        std::optional<double> quota_scale,
+                                        std::optional<bool> drift_check);
+
+// Lets Ctrl-C reach Python while C++ waits with the GIL released: the KeyboardInterrupt is
+// thrown through the wait, which kills the workload first.
+edgeprof::InterruptCheck python_signals();
+
+// Seconds (None or 0 = no sampling) -> the sampler's interval; the C++ side checks the range.
+// Seconds past nanoseconds' range are refused here, where they are still seconds.
+std::chrono::nanoseconds to_interval(std::optional<double> seconds);
+
+// Checked by the core (a non-positive or NaN timeout is an Error; inf waits for ever).
+std::optional<std::chrono::duration<double>> to_timeout(std::optional<double> seconds);
+
+}  // namespace edgeprof_py

@@ -1,0 +1,353 @@
+// Bindings of include/edgeprof/device.hpp, catalog.hpp and plan.hpp: type conversion only.
+#include "bind_devices.hpp"
+
+#include <pybind11/operators.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <edgeprof/catalog.hpp>
+#include <edgeprof/device.hpp>
+#include <edgeprof/error.hpp>
+#include <edgeprof/plan.hpp>
+#include <edgeprof/reference.hpp>
+#include <edgeprof/result.hpp>
+#include <edgeprof/slice.hpp>
+#include <limits>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "bind_common.hpp"
+
+namespace py = pybind11;
+using namespace edgeprof;
+using namespace edgeprof_py;
+
+namespace {
+
+std::uint64_t to_size(const py::object& value, const char* field) {
+  if (py::isinstance<py::str>(value)) return parse_size(value.cast<std::string>(), field);
+  if (py::isinstance<py::bool_>(value) || !py::isinstance<py::int_>(value)) {
+    throw DeviceError(std::string(field) + ": expected a size such as \"512MiB\" or a number "
+                      "of bytes, got " + py::str(py::type::of(value).attr("__name__"))
+                          .cast<std::string>());
+  }
+  int overflow = 0;
+  const long long bytes = PyLong_AsLongLongAndOverflow(value.ptr(), &overflow);
+  if (overflow > 0) {
+    throw DeviceError(std::string(field) + " = " + py::str(value).cast<std::string>() +
+                      " bytes is too large");
+  }
+  if (overflow < 0 || bytes < 0) throw DeviceError(std::string(field) + " must not be negative");
+  return static_cast<std::uint64_t>(bytes);
+}
+
+// A Python int as a device's core count: one past C++'s int is a DeviceError naming it.
+int to_cores(const py::object& value) {
+  // Any integer (numpy's too, through __index__), not a bool.
+  if (py::isinstance<py::bool_>(value) || !PyIndex_Check(value.ptr())) {
+    throw DeviceError("cores: expected a whole number, got " +
+                      py::str(py::type::of(value).attr("__name__")).cast<std::string>());
+  }
+  const py::object index = py::reinterpret_steal<py::object>(PyNumber_Index(value.ptr()));
+  if (!index) throw py::error_already_set();
+  int overflow = 0;
+  const long long n = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
+  if (overflow != 0 || n < std::numeric_limits<int>::min() || n > std::numeric_limits<int>::max()) {
+    throw DeviceError("cores = " + py::str(value).cast<std::string>() +
+                      " is invalid; a device has at least 1 core, and at most a few thousand");
+  }
+  return static_cast<int>(n);
+}
+
+}  // namespace
+
+void bind_devices(py::module_& m) {
+  py::class_<FigureSource>(m, "FigureSource", "Where one figure of a device comes from.")
+      .def_readonly("status", &FigureSource::status,
+                    "'specified', 'measured' or 'estimated'")
+      .def_readonly("source", &FigureSource::source)
+      .def("__repr__", [](const FigureSource& f) {
+        return "FigureSource(status='" + f.status + "', source=" +
+               py::repr(py::str(f.source)).cast<std::string>() + ")";
+      });
+  py::class_<CpuDescription>(m, "CpuDescription", "The device's processor, described.")
+      .def_readonly("model", &CpuDescription::model)
+      .def_readonly("soc", &CpuDescription::soc)
+      .def_readonly("clock_mhz", &CpuDescription::clock_mhz)
+      .def_readonly("architecture", &CpuDescription::architecture)
+      .def_readonly("layout", &CpuDescription::layout);
+  py::class_<PowerDescription>(m, "PowerDescription", "Typical power draw of the device.")
+      .def_readonly("idle_watts", &PowerDescription::idle_watts)
+      .def_readonly("loaded_watts", &PowerDescription::loaded_watts);
+  py::class_<SpeedStep>(m, "SpeedStep", "From after_s seconds on, factor x core_speed.")
+      .def(py::init([](double after_s, double factor) { return SpeedStep{after_s, factor}; }),
+           py::arg("after_s"), py::arg("factor"))
+      .def_readonly("after_s", &SpeedStep::after_s)
+      .def_readonly("factor", &SpeedStep::factor)
+      .def("__repr__", [](const SpeedStep& st) {
+        return "SpeedStep(after_s=" + py::repr(py::float_(st.after_s)).cast<std::string>() +
+               ", factor=" + py::repr(py::float_(st.factor)).cast<std::string>() + ")";
+      });
+
+  py::class_<Device>(m, "Device", "A target device: cores, core speed relative to one host "
+                                  "core, memory, swap and optional limits.")
+      .def(py::init([](std::string name, const py::object& cores_arg,
+                       std::optional<double> core_speed,
+                       py::object memory,
+                       py::object swap, std::optional<std::uint64_t> io_read_bps,
+                       std::optional<std::uint64_t> io_write_bps,
+                       std::optional<std::int64_t> pids_max, std::string description,
+                       std::string source, std::vector<SpeedStep> speed_schedule,
+                       std::optional<double> idle_watts, std::optional<double> loaded_watts,
+                       std::optional<double> reference_speed,
+                       std::optional<double> host_reference_speed) {
+             Device d;
+             d.name = std::move(name);
+             d.cores = to_cores(cores_arg);
+             if (core_speed.has_value() == reference_speed.has_value()) {
+               throw DeviceError(
+                   "give either core_speed (relative to one core of this host) or "
+                   "reference_speed (relative to the catalog's reference core), not both or "
+                   "neither");
+             }
+             if (host_reference_speed && !reference_speed) {
+               throw DeviceError("host_reference_speed needs reference_speed");
+             }
+             if (core_speed) {
+               d.core_speed = *core_speed;
+             } else {
+               apply_reference_speed(d, *reference_speed, host_reference_speed);
+             }
+             d.memory_bytes = to_size(memory, "memory");
+             d.swap_bytes = to_size(swap, "swap");
+             d.io_read_bps = io_read_bps;
+             d.io_write_bps = io_write_bps;
+             d.pids_max = pids_max;
+             d.description = std::move(description);
+             d.source = std::move(source);
+             d.speed_schedule = std::move(speed_schedule);
+             d.power.idle_watts = idle_watts;
+             d.power.loaded_watts = loaded_watts;
+             d.validate();
+             return d;
+           }),
+           py::kw_only(), py::arg("name"), py::arg("cores"), py::arg("core_speed") = py::none(),
+           py::arg("memory"), py::arg("swap") = py::int_(0), py::arg("io_read_bps") = py::none(),
+           py::arg("io_write_bps") = py::none(), py::arg("pids_max") = py::none(),
+           py::arg("description") = "", py::arg("source") = "user-supplied",
+           py::arg("speed_schedule") = std::vector<SpeedStep>{},
+           py::arg("idle_watts") = py::none(), py::arg("loaded_watts") = py::none(),
+           py::arg("reference_speed") = py::none(), py::arg("host_reference_speed") = py::none())
+      .def_readonly("name", &Device::name)
+      .def_readonly("cores", &Device::cores)
+      .def_readonly("core_speed", &Device::core_speed)
+      .def_readonly("memory_bytes", &Device::memory_bytes)
+      .def_readonly("swap_bytes", &Device::swap_bytes)
+      .def_readonly("io_read_bps", &Device::io_read_bps)
+      .def_readonly("io_write_bps", &Device::io_write_bps)
+      .def_readonly("pids_max", &Device::pids_max)
+      .def_readonly("description", &Device::description)
+      .def_readonly("source", &Device::source)
+      .def_readonly("aliases", &Device::aliases)
+      .def_readonly("cpu", &Device::cpu)
+      .def_readonly("storage", &Device::storage)
+      .def_readonly("power", &Device::power)
+      .def_readonly("scores", &Device::scores)
+      .def_readonly("reference_speed", &Device::reference_speed,
+                    "One device core / the catalog's reference core, when the description gives "
+                    "its speed that way (the catalog does); None otherwise.")
+      .def_readonly("host_reference_speed", &Device::host_reference_speed,
+                    "One host core / the reference core, as used to derive core_speed from "
+                    "reference_speed; None when it was not known (core_speed is then "
+                    "reference_speed, uncorrected).")
+      .def_property_readonly("speed_text", &describe_core_speed,
+                             "The core speed for people, with where it came from: '0.5 of a "
+                             "host core', or derived from the reference core.")
+      .def_property_readonly("reference_uncorrected", &Device::reference_uncorrected,
+                             "Whether core_speed is reference_speed taken as this host's, "
+                             "uncorrected (`edgeprof calibrate-host --reference` corrects it).")
+      .def_readonly("nn_ms", &Device::nn_ms,
+                    "Published CNN inference times of one device core (ncnn's benchncnn, one "
+                    "thread), ms by reference graph; empty when none are published.")
+      .def_readonly("nn_precision", &Device::nn_precision, "'fp32' or 'fp16': of nn_ms.")
+      .def_readonly("nn", &Device::nn,
+                    "The nn speed on this host (NnSpeed), from nn_ms and this host's nn rating; "
+                    "None when either is missing (nn_missing says why).")
+      .def_readonly("nn_missing", &Device::nn_missing, "Why nn is None.")
+      .def_readonly("runtime_ms", &Device::runtime_ms,
+                    "Published inference times with other runtimes than ncnn, by runtime id "
+                    "('pytorch'): RuntimeTimes (precision, threads, ms by model).")
+      .def(
+          "for_runtime",
+          [](const Device& d, const std::string& runtime) { return for_runtime(d, runtime); },
+          py::arg("runtime"),
+          "The device at its speed with `runtime`: 'ncnn' is for_speed_kind('nn'); 'pytorch' "
+          "its published PyTorch times against this host's PyTorch rating "
+          "(`edgeprof calibrate-host --nn --runtime pytorch`). DeviceError when either is "
+          "missing.")
+      .def_readonly("speed_kind", &Device::speed_kind,
+                    "'nn' when core_speed is the nn speed (for_speed_kind); '' for the speed "
+                    "the description gives.")
+      .def(
+          "for_speed_kind",
+          [](const Device& d, const std::string& kind) {
+            return for_speed_kind(d, speed_kind_from_string(kind));
+          },
+          py::arg("kind"),
+          "The device with the core speed of `kind`: 'nn' (CNN inference), 'integer' (the "
+          "described speed: the catalog's is 7-Zip's) or 'automatic' (nn where it has one).")
+      .def_readonly("speed_schedule", &Device::speed_schedule)
+      .def_readonly("sources", &Device::sources)
+      .def_readonly("origin", &Device::origin)
+      .def("for_threads", &for_threads, py::arg("threads"),
+           "The device as a workload with `threads` busy threads sees it: with fewer threads "
+           "than cores, a copy with that many cores at the same core speed (the CPU quota "
+           "limits the slice, not each thread; docs/devices.md). Otherwise unchanged.")
+      .def("to_json", &device_to_json, "This device as a device file (JSON).")
+      .def(py::self == py::self)
+      .def("__hash__", [](const Device& d) { return py::hash(py::str(d.name)); })
+      .def("__repr__", [](const Device& d) {
+        return "Device(name='" + d.name + "', cores=" + std::to_string(d.cores) +
+               ", core_speed=" + py::repr(py::float_(d.core_speed)).cast<std::string>() +
+               ", memory='" + format_size(d.memory_bytes) + "')";
+      });
+
+  m.def("builtin_devices", &builtin_devices, "The built-in devices (the catalog).");
+  m.def("catalog_devices", &catalog_devices, "The built-in catalog of real devices.");
+  m.def("load_device_file",
+        [](py::object path) {
+          return load_device_file(py::module_::import("os").attr("fspath")(path).cast<std::string>());
+        },
+        py::arg("path"), "A device from a TOML or JSON device file (docs/devices.md).");
+  m.def("find_device", [](const std::string& name) { return find_device(name); },
+        py::arg("name_or_path"),
+        "A device by name or alias (the catalog, then your device files), or from a file path.");
+  py::class_<UserDevices>(m, "UserDevices", "The user's device files: those that loaded, and "
+                                            "one message per file that did not.")
+      .def_readonly("devices", &UserDevices::devices)
+      .def_readonly("problems", &UserDevices::problems);
+  m.def("user_devices", [] { return user_devices(); },
+        "The devices in the user's device directories (device_search_path()).");
+  m.def("device_search_path", &device_search_path,
+        "Directories searched for device files: $EDGEPROF_DEVICE_PATH, else "
+        "~/.config/edgeprof/devices.");
+  m.def("builtin_device", &builtin_device, py::arg("name"),
+        "A built-in device by name; DeviceError lists the known names when there is none.");
+  m.def("parse_size", &parse_size, py::arg("text"), py::arg("field") = "size",
+        "Bytes in a size such as \"512MiB\", \"1.5GiB\", \"500MB\" or \"512M\".");
+  // Sizes from summaries and scores are floats (averages, projections): accept any real number.
+  m.def(
+      "format_size",
+      [](double bytes) {
+        if (!std::isfinite(bytes) || bytes < 0)
+          throw py::value_error("format_size: a size must be a finite number of bytes >= 0, got " +
+                                py::repr(py::float_(bytes)).cast<std::string>());
+        return format_size(static_cast<std::uint64_t>(std::llround(bytes)));
+      },
+      py::arg("bytes"));
+  m.def("cgroup_mode", [] { return to_string(cgroup_mode()); },
+        "'unified' (cgroup v2), 'hybrid' or 'legacy' (cgroup v1 controllers).");
+
+  py::class_<ThreadsProjection>(m, "ThreadsProjection",
+                                "Core emulation 'projected': how a one-core run's times become "
+                                "the device's with all its cores (Result.projected_s).")
+      .def_readonly("threads", &ThreadsProjection::threads)
+      .def_readonly("speedup", &ThreadsProjection::speedup,
+                    "The divisor: the board's speed-up from 1 thread to `threads`, times "
+                    "workload_factor.")
+      .def_readonly("workload_factor", &ThreadsProjection::workload_factor,
+                    "The workload's own scaling the projection follows (PlanOptions::"
+                    "workload_scaling, C++); 1 = the board's median graph.")
+      .def_property_readonly("table_threads",
+                             [](const ThreadsProjection& p) { return p.scaling.threads; })
+      .def_property_readonly("table_speedup",
+                             [](const ThreadsProjection& p) { return p.scaling.speedup; })
+      .def_property_readonly("graphs", [](const ThreadsProjection& p) { return p.scaling.graphs; })
+      .def_property_readonly("loo_median_error",
+                             [](const ThreadsProjection& p) { return p.scaling.loo_median_error; })
+      .def_property_readonly("loo_worst_error",
+                             [](const ThreadsProjection& p) { return p.scaling.loo_worst_error; })
+      .def_property_readonly(
+          "loo_log_sd", [](const ThreadsProjection& p) { return p.scaling.loo_log_sd; },
+          "The spread of log(one graph's speed-up / the others' median): what the projection "
+          "adds to Result.device_interval.")
+      .def("__repr__", [](const ThreadsProjection& p) {
+        return "ThreadsProjection(threads=" + std::to_string(p.threads) +
+               ", speedup=" + py::repr(py::float_(p.speedup)).cast<std::string>() + ")";
+      });
+
+  py::class_<EmulationPlan>(m, "EmulationPlan", "The cgroup settings that emulate a device.")
+      .def_readonly("cpus", &EmulationPlan::cpus)
+      .def_property_readonly(
+          "core_emulation",
+          [](const EmulationPlan& p) { return std::string(to_string(p.core_emulation())); },
+          "How the plan emulates the device's cores: 'projected', 'per-core' or 'pooled' (what "
+          "'auto' resolved to).")
+      .def_readonly("cpu_period_us", &EmulationPlan::cpu_period_us)
+      .def_readonly("cpu_quota_us", &EmulationPlan::cpu_quota_us)
+      .def_readonly("memory_max_bytes", &EmulationPlan::memory_max_bytes)
+      .def_readonly("swap_max_bytes", &EmulationPlan::swap_max_bytes)
+      .def_readonly("pids_max", &EmulationPlan::pids_max)
+      .def_readonly("notes", &EmulationPlan::notes)
+      .def_readonly("unapplied", &EmulationPlan::unapplied,
+                    "Limits of the device this host cannot apply, and why (a run lists them "
+                    "in Result.unapplied).")
+      .def_readonly("io_device", &EmulationPlan::io_device,
+                    "The host disk (MAJ:MIN) whose bandwidth is limited; '' when none.")
+      .def_readonly("io_read_bps", &EmulationPlan::io_read_bps)
+      .def_readonly("io_write_bps", &EmulationPlan::io_write_bps)
+      .def_readonly("keep_warm", &EmulationPlan::keep_warm,
+                    "The slice's CPUs are kept busy while a throttled workload runs.")
+      .def_readonly("core_groups", &EmulationPlan::core_groups,
+                    "Per-core emulation: the number of one-core cgroups; 0 = one pooled quota.")
+      .def_readonly("core_quota_us", &EmulationPlan::core_quota_us,
+                    "Each core group's quota per cpu_period_us; 0 without core groups.")
+      .def_readonly("core_quota_by_busy", &EmulationPlan::core_quota_by_busy,
+                    "Per-core scaling: each core group's quota with k busy threads, at index "
+                    "k - 1; empty = always core_quota_us.")
+      .def_readonly("quota_scale", &EmulationPlan::quota_scale,
+                    "The quotas are the device's capacity times this (1: exactly; an nn "
+                    "speed's plan: this host's measured own share, QuotaShare).")
+      .def_readonly("emulation_log_sd", &EmulationPlan::emulation_log_sd,
+                    "When quota_scale came from this host's own share: how much one emulated "
+                    "time scatters about the speed's (sd of log time), which widens "
+                    "Result.device_interval; 0 otherwise.")
+      .def_readonly("host_drift", &EmulationPlan::host_drift,
+                    "drift_check: the host drift the nn speed was multiplied by (HostDrift."
+                    "factor); 1 = not corrected.")
+      .def_readonly("drift_probed", &EmulationPlan::drift_probed,
+                    "drift_check: the probe's reading, applied or not; 0 = not probed.")
+      .def_readonly("threads_projection", &EmulationPlan::threads_projection,
+                    "Core emulation 'projected': the projection; None otherwise.")
+      .def_readonly("thread_env", &EmulationPlan::thread_env,
+                    "Variables the workload's environment gets where it does not set them "
+                    "(the device's thread count; passive OpenMP waiting under a quota).")
+      .def_property_readonly("capacity_cores", &EmulationPlan::capacity_cores);
+
+  m.def(
+      "plan_emulation",
+      [](const py::object& device, std::uint64_t cpu_period_us, const std::vector<int>& cpus,
+         std::optional<double> iteration_time, bool keep_warm, const std::string& speed_kind, bool thread_env, const std::string& core_emulation, bool core_scaling, std::optional<double> quota_scale, std::optional<bool> drift_check) {
+        PlanOptions o =
+            to_slice_options(py::none(), cpu_period_us, cpus, false, iteration_time, keep_warm, speed_kind, thread_env, core_emulation, core_scaling, quota_scale, drift_check)
+                .plan;
+        const Device d = to_device(device);
+        HostFacts host = host_facts();
+        if (o.drift_check) {
+          // On the plan's first CPU (the lowest of those it may use), without the GIL.
+          std::vector<int> usable = o.cpus.empty() ? host.cpus : o.cpus;
+          const int cpu = usable.empty() ? -1 : *std::min_element(usable.begin(), usable.end());
+          py::gil_scoped_release unlocked;
+          host = with_measured_drift(std::move(host), with_measured_nn(d, o), o, cpu);
+        }
+        return plan_emulation(d, host, o);
+      },
+      py::arg("device"), py::arg("cpu_period_us") = kChosenCpuPeriod,
+      py::arg("cpus") = std::vector<int>{}, py::arg("iteration_time") = py::none(),
+      py::arg("keep_warm") = true, py::arg("speed_kind") = "automatic", py::arg("thread_env") = true, py::arg("core_emulation") = "auto", py::arg("core_scaling") = false, py::arg("quota_scale") = py::none(), py::arg("drift_check") = py::none(),
+      "The cgroup settings that would emulate the device on this host (nothing is created).");
+}
