@@ -1365,7 +1365,7 @@ void replica_create_v1(const BenchArea& area, const edgeprof::Device& device,
   auto t1 = T();
   edgeprof::EmulationPlan plan = edgeprof::plan_emulation(device, facts);
   auto t2 = T();
-  (void)read_file("/proc/self/cgroup");
+  (void)read_file(files::kProcSelfCgroup);
   auto t3 = T();
   for (const auto& h : area.hierarchies()) {
     for (const std::string& sub : subdirs(h.dir())) {
@@ -1416,7 +1416,7 @@ void replica_create_v1(const BenchArea& area, const edgeprof::Device& device,
         write_or_throw(join(*d, files::v1::kMemoryMemswLimitInBytes),
                        std::to_string(plan.memory_max_bytes + plan.swap_max_bytes));
       } else {
-        (void)read_file("/proc/meminfo");
+        (void)read_file(files::kProcMeminfo);
       }
     }
   } catch (...) {
@@ -1467,7 +1467,7 @@ void replica_create_v2(const std::string& parent, const edgeprof::Device& device
   auto t1 = T();
   edgeprof::EmulationPlan plan = edgeprof::plan_emulation(device, facts);
   auto t2 = T();
-  (void)read_file("/proc/self/cgroup");
+  (void)read_file(files::kProcSelfCgroup);
   (void)read_file(join(parent, files::v2::kControllers));
   (void)read_file(join(parent, files::v2::kSubtreeControl));
   auto t3 = T();
@@ -1495,7 +1495,7 @@ void replica_create_v2(const std::string& parent, const edgeprof::Device& device
     if (exists(join(dir, files::v2::kMemorySwapMax))) {
       write_or_throw(join(dir, files::v2::kMemorySwapMax), std::to_string(plan.swap_max_bytes));
     } else {
-      (void)read_file("/proc/meminfo");
+      (void)read_file(files::kProcMeminfo);
     }
   } catch (...) {
     if (fd >= 0) ::close(fd);

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "cgroup/files.hpp"
 #include "edgeprof/edgeprof.hpp"
 
 namespace edgeprof::test {
@@ -223,10 +224,11 @@ struct KernelBandwidth {
 inline KernelBandwidth kernel_bandwidth(const std::vector<std::string>& dirs) {
   KernelBandwidth b;
   std::string quota;
-  std::istringstream v2(slice_file(dirs, "cpu.max"));  // "QUOTA PERIOD" or "max PERIOD"
+  // v2's cpu.max: "QUOTA PERIOD" or "max PERIOD".
+  std::istringstream v2(slice_file(dirs, detail::files::v2::kCpuMax));
   if (!(v2 >> quota >> b.period_us)) {
-    std::istringstream q(slice_file(dirs, "cpu.cfs_quota_us"));
-    std::istringstream p(slice_file(dirs, "cpu.cfs_period_us"));
+    std::istringstream q(slice_file(dirs, detail::files::v1::kCpuCfsQuotaUs));
+    std::istringstream p(slice_file(dirs, detail::files::v1::kCpuCfsPeriodUs));
     quota.clear();
     b.period_us = 0;
     q >> quota;
@@ -239,7 +241,9 @@ inline KernelBandwidth kernel_bandwidth(const std::vector<std::string>& dirs) {
 // One field of a slice's cpu.stat (the cpu hierarchy's on v1): "nr_throttled", "usage_usec", ...
 // 0 when missing.
 inline std::uint64_t kernel_cpu_stat(const std::vector<std::string>& dirs, const std::string& key) {
-  std::istringstream in(slice_file(dirs, "cpu.stat"));
+  std::string text = slice_file(dirs, detail::files::v2::kCpuStat);
+  if (text.empty()) text = slice_file(dirs, detail::files::v1::kCpuStat);
+  std::istringstream in(text);
   std::string k;
   std::uint64_t value = 0;
   while (in >> k >> value) {
@@ -256,7 +260,7 @@ inline std::uint64_t kernel_throttled_periods(const std::vector<std::string>& di
 // CPU time of every task the slice has held since it was created, in seconds: cpuacct.usage (v1,
 // ns) or cpu.stat usage_usec (v2).
 inline double kernel_cpu_usage_s(const std::vector<std::string>& dirs) {
-  std::istringstream v1(slice_file(dirs, "cpuacct.usage"));
+  std::istringstream v1(slice_file(dirs, detail::files::v1::kCpuacctUsage));
   std::uint64_t ns = 0;
   if (v1 >> ns) return double(ns) / 1e9;
   return double(kernel_cpu_stat(dirs, "usage_usec")) / 1e6;

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "cgroup/backend.hpp"
+#include "cgroup/files.hpp"
 #include "run/runtime_follow.hpp"
 #include "sampler/sources.hpp"
 #include "edgeprof/error.hpp"
@@ -47,9 +48,9 @@ void kernel_files(const FakeTree& tree, const std::string& dir,
 std::unique_ptr<Backend> fake_v2(const FakeTree& tree, const std::string& own,
                                  const std::string& controllers, const std::string& subtree) {
   const std::string dir = "/sys/fs/cgroup" + own;
-  tree.file("/proc/self/cgroup", "0::" + own + "\n");
-  tree.file(dir + "/cgroup.controllers", controllers + "\n");
-  tree.file(dir + "/cgroup.subtree_control", subtree + "\n");
+  tree.file(files::kProcSelfCgroup, "0::" + own + "\n");
+  tree.file(join(dir, files::v2::kControllers), controllers + "\n");
+  tree.file(join(dir, files::v2::kSubtreeControl), subtree + "\n");
   Layout layout{CgroupMode::unified, "/sys/fs/cgroup", {}};
   return make_v2_backend(Fs(tree.root()), layout, "");
 }
@@ -68,30 +69,30 @@ TEST_CASE("v2: slices go beneath the caller's own cgroup with every limit writte
   REQUIRE(tree.exists(dir));
   CHECK(cgroup->clone_fd() >= 0);
   kernel_files(tree, dir,
-               {"cpuset.cpus", "cpu.max", "memory.max", "memory.swap.max", "pids.max",
-                "cgroup.procs"});
+               {files::v2::kCpusetCpus, files::v2::kCpuMax, files::v2::kMemoryMax,
+                files::v2::kMemorySwapMax, files::v2::kPidsMax, files::kProcs});
   std::vector<std::string> unapplied;
   cgroup->apply(sample_plan(), false, unapplied);
   CHECK(unapplied.empty());
-  CHECK(tree.read(dir + "/cpuset.cpus") == "0-1");
-  CHECK(tree.read(dir + "/cpu.max") == "5000 10000");
-  CHECK(tree.read(dir + "/memory.max") == "67108864");
-  CHECK(tree.read(dir + "/memory.swap.max") == "16777216");
-  CHECK(tree.read(dir + "/pids.max") == "100");
+  CHECK(tree.read(join(dir, files::v2::kCpusetCpus)) == "0-1");
+  CHECK(tree.read(join(dir, files::v2::kCpuMax)) == "5000 10000");
+  CHECK(tree.read(join(dir, files::v2::kMemoryMax)) == "67108864");
+  CHECK(tree.read(join(dir, files::v2::kMemorySwapMax)) == "16777216");
+  CHECK(tree.read(join(dir, files::v2::kPidsMax)) == "100");
   // A quota of the whole cpuset is no limit: written as none, also by a speed schedule.
   EmulationPlan full = sample_plan();
   full.cpu_quota_us = 20000;
   cgroup->apply(full, false, unapplied);
-  CHECK(tree.read(dir + "/cpu.max") == "max 10000");
+  CHECK(tree.read(join(dir, files::v2::kCpuMax)) == "max 10000");
   CHECK(cgroup->set_cpu_bandwidth(14000, 10000) == 0);
-  CHECK(tree.read(dir + "/cpu.max") == "14000 10000");
+  CHECK(tree.read(join(dir, files::v2::kCpuMax)) == "14000 10000");
   CHECK(cgroup->set_cpu_bandwidth(20000, 10000) == 0);
-  CHECK(tree.read(dir + "/cpu.max") == "max 10000");
+  CHECK(tree.read(join(dir, files::v2::kCpuMax)) == "max 10000");
   cgroup->attach(4321);
-  CHECK(tree.read(dir + "/cgroup.procs") == "4321");
+  CHECK(tree.read(join(dir, files::kProcs)) == "4321");
   CHECK(backend->slice_names() == std::vector<std::string>{"edgeprof-1-2-3"});
-  for (auto* f : {"cpuset.cpus", "cpu.max", "memory.max", "memory.swap.max", "pids.max",
-                  "cgroup.procs"}) {
+  for (auto* f : {files::v2::kCpusetCpus, files::v2::kCpuMax, files::v2::kMemoryMax,
+                  files::v2::kMemorySwapMax, files::v2::kPidsMax, files::kProcs}) {
     std::filesystem::remove(tree.root() + dir + "/" + f);
   }
   CHECK(cgroup->remove());
@@ -108,7 +109,7 @@ TEST_CASE("v2: the peak is read through the file each run resets, by the sampler
   const std::string own = "/sys/fs/cgroup/app.scope";
   auto backend = fake_v2(tree, "/app.scope", "cpuset cpu io memory pids", "cpuset cpu memory pids");
   auto cgroup = backend->create("edgeprof-1-2-3");
-  const std::string peak = own + "/edgeprof-1-2-3/memory.peak";
+  const std::string peak = join(own + "/edgeprof-1-2-3", files::v2::kMemoryPeak);
   tree.file(peak, "4096\n");
   REQUIRE(cgroup->reset_peak());
   CHECK(tree.read(peak) == "reset\n");
@@ -132,7 +133,9 @@ TEST_CASE("v2: a missing controller is an error naming it, unless allowed", "[cg
                          "cpu memory pids");
   auto cgroup = backend->create("edgeprof-1-2-4");
   const std::string dir = own + "/edgeprof-1-2-4";
-  kernel_files(tree, dir, {"cpu.max", "memory.max", "memory.swap.max", "pids.max"});
+  kernel_files(tree, dir,
+               {files::v2::kCpuMax, files::v2::kMemoryMax, files::v2::kMemorySwapMax,
+                files::v2::kPidsMax});
   std::vector<std::string> unapplied;
   CHECK_THROWS_WITH(cgroup->apply(sample_plan(), false, unapplied),
                     Catch::Contains("'cpuset'") && Catch::Contains("Delegate="));
@@ -140,23 +143,24 @@ TEST_CASE("v2: a missing controller is an error naming it, unless allowed", "[cg
   cgroup->apply(sample_plan(), true, unapplied);
   REQUIRE(unapplied.size() == 1);
   CHECK_THAT(unapplied[0], Catch::Contains("cpuset"));
-  CHECK(tree.read(dir + "/cpu.max") == "5000 10000");
+  CHECK(tree.read(join(dir, files::v2::kCpuMax)) == "5000 10000");
   // Without a cpuset the quota is all that holds the slice to its CPUs' worth: kept in full.
   EmulationPlan full = sample_plan();
   full.cpu_quota_us = 20000;
   cgroup->apply(full, true, unapplied);
-  CHECK(tree.read(dir + "/cpu.max") == "20000 10000");
+  CHECK(tree.read(join(dir, files::v2::kCpuMax)) == "20000 10000");
 }
 
 TEST_CASE("v2: an explicit parent is used instead of the caller's cgroup", "[cgroup]") {
   FakeTree tree;
-  tree.file("/proc/self/cgroup", "0::/elsewhere\n");
-  tree.file("/sys/fs/cgroup/jobs/cgroup.controllers", "cpuset cpu memory pids\n");
-  tree.file("/sys/fs/cgroup/jobs/cgroup.subtree_control", "");
+  tree.file(files::kProcSelfCgroup, "0::/elsewhere\n");
+  const std::string jobs = "/sys/fs/cgroup/jobs";
+  tree.file(join(jobs, files::v2::kControllers), "cpuset cpu memory pids\n");
+  tree.file(join(jobs, files::v2::kSubtreeControl), "");
   Layout layout{CgroupMode::unified, "/sys/fs/cgroup", {}};
   auto backend = make_v2_backend(Fs(tree.root()), layout, "/jobs");
   // Each controller is enabled for the children with its own write.
-  CHECK(tree.read("/sys/fs/cgroup/jobs/cgroup.subtree_control") == "+pids");
+  CHECK(tree.read(join(jobs, files::v2::kSubtreeControl)) == "+pids");
   backend->create("edgeprof-9-9-9");
   CHECK(tree.exists("/sys/fs/cgroup/jobs/edgeprof-9-9-9"));
   CHECK_FALSE(tree.exists("/sys/fs/cgroup/elsewhere"));
@@ -169,23 +173,25 @@ TEST_CASE("v2: a CPU quota above the slices is found, the nearest first", "[cgro
                          "cpuset cpu memory pids");
   // No cpu.max anywhere (cpu not enabled above), or "max": no limit.
   CHECK_FALSE(backend->cpu_quota_above());
-  tree.file("/sys/fs/cgroup/kubepods/pod1/app/cpu.max", "max 100000\n");
-  tree.file("/sys/fs/cgroup/kubepods/cpu.max", "max 100000\n");
+  const std::string kubepods = "/sys/fs/cgroup/kubepods";
+  tree.file(join(kubepods + "/pod1/app", files::v2::kCpuMax), "max 100000\n");
+  tree.file(join(kubepods, files::v2::kCpuMax), "max 100000\n");
   CHECK_FALSE(backend->cpu_quota_above());
-  tree.file("/sys/fs/cgroup/kubepods/cpu.max", "400000 100000\n");
+  tree.file(join(kubepods, files::v2::kCpuMax), "400000 100000\n");
+  // The answer is a message, and names the file in its words (literal, as printed).
   CHECK(backend->cpu_quota_above() == "/sys/fs/cgroup/kubepods (cpu.max 400000 100000)");
-  tree.file("/sys/fs/cgroup/kubepods/pod1/cpu.max", "200000 100000\n");
+  tree.file(join(kubepods + "/pod1", files::v2::kCpuMax), "200000 100000\n");
   CHECK(backend->cpu_quota_above() == "/sys/fs/cgroup/kubepods/pod1 (cpu.max 200000 100000)");
   // The root has no cpu.max; one planted there is not read.
   FakeTree root_tree;
   auto at_root = fake_v2(root_tree, "/", "cpuset cpu memory pids", "cpuset cpu memory pids");
-  root_tree.file("/sys/fs/cgroup/cpu.max", "1000 100000\n");
+  root_tree.file(join("/sys/fs/cgroup", files::v2::kCpuMax), "1000 100000\n");
   CHECK_FALSE(at_root->cpu_quota_above());
 }
 
 TEST_CASE("v1: a CPU quota above the slices is found in the cpu hierarchy", "[cgroup][keep-warm]") {
   FakeTree tree;
-  tree.file("/proc/self/cgroup", "4:cpu,cpuacct:/batch/job7\n3:memory:/batch/job7\n");
+  tree.file(files::kProcSelfCgroup, "4:cpu,cpuacct:/batch/job7\n3:memory:/batch/job7\n");
   tree.dir("/sys/fs/cgroup/cpu,cpuacct/batch/job7");
   tree.dir("/sys/fs/cgroup/memory/batch/job7");
   Layout layout{CgroupMode::legacy, "", {}};
@@ -193,23 +199,25 @@ TEST_CASE("v1: a CPU quota above the slices is found in the cpu hierarchy", "[cg
   layout.v1["memory"] = "/sys/fs/cgroup/memory";
   auto backend = make_v1_backend(Fs(tree.root()), layout, "");
   CHECK_FALSE(backend->cpu_quota_above());
-  tree.file("/sys/fs/cgroup/cpu,cpuacct/batch/job7/cpu.cfs_quota_us", "-1\n");
-  tree.file("/sys/fs/cgroup/cpu,cpuacct/batch/cpu.cfs_quota_us", "50000\n");
-  tree.file("/sys/fs/cgroup/cpu,cpuacct/batch/cpu.cfs_period_us", "100000\n");
+  const std::string batch = "/sys/fs/cgroup/cpu,cpuacct/batch";
+  tree.file(join(batch + "/job7", files::v1::kCpuCfsQuotaUs), "-1\n");
+  tree.file(join(batch, files::v1::kCpuCfsQuotaUs), "50000\n");
+  tree.file(join(batch, files::v1::kCpuCfsPeriodUs), "100000\n");
+  // A message, which names the files in its words (literal, as printed).
   CHECK(backend->cpu_quota_above() ==
         "/sys/fs/cgroup/cpu,cpuacct/batch (cpu.cfs_quota_us 50000, cpu.cfs_period_us 100000)");
   // The mount (root cgroup) itself is not read.
-  tree.file("/sys/fs/cgroup/cpu,cpuacct/batch/cpu.cfs_quota_us", "-1\n");
-  tree.file("/sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us", "1000\n");
+  tree.file(join(batch, files::v1::kCpuCfsQuotaUs), "-1\n");
+  tree.file(join("/sys/fs/cgroup/cpu,cpuacct", files::v1::kCpuCfsQuotaUs), "1000\n");
   CHECK_FALSE(backend->cpu_quota_above());
 }
 
 TEST_CASE("v1: one directory per hierarchy, each under the caller's cgroup there", "[cgroup]") {
   FakeTree tree;
-  tree.file("/proc/self/cgroup", edgeprof::test::fixture("v1/proc_self_cgroup"));
+  tree.file(files::kProcSelfCgroup, edgeprof::test::fixture("v1/proc_self_cgroup"));
   const std::string mem_parent = "/sys/fs/cgroup/memory/process_api/742a94da09bad8f76c354094074a054f";
   tree.dir(mem_parent);
-  tree.file("/sys/fs/cgroup/cpuset/cpuset.mems", "0\n");
+  tree.file(join("/sys/fs/cgroup/cpuset", files::v1::kCpusetMems), "0\n");
   for (auto* h : {"cpu", "cpuacct", "pids", "freezer"}) tree.dir(std::string("/sys/fs/cgroup/") + h);
   Layout layout{CgroupMode::hybrid, "", {}};
   for (auto* c : {"cpu", "cpuacct", "cpuset", "memory", "pids", "freezer"}) {
@@ -222,52 +230,60 @@ TEST_CASE("v1: one directory per hierarchy, each under the caller's cgroup there
   CHECK(cgroup->paths().size() == 6);
   CHECK(tree.exists(mem_parent + "/edgeprof-1-2-3"));
   CHECK(tree.exists("/sys/fs/cgroup/cpu/edgeprof-1-2-3"));
-  kernel_files(tree, "/sys/fs/cgroup/cpu/edgeprof-1-2-3", {"cpu.cfs_period_us", "cpu.cfs_quota_us", "cgroup.procs"});
-  kernel_files(tree, "/sys/fs/cgroup/cpuset/edgeprof-1-2-3", {"cpuset.cpus", "cpuset.mems", "cgroup.procs"});
-  kernel_files(tree, mem_parent + "/edgeprof-1-2-3",
-               {"memory.limit_in_bytes", "memory.memsw.limit_in_bytes", "cgroup.procs"});
-  kernel_files(tree, "/sys/fs/cgroup/pids/edgeprof-1-2-3", {"pids.max", "cgroup.procs"});
-  kernel_files(tree, "/sys/fs/cgroup/cpuacct/edgeprof-1-2-3", {"cgroup.procs"});
-  kernel_files(tree, "/sys/fs/cgroup/freezer/edgeprof-1-2-3", {"cgroup.procs"});
+  const std::string cpu_dir = "/sys/fs/cgroup/cpu/edgeprof-1-2-3";
+  const std::string cpuset_dir = "/sys/fs/cgroup/cpuset/edgeprof-1-2-3";
+  const std::string mem_dir = mem_parent + "/edgeprof-1-2-3";
+  const std::string pids_dir = "/sys/fs/cgroup/pids/edgeprof-1-2-3";
+  const std::string freezer_dir = "/sys/fs/cgroup/freezer/edgeprof-1-2-3";
+  kernel_files(tree, cpu_dir,
+               {files::v1::kCpuCfsPeriodUs, files::v1::kCpuCfsQuotaUs, files::kProcs});
+  kernel_files(tree, cpuset_dir, {files::v1::kCpusetCpus, files::v1::kCpusetMems, files::kProcs});
+  kernel_files(tree, mem_dir,
+               {files::v1::kMemoryLimitInBytes, files::v1::kMemoryMemswLimitInBytes,
+                files::kProcs});
+  kernel_files(tree, pids_dir, {files::v1::kPidsMax, files::kProcs});
+  kernel_files(tree, "/sys/fs/cgroup/cpuacct/edgeprof-1-2-3", {files::kProcs});
+  kernel_files(tree, freezer_dir, {files::kProcs});
   std::vector<std::string> unapplied;
   cgroup->apply(sample_plan(), false, unapplied);
   CHECK(unapplied.empty());
-  CHECK(tree.read("/sys/fs/cgroup/cpuset/edgeprof-1-2-3/cpuset.mems") == "0\n");
-  CHECK(tree.read("/sys/fs/cgroup/cpuset/edgeprof-1-2-3/cpuset.cpus") == "0-1");
-  CHECK(tree.read("/sys/fs/cgroup/cpu/edgeprof-1-2-3/cpu.cfs_period_us") == "10000");
-  CHECK(tree.read("/sys/fs/cgroup/cpu/edgeprof-1-2-3/cpu.cfs_quota_us") == "5000");
-  CHECK(tree.read(mem_parent + "/edgeprof-1-2-3/memory.limit_in_bytes") == "67108864");
+  CHECK(tree.read(join(cpuset_dir, files::v1::kCpusetMems)) == "0\n");
+  CHECK(tree.read(join(cpuset_dir, files::v1::kCpusetCpus)) == "0-1");
+  CHECK(tree.read(join(cpu_dir, files::v1::kCpuCfsPeriodUs)) == "10000");
+  CHECK(tree.read(join(cpu_dir, files::v1::kCpuCfsQuotaUs)) == "5000");
+  CHECK(tree.read(join(mem_dir, files::v1::kMemoryLimitInBytes)) == "67108864");
   {
     // A quota of the whole cpuset is no limit: -1, also when a speed schedule restores it.
     EmulationPlan full = sample_plan();
     full.cpu_quota_us = 20000;
     std::vector<std::string> ignored;
     cgroup->apply(full, false, ignored);
-    CHECK(tree.read("/sys/fs/cgroup/cpu/edgeprof-1-2-3/cpu.cfs_quota_us") == "-1");
+    CHECK(tree.read(join(cpu_dir, files::v1::kCpuCfsQuotaUs)) == "-1");
     CHECK(cgroup->set_cpu_bandwidth(7000, 10000) == 0);
-    CHECK(tree.read("/sys/fs/cgroup/cpu/edgeprof-1-2-3/cpu.cfs_quota_us") == "7000");
+    CHECK(tree.read(join(cpu_dir, files::v1::kCpuCfsQuotaUs)) == "7000");
     CHECK(cgroup->set_cpu_bandwidth(20000, 10000) == 0);
-    CHECK(tree.read("/sys/fs/cgroup/cpu/edgeprof-1-2-3/cpu.cfs_quota_us") == "-1");
+    CHECK(tree.read(join(cpu_dir, files::v1::kCpuCfsQuotaUs)) == "-1");
     cgroup->apply(sample_plan(), false, ignored);
   }
   // memsw limits memory + swap together.
-  CHECK(tree.read(mem_parent + "/edgeprof-1-2-3/memory.memsw.limit_in_bytes") == "83886080");
-  CHECK(tree.read("/sys/fs/cgroup/pids/edgeprof-1-2-3/pids.max") == "100");
+  CHECK(tree.read(join(mem_dir, files::v1::kMemoryMemswLimitInBytes)) == "83886080");
+  CHECK(tree.read(join(pids_dir, files::v1::kPidsMax)) == "100");
   cgroup->attach(777);
-  CHECK(tree.read(mem_parent + "/edgeprof-1-2-3/cgroup.procs") == "777");
-  CHECK(tree.read("/sys/fs/cgroup/freezer/edgeprof-1-2-3/cgroup.procs") == "777");
+  CHECK(tree.read(join(mem_dir, files::kProcs)) == "777");
+  CHECK(tree.read(join(freezer_dir, files::kProcs)) == "777");
 }
 
 TEST_CASE("v1: a missing hierarchy is an error unless allowed", "[cgroup]") {
   FakeTree tree;
-  tree.file("/proc/self/cgroup", "3:cpu:/\n4:memory:/\n");
+  tree.file(files::kProcSelfCgroup, "3:cpu:/\n4:memory:/\n");
   tree.dir("/sys/fs/cgroup/cpu");
   tree.dir("/sys/fs/cgroup/memory");
   Layout layout{CgroupMode::legacy, "", {{"cpu", "/sys/fs/cgroup/cpu"}, {"memory", "/sys/fs/cgroup/memory"}}};
   auto backend = make_v1_backend(Fs(tree.root()), layout, "");
   auto cgroup = backend->create("edgeprof-1-2-3");
-  kernel_files(tree, "/sys/fs/cgroup/cpu/edgeprof-1-2-3", {"cpu.cfs_period_us", "cpu.cfs_quota_us"});
-  kernel_files(tree, "/sys/fs/cgroup/memory/edgeprof-1-2-3", {"memory.limit_in_bytes"});
+  kernel_files(tree, "/sys/fs/cgroup/cpu/edgeprof-1-2-3",
+               {files::v1::kCpuCfsPeriodUs, files::v1::kCpuCfsQuotaUs});
+  kernel_files(tree, "/sys/fs/cgroup/memory/edgeprof-1-2-3", {files::v1::kMemoryLimitInBytes});
   std::vector<std::string> unapplied;
   CHECK_THROWS_WITH(cgroup->apply(sample_plan(), false, unapplied), Catch::Contains("'cpuset'"));
   unapplied.clear();
@@ -286,12 +302,13 @@ TEST_CASE("storage bandwidth: io.max on v2, blkio throttling on v1, never an err
     auto cgroup = fake_v2(tree, "/app.scope", "cpuset cpu io memory pids",
                           "cpuset cpu io memory pids")->create("edgeprof-1-2-5");
     const std::string dir = own + "/edgeprof-1-2-5";
-    kernel_files(tree, dir, {"cpuset.cpus", "cpu.max", "memory.max", "memory.swap.max",
-                             "pids.max", "io.max"});
+    kernel_files(tree, dir,
+                 {files::v2::kCpusetCpus, files::v2::kCpuMax, files::v2::kMemoryMax,
+                  files::v2::kMemorySwapMax, files::v2::kPidsMax, files::v2::kIoMax});
     std::vector<std::string> unapplied;
     cgroup->apply(plan, false, unapplied);
     CHECK(unapplied.empty());
-    CHECK(tree.read(dir + "/io.max") == "254:0 rbps=20000000 wbps=max");
+    CHECK(tree.read(join(dir, files::v2::kIoMax)) == "254:0 rbps=20000000 wbps=max");
   }
   SECTION("v2 without the io controller runs, and says storage was not limited") {
     FakeTree tree;
@@ -299,7 +316,8 @@ TEST_CASE("storage bandwidth: io.max on v2, blkio throttling on v1, never an err
     auto cgroup = fake_v2(tree, "/app.scope", "cpuset cpu memory pids",
                           "cpuset cpu memory pids")->create("edgeprof-1-2-6");
     kernel_files(tree, own + "/edgeprof-1-2-6",
-                 {"cpuset.cpus", "cpu.max", "memory.max", "memory.swap.max", "pids.max"});
+                 {files::v2::kCpusetCpus, files::v2::kCpuMax, files::v2::kMemoryMax,
+                  files::v2::kMemorySwapMax, files::v2::kPidsMax});
     std::vector<std::string> unapplied;
     cgroup->apply(plan, false, unapplied);  // allow_missing is false, and still no error
     REQUIRE(unapplied.size() == 1);
@@ -307,8 +325,8 @@ TEST_CASE("storage bandwidth: io.max on v2, blkio throttling on v1, never an err
   }
   SECTION("v1 writes blkio.throttle files for the directions the device declares") {
     FakeTree tree;
-    tree.file("/proc/self/cgroup", "3:cpu:/\n4:memory:/\n5:blkio:/\n6:cpuset:/\n7:pids:/\n");
-    tree.file("/sys/fs/cgroup/cpuset/cpuset.mems", "0\n");
+    tree.file(files::kProcSelfCgroup, "3:cpu:/\n4:memory:/\n5:blkio:/\n6:cpuset:/\n7:pids:/\n");
+    tree.file(join("/sys/fs/cgroup/cpuset", files::v1::kCpusetMems), "0\n");
     Layout layout{CgroupMode::legacy, "", {}};
     for (auto* c : {"cpu", "cpuset", "memory", "pids", "blkio"}) {
       tree.dir(std::string("/sys/fs/cgroup/") + c);
@@ -316,16 +334,19 @@ TEST_CASE("storage bandwidth: io.max on v2, blkio throttling on v1, never an err
     }
     auto cgroup = make_v1_backend(Fs(tree.root()), layout, "")->create("edgeprof-1-2-7");
     const std::string blkio = "/sys/fs/cgroup/blkio/edgeprof-1-2-7";
-    kernel_files(tree, "/sys/fs/cgroup/cpu/edgeprof-1-2-7", {"cpu.cfs_period_us", "cpu.cfs_quota_us"});
-    kernel_files(tree, "/sys/fs/cgroup/cpuset/edgeprof-1-2-7", {"cpuset.cpus", "cpuset.mems"});
-    kernel_files(tree, "/sys/fs/cgroup/memory/edgeprof-1-2-7", {"memory.limit_in_bytes"});
-    kernel_files(tree, "/sys/fs/cgroup/pids/edgeprof-1-2-7", {"pids.max"});
-    kernel_files(tree, blkio, {"blkio.throttle.read_bps_device", "blkio.throttle.write_bps_device"});
+    kernel_files(tree, "/sys/fs/cgroup/cpu/edgeprof-1-2-7",
+                 {files::v1::kCpuCfsPeriodUs, files::v1::kCpuCfsQuotaUs});
+    kernel_files(tree, "/sys/fs/cgroup/cpuset/edgeprof-1-2-7",
+                 {files::v1::kCpusetCpus, files::v1::kCpusetMems});
+    kernel_files(tree, "/sys/fs/cgroup/memory/edgeprof-1-2-7", {files::v1::kMemoryLimitInBytes});
+    kernel_files(tree, "/sys/fs/cgroup/pids/edgeprof-1-2-7", {files::v1::kPidsMax});
+    kernel_files(tree, blkio,
+                 {files::v1::kBlkioThrottleReadBpsDevice, files::v1::kBlkioThrottleWriteBpsDevice});
     plan.io_write_bps = 5000000;
     std::vector<std::string> unapplied;
     cgroup->apply(plan, true, unapplied);
-    CHECK(tree.read(blkio + "/blkio.throttle.read_bps_device") == "254:0 20000000");
-    CHECK(tree.read(blkio + "/blkio.throttle.write_bps_device") == "254:0 5000000");
+    CHECK(tree.read(join(blkio, files::v1::kBlkioThrottleReadBpsDevice)) == "254:0 20000000");
+    CHECK(tree.read(join(blkio, files::v1::kBlkioThrottleWriteBpsDevice)) == "254:0 5000000");
     for (const std::string& u : unapplied) CHECK_THAT(u, !Catch::Contains("storage"));
   }
 }
@@ -355,8 +376,8 @@ TEST_CASE("a runtime follower writes the first seen runtime's bandwidth once, no
   auto cgroup = backend->create("edgeprof-1-2-3");
   const std::string dir = own + "/edgeprof-1-2-3";
   kernel_files(tree, dir,
-               {"cpuset.cpus", "cpu.max", "memory.max", "memory.swap.max", "pids.max",
-                "cgroup.procs"});
+               {files::v2::kCpusetCpus, files::v2::kCpuMax, files::v2::kMemoryMax,
+                files::v2::kMemorySwapMax, files::v2::kPidsMax, files::kProcs});
   std::vector<std::string> unapplied;
   const EmulationPlan plan = sample_plan();
   cgroup->apply(plan, false, unapplied);
@@ -376,7 +397,7 @@ TEST_CASE("a runtime follower writes the first seen runtime's bandwidth once, no
   follower.seen({});
   follower.seen({{"ncnn", "libncnn.so.1"}});  // no speed of its own to follow
   CHECK_FALSE(follower.switched());
-  CHECK(tree.read(dir + "/cpu.max") == "5000 10000");
+  CHECK(tree.read(join(dir, files::v2::kCpuMax)) == "5000 10000");
   // Both in one read: the first in order of preference.
   follower.seen({{"onnxruntime", "libonnxruntime.so"}, {"pytorch", "libtorch_cpu.so"}});
   const std::optional<RuntimeSwitch> made = follower.switched();
@@ -384,19 +405,19 @@ TEST_CASE("a runtime follower writes the first seen runtime's bandwidth once, no
   CHECK(made->speed->runtime == "pytorch");
   CHECK(made->library == "libtorch_cpu.so");
   CHECK(made->error.empty());
-  CHECK(tree.read(dir + "/cpu.max") == "3000 10000");
+  CHECK(tree.read(join(dir, files::v2::kCpuMax)) == "3000 10000");
   // Once per slice.
   follower.seen({{"onnxruntime", "libonnxruntime.so"}});
   CHECK(follower.switched()->speed->runtime == "pytorch");
-  CHECK(tree.read(dir + "/cpu.max") == "3000 10000");
+  CHECK(tree.read(join(dir, files::v2::kCpuMax)) == "3000 10000");
 
   // Detached (the slice closing while its workload runs): nothing is written after.
-  tree.file(dir + "/cpu.max", "5000 10000");
+  tree.file(join(dir, files::v2::kCpuMax), "5000 10000");
   RuntimeFollower closing(speeds(), cgroup.get(), written_quota_us(plan), plan.cpu_period_us);
   closing.detach();
   closing.seen({{"pytorch", "libtorch_cpu.so"}});
   CHECK_FALSE(closing.switched());
-  CHECK(tree.read(dir + "/cpu.max") == "5000 10000");
+  CHECK(tree.read(join(dir, files::v2::kCpuMax)) == "5000 10000");
 }
 
 // In a process started with stdin and stdout closed, the guard's pipe would take fds 0 and 1:
@@ -432,8 +453,11 @@ TEST_CASE("a slice guard's pipe never takes the numbers of stdin, stdout or stde
 TEST_CASE("a CPU limit lifted for a kill goes back, or the write asked for meanwhile is made",
           "[kill]") {
   FakeTree tree;
-  tree.file("/s/cpu.max", "2000 10000\n");
-  tree.file("/s/core0/cpu.max", "max 10000\n");
+  const std::string limit = join("/s", files::v2::kCpuMax);
+  const std::string core0 = std::string("/s/") + files::kCoreGroup + "0";  // core 0's group
+  const std::string core_limit = join(core0, files::v2::kCpuMax);
+  tree.file(limit, "2000 10000\n");
+  tree.file(core_limit, "max 10000\n");
   const Fs fs(tree.root());
   BandwidthGate gate;
   std::vector<std::pair<std::uint64_t, std::uint64_t>> written;
@@ -442,21 +466,21 @@ TEST_CASE("a CPU limit lifted for a kill goes back, or the write asked for meanw
     return 0;
   };
   {
-    const CpuLimitLift lift(fs, {{"/s/cpu.max", "max"}, {"/s/core0/cpu.max", "max"}}, gate, write);
+    const CpuLimitLift lift(fs, {{limit, "max"}, {core_limit, "max"}}, gate, write);
     CHECK(gate.lifted);
-    CHECK(tree.read("/s/cpu.max") == "max");
+    CHECK(tree.read(limit) == "max");
   }
   CHECK_FALSE(gate.lifted);
-  CHECK(tree.read("/s/cpu.max") == "2000 10000");
-  CHECK(tree.read("/s/core0/cpu.max") == "max 10000\n");  // no limit: left alone
+  CHECK(tree.read(limit) == "2000 10000");
+  CHECK(tree.read(core_limit) == "max 10000\n");  // no limit: left alone
   CHECK(written.empty());
   {
-    const CpuLimitLift lift(fs, {{"/s/cpu.max", "max"}}, gate, write);
+    const CpuLimitLift lift(fs, {{limit, "max"}}, gate, write);
     // What set_cpu_bandwidth does while the limit is lifted (a core placer as threads die).
     gate.held = std::make_pair(std::uint64_t{1000}, std::uint64_t{10000});
   }
   // The newer write, not the saved text.
   CHECK(written == std::vector<std::pair<std::uint64_t, std::uint64_t>>{{1000, 10000}});
-  CHECK(tree.read("/s/cpu.max") == "max");
+  CHECK(tree.read(limit) == "max");
   CHECK_FALSE(gate.held);
 }

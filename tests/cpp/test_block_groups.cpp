@@ -13,6 +13,7 @@
 #include <string>
 
 #include "cgroup/backend.hpp"
+#include "cgroup/files.hpp"
 #include "edgeprof/edgeprof.hpp"
 #include "sys/fs.hpp"
 #include "helpers.hpp"
@@ -44,7 +45,7 @@ TEST_CASE("/proc/partitions: every device with its number and size", "[parse]") 
 TEST_CASE("whole disks: disks of hardware only, partitions and empty devices left out",
           "[parse]") {
   FakeTree tree;
-  tree.file("/proc/partitions",
+  tree.file(detail::files::kProcPartitions,
             "major minor  #blocks  name\n\n 254 0 1000 vda\n 254 1 999 vda1\n 7 0 0 loop0\n"
             " 1 0 64 ram0\n 7 1 500 loop1\n 259 0 2000 nvme0n1\n");
   tree.file("/sys/dev/block/254:0/device/vendor", "0x1af4\n");
@@ -85,8 +86,10 @@ TEST_CASE("a new slice has its block group of the disk before any I/O", "[kernel
   // likewise names every block group it has.
   std::string listed;
   for (const std::string& path : slice.paths()) {
-    for (const char* file : {"/blkio.throttle.io_service_bytes_recursive", "/io.stat"}) {
-      if (std::filesystem::exists(path + file)) listed += FakeTree::slurp(path + file);
+    for (const char* file : {detail::files::v1::kBlkioThrottleIoServiceBytesRecursive,
+                             detail::files::v2::kIoStat}) {
+      const std::string counters = detail::join(path, file);
+      if (std::filesystem::exists(counters)) listed += FakeTree::slurp(counters);
     }
   }
   CAPTURE(*disk, listed);

@@ -19,11 +19,14 @@
 #include <fstream>
 #include <thread>
 
+#include "cgroup/files.hpp"
 #include "sys/clone3.hpp"
+#include "sys/fs.hpp"
 #include "edgeprof/edgeprof.hpp"
 #include "helpers.hpp"
 
 using namespace edgeprof;
+namespace files = edgeprof::detail::files;
 using edgeprof::test::FakeTree;
 using edgeprof::test::helper;
 using edgeprof::test::output_lines;
@@ -161,8 +164,9 @@ TEST_CASE("a device as fast as its host CPUs runs with no quota and is never thr
   Slice slice(make_device("full", 1, 1.0, "256MiB"));
   std::string quota;
   for (const std::string& dir : slice.paths()) {
-    for (const char* file : {"/cpu.max", "/cpu.cfs_quota_us"}) {
-      if (std::filesystem::exists(dir + file)) quota = FakeTree::slurp(dir + file);
+    for (const char* file : {files::v2::kCpuMax, files::v1::kCpuCfsQuotaUs}) {
+      const std::string path = dir + "/" + file;
+      if (std::filesystem::exists(path)) quota = FakeTree::slurp(path);
     }
   }
   CHECK((quota == "max 10000\n" || quota == "-1\n"));
@@ -276,8 +280,8 @@ TEST_CASE("peak memory is the kernel's peak of what the workload touched", "[ker
   CHECK(r.child_max_rss_bytes >= (100ull << 20));
   CHECK_FALSE(r.oom_killed);
   CHECK_THAT(r.peak_memory_source, Catch::StartsWith(cgroup_mode() == CgroupMode::unified
-                                                         ? "memory.peak"
-                                                         : "memory.max_usage_in_bytes"));
+                                                         ? files::v2::kMemoryPeak
+                                                         : files::v1::kMemoryMaxUsageInBytes));
 }
 
 TEST_CASE("the child is inside the slice when it runs", "[kernel]") {
@@ -546,7 +550,7 @@ TEST_CASE("processes left behind by the workload die with the slice", "[kernel]"
     REQUIRE(slice.spawn(workload({"fork-sleep"})).wait().ok());
     // The grandchild is still asleep in the slice.
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    CHECK_FALSE(FakeTree::slurp(paths.front() + "/cgroup.procs").empty());
+    CHECK_FALSE(FakeTree::slurp(paths.front() + "/" + files::kProcs).empty());
   }
   CHECK(all_gone(paths));
 }
@@ -561,17 +565,17 @@ TEST_CASE("a kill lifts the slice's CPU limit while the killed exit, then puts i
   const long sleepers = 300;
   Child child = slice.spawn(workload({"fork-sleepers", std::to_string(sleepers)}));
   const auto count = [&] {
-    return test::count_pids(test::slice_file(paths, "cgroup.procs"));
+    return test::count_pids(test::slice_file(paths, files::kProcs));
   };
   REQUIRE(eventually([&] { return count() >= sleepers + 1; }));
   // Starve it: 1 ms of CPU a second, the kernel's smallest quota in its longest period.
-  if (const std::string v2 = test::slice_dir_with(paths, "cpu.max"); !v2.empty()) {
-    test::write_kernel_file(v2 + "/cpu.max", "1000 1000000");
+  if (const std::string v2 = test::slice_dir_with(paths, files::v2::kCpuMax); !v2.empty()) {
+    test::write_kernel_file(v2 + "/" + files::v2::kCpuMax, "1000 1000000");
   } else {
-    const std::string v1 = test::slice_dir_with(paths, "cpu.cfs_quota_us");
+    const std::string v1 = test::slice_dir_with(paths, files::v1::kCpuCfsQuotaUs);
     REQUIRE_FALSE(v1.empty());
-    test::write_kernel_file(v1 + "/cpu.cfs_period_us", "1000000");
-    test::write_kernel_file(v1 + "/cpu.cfs_quota_us", "1000");
+    test::write_kernel_file(v1 + "/" + files::v1::kCpuCfsPeriodUs, "1000000");
+    test::write_kernel_file(v1 + "/" + files::v1::kCpuCfsQuotaUs, "1000");
   }
   REQUIRE(kernel_bandwidth(paths).quota_us == std::optional<std::uint64_t>(1000));
   REQUIRE_NOTHROW(slice.kill());
@@ -613,7 +617,7 @@ TEST_CASE("slices left by a profiler killed with SIGKILL are removed by the next
   std::vector<std::string> leaked(lines.begin() + 1, lines.end());
   for (const auto& p : leaked) CHECK(std::filesystem::exists(p));
   // The leaked slice still holds a live process (the workload's grandchild).
-  CHECK_FALSE(FakeTree::slurp(leaked.front() + "/cgroup.procs").empty());
+  CHECK_FALSE(FakeTree::slurp(leaked.front() + "/" + files::kProcs).empty());
   {
     Slice next(half_core());
     CHECK(all_gone(leaked));
@@ -739,7 +743,7 @@ TEST_CASE("v1: a user given only some hierarchies runs with allow_missing_contro
   // (the others, cpuset, pids, blkio and freezer, stay root's): a directory owned by nobody
   // beneath this process's own cgroup in each of those, the child moved into them.
   std::map<std::string, std::string> own;  // controller -> this process's cgroup
-  std::ifstream self_cgroup("/proc/self/cgroup");
+  std::ifstream self_cgroup(files::kProcSelfCgroup);
   for (std::string line; std::getline(self_cgroup, line);) {
     const auto a = line.find(':'), b = line.find(':', a + 1);
     std::stringstream controllers(line.substr(a + 1, b - a - 1));
@@ -779,7 +783,7 @@ TEST_CASE("v1: a user given only some hierarchies runs with allow_missing_contro
   REQUIRE(pid >= 0);
   if (pid == 0) {
     for (const std::string& dir : delegated) {
-      const int fd = ::open((dir + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC);
+      const int fd = ::open((dir + "/" + files::kProcs).c_str(), O_WRONLY | O_CLOEXEC);
       const std::string me = std::to_string(::getpid());
       if (fd < 0 || ::write(fd, me.data(), me.size()) < 0) ::_exit(10);
       ::close(fd);
@@ -917,14 +921,18 @@ TEST_CASE("a run reads CPU and memory usage at every sample and the slow sources
   CHECK(every(Metric::memory_current_bytes) == 1u);
   CHECK(every(Metric::memory_anon_bytes) == 10u);
   CHECK(every(Metric::tasks) == 10u);
+  // A source is named after its file, the version's.
+  const bool unified = cgroup_mode() == CgroupMode::unified;
+  const char* memory_stat = unified ? files::v2::kMemoryStat : files::v1::kMemoryStat;
+  const char* cpu_stat = unified ? files::v2::kCpuStat : files::v1::kCpuStat;
   std::size_t fast = 0, slow = 0;
   for (const SourceStatus& s : r.sources) {
     if (!s.available) continue;
     CAPTURE(s.name, s.read_every);
     CHECK((s.read_every == 1u || s.read_every == 10u));
     (s.read_every == 1u ? fast : slow) += 1;
-    if (s.name.find("memory.stat") != std::string::npos) CHECK(s.read_every == 10u);
-    if (s.name.find("cpu.stat") != std::string::npos) CHECK(s.read_every == 1u);
+    if (s.name.find(memory_stat) != std::string::npos) CHECK(s.read_every == 10u);
+    if (s.name.find(cpu_stat) != std::string::npos) CHECK(s.read_every == 1u);
   }
   CHECK(fast >= 3);  // CPU time, throttling (or v2's one cpu.stat), memory usage, its peak
   CHECK(slow >= 4);

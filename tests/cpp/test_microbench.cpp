@@ -393,7 +393,7 @@ struct FakePi {
   FakeTree tree;
   FakePi() {
     tree.file("/proc/cpuinfo", fixture("cpuinfo/aarch64-raspberry-pi-4"));
-    tree.file("/proc/meminfo", "MemTotal:        3884356 kB\nMemFree:          123456 kB\n");
+    tree.file(files::kProcMeminfo, "MemTotal:        3884356 kB\nMemFree:          123456 kB\n");
     for (int c = 0; c < 4; ++c) {
       tree.file("/sys/devices/system/cpu/cpu" + std::to_string(c) + "/cpufreq/cpuinfo_max_freq",
                 "1800000\n");

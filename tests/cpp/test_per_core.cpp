@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "cgroup/files.hpp"
 #include "edgeprof/plan.hpp"
 #include "edgeprof/slice.hpp"
 #include "helpers.hpp"
@@ -65,7 +66,7 @@ std::vector<std::string> core_dirs(const Slice& slice) {
   std::vector<std::string> out;
   for (const std::string& dir : slice.paths()) {
     for (std::uint32_t k = 0; k < slice.plan().core_groups; ++k) {
-      const std::string core = dir + "/core" + std::to_string(k);
+      const std::string core = dir + "/" + detail::files::kCoreGroup + std::to_string(k);
       if (std::filesystem::exists(core)) out.push_back(core);
     }
   }
@@ -183,14 +184,16 @@ TEST_CASE("per-core: one busy thread gets one device core, not the pool", "[kern
   }
   // The slice's own cpu group has no quota of its own: the cores' groups hold the capacity.
   for (const std::string& dir : slice.paths()) {
-    if (std::filesystem::exists(dir + "/cpu.cfs_quota_us") ||
-        std::filesystem::exists(dir + "/cpu.max")) {
+    if (std::filesystem::exists(dir + "/" + detail::files::v1::kCpuCfsQuotaUs) ||
+        std::filesystem::exists(dir + "/" + detail::files::v2::kCpuMax)) {
       CHECK(!kernel_bandwidth({dir}).quota_us);
     }
     // v2: the core groups are threaded cgroups of the slice's threaded domain.
-    if (std::filesystem::exists(dir + "/cgroup.type")) {
-      CHECK(FakeTree::slurp(dir + "/cgroup.type") == "domain threaded\n");
-      CHECK(FakeTree::slurp(dir + "/core0/cgroup.type") == "threaded\n");
+    const std::string type_file = dir + "/" + detail::files::v2::kType;
+    if (std::filesystem::exists(type_file)) {
+      CHECK(FakeTree::slurp(type_file) == "domain threaded\n");
+      const std::string core0 = dir + "/" + detail::files::kCoreGroup + "0";
+      CHECK(FakeTree::slurp(core0 + "/" + detail::files::v2::kType) == "threaded\n");
     }
   }
 

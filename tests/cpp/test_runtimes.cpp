@@ -6,6 +6,7 @@
 #include <set>
 #include <string>
 
+#include "cgroup/files.hpp"
 #include "edgeprof/edgeprof.hpp"
 #include "helpers.hpp"
 #include "nn/runtime_table.hpp"
@@ -226,7 +227,8 @@ TEST_CASE("a device at its PyTorch speed is warned of other runtimes, not of PyT
 TEST_CASE("reading a slice's maps on a fake /proc: exited and unreadable processes are skipped",
           "[runtimes]") {
   FakeTree tree;
-  const std::string procs = "/sys/fs/cgroup/pids/edgeprof-1-2-3/cgroup.procs";
+  const std::string procs =
+      detail::join("/sys/fs/cgroup/pids/edgeprof-1-2-3", detail::files::kProcs);
   tree.file(procs, "300\n100\n200\n");
   tree.file("/proc/100/maps", kTorchMaps);
   // 200 exited after cgroup.procs was read: no /proc/200. 300's maps cannot be read.
@@ -243,7 +245,8 @@ TEST_CASE("reading a slice's maps on a fake /proc: exited and unreadable process
   CHECK(watch.seen().empty());
 
   // A removed slice (no cgroup.procs): nothing, and no exception.
-  detail::RuntimeWatch gone(detail::Fs(tree.root()), "/sys/fs/cgroup/pids/gone/cgroup.procs");
+  detail::RuntimeWatch gone(detail::Fs(tree.root()),
+                            detail::join("/sys/fs/cgroup/pids/gone", detail::files::kProcs));
   gone.scan();
   CHECK(gone.seen().empty());
 }
@@ -251,7 +254,7 @@ TEST_CASE("reading a slice's maps on a fake /proc: exited and unreadable process
 TEST_CASE("a read looks at a bounded number of processes and goes on where it stopped",
           "[runtimes]") {
   FakeTree tree;
-  const std::string procs = "/cg/cgroup.procs";
+  const std::string procs = detail::join("/cg", detail::files::kProcs);
   std::string list;
   const int n = static_cast<int>(detail::kMaxMapsPerScan) + 2;
   for (int pid = 1; pid <= n; ++pid) {
@@ -269,12 +272,14 @@ TEST_CASE("a read looks at a bounded number of processes and goes on where it st
 
 TEST_CASE("the sampler reads the maps of a run on its own", "[runtimes][sampler]") {
   FakeTree tree;
-  tree.file("/cg/cpu.stat", "usage_usec 100\nuser_usec 60\nsystem_usec 40\n");
-  tree.file("/cg/cgroup.procs", "4242\n");
+  const std::string procs = detail::join("/cg", detail::files::kProcs);
+  tree.file(detail::join("/cg", detail::files::v2::kCpuStat),
+            "usage_usec 100\nuser_usec 60\nsystem_usec 40\n");
+  tree.file(procs, "4242\n");
   tree.file("/proc/4242/maps", kTorchMaps);
   const detail::Fs fs(tree.root());
   detail::Sampler sampler(detail::Sources::v2(fs, "/cg"), std::chrono::milliseconds(10));
-  sampler.watch_runtimes(detail::RuntimeWatch(fs, "/cg/cgroup.procs"));
+  sampler.watch_runtimes(detail::RuntimeWatch(fs, procs));
   sampler.start();
   // The first read is due 125 ms after the start; however late the thread gets to it.
   const bool seen = test::eventually([&] { return sampler.runtimes_seen().count("pytorch") > 0; });
@@ -282,7 +287,7 @@ TEST_CASE("the sampler reads the maps of a run on its own", "[runtimes][sampler]
   CHECK(seen);
 
   // The next run starts with nothing seen.
-  tree.file("/cg/cgroup.procs", "");
+  tree.file(procs, "");
   sampler.start();
   sampler.stop();
   CHECK(sampler.runtimes_seen().empty());

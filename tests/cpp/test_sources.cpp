@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "edgeprof/result.hpp"
+#include "cgroup/files.hpp"
 #include "helpers.hpp"
 #include "sys/parse.hpp"
 #include "sampler/sources.hpp"
@@ -25,6 +26,9 @@ std::uint64_t value(const Columns& c, Metric m, size_t row = 0) {
 }
 bool complete(const Columns& c, Metric m) { return c.complete.test(static_cast<size_t>(m)); }
 
+// The captures are files in tests/fixtures/VERSION, most named as the kernel names them, so the
+// table's names find them here; fixture() reads one by the name the capture gave it (blkio's and
+// the /proc ones differ from the kernel's).
 void copy_fixtures(const FakeTree& tree, const std::string& dir, const char* version,
                    std::initializer_list<const char*> names) {
   for (const char* name : names) {
@@ -35,15 +39,17 @@ void copy_fixtures(const FakeTree& tree, const std::string& dir, const char* ver
 // A v2 slice with every file the sampler reads, from the captures.
 void whole_v2_slice(const FakeTree& tree, const std::string& dir) {
   copy_fixtures(tree, dir, "v2",
-                {"cpu.stat", "memory.current", "memory.peak", "memory.stat", "memory.events",
-                 "io.stat", "cpu.pressure", "memory.pressure", "io.pressure", "pids.current"});
-  tree.file(dir + "/memory.swap.current", "0\n");
+                {files::v2::kCpuStat, files::v2::kMemoryCurrent, files::v2::kMemoryPeak,
+                 files::v2::kMemoryStat, files::v2::kMemoryEvents, files::v2::kIoStat,
+                 files::v2::kCpuPressure, files::v2::kMemoryPressure, files::v2::kIoPressure,
+                 files::v2::kPidsCurrent});
+  tree.file(join(dir, files::v2::kMemorySwapCurrent), "0\n");
 }
 
 // A v2 slice with two sources: cpu.stat (usage 100 us) and memory.current (4096).
 Sources two_sources(const FakeTree& tree, const std::string& dir) {
-  tree.file(dir + "/cpu.stat", "usage_usec 100\nuser_usec 60\nsystem_usec 40\n");
-  tree.file(dir + "/memory.current", "4096\n");
+  tree.file(join(dir, files::v2::kCpuStat), "usage_usec 100\nuser_usec 60\nsystem_usec 40\n");
+  tree.file(join(dir, files::v2::kMemoryCurrent), "4096\n");
   return Sources::v2(Fs(tree.root()), dir);
 }
 
@@ -60,7 +66,7 @@ TEST_CASE("v2: one tick records every source of a slice", "[sampler]") {
 
   REQUIRE(columns.size() == 1);
   CHECK(columns.t_ns[0] == 1000);
-  const std::string stat = fixture("v2/cpu.stat");
+  const std::string stat = fixture("v2/cpu.stat");  // a capture, by its name
   CHECK(value(columns, Metric::cpu_usage_ns) == *find_key(stat, "usage_usec") * 1000);
   CHECK(value(columns, Metric::cpu_throttled_periods) == *find_key(stat, "nr_throttled"));
   CHECK(value(columns, Metric::memory_peak_bytes) == *parse_u64(fixture("v2/memory.peak")));
@@ -99,8 +105,8 @@ TEST_CASE("a source failing mid-run is disabled and marked, and the others go on
   CHECK_FALSE(columns.complete.test(static_cast<size_t>(Metric::tasks)));
   CHECK_FALSE(sources.available().test(static_cast<size_t>(Metric::tasks)));
 
-  tree.file(dir + "/cpu.stat", "garbage\n");
-  tree.file(dir + "/memory.current", "8192\n");
+  tree.file(join(dir, files::v2::kCpuStat), "garbage\n");
+  tree.file(join(dir, files::v2::kMemoryCurrent), "8192\n");
   sources.tick(2, columns);
   REQUIRE(columns.size() == 2);
   CHECK_FALSE(complete(columns, Metric::cpu_usage_ns));
@@ -109,18 +115,19 @@ TEST_CASE("a source failing mid-run is disabled and marked, and the others go on
   CHECK(complete(columns, Metric::memory_current_bytes));
   bool cpu_failed = false;
   for (const SourceStatus& s : sources.status()) {
-    if (s.name == "cpu.stat") {
+    if (s.name == files::v2::kCpuStat) {
       cpu_failed = s.failed;
-      CHECK(s.error == "cpu.stat could not be parsed");
+      CHECK(s.error == std::string(files::v2::kCpuStat) + " could not be parsed");
     }
   }
   CHECK(cpu_failed);
-  tree.file(dir + "/cpu.stat", "usage_usec 500\nuser_usec 300\nsystem_usec 200\n");
+  tree.file(join(dir, files::v2::kCpuStat), "usage_usec 500\nuser_usec 300\nsystem_usec 200\n");
   sources.tick(3, columns);
   CHECK(value(columns, Metric::cpu_usage_ns, 2) == 100000u);  // disabled for the rest of the run
   // Logged once, naming the source, whatever the number of ticks after.
   REQUIRE(logged.size() == 1);
-  CHECK(logged[0].find("sampling stopped for cpu.stat") != std::string::npos);
+  CHECK(logged[0].find(std::string("sampling stopped for ") + files::v2::kCpuStat) !=
+        std::string::npos);
 }
 
 TEST_CASE("sources kept for a slice's next run start fresh, and are not kept after a failure",
@@ -134,8 +141,8 @@ TEST_CASE("sources kept for a slice's next run start fresh, and are not kept aft
   CHECK(sources.reusable());
 
   sources.rewind();
-  tree.file(dir + "/cpu.stat", "usage_usec 300\nuser_usec 160\nsystem_usec 140\n");
-  tree.file(dir + "/memory.current", "not a number\n");
+  tree.file(join(dir, files::v2::kCpuStat), "usage_usec 300\nuser_usec 160\nsystem_usec 140\n");
+  tree.file(join(dir, files::v2::kMemoryCurrent), "not a number\n");
   Columns next;
   sources.tick(1, next);
   CHECK(value(next, Metric::cpu_usage_ns) == 300000u);        // read through the kept file
@@ -156,15 +163,17 @@ TEST_CASE("v1: hierarchies, the exact CPU split and host-wide pressure", "[sampl
       {"memory", "/sys/fs/cgroup/memory/s"},
       {"blkio", "/sys/fs/cgroup/blkio/s"},
   };  // no pids hierarchy: tasks is unavailable, not zero
-  copy_fixtures(tree, dirs.at("cpu"), "v1", {"cpu.stat"});
-  copy_fixtures(tree, dirs.at("cpuacct"), "v1", {"cpuacct.usage", "cpuacct.stat"});
+  copy_fixtures(tree, dirs.at("cpu"), "v1", {files::v1::kCpuStat});
+  copy_fixtures(tree, dirs.at("cpuacct"), "v1",
+                {files::v1::kCpuacctUsage, files::v1::kCpuacctStat});
   copy_fixtures(tree, dirs.at("memory"), "v1",
-                {"memory.usage_in_bytes", "memory.max_usage_in_bytes", "memory.stat",
-                 "memory.oom_control"});
-  tree.file(dirs.at("blkio") + "/blkio.throttle.io_service_bytes_recursive",
+                {files::v1::kMemoryUsageInBytes, files::v1::kMemoryMaxUsageInBytes,
+                 files::v1::kMemoryStat, files::v1::kMemoryOomControl});
+  tree.file(join(dirs.at("blkio"), files::v1::kBlkioThrottleIoServiceBytesRecursive),
             fixture("v1/blkio.throttle.io_service_bytes"));
-  tree.file(dirs.at("blkio") + "/blkio.throttle.io_serviced_recursive",
+  tree.file(join(dirs.at("blkio"), files::v1::kBlkioThrottleIoServicedRecursive),
             fixture("v1/blkio.throttle.io_serviced"));
+  // Host-wide PSI has no name in the cgroup tables (sources.cpp writes it out as well).
   tree.file("/proc/pressure/memory", fixture("v1/proc_pressure_memory"));
   Sources sources = Sources::v1(Fs(tree.root()), dirs);
   Columns columns;
@@ -200,8 +209,8 @@ TEST_CASE("slow sources are read every n-th tick and at every extra sample, the 
   Columns columns;
   // Each tick sees new values in a fast file (memory.current) and a slow one (pids.current).
   for (int i = 0; i < 7; ++i) {
-    tree.file(dir + "/memory.current", std::to_string(1000 + i) + "\n");
-    tree.file(dir + "/pids.current", std::to_string(10 + i) + "\n");
+    tree.file(join(dir, files::v2::kMemoryCurrent), std::to_string(1000 + i) + "\n");
+    tree.file(join(dir, files::v2::kPidsCurrent), std::to_string(10 + i) + "\n");
     sources.tick(i * 10, columns, /*scheduled=*/i != 5);  // row 5: a phase mark's sample
   }
   std::vector<std::uint64_t> memory, tasks;
@@ -219,8 +228,8 @@ TEST_CASE("slow sources are read every n-th tick and at every extra sample, the 
   CHECK(columns.read_every[static_cast<size_t>(Metric::cpu_usage_ns)] == 1);
   for (const SourceStatus& s : sources.status()) {
     CAPTURE(s.name);
-    const bool fast = s.name == "cpu.stat" || s.name == "memory.current" ||
-                      s.name == "memory.peak";
+    const bool fast = s.name == files::v2::kCpuStat || s.name == files::v2::kMemoryCurrent ||
+                      s.name == files::v2::kMemoryPeak;
     CHECK(s.read_every == (fast ? 1u : 3u));
   }
   // By the samples' times, not their count: after deadlines missed on a busy machine (no row
@@ -228,7 +237,7 @@ TEST_CASE("slow sources are read every n-th tick and at every extra sample, the 
   sources.rewind();
   Columns late;
   for (int t : {0, 10, 50, 60}) {
-    tree.file(dir + "/pids.current", std::to_string(t) + "\n");
+    tree.file(join(dir, files::v2::kPidsCurrent), std::to_string(t) + "\n");
     sources.tick(t, late);
   }
   CHECK(late.values[static_cast<size_t>(Metric::tasks)] ==
@@ -236,7 +245,7 @@ TEST_CASE("slow sources are read every n-th tick and at every extra sample, the 
   // A new run starts counting again: its first row reads every source.
   sources.rewind();
   Columns next;
-  tree.file(dir + "/pids.current", "99\n");
+  tree.file(join(dir, files::v2::kPidsCurrent), "99\n");
   sources.tick(0, next);
   CHECK(value(next, Metric::tasks) == 99u);
 }
@@ -352,16 +361,17 @@ TEST_CASE("the sampler refuses intervals outside 1 ms .. 60 s", "[sampler]") {
 TEST_CASE("the sampler ticks on its deadlines and stops at once with a final sample",
           "[sampler]") {
   FakeTree tree;
-  tree.file("/cg/cpu.stat", "usage_usec 100\nuser_usec 60\nsystem_usec 40\n");
-  tree.file("/cg/memory.current", "4096\n");
+  const std::string memory_current = join("/cg", files::v2::kMemoryCurrent);
+  tree.file(join("/cg", files::v2::kCpuStat), "usage_usec 100\nuser_usec 60\nsystem_usec 40\n");
+  tree.file(memory_current, "4096\n");
   {
     const auto interval = std::chrono::milliseconds(10);
     Sampler sampler(Sources::v2(Fs(tree.root()), "/cg"), interval);
-    ReadCounter reads(tree.root() + "/cg/memory.current");
+    ReadCounter reads(tree.root() + memory_current);
     sampler.start();
     // Three samples by the thread after the first (start()'s), however long they take.
     const bool ticked = reads.wait_for(reads.seen() + 3);
-    tree.overwrite("/cg/memory.current", "8192\n");  // the sampler may be reading it now
+    tree.overwrite(memory_current, "8192\n");  // the sampler may be reading it now
     sampler.stop();
     REQUIRE(ticked);
     const Columns& c = sampler.columns();
@@ -394,13 +404,14 @@ TEST_CASE("a sampler runs one workload after another, and sleeps in between", "[
   // A slice keeps its sampler for the next run: each run must start afresh, and nothing may
   // be sampled between runs.
   FakeTree tree;
-  tree.file("/cg/cpu.stat", "usage_usec 100\nuser_usec 60\nsystem_usec 40\n");
-  tree.file("/cg/memory.current", "4096\n");
+  const std::string memory_current = join("/cg", files::v2::kMemoryCurrent);
+  tree.file(join("/cg", files::v2::kCpuStat), "usage_usec 100\nuser_usec 60\nsystem_usec 40\n");
+  tree.file(memory_current, "4096\n");
   int ends[2];
   REQUIRE(::pipe2(ends, O_CLOEXEC | O_NONBLOCK) == 0);
   UniqueFd read_end(ends[0]), write_end(ends[1]);
   Sampler sampler(Sources::v2(Fs(tree.root()), "/cg"), std::chrono::milliseconds(10));
-  ReadCounter reads(tree.root() + "/cg/memory.current");
+  ReadCounter reads(tree.root() + memory_current);
   sampler.watch_marks(read_end.get());
   // The sampler's thread is whichever this process has beyond those it had before the first run.
   const std::set<pid_t> without_sampler = thread_ids();
@@ -431,7 +442,7 @@ TEST_CASE("a sampler runs one workload after another, and sleeps in between", "[
   CHECK(reads.seen() == read_by_then);
 
   // The next run: another interval, a fresh time origin; the marks left in the pipe are its.
-  tree.overwrite("/cg/memory.current", "8192\n");
+  tree.overwrite(memory_current, "8192\n");
   const auto longer = std::chrono::milliseconds(25);
   sampler.set_interval(longer);
   sampler.watch_marks(read_end.get());
@@ -478,8 +489,8 @@ TEST_CASE("a stamped tick pins the CPU counter to the middle of its own read, tr
       const int call = calls++;
       if (call % 2 == 0) {  // before a try
         const int attempt = call / 2 + 1;
-        tree.file(dir + "/cpu.stat", "usage_usec " + std::to_string(100 * attempt) +
-                                         "\nuser_usec 0\nsystem_usec 0\n");
+        tree.file(join(dir, files::v2::kCpuStat), "usage_usec " + std::to_string(100 * attempt) +
+                                                      "\nuser_usec 0\nsystem_usec 0\n");
         return t;
       }
       t += gaps.at(static_cast<size_t>(call / 2));  // after a try

@@ -119,7 +119,7 @@ TEST_CASE("the fast path reports a failed self-attach", "[kernel][spawn]") {
     FAIL("spawned");
   } catch (const SpawnError& e) {
     CHECK(e.sys_errno() == EBADF);
-    CHECK_THAT(e.what(), Catch::Contains("cgroup.procs"));
+    CHECK_THAT(e.what(), Catch::Contains("cgroup.procs"));  // the message's words (spawn.cpp's)
   }
   ::close(bad);
 }

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "cgroup/files.hpp"
 #include "helpers.hpp"
 #include "sampler/thread_census.hpp"
 #include "sys/parse.hpp"
@@ -45,17 +46,18 @@ TEST_CASE("the census reads the slice's thread list and each thread's state", "[
   FakeTree tree;
   const std::string running = fixture("proc/stat.running");
   const std::string sleeping = fixture("proc/stat.sleeping");
-  tree.file("/cg/tasks", "100\n101\n102\n");
+  const std::string tasks = join("/cg", files::v1::kTasks);  // v1's thread list
+  tree.file(tasks, "100\n101\n102\n");
   tree.file("/proc/100/stat", running);
   tree.file("/proc/101/stat", running);
   tree.file("/proc/102/stat", sleeping);
-  ThreadCensus census(Fs(tree.root()), {"/cg/gone", "/cg/tasks"});  // a list that cannot be read
+  ThreadCensus census(Fs(tree.root()), {"/cg/gone", tasks});  // a list that cannot be read
   CHECK_FALSE(census.threads_at_once());
   census.read();
   CHECK(census.counts().readings == 1);
   CHECK(*census.threads_at_once() == Approx(2.0));
   // 101 ended after the list was read (no stat file): left out.
-  tree.file("/cg/tasks", "100\n101\n102\n103\n");
+  tree.file(tasks, "100\n101\n102\n103\n");
   std::filesystem::remove(tree.root() + "/proc/101/stat");
   tree.file("/proc/103/stat", sleeping);
   census.read();

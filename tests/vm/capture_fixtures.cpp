@@ -14,6 +14,9 @@
 // It also reports whether clone3(CLONE_INTO_CGROUP) and cgroup.kill work in this kernel.
 //
 // Build: g++ -std=c++20 -O2 -Wall -Wextra -o capture_fixtures capture_fixtures.cpp
+//
+// It stands alone (no edgeprof headers), so it spells the kernel's file names itself rather than
+// taking them from src/cgroup/files.hpp; the captures it writes take those names.
 
 #include <fcntl.h>
 #include <linux/magic.h>
