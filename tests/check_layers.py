@@ -23,7 +23,7 @@ LAYERS = {
     "sampler": ["nn", "cgroup", "sys"],
     "device": ["nn", "suite", "cgroup", "sys"],
     "analysis": ["sys"],
-    "run": ["sampler", "nn", "cgroup", "sys"],
+    "run": ["sampler", "analysis", "nn", "cgroup", "sys"],
     "report": ["device", "analysis", "nn", "suite", "sys"],
     "study": ["nn", "suite", "sys"],
     "probe": ["suite", "sys"],

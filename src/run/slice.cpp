@@ -21,6 +21,7 @@
 #include <optional>
 #include <utility>
 
+#include "analysis/short_phases.hpp"
 #include "cgroup/backend.hpp"
 #include "cgroup/files.hpp"
 #include "edgeprof/error.hpp"
@@ -891,6 +892,12 @@ void Child::State::analyse(Result& r) {
   for (Phase& ph : r.phases) {
     if (ph.cpu_s) {
       ph.energy_j = estimate_energy_j(r.device.power, ph.wall_time_s(), *ph.cpu_s, capacity);
+    }
+  }
+  // Throttled by one quota throughout: a phase shorter than its period is not timed one by one.
+  if (r.throttled_periods > 0) {
+    if (auto warning = detail::short_phase_warning(r.phases, period_s)) {
+      r.warnings.push_back(std::move(*warning));
     }
   }
   if (malformed) {

@@ -233,6 +233,38 @@ TEST_CASE("phase marks land in their phases", "[kernel][observe][phase]") {
   }
 }
 
+TEST_CASE("phases shorter than a throttling quota's period are said to be", "[kernel][observe][phase]") {
+  REQUIRE_CGROUPS();
+  const auto short_warnings = [](const Result& r) {
+    std::vector<std::string> out;
+    for (const std::string& w : r.warnings) {
+      if (w.find("shorter than the quota's period") != std::string::npos) out.push_back(w);
+    }
+    return out;
+  };
+  SliceOptions options;
+  options.plan.cpu_period_us = 100'000;  // a 20 ms quota per 100 ms at 0.2
+  Slice slice(make_device("short", 1, 0.2, "256MiB"), options);
+  // Forty steps of 1 ms of CPU: most fit in what is left of a period's quota and run at the
+  // host's speed, and the run is throttled.
+  const Result r = slice.spawn(workload({"short-phases", "40", "1"})).wait();
+  REQUIRE(r.ok());
+  REQUIRE(r.phases.size() == 40);
+  REQUIRE(r.throttled_periods > 0);
+  const auto said = short_warnings(r);
+  REQUIRE(said.size() == 1);
+  CHECK(said[0].find("'step' (40 times, median") == 6);
+  CHECK(said[0].find("(100 ms)") != std::string::npos);
+  // Steps of 30 ms of CPU under a 10 ms period each span several periods: nothing said.
+  SliceOptions fine;
+  fine.plan.cpu_period_us = 10'000;
+  Slice tenth(make_device("long", 1, 0.5, "256MiB"), fine);
+  const Result longer = tenth.spawn(workload({"short-phases", "4", "30"})).wait();
+  REQUIRE(longer.ok());
+  REQUIRE(longer.throttled_periods > 0);
+  CHECK(short_warnings(longer).empty());
+}
+
 TEST_CASE("outside edgeprof the phase marks are no-ops", "[observe][phase]") {
   FILE* p = ::popen((edgeprof::test::helper("edgeprof_workload") + " phases").c_str(), "r");
   REQUIRE(p);

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
+#include "analysis/short_phases.hpp"
 #include "edgeprof/edgeprof.hpp"
 #include "sys/parse.hpp"
 
@@ -131,6 +132,39 @@ TEST_CASE("a metric incomplete after a failed source is not summarised", "[repor
   CHECK(sum.cpu_cores_avg);
   CHECK_FALSE(sum.memory_avg_bytes);
   CHECK_FALSE(sum.memory_sampled_peak_bytes);
+}
+
+TEST_CASE("a repeated phase shorter than the period is named, with its count, median and mean",
+          "[report][phase]") {
+  const auto phase = [](const std::string& name, double start, double wall, bool open = false) {
+    Phase p;
+    p.name = name;
+    p.start_s = start;
+    p.end_s = start + wall;
+    p.ended_by_exit = open;
+    return p;
+  };
+  std::vector<Phase> phases;
+  // 'infer': 0.002, 0.002, 0.050 s: median 2 ms, mean 18 ms. 'load' once (not repeated);
+  // 'step' three times at 30 ms; an open phase does not count.
+  for (double w : {0.002, 0.050, 0.002}) phases.push_back(phase("infer", 0, w));
+  phases.push_back(phase("load", 0, 0.001));
+  for (int i = 0; i < 3; ++i) phases.push_back(phase("step", 1, 0.030));
+  phases.push_back(phase("infer", 2, 0.001, true));
+  const auto w = detail::short_phase_warning(phases, 0.023);
+  REQUIRE(w);
+  CHECK(w->find("phase 'infer' (3 times, median 2 ms, mean 18 ms) took a median shorter than "
+                "the quota's period (23 ms)") == 0);
+  CHECK(w->find("step") == std::string::npos);
+  CHECK(w->find("load") == std::string::npos);
+  // A longer period catches 'step' too, the shortest first.
+  const auto both = detail::short_phase_warning(phases, 0.1);
+  REQUIRE(both);
+  CHECK(both->find("phases 'infer' (3 times") == 0);
+  CHECK(both->find("'step' (3 times, median 30 ms") != std::string::npos);
+  CHECK_FALSE(detail::short_phase_warning(phases, 0.0015));
+  CHECK_FALSE(detail::short_phase_warning(phases, 0));
+  CHECK_FALSE(detail::short_phase_warning({}, 0.1));
 }
 
 TEST_CASE("phases from marks: consecutive marks, explicit begin/end, open at exit",

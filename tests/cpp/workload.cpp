@@ -112,6 +112,21 @@ void report_self(long long started_ns) {
 
 // Phases a profiler should see: load (32 MiB touched), compute (0.3 s of CPU), and an explicit
 // idle phase (0.2 s asleep).
+// `count` phases named "step", each spinning `cpu_ms` of CPU time (the quota's ms, not the
+// clock's).
+int short_phases(int count, double cpu_ms) {
+  for (int i = 0; i < count; ++i) {
+    edgeprof::ScopedPhase step("step");
+    timespec start{}, now{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &start);
+    do {
+      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+    } while (double(now.tv_sec - start.tv_sec) * 1e3 + double(now.tv_nsec - start.tv_nsec) / 1e6 <
+             cpu_ms);
+  }
+  return 0;
+}
+
 int phases() {
   std::printf("profiled=%d\n", edgeprof::profiled() ? 1 : 0);
   std::fflush(stdout);
@@ -254,6 +269,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (mode == "phases") return phases();
+  if (mode == "short-phases") return short_phases(static_cast<int>(arg(2, 40)), arg(3, 1.0));
   if (mode == "direct-io" && argc > 3) return direct_io(argv[2], static_cast<long>(arg(3, 8)));
   if (mode == "buffered-write" && argc > 3) {
     return buffered_write(argv[2], static_cast<long>(arg(3, 8)),
