@@ -1,14 +1,16 @@
-#!/usr/bin/env python3
-"""How far does a device's ncnn-derived nn speed carry to PyTorch? (issue 29, item 3)
+"""How close does an emulated Raspberry Pi 4 land to the PyTorch tutorial's? (issues 29 and 34)
 
 The PyTorch tutorial "Real Time Inference on Raspberry Pi 4" publishes the time per frame of
 eleven torchvision models on a Raspberry Pi 4 Model B 4GB with PyTorch's default of four threads
 (`../shared/datasets/pytorch-rpi4/`: most likely int8 models quantized for qnnpack; its README
 says what the tutorial leaves unstated). This program runs the same architectures with
 random weights under edgeprof's emulation of that board, as a user would:
-`edgeprof.run([...], device="raspberry-pi-4b-4gb")`, the catalog device at its nn speed
-(derived from ncnn's published one-thread times), keep-warm on, four threads on the device's
-four cores. It compares the emulated times with the published ones, in fp32 and in int8
+`edgeprof.run([...], device="raspberry-pi-4b-4gb")` with the defaults: the run starts at the
+device's nn speed (ncnn's) and follows the workload to the board's PyTorch speed when it sees
+PyTorch loaded (where this host has its PyTorch rating: `edgeprof calibrate-host --nn --runtime
+pytorch`), and auto core emulation projects the four cores from one. The tutorial's table is
+not one the PyTorch speed was derived from (that is another source's fp32 times): a held-out
+check. It compares the emulated times with the published ones, in fp32 and in int8
 (torch.ao.quantization, qnnpack as the tutorial; on x86 also fbgemm, x86's own engine).
 
 Each model is built and quantized once, unemulated (torch_rpi4_worker.py prepare), and saved
@@ -102,7 +104,7 @@ def run_plain(argv: list[str], env: dict[str, str], cpu: int = -1) -> str:
 
 
 def run_emulated(edgeprof: Any, argv: list[str], env: dict[str, str],
-                 core_emulation: str = "pooled") -> tuple[Any, str]:
+                 core_emulation: str = "auto") -> tuple[Any, str]:
     """The worker under the emulated device, as a user runs it; the Result and its stdout."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         r = edgeprof.run(argv, device=DEVICE, env=env, stdout=out, stderr=err,
@@ -269,10 +271,11 @@ def main() -> int:
                     help="set in the worker's environment, host and emulated (e.g. "
                          "OMP_WAIT_POLICY=PASSIVE); repeatable")
     ap.add_argument("--published", type=Path, default=PUBLISHED, help="the tutorial's table")
-    ap.add_argument("--core-emulation", choices=["pooled", "projected"], default="pooled",
-                    help="pooled (default: four threads in one quota of four device cores) or "
-                    "projected (one thread on one device core, divided by the board's "
-                    "published speed-up; docs/threads.md)")
+    ap.add_argument("--core-emulation", choices=["auto", "pooled", "projected"], default="auto",
+                    help="auto (default: what a user gets, projected for this board), pooled "
+                    "(four threads in one quota of four device cores) or projected (one thread "
+                    "on one device core, divided by the board's published speed-up; "
+                    "docs/threads.md)")
     ap.add_argument("--markdown", type=Path, metavar="FILE", help="also write the report here")
     args = ap.parse_args()
     args.models = args.models.split(",")
@@ -325,8 +328,10 @@ def main() -> int:
             worker_argv(args.torch_python, "time", directory, args.models, args.precisions,
                         args.eager) + timing + ["--threads", "1"], host_env, cpu))
         emulated = {}
+        # What auto makes of the board: one thread on one core where it projects.
+        planned = edgeprof.emulation.plan_emulation(DEVICE, core_emulation=args.core_emulation)
         for precision in args.precisions:
-            threads = 1 if args.core_emulation == "projected" else THREADS
+            threads = 1 if planned.threads_projection is not None else THREADS
             print(f"timing {precision} in the emulated {DEVICE}, {threads} thread(s), core "
                   f"emulation {args.core_emulation}", file=sys.stderr)
             r, text = run_emulated(edgeprof, worker_argv(

@@ -2,13 +2,22 @@
 # built here by their constructors with random weights (timm's, else torchvision's; nothing is
 # downloaded), one thread unless told (--threads), on a fixed random 1x3x224x224 input: untimed
 # warm-up, then timed inferences. With --backend=onnxruntime the same models are exported to
-# ONNX in memory (PyTorch's TorchScript-based exporter, opset 17) and timed in ONNX Runtime
-# instead (CPU provider, default graph optimisations, that many intra-op threads, sequential).
+# ONNX (PyTorch's TorchScript-based exporter, opset 17) and timed in ONNX Runtime instead (CPU
+# provider, default graph optimisations, that many intra-op threads, sequential): read from
+# DIR/<model>.onnx where DIR holds them, else exported in memory. --export writes them to DIR
+# and times nothing, so that a run under a slow emulated device need not export (minutes at a
+# tenth of a CPU) and, with every model's file there, need not import PyTorch at all.
 # Prints one line per model, "<name> <median ms> <min ms> <max ms>", the format of edgeprof's
-# ncnn runner, after a line "runtime <what ran>".
+# ncnn runner, after a line "runtime <what ran>"; with --export, "exported <name> <path>".
+# Under a CPU quota one inference shorter than the quota's period runs at the host's speed or
+# waits for the next period, so its median says little: --min-time=S times at least S seconds
+# (and LOOPS inferences), and --mean prints the mean (the total over the count, exact under a
+# quota over many periods) in the median's place.
 # Usage: python3 torch_runner.py DIR WARMUP LOOPS [--threads=N] [--backend=pytorch|onnxruntime]
-#        MODEL...
-# (DIR is unused: the models are built, not read.)
+#        [--export] [--min-time=S] [--mean] MODEL...
+# (DIR "-": none; PyTorch's models are always built, not read.)
+import io
+import os
 import statistics
 import sys
 import time
@@ -26,32 +35,90 @@ def build(name, timm, torchvision):
     return builder(weights=None)
 
 
-def onnx_session(model, data, threads, torch, ort):
-    """The model exported to ONNX in memory, in an ONNX Runtime session; and its input name."""
-    import io
-    buffer = io.BytesIO()
-    torch.onnx.export(model, (data,), buffer, dynamo=False, opset_version=17,
+def export_onnx(model, data, torch, target):
+    """The model exported to ONNX, into `target` (a path or a binary file object)."""
+    torch.onnx.export(model, (data,), target, dynamo=False, opset_version=17,
                       input_names=["input"], output_names=["output"])
+
+
+def onnx_session(source, threads, ort):
+    """An ONNX Runtime session of `source` (a path, or the model's bytes)."""
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    return ort.InferenceSession(buffer.getvalue(), options, providers=["CPUExecutionProvider"])
+    return ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
+
+
+def time_runs(infer, warmup, loops, min_time=0.0):
+    """Untimed warm-up, then timed calls, at least `loops` of them and `min_time` seconds in
+    all: their times in ms."""
+    for _ in range(warmup):
+        infer()
+    times = []
+    began = time.perf_counter()
+    while len(times) < loops or time.perf_counter() - began < min_time:
+        start = time.perf_counter()
+        infer()
+        times.append((time.perf_counter() - start) * 1000)
+    return times
+
+
+def report(name, times, mean=False):
+    centre = statistics.fmean(times) if mean else statistics.median(times)
+    print(f"{name} {centre:.4f} {min(times):.4f} {max(times):.4f}", flush=True)
+
+
+def run_exported(paths, warmup, loops, threads, min_time, mean) -> int:
+    """ONNX Runtime on models exported earlier (--export): PyTorch is not imported."""
+    try:
+        import numpy
+        import onnxruntime as ort
+    except ImportError as e:
+        print(f"error: ONNX Runtime is not installed ({e}); install it with: "
+              f"{sys.executable} -m pip install onnx onnxruntime torch torchvision timm",
+              file=sys.stderr)
+        return 3
+    print(f"runtime ONNX Runtime {ort.__version__} fp32 CPU provider (models exported "
+          f"earlier; Python {sys.version.split()[0]})", flush=True)
+    data = numpy.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype(numpy.float32)
+    for name, path in paths.items():
+        session = onnx_session(path, threads, ort)
+        feed = {session.get_inputs()[0].name: data}
+        report(name, time_runs(lambda: session.run(None, feed), warmup, loops, min_time),  # noqa: B023
+               mean)
+        del session
+    return 0
 
 
 def main() -> int:
     warmup, loops = int(sys.argv[2]), int(sys.argv[3])
-    rest = sys.argv[4:]
-    threads, backend = 1, "pytorch"
+    folder, rest = sys.argv[1], sys.argv[4:]
+    threads, backend, export, min_time, mean = 1, "pytorch", False, 0.0, False
     while rest and rest[0].startswith("--"):
         flag, _, value = rest.pop(0).partition("=")
         if flag == "--threads":
             threads = int(value)
         elif flag == "--backend" and value in ("pytorch", "onnxruntime"):
             backend = value
+        elif flag == "--export" and not value:
+            export = True
+        elif flag == "--min-time" and value.replace(".", "", 1).isdigit():
+            min_time = float(value)
+        elif flag == "--mean" and not value:
+            mean = True
         else:
             print(f"error: unknown option {flag}={value}", file=sys.stderr)
             return 2
+    if export and (backend != "onnxruntime" or folder == "-"):
+        print("error: --export needs --backend=onnxruntime and a folder (DIR) to write to",
+              file=sys.stderr)
+        return 2
+    paths = {}
+    if backend == "onnxruntime" and folder != "-" and not export:
+        paths = {name: os.path.join(folder, name + ".onnx") for name in rest}
+        if rest and all(os.path.isfile(p) for p in paths.values()):
+            return run_exported(paths, warmup, loops, threads, min_time, mean)
     try:
         import torch
         import torchvision
@@ -100,22 +167,22 @@ def main() -> int:
             print(f"error: {e}{hint}", file=sys.stderr)
             return 4
         model.eval()
+        if export:
+            path = os.path.join(folder, name + ".onnx")
+            export_onnx(model, data, torch, path)
+            print(f"exported {name} {path}", flush=True)
+            ran += 1
+            continue
         if ort is not None:
-            session = onnx_session(model, data, threads, torch, ort)
+            buffer = io.BytesIO()
+            export_onnx(model, data, torch, buffer)
+            session = onnx_session(buffer.getvalue(), threads, ort)
             feed = {session.get_inputs()[0].name: data.numpy()}
             infer = lambda: session.run(None, feed)  # noqa: E731
         else:
             infer = lambda: model(data)  # noqa: E731
         with torch.inference_mode():
-            for _ in range(warmup):
-                infer()
-            times = []
-            for _ in range(loops):
-                start = time.perf_counter()
-                infer()
-                times.append((time.perf_counter() - start) * 1000)
-        print(f"{name} {statistics.median(times):.4f} {min(times):.4f} {max(times):.4f}",
-              flush=True)
+            report(name, time_runs(infer, warmup, loops, min_time), mean)
         ran += 1
         del model, infer
     return 0 if ran else 5

@@ -1,0 +1,99 @@
+"""edgeprof's PyTorch/ONNX Runtime runner (src/nn/torch_runner.py) reading models exported
+earlier: run under a slow emulated device it must neither export nor import PyTorch. The
+runtimes themselves are optional and not installed for the tests: stand-ins on PYTHONPATH record
+what the runner asked of them, and a `torch` that refuses to import proves it was not needed."""
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+RUNNER = Path(__file__).resolve().parents[2] / "src" / "nn" / "torch_runner.py"
+
+FAKE_ORT = textwrap.dedent("""
+    import os
+    __version__ = "0.0-test"
+    class ExecutionMode:
+        ORT_SEQUENTIAL = "sequential"
+    class SessionOptions:
+        intra_op_num_threads = None
+        inter_op_num_threads = None
+        execution_mode = None
+    class _Input:
+        name = "input"
+    class InferenceSession:
+        def __init__(self, source, options, providers):
+            with open(os.environ["FAKE_ORT_LOG"], "a") as log:
+                log.write(f"{source} threads={options.intra_op_num_threads} {providers[0]}\\n")
+        def get_inputs(self):
+            return [_Input()]
+        def run(self, outputs, feed):
+            assert feed["input"].shape == (1, 3, 224, 224)
+            with open(os.environ["FAKE_ORT_LOG"] + ".runs", "a") as log:
+                log.write("run\\n")
+            return [None]
+""")
+
+
+def run_runner(tmp_path, *args):
+    fake = tmp_path / "fake"
+    fake.mkdir(exist_ok=True)
+    (fake / "onnxruntime.py").write_text(FAKE_ORT)
+    (fake / "torch.py").write_text("raise ImportError('torch must not be imported here')\n")
+    env = dict(os.environ, PYTHONPATH=str(fake), FAKE_ORT_LOG=str(tmp_path / "ort.log"))
+    return subprocess.run([sys.executable, str(RUNNER), *args], capture_output=True, text=True,
+                          env=env, timeout=60, check=False)
+
+
+def test_exported_models_are_timed_without_pytorch(tmp_path):
+    models = tmp_path / "models"
+    models.mkdir()
+    for name in ("resnet18", "mobilenetv2_100"):
+        (models / f"{name}.onnx").write_bytes(b"onnx")
+    done = run_runner(tmp_path, str(models), "1", "3", "--threads=2", "--backend=onnxruntime",
+                      "resnet18", "mobilenetv2_100")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("runtime ONNX Runtime 0.0-test") and "exported earlier" in lines[0]
+    assert [line.split()[0] for line in lines[1:]] == ["resnet18", "mobilenetv2_100"]
+    assert all(len(line.split()) == 4 for line in lines[1:])
+    log = (tmp_path / "ort.log").read_text().splitlines()
+    assert log == [f"{models}/resnet18.onnx threads=2 CPUExecutionProvider",
+                   f"{models}/mobilenetv2_100.onnx threads=2 CPUExecutionProvider"]
+
+
+def test_min_time_and_mean(tmp_path):
+    # --min-time keeps timing past LOOPS until that long has passed; --mean puts the mean in
+    # the median's column (the stand-in session takes no time, so only the count moves).
+    models = tmp_path / "models"
+    models.mkdir()
+    (models / "resnet18.onnx").write_bytes(b"onnx")
+    done = run_runner(tmp_path, str(models), "0", "1", "--backend=onnxruntime",
+                      "--min-time=0.2", "--mean", "resnet18")
+    assert done.returncode == 0, done.stderr
+    name, centre, low, high = done.stdout.splitlines()[1].split()
+    assert name == "resnet18" and float(low) <= float(centre) <= float(high)
+    assert len((tmp_path / "ort.log.runs").read_text().splitlines()) > 10
+    done = run_runner(tmp_path, str(models), "0", "1", "--backend=onnxruntime", "--min-time=x",
+                      "resnet18")
+    assert done.returncode == 2 and "unknown option --min-time=x" in done.stderr
+
+
+def test_a_missing_export_falls_back_to_pytorch(tmp_path):
+    # One model's file is missing: the runner builds the models with PyTorch (refused here).
+    models = tmp_path / "models"
+    models.mkdir()
+    (models / "resnet18.onnx").write_bytes(b"onnx")
+    done = run_runner(tmp_path, str(models), "1", "3", "--backend=onnxruntime", "resnet18",
+                      "vgg13")
+    assert done.returncode == 3
+    assert "PyTorch is not installed" in done.stderr and "pip install torch" in done.stderr
+
+
+def test_export_needs_onnxruntime_and_a_folder(tmp_path):
+    for args in (["-", "0", "0", "--backend=onnxruntime", "--export", "resnet18"],
+                 [str(tmp_path), "0", "0", "--export", "resnet18"]):
+        done = run_runner(tmp_path, *args)
+        assert done.returncode == 2
+        assert "--export needs --backend=onnxruntime and a folder" in done.stderr
