@@ -761,7 +761,7 @@ def cmd_project(args: argparse.Namespace) -> int:
     out = []
     for target in targets:
         cal = edgeprof.analysis.find_calibration(calibrations, device, target, args.family or "",
-                                                 runs[0].plan.core_emulation)
+                                                 runs[0].plan.core_emulation if runs else "")
         if cal is None:
             raise edgeprof.Error(f"no calibration of {target!r} for device {device!r}")
         for i, run in enumerate(runs, 1):

@@ -31,8 +31,9 @@ std::optional<std::string> short_phase_warning(const std::vector<Phase>& phases,
     found.push_back({name, n, median, sum / double(n)});
   }
   if (found.empty()) return std::nullopt;
-  std::sort(found.begin(), found.end(),
-            [](const Short& a, const Short& b) { return a.median_s < b.median_s; });
+  // The shortest first; ties in name order (the map's).
+  std::stable_sort(found.begin(), found.end(),
+                   [](const Short& a, const Short& b) { return a.median_s < b.median_s; });
   std::vector<std::string> said;
   for (std::size_t i = 0; i < found.size() && i < 3; ++i) {
     said.push_back(fmt::format("'{}' ({} times, median {:.3g} ms, mean {:.3g} ms)", found[i].name,

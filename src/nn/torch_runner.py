@@ -17,6 +17,7 @@
 #        [--export] [--min-time=S] [--mean] MODEL...
 # (DIR "-": none; PyTorch's models are always built, not read.)
 import io
+import math
 import os
 import statistics
 import sys
@@ -91,6 +92,15 @@ def run_exported(paths, warmup, loops, threads, min_time, mean) -> int:
     return 0
 
 
+def seconds(text):
+    """A finite, non-negative number of seconds, or None."""
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) and value >= 0 else None
+
+
 def main() -> int:
     warmup, loops = int(sys.argv[2]), int(sys.argv[3])
     folder, rest = sys.argv[1], sys.argv[4:]
@@ -103,8 +113,8 @@ def main() -> int:
             backend = value
         elif flag == "--export" and not value:
             export = True
-        elif flag == "--min-time" and value.replace(".", "", 1).isdigit():
-            min_time = float(value)
+        elif flag == "--min-time" and seconds(value) is not None:
+            min_time = seconds(value)
         elif flag == "--mean" and not value:
             mean = True
         else:
@@ -117,8 +127,11 @@ def main() -> int:
     paths = {}
     if backend == "onnxruntime" and folder != "-" and not export:
         paths = {name: os.path.join(folder, name + ".onnx") for name in rest}
-        if rest and all(os.path.isfile(p) for p in paths.values()):
+        missing = [name for name, p in paths.items() if not os.path.isfile(p)]
+        if rest and not missing:
             return run_exported(paths, warmup, loops, threads, min_time, mean)
+        print(f"note: {folder} has no exported {', '.join(missing)} (--export): every model is "
+              "exported here instead, at this process's speed", file=sys.stderr, flush=True)
     try:
         import torch
         import torchvision
@@ -168,8 +181,11 @@ def main() -> int:
             return 4
         model.eval()
         if export:
+            # Written whole or not at all: a killed export leaves no file a later run would
+            # take for a model.
             path = os.path.join(folder, name + ".onnx")
-            export_onnx(model, data, torch, path)
+            export_onnx(model, data, torch, path + ".part")
+            os.replace(path + ".part", path)
             print(f"exported {name} {path}", flush=True)
             ran += 1
             continue

@@ -110,8 +110,6 @@ void report_self(long long started_ns) {
   std::fflush(stdout);
 }
 
-// Phases a profiler should see: load (32 MiB touched), compute (0.3 s of CPU), and an explicit
-// idle phase (0.2 s asleep).
 // `count` phases named "step", each spinning `cpu_ms` of CPU time (the quota's ms, not the
 // clock's).
 int short_phases(int count, double cpu_ms) {
@@ -127,6 +125,8 @@ int short_phases(int count, double cpu_ms) {
   return 0;
 }
 
+// Phases a profiler should see: load (32 MiB touched), compute (0.3 s of CPU), and an explicit
+// idle phase (0.2 s asleep).
 int phases() {
   std::printf("profiled=%d\n", edgeprof::profiled() ? 1 : 0);
   std::fflush(stdout);

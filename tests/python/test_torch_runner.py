@@ -3,11 +3,14 @@ earlier: run under a slow emulated device it must neither export nor import PyTo
 runtimes themselves are optional and not installed for the tests: stand-ins on PYTHONPATH record
 what the runner asked of them, and a `torch` that refuses to import proves it was not needed."""
 
+import importlib.util
 import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+
+import pytest
 
 RUNNER = Path(__file__).resolve().parents[2] / "src" / "nn" / "torch_runner.py"
 
@@ -63,18 +66,38 @@ def test_exported_models_are_timed_without_pytorch(tmp_path):
                    f"{models}/mobilenetv2_100.onnx threads=2 CPUExecutionProvider"]
 
 
-def test_min_time_and_mean(tmp_path):
-    # --min-time keeps timing past LOOPS until that long has passed; --mean puts the mean in
-    # the median's column (the stand-in session takes no time, so only the count moves).
+def load_runner():
+    spec = importlib.util.spec_from_file_location("torch_runner", RUNNER)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_min_time_keeps_timing_and_mean_takes_the_mean(monkeypatch):
+    # A clock that moves 50 ms at every reading: LOOPS 1 and --min-time 0.2 s time exactly two
+    # inferences (the second starts 0.15 s after the first began, the third would start at 0.3).
+    runner = load_runner()
+    ticks = iter(range(1000))
+    monkeypatch.setattr(runner.time, "perf_counter", lambda: 0.05 * next(ticks))
+    times = runner.time_runs(lambda: None, 0, 1, 0.2)
+    assert times == pytest.approx([50.0, 50.0])
+    ticks = iter(range(1000))
+    assert len(runner.time_runs(lambda: None, 0, 3, 0.0)) == 3
+    assert runner.seconds("1e-05") == 1e-05 and runner.seconds("0") == 0.0
+    for bad in ("x", "-1", "inf", "nan", ""):
+        assert runner.seconds(bad) is None
+
+
+def test_min_time_and_mean_on_the_command_line(tmp_path):
     models = tmp_path / "models"
     models.mkdir()
     (models / "resnet18.onnx").write_bytes(b"onnx")
-    done = run_runner(tmp_path, str(models), "0", "1", "--backend=onnxruntime",
-                      "--min-time=0.2", "--mean", "resnet18")
+    done = run_runner(tmp_path, str(models), "0", "3", "--backend=onnxruntime",
+                      "--min-time=0.01", "--mean", "resnet18")
     assert done.returncode == 0, done.stderr
     name, centre, low, high = done.stdout.splitlines()[1].split()
     assert name == "resnet18" and float(low) <= float(centre) <= float(high)
-    assert len((tmp_path / "ort.log.runs").read_text().splitlines()) > 10
+    assert len((tmp_path / "ort.log.runs").read_text().splitlines()) >= 3
     done = run_runner(tmp_path, str(models), "0", "1", "--backend=onnxruntime", "--min-time=x",
                       "resnet18")
     assert done.returncode == 2 and "unknown option --min-time=x" in done.stderr
@@ -88,6 +111,7 @@ def test_a_missing_export_falls_back_to_pytorch(tmp_path):
     done = run_runner(tmp_path, str(models), "1", "3", "--backend=onnxruntime", "resnet18",
                       "vgg13")
     assert done.returncode == 3
+    assert "has no exported vgg13 (--export)" in done.stderr
     assert "PyTorch is not installed" in done.stderr and "pip install torch" in done.stderr
 
 
