@@ -13,6 +13,9 @@ from pathlib import Path
 import pytest
 
 RUNNER = Path(__file__).resolve().parents[2] / "src" / "nn" / "torch_runner.py"
+if not RUNNER.is_file():  # the cgroup v2 VM gets tests/ without src/: these need no cgroup
+    pytest.skip(f"no {RUNNER} here (the host's run of these tests has it)",
+                allow_module_level=True)
 
 FAKE_ORT = textwrap.dedent("""
     import os
