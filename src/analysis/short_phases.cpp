@@ -1,5 +1,7 @@
 #include "analysis/short_phases.hpp"
 
+#include "sys/stats.hpp"
+
 #include <algorithm>
 #include <map>
 
@@ -22,13 +24,11 @@ std::optional<std::string> short_phase_warning(const std::vector<Phase>& phases,
   std::vector<Short> found;
   for (auto& [name, w] : walls) {
     if (w.size() < 3) continue;
-    std::sort(w.begin(), w.end());
-    const std::size_t n = w.size();
-    const double median = n % 2 ? w[n / 2] : (w[n / 2 - 1] + w[n / 2]) / 2;
+    const double median = median_of(w);
     if (!(median < period_s)) continue;
     double sum = 0;
     for (double x : w) sum += x;
-    found.push_back({name, n, median, sum / double(n)});
+    found.push_back({name, w.size(), median, sum / double(w.size())});
   }
   if (found.empty()) return std::nullopt;
   // The shortest first; ties in name order (the map's).

@@ -70,16 +70,21 @@ def report(name, times, mean=False):
     print(f"{name} {centre:.4f} {min(times):.4f} {max(times):.4f}", flush=True)
 
 
+def ort_missing(error) -> int:
+    """Says what to install for ONNX Runtime; the runner's exit status for a missing runtime."""
+    print(f"error: ONNX Runtime is not installed ({error}); install it with: "
+          f"{sys.executable} -m pip install onnx onnxruntime torch torchvision timm",
+          file=sys.stderr)
+    return 3
+
+
 def run_exported(paths, warmup, loops, threads, min_time, mean) -> int:
     """ONNX Runtime on models exported earlier (--export): PyTorch is not imported."""
     try:
         import numpy
         import onnxruntime as ort
     except ImportError as e:
-        print(f"error: ONNX Runtime is not installed ({e}); install it with: "
-              f"{sys.executable} -m pip install onnx onnxruntime torch torchvision timm",
-              file=sys.stderr)
-        return 3
+        return ort_missing(e)
     print(f"runtime ONNX Runtime {ort.__version__} fp32 CPU provider (models exported "
           f"earlier; Python {sys.version.split()[0]})", flush=True)
     data = numpy.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype(numpy.float32)
@@ -146,10 +151,7 @@ def main() -> int:
             import onnx  # noqa: F401 (the exporter needs it)
             import onnxruntime as ort
         except ImportError as e:
-            print(f"error: ONNX Runtime is not installed ({e}); install it with: "
-                  f"{sys.executable} -m pip install onnx onnxruntime torch torchvision timm",
-                  file=sys.stderr)
-            return 3
+            return ort_missing(e)
     try:
         import timm
     except ImportError:
