@@ -20,6 +20,7 @@
 #include <mutex>
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include "analysis/short_phases.hpp"
 #include "cgroup/backend.hpp"
@@ -248,8 +249,14 @@ struct Slice::Impl {
   // files stay open (opening them, about a dozen opens on v1, and starting and joining a
   // thread each cost a spawn more than anything else the library does).
   std::unique_ptr<detail::Sampler> spare_sampler;
-  // The phase pipe of the last run, for the next one (PhasePipe).
+  // The phase pipe of the last run, for the next one (PhasePipe), kept only when the run's
+  // final sample counted no task left in the slice.
   std::optional<detail::PhasePipe> spare_pipe;
+  // The read ends of finished runs' phase pipes whose final sample counted tasks left in the
+  // slice: such a process holds the write end, and a mark it writes later must neither land in
+  // another run's phases (a kept pipe) nor kill it with SIGPIPE (a closed one). Never read;
+  // closed once the slice is seen empty, killed or closed.
+  std::vector<detail::UniqueFd> retired_marks;
   detail::CpuLease cpus;  // plan.cpus held in the machine's CPU ledger
   // Per-core emulation: places the threads of every running workload (none while idle).
   std::unique_ptr<detail::CorePlacer> placer;
@@ -448,6 +455,7 @@ bool Slice::closed() const noexcept { return !impl_ || !impl_->cgroup; }
 void Slice::kill() {
   impl_->require_alive();
   impl_->cgroup->kill_all();
+  impl_->retired_marks.clear();  // their writers are gone
 }
 
 struct Child::State {
@@ -866,10 +874,31 @@ void Child::State::observe(Result& r, const detail::Exit& exit) {
     }
   }
 
-  // Empty now: the slice's next run may use it.
-  if (slice->cgroup && !slice->spare_pipe) {
-    slice->spare_pipe = std::move(marks);
+  // The phase pipe, read to its end. The tasks the final sample (after the reaping) counted
+  // in the slice: a process the workload left there, or another run's, holds its write end.
+  std::optional<std::uint64_t> tasks_after;
+  if (r.series.size() != 0 && r.series.has(Metric::tasks) &&
+      r.series.complete.test(static_cast<size_t>(Metric::tasks))) {
+    tasks_after = r.series[Metric::tasks].back();
+  }
+  if (slice->cgroup && tasks_after == std::uint64_t{0}) {
+    // Nobody else can write to it, nor to a retired one: the slice's next run may use it.
+    slice->retired_marks.clear();
+    if (!slice->spare_pipe) {
+      slice->spare_pipe = std::move(marks);
+    } else {
+      marks = detail::PhasePipe{};
+    }
+  } else if (slice->cgroup && tasks_after) {
+    // A later mark from whoever is left goes nowhere, and costs them nothing.
+    constexpr size_t kMaxRetired = 64;
+    if (slice->retired_marks.size() == kMaxRetired) {
+      slice->retired_marks.erase(slice->retired_marks.begin());
+    }
+    slice->retired_marks.push_back(std::move(marks.read));
+    marks = detail::PhasePipe{};
   } else {
+    // Not counted (an unsampled run): a new pipe for the next run.
     marks = detail::PhasePipe{};
   }
 }

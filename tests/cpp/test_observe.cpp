@@ -445,6 +445,36 @@ TEST_CASE("each run of a slice gets its own phase marks, also runs at the same t
   CHECK(sampled.series.size() >= 2);
 }
 
+TEST_CASE("a process an earlier run left in the slice marks no later run's phases",
+          "[kernel][observe][phase]") {
+  // It holds the write end of the first run's phase pipe: a slice that kept that pipe for its
+  // next run read the leftover's mark into that run's phases.
+  REQUIRE_CGROUPS();
+  Slice slice(make_device("leftover", 1, 1.0, "256MiB"));
+  FakeTree tmp;
+  const std::string go = tmp.root() + "/go", done = tmp.root() + "/done";
+  const Result first = slice.spawn(workload({"fork-mark", go, done})).wait();
+  REQUIRE(first.ok());
+  REQUIRE(first.series.has(Metric::tasks));
+  CHECK(first.series[Metric::tasks].back() >= 1);  // the grandchild, counted after the reaping
+  // The next run waits until the leftover has marked (and so outlives the mark).
+  Command wait_done = workload({"wait-for", done});
+  Child second = slice.spawn(wait_done);
+  tmp.file("/go", "");
+  // (A leftover killed by SIGPIPE at its mark never creates `done`: the run times out.)
+  const Result r = std::move(second).wait(std::chrono::seconds(120));
+  REQUIRE(r.ok());
+  for (const Phase& ph : r.phases) CHECK(ph.name != "leftover");
+  // The leftover marked into a pipe whose read end is still open: it is alive, not killed by
+  // SIGPIPE, until the slice ends it.
+  CHECK(std::filesystem::exists(done));
+  slice.kill();
+  // Emptied by the kill, the slice's next run gets its own marks.
+  auto [after, out] = run_capturing(slice, workload({"phases"}), SpawnOptions{});
+  REQUIRE(after.ok());
+  CHECK(after.phases.size() == 3);
+}
+
 TEST_CASE("repeated runs: warm-ups apart, statistics over fresh slices", "[kernel][observe]") {
   REQUIRE_CGROUPS();
   int calls = 0;

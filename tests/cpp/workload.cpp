@@ -300,6 +300,24 @@ int main(int argc, char** argv) {
     }
     return 0;
   }
+  if (mode == "fork-mark" && argc > 3) {
+    // Leaves a grandchild in the slice that, once GO exists, marks phase "leftover", then
+    // creates DONE and sleeps far longer than a test (the slice kills it). SIGPIPE stays at
+    // its default: a mark into a pipe whose read end was closed kills it (it never creates DONE).
+    if (fork() == 0) {
+      while (access(argv[2], F_OK) != 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      edgeprof::mark("leftover");
+      if (FILE* f = std::fopen(argv[3], "w")) std::fclose(f);
+      std::this_thread::sleep_for(std::chrono::seconds(600));
+      _exit(0);
+    }
+    return 0;
+  }
+  if (mode == "wait-for" && argc > 2) {
+    // Sleeps until PATH exists.
+    while (access(argv[2], F_OK) != 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return 0;
+  }
   if (mode == "fork-sleepers") {
     // N children asleep far longer than a test; this process waits for them (for ever).
     const long n = static_cast<long>(arg(2, 1));
@@ -320,7 +338,7 @@ int main(int argc, char** argv) {
                "work CPU_S [SLEEP_S] | touch MIB "
                "[HOLD_S] | touch-report MIB [HOLD_S] | phases | loopback BYTES | direct-io PATH MIB | "
                "buffered-write PATH MIB [fsync] | exit N | "
-               "sleep S | cgroup | env NAME | cwd | fork-sleep | fork-sleepers N\n",
+               "sleep S | cgroup | env NAME | cwd | fork-sleep | fork-mark GO DONE | wait-for PATH | fork-sleepers N\n",
                argv[0]);
   return 64;
 }
