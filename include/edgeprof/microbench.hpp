@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -38,13 +39,18 @@ struct CoreScores {
   std::string vector_unit;
   /// The kVectorKernelVersion that measured `vector`; "" when it was not measured.
   std::string vector_kernel;
+  /// Measured: how far each kernel's timed runs spread, (fastest - slowest) / median, by
+  /// kernel name ("integer", "floating", "memory", "vector"); empty where not recorded (files
+  /// of an older edgeprof-probe). A wide spread means a busy or throttling machine, and a speed
+  /// from these scores uncertain by about as much.
+  std::map<std::string, double> spread = {};
 };
 
 /// Every field equal.
 inline bool operator==(const CoreScores& a, const CoreScores& b) {
   return a.suite == b.suite && a.integer == b.integer && a.floating == b.floating &&
          a.memory == b.memory && a.vector == b.vector && a.vector_unit == b.vector_unit &&
-         a.vector_kernel == b.vector_kernel;
+         a.vector_kernel == b.vector_kernel && a.spread == b.spread;
 }
 /// Some field differs.
 inline bool operator!=(const CoreScores& a, const CoreScores& b) { return !(a == b); }

@@ -179,6 +179,8 @@ class CoreScores:
     def vector_unit(self) -> str: ...  # "avx512f", "avx2+fma", "sse2", "neon", "generic"
     @property
     def vector_kernel(self) -> str: ...  # VECTOR_KERNEL_VERSION, or ""
+    @property
+    def spread(self) -> dict[str, float]: ...  # (fastest - slowest) / median per kernel
     def __eq__(self, other: object) -> bool: ...
     def __ne__(self, other: object) -> bool: ...
 

@@ -79,6 +79,10 @@ void bind_microbench(py::module_& m) {
                     "'generic'.")
       .def_readonly("vector_kernel", &CoreScores::vector_kernel,
                     "The vector kernel's version; '' when not measured.")
+      .def_readonly("spread", &CoreScores::spread,
+                    "Measured: how far each kernel's timed runs spread, (fastest - slowest) / "
+                    "median, by kernel name; empty where not recorded (an older probe's file). "
+                    "Beyond 0.5 a run's warnings say the speed from these scores is uncertain.")
       .def(py::self == py::self)
       .def(py::self != py::self)
       .def("__repr__", [](const CoreScores& s) { return repr(s); });

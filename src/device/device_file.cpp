@@ -260,6 +260,14 @@ Device read_device(const json& j, const std::string& origin, const DeviceLoadOpt
       sc.vector_unit = s.string("vector_unit");
       sc.vector_kernel = s.string("vector_kernel", true);
     }
+    // How far each kernel's runs spread: files of an older edgeprof-probe have none.
+    if (s.has("spread")) {
+      Reader spread = s.object("spread");
+      for (const char* kernel : {"integer", "floating", "memory", "vector"}) {
+        if (auto v = spread.number(kernel, 0.0, 1e6)) sc.spread[kernel] = *v;
+      }
+      spread.no_unknown_fields();
+    }
     s.no_unknown_fields();
     d.scores = sc;
   }
@@ -401,7 +409,8 @@ Device read_device(const json& j, const std::string& origin, const DeviceLoadOpt
     }
     if (!d.sources.count("core_speed")) {
       d.sources["core_speed"] = {
-          "measured", fmt::format("edgeprof-probe scores ({}) against this host's", host.suite)};
+          "measured", fmt::format("{} ({}) against this host's", detail::kProbeScoresSource,
+                                  host.suite)};
     }
   } else if (d.reference_speed) {
     apply_reference_speed(d, *d.reference_speed, options.host_reference_speed);
@@ -508,6 +517,7 @@ json write_device(const Device& d) {
       j["scores"]["vector_unit"] = d.scores->vector_unit;
       j["scores"]["vector_kernel"] = d.scores->vector_kernel;
     }
+    if (!d.scores->spread.empty()) j["scores"]["spread"] = d.scores->spread;
   }
   if (!d.speed_schedule.empty()) {
     json steps = json::array();

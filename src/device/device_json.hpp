@@ -10,6 +10,16 @@
 
 namespace edgeprof::detail {
 
+// How sources["core_speed"] begins where the speed came from a probe's scores (against this
+// host's), the way the plan tells such a speed from a given one.
+inline constexpr const char* kProbeScoresSource = "edgeprof-probe scores";
+// A probe kernel's runs spread (fastest - slowest over the median) beyond which a speed from
+// them is said to be uncertain, in the plan's notes and the run's warnings. A probe on an idle
+// board spreads 5-12%; 41% was seen on a shared host's AVX-512 clock, 170% on a busy board.
+inline constexpr double kWideProbeSpread = 0.5;
+// How that note begins (the run copies it into its warnings: src/run/slice.cpp).
+inline constexpr const char* kProbeSpreadNote = "probe scores spread";
+
 // A device as a device-file object (what device_to_json() prints).
 nlohmann::json device_file_object(const Device& device);
 

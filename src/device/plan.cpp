@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "cgroup/backend.hpp"
+#include "device/device_json.hpp"
 #include "edgeprof/error.hpp"
 #include "edgeprof/reference.hpp"
 #include "sys/fs.hpp"
@@ -310,6 +311,40 @@ void correct_for_drift(Device& device, const HostFacts& host, EmulationPlan& pla
                                    describe(d), before, d.factor, device.core_speed));
 }
 
+// The probe's kernels behind the speed emulated (the vector kernel for an nn speed from the
+// scores, the three scalar ones for a core speed from them) that spread beyond
+// kWideProbeSpread, said with what to do; "" when none did or the speed is not the probe's.
+std::string probe_spread_note(const Device& device) {
+  if (!device.scores || device.scores->spread.empty()) return {};
+  std::vector<std::string> kernels;
+  if (device.speed_kind == "nn") {
+    if (!device.nn || device.nn->basis != "vector") return {};
+    kernels = {"vector"};
+  } else {
+    const auto source = device.sources.find("core_speed");
+    if (source == device.sources.end() ||
+        source->second.source.rfind(detail::kProbeScoresSource, 0) != 0) {
+      return {};
+    }
+    kernels = {"integer", "floating", "memory"};
+  }
+  std::vector<std::string> wide;
+  double widest = 0;
+  for (const std::string& k : kernels) {
+    const auto it = device.scores->spread.find(k);
+    if (it == device.scores->spread.end() || !(it->second > detail::kWideProbeSpread)) continue;
+    wide.push_back(fmt::format("{} {:.0f}%", k, 100 * it->second));
+    widest = std::max(widest, it->second);
+  }
+  if (wide.empty()) return {};
+  return fmt::format(
+      "{} widely on the device ({}: fastest minus slowest timed run over the median), so the "
+      "speed from them may be off by up to about {:.0f}%: the board was busy or throttling "
+      "while it was probed. Probe it again idle and cool (edgeprof-probe; docs/"
+      "probe-a-device.md)",
+      detail::kProbeSpreadNote, fmt::join(wide, ", "), 100 * widest);
+}
+
 }  // namespace
 
 ThreadsProjection project_threads(const Device& device, std::string_view without_graph) {
@@ -383,6 +418,9 @@ EmulationPlan plan_emulation(const Device& described, const HostFacts& host,
   EmulationPlan plan;
   // The speed of the kind asked for (nn where the device has it, by default).
   Device device = for_speed_kind(with_measured_nn(described, asked), asked.speed_kind, &plan.notes);
+  if (std::string spread = probe_spread_note(device); !spread.empty()) {
+    plan.notes.push_back(std::move(spread));
+  }
   PlanOptions options = asked;
   if (options.drift_check && device.speed_kind == "nn" && device.nn &&
       device.nn->basis == "ncnn") {

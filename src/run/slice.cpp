@@ -775,7 +775,8 @@ Result Child::State::finish(const detail::Exit& exit, bool timed_out) {
   for (const std::string& note : r.plan.notes) {
     if ((note.rfind("host drift not corrected", 0) == 0 &&
          note.find("cannot tell from its own noise") == std::string::npos) ||
-        note.rfind("host CPU shared", 0) == 0) {
+        note.rfind("host CPU shared", 0) == 0 ||
+        note.rfind("probe scores spread", 0) == 0) {
       r.warnings.push_back(note);
     }
   }

@@ -397,6 +397,9 @@ SuiteRun run_suite_detailed(const SuiteOptions& options) {
   out.scores.vector = out.kernels[3].median;
   out.scores.vector_unit = unit.name;
   out.scores.vector_kernel = kVectorKernelVersion;
+  for (const KernelRuns& k : out.kernels) {
+    if (k.median > 0) out.scores.spread[k.kernel] = (k.max - k.min) / k.median;
+  }
   out.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   say(fmt::format("suite done in {:.1f} s", out.seconds));
   return out;
@@ -783,13 +786,15 @@ utsname uname_or_empty() {
 }
 
 json scores_json(const CoreScores& s) {
-  return {{"suite", s.suite},
-          {"integer", s.integer},
-          {"floating", s.floating},
-          {"memory", s.memory},
-          {"vector", s.vector},
-          {"vector_unit", s.vector_unit},
-          {"vector_kernel", s.vector_kernel}};
+  json j = {{"suite", s.suite},
+            {"integer", s.integer},
+            {"floating", s.floating},
+            {"memory", s.memory},
+            {"vector", s.vector},
+            {"vector_unit", s.vector_unit},
+            {"vector_kernel", s.vector_kernel}};
+  if (!s.spread.empty()) j["spread"] = s.spread;
+  return j;
 }
 
 // Reads a cache file; nullopt with the reason in *why when it is missing, corrupt, or for
@@ -820,6 +825,7 @@ std::optional<HostCalibration> read_cache(const std::string& path, const HostCal
     cached.scores.vector = s.value("vector", 0.0);
     cached.scores.vector_unit = s.value("vector_unit", "");
     cached.scores.vector_kernel = s.value("vector_kernel", "");
+    cached.scores.spread = s.value("spread", std::map<std::string, double>{});
     cached.cpu_model = j.at("cpu_model").get<std::string>();
     cached.kernel = j.at("kernel").get<std::string>();
     cached.hostname = j.at("hostname").get<std::string>();
@@ -1051,7 +1057,7 @@ std::string probe_json(const ProbeFacts& facts, const SuiteRun& run, const std::
   if (!cores_layout.empty()) cpu["layout"] = cores_layout;
 
   const std::string by = fmt::format("edgeprof-probe {}", version());
-  const ordered j = {
+  ordered j = {
       {"edgeprof_device", 1},
       {"name", name},
       {"description", description},
@@ -1072,6 +1078,8 @@ std::string probe_json(const ProbeFacts& facts, const SuiteRun& run, const std::
         {"cpu", {{"status", "measured"}, {"source", by + ": /proc/cpuinfo"}}},
         {"scores",
          {{"status", "measured"}, {"source", by + ": per-core micro-benchmark suite"}}}}}};
+  // How far each kernel's runs spread: a speed from a busy board's scores is said to be unsure.
+  if (!run.scores.spread.empty()) j["scores"]["spread"] = run.scores.spread;
   return j.dump(2) + "\n";
 }
 

@@ -9,9 +9,12 @@
 
 #include "edgeprof/catalog.hpp"
 #include "edgeprof/error.hpp"
+#include "edgeprof/plan.hpp"
+#include "edgeprof/slice.hpp"
 #include "helpers.hpp"
 
 using namespace edgeprof;
+using edgeprof::test::can_create_slices;
 namespace stdfs = std::filesystem;
 
 namespace {
@@ -172,6 +175,84 @@ TEST_CASE("probe scores give the core speed relative to this host", "[device-fil
     CHECK(contains(e.what(), "probed.json"));
     CHECK(contains(e.what(), "edgeprof-suite-0"));
   }
+}
+
+TEST_CASE("a probe whose kernels spread widely is said in the plan and the run",
+          "[device-file][plan][kernel]") {
+  // Issue 36 item 11: once only the probe's progress on the board said so.
+  const auto probed = [](const std::string& spread) {
+    return R"({"edgeprof_device": 1, "name": "probed", "cores": 1, "memory": 4124000256,
+        "scores": {"suite": "edgeprof-suite-1", "integer": 10, "floating": 20, "memory": 40,
+                   "vector": 15, "vector_unit": "neon", "vector_kernel": "edgeprof-vector-1",
+                   "spread": )" + spread + "}}";
+  };
+  DeviceLoadOptions options;
+  options.host_scores = CoreScores{"edgeprof-suite-1", 40, 40, 40, 120, "avx512f",
+                                   kVectorKernelVersion, {}};
+  HostFacts host;
+  host.cpus = {0, 1};
+  host.memory_bytes = 8ull << 30;
+  PlanOptions plan_options;
+  plan_options.quota_scale = 1.0;  // nothing measured on this host
+  plan_options.drift_check = false;
+  const auto spread_notes = [&](const Device& d, SpeedKind kind) {
+    plan_options.speed_kind = kind;
+    std::vector<std::string> out;
+    for (const std::string& n : plan_emulation(d, host, plan_options).notes) {
+      if (n.rfind("probe scores spread", 0) == 0) out.push_back(n);
+    }
+    return out;
+  };
+
+  const Device wide = parse_device_json(
+      probed(R"({"integer": 0.06, "floating": 0.8, "memory": 0.1, "vector": 1.7})"), "wide.json",
+      options);
+  REQUIRE(wide.scores);
+  CHECK(wide.scores->spread.at("vector") == Approx(1.7));
+  // Kept when the file is written again.
+  CHECK(parse_device_json(device_to_json(wide), "again.json", options).scores->spread ==
+        wide.scores->spread);
+  // The nn speed comes from the vector kernel: its spread is said, the scalar ones are not.
+  std::vector<std::string> notes = spread_notes(wide, SpeedKind::nn);
+  REQUIRE(notes.size() == 1);
+  CHECK(contains(notes[0], "vector 170%"));
+  CHECK_FALSE(contains(notes[0], "floating"));
+  CHECK(contains(notes[0], "edgeprof-probe"));
+  // The integer speed comes from the scalar kernels.
+  notes = spread_notes(wide, SpeedKind::integer);
+  REQUIRE(notes.size() == 1);
+  CHECK(contains(notes[0], "floating 80%"));
+  CHECK_FALSE(contains(notes[0], "vector"));
+  CHECK_FALSE(contains(notes[0], "integer 6%"));
+
+  // An idle board's spread says nothing; neither does a speed that is not the probe's.
+  const Device steady = parse_device_json(
+      probed(R"({"integer": 0.06, "floating": 0.05, "memory": 0.1, "vector": 0.12})"),
+      "steady.json", options);
+  CHECK(spread_notes(steady, SpeedKind::nn).empty());
+  CHECK(spread_notes(steady, SpeedKind::integer).empty());
+  Device given = wide;
+  given.sources["core_speed"] = {"measured", "a benchmark of my own"};
+  CHECK(spread_notes(given, SpeedKind::integer).empty());
+
+  // A spread the schema does not know is refused, naming the field.
+  CHECK_THROWS_WITH(parse_device_json(probed(R"({"vectr": 0.1})"), "typo.json", options),
+                    Catch::Contains("scores.spread.vectr") && Catch::Contains("typo.json"));
+  CHECK_THROWS_WITH(parse_device_json(probed(R"({"vector": -1})"), "neg.json", options),
+                    Catch::Contains("scores.spread.vector"));
+
+  // A run says it in its warnings, not only in the plan's notes.
+  REQUIRE_CGROUPS();
+  Command c;
+  c.argv = {"true"};
+  RunOptions run_options;
+  run_options.slice.plan = plan_options;
+  run_options.slice.plan.speed_kind = SpeedKind::nn;
+  const Result r = run(c, wide, run_options);
+  REQUIRE(r.ok());
+  bool warned = false;
+  for (const std::string& w : r.warnings) warned = warned || contains(w, "vector 170%");
+  CHECK(warned);
 }
 
 TEST_CASE("a probed device's vector score gives its nn speed, used by default and said",

@@ -407,6 +407,7 @@ SuiteRun made_up_run(int cpu) {
   run.scores.vector = 9.5;
   run.scores.vector_unit = "neon";
   run.scores.vector_kernel = kVectorKernelVersion;
+  run.scores.spread = {{"integer", 0.05}, {"floating", 0.04}, {"memory", 0.1}, {"vector", 1.7}};
   run.cpu = cpu;
   return run;
 }
@@ -437,7 +438,11 @@ TEST_CASE("the probe's device file", "[microbench]") {
                                 {"memory", 2.5},
                                 {"vector", 9.5},
                                 {"vector_unit", "neon"},
-                                {"vector_kernel", kVectorKernelVersion}}));
+                                {"vector_kernel", kVectorKernelVersion},
+                                {"spread", {{"floating", 0.04},
+                                            {"integer", 0.05},
+                                            {"memory", 0.1},
+                                            {"vector", 1.7}}}}));
   const std::string description = j.at("description");
   CHECK_THAT(description, Catch::StartsWith(std::string("probed by edgeprof-probe ") + version() +
                                             " on 2025-01-31T12:00:00Z") &&

@@ -502,6 +502,8 @@ def test_the_vector_kernel_runs_on_the_unit_asked_for(quick_scores):
     assert quick_scores.vector_kernel == edgeprof.speed.VECTOR_KERNEL_VERSION
     s = edgeprof.speed.run_suite(per_kernel_s=0.02, repeats=1, vector_unit=units[-1])
     assert s.vector > 0 and s.vector_unit == units[-1]
+    # One timed run per kernel: nothing to spread over.
+    assert s.spread == {"integer": 0.0, "floating": 0.0, "memory": 0.0, "vector": 0.0}
     with pytest.raises(edgeprof.Error, match="vector unit 'avx9000'.*" + units[-1]):
         edgeprof.speed.run_suite(per_kernel_s=0.02, repeats=1, vector_unit="avx9000")
 
@@ -512,6 +514,8 @@ def test_the_host_is_measured_once_then_read_from_the_cache(tmp_path, monkeypatc
     assert not first.from_cache and first.note
     assert Path(first.cache_file) == tmp_path / "host-calibration.json"
     assert first.scores.suite == edgeprof.speed.SUITE_VERSION and first.scores.integer > 0
+    assert set(first.scores.spread) == {"integer", "floating", "memory", "vector"}
+    assert all(v >= 0 for v in first.scores.spread.values())
 
     again = edgeprof.speed.host_calibration()
     assert again.from_cache and again.scores == first.scores
