@@ -188,6 +188,10 @@ bool drift_check_by_default() {
 
 namespace {
 
+// How far the own share at the quota applied may exceed the scale applied before a plan says
+// its times run too slow: a point of the measurement moves by about 10% between runs.
+constexpr double kQuotaScaleShortBy = 1.15;
+
 // The quota scale a plan applies, where it comes from, and a note when an nn speed's plan
 // applies none for want of a measurement.
 struct QuotaScaleChoice {
@@ -195,6 +199,7 @@ struct QuotaScaleChoice {
   std::string from;  // for the note of the scale
   std::string note;  // why an nn speed gets no scale; "" otherwise
   double log_sd = 0;  // the own share's spread at the scaled quota, when the scale is from it
+  const QuotaShare* share = nullptr;  // the measured share the scale is from, if it is
 };
 
 QuotaScaleChoice choose_quota_scale(const Device& device, const HostFacts& host,
@@ -244,6 +249,7 @@ QuotaScaleChoice choose_quota_scale(const Device& device, const HostFacts& host,
   }
   c.scale = quota_scale_at(q, cpu_share);
   c.log_sd = own_share_log_sd(q, c.scale * cpu_share);
+  c.share = &q;
   c.from = fmt::format("this host's own share under the scaled quota ({:.3g} of a CPU) for a "
                        "device core at {:.3g} of a CPU, measured {} with {} ncnn graph{} "
                        "(`edgeprof calibrate-host --nn`)",
@@ -713,6 +719,31 @@ EmulationPlan plan_emulation(const Device& described, const HostFacts& host,
             ? fmt::format(", capped at the CPUs' whole time (x{:.3f})", plan.quota_scale)
             : std::string(),
         choice.from));
+    // What the scale could not buy back: the own share at the quota applied, over the scale
+    // applied (1 where quota_scale_at() found its root; more where kMaxQuotaScale or the CPUs'
+    // whole time stopped it). Beyond the measurement's own noise, every time runs that much
+    // too slow: said, with what to do.
+    if (choice.share) {
+      const double device_share =
+          per_core ? double(before) / double(plan.cpu_period_us)
+                   : double(before) / (double(plan.cpu_period_us) * double(ncpus));
+      const double left =
+          own_share_at(*choice.share, plan.quota_scale * device_share) / plan.quota_scale;
+      if (left > kQuotaScaleShortBy) {
+        plan.notes.push_back(fmt::format(
+            "quota scale short: this host's own share at the scaled quota ({:.3g} of a CPU) is "
+            "{:.3g}, beyond the scale {:.3g} that could be applied{}, so the slice buys about "
+            "1/{:.2f} of a device core's work and its times run about {:.0f}% too slow. This "
+            "host loses unusually much work under a quota (a busy neighbour evicting its caches "
+            "while the slice waits, docs/fidelity.md); measure its own share again when it is "
+            "quieter (`edgeprof calibrate-host --nn --remeasure`), or give --quota-scale",
+            plan.quota_scale * device_share, left * plan.quota_scale, plan.quota_scale,
+            plan.quota_scale >= kMaxQuotaScale * 0.999
+                ? fmt::format(" (kMaxQuotaScale, {:g})", kMaxQuotaScale)
+                : std::string(" (the CPUs' whole time)"),
+            left, 100 * (left - 1)));
+      }
+    }
   }
   if (!per_core &&
       detail::quota_unlimited(plan.cpu_quota_us, plan.cpu_period_us, plan.cpus.size())) {

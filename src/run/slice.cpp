@@ -31,6 +31,7 @@
 #include "run/cpu_ledger.hpp"
 #include "nn/runtimes.hpp"
 #include "run/phase_pipe.hpp"
+#include "run/plan_warnings.hpp"
 #include "run/runtime_follow.hpp"
 #include "edgeprof/phase.hpp"
 #include "edgeprof/version.hpp"
@@ -200,32 +201,6 @@ detail::RuntimeWatch runtime_watch(const detail::SliceFiles& where) {
 detail::ThreadCensus thread_census(const detail::SliceFiles& where) {
   return {where.fs, {detail::join(member_dir(where), where.unified ? detail::files::v2::kThreads
                                                                    : detail::files::v1::kTasks)}};
-}
-
-// A device of several cores emulated by one quota for all of them lets a thread outrun a
-// device core while its siblings idle, and its threads scale as this host's CPUs do: said in
-// every such result's warnings (issue 33), not only in the plan's notes. Empty otherwise.
-std::string pooled_warning(const EmulationPlan& plan, const Device& device) {
-  if (device.cores < 2 || plan.core_emulation() != CoreEmulation::pooled) return {};
-  const double capacity = plan.capacity_cores();
-  const double core = capacity / device.cores;  // a device core's share of the quota
-  const double one_thread = std::min(1.0, capacity);
-  if (!(capacity > 0) || !(one_thread > 1.05 * core)) return {};
-  std::vector<std::string> ways;
-  if (resolve_core_emulation(device, CoreEmulation::automatic) == CoreEmulation::projected) {
-    ways.emplace_back("'projected' (one core, its times divided by the board's published "
-                      "speed-up)");
-  }
-  if (device.cores <= static_cast<int>(kMaxCoreGroups)) ways.emplace_back("'per-core'");
-  return fmt::format(
-      "the device's {} cores share one CPU quota of {:.2f} host cores (core emulation "
-      "pooled): a thread runs faster than a device core while its siblings idle, up to {:.2f} "
-      "of a host core instead of {:.3g}, and the threads scale as this host's CPUs do, not as "
-      "the board's{} (docs/threads.md)",
-      device.cores, capacity, one_thread, core,
-      ways.empty() ? std::string()
-                   : fmt::format("; core emulation {} keeps a thread to a device core",
-                                 fmt::join(ways, " or ")));
 }
 
 }  // namespace
@@ -770,28 +745,9 @@ Result Child::State::finish(const detail::Exit& exit, bool timed_out) {
       r.warnings.push_back(detail::switch_warning(slice->device, *made, change.t_s));
     }
   }
-  // A drift check that could not correct the speed, or a host far from its rating (of the plan
-  // the run ended with: a followed runtime's speed is not corrected).
-  for (const std::string& note : r.plan.notes) {
-    if ((note.rfind("host drift not corrected", 0) == 0 &&
-         note.find("cannot tell from its own noise") == std::string::npos) ||
-        note.rfind("host CPU shared", 0) == 0 ||
-        note.rfind("probe scores spread", 0) == 0) {
-      r.warnings.push_back(note);
-    }
-  }
-  if (r.plan.host_drift != 1.0) {
-    r.warnings.push_back(fmt::format(
-        "this host ran {:.2f}x {} than at its nn rating just before the run, and the device's "
-        "nn speed was corrected by it (the plan's notes); if the host stays so, measure the "
-        "rating again (`edgeprof calibrate-host --nn --remeasure`)",
-        r.plan.host_drift >= 1 ? r.plan.host_drift : 1 / r.plan.host_drift,
-        r.plan.host_drift >= 1 ? "slower" : "faster"));
-  }
-  // Of the plan the run ended with (a followed runtime's speed has its own quota).
-  if (std::string pooled = pooled_warning(r.plan, r.device); !pooled.empty()) {
-    r.warnings.push_back(std::move(pooled));
-  }
+  // What the plan the run ended with says that a run must say too (a followed runtime's
+  // speed is not corrected for drift, and has its own quota).
+  for (std::string& w : detail::plan_warnings(r.plan, r.device)) r.warnings.push_back(std::move(w));
   if (r.device.speed_kind == "nn" && r.device.nn) {
     // A projected time carries the board's speed-up's error too.
     const auto& projection = r.plan.threads_projection;

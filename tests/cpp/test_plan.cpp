@@ -4,6 +4,7 @@
 
 #include "edgeprof/error.hpp"
 #include "edgeprof/plan.hpp"
+#include "run/plan_warnings.hpp"
 
 using namespace edgeprof;
 
@@ -407,4 +408,26 @@ TEST_CASE("a quota scale buys the work a throttled slice loses: more quota, capp
     CHECK_THROWS_WITH(plan_emulation(make_device("d", 1, 0.2, "512MiB"), host(2), o),
                       Catch::Contains("quota_scale") && Catch::Contains("0.5 to 4"));
   }
+}
+
+TEST_CASE("a run repeats the plan's notes that call for action in its warnings", "[plan]") {
+  EmulationPlan plan;
+  plan.notes = {"host drift not corrected: 1.03x, within the +-5% the probe cannot tell from its "
+                "own noise",
+                "host drift not corrected: the probe failed: ncnn is missing",
+                "cpu period raised from 10000 us to 20000 us",
+                "host CPU shared: the drift probe's inferences took 1.5x their CPU time",
+                "probe scores spread widely on the device (vector 170%: ...)",
+                "quota scale short: this host's own share ..."};
+  plan.host_drift = 1.25;
+  const std::vector<std::string> w = detail::plan_warnings(plan, make_device("one", 1, 0.5, "1GiB"));
+  REQUIRE(w.size() == 5);
+  CHECK(w[0] == plan.notes[1]);
+  CHECK(w[1] == plan.notes[3]);
+  CHECK(w[2] == plan.notes[4]);
+  CHECK(w[3] == plan.notes[5]);
+  CHECK(w[4].rfind("this host ran 1.25x slower than at its nn rating", 0) == 0);
+  plan.notes.clear();
+  plan.host_drift = 1.0;
+  CHECK(detail::plan_warnings(plan, make_device("one", 1, 0.5, "1GiB")).empty());
 }

@@ -12,6 +12,7 @@
 #include "edgeprof/nn.hpp"
 #include "edgeprof/plan.hpp"
 #include "helpers.hpp"
+#include "run/plan_warnings.hpp"
 
 using namespace edgeprof;
 using Catch::Contains;
@@ -210,6 +211,44 @@ TEST_CASE("an nn speed's plan takes the host's own share as its quota scale, and
   PlanOptions no;
   no.measure_nn = false;
   CHECK_FALSE(with_measured_quota_share(bare, test::nn_device(0.2), no).quota_share);
+}
+
+TEST_CASE("a quota scale short of the host's own share is said, with by how much",
+          "[quota_share][plan]") {
+  // The own share measured on an Intel Xeon host on 2026-12-02 (a busy day): a throttled slice
+  // bought a tenth of its quota's work at 0.05 of a CPU, and no scale up to kMaxQuotaScale
+  // makes it up for a device core below about 0.06 of a CPU.
+  HostFacts host = test::two_cpu_host();
+  QuotaShare steep = curve();
+  steep.points = {{0.05, 11.0, 11.0, 9.0, 13.0, 9},
+                  {0.1, 5.14, 5.14, 4.0, 6.0, 9},
+                  {0.2, 2.49, 2.49, 2.0, 3.0, 9},
+                  {0.4, 1.53, 1.53, 1.3, 1.8, 9}};
+  host.quota_share = steep;
+  const EmulationPlan slow = plan_emulation(test::nn_device(0.02), host);
+  CHECK(slow.quota_scale == Approx(kMaxQuotaScale).epsilon(0.01));
+  const double left = own_share_at(steep, slow.quota_scale * 0.02) / slow.quota_scale;
+  CHECK(left > 1.5);
+  REQUIRE(test::has_note(slow.notes, "quota scale short"));
+  CHECK(test::has_note(slow.notes, fmt::format("about {:.0f}% too slow", 100 * (left - 1))));
+  CHECK(test::has_note(slow.notes, "calibrate-host --nn --remeasure"));
+  // A run says it in its warnings.
+  const std::vector<std::string> warned = detail::plan_warnings(slow, test::nn_device(0.02));
+  CHECK(test::has_note(warned, "quota scale short"));
+
+  // Where the scale reaches the share, nothing is said: this curve at 0.2, the steep one at 0.1.
+  host.quota_share = curve();
+  CHECK_FALSE(test::has_note(plan_emulation(test::nn_device(0.2), host), "quota scale short"));
+  host.quota_share = steep;
+  const EmulationPlan met = plan_emulation(test::nn_device(0.1), host);
+  CHECK(met.quota_scale > 2);
+  CHECK(met.quota_scale < kMaxQuotaScale);
+  CHECK_FALSE(test::has_note(met, "quota scale short"));
+  // Nor where the scale was given rather than measured.
+  PlanOptions given;
+  given.quota_scale = 1.0;
+  CHECK_FALSE(test::has_note(plan_emulation(test::nn_device(0.02), host, given),
+                             "quota scale short"));
 }
 
 TEST_CASE("the own share is measured in real slices between unthrottled runs, and cached",
