@@ -40,8 +40,8 @@ struct CoreScores {
   /// The kVectorKernelVersion that measured `vector`; "" when it was not measured.
   std::string vector_kernel;
   /// Measured: how far each kernel's timed runs spread, (fastest - slowest) / median, by
-  /// kernel name ("integer", "floating", "memory", "vector"); empty where not recorded (files
-  /// of an older edgeprof-probe). A wide spread means a busy or throttling machine, and a speed
+  /// kernel name ("integer", "floating", "memory", "vector"); absent where not recorded (one
+  /// timed run, or a file of an older edgeprof-probe). A wide spread means a busy or throttling machine, and a speed
   /// from these scores uncertain by about as much.
   std::map<std::string, double> spread = {};
 };

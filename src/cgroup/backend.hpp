@@ -111,6 +111,9 @@ class Cgroup {
   virtual bool reset_peak() = 0;
   virtual const char* peak_source() const = 0;
   virtual std::vector<pid_t> procs() const = 0;
+  // Whether any process is in the slice, from one read (procs() reads every v1 hierarchy);
+  // true when it cannot be read.
+  virtual bool has_processes() const = 0;
   // Kills every process in the slice and returns once none is left (or throws after a while).
   virtual void kill_all() = 0;
   // Removes the cgroup(s); never throws. Returns false if something could not be removed.

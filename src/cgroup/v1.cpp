@@ -314,6 +314,21 @@ class V1Cgroup final : public Cgroup {
 
   const char* peak_source() const override { return files::v1::kMemoryMaxUsageInBytes; }
 
+  // Every process of the slice is in each hierarchy's directory but the cpu hierarchy's, whose
+  // core groups (per-core emulation) hold theirs: one of the others is read where there is one.
+  bool has_processes() const override {
+    const Dir* one = nullptr;
+    for (const Dir& d : dirs_) {
+      if (!d.controllers.count("cpu")) {
+        one = &d;
+        break;
+      }
+    }
+    if (!one) return !procs().empty();
+    auto text = fs_.read(join(one->path, files::kProcs));
+    return !text || !parse_pids(*text).empty();
+  }
+
   std::vector<pid_t> procs() const override {
     std::set<pid_t> all;
     for (const Dir& d : dirs_) {

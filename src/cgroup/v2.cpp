@@ -223,6 +223,12 @@ class V2Cgroup final : public Cgroup {
     return text ? parse_pids(*text) : std::vector<pid_t>{};
   }
 
+  // The slice's cgroup.procs lists its core groups' processes too (threaded mode).
+  bool has_processes() const override {
+    auto text = fs_.read(join(dir_, files::kProcs));
+    return !text || !parse_pids(*text).empty();
+  }
+
   void kill_all() override {
     if (procs().empty()) return;
     std::vector<std::pair<std::string, std::string>> limits;

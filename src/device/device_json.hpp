@@ -17,7 +17,7 @@ inline constexpr const char* kProbeScoresSource = "edgeprof-probe scores";
 // them is said to be uncertain, in the plan's notes and the run's warnings. A probe on an idle
 // board spreads 5-12%; 41% was seen on a shared host's AVX-512 clock, 170% on a busy board.
 inline constexpr double kWideProbeSpread = 0.5;
-// How that note begins (the run copies it into its warnings: src/run/slice.cpp).
+// How that note begins (a run repeats it in its warnings: src/run/plan_warnings.cpp).
 inline constexpr const char* kProbeSpreadNote = "probe scores spread";
 
 // A device as a device-file object (what device_to_json() prints).

@@ -335,20 +335,17 @@ std::string probe_spread_note(const Device& device) {
     kernels = {"integer", "floating", "memory"};
   }
   std::vector<std::string> wide;
-  double widest = 0;
   for (const std::string& k : kernels) {
     const auto it = device.scores->spread.find(k);
     if (it == device.scores->spread.end() || !(it->second > detail::kWideProbeSpread)) continue;
     wide.push_back(fmt::format("{} {:.0f}%", k, 100 * it->second));
-    widest = std::max(widest, it->second);
   }
   if (wide.empty()) return {};
   return fmt::format(
       "{} widely on the device ({}: fastest minus slowest timed run over the median), so the "
-      "speed from them may be off by up to about {:.0f}%: the board was busy or throttling "
-      "while it was probed. Probe it again idle and cool (edgeprof-probe; docs/"
-      "probe-a-device.md)",
-      detail::kProbeSpreadNote, fmt::join(wide, ", "), 100 * widest);
+      "speed from them is uncertain: the board was busy or throttling while it was probed. "
+      "Probe it again idle and cool (edgeprof-probe; docs/probe-a-device.md)",
+      detail::kProbeSpreadNote, fmt::join(wide, ", "));
 }
 
 }  // namespace
@@ -735,8 +732,9 @@ EmulationPlan plan_emulation(const Device& described, const HostFacts& host,
             "{:.3g}, beyond the scale {:.3g} that could be applied{}, so the slice buys about "
             "1/{:.2f} of a device core's work and its times run about {:.0f}% too slow. This "
             "host loses unusually much work under a quota (a busy neighbour evicting its caches "
-            "while the slice waits, docs/fidelity.md); measure its own share again when it is "
-            "quieter (`edgeprof calibrate-host --nn --remeasure`), or give --quota-scale",
+            "while the slice waits, docs/fidelity.md); no quota scale buys it back. Measure "
+            "its own share again when it is quieter (`edgeprof calibrate-host --nn "
+            "--remeasure`), or emulate on a quieter host",
             plan.quota_scale * device_share, left * plan.quota_scale, plan.quota_scale,
             plan.quota_scale >= kMaxQuotaScale * 0.999
                 ? fmt::format(" (kMaxQuotaScale, {:g})", kMaxQuotaScale)

@@ -9,7 +9,8 @@ namespace edgeprof::detail {
 
 namespace {
 
-// How the notes a run repeats as warnings begin (src/device/plan.cpp writes them).
+// How the notes a run repeats as warnings begin (src/device/plan.cpp writes them; the run
+// layer may not include the device layer's device_json.hpp, which names the probe's).
 constexpr const char* kWarningNotes[] = {"host drift not corrected", "host CPU shared",
                                          "probe scores spread", "quota scale short"};
 

@@ -18,6 +18,7 @@
 #include <iterator>
 #include <map>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -240,6 +241,18 @@ struct Slice::Impl {
   // with the thread that spawned it).
   detail::SliceGuard guard;
 
+  // Keeps a finished run's phase pipe's read end open, unread, while a process left in the
+  // slice may hold its write end (retired_marks); the oldest is closed beyond kMaxRetired.
+  static constexpr size_t kMaxRetired = 64;
+  void retire(detail::UniqueFd read_end) noexcept {
+    if (retired_marks.size() == kMaxRetired) retired_marks.erase(retired_marks.begin());
+    try {
+      retired_marks.push_back(std::move(read_end));
+    } catch (const std::bad_alloc&) {
+      // Closed instead: a later mark of a leftover then gets EPIPE.
+    }
+  }
+
   // A child of the slice was reaped or abandoned.
   void child_ended() noexcept {
     if (--running == 0) placer.reset();
@@ -264,6 +277,7 @@ struct Slice::Impl {
     } catch (const std::exception& e) {
       fmt::print(stderr, "edgeprof: {}\n", e.what());
     }
+    retired_marks.clear();  // their writers are gone
     // Named before removal: remove() forgets its directories whether or not they went.
     const std::vector<std::string> paths = cgroup->paths();
     if (!cgroup->remove()) {
@@ -504,7 +518,10 @@ Child::~Child() {
   ::kill(state_->process.pid, SIGKILL);
   detail::reap(state_->process);
   state_->close_pidfd();
-  state_->slice->child_ended();
+  // What the workload left in the slice may still hold the phase pipe's write end.
+  Slice::Impl& slice = *state_->slice;
+  if (slice.cgroup && state_->marks.read.get() >= 0) slice.retire(std::move(state_->marks.read));
+  slice.child_ended();
 }
 
 pid_t Child::pid() const { return state_->process.pid; }
@@ -831,14 +848,18 @@ void Child::State::observe(Result& r, const detail::Exit& exit) {
     }
   }
 
-  // The phase pipe, read to its end. The tasks the final sample (after the reaping) counted
-  // in the slice: a process the workload left there, or another run's, holds its write end.
-  std::optional<std::uint64_t> tasks_after;
+  // The phase pipe, read to its end. A process the workload left in the slice holds its write
+  // end: is anyone left? The final sample (after the reaping) counted the tasks where it could;
+  // else one read of the slice's processes says. (Another run's processes count too: a pipe
+  // that could have been kept is retired then.)
+  bool anyone_left = true;
   if (r.series.size() != 0 && r.series.has(Metric::tasks) &&
       r.series.complete.test(static_cast<size_t>(Metric::tasks))) {
-    tasks_after = r.series[Metric::tasks].back();
+    anyone_left = r.series[Metric::tasks].back() != 0;
+  } else if (slice->cgroup) {
+    anyone_left = slice->cgroup->has_processes();
   }
-  if (slice->cgroup && tasks_after == std::uint64_t{0}) {
+  if (slice->cgroup && !anyone_left) {
     // Nobody else can write to it, nor to a retired one: the slice's next run may use it.
     slice->retired_marks.clear();
     if (!slice->spare_pipe) {
@@ -846,16 +867,11 @@ void Child::State::observe(Result& r, const detail::Exit& exit) {
     } else {
       marks = detail::PhasePipe{};
     }
-  } else if (slice->cgroup && tasks_after) {
+  } else if (slice->cgroup) {
     // A later mark from whoever is left goes nowhere, and costs them nothing.
-    constexpr size_t kMaxRetired = 64;
-    if (slice->retired_marks.size() == kMaxRetired) {
-      slice->retired_marks.erase(slice->retired_marks.begin());
-    }
-    slice->retired_marks.push_back(std::move(marks.read));
+    slice->retire(std::move(marks.read));
     marks = detail::PhasePipe{};
   } else {
-    // Not counted (an unsampled run): a new pipe for the next run.
     marks = detail::PhasePipe{};
   }
 }

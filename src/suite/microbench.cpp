@@ -397,8 +397,11 @@ SuiteRun run_suite_detailed(const SuiteOptions& options) {
   out.scores.vector = out.kernels[3].median;
   out.scores.vector_unit = unit.name;
   out.scores.vector_kernel = kVectorKernelVersion;
+  // A spread needs two runs at least: one run's is not recorded (not a measured 0).
   for (const KernelRuns& k : out.kernels) {
-    if (k.median > 0) out.scores.spread[k.kernel] = (k.max - k.min) / k.median;
+    if (k.median > 0 && k.scores.size() >= 2) {
+      out.scores.spread[k.kernel] = (k.max - k.min) / k.median;
+    }
   }
   out.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   say(fmt::format("suite done in {:.1f} s", out.seconds));

@@ -217,7 +217,7 @@ TEST_CASE("a quota scale short of the host's own share is said, with by how much
           "[quota_share][plan]") {
   // The own share measured on an Intel Xeon host on 2026-12-02 (a busy day): a throttled slice
   // bought a tenth of its quota's work at 0.05 of a CPU, and no scale up to kMaxQuotaScale
-  // makes it up for a device core below about 0.06 of a CPU.
+  // makes it up for a device core below about 0.03 of a CPU.
   HostFacts host = test::two_cpu_host();
   QuotaShare steep = curve();
   steep.points = {{0.05, 11.0, 11.0, 9.0, 13.0, 9},
