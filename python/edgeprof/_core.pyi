@@ -384,6 +384,38 @@ def measure_nn_rating(
     timeout_s: float = 900.0,
     progress: Optional[Callable[[str], None]] = None,
 ) -> NnRating: ...
+class HostScaling:
+    @property
+    def threads(self) -> int: ...
+    @property
+    def one_ms(self) -> dict[str, float]: ...  # median ms with one thread, by graph
+    @property
+    def many_ms(self) -> dict[str, float]: ...  # the same with `threads` threads
+    @property
+    def cpus(self) -> list[int]: ...
+    @property
+    def rounds(self) -> int: ...
+    @property
+    def runtime(self) -> str: ...
+    @property
+    def measured_at(self) -> str: ...
+    @property
+    def seconds(self) -> float: ...
+    def speedup(self, graph: str) -> float: ...
+    def median_speedup(self, without_graph: str = "") -> float: ...
+def measure_host_scaling(
+    *,
+    python: str = "",
+    graphs: list[str] = ...,
+    threads: int = 2,
+    cpus: list[int] = ...,
+    rounds: int = 3,
+    warmup: int = 3,
+    loops: int = 7,
+    timeout_s: float = 600.0,
+    progress: Optional[Callable[[str], None]] = None,
+) -> HostScaling: ...
+def workload_scaling(host: HostScaling, workload_speedup: float, *, without_graph: str = "") -> float: ...
 class QuotaSharePoint:
     @property
     def speed(self) -> float: ...  # the quota, a fraction of a host CPU
@@ -801,6 +833,7 @@ class Slice:
         core_scaling: bool = False,  # per-core: quota follows the busy threads, as the board
         quota_scale: Optional[float] = None,  # quotas x this; None: the host's own share for nn speeds
         drift_check: Optional[bool] = None,  # probe the host's drift since its nn rating; None: $EDGEPROF_DRIFT_CHECK
+    workload_scaling: Optional[float] = None,  # projected: the workload's own scaling, 0.5-2; None: the board's median
     ) -> None: ...
     def spawn(
         self,
@@ -848,6 +881,7 @@ def plan_emulation(
     core_scaling: bool = False,
     quota_scale: Optional[float] = None,  # quotas x this; None: the host's own share for nn speeds
     drift_check: Optional[bool] = None,  # probe the host's drift since its nn rating; None: $EDGEPROF_DRIFT_CHECK
+    workload_scaling: Optional[float] = None,  # projected: the workload's own scaling, 0.5-2; None: the board's median
 ) -> EmulationPlan: ...
 _Progress = Callable[[int, int, bool, Result], None]
 
@@ -879,6 +913,7 @@ def run(
     core_scaling: bool = False,
     quota_scale: Optional[float] = None,  # quotas x this; None: the host's own share for nn speeds
     drift_check: Optional[bool] = None,  # probe the host's drift since its nn rating; None: $EDGEPROF_DRIFT_CHECK
+    workload_scaling: Optional[float] = None,  # projected: the workload's own scaling, 0.5-2; None: the board's median
 ) -> Result: ...
 @overload
 def run(
@@ -908,6 +943,7 @@ def run(
     core_scaling: bool = False,
     quota_scale: Optional[float] = None,  # quotas x this; None: the host's own share for nn speeds
     drift_check: Optional[bool] = None,  # probe the host's drift since its nn rating; None: $EDGEPROF_DRIFT_CHECK
+    workload_scaling: Optional[float] = None,  # projected: the workload's own scaling, 0.5-2; None: the board's median
 ) -> Union[Result, RepeatedResult]: ...
 
 # Ranking and projection.
@@ -1072,6 +1108,7 @@ def _compare(
     core_scaling: bool = False,
     quota_scale: Optional[float] = None,
     drift_check: Optional[bool] = None,  # probe the host's drift since its nn rating; None: $EDGEPROF_DRIFT_CHECK
+    workload_scaling: Optional[float] = None,  # projected: the workload's own scaling, 0.5-2; None: the board's median
 ) -> Comparison: ...
 
 class Score:
@@ -1186,6 +1223,7 @@ def calibrate_speed(
     core_scaling: bool = False,
     quota_scale: Optional[float] = None,  # quotas x this; None: the host's own share for nn speeds
     drift_check: Optional[bool] = None,  # probe the host's drift since its nn rating; None: $EDGEPROF_DRIFT_CHECK
+    workload_scaling: Optional[float] = None,  # projected: the workload's own scaling, 0.5-2; None: the board's median
     timeout: Optional[float] = None,
     progress: Optional[Callable[[int, int, str, float, int], None]] = None,
 ) -> SpeedCalibration: ...

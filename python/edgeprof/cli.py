@@ -163,6 +163,11 @@ def _add_emulation_options(p: argparse.ArgumentParser) -> None:
                    "second) and correct a device's nn speed for the host's drift since its "
                    "rating, beyond 10%% (default: off, or EDGEPROF_DRIFT_CHECK=1; "
                    "docs/fidelity.md)")
+    e.add_argument("--workload-scaling", type=float, default=None, metavar="X",
+                   help="with projected core emulation: the workload's own speed-up from one "
+                   "thread to two on this host over the reference graphs' "
+                   "(edgeprof.nn.workload_scaling()), 0.5 to 2, multiplying the board's "
+                   "published speed-up (default: none, the board's median; docs/threads.md)")
     e.add_argument("--core-emulation", choices=["pooled", "per-core", "projected", "auto"],
                    default="auto",
                    help="how a device of several cores gets its CPU: auto (default: projected "
@@ -193,7 +198,7 @@ def _run_options(args: argparse.Namespace) -> dict:
                 keep_warm=args.keep_warm, speed_kind=args.speed_kind,
                 thread_env=args.thread_env, core_emulation=args.core_emulation,
                 core_scaling=args.core_scaling, quota_scale=args.quota_scale,
-                drift_check=args.drift_check)
+                drift_check=args.drift_check, workload_scaling=args.workload_scaling)
 
 
 def _figure(d: edgeprof.Device, figure: str) -> str:

@@ -8,31 +8,37 @@ device time falls in.
 """
 
 from edgeprof._core import (
+    HostScaling,
     NnRating,
     NnRuntime,
     NnSpeed,
     ReferenceGraph,
     TimeInterval,
     cached_nn_rating,
+    measure_host_scaling,
     measure_nn_rating,
     nn_runtimes,
     nn_speed,
     nn_speed_from_scores,
     reference_graphs,
     time_interval,
+    workload_scaling,
 )
 
 __all__ = [
+    "HostScaling",
     "NnRating",
     "NnRuntime",
     "NnSpeed",
     "ReferenceGraph",
     "TimeInterval",
     "cached_nn_rating",
+    "measure_host_scaling",
     "measure_nn_rating",
     "nn_runtimes",
     "nn_speed",
     "nn_speed_from_scores",
     "reference_graphs",
     "time_interval",
+    "workload_scaling",
 ]

@@ -33,8 +33,10 @@ SliceOptions to_slice_options(const py::object& parent, std::uint64_t cpu_period
                               std::optional<double> iteration_time, bool keep_warm,
                               const std::string& speed_kind, bool thread_env,
                               const std::string& core_emulation, bool core_scaling, std::optional<double> quota_scale,
-                              std::optional<bool> drift_check) {
+                              std::optional<bool> drift_check,
+                              std::optional<double> workload_scaling) {
   SliceOptions o;
+  o.plan.workload_scaling = workload_scaling;
   o.plan.core_scaling = core_scaling;
   if (drift_check) o.plan.drift_check = *drift_check;
   o.plan.quota_scale = quota_scale;

@@ -378,6 +378,72 @@ void bind_microbench(py::module_& m) {
       "ran; ncnn's give catalog devices with published times an nn speed. Error when the "
       "runtime is unknown, Python or the runtime is missing, or it fails.");
 
+  py::class_<HostScaling>(m, "HostScaling",
+                          "How this host's CNN inference speeds up from one thread to N, graph "
+                          "by graph (measure_host_scaling()).")
+      .def_readonly("threads", &HostScaling::threads, "N.")
+      .def_readonly("one_ms", &HostScaling::one_ms,
+                    "Median ms per inference with one thread, by graph (measured).")
+      .def_readonly("many_ms", &HostScaling::many_ms, "The same with N threads (measured).")
+      .def_readonly("cpus", &HostScaling::cpus, "The CPUs the N threads had.")
+      .def_readonly("rounds", &HostScaling::rounds)
+      .def_readonly("runtime", &HostScaling::runtime)
+      .def_readonly("measured_at", &HostScaling::measured_at)
+      .def_readonly("seconds", &HostScaling::seconds)
+      .def("speedup", &HostScaling::speedup, py::arg("graph"),
+           "one_ms / many_ms of a graph; Error for a graph not measured.")
+      .def("median_speedup", [](const HostScaling& h, const std::string& without) {
+             return h.median_speedup(without);
+           }, py::arg("without_graph") = "",
+           "The median speed-up over the graphs but `without_graph`.")
+      .def("__repr__", [](const HostScaling& h) {
+        return "HostScaling(threads=" + std::to_string(h.threads) +
+               ", graphs=" + std::to_string(h.one_ms.size()) +
+               ", median_speedup=" + repr_float(h.one_ms.empty() ? 0.0 : h.median_speedup()) +
+               ")";
+      });
+  m.def(
+      "measure_host_scaling",
+      [](const std::string& python, const std::vector<std::string>& graphs, int threads,
+         const std::vector<int>& cpus, int rounds, int warmup, int loops, double timeout_s,
+         const std::optional<std::function<void(const std::string&)>>& progress) {
+        if (!std::isfinite(timeout_s) || timeout_s < 1) {
+          throw Error("measure_host_scaling: timeout_s must be at least 1, got " +
+                      repr_float(timeout_s));
+        }
+        HostScalingOptions options;
+        options.python = python;
+        options.graphs = graphs;
+        options.threads = threads;
+        options.cpus = cpus;
+        options.rounds = rounds;
+        options.warmup = warmup;
+        options.loops = loops;
+        options.timeout = std::chrono::seconds(std::llround(timeout_s));
+        options.progress = with_signal_check(progress);
+        py::gil_scoped_release unlocked;
+        return measure_host_scaling(options);
+      },
+      py::kw_only(), py::arg("python") = "", py::arg("graphs") = std::vector<std::string>{},
+      py::arg("threads") = 2, py::arg("cpus") = std::vector<int>{}, py::arg("rounds") = 3,
+      py::arg("warmup") = 3, py::arg("loops") = 7, py::arg("timeout_s") = 600.0,
+      py::arg("progress") = py::none(),
+      "Runs the reference graphs with ncnn unthrottled, alternately with N threads on N CPUs "
+      "and one (about 30 s), and returns how each sped up. Nothing is cached. Error for "
+      "options out of range, or when Python or ncnn is missing.");
+  m.def(
+      "workload_scaling",
+      [](const HostScaling& host, double workload_speedup, const std::string& without_graph) {
+        return workload_scaling(host, workload_speedup, without_graph);
+      },
+      py::arg("host"), py::arg("workload_speedup"), py::kw_only(),
+      py::arg("without_graph") = "",
+      "The factor on a board's published speed-up for a workload that sped up "
+      "`workload_speedup` times from one thread to host.threads on this host: that over the "
+      "reference graphs' median speed-up, within 0.5 to 2. Give it to run(), Slice, compare() "
+      "or plan_emulation() as workload_scaling= (projected core emulation; docs/threads.md). "
+      "Error for a speed-up that is not a positive number.");
+
   py::class_<QuotaSharePoint>(m, "QuotaSharePoint",
                               "The emulation's own share at one fraction of a host CPU.")
       .def_readonly("speed", &QuotaSharePoint::speed, "The quota, as a fraction of a host CPU.")

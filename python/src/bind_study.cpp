@@ -57,7 +57,7 @@ void bind_study(py::module_& m) {
          const py::object& parent, std::uint64_t cpu_period_us, bool allow_missing,
          std::optional<double> iteration_time, bool keep_warm, const std::string& speed_kind,
          bool thread_env, const std::string& core_emulation, bool core_scaling,
-         std::optional<double> quota_scale, std::optional<bool> drift_check) {
+         std::optional<double> quota_scale, std::optional<bool> drift_check, std::optional<double> workload_scaling) {
         std::vector<Workload> workloads;
         for (size_t i = 0; i < names.size(); ++i) {
           Command c;
@@ -81,7 +81,7 @@ void bind_study(py::module_& m) {
         o.projected_target = projected_target;
         o.run.slice = to_slice_options(parent, cpu_period_us, {}, allow_missing, iteration_time,
                                        keep_warm, speed_kind, thread_env, core_emulation,
-                                       core_scaling, quota_scale, drift_check);
+                                       core_scaling, quota_scale, drift_check, workload_scaling);
         o.run.spawn.sample_interval = to_interval(interval);
         o.run.timeout = to_timeout(timeout);
         o.run.check = python_signals();
@@ -96,7 +96,7 @@ void bind_study(py::module_& m) {
       py::arg("allow_missing_controllers") = false, py::arg("iteration_time") = py::none(),
       py::arg("keep_warm") = true, py::arg("speed_kind") = "automatic",
       py::arg("thread_env") = true, py::arg("core_emulation") = "auto",
-      py::arg("core_scaling") = false, py::arg("quota_scale") = py::none(), py::arg("drift_check") = py::none());
+      py::arg("core_scaling") = false, py::arg("quota_scale") = py::none(), py::arg("drift_check") = py::none(), py::arg("workload_scaling") = py::none());
 
   py::class_<SpeedModel>(m, "SpeedModel", "A figure as a function of core speed: a / speed + b.")
       .def(py::init([](double a, double b) { return SpeedModel{a, b}; }), py::arg("a"),
@@ -146,7 +146,7 @@ void bind_study(py::module_& m) {
          const std::string& figure, int repeat, const std::vector<double>& speeds,
          const std::vector<std::uint64_t>& periods_us, const py::object& parent,
          std::uint64_t cpu_period_us, const std::vector<int>& cpus, bool allow_missing,
-         std::optional<double> iteration_time, bool keep_warm, const std::string& speed_kind, bool thread_env, const std::string& core_emulation, bool core_scaling, std::optional<double> quota_scale, std::optional<bool> drift_check, std::optional<double> timeout,
+         std::optional<double> iteration_time, bool keep_warm, const std::string& speed_kind, bool thread_env, const std::string& core_emulation, bool core_scaling, std::optional<double> quota_scale, std::optional<bool> drift_check, std::optional<double> workload_scaling, std::optional<double> timeout,
          const std::optional<SpeedFitProgress>& progress) {
         Device d = to_device(device);
         std::vector<DeviceMeasurement> measured;
@@ -162,7 +162,7 @@ void bind_study(py::module_& m) {
         o.speeds = speeds;
         o.periods_us = periods_us;
         o.run.slice = to_slice_options(parent, cpu_period_us, cpus, allow_missing,
-                                  iteration_time, keep_warm, speed_kind, thread_env, core_emulation, core_scaling, quota_scale, drift_check);
+                                  iteration_time, keep_warm, speed_kind, thread_env, core_emulation, core_scaling, quota_scale, drift_check, workload_scaling);
         o.run.spawn.sample_interval = std::chrono::nanoseconds(0);
         o.run.timeout = to_timeout(timeout);
         o.run.check = python_signals();
@@ -174,7 +174,7 @@ void bind_study(py::module_& m) {
       py::arg("speeds") = std::vector<double>{}, py::arg("periods_us") = std::vector<std::uint64_t>{},
       py::arg("parent") = py::none(), py::arg("cpu_period_us") = kChosenCpuPeriod,
       py::arg("cpus") = std::vector<int>{}, py::arg("allow_missing_controllers") = false,
-      py::arg("iteration_time") = py::none(), py::arg("keep_warm") = true, py::arg("speed_kind") = "automatic", py::arg("thread_env") = true, py::arg("core_emulation") = "auto", py::arg("core_scaling") = false, py::arg("quota_scale") = py::none(), py::arg("drift_check") = py::none(),
+      py::arg("iteration_time") = py::none(), py::arg("keep_warm") = true, py::arg("speed_kind") = "automatic", py::arg("thread_env") = true, py::arg("core_emulation") = "auto", py::arg("core_scaling") = false, py::arg("quota_scale") = py::none(), py::arg("drift_check") = py::none(), py::arg("workload_scaling") = py::none(),
       py::arg("timeout") = py::none(), py::arg("progress") = py::none(),
       "Finds the core speed at which emulating `device` reproduces figures measured on the "
       "real device. workloads: (name, argv, device_value) tuples, device_value being the "

@@ -454,6 +454,48 @@ def test_projected_core_emulation_runs_one_thread_and_projects_the_wall_time(tmp
         edgeprof_api.plan_emulation(plain, core_emulation="projected")
 
 
+def test_a_workload_s_own_scaling_moves_the_projection_from_python_and_the_cli(tmp_path):
+    # Issue 33: PlanOptions::workload_scaling could be set from C++ only.
+    pi = edgeprof_api.find_device("raspberry-pi-4b-1gb")
+    kw = dict(speed_kind="integer", core_emulation="projected")
+    base = edgeprof_api.plan_emulation(pi, **kw)
+    scaled = edgeprof_api.plan_emulation(pi, workload_scaling=1.5, **kw)
+    assert base.threads_projection.workload_factor == 1.0
+    assert scaled.threads_projection.workload_factor == 1.5
+    assert scaled.threads_projection.speedup == pytest.approx(base.threads_projection.speedup * 1.5)
+    assert any("follows the workload's own scaling" in n for n in scaled.notes)
+    with pytest.raises(edgeprof_api.Error, match="workload_scaling = 3 is out of range"):
+        edgeprof_api.plan_emulation(pi, workload_scaling=3, **kw)
+    pooled = edgeprof_api.plan_emulation(pi, speed_kind="integer", core_emulation="pooled",
+                                         workload_scaling=1.5)
+    assert any(n.startswith("workload_scaling 1.5 not applied") for n in pooled.notes)
+    # The factor from a host's scaling: a stand-in runner whose graphs run twice as fast with
+    # two threads, so a workload that sped up 3x scales 1.5x as well as they do.
+    fake = tmp_path / "python"
+    lines = "".join(f'echo "{g.name} $ms $ms $ms"\n' for g in edgeprof_api.nn.reference_graphs())
+    fake.write_text("#!/bin/sh\nms=10\ncase \"$*\" in *--threads=2*) ms=5;; esac\n"
+                    "echo 'runtime ncnn 1.0.test (stand-in)'\n" + lines)
+    fake.chmod(0o755)
+    host = edgeprof_api.nn.measure_host_scaling(python=str(fake), rounds=1, warmup=0, loops=1)
+    assert host.threads == 2 and host.median_speedup() == pytest.approx(2.0)
+    assert edgeprof_api.nn.workload_scaling(host, 3.0) == pytest.approx(1.5)
+    assert edgeprof_api.nn.workload_scaling(host, 100.0) == 2.0  # clamped
+    with pytest.raises(edgeprof_api.Error):
+        edgeprof_api.nn.workload_scaling(host, -1.0)
+
+
+@requires_cgroups
+def test_the_command_line_takes_a_workload_s_own_scaling():
+    p = edgeprof("run", "--device", "raspberry-pi-4b-1gb", "--speed-kind", "integer",
+                 "--core-emulation", "projected", "--workload-scaling", "1.5", "--json", "--",
+                 "true")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["plan"]["threads_projection"]["workload_factor"] == 1.5
+    bad = edgeprof("run", "--device", "raspberry-pi-4b-1gb", "--speed-kind", "integer",
+                   "--core-emulation", "projected", "--workload-scaling", "nan", "--", "true")
+    assert bad.returncode == 2 and "workload_scaling" in bad.stderr, bad.stderr
+
+
 @requires_cgroups
 def test_projected_run_counts_the_threads_that_ran_at_once():
     # Three busy processes where one thread was meant to run (as a workload that sets its
