@@ -263,6 +263,10 @@ std::map<std::string, Statistic> describe_runs(const std::vector<Result>& runs);
 /// A table of every figure's statistics, after a line naming the command, the device and how
 /// many runs succeeded.
 std::string to_text(const RepeatedResult& result);
+/// The runs' time series as one CSV (not the warm-ups'): a leading `run` column (1, 2, ...),
+/// then to_csv(const Result&)'s columns for every metric available in any run, empty in the
+/// rows of a run that did not have it.
+std::string to_csv(const RepeatedResult& result);
 /// One JSON object: schema version, edgeprof version, the counts, all_ok, the statistics, and
 /// every run and warm-up as to_json(const Result&) writes it.
 std::string to_json(const RepeatedResult& result);

@@ -506,17 +506,6 @@ def _write(path: str, text: str) -> None:
         raise edgeprof.Error(f"cannot write {path}: {e.strerror} (errno {e.errno})") from e
 
 
-def _runs_csv(runs: list) -> str:
-    """The runs' time series in one CSV, with a leading run column (1-based)."""
-    lines: list[str] = []
-    for i, r in enumerate(runs, 1):
-        rows = r.to_csv().splitlines()
-        if not lines:
-            lines.append("run," + rows[0])
-        lines.extend(f"{i},{row}" for row in rows[1:])
-    return "\n".join(lines) + "\n"
-
-
 def cmd_run(args: argparse.Namespace) -> int:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
@@ -543,7 +532,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.json:
         _write(args.json, result.to_json())
     if args.csv:
-        _write(args.csv, _runs_csv(runs) if repeated else result.to_csv())
+        _write(args.csv, result.to_csv())
     if not json_to_stdout:
         if repeated:
             print(str(runs[-1]), end="", file=sys.stderr)
@@ -562,8 +551,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     report = (edgeprof.RepeatedResult if kind == "edgeprof.repeated" else edgeprof.Result) \
         .from_json(text)
     if args.csv:
-        runs = report.runs if isinstance(report, edgeprof.RepeatedResult) else [report]
-        _write(args.csv, _runs_csv(runs) if len(runs) > 1 else runs[0].to_csv())
+        _write(args.csv, report.to_csv())
     print(str(report), end="")
     return 0
 

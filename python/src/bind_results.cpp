@@ -357,6 +357,9 @@ void bind_results(py::module_& m) {
       .def("stat", &RepeatedResult::stat, py::arg("name"), py::return_value_policy::copy)
       .def_property_readonly("ok", &RepeatedResult::all_ok)
       .def("to_json", [](const RepeatedResult& r) { return to_json(r); })
+      .def("to_csv", [](const RepeatedResult& r) { return to_csv(r); },
+           "The runs' time series as one CSV with a leading run column; a metric some run "
+           "lacks is empty in its rows.")
       .def_static("from_json",
                   [](const std::string& text) { return repeated_from_json(text); },
                   py::arg("text"))

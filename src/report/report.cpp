@@ -2,7 +2,9 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <bitset>
 #include <cmath>
+#include <string_view>
 #include <nlohmann/json.hpp>
 
 #include "edgeprof/error.hpp"
@@ -937,28 +939,65 @@ Result result_from_json(std::string_view text) {
   return from_text(text, "an edgeprof result", [](const json& j) { return result_from(j); });
 }
 
-std::string to_csv(const Result& r) {
-  const TimeSeries& s = r.series;
-  std::string out = "t_s,scheduled";
+namespace {
+
+// The CSV's header for `columns` (metrics) and whether it has cpu_cores, after `lead`.
+std::string csv_header(std::string_view lead, const std::bitset<kMetricCount>& columns,
+                       bool with_cores) {
+  std::string out(lead);
+  out += "t_s,scheduled";
   for (int m = 0; m < kMetricCount; ++m) {
-    if (s.available.test(static_cast<size_t>(m))) {
+    if (columns.test(static_cast<size_t>(m))) {
       out += ',';
       out += to_string(static_cast<Metric>(m));
     }
   }
-  const auto cores = s.cpu_cores();
-  if (!cores.empty()) out += ",cpu_cores";
+  if (with_cores) out += ",cpu_cores";
   out += '\n';
+  return out;
+}
+
+// `s`'s rows under that header, each after `lead`; a column `s` lacks is left empty.
+void csv_rows(std::string& out, std::string_view lead, const TimeSeries& s,
+              const std::bitset<kMetricCount>& columns, bool with_cores) {
+  const auto cores = s.cpu_cores();
   for (size_t i = 0; i < s.size(); ++i) {
+    out += lead;
     out += fmt::format("{:.9f},{}", double(s.t_ns[i]) / 1e9,
                        i < s.scheduled.size() ? int(s.scheduled[i]) : 1);
     for (int m = 0; m < kMetricCount; ++m) {
+      if (!columns.test(static_cast<size_t>(m))) continue;
       if (s.available.test(static_cast<size_t>(m))) {
         out += fmt::format(",{}", s.values[static_cast<size_t>(m)][i]);
+      } else {
+        out += ',';
       }
     }
-    if (!cores.empty()) out += i ? fmt::format(",{:.6f}", cores[i - 1]) : std::string(",");
+    if (with_cores) out += i && !cores.empty() ? fmt::format(",{:.6f}", cores[i - 1]) : ",";
     out += '\n';
+  }
+}
+
+}  // namespace
+
+std::string to_csv(const Result& r) {
+  const TimeSeries& s = r.series;
+  const bool with_cores = !s.cpu_cores().empty();
+  std::string out = csv_header("", s.available, with_cores);
+  csv_rows(out, "", s, s.available, with_cores);
+  return out;
+}
+
+std::string to_csv(const RepeatedResult& r) {
+  std::bitset<kMetricCount> columns;
+  bool with_cores = false;
+  for (const Result& run : r.runs) {
+    columns |= run.series.available;
+    with_cores = with_cores || !run.series.cpu_cores().empty();
+  }
+  std::string out = csv_header("run,", columns, with_cores);
+  for (size_t i = 0; i < r.runs.size(); ++i) {
+    csv_rows(out, fmt::format("{},", i + 1), r.runs[i].series, columns, with_cores);
   }
   return out;
 }

@@ -349,3 +349,29 @@ TEST_CASE("the time series as CSV: available metrics and derived CPU cores", "[r
   CHECK(csv.find("0.010000000,1,3000000,7,0.29") != std::string::npos);
   CHECK(std::count(csv.begin(), csv.end(), '\n') == 4);
 }
+
+TEST_CASE("the runs' time series as one CSV: a run column, every run's metrics", "[report]") {
+  // Runs whose sources differ (one lost its memory counter): once the second run's rows were
+  // shorter than the header they were written under, their figures in the wrong columns.
+  RepeatedResult rr;
+  rr.runs = {sample_result(), sample_result()};
+  rr.runs[1].series.available.reset(static_cast<size_t>(Metric::memory_current_bytes));
+  rr.warmups = {sample_result()};
+  const std::string csv = to_csv(rr);
+  std::vector<std::string> lines;
+  for (size_t at = 0, next; at < csv.size(); at = next + 1) {
+    next = csv.find('\n', at);
+    lines.push_back(csv.substr(at, next - at));
+  }
+  REQUIRE(lines.size() == 7);  // the header, three rows per run, not the warm-up's
+  CHECK(lines[0] == "run,t_s,scheduled,cpu_usage_ns,memory_current_bytes,cpu_cores");
+  for (const std::string& line : lines) {
+    CHECK(std::count(line.begin(), line.end(), ',') == 5);
+  }
+  CHECK(lines[2].rfind("1,0.010000000,1,3000000,7,0.29", 0) == 0);
+  CHECK(lines[5].rfind("2,0.010000000,1,3000000,,0.29", 0) == 0);
+  // One run alone: the same columns as its own CSV, after the run number.
+  rr.runs.resize(1);
+  CHECK(to_csv(rr).rfind("run,t_s,scheduled,cpu_usage_ns,memory_current_bytes,cpu_cores\n1,", 0) ==
+        0);
+}

@@ -221,6 +221,26 @@ def test_run_repeat_prints_statistics_and_progress(tmp_path):
     shown = edgeprof("show", str(report))
     assert shown.returncode == 0 and "3 runs (+1 warm-up)" in shown.stdout
 
+    # A run that lost a source: its rows keep the header's columns, the lost one empty (once
+    # they were shorter, their figures under the wrong names).
+    data["runs"][1]["series"]["available"].remove("memory_current_bytes")
+    data["runs"][1]["series"]["complete"] = [
+        m for m in data["runs"][1]["series"]["complete"] if m != "memory_current_bytes"]
+    del data["runs"][1]["series"]["columns"]["memory_current_bytes"]
+    data["runs"][1]["series"]["read_every"].pop("memory_current_bytes", None)
+    edited = tmp_path / "edited.json"
+    edited.write_text(json.dumps(data))
+    out = tmp_path / "edited.csv"
+    shown = edgeprof("show", str(edited), "--csv", str(out))
+    assert shown.returncode == 0, shown.stderr
+    rows = [line.split(",") for line in out.read_text().splitlines()]
+    header = rows[0]
+    assert header[:3] == ["run", "t_s", "scheduled"] and "memory_current_bytes" in header
+    assert all(len(row) == len(header) for row in rows)
+    at = header.index("memory_current_bytes")
+    assert {row[at] for row in rows[1:] if row[0] == "2"} == {""}
+    assert all(row[at] != "" for row in rows[1:] if row[0] == "1")
+
 
 @requires_cgroups
 def test_run_repeat_exit_code_is_the_first_failure():
