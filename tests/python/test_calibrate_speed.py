@@ -32,6 +32,20 @@ NAP = 0.1
 # The range the solver searches for a one-core device, on any host: the fastest speed the host
 # can emulate (1.0: one core on at least one CPU) down to 0.01.
 LO, HI = 0.01, 1.0
+# A run's ceiling, in seconds. The check runs go where the solver lands, and noise on a loaded
+# host (the software-emulated CPU of the cgroup v2 VM most of all) can put that far below the
+# speeds measured, where one run of these workloads takes minutes (at 0.01 of a CPU, 100 times
+# its CPU time: CI's VM tier once ran out of time there). Such a run is killed at the ceiling
+# and the test skips, saying so: what it checks needs a solution its runs can verify.
+RUN_TIMEOUT = 60.0
+
+
+def skip_if_noise_sent_it_below(error: str, slowest: float) -> None:
+    """Skips when `error` is calibrate_speed's for a run killed at the ceiling at a speed below
+    `slowest`, the slowest speed measured before solving (see RUN_TIMEOUT)."""
+    m = re.search(r"failed at core speed ([0-9.]+): killed at the timeout", error)
+    if m and float(m.group(1)) < slowest:
+        pytest.skip(f"noise on this host put the solution below the speeds measured: {error}")
 
 
 def measured_on(board: edgeprof.Device, argv: list[str]) -> float:
@@ -112,10 +126,14 @@ def test_calibration_runs_every_workload_at_every_speed_and_solves_for_the_speed
     # the defaults).
     speeds = [HI, 0.2]
     calls = []
-    cal = edgeprof.speed.calibrate_speed(
-        edgeprof.Device(name="board", cores=1, core_speed=0.9, memory="256MiB"),
-        [(name, argv, measured[name]) for name, argv in specs.items()], repeat=1, speeds=speeds,
-        progress=lambda *a: calls.append(a))
+    try:
+        cal = edgeprof.speed.calibrate_speed(
+            edgeprof.Device(name="board", cores=1, core_speed=0.9, memory="256MiB"),
+            [(name, argv, measured[name]) for name, argv in specs.items()], repeat=1,
+            speeds=speeds, timeout=RUN_TIMEOUT, progress=lambda *a: calls.append(a))
+    except edgeprof.Error as e:
+        skip_if_noise_sent_it_below(str(e), min(speeds))
+        raise
     text = str(cal)
     [fit] = cal.periods
     check_period(fit, measured, speeds)
@@ -150,7 +168,10 @@ def test_the_command_line_saves_a_device_file_that_loads(tmp_path):
     command = " ".join(f"'{a}'" if " " in a or "\n" in a else a for a in argv)
     p = cli("calibrate-speed", "--cores", "1", "--speed", "0.9", "--memory", "256MiB",
             "-w", f"infer={command}", "--measured", f"infer={device_s}", "--repeat", "1",
-            "--periods-ms", "5,20", "--save", str(saved), "--json", str(tmp_path / "cal.json"))
+            "--periods-ms", "5,20", "--timeout", str(RUN_TIMEOUT), "--save", str(saved),
+            "--json", str(tmp_path / "cal.json"))
+    if p.returncode != 0:
+        skip_if_noise_sent_it_below(p.stderr, HI / 3)
     assert p.returncode == 0, p.stderr
     assert "core speed" in p.stdout and "period 5 ms" in p.stdout and "period 20 ms" in p.stdout
     report = json.loads((tmp_path / "cal.json").read_text())
