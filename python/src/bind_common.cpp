@@ -84,4 +84,12 @@ std::optional<std::chrono::duration<double>> to_timeout(std::optional<double> se
   return std::chrono::duration<double>(*seconds);
 }
 
+std::chrono::seconds to_whole_seconds(const char* function, double timeout_s) {
+  if (!std::isfinite(timeout_s) || timeout_s < 1) {
+    throw Error(std::string(function) + ": timeout_s must be at least 1, got " +
+                py::repr(py::float_(timeout_s)).cast<std::string>());
+  }
+  return std::chrono::seconds(std::llround(timeout_s));
+}
+
 }  // namespace edgeprof_py

@@ -41,4 +41,8 @@ std::chrono::nanoseconds to_interval(std::optional<double> seconds);
 // Checked by the core (a non-positive or NaN timeout is an Error; inf waits for ever).
 std::optional<std::chrono::duration<double>> to_timeout(std::optional<double> seconds);
 
+// A measurement's `timeout_s` -> its options' whole seconds: an Error naming `function` unless
+// it is a number of at least 1.
+std::chrono::seconds to_whole_seconds(const char* function, double timeout_s);
+
 }  // namespace edgeprof_py

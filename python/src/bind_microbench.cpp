@@ -16,8 +16,11 @@
 #include <optional>
 #include <string>
 
+#include "bind_common.hpp"
+
 namespace py = pybind11;
 using namespace edgeprof;
+using edgeprof_py::to_whole_seconds;
 
 namespace {
 
@@ -183,14 +186,10 @@ void bind_microbench(py::module_& m) {
       "measure_reference_rating",
       [](const std::string& program, int cpu, double timeout_s,
          const std::optional<std::function<void(const std::string&)>>& progress) {
-        if (!std::isfinite(timeout_s) || timeout_s < 1) {
-          throw py::value_error("measure_reference_rating: timeout_s must be at least 1, got " +
-                                repr_float(timeout_s));
-        }
         ReferenceOptions options;
         options.program = program;
         options.cpu = cpu;
-        options.timeout = std::chrono::seconds(std::llround(timeout_s));
+        options.timeout = to_whole_seconds("measure_reference_rating", timeout_s);
         options.progress = with_signal_check(progress);
         py::gil_scoped_release unlocked;
         return measure_reference_rating(options);
@@ -352,10 +351,6 @@ void bind_microbench(py::module_& m) {
       [](const std::string& runtime, const std::string& python,
          const std::vector<std::string>& graphs, int warmup, int loops, int cpu, double timeout_s,
          const std::optional<std::function<void(const std::string&)>>& progress) {
-        if (!std::isfinite(timeout_s) || timeout_s < 1) {
-          throw Error("measure_nn_rating: timeout_s must be at least 1, got " +
-                      repr_float(timeout_s));
-        }
         NnOptions options;
         options.runtime = runtime;
         options.python = python;
@@ -363,7 +358,7 @@ void bind_microbench(py::module_& m) {
         options.warmup = warmup;
         options.loops = loops;
         options.cpu = cpu;
-        options.timeout = std::chrono::seconds(std::llround(timeout_s));
+        options.timeout = to_whole_seconds("measure_nn_rating", timeout_s);
         options.progress = with_signal_check(progress);
         py::gil_scoped_release unlocked;
         return measure_nn_rating(options);
@@ -407,10 +402,6 @@ void bind_microbench(py::module_& m) {
       [](const std::string& python, const std::vector<std::string>& graphs, int threads,
          const std::vector<int>& cpus, int rounds, int warmup, int loops, double timeout_s,
          const std::optional<std::function<void(const std::string&)>>& progress) {
-        if (!std::isfinite(timeout_s) || timeout_s < 1) {
-          throw Error("measure_host_scaling: timeout_s must be at least 1, got " +
-                      repr_float(timeout_s));
-        }
         HostScalingOptions options;
         options.python = python;
         options.graphs = graphs;
@@ -419,7 +410,7 @@ void bind_microbench(py::module_& m) {
         options.rounds = rounds;
         options.warmup = warmup;
         options.loops = loops;
-        options.timeout = std::chrono::seconds(std::llround(timeout_s));
+        options.timeout = to_whole_seconds("measure_host_scaling", timeout_s);
         options.progress = with_signal_check(progress);
         py::gil_scoped_release unlocked;
         return measure_host_scaling(options);
@@ -503,10 +494,6 @@ void bind_microbench(py::module_& m) {
          const std::optional<std::vector<double>>& speeds, int rounds, int warmup, int loops,
          int cpu, double timeout_s,
          const std::optional<std::function<void(const std::string&)>>& progress) {
-        if (!std::isfinite(timeout_s) || timeout_s < 1) {
-          throw Error("measure_quota_share: timeout_s must be at least 1, got " +
-                      repr_float(timeout_s));
-        }
         QuotaShareOptions options;
         options.python = python;
         if (graphs) options.graphs = *graphs;
@@ -515,7 +502,7 @@ void bind_microbench(py::module_& m) {
         options.warmup = warmup;
         options.loops = loops;
         options.cpu = cpu;
-        options.timeout = std::chrono::seconds(std::llround(timeout_s));
+        options.timeout = to_whole_seconds("measure_quota_share", timeout_s);
         options.progress = with_signal_check(progress);
         py::gil_scoped_release unlocked;
         return measure_quota_share(options);
@@ -559,17 +546,13 @@ void bind_microbench(py::module_& m) {
       [](const NnRating& rating, const std::string& python,
          const std::optional<std::vector<std::string>>& graphs, int warmup, int loops, int cpu,
          double timeout_s) {
-        if (!std::isfinite(timeout_s) || timeout_s < 1) {
-          throw Error("measure_host_drift: timeout_s must be at least 1, got " +
-                      repr_float(timeout_s));
-        }
         DriftOptions options;
         options.python = python;
         if (graphs) options.graphs = *graphs;
         options.warmup = warmup;
         options.loops = loops;
         options.cpu = cpu;
-        options.timeout = std::chrono::seconds(std::llround(timeout_s));
+        options.timeout = to_whole_seconds("measure_host_drift", timeout_s);
         py::gil_scoped_release unlocked;
         return measure_host_drift(rating, options);
       },

@@ -225,11 +225,11 @@ struct Slice::Impl {
   // files stay open (opening them, about a dozen opens on v1, and starting and joining a
   // thread each cost a spawn more than anything else the library does).
   std::unique_ptr<detail::Sampler> spare_sampler;
-  // The phase pipe of the last run, for the next one (PhasePipe), kept only when the run's
-  // final sample counted no task left in the slice.
+  // The phase pipe of the last run, for the next one (PhasePipe), kept only when nobody was
+  // left in the slice after it (its final sample's task count, else has_processes()).
   std::optional<detail::PhasePipe> spare_pipe;
-  // The read ends of finished runs' phase pipes whose final sample counted tasks left in the
-  // slice: such a process holds the write end, and a mark it writes later must neither land in
+  // The read ends of finished runs' phase pipes that left someone in the slice (as above),
+  // and of abandoned children: such a process holds the write end, and a mark it writes later must neither land in
   // another run's phases (a kept pipe) nor kill it with SIGPIPE (a closed one). Never read;
   // closed once the slice is seen empty, killed or closed.
   std::vector<detail::UniqueFd> retired_marks;

@@ -31,6 +31,18 @@ def _fake_python(tmp_path, ms=10.0, cpu_ms=None):
     return fake
 
 
+@pytest.mark.parametrize("measure", [
+    edgeprof.speed.measure_reference_rating, edgeprof.nn.measure_nn_rating,
+    edgeprof.nn.measure_host_scaling, edgeprof.speed.measure_quota_share])
+def test_a_measurement_refuses_a_timeout_under_a_second_before_it_starts(measure):
+    # measure_reference_rating raised a ValueError, the others edgeprof.Error.
+    with pytest.raises(edgeprof.Error, match=f"{measure.__name__}: timeout_s must be at least 1, "
+                                             "got 0.5"):
+        measure(timeout_s=0.5)
+    with pytest.raises(edgeprof.Error, match="got nan"):
+        measure(timeout_s=float("nan"))
+
+
 def test_nn_speed_from_published_and_host_times():
     s = edgeprof.nn.nn_speed({"a": 10.0, "b": 40.0}, {"a": 5.0, "b": 10.0})
     assert s.core_speed == pytest.approx(8 ** -0.5)
