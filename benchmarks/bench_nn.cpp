@@ -46,6 +46,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "bench_common.hpp"
 #include "edgeprof/edgeprof.hpp"
 
@@ -60,6 +62,7 @@ void usage(FILE* to) {
       "                         [--core-emulation auto|pooled|per-core|projected]\n"
       "                         [--core-scaling]\n"
       "                         [--no-thread-env] [--quota-scale X] [--drift-check]\n"
+      "                         [--no-share-check] [--share-bias X]\n"
       "                         [--cached-rating]\n"
       "                         [--markdown FILE]\n"
       "\n"
@@ -92,7 +95,12 @@ void usage(FILE* to) {
       "                    own share, measured at the start with measure_quota_share(), as\n"
       "                    plans apply it to nn speeds; PlanOptions::quota_scale)\n"
       "  --drift-check     correct each device's nn speed by the host's drift since the\n"
-      "                    rating, probed just before its run (PlanOptions::drift_check)\n"
+      "                    rating, probed just before its run (PlanOptions::drift_check),\n"
+      "                    and follow the host's own share checked at the plan's quota\n"
+      "  --no-share-check  with --drift-check: the drift alone (PlanOptions::share_check)\n"
+      "  --share-bias X    after measuring this host's own share, cache it multiplied by X\n"
+      "                    (0.25 to 4): a cache made stale on purpose, for what\n"
+      "                    --drift-check's check of the share does about one\n"
       "  --cached-rating   use this host's cached nn rating, as a run does, however old\n"
       "                    (measured first when none is cached): the drift since it was\n"
       "                    measured then shows, and --drift-check has something to correct\n"
@@ -128,6 +136,8 @@ struct Args {
   bool core_scaling = false;
   std::optional<double> quota_scale;  // empty: auto
   bool drift_check = false;           // PlanOptions::drift_check
+  bool share_check = true;            // PlanOptions::share_check
+  double share_bias = 1.0;            // the cached own share x this, on purpose
   // This host's rating from the cache (as a user's run reads it, however old) rather than
   // measured at the start: the host's drift since then is what --drift-check corrects.
   bool cached_rating = false;
@@ -234,6 +244,13 @@ Args parse_args(int argc, char** argv) {
       a.core_scaling = true;
     } else if (s == "--drift-check") {
       a.drift_check = true;
+    } else if (s == "--no-share-check") {
+      a.share_check = false;
+    } else if (s == "--share-bias") {
+      a.share_bias = std::atof(value());
+      if (!(a.share_bias >= 0.25 && a.share_bias <= 4)) {
+        throw Error("--share-bias: give a factor from 0.25 to 4");
+      }
     } else if (s == "--cached-rating") {
       a.cached_rating = true;
     } else if (s == "--no-held-out") {
@@ -365,7 +382,8 @@ std::map<std::string, double> emulate(const Device& device, const std::string& d
                                       double* emulation_log_sd = nullptr,
                                       double* host_drift = nullptr,
                                       double* drift_probed = nullptr,
-                                      std::map<std::string, double>* cpu_ms = nullptr) {
+                                      std::map<std::string, double>* cpu_ms = nullptr,
+                                      double* own_share_check = nullptr) {
   Command c;
   c.argv = {"python3", dir + "/runner.py", dir, std::to_string(a.warmup)};
   c.argv.push_back(std::to_string(a.loops));
@@ -381,9 +399,11 @@ std::map<std::string, double> emulate(const Device& device, const std::string& d
   o.slice.plan.core_scaling = a.core_scaling;
   o.slice.plan.quota_scale = a.quota_scale;
   o.slice.plan.drift_check = a.drift_check;
+  o.slice.plan.share_check = a.share_check;
   const Result r = run(c, device, o);
   if (host_drift) *host_drift = r.plan.host_drift;
   if (drift_probed) *drift_probed = r.plan.drift_probed;
+  if (own_share_check) *own_share_check = r.plan.own_share_check;
   if (quota_scale) *quota_scale = r.plan.quota_scale;
   if (emulation_log_sd) *emulation_log_sd = r.plan.emulation_log_sd;
   if (projection) *projection = r.plan.threads_projection;
@@ -397,6 +417,13 @@ std::map<std::string, double> emulate(const Device& device, const std::string& d
   NnRating parsed = parse_nn_output(text.str(), "runner under " + device.name);
   if (cpu_ms) *cpu_ms = parsed.cpu_ms;
   return parsed.host_ms;
+}
+
+// The plan's own share check as "1.42 (followed)", "1.05 (kept)", or "n/a".
+std::string share_check_text(double check) {
+  if (!std::isfinite(check)) return "n/a";
+  const bool followed = check > 1 + kShareCheckBand || check < 1 / (1 + kShareCheckBand);
+  return fmt::format("{:.2f} ({})", check, followed ? "followed" : "kept");
 }
 
 bool selected(const std::vector<std::string>& only, const std::string& graph) {
@@ -439,6 +466,9 @@ struct OneThreadRow {
   // alone on its CPU; HostDrift::waiting).
   double probe_wall = NAN, probe_waiting = NAN;
   bool applied = false;
+  // With --drift-check, the plan's check of the host's own share at its quota: measured /
+  // cached (followed beyond kShareCheckBand); NAN where not checked.
+  double share_check = NAN;
   // The emulated times themselves (ms by graph): a projection to all cores in the same run
   // divides these rather than emulating one core again.
   std::map<std::string, double> emulated_ms;
@@ -485,13 +515,14 @@ OneThreadRow measure_one_thread(const Device& catalog, const NnRating& host, int
       fmt::print(stderr, "  drift probe failed: {}\n", e.what());
     }
   }
-  double applied = 1, probed = 0;
+  double applied = 1, probed = 0, checked = 0;
   const auto emulated = emulate(for_speed_kind(one, SpeedKind::nn), dir, keys(published), 1, a,
                                 &row.quota_scale, nullptr, &row.emulation_log_sd, &applied,
-                                &probed);
+                                &probed, nullptr, &checked);
   if (a.drift_check) {
     row.probe_drift = probed > 0 ? probed : NAN;
     row.applied = applied != 1.0;
+    row.share_check = checked > 0 ? checked : NAN;
   }
   std::vector<double> shares, drifts, held;
   for (const auto& [g, ms] : emulated) {
@@ -726,7 +757,10 @@ std::string one_thread_table(const std::vector<OneThreadRow>& rows,
       "probe's: measure_host_drift() just before the emulated run (four graphs, about half a "
       "second, on CPU {}), applied to the speed where marked (--drift-check: the plan's own "
       "probe, PlanOptions::drift_check); drift left: host drift / the probe's, what a "
-      "correction by the probe leaves. Coverage: the share of graphs whose published time "
+      "correction by the probe leaves. Own share check (--drift-check): the plan's check of "
+      "this host's own share at its quota just before the run over the cached share "
+      "(EmulationPlan::own_share_check), followed beyond 1.5x (or 1/1.5x). Coverage: the "
+      "share of graphs whose published time "
       "lies within the 90% interval (time_interval(), from the speed without the graph, with "
       "the plan's emulation spread as a run's own interval has it; emulation sd) around the "
       "held-out time, and with the speed's error alone.\n\n"
@@ -734,13 +768,13 @@ std::string one_thread_table(const std::vector<OneThreadRow>& rows,
       "held-out median (worst) | held-out tau | 90% interval coverage (emulation sd) | "
       "coverage, speed's error only | integer speed's median "
       "\\|err\\| | own share (p10-p90) | own share, held-out graphs | quota scale | host drift | "
-      "probe's drift | drift left |\n"
-      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+      "probe's drift | drift left | own share check |\n"
+      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
       host.cpu_model, host.runtime, rating.warmup, rating.loops, a.warmup, a.loops,
       host_facts().cpus.front());
   for (const OneThreadRow& r : rows) {
     md += fmt::format("| {} | {} | {} | {:.4f} | {} | {} | {} | {} ({}) | {} | {} ({:.2f}) | {} | "
-                      "{} | {} ({}-{}) | {} | {:.3f} | {} | {} | {} |\n",
+                      "{} | {} ({}-{}) | {} | {:.3f} | {} | {} | {} | {} |\n",
                       r.device, r.precision, r.emulated.graphs, r.speed, pct(r.emulated.median),
                       pct(r.emulated.worst), fixed2(r.emulated.tau), pct(r.held.median),
                       pct(r.held.worst), fixed2(r.held.tau), pct(r.coverage),
@@ -748,7 +782,7 @@ std::string one_thread_table(const std::vector<OneThreadRow>& rows,
                       fixed2(r.share), fixed2(r.share_p10), fixed2(r.share_p90),
                       fixed2(r.share_held), r.quota_scale, fixed2(r.drift),
                       fixed2(r.probe_drift) + (r.applied ? " (applied)" : ""),
-                      fixed2(r.drift / r.probe_drift));
+                      fixed2(r.drift / r.probe_drift), share_check_text(r.share_check));
   }
   {
     // How much of the host's drift a correction by the probe removes, over the devices.
@@ -962,6 +996,19 @@ int run_benchmark(const Args& a) {
     }
     share_text = describe(share);
     share_graphs = share.graphs;
+    if (args.share_bias != 1.0) {
+      // A stale cache, on purpose: the shares the plans read, times the bias.
+      std::ifstream in(share.cache_file);
+      nlohmann::json j = nlohmann::json::parse(in);
+      for (nlohmann::json& p : j.at("points")) {
+        for (const char* k : {"share", "measured", "p10", "p25", "p75", "p90"}) {
+          p[k] = p.at(k).get<double>() * args.share_bias;
+        }
+      }
+      std::ofstream(share.cache_file) << j.dump(2) << "\n";
+      share_text += fmt::format("; cached x{:g} on purpose (--share-bias: a stale cache)",
+                                args.share_bias);
+    }
   }
 
   // Projected to several threads: this host's own scaling of each graph, for the variant that
@@ -1009,14 +1056,15 @@ int run_benchmark(const Args& a) {
                    "  1 thread at nn speed {:.4f}: median error {}, worst {}, tau {}; held out "
                    "{} (worst {}), tau {}, 90% interval coverage {}; own share {} ({}-{}; "
                    "held-out graphs {}) at quota scale {:.3f}, host drift {} (probe {}{}, left "
-                   "{}; the probe's wall-time drift {}, wall / CPU time {})\n",
+                   "{}; the probe's wall-time drift {}, wall / CPU time {}); own share check "
+                   "{}\n",
                    r.speed, pct(r.emulated.median), pct(r.emulated.worst), fixed2(r.emulated.tau),
                    pct(r.held.median), pct(r.held.worst), fixed2(r.held.tau), pct(r.coverage),
                    fixed2(r.share),
                    fixed2(r.share_p10), fixed2(r.share_p90), fixed2(r.share_held), r.quota_scale,
                    fixed2(r.drift), fixed2(r.probe_drift), r.applied ? ", applied" : "",
                    fixed2(r.drift / r.probe_drift), fixed2(r.probe_wall),
-                   fixed2(r.probe_waiting));
+                   fixed2(r.probe_waiting), share_check_text(r.share_check));
       } catch (const UnsupportedError& e) {
         // A device faster than one host core at its nn speed (the Pi 5 on a slow or busy
         // host): nothing to emulate here; said, not fatal.

@@ -330,6 +330,39 @@ double quota_scale_at(const QuotaShare& share, double speed);
 /// `speed` is not a positive number.
 double own_share_log_sd(const QuotaShare& share, double speed);
 
+/// This host's own share checked just before a run at the quota its plan applies
+/// (PlanOptions::drift_check; with_checked_quota_share(), plan.hpp): a few inferences of
+/// kShareCheckGraphs unthrottled, then in a one-core slice at that quota, on the run's CPU. A
+/// cached share measured on a quieter host (or a busier one) makes every emulated time wrong by
+/// as much; the probe of HostDrift runs unthrottled and cannot see it.
+struct QuotaShareCheck {
+  double speed = 0;     ///< the quota checked, a fraction of one host CPU
+  /// Emulated time x speed / unthrottled time, median over the graphs (measured).
+  double measured = 0;
+  double cached = 0;    ///< the cached share at that quota (own_share_at())
+  /// Whether the share the plan scales by was multiplied by measured / cached (beyond
+  /// 1 + kShareCheckBand or below its inverse).
+  bool applied = false;
+  /// What the cached share was multiplied by: 1 where kept. Where a first check moved the
+  /// plan's quota by more than 20%, a second one at the new quota (the share is steeper at
+  /// small quotas), and the product of the two; speed, measured and cached are the last's.
+  double factor = 1;
+  int checks = 0;  ///< checks made (1 or 2)
+  std::vector<std::string> graphs;  ///< the graphs run
+  int cpu = -1;                     ///< the CPU checked on
+  std::string measured_at;          ///< ISO 8601 UTC
+  double seconds = 0;               ///< how long the check took
+};
+
+/// The graphs a QuotaShareCheck runs (two of measure_quota_share()'s, of medium size).
+inline const std::vector<std::string> kShareCheckGraphs{"squeezenet", "mobilenet_v2"};
+/// A QuotaShareCheck within this of the cached share (as a ratio: 1/1.5 .. 1.5) keeps it: one
+/// round of two graphs read up to 1.35x the share the run then bought (eight checks on an
+/// Intel Xeon host, 2026-12-02; following checks beyond 1.15x made that run 26% too fast),
+/// while a busy neighbour moved the share 2-10x (docs/fidelity.md). It catches a cache gone
+/// grossly stale, not the share's everyday wander.
+inline constexpr double kShareCheckBand = 0.5;
+
 /// How measure_quota_share runs.
 struct QuotaShareOptions {
   /// The Python interpreter with the `ncnn` package; "" = $EDGEPROF_PYTHON, else python3.

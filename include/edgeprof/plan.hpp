@@ -43,6 +43,12 @@ struct HostFacts {
   std::optional<HostDrift> drift;
   /// Why drift is empty where a plan asked for it, for the plan's note.
   std::string drift_problem;
+  /// quota_share checked at the plan's quota just before the run (with_checked_quota_share(),
+  /// PlanOptions::drift_check); where it was applied, quota_share's shares are already
+  /// multiplied by its measured / cached. Empty when not checked.
+  std::optional<QuotaShareCheck> quota_share_check;
+  /// Why quota_share_check is empty where a plan asked for it, for the plan's note.
+  std::string quota_share_check_problem;
 };
 
 /// The kernel's default CFS bandwidth slice (sched_cfs_bandwidth_slice_us), in microseconds.
@@ -206,9 +212,15 @@ struct PlanOptions {
   /// than at its rating giving the slice 1.2x the quota, so that it does the device's work in
   /// the device's time (EmulationPlan::host_drift; the plan's notes say by how much). Factors
   /// within kHostDriftDeadBand of 1 (the probe's own noise) and beyond kMinHostDrift ..
-  /// kMaxHostDrift (a note says to measure the rating again) are not applied. Default: false
-  /// unless the environment variable EDGEPROF_DRIFT_CHECK is 1.
+  /// kMaxHostDrift (a note says to measure the rating again) are not applied. Where the quota
+  /// scale is from the host's own share, also checks that share at the plan's quota
+  /// (with_checked_quota_share(): 2-6 s) and follows it beyond kShareCheckBand (unless
+  /// share_check is false). Default: false unless the environment variable
+  /// EDGEPROF_DRIFT_CHECK is 1.
   bool drift_check = drift_check_by_default();
+  /// With drift_check: also check the host's own share at the plan's quota (above); false
+  /// probes the drift alone (half a second).
+  bool share_check = true;
   /// CoreEmulation::projected: the workload's own parallel scaling relative to the reference
   /// graphs' on this host (workload_scaling(), nn.hpp: its one- over two-thread time / the
   /// graphs' median), 0.5 .. 2, multiplying the board's median speed-up: a workload that
@@ -297,6 +309,10 @@ struct EmulationPlan {
   double host_drift = 1.0;
   /// The probe's reading (HostDrift::factor) whether applied or not; 0 = not probed.
   double drift_probed = 0;
+  /// The host's own share checked at the plan's quota just before the run over the cached one
+  /// (HostFacts::quota_share_check, PlanOptions::drift_check); beyond kShareCheckBand of 1 the
+  /// quota scale followed it. 0 = not checked.
+  double own_share_check = 0;
   /// CoreEmulation::projected: the slice is one device core, and the device's times with all
   /// its cores are projected from it; unset otherwise.
   std::optional<ThreadsProjection> threads_projection;
@@ -390,6 +406,21 @@ HostFacts with_measured_quota_share(HostFacts host, const Device& device,
 /// once it holds its CPUs, on the first of them.
 HostFacts with_measured_drift(HostFacts host, const Device& device, const PlanOptions& options,
                               int cpu);
+
+/// `host` with its own share checked (QuotaShareCheck, nn.hpp) on `cpu` at the quota the plan of
+/// `device` applies (plan_emulation(device, host, options)), when options.drift_check and
+/// share_check ask for it and that plan's quota scale is from host.quota_share (an nn speed on
+/// one CPU or per core, no options.quota_scale): about (0.2 s + 0.2 s / the quota) of ncnn
+/// inference and start-up, 2-6 s at the smallest boards' quotas. Beyond kShareCheckBand of the
+/// cached share, host.quota_share's shares are multiplied by measured / cached, so that a plan
+/// made again with `host` scales its quota by the share now (capped at kMaxQuotaScale, which
+/// the plan's "quota scale short" note says); where that moves the quota by more than 20%, a
+/// second check at the new quota refines it. A check of the same CPU, quota and share in this
+/// process in the last kDriftProbeReuse is used again. A check that fails leaves
+/// quota_share_check empty and quota_share_check_problem saying why (the plan notes it; the run
+/// goes on at the cached share). Slice calls it once it holds its CPUs, on the first of them.
+HostFacts with_checked_quota_share(HostFacts host, const Device& device,
+                                   const PlanOptions& options, int cpu);
 
 /// Plans the device as fit_to_cpus() emulates it on the usable CPUs. Throws UnsupportedError
 /// when the host cannot emulate the device (a core faster than a host CPU, more memory than the

@@ -578,6 +578,8 @@ class EmulationPlan:
     @property
     def drift_probed(self) -> float: ...  # drift_check: the probe's reading; 0 = not probed
     @property
+    def own_share_check(self) -> float: ...  # drift_check: own share now / cached; 0: not checked
+    @property
     def emulation_log_sd(self) -> float: ...  # own share's spread when scaled by it; else 0
     @property
     def threads_projection(self) -> Optional[ThreadsProjection]: ...
@@ -833,7 +835,7 @@ class Slice:
         core_emulation: str = "auto",  # "auto": projected where the tables allow, else pooled; "pooled": one quota; "per-core": a quota per device core; "projected": one core, times / the board's speed-up
         core_scaling: bool = False,  # per-core: quota follows the busy threads, as the board
         quota_scale: Optional[float] = None,  # quotas x this; None: the host's own share for nn speeds
-        drift_check: Optional[bool] = None,  # probe the host's drift since its nn rating; None: $EDGEPROF_DRIFT_CHECK
+        drift_check: Optional[bool] = None,  # probe the host's drift since its nn rating and check its own share; None: $EDGEPROF_DRIFT_CHECK
     workload_scaling: Optional[float] = None,  # projected: the workload's own scaling, 0.5-2; None: the board's median
     ) -> None: ...
     def spawn(
@@ -881,7 +883,7 @@ def plan_emulation(
     core_emulation: str = "auto",
     core_scaling: bool = False,
     quota_scale: Optional[float] = None,  # quotas x this; None: the host's own share for nn speeds
-    drift_check: Optional[bool] = None,  # probe the host's drift since its nn rating; None: $EDGEPROF_DRIFT_CHECK
+    drift_check: Optional[bool] = None,  # probe the host's drift since its nn rating and check its own share; None: $EDGEPROF_DRIFT_CHECK
     workload_scaling: Optional[float] = None,  # projected: the workload's own scaling, 0.5-2; None: the board's median
 ) -> EmulationPlan: ...
 _Progress = Callable[[int, int, bool, Result], None]
@@ -913,7 +915,7 @@ def run(
     core_emulation: str = "auto",
     core_scaling: bool = False,
     quota_scale: Optional[float] = None,  # quotas x this; None: the host's own share for nn speeds
-    drift_check: Optional[bool] = None,  # probe the host's drift since its nn rating; None: $EDGEPROF_DRIFT_CHECK
+    drift_check: Optional[bool] = None,  # probe the host's drift since its nn rating and check its own share; None: $EDGEPROF_DRIFT_CHECK
     workload_scaling: Optional[float] = None,  # projected: the workload's own scaling, 0.5-2; None: the board's median
 ) -> Result: ...
 @overload
@@ -943,7 +945,7 @@ def run(
     core_emulation: str = "auto",
     core_scaling: bool = False,
     quota_scale: Optional[float] = None,  # quotas x this; None: the host's own share for nn speeds
-    drift_check: Optional[bool] = None,  # probe the host's drift since its nn rating; None: $EDGEPROF_DRIFT_CHECK
+    drift_check: Optional[bool] = None,  # probe the host's drift since its nn rating and check its own share; None: $EDGEPROF_DRIFT_CHECK
     workload_scaling: Optional[float] = None,  # projected: the workload's own scaling, 0.5-2; None: the board's median
 ) -> Union[Result, RepeatedResult]: ...
 
@@ -1108,7 +1110,7 @@ def _compare(
     core_emulation: str = "auto",
     core_scaling: bool = False,
     quota_scale: Optional[float] = None,
-    drift_check: Optional[bool] = None,  # probe the host's drift since its nn rating; None: $EDGEPROF_DRIFT_CHECK
+    drift_check: Optional[bool] = None,  # probe the host's drift since its nn rating and check its own share; None: $EDGEPROF_DRIFT_CHECK
     workload_scaling: Optional[float] = None,  # projected: the workload's own scaling, 0.5-2; None: the board's median
 ) -> Comparison: ...
 
@@ -1223,7 +1225,7 @@ def calibrate_speed(
     core_emulation: str = "auto",
     core_scaling: bool = False,
     quota_scale: Optional[float] = None,  # quotas x this; None: the host's own share for nn speeds
-    drift_check: Optional[bool] = None,  # probe the host's drift since its nn rating; None: $EDGEPROF_DRIFT_CHECK
+    drift_check: Optional[bool] = None,  # probe the host's drift since its nn rating and check its own share; None: $EDGEPROF_DRIFT_CHECK
     workload_scaling: Optional[float] = None,  # projected: the workload's own scaling, 0.5-2; None: the board's median
     timeout: Optional[float] = None,
     progress: Optional[Callable[[int, int, str, float, int], None]] = None,

@@ -321,6 +321,9 @@ void bind_devices(py::module_& m) {
                     "factor); 1 = not corrected.")
       .def_readonly("drift_probed", &EmulationPlan::drift_probed,
                     "drift_check: the probe's reading, applied or not; 0 = not probed.")
+      .def_readonly("own_share_check", &EmulationPlan::own_share_check,
+                    "drift_check: this host's own share checked at the plan's quota over the "
+                    "cached one; beyond 1.5x (or 1/1.5x) the quota scale followed it. 0 = not checked.")
       .def_readonly("threads_projection", &EmulationPlan::threads_projection,
                     "Core emulation 'projected': the projection; None otherwise.")
       .def_readonly("thread_env", &EmulationPlan::thread_env,

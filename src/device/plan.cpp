@@ -100,7 +100,7 @@ bool operator==(const EmulationPlan& a, const EmulationPlan& b) {
          a.core_groups == b.core_groups && a.core_quota_us == b.core_quota_us &&
          a.core_quota_by_busy == b.core_quota_by_busy && a.quota_scale == b.quota_scale &&
          a.emulation_log_sd == b.emulation_log_sd && a.host_drift == b.host_drift &&
-         a.drift_probed == b.drift_probed &&
+         a.drift_probed == b.drift_probed && a.own_share_check == b.own_share_check &&
          a.threads_projection == b.threads_projection && a.notes == b.notes &&
          a.unapplied == b.unapplied;
 }
@@ -200,7 +200,39 @@ struct QuotaScaleChoice {
   std::string note;  // why an nn speed gets no scale; "" otherwise
   double log_sd = 0;  // the own share's spread at the scaled quota, when the scale is from it
   const QuotaShare* share = nullptr;  // the measured share the scale is from, if it is
+  std::string check_note;  // the share's check just before the run, when it is from one
+  double check = 0;        // its measured / cached; 0 = not checked
 };
+
+// HostFacts::quota_share_check as a plan note, where the scale is from the share and the plan
+// asked for the check (PlanOptions::drift_check); "" otherwise.
+std::string share_check_note(const HostFacts& host, const PlanOptions& options) {
+  if (host.quota_share_check) {
+    const QuotaShareCheck& k = *host.quota_share_check;
+    const double ratio = k.measured / k.cached;
+    const std::string how = fmt::format(
+        "checked just before the run at {:.3g} of a CPU on CPU {} ({} ncnn graph{} unthrottled "
+        "and in a one-core slice, {:.1f} s, measured), it read {:.2f} against the cached {:.2f}",
+        k.speed, k.cpu, k.graphs.size(), k.graphs.size() == 1 ? "" : "s", k.seconds, k.measured,
+        k.cached);
+    if (!k.applied) {
+      return fmt::format("own share {}, within {:g}x: the cached share kept", how,
+                         1 + kShareCheckBand);
+    }
+    return fmt::format(
+        "own share moved: {} ({:.2f}x; followed beyond {:g}x): the quota scale follows the share now "
+        "(the cached one times {:.2f}{}). The host's load has changed since its own share was "
+        "measured; measure it again when the host is steady (`edgeprof calibrate-host --nn "
+        "--remeasure`)",
+        how, ratio, 1 + kShareCheckBand, k.factor,
+        k.checks > 1 ? ", from a second check at the quota the first gave" : "");
+  }
+  if (options.drift_check && options.share_check && !host.quota_share_check_problem.empty()) {
+    return fmt::format("own share not checked: {}; the cached share applied as measured",
+                       host.quota_share_check_problem);
+  }
+  return {};
+}
 
 QuotaScaleChoice choose_quota_scale(const Device& device, const HostFacts& host,
                                     const PlanOptions& options, double cpu_share,
@@ -250,6 +282,10 @@ QuotaScaleChoice choose_quota_scale(const Device& device, const HostFacts& host,
   c.scale = quota_scale_at(q, cpu_share);
   c.log_sd = own_share_log_sd(q, c.scale * cpu_share);
   c.share = &q;
+  c.check_note = share_check_note(host, options);
+  if (host.quota_share_check) {
+    c.check = host.quota_share_check->measured / host.quota_share_check->cached;
+  }
   c.from = fmt::format("this host's own share under the scaled quota ({:.3g} of a CPU) for a "
                        "device core at {:.3g} of a CPU, measured {} with {} ncnn graph{} "
                        "(`edgeprof calibrate-host --nn`)",
@@ -743,6 +779,8 @@ EmulationPlan plan_emulation(const Device& described, const HostFacts& host,
       }
     }
   }
+  if (!choice.check_note.empty()) plan.notes.push_back(choice.check_note);
+  plan.own_share_check = choice.check;
   if (!per_core &&
       detail::quota_unlimited(plan.cpu_quota_us, plan.cpu_period_us, plan.cpus.size())) {
     plan.notes.push_back(fmt::format(

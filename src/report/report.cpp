@@ -169,6 +169,7 @@ json plan_json(const EmulationPlan& p) {
           {"emulation_log_sd", p.emulation_log_sd},
           {"host_drift", p.host_drift},
           {"drift_probed", p.drift_probed},
+          {"own_share_check", p.own_share_check},
           {"threads_projection", p.threads_projection ? projection_json(*p.threads_projection)
                                                       : json(nullptr)},
           {"thread_env", p.thread_env},
@@ -199,6 +200,7 @@ EmulationPlan plan_from(const json& j) {
   if (j.contains("emulation_log_sd")) p.emulation_log_sd = j.at("emulation_log_sd").get<double>();
   if (j.contains("host_drift")) p.host_drift = j.at("host_drift").get<double>();
   if (j.contains("drift_probed")) p.drift_probed = j.at("drift_probed").get<double>();
+  if (j.contains("own_share_check")) p.own_share_check = j.at("own_share_check").get<double>();
   if (j.contains("threads_projection") && !j.at("threads_projection").is_null()) {
     p.threads_projection = projection_from(j.at("threads_projection"));
   }

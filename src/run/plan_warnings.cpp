@@ -12,7 +12,8 @@ namespace {
 // How the notes a run repeats as warnings begin (src/device/plan.cpp writes them; the run
 // layer may not include the device layer's device_json.hpp, which names the probe's).
 constexpr const char* kWarningNotes[] = {"host drift not corrected", "host CPU shared",
-                                         "probe scores spread", "quota scale short"};
+                                         "probe scores spread", "quota scale short",
+                                         "own share moved", "own share not checked"};
 
 bool is_warning_note(const std::string& note) {
   if (note.rfind("host drift not corrected", 0) == 0 &&

@@ -341,8 +341,11 @@ Slice::Slice(Device device, SliceOptions options) : impl_(std::make_shared<Impl>
     if (shared > 0 || !detail::cpu_ledger().others(s.cpus).empty()) {
       host.drift_problem = "another edgeprof slice holds this slice's CPUs, and a probe would "
                            "read its load as the host's drift";
+      if (plan_options.share_check) host.quota_share_check_problem = host.drift_problem;
     } else if (!mine.empty()) {
       host = with_measured_drift(std::move(host), planned, plan_options, mine.front());
+      // The own share at the quota of the plan as corrected for the drift, checked there.
+      host = with_checked_quota_share(std::move(host), planned, plan_options, mine.front());
     }
     s.plan = plan_emulation(planned, host, plan_options);
   }

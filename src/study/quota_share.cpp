@@ -9,12 +9,15 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <tuple>
 
 #include "edgeprof/error.hpp"
 #include "edgeprof/nn.hpp"
@@ -125,6 +128,14 @@ std::optional<QuotaShare> read_cached(const std::string& path, std::string* why)
   if (!change.empty()) return say(fmt::format("{} was measured on {}: measure it again", path, change));
   q.cache_file = path;
   return q;
+}
+
+// A one-core device at `speed` of a host CPU; memory as much as the host has (the runs are
+// about CPU, and a small host, such as a 1 GiB VM, has less than a fixed figure).
+Device one_core(const char* name, double speed) {
+  Device d = make_device(name, 1, speed, "1GiB");
+  if (const std::uint64_t memory = host_facts().memory_bytes) d.memory_bytes = memory;
+  return d;
 }
 
 // The graphs' times from one run of the runner under `device` on `cpu` (host_ms, and cpu_ms
@@ -313,14 +324,6 @@ QuotaShare measure_quota_share(const QuotaShareOptions& o) {
   // The period every slice asks for (edgeprof's default; below 1 ms of quota per period a
   // slice stretches it, as plans do alike).
   q.period_us = kDefaultCpuPeriodUs;
-  // One core; memory as much as the host has (the runs are about CPU, and a small host, such
-  // as a 1 GiB VM, has less than a fixed figure).
-  const std::uint64_t memory = host_facts().memory_bytes;
-  auto one_core = [memory](const char* name, double speed) {
-    Device d = make_device(name, 1, speed, "1GiB");
-    if (memory) d.memory_bytes = memory;
-    return d;
-  };
   const Device unthrottled = one_core("edgeprof-unthrottled", 1.0);
   std::map<double, std::vector<double>> shares;
   const int total = o.rounds * int(speeds.size());
@@ -465,6 +468,138 @@ HostFacts with_measured_quota_share(HostFacts host, const Device& device,
         fmt::format("measuring it failed, and is not tried again in this process: {}", e.what());
   }
   tried[dir] = {host.quota_share, host.quota_share_problem};
+  return host;
+}
+
+namespace {
+
+// The quota of one device core in `plan` as a fraction of a host CPU, where the plan's quota
+// scale is from the host's own share (choose_quota_scale in plan.cpp: without
+// PlanOptions::quota_scale, a scale other than 1 or the share's spread is the share's; a share
+// without spread whose scale the kernel's 1 ms minimum quota undid entirely, seen only with
+// stand-in runners, is not checked); 0 elsewhere.
+double checked_speed(const EmulationPlan& plan) {
+  if (plan.quota_scale == 1.0 && !(plan.emulation_log_sd > 0)) return 0;
+  if (plan.cpu_period_us == 0 || plan.cpus.empty()) return 0;
+  // A core group's quota, or the one CPU's.
+  const double speed = plan.core_groups > 0
+                           ? double(plan.core_quota_us) / double(plan.cpu_period_us)
+                           : double(plan.cpu_quota_us) /
+                                 (double(plan.cpu_period_us) * double(plan.cpus.size()));
+  return speed > 0 && speed < 1 ? speed : 0;
+}
+
+// One check at `speed` on `cpu`: emulated time x speed / unthrottled time, the median over
+// kShareCheckGraphs (measured); reused for kDriftProbeReuse per CPU, quota, share and
+// interpreter, as the drift probe. Throws Error.
+QuotaShareCheck check_share_at(double speed, int cpu, const std::string& share_measured_at,
+                               const PlanOptions& options) {
+  QuotaShareOptions o;
+  o.python = options.nn_measure.python;
+  if (const char* env = std::getenv("EDGEPROF_PYTHON"); o.python.empty() && env) o.python = env;
+  o.graphs = kShareCheckGraphs;
+  o.warmup = 1;
+  o.loops = 3;
+  o.timeout = std::chrono::seconds(60);
+  static std::mutex mutex;
+  static std::map<std::tuple<int, long long, std::string, std::string>,
+                  std::pair<std::chrono::steady_clock::time_point, QuotaShareCheck>>
+      recent;
+  const auto key = std::make_tuple(cpu, std::llround(speed * 1e4), share_measured_at, o.python);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    const auto it = recent.find(key);
+    if (it != recent.end() &&
+        std::chrono::steady_clock::now() - it->second.first < kDriftProbeReuse) {
+      return it->second.second;
+    }
+  }
+  const auto started = std::chrono::steady_clock::now();
+  const std::string python = detail::nn_python(o.python);
+  const detail::NnRunnerDir dir(o.graphs);
+  const NnRating alone =
+      run_graphs(dir, python, one_core("edgeprof-unthrottled", 1.0), o, cpu, nullptr, nullptr);
+  // Unthrottled inferences that waited for the CPU (another process on it, a hypervisor's
+  // steal) would make the share read too low: not a check.
+  const std::vector<double> waiting = detail::wall_over_cpu(alone);
+  if (!waiting.empty() && detail::median_of(waiting) > kProbeWaitingShared) {
+    throw Error(fmt::format("CPU {} was shared (the unthrottled inferences took {:.2f}x their "
+                            "CPU time)",
+                            cpu, detail::median_of(waiting)));
+  }
+  const NnRating slow = run_graphs(dir, python, one_core("edgeprof-share-check", speed), o, cpu,
+                                   nullptr, nullptr);
+  std::vector<double> shares;
+  for (const auto& [graph, ms] : slow.host_ms) {
+    const auto it = alone.host_ms.find(graph);
+    if (it != alone.host_ms.end() && it->second > 0 && ms > 0) {
+      shares.push_back(ms * speed / it->second);
+    }
+  }
+  if (shares.empty()) throw Error("no graph ran both unthrottled and in the slice");
+  QuotaShareCheck c;
+  c.speed = speed;
+  c.measured = detail::median_of(shares);
+  c.graphs = o.graphs;
+  c.cpu = cpu;
+  c.measured_at = detail::utc_now();
+  c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  std::lock_guard<std::mutex> lock(mutex);
+  recent[key] = {std::chrono::steady_clock::now(), c};
+  return c;
+}
+
+bool beyond_band(double ratio) {
+  return ratio > 1 + kShareCheckBand || ratio < 1 / (1 + kShareCheckBand);
+}
+
+}  // namespace
+
+HostFacts with_checked_quota_share(HostFacts host, const Device& device,
+                                   const PlanOptions& options, int cpu) {
+  if (!options.drift_check || !options.share_check || options.quota_scale ||
+      host.quota_share_check || !host.quota_share || host.quota_share->points.empty()) {
+    return host;
+  }
+  const QuotaShare cached = *host.quota_share;
+  double factor = 1;
+  std::optional<QuotaShareCheck> check;
+  for (int round = 0; round < 2; ++round) {
+    double speed = 0;
+    try {
+      speed = checked_speed(plan_emulation(device, host, options));
+    } catch (const Error&) {
+      // A device this host cannot emulate: the plan made by the caller says why.
+    }
+    if (speed == 0) break;
+    // A second check only where the first moved the quota by more than 20%.
+    if (check && std::abs(speed / check->speed - 1) <= 0.2) break;
+    QuotaShareCheck now;
+    try {
+      now = check_share_at(speed, cpu, cached.measured_at, options);
+    } catch (const Error& e) {
+      if (!check) {
+        host.quota_share_check_problem = fmt::format("the check failed: {}", e.what());
+        return host;
+      }
+      break;  // the first check stands
+    }
+    const double ratio = now.measured / own_share_at(*host.quota_share, speed);
+    now.cached = own_share_at(cached, speed);
+    now.checks = round + 1;
+    now.applied = check ? check->applied : false;
+    if (beyond_band(ratio)) {
+      factor *= ratio;
+      now.applied = true;
+      for (QuotaSharePoint& p : host.quota_share->points) {
+        for (double* v : {&p.share, &p.measured, &p.p10, &p.p25, &p.p75, &p.p90}) *v *= ratio;
+      }
+    }
+    now.factor = factor;
+    check = now;
+    if (!beyond_band(ratio)) break;
+  }
+  if (check) host.quota_share_check = std::move(check);
   return host;
 }
 

@@ -15,6 +15,7 @@
 #include "run/plan_warnings.hpp"
 
 using namespace edgeprof;
+using namespace edgeprof::test;
 using Catch::Contains;
 
 namespace {
@@ -249,6 +250,150 @@ TEST_CASE("a quota scale short of the host's own share is said, with by how much
   given.quota_scale = 1.0;
   CHECK_FALSE(test::has_note(plan_emulation(test::nn_device(0.02), host, given),
                              "quota scale short"));
+}
+
+TEST_CASE("a plan says what the own share's check before the run found, and warns when it moved",
+          "[quota_share][plan]") {
+  HostFacts host = test::two_cpu_host();
+  host.quota_share = curve();
+  PlanOptions checking;
+  checking.drift_check = true;
+  const double k = quota_scale_at(curve(), 0.2);
+  QuotaShareCheck c;
+  c.speed = k * 0.2;
+  c.cached = own_share_at(curve(), c.speed);
+  c.measured = c.cached * 1.1;  // within kShareCheckBand: kept
+  c.graphs = kShareCheckGraphs;
+  c.cpu = 1;
+  c.seconds = 1.5;
+  host.quota_share_check = c;
+  const EmulationPlan kept = plan_emulation(test::nn_device(0.2), host, checking);
+  CAPTURE(kept.notes);
+  CHECK(kept.quota_scale == Approx(k).epsilon(0.001));
+  CHECK(test::has_note(kept.notes, fmt::format("own share checked just before the run at {:.3g} "
+                                               "of a CPU on CPU 1 (2 ncnn graphs",
+                                               c.speed)));
+  CHECK(test::has_note(kept.notes, "within 1.5x: the cached share kept"));
+  CHECK(kept.own_share_check == Approx(1.1));
+  CHECK_FALSE(test::has_note(detail::plan_warnings(kept, test::nn_device(0.2)), "own share"));
+
+  // Moved: the host's share (as with_checked_quota_share() leaves it, multiplied by measured /
+  // cached) gives the plan its scale; the note and the run's warning say so.
+  QuotaShare doubled = curve();
+  for (QuotaSharePoint& p : doubled.points) p.share *= 2;
+  host.quota_share = doubled;
+  c.measured = c.cached * 2;
+  c.applied = true;
+  c.factor = 2;
+  c.checks = 1;
+  host.quota_share_check = c;
+  const EmulationPlan moved = plan_emulation(test::nn_device(0.2), host, checking);
+  CHECK(moved.quota_scale == Approx(quota_scale_at(doubled, 0.2)).epsilon(0.001));
+  CHECK(moved.quota_scale > k * 1.5);
+  CHECK(test::has_note(moved.notes, "own share moved"));
+  CHECK(test::has_note(moved.notes, "(2.00x; followed beyond 1.5x): the quota scale follows the share now (the cached one "
+                                    "times 2.00)"));
+  CHECK(moved.own_share_check == Approx(2.0));
+  CHECK(test::has_note(detail::plan_warnings(moved, test::nn_device(0.2)), "own share moved"));
+
+  // A check that failed is said, and warned of, where the plan asked for it.
+  host.quota_share = curve();
+  host.quota_share_check.reset();
+  host.quota_share_check_problem = "the check failed: no ncnn";
+  const EmulationPlan failed = plan_emulation(test::nn_device(0.2), host, checking);
+  CHECK(failed.quota_scale == Approx(k).epsilon(0.001));
+  CHECK(test::has_note(failed.notes, "own share not checked: the check failed: no ncnn"));
+  CHECK(failed.own_share_check == 0);
+  CHECK(test::has_note(detail::plan_warnings(failed, test::nn_device(0.2)),
+                       "own share not checked"));
+  CHECK_FALSE(test::has_note(plan_emulation(test::nn_device(0.2), host), "own share not checked"));
+  // Nor is anything said where the scale is not the share's.
+  PlanOptions given = checking;
+  given.quota_scale = 1.0;
+  CHECK_FALSE(test::has_note(plan_emulation(test::nn_device(0.2), host, given), "own share"));
+}
+
+TEST_CASE("the own share is checked at the plan's quota in a real slice, and a run follows it",
+          "[quota_share][kernel]") {
+  REQUIRE_CGROUPS();
+  const test::FakeTree bin;
+  HostFacts host = test::two_cpu_host();
+  host.quota_share = curve();
+  PlanOptions o;
+  o.drift_check = true;
+  o.nn_measure.python = fake_python(bin);
+  const Device board = test::nn_device(0.2);
+  const EmulationPlan plan = plan_emulation(board, host, o);
+  const int cpu = host_facts().cpus.front();
+  const HostFacts checked = with_checked_quota_share(host, board, o, cpu);
+  INFO(checked.quota_share_check_problem);
+  REQUIRE(checked.quota_share_check);
+  const QuotaShareCheck& c = *checked.quota_share_check;
+  // The stand-in takes 10 ms throttled or not: emulated x speed / unthrottled = the speed
+  // checked. The first check, at the plan's scaled quota (about 0.25 of a CPU), reads about a
+  // fifth of the cached 1.27: followed, the quota falls to kMinQuotaScale's 0.1 of a CPU, more
+  // than 20% away, where a second check reads again.
+  const double first = double(plan.cpu_quota_us) / double(plan.cpu_period_us);
+  CHECK(first > 0.25);
+  CHECK(c.checks == 2);
+  CHECK(c.speed == Approx(0.2 * kMinQuotaScale));
+  CHECK(c.measured == Approx(c.speed));
+  CHECK(c.cached == Approx(own_share_at(curve(), c.speed)));
+  CHECK(c.cpu == cpu);
+  CHECK(c.graphs == kShareCheckGraphs);
+  CHECK(c.seconds > 0);
+  // Far below the cached share: applied, the share multiplied by the two checks' ratios.
+  CHECK(c.applied);
+  const double ratio1 = first / own_share_at(curve(), first);
+  QuotaShare once = curve();
+  for (QuotaSharePoint& p : once.points) p.share *= ratio1;
+  CHECK(c.factor == Approx(ratio1 * c.speed / own_share_at(once, c.speed)));
+  REQUIRE(checked.quota_share->points.size() == curve().points.size());
+  CHECK(checked.quota_share->points[1].share == Approx(curve().points[1].share * c.factor));
+  // Checked once: a second call within kDriftProbeReuse uses the same readings.
+  const HostFacts again = with_checked_quota_share(host, board, o, cpu);
+  REQUIRE(again.quota_share_check);
+  CHECK(again.quota_share_check->measured_at == c.measured_at);
+  // Not asked for, or a scale given: not checked.
+  PlanOptions off = o;
+  off.drift_check = false;
+  CHECK_FALSE(with_checked_quota_share(host, board, off, cpu).quota_share_check);
+  PlanOptions given = o;
+  given.quota_scale = 1.0;
+  CHECK_FALSE(with_checked_quota_share(host, board, given, cpu).quota_share_check);
+  PlanOptions drift_alone = o;
+  drift_alone.share_check = false;
+  CHECK_FALSE(with_checked_quota_share(host, board, drift_alone, cpu).quota_share_check);
+  // A runner that fails: no check, and why.
+  PlanOptions broken = o;
+  broken.nn_measure.python = bin.root() + "/no-such-python";
+  const HostFacts failed = with_checked_quota_share(host, board, broken, cpu);
+  CHECK_FALSE(failed.quota_share_check);
+  CHECK_THAT(failed.quota_share_check_problem, Contains("the check failed"));
+
+  // A run with drift_check checks its own share on its CPU, and warns that it moved.
+  const test::FakeTree cache;
+  test::ScopedEnv env("EDGEPROF_CACHE_DIR", cache.root());
+  QuotaShareOptions m;
+  m.python = o.nn_measure.python;
+  m.graphs = {"squeezenet"};
+  m.speeds = {0.25, 0.5};
+  m.rounds = 1;
+  REQUIRE_FALSE(measure_quota_share(m).cache_file.empty());  // shares 0.375 (see below)
+  Command cmd;
+  cmd.argv = {"true"};
+  RunOptions r;
+  r.slice.plan.drift_check = true;
+  r.slice.plan.nn_measure.python = o.nn_measure.python;
+  const Result run_result = run(cmd, test::nn_device(0.2), r);
+  REQUIRE(run_result.ok());
+  CHECK(test::has_note(run_result.plan.notes,
+                       fmt::format("own share moved: checked just before the run at {:.3g} of a "
+                                   "CPU on CPU {}",
+                                   run_result.plan.quota_scale * 0.2,
+                                   run_result.plan.cpus.front())));
+  CHECK(test::has_note(run_result.warnings, "own share moved"));
+  CHECK(run_result.plan.own_share_check > 0);
 }
 
 TEST_CASE("the own share is measured in real slices between unthrottled runs, and cached",

@@ -252,6 +252,7 @@ Result sample_result() {
   r.plan.quota_scale = 1.25;  // round-trips (reports before it read as 1)
   r.plan.host_drift = 1.15;   // so do the drift applied and the probe's reading
   r.plan.drift_probed = 1.15;
+  r.plan.own_share_check = 1.3;  // and the own share's check
   r.plan.memory_max_bytes = 512u << 20;
   r.plan.notes = {"a note"};
   r.cgroup_mode = CgroupMode::hybrid;

@@ -198,6 +198,32 @@ def test_run_drift_check_from_the_command_line(tmp_path, monkeypatch):
 
 
 @requires_cgroups
+def test_drift_check_checks_the_own_share_at_the_plans_quota(tmp_path, monkeypatch):
+    monkeypatch.setenv("EDGEPROF_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("EDGEPROF_DRIFT_CHECK", raising=False)
+    fake = str(_fake_python_named(tmp_path, "stand-in", 10.0))
+    edgeprof.nn.measure_nn_rating(python=fake)
+    # The stand-in takes 10 ms throttled or not, so its share at any quota is that quota
+    # (0.375 at 0.25 and 0.5 once made non-increasing): cached, then checked at the plan's
+    # quota (about 0.22 of a CPU for a Raspberry Pi 5's core rated so; a slower board's would
+    # stop at the kernel's 1 ms minimum), where it reads far less than the cache says.
+    share = edgeprof.speed.measure_quota_share(python=fake, graphs=["squeezenet"],
+                                               speeds=[0.25, 0.5], rounds=1)
+    assert share.cache_file
+    env = {"EDGEPROF_CACHE_DIR": str(tmp_path), "EDGEPROF_PYTHON": fake}
+    args = ("run", "--device", "raspberry-pi-5-8gb", "--threads", "1")
+    p = edgeprof_cli(*args, "--drift-check", "--json", "--", "true", env_extra=env)
+    assert p.returncode == 0, p.stderr
+    data = json.loads(p.stdout)
+    assert 0 < data["plan"]["own_share_check"] < 1 / 1.5
+    assert any(w.startswith("own share moved: checked just before the run")
+               for w in data["warnings"]), data["warnings"]
+    off = edgeprof_cli(*args, "--json", "--", "true", env_extra=env)
+    assert off.returncode == 0, off.stderr
+    assert json.loads(off.stdout)["plan"]["own_share_check"] == 0
+
+
+@requires_cgroups
 def test_without_the_host_rating_a_catalog_run_says_how_to_get_it(tmp_path):
     p = edgeprof_cli("run", "--device", "raspberry-pi-zero-2w", "--threads", "1", "--json", "--",
                      "true", env_extra={"EDGEPROF_CACHE_DIR": str(tmp_path)})
