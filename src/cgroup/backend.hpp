@@ -229,4 +229,11 @@ class CpuLimitLift {
 // rmdir with retries: a cgroup stays busy for a moment after its last task was killed.
 int remove_dir_retrying(const Fs& fs, const std::string& path, int patience_ms = 2000);
 
+// What is left of a slice's directories (and their subdirectories) once remove() failed: each
+// with the reason from one last try and the processes still in it, e.g. "/sys/.../edgeprof-1-2-3
+// (Device or resource busy, errno 16; processes in it: 41 42)". A slice left behind is then
+// explained where it happened, not found later with nothing to say why. A directory that goes
+// at the last try is not named; where all went, "... (gone at a last try)".
+std::string describe_unremoved(const Fs& fs, const std::vector<std::string>& paths);
+
 }  // namespace edgeprof::detail

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "cgroup/backend.hpp"
+#include "cgroup/files.hpp"
 #include "sys/parse.hpp"
 
 namespace edgeprof::detail {
@@ -207,6 +208,27 @@ int remove_dir_retrying(const Fs& fs, const std::string& path, int patience_ms) 
     if (err != EBUSY || Clock::now() > deadline) return err;
     std::this_thread::sleep_for(std::chrono::microseconds(round < 10 ? 100 : 2000));
   }
+}
+
+std::string describe_unremoved(const Fs& fs, const std::vector<std::string>& paths) {
+  std::vector<std::string> parts;
+  for (const std::string& path : paths) {
+    std::vector<std::string> dirs = {path};
+    for (const std::string& sub : fs.subdirs(path)) dirs.push_back(join(path, sub));
+    for (auto dir = dirs.rbegin(); dir != dirs.rend(); ++dir) {
+      const int err = fs.rmdir(*dir);
+      if (err == 0 || err == ENOENT) continue;
+      std::string procs = "none";
+      if (auto text = fs.read(join(*dir, files::kProcs))) {
+        const auto pids = parse_pids(*text);
+        if (!pids.empty()) procs = fmt::format("{}", fmt::join(pids, " "));
+      }
+      parts.push_back(fmt::format("{} ({}, errno {}; processes in it: {})", fs.resolve(*dir),
+                                  std::strerror(err), err, procs));
+    }
+  }
+  return parts.empty() ? fmt::format("{} (gone at a last try)", fmt::join(paths, ", "))
+                       : fmt::format("{}", fmt::join(parts, ", "));
 }
 
 }  // namespace edgeprof::detail

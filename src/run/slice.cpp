@@ -283,7 +283,7 @@ struct Slice::Impl {
     if (!cgroup->remove()) {
       fmt::print(stderr, "edgeprof: could not remove {}; it is removed the next time a slice "
                          "is created beneath the same parent\n",
-                 fmt::join(paths, ", "));
+                 detail::describe_unremoved(fs, paths));
     }
     cgroup.reset();
     guard.dismiss();

@@ -3,7 +3,10 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
+#include <fmt/format.h>
 
 #include "cgroup/backend.hpp"
 #include "cgroup/files.hpp"
@@ -483,4 +486,26 @@ TEST_CASE("a CPU limit lifted for a kill goes back, or the write asked for meanw
   CHECK(written == std::vector<std::pair<std::uint64_t, std::uint64_t>>{{1000, 10000}});
   CHECK(tree.read(limit) == "max");
   CHECK_FALSE(gate.held);
+}
+
+TEST_CASE("a slice that cannot be removed is described: each directory, why, what is in it",
+          "[cgroup]") {
+  FakeTree tree;
+  const Fs fs(tree.root());
+  // Kept by its processes (a plain directory with a file refuses rmdir, as a populated cgroup
+  // would); its empty core group and the second slice directory go at the last try.
+  tree.file("/memory/edgeprof-1-2-3/cgroup.procs", "41\n42\n");
+  std::filesystem::create_directories(tree.root() + "/memory/edgeprof-1-2-3/core0");
+  std::filesystem::create_directories(tree.root() + "/cpu/edgeprof-1-2-3");
+  const std::string text =
+      describe_unremoved(fs, {"/memory/edgeprof-1-2-3", "/cpu/edgeprof-1-2-3"});
+  CHECK(text == fmt::format("{}/memory/edgeprof-1-2-3 ({}, errno {}; processes in it: 41 42)",
+                            tree.root(), std::strerror(ENOTEMPTY), ENOTEMPTY));
+  CHECK_FALSE(std::filesystem::exists(tree.root() + "/memory/edgeprof-1-2-3/core0"));
+  CHECK_FALSE(std::filesystem::exists(tree.root() + "/cpu/edgeprof-1-2-3"));
+
+  std::filesystem::remove(tree.root() + "/memory/edgeprof-1-2-3/cgroup.procs");
+  CHECK(describe_unremoved(fs, {"/memory/edgeprof-1-2-3"}) ==
+        "/memory/edgeprof-1-2-3 (gone at a last try)");
+  CHECK_FALSE(std::filesystem::exists(tree.root() + "/memory/edgeprof-1-2-3"));
 }
