@@ -422,8 +422,7 @@ std::map<std::string, double> emulate(const Device& device, const std::string& d
 // The plan's own share check as "1.42 (followed)", "1.05 (kept)", or "n/a".
 std::string share_check_text(double check) {
   if (!std::isfinite(check)) return "n/a";
-  const bool followed = check > 1 + kShareCheckBand || check < 1 / (1 + kShareCheckBand);
-  return fmt::format("{:.2f} ({})", check, followed ? "followed" : "kept");
+  return fmt::format("{:.2f} ({})", check, beyond_share_check_band(check) ? "followed" : "kept");
 }
 
 bool selected(const std::vector<std::string>& only, const std::string& graph) {

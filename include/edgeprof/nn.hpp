@@ -362,6 +362,11 @@ inline const std::vector<std::string> kShareCheckGraphs{"squeezenet", "mobilenet
 /// while a busy neighbour moved the share 2-10x (docs/fidelity.md). It catches a cache gone
 /// grossly stale, not the share's everyday wander.
 inline constexpr double kShareCheckBand = 0.5;
+/// Whether a check that read `ratio` x the cached share is beyond kShareCheckBand, and so
+/// followed (QuotaShareCheck::applied).
+inline bool beyond_share_check_band(double ratio) {
+  return ratio > 1 + kShareCheckBand || ratio < 1 / (1 + kShareCheckBand);
+}
 
 /// How measure_quota_share runs.
 struct QuotaShareOptions {

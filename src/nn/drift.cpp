@@ -7,9 +7,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <map>
-#include <mutex>
-#include <cstdlib>
 #include <tuple>
 #include <utility>
 #include <optional>
@@ -19,6 +16,8 @@
 #include "edgeprof/error.hpp"
 #include "edgeprof/nn.hpp"
 #include "edgeprof/plan.hpp"
+#include "nn/recent.hpp"
+#include "nn/runner_dir.hpp"
 #include "suite/microbench_detail.hpp"
 #include "sys/stats.hpp"
 
@@ -130,30 +129,21 @@ HostFacts with_measured_drift(HostFacts host, const Device& device, const PlanOp
     host.drift_problem = fmt::format("this host's nn rating is not cached ({})", why);
     return host;
   }
-  // One reading per CPU and rating for kDriftProbeReuse: repeats and comparisons share it.
-  static std::mutex mutex;
-  // By CPU, rating and interpreter ("" is $EDGEPROF_PYTHON's, else python3's).
-  static std::map<std::tuple<int, std::string, std::string>,
-                  std::pair<std::chrono::steady_clock::time_point, HostDrift>>
-      recent;
-  std::string python = options.nn_measure.python;
-  if (const char* env = std::getenv("EDGEPROF_PYTHON"); python.empty() && env) python = env;
-  const auto key = std::make_tuple(cpu, rating->measured_at, python);
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    const auto it = recent.find(key);
-    if (it != recent.end() && std::chrono::steady_clock::now() - it->second.first < kDriftProbeReuse) {
-      host.drift = it->second.second;
-      return host;
-    }
+  // One reading per CPU, rating and interpreter for kDriftProbeReuse: repeats and comparisons
+  // share it.
+  static detail::RecentReadings<std::tuple<int, std::string, std::string>, HostDrift> recent;
+  const auto key =
+      std::make_tuple(cpu, rating->measured_at, detail::nn_python_name(options.nn_measure.python));
+  if (auto reading = recent.find(key)) {
+    host.drift = std::move(reading);
+    return host;
   }
   DriftOptions o;
   o.python = options.nn_measure.python;
   o.cpu = cpu;
   try {
     host.drift = measure_host_drift(*rating, o);
-    std::lock_guard<std::mutex> lock(mutex);
-    recent[key] = {std::chrono::steady_clock::now(), *host.drift};
+    recent.put(key, *host.drift);
   } catch (const Error& e) {
     host.drift_problem = fmt::format("the probe failed: {}", e.what());
   }

@@ -181,12 +181,14 @@ void write_file(const std::string& path, std::string_view text) {
 
 namespace detail {
 
+std::string nn_python_name(const std::string& given) {
+  if (!given.empty()) return given;
+  const char* env = std::getenv("EDGEPROF_PYTHON");
+  return env && *env ? env : "python3";
+}
+
 std::string nn_python(const std::string& given, std::string_view runtime) {
-  std::string name = given;
-  if (name.empty()) {
-    const char* env = std::getenv("EDGEPROF_PYTHON");
-    name = env && *env ? env : "python3";
-  }
+  const std::string name = nn_python_name(given);
   auto found = detail::find_on_path(name);
   if (!found) {
     const NnRuntime& r = runtime_entry(runtime).info;

@@ -25,6 +25,7 @@
 #include "edgeprof/slice.hpp"
 #include "sys/child.hpp"
 #include "suite/microbench_detail.hpp"
+#include "nn/recent.hpp"
 #include "nn/runner_dir.hpp"
 #include "sys/stats.hpp"
 
@@ -496,24 +497,16 @@ QuotaShareCheck check_share_at(double speed, int cpu, const std::string& share_m
                                const PlanOptions& options) {
   QuotaShareOptions o;
   o.python = options.nn_measure.python;
-  if (const char* env = std::getenv("EDGEPROF_PYTHON"); o.python.empty() && env) o.python = env;
   o.graphs = kShareCheckGraphs;
   o.warmup = 1;
   o.loops = 3;
   o.timeout = std::chrono::seconds(60);
-  static std::mutex mutex;
-  static std::map<std::tuple<int, long long, std::string, std::string>,
-                  std::pair<std::chrono::steady_clock::time_point, QuotaShareCheck>>
+  static detail::RecentReadings<std::tuple<int, long long, std::string, std::string>,
+                                QuotaShareCheck>
       recent;
-  const auto key = std::make_tuple(cpu, std::llround(speed * 1e4), share_measured_at, o.python);
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    const auto it = recent.find(key);
-    if (it != recent.end() &&
-        std::chrono::steady_clock::now() - it->second.first < kDriftProbeReuse) {
-      return it->second.second;
-    }
-  }
+  const auto key = std::make_tuple(cpu, std::llround(speed * 1e4), share_measured_at,
+                                   detail::nn_python_name(o.python));
+  if (auto reading = recent.find(key)) return *reading;
   const auto started = std::chrono::steady_clock::now();
   const std::string python = detail::nn_python(o.python);
   const detail::NnRunnerDir dir(o.graphs);
@@ -544,13 +537,8 @@ QuotaShareCheck check_share_at(double speed, int cpu, const std::string& share_m
   c.cpu = cpu;
   c.measured_at = detail::utc_now();
   c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  std::lock_guard<std::mutex> lock(mutex);
-  recent[key] = {std::chrono::steady_clock::now(), c};
+  recent.put(key, c);
   return c;
-}
-
-bool beyond_band(double ratio) {
-  return ratio > 1 + kShareCheckBand || ratio < 1 / (1 + kShareCheckBand);
 }
 
 }  // namespace
@@ -588,7 +576,7 @@ HostFacts with_checked_quota_share(HostFacts host, const Device& device,
     now.cached = own_share_at(cached, speed);
     now.checks = round + 1;
     now.applied = check ? check->applied : false;
-    if (beyond_band(ratio)) {
+    if (beyond_share_check_band(ratio)) {
       factor *= ratio;
       now.applied = true;
       for (QuotaSharePoint& p : host.quota_share->points) {
@@ -597,7 +585,7 @@ HostFacts with_checked_quota_share(HostFacts host, const Device& device,
     }
     now.factor = factor;
     check = now;
-    if (!beyond_band(ratio)) break;
+    if (!beyond_share_check_band(ratio)) break;
   }
   if (check) host.quota_share_check = std::move(check);
   return host;
