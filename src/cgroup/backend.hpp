@@ -49,23 +49,6 @@ inline bool quota_unlimited(std::uint64_t quota_us, std::uint64_t period_us, std
   return cpus > 0 && quota_us >= period_us * cpus;
 }
 
-// Kernel counters of a slice at one instant. Unset = the file is missing on this kernel.
-struct Counters {
-  std::optional<std::uint64_t> user_ns, system_ns;
-  std::optional<std::uint64_t> periods, throttled_periods, throttled_ns;
-  std::optional<std::uint64_t> oom_kills;
-};
-
-// The throttling fields of `cpu` into `c` (as they are: unset where `cpu` has none).
-inline void set_throttling(Counters& c, const CpuStat& cpu) {
-  c.periods = cpu.periods;
-  c.throttled_periods = cpu.throttled_periods;
-  c.throttled_ns = cpu.throttled_ns;
-}
-// Per-core emulation: the core groups' cpu.stat (`files`, read with `parse`), summed; every
-// field unset when one of them could not be read.
-CpuStat read_core_cpu_stats(const std::vector<StatFile>& files,
-                            CpuStat (*parse)(std::string_view));
 // Per-core emulation: each of `groups` core groups' share of the device's `quota_us`, no less
 // than the kernel's minimum (a speed schedule's quota is a multiple of `groups`).
 inline std::uint64_t per_core_quota_us(std::uint64_t quota_us, std::size_t groups) {
@@ -99,9 +82,6 @@ class Cgroup {
   virtual const std::vector<int>& self_attach_fds() = 0;
   // Moves a whole process (all its threads) into the slice.
   virtual void attach(pid_t pid) = 0;
-  // The counters now (for a run without sampling: a sampled run takes them from its first and
-  // last samples, which read the same files with the same parsers).
-  virtual Counters counters() const = 0;
   // The kernel's peak memory counter now (through the fd reset_peak() wrote, where it did).
   virtual std::optional<std::uint64_t> peak() const = 0;
   // Changes the CPU bandwidth while the slice runs (a speed schedule): 0, or the errno of the

@@ -20,19 +20,6 @@
 
 namespace edgeprof::detail {
 
-CpuStat read_core_cpu_stats(const std::vector<StatFile>& files,
-                            CpuStat (*parse)(std::string_view)) {
-  char buffer[4096];  // cpu.stat is a few lines
-  std::vector<CpuStat> cores;
-  cores.reserve(files.size());
-  for (const StatFile& f : files) {
-    auto stat = f.read_into(buffer, sizeof buffer);
-    if (!stat) return CpuStat{};
-    cores.push_back(parse(*stat));
-  }
-  return sum_cpu_stats(cores.data(), cores.size());
-}
-
 CgroupMode classify_mode(std::optional<long> root_type, std::optional<long> unified_type) {
   if (root_type == kCgroup2Magic) return CgroupMode::unified;
   if (root_type == kTmpfsMagic && unified_type == kCgroup2Magic) return CgroupMode::hybrid;

@@ -218,31 +218,6 @@ class V1Cgroup final : public Cgroup {
     }
   }
 
-  Counters counters() const override {
-    open_counters();
-    const Kept& k = *kept_;
-    Counters c;
-    char buffer[4096], second[4096];  // each file is one line to a few lines
-    auto usage = k.cpuacct_usage.read_into(buffer, sizeof buffer);
-    auto acct = k.cpuacct_stat.read_into(second, sizeof second);
-    if (usage && acct) {
-      const CpuStat time = parse_cpuacct(*usage, *acct);
-      c.user_ns = time.user_ns;
-      c.system_ns = time.system_ns;
-    }
-    if (k.core_cpu_stats.empty()) {
-      if (auto stat = k.cpu_stat.read_into(buffer, sizeof buffer)) {
-        set_throttling(c, parse_cpu_stat_v1(*stat));
-      }
-    } else {
-      set_throttling(c, read_core_cpu_stats(k.core_cpu_stats, parse_cpu_stat_v1));  // per-core
-    }
-    if (auto oom = k.oom_control.read_into(buffer, sizeof buffer)) {
-      c.oom_kills = find_key(*oom, "oom_kill");
-    }
-    return c;
-  }
-
   std::optional<std::uint64_t> peak() const override {
     open_counters();
     char buffer[64];
@@ -429,10 +404,10 @@ class V1Cgroup final : public Cgroup {
     std::string parent;
   };
 
-  // Counter files, opened at the first read and kept for the slice's life.
+  // The peak's file, opened at the first read and kept for the slice's life (the counters are
+  // the sampler's sources').
   struct Kept {
-    StatFile cpuacct_usage, cpuacct_stat, cpu_stat, memory_peak, oom_control;
-    std::vector<StatFile> core_cpu_stats;  // per-core: each core group's cpu.stat
+    StatFile memory_peak;
   };
   std::vector<std::string> core_dirs_;  // per-core: the core groups, in the cpu hierarchy
   UniqueFd peak_reset_fd_;  // memory.max_usage_in_bytes, open for writing
@@ -445,14 +420,7 @@ class V1Cgroup final : public Cgroup {
       const Dir* d = find(controller);
       return d ? StatFile(fs_, join(d->path, file)) : StatFile();
     };
-    kept_->cpuacct_usage = open("cpuacct", files::v1::kCpuacctUsage);
-    kept_->cpuacct_stat = open("cpuacct", files::v1::kCpuacctStat);
-    kept_->cpu_stat = open("cpu", files::v1::kCpuStat);
     kept_->memory_peak = open("memory", files::v1::kMemoryMaxUsageInBytes);
-    kept_->oom_control = open("memory", files::v1::kMemoryOomControl);
-    for (const std::string& dir : core_dirs_) {
-      kept_->core_cpu_stats.emplace_back(fs_, join(dir, files::v1::kCpuStat));
-    }
   }
 
   void close_procs_fds() {

@@ -144,27 +144,6 @@ class V2Cgroup final : public Cgroup {
                        std::to_string(pid));
   }
 
-  Counters counters() const override {
-    open_counters();
-    Counters c;
-    char buffer[4096];  // cpu.stat and memory.events are a few lines each
-    // cpu.stat's usage fields exist even without the cpu controller enabled.
-    if (auto stat = kept_->cpu_stat.read_into(buffer, sizeof buffer)) {
-      const CpuStat cpu = parse_cpu_stat_v2(*stat);
-      c.user_ns = cpu.user_ns;
-      c.system_ns = cpu.system_ns;
-      set_throttling(c, cpu);
-    }
-    // Per-core: the slice's usage covers its core groups; their throttling is their own.
-    if (!kept_->core_cpu_stats.empty()) {
-      set_throttling(c, read_core_cpu_stats(kept_->core_cpu_stats, parse_cpu_stat_v2));
-    }
-    if (auto events = kept_->memory_events.read_into(buffer, sizeof buffer)) {
-      c.oom_kills = find_key(*events, "oom_kill");
-    }
-    return c;
-  }
-
   std::optional<std::uint64_t> peak() const override {
     // After a reset, the peak is read through the fd that was reset (fd-local since 6.12).
     char buffer[64];
@@ -297,9 +276,10 @@ class V2Cgroup final : public Cgroup {
 
  private:
   BandwidthGate gate_;  // set_cpu_bandwidth and kill_all's lift, one at a time
+  // The peak's file, opened at the first read and kept for the slice's life (the counters are
+  // the sampler's sources').
   struct Kept {
-    StatFile cpu_stat, memory_peak, memory_events;
-    std::vector<StatFile> core_cpu_stats;  // per-core: each core group's cpu.stat
+    StatFile memory_peak;
   };
 
   // Per-core emulation: the slice becomes a threaded domain whose children core0 .. are
@@ -349,12 +329,7 @@ class V2Cgroup final : public Cgroup {
   void open_counters() const {
     if (kept_) return;
     kept_.emplace();
-    kept_->cpu_stat = StatFile(fs_, join(dir_, files::v2::kCpuStat));
     kept_->memory_peak = StatFile(fs_, join(dir_, files::v2::kMemoryPeak));
-    kept_->memory_events = StatFile(fs_, join(dir_, files::v2::kMemoryEvents));
-    for (const std::string& dir : core_dirs_) {
-      kept_->core_cpu_stats.emplace_back(fs_, join(dir, files::v2::kCpuStat));
-    }
   }
 };
 

@@ -39,6 +39,7 @@
 #include "run/keep_warm.hpp"
 #include "sys/netns.hpp"
 #include "sampler/sampler.hpp"
+#include "sampler/sources.hpp"
 #include "sys/spawn.hpp"
 #include "run/speed_schedule.hpp"
 
@@ -147,36 +148,33 @@ std::optional<std::chrono::steady_clock::time_point> deadline_after(
   return from + std::chrono::duration_cast<std::chrono::steady_clock::duration>(*timeout);
 }
 
-// The sampled metric behind each field of Counters.
-using CounterField = std::optional<std::uint64_t> detail::Counters::*;
-constexpr std::pair<Metric, CounterField> kCounterFields[] = {
-    {Metric::cpu_user_ns, &detail::Counters::user_ns},
-    {Metric::cpu_system_ns, &detail::Counters::system_ns},
-    {Metric::cpu_periods, &detail::Counters::periods},
-    {Metric::cpu_throttled_periods, &detail::Counters::throttled_periods},
-    {Metric::cpu_throttled_ns, &detail::Counters::throttled_ns},
-    {Metric::memory_oom_kills, &detail::Counters::oom_kills}};
-
-// Whether every counter that `first` read is still in `complete` (no source of one failed).
+// Whether every counter the first sample read is still complete at the end (no source of one
+// failed during the run).
 bool counters_complete(const std::bitset<kMetricCount>& first,
                        const std::bitset<kMetricCount>& complete) {
-  for (const auto& [metric, field] : kCounterFields) {
-    const auto m = static_cast<std::size_t>(metric);
-    if (first.test(m) && !complete.test(m)) return false;
-  }
-  return true;
+  return (first & detail::kCounterMetrics & ~complete).none();
 }
 
-// The counters in row `row` of a series, for the metrics in `read` (unset for the others, as
-// Cgroup::counters leaves a file it cannot read).
-detail::Counters counters_in(const TimeSeries& series, std::size_t row,
+// The counters in row `row` of a series, for the metrics in `read`: a sampled run's first and
+// last samples are its counters.
+detail::Snapshot counters_in(const TimeSeries& series, std::size_t row,
                              const std::bitset<kMetricCount>& read) {
-  detail::Counters c;
+  detail::Snapshot c;
   if (row >= series.size()) return c;
-  for (const auto& [metric, field] : kCounterFields) {
-    if (read.test(static_cast<std::size_t>(metric))) c.*field = series[metric][row];
+  c.read = read & detail::kCounterMetrics;
+  for (std::size_t m = 0; m < c.read.size(); ++m) {
+    if (c.read.test(m)) c.values[m] = series[static_cast<Metric>(m)][row];
   }
   return c;
+}
+
+// The sources an unsampled run reads its counters through, at its start and its end: the
+// sampler's. A file it cannot read leaves those counters unread (their figures 0), without a
+// line on stderr: nothing was sampled.
+detail::Sources open_counter_sources(const detail::SliceFiles& where) {
+  detail::Sources sources = detail::Sources::of(where);
+  sources.set_logger([](const std::string&) {});
+  return sources;
 }
 
 // The slice's directory whose membership files list all its processes and threads: v2's, or on
@@ -225,6 +223,8 @@ struct Slice::Impl {
   // files stay open (opening them, about a dozen opens on v1, and starting and joining a
   // thread each cost a spawn more than anything else the library does).
   std::unique_ptr<detail::Sampler> spare_sampler;
+  // The last unsampled run's counter sources, for the next one (their files stay open).
+  std::optional<detail::Sources> spare_counters;
   // The phase pipe of the last run, for the next one (PhasePipe), kept only when nobody was
   // left in the slice after it (its final sample's task count, else has_processes()).
   std::optional<detail::PhasePipe> spare_pipe;
@@ -268,6 +268,7 @@ struct Slice::Impl {
       return;
     }
     spare_sampler.reset();
+    spare_counters.reset();
     spare_pipe.reset();
     placer.reset();  // its descriptors hold the core groups open
     // A running workload's sampler may still see a runtime: it writes nothing from now on.
@@ -453,7 +454,9 @@ void Slice::kill() {
 struct Child::State {
   std::shared_ptr<Slice::Impl> slice;
   detail::Spawned process;
-  detail::Counters before;  // read at the spawn when the run is not sampled
+  // An unsampled run's counters: their sources, and their reading at the spawn.
+  std::optional<detail::Sources> counter_sources;
+  detail::Snapshot before;
   std::bitset<kMetricCount> first_read;  // the metrics the first sample read
   bool peak_reset = false;
   std::vector<std::string> argv;
@@ -620,7 +623,15 @@ Child Slice::spawn(const Command& command, const SpawnOptions& options) {
   }
   state->switched_at_spawn = s.follower && s.follower->switched();
 
-  if (!state->sampler) state->before = s.cgroup->counters();
+  if (!state->sampler) {
+    if (s.spare_counters && s.spare_counters->reusable()) {
+      state->counter_sources = std::move(s.spare_counters);
+    } else {
+      state->counter_sources = open_counter_sources(s.cgroup->files());
+    }
+    s.spare_counters.reset();
+    state->before = state->counter_sources->snapshot(detail::kCounterMetrics);
+  }
   // Per-core emulation: the workload starts in the first core's group, and its threads are
   // spread from there (one placer for all the slice's running workloads).
   if (!s.placer) {
@@ -701,41 +712,50 @@ Result Child::State::finish(const detail::Exit& exit, bool timed_out) {
   r.wall_time_s = std::chrono::duration<double>(exit.when - process.released).count();
   r.child_max_rss_bytes = static_cast<std::uint64_t>(exit.usage.ru_maxrss) * 1024;
 
-  detail::Counters after;
+  // One reader of the counters, the sampler's sources: a sampled run's first and last samples
+  // are its counters; an unsampled run read them at its spawn and reads them now. A source
+  // that failed during a sampled run leaves the end to sources opened afresh.
+  detail::Snapshot after;
   if (interval.count() != 0) {  // sampled
-    // The first and last samples read the same files, with the same parsers, at the moments
-    // the counters would be read: their rows are the counters (saving a spawn 4 + 4 file reads
-    // on v1, 2 + 2 on v2). A source that failed during the run leaves the end to a fresh read.
     before = counters_in(r.series, 0, first_read);
     if (r.series.size() > 0 && counters_complete(first_read, r.series.complete)) {
       after = counters_in(r.series, r.series.size() - 1, r.series.complete);
     } else if (slice->cgroup) {
-      after = slice->cgroup->counters();
+      after = open_counter_sources(slice->cgroup->files()).snapshot(detail::kCounterMetrics);
     }
-  } else if (slice->cgroup) {
-    after = slice->cgroup->counters();
+  } else if (counter_sources) {
+    if (slice->cgroup) {
+      after = counter_sources->snapshot(detail::kCounterMetrics);
+      if (!slice->spare_counters && counter_sources->reusable()) {
+        slice->spare_counters = std::move(counter_sources);
+      }
+    }
+    counter_sources.reset();
   }
   const std::optional<std::uint64_t> peak =
       slice->cgroup ? slice->cgroup->peak() : std::optional<std::uint64_t>();
-  auto delta = [](std::optional<std::uint64_t> a, std::optional<std::uint64_t> b) {
-    return a && b && *b >= *a ? *b - *a : 0;
+  auto delta = [&](Metric m) -> std::uint64_t {
+    return before.has(m) && after.has(m) && after[m] >= before[m] ? after[m] - before[m] : 0;
   };
   // The run's CPU time is the difference of the totals (user + system: on v1 cpuacct.usage,
   // exact). Its split is the difference of the user parts, kept within it: v1 splits each
   // total by the tick counts since the slice was made, so one tick of system time in a short
   // run can move the split of the whole history, and the user part can even shrink.
-  const auto total = [](const detail::Counters& c) -> std::optional<std::uint64_t> {
-    if (!c.user_ns || !c.system_ns) return std::nullopt;
-    return *c.user_ns + *c.system_ns;
+  const auto total = [](const detail::Snapshot& c) -> std::optional<std::uint64_t> {
+    if (!c.has(Metric::cpu_user_ns) || !c.has(Metric::cpu_system_ns)) return std::nullopt;
+    return c[Metric::cpu_user_ns] + c[Metric::cpu_system_ns];
   };
-  const std::uint64_t cpu_ns = delta(total(before), total(after));
-  const std::uint64_t user_ns = std::min(cpu_ns, delta(before.user_ns, after.user_ns));
+  const std::optional<std::uint64_t> total_before = total(before), total_after = total(after);
+  const std::uint64_t cpu_ns = total_before && total_after && *total_after >= *total_before
+                                   ? *total_after - *total_before
+                                   : 0;
+  const std::uint64_t user_ns = std::min(cpu_ns, delta(Metric::cpu_user_ns));
   r.cpu_user_s = double(user_ns) / 1e9;
   r.cpu_system_s = double(cpu_ns - user_ns) / 1e9;
-  r.throttled_s = double(delta(before.throttled_ns, after.throttled_ns)) / 1e9;
-  r.throttled_periods = delta(before.throttled_periods, after.throttled_periods);
-  r.periods = delta(before.periods, after.periods);
-  r.oom_kills = delta(before.oom_kills, after.oom_kills);
+  r.throttled_s = double(delta(Metric::cpu_throttled_ns)) / 1e9;
+  r.throttled_periods = delta(Metric::cpu_throttled_periods);
+  r.periods = delta(Metric::cpu_periods);
+  r.oom_kills = delta(Metric::memory_oom_kills);
   r.oom_killed = r.oom_kills > 0;
   if (peak) {
     r.peak_memory_bytes = peak;

@@ -345,7 +345,24 @@ void Sources::tick(std::int64_t t_ns, Columns& out, bool scheduled) {
   push(t_ns, out, scheduled);
 }
 
-void Sources::read_source(Source& s, Columns& out) {
+Snapshot Sources::snapshot(const std::bitset<kMetricCount>& wanted) {
+  Snapshot snap;
+  snap.read = wanted & available();
+  for (Source& s : sources_) {
+    const bool gives = std::any_of(s.metrics.begin(), s.metrics.end(), [&](Metric m) {
+      return wanted.test(static_cast<size_t>(m));
+    });
+    if (!gives) continue;
+    if (s.failed) {
+      for (Metric m : s.metrics) snap.read.reset(static_cast<size_t>(m));
+      continue;
+    }
+    read_source(s, snap.values.data(), snap.read);
+  }
+  return snap;
+}
+
+void Sources::read_source(Source& s, std::uint64_t* values, std::bitset<kMetricCount>& complete) {
   if (s.failed) return;
   // Buffers made when the source was added (reserve_scratch): no allocation per tick.
   std::string_view* texts = views_.data();
@@ -360,7 +377,7 @@ void Sources::read_source(Source& s, Columns& out) {
     else
       error = errno;
   }
-  Reading reading{last_.data(), {}};
+  Reading reading{values, {}};
   if (ok && !s.parse(texts, reading)) {
     ok = false;
     i = 0;
@@ -368,9 +385,7 @@ void Sources::read_source(Source& s, Columns& out) {
   if (!ok) fail(s, i, error);  // reported by status(); the run goes on
   // A metric the file did not give this time (or ever) is incomplete, never a silent zero.
   for (Metric m : s.metrics) {
-    if (!reading.present.test(static_cast<size_t>(m))) {
-      out.complete.reset(static_cast<size_t>(m));
-    }
+    if (!reading.present.test(static_cast<size_t>(m))) complete.reset(static_cast<size_t>(m));
   }
 }
 

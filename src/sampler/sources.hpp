@@ -32,6 +32,28 @@ struct Reading {
   }
 };
 
+// The cumulative counters a run's figures are the difference of (CPU time and its split,
+// CPU periods and throttling, OOM kills): what Sources::snapshot() reads at a run's start and
+// end when nothing samples it.
+inline const std::bitset<kMetricCount> kCounterMetrics = [] {
+  std::bitset<kMetricCount> bits;
+  for (Metric m : {Metric::cpu_user_ns, Metric::cpu_system_ns, Metric::cpu_periods,
+                   Metric::cpu_throttled_periods, Metric::cpu_throttled_ns,
+                   Metric::memory_oom_kills}) {
+    bits.set(static_cast<size_t>(m));
+  }
+  return bits;
+}();
+
+// One reading of some metrics, outside any series: values indexed by Metric, and which of them
+// were read (a metric no open source gives, or whose source failed, is not).
+struct Snapshot {
+  std::array<std::uint64_t, kMetricCount> values{};
+  std::bitset<kMetricCount> read;
+  bool has(Metric m) const { return read.test(static_cast<size_t>(m)); }
+  std::uint64_t operator[](Metric m) const { return values[static_cast<size_t>(m)]; }
+};
+
 // How often a source is read: at every tick (what a CPU or memory series needs: CPU time and
 // throttling, memory usage), or every Sources::slow_every() ticks (what moves slowly or costs
 // the kernel more to format: memory.stat's breakdown, pressure, block I/O, tasks, OOM kills,
@@ -116,6 +138,11 @@ class Sources {
   static constexpr std::int64_t kMaxStampGapNs = 200'000;  // a read takes about 1-10 us here
   static constexpr int kStampTries = 3;
 
+  // Reads now every live source that gives one of `wanted`, whatever its rate, into a
+  // Snapshot of its own: no series, and the values the next tick compares with are left alone.
+  // A source that fails is disabled as in a tick (status(), reusable()).
+  Snapshot snapshot(const std::bitset<kMetricCount>& wanted);
+
   std::vector<SourceStatus> status() const;
   // Whether the next run in the same slice can sample with these open files: no source failed
   // and none belongs to one run (the network namespace's counters).
@@ -142,7 +169,9 @@ class Sources {
   // Reads and parses one source into last_ (marking its metrics incomplete in `out` when it
   // fails); sources from `first` on; the row of last_ at `t_ns`.
   void begin(Columns& out);  // the first row: which metrics are available
-  void read_source(Source& s, Columns& out);
+  void read_source(Source& s, Columns& out) { read_source(s, last_.data(), out.complete); }
+  // Into `values` (indexed by Metric); clears in `complete` the metrics the source did not give.
+  void read_source(Source& s, std::uint64_t* values, std::bitset<kMetricCount>& complete);
   // Every source but `skip` (-1: none) that is due at `t_ns`: all of them for an extra sample.
   void read_rest(Columns& out, int skip, bool scheduled, std::int64_t t_ns);
   int cpu_source() const;                  // the index of the CPU time source, or -1

@@ -590,18 +590,21 @@ TEST_CASE("a kill lifts the slice's CPU limit while the killed exit, then puts i
 
 TEST_CASE("a slice is reusable: each run gets its own CPU time", "[kernel]") {
   REQUIRE_CGROUPS();
+  // Unsampled, the second run reads its counters through the sources the first one kept open.
+  const bool sampled = GENERATE(true, false);
+  const SpawnOptions options = sampling(sampled).spawn;
   Slice slice(half_core());
   const std::vector<std::string> paths = slice.paths();
   // a busy-loops until it has used 0.3 s of CPU, however long the load makes that take.
-  Result a = slice.spawn(workload({"work", "0.3"})).wait();
+  Result a = slice.spawn(workload({"work", "0.3"}), options).wait();
   const double between = test::kernel_cpu_usage_s(paths);  // the slice's own running total
-  Result b = slice.spawn(workload({"exit", "0"})).wait();
+  Result b = slice.spawn(workload({"exit", "0"}), options).wait();
   const double after = test::kernel_cpu_usage_s(paths);
   REQUIRE(a.ok());
   REQUIRE(b.ok());
   const double cpu_a = a.cpu_user_s + a.cpu_system_s;
   const double cpu_b = b.cpu_user_s + b.cpu_system_s;
-  CAPTURE(cpu_a, cpu_b, between, after);
+  CAPTURE(sampled, cpu_a, cpu_b, between, after);
   CHECK(cpu_a >= 0.3);
   // Per run, b is what the slice's counter gained while b ran; cumulative counters would give
   // b a's 0.3 s as well.

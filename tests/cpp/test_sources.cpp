@@ -155,6 +155,52 @@ TEST_CASE("sources kept for a slice's next run start fresh, and are not kept aft
   CHECK_FALSE(with_network.reusable());  // one run's network namespace
 }
 
+TEST_CASE("a snapshot reads the counters' sources alone, at any rate, apart from the series",
+          "[sampler]") {
+  // An unsampled run's first and last readings (slice.cpp): the end-of-run counters have this
+  // one reader.
+  FakeTree tree;
+  const std::string dir = "/cg";
+  whole_v2_slice(tree, dir);
+  tree.file(join(dir, files::v2::kMemoryEvents), "oom 2\noom_kill 2\n");
+  Sources sources = Sources::v2(Fs(tree.root()), dir);
+  static std::vector<std::string> logged;
+  logged.clear();
+  sources.set_logger([](const std::string& message) { logged.push_back(message); });
+  sources.set_slow_every(10, 1'000'000);  // memory.events is a slow source: read all the same
+  Columns columns;
+  sources.tick(1, columns);
+  // A source that gives no counter is not read: memory.stat's garbage fails nothing.
+  tree.file(join(dir, files::v2::kMemoryStat), "garbage\n");
+  tree.file(join(dir, files::v2::kCpuStat),
+            "usage_usec 900\nuser_usec 700\nsystem_usec 200\nnr_periods 30\n"
+            "nr_throttled 20\nthrottled_usec 5000\n");
+  const Snapshot snap = sources.snapshot(kCounterMetrics);
+  CHECK(snap.read == kCounterMetrics);
+  CHECK(snap[Metric::cpu_user_ns] == 700000u);
+  CHECK(snap[Metric::cpu_system_ns] == 200000u);
+  CHECK(snap[Metric::cpu_periods] == 30u);
+  CHECK(snap[Metric::cpu_throttled_periods] == 20u);
+  CHECK(snap[Metric::cpu_throttled_ns] == 5000000u);
+  CHECK(snap[Metric::memory_oom_kills] == 2u);
+  CHECK_FALSE(snap.has(Metric::memory_current_bytes));  // not asked for
+  CHECK(sources.reusable());
+  CHECK(logged.empty());
+  // The series is left as it was: the snapshot wrote no row.
+  CHECK(columns.size() == 1);
+
+  // A counter's source that fails is unread, disabled as in a tick, and stays so.
+  tree.file(join(dir, files::v2::kCpuStat), "garbage\n");
+  const Snapshot failed = sources.snapshot(kCounterMetrics);
+  CHECK_FALSE(failed.has(Metric::cpu_user_ns));
+  CHECK_FALSE(failed.has(Metric::cpu_throttled_periods));
+  CHECK(failed.has(Metric::memory_oom_kills));
+  CHECK_FALSE(sources.reusable());
+  CHECK(logged.size() == 1);
+  tree.file(join(dir, files::v2::kCpuStat), "usage_usec 1\nuser_usec 1\nsystem_usec 0\n");
+  CHECK_FALSE(sources.snapshot(kCounterMetrics).has(Metric::cpu_user_ns));
+}
+
 TEST_CASE("v1: hierarchies, the exact CPU split and host-wide pressure", "[sampler]") {
   FakeTree tree;
   const std::map<std::string, std::string> dirs = {
