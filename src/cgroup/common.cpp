@@ -205,13 +205,20 @@ std::string describe_unremoved(const Fs& fs, const std::vector<std::string>& pat
     for (auto dir = dirs.rbegin(); dir != dirs.rend(); ++dir) {
       const int err = fs.rmdir(*dir);
       if (err == 0 || err == ENOENT) continue;
-      std::string procs = "none";
-      if (auto text = fs.read(join(*dir, files::kProcs))) {
-        const auto pids = parse_pids(*text);
-        if (!pids.empty()) procs = fmt::format("{}", fmt::join(pids, " "));
+      // A v2 threaded core group refuses cgroup.procs: its threads, then.
+      const char* what = "processes";
+      std::optional<std::string> text = fs.read(join(*dir, files::kProcs));
+      if (!text) {
+        what = "threads";
+        text = fs.read(join(*dir, files::v2::kThreads));
       }
-      parts.push_back(fmt::format("{} ({}, errno {}; processes in it: {})", fs.resolve(*dir),
-                                  std::strerror(err), err, procs));
+      std::string members = text ? "none" : "unreadable";
+      if (text) {
+        const auto pids = parse_pids(*text);
+        if (!pids.empty()) members = fmt::format("{}", fmt::join(pids, " "));
+      }
+      parts.push_back(fmt::format("{} ({}, errno {}; {} in it: {})", fs.resolve(*dir),
+                                  std::strerror(err), err, what, members));
     }
   }
   return parts.empty() ? fmt::format("{} (gone at a last try)", fmt::join(paths, ", "))

@@ -19,31 +19,48 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
+
+#include "sys/parse.hpp"
 
 namespace {
 
 int cases_with_leftovers = 0;
 
-// This process's slice directories, deepest first (a slice's core groups before the slice).
-std::vector<std::filesystem::path> own_slices() {
+// "edgeprof-<pid>-<start time>-": this process's slices, not those of a process of another pid
+// namespace (another CI job's) that has the same pid.
+std::string own_prefix() {
+  std::ifstream in("/proc/self/stat");
+  const std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto start = edgeprof::detail::parse_stat_starttime(stat);
+  return "edgeprof-" + std::to_string(::getpid()) + "-" + std::to_string(start.value_or(0)) + "-";
+}
+
+// This process's slice directories under `dir` (down to `depth` levels). A directory that
+// cannot be read, or went while it was read, is passed over, not the end of the search.
+void find_own_slices(const std::filesystem::path& dir, const std::string& prefix, int depth,
+                     std::vector<std::filesystem::path>& found) {
   namespace fs = std::filesystem;
-  const std::string prefix = "edgeprof-" + std::to_string(::getpid()) + "-";
-  std::vector<fs::path> found;
   std::error_code ec;
-  for (fs::recursive_directory_iterator it("/sys/fs/cgroup", ec), end; !ec && it != end;
-       it.increment(ec)) {
-    if (it.depth() > 6) {
-      it.disable_recursion_pending();
-      continue;
-    }
-    if (!it->is_directory(ec)) continue;
+  fs::directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec);
+  for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    std::error_code type_ec;
+    if (it->is_symlink(type_ec) || !it->is_directory(type_ec)) continue;
     if (it->path().filename().string().rfind(prefix, 0) == 0) {
       found.push_back(it->path());
-      it.disable_recursion_pending();
+    } else if (depth > 0) {
+      find_own_slices(it->path(), prefix, depth - 1, found);
     }
   }
+}
+
+std::vector<std::filesystem::path> own_slices() {
+  static const std::string prefix = own_prefix();
+  std::vector<std::filesystem::path> found;
+  find_own_slices("/sys/fs/cgroup", prefix, 6, found);
   return found;
 }
 

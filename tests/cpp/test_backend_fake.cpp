@@ -504,6 +504,14 @@ TEST_CASE("a slice that cannot be removed is described: each directory, why, wha
   CHECK_FALSE(std::filesystem::exists(tree.root() + "/memory/edgeprof-1-2-3/core0"));
   CHECK_FALSE(std::filesystem::exists(tree.root() + "/cpu/edgeprof-1-2-3"));
 
+  // A v2 threaded core group refuses cgroup.procs: its threads are named instead.
+  tree.file("/unified/edgeprof-1-2-3/core0/cgroup.threads", "7\n");
+  tree.file("/unified/edgeprof-1-2-3/cgroup.procs", "");
+  CHECK(describe_unremoved(fs, {"/unified/edgeprof-1-2-3"}) ==
+        fmt::format("{0}/unified/edgeprof-1-2-3/core0 ({1}, errno {2}; threads in it: 7), "
+                    "{0}/unified/edgeprof-1-2-3 ({1}, errno {2}; processes in it: none)",
+                    tree.root(), std::strerror(ENOTEMPTY), ENOTEMPTY));
+
   std::filesystem::remove(tree.root() + "/memory/edgeprof-1-2-3/cgroup.procs");
   CHECK(describe_unremoved(fs, {"/memory/edgeprof-1-2-3"}) ==
         "/memory/edgeprof-1-2-3 (gone at a last try)");
