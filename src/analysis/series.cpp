@@ -1,63 +1,19 @@
 #include "edgeprof/series.hpp"
 
+#include "analysis/metric_table.hpp"
+
 namespace edgeprof {
 
-namespace {
-
-constexpr const char* kNames[kMetricCount] = {
-    "cpu_usage_ns",
-    "cpu_user_ns",
-    "cpu_system_ns",
-    "cpu_periods",
-    "cpu_throttled_periods",
-    "cpu_throttled_ns",
-    "memory_current_bytes",
-    "memory_peak_bytes",
-    "memory_anon_bytes",
-    "memory_file_bytes",
-    "memory_swap_bytes",
-    "memory_major_faults",
-    "memory_oom_kills",
-    "io_read_bytes",
-    "io_write_bytes",
-    "io_read_ops",
-    "io_write_ops",
-    "pressure_cpu_some_us",
-    "pressure_memory_some_us",
-    "pressure_memory_full_us",
-    "pressure_io_some_us",
-    "pressure_io_full_us",
-    "tasks",
-    "net_rx_bytes",
-    "net_tx_bytes",
-    "net_rx_packets",
-    "net_tx_packets",
-};
-
-}  // namespace
-
-const char* to_string(Metric m) { return kNames[static_cast<int>(m)]; }
+const char* to_string(Metric m) { return detail::metric_row(m).name; }
 
 std::optional<Metric> metric_from_string(std::string_view name) {
   for (int i = 0; i < kMetricCount; ++i) {
-    if (name == kNames[i]) return static_cast<Metric>(i);
+    if (name == detail::kMetricTable[i].name) return static_cast<Metric>(i);
   }
   return std::nullopt;
 }
 
-bool is_cumulative(Metric m) {
-  switch (m) {
-    case Metric::memory_current_bytes:
-    case Metric::memory_peak_bytes:
-    case Metric::memory_anon_bytes:
-    case Metric::memory_file_bytes:
-    case Metric::memory_swap_bytes:
-    case Metric::tasks:
-      return false;
-    default:
-      return true;
-  }
-}
+bool is_cumulative(Metric m) { return detail::metric_row(m).cumulative; }
 
 void TimeSeries::reserve(size_t rows) {
   t_ns.reserve(rows);

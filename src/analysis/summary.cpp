@@ -10,6 +10,7 @@
 #include "edgeprof/error.hpp"
 #include "edgeprof/result.hpp"
 #include "analysis/figure_name.hpp"
+#include "analysis/metric_table.hpp"
 #include "sys/parse.hpp"
 #include "sys/stats.hpp"
 
@@ -138,24 +139,15 @@ Summary summarize(const TimeSeries& s, double interval_s, double capacity_cores,
       out.memory_avg_bytes = mem.front();
     }
   }
-  out.memory_anon_peak_bytes = peak(s, Metric::memory_anon_bytes);
-  out.memory_file_peak_bytes = peak(s, Metric::memory_file_bytes);
-  out.memory_swap_peak_bytes = peak(s, Metric::memory_swap_bytes);
-  out.major_faults = delta(s, Metric::memory_major_faults);
-  out.io_read_bytes = delta(s, Metric::io_read_bytes);
-  out.io_write_bytes = delta(s, Metric::io_write_bytes);
-  out.io_read_ops = delta(s, Metric::io_read_ops);
-  out.io_write_ops = delta(s, Metric::io_write_ops);
-  out.net_rx_bytes = delta(s, Metric::net_rx_bytes);
-  out.net_tx_bytes = delta(s, Metric::net_tx_bytes);
-  out.net_rx_packets = delta(s, Metric::net_rx_packets);
-  out.net_tx_packets = delta(s, Metric::net_tx_packets);
-  out.pressure_cpu_some_s = seconds(delta(s, Metric::pressure_cpu_some_us));
-  out.pressure_memory_some_s = seconds(delta(s, Metric::pressure_memory_some_us));
-  out.pressure_memory_full_s = seconds(delta(s, Metric::pressure_memory_full_us));
-  out.pressure_io_some_s = seconds(delta(s, Metric::pressure_io_some_us));
-  out.pressure_io_full_s = seconds(delta(s, Metric::pressure_io_full_us));
-  out.tasks_peak = peak(s, Metric::tasks);
+  // The figures one metric makes alone (detail::kMetricTable): a counter's difference, a gauge's
+  // sampled peak, microseconds in seconds.
+  for (const detail::MetricRow& row : detail::kMetricTable) {
+    if (row.summary_count) {
+      out.*row.summary_count = row.cumulative ? delta(s, row.metric) : peak(s, row.metric);
+    } else if (row.summary_seconds) {
+      out.*row.summary_seconds = seconds(delta(s, row.metric));
+    }
+  }
   return out;
 }
 

@@ -219,9 +219,8 @@ class V1Cgroup final : public Cgroup {
   }
 
   std::optional<std::uint64_t> peak() const override {
-    open_counters();
     char buffer[64];
-    auto text = kept_->memory_peak.read_into(buffer, sizeof buffer);
+    auto text = peak_file().read_into(buffer, sizeof buffer);
     return text ? parse_u64(*text) : std::nullopt;
   }
 
@@ -349,7 +348,7 @@ class V1Cgroup final : public Cgroup {
 
   bool remove() noexcept override {
     close_procs_fds();
-    kept_.reset();
+    peak_file_.reset();
     peak_reset_fd_.reset();
     bool ok = true;
     for (const Dir& d : dirs_) {
@@ -404,23 +403,19 @@ class V1Cgroup final : public Cgroup {
     std::string parent;
   };
 
-  // The peak's file, opened at the first read and kept for the slice's life (the counters are
-  // the sampler's sources').
-  struct Kept {
-    StatFile memory_peak;
-  };
   std::vector<std::string> core_dirs_;  // per-core: the core groups, in the cpu hierarchy
   UniqueFd peak_reset_fd_;  // memory.max_usage_in_bytes, open for writing
   std::size_t cpus_ = 0;    // the cpuset's size (quota_unlimited)
 
-  void open_counters() const {
-    if (kept_) return;
-    kept_.emplace();
-    auto open = [this](const char* controller, const char* file) {
-      const Dir* d = find(controller);
-      return d ? StatFile(fs_, join(d->path, file)) : StatFile();
-    };
-    kept_->memory_peak = open("memory", files::v1::kMemoryMaxUsageInBytes);
+  // The peak's file, opened at the first read and kept for the slice's life (the counters are
+  // the sampler's sources').
+  mutable std::optional<StatFile> peak_file_;
+  const StatFile& peak_file() const {
+    if (!peak_file_) {
+      const Dir* d = find("memory");
+      peak_file_ = d ? StatFile(fs_, join(d->path, files::v1::kMemoryMaxUsageInBytes)) : StatFile();
+    }
+    return *peak_file_;
   }
 
   void close_procs_fds() {
@@ -455,7 +450,6 @@ class V1Cgroup final : public Cgroup {
   };
   std::vector<Refused> refused_;
   std::vector<int> procs_fds_;
-  mutable std::optional<Kept> kept_;
 };
 
 class V1Backend final : public Backend {

@@ -151,8 +151,7 @@ class V2Cgroup final : public Cgroup {
       ssize_t n = ::pread(peak_fd_.get(), buffer, sizeof buffer - 1, 0);
       return n > 0 ? parse_u64(std::string_view(buffer, static_cast<size_t>(n))) : std::nullopt;
     }
-    open_counters();
-    auto text = kept_->memory_peak.read_into(buffer, sizeof buffer);
+    auto text = peak_file().read_into(buffer, sizeof buffer);
     return text ? parse_u64(*text) : std::nullopt;
   }
 
@@ -276,11 +275,6 @@ class V2Cgroup final : public Cgroup {
 
  private:
   BandwidthGate gate_;  // set_cpu_bandwidth and kill_all's lift, one at a time
-  // The peak's file, opened at the first read and kept for the slice's life (the counters are
-  // the sampler's sources').
-  struct Kept {
-    StatFile memory_peak;
-  };
 
   // Per-core emulation: the slice becomes a threaded domain whose children core0 .. are
   // threaded cgroups with one core's cpu.max each; the slice's own quota is unlimited (the
@@ -304,7 +298,7 @@ class V2Cgroup final : public Cgroup {
   }
 
   void close_fds() {
-    kept_.reset();
+    peak_file_.reset();
     dir_fd_.reset();
     core_fd_.reset();
     peak_fd_.reset();
@@ -324,12 +318,12 @@ class V2Cgroup final : public Cgroup {
     return quota_unlimited(quota_us, period_us, cpus_) ? fmt::format("max {}", period_us)
                                                        : fmt::format("{} {}", quota_us, period_us);
   }
-  mutable std::optional<Kept> kept_;
-
-  void open_counters() const {
-    if (kept_) return;
-    kept_.emplace();
-    kept_->memory_peak = StatFile(fs_, join(dir_, files::v2::kMemoryPeak));
+  // The peak's file, opened at the first read and kept for the slice's life (the counters are
+  // the sampler's sources').
+  mutable std::optional<StatFile> peak_file_;
+  const StatFile& peak_file() const {
+    if (!peak_file_) peak_file_ = StatFile(fs_, join(dir_, files::v2::kMemoryPeak));
+    return *peak_file_;
   }
 };
 

@@ -10,6 +10,7 @@
 #include "edgeprof/error.hpp"
 #include "edgeprof/slice.hpp"
 #include "edgeprof/version.hpp"
+#include "analysis/metric_table.hpp"
 #include "device/device_json.hpp"
 #include "suite/microbench_detail.hpp"
 #include "nn/runtimes.hpp"
@@ -230,7 +231,8 @@ HostInfo host_from(const json& j) {
   return h;
 }
 
-// Summary fields in one table, so writing, reading and the text agree.
+// The summary fields no single metric makes, in one table, so writing and reading agree; the
+// ones a metric makes alone are in detail::kMetricTable.
 struct DoubleField {
   const char* name;
   std::optional<double> Summary::*member;
@@ -247,11 +249,6 @@ constexpr DoubleField kDoubleFields[] = {
     {"cpu_capacity_p95", &Summary::cpu_capacity_p95},
     {"cpu_capacity_peak", &Summary::cpu_capacity_peak},
     {"throttled_fraction", &Summary::throttled_fraction},
-    {"pressure_cpu_some_s", &Summary::pressure_cpu_some_s},
-    {"pressure_memory_some_s", &Summary::pressure_memory_some_s},
-    {"pressure_memory_full_s", &Summary::pressure_memory_full_s},
-    {"pressure_io_some_s", &Summary::pressure_io_some_s},
-    {"pressure_io_full_s", &Summary::pressure_io_full_s},
     {"interval_p50_s", &Summary::interval_p50_s},
     {"jitter_p50_s", &Summary::jitter_p50_s},
     {"jitter_p99_s", &Summary::jitter_p99_s},
@@ -259,25 +256,16 @@ constexpr DoubleField kDoubleFields[] = {
 constexpr CountField kCountFields[] = {
     {"memory_avg_bytes", &Summary::memory_avg_bytes},
     {"memory_sampled_peak_bytes", &Summary::memory_sampled_peak_bytes},
-    {"memory_anon_peak_bytes", &Summary::memory_anon_peak_bytes},
-    {"memory_file_peak_bytes", &Summary::memory_file_peak_bytes},
-    {"memory_swap_peak_bytes", &Summary::memory_swap_peak_bytes},
-    {"major_faults", &Summary::major_faults},
-    {"io_read_bytes", &Summary::io_read_bytes},
-    {"io_write_bytes", &Summary::io_write_bytes},
-    {"io_read_ops", &Summary::io_read_ops},
-    {"io_write_ops", &Summary::io_write_ops},
-    {"net_rx_bytes", &Summary::net_rx_bytes},
-    {"net_tx_bytes", &Summary::net_tx_bytes},
-    {"net_rx_packets", &Summary::net_rx_packets},
-    {"net_tx_packets", &Summary::net_tx_packets},
-    {"tasks_peak", &Summary::tasks_peak},
 };
 
 json summary_json(const Summary& s) {
   json j;
   for (const auto& f : kDoubleFields) j[f.name] = opt(s.*f.member);
   for (const auto& f : kCountFields) j[f.name] = opt(s.*f.member);
+  for (const detail::MetricRow& row : detail::kMetricTable) {
+    if (row.summary_count) j[row.summary_name] = opt(s.*row.summary_count);
+    if (row.summary_seconds) j[row.summary_name] = opt(s.*row.summary_seconds);
+  }
   j["pressure_host_wide"] = s.pressure_host_wide;
   j["cpu_window_s"] = s.cpu_window_s;
   j["cpu_windows_carried"] = s.cpu_windows_carried;
@@ -291,6 +279,10 @@ Summary summary_from(const json& j) {
   Summary s;
   for (const auto& f : kDoubleFields) get_opt(j, f.name, s.*f.member);
   for (const auto& f : kCountFields) get_opt(j, f.name, s.*f.member);
+  for (const detail::MetricRow& row : detail::kMetricTable) {
+    if (row.summary_count) get_opt(j, row.summary_name, s.*row.summary_count);
+    if (row.summary_seconds) get_opt(j, row.summary_name, s.*row.summary_seconds);
+  }
   s.pressure_host_wide = j.at("pressure_host_wide").get<bool>();
   s.cpu_window_s = j.at("cpu_window_s").get<double>();
   // Older reports merged such windows instead; their count is kept under the new name.
@@ -428,16 +420,16 @@ json result_json(const Result& r) {
   j["signal"] = opt(r.signal);
   j["timed_out"] = r.timed_out;
   j["oom_killed"] = r.oom_killed;
-  j["oom_kills"] = r.oom_kills;
   j["ok"] = r.ok();
   j["wall_time_s"] = num(r.wall_time_s);
   j["cpu_user_s"] = num(r.cpu_user_s);
   j["cpu_system_s"] = num(r.cpu_system_s);
   j["peak_memory_bytes"] = opt(r.peak_memory_bytes);
   j["peak_memory_source"] = r.peak_memory_source;
-  j["throttled_s"] = num(r.throttled_s);
-  j["throttled_periods"] = r.throttled_periods;
-  j["periods"] = r.periods;
+  for (const detail::MetricRow& row : detail::kMetricTable) {  // the end-of-run counters
+    if (row.result_count) j[row.result_name] = r.*row.result_count;
+    if (row.result_seconds) j[row.result_name] = num(r.*row.result_seconds);
+  }
   j["child_max_rss_bytes"] = r.child_max_rss_bytes;
   j["keep_warm_cpu_s"] = num(r.keep_warm_cpu_s);
   j["provenance"] = {{"wall_time_s", "measured"},     {"cpu_user_s", "measured"},
@@ -544,7 +536,6 @@ Result result_from(const json& j) {
   get_opt(j, "signal", r.signal);
   r.timed_out = j.at("timed_out").get<bool>();
   r.oom_killed = j.at("oom_killed").get<bool>();
-  r.oom_kills = j.at("oom_kills").get<std::uint64_t>();
   auto number = [&](const char* key) {
     return j.at(key).is_null() ? std::nan("") : j.at(key).get<double>();
   };
@@ -553,9 +544,10 @@ Result result_from(const json& j) {
   r.cpu_system_s = number("cpu_system_s");
   get_opt(j, "peak_memory_bytes", r.peak_memory_bytes);
   r.peak_memory_source = j.at("peak_memory_source").get<std::string>();
-  r.throttled_s = number("throttled_s");
-  r.throttled_periods = j.at("throttled_periods").get<std::uint64_t>();
-  r.periods = j.at("periods").get<std::uint64_t>();
+  for (const detail::MetricRow& row : detail::kMetricTable) {
+    if (row.result_count) r.*row.result_count = j.at(row.result_name).get<std::uint64_t>();
+    if (row.result_seconds) r.*row.result_seconds = number(row.result_name);
+  }
   r.child_max_rss_bytes = j.at("child_max_rss_bytes").get<std::uint64_t>();
   if (j.contains("keep_warm_cpu_s")) r.keep_warm_cpu_s = number("keep_warm_cpu_s");
   r.placement = j.at("placement").get<std::string>();

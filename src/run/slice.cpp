@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "analysis/metric_table.hpp"
 #include "analysis/short_phases.hpp"
 #include "cgroup/backend.hpp"
 #include "cgroup/files.hpp"
@@ -169,10 +170,10 @@ detail::Snapshot counters_in(const TimeSeries& series, std::size_t row,
 }
 
 // The sources an unsampled run reads its counters through, at its start and its end: the
-// sampler's. A file it cannot read leaves those counters unread (their figures 0), without a
+// sampler's, those that give a counter alone (4 files on v1, 3 on v2, not 11-13). A file it cannot read leaves those counters unread (their figures 0), without a
 // line on stderr: nothing was sampled.
 detail::Sources open_counter_sources(const detail::SliceFiles& where) {
-  detail::Sources sources = detail::Sources::of(where);
+  detail::Sources sources = detail::Sources::of(where, detail::kCounterMetrics);
   sources.set_logger([](const std::string&) {});
   return sources;
 }
@@ -752,10 +753,11 @@ Result Child::State::finish(const detail::Exit& exit, bool timed_out) {
   const std::uint64_t user_ns = std::min(cpu_ns, delta(Metric::cpu_user_ns));
   r.cpu_user_s = double(user_ns) / 1e9;
   r.cpu_system_s = double(cpu_ns - user_ns) / 1e9;
-  r.throttled_s = double(delta(Metric::cpu_throttled_ns)) / 1e9;
-  r.throttled_periods = delta(Metric::cpu_throttled_periods);
-  r.periods = delta(Metric::cpu_periods);
-  r.oom_kills = delta(Metric::memory_oom_kills);
+  // The other counters' differences, each into its field (detail::kMetricTable).
+  for (const detail::MetricRow& row : detail::kMetricTable) {
+    if (row.result_count) r.*row.result_count = delta(row.metric);
+    if (row.result_seconds) r.*row.result_seconds = double(delta(row.metric)) / 1e9;
+  }
   r.oom_killed = r.oom_kills > 0;
   if (peak) {
     r.peak_memory_bytes = peak;

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <utility>
@@ -127,11 +128,12 @@ bool v1_memory_stat(const std::string_view* t, Reading& v) {
   return take(t[0], keys, metrics, v, 3);
 }
 
-// memory.events (v2) and memory.oom_control (v1) both count "oom_kill".
+// memory.events (v2) and memory.oom_control (v1) both count "oom_kill", since Linux 4.13: on
+// an older kernel the count is missing (incomplete), and the file is no failure.
 bool oom_kills(const std::string_view* t, Reading& v) {
   static constexpr std::string_view keys[] = {"oom_kill"};
   static constexpr Metric metrics[] = {Metric::memory_oom_kills};
-  return take(t[0], keys, metrics, v);
+  return take(t[0], keys, metrics, v, 0);
 }
 
 bool set_io(Reading& v, std::uint64_t read_bytes, std::uint64_t write_bytes, std::uint64_t read_ops,
@@ -190,6 +192,10 @@ bool pressure_io(const std::string_view* t, Reading& v) {
 void Sources::add(const Fs& fs, std::string name, std::vector<std::string> paths,
                   std::vector<Metric> metrics, bool (*parse)(const std::string_view*, Reading&),
                   Rate rate, bool host_wide) {
+  if (std::none_of(metrics.begin(), metrics.end(),
+                   [&](Metric m) { return only_.test(static_cast<size_t>(m)); })) {
+    return;  // not wanted: neither opened nor listed
+  }
   Source s;
   s.name = std::move(name);
   s.host_wide = host_wide;
@@ -219,8 +225,10 @@ void Sources::reserve_scratch(std::size_t files) {
 }
 
 Sources Sources::v2(const Fs& fs, const std::string& dir, int peak_fd,
-                    const std::vector<std::string>& core_dirs) {
+                    const std::vector<std::string>& core_dirs,
+                    const std::bitset<kMetricCount>& only) {
   Sources s;
+  s.only_ = only;
   auto f = [&](const char* name) { return join(dir, name); };
   using M = Metric;
   s.add(fs, files::v2::kCpuStat, {f(files::v2::kCpuStat)},
@@ -267,8 +275,10 @@ Sources Sources::v2(const Fs& fs, const std::string& dir, int peak_fd,
 }
 
 Sources Sources::v1(const Fs& fs, const std::map<std::string, std::string>& dirs,
-                    const std::vector<std::string>& core_dirs) {
+                    const std::vector<std::string>& core_dirs,
+                    const std::bitset<kMetricCount>& only) {
   Sources s;
+  s.only_ = only;
   using M = Metric;
   auto f = [&](const char* controller, const char* name) {
     auto it = dirs.find(controller);

@@ -32,19 +32,6 @@ struct Reading {
   }
 };
 
-// The cumulative counters a run's figures are the difference of (CPU time and its split,
-// CPU periods and throttling, OOM kills): what Sources::snapshot() reads at a run's start and
-// end when nothing samples it.
-inline const std::bitset<kMetricCount> kCounterMetrics = [] {
-  std::bitset<kMetricCount> bits;
-  for (Metric m : {Metric::cpu_user_ns, Metric::cpu_system_ns, Metric::cpu_periods,
-                   Metric::cpu_throttled_periods, Metric::cpu_throttled_ns,
-                   Metric::memory_oom_kills}) {
-    bits.set(static_cast<size_t>(m));
-  }
-  return bits;
-}();
-
 // One reading of some metrics, outside any series: values indexed by Metric, and which of them
 // were read (a metric no open source gives, or whose source failed, is not).
 struct Snapshot {
@@ -78,16 +65,22 @@ class Sources {
   // The sources of a v2 slice directory / of v1 hierarchy directories (controller -> dir).
   // `peak_fd`, when open, is the slice's memory.peak as reset for each run: read through a copy
   // of it, because since Linux 6.12 a reset applies only to reads through the reset file.
+  // `only`: the metrics wanted; a source that gives none of them is not opened (an unsampled
+  // run's end-of-run counters open 4 files on v1, not 13).
   static Sources v2(const Fs& fs, const std::string& dir, int peak_fd = -1,
-                    const std::vector<std::string>& core_dirs = {});
+                    const std::vector<std::string>& core_dirs = {},
+                    const std::bitset<kMetricCount>& only = kAllMetrics);
   // `core_dirs`: per-core emulation's core groups, whose cpu.stat hold the throttling.
   static Sources v1(const Fs& fs, const std::map<std::string, std::string>& dirs,
-                    const std::vector<std::string>& core_dirs = {});
+                    const std::vector<std::string>& core_dirs = {},
+                    const std::bitset<kMetricCount>& only = kAllMetrics);
   // The sources of a slice, by its version: files opened now, kept open by the Sources.
-  static Sources of(const SliceFiles& where) {
-    return where.unified ? v2(where.fs, where.dir, where.peak_fd, where.core_dirs)
-                         : v1(where.fs, where.controllers, where.core_dirs);
+  static Sources of(const SliceFiles& where,
+                    const std::bitset<kMetricCount>& only = kAllMetrics) {
+    return where.unified ? v2(where.fs, where.dir, where.peak_fd, where.core_dirs, only)
+                         : v1(where.fs, where.controllers, where.core_dirs, only);
   }
+  static inline const std::bitset<kMetricCount> kAllMetrics = ~std::bitset<kMetricCount>();
   // Adds the network counters of a workload in its own network namespace: `dev` is net/dev
   // opened inside it (the open file keeps the namespace readable after every process left).
   void add_network(StatFile dev);
@@ -189,6 +182,7 @@ class Sources {
   std::vector<Source> sources_;
   Logger logger_ = nullptr;
   std::vector<SourceStatus> missing_;
+  std::bitset<kMetricCount> only_ = kAllMetrics;  // what the sources were opened for
   // Each file of a source is read into kSourceBuffer bytes of scratch_ (stat files are small:
   // memory.stat is the largest, about 1.5 KiB on 6.1); views_ holds the texts for the parser.
   static constexpr std::size_t kSourceBuffer = 8192;

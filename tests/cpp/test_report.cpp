@@ -1,7 +1,11 @@
 // The pure analysis of a run: summary, phases, statistics, JSON and CSV. No kernel needed.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <fmt/format.h>
+#include <set>
+#include <string>
 
+#include "analysis/metric_table.hpp"
 #include "analysis/short_phases.hpp"
 #include "edgeprof/edgeprof.hpp"
 #include "sys/parse.hpp"
@@ -295,6 +299,71 @@ TEST_CASE("a result survives JSON unchanged", "[report][json]") {
   Result changed = r;
   changed.series.values[static_cast<size_t>(Metric::cpu_usage_ns)][1] += 1;
   CHECK(changed != r);
+}
+
+TEST_CASE("each metric's row: one name, and its summary and Result fields made and kept",
+          "[report][json]") {
+  using detail::kMetricTable;
+  // Every metric a row, each name once, the names to_string and metric_from_string use.
+  std::set<std::string> names, fields;
+  for (const detail::MetricRow& row : kMetricTable) {
+    CHECK(names.insert(row.name).second);
+    CHECK(metric_from_string(row.name) == row.metric);
+    CHECK(is_cumulative(row.metric) == row.cumulative);
+    if (row.summary_name) CHECK(fields.insert(row.summary_name).second);
+    if (row.result_name) CHECK(fields.insert(row.result_name).second);
+    // A Result field is a run's difference: only a counter has one.
+    if (row.result_count || row.result_seconds) CHECK(row.cumulative);
+  }
+  CHECK(names.size() == size_t(kMetricCount));
+
+  // A series in which metric i grows by 1000 * (i + 1) over three rows (a gauge peaks in the
+  // middle): each table-made summary field holds its own metric's figure.
+  TimeSeries s = make_series({0, 100, 200}, {0, 50, 100}, {10, 20, 15});
+  for (const detail::MetricRow& row : kMetricTable) {
+    const auto i = static_cast<size_t>(row.metric);
+    const std::uint64_t step = 1000 * (i + 1);
+    s.values[i] = row.cumulative ? std::vector<std::uint64_t>{7, 7 + step, 7 + 2 * step}
+                                 : std::vector<std::uint64_t>{7, 7 + 2 * step, 7 + step};
+    s.available.set(i);
+  }
+  s.complete = s.available;
+  Result r = sample_result();
+  r.summary = summarize(s, 0.1, 1.0);
+  std::uint64_t n = 1;
+  for (const detail::MetricRow& row : kMetricTable) {
+    const std::uint64_t step = 1000 * (static_cast<size_t>(row.metric) + 1);
+    INFO(row.name);
+    if (row.summary_count) {
+      CHECK(r.summary.*row.summary_count == (row.cumulative ? 2 * step : 7 + 2 * step));
+    }
+    if (row.summary_seconds) {
+      CHECK(r.summary.*row.summary_seconds == Approx(double(2 * step) / 1e6));
+    }
+    if (row.result_count) r.*row.result_count = 100 + n++;
+    if (row.result_seconds) r.*row.result_seconds = 0.25 * double(n++);
+  }
+  // Written and read back under the names the table gives.
+  const std::string text = to_json(r);
+  const Result back = result_from_json(text);
+  for (const detail::MetricRow& row : kMetricTable) {
+    INFO(row.name);
+    if (row.summary_name) CHECK(text.find(fmt::format("\"{}\":", row.summary_name)) != std::string::npos);
+    if (row.result_name) CHECK(text.find(fmt::format("\"{}\":", row.result_name)) != std::string::npos);
+    if (row.summary_count) CHECK(back.summary.*row.summary_count == r.summary.*row.summary_count);
+    if (row.summary_seconds) {
+      CHECK(back.summary.*row.summary_seconds == r.summary.*row.summary_seconds);
+    }
+    if (row.result_count) CHECK(back.*row.result_count == r.*row.result_count);
+    if (row.result_seconds) CHECK(back.*row.result_seconds == r.*row.result_seconds);
+  }
+  // The end-of-run counters: each Result field's metric, and the CPU time's split.
+  for (Metric m : {Metric::cpu_user_ns, Metric::cpu_system_ns, Metric::cpu_periods,
+                   Metric::cpu_throttled_periods, Metric::cpu_throttled_ns,
+                   Metric::memory_oom_kills}) {
+    CHECK(detail::kCounterMetrics.test(static_cast<size_t>(m)));
+  }
+  CHECK(detail::kCounterMetrics.count() == 6);
 }
 
 TEST_CASE("reading JSON that is not a report names what is wrong", "[report][json]") {

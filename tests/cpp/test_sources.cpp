@@ -14,6 +14,7 @@
 #include "helpers.hpp"
 #include "sys/parse.hpp"
 #include "sampler/sources.hpp"
+#include "analysis/metric_table.hpp"
 
 using namespace edgeprof::detail;
 using edgeprof::test::FakeTree;
@@ -199,6 +200,16 @@ TEST_CASE("a snapshot reads the counters' sources alone, at any rate, apart from
   CHECK(logged.size() == 1);
   tree.file(join(dir, files::v2::kCpuStat), "usage_usec 1\nuser_usec 1\nsystem_usec 0\n");
   CHECK_FALSE(sources.snapshot(kCounterMetrics).has(Metric::cpu_user_ns));
+
+  // Opened for the counters alone: cpu.stat and memory.events, nothing else.
+  tree.file(join(dir, files::v2::kCpuStat), "usage_usec 9\nuser_usec 5\nsystem_usec 4\n");
+  Sources counters = Sources::v2(Fs(tree.root()), dir, -1, {}, kCounterMetrics);
+  std::set<std::string> names;
+  for (const SourceStatus& s : counters.status()) names.insert(s.name);
+  CHECK(names == std::set<std::string>{files::v2::kCpuStat, files::v2::kMemoryEvents});
+  const Snapshot snap2 = counters.snapshot(kCounterMetrics);
+  CHECK(snap2[Metric::cpu_user_ns] == 5000u);
+  CHECK(snap2[Metric::memory_oom_kills] == 2u);
 }
 
 TEST_CASE("v1: hierarchies, the exact CPU split and host-wide pressure", "[sampler]") {
@@ -236,6 +247,18 @@ TEST_CASE("v1: hierarchies, the exact CPU split and host-wide pressure", "[sampl
     if (s.name == "/proc/pressure/memory") host_wide = s.host_wide && s.available;
   }
   CHECK(host_wide);
+
+  // Opened for the end-of-run counters alone (an unsampled run): their three sources, four
+  // files, and none of the others, not even listed as missing (pids).
+  Sources counters = Sources::v1(Fs(tree.root()), dirs, {}, kCounterMetrics);
+  std::set<std::string> names;
+  for (const SourceStatus& s : counters.status()) names.insert(s.name);
+  CHECK(names == std::set<std::string>{"cpuacct.usage+cpuacct.stat", files::v1::kCpuStat,
+                                       files::v1::kMemoryOomControl});
+  const Snapshot snap = counters.snapshot(kCounterMetrics);
+  CHECK(snap.read == kCounterMetrics);
+  CHECK(snap[Metric::cpu_user_ns] + snap[Metric::cpu_system_ns] == usage);
+  CHECK(snap[Metric::memory_oom_kills] == 1u);
 }
 
 #include <chrono>
@@ -243,6 +266,26 @@ TEST_CASE("v1: hierarchies, the exact CPU split and host-wide pressure", "[sampl
 #include <unistd.h>
 
 #include "edgeprof/edgeprof.hpp"
+
+TEST_CASE("a kernel older than 4.13 counts no OOM kills: the count is missing, nothing fails",
+          "[sampler]") {
+  FakeTree tree;
+  const std::map<std::string, std::string> dirs = {{"memory", "/sys/fs/cgroup/memory/s"}};
+  tree.file(join(dirs.at("memory"), files::v1::kMemoryOomControl),
+            "oom_kill_disable 0\nunder_oom 0\n");  // Linux 4.12's keys
+  Sources sources = Sources::v1(Fs(tree.root()), dirs);
+  Columns columns;
+  sources.tick(1, columns);
+  CHECK_FALSE(complete(columns, Metric::memory_oom_kills));
+  for (const SourceStatus& s : sources.status()) {
+    if (s.name == files::v1::kMemoryOomControl) CHECK_FALSE(s.failed);
+  }
+  CHECK_FALSE(sources.snapshot(kCounterMetrics).has(Metric::memory_oom_kills));
+  // A later kernel's file gives it.
+  tree.file(join(dirs.at("memory"), files::v1::kMemoryOomControl),
+            "oom_kill_disable 0\nunder_oom 0\noom_kill 3\n");
+  CHECK(sources.snapshot(kCounterMetrics)[Metric::memory_oom_kills] == 3u);
+}
 
 TEST_CASE("slow sources are read every n-th tick and at every extra sample, the fast ones "
           "at every tick",
