@@ -28,6 +28,7 @@ struct MetricRow {
   std::optional<double> Summary::*summary_seconds = nullptr;
   // The Result field it fills, named as the field: the run's difference (a count, or a counter of
   // nanoseconds in seconds), read at the run's start and end even when the run is not sampled.
+  // Reports read it where present (0 where an older report lacks it).
   const char* result_name = nullptr;
   std::uint64_t Result::*result_count = nullptr;
   double Result::*result_seconds = nullptr;
@@ -136,14 +137,39 @@ static_assert(metric_table_in_order(), "kMetricTable's rows must follow the orde
 
 constexpr const MetricRow& metric_row(Metric m) { return kMetricTable[static_cast<int>(m)]; }
 
-// The end-of-run counters: what a run reads at its start and end (Sources::snapshot) whether or
-// not it is sampled.
-inline const std::bitset<kMetricCount> kCounterMetrics = [] {
-  std::bitset<kMetricCount> bits;
-  for (const MetricRow& row : kMetricTable) {
-    if (row.at_run_end) bits.set(static_cast<std::size_t>(row.metric));
+// A seconds field is made of microseconds (summary) or nanoseconds (Result): the metric's name
+// says which, so a row of another unit cannot be converted silently.
+constexpr bool ends_with(const char* s, const char* tail) {
+  std::size_t n = 0, m = 0;
+  while (s[n]) ++n;
+  while (tail[m]) ++m;
+  if (m > n) return false;
+  for (std::size_t i = 0; i < m; ++i) {
+    if (s[n - m + i] != tail[i]) return false;
   }
-  return bits;
-}();
+  return true;
+}
+constexpr bool metric_table_units_hold() {
+  for (const MetricRow& row : kMetricTable) {
+    if (row.summary_seconds && !ends_with(row.name, "_us")) return false;
+    if (row.result_seconds && !ends_with(row.name, "_ns")) return false;
+  }
+  return true;
+}
+static_assert(metric_table_units_hold(),
+              "a summed_s row's metric must count microseconds (_us), an in_result_s row's "
+              "nanoseconds (_ns)");
+
+// The end-of-run counters: what a run reads at its start and end (Sources::snapshot) whether or
+// not it is sampled. Constant-initialised: usable before main().
+static_assert(kMetricCount <= 64, "the metric masks are 64-bit");
+constexpr unsigned long long counter_metric_mask() {
+  unsigned long long mask = 0;
+  for (const MetricRow& row : kMetricTable) {
+    if (row.at_run_end) mask |= 1ULL << static_cast<int>(row.metric);
+  }
+  return mask;
+}
+inline constexpr std::bitset<kMetricCount> kCounterMetrics{counter_metric_mask()};
 
 }  // namespace edgeprof::detail

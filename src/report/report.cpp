@@ -545,6 +545,8 @@ Result result_from(const json& j) {
   get_opt(j, "peak_memory_bytes", r.peak_memory_bytes);
   r.peak_memory_source = j.at("peak_memory_source").get<std::string>();
   for (const detail::MetricRow& row : detail::kMetricTable) {
+    // A counter newer than the report stays 0.
+    if (!row.result_name || !j.contains(row.result_name)) continue;
     if (row.result_count) r.*row.result_count = j.at(row.result_name).get<std::uint64_t>();
     if (row.result_seconds) r.*row.result_seconds = number(row.result_name);
   }

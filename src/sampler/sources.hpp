@@ -80,7 +80,8 @@ class Sources {
     return where.unified ? v2(where.fs, where.dir, where.peak_fd, where.core_dirs, only)
                          : v1(where.fs, where.controllers, where.core_dirs, only);
   }
-  static inline const std::bitset<kMetricCount> kAllMetrics = ~std::bitset<kMetricCount>();
+  static_assert(kMetricCount < 64, "kAllMetrics is a 64-bit mask");
+  static constexpr std::bitset<kMetricCount> kAllMetrics{(1ULL << kMetricCount) - 1};
   // Adds the network counters of a workload in its own network namespace: `dev` is net/dev
   // opened inside it (the open file keeps the namespace readable after every process left).
   void add_network(StatFile dev);

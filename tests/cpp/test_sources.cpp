@@ -202,12 +202,15 @@ TEST_CASE("a snapshot reads the counters' sources alone, at any rate, apart from
   CHECK_FALSE(sources.snapshot(kCounterMetrics).has(Metric::cpu_user_ns));
 
   // Opened for the counters alone: cpu.stat and memory.events, nothing else.
-  tree.file(join(dir, files::v2::kCpuStat), "usage_usec 9\nuser_usec 5\nsystem_usec 4\n");
+  tree.file(join(dir, files::v2::kCpuStat),
+            "usage_usec 9\nuser_usec 5\nsystem_usec 4\nnr_periods 3\nnr_throttled 1\n"
+            "throttled_usec 7\n");
   Sources counters = Sources::v2(Fs(tree.root()), dir, -1, {}, kCounterMetrics);
   std::set<std::string> names;
   for (const SourceStatus& s : counters.status()) names.insert(s.name);
   CHECK(names == std::set<std::string>{files::v2::kCpuStat, files::v2::kMemoryEvents});
   const Snapshot snap2 = counters.snapshot(kCounterMetrics);
+  CHECK(snap2.read == kCounterMetrics);
   CHECK(snap2[Metric::cpu_user_ns] == 5000u);
   CHECK(snap2[Metric::memory_oom_kills] == 2u);
 }
@@ -277,9 +280,15 @@ TEST_CASE("a kernel older than 4.13 counts no OOM kills: the count is missing, n
   Columns columns;
   sources.tick(1, columns);
   CHECK_FALSE(complete(columns, Metric::memory_oom_kills));
+  int found = 0;
   for (const SourceStatus& s : sources.status()) {
-    if (s.name == files::v1::kMemoryOomControl) CHECK_FALSE(s.failed);
+    if (s.name != files::v1::kMemoryOomControl) continue;
+    ++found;
+    CHECK(s.available);
+    CHECK_FALSE(s.failed);
   }
+  CHECK(found == 1);
+  CHECK(sources.reusable());  // the next run keeps these files
   CHECK_FALSE(sources.snapshot(kCounterMetrics).has(Metric::memory_oom_kills));
   // A later kernel's file gives it.
   tree.file(join(dirs.at("memory"), files::v1::kMemoryOomControl),
