@@ -49,6 +49,7 @@ inline constexpr const char* kCpuMax = "cpu.max";
 inline constexpr const char* kCpuPressure = "cpu.pressure";
 inline constexpr const char* kCpuStat = "cpu.stat";
 inline constexpr const char* kCpusetCpus = "cpuset.cpus";
+inline constexpr const char* kCpusetCpusEffective = "cpuset.cpus.effective";  // the fixtures' capture
 inline constexpr const char* kIoMax = "io.max";
 inline constexpr const char* kIoPressure = "io.pressure";
 inline constexpr const char* kIoStat = "io.stat";

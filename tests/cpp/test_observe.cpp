@@ -13,6 +13,7 @@
 #include <map>
 #include <sstream>
 
+#include "cgroup/files.hpp"
 #include "edgeprof/edgeprof.hpp"
 #include "helpers.hpp"
 
@@ -559,13 +560,13 @@ TEST_CASE("a device's storage bandwidth throttles the reads and writes that reac
   const std::vector<std::string> paths = slice.paths();
   const std::string& limited = slice.plan().io_device;
   if (cgroup_mode() == CgroupMode::unified) {
-    const std::string limits = test::slice_file(paths, "io.max");
+    const std::string limits = test::slice_file(paths, detail::files::v2::kIoMax);
     CAPTURE(limits);
     CHECK_THAT(limits, Catch::Contains(limited + " rbps=16777216 wbps=8388608"));
   } else {
-    CHECK_THAT(test::slice_file(paths, "blkio.throttle.read_bps_device"),
+    CHECK_THAT(test::slice_file(paths, detail::files::v1::kBlkioThrottleReadBpsDevice),
                Catch::Contains(limited + " 16777216\n"));
-    CHECK_THAT(test::slice_file(paths, "blkio.throttle.write_bps_device"),
+    CHECK_THAT(test::slice_file(paths, detail::files::v1::kBlkioThrottleWriteBpsDevice),
                Catch::Contains(limited + " 8388608\n"));
   }
   // Every byte went through the block layer, where the limits apply.

@@ -8,6 +8,7 @@
 
 #include "analysis/metric_table.hpp"
 #include "analysis/short_phases.hpp"
+#include "cgroup/files.hpp"
 #include "edgeprof/edgeprof.hpp"
 #include "sys/parse.hpp"
 
@@ -244,7 +245,7 @@ Result sample_result() {
   r.cpu_user_s = 0.75;
   r.cpu_system_s = 0.1;
   r.peak_memory_bytes = 123456789;
-  r.peak_memory_source = "memory.peak";
+  r.peak_memory_source = detail::files::v2::kMemoryPeak;
   r.throttled_s = 0.3;
   r.throttled_periods = 30;
   r.periods = 125;
@@ -266,8 +267,8 @@ Result sample_result() {
   r.network_isolated = true;
   r.series = make_series({-0.1, 10, 20}, {0, 3, 9}, {5, 7, 6}, {1, 1, 0});
   r.summary = summarize(r.series, 0.01, 1.0);
-  r.sources = {{"cpu.stat", true, false, false, ""},
-               {"io.stat", false, false, false, "opening io.stat: No such file"}};
+  r.sources = {{detail::files::v2::kCpuStat, true, false, false, ""},
+               {detail::files::v2::kIoStat, false, false, false, "opening io.stat: No such file"}};
   Phase p;
   p.name = "load";
   p.start_s = 0.001;

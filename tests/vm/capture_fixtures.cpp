@@ -13,10 +13,11 @@
 //      memory.events / memory.peak after it was OOM-killed.
 // It also reports whether clone3(CLONE_INTO_CGROUP) and cgroup.kill work in this kernel.
 //
-// Build: g++ -std=c++20 -O2 -Wall -Wextra -o capture_fixtures capture_fixtures.cpp
+// Build (from the checkout): g++ -std=c++20 -O2 -Wall -Wextra -I src -o capture_fixtures
+// tests/vm/capture_fixtures.cpp
 //
-// It stands alone (no edgeprof headers), so it spells the kernel's file names itself rather than
-// taking them from src/cgroup/files.hpp; the captures it writes take those names.
+// It links nothing of edgeprof; the cgroup files' names come from src/cgroup/files.hpp (a header
+// of names alone), and the captures it writes take those names.
 
 #include <fcntl.h>
 #include <linux/magic.h>
@@ -42,6 +43,10 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "cgroup/files.hpp"
+
+namespace files = edgeprof::detail::files;
 
 namespace {
 
@@ -124,7 +129,7 @@ pid_t SpawnInto(const std::string& dir, Body body) {
     std::printf("clone3(CLONE_INTO_CGROUP) failed (%s); falling back to fork\n",
                 ErrnoText().c_str());
     pid = fork();
-    if (pid == 0 && !WriteFile(dir + "/cgroup.procs", "0")) _exit(90);
+    if (pid == 0 && !WriteFile(dir + "/" + files::kProcs, "0")) _exit(90);
   } else if (pid > 0) {
     clone3_worked = true;
   }
@@ -207,9 +212,9 @@ void Workload(int ready_fd, const std::string& device) {
 void CaptureWorkloadCgroup(const std::string& base, const std::string& device) {
   const std::string dir = base + "/workload";
   if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) return Fail("mkdir " + dir);
-  MustWrite(dir + "/cpu.max", "50000 100000");
-  MustWrite(dir + "/memory.max", std::to_string(256 * kMiB));
-  MustWrite(dir + "/pids.max", "64");
+  MustWrite(dir + "/" + files::v2::kCpuMax, "50000 100000");
+  MustWrite(dir + "/" + files::v2::kMemoryMax, std::to_string(256 * kMiB));
+  MustWrite(dir + "/" + files::v2::kPidsMax, "64");
   // memory.swap.max stays "max" on purpose: parsers must handle the literal.
 
   int pipe_fds[2];
@@ -221,16 +226,17 @@ void CaptureWorkloadCgroup(const std::string& base, const std::string& device) {
   if (read(pipe_fds[0], &ok, 1) != 1 || ok != 'y') Fail("workload did not finish its work");
   close(pipe_fds[0]);
 
-  for (const char* f : {"cpu.stat", "memory.stat", "memory.events", "memory.peak",
-                        "memory.current", "memory.max", "memory.swap.max", "cpu.max",
-                        "cpuset.cpus.effective", "pids.current", "pids.max", "io.stat",
-                        "cgroup.controllers", "cgroup.subtree_control", "cpu.pressure",
-                        "memory.pressure", "io.pressure", "cgroup.events"}) {
+  namespace v2 = files::v2;
+  for (const char* f : {v2::kCpuStat, v2::kMemoryStat, v2::kMemoryEvents, v2::kMemoryPeak,
+                        v2::kMemoryCurrent, v2::kMemoryMax, v2::kMemorySwapMax, v2::kCpuMax,
+                        v2::kCpusetCpusEffective, v2::kPidsCurrent, v2::kPidsMax, v2::kIoStat,
+                        v2::kControllers, v2::kSubtreeControl, v2::kCpuPressure,
+                        v2::kMemoryPressure, v2::kIoPressure, v2::kEvents}) {
     Capture(dir + "/" + f, f);
   }
 
   // cgroup.kill (kernel >= 5.14) SIGKILLs the whole subtree.
-  if (!WriteFile(dir + "/cgroup.kill", "1")) {
+  if (!WriteFile(dir + "/" + files::v2::kKill, "1")) {
     std::printf("cgroup.kill: %s; using kill(2)\n", ErrnoText().c_str());
     kill(pid, SIGKILL);
   }
@@ -244,8 +250,8 @@ void CaptureWorkloadCgroup(const std::string& base, const std::string& device) {
 void CaptureOomCgroup(const std::string& base) {
   const std::string dir = base + "/oom";
   if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) return Fail("mkdir " + dir);
-  MustWrite(dir + "/memory.max", "16M");
-  MustWrite(dir + "/memory.swap.max", "0");  // no swap in the VM anyway; be explicit
+  MustWrite(dir + "/" + files::v2::kMemoryMax, "16M");
+  MustWrite(dir + "/" + files::v2::kMemorySwapMax, "0");  // no swap in the VM anyway; be explicit
   pid_t pid = SpawnInto(dir, [] { TouchMemory(64 * kMiB); });
   if (pid < 0) return Fail("spawn oom child: " + ErrnoText());
   int status = 0;
@@ -255,8 +261,8 @@ void CaptureOomCgroup(const std::string& base) {
   } else {
     Fail("oom child was not OOM-killed (status " + std::to_string(status) + ")");
   }
-  Capture(dir + "/memory.events", "memory.events.oom");
-  Capture(dir + "/memory.peak", "memory.peak.oom");
+  Capture(dir + "/" + files::v2::kMemoryEvents, std::string(files::v2::kMemoryEvents) + ".oom");
+  Capture(dir + "/" + files::v2::kMemoryPeak, std::string(files::v2::kMemoryPeak) + ".oom");
   if (rmdir(dir.c_str()) != 0) Fail("rmdir " + dir + ": " + ErrnoText());
 }
 
@@ -279,13 +285,13 @@ int main() {
   const std::string leaf = base + "/leaf";
   if (mkdir(leaf.c_str(), 0755) != 0 && errno != EEXIST) Fail("mkdir " + leaf);
   std::string procs;
-  ReadFile(base + "/cgroup.procs", &procs);
+  ReadFile(base + "/" + files::kProcs, &procs);
   std::istringstream pids(procs);
   for (std::string pid; pids >> pid;) {
-    if (!WriteFile(leaf + "/cgroup.procs", pid) && errno != ESRCH) Fail("move " + pid);
+    if (!WriteFile(leaf + "/" + files::kProcs, pid) && errno != ESRCH) Fail("move " + pid);
   }
   for (const char* c : {"cpuset", "cpu", "io", "memory", "pids"}) {
-    MustWrite(base + "/cgroup.subtree_control", std::string("+") + c);
+    MustWrite(base + "/" + files::v2::kSubtreeControl, std::string("+") + c);
   }
 
   Capture("/proc/self/mounts", "proc_mounts");
