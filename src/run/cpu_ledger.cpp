@@ -130,9 +130,10 @@ UniqueFd CpuLedger::lock_ledger(bool record_problem) {
   return fd;
 }
 
-std::vector<std::pair<int, pid_t>> CpuLedger::held(int cpu) const {
+std::vector<std::pair<int, pid_t>> CpuLedger::held(int cpu, int mine) const {
   std::vector<std::pair<int, pid_t>> out;
   for (int slot = 0; slot < kMaxSlots; ++slot) {
+    if (slot == mine) continue;  // held by the caller (and so present): four system calls saved
     UniqueFd fd(::open(slot_path(cpu, slot).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
     if (fd.get() < 0) {
       // Slots are made lowest first and removed from the end only: a missing one is the last.
@@ -254,9 +255,7 @@ std::vector<CpuHolder> CpuLedger::others(const CpuLease& lease) {
         (it == local_.end() ? 0 : it->second) - (lease.slots_[i] == kCountedHere ? 1 : 0);
     for (int k = 0; k < here; ++k) out.push_back({c, ::getpid()});
     if (!problem_.empty()) continue;
-    for (const auto& [slot, pid] : held(c)) {
-      if (slot != lease.slots_[i]) out.push_back({c, pid});
-    }
+    for (const auto& [slot, pid] : held(c, lease.slots_[i])) out.push_back({c, pid});
   }
   return out;
 }

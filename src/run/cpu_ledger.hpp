@@ -94,7 +94,8 @@ class CpuLedger {
   void give(CpuLease& lease) noexcept;
   // Held slots of `cpu` (their index and holder), under the ledger lock. A slot file that
   // cannot be opened is skipped (with no fd left, the rest of the list too).
-  std::vector<std::pair<int, pid_t>> held(int cpu) const;
+  // `mine`: a slot the caller holds, not opened (a scan for others skips its own).
+  std::vector<std::pair<int, pid_t>> held(int cpu, int mine = kNotHeld) const;
   // Removes the free slot files at the end of `cpu`'s list, under the ledger lock.
   void prune(int cpu) const;
   std::string slot_path(int cpu, int slot) const;
