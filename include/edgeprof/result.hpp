@@ -217,8 +217,10 @@ std::string to_json(const Result& result);
 /// Reads what to_json wrote; throws Error naming the field when the text is not such a report
 /// (or one of a newer schema version).
 Result result_from_json(std::string_view json);
-/// The time series as CSV: t_s and scheduled (1 or 0), then one column per metric available in
-/// the run, then the derived cpu_cores (CPU used since the previous sample, in host cores).
+/// The time series as CSV: a first line naming the format, `# edgeprof.series schema_version=1
+/// edgeprof_version=...` (a comment: pandas reads past it with `comment="#"`), then a header of
+/// t_s and scheduled (1 or 0), one column per metric available in the run and the derived
+/// cpu_cores (CPU used since the previous sample, in host cores), and a row per sample.
 std::string to_csv(const Result& result);
 
 /// The runs of a repeated measurement and their statistics.
@@ -263,9 +265,10 @@ std::map<std::string, Statistic> describe_runs(const std::vector<Result>& runs);
 /// A table of every figure's statistics, after a line naming the command, the device and how
 /// many runs succeeded.
 std::string to_text(const RepeatedResult& result);
-/// The runs' time series as one CSV (not the warm-ups'): a leading `run` column (1, 2, ...),
-/// then to_csv(const Result&)'s columns for every metric available in any run, empty in the
-/// rows of a run that did not have it.
+/// The runs' time series as one CSV (not the warm-ups'): after a first line
+/// `# edgeprof.repeated_series schema_version=1 edgeprof_version=...`, a leading `run` column
+/// (1, 2, ...), then to_csv(const Result&)'s columns for every metric available in any run,
+/// empty in the rows of a run that did not have it.
 std::string to_csv(const RepeatedResult& result);
 /// One JSON object: schema version, edgeprof version, the counts, all_ok, the statistics, and
 /// every run and warm-up as to_json(const Result&) writes it.

@@ -325,7 +325,8 @@ void bind_results(py::module_& m) {
       .def_static("from_json", [](const std::string& text) { return result_from_json(text); },
                   py::arg("text"), "Reads what to_json wrote; equal to the original.")
       .def("to_csv", [](const Result& r) { return to_csv(r); },
-           "The time series as CSV text.")
+           "The time series as CSV text, after a first line naming the format (`# "
+           "edgeprof.series schema_version=1 edgeprof_version=...`; pandas: comment=\"#\").")
       .def(py::self == py::self)
       .def("__str__", [](const Result& r) { return to_text(r); });
 
@@ -358,8 +359,9 @@ void bind_results(py::module_& m) {
       .def_property_readonly("ok", &RepeatedResult::all_ok)
       .def("to_json", [](const RepeatedResult& r) { return to_json(r); })
       .def("to_csv", [](const RepeatedResult& r) { return to_csv(r); },
-           "The runs' time series as one CSV with a leading run column; a metric some run "
-           "lacks is empty in its rows.")
+           "The runs' time series as one CSV with a leading run column, after a first line "
+           "`# edgeprof.repeated_series schema_version=1 ...`; a metric some run lacks is "
+           "empty in its rows.")
       .def_static("from_json",
                   [](const std::string& text) { return repeated_from_json(text); },
                   py::arg("text"))

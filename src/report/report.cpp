@@ -938,6 +938,14 @@ Result result_from_json(std::string_view text) {
 namespace {
 
 // The CSV's header for `columns` (metrics) and whether it has cpu_cores, after `lead`.
+// The CSV's first line, a comment naming its format and the edgeprof that wrote it (the
+// comment prefix of the W3C's CSV dialect; pandas reads past it with comment="#").
+constexpr int kCsvSchemaVersion = 1;
+std::string csv_marker(const char* schema) {
+  return fmt::format("# {} schema_version={} edgeprof_version={}\n", schema, kCsvSchemaVersion,
+                     version());
+}
+
 std::string csv_header(std::string_view lead, const std::bitset<kMetricCount>& columns,
                        bool with_cores) {
   std::string out(lead);
@@ -979,7 +987,7 @@ void csv_rows(std::string& out, std::string_view lead, const TimeSeries& s,
 std::string to_csv(const Result& r) {
   const TimeSeries& s = r.series;
   const bool with_cores = !s.cpu_cores().empty();
-  std::string out = csv_header("", s.available, with_cores);
+  std::string out = csv_marker("edgeprof.series") + csv_header("", s.available, with_cores);
   csv_rows(out, "", s, s.available, with_cores);
   return out;
 }
@@ -991,7 +999,7 @@ std::string to_csv(const RepeatedResult& r) {
     columns |= run.series.available;
     with_cores = with_cores || !run.series.cpu_cores().empty();
   }
-  std::string out = csv_header("run,", columns, with_cores);
+  std::string out = csv_marker("edgeprof.repeated_series") + csv_header("run,", columns, with_cores);
   for (size_t i = 0; i < r.runs.size(); ++i) {
     csv_rows(out, fmt::format("{},", i + 1), r.runs[i].series, columns, with_cores);
   }

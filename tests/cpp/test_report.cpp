@@ -433,9 +433,14 @@ TEST_CASE("repeated results: statistics per figure, JSON round trip", "[report][
 
 TEST_CASE("the time series as CSV: available metrics and derived CPU cores", "[report]") {
   const std::string csv = to_csv(sample_result());
-  CHECK(csv.rfind("t_s,scheduled,cpu_usage_ns,memory_current_bytes,cpu_cores\n", 0) == 0);
+  // A first line naming the format and the version that wrote it, a comment.
+  const std::string marker = fmt::format(
+      "# edgeprof.series schema_version=1 edgeprof_version={}\n", edgeprof::version());
+  REQUIRE(csv.rfind(marker, 0) == 0);
+  CHECK(csv.substr(marker.size())
+            .rfind("t_s,scheduled,cpu_usage_ns,memory_current_bytes,cpu_cores\n", 0) == 0);
   CHECK(csv.find("0.010000000,1,3000000,7,0.29") != std::string::npos);
-  CHECK(std::count(csv.begin(), csv.end(), '\n') == 4);
+  CHECK(std::count(csv.begin(), csv.end(), '\n') == 5);
 }
 
 TEST_CASE("the runs' time series as one CSV: a run column, every run's metrics", "[report]") {
@@ -451,7 +456,10 @@ TEST_CASE("the runs' time series as one CSV: a run column, every run's metrics",
     next = csv.find('\n', at);
     lines.push_back(csv.substr(at, next - at));
   }
-  REQUIRE(lines.size() == 7);  // the header, three rows per run, not the warm-up's
+  REQUIRE(lines.size() == 8);  // the marker, the header, three rows per run, not the warm-up's
+  CHECK(lines[0] == fmt::format("# edgeprof.repeated_series schema_version=1 edgeprof_version={}",
+                                edgeprof::version()));
+  lines.erase(lines.begin());
   CHECK(lines[0] == "run,t_s,scheduled,cpu_usage_ns,memory_current_bytes,cpu_cores");
   for (const std::string& line : lines) {
     CHECK(std::count(line.begin(), line.end(), ',') == 5);
@@ -460,6 +468,7 @@ TEST_CASE("the runs' time series as one CSV: a run column, every run's metrics",
   CHECK(lines[5].rfind("2,0.010000000,1,3000000,,0.29", 0) == 0);
   // One run alone: the same columns as its own CSV, after the run number.
   rr.runs.resize(1);
-  CHECK(to_csv(rr).rfind("run,t_s,scheduled,cpu_usage_ns,memory_current_bytes,cpu_cores\n1,", 0) ==
-        0);
+  const std::string one = to_csv(rr);
+  CHECK(one.find("\nrun,t_s,scheduled,cpu_usage_ns,memory_current_bytes,cpu_cores\n1,") ==
+        one.find('\n'));
 }

@@ -199,6 +199,8 @@ def test_run_writes_json_and_csv_files_and_show_reads_them(tmp_path):
     # sampler kept depends on the load).
     assert data["summary"]["interval_s"] == 0.005 and data["summary"]["samples"] >= 2
     rows = series.read_text().splitlines()
+    assert rows[0].startswith("# edgeprof.series schema_version=1 edgeprof_version=")
+    rows = rows[1:]
     assert rows[0].startswith("t_s,scheduled,") and len(rows) == data["summary"]["samples"] + 1
     shown = edgeprof("show", str(report))
     assert shown.returncode == 0 and "wall time" in shown.stdout
@@ -216,7 +218,9 @@ def test_run_repeat_prints_statistics_and_progress(tmp_path):
     data = json.loads(report.read_text())
     assert data["schema"] == "edgeprof.repeated" and data["repeat"] == 3
     assert data["stats"]["wall_time_s"]["n"] == 3
-    csv_runs = {line.split(",")[0] for line in (tmp_path / "rr.csv").read_text().splitlines()[1:]}
+    csv_lines = (tmp_path / "rr.csv").read_text().splitlines()
+    assert csv_lines[0].startswith("# edgeprof.repeated_series schema_version=1 ")
+    csv_runs = {line.split(",")[0] for line in csv_lines[2:]}
     assert csv_runs == {"1", "2", "3"}
     shown = edgeprof("show", str(report))
     assert shown.returncode == 0 and "3 runs (+1 warm-up)" in shown.stdout
@@ -233,7 +237,7 @@ def test_run_repeat_prints_statistics_and_progress(tmp_path):
     out = tmp_path / "edited.csv"
     shown = edgeprof("show", str(edited), "--csv", str(out))
     assert shown.returncode == 0, shown.stderr
-    rows = [line.split(",") for line in out.read_text().splitlines()]
+    rows = [line.split(",") for line in out.read_text().splitlines() if not line.startswith("#")]
     header = rows[0]
     assert header[:3] == ["run", "t_s", "scheduled"] and "memory_current_bytes" in header
     assert all(len(row) == len(header) for row in rows)

@@ -152,6 +152,8 @@ def test_a_result_reads_back_equal_from_json(one_core):
 def test_csv_has_a_row_per_sample(one_core):
     r = edgeprof.run(["sleep", "0.1"], device=one_core, interval=0.01)
     lines = r.to_csv().splitlines()
+    assert lines[0] == f"# edgeprof.series schema_version=1 edgeprof_version={edgeprof.__version__}"
+    lines = lines[1:]
     header = lines[0].split(",")
     assert header[:2] == ["t_s", "scheduled"] and "memory_current_bytes" in header
     assert header[-1] == "cpu_cores"
