@@ -937,7 +937,6 @@ Result result_from_json(std::string_view text) {
 
 namespace {
 
-// The CSV's header for `columns` (metrics) and whether it has cpu_cores, after `lead`.
 // The CSV's first line, a comment naming its format and the edgeprof that wrote it (the
 // comment prefix of the W3C's CSV dialect; pandas reads past it with comment="#").
 constexpr int kCsvSchemaVersion = 1;
@@ -946,6 +945,7 @@ std::string csv_marker(const char* schema) {
                      version());
 }
 
+// The CSV's header for `columns` (metrics) and whether it has cpu_cores, after `lead`.
 std::string csv_header(std::string_view lead, const std::bitset<kMetricCount>& columns,
                        bool with_cores) {
   std::string out(lead);
