@@ -102,8 +102,10 @@ inline constexpr MetricRow kMetricTable[kMetricCount] = {
         .summed("memory_swap_peak_bytes", &Summary::memory_swap_peak_bytes),
     counter(Metric::memory_major_faults, "memory_major_faults")
         .summed("major_faults", &Summary::major_faults),
-    counter(Metric::memory_oom_kills, "memory_oom_kills").in_result("oom_kills", &Result::oom_kills),
-    counter(Metric::io_read_bytes, "io_read_bytes").summed("io_read_bytes", &Summary::io_read_bytes),
+    counter(Metric::memory_oom_kills, "memory_oom_kills")
+        .in_result("oom_kills", &Result::oom_kills),
+    counter(Metric::io_read_bytes, "io_read_bytes")
+        .summed("io_read_bytes", &Summary::io_read_bytes),
     counter(Metric::io_write_bytes, "io_write_bytes")
         .summed("io_write_bytes", &Summary::io_write_bytes),
     counter(Metric::io_read_ops, "io_read_ops").summed("io_read_ops", &Summary::io_read_ops),

@@ -49,7 +49,8 @@ inline constexpr const char* kCpuMax = "cpu.max";
 inline constexpr const char* kCpuPressure = "cpu.pressure";
 inline constexpr const char* kCpuStat = "cpu.stat";
 inline constexpr const char* kCpusetCpus = "cpuset.cpus";
-inline constexpr const char* kCpusetCpusEffective = "cpuset.cpus.effective";  // the fixtures' capture
+// Read only by the v2 fixtures' capture (tests/vm/capture_fixtures.cpp).
+inline constexpr const char* kCpusetCpusEffective = "cpuset.cpus.effective";
 inline constexpr const char* kIoMax = "io.max";
 inline constexpr const char* kIoPressure = "io.pressure";
 inline constexpr const char* kIoStat = "io.stat";

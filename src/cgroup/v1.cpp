@@ -413,7 +413,8 @@ class V1Cgroup final : public Cgroup {
   const StatFile& peak_file() const {
     if (!peak_file_) {
       const Dir* d = find("memory");
-      peak_file_ = d ? StatFile(fs_, join(d->path, files::v1::kMemoryMaxUsageInBytes)) : StatFile();
+      peak_file_ =
+          d ? StatFile(fs_, join(d->path, files::v1::kMemoryMaxUsageInBytes)) : StatFile();
     }
     return *peak_file_;
   }

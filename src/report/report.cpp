@@ -999,7 +999,8 @@ std::string to_csv(const RepeatedResult& r) {
     columns |= run.series.available;
     with_cores = with_cores || !run.series.cpu_cores().empty();
   }
-  std::string out = csv_marker("edgeprof.repeated_series") + csv_header("run,", columns, with_cores);
+  std::string out =
+      csv_marker("edgeprof.repeated_series") + csv_header("run,", columns, with_cores);
   for (size_t i = 0; i < r.runs.size(); ++i) {
     csv_rows(out, fmt::format("{},", i + 1), r.runs[i].series, columns, with_cores);
   }

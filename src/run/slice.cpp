@@ -171,8 +171,8 @@ detail::Snapshot counters_in(const TimeSeries& series, std::size_t row,
 
 // The sources an unsampled run reads its counters through, at its start and its end: the
 // sampler's, those that give a counter (on v1 4 files, on v2 2, and each core group's
-// cpu.stat; a sampler opens 11-13). A file it cannot read leaves those counters unread (their figures 0), without a
-// line on stderr: nothing was sampled.
+// cpu.stat; a sampler opens 11-13). A file it cannot read leaves those counters unread (their
+// figures 0), without a line on stderr: nothing was sampled.
 detail::Sources open_counter_sources(const detail::SliceFiles& where) {
   detail::Sources sources = detail::Sources::of(where, detail::kCounterMetrics);
   sources.set_logger([](const std::string&) {});
