@@ -3,13 +3,15 @@
 #   1. C++ (ctest): unit tests, real-kernel tests on this machine's cgroups, the same tests in a
 #      cgroup v2 qemu VM, packaging (install + find_package / add_subdirectory consumers), the
 #      benchmarks' quick runs, the header docs;
-#   2. Python (pytest): the API and the CLI on real cgroups, in the cgroup v2 VM and here;
-#   3. a final check that no edgeprof cgroup was left behind.
+#   2. the coverage-guided fuzzer (libFuzzer, clang) on every parser of outside input, briefly;
+#   3. Python (pytest): the API and the CLI on real cgroups, in the cgroup v2 VM and here;
+#   4. a final check that no edgeprof cgroup was left behind.
 # Tiers, what each checks and how long each takes: docs/testing.md.
 #
 # Usage: bash tests/run-all.sh           (as root; Debian 12 or similar): every tier
 #        bash tests/run-all.sh --quick   the host's C++ and Python tests only: no VM, no
-#                                        packaging, no benchmarks (a few minutes, warm build)
+#                                        packaging, no benchmarks, no libFuzzer (a few
+#                                        minutes, warm build)
 # Environment: BUILD_DIR (default build/test), EDGEPROF_SKIP_VM=1 skips the VM tier, PYTHON.
 # ccache is used for both builds when it is installed.
 set -euo pipefail
@@ -33,6 +35,7 @@ step() { printf '\n=== %s  (%s s)\n' "$*" "$SECONDS"; }
 
 packages=(g++ pkg-config cmake ninja-build libcgroup-dev libfmt-dev nlohmann-json3-dev libeigen3-dev libtomlplusplus-dev catch2 cgroup-tools postgresql doxygen 7zip)
 [[ ${EDGEPROF_SKIP_VM:-0} == 1 ]] || packages+=(qemu-system-x86 linux-image-amd64 busybox-static cpio)
+((quick)) || packages+=(clang-14 libclang-rt-14-dev)  # the coverage-guided fuzzer (libFuzzer)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -70,6 +73,13 @@ if ((quick)); then
 else
   step "C++ tests (ctest)"
   ctest --test-dir "$BUILD_DIR" --output-on-failure
+fi
+
+step "coverage-guided fuzzing of the parsers (tests/run-fuzz.sh, 5 s per target)"
+if ((quick)); then
+  echo "skipped (--quick)"
+else
+  bash tests/run-fuzz.sh 5
 fi
 
 step "Python tests in the cgroup v2 VM (pytest)"

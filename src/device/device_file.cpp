@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -594,7 +595,9 @@ class Catalog {
 
   static std::vector<Device> load() {
     std::vector<Device> out;
-    const json doc = json::parse(detail::kCatalogJson);
+    std::string text;
+    for (const char* piece : detail::kCatalogJsonPieces) text += piece;
+    const json doc = json::parse(text);
     const DeviceLoadOptions defaults;  // no probe scores; this host's cached 7-Zip rating
     for (const json& entry : doc.at("devices")) {
       const std::string name = entry.value("name", std::string("?"));
@@ -607,6 +610,196 @@ class Catalog {
   std::mutex mutex_;
   std::deque<std::vector<Device>> built_;
   std::string key_;
+};
+
+// toml++ 3.3.0 (Debian 12's) asks whether some code points are whitespace with a table that
+// reaches __builtin_unreachable() for U+00A1-U+0499, U+2D3E-U+3137 and U+FBA6-U+FEFE (bar
+// U+3000): undefined behaviour, found by tests/run-fuzz.sh (U+FEFD after `edgeprof_device = 1`),
+// upstream marzer/tomlplusplus#295. It asks of every character outside strings and comments, of
+// every character of a key (quoted keys too), and in multi-line strings; so before it reads a
+// file, such characters are written as escapes (the same value): `\u00E9` in a double-quoted
+// string, and a single-quoted string that holds one is rewritten double-quoted; in comments too
+// (discarded anyway). Outside strings TOML allows none of them: there they are refused, saying
+// where. So the text toml++ reads holds none of them, whichever way it reads it.
+bool tomlpp_cannot_class(char32_t c) {
+  if (c < 0xA1 || c > 0xFEFE || c == 0x3000) return false;
+  const std::uint64_t block = (static_cast<std::uint64_t>(c) - 0xA0) / 0x3FA;
+  return block == 0 || block == 11 || block == 63;
+}
+
+// The code point at `i` (advanced past it), or U+FFFD for a byte that starts none (toml++
+// reports malformed UTF-8 itself).
+char32_t next_code_point(std::string_view s, std::size_t& i) {
+  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char lead = b(i);
+  const std::size_t length = lead < 0x80           ? 1
+                             : (lead >> 5) == 0x6  ? 2
+                             : (lead >> 4) == 0xE  ? 3
+                             : (lead >> 3) == 0x1E ? 4
+                                                   : 0;
+  if (length == 0 || i + length > s.size()) {
+    ++i;
+    return 0xFFFD;
+  }
+  char32_t c = length == 1 ? lead : (lead & (0x7Fu >> length));
+  for (std::size_t k = 1; k < length; ++k) {
+    if ((b(i + k) & 0xC0) != 0x80) {
+      ++i;
+      return 0xFFFD;
+    }
+    c = (c << 6) | (b(i + k) & 0x3Fu);
+  }
+  i += length;
+  return c;
+}
+
+class TomlppReadable {
+ public:
+  TomlppReadable(std::string_view text, const std::string& origin)
+      : text_(text), origin_(origin) {}
+
+  std::string text() {
+    out_.reserve(text_.size());
+    for (std::size_t i = 0; i < text_.size();) {
+      const std::size_t at = i;
+      const char32_t c = next_code_point(text_, i);
+      if (c == '\n') {
+        new_line(i);
+      } else if (c == '#') {  // a comment, to the line's end
+        i = std::min(text_.find('\n', at), text_.size());
+        copy_escaped(at, i);
+        continue;
+      } else if (c == '"') {
+        i = basic(at, starts(at, R"(""")") ? 3 : 1);
+        continue;
+      } else if (c == '\'') {
+        i = literal(at, starts(at, "'''") ? 3 : 1);
+        continue;
+      } else if (tomlpp_cannot_class(c)) {
+        refuse(at, c, "is outside a string: TOML allows it only inside a string or a comment");
+      }
+      out_ += text_.substr(at, i - at);
+    }
+    return std::move(out_);
+  }
+
+ private:
+  bool starts(std::size_t at, std::string_view what) const {
+    return text_.substr(at, what.size()) == what;
+  }
+  void new_line(std::size_t next) {
+    ++line_;
+    line_start_ = next;
+  }
+  [[noreturn]] void refuse(std::size_t at, char32_t c, std::string_view why) const {
+    throw DeviceError(fmt::format("{}:{}:{}: U+{:04X} {}", origin_, line_, at - line_start_ + 1,
+                                  static_cast<std::uint32_t>(c), why));
+  }
+  void escape(char32_t c) { out_ += fmt::format("\\u{:04X}", static_cast<std::uint32_t>(c)); }
+  // Text toml++ does not take as a string's value (a comment, an unterminated string: the file
+  // is refused then anyway): copied, with the characters it cannot class escaped, so that no
+  // such character reaches it wherever it reads, whichever way it reads.
+  void copy_escaped(std::size_t from, std::size_t to) {
+    for (std::size_t k = from; k < to;) {
+      const std::size_t c_at = k;
+      const char32_t c = next_code_point(text_, k);
+      if (c == '\n') new_line(k);
+      if (tomlpp_cannot_class(c)) {
+        escape(c);
+      } else {
+        out_ += text_.substr(c_at, k - c_at);
+      }
+    }
+  }
+  // The end of a string's closing quotes from `at`: up to two more quotes are its content's.
+  std::size_t closing_end(std::size_t at, char quote) const {
+    std::size_t end = at + 3;
+    while (end < text_.size() && end < at + 5 && text_[end] == quote) ++end;
+    return end;
+  }
+
+  // A double-quoted string from `at` (its `quotes` quotes): copied with the characters toml++
+  // cannot class escaped. Returns where reading goes on.
+  std::size_t basic(std::size_t at, std::size_t quotes) {
+    out_ += text_.substr(at, quotes);
+    std::size_t j = at + quotes;
+    while (j < text_.size()) {
+      std::size_t k = j;
+      const char32_t c = next_code_point(text_, k);
+      if (c == '\n') {
+        if (quotes == 1) return j;  // unterminated: toml++ says so
+        new_line(k);
+      } else if (quotes == 1 && c == '"') {
+        out_ += '"';
+        return k;
+      } else if (quotes == 3 && starts(j, R"(""")")) {
+        const std::size_t end = closing_end(j, '"');
+        out_ += text_.substr(j, end - j);
+        return end;
+      } else if (c == '\\' && k < text_.size() && text_[k] != '\n') {
+        std::size_t e = k;
+        const char32_t escaped = next_code_point(text_, e);
+        if (tomlpp_cannot_class(escaped)) {
+          refuse(k, escaped, "follows a backslash: not an escape TOML has; write \\\\ for one");
+        }
+        out_ += text_.substr(j, e - j);  // the backslash and what it escapes, as written
+        j = e;
+        continue;
+      } else if (tomlpp_cannot_class(c)) {
+        escape(c);
+        j = k;
+        continue;
+      }
+      out_ += text_.substr(j, k - j);
+      j = k;
+    }
+    return j;
+  }
+
+  // A single-quoted string from `at`: copied as it is, or, when it holds a character toml++
+  // cannot class, rewritten double-quoted with the same value.
+  std::size_t literal(std::size_t at, std::size_t quotes) {
+    const std::size_t from = at + quotes;
+    std::size_t to = quotes == 1 ? text_.find_first_of("'\n", from) : text_.find("'''", from);
+    if (to == std::string_view::npos || text_[to] == '\n') {  // unterminated: toml++ says so
+      to = std::min(to, text_.size());
+      copy_escaped(at, to);
+      return to;
+    }
+    const std::size_t end = quotes == 1 ? to + 1 : closing_end(to, '\'');
+    to = end - quotes;  // the content ends before the last `quotes` quotes
+    bool rewrite = false;
+    for (std::size_t k = from; k < to && !rewrite;) rewrite = tomlpp_cannot_class(next_code_point(text_, k));
+    if (!rewrite) {
+      for (std::size_t k = from; k < to; ++k) {
+        if (text_[k] == '\n') new_line(k + 1);
+      }
+      out_ += text_.substr(at, end - at);
+      return end;
+    }
+    const std::string q(quotes, '"');
+    out_ += q;
+    for (std::size_t k = from; k < to;) {
+      const std::size_t c_at = k;
+      const char32_t c = next_code_point(text_, k);
+      if (c == '\\' || c == '"') {
+        out_ += '\\';
+        out_ += static_cast<char>(c);
+      } else if (tomlpp_cannot_class(c)) {
+        escape(c);
+      } else {
+        if (c == '\n') new_line(k);
+        out_ += text_.substr(c_at, k - c_at);
+      }
+    }
+    out_ += q;
+    return end;
+  }
+
+  std::string_view text_;
+  const std::string& origin_;
+  std::string out_;
+  std::size_t line_ = 1, line_start_ = 0;
 };
 
 }  // namespace
@@ -625,9 +818,10 @@ Device parse_device_json(std::string_view text, const std::string& origin,
 
 Device parse_device_toml(std::string_view text, const std::string& origin,
                          const DeviceLoadOptions& options) {
+  const std::string readable = TomlppReadable(text, origin).text();
   toml::table t;
   try {
-    t = toml::parse(text, origin);
+    t = toml::parse(readable, origin);
   } catch (const toml::parse_error& e) {
     const auto& src = e.source();
     throw DeviceError(fmt::format("{}:{}:{}: not valid TOML: {}", origin, src.begin.line,

@@ -563,7 +563,9 @@ Child Slice::spawn(const Command& command, const SpawnOptions& options) {
   for (const auto& [name, value] : defaults) {
     const bool wait_variable =
         std::find_if(std::begin(kThreadWaitVariables), std::end(kThreadWaitVariables),
-                     [&](const char* w) { return name == w; }) != std::end(kThreadWaitVariables);
+                     // (an init-capture: clang 14 cannot capture a structured binding)
+                     [&name = name](const char* w) { return name == w; }) !=
+        std::end(kThreadWaitVariables);
     if ((wait_variable && wait_chosen) || prepared.env(name).has_value()) continue;
     prepared.set_env(name, value);
     state->thread_env.emplace(name, value);

@@ -107,7 +107,8 @@ SevenZipBenchmark parse_7zip_benchmark(std::string_view text, std::string_view o
       b.version = std::string(line);
     } else if (line.find("Benchmark threads:") != std::string_view::npos) {
       const auto v = numbers_of(line.substr(line.find("Benchmark threads:")));
-      if (!v.empty()) b.threads = static_cast<int>(v.back());
+      // A count, or nothing: 7-Zip never starts more than a few thousand threads.
+      if (!v.empty() && v.back() >= 1 && v.back() <= 1e6) b.threads = static_cast<int>(v.back());
     } else if (starts_with(line, "Avr:")) {
       // "Avr:  3594 100 3759 3758 | 47451 100 4137 4135": speed, usage, R/U, rating per half.
       const auto bar = line.find('|');

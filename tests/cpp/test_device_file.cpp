@@ -422,3 +422,35 @@ TEST_CASE("a device file may give its speed relative to the reference core", "[d
                                 "memory": "1GiB"})"),
                  "reference_speed"));  // the missing speed's message names every way to give it
 }
+
+TEST_CASE("TOML: characters the TOML reader would misread are read as written, and refused "
+          "where TOML allows none",
+          "[device-file]") {
+  const std::string minimal =
+      "edgeprof_device = 1\nname = \"b\"\ncores = 2\ncore_speed = 0.5\nmemory = \"1GiB\"\n";
+  // Latin-1, Greek and CJK punctuation (toml++ 3.3.0 asked its whitespace table of them, which
+  // reached __builtin_unreachable: undefined behaviour) in comments, double- and
+  // single-quoted strings, multi-line ones and after a line-ending backslash: the same values.
+  const Device d = parse_device_toml(
+      minimal + "# 25 \u00b0C, 5 \u00b5s\ndescription = \"Cort\u00e9x \u03bb \u3001 \\\" \u00e9\"\n"
+                "[sources.core_speed]\nstatus = 'measured'\n"
+                "source = '''C:\\lab \"\u00e9\" \u00a7\n2026'''''\n",
+      "test.toml");
+  CHECK(d.description == "Cort\u00e9x \u03bb \u3001 \" \u00e9");
+  REQUIRE(d.sources.count("core_speed"));
+  CHECK(d.sources.at("core_speed").source == "C:\\lab \"\u00e9\" \u00a7\n2026''");
+  CHECK(parse_device_toml(minimal + "description = \"\"\"a \\\n  \u00a7 'x' \u00e9\"\"\"\n",
+                          "test.toml")
+            .description == "a \u00a7 'x' \u00e9");
+  CHECK(parse_device_toml(minimal + "description = '\u00e9 \\ \"'\n", "test.toml").description ==
+        "\u00e9 \\ \"");
+  // A quoted key: read (and then refused by the schema, naming it).
+  CHECK(contains(toml_error(minimal + "\"k\u00e9y\" = 1\n"), "k\u00e9y"));
+  // Outside a string (the fuzzer's finding, kept in tests/fixtures/fuzz/device-toml/), and
+  // escaped by a backslash: refused, saying where.
+  const std::string after_value = toml_error(minimal + "swap = 1\ufefd\n");
+  CHECK(contains(after_value, "test.toml:6:9: U+FEFD is outside a string"));
+  CHECK(contains(toml_error(minimal + "description = 4\u00e9\n"), "U+00E9"));
+  CHECK(contains(toml_error(minimal + "description = \"\"\"a\n\\\u00a7\"\"\"\n"),
+                 "test.toml:7:2: U+00A7 follows a backslash"));
+}

@@ -68,6 +68,12 @@ TEST_CASE("7-Zip's benchmark output: the total rating and its halves", "[referen
                     Contains("/usr/bin/7zz b -mmt1") && Contains("\"Tot:\"") &&
                         Contains("25:"));
   CHECK_THROWS_WITH(parse_7zip_benchmark("Tot:  100  0  0\n"), Contains("no \"Tot:\" line"));
+
+  // A thread count past an int is no count (once INT_MIN, undefined behaviour: tests/run-fuzz.sh).
+  const SevenZipBenchmark huge = parse_7zip_benchmark(
+      "7-Zip 26.02 Benchmark threads: 3" + std::string(120, '3') + "\nTot:  100  100  3800\n");
+  CHECK(huge.threads == 0);
+  CHECK(huge.total_mips == 3800);
 }
 
 TEST_CASE("the catalog's speeds are relative to the reference core, corrected by this host's "
