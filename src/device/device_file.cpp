@@ -459,16 +459,27 @@ Device read_device(const json& j, const std::string& origin, const DeviceLoadOpt
   return d;
 }
 
+// "file:line:column" of a place toml++ names; "file:line" on a line written with escapes
+// (TomlppReadable, below), whose columns toml++ counts in the escaped text.
+std::string toml_position(const std::string& origin, std::uint32_t line, std::uint32_t column,
+                          const std::set<std::size_t>& escaped_lines) {
+  if (escaped_lines.count(line)) return fmt::format("{}:{}", origin, line);
+  return fmt::format("{}:{}:{}", origin, line, column);
+}
+
 // TOML tables map one to one onto JSON objects; dates and times have no place in the schema.
-json json_from_toml(const toml::node& node, const std::string& origin) {
+json json_from_toml(const toml::node& node, const std::string& origin,
+                    const std::set<std::size_t>& escaped_lines) {
   if (const auto* t = node.as_table()) {
     json j = json::object();
-    for (const auto& [k, v] : *t) j[std::string(k.str())] = json_from_toml(v, origin);
+    for (const auto& [k, v] : *t) {
+      j[std::string(k.str())] = json_from_toml(v, origin, escaped_lines);
+    }
     return j;
   }
   if (const auto* a = node.as_array()) {
     json j = json::array();
-    for (const auto& v : *a) j.push_back(json_from_toml(v, origin));
+    for (const auto& v : *a) j.push_back(json_from_toml(v, origin, escaped_lines));
     return j;
   }
   if (const auto* s = node.as_string()) return s->get();
@@ -476,8 +487,9 @@ json json_from_toml(const toml::node& node, const std::string& origin) {
   if (const auto* f = node.as_floating_point()) return f->get();
   if (const auto* b = node.as_boolean()) return b->get();
   const auto& src = node.source();
-  throw DeviceError(fmt::format("{}:{}:{}: dates and times are not part of a device file",
-                                origin, src.begin.line, src.begin.column));
+  throw DeviceError(fmt::format("{}: dates and times are not part of a device file",
+                                toml_position(origin, src.begin.line, src.begin.column,
+                                              escaped_lines)));
 }
 
 json write_device(const Device& d) {
@@ -613,7 +625,7 @@ class Catalog {
 };
 
 // toml++ 3.3.0 (Debian 12's) asks whether some code points are whitespace with a table that
-// reaches __builtin_unreachable() for U+00A1-U+0499, U+2D3E-U+3137 and U+FBA6-U+FEFE (bar
+// reaches __builtin_unreachable() for U+00A1-U+0499, U+2C5E-U+3057 and U+FB26-U+FEFE (bar
 // U+3000): undefined behaviour, found by tests/run-fuzz.sh (U+FEFD after `edgeprof_device = 1`),
 // upstream marzer/tomlplusplus#295. It asks of every character outside strings and comments, of
 // every character of a key (quoted keys too), and in multi-line strings; so before it reads a
@@ -648,6 +660,13 @@ char32_t next_code_point(std::string_view s, std::size_t& i) {
       return 0xFFFD;
     }
     c = (c << 6) | (b(i + k) & 0x3Fu);
+  }
+  // Overlong forms, surrogates and values past U+10FFFF are not UTF-8: one byte at a time, as
+  // toml++ refuses them (an overlong newline or quote must not be read as one here).
+  static constexpr char32_t kLeast[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (c < kLeast[length] || (c >= 0xD800 && c <= 0xDFFF) || c > 0x10FFFF) {
+    ++i;
+    return 0xFFFD;
   }
   i += length;
   return c;
@@ -692,10 +711,17 @@ class TomlppReadable {
     line_start_ = next;
   }
   [[noreturn]] void refuse(std::size_t at, char32_t c, std::string_view why) const {
-    throw DeviceError(fmt::format("{}:{}:{}: U+{:04X} {}", origin_, line_, at - line_start_ + 1,
+    std::size_t column = 1;  // in code points, as toml++ counts
+    for (std::size_t k = line_start_; k < at; ++k) {
+      column += (static_cast<unsigned char>(text_[k]) & 0xC0) != 0x80;
+    }
+    throw DeviceError(fmt::format("{}:{}:{}: U+{:04X} {}", origin_, line_, column,
                                   static_cast<std::uint32_t>(c), why));
   }
-  void escape(char32_t c) { out_ += fmt::format("\\u{:04X}", static_cast<std::uint32_t>(c)); }
+  void escape(char32_t c) {
+    out_ += fmt::format("\\u{:04X}", static_cast<std::uint32_t>(c));
+    escaped_lines_.insert(line_);
+  }
   // Text toml++ does not take as a string's value (a comment, an unterminated string: the file
   // is refused then anyway): copied, with the characters it cannot class escaped, so that no
   // such character reaches it wherever it reads, whichever way it reads.
@@ -769,7 +795,9 @@ class TomlppReadable {
     const std::size_t end = quotes == 1 ? to + 1 : closing_end(to, '\'');
     to = end - quotes;  // the content ends before the last `quotes` quotes
     bool rewrite = false;
-    for (std::size_t k = from; k < to && !rewrite;) rewrite = tomlpp_cannot_class(next_code_point(text_, k));
+    for (std::size_t k = from; k < to && !rewrite;) {
+      rewrite = tomlpp_cannot_class(next_code_point(text_, k));
+    }
     if (!rewrite) {
       for (std::size_t k = from; k < to; ++k) {
         if (text_[k] == '\n') new_line(k + 1);
@@ -778,6 +806,7 @@ class TomlppReadable {
       return end;
     }
     const std::string q(quotes, '"');
+    escaped_lines_.insert(line_);  // its backslashes and quotes escaped too
     out_ += q;
     for (std::size_t k = from; k < to;) {
       const std::size_t c_at = k;
@@ -785,6 +814,7 @@ class TomlppReadable {
       if (c == '\\' || c == '"') {
         out_ += '\\';
         out_ += static_cast<char>(c);
+        escaped_lines_.insert(line_);
       } else if (tomlpp_cannot_class(c)) {
         escape(c);
       } else {
@@ -800,6 +830,11 @@ class TomlppReadable {
   const std::string& origin_;
   std::string out_;
   std::size_t line_ = 1, line_start_ = 0;
+  std::set<std::size_t> escaped_lines_;
+
+ public:
+  // The lines (from 1) written with escapes: toml++'s columns there are the escaped text's.
+  const std::set<std::size_t>& escaped_lines() const { return escaped_lines_; }
 };
 
 }  // namespace
@@ -818,16 +853,19 @@ Device parse_device_json(std::string_view text, const std::string& origin,
 
 Device parse_device_toml(std::string_view text, const std::string& origin,
                          const DeviceLoadOptions& options) {
-  const std::string readable = TomlppReadable(text, origin).text();
+  TomlppReadable readable(text, origin);
+  const std::string escaped = readable.text();
   toml::table t;
   try {
-    t = toml::parse(readable, origin);
+    t = toml::parse(escaped, origin);
   } catch (const toml::parse_error& e) {
     const auto& src = e.source();
-    throw DeviceError(fmt::format("{}:{}:{}: not valid TOML: {}", origin, src.begin.line,
-                                  src.begin.column, e.description()));
+    throw DeviceError(fmt::format(
+        "{}: not valid TOML: {}",
+        toml_position(origin, src.begin.line, src.begin.column, readable.escaped_lines()),
+        e.description()));
   }
-  return read_device(json_from_toml(t, origin), origin, options);
+  return read_device(json_from_toml(t, origin, readable.escaped_lines()), origin, options);
 }
 
 Device load_device_file(const std::string& path, const DeviceLoadOptions& options) {

@@ -453,4 +453,14 @@ TEST_CASE("TOML: characters the TOML reader would misread are read as written, a
   CHECK(contains(toml_error(minimal + "description = 4\u00e9\n"), "U+00E9"));
   CHECK(contains(toml_error(minimal + "description = \"\"\"a\n\\\u00a7\"\"\"\n"),
                  "test.toml:7:2: U+00A7 follows a backslash"));
+  // Columns count characters, as toml++'s do; on a line written with escapes toml++'s own
+  // columns are the escaped text's, so only the line is named.
+  CHECK(contains(toml_error(minimal + "description = \"\u65e5\" \u00a1\n"),
+                 "test.toml:6:19: U+00A1 is outside a string"));
+  CHECK(contains(toml_error(minimal + "description = \"\u00e9\" x\n"),
+                 "test.toml:6: not valid TOML"));
+  // Bytes that are not UTF-8 (an overlong quote, then U+00A1) are left to toml++, which says so.
+  CHECK(contains(toml_error(minimal + "description = \"x\xC0\xA2 \u00a1\"\n"), "test.toml:6"));
+  CHECK_FALSE(contains(toml_error(minimal + "description = \"x\xC0\xA2 \u00a1\"\n"),
+                       "outside a string"));
 }
