@@ -40,7 +40,12 @@
 #                       4 GiB device needs a guest with more than 4 GiB
 #   EDGEPROF_VM_RUNNER  "session" (default, described above) or "service":
 #                       PROGRAM is alone in /runner, the init shell stays in
-#                       the root cgroup (like a systemd Delegate=yes service)
+#                       the root cgroup (like a systemd Delegate=yes service);
+#                       or "user": PROGRAM runs as uid 65534 (nobody) alone in
+#                       /user/runner, a cgroup it owns, delegated only cpu,
+#                       memory and pids by /user (as systemd's Delegate=yes
+#                       gives a user's service: no cpuset, no io), with
+#                       EDGEPROF_VM_RUNNER=user in its environment
 #
 # Needs the Debian packages qemu-system-x86, linux-image-amd64,
 # busybox-static and cpio. Guests run under TCG (-accel tcg) because KVM
@@ -114,8 +119,8 @@ fi
   usage_error "--capture: '$capture_dir' exists and is not a directory"
 
 runner_layout=${EDGEPROF_VM_RUNNER:-session}
-[[ $runner_layout == session || $runner_layout == service ]] ||
-  usage_error "EDGEPROF_VM_RUNNER must be 'session' or 'service', not '$runner_layout'"
+[[ $runner_layout == session || $runner_layout == service || $runner_layout == user ]] ||
+  usage_error "EDGEPROF_VM_RUNNER must be 'session', 'service' or 'user', not '$runner_layout'"
 
 program=$1
 shift
@@ -383,6 +388,26 @@ if [ "$EDGEPROF_RUNNER" = service ]; then
   # PROGRAM alone in /runner; the init shell stays in the root cgroup.
   /bin/busybox sh -c 'echo $$ >/sys/fs/cgroup/runner/cgroup.procs && exec "$@"' sh \
     env -i PATH="$EDGEPROF_GUEST_PATH" HOME=/tmp EDGEPROF_IN_VM=1 EDGEPROF_MEASURE_NN=0 $disk_env "$@" </dev/null
+  status=$?
+elif [ "$EDGEPROF_RUNNER" = user ]; then
+  # Like systemd's Delegate=yes for a user's service: nobody owns /user/runner (the directory
+  # and the three files a delegation hands over), and /user passes it cpu, memory and pids only.
+  grep -q '^nobody:' /etc/passwd 2>/dev/null ||
+    echo 'nobody:x:65534:65534:nobody:/tmp:/bin/sh' >>/etc/passwd
+  grep -q '^nogroup:' /etc/group 2>/dev/null || echo 'nogroup:x:65534:' >>/etc/group
+  mkdir -p $cg/user/runner
+  for c in cpu memory pids; do
+    echo "+$c" >$cg/user/cgroup.subtree_control ||
+      echo "edgeprof-vm: WARNING: cannot delegate controller $c"
+  done
+  chown 65534:65534 $cg/user/runner $cg/user/runner/cgroup.procs \
+    $cg/user/runner/cgroup.subtree_control $cg/user/runner/cgroup.threads
+  echo "edgeprof-vm: PROGRAM runs as nobody in /user/runner, delegated:" \
+    "$(cat $cg/user/runner/cgroup.controllers)"
+  /bin/busybox sh -c 'echo $$ >/sys/fs/cgroup/user/runner/cgroup.procs &&
+    exec su -s /bin/sh -c "exec \"\$@\"" -- nobody sh "$@"' sh \
+    env -i PATH="$EDGEPROF_GUEST_PATH" HOME=/tmp EDGEPROF_IN_VM=1 EDGEPROF_MEASURE_NN=0 \
+    EDGEPROF_VM_RUNNER=user $disk_env "$@" </dev/null
   status=$?
 else
   # Like a login session scope: the init shell and PROGRAM share /runner.
