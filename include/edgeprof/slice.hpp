@@ -23,6 +23,19 @@ namespace edgeprof {
 /// cgroup v1 mounts cannot be read.
 CgroupMode cgroup_mode();
 
+/// A CPU bandwidth limit as the kernel holds it (Slice::cpu_limit()).
+struct CpuLimit {
+  std::optional<std::uint64_t> quota_us;  ///< CPU time per period; unset: no limit
+  std::uint64_t period_us = 0;            ///< the period
+
+  /// Both fields equal.
+  bool operator==(const CpuLimit& other) const {
+    return quota_us == other.quota_us && period_us == other.period_us;
+  }
+  /// Not operator==.
+  bool operator!=(const CpuLimit& other) const { return !(*this == other); }
+};
+
 /// Where a child's standard stream goes.
 struct Stdio {
   /// What the stream is connected to.
@@ -176,6 +189,12 @@ class Slice {
   CgroupMode mode() const;
   /// Limits of the device that were not applied, each with the reason.
   const std::vector<std::string>& unapplied() const;
+  /// The CPU bandwidth limit the kernel holds for the slice now, read from its files: the plan's
+  /// quota and period after the constructor (no limit where the quota is the slice's whole
+  /// cpuset, EmulationPlan::cpu_quota_us), another while a speed schedule or a followed runtime
+  /// has changed it; under per-core emulation the core groups' quotas summed. Throws Error when
+  /// the slice is closed, CgroupError when the files cannot be read.
+  CpuLimit cpu_limit() const;
   /// The slice's cgroup directories (one per v1 hierarchy, one on v2); empty once closed.
   std::vector<std::string> paths() const;
 

@@ -95,6 +95,16 @@ void bind_run(py::module_& m) {
           "kills everything in the slice and reports timed_out. Ctrl-C kills the workload and "
           "raises KeyboardInterrupt. The GIL is released while waiting.");
 
+  py::class_<CpuLimit>(m, "CpuLimit",
+                           "A CPU bandwidth limit as the kernel holds it (Slice.cpu_limit()).")
+      .def_readonly("quota_us", &CpuLimit::quota_us, "CPU time per period; None: no limit")
+      .def_readonly("period_us", &CpuLimit::period_us)
+      .def("__eq__", [](const CpuLimit& a, const CpuLimit& b) { return a == b; })
+      .def("__repr__", [](const CpuLimit& b) {
+        return "CpuLimit(quota_us=" + (b.quota_us ? std::to_string(*b.quota_us) : "None") +
+               ", period_us=" + std::to_string(b.period_us) + ")";
+      });
+
   py::class_<Slice>(m, "Slice", "One emulated device instance (its cgroups).")
       .def(py::init([](const py::object& device, const py::object& parent,
                        std::uint64_t cpu_period_us, const std::vector<int>& cpus,
@@ -139,6 +149,10 @@ void bind_run(py::module_& m) {
       .def_property_readonly("mode", [](const Slice& s) { return to_string(s.mode()); })
       .def_property_readonly("unapplied", &Slice::unapplied)
       .def_property_readonly("paths", &Slice::paths)
+      .def("cpu_limit", &Slice::cpu_limit,
+           "The CPU bandwidth limit the kernel holds for the slice now (CpuLimit): the "
+           "plan's after the start, another while a speed schedule or a followed runtime changed "
+           "it; under per-core emulation the core groups' quotas summed.")
       .def("__enter__", [](Slice& s) -> Slice& { return s; }, py::return_value_policy::reference)
       .def("__exit__", [](Slice& s, const py::args&) {
         py::gil_scoped_release release;

@@ -55,6 +55,24 @@ inline std::uint64_t per_core_quota_us(std::uint64_t quota_us, std::size_t group
   return std::max<std::uint64_t>(kMinCpuQuotaUs, quota_us / groups);
 }
 
+// Per-core emulation: the core groups' limits read as one (Cgroup::cpu_bandwidth): their quotas
+// summed, the period theirs; unlimited if any is; nullopt if any could not be read.
+inline std::optional<CpuMax> sum_core_bandwidths(const std::vector<std::optional<CpuMax>>& cores) {
+  if (cores.empty()) return std::nullopt;
+  CpuMax sum;
+  sum.quota_us = 0;
+  for (const auto& core : cores) {
+    if (!core) return std::nullopt;
+    sum.period_us = core->period_us;
+    if (!core->quota_us) {
+      sum.quota_us.reset();
+      return sum;
+    }
+    *sum.quota_us += *core->quota_us;
+  }
+  return sum;
+}
+
 // Where a slice's files are, for the sampler (Sources::of): on v2 one directory, with the
 // memory.peak descriptor that reset_peak() wrote (or -1); on v1 a directory per controller.
 struct SliceFiles {
@@ -87,6 +105,9 @@ class Cgroup {
   // Changes the CPU bandwidth while the slice runs (a speed schedule): 0, or the errno of the
   // failed write.
   virtual int set_cpu_bandwidth(std::uint64_t quota_us, std::uint64_t period_us) noexcept = 0;
+  // The CPU bandwidth the kernel holds for the slice now (under per-core emulation the core
+  // groups', summed); nullopt when its files cannot be read or parsed.
+  virtual std::optional<CpuMax> cpu_bandwidth() const = 0;
   // Starts a fresh peak-memory measurement where the kernel allows it; false if it cannot.
   virtual bool reset_peak() = 0;
   virtual const char* peak_source() const = 0;

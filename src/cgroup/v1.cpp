@@ -270,6 +270,21 @@ class V1Cgroup final : public Cgroup {
     return 0;
   }
 
+  std::optional<CpuMax> cpu_bandwidth() const override {
+    const auto read = [this](const std::string& dir) -> std::optional<CpuMax> {
+      auto quota = fs_.read(join(dir, files::v1::kCpuCfsQuotaUs));
+      auto period = fs_.read(join(dir, files::v1::kCpuCfsPeriodUs));
+      return quota && period ? parse_cfs_bandwidth(*quota, *period) : std::nullopt;
+    };
+    if (core_dirs_.empty()) {
+      const Dir* d = find("cpu");
+      return d ? read(d->path) : std::nullopt;
+    }
+    std::vector<std::optional<CpuMax>> cores;
+    for (const std::string& dir : core_dirs_) cores.push_back(read(dir));
+    return sum_core_bandwidths(cores);
+  }
+
   std::string quota_text(std::uint64_t quota_us, std::uint64_t period_us) const {
     return quota_unlimited(quota_us, period_us, cpus_) ? "-1" : std::to_string(quota_us);
   }

@@ -180,6 +180,17 @@ class V2Cgroup final : public Cgroup {
     return 0;
   }
 
+  std::optional<CpuMax> cpu_bandwidth() const override {
+    const auto read = [this](const std::string& dir) -> std::optional<CpuMax> {
+      auto text = fs_.read(join(dir, files::v2::kCpuMax));
+      return text ? parse_cpu_max(*text) : std::nullopt;
+    };
+    if (core_dirs_.empty()) return read(dir_);
+    std::vector<std::optional<CpuMax>> cores;
+    for (const std::string& dir : core_dirs_) cores.push_back(read(dir));
+    return sum_core_bandwidths(cores);
+  }
+
   bool reset_peak() override {
     // Since Linux 6.12 a write to memory.peak starts a new peak for reads through that fd.
     // Older kernels refuse the write: then remember that, rather than retry every spawn.

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <atomic>
@@ -439,6 +440,24 @@ CgroupMode Slice::mode() const { return impl_->backend->mode(); }
 const std::vector<std::string>& Slice::unapplied() const { return impl_->unapplied; }
 std::vector<std::string> Slice::paths() const {
   return impl_->cgroup ? impl_->cgroup->paths() : std::vector<std::string>{};
+}
+
+CpuLimit Slice::cpu_limit() const {
+  if (!impl_ || !impl_->cgroup) {
+    throw Error("cpu_limit(): the slice is closed; read it before close() or the end of the "
+                "with block");
+  }
+  const auto read = impl_->cgroup->cpu_bandwidth();
+  if (!read) {
+    throw CgroupError(fmt::format("cpu_limit(): cannot read the CPU bandwidth files of the "
+                                  "slice in {} (no cpu controller, or a file not in the "
+                                  "kernel's format)",
+                                  fmt::join(impl_->cgroup->paths(), ", ")));
+  }
+  CpuLimit out;
+  out.quota_us = read->quota_us;
+  out.period_us = read->period_us;
+  return out;
 }
 
 void Slice::close() noexcept {

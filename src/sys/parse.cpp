@@ -348,6 +348,30 @@ Pressure parse_pressure(std::string_view text) {
   return p;
 }
 
+std::optional<CpuMax> parse_cpu_max(std::string_view text) {
+  const std::vector<std::string> w = split_words(text);
+  if (w.size() != 2) return std::nullopt;
+  const auto period = parse_u64(w[1]);
+  if (!period || *period == 0) return std::nullopt;
+  CpuMax out;
+  out.period_us = *period;
+  if (w[0] == "max") return out;
+  out.quota_us = parse_u64(w[0]);
+  if (!out.quota_us) return std::nullopt;
+  return out;
+}
+
+std::optional<CpuMax> parse_cfs_bandwidth(std::string_view quota, std::string_view period) {
+  const auto p = parse_u64(period);
+  if (!p || *p == 0) return std::nullopt;
+  CpuMax out;
+  out.period_us = *p;
+  if (trim(quota) == "-1") return out;
+  out.quota_us = parse_u64(quota);
+  if (!out.quota_us) return std::nullopt;
+  return out;
+}
+
 std::vector<std::string> split_words(std::string_view text) {
   std::vector<std::string> out;
   size_t i = 0;

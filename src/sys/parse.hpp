@@ -121,6 +121,16 @@ struct NetTotals {
 };
 std::optional<NetTotals> parse_net_dev(std::string_view text);
 
+// A CPU bandwidth limit as the kernel holds it: v2's cpu.max ("max 100000", "20000 100000"),
+// or v1's cpu.cfs_quota_us ("-1" or microseconds) with cpu.cfs_period_us. quota_us unset: no
+// limit. nullopt when the text is not in that format.
+struct CpuMax {
+  std::optional<std::uint64_t> quota_us;
+  std::uint64_t period_us = 0;
+};
+std::optional<CpuMax> parse_cpu_max(std::string_view text);
+std::optional<CpuMax> parse_cfs_bandwidth(std::string_view quota, std::string_view period);
+
 // Whitespace-separated words ("cpuset cpu io memory pids" of cgroup.controllers).
 std::vector<std::string> split_words(std::string_view text);
 

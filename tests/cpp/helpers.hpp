@@ -315,4 +315,22 @@ inline Device nn_device(double speed) {
   return d;
 }
 
+// Directories of slices this process made that are still there, under `top` (a slice sits a few
+// levels below the mount: beneath the caller's cgroup or its parent).
+inline std::vector<std::string> our_slices(const std::string& top = "/sys/fs/cgroup") {
+  namespace fs = std::filesystem;
+  const std::string prefix = "edgeprof-" + std::to_string(::getpid()) + "-";
+  std::vector<std::string> found;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(top, ec);
+       it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (ec) break;
+    if (it.depth() >= 4) it.disable_recursion_pending();
+    if (it->is_directory(ec) && it->path().filename().string().rfind(prefix, 0) == 0) {
+      found.push_back(it->path());
+    }
+  }
+  return found;
+}
+
 }  // namespace edgeprof::test

@@ -34,27 +34,11 @@ using edgeprof::test::can_create_slices;
 using edgeprof::test::eventually;
 using edgeprof::test::kernel_bandwidth;
 using edgeprof::test::kernel_throttled_periods;
+using edgeprof::test::our_slices;
 using edgeprof::test::program;
 using edgeprof::test::workload;
 
 namespace {
-
-// Directories of slices this process owns, anywhere under /sys/fs/cgroup.
-std::vector<std::string> our_slices() {
-  namespace fs = std::filesystem;
-  const std::string prefix = "edgeprof-" + std::to_string(::getpid()) + "-";
-  std::vector<std::string> found;
-  std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator("/sys/fs/cgroup", ec);
-       it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (ec) break;
-    if (it.depth() >= 4) it.disable_recursion_pending();
-    if (it->is_directory(ec) && it->path().filename().string().rfind(prefix, 0) == 0) {
-      found.push_back(it->path());
-    }
-  }
-  return found;
-}
 
 bool all_gone(const std::vector<std::string>& paths) {
   for (const auto& p : paths) {
@@ -74,6 +58,8 @@ void check_bandwidth_applied(const Slice& slice) {
   CAPTURE(slice.plan().cpu_quota_us, slice.plan().cpu_period_us);
   CHECK(held.quota_us == slice.plan().cpu_quota_us);
   CHECK(held.period_us == slice.plan().cpu_period_us);
+  // The library reads back what the kernel holds.
+  CHECK(slice.cpu_limit() == CpuLimit{held.quota_us, held.period_us});
 }
 
 // Runs `threads` busy threads in the slice until the kernel has throttled it `periods` times,
@@ -578,6 +564,7 @@ TEST_CASE("a kill lifts the slice's CPU limit while the killed exit, then puts i
     test::write_kernel_file(v1 + "/" + files::v1::kCpuCfsQuotaUs, "1000");
   }
   REQUIRE(kernel_bandwidth(paths).quota_us == std::optional<std::uint64_t>(1000));
+  CHECK(slice.cpu_limit() == CpuLimit{1000, 1000000});
   REQUIRE_NOTHROW(slice.kill());
   CHECK(count() == 0);
   const Result r = std::move(child).wait();
@@ -586,6 +573,8 @@ TEST_CASE("a kill lifts the slice's CPU limit while the killed exit, then puts i
   const test::KernelBandwidth after = kernel_bandwidth(paths);
   CHECK(after.quota_us == std::optional<std::uint64_t>(1000));
   CHECK(after.period_us == 1000000);
+  slice.close();
+  CHECK_THROWS_WITH(slice.cpu_limit(), Catch::Contains("the slice is closed"));
 }
 
 TEST_CASE("a slice is reusable: each run gets its own CPU time", "[kernel]") {

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include "cgroup/backend.hpp"
 #include "helpers.hpp"
 #include "sys/parse.hpp"
 
@@ -132,6 +133,44 @@ TEST_CASE("parse_pids and split_words", "[parse]") {
   CHECK(parse_pids("").empty());
   CHECK(split_words("cpuset cpu io memory hugetlb pids\n") ==
         std::vector<std::string>{"cpuset", "cpu", "io", "memory", "hugetlb", "pids"});
+}
+
+TEST_CASE("a CPU bandwidth limit in either version's files", "[parse]") {
+  const auto v2 = parse_cpu_max("20000 100000\n");
+  REQUIRE(v2);
+  CHECK(v2->quota_us == std::optional<std::uint64_t>(20000));
+  CHECK(v2->period_us == 100000);
+  const auto unlimited = parse_cpu_max("max 100000\n");
+  REQUIRE(unlimited);
+  CHECK_FALSE(unlimited->quota_us);
+  CHECK(unlimited->period_us == 100000);
+  CHECK_FALSE(parse_cpu_max(""));
+  CHECK_FALSE(parse_cpu_max("max"));
+  CHECK_FALSE(parse_cpu_max("-1 100000"));
+  CHECK_FALSE(parse_cpu_max("20000 0"));
+  CHECK_FALSE(parse_cpu_max("20000 100000 7"));
+  const auto v1 = parse_cfs_bandwidth("25000\n", "100000\n");
+  REQUIRE(v1);
+  CHECK(v1->quota_us == std::optional<std::uint64_t>(25000));
+  CHECK(v1->period_us == 100000);
+  const auto v1_unlimited = parse_cfs_bandwidth("-1\n", "100000\n");
+  REQUIRE(v1_unlimited);
+  CHECK_FALSE(v1_unlimited->quota_us);
+  CHECK_FALSE(parse_cfs_bandwidth("-2", "100000"));
+  CHECK_FALSE(parse_cfs_bandwidth("1000", "x"));
+}
+
+TEST_CASE("core groups' limits read as one: summed, unlimited if any is", "[parse]") {
+  const CpuMax a{25000, 100000};
+  const auto sum = sum_core_bandwidths({a, a, a});
+  REQUIRE(sum);
+  CHECK(sum->quota_us == std::optional<std::uint64_t>(75000));
+  CHECK(sum->period_us == 100000);
+  const auto open = sum_core_bandwidths({a, CpuMax{std::nullopt, 100000}});
+  REQUIRE(open);
+  CHECK_FALSE(open->quota_us);
+  CHECK_FALSE(sum_core_bandwidths({a, std::nullopt}));
+  CHECK_FALSE(sum_core_bandwidths({}));
 }
 
 TEST_CASE("parsers read real cgroup v1 captures", "[parse][fixtures]") {

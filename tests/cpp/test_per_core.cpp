@@ -182,6 +182,9 @@ TEST_CASE("per-core: one busy thread gets one device core, not the pool", "[kern
     CHECK(held.quota_us == slice.plan().core_quota_us);
     CHECK(held.period_us == slice.plan().cpu_period_us);
   }
+  // Read back as one: the four cores' quotas summed.
+  CHECK(slice.cpu_limit() ==
+        CpuLimit{slice.plan().core_quota_us * 4, slice.plan().cpu_period_us});
   // The slice's own cpu group has no quota of its own: the cores' groups hold the capacity.
   for (const std::string& dir : slice.paths()) {
     if (std::filesystem::exists(dir + "/" + detail::files::v1::kCpuCfsQuotaUs) ||

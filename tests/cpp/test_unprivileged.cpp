@@ -54,19 +54,7 @@ bool delegated_user() {
 
 // The slices this process made that are still there, below its own cgroup's parent.
 std::vector<std::string> slices_left() {
-  namespace fs = std::filesystem;
-  const std::string prefix = "edgeprof-" + std::to_string(::getpid()) + "-";
-  std::vector<std::string> found;
-  std::error_code ec;
-  const fs::path top = fs::path(own_cgroup_dir()).parent_path();
-  for (auto it = fs::recursive_directory_iterator(top, ec);
-       it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (ec) break;
-    if (it->is_directory(ec) && it->path().filename().string().rfind(prefix, 0) == 0) {
-      found.push_back(it->path());
-    }
-  }
-  return found;
+  return edgeprof::test::our_slices(std::filesystem::path(own_cgroup_dir()).parent_path());
 }
 
 bool says(const std::vector<std::string>& lines, const std::string& part) {

@@ -76,21 +76,12 @@ def cli(*args: str, env_extra: dict[str, str] | None = None,
                           text=True, timeout=HANG_S, **kwargs)
 
 
-def cpu_limit(paths: list[str]) -> tuple[int | None, int]:
-    """(quota_us, period_us) as the kernel holds them for a slice (`Slice.paths`): cpu.max on
-    cgroup v2, cpu.cfs_quota_us and cpu.cfs_period_us on v1; quota None when unlimited."""
-    for p in paths:
-        if os.path.exists(os.path.join(p, "cpu.max")):
-            with open(os.path.join(p, "cpu.max")) as f:
-                quota, period = f.read().split()
-            return (None if quota == "max" else int(quota)), int(period)
-        if os.path.exists(os.path.join(p, "cpu.cfs_quota_us")):
-            with open(os.path.join(p, "cpu.cfs_quota_us")) as f:
-                quota = int(f.read())
-            with open(os.path.join(p, "cpu.cfs_period_us")) as f:
-                period = int(f.read())
-            return (None if quota < 0 else quota), period
-    raise AssertionError(f"no CPU bandwidth file in {paths}")
+def cpu_limit(slice) -> tuple[int | None, int]:
+    """(quota_us, period_us) as the kernel holds them for a slice (`Slice.cpu_limit()`,
+    read from its files; the C++ tests check that reader against the files themselves); quota
+    None when unlimited."""
+    held = slice.cpu_limit()
+    return held.quota_us, held.period_us
 
 
 def poll_until_changed(read, old):

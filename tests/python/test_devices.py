@@ -382,19 +382,19 @@ def test_a_run_follows_the_speed_schedule_and_estimates_its_energy():
     device = watts_device(speed_schedule=[edgeprof.devices.SpeedStep(0.2, 0.5)])
     go_r, go_w = os.pipe()
     with edgeprof.Slice(device) as s:
-        full = cpu_limit(s.paths)
+        full = cpu_limit(s)
         assert full == (s.plan.cpu_quota_us, s.plan.cpu_period_us)
         # The workload runs until the test has read the quota the change wrote, however late
         # the change comes.
         try:
             child = s.spawn(["sh", "-c", 'read line; [ "$line" = go ]'], stdin=go_r)
-            changed = poll_until_changed(lambda: cpu_limit(s.paths), full)
+            changed = poll_until_changed(lambda: cpu_limit(s), full)
             os.write(go_w, b"go\n")
         finally:
             os.close(go_r)
             os.close(go_w)
         r = child.wait(timeout=HANG_S)
-        restored = cpu_limit(s.paths)  # what the next workload in the slice starts with
+        restored = cpu_limit(s)  # what the next workload in the slice starts with
     assert r.ok, r
     [change] = r.speed_changes
     assert change.t_s >= 0.2  # a timer: never early (how late is the scheduler's)

@@ -30,7 +30,7 @@ WHERE_AND_SPIN = "print(open('/proc/self/cgroup').read(), flush=True)\n" + SPIN
 def test_cpu_bound_child_gets_half_a_core(half_core, tmp_path):
     with edgeprof.Slice(half_core) as s:
         # What the kernel was told: half of each period.
-        assert cpu_limit(s.paths) == (s.plan.cpu_quota_us, s.plan.cpu_period_us)
+        assert cpu_limit(s) == (s.plan.cpu_quota_us, s.plan.cpu_period_us)
         assert s.plan.cpu_quota_us * 2 == s.plan.cpu_period_us
         name = os.path.basename(s.paths[0])
         r = s.spawn([PY, "-c", WHERE_AND_SPIN.format(1.0)], stdout=tmp_path / "out").wait()
