@@ -69,6 +69,7 @@
 #include "sys/clone3.hpp"
 #include "sys/fs.hpp"
 #include "sys/parse.hpp"
+#include "sys/spawn.hpp"
 #include "edgeprof/edgeprof.hpp"
 
 extern char** environ;
@@ -587,12 +588,7 @@ ChildClock* child_clock() {
     if (n != 1) ::_exit(127);
   }
   clock->released = mono_ns();
-  struct sigaction dfl {};
-  dfl.sa_handler = SIG_DFL;
-  for (int sig = 1; sig < NSIG; ++sig) ::sigaction(sig, &dfl, nullptr);
-  sigset_t none;
-  sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  edgeprof::detail::reset_signals();
   clock->signals_reset = mono_ns();
   ::syscall(SYS_close_range, 3u, ~0u, kCloseRangeCloexec);
   ::execve(argv[0], argv, environ);

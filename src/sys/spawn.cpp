@@ -27,6 +27,16 @@ extern char** environ;
 
 namespace edgeprof::detail {
 
+void reset_signals() noexcept {
+  // Without CLONE_SIGHAND the handler table is the child's own copy.
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  for (int sig = 1; sig < NSIG; ++sig) ::sigaction(sig, &dfl, nullptr);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+}
+
 namespace {
 
 
@@ -96,12 +106,7 @@ int child_main(void* arg) {
   // The workload starts with default signal handling, whatever the profiler had (Python
   // ignores SIGPIPE, for one), and with nothing blocked. Without CLONE_SIGHAND the handler
   // table is the child's own copy.
-  struct sigaction dfl {};
-  dfl.sa_handler = SIG_DFL;
-  for (int sig = 1; sig < NSIG; ++sig) ::sigaction(sig, &dfl, nullptr);
-  sigset_t none;
-  sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  reset_signals();
   for (int i = 0; i < 3; ++i) {
     if (c.stdio[i] >= 0 && ::dup2(c.stdio[i], i) < 0) child_fail(c, Stage::dup2);
   }

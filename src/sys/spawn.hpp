@@ -25,6 +25,10 @@ using Clock = std::chrono::steady_clock;
 std::string find_in_path(const std::string& program, std::string_view search,
                          bool* denied = nullptr);
 
+// In a child between fork and exec (async-signal-safe): every signal's handling back to the
+// default, whatever the parent had (Python ignores SIGPIPE, for one), and nothing blocked.
+void reset_signals() noexcept;
+
 // Everything the child needs, prepared in the parent: between fork and exec only
 // async-signal-safe calls are allowed, so nothing is allocated there.
 class PreparedCommand {
