@@ -6,7 +6,13 @@
 #
 # Usage: tests/vm/run-v2.sh [--timeout SECONDS] [--capture DIR] [--] PROGRAM [ARGS...]
 #
-#   --timeout SECONDS  give up after SECONDS of boot+run (default 900); exit 124
+#   --timeout SECONDS  give up after SECONDS of boot+run (default 900); exit 124.
+#                      Before that, 60 s earlier (or at half of it when shorter
+#                      than 120 s), a watchdog in the VM prints every process's
+#                      state, kernel wait channel and stack and the slices'
+#                      cgroup files, then kills PROGRAM: a hang ends with its
+#                      state on the console and PROGRAM's status 137. Keep a
+#                      caller's own timeout (ctest's TIMEOUT) above SECONDS.
 #   --capture DIR      copy whatever PROGRAM wrote to /tmp/capture/ in the VM
 #                      into DIR on the host (created if missing)
 #
@@ -115,6 +121,7 @@ done
 if ! [[ $timeout =~ ^[0-9]+$ ]] || ((timeout == 0)); then
   usage_error "--timeout wants a positive number of seconds, not '$timeout'"
 fi
+if ((timeout >= 120)); then watchdog=$((timeout - 60)); else watchdog=$((timeout / 2)); fi
 [[ -z $capture_dir || ! -e $capture_dir || -d $capture_dir ]] ||
   usage_error "--capture: '$capture_dir' exists and is not a directory"
 
@@ -312,6 +319,7 @@ nonce=$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
   printf 'EDGEPROF_CWD=%s\n' "$(shquote "$cwd")"
   printf 'EDGEPROF_CAPTURE=%s\n' "$([[ -n $capture_dir ]] && echo 1 || echo 0)"
   printf 'EDGEPROF_RUNNER=%s\n' "$runner_layout"
+  printf 'EDGEPROF_WATCHDOG=%s\n' "$watchdog"
   printf 'EDGEPROF_CONTROLLERS=%s\n' "$(shquote "$CONTROLLERS")"
   printf 'EDGEPROF_GUEST_PATH=%s\n' "$(shquote "$GUEST_PATH")"
   printf 'EDGEPROF_DISK_MODULES=%s\n' "$(shquote "$disk_modules")"
@@ -384,6 +392,38 @@ if [ -n "$EDGEPROF_DISK_MODULES" ]; then
 fi
 
 cd "$EDGEPROF_CWD" || echo "edgeprof-vm: WARNING: cannot cd to $EDGEPROF_CWD"
+# The watchdog (--timeout): what every process waits on and the slices' state, then PROGRAM
+# killed (kill -1 spares init and the caller), so that a hang ends with its cause on the console.
+if [ "${EDGEPROF_WATCHDOG:-0}" -gt 0 ]; then
+  (
+    sleep "$EDGEPROF_WATCHDOG"
+    echo "edgeprof-vm: WATCHDOG: PROGRAM still running after $EDGEPROF_WATCHDOG s; every process" \
+      "but the kernel's threads:"
+    for d in /proc/[0-9]*; do
+      [ -s "$d/cmdline" ] || continue
+      read -r pid comm state _ <"$d/stat" 2>/dev/null || continue
+      echo "  pid $pid $comm state $state uid $(awk '/^Uid:/ {print $2}' "$d/status" 2>/dev/null)" \
+        "wchan $(cat "$d/wchan" 2>/dev/null) cgroup $(cat "$d/cgroup" 2>/dev/null)" \
+        "cmd $(tr '\0' ' ' <"$d/cmdline" 2>/dev/null | cut -c1-160)"
+      for t in "$d"/task/*; do
+        read -r tid tcomm tstate _ <"$t/stat" 2>/dev/null || continue
+        echo "    thread $tid $tcomm state $tstate wchan $(cat "$t/wchan" 2>/dev/null)"
+        sed 's/^/      /' "$t/stack" 2>/dev/null
+      done
+    done
+    echo "edgeprof-vm: WATCHDOG: the slices' cgroups:"
+    find /sys/fs/cgroup -type d -name 'edgeprof*' 2>/dev/null | while read -r c; do
+      echo "  $c"
+      for f in cgroup.procs cgroup.threads cgroup.type cgroup.freeze cgroup.events cpu.max \
+        cpu.stat memory.max memory.events pids.max; do
+        [ -r "$c/$f" ] && echo "    $f: $(tr '\n' ' ' <"$c/$f")"
+      done
+    done
+    echo "edgeprof-vm: WATCHDOG: killing PROGRAM"
+    kill -9 -1
+  ) &
+  watchdog_pid=$!
+fi
 if [ "$EDGEPROF_RUNNER" = service ]; then
   # PROGRAM alone in /runner; the init shell stays in the root cgroup.
   /bin/busybox sh -c 'echo $$ >/sys/fs/cgroup/runner/cgroup.procs && exec "$@"' sh \
@@ -416,6 +456,7 @@ else
   status=$?
 fi
 
+[ -z "${watchdog_pid:-}" ] || kill -9 "$watchdog_pid" 2>/dev/null
 # Keep kernel messages (and leftover children) out of the protocol lines.
 dmesg -n 1
 kill -9 -1 2>/dev/null
