@@ -63,7 +63,7 @@ void usage(FILE* to) {
       "                         [--core-scaling]\n"
       "                         [--no-thread-env] [--quota-scale X] [--drift-check]\n"
       "                         [--no-share-check] [--share-bias X]\n"
-      "                         [--cached-rating]\n"
+      "                         [--cached-rating] [--scaling-powers 1,0.75]\n"
       "                         [--markdown FILE]\n"
       "\n"
       "How close emulated CNN inference lands to the times ncnn published for real devices:\n"
@@ -104,6 +104,10 @@ void usage(FILE* to) {
       "  --cached-rating   use this host's cached nn rating, as a run does, however old\n"
       "                    (measured first when none is cached): the drift since it was\n"
       "                    measured then shows, and --drift-check has something to correct\n"
+      "  --scaling-powers LIST  projected rows: the workload's own scaling (workload_scaling(),\n"
+      "                    from this host's 1- and 2-thread times) also to each of these\n"
+      "                    powers, 0 to 1, a set of columns each (default 1, the factor as\n"
+      "                    PlanOptions::workload_scaling applies it)\n"
       "  --no-thread-env   leave the runner's environment alone (by default it gets the\n"
       "                    device's OMP_NUM_THREADS and passive OpenMP waiting)\n"
       "  --no-held-out     does nothing: the held-out figures now come from the one run\n"
@@ -141,6 +145,7 @@ struct Args {
   // This host's rating from the cache (as a user's run reads it, however old) rather than
   // measured at the start: the host's drift since then is what --drift-check corrects.
   bool cached_rating = false;
+  std::vector<double> scaling_powers{1.0};  // the workload's own scaling, to these powers
   std::string markdown;
   std::string command_line;
 };
@@ -253,6 +258,11 @@ Args parse_args(int argc, char** argv) {
       }
     } else if (s == "--cached-rating") {
       a.cached_rating = true;
+    } else if (s == "--scaling-powers") {
+      a.scaling_powers.clear();
+      for (const std::string& item : list(s, value())) {
+        a.scaling_powers.push_back(kCli.number(s, item.c_str(), 0, 1));
+      }
     } else if (s == "--no-held-out") {
       fmt::print(stderr,
                  "bench_nn: --no-held-out does nothing now: the held-out figures come "
@@ -583,8 +593,9 @@ struct ThreadsRow {
   bool reused = false;             // projected from the one-thread part's emulated times
   // Projected, each graph's speed-up also times its own scaling on this host relative to the
   // other graphs' (workload_scaling(), PlanOptions::workload_scaling): the same figures.
-  Fit scaled_held;
-  double scaled_geomean_error = NAN;
+  // One per Args::scaling_powers: the factor to that power.
+  std::vector<Fit> scaled_held;
+  std::vector<double> scaled_geomean_error;
 };
 
 ThreadsRow measure_threads(const Device& catalog, const NnRating& host, const std::string& dir,
@@ -685,20 +696,23 @@ ThreadsRow measure_threads(const Device& catalog, const NnRating& host, const st
   }
   if (projected && scaling && scaling->one_ms.size() >= 2) {
     // What PlanOptions::workload_scaling does with the graph's own host speed-up, held out:
-    // against the median of the other graphs'.
-    std::map<std::string, double> scaled = emulated, scaled_held = held;
-    double log_scaled = 0;
-    for (auto& [g, ms] : scaled) {
-      // A graph the scaling runs did not measure keeps the board's median.
-      const double w = scaling->one_ms.count(g) && scaling->many_ms.count(g)
-                           ? workload_scaling(*scaling, scaling->speedup(g), g)
-                           : 1.0;
-      ms /= w;
-      if (scaled_held.count(g)) scaled_held[g] /= w;
-      log_scaled += std::log(ms / many.at(g));
+    // against the median of the other graphs'; also to the powers asked for.
+    for (const double power : a.scaling_powers) {
+      std::map<std::string, double> scaled = emulated, scaled_held = held;
+      double log_scaled = 0;
+      for (auto& [g, ms] : scaled) {
+        // A graph the scaling runs did not measure keeps the board's median.
+        const double w = scaling->one_ms.count(g) && scaling->many_ms.count(g)
+                             ? std::pow(workload_scaling(*scaling, scaling->speedup(g), g), power)
+                             : 1.0;
+        ms /= w;
+        if (scaled_held.count(g)) scaled_held[g] /= w;
+        log_scaled += std::log(ms / many.at(g));
+      }
+      row.scaled_held.push_back(fit(scaled_held, many));
+      row.scaled_geomean_error.push_back(
+          std::exp(log_scaled / static_cast<double>(scaled.size())) - 1);
     }
-    row.scaled_held = fit(scaled_held, many);
-    row.scaled_geomean_error = std::exp(log_scaled / static_cast<double>(scaled.size())) - 1;
   }
   row.emulated = fit(emulated, many);
   row.held = fit(held, many);
@@ -868,6 +882,21 @@ std::string speed_only_coverage(const NnRating& host) {
       100 * *std::min_element(per_device.begin(), per_device.end()), 100 * median(errors));
 }
 
+// A row's workload-scaling cells: three per power, "n/a" where it was not made.
+std::string scaled_cells(const ThreadsRow& r, std::size_t powers) {
+  std::string cells;
+  for (std::size_t i = 0; i < powers; ++i) {
+    if (i >= r.scaled_held.size() || !r.scaled_held[i].graphs) {
+      cells += " n/a | n/a | n/a |";
+      continue;
+    }
+    const Fit& f = r.scaled_held[i];
+    cells += fmt::format(" {} ({}) | {} | {:+.0f}% |", pct(f.median), pct(f.worst), fixed2(f.tau),
+                         100 * r.scaled_geomean_error[i]);
+  }
+  return cells;
+}
+
 std::string threads_table(int threads, const std::vector<ThreadsRow>& rows, const NnRating& host,
                           int cpus, const Args& a, const std::optional<HostScaling>& scaling) {
   // Auto resolves per device: the table says which way each row was made.
@@ -877,6 +906,17 @@ std::string threads_table(int threads, const std::vector<ThreadsRow>& rows, cons
   };
   const bool projected = any(&ThreadsRow::projected);
   const bool reused = any(&ThreadsRow::reused);
+  // The workload's own scaling: three columns per power.
+  std::string scaled_heads, scaled_rule;
+  for (const double power : a.scaling_powers) {
+    const std::string which =
+        power == 1 ? std::string("with the workload's own scaling")
+                   : fmt::format("with the workload's own scaling to the power {:g}", power);
+    scaled_heads += fmt::format(" {}: held-out median (worst) | its held-out tau | its geometric "
+                                "mean error |",
+                                which);
+    scaled_rule += "---|---|---|";
+  }
   std::string md = fmt::format(
       "#### {} threads{}\n\n"
       "Host: {}; {}; {}, at the nn speed from the one-thread times of {}, "
@@ -888,9 +928,8 @@ std::string threads_table(int threads, const std::vector<ThreadsRow>& rows, cons
       "{}"
       "| device | emulated | graphs | median \\|err\\| | geometric mean error | Kendall tau | "
       "held-out median (worst) | held-out tau | 90% interval coverage | board's speed-up over 1 "
-      "thread | emulation's | with the workload's own scaling: held-out median (worst) | its "
-      "held-out tau | its geometric mean error |\n"
-      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+      "thread | emulation's |{}\n"
+      "|---|---|---|---|---|---|---|---|---|---|---|{}\n",
       threads, projected ? ", projected from one" : "", host.cpu_model, host.runtime,
       projected ? fmt::format("one thread on one device core (core emulation projected{}), its "
                               "time divided by the board's published speed-up from 1 to {} "
@@ -913,10 +952,11 @@ std::string threads_table(int threads, const std::vector<ThreadsRow>& rows, cons
                     "again by workload_scaling() of its own speed-up on this host from 1 to {} "
                     "threads over the other graphs' median (PlanOptions::workload_scaling; "
                     "this host's scaling measured at the start: {} graphs, {} rounds, CPUs "
-                    "{}).\n\n",
+                    "{}); to a power p, that factor^p (p = 1: the option's).\n\n",
                     scaling->threads, scaling->one_ms.size(), scaling->rounds,
                     fmt::join(scaling->cpus, ","))
-              : std::string());
+              : std::string(),
+      scaled_heads, scaled_rule);
   std::string notes;
   for (const ThreadsRow& r : rows) {
     if (!r.skipped.empty()) {
@@ -926,7 +966,7 @@ std::string threads_table(int threads, const std::vector<ThreadsRow>& rows, cons
     }
     md += fmt::format(
         "| {} | {} | {} | {} | {:+.0f}% | {} | {} ({}) | {} | {} | {:.2f}x | "
-        "{} | {} | {} | {} |\n",
+        "{} |{}\n",
         r.device,
         std::isnan(r.projected_speedup)
             ? fmt::format("{} x {:.4f}", r.cores, r.speed)
@@ -936,12 +976,7 @@ std::string threads_table(int threads, const std::vector<ThreadsRow>& rows, cons
         fixed2(r.held.tau), pct(r.coverage), r.board_speedup,
         std::isnan(r.emulation_speedup) ? std::string("n/a (projected)")
                                         : fmt::format("{:.2f}x", r.emulation_speedup),
-        r.scaled_held.graphs ? fmt::format("{} ({})", pct(r.scaled_held.median),
-                                           pct(r.scaled_held.worst))
-                             : std::string("n/a"),
-        r.scaled_held.graphs ? fixed2(r.scaled_held.tau) : std::string("n/a"),
-        std::isnan(r.scaled_geomean_error) ? std::string("n/a")
-                                           : fmt::format("{:+.0f}%", 100 * r.scaled_geomean_error));
+        scaled_cells(r, a.scaling_powers.size()));
   }
   return md + notes + "\n";
 }
