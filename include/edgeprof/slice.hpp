@@ -189,11 +189,15 @@ class Slice {
   CgroupMode mode() const;
   /// Limits of the device that were not applied, each with the reason.
   const std::vector<std::string>& unapplied() const;
-  /// The CPU bandwidth limit the kernel holds for the slice now, read from its files: the plan's
-  /// quota and period after the constructor (no limit where the quota is the slice's whole
-  /// cpuset, EmulationPlan::cpu_quota_us), another while a speed schedule or a followed runtime
-  /// has changed it; under per-core emulation the core groups' quotas summed. Throws Error when
-  /// the slice is closed, CgroupError when the files cannot be read.
+  /// The CPU bandwidth limit the kernel holds for the slice now, read from its files. After the
+  /// constructor it is the plan's quota and period (EmulationPlan::cpu_quota_us and
+  /// cpu_period_us), or no limit where the plan's quota is at least the whole of the CPUs its
+  /// cpuset holds (the kernel would still throttle at exactly that quota, so none is written).
+  /// It changes while a workload runs when a speed schedule steps, a followed runtime's speed
+  /// applies or per-core scaling (PlanOptions::core_scaling) follows the busy threads, and reads
+  /// no limit while kill() or a timeout's kill lifts it for the killed to exit. Under per-core
+  /// emulation it is the core groups' quotas summed over their common period. Throws Error
+  /// when the slice is closed, CgroupError when the files cannot be read or disagree.
   CpuLimit cpu_limit() const;
   /// The slice's cgroup directories (one per v1 hierarchy, one on v2); empty once closed.
   std::vector<std::string> paths() const;

@@ -99,7 +99,8 @@ void bind_run(py::module_& m) {
                            "A CPU bandwidth limit as the kernel holds it (Slice.cpu_limit()).")
       .def_readonly("quota_us", &CpuLimit::quota_us, "CPU time per period; None: no limit")
       .def_readonly("period_us", &CpuLimit::period_us)
-      .def("__eq__", [](const CpuLimit& a, const CpuLimit& b) { return a == b; })
+      .def("__eq__", [](const CpuLimit& a, const CpuLimit& b) { return a == b; },
+           py::is_operator())
       .def("__repr__", [](const CpuLimit& b) {
         return "CpuLimit(quota_us=" + (b.quota_us ? std::to_string(*b.quota_us) : "None") +
                ", period_us=" + std::to_string(b.period_us) + ")";

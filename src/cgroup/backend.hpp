@@ -56,20 +56,23 @@ inline std::uint64_t per_core_quota_us(std::uint64_t quota_us, std::size_t group
 }
 
 // Per-core emulation: the core groups' limits read as one (Cgroup::cpu_bandwidth): their quotas
-// summed, the period theirs; unlimited if any is; nullopt if any could not be read.
+// summed over their common period; unlimited if any is; nullopt if any could not be read or
+// their periods differ (a change half written).
 inline std::optional<CpuMax> sum_core_bandwidths(const std::vector<std::optional<CpuMax>>& cores) {
   if (cores.empty()) return std::nullopt;
   CpuMax sum;
   sum.quota_us = 0;
+  sum.period_us = cores.front() ? cores.front()->period_us : 0;
+  bool unlimited = false;
   for (const auto& core : cores) {
-    if (!core) return std::nullopt;
-    sum.period_us = core->period_us;
+    if (!core || core->period_us != sum.period_us) return std::nullopt;
     if (!core->quota_us) {
-      sum.quota_us.reset();
-      return sum;
+      unlimited = true;
+    } else {
+      *sum.quota_us += *core->quota_us;
     }
-    *sum.quota_us += *core->quota_us;
   }
+  if (unlimited) sum.quota_us.reset();
   return sum;
 }
 

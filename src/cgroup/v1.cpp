@@ -271,6 +271,8 @@ class V1Cgroup final : public Cgroup {
   }
 
   std::optional<CpuMax> cpu_bandwidth() const override {
+    // Not between the writes of a change to several core groups.
+    const std::lock_guard<std::mutex> lock(gate_.mutex);
     const auto read = [this](const std::string& dir) -> std::optional<CpuMax> {
       auto quota = fs_.read(join(dir, files::v1::kCpuCfsQuotaUs));
       auto period = fs_.read(join(dir, files::v1::kCpuCfsPeriodUs));
@@ -411,7 +413,9 @@ class V1Cgroup final : public Cgroup {
   }
 
  private:
-  BandwidthGate gate_;  // set_cpu_bandwidth and kill_all's lift, one at a time
+  // set_cpu_bandwidth, kill_all's lift and cpu_bandwidth's read, one at a time (mutable: a
+  // read locks it too)
+  mutable BandwidthGate gate_;
   struct Dir {
     std::set<std::string> controllers;
     std::string path;

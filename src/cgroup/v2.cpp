@@ -181,6 +181,8 @@ class V2Cgroup final : public Cgroup {
   }
 
   std::optional<CpuMax> cpu_bandwidth() const override {
+    // Not between the writes of a change to several core groups.
+    const std::lock_guard<std::mutex> lock(gate_.mutex);
     const auto read = [this](const std::string& dir) -> std::optional<CpuMax> {
       auto text = fs_.read(join(dir, files::v2::kCpuMax));
       return text ? parse_cpu_max(*text) : std::nullopt;
@@ -285,7 +287,9 @@ class V2Cgroup final : public Cgroup {
   }
 
  private:
-  BandwidthGate gate_;  // set_cpu_bandwidth and kill_all's lift, one at a time
+  // set_cpu_bandwidth, kill_all's lift and cpu_bandwidth's read, one at a time (mutable: a
+  // read locks it too)
+  mutable BandwidthGate gate_;
 
   // Per-core emulation: the slice becomes a threaded domain whose children core0 .. are
   // threaded cgroups with one core's cpu.max each; the slice's own quota is unlimited (the

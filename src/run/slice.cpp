@@ -450,8 +450,8 @@ CpuLimit Slice::cpu_limit() const {
   const auto read = impl_->cgroup->cpu_bandwidth();
   if (!read) {
     throw CgroupError(fmt::format("cpu_limit(): cannot read the CPU bandwidth files of the "
-                                  "slice in {} (no cpu controller, or a file not in the "
-                                  "kernel's format)",
+                                  "slice in {} (no cpu controller, a file not in the kernel's "
+                                  "format, or core groups with different periods)",
                                   fmt::join(impl_->cgroup->paths(), ", ")));
   }
   CpuLimit out;

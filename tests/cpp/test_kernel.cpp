@@ -156,6 +156,8 @@ TEST_CASE("a device as fast as its host CPUs runs with no quota and is never thr
     }
   }
   CHECK((quota == "max 10000\n" || quota == "-1\n"));
+  // Read back as no limit, at the plan's period.
+  CHECK(slice.cpu_limit() == CpuLimit{std::nullopt, slice.plan().cpu_period_us});
   const Result r = slice.spawn(workload({"spin", "0.5"})).wait();
   REQUIRE(r.ok());
   CAPTURE(to_text(r));

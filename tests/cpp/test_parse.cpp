@@ -170,6 +170,8 @@ TEST_CASE("core groups' limits read as one: summed, unlimited if any is", "[pars
   REQUIRE(open);
   CHECK_FALSE(open->quota_us);
   CHECK_FALSE(sum_core_bandwidths({a, std::nullopt}));
+  CHECK_FALSE(sum_core_bandwidths({CpuMax{std::nullopt, 100000}, std::nullopt}));
+  CHECK_FALSE(sum_core_bandwidths({a, CpuMax{25000, 50000}}));  // a change half written
   CHECK_FALSE(sum_core_bandwidths({}));
 }
 

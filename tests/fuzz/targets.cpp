@@ -98,6 +98,8 @@ std::vector<Target> make_targets() {
                  (void)parse_net_dev(s);
                  (void)parse_partitions(s);
                  (void)split_words(s);
+                 (void)parse_cpu_max(s);
+                 (void)parse_cfs_bandwidth(s, s);
                }});
   t.push_back({"cpuinfo", Allowed::nothing,
                [] {

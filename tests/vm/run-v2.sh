@@ -11,8 +11,8 @@
 #                      than 120 s), a watchdog in the VM prints every process's
 #                      state, kernel wait channel and stack and the slices'
 #                      cgroup files, then kills PROGRAM: a hang ends with its
-#                      state on the console and PROGRAM's status 137. Keep a
-#                      caller's own timeout (ctest's TIMEOUT) above SECONDS.
+#                      state on the console, and exit 124. Keep a caller's own
+#                      timeout (ctest's TIMEOUT) above SECONDS.
 #   --capture DIR      copy whatever PROGRAM wrote to /tmp/capture/ in the VM
 #                      into DIR on the host (created if missing)
 #
@@ -394,31 +394,52 @@ fi
 cd "$EDGEPROF_CWD" || echo "edgeprof-vm: WARNING: cannot cd to $EDGEPROF_CWD"
 # The watchdog (--timeout): what every process waits on and the slices' state, then PROGRAM
 # killed (kill -1 spares init and the caller), so that a hang ends with its cause on the console.
+# EDGEPROF_WATCHDOG counts from the VM's start, as the host's --timeout does; the kill comes
+# at most 20 s after the dump begins, whether or not the dump (which may block on a lock the
+# hung process holds) has finished.
 if [ "${EDGEPROF_WATCHDOG:-0}" -gt 0 ]; then
   (
-    sleep "$EDGEPROF_WATCHDOG"
-    echo "edgeprof-vm: WATCHDOG: PROGRAM still running after $EDGEPROF_WATCHDOG s; every process" \
-      "but the kernel's threads:"
-    for d in /proc/[0-9]*; do
-      [ -s "$d/cmdline" ] || continue
-      read -r pid comm state _ <"$d/stat" 2>/dev/null || continue
-      echo "  pid $pid $comm state $state uid $(awk '/^Uid:/ {print $2}' "$d/status" 2>/dev/null)" \
-        "wchan $(cat "$d/wchan" 2>/dev/null) cgroup $(cat "$d/cgroup" 2>/dev/null)" \
-        "cmd $(tr '\0' ' ' <"$d/cmdline" 2>/dev/null | cut -c1-160)"
-      for t in "$d"/task/*; do
-        read -r tid tcomm tstate _ <"$t/stat" 2>/dev/null || continue
-        echo "    thread $tid $tcomm state $tstate wchan $(cat "$t/wchan" 2>/dev/null)"
-        sed 's/^/      /' "$t/stack" 2>/dev/null
+    read -r up _ </proc/uptime
+    wait_s=$((EDGEPROF_WATCHDOG - ${up%%.*}))
+    [ "$wait_s" -ge 1 ] || wait_s=1
+    sleep "$wait_s"
+    (
+      echo "edgeprof-vm: WATCHDOG: PROGRAM still running after $EDGEPROF_WATCHDOG s;" \
+        "every process but the kernel's threads (state, wait channel, each thread's stack):"
+      for d in /proc/[0-9]*; do
+        read -r pid comm state ppid _ 2>/dev/null <"$d/stat" || continue
+        [ "$pid" = 2 ] || [ "$ppid" = 2 ] && continue
+        echo "  pid $pid $comm state $state ppid $ppid" \
+          "uid $(awk '/^Uid:/ {print $2}' "$d/status" 2>/dev/null)" \
+          "wchan $(cat "$d/wchan" 2>/dev/null) cgroup $(cat "$d/cgroup" 2>/dev/null)"
+        for t in "$d"/task/*; do
+          read -r tid tcomm tstate _ 2>/dev/null <"$t/stat" || continue
+          echo "    thread $tid $tcomm state $tstate wchan $(cat "$t/wchan" 2>/dev/null)"
+          sed 's/^/      /' "$t/stack" 2>/dev/null
+        done
       done
-    done
-    echo "edgeprof-vm: WATCHDOG: the slices' cgroups:"
-    find /sys/fs/cgroup -type d -name 'edgeprof*' 2>/dev/null | while read -r c; do
-      echo "  $c"
-      for f in cgroup.procs cgroup.threads cgroup.type cgroup.freeze cgroup.events cpu.max \
-        cpu.stat memory.max memory.events pids.max; do
-        [ -r "$c/$f" ] && echo "    $f: $(tr '\n' ' ' <"$c/$f")"
+      echo "edgeprof-vm: WATCHDOG: command lines:"
+      for d in /proc/[0-9]*; do
+        read -r pid _ _ ppid _ 2>/dev/null <"$d/stat" || continue
+        [ "$pid" = 2 ] || [ "$ppid" = 2 ] && continue
+        echo "  pid $pid: $(tr '\0' ' ' 2>/dev/null <"$d/cmdline" | cut -c1-160)"
       done
+      echo "edgeprof-vm: WATCHDOG: the slices' cgroups:"
+      find /sys/fs/cgroup -type d -path '*edgeprof*' 2>/dev/null | while read -r c; do
+        echo "  $c"
+        for f in cgroup.procs cgroup.threads cgroup.type cgroup.freeze cgroup.events cpu.max \
+          cpu.stat memory.max memory.events pids.max; do
+          [ -r "$c/$f" ] && echo "    $f: $(tr '\n' ' ' 2>/dev/null <"$c/$f")"
+        done
+      done
+    ) &
+    dump=$!
+    n=0
+    while [ $n -lt 20 ] && kill -0 "$dump" 2>/dev/null; do
+      sleep 1
+      n=$((n + 1))
     done
+    echo "$P watchdog"
     echo "edgeprof-vm: WATCHDOG: killing PROGRAM"
     kill -9 -1
   ) &
@@ -507,6 +528,7 @@ capture_tar_rc=
 capture_fd=
 panic=0
 timed_out=0
+watchdog_fired=0
 deadline=$((SECONDS + timeout))
 
 handle_line() {
@@ -519,6 +541,7 @@ handle_line() {
         msg "VM booted in $(fmt_secs $((booted_us - vm_start))) s"
         ;;
       exit) status=$rest ;;
+      watchdog) watchdog_fired=1 ;;
       capture-begin)
         in_capture=1
         exec {capture_fd}>"$tmp/capture.b64"
@@ -595,5 +618,10 @@ if [[ -n $capture_dir ]]; then
   msg "captured ${nfiles:-0} files into $capture_dir"
 fi
 
+if ((watchdog_fired)); then
+  msg "TIMEOUT: PROGRAM was still running $watchdog s after the VM's start; the watchdog" \
+    "printed its state above and killed it (PROGRAM's status $status)"
+  exit 124
+fi
 msg "PROGRAM exit status: $status"
 exit "$status"
