@@ -4,17 +4,30 @@
 # the v2 backend can only be exercised for real in a VM; see DESIGN.md,
 # "Cgroup facts").
 #
-# Usage: tests/vm/run-v2.sh [--timeout SECONDS] [--capture DIR] [--] PROGRAM [ARGS...]
+# Usage: tests/vm/run-v2.sh [--timeout SECONDS] [--capture DIR] [--retry-stuck-vm N] [--]
+#                          PROGRAM [ARGS...]
 #
 #   --timeout SECONDS  give up after SECONDS of boot+run (default 900); exit 124.
 #                      Before that, 60 s earlier (or at half of it when shorter
-#                      than 120 s), a watchdog in the VM prints every process's
+#                      than 120 s), a watchdog in the VM records every process's
 #                      state, kernel wait channel and stack and the slices'
-#                      cgroup files, then kills PROGRAM: a hang ends with its
-#                      state on the console, and exit 124. Keep a caller's own
-#                      timeout (ctest's TIMEOUT) above SECONDS.
+#                      cgroup files, then kills PROGRAM: a hang ends with that
+#                      record printed here, and exit 124. Keep a caller's own
+#                      timeout (ctest's TIMEOUT) above SECONDS (times N + 1
+#                      with --retry-stuck-vm N).
 #   --capture DIR      copy whatever PROGRAM wrote to /tmp/capture/ in the VM
 #                      into DIR on the host (created if missing)
+#   --retry-stuck-vm N when the VM itself stops answering (PROGRAM's status
+#                      never reaches the console by --timeout, not even after
+#                      the watchdog's kill), boot a new VM, up to N times
+#                      (default 0). Never when PROGRAM failed, or hung in a VM
+#                      whose watchdog killed it and reported its status.
+#
+# On a timeout without PROGRAM's status the script prints where the guest's
+# CPUs are (qemu's monitor: user space, or which kernel function, or halted)
+# and the watchdog's heartbeats (every 15 s: uptime, load, each process's
+# state and wait channel) and record, which it writes to a second serial port
+# so that a console that stops taking output cannot silence it.
 #
 # Exit status: PROGRAM's own status; 124 on timeout; 125 if the VM ended
 # without reporting PROGRAM's status (kernel panic, qemu failure, ...) or a
@@ -55,7 +68,12 @@
 #
 # Needs the Debian packages qemu-system-x86, linux-image-amd64,
 # busybox-static and cpio. Guests run under TCG (-accel tcg) because KVM
-# guests hang on the CI machines; timings in the VM are slow and noisy.
+# guests hang on the CI machines; timings in the VM are slow and noisy. One TCG
+# thread runs both guest CPUs (thread=single): with a thread per guest CPU,
+# qemu 7.2 kept running code the guest kernel had live-patched (a static
+# branch in update_curr, switched as the first CPU quota appears and the last
+# goes) and both guest CPUs trapped on the stale int3 forever
+# (docs/testing.md, "A VM that stops answering"; tests/vm/guest/).
 
 set -euo pipefail
 
@@ -70,7 +88,7 @@ die() {
 }
 usage_error() {
   msg "$*"
-  msg "usage: $SELF [--timeout SECONDS] [--capture DIR] [--] PROGRAM [ARGS...]"
+  msg "usage: $SELF [--timeout SECONDS] [--capture DIR] [--retry-stuck-vm N] [--] PROGRAM [ARGS...]"
   exit 2
 }
 
@@ -85,6 +103,7 @@ shquote() { printf "'%s'" "${1//\'/\'\\\'\'}"; }
 # ---------------------------------------------------------------- arguments
 timeout=900
 capture_dir=
+retries=0
 while (($# > 0)); do
   case $1 in
     --timeout)
@@ -105,6 +124,15 @@ while (($# > 0)); do
       capture_dir=${1#*=}
       shift
       ;;
+    --retry-stuck-vm)
+      (($# >= 2)) || usage_error "--retry-stuck-vm needs a number"
+      retries=$2
+      shift 2
+      ;;
+    --retry-stuck-vm=*)
+      retries=${1#*=}
+      shift
+      ;;
     -h | --help)
       sed -n '2,/^$/{s/^# \{0,1\}//;p}' "$0"
       exit 0
@@ -121,6 +149,7 @@ done
 if ! [[ $timeout =~ ^[0-9]+$ ]] || ((timeout == 0)); then
   usage_error "--timeout wants a positive number of seconds, not '$timeout'"
 fi
+[[ $retries =~ ^[0-9]+$ ]] || usage_error "--retry-stuck-vm wants a count, not '$retries'"
 if ((timeout >= 120)); then watchdog=$((timeout - 60)); else watchdog=$((timeout / 2)); fi
 [[ -z $capture_dir || ! -e $capture_dir || -d $capture_dir ]] ||
   usage_error "--capture: '$capture_dir' exists and is not a directory"
@@ -165,9 +194,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/edgeprof-vm.XXXXXX")
 qemu_pid=
 
 # shellcheck disable=SC2317 # called through the trap below
-cleanup() {
-  local rc=$?
-  trap - EXIT INT TERM HUP
+stop_vm() {
   if [[ -n $qemu_pid ]] && kill -0 "$qemu_pid" 2>/dev/null; then
     kill -TERM "$qemu_pid" 2>/dev/null || true
     local i
@@ -178,6 +205,13 @@ cleanup() {
     kill -KILL "$qemu_pid" 2>/dev/null || true
     wait "$qemu_pid" 2>/dev/null || true
   fi
+  qemu_pid=
+}
+# shellcheck disable=SC2317 # called through the trap below
+cleanup() {
+  local rc=$?
+  trap - EXIT INT TERM HUP
+  stop_vm
   rm -rf -- "$tmp"
   exit "$rc"
 }
@@ -392,17 +426,35 @@ if [ -n "$EDGEPROF_DISK_MODULES" ]; then
 fi
 
 cd "$EDGEPROF_CWD" || echo "edgeprof-vm: WARNING: cannot cd to $EDGEPROF_CWD"
-# The watchdog (--timeout): what every process waits on and the slices' state, then PROGRAM
-# killed (kill -1 spares init and the caller), so that a hang ends with its cause on the console.
-# EDGEPROF_WATCHDOG counts from the VM's start, as the host's --timeout does; the kill comes
-# at most 20 s after the dump begins, whether or not the dump (which may block on a lock the
-# hung process holds) has finished.
-if [ "${EDGEPROF_WATCHDOG:-0}" -gt 0 ]; then
+# The watchdog (--timeout) writes to the second serial port (/dev/ttyS1, a file on the host), not
+# to the console, so that a console that stops taking output cannot silence it: every 15 s a
+# heartbeat (uptime, load, the state and wait channel of every process outside the root cgroup),
+# then, EDGEPROF_WATCHDOG s after the VM's start (as the host counts --timeout), what every process
+# waits on and the slices' state, then PROGRAM killed (kill -1 spares init and the caller). The
+# kill comes at most 20 s after the record begins, whether or not the record (which may block on a
+# lock the hung process holds) has finished. The host prints the file when a run times out.
+echo 1 >/proc/sys/kernel/sysrq 2>/dev/null
+if [ "${EDGEPROF_WATCHDOG:-0}" -gt 0 ] && [ -c /dev/ttyS1 ]; then
   (
-    read -r up _ </proc/uptime
-    wait_s=$((EDGEPROF_WATCHDOG - ${up%%.*}))
-    [ "$wait_s" -ge 1 ] || wait_s=1
-    sleep "$wait_s"
+    exec >/dev/ttyS1 2>&1
+    stty -F /dev/ttyS1 raw -echo 2>/dev/null
+    while :; do
+      read -r up _ </proc/uptime
+      up=${up%%.*}
+      [ "$up" -lt "$EDGEPROF_WATCHDOG" ] || break
+      procs=
+      for d in /proc/[0-9]*; do
+        read -r pid comm state ppid _ 2>/dev/null <"$d/stat" || continue
+        [ "$pid" = 2 ] || [ "$ppid" = 2 ] && continue
+        c=$(cat "$d/cgroup" 2>/dev/null)
+        [ "$c" = "0::/" ] && continue
+        procs="$procs $pid$comm:$state:$(cat "$d/wchan" 2>/dev/null)"
+      done
+      echo "heartbeat: up $up s, load $(cat /proc/loadavg);$procs"
+      left=$((EDGEPROF_WATCHDOG - up))
+      [ "$left" -le 15 ] || left=15
+      sleep "$left"
+    done
     (
       echo "edgeprof-vm: WATCHDOG: PROGRAM still running after $EDGEPROF_WATCHDOG s;" \
         "every process but the kernel's threads (state, wait channel, each thread's stack):"
@@ -432,6 +484,8 @@ if [ "${EDGEPROF_WATCHDOG:-0}" -gt 0 ]; then
           [ -r "$c/$f" ] && echo "    $f: $(tr '\n' ' ' 2>/dev/null <"$c/$f")"
         done
       done
+      echo "edgeprof-vm: WATCHDOG: the console's tty (ttyS0):"
+      sed 's/^/  /' /proc/tty/driver/serial 2>/dev/null
     ) &
     dump=$!
     n=0
@@ -512,13 +566,72 @@ fifo=$tmp/console
 mkfifo "$fifo"
 vm_start=$(now_us)
 # stdin is /dev/null: the VM never reads it, and qemu leaves the terminal alone.
-qemu-system-x86_64 -accel tcg -cpu max -m "${EDGEPROF_VM_MEMORY:-1024}" -smp 2 \
+# ttyS1 (a file here) takes the watchdog's heartbeat and record; the monitor, on two fifos, lets a
+# timeout ask qemu where the guest's CPUs are (nokaslr: their addresses match System.map).
+mkfifo "$tmp/monitor.in" "$tmp/monitor.out"
+: >"$tmp/watchdog.txt"
+qemu-system-x86_64 -accel tcg,thread=single -cpu max -m "${EDGEPROF_VM_MEMORY:-1024}" -smp 2 \
   -nodefaults -display none -no-reboot \
   -chardev stdio,id=console,signal=off -serial chardev:console \
+  -chardev file,id=watchdog,path="$tmp/watchdog.txt" -serial chardev:watchdog \
+  -chardev pipe,id=monitor,path="$tmp/monitor" -mon chardev=monitor,mode=readline \
   -kernel "$kernel" -initrd "$tmp/initrd.gz" \
-  -append "console=ttyS0 quiet panic=-1" \
+  -append "console=ttyS0 quiet panic=-1 nokaslr" \
   </dev/null >"$fifo" &
 qemu_pid=$!
+# Both ends held open read-write: neither open nor a write blocks if qemu has died.
+exec {monitor_in}<>"$tmp/monitor.in" {monitor_out}<>"$tmp/monitor.out"
+
+# Print the watchdog's file (heartbeats, and its record if it fired), indented.
+print_watchdog_file() {
+  [[ -s $tmp/watchdog.txt ]] || {
+    msg "the VM's watchdog wrote nothing (no heartbeat: its shell never ran after boot)"
+    return 0
+  }
+  msg "the VM's watchdog (ttyS1):"
+  tr -d '\r' <"$tmp/watchdog.txt" | grep -v "^@@$nonce " | sed 's/^/  /' | tail -n 400
+}
+
+# Ask qemu's monitor where each guest CPU is, five times 0.2 s apart: halted (idle, waiting for an
+# interrupt) or running, in the kernel (CPL 0, in which function) or in user space (CPL 3).
+probe_cpus() {
+  local i line cpu= samples=() kaddrs=() names=() a n sym
+  msg "qemu monitor, the guest's CPUs (5 samples 0.2 s apart; CPL=0: in the kernel," \
+    "CPL=3: in user space; HLT=1: idle, waiting for an interrupt):"
+  for ((i = 0; i < 5; i++)); do
+    printf 'info registers -a\n' >&"$monitor_in" || return 0
+    sleep 0.2
+    while IFS= read -r -t 0.5 -u "$monitor_out" line; do
+      line=${line//$'\r'/}
+      if [[ $line =~ ^CPU#([0-9]+) ]]; then cpu=${BASH_REMATCH[1]}; fi
+      [[ $line =~ ^RIP=([0-9a-f]+)\ .*(CPL=[0-9]).*(HLT=[01]) ]] || continue
+      samples+=("$i $cpu ${BASH_REMATCH[1]} ${BASH_REMATCH[2]} ${BASH_REMATCH[3]}")
+      [[ ${BASH_REMATCH[2]} != CPL=0 ]] || kaddrs+=("${BASH_REMATCH[1]}")
+    done
+  done
+  # Kernel addresses to names: a second VM of the same kernel (nokaslr: the same addresses) reads
+  # its /proc/kallsyms; Debian's /boot/System.map is a placeholder.
+  if ((${#kaddrs[@]} > 0)) && mkdir -p "$tmp/symbols"; then
+    cat >"$tmp/symbols/resolve" <<'RESOLVE'
+#!/bin/sh
+for pc in "$@"; do
+  awk -v pc="$pc" '$1 <= pc && $1 > best { best = $1; name = $3 } END { print "@sym", pc, name }' \
+    /proc/kallsyms
+done
+RESOLVE
+    chmod 755 "$tmp/symbols/resolve"
+    while read -r _ a line; do names+=("$a=$line"); done < <(
+      EDGEPROF_VM_RUNNER=session EDGEPROF_VM_EXTRA='' EDGEPROF_VM_KERNEL=$kernel \
+        timeout 120 "$BASH" "$0" --timeout 90 "$tmp/symbols/resolve" \
+        $(printf '%s\n' "${kaddrs[@]}" | sort -u) 2>/dev/null | grep '^@sym ')
+  fi
+  for line in "${samples[@]}"; do
+    read -r i cpu a line <<<"$line"
+    sym=
+    for n in "${names[@]}"; do [[ ${n%%=*} != "$a" ]] || sym=${n#*=}; done
+    printf '  sample %d: CPU %s RIP %s%s %s\n' "$i" "$cpu" "$a" "${sym:+ ($sym)}" "$line"
+  done
+}
 
 status=
 booted_us=
@@ -541,7 +654,6 @@ handle_line() {
         msg "VM booted in $(fmt_secs $((booted_us - vm_start))) s"
         ;;
       exit) status=$rest ;;
-      watchdog) watchdog_fired=1 ;;
       capture-begin)
         in_capture=1
         exec {capture_fd}>"$tmp/capture.b64"
@@ -584,8 +696,21 @@ while :; do
 done <"$fifo"
 
 end_us=$(now_us)
+if grep -q "^@@$nonce watchdog" "$tmp/watchdog.txt" 2>/dev/null; then watchdog_fired=1; fi
 if ((timed_out)) && [[ -z $status ]]; then
-  msg "TIMEOUT: no result after ${timeout} s (--timeout), killing the VM"
+  msg "TIMEOUT: no result after ${timeout} s (--timeout)"
+  probe_cpus
+  print_watchdog_file
+  if ((retries > 0)); then
+    msg "the VM stopped answering: killing it and booting a new one" \
+      "($retries more time(s) allowed by --retry-stuck-vm)"
+    stop_vm
+    rm -rf -- "$tmp"
+    trap - EXIT
+    exec "$BASH" "$0" --timeout "$timeout" ${capture_dir:+--capture "$capture_dir"} \
+      --retry-stuck-vm $((retries - 1)) -- "$program" "$@"
+  fi
+  msg "killing the VM"
   exit 124
 fi
 qemu_rc=0
@@ -619,6 +744,7 @@ if [[ -n $capture_dir ]]; then
 fi
 
 if ((watchdog_fired)); then
+  print_watchdog_file
   msg "TIMEOUT: PROGRAM was still running $watchdog s after the VM's start; the watchdog" \
     "printed its state above and killed it (PROGRAM's status $status)"
   exit 124
