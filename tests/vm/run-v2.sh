@@ -13,8 +13,8 @@
 #                      state, kernel wait channel and stack and the slices'
 #                      cgroup files, then kills PROGRAM: a hang ends with that
 #                      record printed here, and exit 124. Keep a caller's own
-#                      timeout (ctest's TIMEOUT) above SECONDS (times N + 1
-#                      with --retry-stuck-vm N).
+#                      timeout (ctest's TIMEOUT) above SECONDS + 100 (the CPU
+#                      probe below), times N + 1 with --retry-stuck-vm N.
 #   --capture DIR      copy whatever PROGRAM wrote to /tmp/capture/ in the VM
 #                      into DIR on the host (created if missing)
 #   --retry-stuck-vm N when the VM itself stops answering (PROGRAM's status
@@ -24,7 +24,9 @@
 #                      whose watchdog killed it and reported its status.
 #
 # On a timeout without PROGRAM's status the script prints where the guest's
-# CPUs are (qemu's monitor: user space, or which kernel function, or halted)
+# CPUs are (qemu's monitor: user space, or which kernel function, or halted;
+# a second VM of the same kernel names the functions, EDGEPROF_VM_NO_PROBE=1
+# skips that)
 # and the watchdog's heartbeats (every 15 s: uptime, load, each process's
 # state and wait channel) and record, which it writes to a second serial port
 # so that a console that stops taking output cannot silence it.
@@ -55,6 +57,7 @@
 #                       (same absolute paths; relative ones are taken from
 #                       the current directory); symlinks are dereferenced
 #   EDGEPROF_VM_KERNEL  kernel image (default: newest /boot/vmlinuz-*)
+#   EDGEPROF_VM_NO_PROBE  set: a timeout's CPU samples stay unnamed (no second VM)
 #   EDGEPROF_VM_MEMORY  guest memory in MiB (default 1024); a test that emulates a
 #                       4 GiB device needs a guest with more than 4 GiB
 #   EDGEPROF_VM_RUNNER  "session" (default, described above) or "service":
@@ -439,18 +442,24 @@ if [ "${EDGEPROF_WATCHDOG:-0}" -gt 0 ] && [ -c /dev/ttyS1 ]; then
     exec >/dev/ttyS1 2>&1
     stty -F /dev/ttyS1 raw -echo 2>/dev/null
     while :; do
-      read -r up _ </proc/uptime
+      up=
+      read -r up _ </proc/uptime 2>/dev/null
       up=${up%%.*}
+      if ! [ "$up" -ge 0 ] 2>/dev/null; then sleep 15; continue; fi
       [ "$up" -lt "$EDGEPROF_WATCHDOG" ] || break
-      procs=
-      for d in /proc/[0-9]*; do
-        read -r pid comm state ppid _ 2>/dev/null <"$d/stat" || continue
-        [ "$pid" = 2 ] || [ "$ppid" = 2 ] && continue
-        c=$(cat "$d/cgroup" 2>/dev/null)
-        [ "$c" = "0::/" ] && continue
-        procs="$procs $pid$comm:$state:$(cat "$d/wchan" 2>/dev/null)"
-      done
-      echo "heartbeat: up $up s, load $(cat /proc/loadavg);$procs"
+      # The scan reads /proc/PID/cgroup, which waits on the kernel's cgroup lock: in the
+      # background, so that a PROGRAM hung holding that lock cannot hold up the deadline.
+      (
+        procs=
+        for d in /proc/[0-9]*; do
+          read -r pid comm state ppid _ 2>/dev/null <"$d/stat" || continue
+          [ "$pid" = 2 ] || [ "$ppid" = 2 ] && continue
+          c=$(cat "$d/cgroup" 2>/dev/null)
+          [ "$c" = "0::/" ] && continue
+          procs="$procs $pid$comm:$state:$(cat "$d/wchan" 2>/dev/null)"
+        done
+        echo "heartbeat: up $up s, load $(cat /proc/loadavg);$procs"
+      ) &
       left=$((EDGEPROF_WATCHDOG - up))
       [ "$left" -le 15 ] || left=15
       sleep "$left"
@@ -589,48 +598,49 @@ print_watchdog_file() {
     return 0
   }
   msg "the VM's watchdog (ttyS1):"
-  tr -d '\r' <"$tmp/watchdog.txt" | grep -v "^@@$nonce " | sed 's/^/  /' | tail -n 400
+  tr -d '\r' <"$tmp/watchdog.txt" | sed -e "/^@@$nonce /d" -e 's/^/  /' | tail -n 400
 }
 
-# Ask qemu's monitor where each guest CPU is, five times 0.2 s apart: halted (idle, waiting for an
-# interrupt) or running, in the kernel (CPL 0, in which function) or in user space (CPL 3).
-probe_cpus() {
-  local i line cpu= samples=() kaddrs=() names=() a n sym
-  msg "qemu monitor, the guest's CPUs (5 samples 0.2 s apart; CPL=0: in the kernel," \
+# Ask qemu's monitor where each guest CPU is, five times about half a second apart: halted (idle,
+# waiting for an interrupt) or running, in the kernel (CPL 0) or in user space (CPL 3). Prints the
+# samples; leaves the kernel addresses in kernel_addrs for name_kernel_addresses.
+kernel_addrs=()
+sample_cpus() {
+  local i line cpu=
+  msg "qemu monitor, the guest's CPUs (5 samples about 0.5 s apart; CPL=0: in the kernel," \
     "CPL=3: in user space; HLT=1: idle, waiting for an interrupt):"
   for ((i = 0; i < 5; i++)); do
     printf 'info registers -a\n' >&"$monitor_in" || return 0
     sleep 0.2
-    while IFS= read -r -t 0.5 -u "$monitor_out" line; do
+    while IFS= read -r -t 0.3 -u "$monitor_out" line; do
       line=${line//$'\r'/}
       if [[ $line =~ ^CPU#([0-9]+) ]]; then cpu=${BASH_REMATCH[1]}; fi
       [[ $line =~ ^RIP=([0-9a-f]+)\ .*(CPL=[0-9]).*(HLT=[01]) ]] || continue
-      samples+=("$i $cpu ${BASH_REMATCH[1]} ${BASH_REMATCH[2]} ${BASH_REMATCH[3]}")
-      [[ ${BASH_REMATCH[2]} != CPL=0 ]] || kaddrs+=("${BASH_REMATCH[1]}")
+      printf '  sample %d: CPU %s RIP %s %s %s\n' "$i" "$cpu" "${BASH_REMATCH[@]:1:3}"
+      [[ ${BASH_REMATCH[2]} != CPL=0 ]] || kernel_addrs+=("${BASH_REMATCH[1]}")
     done
   done
-  # Kernel addresses to names: a second VM of the same kernel (nokaslr: the same addresses) reads
-  # its /proc/kallsyms; Debian's /boot/System.map is a placeholder.
-  if ((${#kaddrs[@]} > 0)) && mkdir -p "$tmp/symbols"; then
-    cat >"$tmp/symbols/resolve" <<'RESOLVE'
+}
+
+# Name the sampled kernel addresses: a second VM of the same kernel (nokaslr: the same addresses)
+# reads its /proc/kallsyms, since Debian's /boot/System.map is a placeholder. That VM's own
+# --timeout bounds it, and it probes nothing itself (EDGEPROF_VM_NO_PROBE).
+name_kernel_addresses() {
+  ((${#kernel_addrs[@]} > 0)) && [[ -z ${EDGEPROF_VM_NO_PROBE:-} ]] || return 0
+  mkdir -p "$tmp/symbols"
+  cat >"$tmp/symbols/resolve" <<'RESOLVE'
 #!/bin/sh
 for pc in "$@"; do
   awk -v pc="$pc" '$1 <= pc && $1 > best { best = $1; name = $3 } END { print "@sym", pc, name }' \
     /proc/kallsyms
 done
 RESOLVE
-    chmod 755 "$tmp/symbols/resolve"
-    while read -r _ a line; do names+=("$a=$line"); done < <(
-      EDGEPROF_VM_RUNNER=session EDGEPROF_VM_EXTRA='' EDGEPROF_VM_KERNEL=$kernel \
-        timeout 120 "$BASH" "$0" --timeout 90 "$tmp/symbols/resolve" \
-        $(printf '%s\n' "${kaddrs[@]}" | sort -u) 2>/dev/null | grep '^@sym ')
-  fi
-  for line in "${samples[@]}"; do
-    read -r i cpu a line <<<"$line"
-    sym=
-    for n in "${names[@]}"; do [[ ${n%%=*} != "$a" ]] || sym=${n#*=}; done
-    printf '  sample %d: CPU %s RIP %s%s %s\n' "$i" "$cpu" "$a" "${sym:+ ($sym)}" "$line"
-  done
+  chmod 755 "$tmp/symbols/resolve"
+  msg "the sampled kernel addresses (read from /proc/kallsyms in a second VM of the same kernel):"
+  EDGEPROF_VM_NO_PROBE=1 EDGEPROF_VM_RUNNER=session EDGEPROF_VM_EXTRA='' EDGEPROF_VM_KERNEL=$kernel \
+    "$BASH" "$0" --timeout 90 "$tmp/symbols/resolve" \
+    $(printf '%s\n' "${kernel_addrs[@]}" | sort -u) 2>/dev/null |
+    sed -n 's/^@sym \([0-9a-f]*\) \(.*\)\r*$/  \1 = \2/p' || true
 }
 
 status=
@@ -699,18 +709,19 @@ end_us=$(now_us)
 if grep -q "^@@$nonce watchdog" "$tmp/watchdog.txt" 2>/dev/null; then watchdog_fired=1; fi
 if ((timed_out)) && [[ -z $status ]]; then
   msg "TIMEOUT: no result after ${timeout} s (--timeout)"
-  probe_cpus
+  sample_cpus
   print_watchdog_file
+  msg "killing the VM"
+  stop_vm
+  name_kernel_addresses
   if ((retries > 0)); then
-    msg "the VM stopped answering: killing it and booting a new one" \
+    msg "the VM had stopped answering: booting a new one" \
       "($retries more time(s) allowed by --retry-stuck-vm)"
-    stop_vm
     rm -rf -- "$tmp"
     trap - EXIT
     exec "$BASH" "$0" --timeout "$timeout" ${capture_dir:+--capture "$capture_dir"} \
       --retry-stuck-vm $((retries - 1)) -- "$program" "$@"
   fi
-  msg "killing the VM"
   exit 124
 fi
 qemu_rc=0
