@@ -4,8 +4,7 @@
 # the v2 backend can only be exercised for real in a VM; see DESIGN.md,
 # "Cgroup facts").
 #
-# Usage: tests/vm/run-v2.sh [--timeout SECONDS] [--capture DIR] [--retry-stuck-vm N] [--]
-#                          PROGRAM [ARGS...]
+# Usage: tests/vm/run-v2.sh [--timeout SECONDS] [--capture DIR] [--] PROGRAM [ARGS...]
 #
 #   --timeout SECONDS  give up after SECONDS of boot+run (default 900); exit 124.
 #                      Before that, 60 s earlier (or at half of it when shorter
@@ -14,14 +13,9 @@
 #                      cgroup files, then kills PROGRAM: a hang ends with that
 #                      record printed here, and exit 124. Keep a caller's own
 #                      timeout (ctest's TIMEOUT) above SECONDS + 100 (the CPU
-#                      probe below), times N + 1 with --retry-stuck-vm N.
+#                      probe below).
 #   --capture DIR      copy whatever PROGRAM wrote to /tmp/capture/ in the VM
 #                      into DIR on the host (created if missing)
-#   --retry-stuck-vm N when the VM itself stops answering (PROGRAM's status
-#                      never reaches the console by --timeout, not even after
-#                      the watchdog's kill), boot a new VM, up to N times
-#                      (default 0). Never when PROGRAM failed, or hung in a VM
-#                      whose watchdog killed it and reported its status.
 #
 # On a timeout without PROGRAM's status the script prints where the guest's
 # CPUs are (qemu's monitor: user space, or which kernel function, or halted;
@@ -91,7 +85,7 @@ die() {
 }
 usage_error() {
   msg "$*"
-  msg "usage: $SELF [--timeout SECONDS] [--capture DIR] [--retry-stuck-vm N] [--] PROGRAM [ARGS...]"
+  msg "usage: $SELF [--timeout SECONDS] [--capture DIR] [--] PROGRAM [ARGS...]"
   exit 2
 }
 
@@ -106,7 +100,6 @@ shquote() { printf "'%s'" "${1//\'/\'\\\'\'}"; }
 # ---------------------------------------------------------------- arguments
 timeout=900
 capture_dir=
-retries=0
 while (($# > 0)); do
   case $1 in
     --timeout)
@@ -127,15 +120,6 @@ while (($# > 0)); do
       capture_dir=${1#*=}
       shift
       ;;
-    --retry-stuck-vm)
-      (($# >= 2)) || usage_error "--retry-stuck-vm needs a number"
-      retries=$2
-      shift 2
-      ;;
-    --retry-stuck-vm=*)
-      retries=${1#*=}
-      shift
-      ;;
     -h | --help)
       sed -n '2,/^$/{s/^# \{0,1\}//;p}' "$0"
       exit 0
@@ -152,7 +136,6 @@ done
 if ! [[ $timeout =~ ^[0-9]+$ ]] || ((timeout == 0)); then
   usage_error "--timeout wants a positive number of seconds, not '$timeout'"
 fi
-[[ $retries =~ ^[0-9]+$ ]] || usage_error "--retry-stuck-vm wants a count, not '$retries'"
 if ((timeout >= 120)); then watchdog=$((timeout - 60)); else watchdog=$((timeout / 2)); fi
 [[ -z $capture_dir || ! -e $capture_dir || -d $capture_dir ]] ||
   usage_error "--capture: '$capture_dir' exists and is not a directory"
@@ -436,7 +419,6 @@ cd "$EDGEPROF_CWD" || echo "edgeprof-vm: WARNING: cannot cd to $EDGEPROF_CWD"
 # waits on and the slices' state, then PROGRAM killed (kill -1 spares init and the caller). The
 # kill comes at most 20 s after the record begins, whether or not the record (which may block on a
 # lock the hung process holds) has finished. The host prints the file when a run times out.
-echo 1 >/proc/sys/kernel/sysrq 2>/dev/null
 if [ "${EDGEPROF_WATCHDOG:-0}" -gt 0 ] && [ -c /dev/ttyS1 ]; then
   (
     exec >/dev/ttyS1 2>&1
@@ -714,14 +696,6 @@ if ((timed_out)) && [[ -z $status ]]; then
   msg "killing the VM"
   stop_vm
   name_kernel_addresses
-  if ((retries > 0)); then
-    msg "the VM had stopped answering: booting a new one" \
-      "($retries more time(s) allowed by --retry-stuck-vm)"
-    rm -rf -- "$tmp"
-    trap - EXIT
-    exec "$BASH" "$0" --timeout "$timeout" ${capture_dir:+--capture "$capture_dir"} \
-      --retry-stuck-vm $((retries - 1)) -- "$program" "$@"
-  fi
   exit 124
 fi
 qemu_rc=0
