@@ -177,14 +177,18 @@ std::vector<std::string> counted_disks(const Fs& fs);
 std::string block_group_problem(const std::string& disk, const std::string& rule,
                                 const char* file, int err);
 
+// A process that outlived its SIGKILL as /proc/<pid>/stat shows it: "pid 41, state R (runnable:
+// ...)" with what the state means and where to look next.
+std::string describe_survivor(const Fs& fs, pid_t pid);
+
 // Reads /proc/<pid>/stat's start time, or nullopt when the process is gone.
 std::optional<std::uint64_t> process_start_time(const Fs& fs, pid_t pid);
 
 // Kills the processes listed by `list` until it comes back empty, with `freeze`/`thaw` around
 // each round that finds a process not killed before (so a fork bomb cannot outrun the loop,
 // while the killed are left to run their exits). Throws CgroupError naming `where` if
-// processes survive for `patience_ms`.
-void kill_loop(const std::function<std::vector<pid_t>()>& list,
+// processes survive for `patience_ms`, with the state /proc (read through `fs`) gives the first.
+void kill_loop(const Fs& fs, const std::function<std::vector<pid_t>()>& list,
                const std::function<bool(bool)>& set_frozen, const std::string& where,
                int patience_ms = 5000);
 
@@ -195,6 +199,7 @@ struct BandwidthGate {
   std::mutex mutex;
   int lifted = 0;  // lifts in progress (kills from two threads at once): the last puts back
   std::vector<std::pair<std::string, std::string>> saved;       // (file, text before the lift)
+  std::vector<std::pair<std::string, std::string>> saved_weights;  // likewise, CPU weights
   std::optional<std::pair<std::uint64_t, std::uint64_t>> held;  // (quota_us, period_us)
 
   // A limit asked for: held while a lift is in progress, else made now by `write`.
@@ -214,17 +219,22 @@ struct BandwidthGate {
 // seconds. `files` are (control file, its "no limit" text), parents before children (v1
 // refuses a child's quota above its parent's); the old texts go back in the same order, or
 // `write` makes the write the gate held. A limit that cannot be put back is said on stderr.
+// `weights` are (CPU weight file, its highest weight), raised likewise and put back: a killed
+// task woken in a slice that its quota had held back waited, runnable and unthrottled, for
+// seconds on a CPU busy with other work, until its group's weight was raised (Linux 6.18).
 class CpuLimitLift {
  public:
   using Write = std::function<int(std::uint64_t quota_us, std::uint64_t period_us)>;
   CpuLimitLift(const Fs& fs, std::vector<std::pair<std::string, std::string>> files,
-               BandwidthGate& gate, Write write);
+               BandwidthGate& gate, Write write,
+               std::vector<std::pair<std::string, std::string>> weights = {});
   ~CpuLimitLift();
   CpuLimitLift(const CpuLimitLift&) = delete;
   CpuLimitLift& operator=(const CpuLimitLift&) = delete;
 
  private:
   void put_back();  // under the gate's lock
+  void put_back_limits();
   const Fs& fs_;
   BandwidthGate& gate_;
   Write write_;

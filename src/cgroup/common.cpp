@@ -107,7 +107,29 @@ std::optional<std::uint64_t> process_start_time(const Fs& fs, pid_t pid) {
   return parse_stat_starttime(*stat);
 }
 
-void kill_loop(const std::function<std::vector<pid_t>()>& list,
+std::string describe_survivor(const Fs& fs, pid_t pid) {
+  const auto stat = fs.read(fmt::format(fmt::runtime(files::kProcTidStat), pid));
+  if (!stat) return fmt::format("pid {}, gone by the time its state was read", pid);
+  const std::optional<char> state = parse_stat_state(*stat);
+  if (!state) return fmt::format("pid {}: look at /proc/{}/stack", pid, pid);
+  const char* meaning = "look at /proc/{}/stack";
+  switch (*state) {
+    case 'R':
+      meaning = "runnable, waiting for a CPU: a busy CPU, or the slice's CPU limit or weight; look "
+                "at /proc/{}/sched";
+      break;
+    case 'D':
+      meaning = "uninterruptible sleep, in the kernel: look at /proc/{}/stack";
+      break;
+    case 'Z':
+      meaning = "exited, not yet reaped by its parent: look at the parent in /proc/{}/status";
+      break;
+  }
+  return fmt::format("pid {}, state {} ({})", pid, *state,
+                     fmt::format(fmt::runtime(meaning), pid));
+}
+
+void kill_loop(const Fs& fs, const std::function<std::vector<pid_t>()>& list,
                const std::function<bool(bool)>& set_frozen, const std::string& where,
                int patience_ms) {
   using Clock = std::chrono::steady_clock;
@@ -129,10 +151,9 @@ void kill_loop(const std::function<std::vector<pid_t>()>& list,
     if (frozen) set_frozen(false);
     if (pids.empty()) return;
     if (Clock::now() > deadline) {
-      throw CgroupError(fmt::format(
-          "{} processes in {} survived SIGKILL for {} ms (for example pid {}); they may be in "
-          "uninterruptible sleep (state D): look at /proc/{}/stack",
-          pids.size(), where, patience_ms, pids.front(), pids.front()));
+      throw CgroupError(fmt::format("{} processes in {} survived SIGKILL for {} ms (for example {})",
+                                    pids.size(), where, patience_ms,
+                                    describe_survivor(fs, pids.front())));
     }
     // Killed tasks leave cgroup.procs once they have exited: give them a moment.
     std::this_thread::sleep_for(std::chrono::microseconds(round < 10 ? 100 : 2000));
@@ -140,7 +161,8 @@ void kill_loop(const std::function<std::vector<pid_t>()>& list,
 }
 
 CpuLimitLift::CpuLimitLift(const Fs& fs, std::vector<std::pair<std::string, std::string>> files,
-                           BandwidthGate& gate, Write write)
+                           BandwidthGate& gate, Write write,
+                           std::vector<std::pair<std::string, std::string>> weights)
     : fs_(fs), gate_(gate), write_(std::move(write)) {
   const std::lock_guard<std::mutex> lock(gate_.mutex);
   for (auto& [file, unlimited] : files) {
@@ -150,13 +172,20 @@ CpuLimitLift::CpuLimitLift(const Fs& fs, std::vector<std::pair<std::string, std:
     if (text == unlimited || text.rfind(unlimited + " ", 0) == 0) continue;  // no limit to lift
     if (fs_.write(file, unlimited) == 0) gate_.saved.emplace_back(std::move(file), text);
   }
+  for (auto& [file, highest] : weights) {
+    auto old = fs_.read(file);
+    if (!old) continue;
+    const std::string text(trim(*old));
+    if (text == highest) continue;  // an inner lift's, or the user's own
+    if (fs_.write(file, highest) == 0) gate_.saved_weights.emplace_back(std::move(file), text);
+  }
   gate_.lifted += 1;
 }
 
 CpuLimitLift::~CpuLimitLift() {
   const std::lock_guard<std::mutex> lock(gate_.mutex);
-  // An inner lift (a second thread's kill) leaves the putting back to the outer one, which saved
-  // the limit before either lifted it.
+  // Lifts that overlap (kills from two threads) leave the putting back to the last to end: the
+  // first saved the limit before either lifted it.
   if (--gate_.lifted > 0) return;
   try {
     put_back();
@@ -165,6 +194,21 @@ CpuLimitLift::~CpuLimitLift() {
 }
 
 void CpuLimitLift::put_back() {
+  // The limits first: a message that cannot be written (an exception) skips what comes after it,
+  // and a workload without its limit is worse off than one at a higher weight.
+  put_back_limits();
+  const auto weights = std::move(gate_.saved_weights);
+  gate_.saved_weights.clear();
+  for (const auto& [file, text] : weights) {
+    if (int err = fs_.write(file, text)) {
+      fmt::print(stderr, "edgeprof: could not put the CPU weight '{}' back into {} after a kill "
+                         "({}, errno {}): the slice's next workload would run at a higher weight\n",
+                 text, fs_.resolve(file), std::strerror(err), err);
+    }
+  }
+}
+
+void CpuLimitLift::put_back_limits() {
   const auto saved = std::move(gate_.saved);
   gate_.saved.clear();
   if (gate_.held) {

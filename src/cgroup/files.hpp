@@ -15,6 +15,8 @@ inline constexpr const char* kBlkioThrottleReadBpsDevice = "blkio.throttle.read_
 inline constexpr const char* kBlkioThrottleWriteBpsDevice = "blkio.throttle.write_bps_device";
 inline constexpr const char* kCpuCfsPeriodUs = "cpu.cfs_period_us";
 inline constexpr const char* kCpuCfsQuotaUs = "cpu.cfs_quota_us";
+inline constexpr const char* kCpuShares = "cpu.shares";
+inline constexpr const char* kCpuSharesHighest = "262144";  // the kernel's MAX_SHARES
 inline constexpr const char* kCpuStat = "cpu.stat";
 inline constexpr const char* kCpuacctStat = "cpuacct.stat";
 inline constexpr const char* kCpuacctUsage = "cpuacct.usage";
@@ -48,6 +50,8 @@ inline constexpr const char* kEvents = "cgroup.events";
 inline constexpr const char* kCpuMax = "cpu.max";
 inline constexpr const char* kCpuPressure = "cpu.pressure";
 inline constexpr const char* kCpuStat = "cpu.stat";
+inline constexpr const char* kCpuWeight = "cpu.weight";
+inline constexpr const char* kCpuWeightHighest = "10000";
 inline constexpr const char* kCpusetCpus = "cpuset.cpus";
 // Read only by the v2 fixtures' capture (tests/vm/capture_fixtures.cpp).
 inline constexpr const char* kCpusetCpusEffective = "cpuset.cpus.effective";

@@ -22,7 +22,8 @@ namespace {
 constexpr int kPidfdIdType = 3;  // P_PIDFD (Linux 5.4), which glibc 2.36's headers lack
 
 // $1 the profiler's pid, $2 limit file, $3 its no-limit text, $4 kill file, $5 freeze file,
-// $6 frozen, $7 thawed, $8 the process list; then the slice's directories. POSIX sh (dash):
+// $6 frozen, $7 thawed, $8 the process list, $9 weight file, ${10} its highest weight; then the
+// slice's directories. POSIX sh (dash):
 // read, echo, kill and test are built in; cat, sleep and rmdir are coreutils'.
 constexpr const char* kScript = R"sh(trap '' INT TERM HUP QUIT TSTP TTIN TTOU PIPE USR1 USR2
 cd /
@@ -39,11 +40,14 @@ while :; do
   [ $n -ge 200 ] && exit 0
   sleep 0.01
 done
-lift=$2 unlimited=$3 killf=$4 freeze=$5 frozen=$6 thawed=$7 procs=$8
-shift 8
+lift=$2 unlimited=$3 killf=$4 freeze=$5 frozen=$6 thawed=$7 procs=$8 weight=$9 highest=${10}
+shift 10
 for d in "$@"; do
   for f in "$d/$lift" "$d"/*/"$lift"; do
     if [ -n "$lift" ] && [ -f "$f" ]; then echo "$unlimited" > "$f"; fi
+  done
+  for f in "$d/$weight" "$d"/*/"$weight"; do
+    if [ -n "$weight" ] && [ -f "$f" ]; then echo "$highest" > "$f"; fi
   done
   if [ -n "$killf" ] && [ -f "$d/$killf" ]; then echo 1 > "$d/$killf"; fi
 done 2>/dev/null
@@ -124,7 +128,8 @@ SliceGuard::SliceGuard(const GuardPlan& plan) {
 
   std::vector<std::string> args = {"sh", "-c", kScript, "edgeprof-guard",
                                    std::to_string(::getpid()), plan.limit_file, plan.no_limit, plan.kill_file,
-                                   plan.freeze_file, plan.frozen, plan.thawed, files::kProcs};
+                                   plan.freeze_file, plan.frozen, plan.thawed, files::kProcs,
+                                   plan.weight_file, plan.highest_weight};
   args.insert(args.end(), plan.dirs.begin(), plan.dirs.end());
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());

@@ -17,6 +17,8 @@ struct GuardPlan {
   std::vector<std::string> dirs;  // the slice's directories (v1: one per hierarchy)
   std::string limit_file;         // its CPU limit, in each directory and its core groups
   std::string no_limit;           // the text that lifts it ("-1", "max")
+  std::string weight_file;        // its CPU weight, likewise (CpuLimitLift says why)
+  std::string highest_weight;     // the text that raises it to the highest
   std::string kill_file;          // kills the whole tree at once (v2 cgroup.kill), or ""
   std::string freeze_file;        // stops forks between kills, or ""
   std::string frozen, thawed;     // its texts

@@ -352,15 +352,20 @@ class V1Cgroup final : public Cgroup {
         return true;
       };
     }
-    std::vector<std::pair<std::string, std::string>> limits;
-    if (const Dir* d = find("cpu")) limits.emplace_back(join(d->path, files::v1::kCpuCfsQuotaUs), "-1");
+    std::vector<std::pair<std::string, std::string>> limits, weights;
+    if (const Dir* d = find("cpu")) {
+      limits.emplace_back(join(d->path, files::v1::kCpuCfsQuotaUs), "-1");
+      weights.emplace_back(join(d->path, files::v1::kCpuShares), files::v1::kCpuSharesHighest);
+    }
     for (const std::string& dir : core_dirs_) {
       limits.emplace_back(join(dir, files::v1::kCpuCfsQuotaUs), "-1");
+      weights.emplace_back(join(dir, files::v1::kCpuShares), files::v1::kCpuSharesHighest);
     }
-    const CpuLimitLift lift(fs_, std::move(limits), gate_, [this](std::uint64_t q, std::uint64_t p) {
-      return write_bandwidth(q, p);
-    });
-    kill_loop([this] { return procs(); }, freeze, describe());
+    const CpuLimitLift lift(
+        fs_, std::move(limits), gate_,
+        [this](std::uint64_t q, std::uint64_t p) { return write_bandwidth(q, p); },
+        std::move(weights));
+    kill_loop(fs_, [this] { return procs(); }, freeze, describe());
   }
 
   bool remove() noexcept override {
@@ -406,6 +411,8 @@ class V1Cgroup final : public Cgroup {
     g.dirs = paths();
     g.limit_file = files::v1::kCpuCfsQuotaUs;
     g.no_limit = "-1";
+    g.weight_file = files::v1::kCpuShares;
+    g.highest_weight = files::v1::kCpuSharesHighest;
     g.freeze_file = files::v1::kFreezerState;
     g.frozen = "FROZEN";
     g.thawed = "THAWED";

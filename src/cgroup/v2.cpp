@@ -222,17 +222,22 @@ class V2Cgroup final : public Cgroup {
 
   void kill_all() override {
     if (procs().empty()) return;
-    std::vector<std::pair<std::string, std::string>> limits;
+    std::vector<std::pair<std::string, std::string>> limits, weights;
     limits.emplace_back(join(dir_, files::v2::kCpuMax), "max");
-    for (const std::string& dir : core_dirs_) limits.emplace_back(join(dir, files::v2::kCpuMax), "max");
-    const CpuLimitLift lift(fs_, std::move(limits), gate_, [this](std::uint64_t q, std::uint64_t p) {
-      return write_bandwidth(q, p);
-    });
+    weights.emplace_back(join(dir_, files::v2::kCpuWeight), files::v2::kCpuWeightHighest);
+    for (const std::string& dir : core_dirs_) {
+      limits.emplace_back(join(dir, files::v2::kCpuMax), "max");
+      weights.emplace_back(join(dir, files::v2::kCpuWeight), files::v2::kCpuWeightHighest);
+    }
+    const CpuLimitLift lift(
+        fs_, std::move(limits), gate_,
+        [this](std::uint64_t q, std::uint64_t p) { return write_bandwidth(q, p); },
+        std::move(weights));
     const std::string kill_file = join(dir_, files::v2::kKill);
     if (fs_.exists(kill_file)) {
       // cgroup.kill (Linux 5.14) kills the whole subtree atomically; then wait for the exits.
       fs_.write_or_throw(kill_file, "1");
-      kill_loop([this] { return procs(); }, {}, fs_.resolve(dir_));
+      kill_loop(fs_, [this] { return procs(); }, {}, fs_.resolve(dir_));
       return;
     }
     const std::string freeze_file = join(dir_, files::v2::kFreeze);
@@ -242,7 +247,7 @@ class V2Cgroup final : public Cgroup {
         return fs_.write(freeze_file, on ? "1" : "0") == 0;
       };
     }
-    kill_loop([this] { return procs(); }, freeze, fs_.resolve(dir_));
+    kill_loop(fs_, [this] { return procs(); }, freeze, fs_.resolve(dir_));
   }
 
   bool remove() noexcept override {
@@ -269,6 +274,8 @@ class V2Cgroup final : public Cgroup {
     g.dirs = paths();
     g.limit_file = files::v2::kCpuMax;
     g.no_limit = "max";
+    g.weight_file = files::v2::kCpuWeight;
+    g.highest_weight = files::v2::kCpuWeightHighest;
     g.kill_file = files::v2::kKill;
     g.freeze_file = files::v2::kFreeze;
     g.frozen = "1";

@@ -1,5 +1,6 @@
 // The backends against fake cgroup trees: what they write where, and what they refuse.
 #include <fcntl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -7,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fmt/format.h>
+#include <thread>
 
 #include "cgroup/backend.hpp"
 #include "cgroup/files.hpp"
@@ -276,6 +278,48 @@ TEST_CASE("v1: one directory per hierarchy, each under the caller's cgroup there
   CHECK(tree.read(join(freezer_dir, files::kProcs)) == "777");
 }
 
+// A killed task woken in a group its quota had held back waited, runnable, for seconds on a CPU
+// busy with other work, until the group's weight was raised (issue 36).
+TEST_CASE("v1: a kill raises the slice's CPU weight while the killed exit, then puts it back",
+          "[cgroup][kill]") {
+  FakeTree tree;
+  tree.file(files::kProcSelfCgroup, "3:cpu:/\n4:memory:/\n");
+  tree.dir("/sys/fs/cgroup/cpu");
+  tree.dir("/sys/fs/cgroup/memory");
+  Layout layout{CgroupMode::legacy, "", {{"cpu", "/sys/fs/cgroup/cpu"}, {"memory", "/sys/fs/cgroup/memory"}}};
+  auto backend = make_v1_backend(Fs(tree.root()), layout, "");
+  auto cgroup = backend->create("edgeprof-1-2-3");
+  const std::string cpu_dir = "/sys/fs/cgroup/cpu/edgeprof-1-2-3";
+  const std::string shares = join(cpu_dir, files::v1::kCpuShares);
+  tree.file(join(cpu_dir, files::v1::kCpuCfsQuotaUs), "5000\n");
+  tree.file(shares, "1024\n");
+  // Listed until the raised weight is seen: a zombie of this test's own, which SIGKILL leaves be.
+  const pid_t zombie = ::fork();
+  REQUIRE(zombie >= 0);
+  if (zombie == 0) ::_exit(0);
+  tree.file(join(cpu_dir, files::kProcs), std::to_string(zombie) + "\n");
+  bool raised = false, lifted = false;
+  std::thread kernel([&] {
+    for (int i = 0; i < 4000 && !raised; ++i) {
+      raised = tree.read(shares) == files::v1::kCpuSharesHighest;
+      lifted = tree.read(join(cpu_dir, files::v1::kCpuCfsQuotaUs)) == "-1";
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    tree.file(join(cpu_dir, files::kProcs), "");  // the killed have exited
+  });
+  cgroup->kill_all();
+  kernel.join();
+  ::waitpid(zombie, nullptr, 0);
+  CHECK(raised);
+  CHECK(lifted);
+  CHECK(tree.read(shares) == "1024");
+  CHECK(tree.read(join(cpu_dir, files::v1::kCpuCfsQuotaUs)) == "5000");
+  // The guard, should the profiler die, raises it as well.
+  const GuardPlan plan = cgroup->guard_plan();
+  CHECK(plan.weight_file == files::v1::kCpuShares);
+  CHECK(plan.highest_weight == files::v1::kCpuSharesHighest);
+}
+
 TEST_CASE("v1: a missing hierarchy is an error unless allowed", "[cgroup]") {
   FakeTree tree;
   tree.file(files::kProcSelfCgroup, "3:cpu:/\n4:memory:/\n");
@@ -461,6 +505,12 @@ TEST_CASE("a CPU limit lifted for a kill goes back, or the write asked for meanw
   const std::string core_limit = join(core0, files::v2::kCpuMax);
   tree.file(limit, "2000 10000\n");
   tree.file(core_limit, "max 10000\n");
+  const std::string weight = join("/s", files::v2::kCpuWeight);
+  const std::string core_weight = join(core0, files::v2::kCpuWeight);
+  tree.file(weight, "100\n");
+  tree.file(core_weight, "10000\n");
+  const std::vector<std::pair<std::string, std::string>> weights = {{weight, "10000"},
+                                                                     {core_weight, "10000"}};
   const Fs fs(tree.root());
   BandwidthGate gate;
   std::vector<std::pair<std::uint64_t, std::uint64_t>> written;
@@ -469,23 +519,54 @@ TEST_CASE("a CPU limit lifted for a kill goes back, or the write asked for meanw
     return 0;
   };
   {
-    const CpuLimitLift lift(fs, {{limit, "max"}, {core_limit, "max"}}, gate, write);
+    const CpuLimitLift lift(fs, {{limit, "max"}, {core_limit, "max"}}, gate, write, weights);
     CHECK(gate.lifted);
     CHECK(tree.read(limit) == "max");
+    // The weight raised as well: a killed task in a group its quota held back waited for CPU.
+    CHECK(tree.read(weight) == files::v2::kCpuWeightHighest);
+    {
+      // A second thread's kill meanwhile: nothing of its own to put back.
+      const CpuLimitLift inner(fs, {{limit, "max"}}, gate, write, weights);
+      CHECK(gate.lifted == 2);
+    }
+    CHECK(tree.read(weight) == "10000");
   }
   CHECK_FALSE(gate.lifted);
   CHECK(tree.read(limit) == "2000 10000");
   CHECK(tree.read(core_limit) == "max 10000\n");  // no limit: left alone
+  CHECK(tree.read(weight) == "100");
+  CHECK(tree.read(core_weight) == "10000\n");  // at the highest already: left alone
   CHECK(written.empty());
   {
-    const CpuLimitLift lift(fs, {{limit, "max"}}, gate, write);
+    const CpuLimitLift lift(fs, {{limit, "max"}}, gate, write, weights);
     // What set_cpu_bandwidth does while the limit is lifted (a core placer as threads die).
     gate.held = std::make_pair(std::uint64_t{1000}, std::uint64_t{10000});
   }
-  // The newer write, not the saved text.
+  // The newer write, not the saved text; the weight goes back either way.
   CHECK(written == std::vector<std::pair<std::uint64_t, std::uint64_t>>{{1000, 10000}});
   CHECK(tree.read(limit) == "max");
+  CHECK(tree.read(weight) == "100");
   CHECK_FALSE(gate.held);
+}
+
+// A kill's survivor was once said to be "maybe in uninterruptible sleep (state D)" while it was
+// runnable, waiting for a CPU (issue 36): its state is read, not guessed.
+TEST_CASE("a process that outlives its SIGKILL is named with its state and what that means",
+          "[kill]") {
+  FakeTree tree;
+  const Fs fs(tree.root());
+  tree.file("/proc/41/stat", "41 (python3 (x)) R 1 41 41 0 -1 4194560 2 0 0 0 5 1\n");
+  tree.file("/proc/42/stat", "42 (sleeper) D 1 42 42 0 -1 4194560 2 0 0 0 5 1\n");
+  tree.file("/proc/43/stat", "43 (exited) Z 1 43 43 0 -1 4194560 2 0 0 0 5 1\n");
+  tree.file("/proc/44/stat", "44 (sleeping) S 1 44 44 0 -1 4194560 2 0 0 0 5 1\n");
+  CHECK(describe_survivor(fs, 41) ==
+        "pid 41, state R (runnable, waiting for a CPU: a busy CPU, or the slice's CPU limit or "
+        "weight; look at /proc/41/sched)");
+  CHECK(describe_survivor(fs, 42) ==
+        "pid 42, state D (uninterruptible sleep, in the kernel: look at /proc/42/stack)");
+  CHECK_THAT(describe_survivor(fs, 43), Catch::Contains("state Z (exited, not yet reaped"));
+  CHECK(describe_survivor(fs, 44) == "pid 44, state S (look at /proc/44/stack)");
+  CHECK(describe_survivor(fs, 45) == "pid 45, gone by the time its state was read");
 }
 
 TEST_CASE("a slice that cannot be removed is described: each directory, why, what is in it",

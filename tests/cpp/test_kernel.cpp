@@ -19,6 +19,7 @@
 #include <fstream>
 #include <thread>
 
+#include "cgroup/backend.hpp"
 #include "cgroup/files.hpp"
 #include "sys/clone3.hpp"
 #include "sys/fs.hpp"
@@ -567,7 +568,32 @@ TEST_CASE("a kill lifts the slice's CPU limit while the killed exit, then puts i
   }
   REQUIRE(kernel_bandwidth(paths).quota_us == std::optional<std::uint64_t>(1000));
   CHECK(slice.cpu_limit() == CpuLimit{1000, 1000000});
+  // The kill raises the slice's CPU weight too (a killed task woken in a group its quota held
+  // back waited, runnable, for seconds on a busy CPU) and puts the weight back after.
+  std::string weight_file;
+  for (const char* name : {files::v2::kCpuWeight, files::v1::kCpuShares}) {
+    if (const std::string dir = test::slice_dir_with(paths, name); !dir.empty()) {
+      weight_file = dir + "/" + name;
+      break;
+    }
+  }
+  REQUIRE_FALSE(weight_file.empty());
+  const std::string weight = FakeTree::slurp(weight_file);
+  const bool v2 = weight_file.find(files::v2::kCpuWeight) != std::string::npos;
+  CHECK(weight == (v2 ? "100\n" : "1024\n"));  // the kernel's default
+  {
+    // The kill's lift on the real files: the kernel takes the highest weight.
+    const detail::Fs fs;
+    detail::BandwidthGate gate;
+    const detail::CpuLimitLift lift(
+        fs, {}, gate, [](std::uint64_t, std::uint64_t) { return 0; },
+        {{weight_file, v2 ? files::v2::kCpuWeightHighest : files::v1::kCpuSharesHighest}});
+    CHECK(FakeTree::slurp(weight_file) ==
+          std::string(v2 ? files::v2::kCpuWeightHighest : files::v1::kCpuSharesHighest) + "\n");
+  }
+  CHECK(FakeTree::slurp(weight_file) == weight);
   REQUIRE_NOTHROW(slice.kill());
+  CHECK(FakeTree::slurp(weight_file) == weight);
   CHECK(count() == 0);
   const Result r = std::move(child).wait();
   CHECK(r.signal == SIGKILL);
