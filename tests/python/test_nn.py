@@ -277,12 +277,19 @@ def test_the_real_own_share_with_ncnn_short_form(tmp_path, monkeypatch):
     pytest.importorskip("ncnn")
     monkeypatch.setenv("EDGEPROF_CACHE_DIR", str(tmp_path))
     lines = []
-    q = edgeprof.speed.measure_quota_share(python=sys.executable, graphs=["squeezenet"],
-                                           speeds=[0.5], rounds=1, warmup=0, loops=1,
-                                           progress=lines.append)
-    assert [p.speed for p in q.points] == [0.5] and q.points[0].share > 0
-    assert "ncnn" in q.runtime and any("[1/1] speed 0.5" in line for line in lines)
-    assert edgeprof.speed.cached_quota_share() is not None
+    try:
+        q = edgeprof.speed.measure_quota_share(python=sys.executable, graphs=["squeezenet"],
+                                               speeds=[0.5], rounds=1, warmup=0, loops=1,
+                                               progress=lines.append)
+    except edgeprof.Error as e:
+        # A CPU shared with another busy process (a parallel build beside the VM) is refused,
+        # not measured low and cached: the other outcome this test accepts.
+        assert "was shared" in str(e) and "not cached" in str(e)
+        assert edgeprof.speed.cached_quota_share() is None
+    else:
+        assert [p.speed for p in q.points] == [0.5] and q.points[0].share > 0
+        assert "ncnn" in q.runtime and any("[1/1] speed 0.5" in line for line in lines)
+        assert edgeprof.speed.cached_quota_share() is not None
     with pytest.raises(edgeprof.Error, match="outside"):
         edgeprof.speed.measure_quota_share(speeds=[1.5])
 
