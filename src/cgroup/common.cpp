@@ -102,7 +102,7 @@ std::string block_group_problem(const std::string& disk, const std::string& rule
 }
 
 std::optional<std::uint64_t> process_start_time(const Fs& fs, pid_t pid) {
-  auto stat = fs.read(fmt::format("/proc/{}/stat", pid));
+  auto stat = fs.read(fmt::format(fmt::runtime(files::kProcTidStat), pid));
   if (!stat) return std::nullopt;
   return parse_stat_starttime(*stat);
 }
@@ -160,25 +160,45 @@ void kill_loop(const Fs& fs, const std::function<std::vector<pid_t>()>& list,
   }
 }
 
+namespace {
+
+// Writes `to` into each of `files` that reads otherwise (v2's cpu.max "max 100000" counts as
+// "max"), saving in `saved` what each read before.
+void write_saving(const Fs& fs, std::vector<std::pair<std::string, std::string>>& files,
+                  std::vector<std::pair<std::string, std::string>>& saved) {
+  for (auto& [file, to] : files) {
+    auto old = fs.read(file);
+    if (!old) continue;
+    const std::string text(trim(*old));
+    if (text == to || text.rfind(to + " ", 0) == 0) continue;  // an inner lift's, or the user's
+    if (fs.write(file, to) == 0) saved.emplace_back(std::move(file), text);
+  }
+}
+
+// Puts back what write_saving saved, in order; a text that cannot go back is said on stderr
+// with `consequence`.
+void put_back_saved(const Fs& fs, std::vector<std::pair<std::string, std::string>>& saved,
+                    const char* consequence) {
+  const auto texts = std::move(saved);
+  saved.clear();
+  for (const auto& [file, text] : texts) {
+    if (int err = fs.write(file, text)) {
+      fmt::print(stderr, "edgeprof: could not put '{}' back into {} after a kill ({}, errno {}): "
+                         "the slice's next workload would run {}\n",
+                 text, fs.resolve(file), std::strerror(err), err, consequence);
+    }
+  }
+}
+
+}  // namespace
+
 CpuLimitLift::CpuLimitLift(const Fs& fs, std::vector<std::pair<std::string, std::string>> files,
                            BandwidthGate& gate, Write write,
                            std::vector<std::pair<std::string, std::string>> weights)
     : fs_(fs), gate_(gate), write_(std::move(write)) {
   const std::lock_guard<std::mutex> lock(gate_.mutex);
-  for (auto& [file, unlimited] : files) {
-    auto old = fs_.read(file);
-    if (!old) continue;
-    const std::string text(trim(*old));
-    if (text == unlimited || text.rfind(unlimited + " ", 0) == 0) continue;  // no limit to lift
-    if (fs_.write(file, unlimited) == 0) gate_.saved.emplace_back(std::move(file), text);
-  }
-  for (auto& [file, highest] : weights) {
-    auto old = fs_.read(file);
-    if (!old) continue;
-    const std::string text(trim(*old));
-    if (text == highest) continue;  // an inner lift's, or the user's own
-    if (fs_.write(file, highest) == 0) gate_.saved_weights.emplace_back(std::move(file), text);
-  }
+  write_saving(fs_, files, gate_.saved);
+  write_saving(fs_, weights, gate_.saved_weights);
   gate_.lifted += 1;
 }
 
@@ -197,21 +217,12 @@ void CpuLimitLift::put_back() {
   // The limits first: a message that cannot be written (an exception) skips what comes after it,
   // and a workload without its limit is worse off than one at a higher weight.
   put_back_limits();
-  const auto weights = std::move(gate_.saved_weights);
-  gate_.saved_weights.clear();
-  for (const auto& [file, text] : weights) {
-    if (int err = fs_.write(file, text)) {
-      fmt::print(stderr, "edgeprof: could not put the CPU weight '{}' back into {} after a kill "
-                         "({}, errno {}): the slice's next workload would run at a higher weight\n",
-                 text, fs_.resolve(file), std::strerror(err), err);
-    }
-  }
+  put_back_saved(fs_, gate_.saved_weights, "at a higher CPU weight");
 }
 
 void CpuLimitLift::put_back_limits() {
-  const auto saved = std::move(gate_.saved);
-  gate_.saved.clear();
   if (gate_.held) {
+    gate_.saved.clear();
     const auto [quota, period] = *gate_.held;
     gate_.held.reset();
     if (int err = write_(quota, period)) {
@@ -221,13 +232,7 @@ void CpuLimitLift::put_back_limits() {
     }
     return;
   }
-  for (const auto& [file, text] : saved) {
-    if (int err = fs_.write(file, text)) {
-      fmt::print(stderr, "edgeprof: could not put '{}' back into {} after a kill ({}, errno {}): "
-                         "the slice's next workload would run without that CPU limit\n",
-                 text, fs_.resolve(file), std::strerror(err), err);
-    }
-  }
+  put_back_saved(fs_, gate_.saved, "without that CPU limit");
 }
 
 int remove_dir_retrying(const Fs& fs, const std::string& path, int patience_ms) {

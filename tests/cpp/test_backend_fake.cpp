@@ -60,6 +60,15 @@ std::unique_ptr<Backend> fake_v2(const FakeTree& tree, const std::string& own,
   return make_v2_backend(Fs(tree.root()), layout, "");
 }
 
+// A v1 backend on `tree` with only the cpu and memory hierarchies, the caller at their roots.
+std::unique_ptr<Backend> fake_v1_cpu_memory(const FakeTree& tree) {
+  tree.file(files::kProcSelfCgroup, "3:cpu:/\n4:memory:/\n");
+  tree.dir("/sys/fs/cgroup/cpu");
+  tree.dir("/sys/fs/cgroup/memory");
+  Layout layout{CgroupMode::legacy, "", {{"cpu", "/sys/fs/cgroup/cpu"}, {"memory", "/sys/fs/cgroup/memory"}}};
+  return make_v1_backend(Fs(tree.root()), layout, "");
+}
+
 }  // namespace
 
 TEST_CASE("v2: slices go beneath the caller's own cgroup with every limit written", "[cgroup]") {
@@ -283,12 +292,7 @@ TEST_CASE("v1: one directory per hierarchy, each under the caller's cgroup there
 TEST_CASE("v1: a kill raises the slice's CPU weight while the killed exit, then puts it back",
           "[cgroup][kill]") {
   FakeTree tree;
-  tree.file(files::kProcSelfCgroup, "3:cpu:/\n4:memory:/\n");
-  tree.dir("/sys/fs/cgroup/cpu");
-  tree.dir("/sys/fs/cgroup/memory");
-  Layout layout{CgroupMode::legacy, "", {{"cpu", "/sys/fs/cgroup/cpu"}, {"memory", "/sys/fs/cgroup/memory"}}};
-  auto backend = make_v1_backend(Fs(tree.root()), layout, "");
-  auto cgroup = backend->create("edgeprof-1-2-3");
+  auto cgroup = fake_v1_cpu_memory(tree)->create("edgeprof-1-2-3");
   const std::string cpu_dir = "/sys/fs/cgroup/cpu/edgeprof-1-2-3";
   const std::string shares = join(cpu_dir, files::v1::kCpuShares);
   tree.file(join(cpu_dir, files::v1::kCpuCfsQuotaUs), "5000\n");
@@ -322,12 +326,7 @@ TEST_CASE("v1: a kill raises the slice's CPU weight while the killed exit, then 
 
 TEST_CASE("v1: a missing hierarchy is an error unless allowed", "[cgroup]") {
   FakeTree tree;
-  tree.file(files::kProcSelfCgroup, "3:cpu:/\n4:memory:/\n");
-  tree.dir("/sys/fs/cgroup/cpu");
-  tree.dir("/sys/fs/cgroup/memory");
-  Layout layout{CgroupMode::legacy, "", {{"cpu", "/sys/fs/cgroup/cpu"}, {"memory", "/sys/fs/cgroup/memory"}}};
-  auto backend = make_v1_backend(Fs(tree.root()), layout, "");
-  auto cgroup = backend->create("edgeprof-1-2-3");
+  auto cgroup = fake_v1_cpu_memory(tree)->create("edgeprof-1-2-3");
   kernel_files(tree, "/sys/fs/cgroup/cpu/edgeprof-1-2-3",
                {files::v1::kCpuCfsPeriodUs, files::v1::kCpuCfsQuotaUs});
   kernel_files(tree, "/sys/fs/cgroup/memory/edgeprof-1-2-3", {files::v1::kMemoryLimitInBytes});
