@@ -113,8 +113,8 @@ def _add_device_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--swap", help="custom device: swap, e.g. 256MiB (default 0)")
     g.add_argument("--threads", type=int, metavar="N",
                    help="the workload's busy threads: with fewer than the device's cores, "
-                   "emulate N of them (the CPU quota limits the slice, not each thread; "
-                   "docs/devices.md)")
+                   "emulate N of them (1: one core; more: pooled, or projected from one core "
+                   "where auto projects; docs/threads.md)")
     g.add_argument("--runtime", choices=[r.id for r in edgeprof.nn.nn_runtimes()],
                    help=_RUNTIME_HELP)
     _add_emulation_options(p)
