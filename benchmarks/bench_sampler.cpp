@@ -110,7 +110,7 @@ std::optional<double> tasks_cpu_s(pid_t pid, pid_t skip_tid = -1) {
   std::optional<double> total;
   for (const std::string& tid : edgeprof::detail::Fs().subdirs(dir)) {
     if (!all_digits(tid) || std::atol(tid.c_str()) == skip_tid) continue;
-    auto text = read_file(dir + "/" + tid + "/schedstat");
+    auto text = read_file(fmt::format(files::kProcTidSchedstat, tid));
     if (!text) continue;
     auto ns = edgeprof::detail::parse_u64(split(*text, ' ').front());
     if (ns) total = total.value_or(0) + double(*ns) * 1e-9;

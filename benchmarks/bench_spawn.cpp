@@ -115,14 +115,9 @@ std::string parent_dir(const std::string& path) {
 
 // The parent pid of `pid` from /proc/<pid>/stat, or -1.
 pid_t parent_of(pid_t pid) {
-  auto stat = read_file(fmt::format("/proc/{}/stat", pid));
-  if (!stat) return -1;
-  size_t close_paren = stat->rfind(')');
-  if (close_paren == std::string::npos) return -1;
-  int ppid = -1;
-  char state = 0;
-  if (std::sscanf(stat->c_str() + close_paren + 1, " %c %d", &state, &ppid) != 2) return -1;
-  return ppid;
+  auto stat = read_file(fmt::format(files::kProcTidStat, pid));
+  auto ppid = stat ? edgeprof::detail::parse_stat_ppid(*stat) : std::nullopt;
+  return ppid.value_or(-1);
 }
 
 // ---------------------------------------------------------------------------------- statistics
@@ -140,9 +135,7 @@ Stats summarize(std::vector<double> v) {
   s.median = quantile(v, 0.5);
   s.p90 = quantile(v, 0.9);
   s.p99 = quantile(v, 0.99);
-  double sum = 0;
-  for (double x : v) sum += x;
-  s.mean = sum / double(v.size());
+  s.mean = edgeprof::statistics(v).mean;
   s.max = v.back();
   return s;
 }
@@ -765,12 +758,7 @@ int replica_vfork_child(void* p) {
     }
     if (c.timed && i < kMaxProcs) c.attached[i] = mono_ns();
   }
-  struct sigaction dfl {};
-  dfl.sa_handler = SIG_DFL;
-  for (int sig = 1; sig < NSIG; ++sig) ::sigaction(sig, &dfl, nullptr);
-  sigset_t none;
-  sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  edgeprof::detail::reset_signals();
   if (c.timed) c.signals_reset = mono_ns();
   ::syscall(SYS_close_range, 3u, ~0u, kCloseRangeCloexec);
   if (::fcntl(c.phase_fd, F_SETFD, 0) != 0) {
@@ -903,12 +891,7 @@ int vfork_child(void* p) {
       ::_exit(127);
     }
   }
-  struct sigaction dfl {};
-  dfl.sa_handler = SIG_DFL;
-  for (int sig = 1; sig < NSIG; ++sig) ::sigaction(sig, &dfl, nullptr);
-  sigset_t none;
-  sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  edgeprof::detail::reset_signals();
   ::syscall(SYS_close_range, 3u, ~0u, kCloseRangeCloexec);
   ::execve(a->argv[0], a->argv, environ);
   a->err = errno;
@@ -1347,7 +1330,7 @@ ToolGroup tool_group(const BenchArea& area, const std::string& name) {
 void read_own_start_time_once() {
   static pid_t done_for = -1;
   if (done_for == ::getpid()) return;
-  (void)read_file("/proc/self/stat");
+  (void)read_file(fmt::format(files::kProcTidStat, "self"));
   done_for = ::getpid();
 }
 
@@ -1367,7 +1350,7 @@ void replica_create_v1(const BenchArea& area, const edgeprof::Device& device,
     for (const std::string& sub : subdirs(h.dir())) {
       // The sweep reads the owner's start time for every edgeprof slice it finds.
       if (sub.rfind("edgeprof-", 0) == 0 && sub.size() > 9 && std::isdigit(sub[9])) {
-        (void)read_file(fmt::format("/proc/{}/stat", std::atoi(sub.c_str() + 9)));
+        (void)read_file(fmt::format(files::kProcTidStat, std::atoi(sub.c_str() + 9)));
       }
     }
   }
@@ -1469,7 +1452,7 @@ void replica_create_v2(const std::string& parent, const edgeprof::Device& device
   auto t3 = T();
   for (const std::string& sub : subdirs(parent)) {
     if (sub.rfind("edgeprof-", 0) == 0 && sub.size() > 9 && std::isdigit(sub[9])) {
-      (void)read_file(fmt::format("/proc/{}/stat", std::atoi(sub.c_str() + 9)));
+      (void)read_file(fmt::format(files::kProcTidStat, std::atoi(sub.c_str() + 9)));
     }
   }
   auto t4 = T();

@@ -77,7 +77,7 @@ HostFacts host_facts() {
   detail::Fs fs;
   // A sysctl that root may change, but rarely does: read once per process.
   static const std::uint64_t slice_us = [&fs] {
-    const auto text = fs.read("/proc/sys/kernel/sched_cfs_bandwidth_slice_us");
+    const auto text = fs.read(detail::files::kProcCfsBandwidthSlice);
     return text ? std::strtoull(text->c_str(), nullptr, 10) : 0ull;
   }();
   facts.cfs_bandwidth_slice_us = slice_us;

@@ -653,9 +653,10 @@ NnRating measure_nn_rating(const NnOptions& options) {
   r.threads = options.threads;
   r.cpus = ran_on;
   r.loops = options.loops;
+  const detail::Fs fs;
   r.precision = !e.info.precision.empty()
                     ? e.info.precision
-                    : host_nn_precision(detail::Fs().read("/proc/cpuinfo").value_or(""));
+                    : host_nn_precision(fs.read(detail::files::kProcCpuinfo).value_or(""));
   const detail::HostIdentity id = detail::host_identity();
   r.cpu_model = id.cpu_model;
   r.kernel = id.kernel;

@@ -13,7 +13,7 @@ namespace edgeprof::detail {
 namespace {
 
 // /proc/<pid>/maps, read through Fs.
-std::string maps_path(pid_t pid) { return fmt::format("/proc/{}/maps", pid); }
+std::string maps_path(pid_t pid) { return fmt::format(detail::files::kProcPidMaps, pid); }
 
 constexpr std::string_view kDeleted = " (deleted)";
 

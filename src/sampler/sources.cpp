@@ -104,7 +104,7 @@ std::vector<std::string> core_stats(const std::vector<std::string>& core_dirs, c
   for (const std::string& dir : core_dirs) stats.push_back(join(dir, file));
   return stats;
 }
-constexpr const char* kCoreGroupsSource = "cpu.stat (core groups)";
+const std::string kCoreGroupsSource = fmt::format("{} (core groups)", files::v1::kCpuStat);
 
 // Files holding one number: memory.current, memory.peak, memory.swap.current, pids.current...
 template <Metric M>
@@ -284,7 +284,7 @@ Sources Sources::v1(const Fs& fs, const std::map<std::string, std::string>& dirs
     auto it = dirs.find(controller);
     return it == dirs.end() ? std::string() : join(it->second, name);
   };
-  s.add(fs, "cpuacct.usage+cpuacct.stat",
+  s.add(fs, fmt::format("{}+{}", files::v1::kCpuacctUsage, files::v1::kCpuacctStat),
         {f("cpuacct", files::v1::kCpuacctUsage), f("cpuacct", files::v1::kCpuacctStat)},
         {M::cpu_usage_ns, M::cpu_user_ns, M::cpu_system_ns}, v1_cpu_time);
   if (core_dirs.empty() || core_dirs.size() > kMaxCoreGroups) {  // (plan_emulation caps them)
@@ -307,16 +307,18 @@ Sources Sources::v1(const Fs& fs, const std::map<std::string, std::string>& dirs
         v1_memory_stat, slow);
   s.add(fs, files::v1::kMemoryOomControl, {f("memory", files::v1::kMemoryOomControl)},
         {M::memory_oom_kills}, oom_kills, slow);
-  s.add(fs, "blkio.throttle.io_service_bytes+io_serviced",
+  s.add(fs,
+        fmt::format("{}+{}", files::v1::kBlkioThrottleIoServiceBytesRecursive,
+                    files::v1::kBlkioThrottleIoServicedRecursive),
         {f("blkio", files::v1::kBlkioThrottleIoServiceBytesRecursive),
          f("blkio", files::v1::kBlkioThrottleIoServicedRecursive)},
         {M::io_read_bytes, M::io_write_bytes, M::io_read_ops, M::io_write_ops}, v1_blkio, slow);
   // v1 has no per-cgroup pressure: the host's, labelled host-wide.
-  s.add(fs, "/proc/pressure/cpu", {"/proc/pressure/cpu"}, {M::pressure_cpu_some_us}, pressure_cpu,
-        slow, true);
-  s.add(fs, "/proc/pressure/memory", {"/proc/pressure/memory"},
+  s.add(fs, files::kProcPressureCpu, {files::kProcPressureCpu}, {M::pressure_cpu_some_us},
+        pressure_cpu, slow, true);
+  s.add(fs, files::kProcPressureMemory, {files::kProcPressureMemory},
         {M::pressure_memory_some_us, M::pressure_memory_full_us}, pressure_memory, slow, true);
-  s.add(fs, "/proc/pressure/io", {"/proc/pressure/io"},
+  s.add(fs, files::kProcPressureIo, {files::kProcPressureIo},
         {M::pressure_io_some_us, M::pressure_io_full_us}, pressure_io, slow, true);
   s.add(fs, files::v1::kPidsCurrent, {f("pids", files::v1::kPidsCurrent)}, {M::tasks},
         single<M::tasks>, slow);

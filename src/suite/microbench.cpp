@@ -699,7 +699,7 @@ std::string host_name() {
 
 HostIdentity host_identity() {
   HostIdentity id;
-  id.cpu_model = cpu_model(parse_cpuinfo(Fs().read("/proc/cpuinfo").value_or("")));
+  id.cpu_model = cpu_model(parse_cpuinfo(Fs().read(files::kProcCpuinfo).value_or("")));
   utsname u{};
   if (::uname(&u) == 0) id.kernel = u.release;
   id.hostname = host_name();
@@ -936,7 +936,7 @@ ProbeFacts read_probe_facts(const Fs& fs, std::vector<int> cpus, std::string arc
       f.memory_bytes = leading_number(std::string_view(*meminfo).substr(at + 9)).value_or(0) * 1024;
     }
   }
-  f.cpuinfo = parse_cpuinfo(fs.read("/proc/cpuinfo").value_or(""));
+  f.cpuinfo = parse_cpuinfo(fs.read(files::kProcCpuinfo).value_or(""));
   for (int cpu : f.cpus) {
     const std::string dir = fmt::format("/sys/devices/system/cpu/cpu{}", cpu);
     auto number = [&fs](const std::string& path) -> std::optional<std::uint64_t> {

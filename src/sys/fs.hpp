@@ -16,11 +16,21 @@ namespace files {
 inline constexpr const char* kProcSelfCgroup = "/proc/self/cgroup";
 inline constexpr const char* kProcMeminfo = "/proc/meminfo";
 inline constexpr const char* kProcPartitions = "/proc/partitions";
+inline constexpr const char* kProcCpuinfo = "/proc/cpuinfo";
+// The host's pressure stall information (cgroup v1 has none of its own).
+inline constexpr const char* kProcPressureCpu = "/proc/pressure/cpu";
+inline constexpr const char* kProcPressureMemory = "/proc/pressure/memory";
+inline constexpr const char* kProcPressureIo = "/proc/pressure/io";
+// How much quota a CPU takes from a CFS bandwidth pool at a time (us).
+inline constexpr const char* kProcCfsBandwidthSlice =
+    "/proc/sys/kernel/sched_cfs_bandwidth_slice_us";
 inline constexpr const char* kCgroupMount = "/sys/fs/cgroup";
 // A thread's scheduler statistics, by thread id: its CPU time (ns) is the first field.
 inline constexpr const char* kProcTidSchedstat = "/proc/{}/schedstat";
 // A thread's status line, by thread id: its state is the field after the command's ")".
 inline constexpr const char* kProcTidStat = "/proc/{}/stat";
+// A process's memory mappings, by pid: the libraries a runtime has loaded.
+inline constexpr const char* kProcPidMaps = "/proc/{}/maps";
 }  // namespace files
 
 class Fs;

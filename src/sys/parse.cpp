@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <limits>
 #include <utility>
 
 namespace edgeprof::detail {
@@ -108,23 +109,38 @@ std::vector<pid_t> parse_pids(std::string_view text) {
   return out;
 }
 
-std::optional<std::uint64_t> parse_stat_starttime(std::string_view text) {
+namespace {
+
+// Field `n` (3 or later) of /proc/<pid>/stat; nullopt when the text has fewer fields.
+std::optional<std::string_view> stat_field(std::string_view text, int n) {
   // The command name (field 2) may contain spaces and parentheses: count from the last ')'.
   size_t paren = text.rfind(')');
   if (paren == std::string_view::npos) return std::nullopt;
   std::string_view rest = text.substr(paren + 1);
-  // rest starts at field 3; starttime is field 22, i.e. the 20th word of rest.
   int field = 2;
   while (!rest.empty()) {
     while (!rest.empty() && is_space(rest.front())) rest.remove_prefix(1);
     if (rest.empty()) break;
     size_t end = rest.find_first_of(" \t\n");
-    std::string_view word = rest.substr(0, end);
-    if (++field == 22) return parse_u64(word);
+    if (++field == n) return rest.substr(0, end);
     if (end == std::string_view::npos) break;
     rest.remove_prefix(end);
   }
   return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::uint64_t> parse_stat_starttime(std::string_view text) {
+  auto word = stat_field(text, 22);
+  return word ? parse_u64(*word) : std::nullopt;
+}
+
+std::optional<pid_t> parse_stat_ppid(std::string_view text) {
+  auto word = stat_field(text, 4);
+  auto value = word ? parse_u64(*word) : std::nullopt;
+  if (!value || *value > std::uint64_t(std::numeric_limits<pid_t>::max())) return std::nullopt;
+  return static_cast<pid_t>(*value);
 }
 
 std::optional<char> parse_stat_state(std::string_view text) {

@@ -44,6 +44,8 @@ std::vector<pid_t> parse_pids(std::string_view text);
 
 // Field 22 (starttime, clock ticks since boot) of /proc/<pid>/stat; nullopt when malformed.
 std::optional<std::uint64_t> parse_stat_starttime(std::string_view text);
+// Field 4 (ppid, the parent's pid) of /proc/<pid>/stat; nullopt when malformed.
+std::optional<pid_t> parse_stat_ppid(std::string_view text);
 // Field 3 (state: 'R' running or runnable, 'S' sleeping, 'D', 'Z', ...) of /proc/<pid>/stat or
 // /proc/<pid>/task/<tid>/stat; nullopt when malformed.
 std::optional<char> parse_stat_state(std::string_view text);

@@ -574,7 +574,7 @@ TEST_CASE("a slice that cannot be removed is described: each directory, why, wha
   const Fs fs(tree.root());
   // Kept by its processes (a plain directory with a file refuses rmdir, as a populated cgroup
   // would); its empty core group and the second slice directory go at the last try.
-  tree.file("/memory/edgeprof-1-2-3/cgroup.procs", "41\n42\n");
+  tree.file(join("/memory/edgeprof-1-2-3", files::kProcs), "41\n42\n");
   std::filesystem::create_directories(tree.root() + "/memory/edgeprof-1-2-3/core0");
   std::filesystem::create_directories(tree.root() + "/cpu/edgeprof-1-2-3");
   const std::string text =
@@ -585,14 +585,14 @@ TEST_CASE("a slice that cannot be removed is described: each directory, why, wha
   CHECK_FALSE(std::filesystem::exists(tree.root() + "/cpu/edgeprof-1-2-3"));
 
   // A v2 threaded core group refuses cgroup.procs: its threads are named instead.
-  tree.file("/unified/edgeprof-1-2-3/core0/cgroup.threads", "7\n");
-  tree.file("/unified/edgeprof-1-2-3/cgroup.procs", "");
+  tree.file(join("/unified/edgeprof-1-2-3/core0", files::v2::kThreads), "7\n");
+  tree.file(join("/unified/edgeprof-1-2-3", files::kProcs), "");
   CHECK(describe_unremoved(fs, {"/unified/edgeprof-1-2-3"}) ==
         fmt::format("{0}/unified/edgeprof-1-2-3/core0 ({1}, errno {2}; threads in it: 7), "
                     "{0}/unified/edgeprof-1-2-3 ({1}, errno {2}; processes in it: none)",
                     tree.root(), std::strerror(ENOTEMPTY), ENOTEMPTY));
 
-  std::filesystem::remove(tree.root() + "/memory/edgeprof-1-2-3/cgroup.procs");
+  std::filesystem::remove(join(tree.root() + "/memory/edgeprof-1-2-3", files::kProcs));
   CHECK(describe_unremoved(fs, {"/memory/edgeprof-1-2-3"}) ==
         "/memory/edgeprof-1-2-3 (gone at a last try)");
   CHECK_FALSE(std::filesystem::exists(tree.root() + "/memory/edgeprof-1-2-3"));

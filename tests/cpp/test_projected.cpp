@@ -373,6 +373,7 @@ TEST_CASE("projected: the workload runs on one CPU and is told to start one thre
   CHECK(r.device.name == "quad");
   CHECK(FakeTree::slurp(tmp.root() + "/out") == "1\n");
   CHECK(r.thread_env.at("OMP_NUM_THREADS") == "1");
+  INFO(fmt::format("warnings: {}", fmt::join(r.warnings, " | ")));
   CHECK(width_warnings(r).empty());
   REQUIRE(r.plan.threads_projection);
   REQUIRE(r.projected_s(r.wall_time_s));
@@ -384,6 +385,7 @@ TEST_CASE("projected: the workload runs on one CPU and is told to start one thre
   const Result wide = run_env(std::vector<std::string>{"PATH=/bin:/usr/bin", "OMP_NUM_THREADS=4"});
   REQUIRE(wide.ok());
   CHECK(FakeTree::slurp(tmp.root() + "/out") == "4\n");
+  INFO(fmt::format("warnings: {}", fmt::join(wide.warnings, " | ")));
   REQUIRE(width_warnings(wide).size() == 1);
   CHECK(width_warnings(wide)[0].find("sets OMP_NUM_THREADS=4") != std::string::npos);
 

@@ -234,7 +234,7 @@ TEST_CASE("v1: hierarchies, the exact CPU split and host-wide pressure", "[sampl
   tree.file(join(dirs.at("blkio"), files::v1::kBlkioThrottleIoServicedRecursive),
             fixture("v1/blkio.throttle.io_serviced"));
   // Host-wide PSI has no name in the cgroup tables (sources.cpp writes it out as well).
-  tree.file("/proc/pressure/memory", fixture("v1/proc_pressure_memory"));
+  tree.file(files::kProcPressureMemory, fixture("v1/proc_pressure_memory"));
   Sources sources = Sources::v1(Fs(tree.root()), dirs);
   Columns columns;
   sources.tick(5, columns);
@@ -247,7 +247,7 @@ TEST_CASE("v1: hierarchies, the exact CPU split and host-wide pressure", "[sampl
   CHECK_FALSE(sources.available().test(static_cast<size_t>(Metric::tasks)));
   bool host_wide = false;
   for (const SourceStatus& s : sources.status()) {
-    if (s.name == "/proc/pressure/memory") host_wide = s.host_wide && s.available;
+    if (s.name == files::kProcPressureMemory) host_wide = s.host_wide && s.available;
   }
   CHECK(host_wide);
 
@@ -256,8 +256,10 @@ TEST_CASE("v1: hierarchies, the exact CPU split and host-wide pressure", "[sampl
   Sources counters = Sources::v1(Fs(tree.root()), dirs, {}, kCounterMetrics);
   std::set<std::string> names;
   for (const SourceStatus& s : counters.status()) names.insert(s.name);
-  CHECK(names == std::set<std::string>{"cpuacct.usage+cpuacct.stat", files::v1::kCpuStat,
-                                       files::v1::kMemoryOomControl});
+  const std::string cpu_time =
+      std::string(files::v1::kCpuacctUsage) + "+" + files::v1::kCpuacctStat;
+  CHECK(names ==
+        std::set<std::string>{cpu_time, files::v1::kCpuStat, files::v1::kMemoryOomControl});
   const Snapshot snap = counters.snapshot(kCounterMetrics);
   CHECK(snap.read == kCounterMetrics);
   CHECK(snap[Metric::cpu_user_ns] + snap[Metric::cpu_system_ns] == usage);

@@ -94,6 +94,7 @@ std::vector<Target> make_targets() {
                  (void)parse_proc_cgroup(s);
                  (void)parse_pids(s);
                  (void)parse_stat_starttime(s);
+                 (void)parse_stat_ppid(s);
                  (void)parse_slice_name(s);
                  (void)parse_net_dev(s);
                  (void)parse_partitions(s);
