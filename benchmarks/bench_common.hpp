@@ -8,7 +8,6 @@
 #include <fmt/format.h>
 #include <signal.h>
 #include <stdlib.h>
-#include <sys/utsname.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -29,6 +28,7 @@
 #include <vector>
 
 #include "edgeprof/edgeprof.hpp"
+#include "suite/microbench_detail.hpp"
 #include "sys/stats.hpp"
 
 namespace bench {
@@ -245,23 +245,14 @@ inline void finish(Report& report, const std::string& markdown) {
 // The first lines of a report's preamble: when, on what machine, and the command line.
 inline std::vector<std::string> machine_lines(const std::string& command_line) {
   std::vector<std::string> out;
-  utsname u{};
-  ::uname(&u);
-  std::string cpu = "unknown CPU";
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("model name", 0) == 0) {
-      cpu = trim(line.substr(line.find(':') + 2));
-      break;
-    }
-  }
+  const edgeprof::detail::HostIdentity host = edgeprof::detail::host_identity();
   char date[64];
   const std::time_t now = std::time(nullptr);
   std::strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
   out.push_back(
       fmt::format("run: {}{}", date, std::getenv("EDGEPROF_IN_VM") ? " (inside the qemu VM)" : ""));
   out.push_back(fmt::format("machine: {} CPUs ({}), kernel {}, cgroups {}",
-                            std::thread::hardware_concurrency(), cpu, u.release,
+                            std::thread::hardware_concurrency(), host.cpu_model, host.kernel,
                             edgeprof::to_string(edgeprof::cgroup_mode())));
   out.push_back(fmt::format("command: `{}`", command_line));
   return out;
