@@ -1762,9 +1762,9 @@ int run(const Options& o) {
       o.keep_warm ? "on (the default)" : "off (--no-keep-warm)"));
   report.preamble.push_back(fmt::format(
       "CFS bandwidth: default period {} (kDefaultCpuPeriodUs); the kernel hands quota to each "
-      "CPU in slices of {} us (/proc/sys/kernel/sched_cfs_bandwidth_slice_us)",
+      "CPU in slices of {} us ({})",
       fmt_period(edgeprof::kDefaultCpuPeriodUs),
-      trim(slurp("/proc/sys/kernel/sched_cfs_bandwidth_slice_us").value_or("?"))));
+      trim(slurp(files::kProcCfsBandwidthSlice).value_or("?")), files::kProcCfsBandwidthSlice));
   report.preamble.push_back(fmt::format("load average at the start: {}", loadavg()));
   std::printf("edgeprof_bench_fidelity\n");
   for (const auto& line : report.preamble) std::printf("  %s\n", line.c_str());

@@ -209,7 +209,8 @@ struct SourceDirs {
       if (auto it = v1.find(controller); it != v1.end())
         add(file, edgeprof::detail::join(it->second, file));
     }
-    for (const char* f : {"/proc/pressure/cpu", "/proc/pressure/memory", "/proc/pressure/io"})
+    for (const char* f :
+         {files::kProcPressureCpu, files::kProcPressureMemory, files::kProcPressureIo})
       add(f, f);
     return out;
   }

@@ -65,7 +65,7 @@ TEST_CASE("parse_proc_cgroup reads hybrid and unified membership", "[parse]") {
   CHECK(unified[0].path == "/user.slice/user-1000.slice/session-2.scope");
 }
 
-TEST_CASE("parse_stat_starttime and parse_stat_ppid cope with spaces and parentheses in the name", "[parse]") {
+TEST_CASE("parse_stat_starttime and parse_stat_ppid survive odd command names", "[parse]") {
   const std::string stat =
       "1234 (a (weird) name) S 1 1234 1234 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 "
       "98765 1000000 200 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0\n";

@@ -233,7 +233,7 @@ TEST_CASE("v1: hierarchies, the exact CPU split and host-wide pressure", "[sampl
             fixture("v1/blkio.throttle.io_service_bytes"));
   tree.file(join(dirs.at("blkio"), files::v1::kBlkioThrottleIoServicedRecursive),
             fixture("v1/blkio.throttle.io_serviced"));
-  // Host-wide PSI has no name in the cgroup tables (sources.cpp writes it out as well).
+  // Host-wide PSI is a host file: its names are in src/sys/fs.hpp's table.
   tree.file(files::kProcPressureMemory, fixture("v1/proc_pressure_memory"));
   Sources sources = Sources::v1(Fs(tree.root()), dirs);
   Columns columns;
