@@ -121,7 +121,7 @@ std::optional<std::string_view> stat_field(std::string_view text, int n) {
   while (!rest.empty()) {
     while (!rest.empty() && is_space(rest.front())) rest.remove_prefix(1);
     if (rest.empty()) break;
-    size_t end = rest.find_first_of(" \t\n");
+    size_t end = rest.find_first_of(" \t\n\r");
     if (++field == n) return rest.substr(0, end);
     if (end == std::string_view::npos) break;
     rest.remove_prefix(end);
@@ -144,18 +144,11 @@ std::optional<pid_t> parse_stat_ppid(std::string_view text) {
 }
 
 std::optional<char> parse_stat_state(std::string_view text) {
-  // The command name (field 2) may contain spaces and parentheses: count from the last ')'.
-  const size_t paren = text.rfind(')');
-  if (paren == std::string_view::npos) return std::nullopt;
-  for (size_t i = paren + 1; i < text.size(); ++i) {
-    if (is_space(text[i])) continue;
-    const char state = text[i];
-    const bool alone = i + 1 == text.size() || is_space(text[i + 1]);
-    const bool letter = (state >= 'A' && state <= 'Z') || (state >= 'a' && state <= 'z');
-    if (letter && alone) return state;
-    return std::nullopt;
-  }
-  return std::nullopt;
+  const auto word = stat_field(text, 3);
+  if (!word || word->size() != 1) return std::nullopt;
+  const char state = word->front();
+  const bool letter = (state >= 'A' && state <= 'Z') || (state >= 'a' && state <= 'z');
+  return letter ? std::optional<char>(state) : std::nullopt;
 }
 
 std::string format_slice_name(const SliceName& name) {
