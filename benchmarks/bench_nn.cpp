@@ -955,7 +955,11 @@ std::string threads_table(int threads, const std::vector<ThreadsRow>& rows, cons
                     "{}); to a power p, that factor^p (p = 1: the option's).\n\n",
                     scaling->threads, scaling->one_ms.size(), scaling->rounds,
                     fmt::join(scaling->cpus, ","))
-              : std::string(),
+      : scaled_heads.empty()
+          ? std::string()
+          : std::string("With the workload's own scaling: n/a in this run, this host's scaling "
+                        "not measured (--quick, one CPU) or refused as disturbed (the log says "
+                        "why).\n\n"),
       scaled_heads, scaled_rule);
   std::string notes;
   for (const ThreadsRow& r : rows) {
@@ -1056,7 +1060,15 @@ int run_benchmark(const Args& a) {
     HostScalingOptions hs;
     hs.graphs = a.graphs;
     hs.progress = rating.progress;
-    host_scaling = measure_host_scaling(hs);
+    try {
+      host_scaling = measure_host_scaling(hs);
+    } catch (const Error& e) {
+      // A disturbed measurement (the second CPU taken): the variants that follow it are left
+      // out of this run, the rest goes on.
+      fmt::print(stderr, "{}; the workload's own scaling is left out of this run\n", e.what());
+    }
+  }
+  if (host_scaling) {
     std::string line = "this host's speed-up from 1 to 2 threads:";
     for (const auto& [g, ms] : host_scaling->one_ms) {
       line += fmt::format(" {} {:.2f}", g, host_scaling->speedup(g));

@@ -31,6 +31,14 @@ With --runtime onnxruntime --emulate the models are exported to ONNX once, outsi
 (the runner's --export), and the emulated runner reads them without importing PyTorch: exported
 inside the slice, at the Pi 4's 0.08 of a CPU, the export alone took more than ten minutes.
 
+With --workload-scaling it also measures this host's speed-up of each model from one thread to
+two with the runtime (`edgeprof.nn.measure_host_scaling(runtime=...)`, interleaved rounds) and
+reports both columns again with each model's own scaling (`edgeprof.nn.workload_scaling()`, the
+factor `PlanOptions::workload_scaling` takes, to each power of --scaling-powers): a board's
+published all-core time of a model is then its one-core time / (the board's speed-up x the
+model's factor), in the speed's derivation from the other models as in the prediction. The
+published tables are all-core times, so this is where a model's own scaling would show.
+
 Not checked by it: the one-core factor. Both columns divide by the same ncnn speed-up that made
 the published all-core times one core's, so it cancels; the boards publish these runtimes only
 at their default thread count.
@@ -78,6 +86,25 @@ def held_out_speeds(edgeprof: Any, device: Any, speed: Any, host_ms: dict[str, f
     return {m: edgeprof.nn.nn_speed({k: v for k, v in one_core.items() if k != m}, host_ms,
                                     speed.precision)
                for m in times if m in host_ms}
+
+
+def scaled_held_out(edgeprof: Any, device: Any, speed: Any, host_ms: dict[str, float],
+                    runtime: str, scaling: Any, power: float) -> dict:
+    """Per model m: (the speed from the board's other models' one-core times, each its published
+    all-core time x the board's speed-up x its own factor, m's factor), every factor
+    workload_scaling() of the model's host speed-up over the median of the models but m, to
+    `power`."""
+    times = device.runtime_ms[runtime].ms
+    out = {}
+    for m in times:
+        if m not in host_ms or m not in scaling.one_ms:
+            continue
+        w = {k: edgeprof.nn.workload_scaling(scaling, scaling.speedup(k), without_graph=m) ** power
+             for k in times if k in scaling.one_ms}
+        one_core = {k: ms * speed.one_core_factor * w[k] for k, ms in times.items()
+                    if k != m and k in w}
+        out[m] = (edgeprof.nn.nn_speed(one_core, host_ms, speed.precision).core_speed, w[m])
+    return out
 
 
 def coverage(edgeprof: Any, predicted: dict[str, float], published: dict[str, float],
@@ -162,6 +189,12 @@ def main() -> int:
                     "(default 1: under a quota, one inference shorter than the period runs at "
                     "the host's speed or waits a period, and only the mean over many is the "
                     "device's)")
+    ap.add_argument("--workload-scaling", action="store_true",
+                    help="also measure each model's speed-up from one thread to two here and "
+                    "report the figures with each model's own scaling (about a minute)")
+    ap.add_argument("--scaling-powers", default="1",
+                    help="with --workload-scaling: the powers of the factor (default 1, the "
+                    "option's)")
     ap.add_argument("--markdown", type=Path, help="also write the report here")
     args = ap.parse_args()
     if args.emulate:
@@ -177,6 +210,20 @@ def main() -> int:
             runtime=args.runtime, python=args.torch_python,
             progress=lambda line: print(f"torch_boards.py: {line}", file=sys.stderr))
     host_ms = rating.host_ms
+    scaling = None
+    powers = [float(p) for p in args.scaling_powers.split(",")] if args.workload_scaling else []
+    if args.workload_scaling:
+        try:
+            scaling = edgeprof.nn.measure_host_scaling(
+                python=args.torch_python, runtime=args.runtime, graphs=sorted(host_ms),
+                warmup=3, loops=7, rounds=3,
+                progress=lambda line: print(f"torch_boards.py: {line}", file=sys.stderr))
+        except edgeprof.Error as e:
+            sys.exit(f"torch_boards.py: {e}")
+        print("torch_boards.py: this host's speed-up from 1 to 2 threads: "
+              + " ".join(f"{m} {scaling.speedup(m):.2f}" for m in sorted(scaling.one_ms))
+              + f" (median {scaling.median_speedup():.2f}, {scaling.seconds:.0f} s)",
+              file=sys.stderr, flush=True)
     lines = [f"# {args.runtime} speed against published boards\n",
              f"Host: {cpu_model()}, {os.cpu_count()} CPUs, kernel {platform.release()}; "
              f"rating: {rating}\n",
@@ -188,6 +235,15 @@ def main() -> int:
     rows = ["| board | models | speed (of a host core) | one-core factor | speed only: median "
             "\\|err\\|, tau | speed only: 90% interval coverage | emulated: median \\|err\\|, "
             "tau | emulated: 90% interval coverage |", "|---|---|---|---|---|---|---|---|"]
+    if scaling is not None:
+        lines.append("This host's speed-up from one thread to two (measured, "
+                     f"{scaling.rounds} rounds): "
+                     + ", ".join(f"{m} {scaling.speedup(m):.2f}" for m in sorted(scaling.one_ms))
+                     + f"; median {scaling.median_speedup():.2f}.\n")
+        for p in powers:
+            label = "own scaling" if p == 1 else f"own scaling^{p:g}"
+            rows[0] += f" speed only, {label}: median \\|err\\|, tau | emulated, {label} |"
+            rows[1] += "---|---|"
     detail = []
     exported = tempfile.TemporaryDirectory(prefix="edgeprof-onnx-")
     folder = "-"
@@ -203,16 +259,27 @@ def main() -> int:
         held = {m: s.core_speed for m, s in held_speeds.items()}
         predicted = {m: host_ms[m] / held[m] / speed.one_core_factor for m in held}
         emulated: dict[str, float] = {}
+        full: dict[str, float] = {}
         if args.emulate:
             print(f"torch_boards.py: {name}: {len(held)} models at {speed.core_speed:.3f} of a "
                   "host core, projected from one core ...", file=sys.stderr, flush=True)
             full, _ = emulate(edgeprof, args, device, sorted(held), folder)
             emulated = {m: ms * speed.core_speed / held[m] for m, ms in full.items() if m in held}
-        rows.append(f"| {name} | {len(held)} | {speed.core_speed:.4f} | "
-                    f"{speed.one_core_factor:.3f} | {summary(edgeprof, predicted, published)} | "
-                    f"{coverage(edgeprof, predicted, published, held_speeds)} | "
-                    f"{summary(edgeprof, emulated, published) if emulated else 'not run'} | "
-                    f"{coverage(edgeprof, emulated, published, held_speeds) if emulated else '-'} |")
+        row = (f"| {name} | {len(held)} | {speed.core_speed:.4f} | "
+               f"{speed.one_core_factor:.3f} | {summary(edgeprof, predicted, published)} | "
+               f"{coverage(edgeprof, predicted, published, held_speeds)} | "
+               f"{summary(edgeprof, emulated, published) if emulated else 'not run'} | "
+               f"{coverage(edgeprof, emulated, published, held_speeds) if emulated else '-'} |")
+        for p in powers:
+            sh = scaled_held_out(edgeprof, device, speed, host_ms, args.runtime, scaling, p)
+            scaled = {m: host_ms[m] / v / speed.one_core_factor / w for m, (v, w) in sh.items()}
+            # The emulated run's projected times at the full speed, rescaled to the held-out
+            # one and divided by the model's factor (a projection divides by both).
+            scaled_emulated = {m: full[m] * speed.core_speed / sh[m][0] / sh[m][1]
+                               for m in sh if m in full} if emulated else {}
+            row += (f" {summary(edgeprof, scaled, published)} | "
+                    f"{summary(edgeprof, scaled_emulated, published) if emulated else 'not run'} |")
+        rows.append(row)
         detail.append(f"\n## {name} ({threads} threads published)\n")
         detail.append("| model | published ms | host 1-thread ms | speed only ms | err | "
                       "emulated ms | err |")

@@ -227,9 +227,10 @@ struct NnOptions {
   int loops = 8;   ///< timed inferences per graph; their median is the figure
   /// The CPU to pin to; -1 = the CPU the calling thread is on.
   int cpu = -1;
-  /// The runtime's threads (ncnn's num_threads; the ncnn runner only): 1 is the rating. With
-  /// more, the graphs run on `cpus` (default: the first `threads` this process may use), and
-  /// the result is not cached (measure_host_scaling() uses it).
+  /// The runtime's threads (ncnn's num_threads, PyTorch's set_num_threads, ONNX Runtime's
+  /// intra-op threads): 1 is the rating. With more, the graphs run on `cpus` (default: the
+  /// first `threads` this process may use), and the result is not cached
+  /// (measure_host_scaling() uses it).
   int threads = 1;
   /// The CPUs for threads > 1, one per thread, distinct; empty = the first `threads` this
   /// thread may run on.
@@ -504,7 +505,10 @@ HostScaling host_scaling(const std::vector<NnRating>& one, const std::vector<NnR
 /// How measure_host_scaling runs.
 struct HostScalingOptions {
   std::string python;              ///< as NnOptions::python
-  std::vector<std::string> graphs; ///< reference graphs; empty = all
+  /// The runtime (NnOptions::runtime): "ncnn" (the reference graphs), "pytorch" or
+  /// "onnxruntime" (their models, for a workload of that runtime).
+  std::string runtime = "ncnn";
+  std::vector<std::string> graphs; ///< the runtime's graphs or models; empty = all
   int threads = 2;                 ///< N, at least 2, at most this process's CPUs
   std::vector<int> cpus;           ///< N CPUs; empty = the first N this process may use
   int rounds = 3;                  ///< one- and N-thread runs each, alternating
@@ -515,10 +519,13 @@ struct HostScalingOptions {
   std::function<void(const std::string&)> progress;
 };
 
-/// Runs the reference graphs with ncnn unthrottled, alternately with N threads (on N CPUs) and
-/// one (on the first of them), `rounds` times each (about 30 s for all graphs here), and
-/// returns host_scaling() of them. Nothing is cached (the nn rating is left as it was). Throws
-/// Error for options out of range, and as measure_nn_rating() does.
+/// Runs the reference graphs with ncnn (or the runtime's models) unthrottled, alternately with N
+/// threads (on N CPUs) and one (on the first of them), `rounds` times each (about 30 s for
+/// ncnn's graphs here), and returns host_scaling() of them. Nothing is cached (the nn rating is
+/// left as it was). Throws Error for options out of range, as measure_nn_rating() does, and
+/// when N threads ran the median graph slower than one: the other CPUs were not the run's
+/// (another busy process, a hypervisor's steal), and the figures would say nothing of a
+/// workload's scaling.
 HostScaling measure_host_scaling(const HostScalingOptions& options = {});
 
 /// The factor on a board's published speed-up for a workload that sped up `workload_speedup`

@@ -406,6 +406,7 @@ class HostScaling:
 def measure_host_scaling(
     *,
     python: str = "",
+    runtime: str = "ncnn",
     graphs: list[str] = ...,
     threads: int = 2,
     cpus: list[int] = ...,

@@ -399,11 +399,13 @@ void bind_microbench(py::module_& m) {
       });
   m.def(
       "measure_host_scaling",
-      [](const std::string& python, const std::vector<std::string>& graphs, int threads,
-         const std::vector<int>& cpus, int rounds, int warmup, int loops, double timeout_s,
+      [](const std::string& python, const std::string& runtime,
+         const std::vector<std::string>& graphs, int threads, const std::vector<int>& cpus,
+         int rounds, int warmup, int loops, double timeout_s,
          const std::optional<std::function<void(const std::string&)>>& progress) {
         HostScalingOptions options;
         options.python = python;
+        options.runtime = runtime;
         options.graphs = graphs;
         options.threads = threads;
         options.cpus = cpus;
@@ -415,13 +417,15 @@ void bind_microbench(py::module_& m) {
         py::gil_scoped_release unlocked;
         return measure_host_scaling(options);
       },
-      py::kw_only(), py::arg("python") = "", py::arg("graphs") = std::vector<std::string>{},
-      py::arg("threads") = 2, py::arg("cpus") = std::vector<int>{}, py::arg("rounds") = 3,
-      py::arg("warmup") = 3, py::arg("loops") = 7, py::arg("timeout_s") = 600.0,
-      py::arg("progress") = py::none(),
-      "Runs the reference graphs with ncnn unthrottled, alternately with N threads on N CPUs "
-      "and one (about 30 s), and returns how each sped up. Nothing is cached. Error for "
-      "options out of range, or when Python or ncnn is missing.");
+      py::kw_only(), py::arg("python") = "", py::arg("runtime") = "ncnn",
+      py::arg("graphs") = std::vector<std::string>{}, py::arg("threads") = 2,
+      py::arg("cpus") = std::vector<int>{}, py::arg("rounds") = 3, py::arg("warmup") = 3,
+      py::arg("loops") = 7, py::arg("timeout_s") = 600.0, py::arg("progress") = py::none(),
+      "Runs the reference graphs with ncnn (or runtime='pytorch' or 'onnxruntime': its "
+      "models) unthrottled, alternately with N threads on N CPUs and one (about 30 s for "
+      "ncnn), and returns how each sped up. Nothing is cached. Error for options out of range, "
+      "when Python or the runtime is missing, or when N threads ran the median graph slower "
+      "than one (the other CPUs were busy: measure again).");
   m.def(
       "workload_scaling",
       [](const HostScaling& host, double workload_speedup, const std::string& without_graph) {

@@ -132,6 +132,54 @@ TEST_CASE("the host's scaling runs one thread on one CPU and N on N, alternately
     CHECK_THROWS_WITH(measure_nn_rating(two), Contains("give 1, or more with ncnn"));
   }
 
+  // Another runtime's models, told the threads the same way (--threads=2).
+  {
+    const test::FakeTree torch;
+    std::string tb =
+        "#!/bin/sh\n"
+        "echo \"$*\" >> " + torch.root() + "/argv\n"
+        "case \"$*\" in *--threads=2*) ms=6;; *) ms=9;; esac\n"
+        "echo 'runtime PyTorch 2.test fp32 eager (stand-in)'\n"
+        "for m in resnet18 vgg13 mobilenetv2_100; do echo \"$m $ms $ms $ms\"; done\n";
+    torch.file("/python", tb);
+    std::filesystem::permissions(torch.root() + "/python", std::filesystem::perms::owner_all);
+    HostScalingOptions t;
+    t.python = torch.root() + "/python";
+    t.runtime = "pytorch";
+    t.graphs = {"resnet18", "vgg13", "mobilenetv2_100"};
+    t.rounds = 1;
+    const HostScaling th = measure_host_scaling(t);
+    CHECK(th.one_ms.size() == 3);
+    CHECK(th.speedup("vgg13") == Approx(1.5));
+    CHECK_THAT(th.runtime, Contains("PyTorch"));
+    std::ifstream in(torch.root() + "/argv");
+    std::string first, second;
+    std::getline(in, first);
+    std::getline(in, second);
+    CHECK_THAT(first, Contains("--threads=2") && Contains("vgg13"));
+    CHECK_THAT(second, !Contains("--threads"));
+  }
+
+  // Two threads slower than one for the median graph: the second CPU was not the run's, and
+  // the figures are refused, not returned.
+  {
+    const test::FakeTree slow;
+    std::string sb =
+        "#!/bin/sh\n"
+        "case \"$*\" in *--threads=2*) ms=11;; *) ms=10;; esac\n"
+        "echo 'runtime ncnn 1.0.test (stand-in)'\n";
+    for (const auto& g : reference_graphs()) sb += "echo \"" + g.name + " $ms $ms $ms\"\n";
+    slow.file("/python", sb);
+    std::filesystem::permissions(slow.root() + "/python", std::filesystem::perms::owner_all);
+    HostScalingOptions s;
+    s.python = slow.root() + "/python";
+    s.graphs = {"squeezenet", "mobilenet", "resnet18"};
+    s.rounds = 1;
+    CHECK_THROWS_WITH(measure_host_scaling(s),
+                      Contains("ran slower than with one") && Contains("0.91") &&
+                          Contains("measure again"));
+  }
+
   HostScalingOptions bad;
   bad.threads = 1;
   CHECK_THROWS_WITH(measure_host_scaling(bad), Contains("threads >= 2"));

@@ -509,6 +509,16 @@ def test_a_workload_s_own_scaling_moves_the_projection_from_python_and_the_cli(t
     assert edgeprof_api.nn.workload_scaling(host, 100.0 * m) == 2.0  # clamped
     with pytest.raises(edgeprof_api.Error):
         edgeprof_api.nn.workload_scaling(host, -1.0)
+    # Another runtime's models, named by runtime=; two threads slower than one is refused.
+    torch = tmp_path / "torch-python"
+    torch.write_text("#!/bin/sh\nms=10\ncase \"$*\" in *--threads=2*) ms=12;; esac\n"
+                     "echo 'runtime PyTorch 2.test (stand-in)'\n"
+                     "for m in resnet18 vgg13; do echo \"$m $ms $ms $ms\"; done\n")
+    torch.chmod(0o755)
+    with pytest.raises(edgeprof_api.Error, match="ran slower than with one"):
+        edgeprof_api.nn.measure_host_scaling(python=str(torch), runtime="pytorch",
+                                             graphs=["resnet18", "vgg13"], rounds=1, warmup=0,
+                                             loops=1)
 
 
 @requires_cgroups
