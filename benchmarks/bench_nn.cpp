@@ -958,8 +958,8 @@ std::string threads_table(int threads, const std::vector<ThreadsRow>& rows, cons
       : scaled_heads.empty()
           ? std::string()
           : std::string("With the workload's own scaling: n/a in this run, this host's scaling "
-                        "not measured (--quick, one CPU) or refused as disturbed (the log says "
-                        "why).\n\n"),
+                        "not measured (--quick, one CPU, per-core or pooled core emulation) or "
+                        "refused as disturbed (the log says why).\n\n"),
       scaled_heads, scaled_rule);
   std::string notes;
   for (const ThreadsRow& r : rows) {
@@ -1064,7 +1064,10 @@ int run_benchmark(const Args& a) {
       host_scaling = measure_host_scaling(hs);
     } catch (const Error& e) {
       // A disturbed measurement (the second CPU taken): the variants that follow it are left
-      // out of this run, the rest goes on.
+      // out of this run, the rest goes on. Anything else (a runner failing) ends the run.
+      if (std::string_view(e.what()).find("ran slower than with one") == std::string_view::npos) {
+        throw;
+      }
       fmt::print(stderr, "{}; the workload's own scaling is left out of this run\n", e.what());
     }
   }

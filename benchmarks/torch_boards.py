@@ -191,12 +191,18 @@ def main() -> int:
                     "device's)")
     ap.add_argument("--workload-scaling", action="store_true",
                     help="also measure each model's speed-up from one thread to two here and "
-                    "report the figures with each model's own scaling (about a minute)")
+                    "report the figures with each model's own scaling (about two minutes)")
+    ap.add_argument("--scaling-warmup", type=int, default=3,
+                    help="with --workload-scaling: untimed inferences per model and run")
+    ap.add_argument("--scaling-loops", type=int, default=7,
+                    help="with --workload-scaling: timed inferences per model and run")
     ap.add_argument("--scaling-powers", default="1",
                     help="with --workload-scaling: the powers of the factor (default 1, the "
                     "option's)")
     ap.add_argument("--markdown", type=Path, help="also write the report here")
     args = ap.parse_args()
+    if args.scaling_powers != "1" and not args.workload_scaling:
+        ap.error("--scaling-powers needs --workload-scaling")
     if args.emulate:
         edgeprof = edgeprof_as_root("torch_boards.py")
         if edgeprof is None:
@@ -216,7 +222,7 @@ def main() -> int:
         try:
             scaling = edgeprof.nn.measure_host_scaling(
                 python=args.torch_python, runtime=args.runtime, graphs=sorted(host_ms),
-                warmup=3, loops=7, rounds=3,
+                warmup=args.scaling_warmup, loops=args.scaling_loops, rounds=3,
                 progress=lambda line: print(f"torch_boards.py: {line}", file=sys.stderr))
         except edgeprof.Error as e:
             sys.exit(f"torch_boards.py: {e}")
@@ -237,7 +243,8 @@ def main() -> int:
             "tau | emulated: 90% interval coverage |", "|---|---|---|---|---|---|---|---|"]
     if scaling is not None:
         lines.append("This host's speed-up from one thread to two (measured, "
-                     f"{scaling.rounds} rounds): "
+                     f"{scaling.rounds} rounds, warm-up {args.scaling_warmup} and "
+                     f"{args.scaling_loops} timed inferences): "
                      + ", ".join(f"{m} {scaling.speedup(m):.2f}" for m in sorted(scaling.one_ms))
                      + f"; median {scaling.median_speedup():.2f}.\n")
         for p in powers:

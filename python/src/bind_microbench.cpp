@@ -435,7 +435,7 @@ void bind_microbench(py::module_& m) {
       py::arg("without_graph") = "",
       "The factor on a board's published speed-up for a workload that sped up "
       "`workload_speedup` times from one thread to host.threads on this host: that over the "
-      "reference graphs' median speed-up, within 0.5 to 2. Give it to run(), Slice, compare() "
+      "median speed-up of the graphs or models host measured, within 0.5 to 2. Give it to run(), Slice, compare() "
       "or plan_emulation() as workload_scaling= (projected core emulation; docs/threads.md). "
       "Error for a speed-up that is not a positive number.");
 

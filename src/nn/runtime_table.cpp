@@ -35,7 +35,7 @@ constexpr RuntimeRatingSpec kTorchRating{
     .cache_name = "host-nn-pytorch.json",
     .runner = "torch_runner.py",
     .runner_args = {},
-    .multi_thread = true,  // --threads=N: set_num_threads, ONNX Runtime's intra-op threads
+    .multi_thread = true,  // --threads=N: torch.set_num_threads(N)
 };
 
 // The same models exported to ONNX by the same runner, timed in ONNX Runtime.
@@ -48,7 +48,7 @@ constexpr RuntimeRatingSpec kOrtRating{
     .cache_name = "host-nn-onnxruntime.json",
     .runner = "torch_runner.py",
     .runner_args = kOrtArgs,
-    .multi_thread = true,  // --threads=N: set_num_threads, ONNX Runtime's intra-op threads
+    .multi_thread = true,  // --threads=N: N intra-op threads
 };
 
 constexpr S kNcnnStems[] = {"libncnn", "ncnn"};

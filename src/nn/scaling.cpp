@@ -119,18 +119,18 @@ HostScaling measure_host_scaling(const HostScalingOptions& options) {
   HostScaling h = host_scaling(ones, manys);
   h.cpus = manys.front().cpus;
   h.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  // N CPUs of its own never make the median graph slower than one: a run that did had the other
-  // CPUs taken (measured on this project's host: a median of 0.92 from one thread to two, where
-  // quiet runs read 1.39-1.60).
+  // N CPUs of its own hardly make the median graph slower than one: a run that did most likely
+  // had the other CPUs taken (ncnn's graphs on this project's host: a median of 0.92 from one
+  // thread to two, where quiet runs read 1.39-1.60).
   const double median = h.median_speedup();
   if (median < 1.0) {
     throw Error(fmt::format(
         "host scaling: with {} threads on CPUs {} the {} ran slower than with one (median "
-        "speed-up {:.2f} over {}): another busy process or a hypervisor's steal had those CPUs, "
-        "so the figures say nothing of a workload's scaling; measure again when the host is "
-        "quiet (top's 'st' and 'id' columns show both)",
+        "speed-up {:.2f} over {} {}): most likely another busy process or a hypervisor's steal "
+        "had those CPUs, and the figures would say nothing of a workload's scaling; measure "
+        "again when the host is quiet (top's 'st' and 'id' columns show both)",
         h.threads, fmt::join(h.cpus, ","), options.runtime == "ncnn" ? "graphs" : "models",
-        median, h.one_ms.size()));
+        median, h.one_ms.size(), options.runtime == "ncnn" ? "graphs" : "models"));
   }
   return h;
 }
