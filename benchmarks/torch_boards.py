@@ -3,10 +3,12 @@
 it: the Raspberry Pi 4, the Raspberry Pi 5 and the Jetson Orin Nano CPU (the catalog's
 `runtimes.pytorch` and `runtimes.onnxruntime`, fp32, all cores, from one public benchmark
 repository; docs/devices.md), against this host's rating with the runtime (`edgeprof
-calibrate-host --nn --runtime R`).
+calibrate-host --nn --runtime R`). With `--runtime pytorch-int8`, the PyTorch tutorial's
+Raspberry Pi 4 table (`runtimes.pytorch-int8`, int8 qnnpack, all cores), the one board with
+int8 times.
 
     sudo python3 benchmarks/torch_boards.py --torch-python /path/to/venv/bin/python \
-        [--runtime pytorch|onnxruntime] [--emulate]
+        [--runtime pytorch|onnxruntime|pytorch-int8] [--emulate]
 
 For each board and model, held out (the model's own published time left out of the speed):
 
@@ -30,6 +32,8 @@ for ONNX Runtime (edgeprof does not).
 With --runtime onnxruntime --emulate the models are exported to ONNX once, outside any slice
 (the runner's --export), and the emulated runner reads them without importing PyTorch: exported
 inside the slice, at the Pi 4's 0.08 of a CPU, the export alone took more than ten minutes.
+With --runtime pytorch-int8 --emulate the models are quantized once outside, the same way, and
+saved as TorchScript for the emulated runner.
 
 With --workload-scaling it also measures this host's speed-up of each model from one thread to
 two with the runtime (`edgeprof.nn.measure_host_scaling(runtime=...)`, interleaved rounds) and
@@ -62,6 +66,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from script_common import edgeprof_as_root  # noqa: E402
 
 BOARDS = ("raspberry-pi-4b-4gb", "raspberry-pi-5-8gb", "jetson-orin-nano-8gb")
+# What the runner is told for each runtime (edgeprof's rating tells it the same).
+RUNNER_ARGS = {"pytorch": ["--backend=pytorch"], "onnxruntime": ["--backend=onnxruntime"],
+               "pytorch-int8": ["--precision=int8"]}
+# The runtimes whose models are prepared outside the slice (--export).
+EXPORTED = {"onnxruntime": "exported to ONNX", "pytorch-int8": "quantized to int8"}
 RUNNER = Path(__file__).resolve().parents[1] / "src" / "nn" / "torch_runner.py"
 RUN_TIMEOUT_S = 900.0
 
@@ -131,15 +140,16 @@ def parse_runner(text: str) -> dict[str, float]:
 
 
 def export_models(args: argparse.Namespace, models: list[str], folder: str) -> None:
-    """Each model exported to folder/<model>.onnx by the runner, outside any slice."""
+    """Each model exported to folder/<model>.onnx (or quantized to folder/<model>.int8.pt) by
+    the runner, outside any slice."""
     started = time.time()
     done = subprocess.run([args.torch_python, str(RUNNER), folder, "0", "0",
-                           "--backend=onnxruntime", "--export", *models],
+                           *RUNNER_ARGS[args.runtime], "--export", *models],
                           capture_output=True, text=True, check=False)
     if done.returncode != 0:
-        sys.exit(f"torch_boards.py: exporting the models to ONNX failed (exit "
+        sys.exit(f"torch_boards.py: the models could not be {EXPORTED[args.runtime]} (exit "
                  f"{done.returncode}):\n{done.stderr[-3000:]}")
-    print(f"torch_boards.py: {len(models)} models exported to ONNX in "
+    print(f"torch_boards.py: {len(models)} models {EXPORTED[args.runtime]} in "
           f"{time.time() - started:.0f} s", file=sys.stderr, flush=True)
 
 
@@ -149,7 +159,7 @@ def emulate(edgeprof: Any, args: argparse.Namespace, device: Any, models: list[s
     projected ms (Result.projected_s), and the Result. folder: the exported ONNX models ("-":
     none)."""
     argv = [args.torch_python, str(RUNNER), folder, str(args.warmup), str(args.loops),
-            f"--backend={args.runtime}", f"--min-time={args.min_time}", "--mean", *models]
+            *RUNNER_ARGS[args.runtime], f"--min-time={args.min_time}", "--mean", *models]
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         r = edgeprof.run(argv, device=device, stdout=out, stderr=err, timeout=RUN_TIMEOUT_S,
                          core_emulation="projected")
@@ -177,11 +187,12 @@ def main() -> int:
     ap.add_argument("--torch-python", required=True,
                     help="the interpreter with torch, torchvision and timm (and onnx and "
                     "onnxruntime for --runtime onnxruntime)")
-    ap.add_argument("--runtime", choices=["pytorch", "onnxruntime"], default="pytorch")
+    ap.add_argument("--runtime", choices=sorted(RUNNER_ARGS), default="pytorch")
     ap.add_argument("--emulate", action="store_true",
                     help="also run the models under each board, projected from one core (root)")
     ap.add_argument("--remeasure", action="store_true", help="measure the rating again")
-    ap.add_argument("--boards", default=",".join(BOARDS))
+    ap.add_argument("--boards", help="default: those of " + ", ".join(BOARDS) + " with "
+                    "published times with the runtime")
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--loops", type=int, default=3)
     ap.add_argument("--min-time", type=float, default=1.0,
@@ -254,10 +265,12 @@ def main() -> int:
     detail = []
     exported = tempfile.TemporaryDirectory(prefix="edgeprof-onnx-")
     folder = "-"
-    if args.emulate and args.runtime == "onnxruntime":
+    if args.emulate and args.runtime in EXPORTED:
         folder = exported.name
         export_models(args, sorted(host_ms), folder)
-    for name in args.boards.split(","):
+    boards = (args.boards.split(",") if args.boards else
+              [b for b in BOARDS if args.runtime in edgeprof.find_device(b).runtime_ms])
+    for name in boards:
         device = edgeprof.find_device(name).for_runtime(args.runtime)
         speed = device.nn
         published = dict(edgeprof.find_device(name).runtime_ms[args.runtime].ms)

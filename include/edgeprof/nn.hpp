@@ -152,6 +152,11 @@ struct NnRuntime {
   std::string precision;
   std::vector<std::string> models;  ///< what its rating times, in order
   std::string cache_name;           ///< its cache file: "host-nn.json", "host-nn-pytorch.json"
+  /// The runtime this one is another precision of: "pytorch" for "pytorch-int8", whose
+  /// libraries are PyTorch's, so a workload shows "pytorch" in Result::runtimes_seen and runs
+  /// at this one's speed only when named (Device::for_runtime, --runtime); "" for a runtime
+  /// itself.
+  std::string precision_of;
 };
 
 /// Every runtime a rating can be measured with, ncnn first.

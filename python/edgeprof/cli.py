@@ -441,8 +441,9 @@ def cmd_calibrate_host(args: argparse.Namespace) -> int:
     if share_note:
         print(f"  note: {share_note}")
     for r, rated, why in others.values():
-        print(f"{r.name} ({r.precision}), its {len(r.models)} models with random weights, one "
-              "thread:")
+        # "PyTorch (fp32)", but "PyTorch int8": a precision of a runtime says it in its name.
+        label = r.name if r.precision_of else f"{r.name} ({r.precision})"
+        print(f"{label}, its {len(r.models)} models with random weights, one thread:")
         if rated is not None:
             print(f"  {rated}")
             print(f"  cache: {rated.cache_file or '(not written)'}")

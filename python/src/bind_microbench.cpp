@@ -311,6 +311,10 @@ void bind_microbench(py::module_& m) {
                     "The arithmetic its rating runs in; '' for ncnn (the host's).")
       .def_readonly("models", &NnRuntime::models, "What its rating times, in order.")
       .def_readonly("cache_name", &NnRuntime::cache_name)
+      .def_readonly("precision_of", &NnRuntime::precision_of,
+                    "The runtime this one is another precision of: 'pytorch' for "
+                    "'pytorch-int8' (named with runtime=, never seen in a workload's maps); "
+                    "'' for a runtime itself.")
       .def("__repr__", [](const NnRuntime& r) { return "NnRuntime(id=" + repr_str(r.id) + ")"; });
   m.def("nn_runtimes", &nn_runtimes, py::return_value_policy::copy,
         "Every runtime an nn rating can be measured with, ncnn first.");

@@ -76,7 +76,8 @@ const std::vector<RuntimeEntry>& runtime_entries() {
       const detail::RuntimeRatingSpec& r = *spec.rating;
       RuntimeEntry e;
       e.info = {std::string(spec.id),        std::string(spec.name), std::string(r.install),
-                std::string(r.precision),    {},                     std::string(r.cache_name)};
+                std::string(r.precision),    {},                     std::string(r.cache_name),
+                std::string(spec.precision_of)};
       e.runner = detail::runner_source(r.runner);
       if (!e.runner) {
         throw Error(fmt::format("edgeprof was built without the runner src/nn/{} of {}: "

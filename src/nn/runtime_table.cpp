@@ -16,6 +16,13 @@ constexpr S kClassifiers[] = {
     "mobilenetv3_large_100", "mobilenetv3_small_050", "repvgg_b0", "resnet18",
     "shufflenet_v2_x1_0",    "vgg13"};
 
+// The architectures of torchvision.models.quantization, which the PyTorch tutorial's Raspberry
+// Pi 4 table times in int8 (docs/devices.md).
+constexpr S kQuantizable[] = {
+    "googlenet",          "inception_v3",       "mobilenet_v2",       "mobilenet_v3_large",
+    "resnet18",           "resnet50",           "resnext101_32x8d",   "shufflenet_v2_x0_5",
+    "shufflenet_v2_x1_0", "shufflenet_v2_x1_5", "shufflenet_v2_x2_0"};
+
 constexpr RuntimeRatingSpec kNcnnRating{
     .install = "pip install ncnn",
     .precision = "",
@@ -35,6 +42,20 @@ constexpr RuntimeRatingSpec kTorchRating{
     .cache_name = "host-nn-pytorch.json",
     .runner = "torch_runner.py",
     .runner_args = {},
+    .multi_thread = true,  // --threads=N: torch.set_num_threads(N)
+};
+
+// PyTorch's int8 (qnnpack, TorchScript): a precision of PyTorch with its own device tables, so a
+// rating of its own; a workload shows PyTorch's libraries either way, so it is named, not seen.
+constexpr S kTorchInt8Args[] = {"--precision=int8"};
+constexpr RuntimeRatingSpec kTorchInt8Rating{
+    .install = "pip install torch torchvision",
+    .precision = "int8",
+    .reads_graphs = false,
+    .models = kQuantizable,
+    .cache_name = "host-nn-pytorch-int8.json",
+    .runner = "torch_runner.py",
+    .runner_args = kTorchInt8Args,
     .multi_thread = true,  // --threads=N: torch.set_num_threads(N)
 };
 
@@ -63,14 +84,15 @@ constexpr S kTvmStems[] = {"libtvm_runtime", "libtvm"};
 constexpr S kMnnStems[] = {"libMNN", "_mnncengine"};
 
 constexpr RuntimeSpec kTable[] = {
-    {"ncnn", "ncnn", kNcnnStems, &kNcnnRating},
-    {"pytorch", "PyTorch", kTorchStems, &kTorchRating},
-    {"onnxruntime", "ONNX Runtime", kOrtStems, &kOrtRating},
-    {"tensorflow-lite", "TensorFlow Lite", kTfliteStems, nullptr},
-    {"tensorflow", "TensorFlow", kTensorflowStems, nullptr},
-    {"openvino", "OpenVINO", kOpenvinoStems, nullptr},
-    {"tvm", "TVM", kTvmStems, nullptr},
-    {"mnn", "MNN", kMnnStems, nullptr},
+    {"ncnn", "ncnn", kNcnnStems, &kNcnnRating, ""},
+    {"pytorch", "PyTorch", kTorchStems, &kTorchRating, ""},
+    {"onnxruntime", "ONNX Runtime", kOrtStems, &kOrtRating, ""},
+    {"pytorch-int8", "PyTorch int8", {}, &kTorchInt8Rating, "pytorch"},
+    {"tensorflow-lite", "TensorFlow Lite", kTfliteStems, nullptr, ""},
+    {"tensorflow", "TensorFlow", kTensorflowStems, nullptr, ""},
+    {"openvino", "OpenVINO", kOpenvinoStems, nullptr, ""},
+    {"tvm", "TVM", kTvmStems, nullptr, ""},
+    {"mnn", "MNN", kMnnStems, nullptr, ""},
 };
 
 }  // namespace

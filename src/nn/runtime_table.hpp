@@ -33,6 +33,10 @@ struct RuntimeSpec {
   // The shared objects that show it, by stem (runtimes.hpp's library_stem()).
   std::span<const std::string_view> stems;
   const RuntimeRatingSpec* rating = nullptr;  // nullptr: recognised in maps, not rated
+  // Another precision of the runtime with this id ("pytorch" for "pytorch-int8"): the same
+  // libraries, so no stems of its own; a workload that loads them runs at this one's speed only
+  // when named (--runtime), and is not warned about as another runtime. "" = a runtime itself.
+  std::string_view precision_of;
 };
 
 // ncnn first, then the other runtimes with a rating (the order of nn_runtimes(), and the order

@@ -122,9 +122,16 @@ void RuntimeWatch::scan() noexcept {
 std::optional<std::string> runtime_warning(const Device& device, const RuntimesSeen& seen) {
   if (device.speed_kind != "nn" || !device.nn || device.nn->basis == "vector") return std::nullopt;
   const std::string& basis = device.nn->basis;  // "ncnn", or the runtime of for_runtime()
+  // A precision of a runtime (PyTorch int8) loads that runtime's libraries.
+  std::string_view library = basis;
+  for (const RuntimeSpec& r : runtime_table()) {
+    if (r.id == basis && !r.precision_of.empty()) library = r.precision_of;
+  }
   std::vector<std::string> others;
-  for (const auto& [id, library] : seen) {
-    if (id != basis) others.push_back(fmt::format("{} ({})", runtime_name(id), library));
+  for (const auto& [id, library_file] : seen) {
+    if (id != basis && id != library) {
+      others.push_back(fmt::format("{} ({})", runtime_name(id), library_file));
+    }
   }
   if (others.empty()) return std::nullopt;
   std::string loaded = others.front();
@@ -139,6 +146,8 @@ std::optional<std::string> runtime_warning(const Device& device, const RuntimesS
         hint += fmt::format("; for {0}, devices with published {0} times run at their {0} "
                             "speed with --runtime {1}",
                             r.name, r.id);
+      } else if (r.rating && seen.count(std::string(r.precision_of))) {
+        hint += fmt::format("; for {0} models, --runtime {1}", r.name, r.id);
       }
     }
     if (!hint.empty()) hint += " (Device.for_runtime, docs/devices.md)";

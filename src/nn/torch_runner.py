@@ -7,6 +7,11 @@
 # DIR/<model>.onnx where DIR holds them, else exported in memory. --export writes them to DIR
 # and times nothing, so that a run under a slow emulated device need not export (minutes at a
 # tenth of a CPU) and, with every model's file there, need not import PyTorch at all.
+# With --precision=int8 (PyTorch only) the models are torchvision's quantizable versions of the
+# same architectures (torchvision.models.quantization), quantized for the qnnpack engine
+# (fuse_model, qnnpack's default qconfig, calibration on random inputs, convert) and run as
+# TorchScript, as the PyTorch tutorial for the Raspberry Pi 4 runs them; --export writes them
+# to DIR/<model>.int8.pt, which a later run loads instead of quantizing again.
 # Prints one line per model, "<name> <median ms> <min ms> <max ms>", the format of edgeprof's
 # ncnn runner, after a line "runtime <what ran>"; with --export, "exported <name> <path>".
 # Under a CPU quota one inference shorter than the quota's period runs at the host's speed or
@@ -14,7 +19,7 @@
 # (and LOOPS inferences), and --mean prints the mean (the total over the count, exact under a
 # quota over many periods) in the median's place.
 # Usage: python3 torch_runner.py DIR WARMUP LOOPS [--threads=N] [--backend=pytorch|onnxruntime]
-#        [--export] [--min-time=S] [--mean] MODEL...
+#        [--precision=fp32|int8] [--export] [--min-time=S] [--mean] MODEL...
 # (DIR "-": none; PyTorch's models are always built, not read.)
 import io
 import math
@@ -34,6 +39,33 @@ def build(name, timm, torchvision):
     if builder is None:
         raise LookupError(f"neither timm nor torchvision has a model named {name}")
     return builder(weights=None)
+
+
+# Calibration inputs for int8: enough for the observers to see a range; the time of a quantized
+# model does not depend on its scales.
+CALIBRATION = 2
+
+
+def build_int8(name, torch, torchvision):
+    """torchvision's quantizable `name`, random weights, quantized for qnnpack, as TorchScript."""
+    from torchvision.models import quantization
+
+    builder = getattr(quantization, name, None)
+    if builder is None:
+        raise LookupError(f"torchvision.models.quantization has no model named {name}")
+    # GoogLeNet and Inception v3 as deployed: no auxiliary heads (unused in eval mode), the
+    # default initialisation instead of their slow truncated normal.
+    extra = ({"aux_logits": False, "init_weights": False}
+             if name in ("googlenet", "inception_v3") else {})
+    model = builder(weights=None, quantize=False, **extra).eval()
+    model.fuse_model()
+    model.qconfig = torch.ao.quantization.get_default_qconfig("qnnpack")
+    torch.ao.quantization.prepare(model, inplace=True)
+    with torch.no_grad():
+        for _ in range(CALIBRATION):
+            model(torch.rand(1, 3, 224, 224))
+    torch.ao.quantization.convert(model, inplace=True)
+    return torch.jit.script(model)
 
 
 def export_onnx(model, data, torch, target):
@@ -109,13 +141,15 @@ def seconds(text):
 def main() -> int:
     warmup, loops = int(sys.argv[2]), int(sys.argv[3])
     folder, rest = sys.argv[1], sys.argv[4:]
-    threads, backend, export, min_time, mean = 1, "pytorch", False, 0.0, False
+    threads, backend, precision, export, min_time, mean = 1, "pytorch", "fp32", False, 0.0, False
     while rest and rest[0].startswith("--"):
         flag, _, value = rest.pop(0).partition("=")
         if flag == "--threads":
             threads = int(value)
         elif flag == "--backend" and value in ("pytorch", "onnxruntime"):
             backend = value
+        elif flag == "--precision" and value in ("fp32", "int8"):
+            precision = value
         elif flag == "--export" and not value:
             export = True
         elif flag == "--min-time" and seconds(value) is not None:
@@ -125,9 +159,13 @@ def main() -> int:
         else:
             print(f"error: unknown option {flag}={value}", file=sys.stderr)
             return 2
-    if export and (backend != "onnxruntime" or folder == "-"):
-        print("error: --export needs --backend=onnxruntime and a folder (DIR) to write to",
-              file=sys.stderr)
+    int8 = precision == "int8"
+    if int8 and backend != "pytorch":
+        print("error: --precision=int8 is PyTorch's (--backend=pytorch)", file=sys.stderr)
+        return 2
+    if export and (not (backend == "onnxruntime" or int8) or folder == "-"):
+        print("error: --export needs --backend=onnxruntime or --precision=int8, and a folder "
+              "(DIR) to write to", file=sys.stderr)
         return 2
     paths = {}
     if backend == "onnxruntime" and folder != "-" and not export:
@@ -166,7 +204,16 @@ def main() -> int:
     versions = f"torch {torch.__version__}, torchvision {torchvision.__version__}"
     if timm is not None:
         versions += f", timm {timm.__version__}"
-    if ort is None:
+    if int8:
+        # Before any model is built or loaded: weights are packed for the engine in force.
+        if "qnnpack" not in torch.backends.quantized.supported_engines:
+            print(f"error: this PyTorch ({torch.__version__}) has no qnnpack engine for int8",
+                  file=sys.stderr)
+            return 3
+        torch.backends.quantized.engine = "qnnpack"
+        print(f"runtime PyTorch {torch.__version__} int8 qnnpack TorchScript ({versions}; "
+              f"Python {sys.version.split()[0]})", flush=True)
+    elif ort is None:
         print(f"runtime PyTorch {torch.__version__} fp32 eager ({versions}; Python "
               f"{sys.version.split()[0]})", flush=True)
     else:
@@ -175,8 +222,14 @@ def main() -> int:
     data = torch.randn(1, 3, 224, 224)
     ran = 0
     for name in rest:
+        saved = os.path.join(folder, name + ".int8.pt") if int8 and folder != "-" else ""
         try:
-            model = build(name, timm, torchvision)
+            if saved and not export and os.path.isfile(saved):
+                model = torch.jit.load(saved)
+            elif int8:
+                model = build_int8(name, torch, torchvision)
+            else:
+                model = build(name, timm, torchvision)
         except LookupError as e:
             hint = "" if timm is not None else " (timm is not installed: pip install timm)"
             print(f"error: {e}{hint}", file=sys.stderr)
@@ -185,8 +238,11 @@ def main() -> int:
         if export:
             # Written whole or not at all: a killed export leaves no file a later run would
             # take for a model.
-            path = os.path.join(folder, name + ".onnx")
-            export_onnx(model, data, torch, path + ".part")
+            path = saved or os.path.join(folder, name + ".onnx")
+            if int8:
+                torch.jit.save(model, path + ".part")
+            else:
+                export_onnx(model, data, torch, path + ".part")
             os.replace(path + ".part", path)
             print(f"exported {name} {path}", flush=True)
             ran += 1

@@ -70,7 +70,11 @@ std::vector<FollowedSpeed> followed_speeds(const Device& measured, const HostFac
   PlanOptions same = options;
   if (same.cores == CoreEmulation::automatic) same.cores = plan.core_emulation();
   for (const NnRuntime& rt : nn_runtimes()) {
-    if (rt.id == "ncnn" || rt.id == current || !measured.runtime_ms.count(rt.id)) continue;
+    // A precision of a runtime (PyTorch int8) is not told apart in the maps: named, not followed.
+    if (rt.id == "ncnn" || rt.id == current || !rt.precision_of.empty() ||
+        !measured.runtime_ms.count(rt.id)) {
+      continue;
+    }
     try {
       FollowedSpeed speed;
       speed.runtime = rt.id;
@@ -108,7 +112,9 @@ std::optional<Device> runtime_start(const Device& measured, const HostFacts& hos
     return std::nullopt;
   }
   for (const NnRuntime& rt : nn_runtimes()) {
-    if (rt.id == "ncnn" || !measured.runtime_ms.count(rt.id)) continue;
+    if (rt.id == "ncnn" || !rt.precision_of.empty() || !measured.runtime_ms.count(rt.id)) {
+      continue;
+    }
     try {
       Device at = for_runtime(measured, rt.id);
       plan_emulation(at, host, options);  // throws where this one cannot be emulated either

@@ -823,6 +823,27 @@ TEST_CASE("the catalog carries the boards' published PyTorch times with their so
   CHECK(find_device("beaglebone-black").runtime_ms.empty());
 }
 
+TEST_CASE("the catalog carries the PyTorch tutorial's Raspberry Pi 4 times as PyTorch int8",
+          "[nn][runtime][catalog]") {
+  // The tutorial's board: a Pi 4 of 4 GB at 1.5 GHz, its table's eleven rows, all four cores.
+  const Device pi = find_device("raspberry-pi-4b-4gb");
+  REQUIRE(pi.runtime_ms.count("pytorch-int8"));
+  const RuntimeTimes& t = pi.runtime_ms.at("pytorch-int8");
+  CHECK(t.precision == "int8");
+  CHECK(t.threads == 4);
+  CHECK(t.ms.size() == nn_runtime("pytorch-int8").models.size());
+  CHECK(t.ms.at("mobilenet_v2") == Approx(26.4));
+  CHECK(t.ms.at("resnext101_32x8d") == Approx(885.3));
+  CHECK_THAT(pi.sources.at("runtimes").source, Contains("realtime_rpi"));
+  // The 8 GB board runs at 1.8 GHz: the same times scaled by its clock (estimated).
+  const Device pi8 = find_device("raspberry-pi-4b-8gb");
+  CHECK(pi8.runtime_ms.at("pytorch-int8").ms.at("mobilenet_v2") == Approx(26.4 * 1500 / 1800));
+  CHECK_THAT(pi8.sources.at("runtimes").source, Contains("scaled by 1500/1800"));
+  // Only the Pi 4 has int8 times: a board without them is refused by name, not given fp32's.
+  CHECK(find_device("raspberry-pi-5-8gb").runtime_ms.count("pytorch-int8") == 0);
+  CHECK(find_device("raspberry-pi-5-8gb").runtime_ms.count("pytorch") == 1);
+}
+
 TEST_CASE("a runtime's speed: published times made one core's by the board's speed-up",
           "[nn][runtime]") {
   Device d = make_device("board", 4, 0.5, "1GiB");

@@ -74,7 +74,16 @@ TEST_CASE("one table of runtimes: recognised by their libraries, rated where it 
   for (const detail::RuntimeSpec& r : detail::runtime_table()) {
     CHECK(ids.insert(r.id).second);  // ids are unique
     CHECK_FALSE(r.name.empty());
-    REQUIRE_FALSE(r.stems.empty());  // a runtime edgeprof cannot see is no entry
+    // A runtime edgeprof cannot see is no entry, but for another precision of one it can
+    // (PyTorch int8 loads PyTorch's libraries), which has a rating and no stems of its own.
+    if (r.precision_of.empty()) {
+      REQUIRE_FALSE(r.stems.empty());
+    } else {
+      CHECK(r.stems.empty());
+      REQUIRE(r.rating);
+      CHECK(ids.count(r.precision_of));  // listed after the runtime it is a precision of
+      CHECK(r.rating->precision != nn_runtime(std::string(r.precision_of)).precision);
+    }
     for (const std::string_view s : r.stems) CHECK(stems.insert(s).second);  // no stem twice
     if (r.rating) {
       rated.emplace_back(r.id);
@@ -95,6 +104,11 @@ TEST_CASE("one table of runtimes: recognised by their libraries, rated where it 
   CHECK(nn_runtime("onnxruntime").cache_name == "host-nn-onnxruntime.json");
   CHECK(nn_runtime("onnxruntime").models == nn_runtime("pytorch").models);
   CHECK(nn_runtime("pytorch").models.size() == 13);
+  CHECK(nn_runtime("pytorch-int8").cache_name == "host-nn-pytorch-int8.json");
+  CHECK(nn_runtime("pytorch-int8").precision == "int8");
+  CHECK(nn_runtime("pytorch-int8").precision_of == "pytorch");
+  CHECK(nn_runtime("pytorch-int8").models.size() == 11);  // torchvision's quantizable ones
+  CHECK(nn_runtime("pytorch").precision_of.empty());
   // A runtime that is only recognised is named in a run, but has no rating.
   CHECK(detail::runtime_name("tensorflow-lite") == "TensorFlow Lite");
   CHECK_THROWS_WITH(nn_runtime("tensorflow-lite"),
@@ -222,6 +236,29 @@ TEST_CASE("a device at its PyTorch speed is warned of other runtimes, not of PyT
   CHECK_THAT(*ort, Catch::Contains("for ONNX Runtime, devices with published ONNX Runtime times "
                                    "run at their ONNX Runtime speed with --runtime onnxruntime"));
   CHECK_THAT(*ort, !Catch::Contains("--runtime tvm") && !Catch::Contains("--runtime pytorch"));
+}
+
+TEST_CASE("a device at its PyTorch int8 speed: PyTorch's libraries are its own, not another's",
+          "[runtimes]") {
+  const RuntimesSeen torch = {{"pytorch", "libtorch_cpu.so"}};
+  // PyTorch int8 is seen as PyTorch (the same libraries): no warning.
+  CHECK_FALSE(detail::runtime_warning(nn_device("pytorch-int8"), torch));
+  // ONNX Runtime beside it is another runtime.
+  const auto other = detail::runtime_warning(
+      nn_device("pytorch-int8"),
+      {{"onnxruntime", "libonnxruntime.so.1.17.1"}, {"pytorch", "libtorch_cpu.so"}});
+  REQUIRE(other);
+  CHECK_THAT(*other, Catch::StartsWith("the workload loaded ONNX Runtime "
+                                       "(libonnxruntime.so.1.17.1); the device's speed was "
+                                       "derived with PyTorch int8"));
+  // At ncnn's speed a PyTorch workload hears of both of PyTorch's speeds.
+  const auto hint = detail::runtime_warning(nn_device(), torch);
+  REQUIRE(hint);
+  CHECK_THAT(*hint, Catch::Contains("--runtime pytorch;") &&
+                        Catch::Contains("for PyTorch int8 models, --runtime pytorch-int8"));
+  // An fp32 speed still warns of ONNX Runtime, and an int8 one is never seen in maps.
+  CHECK(detail::runtimes_in_maps("7f0000000000-7f0000001000 r-xp 00000000 08:01 1 "
+                                 "/venv/lib/torch/lib/libtorch_cpu.so\n") == torch);
 }
 
 TEST_CASE("reading a slice's maps on a fake /proc: exited and unreadable processes are skipped",
@@ -413,6 +450,28 @@ TEST_CASE("followed speeds: a device with PyTorch times, planned at the speed ed
   CHECK(test::has_note(notes, "if the workload loads PyTorch, the device runs at its PyTorch "
                               "speed from then on"));
   CHECK(test::has_note(notes, "is not run at the device's ONNX Runtime speed"));
+
+  // PyTorch int8, rated too: named (for_runtime), never followed, for a workload shows
+  // PyTorch's libraries whatever its precision.
+  const FakeTree bin8;
+  NnOptions int8;
+  int8.runtime = "pytorch-int8";
+  int8.python = test::fake_torch_python(bin8, 40.0);
+  const NnRating rated8 = measure_nn_rating(int8);
+  CHECK(rated8.precision == "int8");
+  CHECK(rated8.host_ms.size() == 11);
+  CHECK_THAT(FakeTree::slurp(bin8.root() + "/args.txt"), Catch::Contains("--precision=int8"));
+  notes.clear();
+  const auto with_int8 = detail::followed_speeds(pi, host, options, plan, 2, notes);
+  REQUIRE(with_int8.size() == 1);
+  CHECK(with_int8[0].runtime == "pytorch");
+  for (const std::string& n : notes) CHECK_THAT(n, !Catch::Contains("PyTorch int8"));
+  const Device at8 = for_runtime(pi, "pytorch-int8");
+  REQUIRE(at8.nn);
+  CHECK(at8.nn->basis == "pytorch-int8");
+  CHECK(at8.nn->precision == "int8");
+  CHECK(at8.nn->threads == 4);  // the tutorial's table: all four cores, made one core's
+  CHECK(at8.core_speed != Approx(for_runtime(pi, "pytorch").core_speed));
 
   // Core emulation auto keeps what it chose at the start: pooled here (no nn rating: the
   // described speed), though the PyTorch speed on its own would be projected.

@@ -395,6 +395,29 @@ def test_onnx_runtime_is_one_more_entry_with_its_own_rating_and_speed(tmp_path, 
         orin.for_runtime("pytorch")
 
 
+def test_pytorch_int8_is_a_rating_of_its_own_named_not_followed(tmp_path, monkeypatch):
+    monkeypatch.setenv("EDGEPROF_CACHE_DIR", str(tmp_path))
+    int8 = next(r for r in edgeprof.nn.nn_runtimes() if r.id == "pytorch-int8")
+    assert int8.precision == "int8" and int8.precision_of == "pytorch"
+    assert "shufflenet_v2_x0_5" in int8.models and int8.cache_name == "host-nn-pytorch-int8.json"
+    pi = edgeprof.find_device("raspberry-pi-4b-4gb")
+    assert pi.runtime_ms["pytorch-int8"].precision == "int8"
+    assert pi.runtime_ms["pytorch-int8"].ms["mobilenet_v2"] == pytest.approx(26.4)
+    with pytest.raises(edgeprof.DeviceError, match="--runtime pytorch-int8"):
+        pi.for_runtime("pytorch-int8")  # not rated here yet
+    rated = edgeprof.nn.measure_nn_rating(runtime="pytorch-int8",
+                                          python=str(_fake_torch_python(tmp_path, ms=20.0)))
+    assert rated.runtime_id == "pytorch-int8" and rated.precision == "int8"
+    at = pi.for_runtime("pytorch-int8")
+    assert at.nn.basis == "pytorch-int8" and at.nn.precision == "int8"
+    # fp32's rating is another's: not measured, so PyTorch fp32 is still refused.
+    with pytest.raises(edgeprof.DeviceError, match="--runtime pytorch\\b"):
+        pi.for_runtime("pytorch")
+    # A board without int8 times is refused, naming the ones that have them.
+    with pytest.raises(edgeprof.DeviceError, match="raspberry-pi-4b-4gb"):
+        edgeprof.find_device("raspberry-pi-5-8gb").for_runtime("pytorch-int8")
+
+
 @requires_cgroups
 def test_run_follows_the_runtime_its_workload_loads(tmp_path, monkeypatch):
     """Without --runtime, a device with PyTorch times switches to its PyTorch speed when the

@@ -42,14 +42,23 @@ FAKE_ORT = textwrap.dedent("""
 """)
 
 
-def run_runner(tmp_path, *args):
+def run_with_modules(tmp_path, modules, *args):
+    """The runner with stand-in modules (file name -> source) first on its path; they log to
+    tmp_path/ort.log and tmp_path/torch.log."""
     fake = tmp_path / "fake"
     fake.mkdir(exist_ok=True)
-    (fake / "onnxruntime.py").write_text(FAKE_ORT)
-    (fake / "torch.py").write_text("raise ImportError('torch must not be imported here')\n")
-    env = dict(os.environ, PYTHONPATH=str(fake), FAKE_ORT_LOG=str(tmp_path / "ort.log"))
+    for name, source in modules.items():
+        (fake / name).write_text(source)
+    env = dict(os.environ, PYTHONPATH=str(fake), FAKE_ORT_LOG=str(tmp_path / "ort.log"),
+               FAKE_TORCH_LOG=str(tmp_path / "torch.log"))
     return subprocess.run([sys.executable, str(RUNNER), *args], capture_output=True, text=True,
                           env=env, timeout=60, check=False)
+
+
+def run_runner(tmp_path, *args):
+    return run_with_modules(tmp_path, {
+        "onnxruntime.py": FAKE_ORT,
+        "torch.py": "raise ImportError('torch must not be imported here')\n"}, *args)
 
 
 def test_exported_models_are_timed_without_pytorch(tmp_path):
@@ -123,4 +132,95 @@ def test_export_needs_onnxruntime_and_a_folder(tmp_path):
                  [str(tmp_path), "0", "0", "--export", "resnet18"]):
         done = run_runner(tmp_path, *args)
         assert done.returncode == 2
-        assert "--export needs --backend=onnxruntime and a folder" in done.stderr
+        assert "--export needs --backend=onnxruntime or --precision=int8, and a folder" \
+            in done.stderr
+
+
+FAKE_TORCH = textwrap.dedent("""
+    import contextlib, os
+    __version__ = "0.0-test"
+    def _log(text):
+        with open(os.environ["FAKE_TORCH_LOG"], "a") as log:
+            log.write(text + "\\n")
+    class _Quantized:
+        supported_engines = ["none", "qnnpack"]
+        def __setattr__(self, name, value):
+            _log(f"engine={value}")
+            object.__setattr__(self, name, value)
+    class backends:
+        quantized = _Quantized()
+    class _Model:
+        def __init__(self, path):
+            self.path = path
+        def eval(self):
+            return self
+        def __call__(self, x):
+            return x
+    class jit:
+        @staticmethod
+        def load(path):
+            _log(f"load {path}")
+            return _Model(path)
+    def set_num_threads(n):
+        _log(f"threads={n}")
+    def set_num_interop_threads(n):
+        pass
+    def manual_seed(n):
+        pass
+    def randn(*shape):
+        return shape
+    def inference_mode():
+        return contextlib.nullcontext()
+""")
+
+
+def run_runner_with_torch(tmp_path, *args):
+    return run_with_modules(tmp_path, {
+        "torch.py": FAKE_TORCH, "torchvision.py": "__version__ = '0.0-test'\n",
+        "timm.py": "raise ImportError('no timm')\n"}, *args)
+
+
+def test_int8_models_quantized_earlier_are_loaded_with_qnnpack_set_first(tmp_path):
+    models = tmp_path / "models"
+    models.mkdir()
+    for name in ("resnet18", "shufflenet_v2_x0_5"):
+        (models / f"{name}.int8.pt").write_bytes(b"torchscript")
+    done = run_runner_with_torch(tmp_path, str(models), "1", "2", "--threads=1",
+                                 "--precision=int8", "resnet18", "shufflenet_v2_x0_5")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("runtime PyTorch 0.0-test int8 qnnpack TorchScript")
+    assert [line.split()[0] for line in lines[1:]] == ["resnet18", "shufflenet_v2_x0_5"]
+    log = (tmp_path / "torch.log").read_text().splitlines()
+    # The engine before any model is loaded (weights are packed for the engine in force).
+    assert log == ["threads=1", "engine=qnnpack", f"load {models}/resnet18.int8.pt",
+                   f"load {models}/shufflenet_v2_x0_5.int8.pt"]
+
+
+def test_int8_is_pytorchs_and_export_needs_a_folder(tmp_path):
+    done = run_runner(tmp_path, "-", "0", "1", "--precision=int8", "--backend=onnxruntime",
+                      "resnet18")
+    assert done.returncode == 2 and "--precision=int8 is PyTorch's" in done.stderr
+    done = run_runner(tmp_path, "-", "0", "0", "--precision=int8", "--export", "resnet18")
+    assert done.returncode == 2 and "and a folder (DIR)" in done.stderr
+    done = run_runner(tmp_path, "-", "0", "1", "--precision=fp16", "resnet18")
+    assert done.returncode == 2 and "unknown option --precision=fp16" in done.stderr
+
+
+@pytest.mark.skipif(not os.environ.get("EDGEPROF_TORCH_PYTHON"),
+                    reason="set EDGEPROF_TORCH_PYTHON to an interpreter with torch and "
+                    "torchvision to quantize a real model")
+def test_a_real_model_quantized_exported_and_loaded(tmp_path):
+    python = os.environ["EDGEPROF_TORCH_PYTHON"]
+    export = subprocess.run([python, str(RUNNER), str(tmp_path), "0", "0", "--precision=int8",
+                             "--export", "shufflenet_v2_x0_5"], capture_output=True, text=True,
+                            timeout=300, check=False)
+    assert export.returncode == 0, export.stderr
+    saved = tmp_path / "shufflenet_v2_x0_5.int8.pt"
+    assert saved.is_file() and f"exported shufflenet_v2_x0_5 {saved}" in export.stdout
+    timed = subprocess.run([python, str(RUNNER), str(tmp_path), "1", "2", "--precision=int8",
+                            "shufflenet_v2_x0_5"], capture_output=True, text=True, timeout=300,
+                           check=False)
+    assert timed.returncode == 0, timed.stderr
+    name, centre, low, high = timed.stdout.splitlines()[1].split()
+    assert name == "shufflenet_v2_x0_5" and 0 < float(low) <= float(centre) <= float(high)
