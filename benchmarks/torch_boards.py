@@ -156,8 +156,8 @@ def export_models(args: argparse.Namespace, models: list[str], folder: str) -> N
 def emulate(edgeprof: Any, args: argparse.Namespace, device: Any, models: list[str],
             folder: str) -> tuple[dict[str, float], Any]:
     """The runner under the device at the runtime's speed, projected from one core: per model the
-    projected ms (Result.projected_s), and the Result. folder: the exported ONNX models ("-":
-    none)."""
+    projected ms (Result.projected_s), and the Result. folder: the models prepared outside
+    (export_models: ONNX files or int8 TorchScript; "-": none)."""
     argv = [args.torch_python, str(RUNNER), folder, str(args.warmup), str(args.loops),
             *RUNNER_ARGS[args.runtime], f"--min-time={args.min_time}", "--mean", *models]
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
@@ -193,7 +193,9 @@ def main() -> int:
     ap.add_argument("--remeasure", action="store_true", help="measure the rating again")
     ap.add_argument("--boards", help="default: those of " + ", ".join(BOARDS) + " with "
                     "published times with the runtime")
-    ap.add_argument("--warmup", type=int, default=1)
+    ap.add_argument("--warmup", type=int,
+                    help="untimed inferences per model under the device (default 1; 3 for "
+                    "pytorch-int8, whose TorchScript optimises itself over its first calls)")
     ap.add_argument("--loops", type=int, default=3)
     ap.add_argument("--min-time", type=float, default=1.0,
                     help="emulated: time each model at least this long (s) and take the mean "
@@ -212,6 +214,8 @@ def main() -> int:
                     "option's)")
     ap.add_argument("--markdown", type=Path, help="also write the report here")
     args = ap.parse_args()
+    if args.warmup is None:
+        args.warmup = 3 if args.runtime == "pytorch-int8" else 1
     if args.scaling_powers != "1" and not args.workload_scaling:
         ap.error("--scaling-powers needs --workload-scaling")
     if args.emulate:
@@ -263,7 +267,7 @@ def main() -> int:
             rows[0] += f" speed only, {label}: median \\|err\\|, tau | emulated, {label} |"
             rows[1] += "---|---|"
     detail = []
-    exported = tempfile.TemporaryDirectory(prefix="edgeprof-onnx-")
+    exported = tempfile.TemporaryDirectory(prefix="edgeprof-models-")
     folder = "-"
     if args.emulate and args.runtime in EXPORTED:
         folder = exported.name

@@ -297,7 +297,9 @@ struct QuotaShare {
   /// plans stretch it where the quota would fall under 1 ms, below 0.1 of a CPU, as a
   /// device's plan does).
   std::uint64_t period_us = 0;
-  bool keep_warm = true;                ///< whether keep-warm ran (docs/keep-warm.md)
+  /// Whether keep-warm ran where plans have it (the speeds up to kKeepWarmMaxShare;
+  /// docs/keep-warm.md).
+  bool keep_warm = true;
   std::vector<std::string> graphs;      ///< the reference graphs run
   int rounds = 0;                       ///< times every speed was measured
   int loops = 0;                        ///< timed inferences per graph and run
@@ -381,8 +383,11 @@ struct QuotaShareOptions {
   /// The reference graphs to run: by default three of medium size, and the others are left
   /// for the fidelity benchmark to check the scale on (docs/fidelity.md).
   std::vector<std::string> graphs{"mobilenet_v2", "regnety_400m", "squeezenet"};
-  /// The quotas measured, as fractions of a host CPU, each in (0, 1).
-  std::vector<double> speeds{0.05, 0.1, 0.2, 0.4};
+  /// The quotas measured, as fractions of a host CPU, each in (0, 1). 0.7 is above
+  /// kKeepWarmMaxShare, where plans run without keep-warm, and a device core between 0.4 and
+  /// a whole CPU (the Raspberry Pi 5's and Orin Nano's fp16 speeds) is interpolated from it
+  /// rather than from 0.4 towards 1 (their slices ran 0-17% slow that way, docs/fidelity.md).
+  std::vector<double> speeds{0.05, 0.1, 0.2, 0.4, 0.7};
   int rounds = 3;  ///< times every speed is measured, alternating with unthrottled runs
   int warmup = 2;  ///< untimed inferences per graph and run
   int loops = 5;   ///< timed inferences per graph and run; their median is the figure
@@ -394,7 +399,7 @@ struct QuotaShareOptions {
   std::function<void(const std::string&)> progress;
 };
 
-/// Measures this host's own share (about 75 s here): the graphs run with ncnn, one thread,
+/// Measures this host's own share (about 80 s here): the graphs run with ncnn, one thread,
 /// on one CPU, alternately unthrottled and in a one-core slice at each speed (a default
 /// slice otherwise: period, keep-warm), each emulated time compared with the unthrottled runs
 /// on either side of it. Caches it (`host-quota-share.json` beside the nn rating) for

@@ -96,7 +96,8 @@ _RUNTIME_HELP = (f"emulate the device at its speed with the workload's runtime: 
                  "`edgeprof calibrate-host --nn --runtime R`; catalog devices with such times: "
                  "docs/devices.md) or ncnn (its nn speed); default: the --speed-kind, and at "
                  "automatic, such a device switches to the speed of the runtime the workload "
-                 "loads when it is seen")
+                 "loads when it is seen (never to a precision of one, such as pytorch-int8: "
+                 "the workload's libraries are the same, so name it)")
 
 
 def _add_device_options(p: argparse.ArgumentParser) -> None:
@@ -385,7 +386,7 @@ def cmd_calibrate_host(args: argparse.Namespace) -> int:
             "measures it (docs/devices.md)")
         share = edgeprof.speed.cached_quota_share()
         share_note = "" if share is not None else (
-            "not measured on this host yet: `edgeprof calibrate-host --nn` (about 75 s more), "
+            "not measured on this host yet: `edgeprof calibrate-host --nn` (about 80 s more), "
             "or the first run of a device at its nn speed measures it (docs/fidelity.md)")
     if args.reference:
         rating = edgeprof.speed.measure_reference_rating(progress=progress)

@@ -439,8 +439,9 @@ void bind_microbench(py::module_& m) {
       py::arg("without_graph") = "",
       "The factor on a board's published speed-up for a workload that sped up "
       "`workload_speedup` times from one thread to host.threads on this host: that over the "
-      "median speed-up of the graphs or models host measured, within 0.5 to 2. Give it to run(), Slice, compare() "
-      "or plan_emulation() as workload_scaling= (projected core emulation; docs/threads.md). "
+      "median speed-up of the graphs or models host measured, within 0.5 to 2. Give it to "
+      "run(), Slice, compare() or plan_emulation() as workload_scaling= (projected core "
+      "emulation; docs/threads.md). "
       "Error for a speed-up that is not a positive number.");
 
   py::class_<QuotaSharePoint>(m, "QuotaSharePoint",
@@ -519,7 +520,7 @@ void bind_microbench(py::module_& m) {
       py::arg("speeds") = py::none(), py::arg("rounds") = 3, py::arg("warmup") = 2,
       py::arg("loops") = 5, py::arg("cpu") = -1, py::arg("timeout_s") = 600.0,
       py::arg("progress") = py::none(),
-      "Measures this host's own share under a CPU quota (about 75 s; needs root for the "
+      "Measures this host's own share under a CPU quota (about 80 s; needs root for the "
       "slices, and ncnn): reference graphs run with ncnn, one thread, alternately unthrottled "
       "and in one-core slices at a few speeds (graphs, speeds: None = the defaults), and "
       "caches it for the plans of nn speeds. Error when an option is out of range, Python or "

@@ -353,9 +353,22 @@ Device read_device(const json& j, const std::string& origin, const DeviceLoadOpt
       Reader t = by_runtime.object(known.id.c_str());
       RuntimeTimes times;
       times.precision = t.string("precision");
-      if (times.precision.empty()) times.precision = "fp32";
+      // Unsaid: the precision of the runtime's rating (int8 for pytorch-int8), else fp32.
+      if (times.precision.empty()) {
+        times.precision = known.precision.empty() ? "fp32" : known.precision;
+      }
       if (times.precision != "fp32" && times.precision != "fp16" && times.precision != "int8") {
         t.fail("precision", fmt::format("'{}' is not fp32, fp16 or int8", times.precision));
+      }
+      for (const NnRuntime& other : nn_runtimes()) {
+        // Another precision of this runtime with a rating of its own: its times go there.
+        if (other.precision_of == known.id && other.precision == times.precision) {
+          t.fail("precision",
+                 fmt::format("'{}': {}'s {} times go in runtimes.{}, which this host rates "
+                             "with {} models",
+                             times.precision, known.name, times.precision, other.id,
+                             times.precision));
+        }
       }
       times.threads = static_cast<int>(*t.integer("threads", 1, 4096, true));
       if (!t.has("ms")) t.fail("ms", "is required: the published ms per inference by model");

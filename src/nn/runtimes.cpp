@@ -146,10 +146,9 @@ std::optional<std::string> runtime_warning(const Device& device, const RuntimesS
         hint += fmt::format("; for {0}, devices with published {0} times run at their {0} "
                             "speed with --runtime {1}",
                             r.name, r.id);
-      } else if (r.rating && seen.count(std::string(r.precision_of))) {
-        hint += fmt::format("; for {0} models, --runtime {1}", r.name, r.id);
       }
     }
+    for (const auto& [id, library_file] : seen) hint += precision_hint(device, id);
     if (!hint.empty()) hint += " (Device.for_runtime, docs/devices.md)";
   }
   return fmt::format(
@@ -157,6 +156,18 @@ std::optional<std::string> runtime_warning(const Device& device, const RuntimesS
       "core), and another runtime's ratio of device to host time can differ, its ARM and x86 "
       "kernels being unequally good: see docs/fidelity.md, \"Another runtime in the workload\"{}",
       loaded, runtime_name(basis), device.core_speed, hint);
+}
+
+std::string precision_hint(const Device& device, std::string_view runtime) {
+  std::string hint;
+  for (const RuntimeSpec& r : runtime_table()) {
+    if (!r.rating || r.precision_of != runtime) continue;
+    const auto times = device.runtime_ms.find(std::string(r.id));
+    if (times == device.runtime_ms.end()) continue;
+    hint += fmt::format("; {} models: --runtime {} (the device's {} times)",
+                        times->second.precision, r.id, r.name);
+  }
+  return hint;
 }
 
 }  // namespace edgeprof::detail

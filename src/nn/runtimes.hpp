@@ -76,4 +76,10 @@ class RuntimeWatch {
 // speed, only ncnn seen).
 std::optional<std::string> runtime_warning(const Device& device, const RuntimesSeen& seen);
 
+// For a workload that loads `runtime` ("pytorch") on `device`: how to run at the device's speed
+// with another precision of it where the device has published times with one ("; int8 models:
+// --runtime pytorch-int8 (its PyTorch int8 times)"), since the maps cannot tell precisions
+// apart; "" where it has none.
+std::string precision_hint(const Device& device, std::string_view runtime);
+
 }  // namespace edgeprof::detail

@@ -124,13 +124,13 @@ HostScaling measure_host_scaling(const HostScalingOptions& options) {
   // thread to two, where quiet runs read 1.39-1.60).
   const double median = h.median_speedup();
   if (median < 1.0) {
+    const char* what = options.runtime == "ncnn" ? "graphs" : "models";
     throw Error(fmt::format(
         "host scaling: with {} threads on CPUs {} the {} ran slower than with one (median "
         "speed-up {:.2f} over {} {}): most likely another busy process or a hypervisor's steal "
         "had those CPUs, and the figures would say nothing of a workload's scaling; measure "
         "again when the host is quiet (top's 'st' and 'id' columns show both)",
-        h.threads, fmt::join(h.cpus, ","), options.runtime == "ncnn" ? "graphs" : "models",
-        median, h.one_ms.size(), options.runtime == "ncnn" ? "graphs" : "models"));
+        h.threads, fmt::join(h.cpus, ","), what, median, h.one_ms.size(), what));
   }
   return h;
 }

@@ -20,7 +20,8 @@
 # quota over many periods) in the median's place.
 # Usage: python3 torch_runner.py DIR WARMUP LOOPS [--threads=N] [--backend=pytorch|onnxruntime]
 #        [--precision=fp32|int8] [--export] [--min-time=S] [--mean] MODEL...
-# (DIR "-": none; PyTorch's models are always built, not read.)
+# (DIR "-": none; PyTorch's fp32 models are always built, not read; int8 ones are read from
+# DIR/<model>.int8.pt where --export wrote them, else quantized here.)
 import io
 import math
 import os
@@ -207,10 +208,17 @@ def main() -> int:
     if int8:
         # Before any model is built or loaded: weights are packed for the engine in force.
         if "qnnpack" not in torch.backends.quantized.supported_engines:
-            print(f"error: this PyTorch ({torch.__version__}) has no qnnpack engine for int8",
-                  file=sys.stderr)
+            print(f"error: this PyTorch ({torch.__version__}) has no qnnpack engine for int8; "
+                  f"install a build that has one (PyPI's x86-64 and aarch64 wheels do): "
+                  f"{sys.executable} -m pip install torch torchvision", file=sys.stderr)
             return 3
         torch.backends.quantized.engine = "qnnpack"
+        unsaved = [n for n in rest if folder != "-" and not export and
+                   not os.path.isfile(os.path.join(folder, n + ".int8.pt"))]
+        if unsaved:
+            print(f"note: {folder} has no quantized {', '.join(unsaved)} (--export): they are "
+                  "quantized here instead, at this process's speed", file=sys.stderr,
+                  flush=True)
         print(f"runtime PyTorch {torch.__version__} int8 qnnpack TorchScript ({versions}; "
               f"Python {sys.version.split()[0]})", flush=True)
     elif ort is None:
@@ -231,7 +239,9 @@ def main() -> int:
             else:
                 model = build(name, timm, torchvision)
         except LookupError as e:
-            hint = "" if timm is not None else " (timm is not installed: pip install timm)"
+            hint = (" (a newer torchvision may have it: pip install -U torchvision)" if int8
+                    else "" if timm is not None else
+                    " (timm is not installed: pip install timm)")
             print(f"error: {e}{hint}", file=sys.stderr)
             return 4
         model.eval()

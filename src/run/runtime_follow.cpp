@@ -91,10 +91,11 @@ std::vector<FollowedSpeed> followed_speeds(const Device& measured, const HostFac
       notes.push_back(fmt::format(
           "runtime: if the workload loads {}, the device runs at its {} speed from then on "
           "({}; quota {} us per {} us), at the speed above before; emulate "
-          "Device.for_runtime('{}') (--runtime {}) to run at it from the start",
+          "Device.for_runtime('{}') (--runtime {}) to run at it from the start{}",
           rt.name, rt.name,
           at.nn ? describe(*at.nn) : fmt::format("{:.3g} of a host core", at.core_speed),
-          written_quota_us(speed.plan), speed.plan.cpu_period_us, rt.id, rt.id));
+          written_quota_us(speed.plan), speed.plan.cpu_period_us, rt.id, rt.id,
+          precision_hint(measured, rt.id)));
       speeds.push_back(std::move(speed));
     } catch (const Error& e) {
       notes.push_back(fmt::format("runtime: a workload that loads {} is not run at the device's "
@@ -213,9 +214,9 @@ std::string switch_warning(const Device& before, const RuntimeSwitch& made,
       "{:.2f} s, then at its {} speed ({:.3g}), the runtime's own ratio of device to host time "
       "(docs/devices.md, \"Other runtimes\"); what ran before the switch (the import, a first "
       "inference) ran at the other speed. Emulate Device.for_runtime('{}') (--runtime {}) to "
-      "run at it from the start",
+      "run at it from the start{}",
       name, made.library, speed_of(before), before.core_speed, since_release_s, name,
-      s.device.core_speed, s.runtime, s.runtime);
+      s.device.core_speed, s.runtime, s.runtime, precision_hint(before, s.runtime));
 }
 
 }  // namespace edgeprof::detail

@@ -170,7 +170,11 @@ NnRating run_graphs(const detail::NnRunnerDir& dir,
   }
   NnRating parsed = parse_nn_output(text.str(), "nn runner at speed " + fmt::format("{:g}", device.core_speed));
   if (runtime && !parsed.runtime.empty()) *runtime = parsed.runtime;
-  if (keep_warm && device.core_speed < 1) *keep_warm = *keep_warm && result.plan.keep_warm;
+  // Keep-warm as plans have it: asked of the slices at or under kKeepWarmMaxShare of a CPU;
+  // above it a plan turns it off, the measurement's as a device's.
+  if (keep_warm && device.core_speed <= kKeepWarmMaxShare) {
+    *keep_warm = *keep_warm && result.plan.keep_warm;
+  }
   return parsed;
 }
 

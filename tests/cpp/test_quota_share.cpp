@@ -462,6 +462,33 @@ TEST_CASE("the own share is measured in real slices between unthrottled runs, an
   CHECK_FALSE(measure_quota_share(o).cache_file.empty());
 }
 
+TEST_CASE("a share measured above keep-warm's limit is still a keep-warm share a plan takes",
+          "[quota_share][kernel]") {
+  const test::FakeTree cache;
+  test::ScopedEnv env("EDGEPROF_CACHE_DIR", cache.root());
+  const test::FakeTree bin;
+  QuotaShareOptions o;
+  o.python = fake_python(bin);
+  o.graphs = {"squeezenet"};
+  o.speeds = {0.25, 0.7};  // 0.7: a plan's slice there runs without keep-warm
+  o.rounds = 1;
+  const QuotaShare q = measure_quota_share(o);
+  REQUIRE(q.points.size() == 2);
+  CHECK(q.points[1].speed == 0.7);
+  // Keep-warm ran where plans have it (0.25), so the share is a keep-warm one: before the
+  // 0.7 point's slice without it turned the flag off, and no default plan took the share.
+  CHECK(q.keep_warm);
+  const auto cached = cached_quota_share();
+  REQUIRE(cached);
+  CHECK(cached->keep_warm);
+  HostFacts host = test::two_cpu_host();
+  host.quota_share = *cached;
+  const EmulationPlan p = plan_emulation(test::nn_device(0.6), host);
+  CHECK(test::has_note(p.notes, "this host's own share"));
+  CHECK_FALSE(test::has_note(p.notes, "give --quota-scale"));
+  CHECK(p.quota_scale == Approx(quota_scale_at(*cached, 0.6)).epsilon(0.001));
+}
+
 TEST_CASE("measuring the own share refuses what it cannot measure", "[quota_share]") {
   QuotaShareOptions o;
   o.speeds = {1.0};

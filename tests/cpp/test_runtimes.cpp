@@ -251,12 +251,18 @@ TEST_CASE("a device at its PyTorch int8 speed: PyTorch's libraries are its own, 
   CHECK_THAT(*other, Catch::StartsWith("the workload loaded ONNX Runtime "
                                        "(libonnxruntime.so.1.17.1); the device's speed was "
                                        "derived with PyTorch int8"));
-  // At ncnn's speed a PyTorch workload hears of both of PyTorch's speeds.
-  const auto hint = detail::runtime_warning(nn_device(), torch);
+  // At ncnn's speed a PyTorch workload hears of PyTorch's int8 speed where the device has
+  // int8 times, and only there.
+  Device with_int8 = nn_device();
+  with_int8.runtime_ms["pytorch-int8"] = RuntimeTimes{"int8", 4, {{"resnet18", 100}}};
+  const auto hint = detail::runtime_warning(with_int8, torch);
   REQUIRE(hint);
   CHECK_THAT(*hint, Catch::Contains("--runtime pytorch;") &&
-                        Catch::Contains("for PyTorch int8 models, --runtime pytorch-int8"));
-  // An fp32 speed still warns of ONNX Runtime, and an int8 one is never seen in maps.
+                        Catch::Contains("; int8 models: --runtime pytorch-int8 (the device's "
+                                        "PyTorch int8 times)"));
+  CHECK_THAT(*detail::runtime_warning(nn_device(), torch), !Catch::Contains("pytorch-int8"));
+  CHECK(detail::precision_hint(with_int8, "onnxruntime").empty());
+  // PyTorch's libraries show "pytorch", whatever the precision.
   CHECK(detail::runtimes_in_maps("7f0000000000-7f0000001000 r-xp 00000000 08:01 1 "
                                  "/venv/lib/torch/lib/libtorch_cpu.so\n") == torch);
 }
@@ -465,7 +471,9 @@ TEST_CASE("followed speeds: a device with PyTorch times, planned at the speed ed
   const auto with_int8 = detail::followed_speeds(pi, host, options, plan, 2, notes);
   REQUIRE(with_int8.size() == 1);
   CHECK(with_int8[0].runtime == "pytorch");
-  for (const std::string& n : notes) CHECK_THAT(n, !Catch::Contains("PyTorch int8"));
+  // PyTorch's follow note names the int8 speed the Pi 4 has, to be named.
+  CHECK(test::has_note(notes, "int8 models: --runtime pytorch-int8"));
+  for (const std::string& n : notes) CHECK_THAT(n, !Catch::Contains("loads PyTorch int8"));
   const Device at8 = for_runtime(pi, "pytorch-int8");
   REQUIRE(at8.nn);
   CHECK(at8.nn->basis == "pytorch-int8");
@@ -585,6 +593,17 @@ TEST_CASE("a device faster than a host core at edgeprof's speed starts at a runt
   options.plan.measure_nn = false;
   // Without this host's PyTorch rating there is no speed to start at: refused as before.
   CHECK_THROWS_AS(Slice(pi5, options), UnsupportedError);
+  // Nor at an int8 speed (as if the Pi 5 had int8 times, rated here): a precision of a runtime
+  // is only ever named, never chosen for a workload whose precision nobody said.
+  Device int8_only = pi5;
+  int8_only.runtime_ms["pytorch-int8"] = RuntimeTimes{"int8", 4, {{"resnet18", 60}}};
+  const FakeTree bin8;
+  NnOptions int8;
+  int8.runtime = "pytorch-int8";
+  int8.python = test::fake_torch_python(bin8, 40.0);
+  measure_nn_rating(int8);
+  REQUIRE(for_runtime(int8_only, "pytorch-int8").core_speed < 1);  // it would fit
+  CHECK_THROWS_AS(Slice(int8_only, options), UnsupportedError);
 
   const FakeTree bin;
   rate_pytorch(bin);
