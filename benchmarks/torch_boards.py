@@ -66,9 +66,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from script_common import edgeprof_as_root  # noqa: E402
 
 BOARDS = ("raspberry-pi-4b-4gb", "raspberry-pi-5-8gb", "jetson-orin-nano-8gb")
-# What the runner is told for each runtime (edgeprof's rating tells it the same).
-RUNNER_ARGS = {"pytorch": ["--backend=pytorch"], "onnxruntime": ["--backend=onnxruntime"],
-               "pytorch-int8": ["--precision=int8"]}
+# The runtimes torch_runner.py rates (what it is told for each: edgeprof's NnRuntime.runner_args).
+RUNTIMES = ("onnxruntime", "pytorch", "pytorch-int8")
 # The runtimes whose models are prepared outside the slice (--export).
 EXPORTED = {"onnxruntime": "exported to ONNX", "pytorch-int8": "quantized to int8"}
 RUNNER = Path(__file__).resolve().parents[1] / "src" / "nn" / "torch_runner.py"
@@ -144,7 +143,7 @@ def export_models(args: argparse.Namespace, models: list[str], folder: str) -> N
     the runner, outside any slice."""
     started = time.time()
     done = subprocess.run([args.torch_python, str(RUNNER), folder, "0", "0",
-                           *RUNNER_ARGS[args.runtime], "--export", *models],
+                           *args.runner_args, "--export", *models],
                           capture_output=True, text=True, check=False)
     if done.returncode != 0:
         sys.exit(f"torch_boards.py: the models could not be {EXPORTED[args.runtime]} (exit "
@@ -159,7 +158,7 @@ def emulate(edgeprof: Any, args: argparse.Namespace, device: Any, models: list[s
     projected ms (Result.projected_s), and the Result. folder: the models prepared outside
     (export_models: ONNX files or int8 TorchScript; "-": none)."""
     argv = [args.torch_python, str(RUNNER), folder, str(args.warmup), str(args.loops),
-            *RUNNER_ARGS[args.runtime], f"--min-time={args.min_time}", "--mean", *models]
+            *args.runner_args, f"--min-time={args.min_time}", "--mean", *models]
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         r = edgeprof.run(argv, device=device, stdout=out, stderr=err, timeout=RUN_TIMEOUT_S,
                          core_emulation="projected")
@@ -187,7 +186,7 @@ def main() -> int:
     ap.add_argument("--torch-python", required=True,
                     help="the interpreter with torch, torchvision and timm (and onnx and "
                     "onnxruntime for --runtime onnxruntime)")
-    ap.add_argument("--runtime", choices=sorted(RUNNER_ARGS), default="pytorch")
+    ap.add_argument("--runtime", choices=RUNTIMES, default="pytorch")
     ap.add_argument("--emulate", action="store_true",
                     help="also run the models under each board, projected from one core (root)")
     ap.add_argument("--remeasure", action="store_true", help="measure the rating again")
@@ -224,6 +223,8 @@ def main() -> int:
             return 77
     else:
         import edgeprof
+    args.runner_args = list(
+        next(r for r in edgeprof.nn.nn_runtimes() if r.id == args.runtime).runner_args)
     started = time.time()
     rating = None if args.remeasure else edgeprof.nn.cached_nn_rating(runtime=args.runtime)
     if rating is None:

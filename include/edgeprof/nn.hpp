@@ -157,6 +157,10 @@ struct NnRuntime {
   /// at this one's speed only when named (Device::for_runtime, --runtime); "" for a runtime
   /// itself.
   std::string precision_of;
+  /// What its runner is told before the models ("--backend=onnxruntime", "--precision=int8"):
+  /// a script that runs the runner itself (benchmarks/torch_boards.py) runs it as the rating
+  /// does.
+  std::vector<std::string> runner_args;
 };
 
 /// Every runtime a rating can be measured with, ncnn first.
@@ -298,7 +302,7 @@ struct QuotaShare {
   /// device's plan does).
   std::uint64_t period_us = 0;
   /// Whether keep-warm ran where plans have it (the speeds up to kKeepWarmMaxShare;
-  /// docs/keep-warm.md).
+  /// docs/keep-warm.md): false where no slice ran at or under it (speeds all above).
   bool keep_warm = true;
   std::vector<std::string> graphs;      ///< the reference graphs run
   int rounds = 0;                       ///< times every speed was measured

@@ -339,6 +339,8 @@ class NnRuntime:
     def cache_name(self) -> str: ...
     @property
     def precision_of(self) -> str: ...  # "pytorch" for "pytorch-int8"; "" otherwise
+    @property
+    def runner_args(self) -> list[str]: ...  # ["--precision=int8"] for "pytorch-int8"
 
 def nn_runtimes() -> list[NnRuntime]: ...
 

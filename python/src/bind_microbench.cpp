@@ -315,6 +315,8 @@ void bind_microbench(py::module_& m) {
                     "The runtime this one is another precision of: 'pytorch' for "
                     "'pytorch-int8' (named with runtime=, never seen in a workload's maps); "
                     "'' for a runtime itself.")
+      .def_readonly("runner_args", &NnRuntime::runner_args,
+                    "What its runner is told before the models, as the rating tells it.")
       .def("__repr__", [](const NnRuntime& r) { return "NnRuntime(id=" + repr_str(r.id) + ")"; });
   m.def("nn_runtimes", &nn_runtimes, py::return_value_policy::copy,
         "Every runtime an nn rating can be measured with, ncnn first.");

@@ -360,14 +360,23 @@ Device read_device(const json& j, const std::string& origin, const DeviceLoadOpt
       if (times.precision != "fp32" && times.precision != "fp16" && times.precision != "int8") {
         t.fail("precision", fmt::format("'{}' is not fp32, fp16 or int8", times.precision));
       }
+      // A precision of a runtime (pytorch-int8) holds times in that precision only: its
+      // rating's models run in it, and a speed from other times would be refused later.
+      if (!known.precision_of.empty() && times.precision != known.precision) {
+        t.fail("precision",
+               fmt::format("'{}': runtimes.{} holds {} times only; {}'s other times go in "
+                           "runtimes.{}",
+                           times.precision, known.id, known.precision,
+                           nn_runtime(known.precision_of).name, known.precision_of));
+      }
       for (const NnRuntime& other : nn_runtimes()) {
         // Another precision of this runtime with a rating of its own: its times go there.
         if (other.precision_of == known.id && other.precision == times.precision) {
           t.fail("precision",
-                 fmt::format("'{}': {}'s {} times go in runtimes.{}, which this host rates "
-                             "with {} models",
+                 fmt::format("'{}': {}'s {} times go in runtimes.{}, a speed of its own "
+                             "(--runtime {})",
                              times.precision, known.name, times.precision, other.id,
-                             times.precision));
+                             other.id));
         }
       }
       times.threads = static_cast<int>(*t.integer("threads", 1, 4096, true));

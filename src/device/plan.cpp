@@ -248,7 +248,7 @@ QuotaScaleChoice choose_quota_scale(const Device& device, const HostFacts& host,
                      "ncnn work per CPU-second than unthrottled (docs/fidelity.md)";
   if (!host.quota_share || host.quota_share->points.empty()) {
     c.note = fmt::format("this host's own share under a quota is not measured ({}): {}; "
-                         "`edgeprof calibrate-host --nn` measures it (about 75 s)",
+                         "`edgeprof calibrate-host --nn` measures it (about 80 s)",
                          host.quota_share_problem.empty() ? std::string("not cached")
                                                           : host.quota_share_problem,
                          then);

@@ -50,7 +50,6 @@ struct RuntimeEntry {
   bool reads_graphs = false;     // it runs the reference graphs (ncnn), not models it builds
   bool multi_thread = false;     // a rating may run several threads
   std::string digest;            // what a cached rating must have been measured with
-  std::vector<std::string> runner_args;  // given to the runner before the models
 };
 
 // FNV-1a over strings: a cached rating of graphs (a fixed architecture) or a runner that has
@@ -77,7 +76,7 @@ const std::vector<RuntimeEntry>& runtime_entries() {
       RuntimeEntry e;
       e.info = {std::string(spec.id),        std::string(spec.name), std::string(r.install),
                 std::string(r.precision),    {},                     std::string(r.cache_name),
-                std::string(spec.precision_of)};
+                std::string(spec.precision_of), {}};
       e.runner = detail::runner_source(r.runner);
       if (!e.runner) {
         throw Error(fmt::format("edgeprof was built without the runner src/nn/{} of {}: "
@@ -86,7 +85,7 @@ const std::vector<RuntimeEntry>& runtime_entries() {
       }
       e.reads_graphs = r.reads_graphs;
       e.multi_thread = r.multi_thread;
-      for (const std::string_view a : r.runner_args) e.runner_args.emplace_back(a);
+      for (const std::string_view a : r.runner_args) e.info.runner_args.emplace_back(a);
       if (r.reads_graphs) {
         std::vector<std::string_view> graph_text;  // the digest: every graph's name and text
         for (const auto& g : reference_graphs()) {
@@ -98,7 +97,7 @@ const std::vector<RuntimeEntry>& runtime_entries() {
       } else {
         for (const std::string_view m : r.models) e.info.models.emplace_back(m);
         std::vector<std::string_view> parts(e.info.models.begin(), e.info.models.end());
-        parts.insert(parts.end(), e.runner_args.begin(), e.runner_args.end());
+        parts.insert(parts.end(), e.info.runner_args.begin(), e.info.runner_args.end());
         parts.push_back(e.runner);
         e.digest = fnv_digest(parts);
       }
@@ -578,7 +577,7 @@ NnRating measure_nn_rating(const NnOptions& options) {
   std::vector<std::string> argv{python, dir.runner(), dir.path(),
                                 std::to_string(options.warmup), std::to_string(options.loops)};
   if (options.threads > 1) argv.push_back(fmt::format("--threads={}", options.threads));
-  argv.insert(argv.end(), e.runner_args.begin(), e.runner_args.end());
+  argv.insert(argv.end(), e.info.runner_args.begin(), e.info.runner_args.end());
   // ncnn's runner runs every graph it finds without names; other runners build what they
   // are told.
   const std::vector<std::string>& wanted =

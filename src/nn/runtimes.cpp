@@ -148,8 +148,9 @@ std::optional<std::string> runtime_warning(const Device& device, const RuntimesS
                             r.name, r.id);
       }
     }
-    for (const auto& [id, library_file] : seen) hint += precision_hint(device, id);
     if (!hint.empty()) hint += " (Device.for_runtime, docs/devices.md)";
+    // After the runtimes' hints and their pointer: each says its own source in parentheses.
+    for (const auto& [id, library_file] : seen) hint += precision_hint(device, id);
   }
   return fmt::format(
       "the workload loaded {}; the device's speed was derived with {} ({:.3g} of a host "

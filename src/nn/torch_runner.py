@@ -53,7 +53,10 @@ def build_int8(name, torch, torchvision):
 
     builder = getattr(quantization, name, None)
     if builder is None:
-        raise LookupError(f"torchvision.models.quantization has no model named {name}")
+        known = sorted(n for n in dir(quantization) if n.islower() and not n.startswith("_")
+                       and callable(getattr(quantization, n)))
+        raise LookupError(f"torchvision.models.quantization has no model named {name}; it has "
+                          f"{', '.join(known) or 'none'} (torchvision {torchvision.__version__})")
     # GoogLeNet and Inception v3 as deployed: no auxiliary heads (unused in eval mode), the
     # default initialisation instead of their slow truncated normal.
     extra = ({"aux_logits": False, "init_weights": False}
@@ -239,8 +242,7 @@ def main() -> int:
             else:
                 model = build(name, timm, torchvision)
         except LookupError as e:
-            hint = (" (a newer torchvision may have it: pip install -U torchvision)" if int8
-                    else "" if timm is not None else
+            hint = ("" if int8 or timm is not None else
                     " (timm is not installed: pip install timm)")
             print(f"error: {e}{hint}", file=sys.stderr)
             return 4

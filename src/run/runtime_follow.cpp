@@ -22,6 +22,13 @@ std::string speed_of(const Device& device) {
   return "its described core speed";
 }
 
+// A runtime a workload can be seen to load that the device has a speed with: not ncnn (the
+// speed a run starts at), not a precision of another runtime (PyTorch int8 shows PyTorch's
+// libraries: named with --runtime, never followed), with published times on the device.
+bool followable(const NnRuntime& rt, const Device& measured) {
+  return rt.id != "ncnn" && rt.precision_of.empty() && measured.runtime_ms.count(rt.id) != 0;
+}
+
 }  // namespace
 
 Device device_as_run(const Device& at_speed, const EmulationPlan& plan,
@@ -70,11 +77,7 @@ std::vector<FollowedSpeed> followed_speeds(const Device& measured, const HostFac
   PlanOptions same = options;
   if (same.cores == CoreEmulation::automatic) same.cores = plan.core_emulation();
   for (const NnRuntime& rt : nn_runtimes()) {
-    // A precision of a runtime (PyTorch int8) is not told apart in the maps: named, not followed.
-    if (rt.id == "ncnn" || rt.id == current || !rt.precision_of.empty() ||
-        !measured.runtime_ms.count(rt.id)) {
-      continue;
-    }
+    if (!followable(rt, measured) || rt.id == current) continue;
     try {
       FollowedSpeed speed;
       speed.runtime = rt.id;
@@ -113,9 +116,7 @@ std::optional<Device> runtime_start(const Device& measured, const HostFacts& hos
     return std::nullopt;
   }
   for (const NnRuntime& rt : nn_runtimes()) {
-    if (rt.id == "ncnn" || !rt.precision_of.empty() || !measured.runtime_ms.count(rt.id)) {
-      continue;
-    }
+    if (!followable(rt, measured)) continue;
     try {
       Device at = for_runtime(measured, rt.id);
       plan_emulation(at, host, options);  // throws where this one cannot be emulated either

@@ -387,6 +387,13 @@ QuotaShare measure_quota_share(const QuotaShareOptions& o) {
     }
   }
   check_waiting();
+  // Keep-warm ran where plans have it only if a slice ran there: speeds all above
+  // kKeepWarmMaxShare never asked for it, and a plan at or under it (with keep-warm) would take
+  // a share measured without.
+  if (std::none_of(speeds.begin(), speeds.end(),
+                   [](double s) { return s <= kKeepWarmMaxShare; })) {
+    q.keep_warm = false;
+  }
   for (double s : speeds) {
     const std::vector<double>& v = shares[s];
     if (v.empty()) throw Error(fmt::format("measure_quota_share: no graph ran at speed {:g}", s));
@@ -441,7 +448,7 @@ HostFacts with_measured_quota_share(HostFacts host, const Device& device,
                       std::min<std::size_t>(std::size_t(std::max(device.cores, 1)), cpus) > 1;
   if (pooled) return host;
   // Tried once per process and cache directory: a failure, or a result that could not be
-  // cached, is not measured again for every slice (about 75 s each).
+  // cached, is not measured again for every slice (about 80 s each).
   static std::mutex mutex;
   static std::map<std::string, std::pair<std::optional<QuotaShare>, std::string>> tried;
   std::lock_guard<std::mutex> lock(mutex);
@@ -457,7 +464,7 @@ HostFacts with_measured_quota_share(HostFacts host, const Device& device,
   if (o.progress) {
     o.progress(fmt::format("{} is emulated at its nn speed, and this host's own share under a "
                            "CPU quota is not measured yet ({}): measuring it now, once (about "
-                           "75 s; cached; `edgeprof calibrate-host --nn` does the same)",
+                           "80 s; cached; `edgeprof calibrate-host --nn` does the same)",
                            device.name, host.quota_share_problem));
   }
   try {

@@ -982,12 +982,18 @@ TEST_CASE("device files give other runtimes' times: read, checked, written back"
   // PyTorch's int8 times go in runtimes.pytorch-int8, whose precision is int8 when unsaid (it
   // read as fp32 before, and every speed from it was refused as another precision).
   CHECK_THAT(refused(head + R"({"pytorch": {"threads": 4, "precision": "int8", "ms": {"resnet18": 1}}}})"),
-             Contains("runtimes.pytorch.precision") && Contains("go in runtimes.pytorch-int8"));
+             Contains("runtimes.pytorch.precision") && Contains("go in runtimes.pytorch-int8") &&
+                 Contains("--runtime pytorch-int8"));
   dir.file("/int8.json", head + R"({"pytorch-int8": {"threads": 4, "ms": {"resnet18": 90}}}})");
   const Device int8 = load_device_file(dir.root() + "/int8.json");
   CHECK(int8.runtime_ms.at("pytorch-int8") == RuntimeTimes{"int8", 4, {{"resnet18", 90}}});
   CHECK_THAT(refused(head + R"({"pytorch-int8": {"threads": 4, "ms": {"vgg13": 1}}}})"),
              Contains("runtimes.pytorch-int8.ms.vgg13"));
+  // ... and holds int8 times only: fp32 ones there were loaded before and refused only when a
+  // speed was taken from them.
+  CHECK_THAT(refused(head + R"({"pytorch-int8": {"threads": 4, "precision": "fp32", "ms": {"resnet18": 1}}}})"),
+             Contains("runtimes.pytorch-int8.precision") && Contains("int8 times only") &&
+                 Contains("go in runtimes.pytorch"));
 }
 
 TEST_CASE("this host's real nn rating, with ncnn (short form)", "[nn][slow]") {

@@ -487,6 +487,14 @@ TEST_CASE("a share measured above keep-warm's limit is still a keep-warm share a
   CHECK(test::has_note(p.notes, "this host's own share"));
   CHECK_FALSE(test::has_note(p.notes, "give --quota-scale"));
   CHECK(p.quota_scale == Approx(quota_scale_at(*cached, 0.6)).epsilon(0.001));
+
+  // Speeds all above the limit: keep-warm never ran, so the share is not a keep-warm one (it
+  // claimed to be before, and plans with keep-warm took a share measured without).
+  o.speeds = {0.7, 0.8};
+  const QuotaShare high = measure_quota_share(o);
+  CHECK_FALSE(high.keep_warm);
+  REQUIRE(cached_quota_share());
+  CHECK_FALSE(cached_quota_share()->keep_warm);
 }
 
 TEST_CASE("measuring the own share refuses what it cannot measure", "[quota_share]") {

@@ -109,6 +109,11 @@ TEST_CASE("one table of runtimes: recognised by their libraries, rated where it 
   CHECK(nn_runtime("pytorch-int8").precision_of == "pytorch");
   CHECK(nn_runtime("pytorch-int8").models.size() == 11);  // torchvision's quantizable ones
   CHECK(nn_runtime("pytorch").precision_of.empty());
+  // What the runner is told, for scripts that run it themselves (benchmarks/torch_boards.py).
+  CHECK(nn_runtime("pytorch-int8").runner_args == std::vector<std::string>{"--precision=int8"});
+  CHECK(nn_runtime("onnxruntime").runner_args ==
+        std::vector<std::string>{"--backend=onnxruntime"});
+  CHECK(nn_runtime("pytorch").runner_args.empty());
   // A runtime that is only recognised is named in a run, but has no rating.
   CHECK(detail::runtime_name("tensorflow-lite") == "TensorFlow Lite");
   CHECK_THROWS_WITH(nn_runtime("tensorflow-lite"),
@@ -257,9 +262,10 @@ TEST_CASE("a device at its PyTorch int8 speed: PyTorch's libraries are its own, 
   with_int8.runtime_ms["pytorch-int8"] = RuntimeTimes{"int8", 4, {{"resnet18", 100}}};
   const auto hint = detail::runtime_warning(with_int8, torch);
   REQUIRE(hint);
-  CHECK_THAT(*hint, Catch::Contains("--runtime pytorch;") &&
-                        Catch::Contains("; int8 models: --runtime pytorch-int8 (the device's "
-                                        "PyTorch int8 times)"));
+  // Each hint with its own parentheses: the int8 one after the runtimes' pointer, not beside it.
+  CHECK_THAT(*hint, Catch::EndsWith("--runtime pytorch (Device.for_runtime, docs/devices.md); "
+                                    "int8 models: --runtime pytorch-int8 (the device's PyTorch "
+                                    "int8 times)"));
   CHECK_THAT(*detail::runtime_warning(nn_device(), torch), !Catch::Contains("pytorch-int8"));
   CHECK(detail::precision_hint(with_int8, "onnxruntime").empty());
   // PyTorch's libraries show "pytorch", whatever the precision.

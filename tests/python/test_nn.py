@@ -401,6 +401,7 @@ def test_pytorch_int8_is_a_rating_of_its_own_named_not_followed(tmp_path, monkey
     monkeypatch.setenv("EDGEPROF_CACHE_DIR", str(tmp_path))
     int8 = next(r for r in edgeprof.nn.nn_runtimes() if r.id == "pytorch-int8")
     assert int8.precision == "int8" and int8.precision_of == "pytorch"
+    assert int8.runner_args == ["--precision=int8"]  # what torch_boards.py tells the runner
     assert "shufflenet_v2_x0_5" in int8.models and int8.cache_name == "host-nn-pytorch-int8.json"
     pi = edgeprof.find_device("raspberry-pi-4b-4gb")
     assert pi.runtime_ms["pytorch-int8"].precision == "int8"
@@ -548,7 +549,7 @@ def test_ctrl_c_stops_a_rating_measured_without_a_progress_callback(tmp_path):
 
 @requires_cgroups
 def test_ctrl_c_during_a_first_runs_own_share_measurement_stops_the_run(tmp_path, monkeypatch):
-    """A first run at an nn speed measures this host's own share (about 75 s): Ctrl-C stops it
+    """A first run at an nn speed measures this host's own share (about 80 s): Ctrl-C stops it
     there (an earlier mend let the interrupt through, and the measurement swallowed it as a
     failure: the run went on, the interrupt lost)."""
     monkeypatch.setenv("EDGEPROF_CACHE_DIR", str(tmp_path))

@@ -197,6 +197,23 @@ def test_int8_models_quantized_earlier_are_loaded_with_qnnpack_set_first(tmp_pat
                    f"load {models}/shufflenet_v2_x0_5.int8.pt"]
 
 
+def test_an_unknown_int8_model_is_refused_naming_the_quantizable_ones(tmp_path):
+    package = tmp_path / "fake" / "torchvision" / "models"
+    package.mkdir(parents=True)
+    (package.parent / "__init__.py").write_text("__version__ = '0.0-test'\n")
+    (package / "__init__.py").write_text("")
+    (package / "quantization.py").write_text(
+        "def resnet18(**kw): pass\ndef shufflenet_v2_x0_5(**kw): pass\n"
+        "class QuantizableResNet: pass\n")
+    done = run_with_modules(tmp_path, {"torch.py": FAKE_TORCH,
+                                       "timm.py": "raise ImportError('no timm')\n"},
+                            "-", "0", "1", "--precision=int8", "vgg16")
+    assert done.returncode == 4, done.stderr
+    assert ("torchvision.models.quantization has no model named vgg16; it has resnet18, "
+            "shufflenet_v2_x0_5 (torchvision 0.0-test)") in done.stderr
+    assert "newer torchvision" not in done.stderr
+
+
 def test_int8_is_pytorchs_and_export_needs_a_folder(tmp_path):
     done = run_runner(tmp_path, "-", "0", "1", "--precision=int8", "--backend=onnxruntime",
                       "resnet18")
