@@ -34,6 +34,12 @@ constexpr RuntimeRatingSpec kNcnnRating{
     .multi_thread = true,
 };
 
+// PyTorch's and ONNX Runtime's ratings time their models in eight passes through them all
+// (torch_runner.py --rounds): on a shared VM whose speed wanders by up to a third over tens of
+// seconds, one model timed in one go against another timed a minute later moved by 3-9% in the
+// median and up to 22% (three ratings of the int8 models here, 2026-12-04), in passes by 1-4%,
+// up to 16% (five); a rating takes about 1.6 times as long.
+constexpr S kTorchArgs[] = {"--rounds=8"};
 constexpr RuntimeRatingSpec kTorchRating{
     .install = "pip install torch torchvision timm",
     .precision = "fp32",
@@ -41,13 +47,13 @@ constexpr RuntimeRatingSpec kTorchRating{
     .models = kClassifiers,
     .cache_name = "host-nn-pytorch.json",
     .runner = "torch_runner.py",
-    .runner_args = {},
+    .runner_args = kTorchArgs,
     .multi_thread = true,  // --threads=N: torch.set_num_threads(N)
 };
 
 // PyTorch's int8 (qnnpack, TorchScript): a precision of PyTorch with its own device tables, so a
 // rating of its own; a workload shows PyTorch's libraries either way, so it is named, not seen.
-constexpr S kTorchInt8Args[] = {"--precision=int8"};
+constexpr S kTorchInt8Args[] = {"--precision=int8", "--rounds=8"};
 constexpr RuntimeRatingSpec kTorchInt8Rating{
     .install = "pip install torch torchvision",
     .precision = "int8",
@@ -60,7 +66,7 @@ constexpr RuntimeRatingSpec kTorchInt8Rating{
 };
 
 // The same models exported to ONNX by the same runner, timed in ONNX Runtime.
-constexpr S kOrtArgs[] = {"--backend=onnxruntime"};
+constexpr S kOrtArgs[] = {"--backend=onnxruntime", "--rounds=8"};
 constexpr RuntimeRatingSpec kOrtRating{
     .install = "pip install onnxruntime onnx torch torchvision timm",
     .precision = "fp32",

@@ -18,8 +18,13 @@
 # waits for the next period, so its median says little: --min-time=S times at least S seconds
 # (and LOOPS inferences), and --mean prints the mean (the total over the count, exact under a
 # quota over many periods) in the median's place.
+# --rounds=R builds every model first and spreads each one's timed inferences over R passes
+# through them all (WARMUP untimed inferences before a model's first, one before each later
+# visit): on a host whose speed wanders over tens of seconds, as a shared VM's does by up to a
+# third, every model then sees the same spells, and their times keep their ratios (edgeprof's
+# ratings of PyTorch and ONNX Runtime run with it; it holds every model in memory at once).
 # Usage: python3 torch_runner.py DIR WARMUP LOOPS [--threads=N] [--backend=pytorch|onnxruntime]
-#        [--precision=fp32|int8] [--export] [--min-time=S] [--mean] MODEL...
+#        [--precision=fp32|int8] [--export] [--min-time=S] [--mean] [--rounds=R] MODEL...
 # (DIR "-": none; PyTorch's fp32 models are always built, not read; int8 ones are read from
 # DIR/<model>.int8.pt where --export wrote them, else quantized here.)
 import io
@@ -101,6 +106,22 @@ def time_runs(infer, warmup, loops, min_time=0.0):
     return times
 
 
+def time_rounds(infers, warmup, loops, rounds, min_time=0.0):
+    """Every model's timed calls spread over `rounds` passes through them all (`infers`: name ->
+    call), so that each sees the same spells of a host whose speed wanders (on a shared VM,
+    by a third over tens of seconds, and with it one model's median against another's): the
+    first pass warms each model up `warmup` times, later ones once (its caches, after the
+    others ran); each pass times ceil(loops / rounds) calls and min_time / rounds seconds.
+    Name -> the times in ms."""
+    per_round = -(-loops // rounds)
+    times = {name: [] for name in infers}
+    for r in range(rounds):
+        for name, infer in infers.items():
+            times[name] += time_runs(infer, warmup if r == 0 else 1, per_round,
+                                     min_time / rounds)
+    return times
+
+
 def report(name, times, mean=False):
     centre = statistics.fmean(times) if mean else statistics.median(times)
     print(f"{name} {centre:.4f} {min(times):.4f} {max(times):.4f}", flush=True)
@@ -114,7 +135,7 @@ def ort_missing(error) -> int:
     return 3
 
 
-def run_exported(paths, warmup, loops, threads, min_time, mean) -> int:
+def run_exported(paths, warmup, loops, threads, min_time, mean, rounds) -> int:
     """ONNX Runtime on models exported earlier (--export): PyTorch is not imported."""
     try:
         import numpy
@@ -124,6 +145,15 @@ def run_exported(paths, warmup, loops, threads, min_time, mean) -> int:
     print(f"runtime ONNX Runtime {ort.__version__} fp32 CPU provider (models exported "
           f"earlier; Python {sys.version.split()[0]})", flush=True)
     data = numpy.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype(numpy.float32)
+    if rounds > 1:
+        infers = {}
+        for name, path in paths.items():
+            session = onnx_session(path, threads, ort)
+            feed = {session.get_inputs()[0].name: data}
+            infers[name] = lambda s=session, f=feed: s.run(None, f)
+        for name, times in time_rounds(infers, warmup, loops, rounds, min_time).items():
+            report(name, times, mean)
+        return 0
     for name, path in paths.items():
         session = onnx_session(path, threads, ort)
         feed = {session.get_inputs()[0].name: data}
@@ -146,6 +176,7 @@ def main() -> int:
     warmup, loops = int(sys.argv[2]), int(sys.argv[3])
     folder, rest = sys.argv[1], sys.argv[4:]
     threads, backend, precision, export, min_time, mean = 1, "pytorch", "fp32", False, 0.0, False
+    rounds = 1
     while rest and rest[0].startswith("--"):
         flag, _, value = rest.pop(0).partition("=")
         if flag == "--threads":
@@ -160,6 +191,8 @@ def main() -> int:
             min_time = seconds(value)
         elif flag == "--mean" and not value:
             mean = True
+        elif flag == "--rounds" and value.isdigit() and int(value) >= 1:
+            rounds = int(value)
         else:
             print(f"error: unknown option {flag}={value}", file=sys.stderr)
             return 2
@@ -176,7 +209,7 @@ def main() -> int:
         paths = {name: os.path.join(folder, name + ".onnx") for name in rest}
         missing = [name for name, p in paths.items() if not os.path.isfile(p)]
         if rest and not missing:
-            return run_exported(paths, warmup, loops, threads, min_time, mean)
+            return run_exported(paths, warmup, loops, threads, min_time, mean, rounds)
         print(f"note: {folder} has no exported {', '.join(missing)} (--export): every model is "
               "exported here instead, at this process's speed", file=sys.stderr, flush=True)
     try:
@@ -232,6 +265,7 @@ def main() -> int:
               f"{versions}; Python {sys.version.split()[0]})", flush=True)
     data = torch.randn(1, 3, 224, 224)
     ran = 0
+    infers = {}  # with --rounds: every model built first, then timed in passes through them
     for name in rest:
         saved = os.path.join(folder, name + ".int8.pt") if int8 and folder != "-" else ""
         try:
@@ -264,13 +298,20 @@ def main() -> int:
             export_onnx(model, data, torch, buffer)
             session = onnx_session(buffer.getvalue(), threads, ort)
             feed = {session.get_inputs()[0].name: data.numpy()}
-            infer = lambda: session.run(None, feed)  # noqa: E731
+            infer = lambda s=session, f=feed: s.run(None, f)  # noqa: E731
         else:
-            infer = lambda: model(data)  # noqa: E731
+            infer = lambda m=model: m(data)  # noqa: E731
+        ran += 1
+        if rounds > 1:
+            infers[name] = infer
+            continue
         with torch.inference_mode():
             report(name, time_runs(infer, warmup, loops, min_time), mean)
-        ran += 1
         del model, infer
+    if infers:
+        with torch.inference_mode():
+            for name, times in time_rounds(infers, warmup, loops, rounds, min_time).items():
+                report(name, times, mean)
     return 0 if ran else 5
 
 

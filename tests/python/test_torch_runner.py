@@ -100,6 +100,40 @@ def test_min_time_keeps_timing_and_mean_takes_the_mean(monkeypatch):
         assert runner.seconds(bad) is None
 
 
+def test_rounds_spread_every_models_timed_calls_over_passes_through_them_all():
+    runner = load_runner()
+    calls = []
+    infers = {"a": lambda: calls.append("a"), "b": lambda: calls.append("b")}
+    times = runner.time_rounds(infers, 2, 4, 2)
+    # First pass: each model's two warm-ups, then its two timed calls; the second pass warms
+    # each up once (the others ran in between) and times two more.
+    assert calls == ["a"] * 4 + ["b"] * 4 + ["a"] * 3 + ["b"] * 3
+    assert [len(times["a"]), len(times["b"])] == [4, 4]
+    # LOOPS not a multiple of the rounds: each pass times the next whole number of calls.
+    calls.clear()
+    times = runner.time_rounds(infers, 0, 3, 2)
+    assert len(times["a"]) == 4 and calls.count("a") == 5
+
+
+def test_rounds_on_the_command_line(tmp_path):
+    models = tmp_path / "models"
+    models.mkdir()
+    for name in ("resnet18", "mobilenetv2_100"):
+        (models / f"{name}.onnx").write_bytes(b"onnx")
+    done = run_runner(tmp_path, str(models), "1", "4", "--backend=onnxruntime", "--rounds=2",
+                      "resnet18", "mobilenetv2_100")
+    assert done.returncode == 0, done.stderr
+    assert [line.split()[0] for line in done.stdout.splitlines()[1:]] == \
+        ["resnet18", "mobilenetv2_100"]
+    # Both sessions opened before any is timed; per model 1 warm-up, 2 x 2 timed, 1 re-warm.
+    assert len((tmp_path / "ort.log").read_text().splitlines()) == 2
+    assert len((tmp_path / "ort.log.runs").read_text().splitlines()) == 2 * 6
+    for bad in ("0", "x", ""):
+        done = run_runner(tmp_path, str(models), "0", "1", "--backend=onnxruntime",
+                          f"--rounds={bad}", "resnet18")
+        assert done.returncode == 2 and f"unknown option --rounds={bad}" in done.stderr
+
+
 def test_min_time_and_mean_on_the_command_line(tmp_path):
     models = tmp_path / "models"
     models.mkdir()
