@@ -152,13 +152,19 @@ def export_models(args: argparse.Namespace, models: list[str], folder: str) -> N
           f"{time.time() - started:.0f} s", file=sys.stderr, flush=True)
 
 
+def emulated_args(args: argparse.Namespace) -> list[str]:
+    """The rating's runner arguments with --emulated-rounds passes instead of its own."""
+    kept = [a for a in args.runner_args if not a.startswith("--rounds=")]
+    return kept + ([f"--rounds={args.emulated_rounds}"] if args.emulated_rounds > 1 else [])
+
+
 def emulate(edgeprof: Any, args: argparse.Namespace, device: Any, models: list[str],
             folder: str) -> tuple[dict[str, float], Any]:
     """The runner under the device at the runtime's speed, projected from one core: per model the
     projected ms (Result.projected_s), and the Result. folder: the models prepared outside
     (export_models: ONNX files or int8 TorchScript; "-": none)."""
     argv = [args.torch_python, str(RUNNER), folder, str(args.warmup), str(args.loops),
-            *args.runner_args, f"--min-time={args.min_time}", "--mean", *models]
+            *emulated_args(args), f"--min-time={args.min_time}", "--mean", *models]
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         r = edgeprof.run(argv, device=device, stdout=out, stderr=err, timeout=RUN_TIMEOUT_S,
                          core_emulation="projected")
@@ -201,6 +207,10 @@ def main() -> int:
                     "(default 1: under a quota, one inference shorter than the period runs at "
                     "the host's speed or waits a period, and only the mean over many is the "
                     "device's)")
+    ap.add_argument("--emulated-rounds", type=int, default=1,
+                    help="passes through the models under the device (default 1: each model "
+                    "timed in one go; the rating's eight passes, each with its warm-up "
+                    "inference, took 3-4 times as long at a Pi 4's 0.05 of a CPU)")
     ap.add_argument("--workload-scaling", action="store_true",
                     help="also measure each model's speed-up from one thread to two here and "
                     "report the figures with each model's own scaling (about two minutes)")
@@ -215,6 +225,8 @@ def main() -> int:
     args = ap.parse_args()
     if args.warmup is None:
         args.warmup = 3 if args.runtime == "pytorch-int8" else 1
+    if args.emulated_rounds < 1:
+        ap.error("--emulated-rounds must be at least 1")
     if args.scaling_powers != "1" and not args.workload_scaling:
         ap.error("--scaling-powers needs --workload-scaling")
     if args.emulate:
