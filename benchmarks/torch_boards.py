@@ -210,10 +210,13 @@ def main() -> int:
     ap.add_argument("--emulated-rounds", type=int, default=1,
                     help="passes through the models under the device (default 1: each model "
                     "timed in one go; the rating's eight passes, each with its warm-up "
-                    "inference, took 3-4 times as long at a Pi 4's 0.05 of a CPU)")
+                    "inference, took an estimated 3-4 times as long at a Pi 4's 0.05 of a CPU "
+                    "on this project's EPYC host); --min-time is split between the passes")
     ap.add_argument("--workload-scaling", action="store_true",
                     help="also measure each model's speed-up from one thread to two here and "
-                    "report the figures with each model's own scaling (about two minutes)")
+                    "report the figures with each model's own scaling (in as many passes as "
+                    "--scaling-loops: about three minutes, estimated from the two it took in "
+                    "one go on this project's EPYC host)")
     ap.add_argument("--scaling-warmup", type=int, default=3,
                     help="with --workload-scaling: untimed inferences per model and run")
     ap.add_argument("--scaling-loops", type=int, default=7,

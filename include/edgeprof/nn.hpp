@@ -254,8 +254,8 @@ struct NnOptions {
 };
 
 /// Runs the reference graphs with ncnn (Python package `ncnn`, `pip install ncnn`), or
-/// NnOptions::runtime's models with it, one thread, pinned to one CPU (about a minute), and
-/// caches the result for cached_nn_rating() (and, for ncnn, the device loaders) when every
+/// NnOptions::runtime's models with it, one thread, pinned to one CPU (about a minute for
+/// ncnn, 1-2 minutes for the others in their eight passes), and caches the result for cached_nn_rating() (and, for ncnn, the device loaders) when every
 /// model ran. Throws Error when the runtime is unknown, when Python or the runtime is missing
 /// (saying what to install), when it fails or times out (with the end of its output).
 NnRating measure_nn_rating(const NnOptions& options = {});
@@ -302,7 +302,9 @@ struct QuotaShare {
   /// device's plan does).
   std::uint64_t period_us = 0;
   /// Whether keep-warm ran where plans have it (the speeds up to kKeepWarmMaxShare;
-  /// docs/keep-warm.md): false where no slice ran at or under it (speeds all above).
+  /// docs/keep-warm.md): false where no slice ran at or under it (speeds all above). A plan
+  /// whose keep-warm differs takes the share only above kKeepWarmMaxShare, where no plan runs
+  /// keep-warm.
   bool keep_warm = true;
   std::vector<std::string> graphs;      ///< the reference graphs run
   int rounds = 0;                       ///< times every speed was measured

@@ -340,7 +340,7 @@ class NnRuntime:
     @property
     def precision_of(self) -> str: ...  # "pytorch" for "pytorch-int8"; "" otherwise
     @property
-    def runner_args(self) -> list[str]: ...  # ["--precision=int8"] for "pytorch-int8"
+    def runner_args(self) -> list[str]: ...  # ["--precision=int8", "--rounds=8"] for "pytorch-int8"
 
 def nn_runtimes() -> list[NnRuntime]: ...
 

@@ -375,7 +375,8 @@ void bind_microbench(py::module_& m) {
       py::arg("timeout_s") = 900.0, py::arg("progress") = py::none(),
       "Runs the reference graphs with ncnn (the Python package, `pip install ncnn`), or the "
       "models of another runtime (runtime='pytorch': `pip install torch torchvision timm`), "
-      "one thread pinned to one CPU (about a minute), and caches the times when every graph "
+      "one thread pinned to one CPU (about a minute for ncnn, 1-2 minutes for the others in "
+      "their eight passes), and caches the times when every graph "
       "ran; ncnn's give catalog devices with published times an nn speed. Error when the "
       "runtime is unknown, Python or the runtime is missing, or it fails.");
 

@@ -419,7 +419,7 @@ Device for_runtime(const Device& device, std::string_view runtime,
     throw DeviceError(fmt::format(
         "{} at its {} speed needs this host's {} rating, which is not usable ({}): run "
         "`edgeprof calibrate-host --nn --runtime {} --python PYTHON` with the interpreter that "
-        "has {} (`{}`), about a minute",
+        "has {} (`{}`), 1-2 minutes",
         device.name, rt.name, rt.name, why, rt.id, rt.name, rt.install));
   }
   const NnSpeed s = runtime_speed(device, rt.id, *rating);

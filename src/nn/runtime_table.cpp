@@ -35,10 +35,11 @@ constexpr RuntimeRatingSpec kNcnnRating{
 };
 
 // PyTorch's and ONNX Runtime's ratings time their models in eight passes through them all
-// (torch_runner.py --rounds): on a shared VM whose speed wanders by up to a third over tens of
-// seconds, one model timed in one go against another timed a minute later moved by 3-9% in the
-// median and up to 22% (three ratings of the int8 models here, 2026-12-04), in passes by 1-4%,
-// up to 16% (five); a rating takes about 1.6 times as long.
+// (torch_runner.py --rounds): on a shared VM whose speed wanders by a third or more over tens
+// of seconds, one model timed in one go against another timed a minute later moved by 3-9% in
+// the median and up to 22% (three ratings of the int8 models here, 2026-12-04), in passes by
+// 1-4%, up to 16% (five); a rating takes about 1.6 times as long (estimated: 19 inferences per
+// model against 12).
 constexpr S kTorchArgs[] = {"--rounds=8"};
 constexpr RuntimeRatingSpec kTorchRating{
     .install = "pip install torch torchvision timm",

@@ -18,11 +18,14 @@
 # waits for the next period, so its median says little: --min-time=S times at least S seconds
 # (and LOOPS inferences), and --mean prints the mean (the total over the count, exact under a
 # quota over many periods) in the median's place.
-# --rounds=R builds every model first and spreads each one's timed inferences over R passes
-# through them all (WARMUP untimed inferences before a model's first, one before each later
-# visit): on a host whose speed wanders over tens of seconds, as a shared VM's does by up to a
-# third, every model then sees the same spells, and their times keep their ratios (edgeprof's
-# ratings of PyTorch and ONNX Runtime run with it; it holds every model in memory at once).
+# --rounds=R builds every model first and spreads each one's LOOPS timed inferences over
+# min(R, LOOPS) passes through them all (WARMUP untimed inferences before a model's first, one
+# before each later visit; --min-time split evenly between the passes): on a host whose speed
+# wanders over tens of seconds, as a shared VM's does by a third or more, every model then
+# sees the same spells, and their times keep their ratios (edgeprof's ratings of PyTorch and
+# ONNX Runtime run with it). It holds every model in memory at once (about 0.8 GB for the
+# thirteen fp32 classifiers, estimated from their weights) and prints each model's line only
+# after the last pass.
 # Usage: python3 torch_runner.py DIR WARMUP LOOPS [--threads=N] [--backend=pytorch|onnxruntime]
 #        [--precision=fp32|int8] [--export] [--min-time=S] [--mean] [--rounds=R] MODEL...
 # (DIR "-": none; PyTorch's fp32 models are always built, not read; int8 ones are read from
@@ -107,18 +110,19 @@ def time_runs(infer, warmup, loops, min_time=0.0):
 
 
 def time_rounds(infers, warmup, loops, rounds, min_time=0.0):
-    """Every model's timed calls spread over `rounds` passes through them all (`infers`: name ->
-    call), so that each sees the same spells of a host whose speed wanders (on a shared VM,
-    by a third over tens of seconds, and with it one model's median against another's): the
+    """Every model's timed calls spread over passes through them all (`infers`: name -> call),
+    so that each sees the same spells of a host whose speed wanders (on a shared VM, by a third
+    or more over tens of seconds, and with it one model's median against another's): the
     first pass warms each model up `warmup` times, later ones once (its caches, after the
-    others ran); each pass times ceil(loops / rounds) calls and min_time / rounds seconds.
-    Name -> the times in ms."""
-    per_round = -(-loops // rounds)
+    others ran). min(rounds, loops) passes time `loops` calls of each model in all, as evenly as
+    they go (earlier passes one more), and min_time / passes seconds each. Name -> the times in
+    ms."""
+    passes = max(1, min(rounds, loops))
     times = {name: [] for name in infers}
-    for r in range(rounds):
+    for r in range(passes):
+        calls = loops // passes + (1 if r < loops % passes else 0)
         for name, infer in infers.items():
-            times[name] += time_runs(infer, warmup if r == 0 else 1, per_round,
-                                     min_time / rounds)
+            times[name] += time_runs(infer, warmup if r == 0 else 1, calls, min_time / passes)
     return times
 
 
@@ -191,7 +195,7 @@ def main() -> int:
             min_time = seconds(value)
         elif flag == "--mean" and not value:
             mean = True
-        elif flag == "--rounds" and value.isdigit() and int(value) >= 1:
+        elif flag == "--rounds" and value.isdecimal() and int(value) >= 1:
             rounds = int(value)
         else:
             print(f"error: unknown option {flag}={value}", file=sys.stderr)

@@ -176,6 +176,13 @@ TEST_CASE("an nn speed's plan takes the host's own share as its quota scale, and
   PlanOptions cold;
   cold.keep_warm = false;
   CHECK(plan_emulation(test::nn_device(0.2), host, cold).quota_scale == 1.0);
+  // Above kKeepWarmMaxShare no plan runs keep-warm: a share measured with or without it is
+  // taken either way (refused before, so a share measured only above 0.55 was never used).
+  CHECK(plan_emulation(test::nn_device(0.7), host, cold).quota_scale > 1.0);
+  HostFacts warm_less = host;
+  warm_less.quota_share->keep_warm = false;
+  CHECK(plan_emulation(test::nn_device(0.7), warm_less).quota_scale > 1.0);
+  CHECK(plan_emulation(test::nn_device(0.2), warm_less).quota_scale == 1.0);
 
   // Not measured: unscaled, and the note names the command.
   HostFacts bare = test::two_cpu_host();

@@ -30,6 +30,7 @@ FAKE_ORT = textwrap.dedent("""
         name = "input"
     class InferenceSession:
         def __init__(self, source, options, providers):
+            self.source = os.path.basename(source) if isinstance(source, str) else "bytes"
             with open(os.environ["FAKE_ORT_LOG"], "a") as log:
                 log.write(f"{source} threads={options.intra_op_num_threads} {providers[0]}\\n")
         def get_inputs(self):
@@ -37,7 +38,7 @@ FAKE_ORT = textwrap.dedent("""
         def run(self, outputs, feed):
             assert feed["input"].shape == (1, 3, 224, 224)
             with open(os.environ["FAKE_ORT_LOG"] + ".runs", "a") as log:
-                log.write("run\\n")
+                log.write(f"run {self.source}\\n")
             return [None]
 """)
 
@@ -109,10 +110,15 @@ def test_rounds_spread_every_models_timed_calls_over_passes_through_them_all():
     # each up once (the others ran in between) and times two more.
     assert calls == ["a"] * 4 + ["b"] * 4 + ["a"] * 3 + ["b"] * 3
     assert [len(times["a"]), len(times["b"])] == [4, 4]
-    # LOOPS not a multiple of the rounds: each pass times the next whole number of calls.
+    # LOOPS not a multiple of the rounds: exactly LOOPS timed calls, the earlier passes one
+    # more (here 2 then 1, and the second pass's re-warm-up).
     calls.clear()
     times = runner.time_rounds(infers, 0, 3, 2)
-    assert len(times["a"]) == 4 and calls.count("a") == 5
+    assert len(times["a"]) == 3 and calls == ["a"] * 2 + ["b"] * 2 + ["a"] * 2 + ["b"] * 2
+    # Fewer LOOPS than rounds: one pass per timed call, never a pass that times none.
+    calls.clear()
+    times = runner.time_rounds(infers, 1, 2, 8)
+    assert len(times["a"]) == 2 and calls == ["a"] * 2 + ["b"] * 2 + ["a"] * 2 + ["b"] * 2
 
 
 def test_rounds_on_the_command_line(tmp_path):
@@ -125,9 +131,11 @@ def test_rounds_on_the_command_line(tmp_path):
     assert done.returncode == 0, done.stderr
     assert [line.split()[0] for line in done.stdout.splitlines()[1:]] == \
         ["resnet18", "mobilenetv2_100"]
-    # Both sessions opened before any is timed; per model 1 warm-up, 2 x 2 timed, 1 re-warm.
+    # Both sessions opened before any is timed; per model 1 warm-up, 2 x 2 timed, 1 re-warm,
+    # each pass through both models in turn (each call runs its own model's session).
     assert len((tmp_path / "ort.log").read_text().splitlines()) == 2
-    assert len((tmp_path / "ort.log.runs").read_text().splitlines()) == 2 * 6
+    runs = (tmp_path / "ort.log.runs").read_text().splitlines()
+    assert runs == (["run resnet18.onnx"] * 3 + ["run mobilenetv2_100.onnx"] * 3) * 2
     for bad in ("0", "x", ""):
         done = run_runner(tmp_path, str(models), "0", "1", "--backend=onnxruntime",
                           f"--rounds={bad}", "resnet18")
@@ -189,6 +197,7 @@ FAKE_TORCH = textwrap.dedent("""
         def eval(self):
             return self
         def __call__(self, x):
+            _log(f"call {os.path.basename(self.path)}")
             return x
     class jit:
         @staticmethod
@@ -227,8 +236,28 @@ def test_int8_models_quantized_earlier_are_loaded_with_qnnpack_set_first(tmp_pat
     assert [line.split()[0] for line in lines[1:]] == ["resnet18", "shufflenet_v2_x0_5"]
     log = (tmp_path / "torch.log").read_text().splitlines()
     # The engine before any model is loaded (weights are packed for the engine in force).
+    # Without --rounds each model is loaded and timed (1 warm-up, 2 timed) before the next.
     assert log == ["threads=1", "engine=qnnpack", f"load {models}/resnet18.int8.pt",
-                   f"load {models}/shufflenet_v2_x0_5.int8.pt"]
+                   *["call resnet18.int8.pt"] * 3, f"load {models}/shufflenet_v2_x0_5.int8.pt",
+                   *["call shufflenet_v2_x0_5.int8.pt"] * 3]
+
+
+def test_int8_models_in_rounds_are_all_loaded_then_timed_in_turn(tmp_path):
+    models = tmp_path / "models"
+    models.mkdir()
+    for name in ("resnet18", "shufflenet_v2_x0_5"):
+        (models / f"{name}.int8.pt").write_bytes(b"torchscript")
+    done = run_runner_with_torch(tmp_path, str(models), "1", "2", "--precision=int8",
+                                 "--rounds=2", "resnet18", "shufflenet_v2_x0_5")
+    assert done.returncode == 0, done.stderr
+    assert [line.split()[0] for line in done.stdout.splitlines()[1:]] == \
+        ["resnet18", "shufflenet_v2_x0_5"]
+    log = (tmp_path / "torch.log").read_text().splitlines()
+    loads = [f"load {models}/resnet18.int8.pt", f"load {models}/shufflenet_v2_x0_5.int8.pt"]
+    assert log[:4] == ["threads=1", "engine=qnnpack", *loads]
+    # Two passes of one timed call each; each model's calls are its own.
+    one = ["call resnet18.int8.pt"] * 2 + ["call shufflenet_v2_x0_5.int8.pt"] * 2
+    assert log[4:] == one * 2
 
 
 def test_an_unknown_int8_model_is_refused_naming_the_quantizable_ones(tmp_path):
