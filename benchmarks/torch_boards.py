@@ -268,10 +268,21 @@ def main() -> int:
              "its 90% interval, edgeprof.nn.time_interval; coverage: the share of published "
              "times inside). "
              "`speed only`: estimated (no emulation); `emulated`: measured one device core, "
-             "projected to all cores by the library.\n"]
+             "projected to all cores by the library; `memory term`: each model from a fit "
+             "of the board's other models' published times as a multiple of this host's "
+             "one-thread time plus a cost per MB of activations (edgeprof.nn.nn_memory_fit), "
+             "estimated.\n"]
     rows = ["| board | models | speed (of a host core) | one-core factor | speed only: median "
             "\\|err\\|, tau | speed only: 90% interval coverage | emulated: median \\|err\\|, "
             "tau | emulated: 90% interval coverage |", "|---|---|---|---|---|---|---|---|"]
+    memory = bool(rating.activation_mb)
+    if memory:
+        rows[0] += (" speed + memory term: median \\|err\\|, tau | ms per host ms, ms per MB "
+                    "(all models) |")
+        rows[1] += "---|---|"
+    else:
+        lines.append("No memory-term columns: this rating has no activation sizes (measure it "
+                     "again with this edgeprof: --remeasure).\n")
     if scaling is not None:
         lines.append("This host's speed-up from one thread to two (measured, "
                      f"{scaling.rounds} rounds, warm-up {args.scaling_warmup} and "
@@ -310,6 +321,10 @@ def main() -> int:
                f"{coverage(edgeprof, predicted, published, held_speeds)} | "
                f"{summary(edgeprof, emulated, published) if emulated else 'not run'} | "
                f"{coverage(edgeprof, emulated, published, held_speeds) if emulated else '-'} |")
+        if memory:
+            fit = edgeprof.nn.nn_memory_fit(published, host_ms, rating.activation_mb)
+            row += (f" {summary(edgeprof, dict(fit.held_out_ms), published)} | "
+                    f"{fit.per_host_ms:.2f}, {fit.ms_per_mb:.2f} |")
         for p in powers:
             sh = scaled_held_out(edgeprof, device, speed, host_ms, args.runtime, scaling, p)
             scaled = {m: host_ms[m] / v / speed.one_core_factor / w for m, (v, w) in sh.items()}

@@ -96,6 +96,35 @@ struct NnSpeed {
 NnSpeed nn_speed(const std::map<std::string, double>& device_ms,
                  const std::map<std::string, double>& host_ms, std::string precision = "fp32");
 
+/// One speed misses a memory term: a device's time per inference as `per_host_ms` times this
+/// host's one-thread time plus `ms_per_mb` per MB of activations the model writes (the outputs
+/// of its layers, NnRating::activation_mb). On boards whose memory is slow beside their
+/// arithmetic, as against this host's, the networks that move the most memory per operation
+/// (depthwise ones) run relatively slower than one speed says (docs/fidelity.md, a memory
+/// term). Estimated, not emulated: a slice's quota slows a workload's arithmetic and its
+/// memory alike.
+struct NnMemoryFit {
+  double per_host_ms = 0;  ///< device ms per host ms (>= 0)
+  double ms_per_mb = 0;    ///< device ms per MB of activations (>= 0)
+  /// Held out: each model's device time predicted from a fit on the others.
+  std::map<std::string, double> held_out_ms;
+  double loo_median_error = 0;  ///< median |held-out / published - 1| over the models
+  double loo_worst_error = 0;   ///< the worst of them
+  /// The standard deviation of log(published / held-out) over the models (about its mean).
+  double loo_log_sd = 0;
+};
+
+/// Fits NnMemoryFit to the models all three maps have (device ms, this host's one-thread ms,
+/// activation MB), by least squares on relative errors with both terms >= 0, and each model
+/// again on the others for the held-out figures. Throws Error with fewer than 4 such models or
+/// a time or size that is not positive.
+NnMemoryFit nn_memory_fit(const std::map<std::string, double>& device_ms,
+                          const std::map<std::string, double>& host_ms,
+                          const std::map<std::string, double>& activation_mb);
+
+/// A device time by the fit: per_host_ms x host_ms + ms_per_mb x activation_mb.
+double nn_memory_predict(const NnMemoryFit& fit, double host_ms, double activation_mb);
+
 /// The nn speed of a probed device: its vector-kernel score (CoreScores::vector, from
 /// edgeprof-probe) / this host's, fp32, each on its best vector unit. Throws Error when either
 /// score is missing or not positive, or when they come from different versions of the kernel.
@@ -179,6 +208,10 @@ struct NnRating {
   /// adds to host_ms but barely to a throttled slice's time (host_drift() compares these).
   /// With several threads, all the process's threads' CPU time (more than the wall time).
   std::map<std::string, double> cpu_ms;
+  /// MB of activations each model writes per inference (its layers' outputs, at the rating's
+  /// input size and precision), where the runner reports it (PyTorch's and ONNX Runtime's fp32
+  /// ratings do; empty otherwise): what nn_memory_fit() takes.
+  std::map<std::string, double> activation_mb;
   /// The runtime it was measured with (NnRuntime::id): "ncnn", "pytorch".
   std::string runtime_id = "ncnn";
   std::string runtime;                    ///< e.g. "ncnn 1.0.20261020 (PyPI)"
@@ -255,8 +288,8 @@ struct NnOptions {
 
 /// Runs the reference graphs with ncnn (Python package `ncnn`, `pip install ncnn`), or
 /// NnOptions::runtime's models with it, one thread, pinned to one CPU (about a minute for
-/// ncnn, 1-2 minutes for the others in their eight passes), and caches the result for cached_nn_rating() (and, for ncnn, the device loaders) when every
-/// model ran. Throws Error when the runtime is unknown, when Python or the runtime is missing
+/// ncnn, 1-2 minutes for the others in their eight passes), and caches the result for
+/// cached_nn_rating() (and, for ncnn, the device loaders) when every model ran. Throws Error when the runtime is unknown, when Python or the runtime is missing
 /// (saying what to install), when it fails or times out (with the end of its output).
 NnRating measure_nn_rating(const NnOptions& options = {});
 

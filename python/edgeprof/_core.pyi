@@ -295,6 +295,24 @@ class NnSpeed:
 def nn_speed(device_ms: dict[str, float], host_ms: dict[str, float], precision: str = "fp32") -> NnSpeed: ...
 def nn_speed_from_scores(device: CoreScores, host: CoreScores) -> NnSpeed: ...
 
+class NnMemoryFit:
+    @property
+    def per_host_ms(self) -> float: ...  # device ms per host ms
+    @property
+    def ms_per_mb(self) -> float: ...  # device ms per MB of activations
+    @property
+    def held_out_ms(self) -> dict[str, float]: ...  # each model from a fit on the others
+    @property
+    def loo_median_error(self) -> float: ...
+    @property
+    def loo_worst_error(self) -> float: ...
+    @property
+    def loo_log_sd(self) -> float: ...
+
+def nn_memory_fit(device_ms: dict[str, float], host_ms: dict[str, float],
+                  activation_mb: dict[str, float]) -> NnMemoryFit: ...
+def nn_memory_predict(fit: NnMemoryFit, host_ms: float, activation_mb: float) -> float: ...
+
 class TimeInterval:
     @property
     def level(self) -> float: ...  # share of workloads expected inside (0.9)
@@ -349,6 +367,8 @@ class NnRating:
     def host_ms(self) -> dict[str, float]: ...  # median ms per inference, by graph or model
     @property
     def cpu_ms(self) -> dict[str, float]: ...  # CPU ms per inference, where reported
+    @property
+    def activation_mb(self) -> dict[str, float]: ...  # MB written per inference, where reported
     @property
     def runtime_id(self) -> str: ...  # "ncnn", "pytorch"
     @property

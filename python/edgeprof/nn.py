@@ -9,6 +9,7 @@ device time falls in.
 
 from edgeprof._core import (
     HostScaling,
+    NnMemoryFit,
     NnRating,
     NnRuntime,
     NnSpeed,
@@ -17,6 +18,8 @@ from edgeprof._core import (
     cached_nn_rating,
     measure_host_scaling,
     measure_nn_rating,
+    nn_memory_fit,
+    nn_memory_predict,
     nn_runtimes,
     nn_speed,
     nn_speed_from_scores,
@@ -27,6 +30,7 @@ from edgeprof._core import (
 
 __all__ = [
     "HostScaling",
+    "NnMemoryFit",
     "NnRating",
     "NnRuntime",
     "NnSpeed",
@@ -35,6 +39,8 @@ __all__ = [
     "cached_nn_rating",
     "measure_host_scaling",
     "measure_nn_rating",
+    "nn_memory_fit",
+    "nn_memory_predict",
     "nn_runtimes",
     "nn_speed",
     "nn_speed_from_scores",

@@ -264,6 +264,31 @@ void bind_microbench(py::module_& m) {
         "name), over the models both have.");
   m.def("nn_speed_from_scores", &nn_speed_from_scores, py::arg("device"), py::arg("host"),
         "The nn speed of a probed device: its vector-kernel score / this host's (fp32).");
+  py::class_<NnMemoryFit>(m, "NnMemoryFit",
+                          "A device time as per_host_ms x this host's one-thread time + "
+                          "ms_per_mb per MB of activations (estimated; nn_memory_fit()).")
+      .def_readonly("per_host_ms", &NnMemoryFit::per_host_ms, "Device ms per host ms.")
+      .def_readonly("ms_per_mb", &NnMemoryFit::ms_per_mb, "Device ms per MB of activations.")
+      .def_readonly("held_out_ms", &NnMemoryFit::held_out_ms,
+                    "Each model's device time from a fit on the others, by model.")
+      .def_readonly("loo_median_error", &NnMemoryFit::loo_median_error,
+                    "Held-out |predicted / published - 1|, median.")
+      .def_readonly("loo_worst_error", &NnMemoryFit::loo_worst_error)
+      .def_readonly("loo_log_sd", &NnMemoryFit::loo_log_sd,
+                    "Standard deviation of the held-out log(published / predicted).")
+      .def("__repr__", [](const NnMemoryFit& f) {
+        return "NnMemoryFit(per_host_ms=" + repr_float(f.per_host_ms) +
+               ", ms_per_mb=" + repr_float(f.ms_per_mb) +
+               ", models=" + std::to_string(f.held_out_ms.size()) + ")";
+      });
+  m.def("nn_memory_fit", &nn_memory_fit, py::arg("device_ms"), py::arg("host_ms"),
+        py::arg("activation_mb"),
+        "Fits a device's ms per model (dict by model name) as a multiple of this host's "
+        "one-thread ms plus a cost per MB of activations (NnRating.activation_mb), both terms "
+        ">= 0, with each model held out; Error with fewer than 4 models in all three.");
+  m.def("nn_memory_predict", &nn_memory_predict, py::arg("fit"), py::arg("host_ms"),
+        py::arg("activation_mb"),
+        "A device time by the fit: per_host_ms x host_ms + ms_per_mb x activation_mb.");
   py::class_<TimeInterval>(m, "TimeInterval",
                            "Where a device's own time may lie around an emulated one: low x .. "
                            "high x it, for a share `level` of workloads (estimated).")
@@ -327,6 +352,9 @@ void bind_microbench(py::module_& m) {
       .def_readonly("cpu_ms", &NnRating::cpu_ms,
                     "The runner's CPU time per inference (median ms, by graph), where it "
                     "reports it: the work without the wait for a CPU.")
+      .def_readonly("activation_mb", &NnRating::activation_mb,
+                    "MB each model's layers write per inference, where the runner reports it "
+                    "(PyTorch's and ONNX Runtime's fp32 ratings).")
       .def_readonly("runtime_id", &NnRating::runtime_id, "'ncnn', 'pytorch' (NnRuntime.id).")
       .def_readonly("runtime", &NnRating::runtime)
       .def_readonly("precision", &NnRating::precision,

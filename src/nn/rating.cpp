@@ -147,6 +147,7 @@ json rating_json(const NnRating& r, const RuntimeEntry& e) {
   return {{"edgeprof_host_nn", kCacheSchema},
           {"host_ms", r.host_ms},
           {"cpu_ms", r.cpu_ms},
+          {"activation_mb", r.activation_mb},
           {"runtime_id", r.runtime_id},
           {"runtime", r.runtime},
           {"precision", r.precision},
@@ -423,24 +424,28 @@ NnRating parse_nn_output(std::string_view text, std::string_view origin,
       r.runtime = std::string(detail::trim(line.substr(line.find("runtime") + 7)));
       continue;
     }
-    const auto positive_ms = [&](std::string_view name, std::string_view figure,
-                                 std::string_view what) {
-      double ms = 0;
-      const auto res = std::from_chars(figure.data(), figure.data() + figure.size(), ms);
+    const auto positive = [&](std::string_view name, std::string_view figure,
+                              std::string_view what, std::string_view unit) {
+      double v = 0;
+      const auto res = std::from_chars(figure.data(), figure.data() + figure.size(), v);
       if (res.ec != std::errc() || res.ptr != figure.data() + figure.size() ||
-          !std::isfinite(ms) || ms <= 0) {
-        throw Error(fmt::format("{}: the {} of {} is '{}', not a positive number of ms (line "
+          !std::isfinite(v) || v <= 0) {
+        throw Error(fmt::format("{}: the {} of {} is '{}', not a positive number of {} (line "
                                 "'{}')",
-                                origin, what, name, figure, line));
+                                origin, what, name, figure, unit, line));
       }
-      return ms;
+      return v;
     };
     if (w.size() == 3 && w[0] == "cpu" && is_model(e, w[1])) {
-      r.cpu_ms[std::string(w[1])] = positive_ms(w[1], w[2], "CPU time");
+      r.cpu_ms[std::string(w[1])] = positive(w[1], w[2], "CPU time", "ms");
+      continue;
+    }
+    if (w.size() == 3 && w[0] == "activations" && is_model(e, w[1])) {
+      r.activation_mb[std::string(w[1])] = positive(w[1], w[2], "activations", "MB");
       continue;
     }
     if (w.size() != 4 || !is_model(e, w[0])) continue;
-    r.host_ms[std::string(w[0])] = positive_ms(w[0], w[1], "time");
+    r.host_ms[std::string(w[0])] = positive(w[0], w[1], "time", "ms");
   }
   if (r.host_ms.empty()) {
     throw Error(fmt::format("{}: no graph was measured; its output ended with:\n{}", origin,
@@ -475,6 +480,9 @@ std::optional<NnRating> cached_nn_rating(std::string* why, std::string_view runt
     r.host_ms = j.at("host_ms").get<std::map<std::string, double>>();
     // Ratings cached before the runner reported CPU time have none.
     if (j.contains("cpu_ms")) r.cpu_ms = j.at("cpu_ms").get<std::map<std::string, double>>();
+    if (j.contains("activation_mb")) {  // since 2026-12-04
+      r.activation_mb = j.at("activation_mb").get<std::map<std::string, double>>();
+    }
     r.runtime = j.at("runtime").get<std::string>();
     r.precision = j.at("precision").get<std::string>();
     graphs = j.at("graphs").get<std::string>();
@@ -486,7 +494,7 @@ std::optional<NnRating> cached_nn_rating(std::string* why, std::string_view runt
     r.hostname = j.at("hostname").get<std::string>();
     r.measured_at = j.at("measured_at").get<std::string>();
     r.seconds = j.at("seconds").get<double>();
-    for (const auto* times : {&r.host_ms, &r.cpu_ms}) {
+    for (const auto* times : {&r.host_ms, &r.cpu_ms, &r.activation_mb}) {
       for (const auto& [name, ms] : *times) {
         if (!std::isfinite(ms) || ms <= 0) {
           throw std::runtime_error(fmt::format("the time of {} is not a positive number", name));

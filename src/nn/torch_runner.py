@@ -13,7 +13,9 @@
 # TorchScript, as the PyTorch tutorial for the Raspberry Pi 4 runs them; --export writes them
 # to DIR/<model>.int8.pt, which a later run loads instead of quantizing again.
 # Prints one line per model, "<name> <median ms> <min ms> <max ms>", the format of edgeprof's
-# ncnn runner, after a line "runtime <what ran>"; with --export, "exported <name> <path>".
+# ncnn runner, after a line "runtime <what ran>"; with --export, "exported <name> <path>"; for
+# a model it builds (not one read from DIR), also "activations <name> <MB>" (its layers'
+# outputs per inference, in the model's precision).
 # Under a CPU quota one inference shorter than the quota's period runs at the host's speed or
 # waits for the next period, so its median says little: --min-time=S times at least S seconds
 # (and LOOPS inferences), and --mean prints the mean (the total over the count, exact under a
@@ -56,7 +58,8 @@ CALIBRATION = 2
 
 
 def build_int8(name, torch, torchvision):
-    """torchvision's quantizable `name`, random weights, quantized for qnnpack, as TorchScript."""
+    """torchvision's quantizable `name`, random weights, quantized for qnnpack, as TorchScript;
+    and the MB its layers write per inference (activation_mb, measured before scripting)."""
     from torchvision.models import quantization
 
     builder = getattr(quantization, name, None)
@@ -77,7 +80,29 @@ def build_int8(name, torch, torchvision):
         for _ in range(CALIBRATION):
             model(torch.rand(1, 3, 224, 224))
     torch.ao.quantization.convert(model, inplace=True)
-    return torch.jit.script(model)
+    return torch.jit.script(model), activation_mb(model, torch.rand(1, 3, 224, 224), torch)
+
+
+def activation_mb(model, data, torch):
+    """MB that one inference writes as its layers' outputs (every module without children,
+    hooked for one untimed inference): the memory traffic edgeprof's memory term
+    (nn_memory_fit) weighs; functional operations between modules are not counted."""
+    written = [0]
+
+    def hook(module, inputs, output):
+        for t in output if isinstance(output, (tuple, list)) else (output,):
+            if isinstance(t, torch.Tensor):
+                written[0] += t.numel() * t.element_size()
+
+    hooks = [m.register_forward_hook(hook) for m in model.modules()
+             if next(m.children(), None) is None]
+    try:
+        with torch.inference_mode():
+            model(data)
+    finally:
+        for h in hooks:
+            h.remove()
+    return written[0] / 1e6
 
 
 def export_onnx(model, data, torch, target):
@@ -272,11 +297,12 @@ def main() -> int:
     infers = {}  # with --rounds: every model built first, then timed in passes through them
     for name in rest:
         saved = os.path.join(folder, name + ".int8.pt") if int8 and folder != "-" else ""
+        written = 0.0  # an int8 model's activation MB, where it was built here
         try:
             if saved and not export and os.path.isfile(saved):
                 model = torch.jit.load(saved)
             elif int8:
-                model = build_int8(name, torch, torchvision)
+                model, written = build_int8(name, torch, torchvision)
             else:
                 model = build(name, timm, torchvision)
         except LookupError as e:
@@ -285,6 +311,9 @@ def main() -> int:
             print(f"error: {e}{hint}", file=sys.stderr)
             return 4
         model.eval()
+        if not export and (written or not int8):
+            mb = written or activation_mb(model, data, torch)
+            print(f"activations {name} {mb:.3f}", flush=True)
         if export:
             # Written whole or not at all: a killed export leaves no file a later run would
             # take for a model.

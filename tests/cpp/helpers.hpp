@@ -91,8 +91,9 @@ inline std::string fake_torch_python(const FakeTree& dir, double ms) {
   std::string body = "#!/bin/sh\necho \"$@\" > '" + args + "'\n" +
                      "echo 'runtime PyTorch 2.0.test fp32 eager (stand-in)'\n" +
                      "echo 'mobilenet_v2 1.0 1.0 1.0'\n" +
-                     "shift 4\nfor m in \"$@\"; do echo \"$m " + std::to_string(ms) + " " +
-                     std::to_string(ms * 0.9) + " " + std::to_string(ms * 1.2) + "\"; done\n";
+                     "shift 4\nfor m in \"$@\"; do echo \"activations $m 12.5\"; echo \"$m " +
+                     std::to_string(ms) + " " + std::to_string(ms * 0.9) + " " +
+                     std::to_string(ms * 1.2) + "\"; done\n";
   dir.file("/torch-python", body);
   const std::string path = dir.root() + "/torch-python";
   std::filesystem::permissions(path, std::filesystem::perms::owner_all);

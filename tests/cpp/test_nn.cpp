@@ -690,6 +690,13 @@ TEST_CASE("the runner's output is parsed with the runtime's own model names", "[
   CHECK(ncnn.host_ms == std::map<std::string, double>{{"resnet18", 12.5}, {"mobilenet_v2", 3}});
   CHECK_THROWS_WITH(parse_nn_output("mobilenet_v2 3 3 3\n", "runner", "pytorch"),
                     Contains("no graph was measured"));
+  // What each model's layers write per inference, where the runner reports it.
+  const NnRating act = parse_nn_output(text + "activations resnet18 35.9\nactivations x 1\n",
+                                       "runner", "pytorch");
+  CHECK(act.activation_mb == std::map<std::string, double>{{"resnet18", 35.9}});
+  CHECK(torch.activation_mb.empty());
+  CHECK_THROWS_WITH(parse_nn_output(text + "activations vgg13 -1\n", "runner", "pytorch"),
+                    Contains("activations of vgg13 is '-1', not a positive number of MB"));
 }
 
 TEST_CASE("a PyTorch rating is measured with its models and cached apart from ncnn's",
@@ -724,6 +731,8 @@ TEST_CASE("a PyTorch rating is measured with its models and cached apart from nc
   const auto cached = cached_nn_rating(nullptr, "pytorch");
   REQUIRE(cached);
   CHECK(cached->host_ms == r.host_ms);
+  CHECK(r.activation_mb.size() == torch.models.size());
+  CHECK(cached->activation_mb == r.activation_mb);
   CHECK(cached->runtime_id == "pytorch");
   CHECK(cached->runtime == r.runtime);
   // ncnn's rating is another file, still unmeasured: no catalog device got an nn speed.
@@ -1198,4 +1207,46 @@ TEST_CASE("a device's nn times have one precision: int8 times beside fp32 ones a
   const NnSpeed s = nn_speed({{"mobilenet", 100}}, {{"mobilenet", 10}, {"resnet18", 20}});
   CHECK(s.ratios.size() == 1);
   CHECK(s.core_speed == Approx(0.1));
+}
+
+TEST_CASE("a memory term: a device time as a multiple of the host's plus a cost per MB",
+          "[nn][memory-fit]") {
+  // Six models whose device times are exactly 2 x the host's + 3 ms per MB: both terms found,
+  // and each model held out is predicted exactly from the others.
+  const std::map<std::string, double> host{{"a", 10}, {"b", 20}, {"c", 5}, {"d", 40},
+                                           {"e", 8}, {"f", 60}};
+  const std::map<std::string, double> mb{{"a", 50}, {"b", 10}, {"c", 30}, {"d", 20},
+                                         {"e", 90}, {"f", 15}};
+  std::map<std::string, double> device;
+  for (const auto& [m, h] : host) device[m] = 2 * h + 3 * mb.at(m);
+  device["only-device"] = 1;  // in one map only: left out
+  const NnMemoryFit f = nn_memory_fit(device, host, mb);
+  CHECK(f.per_host_ms == Approx(2));
+  CHECK(f.ms_per_mb == Approx(3));
+  CHECK(f.held_out_ms.size() == 6);
+  CHECK(f.held_out_ms.at("d") == Approx(device.at("d")));
+  CHECK(f.loo_median_error == Approx(0).margin(1e-9));
+  CHECK(f.loo_worst_error == Approx(0).margin(1e-9));
+  CHECK(nn_memory_predict(f, 100, 10) == Approx(230));
+
+  // Times that one speed explains, activations that would pull the cost per MB below 0: the
+  // term stays at 0 and the multiple is one speed's (least squares on relative errors).
+  std::map<std::string, double> plain;
+  for (const auto& [m, h] : host) {
+    plain[m] = 4 * h * (m == "c" ? 1.1 : 1.0) / (1 + mb.at(m) / 1e3);
+  }
+  const NnMemoryFit p = nn_memory_fit(plain, host, mb);
+  CHECK(p.ms_per_mb >= 0);
+  CHECK(p.per_host_ms > 0);
+  CHECK(p.loo_median_error < 0.2);
+
+  // Too few models, or a time that is not one: refused, naming what to do or which.
+  const std::map<std::string, double> three{{"a", 1}, {"b", 2}, {"c", 3}};
+  CHECK_THROWS_WITH(nn_memory_fit(three, host, mb),
+                    Contains("3 models") && Contains("at least 4") &&
+                        Contains("reports activations"));
+  std::map<std::string, double> zero = mb;
+  zero["e"] = 0;
+  CHECK_THROWS_WITH(nn_memory_fit(device, host, zero),
+                    Contains("activation MB of e is 0") && Contains("positive"));
 }

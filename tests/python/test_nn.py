@@ -53,6 +53,19 @@ def test_nn_speed_from_published_and_host_times():
         edgeprof.nn.nn_speed({"a": 1.0}, {"b": 1.0})
 
 
+def test_a_memory_term_from_published_host_times_and_activations():
+    host = {"a": 10.0, "b": 20.0, "c": 5.0, "d": 40.0, "e": 8.0}
+    mb = {"a": 50.0, "b": 10.0, "c": 30.0, "d": 20.0, "e": 90.0}
+    device = {m: 2 * h + 3 * mb[m] for m, h in host.items()}
+    fit = edgeprof.nn.nn_memory_fit(device, host, mb)
+    assert (fit.per_host_ms, fit.ms_per_mb) == (pytest.approx(2), pytest.approx(3))
+    assert fit.held_out_ms == pytest.approx(device)
+    assert edgeprof.nn.nn_memory_predict(fit, 100, 10) == pytest.approx(230)
+    assert "models=5" in repr(fit)
+    with pytest.raises(edgeprof.Error, match="at least 4"):
+        edgeprof.nn.nn_memory_fit({"a": 1.0}, host, mb)
+
+
 def test_catalog_devices_carry_their_published_times_with_sources(tmp_path, monkeypatch):
     monkeypatch.setenv("EDGEPROF_CACHE_DIR", str(tmp_path))
     pi = edgeprof.find_device("raspberry-pi-4b-8gb")

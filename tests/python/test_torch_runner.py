@@ -304,3 +304,18 @@ def test_a_real_model_quantized_exported_and_loaded(tmp_path):
     assert timed.returncode == 0, timed.stderr
     name, centre, low, high = timed.stdout.splitlines()[1].split()
     assert name == "shufflenet_v2_x0_5" and 0 < float(low) <= float(centre) <= float(high)
+
+
+@pytest.mark.skipif(not os.environ.get("EDGEPROF_TORCH_PYTHON"),
+                    reason="set EDGEPROF_TORCH_PYTHON to an interpreter with torch, torchvision "
+                    "and timm to build a real model")
+def test_a_real_fp32_model_reports_its_activations(tmp_path):
+    python = os.environ["EDGEPROF_TORCH_PYTHON"]
+    done = subprocess.run([python, str(RUNNER), "-", "0", "1", "resnet18"], capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    words = next(line for line in done.stdout.splitlines()
+                 if line.startswith("activations ")).split()
+    # ResNet-18 at 224x224 in fp32: its layers wrote 35.9 MB here (2026-12-04).
+    assert words[1] == "resnet18" and 30 < float(words[2]) < 80
+    assert any(line.startswith("resnet18 ") for line in done.stdout.splitlines())
