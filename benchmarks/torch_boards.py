@@ -153,8 +153,10 @@ def export_models(args: argparse.Namespace, models: list[str], folder: str) -> N
 
 
 def emulated_args(args: argparse.Namespace) -> list[str]:
-    """The rating's runner arguments with --emulated-rounds passes instead of its own."""
-    kept = [a for a in args.runner_args if not a.startswith("--rounds=")]
+    """The rating's runner arguments with --emulated-rounds passes instead of its own, and no
+    count of activations (an untimed inference more under the slice)."""
+    kept = [a for a in args.runner_args
+            if not a.startswith("--rounds=") and a != "--activations"]
     return kept + ([f"--rounds={args.emulated_rounds}"] if args.emulated_rounds > 1 else [])
 
 

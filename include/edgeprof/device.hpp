@@ -214,16 +214,23 @@ std::optional<CoreScaling> core_scaling(const Device& device, std::string_view w
 /// (core_scaling(): estimated, the runtime's own being unpublished; NnSpeed::one_core_factor).
 /// Throws DeviceError naming what is missing: no times with the runtime, a multi-thread table
 /// without the ncnn tables to scale it, or no model in common; Error for an unknown runtime.
-NnSpeed runtime_speed(const Device& device, std::string_view runtime, const NnRating& host);
+/// With `memory_mb_per_ms` > 0 (a workload's activation MB per ms of this host's one-thread
+/// time), the workload's own speed by a memory term instead: nn_memory_fit() of the one-core
+/// times against the rating's times and activations (NnSpeed::memory_mb_per_ms; estimated,
+/// docs/fidelity.md); DeviceError when the rating has no activations (measured before they
+/// were counted) or fewer than 4 models, Error for a figure that is not positive.
+NnSpeed runtime_speed(const Device& device, std::string_view runtime, const NnRating& host,
+                      double memory_mb_per_ms = 0);
 
 /// The device emulated at its speed with `runtime`: for "ncnn", for_speed_kind(device, nn);
 /// for another runtime, a copy whose nn is runtime_speed() with this host's cached rating
 /// (cached_nn_rating(&why, runtime)), core_speed that speed, speed_kind "nn", and the source of
 /// core_speed saying so (a note in `notes` too). Throws DeviceError when the device has no
 /// published times with the runtime (naming the devices that have), or this host's rating is
-/// not measured (with the command that measures it).
+/// not measured (with the command that measures it). `memory_mb_per_ms` > 0: the workload's
+/// own speed by a memory term (runtime_speed()).
 Device for_runtime(const Device& device, std::string_view runtime,
-                   std::vector<std::string>* notes = nullptr);
+                   std::vector<std::string>* notes = nullptr, double memory_mb_per_ms = 0);
 
 /// Which kind of work a device's core speed is for.
 enum class SpeedKind {

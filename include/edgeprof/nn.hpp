@@ -88,6 +88,13 @@ struct NnSpeed {
   double one_core_factor = 1;
   /// For basis "vector": the units the kernel ran on, "neon on the device, avx512f here".
   std::string vector_units;
+  /// A workload's own speed with a memory term (runtime_speed() given the MB of activations
+  /// the workload writes per ms of this host's one-thread time): that figure, and the fit's
+  /// terms for one device core (NnMemoryFit); core_speed is then 1 / (per_host_ms + ms_per_mb
+  /// x memory_mb_per_ms) and the held-out figures the fit's. All 0 for one speed.
+  double memory_mb_per_ms = 0;
+  double per_host_ms = 0;  ///< see memory_mb_per_ms
+  double ms_per_mb = 0;    ///< see memory_mb_per_ms
 };
 
 /// The nn speed from a device's published times and this host's, both in ms per inference by
@@ -110,7 +117,8 @@ struct NnMemoryFit {
   std::map<std::string, double> held_out_ms;
   double loo_median_error = 0;  ///< median |held-out / published - 1| over the models
   double loo_worst_error = 0;   ///< the worst of them
-  /// The standard deviation of log(published / held-out) over the models (about its mean).
+  /// The spread of log(published / held-out) over the models, about 0 (as NnSpeed's: the
+  /// held-out errors' bias in it), n - 1 in the denominator.
   double loo_log_sd = 0;
 };
 
@@ -209,8 +217,8 @@ struct NnRating {
   /// With several threads, all the process's threads' CPU time (more than the wall time).
   std::map<std::string, double> cpu_ms;
   /// MB of activations each model writes per inference (its layers' outputs, at the rating's
-  /// input size and precision), where the runner reports it (PyTorch's and ONNX Runtime's fp32
-  /// ratings do; empty otherwise): what nn_memory_fit() takes.
+  /// input size and precision), where the runner reports it (PyTorch's, PyTorch int8's and
+  /// ONNX Runtime's ratings do; empty otherwise): what nn_memory_fit() takes.
   std::map<std::string, double> activation_mb;
   /// The runtime it was measured with (NnRuntime::id): "ncnn", "pytorch".
   std::string runtime_id = "ncnn";
@@ -287,9 +295,9 @@ struct NnOptions {
 };
 
 /// Runs the reference graphs with ncnn (Python package `ncnn`, `pip install ncnn`), or
-/// NnOptions::runtime's models with it, one thread, pinned to one CPU (about a minute for
-/// ncnn, 1-2 minutes for the others in their eight passes), and caches the result for
-/// cached_nn_rating() (and, for ncnn, the device loaders) when every model ran. Throws Error when the runtime is unknown, when Python or the runtime is missing
+/// NnOptions::runtime's models with it, one thread, pinned to one CPU (about a minute), and
+/// caches the result for cached_nn_rating() (and, for ncnn, the device loaders) when every
+/// model ran. Throws Error when the runtime is unknown, when Python or the runtime is missing
 /// (saying what to install), when it fails or times out (with the end of its output).
 NnRating measure_nn_rating(const NnOptions& options = {});
 

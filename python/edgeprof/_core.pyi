@@ -92,7 +92,8 @@ class Device:
     def nn_missing(self) -> str: ...  # why nn is None
     @property
     def runtime_ms(self) -> dict[str, RuntimeTimes]: ...  # other runtimes' published times
-    def for_runtime(self, runtime: str) -> Device: ...  # "ncnn" or "pytorch": at its speed
+    def for_runtime(self, runtime: str, *,
+                    memory_mb_per_ms: float = 0.0) -> Device: ...  # at its speed
     @property
     def speed_kind(self) -> str: ...  # "nn" once for_speed_kind chose it; "" otherwise
     def for_speed_kind(self, kind: str) -> Device: ...  # "automatic", "nn" or "integer"
@@ -291,6 +292,12 @@ class NnSpeed:
     def threads(self) -> int: ...  # of the device's published times
     @property
     def one_core_factor(self) -> float: ...  # times x this = one core's (estimated)
+    @property
+    def memory_mb_per_ms(self) -> float: ...  # a workload's activation MB per host ms; 0: one speed
+    @property
+    def per_host_ms(self) -> float: ...  # with a memory term: device ms per host ms
+    @property
+    def ms_per_mb(self) -> float: ...  # with a memory term: device ms per MB
 
 def nn_speed(device_ms: dict[str, float], host_ms: dict[str, float], precision: str = "fp32") -> NnSpeed: ...
 def nn_speed_from_scores(device: CoreScores, host: CoreScores) -> NnSpeed: ...
@@ -358,7 +365,7 @@ class NnRuntime:
     @property
     def precision_of(self) -> str: ...  # "pytorch" for "pytorch-int8"; "" otherwise
     @property
-    def runner_args(self) -> list[str]: ...  # ["--precision=int8", "--rounds=8"] for "pytorch-int8"
+    def runner_args(self) -> list[str]: ...  # ["--precision=int8", "--rounds=8", "--activations"]
 
 def nn_runtimes() -> list[NnRuntime]: ...
 

@@ -350,8 +350,8 @@ def _share_json(q: Optional["edgeprof.speed.QuotaShare"]) -> Optional[dict]:
 
 def _runtime_note(r: "edgeprof.nn.NnRuntime") -> str:
     return (f"not measured on this host yet: `edgeprof calibrate-host --nn --runtime {r.id} "
-            f"--python PYTHON` with the interpreter that has {r.name} (`{r.install}`), 1-2 "
-            "minutes")
+            f"--python PYTHON` with the interpreter that has {r.name} (`{r.install}`), about a "
+            "minute")
 
 
 def cmd_calibrate_host(args: argparse.Namespace) -> int:

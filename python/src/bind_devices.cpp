@@ -183,12 +183,16 @@ void bind_devices(py::module_& m) {
                     "('pytorch'): RuntimeTimes (precision, threads, ms by model).")
       .def(
           "for_runtime",
-          [](const Device& d, const std::string& runtime) { return for_runtime(d, runtime); },
-          py::arg("runtime"),
+          [](const Device& d, const std::string& runtime, double memory_mb_per_ms) {
+            return for_runtime(d, runtime, nullptr, memory_mb_per_ms);
+          },
+          py::arg("runtime"), py::kw_only(), py::arg("memory_mb_per_ms") = 0.0,
           "The device at its speed with `runtime`: 'ncnn' is for_speed_kind('nn'); 'pytorch' "
           "its published PyTorch times against this host's PyTorch rating "
           "(`edgeprof calibrate-host --nn --runtime pytorch`). DeviceError when either is "
-          "missing.")
+          "missing. memory_mb_per_ms > 0: a workload's own speed by a memory term, for one "
+          "that writes that many MB of activations per ms of this host's one-thread time "
+          "(estimated; docs/fidelity.md).")
       .def_readonly("speed_kind", &Device::speed_kind,
                     "'nn' when core_speed is the nn speed (for_speed_kind); '' for the speed "
                     "the description gives.")

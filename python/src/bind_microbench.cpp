@@ -248,6 +248,13 @@ void bind_microbench(py::module_& m) {
                     "kernel on the device against this host's).")
       .def_readonly("vector_units", &NnSpeed::vector_units,
                     "For basis 'vector': the units the kernel ran on, device and host.")
+      .def_readonly("memory_mb_per_ms", &NnSpeed::memory_mb_per_ms,
+                    "A workload's activation MB per host ms, for its own speed by a memory term "
+                    "(Device.for_runtime); 0 for one speed.")
+      .def_readonly("per_host_ms", &NnSpeed::per_host_ms,
+                    "With a memory term: device ms per host ms, one core.")
+      .def_readonly("ms_per_mb", &NnSpeed::ms_per_mb,
+                    "With a memory term: device ms per MB of activations, one core.")
       .def_readonly("threads", &NnSpeed::threads,
                     "The thread count of the device's published times (1, or its cores).")
       .def_readonly("one_core_factor", &NnSpeed::one_core_factor,
@@ -354,7 +361,7 @@ void bind_microbench(py::module_& m) {
                     "reports it: the work without the wait for a CPU.")
       .def_readonly("activation_mb", &NnRating::activation_mb,
                     "MB each model's layers write per inference, where the runner reports it "
-                    "(PyTorch's and ONNX Runtime's fp32 ratings).")
+                    "(PyTorch's, PyTorch int8's and ONNX Runtime's ratings).")
       .def_readonly("runtime_id", &NnRating::runtime_id, "'ncnn', 'pytorch' (NnRuntime.id).")
       .def_readonly("runtime", &NnRating::runtime)
       .def_readonly("precision", &NnRating::precision,
@@ -403,8 +410,7 @@ void bind_microbench(py::module_& m) {
       py::arg("timeout_s") = 900.0, py::arg("progress") = py::none(),
       "Runs the reference graphs with ncnn (the Python package, `pip install ncnn`), or the "
       "models of another runtime (runtime='pytorch': `pip install torch torchvision timm`), "
-      "one thread pinned to one CPU (about a minute for ncnn, 1-2 minutes for the others in "
-      "their eight passes), and caches the times when every graph "
+      "one thread pinned to one CPU (about a minute), and caches the times when every graph "
       "ran; ncnn's give catalog devices with published times an nn speed. Error when the "
       "runtime is unknown, Python or the runtime is missing, or it fails.");
 

@@ -328,8 +328,14 @@ std::string describe_core_speed(const Device& d) {
   return fmt::format("{:.4g} of a host core", d.core_speed);
 }
 
-NnSpeed runtime_speed(const Device& device, std::string_view runtime, const NnRating& host) {
+NnSpeed runtime_speed(const Device& device, std::string_view runtime, const NnRating& host,
+                      double memory_mb_per_ms) {
   const NnRuntime& rt = nn_runtime(runtime);  // Error for an unknown one
+  if (!std::isfinite(memory_mb_per_ms) || memory_mb_per_ms < 0) {
+    throw Error(fmt::format("a workload's activations per ms of host time are {} MB/ms: give a "
+                            "positive number (0 for one speed over the models)",
+                            memory_mb_per_ms));
+  }
   if (rt.id == "ncnn") {
     throw Error("runtime_speed() is for runtimes other than ncnn: a device's ncnn speed is its "
                 "nn speed (Device::nn, for_speed_kind)");
@@ -383,20 +389,53 @@ NnSpeed runtime_speed(const Device& device, std::string_view runtime, const NnRa
   s.basis = rt.id;
   s.threads = t.threads;
   s.one_core_factor = factor;
+  if (memory_mb_per_ms > 0) {
+    const auto fix = fmt::format("measure this host's {} rating again with this edgeprof "
+                                 "(`edgeprof calibrate-host --nn --runtime {} --remeasure "
+                                 "--python PYTHON`)",
+                                 rt.name, rt.id);
+    if (host.activation_mb.empty()) {
+      throw DeviceError(fmt::format("{} with a memory term needs the activations of this host's "
+                                    "{} models, and its rating has none: {}",
+                                    device.name, rt.name, fix));
+    }
+    NnMemoryFit f;
+    try {
+      f = nn_memory_fit(one_core, host.host_ms, host.activation_mb);
+    } catch (const Error& e) {
+      throw DeviceError(fmt::format("{} with a memory term: {}", device.name, e.what()));
+    }
+    s.core_speed = 1 / (f.per_host_ms + f.ms_per_mb * memory_mb_per_ms);
+    s.memory_mb_per_ms = memory_mb_per_ms;
+    s.per_host_ms = f.per_host_ms;
+    s.ms_per_mb = f.ms_per_mb;
+    s.loo_median_error = f.loo_median_error;
+    s.loo_worst_error = f.loo_worst_error;
+    s.loo_log_sd = f.loo_log_sd;
+  }
   return s;
 }
 
 Device for_runtime(const Device& device, std::string_view runtime,
-                   std::vector<std::string>* notes) {
+                   std::vector<std::string>* notes, double memory_mb_per_ms) {
   const NnRuntime& rt = nn_runtime(runtime);  // Error for an unknown one
-  if (device.speed_kind == "nn" && device.nn && device.nn->basis == rt.id) return device;
+  if (device.speed_kind == "nn" && device.nn && device.nn->basis == rt.id &&
+      device.nn->memory_mb_per_ms == memory_mb_per_ms) {
+    return device;
+  }
   if (device.speed_kind == "nn" && device.nn && device.nn->basis != "ncnn") {
     throw DeviceError(fmt::format("{} is already set to its {} speed; load the device again "
                                   "(find_device) to emulate it at its {} speed",
                                   device.name, detail::runtime_name(device.nn->basis),
                                   rt.name));
   }
-  if (rt.id == "ncnn") return for_speed_kind(device, SpeedKind::nn, notes);
+  if (rt.id == "ncnn") {
+    if (memory_mb_per_ms != 0) {
+      throw Error("a memory term is for PyTorch's and ONNX Runtime's speeds, whose ratings count "
+                  "activations; ncnn's speed is one over its graphs (give 0)");
+    }
+    return for_speed_kind(device, SpeedKind::nn, notes);
+  }
   if (device.speed_kind == "nn") {
     throw DeviceError(fmt::format("{} is already set to its ncnn speed; load the device again "
                                   "(find_device) to emulate it at its {} speed",
@@ -419,10 +458,10 @@ Device for_runtime(const Device& device, std::string_view runtime,
     throw DeviceError(fmt::format(
         "{} at its {} speed needs this host's {} rating, which is not usable ({}): run "
         "`edgeprof calibrate-host --nn --runtime {} --python PYTHON` with the interpreter that "
-        "has {} (`{}`), 1-2 minutes",
+        "has {} (`{}`), about a minute",
         device.name, rt.name, rt.name, why, rt.id, rt.name, rt.install));
   }
-  const NnSpeed s = runtime_speed(device, rt.id, *rating);
+  const NnSpeed s = runtime_speed(device, rt.id, *rating, memory_mb_per_ms);
   Device d = device;
   d.nn = s;
   d.nn_missing.clear();
@@ -430,9 +469,10 @@ Device for_runtime(const Device& device, std::string_view runtime,
   d.speed_kind = "nn";
   d.sources["core_speed"] = FigureSource{
       "estimated",
-      fmt::format("{}: host time / published device time per model, geometric mean; the "
-                  "device's times are {}",
-                  describe(s),
+      fmt::format("{}: {}; the device's times are {}", describe(s),
+                  s.memory_mb_per_ms > 0
+                      ? "a x host time + b x activation MB fitted to the published times"
+                      : "host time / published device time per model, geometric mean",
                   device.sources.count("runtimes") ? device.sources.at("runtimes").source
                                                    : std::string("given"))};
   if (notes) notes->push_back(fmt::format("speed: {}", describe(s)));

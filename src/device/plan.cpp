@@ -271,8 +271,10 @@ QuotaScaleChoice choose_quota_scale(const Device& device, const HostFacts& host,
       : options.cpu_period_us == kChosenCpuPeriod ? kDefaultCpuPeriodUs
                                                   : options.cpu_period_us;
   // Keep-warm matters only where plans run it: a share measured with it (or without) is the
-  // same measurement as far as a device core above kKeepWarmMaxShare goes.
-  const bool keep_warm_applies = cpu_share <= kKeepWarmMaxShare || !device.speed_schedule.empty();
+  // same measurement as far as a slice above kKeepWarmMaxShare goes, the share after the scale
+  // (what the plan's slice gets and decides keep-warm by).
+  const bool keep_warm_applies = quota_scale_at(q, cpu_share) * cpu_share <= kKeepWarmMaxShare ||
+                                 !device.speed_schedule.empty();
   if (q.period_us != asked || (keep_warm_applies && q.keep_warm != options.keep_warm)) {
     c.note = fmt::format("this host's own share was measured at a {:g} ms period{} and this "
                          "plan asks for {:g} ms{}: {}; give --quota-scale (quota_scale, "

@@ -90,10 +90,10 @@ NnMemoryFit nn_memory_fit(const std::map<std::string, double>& device_ms,
   }
   out.loo_median_error = detail::median_of(errors);
   out.loo_worst_error = *std::max_element(errors.begin(), errors.end());
-  double mean = 0;
-  for (double l : logs) mean += l / double(logs.size());
+  // About 0, as NnSpeed's: least squares on relative errors predicts low, and an interval
+  // about the prediction must take that bias in.
   double squares = 0;
-  for (double l : logs) squares += (l - mean) * (l - mean);
+  for (double l : logs) squares += l * l;
   out.loo_log_sd = std::sqrt(squares / double(logs.size() - 1));
   return out;
 }

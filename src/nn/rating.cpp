@@ -394,6 +394,12 @@ std::string describe(const NnSpeed& s) {
                                            "from one thread to {} by its ncnn tables (estimated)",
                                            s.threads, s.one_core_factor, s.threads)
                              : std::string());
+  if (s.memory_mb_per_ms > 0) {
+    text += fmt::format("; for a workload writing {:.3g} MB of activations per ms of this host's "
+                        "time, with a memory term: {:.3g} x its host time + {:.3g} ms per MB "
+                        "(estimated)",
+                        s.memory_mb_per_ms, s.per_host_ms, s.ms_per_mb);
+  }
   if (s.ratios.size() >= 2) {
     text += fmt::format("; leave-one-{}-out median error {:.0f}% (worst {:.0f}%)",
                         ncnn ? "graph" : "model", 100 * s.loo_median_error,
@@ -494,10 +500,12 @@ std::optional<NnRating> cached_nn_rating(std::string* why, std::string_view runt
     r.hostname = j.at("hostname").get<std::string>();
     r.measured_at = j.at("measured_at").get<std::string>();
     r.seconds = j.at("seconds").get<double>();
-    for (const auto* times : {&r.host_ms, &r.cpu_ms, &r.activation_mb}) {
-      for (const auto& [name, ms] : *times) {
-        if (!std::isfinite(ms) || ms <= 0) {
-          throw std::runtime_error(fmt::format("the time of {} is not a positive number", name));
+    for (const auto* figures : {&r.host_ms, &r.cpu_ms, &r.activation_mb}) {
+      for (const auto& [name, v] : *figures) {
+        if (!std::isfinite(v) || v <= 0) {
+          throw std::runtime_error(fmt::format("{}'s {} is not a positive number", name,
+                                               figures == &r.activation_mb ? "activation MB"
+                                                                           : "time"));
         }
       }
     }

@@ -39,8 +39,9 @@ constexpr RuntimeRatingSpec kNcnnRating{
 // of seconds, one model timed in one go against another timed a minute later moved by 3-9% in
 // the median and up to 22% (three ratings of the int8 models here, 2026-12-04), in passes by
 // 1-4%, up to 16% (five); a rating takes about 1.6 times as long (estimated: 19 inferences per
-// model against 12).
-constexpr S kTorchArgs[] = {"--rounds=8"};
+// model against 12). --activations: each model's activation MB (NnRating::activation_mb, the
+// memory term's), one more untimed inference each.
+constexpr S kTorchArgs[] = {"--rounds=8", "--activations"};
 constexpr RuntimeRatingSpec kTorchRating{
     .install = "pip install torch torchvision timm",
     .precision = "fp32",
@@ -54,7 +55,7 @@ constexpr RuntimeRatingSpec kTorchRating{
 
 // PyTorch's int8 (qnnpack, TorchScript): a precision of PyTorch with its own device tables, so a
 // rating of its own; a workload shows PyTorch's libraries either way, so it is named, not seen.
-constexpr S kTorchInt8Args[] = {"--precision=int8", "--rounds=8"};
+constexpr S kTorchInt8Args[] = {"--precision=int8", "--rounds=8", "--activations"};
 constexpr RuntimeRatingSpec kTorchInt8Rating{
     .install = "pip install torch torchvision",
     .precision = "int8",
@@ -67,7 +68,7 @@ constexpr RuntimeRatingSpec kTorchInt8Rating{
 };
 
 // The same models exported to ONNX by the same runner, timed in ONNX Runtime.
-constexpr S kOrtArgs[] = {"--backend=onnxruntime", "--rounds=8"};
+constexpr S kOrtArgs[] = {"--backend=onnxruntime", "--rounds=8", "--activations"};
 constexpr RuntimeRatingSpec kOrtRating{
     .install = "pip install onnxruntime onnx torch torchvision timm",
     .precision = "fp32",

@@ -13,9 +13,9 @@
 # TorchScript, as the PyTorch tutorial for the Raspberry Pi 4 runs them; --export writes them
 # to DIR/<model>.int8.pt, which a later run loads instead of quantizing again.
 # Prints one line per model, "<name> <median ms> <min ms> <max ms>", the format of edgeprof's
-# ncnn runner, after a line "runtime <what ran>"; with --export, "exported <name> <path>"; for
-# a model it builds (not one read from DIR), also "activations <name> <MB>" (its layers'
-# outputs per inference, in the model's precision).
+# ncnn runner, after a line "runtime <what ran>"; with --export, "exported <name> <path>"; with
+# --activations, for a model it builds (not one read from DIR), also "activations <name> <MB>"
+# (its layers' outputs per inference, in the model's precision: one more untimed inference).
 # Under a CPU quota one inference shorter than the quota's period runs at the host's speed or
 # waits for the next period, so its median says little: --min-time=S times at least S seconds
 # (and LOOPS inferences), and --mean prints the mean (the total over the count, exact under a
@@ -29,7 +29,8 @@
 # thirteen fp32 classifiers, estimated from their weights) and prints each model's line only
 # after the last pass.
 # Usage: python3 torch_runner.py DIR WARMUP LOOPS [--threads=N] [--backend=pytorch|onnxruntime]
-#        [--precision=fp32|int8] [--export] [--min-time=S] [--mean] [--rounds=R] MODEL...
+#        [--precision=fp32|int8] [--export] [--min-time=S] [--mean] [--rounds=R]
+#        [--activations] MODEL...
 # (DIR "-": none; PyTorch's fp32 models are always built, not read; int8 ones are read from
 # DIR/<model>.int8.pt where --export wrote them, else quantized here.)
 import io
@@ -59,7 +60,7 @@ CALIBRATION = 2
 
 def build_int8(name, torch, torchvision):
     """torchvision's quantizable `name`, random weights, quantized for qnnpack, as TorchScript;
-    and the MB its layers write per inference (activation_mb, measured before scripting)."""
+    and the MB its layers write per inference (activation_mb of the eager quantized model)."""
     from torchvision.models import quantization
 
     builder = getattr(quantization, name, None)
@@ -86,12 +87,23 @@ def build_int8(name, torch, torchvision):
 def activation_mb(model, data, torch):
     """MB that one inference writes as its layers' outputs (every module without children,
     hooked for one untimed inference): the memory traffic edgeprof's memory term
-    (nn_memory_fit) weighs; functional operations between modules are not counted."""
+    (nn_memory_fit) weighs. A layer that hands back its input or a view of it (Identity,
+    Dropout in eval mode, Flatten, the placeholders fusion leaves) writes nothing; one that
+    works in place (ReLU(inplace=True)) writes its input over; functional operations between
+    modules are not counted."""
     written = [0]
 
+    def storage(t):
+        try:
+            return t.data_ptr()
+        except RuntimeError:  # a tensor without storage of its own
+            return None
+
     def hook(module, inputs, output):
+        given = {storage(t) for t in inputs if isinstance(t, torch.Tensor)}
+        in_place = getattr(module, "inplace", False)
         for t in output if isinstance(output, (tuple, list)) else (output,):
-            if isinstance(t, torch.Tensor):
+            if isinstance(t, torch.Tensor) and (in_place or storage(t) not in given):
                 written[0] += t.numel() * t.element_size()
 
     hooks = [m.register_forward_hook(hook) for m in model.modules()
@@ -205,7 +217,7 @@ def main() -> int:
     warmup, loops = int(sys.argv[2]), int(sys.argv[3])
     folder, rest = sys.argv[1], sys.argv[4:]
     threads, backend, precision, export, min_time, mean = 1, "pytorch", "fp32", False, 0.0, False
-    rounds = 1
+    rounds, activations = 1, False
     while rest and rest[0].startswith("--"):
         flag, _, value = rest.pop(0).partition("=")
         if flag == "--threads":
@@ -222,9 +234,15 @@ def main() -> int:
             mean = True
         elif flag == "--rounds" and value.isdecimal() and int(value) >= 1:
             rounds = int(value)
+        elif flag == "--activations" and not value:
+            activations = True
         else:
             print(f"error: unknown option {flag}={value}", file=sys.stderr)
             return 2
+    if not export and (loops < 1 or warmup < 0):
+        print(f"error: WARMUP {warmup} and LOOPS {loops}: give WARMUP >= 0 and LOOPS >= 1 "
+              "(0 and 0 with --export, which times nothing)", file=sys.stderr)
+        return 2
     int8 = precision == "int8"
     if int8 and backend != "pytorch":
         print("error: --precision=int8 is PyTorch's (--backend=pytorch)", file=sys.stderr)
@@ -311,9 +329,9 @@ def main() -> int:
             print(f"error: {e}{hint}", file=sys.stderr)
             return 4
         model.eval()
-        if not export and (written or not int8):
+        if activations and not export and (written or not int8):
             mb = written or activation_mb(model, data, torch)
-            print(f"activations {name} {mb:.3f}", flush=True)
+            print(f"activations {name} {mb:.6g}", flush=True)
         if export:
             # Written whole or not at all: a killed export leaves no file a later run would
             # take for a model.

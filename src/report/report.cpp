@@ -70,6 +70,11 @@ json device_json(const Device& d) {
                           {"precision", d.nn->precision},
                           {"threads", d.nn->threads},
                           {"one_core_factor", d.nn->one_core_factor}};
+    if (d.nn->memory_mb_per_ms > 0) {
+      j["speed_runtime"]["memory_mb_per_ms"] = d.nn->memory_mb_per_ms;
+      j["speed_runtime"]["per_host_ms"] = d.nn->per_host_ms;
+      j["speed_runtime"]["ms_per_mb"] = d.nn->ms_per_mb;
+    }
   }
   return j;
 }
@@ -96,6 +101,9 @@ Device device_from(const json& j) {
       s.precision = runtime.value("precision", std::string());
       s.threads = runtime.value("threads", 1);
       s.one_core_factor = runtime.value("one_core_factor", 1.0);
+      s.memory_mb_per_ms = runtime.value("memory_mb_per_ms", 0.0);
+      s.per_host_ms = runtime.value("per_host_ms", 0.0);
+      s.ms_per_mb = runtime.value("ms_per_mb", 0.0);
       d.nn = s;
       d.nn_missing.clear();
     }

@@ -763,7 +763,7 @@ TEST_CASE("a PyTorch rating is measured with its models and cached apart from nc
   const NnRating o = measure_nn_rating(options);
   std::ifstream ort_args(bin.root() + "/args.txt");
   CHECK_THAT(std::string((std::istreambuf_iterator<char>(ort_args)), {}),
-             Contains(" 2 5 --backend=onnxruntime --rounds=8 efficientnet_b0"));
+             Contains(" 2 5 --backend=onnxruntime --rounds=8 --activations efficientnet_b0"));
   CHECK(o.runtime_id == "onnxruntime");
   CHECK(o.cache_file == cache.root() + "/host-nn-onnxruntime.json");
   CHECK(cached_nn_rating(nullptr, "onnxruntime")->host_ms.at("vgg13") == Approx(30));
@@ -899,6 +899,46 @@ TEST_CASE("a runtime's speed: published times made one core's by the board's spe
   CHECK_THROWS_WITH(runtime_speed(d, "pytorch", host), Contains("no model has both"));
 }
 
+TEST_CASE("a workload's own runtime speed by a memory term", "[nn][runtime][memory-fit]") {
+  Device d = make_device("board", 1, 0.5, "1GiB");
+  NnRating host;
+  host.runtime_id = "pytorch";
+  host.host_ms = {{"resnet18", 50}, {"vgg13", 500}, {"mixnet_s", 20}, {"mnasnet_a1", 16},
+                  {"mobilenetv2_100", 18}};
+  host.activation_mb = {{"resnet18", 36}, {"vgg13", 104}, {"mixnet_s", 88},
+                        {"mnasnet_a1", 90}, {"mobilenetv2_100", 99}};
+  // One thread's times, exactly 2 x the host's + 3 ms per MB.
+  RuntimeTimes t{"fp32", 1, {}};
+  for (const auto& [m, h] : host.host_ms) t.ms[m] = 2 * h + 3 * host.activation_mb.at(m);
+  d.runtime_ms["pytorch"] = t;
+  const NnSpeed one = runtime_speed(d, "pytorch", host);
+  CHECK(one.memory_mb_per_ms == 0);
+  CHECK(one.loo_median_error > 0.2);  // one speed misses the depthwise ones
+  // A workload writing 2 MB per host ms: 2 + 3 x 2 = 8 device ms per host ms.
+  const NnSpeed own = runtime_speed(d, "pytorch", host, 2.0);
+  CHECK(own.core_speed == Approx(1.0 / 8));
+  CHECK(own.per_host_ms == Approx(2));
+  CHECK(own.ms_per_mb == Approx(3));
+  CHECK(own.memory_mb_per_ms == 2.0);
+  CHECK(own.loo_median_error == Approx(0).margin(1e-9));
+  CHECK_THAT(describe(own), Contains("writing 2 MB of activations per ms") &&
+                                Contains("2 x its host time + 3 ms per MB"));
+  // Refused: a figure that is not one, a rating from before activations were counted, too few
+  // models, ncnn.
+  CHECK_THROWS_WITH(runtime_speed(d, "pytorch", host, -1), Contains("positive number"));
+  CHECK_THROWS_WITH(runtime_speed(d, "pytorch", host, NAN), Contains("positive number"));
+  NnRating old = host;
+  old.activation_mb.clear();
+  CHECK_THROWS_AS(runtime_speed(d, "pytorch", old, 2.0), DeviceError);
+  CHECK_THROWS_WITH(runtime_speed(d, "pytorch", old, 2.0),
+                    Contains("has none") && Contains("--runtime pytorch --remeasure"));
+  NnRating few = host;
+  few.activation_mb = {{"resnet18", 36}, {"vgg13", 104}};
+  CHECK_THROWS_WITH(runtime_speed(d, "pytorch", few, 2.0),
+                    Contains("board with a memory term") && Contains("at least 4"));
+  CHECK_THROWS_WITH(for_runtime(d, "ncnn", nullptr, 2.0), Contains("give 0"));
+}
+
 TEST_CASE("a catalog device at its PyTorch speed: this host's rating, the note, the plan",
           "[nn][runtime]") {
   const test::FakeTree cache;
@@ -942,6 +982,19 @@ TEST_CASE("a catalog device at its PyTorch speed: this host's rating, the note, 
   CHECK(back.core_speed == at.core_speed);
   CHECK(back.nn->one_core_factor == Approx(at.nn->one_core_factor));
   CHECK_THAT(describe_core_speed(back), Contains("PyTorch speed"));
+  // A workload's own speed by a memory term (the stand-in's models write 12.5 MB each): another
+  // speed, said as such, kept by a report.
+  const Device own = for_runtime(pi, "pytorch", nullptr, 0.5);
+  REQUIRE(own.nn);
+  CHECK(own.nn->memory_mb_per_ms == 0.5);
+  CHECK(own.core_speed == Approx(1 / (own.nn->per_host_ms + 0.5 * own.nn->ms_per_mb)));
+  CHECK_THAT(own.sources.at("core_speed").source, Contains("activation MB"));
+  CHECK_THROWS_WITH(for_runtime(own, "pytorch"), Contains("already set"));
+  r.device = own;
+  const Device own_back = result_from_json(to_json(r)).device;
+  REQUIRE(own_back.nn);
+  CHECK(own_back.nn->memory_mb_per_ms == 0.5);
+  CHECK(own_back.nn->ms_per_mb == Approx(own.nn->ms_per_mb));
   // The Pi 5, whose ncnn speed (fp16) is faster than a host core here, runs at its PyTorch one.
   const Device pi5 = for_runtime(find_device("raspberry-pi-5-8gb"), "pytorch");
   CHECK(pi5.core_speed < 1);
@@ -1236,9 +1289,15 @@ TEST_CASE("a memory term: a device time as a multiple of the host's plus a cost 
     plain[m] = 4 * h * (m == "c" ? 1.1 : 1.0) / (1 + mb.at(m) / 1e3);
   }
   const NnMemoryFit p = nn_memory_fit(plain, host, mb);
-  CHECK(p.ms_per_mb >= 0);
-  CHECK(p.per_host_ms > 0);
+  CHECK(p.ms_per_mb == 0);
+  double x1 = 0, xx = 0;  // the one-term fit: a = sum(h/d) / sum((h/d)^2)
+  for (const auto& [m, h] : host) {
+    const double x = h / plain.at(m);
+    x1 += x, xx += x * x;
+  }
+  CHECK(p.per_host_ms == Approx(x1 / xx));
   CHECK(p.loo_median_error < 0.2);
+  CHECK(p.loo_log_sd > 0);
 
   // Too few models, or a time that is not one: refused, naming what to do or which.
   const std::map<std::string, double> three{{"a", 1}, {"b", 2}, {"c", 3}};

@@ -183,6 +183,11 @@ TEST_CASE("an nn speed's plan takes the host's own share as its quota scale, and
   warm_less.quota_share->keep_warm = false;
   CHECK(plan_emulation(test::nn_device(0.7), warm_less).quota_scale > 1.0);
   CHECK(plan_emulation(test::nn_device(0.2), warm_less).quota_scale == 1.0);
+  // Nor after the scale: a core of 0.5 scaled by 1.15 gets 0.58 of a CPU, without keep-warm.
+  const EmulationPlan half = plan_emulation(test::nn_device(0.5), warm_less);
+  CHECK(half.quota_scale == Approx(quota_scale_at(curve(), 0.5)).epsilon(0.001));
+  CHECK(half.quota_scale * 0.5 > kKeepWarmMaxShare);
+  CHECK_FALSE(half.keep_warm);
 
   // Not measured: unscaled, and the note names the command.
   HostFacts bare = test::two_cpu_host();

@@ -110,12 +110,14 @@ TEST_CASE("one table of runtimes: recognised by their libraries, rated where it 
   CHECK(nn_runtime("pytorch-int8").models.size() == 11);  // torchvision's quantizable ones
   CHECK(nn_runtime("pytorch").precision_of.empty());
   // What the runner is told, for scripts that run it themselves (benchmarks/torch_boards.py).
-  // The models timed in passes through them all (a host's wandering speed shared alike).
+  // The models timed in passes through them all (a host's wandering speed shared alike), each
+  // model's activations counted.
   CHECK(nn_runtime("pytorch-int8").runner_args ==
-        std::vector<std::string>{"--precision=int8", "--rounds=8"});
+        std::vector<std::string>{"--precision=int8", "--rounds=8", "--activations"});
   CHECK(nn_runtime("onnxruntime").runner_args ==
-        std::vector<std::string>{"--backend=onnxruntime", "--rounds=8"});
-  CHECK(nn_runtime("pytorch").runner_args == std::vector<std::string>{"--rounds=8"});
+        std::vector<std::string>{"--backend=onnxruntime", "--rounds=8", "--activations"});
+  CHECK(nn_runtime("pytorch").runner_args ==
+        std::vector<std::string>{"--rounds=8", "--activations"});
   CHECK(nn_runtime("ncnn").runner_args.empty());
   // A runtime that is only recognised is named in a run, but has no rating.
   CHECK(detail::runtime_name("tensorflow-lite") == "TensorFlow Lite");

@@ -405,6 +405,11 @@ def test_onnx_runtime_is_one_more_entry_with_its_own_rating_and_speed(tmp_path, 
     assert rated.cache_file == str(tmp_path / "host-nn-onnxruntime.json")
     at = orin.for_runtime("onnxruntime")
     assert at.nn.basis == "onnxruntime" and "ONNX Runtime speed" in at.speed_text
+    assert at.nn.memory_mb_per_ms == 0
+    # A workload's own speed by a memory term needs the models' activations, which this
+    # stand-in's rating did not count: refused with the command that counts them.
+    with pytest.raises(edgeprof.DeviceError, match="--runtime onnxruntime --remeasure"):
+        orin.for_runtime("onnxruntime", memory_mb_per_ms=2.0)
     # Not PyTorch's: that rating was not measured.
     with pytest.raises(edgeprof.DeviceError, match="--runtime pytorch"):
         orin.for_runtime("pytorch")
@@ -415,7 +420,7 @@ def test_pytorch_int8_is_a_rating_of_its_own_named_not_followed(tmp_path, monkey
     int8 = next(r for r in edgeprof.nn.nn_runtimes() if r.id == "pytorch-int8")
     assert int8.precision == "int8" and int8.precision_of == "pytorch"
     # What torch_boards.py tells the runner, as the rating does.
-    assert int8.runner_args == ["--precision=int8", "--rounds=8"]
+    assert int8.runner_args == ["--precision=int8", "--rounds=8", "--activations"]
     assert "shufflenet_v2_x0_5" in int8.models and int8.cache_name == "host-nn-pytorch-int8.json"
     pi = edgeprof.find_device("raspberry-pi-4b-4gb")
     assert pi.runtime_ms["pytorch-int8"].precision == "int8"
