@@ -22,6 +22,22 @@ For each board and model, held out (the model's own published time left out of t
   Each model's emulated time is the mean of its inferences over at least --min-time seconds
   (1 s): at the Pi 4's speed the quota's period is 23 ms (the kernel's 1 ms minimum quota), and
   the median of three inferences shorter than that is the host's time.
+- **memory term** (estimated; where the rating counted each model's activations): the model's
+  time from a fit of the board's other models' published times as a multiple of this host's
+  one-thread time plus a cost per MB of activations (`edgeprof.nn.nn_memory_fit`, the fit
+  `Device.for_runtime(runtime, memory_mb_per_ms=...)` makes), with the interval of that fit's
+  own held-out errors (`edgeprof.nn.time_interval(fit)`);
+- **emulated, rescaled to the memory term** (`--emulate`, measured and projected at the board's
+  one speed): the emulated run's time of each model rescaled, as above, from the board's one
+  speed to the speed the memory term gives the model (one core's: this host's one-thread time /
+  the term's one-core time); not a run at each model's own speed, which a time in proportion to
+  1 / speed stands in for.
+
+With --drift-check (and --emulate) a few of the rating's models are timed again on one pinned
+thread outside any slice before and after each board's emulated run: the host's time over its
+rating's, beside the emulated times over the speed's prediction (the emulation's own share and
+the host's drift together), so that a host that slowed since its rating is not taken for a
+slice that buys too little.
 
 It reports per board the median |error| against the published times and Kendall's tau between
 the two rankings of the models, and per model the figures. The rating is measured first unless
@@ -115,13 +131,30 @@ def scaled_held_out(edgeprof: Any, device: Any, speed: Any, host_ms: dict[str, f
     return out
 
 
+def held_out_memory_fits(edgeprof: Any, published: dict[str, float], host_ms: dict[str, float],
+                         activation_mb: dict[str, float]) -> dict:
+    """Per model, the memory fit (edgeprof.nn.nn_memory_fit) of the board's other models: its
+    nn_memory_predict of the model is the fit's held_out_ms, and its time_interval the model's
+    held-out 90% interval."""
+    fits = {}
+    for m in published:
+        if m in host_ms and m in activation_mb:
+            try:
+                fits[m] = edgeprof.nn.nn_memory_fit(
+                    {k: v for k, v in published.items() if k != m}, host_ms, activation_mb)
+            except edgeprof.Error:  # too few models left: no held-out figure for this one
+                pass
+    return fits
+
+
 def coverage(edgeprof: Any, predicted: dict[str, float], published: dict[str, float],
              held: dict) -> str:
     """The share of models whose published time lies within the 90% interval
-    (edgeprof.nn.time_interval of the speed without the model) around the held-out time."""
+    (edgeprof.nn.time_interval of the speed, or of the memory fit, without the model) around
+    the held-out time."""
     inside = n = 0
     for m, ms in predicted.items():
-        interval = edgeprof.nn.time_interval(held[m]) if m in published else None
+        interval = edgeprof.nn.time_interval(held[m]) if m in published and m in held else None
         if interval is None:
             continue
         n += 1
@@ -150,6 +183,25 @@ def export_models(args: argparse.Namespace, models: list[str], folder: str) -> N
                  f"{done.returncode}):\n{done.stderr[-3000:]}")
     print(f"torch_boards.py: {len(models)} models {EXPORTED[args.runtime]} in "
           f"{time.time() - started:.0f} s", file=sys.stderr, flush=True)
+
+
+def host_drift(args: argparse.Namespace, rating: Any, folder: str) -> float:
+    """This host's one-thread time now of the --drift-models of the rating's models around its
+    median (the runner outside any slice, pinned to the rating's CPU, as rated) over the
+    rating's: the median ratio, 1 where the host runs as it did when rated (measured)."""
+    by_time = sorted(rating.host_ms, key=rating.host_ms.get)
+    mid = len(by_time) // 2
+    models = by_time[max(0, mid - args.drift_models // 2):][:args.drift_models]
+    kept = [a for a in args.runner_args if not a.startswith("--rounds=") and a != "--activations"]
+    done = subprocess.run([args.torch_python, str(RUNNER), folder, str(args.warmup),
+                           str(args.drift_loops), *kept, *models], capture_output=True,
+                          text=True, check=False, timeout=RUN_TIMEOUT_S,
+                          preexec_fn=lambda: os.sched_setaffinity(0, {rating.cpu}))
+    times = parse_runner(done.stdout)
+    if done.returncode != 0 or not times:
+        sys.exit(f"torch_boards.py: the host's drift could not be measured (exit "
+                 f"{done.returncode}):\n{done.stderr[-3000:]}")
+    return statistics.median(times[m] / rating.host_ms[m] for m in times)
 
 
 def emulated_args(args: argparse.Namespace) -> list[str]:
@@ -214,6 +266,15 @@ def main() -> int:
                     "timed in one go; the rating's eight passes, each with its warm-up "
                     "inference, took an estimated 3-4 times as long at a Pi 4's 0.05 of a CPU "
                     "on this project's EPYC host); --min-time is split between the passes")
+    ap.add_argument("--drift-check", action="store_true",
+                    help="with --emulate: time a few of the rating's models on one pinned "
+                    "thread outside any slice before and after each board's emulated run, and "
+                    "report the host's time over its rating's (the host's drift, which an "
+                    "emulated run takes for the emulation's own; about 10 s each)")
+    ap.add_argument("--drift-models", type=int, default=3,
+                    help="with --drift-check: the models around the rating's median timed")
+    ap.add_argument("--drift-loops", type=int, default=5,
+                    help="with --drift-check: timed inferences of each")
     ap.add_argument("--workload-scaling", action="store_true",
                     help="also measure each model's speed-up from one thread to two here and "
                     "report the figures with each model's own scaling (in as many passes as "
@@ -234,6 +295,10 @@ def main() -> int:
         ap.error("--emulated-rounds must be at least 1")
     if args.scaling_powers != "1" and not args.workload_scaling:
         ap.error("--scaling-powers needs --workload-scaling")
+    if args.drift_check and not args.emulate:
+        ap.error("--drift-check needs --emulate")
+    if args.drift_models < 1 or args.drift_loops < 1:
+        ap.error("--drift-models and --drift-loops must be at least 1")
     if args.emulate:
         edgeprof = edgeprof_as_root("torch_boards.py")
         if edgeprof is None:
@@ -273,15 +338,22 @@ def main() -> int:
              "projected to all cores by the library; `memory term`: each model from a fit "
              "of the board's other models' published times as a multiple of this host's "
              "one-thread time plus a cost per MB of activations (edgeprof.nn.nn_memory_fit), "
-             "estimated.\n"]
+             "estimated, and its interval from that fit's held-out errors; `emulated, rescaled "
+             "to the memory term`: the emulated run's time of each model (at the board's one "
+             "speed) rescaled to the speed the memory term gives it (measured and projected "
+             "at one speed, rescaled: not a run at each model's speed).\n"]
     rows = ["| board | models | speed (of a host core) | one-core factor | speed only: median "
             "\\|err\\|, tau | speed only: 90% interval coverage | emulated: median \\|err\\|, "
-            "tau | emulated: 90% interval coverage |", "|---|---|---|---|---|---|---|---|"]
+            "tau | emulated: 90% interval coverage | emulated / speed only, median (range) "
+            "| host over its rating, before and after the run |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
     memory = bool(rating.activation_mb)
     if memory:
-        rows[0] += (" speed + memory term: median \\|err\\|, tau | ms per host ms, ms per MB "
-                    "(all models) |")
-        rows[1] += "---|---|"
+        rows[0] += (" speed + memory term: median \\|err\\|, tau | memory term: 90% interval "
+                    "coverage | emulated, rescaled to the memory term: median \\|err\\|, tau | "
+                    "emulated, rescaled to the memory term: 90% interval coverage | ms per "
+                    "host ms, ms per MB (all models) |")
+        rows[1] += "---|---|---|---|---|"
     else:
         lines.append("No memory-term columns: this rating has no activation sizes (measure it "
                      "again with this edgeprof: --remeasure).\n")
@@ -313,20 +385,49 @@ def main() -> int:
         predicted = {m: host_ms[m] / held[m] / speed.one_core_factor for m in held}
         emulated: dict[str, float] = {}
         full: dict[str, float] = {}
+        drift = "not checked"
+        own = "-"
         if args.emulate:
             print(f"torch_boards.py: {name}: {len(held)} models at {speed.core_speed:.3f} of a "
                   "host core, projected from one core ...", file=sys.stderr, flush=True)
+            before = host_drift(args, rating, folder) if args.drift_check else None
             full, _ = emulate(edgeprof, args, device, sorted(held), folder)
+            if before is not None:
+                after = host_drift(args, rating, folder)
+                drift = f"{before:.2f}, {after:.2f}"
+                print(f"torch_boards.py: {name}: the host ran {before:.2f} and {after:.2f} times "
+                      "its rated time before and after", file=sys.stderr, flush=True)
             emulated = {m: ms * speed.core_speed / held[m] for m, ms in full.items() if m in held}
+            # The emulation against the speed's own prediction: 1 where the slice delivers the
+            # rated host's work at the speed (the host's drift included).
+            ratios = sorted(emulated[m] / predicted[m] for m in emulated)
+            if ratios:
+                own = (f"{statistics.median(ratios):.2f} ({ratios[0]:.2f}-"
+                       f"{ratios[-1]:.2f})")
         row = (f"| {name} | {len(held)} | {speed.core_speed:.4f} | "
                f"{speed.one_core_factor:.3f} | {summary(edgeprof, predicted, published)} | "
                f"{coverage(edgeprof, predicted, published, held_speeds)} | "
                f"{summary(edgeprof, emulated, published) if emulated else 'not run'} | "
-               f"{coverage(edgeprof, emulated, published, held_speeds) if emulated else '-'} |")
+               f"{coverage(edgeprof, emulated, published, held_speeds) if emulated else '-'} | "
+               f"{own} | {drift} |")
+        by_memory: dict[str, float] = {}
+        emulated_memory: dict[str, float] = {}
         if memory:
             fit = edgeprof.nn.nn_memory_fit(published, host_ms, rating.activation_mb)
-            row += (f" {summary(edgeprof, dict(fit.held_out_ms), published)} | "
-                    f"{fit.per_host_ms:.2f}, {fit.ms_per_mb:.2f} |")
+            fits = held_out_memory_fits(edgeprof, published, host_ms, rating.activation_mb)
+            by_memory = {m: edgeprof.nn.nn_memory_predict(f, host_ms[m], rating.activation_mb[m])
+                         for m, f in fits.items()}
+            # The run's one-core time at the board's speed, rescaled to the model's own: one
+            # core's speed by the memory term is host ms / (its all-core time x the factor).
+            emulated_memory = {m: full[m] * speed.core_speed * by_memory[m]
+                               * speed.one_core_factor / host_ms[m]
+                               for m in by_memory if m in full}
+            row += (f" {summary(edgeprof, by_memory, published)} | "
+                    f"{coverage(edgeprof, by_memory, published, fits)} | "
+                    + (f"{summary(edgeprof, emulated_memory, published)} | "
+                       f"{coverage(edgeprof, emulated_memory, published, fits)} |"
+                       if emulated_memory else "not run | - |")
+                    + f" {fit.per_host_ms:.2f}, {fit.ms_per_mb:.2f} |")
         for p in powers:
             sh = scaled_held_out(edgeprof, device, speed, host_ms, args.runtime, scaling, p)
             scaled = {m: host_ms[m] / v / speed.one_core_factor / w for m, (v, w) in sh.items()}
@@ -339,14 +440,20 @@ def main() -> int:
         rows.append(row)
         detail.append(f"\n## {name} ({threads} threads published)\n")
         detail.append("| model | published ms | host 1-thread ms | speed only ms | err | "
-                      "emulated ms | err |")
-        detail.append("|---|---|---|---|---|---|---|")
+                      "emulated ms | err |"
+                      + (" activation MB | memory term ms | err | emulated, rescaled ms | "
+                         "err |" if memory else ""))
+        detail.append("|---|---|---|---|---|---|---|" + ("---|---|---|---|---|" if memory else ""))
+
+        def cells(ms: float | None, m: str) -> str:
+            return f"{ms:.1f} | {100 * (ms / published[m] - 1):+.0f}% |" if ms else "- | - |"
+
         for m in sorted(held):
-            e = emulated.get(m)
             detail.append(
-                f"| {m} | {published[m]:.1f} | {host_ms[m]:.1f} | {predicted[m]:.1f} | "
-                f"{100 * (predicted[m] / published[m] - 1):+.0f}% | "
-                + (f"{e:.1f} | {100 * (e / published[m] - 1):+.0f}% |" if e else "- | - |"))
+                f"| {m} | {published[m]:.1f} | {host_ms[m]:.1f} | {cells(predicted[m], m)} "
+                f"{cells(emulated.get(m), m)}"
+                + (f" {rating.activation_mb.get(m, 0):.1f} | {cells(by_memory.get(m), m)} "
+                   f"{cells(emulated_memory.get(m), m)}" if memory else ""))
     lines += ["\n".join(rows), *detail,
               f"\n{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(started))}, "
               f"{(time.time() - started) / 60:.1f} min"]

@@ -171,6 +171,14 @@ std::optional<TimeInterval> time_interval(const NnSpeed& speed, double level = 0
                                           double emulation_log_sd = 0,
                                           double projection_log_sd = 0);
 
+/// The same interval for a device time predicted by a memory fit (nn_memory_predict(), or
+/// runtime_speed() with a memory term), from the fit's held-out errors (NnMemoryFit::loo_log_sd
+/// over its held_out_ms models; Student's t with two degrees of freedom fewer than models, for
+/// its two parameters). Unset with fewer than 4 models; throws Error as above.
+std::optional<TimeInterval> time_interval(const NnMemoryFit& fit, double level = 0.9,
+                                          double emulation_log_sd = 0,
+                                          double projection_log_sd = 0);
+
 /// "nn speed 0.151 of a host core from 12 ncnn graphs; leave-one-graph-out median error 14%
 /// (worst 31%)", or "nn speed 0.151 of a host core from edgeprof-probe's vector kernel (fp32;
 /// neon on the device, avx512f here)".

@@ -334,12 +334,20 @@ class TimeInterval:
     @property
     def projection_log_sd(self) -> float: ...  # board's speed-up's spread; 0: not projected
 
+@overload
 def time_interval(
     speed: NnSpeed,
     level: float = 0.9,
     emulation_log_sd: float = 0.0,
     projection_log_sd: float = 0.0,
 ) -> Optional[TimeInterval]: ...
+@overload
+def time_interval(
+    fit: NnMemoryFit,
+    level: float = 0.9,
+    emulation_log_sd: float = 0.0,
+    projection_log_sd: float = 0.0,
+) -> Optional[TimeInterval]: ...  # around nn_memory_predict's time
 
 class RuntimeTimes:
     @property

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import signal
 import subprocess
@@ -44,11 +45,14 @@ examples:
 
 
 def _device(args: argparse.Namespace) -> edgeprof.Device:
-    return _for_threads(_for_runtime(_named_or_custom_device(args), args.runtime), args.threads)
+    return _for_threads(_for_runtime(_named_or_custom_device(args), args), args.threads)
 
 
-def _for_runtime(device: edgeprof.Device, runtime: Optional[str]) -> edgeprof.Device:
-    return device.for_runtime(runtime) if runtime is not None else device
+def _for_runtime(device: edgeprof.Device, args: argparse.Namespace) -> edgeprof.Device:
+    if args.runtime is None:
+        return device
+    memory = getattr(args, "memory_mb_per_ms", None)  # not every command has it
+    return device.for_runtime(args.runtime, memory_mb_per_ms=memory or 0.0)
 
 
 def _named_or_custom_device(args: argparse.Namespace) -> edgeprof.Device:
@@ -118,6 +122,12 @@ def _add_device_options(p: argparse.ArgumentParser) -> None:
                    "where auto projects; docs/threads.md)")
     g.add_argument("--runtime", choices=[r.id for r in edgeprof.nn.nn_runtimes()],
                    help=_RUNTIME_HELP)
+    g.add_argument("--memory-mb-per-ms", type=float, metavar="M",
+                   help="with --runtime (not ncnn): the workload's activations in MB per ms "
+                   "of this host's one-thread time with it (edgeprof.nn.memory_intensity): "
+                   "its own speed by the board's memory term, a multiple of this host's time "
+                   "plus a cost per MB, fitted to the board's published times (estimated; "
+                   "docs/devices.md)")
     _add_emulation_options(p)
 
 
@@ -649,7 +659,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     devices = args.device or ["raspberry-pi-4"]
     comparison = edgeprof.compare(
         _workloads(args),
-        [_for_threads(_for_runtime(edgeprof.find_device(d), args.runtime), args.threads)
+        [_for_threads(_for_runtime(edgeprof.find_device(d), args), args.threads)
          for d in devices],
         repeat=args.repeat,
         warmup=args.warmup, metric=args.metric, test=args.test, alpha=args.alpha,
@@ -1004,6 +1014,16 @@ def _runtime_and_speed_kind(args: argparse.Namespace) -> None:
     """--runtime beside --speed-kind: ncnn's is the nn speed (measured on first use like it);
     with the integer speed it contradicts."""
     runtime, kind = getattr(args, "runtime", None), getattr(args, "speed_kind", None)
+    memory = getattr(args, "memory_mb_per_ms", None)
+    if memory is not None and not (0 < memory < math.inf):
+        raise edgeprof.Error(f"--memory-mb-per-ms {memory:g}: give the workload's activation MB "
+                             "per ms of this host's one-thread time, a positive number "
+                             "(edgeprof.nn.memory_intensity measures it), or leave it out for "
+                             "one speed over the models")
+    if memory is not None and runtime in (None, "ncnn"):
+        raise edgeprof.Error(f"--memory-mb-per-ms {memory:g} chooses a workload's own speed "
+                             "with a runtime other than ncnn: add --runtime pytorch, "
+                             "onnxruntime or pytorch-int8 (the one the workload runs)")
     if runtime is None or kind is None:
         return
     if kind == "integer":

@@ -5,6 +5,9 @@ device time falls in.
     from edgeprof import nn
     rating = nn.measure_nn_rating()
     s = nn.nn_speed(edgeprof.find_device("jetson-nano").nn_ms, rating.host_ms)
+    m = nn.memory_intensity(my_model, torch.randn(1, 3, 224, 224))  # needs PyTorch here
+    pi = edgeprof.find_device("raspberry-pi-4b-4gb").for_runtime(
+        "pytorch", memory_mb_per_ms=m.mb_per_ms)
 """
 
 from edgeprof._core import (
@@ -27,9 +30,11 @@ from edgeprof._core import (
     time_interval,
     workload_scaling,
 )
+from edgeprof._intensity import MemoryIntensity, memory_intensity
 
 __all__ = [
     "HostScaling",
+    "MemoryIntensity",
     "NnMemoryFit",
     "NnRating",
     "NnRuntime",
@@ -39,6 +44,7 @@ __all__ = [
     "cached_nn_rating",
     "measure_host_scaling",
     "measure_nn_rating",
+    "memory_intensity",
     "nn_memory_fit",
     "nn_memory_predict",
     "nn_runtimes",

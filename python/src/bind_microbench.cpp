@@ -316,11 +316,20 @@ void bind_microbench(py::module_& m) {
                ", emulation_log_sd=" + repr_float(i.emulation_log_sd) +
                ", projection_log_sd=" + repr_float(i.projection_log_sd) + ")";
       });
-  m.def("time_interval", &time_interval, py::arg("speed"), py::arg("level") = 0.9,
+  m.def("time_interval",
+        py::overload_cast<const NnSpeed&, double, double, double>(&time_interval),
+        py::arg("speed"), py::arg("level") = 0.9,
         py::arg("emulation_log_sd") = 0.0, py::arg("projection_log_sd") = 0.0,
         "The interval of a device's time around one emulated at `speed`, from the spread of its "
         "held-out errors, the emulation's and a projection's (sd of log time; Student's t); "
         "None with fewer than 3 models or a vector speed.");
+  m.def("time_interval",
+        py::overload_cast<const NnMemoryFit&, double, double, double>(&time_interval),
+        py::arg("fit"), py::arg("level") = 0.9, py::arg("emulation_log_sd") = 0.0,
+        py::arg("projection_log_sd") = 0.0,
+        "The same interval around a time predicted by a memory fit (nn_memory_predict), from "
+        "the fit's held-out errors (t with models - 2 degrees of freedom); None with fewer "
+        "than 4 models.");
 
   py::class_<RuntimeTimes>(m, "RuntimeTimes",
                            "A device's published inference times with one runtime other than "

@@ -310,8 +310,15 @@ NnSpeed nn_speed(const std::map<std::string, double>& device_ms,
   return out;
 }
 
-std::optional<TimeInterval> time_interval(const NnSpeed& speed, double level,
-                                          double emulation_log_sd, double projection_log_sd) {
+namespace {
+
+// time_interval()'s arithmetic: a 90% (`level`) interval from the spread of `models` held-out
+// log errors (`loo_log_sd`) of a prediction with `parameters` fitted (Student's t with models -
+// parameters degrees of freedom), the emulation's and a projection's spreads; the arguments'
+// errors.
+std::optional<TimeInterval> interval_of(double loo_log_sd, int models, int parameters,
+                                        double level, double emulation_log_sd,
+                                        double projection_log_sd) {
   if (!(level > 0 && level < 1)) {
     throw Error(fmt::format("an interval's level is a share between 0 and 1 (0.9 for 90%), "
                             "not {}",
@@ -327,14 +334,12 @@ std::optional<TimeInterval> time_interval(const NnSpeed& speed, double level,
                             "times (0 or more, e.g. 0.1: CoreScaling::loo_log_sd), not {}",
                             projection_log_sd));
   }
-  if (speed.basis == "vector" || speed.ratios.size() < 3 || !(speed.loo_log_sd >= 0)) {
-    return std::nullopt;
-  }
-  const int models = static_cast<int>(speed.ratios.size());
+  if (models - parameters < 2 || !(loo_log_sd >= 0)) return std::nullopt;
   const double n = models;
-  // The ratios' own spread, from the held-out errors' (each n / (n - 1) times a deviation).
-  const double s = speed.loo_log_sd * (n - 1) / n;
-  const double k = student_t_quantile(0.5 + level / 2, n - 1) *
+  // The ratios' own spread, from the held-out errors' (each n / (n - 1) times a deviation; for
+  // more than one parameter, as for one: an approximation).
+  const double s = loo_log_sd * (n - 1) / n;
+  const double k = student_t_quantile(0.5 + level / 2, n - parameters) *
                    std::sqrt(s * s * (1 + 1 / n) + emulation_log_sd * emulation_log_sd +
                              projection_log_sd * projection_log_sd);
   TimeInterval interval;
@@ -345,6 +350,22 @@ std::optional<TimeInterval> time_interval(const NnSpeed& speed, double level,
   interval.high = std::exp(k);
   interval.models = models;
   return interval;
+}
+
+}  // namespace
+
+std::optional<TimeInterval> time_interval(const NnSpeed& speed, double level,
+                                          double emulation_log_sd, double projection_log_sd) {
+  // A probed device's vector speed has no held-out errors: checked for the arguments' errors.
+  const int models = speed.basis == "vector" ? 0 : static_cast<int>(speed.ratios.size());
+  return interval_of(speed.loo_log_sd, models, 1, level, emulation_log_sd, projection_log_sd);
+}
+
+std::optional<TimeInterval> time_interval(const NnMemoryFit& fit, double level,
+                                          double emulation_log_sd, double projection_log_sd) {
+  // Two parameters fitted: a multiple of the host's time and a cost per MB.
+  return interval_of(fit.loo_log_sd, static_cast<int>(fit.held_out_ms.size()), 2, level,
+                     emulation_log_sd, projection_log_sd);
 }
 
 NnSpeed nn_speed_from_scores(const CoreScores& device, const CoreScores& host) {

@@ -85,12 +85,12 @@ def build_int8(name, torch, torchvision):
 
 
 def activation_mb(model, data, torch):
-    """MB that one inference writes as its layers' outputs (every module without children,
-    hooked for one untimed inference): the memory traffic edgeprof's memory term
-    (nn_memory_fit) weighs. A layer that hands back its input or a view of it (Identity,
-    Dropout in eval mode, Flatten, the placeholders fusion leaves) writes nothing; one that
-    works in place (ReLU(inplace=True)) writes its input over; functional operations between
-    modules are not counted."""
+    """MB that one inference on `data` (a tensor or a tuple of them) writes as its layers'
+    outputs (every module without children, hooked for one untimed inference): the memory
+    traffic edgeprof's memory term (nn_memory_fit) weighs. A layer that hands back its input
+    or a view of it (Identity, Dropout in eval mode, Flatten, the placeholders fusion leaves)
+    writes nothing; one that works in place (ReLU(inplace=True)) writes its input over;
+    functional operations between modules are not counted."""
     written = [0]
 
     def storage(t):
@@ -110,7 +110,7 @@ def activation_mb(model, data, torch):
              if next(m.children(), None) is None]
     try:
         with torch.inference_mode():
-            model(data)
+            model(*data) if isinstance(data, tuple) else model(data)
     finally:
         for h in hooks:
             h.remove()
@@ -118,9 +118,22 @@ def activation_mb(model, data, torch):
 
 
 def export_onnx(model, data, torch, target):
-    """The model exported to ONNX, into `target` (a path or a binary file object)."""
-    torch.onnx.export(model, (data,), target, dynamo=False, opset_version=17,
+    """The model exported to ONNX, into `target` (a path or a binary file object); `data` a
+    tensor or a tuple of them."""
+    torch.onnx.export(model, data if isinstance(data, tuple) else (data,), target,
+                      dynamo=False, opset_version=17,
                       input_names=["input"], output_names=["output"])
+
+
+def onnx_call(model, data, threads, torch, ort):
+    """The model exported to ONNX in memory and a call that runs it once in ONNX Runtime on
+    `data` (a tensor or a tuple of them)."""
+    buffer = io.BytesIO()
+    export_onnx(model, data, torch, buffer)
+    session = onnx_session(buffer.getvalue(), threads, ort)
+    inputs = data if isinstance(data, tuple) else (data,)
+    feed = {i.name: t.numpy() for i, t in zip(session.get_inputs(), inputs)}
+    return lambda: session.run(None, feed)
 
 
 def onnx_session(source, threads, ort):
@@ -345,11 +358,7 @@ def main() -> int:
             ran += 1
             continue
         if ort is not None:
-            buffer = io.BytesIO()
-            export_onnx(model, data, torch, buffer)
-            session = onnx_session(buffer.getvalue(), threads, ort)
-            feed = {session.get_inputs()[0].name: data.numpy()}
-            infer = lambda s=session, f=feed: s.run(None, f)  # noqa: E731
+            infer = onnx_call(model, data, threads, torch, ort)
         else:
             infer = lambda m=model: m(data)  # noqa: E731
         ran += 1

@@ -1299,6 +1299,33 @@ TEST_CASE("a memory term: a device time as a multiple of the host's plus a cost 
   CHECK(p.loo_median_error < 0.2);
   CHECK(p.loo_log_sd > 0);
 
+  // The fit's interval: time_interval()'s arithmetic on its held-out spread and models, with a
+  // degree of freedom fewer than an nn speed's (two parameters): an nn speed's with the same
+  // spread over one model fewer has the same t and a slightly narrower band.
+  NnSpeed fewer;
+  for (const auto& [m, h] : host) {
+    if (m != "f") fewer.ratios[m] = 1;
+  }
+  fewer.loo_log_sd = p.loo_log_sd;
+  const auto by_fit = time_interval(p);
+  const auto by_speed = time_interval(fewer);
+  REQUIRE(by_fit);
+  REQUIRE(by_speed);
+  CHECK(by_fit->models == 6);
+  const double n = 6, m = 5;  // sqrt(s^2 (1 + 1/n)) with s = sd (n - 1) / n, the same t
+  const double ratio = std::sqrt((n - 1) / n * (n - 1) / n * (1 + 1 / n)) /
+                       std::sqrt((m - 1) / m * (m - 1) / m * (1 + 1 / m));
+  CHECK(std::log(by_fit->high) == Approx(std::log(by_speed->high) * ratio));
+  CHECK(by_fit->low < 1);
+  const auto exact = time_interval(f);
+  REQUIRE(exact);
+  CHECK(exact->low == Approx(1));
+  CHECK(exact->high == Approx(1));
+  NnMemoryFit one_dof;  // three models, two parameters: one degree of freedom, no interval
+  one_dof.held_out_ms = {{"a", 1}, {"b", 2}, {"c", 3}};
+  CHECK_FALSE(time_interval(one_dof));
+  CHECK_THROWS_WITH(time_interval(p, 1.5), Contains("between 0 and 1"));
+
   // Too few models, or a time that is not one: refused, naming what to do or which.
   const std::map<std::string, double> three{{"a", 1}, {"b", 2}, {"c", 3}};
   CHECK_THROWS_WITH(nn_memory_fit(three, host, mb),

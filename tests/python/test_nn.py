@@ -62,6 +62,9 @@ def test_a_memory_term_from_published_host_times_and_activations():
     assert fit.held_out_ms == pytest.approx(device)
     assert edgeprof.nn.nn_memory_predict(fit, 100, 10) == pytest.approx(230)
     assert "models=5" in repr(fit)
+    interval = edgeprof.nn.time_interval(fit)  # exact fit: held-out errors all 0
+    assert interval is not None and interval.models == 5
+    assert (interval.low, interval.high) == (pytest.approx(1), pytest.approx(1))
     with pytest.raises(edgeprof.Error, match="at least 4"):
         edgeprof.nn.nn_memory_fit({"a": 1.0}, host, mb)
 
@@ -309,12 +312,15 @@ def test_the_real_own_share_with_ncnn_short_form(tmp_path, monkeypatch):
         edgeprof.speed.measure_quota_share(speeds=[1.5])
 
 
-def _fake_torch_python(tmp_path, ms=20.0):
+def _fake_torch_python(tmp_path, ms=20.0, activations=False):
     """A stand-in for the Python that has PyTorch: times every model it is told (after DIR
-    WARMUP LOOPS), as the PyTorch runner prints them."""
+    WARMUP LOOPS), as the PyTorch runner prints them; with `activations`, each model's
+    activation MB too (as many as its name has letters)."""
     fake = tmp_path / "torch-python"
+    count = 'echo "activations $m ${#m}"; ' if activations else ""
     fake.write_text("#!/bin/sh\necho 'runtime PyTorch 2.0.test fp32 eager (stand-in)'\n"
-                    f"shift 4\nfor m in \"$@\"; do echo \"$m {ms} {ms} {ms}\"; done\n")
+                    "shift 4\nfor m in \"$@\"; do case $m in --*) continue;; esac; "
+                    f"{count}echo \"$m {ms} {ms} {ms}\"; done\n")
     fake.chmod(0o755)
     return fake
 
@@ -389,6 +395,48 @@ def test_run_with_runtime_pytorch_emulates_the_pytorch_speed(tmp_path, monkeypat
     refused = edgeprof_cli(*args, "--speed-kind", "integer", "--", "true", env_extra=env)
     assert refused.returncode == 2 and "give one" in refused.stderr
     assert "Traceback" not in refused.stderr
+
+
+@requires_cgroups
+def test_run_with_a_memory_intensity_emulates_the_workloads_own_speed(tmp_path, monkeypatch):
+    monkeypatch.setenv("EDGEPROF_CACHE_DIR", str(tmp_path))
+    env = {"EDGEPROF_CACHE_DIR": str(tmp_path)}
+    rating = edgeprof.nn.measure_nn_rating(
+        runtime="pytorch", python=str(_fake_torch_python(tmp_path, activations=True)))
+    assert rating.activation_mb["resnet18"] == 8  # len("resnet18")
+    args = ("run", "--device", "raspberry-pi-4b-1gb", "--threads", "1", "--runtime", "pytorch",
+            "--memory-mb-per-ms", "0.5")
+    p = edgeprof_cli(*args, "--json", "--", "true", env_extra=env)
+    assert p.returncode == 0, p.stderr
+    data = json.loads(p.stdout)
+    pi = edgeprof.find_device("raspberry-pi-4b-1gb")
+    own = pi.for_runtime("pytorch", memory_mb_per_ms=0.5).nn
+    assert data["device"]["core_speed"] == pytest.approx(own.core_speed)
+    assert own.core_speed == pytest.approx(1 / (own.per_host_ms + 0.5 * own.ms_per_mb))
+    assert own.core_speed != pytest.approx(pi.for_runtime("pytorch").core_speed)
+    assert data["device"]["speed_runtime"]["memory_mb_per_ms"] == 0.5
+
+
+@pytest.mark.parametrize("extra, message", [
+    ((), "add --runtime pytorch"),
+    (("--runtime", "ncnn"), "add --runtime pytorch"),
+    (("--runtime", "pytorch", "--memory-mb-per-ms", "0"), "a positive number"),
+    (("--runtime", "pytorch", "--memory-mb-per-ms", "nan"), "a positive number"),
+])
+def test_a_memory_intensity_without_a_runtime_with_a_memory_term_or_positive_is_refused(
+        extra, message):
+    memory = () if "--memory-mb-per-ms" in extra else ("--memory-mb-per-ms", "0.5")
+    p = edgeprof_cli("run", "--device", "raspberry-pi-4b-1gb", *extra, *memory, "--", "true")
+    assert p.returncode == 2 and message in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr
+
+
+def test_compare_with_a_runtime_needs_its_rating_and_says_so(tmp_path):
+    # compare takes --runtime without --memory-mb-per-ms: its devices are made all the same.
+    p = edgeprof_cli("compare", "-w", "a=true", "--device", "raspberry-pi-4b-1gb", "--runtime",
+                     "pytorch", env_extra={"EDGEPROF_CACHE_DIR": str(tmp_path)})
+    assert p.returncode != 0 and "calibrate-host --nn --runtime pytorch" in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr
 
 
 def test_onnx_runtime_is_one_more_entry_with_its_own_rating_and_speed(tmp_path, monkeypatch):

@@ -1,0 +1,144 @@
+"""A PyTorch model's memory intensity: the MB of activations its layers write per inference over
+this host's one-thread time of it with a runtime, the figure a device's runtime speed with a
+memory term takes (Device.for_runtime(runtime, memory_mb_per_ms=...), `edgeprof run
+--runtime R --memory-mb-per-ms M`; docs/devices.md). Counted and timed the way this host's
+rating of the runtime counts and times its models (edgeprof's PyTorch runner, the module
+_torch_runner: a hook on every layer, one thread), in this process, which must have PyTorch
+(and onnx and onnxruntime for ONNX Runtime)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from edgeprof._core import Error, cached_nn_rating, nn_runtimes, statistics
+
+
+def _runtimes() -> list[str]:
+    """The runtimes whose ratings count activations (their memory term's): PyTorch's runner's
+    --activations in the runner arguments."""
+    return sorted(r.id for r in nn_runtimes() if "--activations" in r.runner_args)
+
+
+@dataclass(frozen=True)
+class MemoryIntensity:
+    """A model's activations per inference (counted) and this host's one-thread time of it with
+    `runtime` (measured: the median of `loops` timed inferences after a warm-up)."""
+
+    runtime: str
+    activation_mb: float
+    host_ms: float
+    loops: int
+
+    @property
+    def mb_per_ms(self) -> float:
+        """MB per ms: what Device.for_runtime(runtime, memory_mb_per_ms=...) takes."""
+        return self.activation_mb / self.host_ms
+
+    def __str__(self) -> str:
+        return (f"{self.mb_per_ms:.4g} MB/ms with {self.runtime}: {self.activation_mb:.4g} MB of "
+                f"activations per inference (counted) in {self.host_ms:.4g} ms on one thread "
+                f"of this host (measured, median of {self.loops})")
+
+
+def _modules(runtime: str) -> tuple[Any, Any]:
+    """(torch, edgeprof's PyTorch runner as a module)."""
+    try:
+        import torch
+    except ImportError as e:
+        raise Error(f"memory_intensity() counts a PyTorch model's activations and needs PyTorch "
+                    f"in this interpreter ({e}): pip install torch") from None
+    try:
+        from edgeprof import _torch_runner as runner
+    except ImportError as e:
+        raise Error(f"this edgeprof has no PyTorch runner module ({e}): install it whole "
+                    "(pip install edgeprof, or pip install . in its source tree)") from None
+    if runtime == "pytorch-int8" and "qnnpack" not in torch.backends.quantized.supported_engines:
+        raise Error(f"this PyTorch ({torch.__version__}) has no qnnpack engine for int8: "
+                    "pip install torch (PyPI's x86-64 and aarch64 wheels have it)")
+    return torch, runner
+
+
+def _rated_cpu(runtime: str, allowed: set[int]) -> int:
+    """The CPU this host's rating of `runtime` ran on where this thread may run there (CPUs
+    of one host differ), else the last it may use."""
+    try:
+        rating = cached_nn_rating(runtime=runtime)
+    except Error:  # a cache this edgeprof cannot read: as without one
+        rating = None
+    return rating.cpu if rating is not None and rating.cpu in allowed else max(allowed)
+
+
+def memory_intensity(model: Any, example_input: Any, *, runtime: str = "pytorch",
+                     warmup: int = 3, loops: int = 10) -> MemoryIntensity:
+    """`model` (a torch.nn.Module, not TorchScript: the count hooks its layers) on
+    `example_input` (a tensor, or a tuple of them): the MB its layers write per inference and
+    its one-thread time here with `runtime`, as this host's rating of the runtime counts and
+    times its models: "pytorch" (eager), "onnxruntime" (exported to ONNX in memory),
+    "pytorch-int8" (a model already quantized for qnnpack, timed as TorchScript). The calling
+    thread runs on the rating's CPU (else one of its own) with one PyTorch thread meanwhile;
+    the model's mode, the thread count, the CPUs and the quantized engine are put back after,
+    also on an error. Raises edgeprof.Error for another runtime, a missing library, counts
+    < 1, or a model whose layers wrote nothing that was counted."""
+    runtimes = _runtimes()
+    if runtime not in runtimes:
+        raise Error(f"memory_intensity(runtime={runtime!r}): give one of {', '.join(runtimes)} "
+                    "(the runtimes whose ratings count activations for a memory term)")
+    if loops < 1 or warmup < 0:
+        raise Error(f"memory_intensity(warmup={warmup}, loops={loops}): give warmup >= 0 and "
+                    "loops >= 1")
+    torch, runner = _modules(runtime)
+    if isinstance(model, torch.jit.ScriptModule):
+        raise Error("memory_intensity() counts activations with a hook on each layer, which a "
+                    "TorchScript model does not run: give the eager torch.nn.Module")
+    inputs = example_input if isinstance(example_input, tuple) else (example_input,)
+    training, threads = model.training, torch.get_num_threads()
+    engine = torch.backends.quantized.engine
+    had = os.sched_getaffinity(0)
+    try:
+        # This thread alone (pid 0): the process's other threads keep their CPUs.
+        os.sched_setaffinity(0, {_rated_cpu(runtime, had)})
+    except OSError as e:
+        raise Error(f"memory_intensity(): could not pin this thread to one CPU ({e}); it runs "
+                    "on one CPU as this host's rating did") from None
+    try:
+        model.eval()
+        torch.set_num_threads(1)
+        if runtime == "pytorch-int8":
+            torch.backends.quantized.engine = "qnnpack"
+        mb = runner.activation_mb(model, inputs, torch)
+        if not mb > 0:
+            raise Error(f"memory_intensity(): {type(model).__name__}'s layers wrote no outputs "
+                        "the count sees (a hook on every module without children): give a "
+                        "model built of torch.nn layers")
+        infer = _call(model, inputs, runtime, torch, runner)
+        with torch.inference_mode():
+            times = runner.time_runs(infer, warmup, loops)
+    finally:
+        model.train(training)
+        torch.set_num_threads(threads)
+        torch.backends.quantized.engine = engine
+        os.sched_setaffinity(0, had)
+    return MemoryIntensity(runtime, mb, statistics(times).median, loops)
+
+
+def _call(model: Any, inputs: tuple, runtime: str, torch: Any, runner: Any) -> Any:
+    """One inference of the model as the rating runs the runtime's."""
+    if runtime == "onnxruntime":
+        try:
+            import onnx  # noqa: F401 (the exporter needs it)
+            import onnxruntime as ort
+        except ImportError as e:
+            raise Error(f"memory_intensity(runtime='onnxruntime') needs onnx and onnxruntime "
+                        f"in this interpreter ({e}): pip install onnx onnxruntime") from None
+        return runner.onnx_call(model, inputs, 1, torch, ort)
+    if runtime == "pytorch-int8":
+        try:
+            scripted = torch.jit.script(model)
+        except Exception as e:  # TorchScript refuses many a Python construct
+            raise Error(f"memory_intensity(runtime='pytorch-int8') times the quantized model "
+                        f"as TorchScript, as the rating does, and torch.jit.script refused it "
+                        f"({type(e).__name__}: {str(e)[:300]})") from None
+        return lambda: scripted(*inputs)
+    return lambda: model(*inputs)

@@ -1,0 +1,101 @@
+"""edgeprof.nn.memory_intensity: a user's PyTorch model counted and timed in-process as the
+PyTorch runner counts and times a rating's models. PyTorch is optional and not installed for the
+tests: without it the refusals are checked; with EDGEPROF_TORCH_PYTHON (an interpreter with
+torch, torchvision, onnx and onnxruntime) a real model is counted and timed there."""
+
+import importlib.util
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import edgeprof
+
+
+def test_without_pytorch_it_says_what_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", None)  # import torch raises ImportError
+    with pytest.raises(edgeprof.Error, match="needs PyTorch.*pip install torch"):
+        edgeprof.nn.memory_intensity(object(), None)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"runtime": "ncnn"}, "runtime='ncnn'.*give one of onnxruntime, pytorch, pytorch-int8"),
+    ({"runtime": "tflite"}, "runtime='tflite'"),
+    ({"loops": 0}, "loops=0.*loops >= 1"),
+    ({"warmup": -1}, "warmup=-1"),
+])
+def test_a_runtime_without_a_memory_term_or_no_loops_is_refused(kwargs, message):
+    with pytest.raises(edgeprof.Error, match=message):
+        edgeprof.nn.memory_intensity(object(), None, **kwargs)
+
+
+def test_the_runner_is_installed_as_a_module_of_the_package():
+    # What memory_intensity counts and times with (python/CMakeLists.txt installs it).
+    spec = importlib.util.find_spec("edgeprof._torch_runner")
+    assert spec is not None and spec.origin.endswith("_torch_runner.py")
+    assert "def activation_mb(" in Path(spec.origin).read_text()
+
+
+def test_the_figure_is_the_count_over_the_time():
+    m = edgeprof.nn.MemoryIntensity("pytorch", activation_mb=30.0, host_ms=60.0, loops=10)
+    assert m.mb_per_ms == 0.5
+    assert "0.5 MB/ms with pytorch" in str(m) and "median of 10" in str(m)
+
+
+REAL = textwrap.dedent("""
+    import os, torch, torchvision, edgeprof
+    from edgeprof import nn
+    model = torchvision.models.resnet18(weights=None).train()
+    x = torch.randn(1, 3, 224, 224)
+    threads, cpus = torch.get_num_threads(), os.sched_getaffinity(0)
+    r = nn.memory_intensity(model, x, warmup=1, loops=2)
+    assert model.training  # its mode put back
+    # ResNet-18 at 224x224 in fp32: about 30 MB written by its layers (the runner counted
+    # 29.9 MB of timm's on 2026-12-04).
+    assert 20 < r.activation_mb < 40, r
+    assert r.host_ms > 0 and r.mb_per_ms == r.activation_mb / r.host_ms, r
+    assert torch.get_num_threads() == threads and os.sched_getaffinity(0) == cpus
+    o = nn.memory_intensity(model, (x,), runtime="onnxruntime", warmup=1, loops=2)
+    assert o.runtime == "onnxruntime" and o.activation_mb == r.activation_mb and o.host_ms > 0
+    try:
+        nn.memory_intensity(torch.jit.script(model), x)
+    except edgeprof.Error as e:
+        assert "TorchScript" in str(e), e
+    else:
+        raise SystemExit("a TorchScript model was not refused")
+    class Boom(torch.nn.Module):  # counted, then fails while timed
+        def __init__(self):
+            super().__init__()
+            self.conv, self.calls = torch.nn.Conv2d(3, 4, 3), 0
+        def forward(self, x):
+            self.calls += 1
+            if self.calls > 1:
+                raise RuntimeError("boom")
+            return self.conv(x)
+    boom = Boom()
+    try:
+        nn.memory_intensity(boom, x)
+    except RuntimeError as e:
+        assert "boom" in str(e), e
+    else:
+        raise SystemExit("the model's error was lost")
+    assert boom.training and torch.get_num_threads() == threads
+    assert os.sched_getaffinity(0) == cpus
+    print("counted", r)
+""")
+
+
+@pytest.mark.skipif(not os.environ.get("EDGEPROF_TORCH_PYTHON"),
+                    reason="set EDGEPROF_TORCH_PYTHON to an interpreter with torch, torchvision, "
+                    "onnx and onnxruntime to count and time a real model")
+def test_a_real_model_counted_and_timed_and_the_process_put_back(tmp_path):
+    # This edgeprof, installed for this interpreter, on the other interpreter's path alone.
+    (tmp_path / "edgeprof").symlink_to(Path(edgeprof.__file__).parent)
+    env = dict(os.environ, PYTHONPATH=str(tmp_path))
+    done = subprocess.run([os.environ["EDGEPROF_TORCH_PYTHON"], "-c", REAL], capture_output=True,
+                          text=True, env=env, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "MB/ms with pytorch" in done.stdout
