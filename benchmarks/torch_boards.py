@@ -270,7 +270,7 @@ def main() -> int:
                     help="with --emulate: time a few of the rating's models on one pinned "
                     "thread outside any slice before and after each board's emulated run, and "
                     "report the host's time over its rating's (the host's drift, which an "
-                    "emulated run takes for the emulation's own; about 10 s each)")
+                    "emulated run takes for the emulation's own; about 5 s each here)")
     ap.add_argument("--drift-models", type=int, default=3,
                     help="with --drift-check: the models around the rating's median timed")
     ap.add_argument("--drift-loops", type=int, default=5,
