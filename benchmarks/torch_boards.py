@@ -33,11 +33,11 @@ For each board and model, held out (the model's own published time left out of t
   the term's one-core time); not a run at each model's own speed, which a time in proportion to
   1 / speed stands in for.
 
-With --drift-check (and --emulate) a few of the rating's models are timed again on one pinned
-thread outside any slice before and after each board's emulated run: the host's time over its
-rating's, beside the emulated times over the speed's prediction (the emulation's own share and
-the host's drift together), so that a host that slowed since its rating is not taken for a
-slice that buys too little.
+With --drift-check (and --emulate) a few of the rating's models, spread over its times, are
+rated again the rating's way (one pinned thread outside any slice, not cached) before and after
+each board's emulated run: per model the host's time over its rating's, beside its emulated
+time over the speed's prediction (the emulation's own share and the host's drift together), so
+that a host that slowed since its rating is not taken for a slice that buys too little.
 
 It reports per board the median |error| against the published times and Kendall's tau between
 the two rankings of the models, and per model the figures. The rating is measured first unless
@@ -185,23 +185,36 @@ def export_models(args: argparse.Namespace, models: list[str], folder: str) -> N
           f"{time.time() - started:.0f} s", file=sys.stderr, flush=True)
 
 
-def host_drift(args: argparse.Namespace, rating: Any, folder: str) -> float:
-    """This host's one-thread time now of the --drift-models of the rating's models around its
-    median (the runner outside any slice, pinned to the rating's CPU, as rated) over the
-    rating's: the median ratio, 1 where the host runs as it did when rated (measured)."""
+def drift_models(args: argparse.Namespace, rating: Any) -> list[str]:
+    """--drift-models of the rating's models spread over its times (the fastest, the slowest
+    and evenly between)."""
     by_time = sorted(rating.host_ms, key=rating.host_ms.get)
-    mid = len(by_time) // 2
-    models = by_time[max(0, mid - args.drift_models // 2):][:args.drift_models]
-    kept = [a for a in args.runner_args if not a.startswith("--rounds=") and a != "--activations"]
-    done = subprocess.run([args.torch_python, str(RUNNER), folder, str(args.warmup),
-                           str(args.drift_loops), *kept, *models], capture_output=True,
-                          text=True, check=False, timeout=RUN_TIMEOUT_S,
-                          preexec_fn=lambda: os.sched_setaffinity(0, {rating.cpu}))
-    times = parse_runner(done.stdout)
-    if done.returncode != 0 or not times:
-        sys.exit(f"torch_boards.py: the host's drift could not be measured (exit "
-                 f"{done.returncode}):\n{done.stderr[-3000:]}")
-    return statistics.median(times[m] / rating.host_ms[m] for m in times)
+    n = min(args.drift_models, len(by_time))
+    return sorted({by_time[round(i * (len(by_time) - 1) / max(1, n - 1))] for i in range(n)})
+
+
+def host_drift(edgeprof: Any, args: argparse.Namespace, rating: Any,
+               models: list[str]) -> dict[str, float] | None:
+    """Per model, this host's one-thread time now over its rating's (1 where the host runs as
+    when rated; measured): `models` rated again the rating's way (edgeprof.nn.measure_nn_rating
+    of a subset, not cached), on the rating's CPU where this process may use it. None (said
+    on stderr) where that fails."""
+    started = time.time()
+    cpu = rating.cpu if rating.cpu in os.sched_getaffinity(0) else -1
+    try:
+        now = edgeprof.nn.measure_nn_rating(runtime=args.runtime, python=args.torch_python,
+                                            graphs=models, cpu=cpu)
+    except edgeprof.Error as e:
+        print(f"torch_boards.py: the host's drift could not be measured: {e}", file=sys.stderr)
+        return None
+    missing = [m for m in models if m not in now.host_ms]
+    if missing:
+        print(f"torch_boards.py: the host's drift has no time of {', '.join(missing)}",
+              file=sys.stderr)
+        return None
+    print(f"torch_boards.py: the host's drift measured in {time.time() - started:.0f} s",
+          file=sys.stderr, flush=True)
+    return {m: now.host_ms[m] / rating.host_ms[m] for m in models}
 
 
 def emulated_args(args: argparse.Namespace) -> list[str]:
@@ -267,14 +280,13 @@ def main() -> int:
                     "inference, took an estimated 3-4 times as long at a Pi 4's 0.05 of a CPU "
                     "on this project's EPYC host); --min-time is split between the passes")
     ap.add_argument("--drift-check", action="store_true",
-                    help="with --emulate: time a few of the rating's models on one pinned "
-                    "thread outside any slice before and after each board's emulated run, and "
-                    "report the host's time over its rating's (the host's drift, which an "
-                    "emulated run takes for the emulation's own; about 5 s each here)")
+                    help="with --emulate: rate a few of the rating's models again, the "
+                    "rating's way, before and after each board's emulated run, and report the "
+                    "host's time over its rating's beside the emulation's over the speed's for "
+                    "the same models (the host's drift, which an emulated run takes for the "
+                    "emulation's own)")
     ap.add_argument("--drift-models", type=int, default=3,
-                    help="with --drift-check: the models around the rating's median timed")
-    ap.add_argument("--drift-loops", type=int, default=5,
-                    help="with --drift-check: timed inferences of each")
+                    help="with --drift-check: how many models, spread over the rating's times")
     ap.add_argument("--workload-scaling", action="store_true",
                     help="also measure each model's speed-up from one thread to two here and "
                     "report the figures with each model's own scaling (in as many passes as "
@@ -297,8 +309,8 @@ def main() -> int:
         ap.error("--scaling-powers needs --workload-scaling")
     if args.drift_check and not args.emulate:
         ap.error("--drift-check needs --emulate")
-    if args.drift_models < 1 or args.drift_loops < 1:
-        ap.error("--drift-models and --drift-loops must be at least 1")
+    if args.drift_models < 1:
+        ap.error("--drift-models must be at least 1")
     if args.emulate:
         edgeprof = edgeprof_as_root("torch_boards.py")
         if edgeprof is None:
@@ -345,7 +357,8 @@ def main() -> int:
     rows = ["| board | models | speed (of a host core) | one-core factor | speed only: median "
             "\\|err\\|, tau | speed only: 90% interval coverage | emulated: median \\|err\\|, "
             "tau | emulated: 90% interval coverage | emulated / speed only, median (range) "
-            "| host over its rating, before and after the run |",
+            "| host over its rating, before and after the run (the emulated over the speed "
+            "only of that model) |",
             "|---|---|---|---|---|---|---|---|---|---|"]
     memory = bool(rating.activation_mb)
     if memory:
@@ -390,14 +403,19 @@ def main() -> int:
         if args.emulate:
             print(f"torch_boards.py: {name}: {len(held)} models at {speed.core_speed:.3f} of a "
                   "host core, projected from one core ...", file=sys.stderr, flush=True)
-            before = host_drift(args, rating, folder) if args.drift_check else None
+            probe = drift_models(args, rating) if args.drift_check else []
+            before = host_drift(edgeprof, args, rating, probe) if probe else None
             full, _ = emulate(edgeprof, args, device, sorted(held), folder)
-            if before is not None:
-                after = host_drift(args, rating, folder)
-                drift = f"{before:.2f}, {after:.2f}"
-                print(f"torch_boards.py: {name}: the host ran {before:.2f} and {after:.2f} times "
-                      "its rated time before and after", file=sys.stderr, flush=True)
+            after = host_drift(edgeprof, args, rating, probe) if probe else None
             emulated = {m: ms * speed.core_speed / held[m] for m, ms in full.items() if m in held}
+            if probe:
+                # Per model: the host before and after, and the emulation over the speed.
+                drift = "; ".join(
+                    f"{m} {before[m]:.2f}, {after[m]:.2f} (emulated "
+                    f"{emulated[m] / predicted[m]:.2f})" if before and after and m in emulated
+                    else f"{m} failed" for m in probe)
+                print(f"torch_boards.py: {name}: host over its rating before, after: {drift}",
+                      file=sys.stderr, flush=True)
             # The emulation against the speed's own prediction: 1 where the slice delivers the
             # rated host's work at the speed (the host's drift included).
             ratios = sorted(emulated[m] / predicted[m] for m in emulated)
