@@ -314,7 +314,10 @@ def main() -> int:
     published = read_published(args.published)
 
     env = dict(os.environ, **dict(kv.split("=", 1) for kv in args.worker_env))
-    host_env = dict(env, OMP_NUM_THREADS="1")
+    # The host's baseline allocates as the emulated run's workload does by default.
+    host_env = dict(env, OMP_NUM_THREADS="1", **{k: v for k, v in
+                                                 edgeprof.emulation.STEADY_MALLOC_ENV.items()
+                                                 if k not in env})
     cpu = max(os.sched_getaffinity(0))
     timing = ["--warmup", str(args.warmup), "--loops", str(args.loops)]
     with tempfile.TemporaryDirectory(prefix="torch_rpi4.") as directory:

@@ -97,6 +97,10 @@ std::uint64_t choose_cpu_period_us(std::uint64_t iteration_time_us);
 /// default.
 bool measure_nn_by_default();
 
+/// False when the environment variable EDGEPROF_STEADY_MALLOC is "0": PlanOptions::steady_malloc's
+/// default (the switch for Python and the command line).
+bool steady_malloc_by_default();
+
 /// True when the environment variable EDGEPROF_DRIFT_CHECK is "1": PlanOptions::drift_check's
 /// default.
 bool drift_check_by_default();
@@ -182,6 +186,11 @@ struct PlanOptions {
   /// thread_env (thread_env_defaults()), each variable set only where the workload's
   /// environment does not set it already. False: the workload's environment is left as it is.
   bool thread_env = true;
+  /// With thread_env: the workload's environment also gets kSteadyMallocVariables (where it
+  /// sets none of them, nor glibc.malloc tunables in GLIBC_TUNABLES), as this host's nn
+  /// ratings' runners do. False: glibc's own dynamic thresholds. Default: true unless the
+  /// environment variable EDGEPROF_STEADY_MALLOC is 0.
+  bool steady_malloc = steady_malloc_by_default();
   /// How a device of several cores gets its CPU capacity (CoreEmulation): by default
   /// automatic, projected where the device's published tables allow it at its nn speed, else
   /// pooled (the plan's notes say which and why).
@@ -257,6 +266,26 @@ inline constexpr const char* kThreadCountVariables[] = {
 /// (LLVM, Intel). Set together, or not at all when the workload's environment sets one of them.
 inline constexpr const char* kThreadWaitVariables[] = {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT",
                                                        "KMP_BLOCKTIME"};
+
+/// A variable edgeprof gives an environment where it is unset.
+struct EnvDefault {
+  const char* name;   ///< the variable: "MALLOC_MMAP_THRESHOLD_"
+  const char* value;  ///< its value: "33554432"
+};
+/// glibc's malloc thresholds settled where its own dynamic rule ends (the largest mmap threshold
+/// it moves to on a 64-bit host, 32 MiB, and twice that as the trim threshold), from the
+/// start: a workload's environment gets them by default (PlanOptions::steady_malloc), and so
+/// does every nn rating's runner (measure_nn_rating()), so that the two allocate alike. Without
+/// them eager PyTorch handed its activations back to the kernel and faulted them in again on
+/// every inference (2,300-6,400 page faults per MobileNet v2 inference on this project's host,
+/// up to a third of its time in the kernel), by an amount that differed from one process to
+/// the next: 22.8-35.5 ms per inference in ten processes, 16.2-20.1 ms and no fault with them
+/// in three (measured, docs/fidelity.md). Set together, or not at all when the workload sets
+/// one of them. The cost: freed blocks up to 32 MiB stay in the process's heap, and up to
+/// 64 MiB of free heap per malloc arena is not handed back, all charged to the slice's memory
+/// (docs/threads.md).
+inline constexpr EnvDefault kSteadyMallocVariables[] = {{"MALLOC_MMAP_THRESHOLD_", "33554432"},
+                                                        {"MALLOC_TRIM_THRESHOLD_", "67108864"}};
 
 /// The environment a workload of a device with `cores` cores gets by default: every
 /// kThreadCountVariables entry set to `cores` (so that a runtime sizing its pool from the host's

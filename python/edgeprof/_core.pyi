@@ -152,6 +152,8 @@ def user_devices() -> UserDevices: ...
 def device_search_path() -> list[str]: ...
 
 SUITE_VERSION: str  # "edgeprof-suite-1"
+# glibc's malloc thresholds that nn ratings and (by default) workloads get (docs/threads.md)
+STEADY_MALLOC_ENV: dict[str, str]
 VECTOR_KERNEL_VERSION: str  # "edgeprof-vector-1"
 
 class CoreScores:
@@ -878,7 +880,7 @@ class Slice:
         iteration_time: Optional[float] = None,  # seconds; chooses cpu_period_us
         keep_warm: bool = True,  # idle-priority threads keep throttled CPUs busy
         speed_kind: str = "automatic",  # "nn" where the device has it; "integer": 7-Zip
-        thread_env: bool = True,  # the device's thread count, passive OpenMP waiting
+        thread_env: bool = True,  # the device's thread count, passive OpenMP waiting, settled malloc
         core_emulation: str = "auto",  # "auto": projected where the tables allow, else pooled; "pooled": one quota; "per-core": a quota per device core; "projected": one core, times / the board's speed-up
         core_scaling: bool = False,  # per-core: quota follows the busy threads, as the board
         quota_scale: Optional[float] = None,  # quotas x this; None: the host's own share for nn speeds

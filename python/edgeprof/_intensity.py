@@ -9,10 +9,11 @@ _torch_runner: a hook on every layer, one thread), in this process, which must h
 from __future__ import annotations
 
 import os
+import resource
 from dataclasses import dataclass
 from typing import Any
 
-from edgeprof._core import Error, cached_nn_rating, nn_runtimes, statistics
+from edgeprof._core import STEADY_MALLOC_ENV, Error, cached_nn_rating, nn_runtimes, statistics
 
 
 def _runtimes() -> list[str]:
@@ -24,12 +25,17 @@ def _runtimes() -> list[str]:
 @dataclass(frozen=True)
 class MemoryIntensity:
     """A model's activations per inference (counted) and this host's one-thread time of it with
-    `runtime` (measured: the median of `loops` timed inferences after a warm-up)."""
+    `runtime` (measured: the median of `loops` timed inferences after a warm-up). page_faults:
+    the calling thread's page faults per timed inference (measured): more than a few mean
+    this process's allocator handed memory back to the kernel between inferences, which the
+    rating's runner (given STEADY_MALLOC_ENV) did not, and host_ms is slower than the rating's
+    way (start Python with those variables set)."""
 
     runtime: str
     activation_mb: float
     host_ms: float
     loops: int
+    page_faults: float = 0.0
 
     @property
     def mb_per_ms(self) -> float:
@@ -37,9 +43,21 @@ class MemoryIntensity:
         return self.activation_mb / self.host_ms
 
     def __str__(self) -> str:
-        return (f"{self.mb_per_ms:.4g} MB/ms with {self.runtime}: {self.activation_mb:.4g} MB of "
+        text = (f"{self.mb_per_ms:.4g} MB/ms with {self.runtime}: {self.activation_mb:.4g} MB of "
                 f"activations per inference (counted) in {self.host_ms:.4g} ms on one thread "
                 f"of this host (measured, median of {self.loops})")
+        if self.page_faults >= _FAULTS_NOTED:
+            steady = " ".join(f"{k}={v}" for k, v in STEADY_MALLOC_ENV.items())
+            text += (f"; {self.page_faults:.0f} page faults per inference: this process's "
+                     f"allocator hands memory back to the kernel, which the rating's runner did "
+                     f"not, so the time is slower than the rating's way; start Python with "
+                     f"{steady}")
+        return text
+
+
+# Page faults per inference from which MemoryIntensity says its time is not the rating's way
+# (eager PyTorch's MobileNet v2 took 2,300-6,400 without STEADY_MALLOC_ENV here, none with it).
+_FAULTS_NOTED = 10
 
 
 def _modules(runtime: str) -> tuple[Any, Any]:
@@ -114,13 +132,22 @@ def memory_intensity(model: Any, example_input: Any, *, runtime: str = "pytorch"
                         "model built of torch.nn layers")
         infer = _call(model, inputs, runtime, torch, runner)
         with torch.inference_mode():
-            times = runner.time_runs(infer, warmup, loops)
+            runner.time_runs(infer, warmup, 0)  # the warm-up alone: its first touches
+            faults = _thread_faults()
+            times = runner.time_runs(infer, 0, loops)
+            faults = (_thread_faults() - faults) / len(times)
     finally:
         model.train(training)
         torch.set_num_threads(threads)
         torch.backends.quantized.engine = engine
         os.sched_setaffinity(0, had)
-    return MemoryIntensity(runtime, mb, statistics(times).median, loops)
+    return MemoryIntensity(runtime, mb, statistics(times).median, loops, faults)
+
+
+def _thread_faults() -> int:
+    """The calling thread's page faults so far (minor and major)."""
+    used = resource.getrusage(resource.RUSAGE_THREAD)
+    return used.ru_minflt + used.ru_majflt
 
 
 def _call(model: Any, inputs: tuple, runtime: str, torch: Any, runner: Any) -> Any:

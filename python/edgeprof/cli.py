@@ -157,7 +157,8 @@ def _add_emulation_options(p: argparse.ArgumentParser) -> None:
     e.add_argument("--no-thread-env", dest="thread_env", action="store_false",
                    help="leave the workload's environment alone (by default OMP_NUM_THREADS "
                    "and the like get the device's core count and OpenMP threads wait "
-                   "passively under a quota, where the environment does not set them; "
+                   "passively under a quota, and glibc's malloc thresholds are settled as "
+                   "this host's nn ratings had them, where the environment does not set them; "
                    "docs/threads.md)")
     e.add_argument("--core-scaling", action="store_true",
                    help="with --core-emulation per-core at the nn speed: each core's quota "

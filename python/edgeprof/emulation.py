@@ -9,6 +9,7 @@ host they run on.
 from edgeprof._core import (
     DEFAULT_CPU_PERIOD_US,
     DEFAULT_INTERVAL_S,
+    STEADY_MALLOC_ENV,
     Child,
     CpuLimit,
     EmulationPlan,
@@ -24,6 +25,7 @@ from edgeprof._core import (
 __all__ = [
     "DEFAULT_CPU_PERIOD_US",
     "DEFAULT_INTERVAL_S",
+    "STEADY_MALLOC_ENV",
     "Child",
     "CpuLimit",
     "EmulationPlan",

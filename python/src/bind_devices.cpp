@@ -332,8 +332,13 @@ void bind_devices(py::module_& m) {
                     "Core emulation 'projected': the projection; None otherwise.")
       .def_readonly("thread_env", &EmulationPlan::thread_env,
                     "Variables the workload's environment gets where it does not set them "
-                    "(the device's thread count; passive OpenMP waiting under a quota).")
+                    "(the device's thread count; passive OpenMP waiting under a quota; glibc's "
+                    "malloc thresholds settled, STEADY_MALLOC_ENV).")
       .def_property_readonly("capacity_cores", &EmulationPlan::capacity_cores);
+
+  py::dict steady;
+  for (const EnvDefault& v : kSteadyMallocVariables) steady[v.name] = v.value;
+  m.attr("STEADY_MALLOC_ENV") = steady;
 
   m.def(
       "plan_emulation",

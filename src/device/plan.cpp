@@ -181,6 +181,11 @@ bool measure_nn_by_default() {
   return !(v && std::string_view(v) == "0");
 }
 
+bool steady_malloc_by_default() {
+  const char* v = std::getenv("EDGEPROF_STEADY_MALLOC");
+  return !(v && std::string_view(v) == "0");
+}
+
 bool drift_check_by_default() {
   const char* v = std::getenv("EDGEPROF_DRIFT_CHECK");
   return v && std::string_view(v) == "1";
@@ -859,17 +864,24 @@ EmulationPlan plan_emulation(const Device& described, const HostFacts& host,
   // The workload's threads: the device's width, and passive waiting where a quota binds.
   if (options.thread_env) {
     plan.thread_env = thread_env_defaults(device.cores, throttles);
+    if (options.steady_malloc) {
+      for (const EnvDefault& v : kSteadyMallocVariables) plan.thread_env[v.name] = v.value;
+    }
     std::string names;
     for (const auto& [name, value] : plan.thread_env) {
       names += fmt::format("{}{}={}", names.empty() ? "" : " ", name, value);
     }
     plan.notes.push_back(fmt::format(
         "the workload's environment gets {} where it does not set them itself: the device's "
-        "{} core{} as the thread count of OpenMP, BLAS and TensorFlow{}; thread_env off "
+        "{} core{} as the thread count of OpenMP, BLAS and TensorFlow{}{}; thread_env off "
         "(--no-thread-env) leaves it alone (docs/threads.md)",
         names, device.cores, device.cores == 1 ? "" : "s",
         throttles ? ", and OpenMP threads that sleep rather than spin while they wait, which "
-                    "would spend the quota" : ""));
+                    "would spend the quota" : "",
+        options.steady_malloc ? "; glibc's malloc thresholds settled from the start, as the "
+                                "nn ratings' runners have them (steady_malloc; "
+                                "EDGEPROF_STEADY_MALLOC=0 leaves glibc's own)"
+                              : ""));
   }
   plan.keep_warm = options.keep_warm && throttles &&
                    (share <= kKeepWarmMaxShare || !device.speed_schedule.empty());

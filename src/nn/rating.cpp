@@ -23,6 +23,7 @@
 #include "sys/child.hpp"
 #include "edgeprof/error.hpp"
 #include "edgeprof/nn.hpp"
+#include "edgeprof/plan.hpp"
 #include "edgeprof/statistics.hpp"
 #include "sys/parse.hpp"
 #include "edgeprof/version.hpp"
@@ -67,6 +68,26 @@ std::string fnv_digest(const std::vector<std::string_view>& parts) {
   return fmt::format("fnv1a64:{:016x}", h);
 }
 
+// What a runner's environment gets (kSteadyMallocVariables, whatever this process's says), as
+// NAME=value: in the digest of every rating of models (not ncnn's graphs), so that one cached
+// before them (or with other values) is measured again.
+const std::vector<std::string>& rating_env_text() {
+  static const std::vector<std::string> text = [] {
+    std::vector<std::string> out;
+    for (const EnvDefault& v : kSteadyMallocVariables) {
+      out.push_back(std::string(v.name) + "=" + v.value);
+    }
+    return out;
+  }();
+  return text;
+}
+
+std::vector<std::pair<std::string, std::string>> rating_env() {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const EnvDefault& v : kSteadyMallocVariables) out.emplace_back(v.name, v.value);
+  return out;
+}
+
 const std::vector<RuntimeEntry>& runtime_entries() {
   static const std::vector<RuntimeEntry> table = [] {
     std::vector<RuntimeEntry> entries;
@@ -93,12 +114,15 @@ const std::vector<RuntimeEntry>& runtime_entries() {
           graph_text.push_back(g.name);
           graph_text.push_back(g.param);
         }
+        // (Not the runner's environment: ncnn's runner faulted in no page either way, so its
+        // ratings cached before kSteadyMallocVariables stand.)
         e.digest = fnv_digest(graph_text);
       } else {
         for (const std::string_view m : r.models) e.info.models.emplace_back(m);
         std::vector<std::string_view> parts(e.info.models.begin(), e.info.models.end());
         parts.insert(parts.end(), e.info.runner_args.begin(), e.info.runner_args.end());
         parts.push_back(e.runner);
+        parts.insert(parts.end(), rating_env_text().begin(), rating_env_text().end());
         e.digest = fnv_digest(parts);
       }
       entries.push_back(std::move(e));
@@ -674,7 +698,8 @@ NnRating measure_nn_rating(const NnOptions& options) {
       }
       return std::string();
     };
-    out = detail::run_child(argv, options.timeout, options.progress, e.info.id, on_line);
+    out = detail::run_child(argv, options.timeout, options.progress, e.info.id, on_line,
+                            rating_env());
   }
   if (!WIFEXITED(out.status) || WEXITSTATUS(out.status) != 0) {
     // Both runners say "<runtime> is not installed" with the command that installs it.

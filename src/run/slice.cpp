@@ -579,13 +579,26 @@ Child Slice::spawn(const Command& command, const SpawnOptions& options) {
   const bool wait_chosen = std::any_of(
       std::begin(kThreadWaitVariables), std::end(kThreadWaitVariables),
       [&](const char* name) { return defaults.count(name) && prepared.env(name).has_value(); });
+  // (glibc's tunables name the same thresholds: glibc.malloc.mmap_threshold, ...)
+  const std::optional<std::string> tunables = prepared.env("GLIBC_TUNABLES");
+  const bool malloc_chosen =
+      (tunables && tunables->find("glibc.malloc.") != std::string::npos) ||
+      std::any_of(std::begin(kSteadyMallocVariables), std::end(kSteadyMallocVariables),
+                  [&](const EnvDefault& v) { return defaults.count(v.name) && prepared.env(v.name); });
   for (const auto& [name, value] : defaults) {
+    // (init-captures: clang 14 cannot capture a structured binding)
     const bool wait_variable =
         std::find_if(std::begin(kThreadWaitVariables), std::end(kThreadWaitVariables),
-                     // (an init-capture: clang 14 cannot capture a structured binding)
                      [&name = name](const char* w) { return name == w; }) !=
         std::end(kThreadWaitVariables);
-    if ((wait_variable && wait_chosen) || prepared.env(name).has_value()) continue;
+    const bool malloc_variable =
+        std::find_if(std::begin(kSteadyMallocVariables), std::end(kSteadyMallocVariables),
+                     [&name = name](const EnvDefault& v) { return name == v.name; }) !=
+        std::end(kSteadyMallocVariables);
+    if ((wait_variable && wait_chosen) || (malloc_variable && malloc_chosen) ||
+        prepared.env(name).has_value()) {
+      continue;
+    }
     prepared.set_env(name, value);
     state->thread_env.emplace(name, value);
   }

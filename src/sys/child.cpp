@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -46,7 +47,21 @@ std::optional<std::string> find_on_path(const std::string& name) {
 ChildOutput run_child(const std::vector<std::string>& argv, std::chrono::seconds timeout,
                       const std::function<void(const std::string&)>& progress,
                       std::string_view what,
-                      const std::function<std::string(std::string_view)>& on_line) {
+                      const std::function<std::string(std::string_view)>& on_line,
+                      const std::vector<std::pair<std::string, std::string>>& env_set) {
+  std::vector<std::string> added;
+  for (const auto& [name, value] : env_set) added.push_back(name + "=" + value);
+  std::vector<char*> envp;
+  for (char** e = environ; *e; ++e) {
+    const std::string_view entry(*e);
+    const bool replaced = std::any_of(env_set.begin(), env_set.end(), [&](const auto& v) {
+      return entry.size() > v.first.size() && entry.compare(0, v.first.size(), v.first) == 0 &&
+             entry[v.first.size()] == '=';
+    });
+    if (!replaced) envp.push_back(*e);
+  }
+  for (std::string& a : added) envp.push_back(a.data());
+  envp.push_back(nullptr);
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) {
     throw Error(fmt::format("cannot create a pipe for {}: {} (errno {})", argv[0],
@@ -64,7 +79,7 @@ ChildOutput run_child(const std::vector<std::string>& argv, std::chrono::seconds
   args.push_back(nullptr);
   pid_t pid = -1;
   const auto started = std::chrono::steady_clock::now();
-  const int err = ::posix_spawn(&pid, argv[0].c_str(), &actions, nullptr, args.data(), environ);
+  const int err = ::posix_spawn(&pid, argv[0].c_str(), &actions, nullptr, args.data(), envp.data());
   ::posix_spawn_file_actions_destroy(&actions);
   if (err != 0) {
     throw Error(fmt::format("cannot start {}: {} (errno {})", argv[0], std::strerror(err), err),

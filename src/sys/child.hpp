@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace edgeprof::detail {
@@ -20,11 +21,13 @@ struct ChildOutput {
 
 // Runs argv with stdout and stderr into one pipe, stdin from /dev/null, on the calling thread's
 // CPU affinity; stops it (SIGKILL) and throws Error after `timeout`. Progress: "  <what>
-// running: N s" every 10 s, and each line of output that `on_line` returns text for.
-ChildOutput run_child(const std::vector<std::string>& argv, std::chrono::seconds timeout,
-                      const std::function<void(const std::string&)>& progress,
-                      std::string_view what,
-                      const std::function<std::string(std::string_view)>& on_line = {});
+// running: N s" every 10 s, and each line of output that `on_line` returns text for. The child's
+// environment is this process's with `env_set` set (replacing the inherited values).
+ChildOutput run_child(
+    const std::vector<std::string>& argv, std::chrono::seconds timeout,
+    const std::function<void(const std::string&)>& progress, std::string_view what,
+    const std::function<std::string(std::string_view)>& on_line = {},
+    const std::vector<std::pair<std::string, std::string>>& env_set = {});
 
 // `name` when it contains '/' and is executable, else the first executable `name` on PATH.
 std::optional<std::string> find_on_path(const std::string& name);

@@ -395,6 +395,20 @@ TEST_CASE("the thread variables reach the workload unless it sets its own", "[ke
              &active) == "(unset)\n");
   CHECK(active.thread_env.count("KMP_BLOCKTIME") == 0);
   CHECK(active.thread_env.at("OMP_NUM_THREADS") == "4");
+  // glibc's malloc thresholds, settled, as the nn ratings had them; one of the workload's own:
+  // neither of edgeprof's.
+  CHECK(read(std::vector<std::string>{"PATH=/bin"}, "MALLOC_MMAP_THRESHOLD_") == "33554432\n");
+  CHECK(inherited.thread_env.at("MALLOC_TRIM_THRESHOLD_") == "67108864");
+  Result trims;
+  CHECK(read(std::vector<std::string>{"PATH=/bin", "MALLOC_TRIM_THRESHOLD_=0"},
+             "MALLOC_MMAP_THRESHOLD_", &trims) == "(unset)\n");
+  CHECK(trims.thread_env.count("MALLOC_MMAP_THRESHOLD_") == 0);
+  CHECK(trims.thread_env.count("MALLOC_TRIM_THRESHOLD_") == 0);
+  CHECK(trims.thread_env.at("OMP_NUM_THREADS") == "4");
+  Result tuned;
+  CHECK(read(std::vector<std::string>{"PATH=/bin", "GLIBC_TUNABLES=glibc.malloc.trim_threshold=0"},
+             "MALLOC_TRIM_THRESHOLD_", &tuned) == "(unset)\n");
+  CHECK(tuned.thread_env.count("MALLOC_MMAP_THRESHOLD_") == 0);
 
   SliceOptions off;
   off.plan.thread_env = false;

@@ -350,12 +350,26 @@ TEST_CASE("the workload's environment gets the device's width, and passive waiti
   auto big = plan_emulation(make_device("big", 8, 0.5, "1GiB"), host(2));
   CHECK(big.thread_env.at("OMP_NUM_THREADS") == "4");
 
+  // glibc's malloc thresholds settled, as the nn ratings had them, unless asked not to.
+  for (const EnvDefault& v : kSteadyMallocVariables) {
+    CAPTURE(v.name);
+    CHECK(four.thread_env.at(v.name) == v.value);
+    CHECK(full.thread_env.at(v.name) == v.value);
+  }
+  PlanOptions churn;
+  churn.steady_malloc = false;
+  auto dynamic = plan_emulation(make_device("pi", 4, 0.25, "4GiB"), host(2), churn);
+  CHECK(dynamic.thread_env.count("MALLOC_MMAP_THRESHOLD_") == 0);
+  CHECK(dynamic.thread_env.at("OMP_NUM_THREADS") == "4");
+  for (const std::string& n : dynamic.notes) CHECK(n.find("steady_malloc") == std::string::npos);
+
   PlanOptions off;
   off.thread_env = false;
   auto untouched = plan_emulation(make_device("pi", 4, 0.25, "4GiB"), host(2), off);
   CHECK(untouched.thread_env.empty());
   for (const std::string& n : untouched.notes) CHECK(n.find("OMP_NUM_THREADS") == std::string::npos);
 
+  CHECK(untouched.thread_env.count("MALLOC_MMAP_THRESHOLD_") == 0);
   CHECK(thread_env_defaults(0, true).empty());
   CHECK(thread_env_defaults(1, false).size() == std::size(kThreadCountVariables));
 }

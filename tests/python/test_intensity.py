@@ -43,6 +43,13 @@ def test_the_figure_is_the_count_over_the_time():
     m = edgeprof.nn.MemoryIntensity("pytorch", activation_mb=30.0, host_ms=60.0, loops=10)
     assert m.mb_per_ms == 0.5
     assert "0.5 MB/ms with pytorch" in str(m) and "median of 10" in str(m)
+    assert "page faults" not in str(m)
+    # A process whose allocator hands memory back: said, with the variables that stop it.
+    faulty = edgeprof.nn.MemoryIntensity("pytorch", 30.0, 60.0, 10, page_faults=3500.0)
+    assert "3500 page faults per inference" in str(faulty)
+    assert "MALLOC_MMAP_THRESHOLD_=33554432" in str(faulty)
+    assert edgeprof.emulation.STEADY_MALLOC_ENV == {"MALLOC_MMAP_THRESHOLD_": "33554432",
+                                                    "MALLOC_TRIM_THRESHOLD_": "67108864"}
 
 
 REAL = textwrap.dedent("""
@@ -58,6 +65,9 @@ REAL = textwrap.dedent("""
     assert 20 < r.activation_mb < 40, r
     assert r.host_ms > 0 and r.mb_per_ms == r.activation_mb / r.host_ms, r
     assert torch.get_num_threads() == threads and os.sched_getaffinity(0) == cpus
+    # Started with STEADY_MALLOC_ENV (as the test does): no inference hands memory back.
+    v2 = nn.memory_intensity(torchvision.models.mobilenet_v2(weights=None), x, loops=3)
+    assert v2.page_faults == 0, v2
     o = nn.memory_intensity(model, (x,), runtime="onnxruntime", warmup=1, loops=2)
     assert o.runtime == "onnxruntime" and o.activation_mb == r.activation_mb and o.host_ms > 0
     try:
@@ -94,7 +104,7 @@ REAL = textwrap.dedent("""
 def test_a_real_model_counted_and_timed_and_the_process_put_back(tmp_path):
     # This edgeprof, installed for this interpreter, on the other interpreter's path alone.
     (tmp_path / "edgeprof").symlink_to(Path(edgeprof.__file__).parent)
-    env = dict(os.environ, PYTHONPATH=str(tmp_path))
+    env = dict(os.environ, PYTHONPATH=str(tmp_path), **edgeprof.emulation.STEADY_MALLOC_ENV)
     done = subprocess.run([os.environ["EDGEPROF_TORCH_PYTHON"], "-c", REAL], capture_output=True,
                           text=True, env=env, timeout=600, check=False)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -325,6 +325,36 @@ def _fake_torch_python(tmp_path, ms=20.0, activations=False):
     return fake
 
 
+def test_a_rating_allocates_as_the_workloads_do(tmp_path, monkeypatch):
+    """The runner's environment gets glibc's malloc thresholds settled, as a workload's does by
+    default: the stand-in prints the mmap threshold it was given as its time and the trim
+    threshold as its activations. A value of the caller's own is replaced, so that the cached
+    rating is what its digest says."""
+    monkeypatch.setenv("EDGEPROF_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_", raising=False)
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "131072")
+    fake = tmp_path / "torch-python"
+    fake.write_text("#!/bin/sh\necho 'runtime PyTorch 2.0.test fp32 eager (stand-in)'\n"
+                    "shift 4\nfor m in \"$@\"; do case $m in --*) continue;; esac; "
+                    "echo \"activations $m ${MALLOC_TRIM_THRESHOLD_:-1}\"; "
+                    "echo \"$m ${MALLOC_MMAP_THRESHOLD_:-1} 1 1\"; done\n")
+    fake.chmod(0o755)
+    rated = edgeprof.nn.measure_nn_rating(runtime="pytorch", python=str(fake))
+    assert set(rated.host_ms.values()) == {33554432.0}
+    assert set(rated.activation_mb.values()) == {67108864.0}
+    assert edgeprof.nn.cached_nn_rating(runtime="pytorch").host_ms == rated.host_ms
+    steady = edgeprof.emulation.STEADY_MALLOC_ENV
+    assert steady == {"MALLOC_MMAP_THRESHOLD_": "33554432", "MALLOC_TRIM_THRESHOLD_": "67108864"}
+    pi = edgeprof.find_device("raspberry-pi-4b-4gb")
+    plan = edgeprof.plan_emulation(pi, speed_kind="integer")
+    assert {k: plan.thread_env[k] for k in steady} == steady
+    # EDGEPROF_STEADY_MALLOC=0: glibc's own thresholds for the workload, the threads' kept.
+    monkeypatch.setenv("EDGEPROF_STEADY_MALLOC", "0")
+    dynamic = edgeprof.plan_emulation(pi, speed_kind="integer")
+    assert not set(steady) & set(dynamic.thread_env)
+    assert dynamic.thread_env["OMP_NUM_THREADS"] == plan.thread_env["OMP_NUM_THREADS"]
+
+
 def test_calibrate_host_measures_a_pytorch_rating_beside_ncnns(tmp_path, monkeypatch):
     monkeypatch.setenv("EDGEPROF_CACHE_DIR", str(tmp_path))
     env = {"EDGEPROF_CACHE_DIR": str(tmp_path)}
