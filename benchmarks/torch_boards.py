@@ -39,6 +39,11 @@ each board's emulated run: per model the host's time over its rating's, beside i
 time over the speed's prediction (the emulation's own share and the host's drift together), so
 that a host that slowed since its rating is not taken for a slice that buys too little.
 
+With --emulate the slices' quota scale is this host's own share under a quota with the runtime
+(`edgeprof.speed.measure_quota_share(runtime=...)`: three of its models, unthrottled and in
+one-core slices at five quotas, a few minutes), measured first unless cached (--remeasure
+measures it again with the rating); the report names it.
+
 It reports per board the median |error| against the published times and Kendall's tau between
 the two rankings of the models, and per model the figures. The rating is measured first unless
 this host has one cached (`--remeasure` measures it again). Needs root for the slices with
@@ -262,7 +267,8 @@ def main() -> int:
     ap.add_argument("--runtime", choices=RUNTIMES, default="pytorch")
     ap.add_argument("--emulate", action="store_true",
                     help="also run the models under each board, projected from one core (root)")
-    ap.add_argument("--remeasure", action="store_true", help="measure the rating again")
+    ap.add_argument("--remeasure", action="store_true",
+                    help="measure the rating (and, with --emulate, the own share) again")
     ap.add_argument("--boards", help="default: those of " + ", ".join(BOARDS) + " with "
                     "published times with the runtime")
     ap.add_argument("--warmup", type=int,
@@ -326,6 +332,21 @@ def main() -> int:
             runtime=args.runtime, python=args.torch_python,
             progress=lambda line: print(f"torch_boards.py: {line}", file=sys.stderr))
     host_ms = rating.host_ms
+    # The emulation's quota scale at the runtime's speed comes from this host's own share
+    # under a quota with the runtime (edgeprof.speed.measure_quota_share(runtime=...)):
+    # measured first with this interpreter unless cached (--remeasure: again): no run measures
+    # it on the way, and a plan without it takes ncnn's share (its note says so).
+    share = None
+    if args.emulate:
+        share = None if args.remeasure else edgeprof.speed.cached_quota_share(
+            runtime=args.runtime)
+        if share is None:
+            try:
+                share = edgeprof.speed.measure_quota_share(
+                    runtime=args.runtime, python=args.torch_python,
+                    progress=lambda line: print(f"torch_boards.py: {line}", file=sys.stderr))
+            except edgeprof.Error as e:
+                sys.exit(f"torch_boards.py: {e}")
     scaling = None
     powers = [float(p) for p in args.scaling_powers.split(",")] if args.workload_scaling else []
     if args.workload_scaling:
@@ -343,6 +364,8 @@ def main() -> int:
     lines = [f"# {args.runtime} speed against published boards\n",
              f"Host: {cpu_model()}, {os.cpu_count()} CPUs, kernel {platform.release()}; "
              f"rating: {rating}\n",
+             *([f"The emulation's quota scale: {share} (its cache: "
+                f"{share.cache_file or 'not written'}).\n"] if share is not None else []),
              "Held out: each model's own published time left out of the speed (and out of "
              "its 90% interval, edgeprof.nn.time_interval; coverage: the share of published "
              "times inside). "

@@ -341,9 +341,9 @@ struct QuotaSharePoint {
   double p75 = 0;  ///< its 75th percentile
 };
 
-/// This host's own share under CPU quotas, for ncnn inference (measure_quota_share()): the
-/// quota scale (PlanOptions::quota_scale) that makes a throttled slice do the work of the
-/// device's core.
+/// This host's own share under CPU quotas, for one runtime's inference (measure_quota_share();
+/// ncnn's unless QuotaShareOptions::runtime named another): the quota scale
+/// (PlanOptions::quota_scale) that makes a throttled slice do the work of the device's core.
 struct QuotaShare {
   std::vector<QuotaSharePoint> points;  ///< by speed, ascending
   /// The CFS period the slices asked for: always the default, kDefaultCpuPeriodUs (their
@@ -360,6 +360,9 @@ struct QuotaShare {
   int loops = 0;                        ///< timed inferences per graph and run
   int cpu = -1;                         ///< the CPU the slices had
   std::string runtime;                  ///< e.g. "ncnn 1.0.20261020 (PyPI)"
+  /// The NnRuntime id whose inference was timed: "ncnn", "pytorch", ... A plan at a runtime's
+  /// speed (NnSpeed::basis) takes that runtime's share where it is cached (HostFacts).
+  std::string runtime_id = "ncnn";
   std::string cpu_model;                ///< from /proc/cpuinfo
   std::string kernel;                   ///< kernel release
   std::string hostname;                 ///< host name
@@ -433,11 +436,18 @@ inline bool beyond_share_check_band(double ratio) {
 
 /// How measure_quota_share runs.
 struct QuotaShareOptions {
-  /// The Python interpreter with the `ncnn` package; "" = $EDGEPROF_PYTHON, else python3.
+  /// The runtime whose inference is timed, an NnRuntime id (nn_runtimes()): ncnn's reference
+  /// graphs, or another runtime's models built by its runner (PyTorch's own share under a
+  /// quota was 1.15-1.35 times ncnn's for small models here, docs/fidelity.md).
+  std::string runtime = "ncnn";
+  /// The Python interpreter with the runtime's package; "" = $EDGEPROF_PYTHON, else python3.
   std::string python;
-  /// The reference graphs to run: by default three of medium size, and the others are left
-  /// for the fidelity benchmark to check the scale on (docs/fidelity.md).
-  std::vector<std::string> graphs{"mobilenet_v2", "regnety_400m", "squeezenet"};
+  /// The reference graphs (or the runtime's models) to run; empty = the runtime's three, of
+  /// small, medium and large cost (ncnn: mobilenet_v2, regnety_400m, squeezenet, and the
+  /// others are left for the fidelity benchmark to check the scale on, docs/fidelity.md;
+  /// PyTorch and ONNX Runtime: mixnet_s, mobilenetv2_100, resnet18; PyTorch int8:
+  /// mobilenet_v2, shufflenet_v2_x1_0, resnet18).
+  std::vector<std::string> graphs;
   /// The quotas measured, as fractions of a host CPU, each in (0, 1). 0.7 is above
   /// kKeepWarmMaxShare, where plans run without keep-warm, and a device core between 0.4 and
   /// a whole CPU (the Raspberry Pi 5's and Orin Nano's fp16 speeds) is interpolated from it
@@ -454,19 +464,24 @@ struct QuotaShareOptions {
   std::function<void(const std::string&)> progress;
 };
 
-/// Measures this host's own share (about 80 s here): the graphs run with ncnn, one thread,
-/// on one CPU, alternately unthrottled and in a one-core slice at each speed (a default
-/// slice otherwise: period, keep-warm), each emulated time compared with the unthrottled runs
-/// on either side of it. Caches it (`host-quota-share.json` beside the nn rating) for
-/// cached_quota_share() and the plans of nn speeds. Needs root (or a delegated cgroup) for the
-/// slices. Throws Error when an option is out of range, Python or ncnn is missing, or a run
-/// fails.
+/// Measures this host's own share (ncnn: about 80 s here; PyTorch's about 13 minutes, most of
+/// it importing PyTorch under the smallest quotas): the graphs (or models) run with the
+/// runtime, one thread, on one CPU, alternately unthrottled and in a one-core slice at each
+/// speed (a default slice otherwise: period, keep-warm), each emulated time compared with the
+/// unthrottled runs on either side of it. Caches it (`host-quota-share.json` beside the nn
+/// rating for ncnn, `host-quota-share-<runtime>.json` for another) for cached_quota_share()
+/// and the plans of nn speeds. Needs root (or a delegated cgroup) for the slices. A CPU shared
+/// with another busy process is refused where the runner reports its CPU time (ncnn's does;
+/// the PyTorch runner does not, so its share is taken as read). Throws Error when an option is
+/// out of range, the runtime is unknown, Python or the runtime is missing (saying what to
+/// install), or a run fails.
 QuotaShare measure_quota_share(const QuotaShareOptions& options = {});
 
-/// This host's cached own share, when measured on the same CPU model, kernel release and host
-/// name (read again only when the file changes). Never measures: nullopt with the reason in
-/// `*why`.
-std::optional<QuotaShare> cached_quota_share(std::string* why = nullptr);
+/// This host's cached own share for `runtime` (an NnRuntime id), when measured on the same CPU
+/// model, kernel release and host name (read again only when the file changes). Never
+/// measures: nullopt with the reason in `*why`. Throws Error for an unknown runtime.
+std::optional<QuotaShare> cached_quota_share(std::string* why = nullptr,
+                                             std::string_view runtime = "ncnn");
 
 /// "own share 1.55 at 0.1 of a CPU, 1.30 at 0.2 of a CPU, 0.96 at 0.4 of a CPU (10 ms period,
 /// keep-warm; 3 ncnn graphs x 2 rounds, CPU 0, measured 2026-11-27T12:14:48Z)".

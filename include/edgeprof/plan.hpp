@@ -37,6 +37,10 @@ struct HostFacts {
   std::optional<QuotaShare> quota_share;
   /// Why quota_share is empty, for the plan's note.
   std::string quota_share_problem;
+  /// Other runtimes' own shares (cached_quota_share(why, id)), by NnRuntime id: a plan at such
+  /// a runtime's nn speed (NnSpeed::basis "pytorch") takes its quota scale from that runtime's
+  /// share, else from quota_share (ncnn's) and says so.
+  std::map<std::string, QuotaShare> runtime_quota_shares;
   /// How much slower this host runs ncnn inference now than at its nn rating (HostDrift,
   /// nn.hpp: measure_host_drift()), from which a plan with PlanOptions::drift_check corrects an
   /// nn speed; empty when not probed.
@@ -54,8 +58,9 @@ struct HostFacts {
 /// The kernel's default CFS bandwidth slice (sched_cfs_bandwidth_slice_us), in microseconds.
 inline constexpr std::uint64_t kDefaultCfsBandwidthSliceUs = 5000;
 
-/// Reads this host's facts from /proc and sched_getaffinity, and its own share under a quota
-/// from the cache (cached_quota_share()). A figure that cannot be read is left empty or 0.
+/// Reads this host's facts from /proc and sched_getaffinity, and its own shares under a quota
+/// from the cache (cached_quota_share(), ncnn's and every other runtime's measured). A figure
+/// that cannot be read is left empty or 0.
 HostFacts host_facts();
 
 /// Shortest CFS bandwidth period the kernel accepts, in microseconds.
@@ -422,7 +427,10 @@ Device with_measured_nn(const Device& device, const PlanOptions& options);
 /// is empty, the period is edgeprof's default, keep-warm is on, and options.measure_nn allows
 /// measuring (its progress and Python are options.nn_measure's). A measurement that fails, or
 /// cannot be cached, is not tried again in this process: quota_share_problem says why, and
-/// the plan notes it. Slice calls it.
+/// the plan notes it. Only ncnn's share is measured on the way: a device at another runtime's
+/// speed whose share is cached (HostFacts::runtime_quota_shares) needs none, and one whose share
+/// is not takes ncnn's, the plan's note naming the command that measures its own (about 13
+/// minutes for PyTorch's here, too long for a run's way). Slice calls it.
 HostFacts with_measured_quota_share(HostFacts host, const Device& device,
                                     const PlanOptions& options);
 

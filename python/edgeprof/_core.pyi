@@ -494,6 +494,8 @@ class QuotaShare:
     @property
     def runtime(self) -> str: ...
     @property
+    def runtime_id(self) -> str: ...  # "ncnn", "pytorch", ...: whose inference was timed
+    @property
     def cpu_model(self) -> str: ...
     @property
     def kernel(self) -> str: ...
@@ -511,9 +513,10 @@ class QuotaShare:
     def scale_at(self, speed: float) -> float: ...  # k with k = share_at(k * speed)
     def log_sd_at(self, speed: float) -> float: ...  # sd of log own share at that quota
 
-def cached_quota_share() -> Optional[QuotaShare]: ...
+def cached_quota_share(*, runtime: str = "ncnn") -> Optional[QuotaShare]: ...
 def measure_quota_share(
     *,
+    runtime: str = "ncnn",
     python: str = "",
     graphs: Optional[list[str]] = None,
     speeds: Optional[list[float]] = None,

@@ -355,8 +355,8 @@ def _share_json(q: Optional["edgeprof.speed.QuotaShare"]) -> Optional[dict]:
                         "p10": p.p10, "p90": p.p90, "p25": p.p25, "p75": p.p75,
                         "samples": p.samples} for p in q.points],
             "period_us": q.period_us, "keep_warm": q.keep_warm, "graphs": list(q.graphs),
-            "rounds": q.rounds, "cpu": q.cpu, "measured_at": q.measured_at,
-            "cache_file": q.cache_file}
+            "rounds": q.rounds, "cpu": q.cpu, "runtime_id": q.runtime_id,
+            "measured_at": q.measured_at, "cache_file": q.cache_file}
 
 
 def _runtime_note(r: "edgeprof.nn.NnRuntime") -> str:
@@ -370,16 +370,29 @@ def cmd_calibrate_host(args: argparse.Namespace) -> int:
     if args.runtime != "ncnn" and not args.nn:
         raise edgeprof.Error(f"--runtime {args.runtime} chooses the runtime --nn measures: add "
                              "--nn (without both, every cached rating is shown)")
-    # The other runtimes' ratings (PyTorch's): measured when asked for, else the cached ones.
+    # The other runtimes' ratings (PyTorch's) and own shares under a quota: measured when asked
+    # for, else the cached ones.
     others = {}
     for r in (r for r in edgeprof.nn.nn_runtimes() if r.id != "ncnn"):
         if args.nn and args.runtime == r.id:
             rated = edgeprof.nn.measure_nn_rating(runtime=r.id, progress=progress,
                                                   python=args.python or "")
-            others[r.id] = (r, rated, rated.note)
+            try:
+                r_share = edgeprof.speed.measure_quota_share(runtime=r.id, progress=progress,
+                                                             python=args.python or "")
+                r_share_note = r_share.note
+            except edgeprof.Error as e:  # the rating stands; plans take ncnn's share, and say so
+                r_share, r_share_note = None, f"not measured: {e}"
+            others[r.id] = (r, rated, rated.note, r_share, r_share_note)
         else:
             rated = edgeprof.nn.cached_nn_rating(runtime=r.id)
-            others[r.id] = (r, rated, "" if rated is not None else _runtime_note(r))
+            r_share = edgeprof.speed.cached_quota_share(runtime=r.id)
+            others[r.id] = (r, rated, "" if rated is not None else _runtime_note(r), r_share,
+                            "" if r_share is not None or rated is None else
+                            f"own share under a quota not measured: `edgeprof calibrate-host --nn "
+                            f"--runtime {r.id}` measures it with the rating (about 13 minutes "
+                            "for PyTorch's on a 2-vCPU host); until then plans at its speed "
+                            "take ncnn's")
     if args.nn and args.runtime == "ncnn":
         nn = edgeprof.nn.measure_nn_rating(progress=progress, python=args.python or "")
         nn_note = nn.note
@@ -418,7 +431,9 @@ def cmd_calibrate_host(args: argparse.Namespace) -> int:
                           "cache_file": cal.cache_file,
                           "reference": _reference_json(rating), "nn": _nn_json(nn),
                           "runtimes": {k: _nn_json(v[1]) for k, v in others.items()},
-                          "quota_share": _share_json(share)},
+                          "quota_share": _share_json(share),
+                          "runtime_quota_shares": {k: _share_json(v[3])
+                                                   for k, v in others.items()}},
                          indent=2))
         return 0
     how = "cached" if cal.from_cache else "measured now"
@@ -452,7 +467,7 @@ def cmd_calibrate_host(args: argparse.Namespace) -> int:
         print(f"  cache: {share.cache_file or '(not written)'}")
     if share_note:
         print(f"  note: {share_note}")
-    for r, rated, why in others.values():
+    for r, rated, why, r_share, r_share_note in others.values():
         # "PyTorch (fp32)", but "PyTorch int8": a precision of a runtime says it in its name.
         label = r.name if r.precision_of else f"{r.name} ({r.precision})"
         print(f"{label}, its {len(r.models)} models with random weights, one thread:")
@@ -461,6 +476,11 @@ def cmd_calibrate_host(args: argparse.Namespace) -> int:
             print(f"  cache: {rated.cache_file or '(not written)'}")
         if why:
             print(f"  note: {why}")
+        if r_share is not None:
+            print(f"  {r_share}")
+            print(f"  cache: {r_share.cache_file or '(not written)'}")
+        if r_share_note:
+            print(f"  note: {r_share_note}")
     return 0
 
 

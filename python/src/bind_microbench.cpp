@@ -509,8 +509,8 @@ void bind_microbench(py::module_& m) {
                ")";
       });
   py::class_<QuotaShare>(m, "QuotaShare",
-                         "This host's own share under CPU quotas for ncnn inference: the quota "
-                         "scale that plans of nn speeds apply.")
+                         "This host's own share under CPU quotas for one runtime's inference "
+                         "(runtime_id): the quota scale that plans of nn speeds apply.")
       .def_readonly("points", &QuotaShare::points, "By speed, ascending.")
       .def_readonly("period_us", &QuotaShare::period_us)
       .def_readonly("keep_warm", &QuotaShare::keep_warm)
@@ -519,6 +519,8 @@ void bind_microbench(py::module_& m) {
       .def_readonly("loops", &QuotaShare::loops)
       .def_readonly("cpu", &QuotaShare::cpu)
       .def_readonly("runtime", &QuotaShare::runtime)
+      .def_readonly("runtime_id", &QuotaShare::runtime_id,
+                    "The NnRuntime id whose inference was timed: 'ncnn', 'pytorch', ...")
       .def_readonly("cpu_model", &QuotaShare::cpu_model)
       .def_readonly("kernel", &QuotaShare::kernel)
       .def_readonly("hostname", &QuotaShare::hostname)
@@ -540,16 +542,20 @@ void bind_microbench(py::module_& m) {
                ", measured_at=" + repr_str(q.measured_at) + ")";
       });
   m.def(
-      "cached_quota_share", [] { return cached_quota_share(); },
-      "This host's cached own share under a quota (same CPU model, kernel and host name), or "
-      "None. Never measures.");
+      "cached_quota_share",
+      [](const std::string& runtime) { return cached_quota_share(nullptr, runtime); },
+      py::kw_only(), py::arg("runtime") = "ncnn",
+      "This host's cached own share under a quota with `runtime` (same CPU model, kernel and "
+      "host name), or None. Never measures. Error for an unknown runtime.");
   m.def(
       "measure_quota_share",
-      [](const std::string& python, const std::optional<std::vector<std::string>>& graphs,
+      [](const std::string& runtime, const std::string& python,
+         const std::optional<std::vector<std::string>>& graphs,
          const std::optional<std::vector<double>>& speeds, int rounds, int warmup, int loops,
          int cpu, double timeout_s,
          const std::optional<std::function<void(const std::string&)>>& progress) {
         QuotaShareOptions options;
+        options.runtime = runtime;
         options.python = python;
         if (graphs) options.graphs = *graphs;
         if (speeds) options.speeds = *speeds;
@@ -562,15 +568,17 @@ void bind_microbench(py::module_& m) {
         py::gil_scoped_release unlocked;
         return measure_quota_share(options);
       },
-      py::kw_only(), py::arg("python") = "", py::arg("graphs") = py::none(),
-      py::arg("speeds") = py::none(), py::arg("rounds") = 3, py::arg("warmup") = 2,
+      py::kw_only(), py::arg("runtime") = "ncnn", py::arg("python") = "",
+      py::arg("graphs") = py::none(), py::arg("speeds") = py::none(), py::arg("rounds") = 3,
+      py::arg("warmup") = 2,
       py::arg("loops") = 5, py::arg("cpu") = -1, py::arg("timeout_s") = 600.0,
       py::arg("progress") = py::none(),
-      "Measures this host's own share under a CPU quota (about 80 s; needs root for the "
-      "slices, and ncnn): reference graphs run with ncnn, one thread, alternately unthrottled "
-      "and in one-core slices at a few speeds (graphs, speeds: None = the defaults), and "
-      "caches it for the plans of nn speeds. Error when an option is out of range, Python or "
-      "ncnn is missing, or a run fails.");
+      "Measures this host's own share under a CPU quota with `runtime` (ncnn about 80 s, "
+      "PyTorch about 13 minutes; needs root for the slices, and the runtime): reference graphs "
+      "(or the runtime's models) run one thread, alternately unthrottled and in one-core "
+      "slices at a few speeds (graphs, speeds: None = the runtime's defaults), and caches it "
+      "for the plans of nn speeds at that runtime's speed. Error when an option is out of "
+      "range, the runtime is unknown, Python or the runtime is missing, or a run fails.");
 
   py::class_<HostDrift>(m, "HostDrift",
                         "How much slower this host runs ncnn inference now than at its nn "

@@ -16,6 +16,8 @@
 #include "device/device_json.hpp"
 #include "edgeprof/error.hpp"
 #include "edgeprof/reference.hpp"
+#include "nn/runtime_table.hpp"
+#include "nn/runtimes.hpp"
 #include "sys/fs.hpp"
 #include "sys/parse.hpp"
 
@@ -83,6 +85,12 @@ HostFacts host_facts() {
   facts.cfs_bandwidth_slice_us = slice_us;
   if (auto disk = detail::disk_under(fs, ".", &facts.io_device_problem)) facts.io_device = *disk;
   facts.quota_share = cached_quota_share(&facts.quota_share_problem);
+  for (const detail::RuntimeSpec& r : detail::runtime_table()) {
+    if (!r.rating || r.id == "ncnn") continue;
+    if (auto share = cached_quota_share(nullptr, r.id)) {
+      facts.runtime_quota_shares[std::string(r.id)] = *share;
+    }
+  }
   return facts;
 }
 
@@ -207,6 +215,7 @@ struct QuotaScaleChoice {
   const QuotaShare* share = nullptr;  // the measured share the scale is from, if it is
   std::string check_note;  // the share's check just before the run, when it is from one
   double check = 0;        // its measured / cached; 0 = not checked
+  std::string share_note;  // ncnn's share taken for another runtime's speed, and why
 };
 
 // HostFacts::quota_share_check as a plan note, where the scale is from the share and the plan
@@ -251,12 +260,29 @@ QuotaScaleChoice choose_quota_scale(const Device& device, const HostFacts& host,
   if (device.speed_kind != "nn" || cpu_share >= 1.0) return c;
   const char* then = "the quota is the device's capacity, and a throttled slice may do less "
                      "ncnn work per CPU-second than unthrottled (docs/fidelity.md)";
-  if (!host.quota_share || host.quota_share->points.empty()) {
+  // At another runtime's speed, that runtime's own share where measured; else ncnn's, said
+  // where it is applied.
+  const QuotaShare* runtime_share = nullptr;
+  std::string other;  // the other runtime whose own share is missing
+  if (device.nn && device.nn->basis != "ncnn" && device.nn->basis != "vector") {
+    const auto it = host.runtime_quota_shares.find(device.nn->basis);
+    if (it != host.runtime_quota_shares.end() && !it->second.points.empty()) {
+      runtime_share = &it->second;
+    } else {
+      other = device.nn->basis;
+    }
+  }
+  const std::string measure_other =
+      other.empty() ? std::string()
+                    : fmt::format("`edgeprof calibrate-host --nn --runtime {}` measures {}'s own "
+                                  "(minutes: about 13 for PyTorch's on a 2-vCPU EPYC)",
+                                  other, detail::runtime_name(other));
+  if (!runtime_share && (!host.quota_share || host.quota_share->points.empty())) {
     c.note = fmt::format("this host's own share under a quota is not measured ({}): {}; "
-                         "`edgeprof calibrate-host --nn` measures it (about 80 s)",
+                         "`edgeprof calibrate-host --nn` measures it (about 80 s){}",
                          host.quota_share_problem.empty() ? std::string("not cached")
                                                           : host.quota_share_problem,
-                         then);
+                         then, measure_other.empty() ? "" : ", and " + measure_other);
     return c;
   }
   if (pooled_cpus > 1) {
@@ -268,7 +294,7 @@ QuotaScaleChoice choose_quota_scale(const Device& device, const HostFacts& host,
                          pooled_cpus);
     return c;
   }
-  const QuotaShare& q = *host.quota_share;
+  const QuotaShare& q = runtime_share ? *runtime_share : *host.quota_share;
   // The period asked for, before the plan stretches it for a quota under 1 ms or lengthens it
   // for a pool: the measurement's slices asked for the default and were stretched alike.
   const std::uint64_t asked =
@@ -289,6 +315,13 @@ QuotaScaleChoice choose_quota_scale(const Device& device, const HostFacts& host,
                          options.keep_warm ? " with keep-warm" : " without", then);
     return c;
   }
+  if (!other.empty()) {
+    c.share_note = fmt::format(
+        "{0}'s own share under a quota is not measured on this host: the quota scale is "
+        "ncnn's, and a throttled {0} process may buy less work than ncnn's (PyTorch's small "
+        "models 15-35% less here, docs/fidelity.md); {1}",
+        detail::runtime_name(other), measure_other);
+  }
   c.scale = quota_scale_at(q, cpu_share);
   c.log_sd = own_share_log_sd(q, c.scale * cpu_share);
   c.share = &q;
@@ -297,10 +330,12 @@ QuotaScaleChoice choose_quota_scale(const Device& device, const HostFacts& host,
     c.check = host.quota_share_check->measured / host.quota_share_check->cached;
   }
   c.from = fmt::format("this host's own share under the scaled quota ({:.3g} of a CPU) for a "
-                       "device core at {:.3g} of a CPU, measured {} with {} ncnn graph{} "
-                       "(`edgeprof calibrate-host --nn`)",
+                       "device core at {:.3g} of a CPU, measured {} with {} {} {}{} "
+                       "(`edgeprof calibrate-host --nn{}`)",
                        c.scale * cpu_share, cpu_share, q.measured_at, q.graphs.size(),
-                       q.graphs.size() == 1 ? "" : "s");
+                       detail::runtime_name(q.runtime_id),
+                       q.runtime_id == "ncnn" ? "graph" : "model", q.graphs.size() == 1 ? "" : "s",
+                       q.runtime_id == "ncnn" ? "" : " --runtime " + q.runtime_id);
   return c;
 }
 
@@ -733,6 +768,7 @@ EmulationPlan plan_emulation(const Device& described, const HostFacts& host,
                : double(plan.cpu_quota_us) / (double(plan.cpu_period_us) * double(ncpus)),
       per_core ? 1 : ncpus);
   if (!choice.note.empty()) plan.notes.push_back(choice.note);
+  if (!choice.share_note.empty()) plan.notes.push_back(choice.share_note);
   plan.emulation_log_sd = choice.log_sd;
   if (choice.scale != 1.0) {
     // The quota bought less work here than its share of a host CPU: more of it, no more than
@@ -779,13 +815,15 @@ EmulationPlan plan_emulation(const Device& described, const HostFacts& host,
             "1/{:.2f} of a device core's work and its times run about {:.0f}% too slow. This "
             "host loses unusually much work under a quota (a busy neighbour evicting its caches "
             "while the slice waits, docs/fidelity.md); no quota scale buys it back. Measure "
-            "its own share again when it is quieter (`edgeprof calibrate-host --nn "
+            "its own share again when it is quieter (`edgeprof calibrate-host --nn{}"
             "--remeasure`), or emulate on a quieter host",
             plan.quota_scale * device_share, left * plan.quota_scale, plan.quota_scale,
             plan.quota_scale >= kMaxQuotaScale * 0.999
                 ? fmt::format(" (kMaxQuotaScale, {:g})", kMaxQuotaScale)
                 : std::string(" (the CPUs' whole time)"),
-            left, 100 * (left - 1)));
+            left, 100 * (left - 1),
+            choice.share->runtime_id == "ncnn" ? " "
+                                               : " --runtime " + choice.share->runtime_id + " "));
       }
     }
   }

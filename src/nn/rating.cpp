@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -68,20 +69,9 @@ std::string fnv_digest(const std::vector<std::string_view>& parts) {
   return fmt::format("fnv1a64:{:016x}", h);
 }
 
-// What a runner's environment gets (kSteadyMallocVariables, whatever this process's says), as
-// NAME=value: in the digest of every rating of models (not ncnn's graphs), so that one cached
+// What a runner's environment gets: kSteadyMallocVariables, whatever this process's says. In
+// the digest of every rating of models (not ncnn's graphs), as NAME=value, so that one cached
 // before them (or with other values) is measured again.
-const std::vector<std::string>& rating_env_text() {
-  static const std::vector<std::string> text = [] {
-    std::vector<std::string> out;
-    for (const EnvDefault& v : kSteadyMallocVariables) {
-      out.push_back(std::string(v.name) + "=" + v.value);
-    }
-    return out;
-  }();
-  return text;
-}
-
 std::vector<std::pair<std::string, std::string>> rating_env() {
   std::vector<std::pair<std::string, std::string>> out;
   for (const EnvDefault& v : kSteadyMallocVariables) out.emplace_back(v.name, v.value);
@@ -122,7 +112,9 @@ const std::vector<RuntimeEntry>& runtime_entries() {
         std::vector<std::string_view> parts(e.info.models.begin(), e.info.models.end());
         parts.insert(parts.end(), e.info.runner_args.begin(), e.info.runner_args.end());
         parts.push_back(e.runner);
-        parts.insert(parts.end(), rating_env_text().begin(), rating_env_text().end());
+        std::vector<std::string> env;  // NAME=value, alive while digested
+        for (const auto& [name, value] : rating_env()) env.push_back(name + "=" + value);
+        parts.insert(parts.end(), env.begin(), env.end());
         e.digest = fnv_digest(parts);
       }
       entries.push_back(std::move(e));
@@ -259,11 +251,11 @@ NnRunnerDir::NnRunnerDir(std::string_view runtime, const std::vector<std::string
 NnRunnerDir::~NnRunnerDir() { remove(); }
 
 void NnRunnerDir::remove() noexcept {
-  for (const auto& g : reference_graphs()) ::unlink((path_ + "/" + g.name + ".param").c_str());
-  for (const char* name : {"graphs.txt", "runner.py", "out.txt"}) {
-    ::unlink((path_ + "/" + name).c_str());
-  }
-  ::rmdir(path_.c_str());
+  // Everything in it: the graphs, the runner and its output, and what a runner's --export
+  // wrote (ONNX files, TorchScript, a .part file of a killed export).
+  if (path_.empty()) return;
+  std::error_code ignored;
+  std::filesystem::remove_all(path_, ignored);
 }
 
 

@@ -26,8 +26,8 @@ std::string nn_python_name(const std::string& given);
 std::string nn_python(const std::string& given, std::string_view runtime = "ncnn");
 
 // A temporary directory (under $TMPDIR, else /tmp) with the runtime's runner and, for ncnn, the
-// reference graphs (all, or those named), removed with the files it holds (and out.txt, for a
-// run's output) on every exit path. Throws Error naming the path and the errno when it cannot
+// reference graphs (all, or those named), removed with everything in it (out.txt, for a run's
+// output; what the runner's --export wrote) on every exit path. Throws Error naming the path and the errno when it cannot
 // be made, and Error listing the runtime's models when one named is not one of them.
 class NnRunnerDir {
  public:

@@ -23,6 +23,18 @@ constexpr S kQuantizable[] = {
     "resnet18",           "resnet50",           "resnext101_32x8d",   "shufflenet_v2_x0_5",
     "shufflenet_v2_x1_0", "shufflenet_v2_x1_5", "shufflenet_v2_x2_0"};
 
+// The own share under a quota (measure_quota_share()): three models each, of small, medium and
+// large cost, timed over at least a second each (a throttled run averages many periods; PyTorch's
+// own share differed by model, 1.28-1.49 for the small ones and 1.05-1.11 for VGG-13 at 0.05
+// and 0.13 of a CPU here, docs/fidelity.md). ResNet-18 rather than VGG-13 as the large one: a
+// tenth of VGG-13's time under the smallest quota.
+constexpr S kNcnnShareGraphs[] = {"mobilenet_v2", "regnety_400m", "squeezenet"};
+constexpr S kClassifierShare[] = {"mixnet_s", "mobilenetv2_100", "resnet18"};
+constexpr S kQuantizableShare[] = {"mobilenet_v2", "shufflenet_v2_x1_0", "resnet18"};
+constexpr S kTorchShareArgs[] = {"--mean", "--min-time=1"};
+constexpr S kTorchInt8ShareArgs[] = {"--precision=int8", "--mean", "--min-time=1"};
+constexpr S kOrtShareArgs[] = {"--backend=onnxruntime", "--mean", "--min-time=1"};
+
 constexpr RuntimeRatingSpec kNcnnRating{
     .install = "pip install ncnn",
     .precision = "",
@@ -32,6 +44,9 @@ constexpr RuntimeRatingSpec kNcnnRating{
     .runner = "runner.py",
     .runner_args = {},
     .multi_thread = true,
+    .share_models = kNcnnShareGraphs,
+    .share_args = {},
+    .share_exports = false,
 };
 
 // PyTorch's and ONNX Runtime's ratings time their models in eight passes through them all
@@ -51,6 +66,9 @@ constexpr RuntimeRatingSpec kTorchRating{
     .runner = "torch_runner.py",
     .runner_args = kTorchArgs,
     .multi_thread = true,  // --threads=N: torch.set_num_threads(N)
+    .share_models = kClassifierShare,
+    .share_args = kTorchShareArgs,
+    .share_exports = false,  // eager models are built, never read
 };
 
 // PyTorch's int8 (qnnpack, TorchScript): a precision of PyTorch with its own device tables, so a
@@ -65,6 +83,9 @@ constexpr RuntimeRatingSpec kTorchInt8Rating{
     .runner = "torch_runner.py",
     .runner_args = kTorchInt8Args,
     .multi_thread = true,  // --threads=N: torch.set_num_threads(N)
+    .share_models = kQuantizableShare,
+    .share_args = kTorchInt8ShareArgs,
+    .share_exports = true,  // DIR/<model>.int8.pt
 };
 
 // The same models exported to ONNX by the same runner, timed in ONNX Runtime.
@@ -78,6 +99,9 @@ constexpr RuntimeRatingSpec kOrtRating{
     .runner = "torch_runner.py",
     .runner_args = kOrtArgs,
     .multi_thread = true,  // --threads=N: N intra-op threads
+    .share_models = kClassifierShare,
+    .share_args = kOrtShareArgs,
+    .share_exports = true,  // DIR/<model>.onnx: the timed runs need no PyTorch
 };
 
 constexpr S kNcnnStems[] = {"libncnn", "ncnn"};

@@ -24,6 +24,14 @@ struct RuntimeRatingSpec {
   std::string_view runner;  // the runner's file in src/nn: "torch_runner.py"
   std::span<const std::string_view> runner_args;  // given to the runner before the models
   bool multi_thread = false;  // whether a rating may run several threads (NnOptions::threads)
+  // What its own share under a quota (measure_quota_share()) times by default: a few of its
+  // models (ncnn: reference graphs), given to the runner after `share_args` (ncnn: none, the
+  // median of LOOPS; the others --mean --min-time, a quota's periods averaged over a second).
+  std::span<const std::string_view> share_models;
+  std::span<const std::string_view> share_args;
+  // Whether the runner's --export writes the models to its folder first, unthrottled, so that
+  // the throttled runs read them rather than export or quantize (minutes at 0.05 of a CPU).
+  bool share_exports = false;
 };
 
 struct RuntimeSpec {

@@ -129,6 +129,26 @@ CgroupMode cgroup_mode() { return layout().mode; }
 
 namespace {
 
+// Variables the plan sets together or not at all (kThreadWaitVariables, kSteadyMallocVariables):
+// a workload that set one of them chose the group.
+const char* variable_name(const char* name) { return name; }
+const char* variable_name(const EnvDefault& v) { return v.name; }
+
+template <class Group>
+bool in_group(const Group& group, const std::string& name) {
+  return std::any_of(std::begin(group), std::end(group),
+                     [&](const auto& v) { return name == variable_name(v); });
+}
+
+// Whether the workload set one of `group`'s variables that the plan sets (`defaults`).
+template <class Group>
+bool group_chosen(const Group& group, const std::map<std::string, std::string>& defaults,
+                  const detail::PreparedCommand& prepared) {
+  return std::any_of(std::begin(group), std::end(group), [&](const auto& v) {
+    return defaults.count(variable_name(v)) && prepared.env(variable_name(v)).has_value();
+  });
+}
+
 // A timeout longer than this (a century) waits for ever: the clock cannot hold a deadline
 // much further out (steady_clock counts nanoseconds in 64 bits, about 292 years), and
 // std::chrono's conversion of inf or 1e300 s overflows to a deadline already past.
@@ -576,26 +596,14 @@ Child Slice::spawn(const Command& command, const SpawnOptions& options) {
   prepared.set_env(kPhaseEnv, state->marks.env);
   // The device's width and passive waiting, where the workload has not chosen its own.
   const std::map<std::string, std::string>& defaults = s.plan.thread_env;
-  const bool wait_chosen = std::any_of(
-      std::begin(kThreadWaitVariables), std::end(kThreadWaitVariables),
-      [&](const char* name) { return defaults.count(name) && prepared.env(name).has_value(); });
+  const bool wait_chosen = group_chosen(kThreadWaitVariables, defaults, prepared);
   // (glibc's tunables name the same thresholds: glibc.malloc.mmap_threshold, ...)
   const std::optional<std::string> tunables = prepared.env("GLIBC_TUNABLES");
-  const bool malloc_chosen =
-      (tunables && tunables->find("glibc.malloc.") != std::string::npos) ||
-      std::any_of(std::begin(kSteadyMallocVariables), std::end(kSteadyMallocVariables),
-                  [&](const EnvDefault& v) { return defaults.count(v.name) && prepared.env(v.name); });
+  const bool malloc_chosen = (tunables && tunables->find("glibc.malloc.") != std::string::npos) ||
+                             group_chosen(kSteadyMallocVariables, defaults, prepared);
   for (const auto& [name, value] : defaults) {
-    // (init-captures: clang 14 cannot capture a structured binding)
-    const bool wait_variable =
-        std::find_if(std::begin(kThreadWaitVariables), std::end(kThreadWaitVariables),
-                     [&name = name](const char* w) { return name == w; }) !=
-        std::end(kThreadWaitVariables);
-    const bool malloc_variable =
-        std::find_if(std::begin(kSteadyMallocVariables), std::end(kSteadyMallocVariables),
-                     [&name = name](const EnvDefault& v) { return name == v.name; }) !=
-        std::end(kSteadyMallocVariables);
-    if ((wait_variable && wait_chosen) || (malloc_variable && malloc_chosen) ||
+    if ((wait_chosen && in_group(kThreadWaitVariables, name)) ||
+        (malloc_chosen && in_group(kSteadyMallocVariables, name)) ||
         prepared.env(name).has_value()) {
       continue;
     }

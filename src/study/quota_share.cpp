@@ -27,6 +27,7 @@
 #include "suite/microbench_detail.hpp"
 #include "nn/recent.hpp"
 #include "nn/runner_dir.hpp"
+#include "nn/runtime_table.hpp"
 #include "sys/stats.hpp"
 
 namespace edgeprof {
@@ -36,10 +37,28 @@ namespace {
 using nlohmann::json;
 
 constexpr int kCacheSchema = 1;
-constexpr const char* kCacheName = "host-quota-share.json";
 
-std::string cache_path(const std::string& dir) {
-  return dir.empty() ? std::string() : dir + "/" + kCacheName;
+// ncnn's cache keeps its first name; another runtime's is named after it.
+std::string cache_path(const std::string& dir, std::string_view runtime) {
+  if (dir.empty()) return {};
+  return runtime == "ncnn" ? dir + "/host-quota-share.json"
+                           : fmt::format("{}/host-quota-share-{}.json", dir, runtime);
+}
+
+// The runtime's entry in the runtime table, with how its rating is measured; Error listing the
+// runtimes that have one for any other id.
+const detail::RuntimeSpec& rated_runtime(std::string_view id) {
+  std::string known;
+  bool unrated = false;
+  for (const detail::RuntimeSpec& r : detail::runtime_table()) {
+    if (r.id == id && r.rating) return r;
+    unrated = unrated || r.id == id;
+    if (r.rating) known += fmt::format("{}{}", known.empty() ? "" : ", ", r.id);
+  }
+  throw Error(fmt::format("own share under a quota: {} '{}'; give one of: {}",
+                          unrated ? "edgeprof recognises but cannot run the runtime"
+                                  : "no runtime is named",
+                          id, known));
 }
 
 json share_json(const QuotaShare& q) {
@@ -63,6 +82,7 @@ json share_json(const QuotaShare& q) {
           {"loops", q.loops},
           {"cpu", q.cpu},
           {"runtime", q.runtime},
+          {"runtime_id", q.runtime_id},
           {"cpu_model", q.cpu_model},
           {"kernel", q.kernel},
           {"hostname", q.hostname},
@@ -103,6 +123,7 @@ QuotaShare share_from_json(const json& j) {
   q.loops = j.at("loops").get<int>();
   q.cpu = j.at("cpu").get<int>();
   q.runtime = j.at("runtime").get<std::string>();
+  q.runtime_id = j.value("runtime_id", std::string("ncnn"));  // ncnn's, cached before others
   q.cpu_model = j.at("cpu_model").get<std::string>();
   q.kernel = j.at("kernel").get<std::string>();
   q.hostname = j.at("hostname").get<std::string>();
@@ -111,7 +132,8 @@ QuotaShare share_from_json(const json& j) {
   return q;
 }
 
-std::optional<QuotaShare> read_cached(const std::string& path, std::string* why) {
+std::optional<QuotaShare> read_cached(const std::string& path, std::string_view runtime,
+                                      std::string* why) {
   auto say = [why](std::string text) {
     if (why) *why = std::move(text);
     return std::nullopt;
@@ -123,6 +145,10 @@ std::optional<QuotaShare> read_cached(const std::string& path, std::string* why)
     q = share_from_json(json::parse(*text));
   } catch (const std::exception& e) {
     return say(fmt::format("{} is corrupt ({}): measure it again", path, e.what()));
+  }
+  if (q.runtime_id != runtime) {
+    return say(fmt::format("{} holds the own share of {}, not of {}: measure it again", path,
+                           q.runtime_id, runtime));
   }
   const std::string change = detail::identity_change({q.cpu_model, q.kernel, q.hostname},
                                                      detail::host_identity());
@@ -141,13 +167,16 @@ Device one_core(const char* name, double speed) {
 
 // The graphs' times from one run of the runner under `device` on `cpu` (host_ms, and cpu_ms
 // where the runner reports it).
-NnRating run_graphs(const detail::NnRunnerDir& dir,
-                                         const std::string& python, const Device& device,
-                                         const QuotaShareOptions& o, int cpu,
-                                         std::string* runtime, bool* keep_warm) {
+NnRating run_graphs(const detail::NnRunnerDir& dir, const std::string& python,
+                    const Device& device, const QuotaShareOptions& o, int cpu,
+                    std::string* runtime,
+                    bool* keep_warm, bool exporting = false) {
+  const detail::RuntimeSpec& spec = rated_runtime(o.runtime);
   Command c;
-  c.argv = {python, dir.runner(), dir.path(), std::to_string(o.warmup), std::to_string(o.loops),
-            "--threads=1"};
+  c.argv = {python, dir.runner(), dir.path(), exporting ? "0" : std::to_string(o.warmup),
+            exporting ? "0" : std::to_string(o.loops), "--threads=1"};
+  for (const std::string_view a : spec.rating->share_args) c.argv.emplace_back(a);
+  if (exporting) c.argv.emplace_back("--export");
   c.argv.insert(c.argv.end(), o.graphs.begin(), o.graphs.end());
   c.stdout_stream = Stdio::file(dir.output());
   RunOptions r;
@@ -161,14 +190,22 @@ NnRating run_graphs(const detail::NnRunnerDir& dir,
   std::stringstream text;
   text << in.rdbuf();
   if (!result.ok()) {
-    const bool no_ncnn = text.str().find("ncnn is not installed") != std::string::npos;
-    throw Error(fmt::format("{}: the nn runner failed in a slice of speed {:g} (exit {}); its "
-                            "output ended with:\n{}",
-                            no_ncnn ? "ncnn is missing (pip install ncnn)" : python,
-                            device.core_speed, result.exit_code.value_or(-1),
-                            detail::tail(text.str(), 10)));
+    // Every runner exits 3 for a missing runtime (saying so on its stderr, which the caller's
+    // terminal gets; its stdout is here).
+    const bool missing = result.exit_code == 3 ||
+                         text.str().find(" is not installed") != std::string::npos;
+    throw Error(fmt::format(
+        "{}: the {} runner failed {} a slice of speed {:g} (exit {}); its output ended "
+        "with:\n{}",
+        missing ? fmt::format("{} is missing ({})", spec.name, spec.rating->install) : python,
+        spec.name, exporting ? "exporting its models in" : "in", device.core_speed,
+        result.exit_code.value_or(-1), detail::tail(text.str(), 10)));
   }
-  NnRating parsed = parse_nn_output(text.str(), "nn runner at speed " + fmt::format("{:g}", device.core_speed));
+  if (exporting) return {};
+  NnRating parsed = parse_nn_output(text.str(),
+                                    fmt::format("{} runner at speed {:g}", spec.name,
+                                                device.core_speed),
+                                    std::string(spec.id));
   if (runtime && !parsed.runtime.empty()) *runtime = parsed.runtime;
   // Keep-warm as plans have it: asked of the slices at or under kKeepWarmMaxShare of a CPU;
   // above it a plan turns it off, the measurement's as a device's.
@@ -271,33 +308,41 @@ double own_share_log_sd(const QuotaShare& q, double speed) {
   return interpolate(curve, std::log(speed), curve.back().second);
 }
 
-std::optional<QuotaShare> cached_quota_share(std::string* why) {
-  const std::string path = cache_path(detail::host_cache_dir());
+std::optional<QuotaShare> cached_quota_share(std::string* why, std::string_view runtime) {
+  const std::string id(rated_runtime(runtime).id);
+  const std::string path = cache_path(detail::host_cache_dir(), id);
   // Read again only when the file changed: a plan asks for every slice.
+  struct Memo {
+    std::string path;
+    struct stat st {};
+    std::optional<QuotaShare> share;
+    std::string why;
+  };
   static std::mutex mutex;
-  static std::string memo_path;
-  static struct stat memo_stat {};
-  static std::optional<QuotaShare> memo;
-  static std::string memo_why;
+  static std::map<std::string, Memo> memos;  // by runtime
   struct stat st {};
   const bool exists = !path.empty() && ::stat(path.c_str(), &st) == 0;
   std::lock_guard<std::mutex> lock(mutex);
-  const bool same = exists && path == memo_path && st.st_ino == memo_stat.st_ino &&
-                    st.st_size == memo_stat.st_size &&
-                    st.st_mtim.tv_sec == memo_stat.st_mtim.tv_sec &&
-                    st.st_mtim.tv_nsec == memo_stat.st_mtim.tv_nsec;
+  Memo& m = memos[id];
+  const bool same = exists && path == m.path && st.st_ino == m.st.st_ino &&
+                    st.st_size == m.st.st_size && st.st_mtim.tv_sec == m.st.st_mtim.tv_sec &&
+                    st.st_mtim.tv_nsec == m.st.st_mtim.tv_nsec;
   if (!same) {
-    memo_why.clear();
-    memo = read_cached(path, &memo_why);
-    memo_path = exists ? path : std::string();
-    memo_stat = st;
+    m.why.clear();
+    m.share = read_cached(path, id, &m.why);
+    m.path = exists ? path : std::string();
+    m.st = st;
   }
-  if (!memo && why) *why = memo_why;
-  return memo;
+  if (!m.share && why) *why = m.why;
+  return m.share;
 }
 
-QuotaShare measure_quota_share(const QuotaShareOptions& o) {
-  if (o.graphs.empty()) throw Error("measure_quota_share: give at least one reference graph");
+QuotaShare measure_quota_share(const QuotaShareOptions& options) {
+  QuotaShareOptions o = options;
+  const detail::RuntimeSpec& spec = rated_runtime(o.runtime);
+  if (o.graphs.empty()) {
+    for (const std::string_view g : spec.rating->share_models) o.graphs.emplace_back(g);
+  }
   if (o.speeds.empty()) throw Error("measure_quota_share: give at least one speed");
   for (double s : o.speeds) {
     if (!(s > 0 && s < 1)) {
@@ -315,13 +360,14 @@ QuotaShare measure_quota_share(const QuotaShareOptions& o) {
   std::sort(speeds.begin(), speeds.end());
   speeds.erase(std::unique(speeds.begin(), speeds.end()), speeds.end());
   const auto started = std::chrono::steady_clock::now();
-  const std::string python = detail::nn_python(o.python);
-  const detail::NnRunnerDir dir(o.graphs);  // throws Error naming an unknown graph
+  const std::string python = detail::nn_python(o.python, spec.id);
+  const detail::NnRunnerDir dir(spec.id, o.graphs);  // throws Error naming an unknown graph
   int cpu = o.cpu;
   if (cpu < 0) cpu = ::sched_getcpu();
   if (cpu < 0) cpu = host_facts().cpus.empty() ? 0 : host_facts().cpus.front();
 
   QuotaShare q;
+  q.runtime_id = spec.id;
   q.graphs = o.graphs;
   q.rounds = o.rounds;
   q.loops = o.loops;
@@ -336,12 +382,25 @@ QuotaShare measure_quota_share(const QuotaShareOptions& o) {
   auto say = [&](const std::string& text) {
     if (o.progress) o.progress(text);
   };
-  say(fmt::format("measuring this host's own share under a CPU quota: {} ncnn graph{} on CPU {}, "
+  const bool graphs = spec.rating->reads_graphs;
+  say(fmt::format("measuring this host's own share under a CPU quota with {}: {} {}{} on CPU {}, "
                   "one thread, in a one-core slice at speed{} {} x {} round{}, each between "
-                  "unthrottled runs",
-                  o.graphs.size(), o.graphs.size() == 1 ? "" : "s", cpu,
-                  speeds.size() == 1 ? "" : "s", fmt::join(speeds, ", "), o.rounds,
-                  o.rounds == 1 ? "" : "s"));
+                  "unthrottled runs{}",
+                  spec.name, o.graphs.size(), graphs ? "graph" : "model",
+                  o.graphs.size() == 1 ? "" : "s", cpu, speeds.size() == 1 ? "" : "s",
+                  fmt::join(speeds, ", "), o.rounds, o.rounds == 1 ? "" : "s",
+                  spec.id == "ncnn" ? ""
+                                    : fmt::format(" (loading {} under the smallest quotas takes "
+                                                  "tens of seconds a run: minutes in all, 13 "
+                                                  "for PyTorch's on a 2-vCPU EPYC)",
+                                                  spec.name)));
+  if (spec.rating->share_exports) {
+    // Exported (or quantized) once, unthrottled, into the runner's folder: the throttled runs
+    // read the files.
+    say(fmt::format("  exporting {} model{} unthrottled", o.graphs.size(),
+                    o.graphs.size() == 1 ? "" : "s"));
+    run_graphs(dir, python, unthrottled, o, cpu, nullptr, nullptr, true);
+  }
   // The unthrottled runs' wall time / CPU time per inference: about 1 when they had the CPU
   // to themselves. A process sharing it (or a hypervisor's steal) lengthens them, not the
   // throttled runs, and every share would read too low.
@@ -381,9 +440,9 @@ QuotaShare measure_quota_share(const QuotaShareOptions& o) {
         shares[s].push_back(now.back());
       }
       before = after;
-      say(fmt::format("  [{}/{}] speed {:g}: own share {:.2f} (median of {} graph{})", ++done,
+      say(fmt::format("  [{}/{}] speed {:g}: own share {:.2f} (median of {} {}{})", ++done,
                       total, s, now.empty() ? NAN : detail::median_of(now), now.size(),
-                      now.size() == 1 ? "" : "s"));
+                      graphs ? "graph" : "model", now.size() == 1 ? "" : "s"));
     }
   }
   check_waiting();
@@ -419,7 +478,7 @@ QuotaShare measure_quota_share(const QuotaShareOptions& o) {
     q.note = "no cache directory (EDGEPROF_CACHE_DIR, XDG_CACHE_HOME and HOME are unset): not "
              "cached, so other processes measure it again; set EDGEPROF_CACHE_DIR";
   } else {
-    const std::string path = cache_path(cache_dir);
+    const std::string path = cache_path(cache_dir, q.runtime_id);
     const std::string failed =
         detail::replace_file(cache_dir, path, share_json(q).dump(2) + "\n");
     if (failed.empty()) {
@@ -434,7 +493,7 @@ QuotaShare measure_quota_share(const QuotaShareOptions& o) {
 
 HostFacts with_measured_quota_share(HostFacts host, const Device& device,
                                     const PlanOptions& options) {
-  if (host.quota_share || options.quota_scale || !options.measure_nn) return host;
+  if (options.quota_scale || !options.measure_nn) return host;
   // Only where the plan could use it (choose_quota_scale in plan.cpp): an nn speed, the default
   // period, keep-warm, one CPU or a core group per device core.
   const std::size_t cpus = options.cpus.empty() ? host.cpus.size() : options.cpus.size();
@@ -444,6 +503,12 @@ HostFacts with_measured_quota_share(HostFacts host, const Device& device,
   }
   const Device at = for_speed_kind(device, options.speed_kind);
   if (at.speed_kind != "nn") return host;
+  // At another runtime's speed (for_runtime()) the plan takes that runtime's share where
+  // cached, else ncnn's, which is what is measured here: another runtime's takes minutes
+  // (about 13 for PyTorch's here, most of them loading PyTorch under the smallest quotas), too
+  // long for a run's way; the plan's note names the command.
+  if (at.nn && host.runtime_quota_shares.count(at.nn->basis) != 0) return host;
+  if (host.quota_share) return host;
   const bool pooled = resolve_core_emulation(at, options.cores) == CoreEmulation::pooled &&
                       std::min<std::size_t>(std::size_t(std::max(device.cores, 1)), cpus) > 1;
   if (pooled) return host;
@@ -590,9 +655,14 @@ HostFacts with_checked_quota_share(HostFacts host, const Device& device,
     if (beyond_share_check_band(ratio)) {
       factor *= ratio;
       now.applied = true;
-      for (QuotaSharePoint& p : host.quota_share->points) {
-        for (double* v : {&p.share, &p.measured, &p.p10, &p.p25, &p.p75, &p.p90}) *v *= ratio;
-      }
+      // The host's load moved every runtime's share alike (estimated: only ncnn's is checked).
+      auto follow = [ratio](QuotaShare& q) {
+        for (QuotaSharePoint& p : q.points) {
+          for (double* v : {&p.share, &p.measured, &p.p10, &p.p25, &p.p75, &p.p90}) *v *= ratio;
+        }
+      };
+      follow(*host.quota_share);
+      for (auto& [id, q] : host.runtime_quota_shares) follow(q);
     }
     now.factor = factor;
     check = now;
@@ -608,10 +678,19 @@ std::string describe(const QuotaShare& q) {
     points += fmt::format("{}{:.2f} at {:g} of a CPU", points.empty() ? "" : ", ", p.share,
                           p.speed);
   }
-  return fmt::format("own share {} ({:g} ms period{}; {} ncnn graph{} x {} round{}, CPU {}{})",
+  std::string name = q.runtime_id;
+  bool graphs = q.runtime_id == "ncnn";
+  for (const detail::RuntimeSpec& r : detail::runtime_table()) {
+    if (r.id == q.runtime_id) {
+      name = r.name;
+      graphs = r.rating && r.rating->reads_graphs;
+    }
+  }
+  return fmt::format("own share {} ({:g} ms period{}; {} {} {}{} x {} round{}, CPU {}{})",
                      points.empty() ? std::string("not measured") : points,
                      double(q.period_us) / 1000, q.keep_warm ? ", keep-warm" : "",
-                     q.graphs.size(), q.graphs.size() == 1 ? "" : "s", q.rounds,
+                     q.graphs.size(), name, graphs ? "graph" : "model",
+                     q.graphs.size() == 1 ? "" : "s", q.rounds,
                      q.rounds == 1 ? "" : "s", q.cpu,
                      q.measured_at.empty() ? "" : ", measured " + q.measured_at);
 }

@@ -3,6 +3,7 @@
 // figure depends on this machine's speed), its cache and its errors.
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <string>
@@ -46,7 +47,155 @@ std::string fake_python(const test::FakeTree& dir, double cpu_ms = 0) {
   return path;
 }
 
+// A stand-in for the Python with another runtime (`runtime`, its runner's "runtime" line):
+// every model named takes 10 ms, however throttled; each call's arguments are appended to
+// `<dir>/calls`.
+std::string fake_runtime_python(const test::FakeTree& dir, const std::string& runtime) {
+  const std::string calls = dir.root() + "/calls";
+  std::string body = "#!/bin/sh\necho \"$@\" >> '" + calls + "'\necho 'runtime " + runtime +
+                     " (stand-in)'\nfor a in \"$@\"; do case $a in\n  --export) "
+                     "exit 0;;\nesac; done\nshift 4\nfor a in \"$@\"; do case $a in\n  "
+                     "--*) ;;\n  *) echo \"$a 10 9 12\";;\nesac; done\n";
+  dir.file("/python", body);
+  const std::string path = dir.root() + "/python";
+  std::filesystem::permissions(path, std::filesystem::perms::owner_all);
+  return path;
+}
+
+// A share whose points are `curve()`'s times `factor`.
+QuotaShare scaled_curve(double factor, const std::string& runtime) {
+  QuotaShare q = curve();
+  for (QuotaSharePoint& p : q.points) {
+    for (double* v : {&p.share, &p.measured, &p.p10, &p.p90}) *v *= factor;
+  }
+  q.runtime_id = runtime;
+  q.graphs = {"mixnet_s"};
+  return q;
+}
+
 }  // namespace
+
+TEST_CASE("a plan at another runtime's speed takes that runtime's own share, else ncnn's and "
+          "says so",
+          "[quota_share][plan]") {
+  HostFacts host = test::two_cpu_host();
+  host.quota_share = curve();
+  host.runtime_quota_shares["pytorch"] = scaled_curve(1.2, "pytorch");
+  Device torch = test::nn_device(0.2);
+  torch.nn->basis = "pytorch";
+  const EmulationPlan p = plan_emulation(torch, host);
+  const double k = quota_scale_at(scaled_curve(1.2, "pytorch"), 0.2);
+  CHECK(k > quota_scale_at(curve(), 0.2) * 1.1);
+  CHECK(p.quota_scale == Approx(k).epsilon(0.001));
+  CHECK(test::has_note(p.notes, "with 1 PyTorch model"));
+  CHECK(test::has_note(p.notes, "--runtime pytorch"));
+  CHECK_FALSE(test::has_note(p.notes, "not measured"));
+
+  // ncnn's speed keeps ncnn's share, whatever other runtimes' are cached.
+  const EmulationPlan n = plan_emulation(test::nn_device(0.2), host);
+  CHECK(n.quota_scale == Approx(quota_scale_at(curve(), 0.2)).epsilon(0.001));
+  CHECK(test::has_note(n.notes, "ncnn graph"));
+
+  // Another runtime without a share of its own: ncnn's, and the note says so and how to
+  // measure it.
+  Device ort = test::nn_device(0.2);
+  ort.nn->basis = "onnxruntime";
+  const EmulationPlan o = plan_emulation(ort, host);
+  CHECK(o.quota_scale == Approx(quota_scale_at(curve(), 0.2)).epsilon(0.001));
+  CHECK(test::has_note(o.notes, "ONNX Runtime's own share under a quota is not measured"));
+  CHECK(test::has_note(o.notes, "calibrate-host --nn --runtime onnxruntime"));
+  // Where no scale applies (a quota pooled over two CPUs), no note says ncnn's is applied.
+  Device ort_quad = ort;
+  ort_quad.cores = 4;
+  const EmulationPlan pooled = plan_emulation(ort_quad, host);
+  CHECK(pooled.quota_scale == 1.0);
+  CHECK_FALSE(test::has_note(pooled.notes, "the quota scale is ncnn's"));
+  // Neither share measured: the note names both commands.
+  const EmulationPlan bare = plan_emulation(ort, test::two_cpu_host());
+  CHECK(bare.quota_scale == 1.0);
+  CHECK(test::has_note(bare.notes, "calibrate-host --nn` measures it"));
+  CHECK(test::has_note(bare.notes, "--runtime onnxruntime` measures ONNX Runtime's own"));
+
+  // A runtime's share alone, without ncnn's, is enough for that runtime.
+  HostFacts only = test::two_cpu_host();
+  only.runtime_quota_shares["pytorch"] = scaled_curve(1.2, "pytorch");
+  CHECK(plan_emulation(torch, only).quota_scale == Approx(k).epsilon(0.001));
+  CHECK(plan_emulation(test::nn_device(0.2), only).quota_scale == 1.0);
+
+  // Not measured on the way for a runtime whose share is there; ncnn's missing share is not
+  // measured for it either (nothing runs: the host comes back as it was).
+  PlanOptions measuring;
+  measuring.measure_nn = true;
+  measuring.nn_measure.python = "/nonexistent/python";  // a measurement would say so
+  const HostFacts same = with_measured_quota_share(only, torch, measuring);
+  CHECK_FALSE(same.quota_share);
+  CHECK(same.quota_share_problem == only.quota_share_problem);
+  CHECK(same.runtime_quota_shares.size() == 1);
+}
+
+TEST_CASE("another runtime's own share is measured with its models and cached under its name",
+          "[quota_share][kernel]") {
+  const test::FakeTree cache;
+  test::ScopedEnv env("EDGEPROF_CACHE_DIR", cache.root());
+  CHECK_FALSE(cached_quota_share(nullptr, "pytorch"));
+  const test::FakeTree bin;
+  QuotaShareOptions o;
+  o.runtime = "pytorch";
+  o.python = fake_runtime_python(bin, "PyTorch 9.9 fp32");
+  o.speeds = {0.5};
+  o.rounds = 1;
+  std::vector<std::string> lines;
+  o.progress = [&](const std::string& l) { lines.push_back(l); };
+  const QuotaShare q = measure_quota_share(o);
+  // The runtime's own three models by default, timed by their mean over a second.
+  CHECK(q.graphs == std::vector<std::string>{"mixnet_s", "mobilenetv2_100", "resnet18"});
+  CHECK(q.runtime_id == "pytorch");
+  CHECK(q.runtime == "PyTorch 9.9 fp32 (stand-in)");
+  REQUIRE(q.points.size() == 1);
+  CHECK(q.points[0].measured == Approx(0.5));  // 10 ms throttled or not
+  CHECK(q.points[0].samples == 3);
+  CHECK(q.cache_file == cache.root() + "/host-quota-share-pytorch.json");
+  CHECK(test::has_note(lines, "with PyTorch: 3 models"));
+  const std::string calls = test::FakeTree::slurp(bin.root() + "/calls");
+  CHECK_THAT(calls, Contains("--threads=1 --mean --min-time=1 mixnet_s mobilenetv2_100 resnet18"));
+  CHECK_THAT(calls, !Contains("--export"));  // eager PyTorch builds its models, never reads them
+
+  // Cached under its own name: ncnn's share is not it, and host_facts() has it by id.
+  REQUIRE(cached_quota_share(nullptr, "pytorch"));
+  CHECK(cached_quota_share(nullptr, "pytorch")->runtime_id == "pytorch");
+  std::string why;
+  CHECK_FALSE(cached_quota_share(&why));
+  CHECK(host_facts().runtime_quota_shares.count("pytorch") == 1);
+  CHECK_FALSE(host_facts().quota_share);
+  CHECK_THAT(describe(q), Contains("3 PyTorch models"));
+
+  // A file of another runtime's share under this one's name is not taken.
+  cache.file("/host-quota-share-onnxruntime.json", test::FakeTree::slurp(q.cache_file));
+  CHECK_FALSE(cached_quota_share(&why, "onnxruntime"));
+  CHECK_THAT(why, Contains("holds the own share of pytorch, not of onnxruntime"));
+
+  // ONNX Runtime's models are exported once, unthrottled, before any slice times them.
+  const test::FakeTree ort_bin;
+  o.runtime = "onnxruntime";
+  o.python = fake_runtime_python(ort_bin, "ONNX Runtime 9.9");
+  o.graphs = {"mixnet_s"};
+  const QuotaShare ort = measure_quota_share(o);
+  CHECK(ort.runtime_id == "onnxruntime");
+  const std::string ort_calls = test::FakeTree::slurp(ort_bin.root() + "/calls");
+  const auto first_line = ort_calls.substr(0, ort_calls.find('\n'));
+  CHECK_THAT(first_line, Contains("0 0 --threads=1 --backend=onnxruntime --mean --min-time=1 "
+                                  "--export mixnet_s"));
+  CHECK(std::count(ort_calls.begin(), ort_calls.end(), '\n') == 4);  // export, 2 alone, 1 slice
+  REQUIRE(cached_quota_share(nullptr, "onnxruntime"));
+
+  // An unknown runtime: named, with the known ones.
+  o.runtime = "tflite";
+  CHECK_THROWS_WITH(measure_quota_share(o), Contains("no runtime is named 'tflite'") &&
+                                                Contains("pytorch"));
+  CHECK_THROWS_WITH(cached_quota_share(nullptr, "tflite"), Contains("'tflite'"));
+  CHECK_THROWS_WITH(cached_quota_share(nullptr, "tensorflow-lite"),
+                    Contains("recognises but cannot run the runtime 'tensorflow-lite'"));
+}
 
 TEST_CASE("the own share between the points is linear in log speed, 1 at a whole CPU",
           "[quota_share]") {
@@ -520,6 +669,5 @@ TEST_CASE("measuring the own share refuses what it cannot measure", "[quota_shar
   o.graphs = {"no-such-graph"};
   o.python = "/bin/sh";
   CHECK_THROWS_WITH(measure_quota_share(o), Contains("no-such-graph"));
-  o.graphs = {};
-  CHECK_THROWS_WITH(measure_quota_share(o), Contains("at least one reference graph"));
+  // (No graphs: the runtime's own three, QuotaShareOptions::graphs.)
 }

@@ -384,6 +384,43 @@ def test_calibrate_host_measures_a_pytorch_rating_beside_ncnns(tmp_path, monkeyp
     assert "13 models with PyTorch 2.0.test" in text.stdout
 
 
+@requires_cgroups
+def test_calibrate_host_measures_pytorchs_own_share_that_its_plans_take(tmp_path, monkeypatch):
+    # The stand-in reports 20 ms per model however throttled: its own share is the speed.
+    monkeypatch.setenv("EDGEPROF_CACHE_DIR", str(tmp_path))
+    env = {"EDGEPROF_CACHE_DIR": str(tmp_path)}
+    p = edgeprof_cli("calibrate-host", "--nn", "--runtime", "pytorch", "--python",
+                     str(_fake_torch_python(tmp_path)), "--json", env_extra=env)
+    assert p.returncode == 0, p.stderr
+    data = json.loads(p.stdout)
+    q = data["runtime_quota_shares"]["pytorch"]
+    assert q["runtime_id"] == "pytorch" and q["graphs"] == ["mixnet_s", "mobilenetv2_100",
+                                                            "resnet18"]
+    assert [pt["measured"] for pt in q["points"]] == pytest.approx([0.05, 0.1, 0.2, 0.4, 0.7])
+    assert q["cache_file"] == str(tmp_path / "host-quota-share-pytorch.json")
+    assert data["quota_share"] is None  # ncnn's is not measured by it
+    share = edgeprof.speed.cached_quota_share(runtime="pytorch")
+    assert share is not None and share.runtime_id == "pytorch"
+    assert edgeprof.speed.cached_quota_share() is None
+    # A device at its PyTorch speed takes PyTorch's share; at another runtime's without one,
+    # ncnn's, and the plan says so and how to measure that runtime's own.
+    pi = edgeprof.find_device("raspberry-pi-4b-1gb")
+    plan = edgeprof.plan_emulation(pi.for_runtime("pytorch").for_threads(1))
+    assert any("with 3 PyTorch models" in n for n in plan.notes), plan.notes
+    ncnn_share = edgeprof.speed.measure_quota_share(python=str(_fake_python(tmp_path)),
+                                                    graphs=["squeezenet"], speeds=[0.5],
+                                                    rounds=1)
+    assert ncnn_share.runtime_id == "ncnn" and ncnn_share.cache_file
+    edgeprof.nn.measure_nn_rating(runtime="onnxruntime", python=str(_fake_torch_python(tmp_path)))
+    ort = edgeprof.plan_emulation(pi.for_runtime("onnxruntime").for_threads(1))
+    assert any("with 1 ncnn graph" in n for n in ort.notes), ort.notes
+    assert any("ONNX Runtime's own share under a quota is not measured" in n
+               and "--runtime onnxruntime" in n for n in ort.notes), ort.notes
+    text = edgeprof_cli("calibrate-host", env_extra=env).stdout
+    assert "3 PyTorch models" in text
+    assert "--nn --runtime onnxruntime` measures it with the rating" in text
+
+
 def test_a_device_at_its_pytorch_speed_from_python(tmp_path, monkeypatch):
     monkeypatch.setenv("EDGEPROF_CACHE_DIR", str(tmp_path))
     pi = edgeprof.find_device("raspberry-pi-4b-1gb")
