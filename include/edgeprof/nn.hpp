@@ -464,11 +464,11 @@ struct QuotaShareOptions {
   std::function<void(const std::string&)> progress;
 };
 
-/// Measures this host's own share (ncnn: about 80 s here; PyTorch's about 13 minutes, most of
-/// it importing PyTorch under the smallest quotas): the graphs (or models) run with the
-/// runtime, one thread, on one CPU, alternately unthrottled and in a one-core slice at each
-/// speed (a default slice otherwise: period, keep-warm), each emulated time compared with the
-/// unthrottled runs on either side of it. Caches it (`host-quota-share.json` beside the nn
+/// Measures this host's own share (ncnn: about 80 s here; PyTorch's about 13 minutes, ONNX
+/// Runtime's 3, int8's 15: the runtime starts in the slices too): the graphs (or models) run
+/// with the runtime, one thread, on one CPU, alternately unthrottled and in a one-core slice
+/// at each speed (a default slice otherwise: period, keep-warm), each emulated time compared
+/// with the unthrottled runs on either side of it. Caches it (`host-quota-share.json` beside the nn
 /// rating for ncnn, `host-quota-share-<runtime>.json` for another) for cached_quota_share()
 /// and the plans of nn speeds. Needs root (or a delegated cgroup) for the slices. A CPU shared
 /// with another busy process is refused where the runner reports its CPU time (ncnn's does;
