@@ -41,8 +41,8 @@ that a host that slowed since its rating is not taken for a slice that buys too 
 
 With --emulate the slices' quota scale is this host's own share under a quota with the runtime
 (`edgeprof.speed.measure_quota_share(runtime=...)`: three of its models, unthrottled and in
-one-core slices at five quotas: about 13 min for PyTorch's, 3 for ONNX Runtime's on the
-2-vCPU EPYC of 2026-12-04), measured first unless cached (--remeasure
+one-core slices at five quotas: about 13 min for PyTorch's, 3 for ONNX Runtime's, 15 for
+int8's on the 2-vCPU EPYC of 2026-12-04), measured first unless cached (--remeasure
 measures it again with the rating); the report names it.
 
 It reports per board the median |error| against the published times and Kendall's tau between
