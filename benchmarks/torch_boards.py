@@ -17,8 +17,9 @@ For each board and model, held out (the model's own published time left out of t
   cores (its ncnn tables): what the speed predicts, without running anything under emulation;
 - **emulated** (`--emulate`, measured and projected): edgeprof's own runner under the
   device at its PyTorch speed with `core_emulation="projected"` (one device core; the library
-  divides the times by the board's speed-up), one run per board with every model, each model's
-  time then rescaled from the full speed to the held-out one (time in proportion to 1 / speed).
+  divides the times by the board's speed-up), one run per board with every model (--repeats N:
+  N runs per board, interleaved over the boards, each model's time the median of its N, and
+  each run's errors alone beside them), each model's time then rescaled from the full speed to the held-out one (time in proportion to 1 / speed).
   Each model's emulated time is the mean of its inferences over at least --min-time seconds
   (1 s): at the Pi 4's speed the quota's period is 23 ms (the kernel's 1 ms minimum quota), and
   the median of three inferences shorter than that is the host's time.
@@ -286,6 +287,11 @@ def main() -> int:
                     "timed in one go; the rating's eight passes, each with its warm-up "
                     "inference, took an estimated 3-4 times as long at a Pi 4's 0.05 of a CPU "
                     "on this project's EPYC host); --min-time is split between the passes")
+    ap.add_argument("--repeats", type=int, default=1,
+                    help="with --emulate: emulated runs per board, interleaved (every board "
+                    "once, then again), each model's time the median of its runs (default 1; "
+                    "one run of the 13 PyTorch models moved a board's median error by about 5 "
+                    "points between runs on this project's EPYC host)")
     ap.add_argument("--drift-check", action="store_true",
                     help="with --emulate: rate a few of the rating's models again, the "
                     "rating's way, before and after each board's emulated run, and report the "
@@ -314,6 +320,10 @@ def main() -> int:
         ap.error("--emulated-rounds must be at least 1")
     if args.scaling_powers != "1" and not args.workload_scaling:
         ap.error("--scaling-powers needs --workload-scaling")
+    if args.repeats < 1:
+        ap.error("--repeats must be at least 1")
+    if args.repeats > 1 and not args.emulate:
+        ap.error("--repeats needs --emulate")
     if args.drift_check and not args.emulate:
         ap.error("--drift-check needs --emulate")
     if args.drift_models < 1:
@@ -412,6 +422,24 @@ def main() -> int:
         export_models(args, sorted(host_ms), folder)
     boards = (args.boards.split(",") if args.boards else
               [b for b in BOARDS if args.runtime in edgeprof.find_device(b).runtime_ms])
+    # The emulated runs, interleaved over the boards (--repeats): per board each run's projected
+    # ms per model, and the host's drift around each run.
+    runs: dict[str, list[dict[str, float]]] = {name: [] for name in boards}
+    drifts: dict[str, list[tuple[Any, Any]]] = {name: [] for name in boards}
+    probe = drift_models(args, rating) if args.emulate and args.drift_check else []
+    for r in range(args.repeats if args.emulate else 0):
+        for name in boards:
+            device = edgeprof.find_device(name).for_runtime(args.runtime)
+            models = sorted(m for m in device.runtime_ms[args.runtime].ms if m in host_ms)
+            print(f"torch_boards.py: {name}: {len(models)} models at "
+                  f"{device.nn.core_speed:.3f} of a host core, projected from one core"
+                  + (f" (run {r + 1} of {args.repeats})" if args.repeats > 1 else "") + " ...",
+                  file=sys.stderr, flush=True)
+            before = host_drift(edgeprof, args, rating, probe) if probe else None
+            full, _ = emulate(edgeprof, args, device, models, folder)
+            after = host_drift(edgeprof, args, rating, probe) if probe else None
+            runs[name].append(full)
+            drifts[name].append((before, after))
     for name in boards:
         device = edgeprof.find_device(name).for_runtime(args.runtime)
         speed = device.nn
@@ -420,26 +448,23 @@ def main() -> int:
         held_speeds = held_out_speeds(edgeprof, device, speed, host_ms, args.runtime)
         held = {m: s.core_speed for m, s in held_speeds.items()}
         predicted = {m: host_ms[m] / held[m] / speed.one_core_factor for m in held}
-        emulated: dict[str, float] = {}
-        full: dict[str, float] = {}
+        # Each model's projected ms: the median of its runs.
+        full = {m: statistics.median(run[m] for run in runs[name] if m in run)
+                for m in held if any(m in run for run in runs[name])}
+        emulated = {m: ms * speed.core_speed / held[m] for m, ms in full.items() if m in held}
         drift = "not checked"
         own = "-"
-        if args.emulate:
-            print(f"torch_boards.py: {name}: {len(held)} models at {speed.core_speed:.3f} of a "
-                  "host core, projected from one core ...", file=sys.stderr, flush=True)
-            probe = drift_models(args, rating) if args.drift_check else []
-            before = host_drift(edgeprof, args, rating, probe) if probe else None
-            full, _ = emulate(edgeprof, args, device, sorted(held), folder)
-            after = host_drift(edgeprof, args, rating, probe) if probe else None
-            emulated = {m: ms * speed.core_speed / held[m] for m, ms in full.items() if m in held}
-            if probe:
-                # Per model: the host before and after, and the emulation over the speed.
-                drift = "; ".join(
-                    f"{m} {before[m]:.2f}, {after[m]:.2f} (emulated "
-                    f"{emulated[m] / predicted[m]:.2f})" if before and after and m in emulated
-                    else f"{m} failed" for m in probe)
-                print(f"torch_boards.py: {name}: host over its rating before, after: {drift}",
-                      file=sys.stderr, flush=True)
+        if probe and drifts[name]:
+            # Per model: the host before and after each run, and the emulation over the speed
+            # (of the median run).
+            drift = "; ".join(
+                f"{m} " + ", ".join(f"{b[m]:.2f}, {a[m]:.2f}" if b and a else "failed"
+                                    for b, a in drifts[name])
+                + (f" (emulated {emulated[m] / predicted[m]:.2f})" if m in emulated else "")
+                for m in probe)
+            print(f"torch_boards.py: {name}: host over its rating before, after: {drift}",
+                  file=sys.stderr, flush=True)
+        if emulated:
             # The emulation against the speed's own prediction: 1 where the slice delivers the
             # rated host's work at the speed (the host's drift included).
             ratios = sorted(emulated[m] / predicted[m] for m in emulated)
@@ -481,6 +506,20 @@ def main() -> int:
                     f"{summary(edgeprof, scaled_emulated, published) if emulated else 'not run'} |")
         rows.append(row)
         detail.append(f"\n## {name} ({threads} threads published)\n")
+        if len(runs[name]) > 1:
+            # Each run alone, as the median above is of them: how far one run moves.
+            per_run = []
+            for run in runs[name]:
+                alone = {m: ms * speed.core_speed / held[m] for m, ms in run.items() if m in held}
+                text = f"emulated {summary(edgeprof, alone, published)}"
+                if by_memory:
+                    rescaled = {m: run[m] * speed.core_speed * by_memory[m]
+                                * speed.one_core_factor / host_ms[m] for m in by_memory if m in run}
+                    text += f", rescaled to the memory term {summary(edgeprof, rescaled, published)}"
+                per_run.append(text)
+            detail.append(f"Each of the {len(runs[name])} emulated runs alone (median \\|err\\|, "
+                          "tau; the table's times are each model's median over them): "
+                          + "; ".join(f"run {i + 1}: {t}" for i, t in enumerate(per_run)) + ".\n")
         detail.append("| model | published ms | host 1-thread ms | speed only ms | err | "
                       "emulated ms | err |"
                       + (" activation MB | memory term ms | err | emulated, rescaled ms | "

@@ -41,6 +41,9 @@ struct HostFacts {
   /// a runtime's nn speed (NnSpeed::basis "pytorch") takes its quota scale from that runtime's
   /// share, else from quota_share (ncnn's) and says so.
   std::map<std::string, QuotaShare> runtime_quota_shares;
+  /// Why a runtime's share is not in runtime_quota_shares (not measured yet, corrupt, measured
+  /// on another host), by NnRuntime id, for the plan's note.
+  std::map<std::string, std::string> runtime_quota_share_problems;
   /// How much slower this host runs ncnn inference now than at its nn rating (HostDrift,
   /// nn.hpp: measure_host_drift()), from which a plan with PlanOptions::drift_check corrects an
   /// nn speed; empty when not probed.

@@ -87,8 +87,11 @@ HostFacts host_facts() {
   facts.quota_share = cached_quota_share(&facts.quota_share_problem);
   for (const detail::RuntimeSpec& r : detail::runtime_table()) {
     if (!r.rating || r.id == "ncnn") continue;
-    if (auto share = cached_quota_share(nullptr, r.id)) {
+    std::string why;
+    if (auto share = cached_quota_share(&why, r.id)) {
       facts.runtime_quota_shares[std::string(r.id)] = *share;
+    } else if (!why.empty()) {
+      facts.runtime_quota_share_problems[std::string(r.id)] = std::move(why);
     }
   }
   return facts;
@@ -316,11 +319,15 @@ QuotaScaleChoice choose_quota_scale(const Device& device, const HostFacts& host,
     return c;
   }
   if (!other.empty()) {
+    const auto problem = host.runtime_quota_share_problems.find(other);
     c.share_note = fmt::format(
-        "{0}'s own share under a quota is not measured on this host: the quota scale is "
-        "ncnn's, and a throttled {0} process may buy less work than ncnn's (PyTorch's small "
-        "models 15-35% less here, docs/fidelity.md); {1}",
-        detail::runtime_name(other), measure_other);
+        "{2}; the quota scale is ncnn's, and a throttled {0} process may buy less work than "
+        "ncnn's (PyTorch's small models 15-35% less here, docs/fidelity.md); {1}",
+        detail::runtime_name(other), measure_other,
+        problem == host.runtime_quota_share_problems.end()
+            ? detail::runtime_name(other) + "'s own share under a quota is not measured on this "
+                                            "host"
+            : problem->second);
   }
   c.scale = quota_scale_at(q, cpu_share);
   c.log_sd = own_share_log_sd(q, c.scale * cpu_share);

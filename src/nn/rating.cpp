@@ -125,13 +125,12 @@ const std::vector<RuntimeEntry>& runtime_entries() {
 }
 
 const RuntimeEntry& runtime_entry(std::string_view id) {
-  std::string known;
+  const detail::RuntimeSpec& spec = detail::rated_runtime(id, "nn rating");
   for (const RuntimeEntry& e : runtime_entries()) {
-    if (e.info.id == id) return e;
-    known += (known.empty() ? "" : ", ") + e.info.id;
+    if (e.info.id == spec.id) return e;
   }
-  throw Error(fmt::format("no nn runtime is named '{}'; a rating can be measured with: {}", id,
-                          known));
+  // runtime_entries() has one entry per rated runtime of the table.
+  throw Error(fmt::format("nn rating: the runtime '{}' has no entry: report this", id));
 }
 
 struct CacheFile {

@@ -1,5 +1,8 @@
 #include "nn/runtime_table.hpp"
 
+#include <fmt/format.h>
+
+#include "edgeprof/error.hpp"
 #include "nn_runner.hpp"
 
 namespace edgeprof::detail {
@@ -47,6 +50,7 @@ constexpr RuntimeRatingSpec kNcnnRating{
     .share_models = kNcnnShareGraphs,
     .share_args = {},
     .share_exports = false,
+    .share_cache_name = "host-quota-share.json",
 };
 
 // PyTorch's and ONNX Runtime's ratings time their models in eight passes through them all
@@ -69,6 +73,7 @@ constexpr RuntimeRatingSpec kTorchRating{
     .share_models = kClassifierShare,
     .share_args = kTorchShareArgs,
     .share_exports = false,  // eager models are built, never read
+    .share_cache_name = "host-quota-share-pytorch.json",
 };
 
 // PyTorch's int8 (qnnpack, TorchScript): a precision of PyTorch with its own device tables, so a
@@ -86,6 +91,7 @@ constexpr RuntimeRatingSpec kTorchInt8Rating{
     .share_models = kQuantizableShare,
     .share_args = kTorchInt8ShareArgs,
     .share_exports = true,  // DIR/<model>.int8.pt
+    .share_cache_name = "host-quota-share-pytorch-int8.json",
 };
 
 // The same models exported to ONNX by the same runner, timed in ONNX Runtime.
@@ -102,6 +108,7 @@ constexpr RuntimeRatingSpec kOrtRating{
     .share_models = kClassifierShare,
     .share_args = kOrtShareArgs,
     .share_exports = true,  // DIR/<model>.onnx: the timed runs need no PyTorch
+    .share_cache_name = "host-quota-share-onnxruntime.json",
 };
 
 constexpr S kNcnnStems[] = {"libncnn", "ncnn"};
@@ -130,6 +137,26 @@ constexpr RuntimeSpec kTable[] = {
 }  // namespace
 
 std::span<const RuntimeSpec> runtime_table() { return kTable; }
+
+const RuntimeSpec* find_runtime(std::string_view id) {
+  for (const RuntimeSpec& r : kTable) {
+    if (r.id == id) return &r;
+  }
+  return nullptr;
+}
+
+const RuntimeSpec& rated_runtime(std::string_view id, std::string_view what) {
+  const RuntimeSpec* r = find_runtime(id);
+  if (r && r->rating) return *r;
+  std::string known;
+  for (const RuntimeSpec& k : kTable) {
+    if (k.rating) known += fmt::format("{}{}", known.empty() ? "" : ", ", k.id);
+  }
+  throw Error(fmt::format("{}: {} '{}'; give one of: {}", what,
+                          r ? "edgeprof recognises but cannot run the runtime"
+                            : "no runtime is named",
+                          id, known));
+}
 
 const char* runner_source(std::string_view file) {
   for (const RunnerSource& r : kRunners) {

@@ -32,6 +32,8 @@ struct RuntimeRatingSpec {
   // Whether the runner's --export writes the models to its folder first, unthrottled, so that
   // the throttled runs read them rather than export or quantize (minutes at 0.05 of a CPU).
   bool share_exports = false;
+  // The share's cache file in the host cache directory; never renamed, as cache_name.
+  std::string_view share_cache_name;
 };
 
 struct RuntimeSpec {
@@ -51,6 +53,14 @@ struct RuntimeSpec {
 // in which a workload that loads several is followed), then the runtimes only recognised.
 // Constant data: safe to read from the sampler thread at any time.
 std::span<const RuntimeSpec> runtime_table();
+
+// The entry with `id`; nullptr for none.
+const RuntimeSpec* find_runtime(std::string_view id);
+
+// The entry with `id` that has a rating. Otherwise an Error that begins with `what` (what was
+// asked for: "own share under a quota"), says whether edgeprof recognises the runtime but cannot
+// run it or knows no such id, and lists the ids that have a rating.
+const RuntimeSpec& rated_runtime(std::string_view id, std::string_view what);
 
 // The Python source of the runner compiled in from src/nn/`file`; nullptr for no such file.
 const char* runner_source(std::string_view file);

@@ -28,6 +28,7 @@
 #include "nn/recent.hpp"
 #include "nn/runner_dir.hpp"
 #include "nn/runtime_table.hpp"
+#include "nn/runtimes.hpp"
 #include "sys/stats.hpp"
 
 namespace edgeprof {
@@ -38,27 +39,12 @@ using nlohmann::json;
 
 constexpr int kCacheSchema = 1;
 
-// ncnn's cache keeps its first name; another runtime's is named after it.
-std::string cache_path(const std::string& dir, std::string_view runtime) {
-  if (dir.empty()) return {};
-  return runtime == "ncnn" ? dir + "/host-quota-share.json"
-                           : fmt::format("{}/host-quota-share-{}.json", dir, runtime);
+std::string cache_path(const std::string& dir, const detail::RuntimeSpec& spec) {
+  return dir.empty() ? std::string() : dir + "/" + std::string(spec.rating->share_cache_name);
 }
 
-// The runtime's entry in the runtime table, with how its rating is measured; Error listing the
-// runtimes that have one for any other id.
 const detail::RuntimeSpec& rated_runtime(std::string_view id) {
-  std::string known;
-  bool unrated = false;
-  for (const detail::RuntimeSpec& r : detail::runtime_table()) {
-    if (r.id == id && r.rating) return r;
-    unrated = unrated || r.id == id;
-    if (r.rating) known += fmt::format("{}{}", known.empty() ? "" : ", ", r.id);
-  }
-  throw Error(fmt::format("own share under a quota: {} '{}'; give one of: {}",
-                          unrated ? "edgeprof recognises but cannot run the runtime"
-                                  : "no runtime is named",
-                          id, known));
+  return detail::rated_runtime(id, "own share under a quota");
 }
 
 json share_json(const QuotaShare& q) {
@@ -138,7 +124,11 @@ std::optional<QuotaShare> read_cached(const std::string& path, std::string_view 
     if (why) *why = std::move(text);
     return std::nullopt;
   };
-  const auto text = detail::read_host_cache(path, "own share under a quota", why);
+  // ncnn's is the host's share; another runtime's is named.
+  const std::string what =
+      runtime == "ncnn" ? std::string("own share under a quota")
+                        : "own share under a quota with " + detail::runtime_name(runtime);
+  const auto text = detail::read_host_cache(path, what, why);
   if (!text) return std::nullopt;
   QuotaShare q;
   try {
@@ -167,11 +157,9 @@ Device one_core(const char* name, double speed) {
 
 // The graphs' times from one run of the runner under `device` on `cpu` (host_ms, and cpu_ms
 // where the runner reports it).
-NnRating run_graphs(const detail::NnRunnerDir& dir, const std::string& python,
-                    const Device& device, const QuotaShareOptions& o, int cpu,
-                    std::string* runtime,
-                    bool* keep_warm, bool exporting = false) {
-  const detail::RuntimeSpec& spec = rated_runtime(o.runtime);
+NnRating run_graphs(const detail::RuntimeSpec& spec, const detail::NnRunnerDir& dir,
+                    const std::string& python, const Device& device, const QuotaShareOptions& o,
+                    int cpu, std::string* runtime, bool* keep_warm, bool exporting = false) {
   Command c;
   c.argv = {python, dir.runner(), dir.path(), exporting ? "0" : std::to_string(o.warmup),
             exporting ? "0" : std::to_string(o.loops), "--threads=1"};
@@ -309,8 +297,9 @@ double own_share_log_sd(const QuotaShare& q, double speed) {
 }
 
 std::optional<QuotaShare> cached_quota_share(std::string* why, std::string_view runtime) {
-  const std::string id(rated_runtime(runtime).id);
-  const std::string path = cache_path(detail::host_cache_dir(), id);
+  const detail::RuntimeSpec& spec = rated_runtime(runtime);
+  const std::string id(spec.id);
+  const std::string path = cache_path(detail::host_cache_dir(), spec);
   // Read again only when the file changed: a plan asks for every slice.
   struct Memo {
     std::string path;
@@ -390,23 +379,23 @@ QuotaShare measure_quota_share(const QuotaShareOptions& options) {
                   o.graphs.size() == 1 ? "" : "s", cpu, speeds.size() == 1 ? "" : "s",
                   fmt::join(speeds, ", "), o.rounds, o.rounds == 1 ? "" : "s",
                   spec.id == "ncnn" ? ""
-                                    : fmt::format(" (loading {} under the smallest quotas takes "
-                                                  "tens of seconds a run: minutes in all, 13 "
-                                                  "for PyTorch's on a 2-vCPU EPYC)",
+                                    : fmt::format(" (minutes: every run starts {} in its slice; "
+                                                  "on 2 vCPUs of an AMD EPYC PyTorch's took "
+                                                  "12.7, ONNX Runtime's 2.8, int8's 14.7)",
                                                   spec.name)));
   if (spec.rating->share_exports) {
     // Exported (or quantized) once, unthrottled, into the runner's folder: the throttled runs
     // read the files.
     say(fmt::format("  exporting {} model{} unthrottled", o.graphs.size(),
                     o.graphs.size() == 1 ? "" : "s"));
-    run_graphs(dir, python, unthrottled, o, cpu, nullptr, nullptr, true);
+    run_graphs(spec, dir, python, unthrottled, o, cpu, nullptr, nullptr, true);
   }
   // The unthrottled runs' wall time / CPU time per inference: about 1 when they had the CPU
   // to themselves. A process sharing it (or a hypervisor's steal) lengthens them, not the
   // throttled runs, and every share would read too low.
   std::vector<double> waiting;
   auto unthrottled_ms = [&](std::string* runtime) {
-    NnRating r = run_graphs(dir, python, unthrottled, o, cpu, runtime, nullptr);
+    NnRating r = run_graphs(spec, dir, python, unthrottled, o, cpu, runtime, nullptr);
     const std::vector<double> w = detail::wall_over_cpu(r);
     waiting.insert(waiting.end(), w.begin(), w.end());
     return r.host_ms;
@@ -427,7 +416,7 @@ QuotaShare measure_quota_share(const QuotaShareOptions& options) {
     for (double s : speeds) {
       const Device slow = one_core("edgeprof-quota-share", s);
       const auto emulated =
-          run_graphs(dir, python, slow, o, cpu, nullptr, &q.keep_warm).host_ms;
+          run_graphs(spec, dir, python, slow, o, cpu, nullptr, &q.keep_warm).host_ms;
       const auto after = unthrottled_ms(nullptr);
       std::vector<double> now;
       for (const auto& [g, ms] : emulated) {
@@ -478,7 +467,7 @@ QuotaShare measure_quota_share(const QuotaShareOptions& options) {
     q.note = "no cache directory (EDGEPROF_CACHE_DIR, XDG_CACHE_HOME and HOME are unset): not "
              "cached, so other processes measure it again; set EDGEPROF_CACHE_DIR";
   } else {
-    const std::string path = cache_path(cache_dir, q.runtime_id);
+    const std::string path = cache_path(cache_dir, spec);
     const std::string failed =
         detail::replace_file(cache_dir, path, share_json(q).dump(2) + "\n");
     if (failed.empty()) {
@@ -505,8 +494,8 @@ HostFacts with_measured_quota_share(HostFacts host, const Device& device,
   if (at.speed_kind != "nn") return host;
   // At another runtime's speed (for_runtime()) the plan takes that runtime's share where
   // cached, else ncnn's, which is what is measured here: another runtime's takes minutes
-  // (about 13 for PyTorch's here, most of them loading PyTorch under the smallest quotas), too
-  // long for a run's way; the plan's note names the command.
+  // (on 2 vCPUs of an AMD EPYC, 2026-12-04, measured: 12.7 for PyTorch's, 2.8 for ONNX
+  // Runtime's, 14.7 for int8's), too long for a run's way; the plan's note names the command.
   if (at.nn && host.runtime_quota_shares.count(at.nn->basis) != 0) return host;
   if (host.quota_share) return host;
   const bool pooled = resolve_core_emulation(at, options.cores) == CoreEmulation::pooled &&
@@ -586,8 +575,9 @@ QuotaShareCheck check_share_at(double speed, int cpu, const std::string& share_m
   const auto started = std::chrono::steady_clock::now();
   const std::string python = detail::nn_python(o.python);
   const detail::NnRunnerDir dir(o.graphs);
-  const NnRating alone =
-      run_graphs(dir, python, one_core("edgeprof-unthrottled", 1.0), o, cpu, nullptr, nullptr);
+  const detail::RuntimeSpec& spec = rated_runtime(o.runtime);  // ncnn's: its graphs
+  const NnRating alone = run_graphs(spec, dir, python, one_core("edgeprof-unthrottled", 1.0), o,
+                                    cpu, nullptr, nullptr);
   // Unthrottled inferences that waited for the CPU (another process on it, a hypervisor's
   // steal) would make the share read too low: not a check.
   const std::vector<double> waiting = detail::wall_over_cpu(alone);
@@ -596,8 +586,8 @@ QuotaShareCheck check_share_at(double speed, int cpu, const std::string& share_m
                             "CPU time)",
                             cpu, detail::median_of(waiting)));
   }
-  const NnRating slow = run_graphs(dir, python, one_core("edgeprof-share-check", speed), o, cpu,
-                                   nullptr, nullptr);
+  const NnRating slow = run_graphs(spec, dir, python, one_core("edgeprof-share-check", speed), o,
+                                   cpu, nullptr, nullptr);
   std::vector<double> shares;
   for (const auto& [graph, ms] : slow.host_ms) {
     const auto it = alone.host_ms.find(graph);
@@ -678,14 +668,9 @@ std::string describe(const QuotaShare& q) {
     points += fmt::format("{}{:.2f} at {:g} of a CPU", points.empty() ? "" : ", ", p.share,
                           p.speed);
   }
-  std::string name = q.runtime_id;
-  bool graphs = q.runtime_id == "ncnn";
-  for (const detail::RuntimeSpec& r : detail::runtime_table()) {
-    if (r.id == q.runtime_id) {
-      name = r.name;
-      graphs = r.rating && r.rating->reads_graphs;
-    }
-  }
+  const detail::RuntimeSpec* r = detail::find_runtime(q.runtime_id);
+  const std::string name(r ? r->name : q.runtime_id);
+  const bool graphs = r ? r->rating && r->rating->reads_graphs : q.runtime_id == "ncnn";
   return fmt::format("own share {} ({:g} ms period{}; {} {} {}{} x {} round{}, CPU {}{})",
                      points.empty() ? std::string("not measured") : points,
                      double(q.period_us) / 1000, q.keep_warm ? ", keep-warm" : "",

@@ -671,7 +671,7 @@ TEST_CASE("nn runtimes: ncnn's reference graphs first, then PyTorch's models", "
   CHECK_THAT(ort.install, Contains("onnxruntime"));
   std::set<std::string> ids;
   for (const NnRuntime& r : all) CHECK(ids.insert(r.id).second);  // one entry per runtime
-  CHECK_THROWS_WITH(nn_runtime("tflite"), Contains("no nn runtime is named 'tflite'") &&
+  CHECK_THROWS_WITH(nn_runtime("tflite"), Contains("nn rating: no runtime is named 'tflite'") &&
                                               Contains("ncnn, pytorch"));
   CHECK_THROWS_WITH(cached_nn_rating(nullptr, "tflite"), Contains("ncnn, pytorch"));
 }
@@ -882,7 +882,7 @@ TEST_CASE("a runtime's speed: published times made one core's by the board's spe
   ncnn_host.runtime_id = "ncnn";
   CHECK_THROWS_WITH(runtime_speed(d, "pytorch", ncnn_host), Contains("measured with 'ncnn'"));
   CHECK_THROWS_WITH(runtime_speed(d, "ncnn", host), Contains("other than ncnn"));
-  CHECK_THROWS_WITH(runtime_speed(d, "tflite", host), Contains("no nn runtime is named"));
+  CHECK_THROWS_WITH(runtime_speed(d, "tflite", host), Contains("no runtime is named 'tflite'"));
   Device bare = d;
   bare.nn_threads_ms.clear();
   CHECK_THROWS_AS(runtime_speed(bare, "pytorch", host), DeviceError);

@@ -122,7 +122,7 @@ TEST_CASE("one table of runtimes: recognised by their libraries, rated where it 
   // A runtime that is only recognised is named in a run, but has no rating.
   CHECK(detail::runtime_name("tensorflow-lite") == "TensorFlow Lite");
   CHECK_THROWS_WITH(nn_runtime("tensorflow-lite"),
-                    Catch::Contains("no nn runtime is named 'tensorflow-lite'"));
+                    Catch::Contains("recognises but cannot run the runtime 'tensorflow-lite'"));
   CHECK(detail::runner_source("no_such_runner.py") == nullptr);
   CHECK(detail::runner_source("runner.py") == nn_runner_source());
 }
