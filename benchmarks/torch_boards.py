@@ -19,7 +19,8 @@ For each board and model, held out (the model's own published time left out of t
   device at its PyTorch speed with `core_emulation="projected"` (one device core; the library
   divides the times by the board's speed-up), one run per board with every model (--repeats N:
   N runs per board, interleaved over the boards, each model's time the median of its N, and
-  each run's errors alone beside them), each model's time then rescaled from the full speed to the held-out one (time in proportion to 1 / speed).
+  each run's errors alone beside them), each model's time then rescaled from the full speed
+  to the held-out one (time in proportion to 1 / speed).
   Each model's emulated time is the mean of its inferences over at least --min-time seconds
   (1 s): at the Pi 4's speed the quota's period is 23 ms (the kernel's 1 ms minimum quota), and
   the median of three inferences shorter than that is the host's time.
@@ -32,7 +33,12 @@ For each board and model, held out (the model's own published time left out of t
   one speed): the emulated run's time of each model rescaled, as above, from the board's one
   speed to the speed the memory term gives the model (one core's: this host's one-thread time /
   the term's one-core time); not a run at each model's own speed, which a time in proportion to
-  1 / speed stands in for.
+  1 / speed stands in for;
+- **emulated at each model's own speed** (`--own-speed`, measured and projected): each model
+  run alone under the board without its published time at the runtime's speed with a memory
+  term for the model's activation MB per host ms (`Device.for_runtime(runtime,
+  memory_mb_per_ms=...)`, what a user gives for a model the board's table lacks), one slice run
+  per model and board, its interval the memory term's.
 
 With --drift-check (and --emulate) a few of the rating's models, spread over its times, are
 rated again the rating's way (one pinned thread outside any slice, not cached) before and after
@@ -74,6 +80,7 @@ at their default thread count.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import platform
@@ -251,6 +258,38 @@ def emulate(edgeprof: Any, args: argparse.Namespace, device: Any, models: list[s
     return {m: r.projected_s(ms / 1000) * 1000 for m, ms in parse_runner(text).items()}, r
 
 
+def without_model(edgeprof: Any, name: str, runtime: str, model: str, folder: str) -> Any:
+    """The board without `model`'s published time with the runtime: its device file with that
+    time removed, written to folder and loaded (a board whose table lacks the user's model)."""
+    board = json.loads(edgeprof.find_device(name).to_json())
+    del board["runtimes"][runtime]["ms"][model]
+    path = Path(folder) / f"{name}-without-{model}.json"
+    path.write_text(json.dumps(board))
+    return edgeprof.devices.load_device_file(str(path))
+
+
+def own_speed_runs(edgeprof: Any, args: argparse.Namespace, name: str, rating: Any,
+                   models: list[str], folder: str, files: str) -> dict[str, tuple[float, float]]:
+    """Per model, the runner under the board at the model's own speed, held out: the board
+    without the model's published time (without_model) at the runtime's speed with a memory
+    term for the model's activation MB per host ms (Device.for_runtime(runtime,
+    memory_mb_per_ms=...), what a user gives for a model the table lacks), the model alone,
+    projected from one core: (projected ms, the speed in host cores)."""
+    out = {}
+    for i, m in enumerate(models):
+        mb_per_ms = rating.activation_mb[m] / rating.host_ms[m]
+        device = without_model(edgeprof, name, args.runtime, m, files).for_runtime(
+            args.runtime, memory_mb_per_ms=mb_per_ms)
+        started = time.time()
+        full, _ = emulate(edgeprof, args, device, [m], folder)
+        print(f"torch_boards.py: {name}: [{i + 1}/{len(models)}] {m} at its own "
+              f"{device.nn.core_speed:.4f} of a host core ({mb_per_ms:.2f} MB per host ms): "
+              f"{full[m]:.1f} ms projected ({time.time() - started:.0f} s)",
+              file=sys.stderr, flush=True)
+        out[m] = (full[m], device.nn.core_speed)
+    return out
+
+
 def summary(edgeprof: Any, predicted: dict[str, float], published: dict[str, float]) -> str:
     models = sorted(m for m in predicted if m in published)
     if len(models) < 2:
@@ -292,6 +331,12 @@ def main() -> int:
                     "once, then again), each model's time the median of its runs (default 1; "
                     "one run of the 13 PyTorch models moved a board's median error by about 5 "
                     "points between runs on this project's EPYC host)")
+    ap.add_argument("--own-speed", action="store_true",
+                    help="with --emulate, and a rating with activations: also run each model "
+                    "alone under each board at the speed the memory term gives it, held out "
+                    "(the board without the model's time, Device.for_runtime(runtime, "
+                    "memory_mb_per_ms=the model's)): one slice run per model and board "
+                    "(each starts the runtime under the slice's quota)")
     ap.add_argument("--drift-check", action="store_true",
                     help="with --emulate: rate a few of the rating's models again, the "
                     "rating's way, before and after each board's emulated run, and report the "
@@ -324,6 +369,8 @@ def main() -> int:
         ap.error("--repeats must be at least 1")
     if args.repeats > 1 and not args.emulate:
         ap.error("--repeats needs --emulate")
+    if args.own_speed and not args.emulate:
+        ap.error("--own-speed needs --emulate")
     if args.drift_check and not args.emulate:
         ap.error("--drift-check needs --emulate")
     if args.drift_models < 1:
@@ -391,7 +438,7 @@ def main() -> int:
     rows = ["| board | models | speed (of a host core) | one-core factor | speed only: median "
             "\\|err\\|, tau | speed only: 90% interval coverage | emulated: median \\|err\\|, "
             "tau | emulated: 90% interval coverage | emulated / speed only, median (range) "
-            "| host over its rating, before and after the run (the emulated over the speed "
+            "| host over its rating, before-after each run (the emulated over the speed "
             "only of that model) |",
             "|---|---|---|---|---|---|---|---|---|---|"]
     memory = bool(rating.activation_mb)
@@ -401,6 +448,10 @@ def main() -> int:
                     "emulated, rescaled to the memory term: 90% interval coverage | ms per "
                     "host ms, ms per MB (all models) |")
         rows[1] += "---|---|---|---|---|"
+        if args.own_speed:
+            rows[0] += (" emulated at each model's own speed (memory term, held out): median "
+                        "\\|err\\|, tau | its 90% interval coverage |")
+            rows[1] += "---|---|"
     else:
         lines.append("No memory-term columns: this rating has no activation sizes (measure it "
                      "again with this edgeprof: --remeasure).\n")
@@ -440,6 +491,19 @@ def main() -> int:
             after = host_drift(edgeprof, args, rating, probe) if probe else None
             runs[name].append(full)
             drifts[name].append((before, after))
+    # Each model alone at its own speed (--own-speed), after the runs at one speed.
+    own_speed: dict[str, dict[str, tuple[float, float]]] = {name: {} for name in boards}
+    device_files = tempfile.TemporaryDirectory(prefix="edgeprof-boards-")
+    if args.own_speed:
+        if not rating.activation_mb:
+            sys.exit("torch_boards.py: --own-speed needs a rating with activations: measure it "
+                     "again with this edgeprof (--remeasure)")
+        for name in boards:
+            device = edgeprof.find_device(name)
+            models = sorted(m for m in device.runtime_ms[args.runtime].ms
+                            if m in host_ms and m in rating.activation_mb)
+            own_speed[name] = own_speed_runs(edgeprof, args, name, rating, models, folder,
+                                             device_files.name)
     for name in boards:
         device = edgeprof.find_device(name).for_runtime(args.runtime)
         speed = device.nn
@@ -455,11 +519,11 @@ def main() -> int:
         drift = "not checked"
         own = "-"
         if probe and drifts[name]:
-            # Per model: the host before and after each run, and the emulation over the speed
-            # (of the median run).
+            # Per model: the host before and after each run ("before-after", runs separated by
+            # "/"), and the emulation over the speed (of the model's median time).
             drift = "; ".join(
-                f"{m} " + ", ".join(f"{b[m]:.2f}, {a[m]:.2f}" if b and a else "failed"
-                                    for b, a in drifts[name])
+                f"{m} " + " / ".join(f"{b[m]:.2f}-{a[m]:.2f}" if b and a else "failed"
+                                     for b, a in drifts[name])
                 + (f" (emulated {emulated[m] / predicted[m]:.2f})" if m in emulated else "")
                 for m in probe)
             print(f"torch_boards.py: {name}: host over its rating before, after: {drift}",
@@ -495,6 +559,20 @@ def main() -> int:
                        f"{coverage(edgeprof, emulated_memory, published, fits)} |"
                        if emulated_memory else "not run | - |")
                     + f" {fit.per_host_ms:.2f}, {fit.ms_per_mb:.2f} |")
+            if args.own_speed:
+                own_ms = {m: ms for m, (ms, _) in own_speed[name].items() if m in published}
+                for m, (_, core_speed) in own_speed[name].items():
+                    # The library's held-out speed against this script's own held-out fit: the
+                    # same fit, so the same speed.
+                    mine = host_ms[m] / (by_memory[m] * speed.one_core_factor) if m in by_memory \
+                        else float("nan")
+                    if not abs(core_speed / mine - 1) < 0.01:
+                        print(f"torch_boards.py: {name}: {m}'s own speed {core_speed:.4f} from "
+                              f"Device.for_runtime, {mine:.4f} from this script's fit",
+                              file=sys.stderr)
+                row += (f" {summary(edgeprof, own_ms, published)} | "
+                        f"{coverage(edgeprof, own_ms, published, fits)} |" if own_ms
+                        else " not run | - |")
         for p in powers:
             sh = scaled_held_out(edgeprof, device, speed, host_ms, args.runtime, scaling, p)
             scaled = {m: host_ms[m] / v / speed.one_core_factor / w for m, (v, w) in sh.items()}
@@ -515,7 +593,8 @@ def main() -> int:
                 if by_memory:
                     rescaled = {m: run[m] * speed.core_speed * by_memory[m]
                                 * speed.one_core_factor / host_ms[m] for m in by_memory if m in run}
-                    text += f", rescaled to the memory term {summary(edgeprof, rescaled, published)}"
+                    text += (", rescaled to the memory term "
+                             f"{summary(edgeprof, rescaled, published)}")
                 per_run.append(text)
             detail.append(f"Each of the {len(runs[name])} emulated runs alone (median \\|err\\|, "
                           "tau; the table's times are each model's median over them): "
@@ -523,8 +602,10 @@ def main() -> int:
         detail.append("| model | published ms | host 1-thread ms | speed only ms | err | "
                       "emulated ms | err |"
                       + (" activation MB | memory term ms | err | emulated, rescaled ms | "
-                         "err |" if memory else ""))
-        detail.append("|---|---|---|---|---|---|---|" + ("---|---|---|---|---|" if memory else ""))
+                         "err |" if memory else "")
+                      + (" emulated at its own speed ms | err |" if own_speed[name] else ""))
+        detail.append("|---|---|---|---|---|---|---|" + ("---|---|---|---|---|" if memory else "")
+                      + ("---|---|" if own_speed[name] else ""))
 
         def cells(ms: float | None, m: str) -> str:
             return f"{ms:.1f} | {100 * (ms / published[m] - 1):+.0f}% |" if ms else "- | - |"
@@ -534,11 +615,14 @@ def main() -> int:
                 f"| {m} | {published[m]:.1f} | {host_ms[m]:.1f} | {cells(predicted[m], m)} "
                 f"{cells(emulated.get(m), m)}"
                 + (f" {rating.activation_mb.get(m, 0):.1f} | {cells(by_memory.get(m), m)} "
-                   f"{cells(emulated_memory.get(m), m)}" if memory else ""))
+                   f"{cells(emulated_memory.get(m), m)}" if memory else "")
+                + (f" {cells(own_speed[name][m][0] if m in own_speed[name] else None, m)}"
+                   if own_speed[name] else ""))
     lines += ["\n".join(rows), *detail,
               f"\n{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(started))}, "
               f"{(time.time() - started) / 60:.1f} min"]
     exported.cleanup()
+    device_files.cleanup()
     text = "\n".join(lines) + "\n"
     print(text)
     if args.markdown:

@@ -125,7 +125,7 @@ const std::vector<RuntimeEntry>& runtime_entries() {
 }
 
 const RuntimeEntry& runtime_entry(std::string_view id) {
-  const detail::RuntimeSpec& spec = detail::rated_runtime(id, "nn rating");
+  const detail::RuntimeSpec& spec = detail::rated_runtime(id, "nn runtime");
   for (const RuntimeEntry& e : runtime_entries()) {
     if (e.info.id == spec.id) return e;
   }

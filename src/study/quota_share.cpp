@@ -28,7 +28,6 @@
 #include "nn/recent.hpp"
 #include "nn/runner_dir.hpp"
 #include "nn/runtime_table.hpp"
-#include "nn/runtimes.hpp"
 #include "sys/stats.hpp"
 
 namespace edgeprof {
@@ -124,11 +123,7 @@ std::optional<QuotaShare> read_cached(const std::string& path, std::string_view 
     if (why) *why = std::move(text);
     return std::nullopt;
   };
-  // ncnn's is the host's share; another runtime's is named.
-  const std::string what =
-      runtime == "ncnn" ? std::string("own share under a quota")
-                        : "own share under a quota with " + detail::runtime_name(runtime);
-  const auto text = detail::read_host_cache(path, what, why);
+  const auto text = detail::read_host_cache(path, "own share under a quota", why);
   if (!text) return std::nullopt;
   QuotaShare q;
   try {

@@ -671,7 +671,7 @@ TEST_CASE("nn runtimes: ncnn's reference graphs first, then PyTorch's models", "
   CHECK_THAT(ort.install, Contains("onnxruntime"));
   std::set<std::string> ids;
   for (const NnRuntime& r : all) CHECK(ids.insert(r.id).second);  // one entry per runtime
-  CHECK_THROWS_WITH(nn_runtime("tflite"), Contains("nn rating: no runtime is named 'tflite'") &&
+  CHECK_THROWS_WITH(nn_runtime("tflite"), Contains("nn runtime: no runtime is named 'tflite'") &&
                                               Contains("ncnn, pytorch"));
   CHECK_THROWS_WITH(cached_nn_rating(nullptr, "tflite"), Contains("ncnn, pytorch"));
 }

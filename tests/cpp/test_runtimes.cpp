@@ -125,6 +125,18 @@ TEST_CASE("one table of runtimes: recognised by their libraries, rated where it 
                     Catch::Contains("recognises but cannot run the runtime 'tensorflow-lite'"));
   CHECK(detail::runner_source("no_such_runner.py") == nullptr);
   CHECK(detail::runner_source("runner.py") == nn_runner_source());
+  // Every rated runtime caches its rating and its own share under names of its own.
+  std::set<std::string_view> names;
+  for (const detail::RuntimeSpec& r : detail::runtime_table()) {
+    if (!r.rating) continue;
+    CHECK_FALSE(r.rating->cache_name.empty());
+    CHECK_FALSE(r.rating->share_cache_name.empty());
+    CHECK(names.insert(r.rating->cache_name).second);
+    CHECK(names.insert(r.rating->share_cache_name).second);
+    CHECK_FALSE(r.rating->share_models.empty());
+  }
+  CHECK(detail::find_runtime("onnxruntime")->name == "ONNX Runtime");
+  CHECK(detail::find_runtime("tflite") == nullptr);
 }
 
 TEST_CASE("runtimes in maps: PyTorch in a virtual environment, by its library's file name",

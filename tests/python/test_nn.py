@@ -378,7 +378,7 @@ def test_calibrate_host_measures_a_pytorch_rating_beside_ncnns(tmp_path, monkeyp
     cached = edgeprof.nn.cached_nn_rating(runtime="pytorch")
     assert cached is not None and cached.host_ms["vgg13"] == 20.0
     assert edgeprof.nn.cached_nn_rating() is None
-    with pytest.raises(edgeprof.Error, match="nn rating: no runtime is named 'tflite'"):
+    with pytest.raises(edgeprof.Error, match="nn runtime: no runtime is named 'tflite'"):
         edgeprof.nn.cached_nn_rating(runtime="tflite")
     text = edgeprof_cli("calibrate-host", env_extra=env)
     assert "13 models with PyTorch 2.0.test" in text.stdout
@@ -414,7 +414,7 @@ def test_calibrate_host_measures_pytorchs_own_share_that_its_plans_take(tmp_path
     edgeprof.nn.measure_nn_rating(runtime="onnxruntime", python=str(_fake_torch_python(tmp_path)))
     ort = edgeprof.plan_emulation(pi.for_runtime("onnxruntime").for_threads(1))
     assert any("with 1 ncnn graph" in n for n in ort.notes), ort.notes
-    assert any("own share under a quota with ONNX Runtime is not measured yet" in n
+    assert any("ONNX Runtime's own share under a quota is not taken (this host's own share under a quota is not measured yet" in n
                and "--runtime onnxruntime" in n for n in ort.notes), ort.notes
     text = edgeprof_cli("calibrate-host", env_extra=env).stdout
     assert "3 PyTorch models" in text
