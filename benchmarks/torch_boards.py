@@ -335,8 +335,9 @@ def main() -> int:
                     help="with --emulate, and a rating with activations: also run each model "
                     "alone under each board at the speed the memory term gives it, held out "
                     "(the board without the model's time, Device.for_runtime(runtime, "
-                    "memory_mb_per_ms=the model's)): one slice run per model and board "
-                    "(each starts the runtime under the slice's quota)")
+                    "memory_mb_per_ms=the model's)): one slice run per model and board, after "
+                    "the runs at one speed, once whatever --repeats, without --drift-check's "
+                    "checks")
     ap.add_argument("--drift-check", action="store_true",
                     help="with --emulate: rate a few of the rating's models again, the "
                     "rating's way, before and after each board's emulated run, and report the "
