@@ -232,10 +232,11 @@ def host_drift(edgeprof: Any, args: argparse.Namespace, rating: Any,
 
 
 def emulated_args(args: argparse.Namespace) -> list[str]:
-    """The rating's runner arguments with --emulated-rounds passes instead of its own, and no
-    count of activations (an untimed inference more under the slice)."""
+    """The rating's runner arguments with --emulated-rounds passes and --min-time instead of its
+    own, and no count of activations (an untimed inference more under the slice)."""
     kept = [a for a in args.runner_args
-            if not a.startswith("--rounds=") and a != "--activations"]
+            if not a.startswith(("--rounds=", "--min-time=")) and a not in ("--activations",
+                                                                          "--mean")]
     return kept + ([f"--rounds={args.emulated_rounds}"] if args.emulated_rounds > 1 else [])
 
 

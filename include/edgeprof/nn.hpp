@@ -206,6 +206,10 @@ struct NnRuntime {
   /// a script that runs the runner itself (benchmarks/torch_boards.py) runs it as the rating
   /// does.
   std::vector<std::string> runner_args;
+  /// About how long measure_quota_share() takes with this runtime's defaults on a 2-vCPU host
+  /// (rounded from the times measured on the hosts of docs/fidelity.md; estimated elsewhere):
+  /// 80 for ncnn, minutes for the runtimes that start in every slice.
+  int share_seconds = 0;
 };
 
 /// Every runtime a rating can be measured with, ncnn first.
@@ -464,8 +468,8 @@ struct QuotaShareOptions {
   std::function<void(const std::string&)> progress;
 };
 
-/// Measures this host's own share (ncnn: about 80 s here; PyTorch's about 13 minutes, ONNX
-/// Runtime's 3, int8's 15: the runtime starts in the slices too): the graphs (or models) run
+/// Measures this host's own share (about NnRuntime::share_seconds: 80 s for ncnn, minutes for
+/// the runtimes that start in every slice): the graphs (or models) run
 /// with the runtime, one thread, on one CPU, alternately unthrottled and in a one-core slice
 /// at each speed (a default slice otherwise: period, keep-warm), each emulated time compared
 /// with the unthrottled runs on either side of it. Caches it (`host-quota-share.json` beside the nn

@@ -375,7 +375,9 @@ class NnRuntime:
     @property
     def precision_of(self) -> str: ...  # "pytorch" for "pytorch-int8"; "" otherwise
     @property
-    def runner_args(self) -> list[str]: ...  # ["--precision=int8", "--rounds=8", "--activations"]
+    def runner_args(self) -> list[str]: ...  # ["--precision=int8", "--rounds=8", "--min-time=2", "--mean", "--activations"]
+    @property
+    def share_seconds(self) -> int: ...  # about how long its own share takes (2 vCPUs): 80, 780
 
 def nn_runtimes() -> list[NnRuntime]: ...
 

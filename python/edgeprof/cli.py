@@ -390,9 +390,9 @@ def cmd_calibrate_host(args: argparse.Namespace) -> int:
             others[r.id] = (r, rated, "" if rated is not None else _runtime_note(r), r_share,
                             "" if r_share is not None or rated is None else
                             f"own share under a quota not measured: `edgeprof calibrate-host --nn "
-                            f"--runtime {r.id}` measures it with the rating (about 13 minutes "
-                            "for PyTorch's on a 2-vCPU host); until then plans at its speed "
-                            "take ncnn's")
+                            f"--runtime {r.id}` measures it with the rating (about "
+                            f"{round(r.share_seconds / 60)} minutes on a 2-vCPU host); until "
+                            "then plans at its speed take ncnn's")
     if args.nn and args.runtime == "ncnn":
         nn = edgeprof.nn.measure_nn_rating(progress=progress, python=args.python or "")
         nn_note = nn.note

@@ -358,6 +358,8 @@ void bind_microbench(py::module_& m) {
                     "'' for a runtime itself.")
       .def_readonly("runner_args", &NnRuntime::runner_args,
                     "What its runner is told before the models, as the rating tells it.")
+      .def_readonly("share_seconds", &NnRuntime::share_seconds,
+                    "About how long its own share under a quota takes on a 2-vCPU host.")
       .def("__repr__", [](const NnRuntime& r) { return "NnRuntime(id=" + repr_str(r.id) + ")"; });
   m.def("nn_runtimes", &nn_runtimes, py::return_value_policy::copy,
         "Every runtime an nn rating can be measured with, ncnn first.");
@@ -573,8 +575,8 @@ void bind_microbench(py::module_& m) {
       py::arg("warmup") = 2,
       py::arg("loops") = 5, py::arg("cpu") = -1, py::arg("timeout_s") = 600.0,
       py::arg("progress") = py::none(),
-      "Measures this host's own share under a CPU quota with `runtime` (ncnn about 80 s, "
-      "PyTorch about 13 minutes; needs root for the slices, and the runtime): reference graphs "
+      "Measures this host's own share under a CPU quota with `runtime` (about "
+      "NnRuntime.share_seconds; needs root for the slices, and the runtime): reference graphs "
       "(or the runtime's models) run one thread, alternately unthrottled and in one-core "
       "slices at a few speeds (graphs, speeds: None = the runtime's defaults), and caches it "
       "for the plans of nn speeds at that runtime's speed. Error when an option is out of "

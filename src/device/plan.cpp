@@ -278,15 +278,16 @@ QuotaScaleChoice choose_quota_scale(const Device& device, const HostFacts& host,
   const std::string measure_other =
       other.empty() ? std::string()
                     : fmt::format("`edgeprof calibrate-host --nn --runtime {}` measures {}'s own "
-                                  "(minutes: 2.8 for ONNX Runtime's, 12.7 for PyTorch's, 14.7 for "
-                                  "int8's on 2 vCPUs of an AMD EPYC)",
-                                  other, detail::runtime_name(other));
+                                  "({} on a 2-vCPU host)",
+                                  other, detail::runtime_name(other),
+                                  detail::share_duration(other));
   if (!runtime_share && (!host.quota_share || host.quota_share->points.empty())) {
     c.note = fmt::format("this host's own share under a quota is not measured ({}): {}; "
-                         "`edgeprof calibrate-host --nn` measures it (about 80 s){}",
+                         "`edgeprof calibrate-host --nn` measures it ({}){}",
                          host.quota_share_problem.empty() ? std::string("not cached")
                                                           : host.quota_share_problem,
-                         then, measure_other.empty() ? "" : ", and " + measure_other);
+                         then, detail::share_duration("ncnn"),
+                         measure_other.empty() ? "" : ", and " + measure_other);
     return c;
   }
   if (pooled_cpus > 1) {

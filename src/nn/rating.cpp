@@ -96,6 +96,7 @@ const std::vector<RuntimeEntry>& runtime_entries() {
       }
       e.reads_graphs = r.reads_graphs;
       e.multi_thread = r.multi_thread;
+      e.info.share_seconds = r.share_seconds;
       for (const std::string_view a : r.runner_args) e.info.runner_args.emplace_back(a);
       if (r.reads_graphs) {
         std::vector<std::string_view> graph_text;  // the digest: every graph's name and text

@@ -51,16 +51,22 @@ constexpr RuntimeRatingSpec kNcnnRating{
     .share_args = {},
     .share_exports = false,
     .share_cache_name = "host-quota-share.json",
+    .share_seconds = 80,  // about 80 s on the EPYC, 40 s on the Xeon
 };
 
 // PyTorch's and ONNX Runtime's ratings time their models in eight passes through them all
 // (torch_runner.py --rounds): on a shared VM whose speed wanders by a third or more over tens
 // of seconds, one model timed in one go against another timed a minute later moved by 3-9% in
 // the median and up to 22% (three ratings of the int8 models here, 2026-12-04), in passes by
-// 1-4%, up to 16% (five); a rating takes about 1.6 times as long (estimated: 19 inferences per
-// model against 12). --activations: each model's activation MB (NnRating::activation_mb, the
-// memory term's), one more untimed inference each.
-constexpr S kTorchArgs[] = {"--rounds=8", "--activations"};
+// 1-4%, up to 16% (five). In each pass a model runs for a quarter of a second (--min-time=2
+// over the eight) and its time is the mean of all its inferences (--mean), as a workload's
+// inference loop runs and as the boards' published tables were timed (one warm-up, the mean of
+// ten): one inference after one warm-up, the passes' first way, took 1.0-1.5 times as long (1.1
+// in the median, the small models the most; ONNX Runtime on an Intel Xeon, 2026-12-05,
+// measured, docs/fidelity.md), and every emulated run was that much faster than the speed it
+// was given; a rating takes 41-53 s (measured there). --activations: each model's activation MB
+// (NnRating::activation_mb, the memory term's), one more untimed inference each.
+constexpr S kTorchArgs[] = {"--rounds=8", "--min-time=2", "--mean", "--activations"};
 constexpr RuntimeRatingSpec kTorchRating{
     .install = "pip install torch torchvision timm",
     .precision = "fp32",
@@ -74,11 +80,13 @@ constexpr RuntimeRatingSpec kTorchRating{
     .share_args = kTorchShareArgs,
     .share_exports = false,  // eager models are built, never read
     .share_cache_name = "host-quota-share-pytorch.json",
+    .share_seconds = 780,  // 12.7 and 12.8 minutes
 };
 
 // PyTorch's int8 (qnnpack, TorchScript): a precision of PyTorch with its own device tables, so a
 // rating of its own; a workload shows PyTorch's libraries either way, so it is named, not seen.
-constexpr S kTorchInt8Args[] = {"--precision=int8", "--rounds=8", "--activations"};
+constexpr S kTorchInt8Args[] = {"--precision=int8", "--rounds=8", "--min-time=2", "--mean",
+                                 "--activations"};
 constexpr RuntimeRatingSpec kTorchInt8Rating{
     .install = "pip install torch torchvision",
     .precision = "int8",
@@ -92,10 +100,12 @@ constexpr RuntimeRatingSpec kTorchInt8Rating{
     .share_args = kTorchInt8ShareArgs,
     .share_exports = true,  // DIR/<model>.int8.pt
     .share_cache_name = "host-quota-share-pytorch-int8.json",
+    .share_seconds = 900,  // 14.7 minutes on the EPYC
 };
 
 // The same models exported to ONNX by the same runner, timed in ONNX Runtime.
-constexpr S kOrtArgs[] = {"--backend=onnxruntime", "--rounds=8", "--activations"};
+constexpr S kOrtArgs[] = {"--backend=onnxruntime", "--rounds=8", "--min-time=2", "--mean",
+                           "--activations"};
 constexpr RuntimeRatingSpec kOrtRating{
     .install = "pip install onnxruntime onnx torch torchvision timm",
     .precision = "fp32",
@@ -109,6 +119,7 @@ constexpr RuntimeRatingSpec kOrtRating{
     .share_args = kOrtShareArgs,
     .share_exports = true,  // DIR/<model>.onnx: the timed runs need no PyTorch
     .share_cache_name = "host-quota-share-onnxruntime.json",
+    .share_seconds = 180,  // 2.8 minutes; 3.1 with its rating on the Xeon
 };
 
 constexpr S kNcnnStems[] = {"libncnn", "ncnn"};
@@ -156,6 +167,14 @@ const RuntimeSpec& rated_runtime(std::string_view id, std::string_view what) {
                           r ? "edgeprof recognises but cannot run the runtime"
                             : "no runtime is named",
                           id, known));
+}
+
+std::string share_duration(std::string_view id) {
+  const RuntimeSpec* spec = find_runtime(id);
+  const int s = spec && spec->rating ? spec->rating->share_seconds : 0;
+  if (s <= 0) return "a few minutes";
+  if (s < 120) return fmt::format("about {} s", s);
+  return fmt::format("about {} minutes", (s + 30) / 60);
 }
 
 const char* runner_source(std::string_view file) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <span>
+#include <string>
 #include <string_view>
 
 namespace edgeprof::detail {
@@ -34,6 +35,10 @@ struct RuntimeRatingSpec {
   bool share_exports = false;
   // The share's cache file in the host cache directory; never renamed, as cache_name.
   std::string_view share_cache_name;
+  // About how long the share takes with its defaults (NnRuntime::share_seconds), rounded from
+  // the times measured on the 2-vCPU hosts of docs/fidelity.md: the plans' notes and the
+  // progress line quote it, so that no figure of one host is written out elsewhere.
+  int share_seconds = 0;
 };
 
 struct RuntimeSpec {
@@ -61,6 +66,11 @@ const RuntimeSpec* find_runtime(std::string_view id);
 // asked for: "own share under a quota"), says whether edgeprof recognises the runtime but cannot
 // run it or knows no such id, and lists the ids that have a rating.
 const RuntimeSpec& rated_runtime(std::string_view id, std::string_view what);
+
+// "about 80 s", "about 13 minutes": how long the own share under a quota of the runtime `id`
+// takes (RuntimeRatingSpec::share_seconds), for notes and progress lines; "a few minutes" for
+// an id without one.
+std::string share_duration(std::string_view id);
 
 // The Python source of the runner compiled in from src/nn/`file`; nullptr for no such file.
 const char* runner_source(std::string_view file);

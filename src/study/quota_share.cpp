@@ -374,10 +374,9 @@ QuotaShare measure_quota_share(const QuotaShareOptions& options) {
                   o.graphs.size() == 1 ? "" : "s", cpu, speeds.size() == 1 ? "" : "s",
                   fmt::join(speeds, ", "), o.rounds, o.rounds == 1 ? "" : "s",
                   spec.id == "ncnn" ? ""
-                                    : fmt::format(" (minutes: every run starts {} in its slice; "
-                                                  "on 2 vCPUs of an AMD EPYC PyTorch's took "
-                                                  "12.7, ONNX Runtime's 2.8, int8's 14.7)",
-                                                  spec.name)));
+                                    : fmt::format(" ({} on a 2-vCPU host: every run starts {} "
+                                                  "in its slice)",
+                                                  detail::share_duration(spec.id), spec.name)));
   if (spec.rating->share_exports) {
     // Exported (or quantized) once, unthrottled, into the runner's folder: the throttled runs
     // read the files.
@@ -489,15 +488,15 @@ HostFacts with_measured_quota_share(HostFacts host, const Device& device,
   if (at.speed_kind != "nn") return host;
   // At another runtime's speed (for_runtime()) the plan takes that runtime's share where
   // cached, else ncnn's, which is what is measured here: another runtime's takes minutes
-  // (on 2 vCPUs of an AMD EPYC, 2026-12-04, measured: 12.7 for PyTorch's, 2.8 for ONNX
-  // Runtime's, 14.7 for int8's), too long for a run's way; the plan's note names the command.
+  // (RuntimeRatingSpec::share_seconds), too long for a run's way; the plan's note names the
+  // command.
   if (at.nn && host.runtime_quota_shares.count(at.nn->basis) != 0) return host;
   if (host.quota_share) return host;
   const bool pooled = resolve_core_emulation(at, options.cores) == CoreEmulation::pooled &&
                       std::min<std::size_t>(std::size_t(std::max(device.cores, 1)), cpus) > 1;
   if (pooled) return host;
   // Tried once per process and cache directory: a failure, or a result that could not be
-  // cached, is not measured again for every slice (about 80 s each).
+  // cached, is not measured again for every slice (ncnn's share_seconds each).
   static std::mutex mutex;
   static std::map<std::string, std::pair<std::optional<QuotaShare>, std::string>> tried;
   std::lock_guard<std::mutex> lock(mutex);
@@ -512,9 +511,10 @@ HostFacts with_measured_quota_share(HostFacts host, const Device& device,
   o.progress = options.nn_measure.progress;
   if (o.progress) {
     o.progress(fmt::format("{} is emulated at its nn speed, and this host's own share under a "
-                           "CPU quota is not measured yet ({}): measuring it now, once (about "
-                           "80 s; cached; `edgeprof calibrate-host --nn` does the same)",
-                           device.name, host.quota_share_problem));
+                           "CPU quota is not measured yet ({}): measuring it now, once ({}; "
+                           "cached; `edgeprof calibrate-host --nn` does the same)",
+                           device.name, host.quota_share_problem,
+                           detail::share_duration("ncnn")));
   }
   try {
     QuotaShare q = measure_quota_share(o);

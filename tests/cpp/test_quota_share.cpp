@@ -103,7 +103,8 @@ TEST_CASE("a plan at another runtime's speed takes that runtime's own share, els
   const EmulationPlan o = plan_emulation(ort, host);
   CHECK(o.quota_scale == Approx(quota_scale_at(curve(), 0.2)).epsilon(0.001));
   CHECK(test::has_note(o.notes, "ONNX Runtime's own share under a quota is not measured"));
-  CHECK(test::has_note(o.notes, "calibrate-host --nn --runtime onnxruntime"));
+  CHECK(test::has_note(o.notes, "calibrate-host --nn --runtime onnxruntime` measures ONNX "
+                                "Runtime's own (about 3 minutes on a 2-vCPU host)"));
   // One cached but refused: the note says why.
   HostFacts refused = host;
   refused.runtime_quota_share_problems["onnxruntime"] =

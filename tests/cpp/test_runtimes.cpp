@@ -111,13 +111,16 @@ TEST_CASE("one table of runtimes: recognised by their libraries, rated where it 
   CHECK(nn_runtime("pytorch").precision_of.empty());
   // What the runner is told, for scripts that run it themselves (benchmarks/torch_boards.py).
   // The models timed in passes through them all (a host's wandering speed shared alike), each
-  // model's activations counted.
+  // model run for a while in every pass and its mean taken (as a workload's loop runs and the
+  // published tables were timed), each model's activations counted.
   CHECK(nn_runtime("pytorch-int8").runner_args ==
-        std::vector<std::string>{"--precision=int8", "--rounds=8", "--activations"});
+        std::vector<std::string>{"--precision=int8", "--rounds=8", "--min-time=2", "--mean",
+                                 "--activations"});
   CHECK(nn_runtime("onnxruntime").runner_args ==
-        std::vector<std::string>{"--backend=onnxruntime", "--rounds=8", "--activations"});
+        std::vector<std::string>{"--backend=onnxruntime", "--rounds=8", "--min-time=2",
+                                 "--mean", "--activations"});
   CHECK(nn_runtime("pytorch").runner_args ==
-        std::vector<std::string>{"--rounds=8", "--activations"});
+        std::vector<std::string>{"--rounds=8", "--min-time=2", "--mean", "--activations"});
   CHECK(nn_runtime("ncnn").runner_args.empty());
   // A runtime that is only recognised is named in a run, but has no rating.
   CHECK(detail::runtime_name("tensorflow-lite") == "TensorFlow Lite");
@@ -134,7 +137,14 @@ TEST_CASE("one table of runtimes: recognised by their libraries, rated where it 
     CHECK(names.insert(r.rating->cache_name).second);
     CHECK(names.insert(r.rating->share_cache_name).second);
     CHECK_FALSE(r.rating->share_models.empty());
+    // How long its share takes is the descriptor's, and what nn_runtimes() tells callers.
+    CHECK(r.rating->share_seconds > 0);
+    CHECK(nn_runtime(r.id).share_seconds == r.rating->share_seconds);
   }
+  CHECK(detail::share_duration("ncnn") == "about 80 s");
+  CHECK(detail::share_duration("pytorch") == "about 13 minutes");
+  CHECK(detail::share_duration("onnxruntime") == "about 3 minutes");
+  CHECK(detail::share_duration("tensorflow-lite") == "a few minutes");
   CHECK(detail::find_runtime("onnxruntime")->name == "ONNX Runtime");
   CHECK(detail::find_runtime("tflite") == nullptr);
 }

@@ -535,7 +535,8 @@ def test_pytorch_int8_is_a_rating_of_its_own_named_not_followed(tmp_path, monkey
     int8 = next(r for r in edgeprof.nn.nn_runtimes() if r.id == "pytorch-int8")
     assert int8.precision == "int8" and int8.precision_of == "pytorch"
     # What torch_boards.py tells the runner, as the rating does.
-    assert int8.runner_args == ["--precision=int8", "--rounds=8", "--activations"]
+    assert int8.runner_args == ["--precision=int8", "--rounds=8", "--min-time=2", "--mean",
+                                "--activations"]
     assert "shufflenet_v2_x0_5" in int8.models and int8.cache_name == "host-nn-pytorch-int8.json"
     pi = edgeprof.find_device("raspberry-pi-4b-4gb")
     assert pi.runtime_ms["pytorch-int8"].precision == "int8"
