@@ -350,8 +350,8 @@ def main() -> int:
     ap.add_argument("--workload-scaling", action="store_true",
                     help="also measure each model's speed-up from one thread to two here and "
                     "report the figures with each model's own scaling (in as many passes as "
-                    "--scaling-loops: about three minutes, estimated from the two it took in "
-                    "one go on this project's EPYC host)")
+                    "--scaling-loops: about five minutes, estimated: six ratings of at least "
+                    "half a minute each since ratings time each model for at least 2 s)")
     ap.add_argument("--scaling-warmup", type=int, default=3,
                     help="with --workload-scaling: untimed inferences per model and run")
     ap.add_argument("--scaling-loops", type=int, default=7,

@@ -221,7 +221,9 @@ const NnRuntime& nn_runtime(std::string_view id);
 /// This host's CNN inference times: the reference graphs run with ncnn (or another runtime's
 /// models with it: NnOptions::runtime), one thread.
 struct NnRating {
-  std::map<std::string, double> host_ms;  ///< median ms per inference, by graph or model
+  /// ms per inference, by graph or model: ncnn's the median of its timed inferences, the other
+  /// runtimes' the mean (NnRuntime::runner_args' --mean, as workloads and published tables time).
+  std::map<std::string, double> host_ms;
   /// The runner process's CPU time per inference (median ms, by graph), where its runner
   /// reports it (ncnn's does; empty in ratings cached by older versions): the work without
   /// the time it waited for a CPU, which another process on the CPU or a hypervisor's steal
@@ -286,7 +288,9 @@ struct NnOptions {
   /// Graphs (models) to run, by name; empty = all. A subset is measured but not cached.
   std::vector<std::string> graphs;
   int warmup = 4;  ///< untimed inferences per graph first
-  int loops = 8;   ///< timed inferences per graph; their median is the figure
+  /// Timed inferences per graph, at least: their median is ncnn's figure; the other runtimes
+  /// time each model for at least --min-time seconds too and take the mean (runner_args).
+  int loops = 8;
   /// The CPU to pin to; -1 = the CPU the calling thread is on.
   int cpu = -1;
   /// The runtime's threads (ncnn's num_threads, PyTorch's set_num_threads, ONNX Runtime's
@@ -343,6 +347,11 @@ struct QuotaSharePoint {
   /// them.
   double p25 = 0;
   double p75 = 0;  ///< its 75th percentile
+  /// Each graph's (or model's) own median over the rounds, by name (measured): models differ
+  /// under one quota (ONNX Runtime at 0.05 of a CPU on an Intel Xeon: MobileNet v3 Small 1.88,
+  /// ResNet-18 1.06, docs/fidelity.md), and `measured` is the middle of them. Empty in shares
+  /// cached before it.
+  std::map<std::string, double> by_graph{};
 };
 
 /// This host's own share under CPU quotas, for one runtime's inference (measure_quota_share();

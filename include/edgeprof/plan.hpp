@@ -425,8 +425,8 @@ CoreEmulation resolve_core_emulation(const Device& device, CoreEmulation asked,
 Device with_measured_nn(const Device& device, const PlanOptions& options);
 
 /// `host` with this host's own share under a quota measured (measure_quota_share(), nn.hpp:
-/// once per host, about 80 s, cached) when a plan of `device` would use it and it is not
-/// cached: the device is emulated at its nn speed on one CPU or per core, options.quota_scale
+/// once per host, about NnRuntime::share_seconds, cached) when a plan of `device` would use it
+/// and it is not cached: the device is emulated at its nn speed on one CPU or per core, options.quota_scale
 /// is empty, the period is edgeprof's default, keep-warm is on, and options.measure_nn allows
 /// measuring (its progress and Python are options.nn_measure's). A measurement that fails, or
 /// cannot be cached, is not tried again in this process: quota_share_problem says why, and

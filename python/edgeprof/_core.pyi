@@ -477,6 +477,8 @@ class QuotaSharePoint:
     def p75(self) -> float: ...
     @property
     def samples(self) -> int: ...
+    @property
+    def by_graph(self) -> dict[str, float]: ...  # each graph's own median; {} cached before it
 
 class QuotaShare:
     @property

@@ -506,6 +506,9 @@ void bind_microbench(py::module_& m) {
       .def_readonly("p25", &QuotaSharePoint::p25, "0 in a share cached before quartiles.")
       .def_readonly("p75", &QuotaSharePoint::p75)
       .def_readonly("samples", &QuotaSharePoint::samples, "Graphs x rounds.")
+      .def_readonly("by_graph", &QuotaSharePoint::by_graph,
+                    "Each graph's (or model's) own median over the rounds; {} in shares cached "
+                    "before it.")
       .def("__repr__", [](const QuotaSharePoint& p) {
         return "QuotaSharePoint(speed=" + repr_float(p.speed) + ", share=" + repr_float(p.share) +
                ")";

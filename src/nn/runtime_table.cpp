@@ -58,13 +58,14 @@ constexpr RuntimeRatingSpec kNcnnRating{
 // (torch_runner.py --rounds): on a shared VM whose speed wanders by a third or more over tens
 // of seconds, one model timed in one go against another timed a minute later moved by 3-9% in
 // the median and up to 22% (three ratings of the int8 models here, 2026-12-04), in passes by
-// 1-4%, up to 16% (five). In each pass a model runs for a quarter of a second (--min-time=2
-// over the eight) and its time is the mean of all its inferences (--mean), as a workload's
-// inference loop runs and as the boards' published tables were timed (one warm-up, the mean of
-// ten): one inference after one warm-up, the passes' first way, took 1.0-1.5 times as long (1.1
-// in the median, the small models the most; ONNX Runtime on an Intel Xeon, 2026-12-05,
-// measured, docs/fidelity.md), and every emulated run was that much faster than the speed it
-// was given; a rating takes 41-53 s (measured there). --activations: each model's activation MB
+// 1-4%, up to 16% (five, with one inference a pass). In each pass a model runs for at least a
+// quarter of a second (--min-time=2 over the eight; one inference where it takes longer) and
+// its time is the mean of all its inferences (--mean), as a workload's inference loop runs and
+// as the boards' published tables were timed (one warm-up, the mean of ten): one inference
+// after one warm-up, the passes' first way, took 1.0-1.5 times as long (1.1 in the median, the
+// small models the most; ONNX Runtime on an Intel Xeon, 2026-12-05, measured,
+// docs/fidelity.md), and ONNX Runtime's emulated runs there ran about that much faster than the
+// speed they were given (estimated); a rating takes 41-66 s (measured there). --activations: each model's activation MB
 // (NnRating::activation_mb, the memory term's), one more untimed inference each.
 constexpr S kTorchArgs[] = {"--rounds=8", "--min-time=2", "--mean", "--activations"};
 constexpr RuntimeRatingSpec kTorchRating{
@@ -100,7 +101,7 @@ constexpr RuntimeRatingSpec kTorchInt8Rating{
     .share_args = kTorchInt8ShareArgs,
     .share_exports = true,  // DIR/<model>.int8.pt
     .share_cache_name = "host-quota-share-pytorch-int8.json",
-    .share_seconds = 900,  // 14.7 minutes on the EPYC
+    .share_seconds = 900,  // 14.7 minutes on the EPYC and on the Xeon
 };
 
 // The same models exported to ONNX by the same runner, timed in ONNX Runtime.

@@ -56,7 +56,8 @@ json share_json(const QuotaShare& q) {
                       {"p90", p.p90},
                       {"p25", p.p25},
                       {"p75", p.p75},
-                      {"samples", p.samples}});
+                      {"samples", p.samples},
+                      {"by_graph", p.by_graph}});
   }
   return {{"edgeprof_host_quota_share", kCacheSchema},
           {"points", points},
@@ -91,6 +92,9 @@ QuotaShare share_from_json(const json& j) {
     point.p25 = p.value("p25", 0.0);  // shares cached before quartiles: none
     point.p75 = p.value("p75", 0.0);
     point.samples = p.at("samples").get<int>();
+    if (const auto g = p.find("by_graph"); g != p.end()) {  // none in shares cached before it
+      point.by_graph = g->get<std::map<std::string, double>>();
+    }
     if (!(point.speed > last && point.speed < 1) || !(point.share > 0) ||
         !std::isfinite(point.share)) {
       throw std::runtime_error(fmt::format("point at speed {} with share {}: speeds must rise "
@@ -361,6 +365,7 @@ QuotaShare measure_quota_share(const QuotaShareOptions& options) {
   q.period_us = kDefaultCpuPeriodUs;
   const Device unthrottled = one_core("edgeprof-unthrottled", 1.0);
   std::map<double, std::vector<double>> shares;
+  std::map<double, std::map<std::string, std::vector<double>>> by_graph;  // speed, graph
   const int total = o.rounds * int(speeds.size());
   int done = 0;
   auto say = [&](const std::string& text) {
@@ -421,6 +426,7 @@ QuotaShare measure_quota_share(const QuotaShareOptions& options) {
         const double reference = (before.at(g) + after.at(g)) / 2;
         now.push_back(ms * s / reference);
         shares[s].push_back(now.back());
+        by_graph[s][g].push_back(now.back());
       }
       before = after;
       say(fmt::format("  [{}/{}] speed {:g}: own share {:.2f} (median of {} {}{})", ++done,
@@ -447,6 +453,7 @@ QuotaShare measure_quota_share(const QuotaShareOptions& options) {
     p.p25 = detail::percentile(v, 0.25);
     p.p75 = detail::percentile(v, 0.75);
     p.samples = int(v.size());
+    for (const auto& [g, own] : by_graph[s]) p.by_graph[g] = detail::median_of(own);
     q.points.push_back(p);
   }
   non_increasing(q.points);
@@ -666,8 +673,16 @@ std::string describe(const QuotaShare& q) {
   const detail::RuntimeSpec* r = detail::find_runtime(q.runtime_id);
   const std::string name(r ? r->name : q.runtime_id);
   const bool graphs = r ? r->rating && r->rating->reads_graphs : q.runtime_id == "ncnn";
-  return fmt::format("own share {} ({:g} ms period{}; {} {} {}{} x {} round{}, CPU {}{})",
-                     points.empty() ? std::string("not measured") : points,
+  // Each graph's own at the smallest quota, where they differ the most.
+  std::string own;
+  if (!q.points.empty() && q.points.front().by_graph.size() > 1) {
+    for (const auto& [g, share] : q.points.front().by_graph) {
+      own += fmt::format("{}{} {:.2f}", own.empty() ? "" : ", ", g, share);
+    }
+    own = fmt::format(" (at {:g}: {})", q.points.front().speed, own);
+  }
+  return fmt::format("own share {}{} ({:g} ms period{}; {} {} {}{} x {} round{}, CPU {}{})",
+                     points.empty() ? std::string("not measured") : points, own,
                      double(q.period_us) / 1000, q.keep_warm ? ", keep-warm" : "",
                      q.graphs.size(), name, graphs ? "graph" : "model",
                      q.graphs.size() == 1 ? "" : "s", q.rounds,

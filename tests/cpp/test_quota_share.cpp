@@ -6,8 +6,11 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "edgeprof/error.hpp"
 #include "edgeprof/nn.hpp"
@@ -620,6 +623,21 @@ TEST_CASE("the own share is measured in real slices between unthrottled runs, an
   CHECK(cached->points[1].p75 == Approx(0.5));
   CHECK(host_facts().quota_share.has_value());
   CHECK_THAT(describe(*cached), Contains("0.38 at 0.5 of a CPU") && Contains("10 ms period"));
+  // Each graph's own median per speed, as measured (not pooled), cached and described at the
+  // smallest quota.
+  REQUIRE(q.points[0].by_graph.size() == 2);
+  CHECK(q.points[0].by_graph.at("mobilenet") == Approx(0.25));
+  CHECK(q.points[0].by_graph.at("squeezenet") == Approx(0.25));
+  REQUIRE(cached->points[1].by_graph.size() == 2);
+  CHECK(cached->points[1].by_graph.at("squeezenet") == Approx(0.5));
+  CHECK_THAT(describe(*cached), Contains("(at 0.25: mobilenet 0.25, squeezenet 0.25)"));
+  // A share cached before them still reads, without them.
+  auto old = nlohmann::json::parse(test::FakeTree::slurp(q.cache_file));
+  for (auto& p : old["points"]) p.erase("by_graph");
+  cache.file("/host-quota-share.json", old.dump());
+  REQUIRE(cached_quota_share(&why));
+  CHECK(cached_quota_share()->points[0].by_graph.empty());
+  CHECK_THAT(describe(*cached_quota_share()), !Contains("(at 0.25:"));
 
   // A corrupt cache is not used, and says so.
   cache.file("/host-quota-share.json", "{\"edgeprof_host_quota_share\": 1, \"points\": []}");

@@ -121,6 +121,21 @@ def test_rounds_spread_every_models_timed_calls_over_passes_through_them_all():
     assert len(times["a"]) == 2 and calls == ["a"] * 2 + ["b"] * 2 + ["a"] * 2 + ["b"] * 2
 
 
+def test_rounds_split_min_time_between_the_passes(monkeypatch):
+    # The ratings' way (--rounds=8 --min-time=2): each pass times a model for its part of
+    # --min-time. A clock that moves 50 ms at every reading: 0.2 s a pass times two calls a pass
+    # (0.4 s in one pass would time three).
+    runner = load_runner()
+    ticks = iter(range(1000))
+    monkeypatch.setattr(runner.time, "perf_counter", lambda: 0.05 * next(ticks))
+    calls = []
+    infers = {"a": lambda: calls.append("a"), "b": lambda: calls.append("b")}
+    times = runner.time_rounds(infers, 0, 2, 2, 0.4)
+    assert [len(times["a"]), len(times["b"])] == [4, 4]
+    # The second pass warms each model up once before its timed calls.
+    assert calls == ["a"] * 2 + ["b"] * 2 + ["a"] * 3 + ["b"] * 3
+
+
 def test_rounds_on_the_command_line(tmp_path):
     models = tmp_path / "models"
     models.mkdir()
