@@ -348,9 +348,9 @@ struct QuotaSharePoint {
   double p25 = 0;
   double p75 = 0;  ///< its 75th percentile
   /// Each graph's (or model's) own median over the rounds, by name (measured): models differ
-  /// under one quota (ONNX Runtime at 0.05 of a CPU on an Intel Xeon: MobileNet v3 Small 1.88,
-  /// ResNet-18 1.06, docs/fidelity.md), and `measured` is the middle of them. Empty in shares
-  /// cached before it.
+  /// under one quota (ONNX Runtime at 0.05 of a CPU on an Intel Xeon: MobileNet v3 Small
+  /// 1.69-1.88, ResNet-18 0.98-1.06, docs/fidelity.md), and `measured` is the middle of them.
+  /// Empty in shares cached before it.
   std::map<std::string, double> by_graph{};
 };
 

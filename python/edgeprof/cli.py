@@ -343,7 +343,8 @@ def _nn_json(r: Optional["edgeprof.nn.NnRating"]) -> Optional[dict]:
     return {"host_ms": r.host_ms, "runtime_id": r.runtime_id, "runtime": r.runtime,
             "precision": r.precision,
             "graphs": [{"graph": name, "input": sizes.get(name), "precision": r.precision,
-                        "ms": ms, "statistic": "median"} for name, ms in r.host_ms.items()],
+                        "ms": ms, "statistic": "median" if r.runtime_id == "ncnn" else "mean"}
+                       for name, ms in r.host_ms.items()],
             "command": r.command, "cpu": r.cpu, "loops": r.loops,
             "measured_at": r.measured_at, "cache_file": r.cache_file}
 
@@ -353,7 +354,8 @@ def _share_json(q: Optional["edgeprof.speed.QuotaShare"]) -> Optional[dict]:
         return None
     return {"points": [{"speed": p.speed, "share": p.share, "measured": p.measured,
                         "p10": p.p10, "p90": p.p90, "p25": p.p25, "p75": p.p75,
-                        "samples": p.samples} for p in q.points],
+                        "samples": p.samples, "by_graph": dict(p.by_graph)}
+                       for p in q.points],
             "period_us": q.period_us, "keep_warm": q.keep_warm, "graphs": list(q.graphs),
             "rounds": q.rounds, "cpu": q.cpu, "runtime_id": q.runtime_id,
             "measured_at": q.measured_at, "cache_file": q.cache_file}
@@ -373,8 +375,9 @@ def _ncnn() -> "edgeprof.nn.NnRuntime":
 
 def _runtime_note(r: "edgeprof.nn.NnRuntime") -> str:
     return (f"not measured on this host yet: `edgeprof calibrate-host --nn --runtime {r.id} "
-            f"--python PYTHON` with the interpreter that has {r.name} (`{r.install}`), about a "
-            "minute")
+            f"--python PYTHON` with the interpreter that has {r.name} (`{r.install}`): about a "
+            f"minute for the rating, then {_about(r.share_seconds)} for its own share under a "
+            "quota")
 
 
 def cmd_calibrate_host(args: argparse.Namespace) -> int:

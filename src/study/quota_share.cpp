@@ -651,6 +651,7 @@ HostFacts with_checked_quota_share(HostFacts host, const Device& device,
       auto follow = [ratio](QuotaShare& q) {
         for (QuotaSharePoint& p : q.points) {
           for (double* v : {&p.share, &p.measured, &p.p10, &p.p25, &p.p75, &p.p90}) *v *= ratio;
+          for (auto& [graph, own] : p.by_graph) own *= ratio;
         }
       };
       follow(*host.quota_share);

@@ -503,6 +503,7 @@ TEST_CASE("the own share is checked at the plan's quota in a real slice, and a r
   const test::FakeTree bin;
   HostFacts host = test::two_cpu_host();
   host.quota_share = curve();
+  host.quota_share->points[1].by_graph = {{"mobilenet_v2", 1.3}};
   PlanOptions o;
   o.drift_check = true;
   o.nn_measure.python = fake_python(bin);
@@ -534,6 +535,8 @@ TEST_CASE("the own share is checked at the plan's quota in a real slice, and a r
   CHECK(c.factor == Approx(ratio1 * c.speed / own_share_at(once, c.speed)));
   REQUIRE(checked.quota_share->points.size() == curve().points.size());
   CHECK(checked.quota_share->points[1].share == Approx(curve().points[1].share * c.factor));
+  // Each graph's own share follows alike, so that what is shown stays on one scale.
+  CHECK(checked.quota_share->points[1].by_graph.at("mobilenet_v2") == Approx(1.3 * c.factor));
   // Checked once: a second call within kDriftProbeReuse uses the same readings.
   const HostFacts again = with_checked_quota_share(host, board, o, cpu);
   REQUIRE(again.quota_share_check);
