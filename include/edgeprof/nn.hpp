@@ -164,8 +164,11 @@ struct TimeInterval {
 /// the speed (EmulationPlan::emulation_log_sd, from this host's measured own share; 0 leaves
 /// the emulation's error out), and p = `projection_log_sd`, a projected time's spread from the
 /// board's speed-up (CoreScaling::loo_log_sd of the plan's ThreadsProjection; 0 for a time
-/// that is not projected). The three are taken as independent. Unset with fewer than 3 models
-/// or for a probed device's vector speed (no held-out errors). Throws Error for a level outside
+/// that is not projected; device_interval() in plan.hpp says when a run takes it). The three
+/// are taken as independent. A speed with a memory term (NnSpeed::memory_mb_per_ms) has its
+/// fit's held-out errors and t of n - 2 degrees of freedom, as the fit's interval below. Unset
+/// with fewer than 3 models (4 with a memory term) or for a probed device's vector speed (no
+/// held-out errors). Throws Error for a level outside
 /// (0, 1) or a negative or non-finite spread.
 std::optional<TimeInterval> time_interval(const NnSpeed& speed, double level = 0.9,
                                           double emulation_log_sd = 0,
@@ -210,6 +213,8 @@ struct NnRuntime {
   /// (rounded from the times measured on the hosts of docs/fidelity.md; estimated elsewhere):
   /// 80 for ncnn, minutes for the runtimes that start in every slice.
   int share_seconds = 0;
+  /// share_seconds as notes say it: "about 80 s", "about 13 minutes".
+  std::string share_duration;
 };
 
 /// Every runtime a rating can be measured with, ncnn first.

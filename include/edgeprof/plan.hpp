@@ -406,6 +406,18 @@ CpuBandwidth cpu_bandwidth(double capacity_cores, std::uint64_t period_us);
 /// note says so). Throws UnsupportedError when one of its cores is faster than a host CPU.
 Device fit_to_cpus(const Device& device, std::size_t cpus);
 
+/// The interval a run at `speed` under `plan` reports (Result::device_interval, `level` 0.9):
+/// time_interval() of the speed with the plan's emulation spread (emulation_log_sd) and, where
+/// the plan projects one core's times to more threads, the board's speed-up's spread
+/// (threads_projection->scaling.loo_log_sd). Not that spread where the speed came from times
+/// published at the projection's threads (NnSpeed::threads, a runtime's default-thread table)
+/// through the projection's own speed-up (NnSpeed::one_core_factor == its speedup: no workload
+/// factor, the device not narrowed to other threads): it made them one core's and projects
+/// them back, so it cancels, and each model's own speed-up is already in the speed's held-out
+/// errors. Unset as time_interval() is.
+std::optional<TimeInterval> device_interval(const NnSpeed& speed, const EmulationPlan& plan,
+                                            double level = 0.9);
+
 /// CoreEmulation::projected's projection for `device` (its cores; for a device narrowed by
 /// for_threads, the scaling of its widest published table carried to its cores), from all its
 /// graphs but `without_graph` (for held-out figures). Throws UnsupportedError when
@@ -426,8 +438,8 @@ Device with_measured_nn(const Device& device, const PlanOptions& options);
 
 /// `host` with this host's own share under a quota measured (measure_quota_share(), nn.hpp:
 /// once per host, about NnRuntime::share_seconds, cached) when a plan of `device` would use it
-/// and it is not cached: the device is emulated at its nn speed on one CPU or per core, options.quota_scale
-/// is empty, the period is edgeprof's default, keep-warm is on, and options.measure_nn allows
+/// and it is not cached: the device is emulated at its nn speed on one CPU or per core,
+/// options.quota_scale is empty, the period is edgeprof's default, keep-warm is on, and options.measure_nn allows
 /// measuring (its progress and Python are options.nn_measure's). A measurement that fails, or
 /// cannot be cached, is not tried again in this process: quota_share_problem says why, and
 /// the plan notes it. Only ncnn's share is measured on the way: a device at another runtime's

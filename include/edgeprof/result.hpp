@@ -134,12 +134,12 @@ struct Result {
   /// measured wall and CPU time); unset when the device has no power figures.
   std::optional<double> energy_j;
   /// Estimated: where the device's own times may lie around this run's, as factors
-  /// (time_interval() of the device's nn speed, nn.hpp, 90%): a time t of the run (its wall
-  /// time, a phase's; projected_s(t) where the plan projects) stands for a device time within
-  /// low x t .. high x t. It covers the speed's own error and, where the quota was scaled by
-  /// this host's own share, the emulation's scatter (TimeInterval::emulation_log_sd), not a
-  /// bias of the emulation nor a projection's error (docs/fidelity.md measures how often
-  /// published times fell inside). Unset when the device did not run at an nn speed with
+  /// (device_interval() of the device's nn speed and the plan, plan.hpp, 90%): a time t of the
+  /// run (its wall time, a phase's; projected_s(t) where the plan projects) stands for a device
+  /// time within low x t .. high x t. It covers the speed's own error, where the quota was
+  /// scaled by this host's own share the emulation's scatter (TimeInterval::emulation_log_sd),
+  /// and a projection's spread where it does not cancel (TimeInterval::projection_log_sd), not a
+  /// bias of the emulation (docs/fidelity.md measures how often published times fell inside). Unset when the device did not run at an nn speed with
   /// held-out errors (its described speed, a probed device's vector speed).
   std::optional<TimeInterval> device_interval;
   /// Things the user should know about this run (a source that failed, marks that were lost).

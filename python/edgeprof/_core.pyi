@@ -334,7 +334,7 @@ class TimeInterval:
     @property
     def emulation_log_sd(self) -> float: ...  # emulation's spread included; 0: speed only
     @property
-    def projection_log_sd(self) -> float: ...  # board's speed-up's spread; 0: not projected
+    def projection_log_sd(self) -> float: ...  # speed-up's spread; 0: not projected, or it cancels
 
 @overload
 def time_interval(
@@ -350,6 +350,10 @@ def time_interval(
     emulation_log_sd: float = 0.0,
     projection_log_sd: float = 0.0,
 ) -> Optional[TimeInterval]: ...  # around nn_memory_predict's time
+
+def device_interval(
+    speed: NnSpeed, plan: EmulationPlan, level: float = 0.9
+) -> Optional[TimeInterval]: ...  # what a run at `speed` under `plan` reports
 
 class RuntimeTimes:
     @property
@@ -378,6 +382,8 @@ class NnRuntime:
     def runner_args(self) -> list[str]: ...  # ["--precision=int8", "--rounds=8", "--min-time=2", "--mean", "--activations"]
     @property
     def share_seconds(self) -> int: ...  # about how long its own share takes (2 vCPUs): 80, 780
+    @property
+    def share_duration(self) -> str: ...  # share_seconds as notes say it: "about 80 s"
 
 def nn_runtimes() -> list[NnRuntime]: ...
 

@@ -361,14 +361,6 @@ def _share_json(q: Optional["edgeprof.speed.QuotaShare"]) -> Optional[dict]:
             "measured_at": q.measured_at, "cache_file": q.cache_file}
 
 
-def _about(seconds: int) -> str:
-    """'about 80 s', 'about 13 minutes': how long NnRuntime.share_seconds is, as the library's
-    notes say it."""
-    if seconds <= 0:
-        return "a few minutes"
-    return f"about {seconds} s" if seconds < 120 else f"about {(seconds + 30) // 60} minutes"
-
-
 def _ncnn() -> "edgeprof.nn.NnRuntime":
     return next(r for r in edgeprof.nn.nn_runtimes() if r.id == "ncnn")
 
@@ -376,7 +368,7 @@ def _ncnn() -> "edgeprof.nn.NnRuntime":
 def _runtime_note(r: "edgeprof.nn.NnRuntime") -> str:
     return (f"not measured on this host yet: `edgeprof calibrate-host --nn --runtime {r.id} "
             f"--python PYTHON` with the interpreter that has {r.name} (`{r.install}`): about a "
-            f"minute for the rating, then {_about(r.share_seconds)} for its own share under a "
+            f"minute for the rating, then {r.share_duration} for its own share under a "
             "quota")
 
 
@@ -406,7 +398,7 @@ def cmd_calibrate_host(args: argparse.Namespace) -> int:
                             "" if r_share is not None or rated is None else
                             f"own share under a quota not measured: `edgeprof calibrate-host --nn "
                             f"--runtime {r.id}` measures it with the rating ("
-                            f"{_about(r.share_seconds)} on a 2-vCPU host); until then plans at "
+                            f"{r.share_duration} on a 2-vCPU host); until then plans at "
                             "its speed take ncnn's")
     if args.nn and args.runtime == "ncnn":
         nn = edgeprof.nn.measure_nn_rating(progress=progress, python=args.python or "")
@@ -426,7 +418,7 @@ def cmd_calibrate_host(args: argparse.Namespace) -> int:
         share = edgeprof.speed.cached_quota_share()
         share_note = "" if share is not None else (
             "not measured on this host yet: `edgeprof calibrate-host --nn` ("
-            f"{_about(_ncnn().share_seconds)} more), "
+            f"{_ncnn().share_duration} more), "
             "or the first run of a device at its nn speed measures it (docs/fidelity.md)")
     if args.reference:
         rating = edgeprof.speed.measure_reference_rating(progress=progress)

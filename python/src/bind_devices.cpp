@@ -336,6 +336,13 @@ void bind_devices(py::module_& m) {
                     "malloc thresholds settled, STEADY_MALLOC_ENV).")
       .def_property_readonly("capacity_cores", &EmulationPlan::capacity_cores);
 
+  m.def("device_interval", &device_interval, py::arg("speed"), py::arg("plan"),
+        py::arg("level") = 0.9,
+        "The interval a run at `speed` under `plan` reports (Result.device_interval): "
+        "time_interval with the plan's emulation spread and, where the plan projects one "
+        "core's times by another speed-up than the one that made the speed's tables one "
+        "core's, the board's speed-up's spread.");
+
   py::dict steady;
   for (const EnvDefault& v : kSteadyMallocVariables) steady[v.name] = v.value;
   m.attr("STEADY_MALLOC_ENV") = steady;

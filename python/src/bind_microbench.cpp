@@ -360,6 +360,8 @@ void bind_microbench(py::module_& m) {
                     "What its runner is told before the models, as the rating tells it.")
       .def_readonly("share_seconds", &NnRuntime::share_seconds,
                     "About how long its own share under a quota takes on a 2-vCPU host.")
+      .def_readonly("share_duration", &NnRuntime::share_duration,
+                    "share_seconds as notes say it: 'about 80 s', 'about 13 minutes'.")
       .def("__repr__", [](const NnRuntime& r) { return "NnRuntime(id=" + repr_str(r.id) + ")"; });
   m.def("nn_runtimes", &nn_runtimes, py::return_value_policy::copy,
         "Every runtime an nn rating can be measured with, ncnn first.");

@@ -440,6 +440,19 @@ std::string probe_spread_note(const Device& device) {
 
 }  // namespace
 
+std::optional<TimeInterval> device_interval(const NnSpeed& speed, const EmulationPlan& plan,
+                                            double level) {
+  const auto& projection = plan.threads_projection;
+  const bool projected = projection && projection->speedup != 1.0;
+  // A table timed at the projected threads whose one-core factor is the projection's speed-up
+  // (the same board's scaling at the same threads, no workload factor): it cancels.
+  const bool same_threads = projected && speed.threads > 1 &&
+                            speed.threads == projection->threads &&
+                            std::abs(projection->speedup / speed.one_core_factor - 1) < 1e-9;
+  return time_interval(speed, level, plan.emulation_log_sd,
+                       projected && !same_threads ? projection->scaling.loo_log_sd : 0.0);
+}
+
 ThreadsProjection project_threads(const Device& device, std::string_view without_graph) {
   // The device's own table of the most threads up to its cores; a device narrowed to k of its
   // cores (for_threads) without one keeps its tables: the widest one's scaling carried to k.

@@ -87,7 +87,7 @@ const std::vector<RuntimeEntry>& runtime_entries() {
       RuntimeEntry e;
       e.info = {std::string(spec.id),        std::string(spec.name), std::string(r.install),
                 std::string(r.precision),    {},                     std::string(r.cache_name),
-                std::string(spec.precision_of), {}};
+                std::string(spec.precision_of), {}, 0, {}};
       e.runner = detail::runner_source(r.runner);
       if (!e.runner) {
         throw Error(fmt::format("edgeprof was built without the runner src/nn/{} of {}: "
@@ -97,6 +97,7 @@ const std::vector<RuntimeEntry>& runtime_entries() {
       e.reads_graphs = r.reads_graphs;
       e.multi_thread = r.multi_thread;
       e.info.share_seconds = r.share_seconds;
+      e.info.share_duration = detail::share_duration(spec.id);
       for (const std::string_view a : r.runner_args) e.info.runner_args.emplace_back(a);
       if (r.reads_graphs) {
         std::vector<std::string_view> graph_text;  // the digest: every graph's name and text
@@ -374,7 +375,10 @@ std::optional<TimeInterval> time_interval(const NnSpeed& speed, double level,
                                           double emulation_log_sd, double projection_log_sd) {
   // A probed device's vector speed has no held-out errors: checked for the arguments' errors.
   const int models = speed.basis == "vector" ? 0 : static_cast<int>(speed.ratios.size());
-  return interval_of(speed.loo_log_sd, models, 1, level, emulation_log_sd, projection_log_sd);
+  // A memory term's held-out errors are its fit's, of two parameters (runtime_speed()).
+  const int parameters = speed.memory_mb_per_ms > 0 ? 2 : 1;
+  return interval_of(speed.loo_log_sd, models, parameters, level, emulation_log_sd,
+                     projection_log_sd);
 }
 
 std::optional<TimeInterval> time_interval(const NnMemoryFit& fit, double level,

@@ -65,8 +65,9 @@ constexpr RuntimeRatingSpec kNcnnRating{
 // after one warm-up, the passes' first way, took 1.0-1.5 times as long (1.1 in the median, the
 // small models the most; ONNX Runtime on an Intel Xeon, 2026-12-05, measured,
 // docs/fidelity.md), and ONNX Runtime's emulated runs there ran about that much faster than the
-// speed they were given (estimated); a rating takes 41-66 s (measured there). --activations: each model's activation MB
-// (NnRating::activation_mb, the memory term's), one more untimed inference each.
+// speed they were given (estimated); a rating takes 41-66 s (measured there). --activations:
+// each model's activation MB (NnRating::activation_mb, the memory term's), one more untimed
+// inference each.
 constexpr S kTorchArgs[] = {"--rounds=8", "--min-time=2", "--mean", "--activations"};
 constexpr RuntimeRatingSpec kTorchRating{
     .install = "pip install torch torchvision timm",

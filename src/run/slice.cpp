@@ -834,12 +834,8 @@ Result Child::State::finish(const detail::Exit& exit, bool timed_out) {
   // speed is not corrected for drift, and has its own quota).
   for (std::string& w : detail::plan_warnings(r.plan, r.device)) r.warnings.push_back(std::move(w));
   if (r.device.speed_kind == "nn" && r.device.nn) {
-    // A projected time carries the board's speed-up's error too.
-    const auto& projection = r.plan.threads_projection;
-    r.device_interval = time_interval(*r.device.nn, 0.9, r.plan.emulation_log_sd,
-                                      projection && projection->speedup != 1.0
-                                          ? projection->scaling.loo_log_sd
-                                          : 0.0);
+    // A projected time carries the board's speed-up's error too (device_interval()).
+    r.device_interval = device_interval(*r.device.nn, r.plan);
   }
   r.cgroup_mode = slice->backend->mode();
   r.unapplied = slice->unapplied;

@@ -147,6 +147,21 @@ TEST_CASE("the interval of a device's time: Student's t of the held-out log erro
   NnSpeed vector = s;
   vector.basis = "vector";
   CHECK_FALSE(time_interval(vector));
+  // A speed with a memory term has its fit's two parameters: t of n - 2 degrees of freedom, a
+  // wider interval for the same spread; with three models, none.
+  NnSpeed four = nn_speed({{"a", 1}, {"b", 2}, {"c", 4}, {"d", 2}},
+                          {{"a", 1}, {"b", 1}, {"c", 1}, {"d", 1}});
+  NnSpeed memory = four;
+  memory.memory_mb_per_ms = 0.5;
+  REQUIRE(time_interval(memory));
+  const double s4 = four.loo_log_sd * 3 / 4;
+  CHECK(time_interval(four)->high ==
+        Approx(std::exp(2.353363 * s4 * std::sqrt(1.25))).epsilon(1e-5));
+  CHECK(time_interval(memory)->high ==
+        Approx(std::exp(2.919986 * s4 * std::sqrt(1.25))).epsilon(1e-5));
+  NnSpeed three = s;
+  three.memory_mb_per_ms = 0.5;
+  CHECK_FALSE(time_interval(three));
   for (double bad : {0.0, 1.0, 90.0, double(NAN)}) {
     CHECK_THROWS_WITH(time_interval(s, bad), Contains("between 0 and 1 (0.9 for 90%)"));
   }
@@ -852,6 +867,28 @@ TEST_CASE("the catalog carries the PyTorch tutorial's Raspberry Pi 4 times as Py
   // Only the Pi 4 has int8 times: a board without them is refused by name, not given fp32's.
   CHECK(find_device("raspberry-pi-5-8gb").runtime_ms.count("pytorch-int8") == 0);
   CHECK(find_device("raspberry-pi-5-8gb").runtime_ms.count("pytorch") == 1);
+}
+
+TEST_CASE("on every catalog board a runtime's one-core factor is its projection's speed-up",
+          "[nn][runtime][interval]") {
+  // What device_interval() leaves the projection's spread out on: a runtime's table at the
+  // board's own cores, made one core's by the same speed-up that projects a run back.
+  int boards = 0;
+  for (const Device& d : catalog_devices()) {
+    for (const auto& [id, times] : d.runtime_ms) {
+      NnRating host;
+      host.runtime_id = id;
+      host.precision = times.precision;
+      for (const auto& [model, ms] : times.ms) host.host_ms[model] = ms / 10;
+      const NnSpeed s = runtime_speed(d, id, host);
+      if (s.threads != d.cores) continue;
+      ++boards;
+      const ThreadsProjection p = project_threads(d);
+      CHECK(p.threads == s.threads);
+      CHECK(p.speedup == Approx(s.one_core_factor).epsilon(1e-12));
+    }
+  }
+  CHECK(boards >= 3);
 }
 
 TEST_CASE("a runtime's speed: published times made one core's by the board's speed-up",

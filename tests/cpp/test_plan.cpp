@@ -445,3 +445,42 @@ TEST_CASE("a run repeats the plan's notes that call for action in its warnings",
   plan.host_drift = 1.0;
   CHECK(detail::plan_warnings(plan, make_device("one", 1, 0.5, "1GiB")).empty());
 }
+
+TEST_CASE("a run's interval: the board's speed-up's spread only where it does not cancel",
+          "[plan][interval]") {
+  NnSpeed speed = nn_speed({{"a", 1}, {"b", 2}, {"c", 4}}, {{"a", 1}, {"b", 1}, {"c", 1}});
+  EmulationPlan plan;
+  plan.emulation_log_sd = 0.1;
+  // Not projected: the speed's error and the emulation's.
+  CHECK(device_interval(speed, plan)->projection_log_sd == 0);
+  CHECK(device_interval(speed, plan)->emulation_log_sd == 0.1);
+  CHECK(device_interval(speed, plan)->high == time_interval(speed, 0.9, 0.1)->high);
+  ThreadsProjection p;
+  p.threads = 4;
+  p.speedup = 3;
+  p.scaling.loo_log_sd = 0.2;
+  plan.threads_projection = p;
+  // A one-thread table projected to four: the board's speed-up's spread is added.
+  CHECK(device_interval(speed, plan)->projection_log_sd == 0.2);
+  CHECK(device_interval(speed, plan)->high == time_interval(speed, 0.9, 0.1, 0.2)->high);
+  // A four-thread table (a runtime's, made one core's by the same speed-up) projected back to
+  // four: the speed-up cancels, each model's own is in the speed's held-out errors already.
+  speed.threads = 4;
+  CHECK(device_interval(speed, plan)->projection_log_sd == 0.2);  // another factor: not it
+  speed.one_core_factor = 3;
+  CHECK(device_interval(speed, plan)->projection_log_sd == 0);
+  CHECK(device_interval(speed, plan)->high == time_interval(speed, 0.9, 0.1)->high);
+  // To other threads than the table's, or with the workload's own scaling: added.
+  plan.threads_projection->threads = 2;
+  CHECK(device_interval(speed, plan)->projection_log_sd == 0.2);
+  plan.threads_projection->threads = 4;
+  plan.threads_projection->workload_factor = 1.2;  // the board's speed-up times it
+  plan.threads_projection->speedup = 3 * 1.2;
+  CHECK(device_interval(speed, plan)->projection_log_sd == 0.2);
+  // A speed-up of 1 projects nothing.
+  plan.threads_projection->workload_factor = 1;
+  plan.threads_projection->speedup = 1;
+  speed.threads = 1;
+  CHECK(device_interval(speed, plan)->projection_log_sd == 0);
+  CHECK(device_interval(speed, plan, 0.5)->level == 0.5);
+}

@@ -50,6 +50,24 @@ std::string fake_python(const test::FakeTree& dir, double cpu_ms = 0) {
   return path;
 }
 
+// A stand-in whose MobileNet is real work: the wall time of a fixed shell loop, as throttled as
+// its slice is, where every other graph takes 10 ms however throttled (fake_python's): each
+// graph's own share tells them apart.
+std::string fake_spinning_python(const test::FakeTree& dir) {
+  std::string body =
+      "#!/bin/sh\necho 'runtime ncnn 1.0.test (stand-in)'\ns=$(date +%s%N)\ni=0\n"
+      "while [ $i -lt 50000 ]; do i=$((i+1)); done\ne=$(date +%s%N)\nus=$(((e-s)/1000))\n";
+  for (const auto& g : reference_graphs()) {
+    body += g.name == "mobilenet" ? "ms=$(printf '%d.%03d' $((us/1000)) $((us%1000)))\n"
+                                    "echo \"mobilenet $ms $ms $ms\"\n"
+                                  : "echo '" + g.name + " 10 9 12'\n";
+  }
+  dir.file("/python", body);
+  const std::string path = dir.root() + "/python";
+  std::filesystem::permissions(path, std::filesystem::perms::owner_all);
+  return path;
+}
+
 // A stand-in for the Python with another runtime (`runtime`, its runner's "runtime" line):
 // every model named takes 10 ms, however throttled; each call's arguments are appended to
 // `<dir>/calls`.
@@ -711,4 +729,24 @@ TEST_CASE("measuring the own share refuses what it cannot measure", "[quota_shar
   o.python = "/bin/sh";
   CHECK_THROWS_WITH(measure_quota_share(o), Contains("no-such-graph"));
   // (No graphs: the runtime's own three, QuotaShareOptions::graphs.)
+}
+
+TEST_CASE("each graph's own share is its own, not another's", "[quota_share][kernel]") {
+  const test::FakeTree cache;
+  test::ScopedEnv env("EDGEPROF_CACHE_DIR", cache.root());
+  const test::FakeTree bin;
+  QuotaShareOptions o;
+  o.python = fake_spinning_python(bin);
+  o.graphs = {"squeezenet", "mobilenet"};
+  o.speeds = {0.25};
+  o.rounds = 1;
+  const QuotaShare q = measure_quota_share(o);
+  REQUIRE(q.points.size() == 1);
+  REQUIRE(q.points[0].by_graph.size() == 2);
+  // SqueezeNet's time ignores the quota: emulated x speed / unthrottled is the speed exactly.
+  CHECK(q.points[0].by_graph.at("squeezenet") == Approx(0.25));
+  // MobileNet's loop is throttled to a quarter of a CPU: about 4 times as long, a share about
+  // 1; a busy process beside the unthrottled runs would take it to 1 / the contention (0.5 with
+  // one), still apart from SqueezeNet's.
+  CHECK(q.points[0].by_graph.at("mobilenet") > 0.4);
 }

@@ -140,6 +140,7 @@ TEST_CASE("one table of runtimes: recognised by their libraries, rated where it 
     // How long its share takes is the descriptor's, and what nn_runtimes() tells callers.
     CHECK(r.rating->share_seconds > 0);
     CHECK(nn_runtime(r.id).share_seconds == r.rating->share_seconds);
+    CHECK(nn_runtime(r.id).share_duration == detail::share_duration(r.id));
   }
   CHECK(detail::share_duration("ncnn") == "about 80 s");
   CHECK(detail::share_duration("pytorch") == "about 13 minutes");

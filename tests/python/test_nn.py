@@ -615,6 +615,14 @@ def test_time_interval_from_the_speeds_held_out_errors():
     assert "projection_log_sd=0.3" in repr(projected)
     with pytest.raises(edgeprof.Error, match="projection spread"):
         edgeprof.nn.time_interval(s, projection_log_sd=float("nan"))
+    # What a run under a plan reports: a projected Raspberry Pi 4's plan adds its board's
+    # speed-up's spread to a one-thread speed's interval.
+    plan = edgeprof.plan_emulation(edgeprof.find_device("raspberry-pi-4b-1gb"),
+                                   speed_kind="integer", core_emulation="projected")
+    run = edgeprof.nn.device_interval(s, plan)
+    assert run.projection_log_sd == pytest.approx(plan.threads_projection.loo_log_sd)
+    assert run.projection_log_sd > 0 and run.high > i.high
+    assert edgeprof.nn.device_interval(s, plan, level=0.5).level == 0.5
 
 
 def test_the_graph_benchmark_runs_edgeprofs_graphs_against_a_models_directory(tmp_path):
