@@ -278,7 +278,7 @@ def emulate(edgeprof: Any, args: argparse.Namespace, device: Any, models: list[s
             *emulated_args(args), f"--min-time={args.min_time}", "--mean", *models]
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         r = edgeprof.run(argv, device=device, stdout=out, stderr=err, timeout=RUN_TIMEOUT_S,
-                         core_emulation="projected")
+                         core_emulation="projected", drift_check=args.correct_drift)
         out.seek(0)
         err.seek(0)
         text, errors = out.read(), err.read()
@@ -374,6 +374,10 @@ def main() -> int:
                     "host's time over its rating's beside the emulation's over the speed's for "
                     "the same models (the host's drift, which an emulated run takes for the "
                     "emulation's own)")
+    ap.add_argument("--correct-drift", action="store_true",
+                    help="with --emulate: every emulated run probes this host's drift since "
+                    "the runtime's rating and corrects the board's speed by it (the library's "
+                    "drift_check: three of the runtime's models, tens of seconds a run)")
     ap.add_argument("--drift-models", type=int, default=3,
                     help="with --drift-check: how many models, spread over the rating's times")
     ap.add_argument("--workload-scaling", action="store_true",
@@ -565,6 +569,10 @@ def main() -> int:
             print(f"torch_boards.py: {name}: host over its rating before, after: {drift}",
                   file=sys.stderr, flush=True)
         spread = run_spread(edgeprof, speed, plans[name]) if emulated else None
+        if args.correct_drift and name in plans:
+            # The run's own probe (the library's drift check) and the factor its plan applied.
+            drift += (f"; the run's own probe {plans[name].drift_probed:.2f}, applied "
+                      f"{plans[name].host_drift:.2f}")
         if emulated:
             # The emulation against the speed's own prediction: 1 where the slice delivers the
             # rated host's work at the speed (the host's drift included).

@@ -229,8 +229,9 @@ struct NnRating {
   /// ms per inference, by graph or model: ncnn's the median of its timed inferences, the other
   /// runtimes' the mean (NnRuntime::runner_args' --mean, as workloads and published tables time).
   std::map<std::string, double> host_ms;
-  /// The runner process's CPU time per inference (median ms, by graph), where its runner
-  /// reports it (ncnn's does; empty in ratings cached by older versions): the work without
+  /// The runner process's CPU time per inference (by graph, as host_ms: median or mean), where
+  /// its runner reports it (every runner does since 2026-12-05, the other runtimes' from then;
+  /// empty in ratings cached by older versions): the work without
   /// the time it waited for a CPU, which another process on the CPU or a hypervisor's steal
   /// adds to host_ms but barely to a throttled slice's time (host_drift() compares these).
   /// With several threads, all the process's threads' CPU time (more than the wall time).
@@ -535,6 +536,7 @@ struct HostDrift {
   std::string measured_at;  ///< ISO 8601 UTC, the probe's
   std::string rated_at;     ///< the rating's measured_at
   double seconds = 0;       ///< how long the probe took
+  std::string runtime_id = "ncnn";  ///< the rating's runtime (NnRuntime::id)
 };
 
 /// The drift from a rating and a later measurement of some of its graphs (`now`: a subset,
@@ -550,7 +552,8 @@ inline constexpr double kProbeWaitingShared = 1.15;
 
 /// How measure_host_drift probes.
 struct DriftOptions {
-  /// The Python interpreter with the `ncnn` package; "" = $EDGEPROF_PYTHON, else python3.
+  /// The Python interpreter with the `ncnn` package (or the rating's runtime); "" =
+  /// $EDGEPROF_PYTHON, else python3 (another runtime's: the interpreter its rating ran in).
   std::string python;
   /// The rating's graphs the probe runs: small ones of different kinds (depthwise, grouped,
   /// plain convolutions), about 0.1 s of inference here.
@@ -566,9 +569,13 @@ struct DriftOptions {
 };
 
 /// Runs the probe (about half a second: Python, ncnn, and the graphs of `options` that
-/// `rating` has, one thread, pinned, unthrottled) and returns host_drift(rating, probe). Throws
-/// Error when `rating` is not ncnn's or has none of the probe's graphs, or as
-/// measure_nn_rating() does (Python or ncnn missing, the runner failing).
+/// `rating` has, one thread, pinned, unthrottled) and returns host_drift(rating, probe). A
+/// rating of another runtime (PyTorch's, ONNX Runtime's) is probed with that runtime: the
+/// options' graphs it has, else its own share models (RuntimeRatingSpec::share_models, three),
+/// timed as its rating timed them, in `options.python` or else the interpreter its rating ran
+/// in (NnRating::command): tens of seconds (30 s for ONNX Runtime on a 2-vCPU host, measured).
+/// Throws Error when `rating` is of no runtime edgeprof rates or has none of the probe's
+/// graphs, or as measure_nn_rating() does (Python or the runtime missing, the runner failing).
 HostDrift measure_host_drift(const NnRating& rating, const DriftOptions& options = {});
 
 /// "this host ran 1.12x slower than at its nn rating (2026-11-28T14:14:18Z): 4 ncnn graphs

@@ -224,8 +224,9 @@ struct PlanOptions {
   /// host without the measurement (the device's capacity exactly). The plan's notes say which.
   std::optional<double> quota_scale;
   /// Probe this host's drift since its nn rating just before the run (with_measured_drift():
-  /// about half a second of ncnn inference, unthrottled, on the run's first CPU) and correct a
-  /// device emulated at its ncnn nn speed by it: speed x HostDrift::factor, a host 1.2x slower
+  /// about half a second of ncnn inference, unthrottled, on the run's first CPU; at another
+  /// runtime's speed that runtime's, tens of seconds) and correct a device emulated at its nn
+  /// speed by it: speed x HostDrift::factor, a host 1.2x slower
   /// than at its rating giving the slice 1.2x the quota, so that it does the device's work in
   /// the device's time (EmulationPlan::host_drift; the plan's notes say by how much). Factors
   /// within kHostDriftDeadBand of 1 (the probe's own noise) and beyond kMinHostDrift ..
@@ -436,26 +437,27 @@ CoreEmulation resolve_core_emulation(const Device& device, CoreEmulation asked,
 /// cached already; else an unchanged copy. plan_emulation() and Slice call it.
 Device with_measured_nn(const Device& device, const PlanOptions& options);
 
-/// `host` with this host's own share under a quota measured (measure_quota_share(), nn.hpp:
-/// once per host, about NnRuntime::share_seconds, cached) when a plan of `device` would use it
-/// and it is not cached: the device is emulated at its nn speed on one CPU or per core,
-/// options.quota_scale is empty, the period is edgeprof's default, keep-warm is on, and options.measure_nn allows
+/// `host` with this host's own share under a quota measured (measure_quota_share(), nn.hpp: once
+/// per host, about NnRuntime::share_seconds, cached) when a plan of `device` would use it and it is
+/// not cached: the device is emulated at its nn speed on one CPU or per core, options.quota_scale
+/// is empty, the period is edgeprof's default, keep-warm is on, and options.measure_nn allows
 /// measuring (its progress and Python are options.nn_measure's). A measurement that fails, or
-/// cannot be cached, is not tried again in this process: quota_share_problem says why, and
-/// the plan notes it. Only ncnn's share is measured on the way: a device at another runtime's
-/// speed whose share is cached (HostFacts::runtime_quota_shares) needs none, and one whose share
-/// is not takes ncnn's, the plan's note naming the command that measures its own (about 13
-/// minutes for PyTorch's here, too long for a run's way). Slice calls it.
+/// cannot be cached, is not tried again in this process: quota_share_problem says why, and the plan
+/// notes it. Only ncnn's share is measured on the way: a device at another runtime's speed whose
+/// share is cached (HostFacts::runtime_quota_shares) needs none, and one whose share is not takes
+/// ncnn's, the plan's note naming the command that measures its own (about 13 minutes for PyTorch's
+/// here, too long for a run's way). Slice calls it.
 HostFacts with_measured_quota_share(HostFacts host, const Device& device,
                                     const PlanOptions& options);
 
 /// `host` with this host's drift since its nn rating probed (measure_host_drift(), nn.hpp) on
 /// `cpu` when options.drift_check asks for it and a plan of `device` would use it: the device
-/// is emulated at its ncnn nn speed, and this host's ncnn rating is cached. A probe of the same
-/// CPU and rating made in this process in the last kDriftProbeReuse is used again (repeats and
-/// comparisons then share one reading). A probe that fails leaves drift empty with
-/// drift_problem saying why (the plan notes it; the run goes on uncorrected). Slice calls it
-/// once it holds its CPUs, on the first of them.
+/// is emulated at an nn speed of a runtime edgeprof rates (ncnn's, or another's from
+/// Device::for_runtime, probed with that runtime), and this host's rating with it is cached.
+/// A probe of the same CPU, runtime and rating made in this process in the last
+/// kDriftProbeReuse is used again (repeats and comparisons then share one reading). A probe
+/// that fails leaves drift empty with drift_problem saying why (the plan notes it; the run
+/// goes on uncorrected). Slice calls it once it holds its CPUs, on the first of them.
 HostFacts with_measured_drift(HostFacts host, const Device& device, const PlanOptions& options,
                               int cpu);
 

@@ -172,10 +172,11 @@ def _add_emulation_options(p: argparse.ArgumentParser) -> None:
                    "(docs/fidelity.md)")
     e.add_argument("--drift-check", action=argparse.BooleanOptionalAction, default=None,
                    help="probe this host's ncnn speed just before the run (about half a "
-                   "second) and correct a device's nn speed for the host's drift since its "
-                   "rating, beyond 10%%, and check this host's own share under the plan's "
-                   "quota (2-6 s), following it where it moved 1.5x (default: off, or "
-                   "EDGEPROF_DRIFT_CHECK=1; docs/fidelity.md)")
+                   "second; with --runtime, that runtime's: tens of seconds) and correct a "
+                   "device's nn speed for the host's drift since its rating, beyond 10%%, "
+                   "and check this host's own share under the plan's quota (2-6 s), "
+                   "following it where it moved 1.5x (default: off, or EDGEPROF_DRIFT_CHECK=1; "
+                   "docs/fidelity.md)")
     e.add_argument("--workload-scaling", type=float, default=None, metavar="X",
                    help="with projected core emulation: the workload's own speed-up from one "
                    "thread to two on this host over the reference graphs' "

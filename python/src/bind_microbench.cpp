@@ -588,8 +588,8 @@ void bind_microbench(py::module_& m) {
       "range, the runtime is unknown, Python or the runtime is missing, or a run fails.");
 
   py::class_<HostDrift>(m, "HostDrift",
-                        "How much slower this host runs ncnn inference now than at its nn "
-                        "rating (measured by a short probe of a few of its graphs).")
+                        "How much slower this host runs inference now than at its rating "
+                        "with a runtime (measured by a short probe of a few of its graphs).")
       .def_readonly("factor", &HostDrift::factor,
                     "Median over the probe's graphs of time now / time at the rating; above 1, "
                     "slower now. In CPU time where the rating has it (cpu_time).")
@@ -606,6 +606,8 @@ void bind_microbench(py::module_& m) {
       .def_readonly("measured_at", &HostDrift::measured_at)
       .def_readonly("rated_at", &HostDrift::rated_at)
       .def_readonly("seconds", &HostDrift::seconds)
+      .def_readonly("runtime_id", &HostDrift::runtime_id,
+                    "The rating's runtime: 'ncnn', 'pytorch', ...")
       .def("__str__", [](const HostDrift& d) { return describe(d); })
       .def("__repr__", [](const HostDrift& d) {
         return "HostDrift(factor=" + repr_float(d.factor) + ", measured_at=" +
@@ -629,7 +631,9 @@ void bind_microbench(py::module_& m) {
       py::arg("rating"), py::kw_only(), py::arg("python") = "", py::arg("graphs") = py::none(),
       py::arg("warmup") = 4, py::arg("loops") = 5, py::arg("cpu") = -1,
       py::arg("timeout_s") = 60.0,
-      "Probes this host's drift since `rating` (an ncnn NnRating, cached_nn_rating()): a few "
-      "of its graphs with ncnn, one thread, pinned, unthrottled (about half a second). Error "
-      "when the rating has none of the graphs, or Python or ncnn is missing.");
+      "Probes this host's drift since `rating` (an NnRating, cached_nn_rating()): a few of "
+      "its graphs with ncnn, one thread, pinned, unthrottled (about half a second); another "
+      "runtime's rating with that runtime and three of its models, timed as it was rated, in "
+      "the interpreter it ran in unless `python` names one (tens of seconds). Error when the "
+      "rating has none of the graphs, or Python or the runtime is missing.");
 }

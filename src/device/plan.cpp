@@ -351,6 +351,18 @@ QuotaScaleChoice choose_quota_scale(const Device& device, const HostFacts& host,
 // PlanOptions::drift_check: the nn speed times the host's drift since its rating, where it was
 // probed and is within the range a plan applies.
 void correct_for_drift(Device& device, const HostFacts& host, EmulationPlan& plan) {
+  if (host.drift && host.drift->runtime_id != device.nn->basis) {
+    plan.notes.push_back(fmt::format(
+        "host drift not corrected: it was probed with {} and the speed is {}'s",
+        detail::runtime_name(host.drift->runtime_id), detail::runtime_name(device.nn->basis)));
+    return;
+  }
+  // How to measure the speed's rating again.
+  const std::string remeasure =
+      device.nn->basis == "ncnn"
+          ? std::string("`edgeprof calibrate-host --nn --remeasure`")
+          : fmt::format("`edgeprof calibrate-host --nn --runtime {} --remeasure --python PY`",
+                        device.nn->basis);
   if (!host.drift) {
     plan.notes.push_back(fmt::format(
         "host drift not corrected: {}; the nn speed is the rating's",
@@ -370,9 +382,8 @@ void correct_for_drift(Device& device, const HostFacts& host, EmulationPlan& pla
     if (!d.cpu_time) {
       plan.notes.push_back(fmt::format(
           "host drift not corrected: the probe read {:.2f}x, but the rating has no CPU times to "
-          "tell the wait from drift: measure the rating again (`edgeprof calibrate-host --nn "
-          "--remeasure`)",
-          d.factor));
+          "tell the wait from drift: measure the rating again ({})",
+          d.factor, remeasure));
       return;
     }
   }
@@ -380,8 +391,8 @@ void correct_for_drift(Device& device, const HostFacts& host, EmulationPlan& pla
     plan.notes.push_back(fmt::format(
         "host drift not corrected: {}, beyond the {:g} .. {:g} a plan applies (another "
         "workload on the CPU, or a host much changed since its rating): measure the rating "
-        "again (`edgeprof calibrate-host --nn --remeasure`)",
-        describe(d), kMinHostDrift, kMaxHostDrift));
+        "again ({})",
+        describe(d), kMinHostDrift, kMaxHostDrift, remeasure));
     return;
   }
   if (std::abs(d.factor - 1) < kHostDriftDeadBand) {
@@ -529,7 +540,7 @@ EmulationPlan plan_emulation(const Device& described, const HostFacts& host,
   }
   PlanOptions options = asked;
   if (options.drift_check && device.speed_kind == "nn" && device.nn &&
-      device.nn->basis == "ncnn") {
+      detail::find_runtime(device.nn->basis)) {
     correct_for_drift(device, host, plan);
   }
   if (options.cores == CoreEmulation::automatic) {

@@ -18,6 +18,8 @@
 #include "edgeprof/plan.hpp"
 #include "nn/recent.hpp"
 #include "nn/runner_dir.hpp"
+#include "nn/runtime_table.hpp"
+#include "nn/runtimes.hpp"
 #include "suite/microbench_detail.hpp"
 #include "sys/stats.hpp"
 
@@ -84,19 +86,31 @@ HostDrift host_drift(const NnRating& rated, const NnRating& now) {
   d.measured_at = now.measured_at;
   d.rated_at = rated.measured_at;
   d.seconds = now.seconds;
+  d.runtime_id = rated.runtime_id;
   return d;
 }
 
 HostDrift measure_host_drift(const NnRating& rating, const DriftOptions& options) {
-  if (rating.runtime_id != "ncnn") {
-    throw Error(fmt::format("host drift is probed with ncnn's reference graphs; this rating is "
-                            "{}'s: give this host's ncnn rating (cached_nn_rating())",
+  const detail::RuntimeSpec* spec = detail::find_runtime(rating.runtime_id);
+  if (!spec || !spec->rating) {
+    throw Error(fmt::format("host drift: the rating's runtime '{}' is not one edgeprof rates; "
+                            "give a rating from cached_nn_rating()",
                             rating.runtime_id));
   }
+  const bool ncnn = rating.runtime_id == "ncnn";
   NnOptions o;
-  o.python = options.python;
+  o.runtime = rating.runtime_id;
+  // Another runtime's probe runs in the interpreter its rating ran in (the one with PyTorch),
+  // unless one is named.
+  o.python = options.python.empty() && !ncnn ? rating.command : options.python;
   for (const std::string& g : options.graphs) {
     if (rating.host_ms.count(g)) o.graphs.push_back(g);
+  }
+  if (o.graphs.empty() && !ncnn) {
+    // Not ncnn's graphs: the runtime's own share models, spread over its times.
+    for (const std::string_view m : spec->rating->share_models) {
+      if (rating.host_ms.count(std::string(m))) o.graphs.emplace_back(m);
+    }
   }
   if (o.graphs.empty()) {
     std::vector<std::string> rated;
@@ -107,10 +121,17 @@ HostDrift measure_host_drift(const NnRating& rating, const DriftOptions& options
                             rated.empty() ? std::string("none")
                                           : fmt::format("{}", fmt::join(rated, ", "))));
   }
-  o.warmup = options.warmup;
-  o.loops = options.loops;
   o.cpu = options.cpu;
-  o.timeout = options.timeout;
+  if (ncnn) {
+    o.warmup = options.warmup;
+    o.loops = options.loops;
+    o.timeout = options.timeout;
+  } else {
+    // The other runtimes time their models as their ratings did (the runner's arguments: a
+    // quarter of a second a pass, the mean), after starting Python and the runtime: tens of
+    // seconds (docs/devices.md).
+    o.timeout = std::max(options.timeout, std::chrono::seconds(300));
+  }
   const auto start = std::chrono::steady_clock::now();
   NnRating now = measure_nn_rating(o);
   HostDrift d = host_drift(rating, now);
@@ -122,18 +143,24 @@ HostFacts with_measured_drift(HostFacts host, const Device& device, const PlanOp
                               int cpu) {
   if (!options.drift_check || host.drift) return host;
   const Device at = for_speed_kind(device, options.speed_kind);
-  if (at.speed_kind != "nn" || !at.nn || at.nn->basis != "ncnn") return host;
+  // An ncnn speed, or another runtime's from its rating (not a probed device's vector speed).
+  if (at.speed_kind != "nn" || !at.nn || !detail::find_runtime(at.nn->basis)) return host;
+  const std::string& runtime = at.nn->basis;
   std::string why;
-  const std::optional<NnRating> rating = cached_nn_rating(&why);
+  const std::optional<NnRating> rating = cached_nn_rating(&why, runtime);
   if (!rating) {
-    host.drift_problem = fmt::format("this host's nn rating is not cached ({})", why);
+    host.drift_problem =
+        fmt::format("this host's {} rating is not cached ({})",
+                    runtime == "ncnn" ? "nn" : detail::runtime_name(runtime), why);
     return host;
   }
   // One reading per CPU, rating and interpreter for kDriftProbeReuse: repeats and comparisons
   // share it.
-  static detail::RecentReadings<std::tuple<int, std::string, std::string>, HostDrift> recent;
-  const auto key =
-      std::make_tuple(cpu, rating->measured_at, detail::nn_python_name(options.nn_measure.python));
+  static detail::RecentReadings<std::tuple<int, std::string, std::string, std::string>,
+                                HostDrift>
+      recent;
+  const auto key = std::make_tuple(cpu, runtime, rating->measured_at,
+                                   detail::nn_python_name(options.nn_measure.python));
   if (auto reading = recent.find(key)) {
     host.drift = std::move(reading);
     return host;
@@ -156,10 +183,14 @@ std::string describe(const HostDrift& d) {
       std::abs(f - 1) < 0.005 ? std::string("ran as fast as")
       : f > 1 ? fmt::format("ran {:.2f}x slower than", f)
               : fmt::format("ran {:.2f}x faster than", 1 / f);
+  const bool ncnn = d.runtime_id == "ncnn";
   std::string text = fmt::format(
-      "this host {} at its nn rating{}{}: {} ncnn graph{} probed{}{}{}", how,
+      "this host {} at its {} rating{}{}: {} {} {}{} probed{}{}{}", how,
+      ncnn ? "nn" : detail::runtime_name(d.runtime_id),
       d.rated_at.empty() ? "" : fmt::format(" ({})", d.rated_at),
-      d.cpu_time ? " in CPU time" : "", d.ratios.size(), d.ratios.size() == 1 ? "" : "s",
+      d.cpu_time ? " in CPU time" : "", d.ratios.size(),
+      ncnn ? "ncnn" : detail::runtime_name(d.runtime_id), ncnn ? "graph" : "model",
+      d.ratios.size() == 1 ? "" : "s",
       d.cpu >= 0 ? fmt::format(" on CPU {}", d.cpu) : "",
       d.measured_at.empty() ? "" : fmt::format(" at {}", d.measured_at),
       d.seconds > 0 ? fmt::format(", {:.2f} s", d.seconds) : "");

@@ -12,8 +12,10 @@
 # (fuse_model, qnnpack's default qconfig, calibration on random inputs, convert) and run as
 # TorchScript, as the PyTorch tutorial for the Raspberry Pi 4 runs them; --export writes them
 # to DIR/<model>.int8.pt, which a later run loads instead of quantizing again.
-# Prints one line per model, "<name> <median ms> <min ms> <max ms>", the format of edgeprof's
-# ncnn runner, after a line "runtime <what ran>"; with --export, "exported <name> <path>"; with
+# Prints one line per model, "<name> <median ms> <min ms> <max ms>", and "cpu <name> <ms>",
+# the process's CPU time per inference (the same median, or mean with --mean: the work without
+# the time it waited for a CPU), the format of edgeprof's ncnn runner, after a line
+# "runtime <what ran>"; with --export, "exported <name> <path>"; with
 # --activations, for a model it builds (not one read from DIR), also "activations <name> <MB>"
 # (its layers' outputs per inference, in the model's precision: one more untimed inference).
 # Under a CPU quota one inference shorter than the quota's period runs at the host's speed or
@@ -145,40 +147,47 @@ def onnx_session(source, threads, ort):
     return ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
 
 
-def time_runs(infer, warmup, loops, min_time=0.0):
+def time_runs(infer, warmup, loops, min_time=0.0, cpu=None):
     """Untimed warm-up, then timed calls, at least `loops` of them and `min_time` seconds in
-    all: their times in ms."""
+    all: their times in ms. `cpu`, a list, gets each call's process CPU time in ms."""
     for _ in range(warmup):
         infer()
     times = []
     began = time.perf_counter()
     while len(times) < loops or time.perf_counter() - began < min_time:
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         infer()
+        if cpu is not None:
+            cpu.append((time.process_time() - cpu_start) * 1000)
         times.append((time.perf_counter() - start) * 1000)
     return times
 
 
-def time_rounds(infers, warmup, loops, rounds, min_time=0.0):
+def time_rounds(infers, warmup, loops, rounds, min_time=0.0, cpu=None):
     """Every model's timed calls spread over passes through them all (`infers`: name -> call),
     so that each sees the same spells of a host whose speed wanders (on a shared VM, by a third
     or more over tens of seconds, and with it one model's median against another's): the
     first pass warms each model up `warmup` times, later ones once (its caches, after the
     others ran). min(rounds, loops) passes time `loops` calls of each model in all, as evenly as
     they go (earlier passes one more), and min_time / passes seconds each. Name -> the times in
-    ms."""
+    ms; `cpu`, a dict, gets name -> each call's process CPU time in ms."""
     passes = max(1, min(rounds, loops))
     times = {name: [] for name in infers}
     for r in range(passes):
         calls = loops // passes + (1 if r < loops % passes else 0)
         for name, infer in infers.items():
-            times[name] += time_runs(infer, warmup if r == 0 else 1, calls, min_time / passes)
+            times[name] += time_runs(infer, warmup if r == 0 else 1, calls, min_time / passes,
+                                     None if cpu is None else cpu.setdefault(name, []))
     return times
 
 
-def report(name, times, mean=False):
-    centre = statistics.fmean(times) if mean else statistics.median(times)
-    print(f"{name} {centre:.4f} {min(times):.4f} {max(times):.4f}", flush=True)
+def report(name, times, mean=False, cpu=None):
+    """The model's line, and its "cpu" line from `cpu` (the calls' CPU times) where a CPU clock
+    fine enough to time a call gave one: the same centre, mean or median."""
+    centre = statistics.fmean if mean else statistics.median
+    print(f"{name} {centre(times):.4f} {min(times):.4f} {max(times):.4f}", flush=True)
+    if cpu and centre(cpu) > 0:
+        print(f"cpu {name} {centre(cpu):.4f}", flush=True)
 
 
 def ort_missing(error) -> int:
@@ -205,15 +214,17 @@ def run_exported(paths, warmup, loops, threads, min_time, mean, rounds) -> int:
             session = onnx_session(path, threads, ort)
             feed = {session.get_inputs()[0].name: data}
             infers[name] = lambda s=session, f=feed: s.run(None, f)
-        for name, times in time_rounds(infers, warmup, loops, rounds, min_time).items():
-            report(name, times, mean)
+        cpu = {}
+        for name, times in time_rounds(infers, warmup, loops, rounds, min_time, cpu).items():
+            report(name, times, mean, cpu[name])
         return 0
     for name, path in paths.items():
         session = onnx_session(path, threads, ort)
         feed = {session.get_inputs()[0].name: data}
-        report(name, time_runs(lambda: session.run(None, feed), warmup, loops, min_time),  # noqa: B023
-               mean)
-        del session
+        cpu = []
+        infer = lambda s=session, f=feed: s.run(None, f)  # noqa: E731
+        report(name, time_runs(infer, warmup, loops, min_time, cpu), mean, cpu)
+        del session, infer
     return 0
 
 
@@ -365,13 +376,16 @@ def main() -> int:
         if rounds > 1:
             infers[name] = infer
             continue
+        cpu = []
         with torch.inference_mode():
-            report(name, time_runs(infer, warmup, loops, min_time), mean)
+            report(name, time_runs(infer, warmup, loops, min_time, cpu), mean, cpu)
         del model, infer
     if infers:
+        cpu = {}
         with torch.inference_mode():
-            for name, times in time_rounds(infers, warmup, loops, rounds, min_time).items():
-                report(name, times, mean)
+            for name, times in time_rounds(infers, warmup, loops, rounds, min_time,
+                                           cpu).items():
+                report(name, times, mean, cpu[name])
     return 0 if ran else 5
 
 

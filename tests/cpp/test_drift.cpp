@@ -60,6 +60,20 @@ std::string fake_python(const test::FakeTree& dir, const std::string& name, doub
   return path;
 }
 
+// A stand-in for the Python with PyTorch: every model it is asked for takes `ms` (and, with
+// `cpu_ms`, that much CPU time); its runtime line is the same in every one.
+std::string fake_torch_python(const test::FakeTree& dir, const std::string& name, double ms,
+                              double cpu_ms = 0) {
+  std::string body = fmt::format(
+      "#!/bin/sh\necho 'runtime PyTorch 9.9 fp32 (stand-in)'\nshift 4\nfor a in \"$@\"; do "
+      "case $a in\n  --*) ;;\n  *) echo \"$a {0} {0} {0}\"{1};;\nesac; done\n",
+      ms, cpu_ms > 0 ? fmt::format("; echo \"cpu $a {}\"", cpu_ms) : std::string());
+  dir.file("/" + name, body);
+  const std::string path = dir.root() + "/" + name;
+  std::filesystem::permissions(path, std::filesystem::perms::owner_all);
+  return path;
+}
+
 }  // namespace
 
 TEST_CASE("the host drift is the median of the probe's times over the rating's", "[drift]") {
@@ -89,9 +103,12 @@ TEST_CASE("the host drift is the median of the probe's times over the rating's",
   other.precision = "fp16";
   CHECK_THROWS_WITH(host_drift(rated, other), Contains("in fp32 and the probe in fp16"));
   CHECK_THROWS_WITH(host_drift(rated, rating({{"a", 0}})), Contains("positive numbers"));
+  // Another runtime's rating without its models, or an unknown runtime: refused by name.
   NnRating torch = rated;
   torch.runtime_id = "pytorch";
-  CHECK_THROWS_WITH(measure_host_drift(torch), Contains("this rating is pytorch's"));
+  CHECK_THROWS_WITH(measure_host_drift(torch), Contains("none of the probe's graphs"));
+  torch.runtime_id = "tflite";
+  CHECK_THROWS_WITH(measure_host_drift(torch), Contains("runtime 'tflite' is not one"));
   CHECK_THROWS_WITH(measure_host_drift(rated), Contains("none of the probe's graphs"));
   // The probe warms each graph up as the rating does (ncnn's first inferences run slower).
   CHECK(DriftOptions{}.warmup == NnOptions{}.warmup);
@@ -250,14 +267,27 @@ TEST_CASE("a plan with drift_check corrects the nn speed by the host's drift, an
   CHECK(b.host_drift == 1.0);
   CHECK(has_note(b.notes, "host drift not corrected: the probe failed: ncnn is missing"));
 
-  // Only an ncnn nn speed: the integer speed, and another runtime's, are not ncnn's rating's.
+  // Not the integer speed; another runtime's speed by that runtime's drift only.
   host.drift = drift(1.25);
   PlanOptions integer = o;
   integer.speed_kind = SpeedKind::integer;
   CHECK(plan_emulation(test::nn_device(0.2), host, integer).host_drift == 1.0);
   Device torch = test::nn_device(0.2);
   torch.nn->basis = "pytorch";
-  CHECK(plan_emulation(torch, host, o).host_drift == 1.0);
+  const EmulationPlan by_ncnn = plan_emulation(torch, host, o);
+  CHECK(by_ncnn.host_drift == 1.0);
+  CHECK(has_note(by_ncnn.notes, "host drift not corrected: it was probed with ncnn and the "
+                                "speed is PyTorch's"));
+  host.drift->runtime_id = "pytorch";
+  const EmulationPlan by_torch = plan_emulation(torch, host, o);
+  CHECK(by_torch.host_drift == 1.25);
+  CHECK(by_torch.cpu_quota_us == 2500);
+  CHECK(has_note(by_torch.notes, "at its PyTorch rating"));
+  CHECK(has_note(by_torch.notes, "1 PyTorch model probed"));
+  host.drift = drift(2.0);
+  host.drift->runtime_id = "pytorch";
+  CHECK(has_note(plan_emulation(torch, host, o).notes,
+                 "`edgeprof calibrate-host --nn --runtime pytorch --remeasure --python PY`"));
 
   // Too fast for a quota once corrected: not corrected (a quota cannot give more than a CPU).
   host.drift = drift(1.4);
@@ -286,19 +316,25 @@ TEST_CASE("with_measured_drift probes only where the plan would use it", "[drift
   CHECK(cached_nn_rating()->cpu_ms.empty());
   CHECK_FALSE(probed.drift->cpu_time);
   CHECK(std::isnan(probed.drift->waiting));
-  // Not asked, the integer speed, another runtime's speed: no probe, no problem.
+  // Not asked, the integer speed, a probed device's vector speed: no probe, no problem.
   PlanOptions off = o;
   off.drift_check = false;
   PlanOptions integer = o;
   integer.speed_kind = SpeedKind::integer;
-  Device torch = test::nn_device(0.2);
-  torch.nn->basis = "pytorch";
+  Device vector = test::nn_device(0.2);
+  vector.nn->basis = "vector";
   for (const HostFacts& h : {with_measured_drift(test::two_cpu_host(), test::nn_device(0.2), off, cpu),
                              with_measured_drift(test::two_cpu_host(), test::nn_device(0.2), integer, cpu),
-                             with_measured_drift(test::two_cpu_host(), torch, o, cpu)}) {
+                             with_measured_drift(test::two_cpu_host(), vector, o, cpu)}) {
     CHECK_FALSE(h.drift);
     CHECK(h.drift_problem.empty());
   }
+  // Another runtime's speed is probed with that runtime's rating, which is not cached here.
+  Device torch = test::nn_device(0.2);
+  torch.nn->basis = "pytorch";
+  const HostFacts t = with_measured_drift(test::two_cpu_host(), torch, o, cpu);
+  CHECK_FALSE(t.drift);
+  CHECK_THAT(t.drift_problem, Contains("this host's PyTorch rating is not cached"));
 }
 
 TEST_CASE("a run with drift_check probes the rating's graphs on its CPU and corrects its speed",
@@ -413,4 +449,47 @@ TEST_CASE("the real runner's CPU time leaves out the wait for a CPU another proc
     CHECK(alone.cpu_ms.at(graph) > 0);
     CHECK(alone.cpu_ms.at(graph) <= ms * 1.05);
   }
+}
+
+TEST_CASE("another runtime's speed is probed with that runtime's models and corrected by them",
+          "[drift]") {
+  const test::FakeTree cache;
+  test::ScopedEnv env("EDGEPROF_CACHE_DIR", cache.root());
+  const test::FakeTree bin;
+  NnOptions n;
+  n.runtime = "pytorch";
+  n.python = fake_torch_python(bin, "rated", 10, 9.9);
+  const NnRating rated = measure_nn_rating(n);
+  REQUIRE_FALSE(rated.cache_file.empty());
+  REQUIRE(rated.command == n.python);
+  // Now every model takes 12.5 ms of CPU: probed with the runtime's three share models (ncnn's
+  // probe graphs are not its models), in CPU time.
+  DriftOptions d;
+  d.python = fake_torch_python(bin, "now", 13, 12.375);
+  d.cpu = host_facts().cpus.front();
+  const HostDrift probed = measure_host_drift(rated, d);
+  CHECK(probed.factor == Approx(1.25));
+  CHECK(probed.cpu_time);
+  CHECK(probed.runtime_id == "pytorch");
+  CHECK(probed.ratios.size() == 3);
+  CHECK(probed.ratios.count("resnet18") == 1);
+  CHECK_THAT(describe(probed), Contains("ran 1.25x slower than at its PyTorch rating") &&
+                                   Contains("3 PyTorch models probed"));
+  // Without an interpreter named, the rating's own (here: as fast as rated).
+  CHECK(measure_host_drift(rated, DriftOptions{}).factor == Approx(1.0));
+  // A plan at the runtime's speed probes it, and is corrected by it.
+  PlanOptions o;
+  o.drift_check = true;
+  o.quota_scale = 1.0;
+  o.nn_measure.python = d.python;
+  Device torch = test::nn_device(0.2);
+  torch.nn->basis = "pytorch";
+  const HostFacts host = with_measured_drift(test::two_cpu_host(), torch, o, d.cpu);
+  REQUIRE(host.drift);
+  CHECK(host.drift->runtime_id == "pytorch");
+  const EmulationPlan p = plan_emulation(torch, host, o);
+  CHECK(p.host_drift == Approx(1.25));
+  CHECK(p.cpu_quota_us == 2500);
+  // An ncnn rating's probe is not asked for (none is cached here): the runtime's alone.
+  CHECK_FALSE(cached_nn_rating());
 }

@@ -72,8 +72,9 @@ def test_exported_models_are_timed_without_pytorch(tmp_path):
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].startswith("runtime ONNX Runtime 0.0-test") and "exported earlier" in lines[0]
-    assert [line.split()[0] for line in lines[1:]] == ["resnet18", "mobilenetv2_100"]
-    assert all(len(line.split()) == 4 for line in lines[1:])
+    assert [line.split()[0] for line in lines[1:] if not line.startswith("cpu ")] == \
+        ["resnet18", "mobilenetv2_100"]
+    assert all(len(line.split()) == (3 if line.startswith("cpu ") else 4) for line in lines[1:])
     log = (tmp_path / "ort.log").read_text().splitlines()
     assert log == [f"{models}/resnet18.onnx threads=2 CPUExecutionProvider",
                    f"{models}/mobilenetv2_100.onnx threads=2 CPUExecutionProvider"]
@@ -121,6 +122,29 @@ def test_rounds_spread_every_models_timed_calls_over_passes_through_them_all():
     assert len(times["a"]) == 2 and calls == ["a"] * 2 + ["b"] * 2 + ["a"] * 2 + ["b"] * 2
 
 
+def test_each_model_reports_its_cpu_time_per_inference(monkeypatch, capsys):
+    # A CPU clock that moves 2 ms at every reading: each timed call (not the warm-ups) reads it
+    # twice, 2 ms of CPU each.
+    runner = load_runner()
+    ticks = iter(range(1000))
+    monkeypatch.setattr(runner.time, "process_time", lambda: 0.002 * next(ticks))
+    cpu = []
+    runner.time_runs(lambda: None, 2, 3, 0.0, cpu)
+    assert cpu == pytest.approx([2.0, 2.0, 2.0])
+    cpu = {}
+    times = runner.time_rounds({"a": lambda: None, "b": lambda: None}, 1, 4, 2, 0.0, cpu)
+    assert [len(cpu["a"]), len(cpu["b"])] == [len(times["a"]), len(times["b"])] == [4, 4]
+    # The same centre as the model's time: the mean with --mean, else the median.
+    runner.report("m", [1.0, 2.0, 6.0], True, [1.0, 1.0, 4.0])
+    runner.report("m", [1.0, 2.0, 6.0], False, [1.0, 1.0, 4.0])
+    # A clock too coarse to see a call, or none: no cpu line.
+    runner.report("m", [1.0], False, [0.0])
+    runner.report("m", [1.0])
+    assert capsys.readouterr().out.splitlines() == [
+        "m 3.0000 1.0000 6.0000", "cpu m 2.0000", "m 2.0000 1.0000 6.0000", "cpu m 1.0000",
+        "m 1.0000 1.0000 1.0000", "m 1.0000 1.0000 1.0000"]
+
+
 def test_rounds_split_min_time_between_the_passes(monkeypatch):
     # The ratings' way (--rounds=8 --min-time=2): each pass times a model for its part of
     # --min-time. A clock that moves 50 ms at every reading: 0.2 s a pass times two calls a pass
@@ -144,8 +168,11 @@ def test_rounds_on_the_command_line(tmp_path):
     done = run_runner(tmp_path, str(models), "1", "4", "--backend=onnxruntime", "--rounds=2",
                       "resnet18", "mobilenetv2_100")
     assert done.returncode == 0, done.stderr
-    assert [line.split()[0] for line in done.stdout.splitlines()[1:]] == \
-        ["resnet18", "mobilenetv2_100"]
+    lines = [line.split() for line in done.stdout.splitlines()[1:]]
+    assert [w[0] for w in lines if w[0] != "cpu"] == ["resnet18", "mobilenetv2_100"]
+    # Each model's CPU time per inference, where the clock saw any, after its own line.
+    assert all(w[1] in ("resnet18", "mobilenetv2_100") and float(w[2]) > 0
+               for w in lines if w[0] == "cpu")
     # Both sessions opened before any is timed; per model 1 warm-up, 2 x 2 timed, 1 re-warm,
     # each pass through both models in turn (each call runs its own model's session).
     assert len((tmp_path / "ort.log").read_text().splitlines()) == 2
@@ -251,7 +278,8 @@ def test_int8_models_quantized_earlier_are_loaded_with_qnnpack_set_first(tmp_pat
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].startswith("runtime PyTorch 0.0-test int8 qnnpack TorchScript")
-    assert [line.split()[0] for line in lines[1:]] == ["resnet18", "shufflenet_v2_x0_5"]
+    assert [line.split()[0] for line in lines[1:] if not line.startswith("cpu ")] == \
+        ["resnet18", "shufflenet_v2_x0_5"]
     log = (tmp_path / "torch.log").read_text().splitlines()
     # The engine before any model is loaded (weights are packed for the engine in force).
     # Without --rounds each model is loaded and timed (1 warm-up, 2 timed) before the next.
@@ -268,8 +296,8 @@ def test_int8_models_in_rounds_are_all_loaded_then_timed_in_turn(tmp_path):
     done = run_runner_with_torch(tmp_path, str(models), "1", "2", "--precision=int8",
                                  "--rounds=2", "resnet18", "shufflenet_v2_x0_5")
     assert done.returncode == 0, done.stderr
-    assert [line.split()[0] for line in done.stdout.splitlines()[1:]] == \
-        ["resnet18", "shufflenet_v2_x0_5"]
+    assert [line.split()[0] for line in done.stdout.splitlines()[1:]
+            if not line.startswith("cpu ")] == ["resnet18", "shufflenet_v2_x0_5"]
     log = (tmp_path / "torch.log").read_text().splitlines()
     loads = [f"load {models}/resnet18.int8.pt", f"load {models}/shufflenet_v2_x0_5.int8.pt"]
     assert log[:4] == ["threads=1", "engine=qnnpack", *loads]
