@@ -569,7 +569,7 @@ def main() -> int:
             print(f"torch_boards.py: {name}: host over its rating before, after: {drift}",
                   file=sys.stderr, flush=True)
         spread = run_spread(edgeprof, speed, plans[name]) if emulated else None
-        if args.correct_drift and name in plans:
+        if args.correct_drift and name in plans and plans[name].drift_probed > 0:
             # The run's own probe (the library's drift check) and the factor its plan applied.
             drift += (f"; the run's own probe {plans[name].drift_probed:.2f}, applied "
                       f"{plans[name].host_drift:.2f}")

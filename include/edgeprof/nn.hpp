@@ -510,7 +510,8 @@ std::string describe(const QuotaShare& share);
 /// 21.3 ms, ..., measured 2026-11-25T10:00:00Z".
 std::string describe(const NnRating& rating);
 
-/// How much slower this host runs ncnn inference now than when its nn rating was measured: a
+/// How much slower this host runs inference now than when its rating with a runtime (ncnn's
+/// nn rating, or PyTorch's, ONNX Runtime's: HostDrift::runtime_id) was measured: a
 /// virtual machine's CPU drifts (its neighbours, its clock), and every nn speed is a ratio to
 /// the rating, so a host 1.2x slower than at its rating makes every emulated time 1.2x too
 /// slow (docs/fidelity.md). measure_host_drift() probes it; a plan with PlanOptions::drift_check
@@ -573,7 +574,8 @@ struct DriftOptions {
 /// rating of another runtime (PyTorch's, ONNX Runtime's) is probed with that runtime: the
 /// options' graphs it has, else its own share models (RuntimeRatingSpec::share_models, three),
 /// timed as its rating timed them, in `options.python` or else the interpreter its rating ran
-/// in (NnRating::command): tens of seconds (30 s for ONNX Runtime on a 2-vCPU host, measured).
+/// in (NnRating::command) while it is there: tens of seconds (15 s for ONNX Runtime on a
+/// 2-vCPU host, measured).
 /// Throws Error when `rating` is of no runtime edgeprof rates or has none of the probe's
 /// graphs, or as measure_nn_rating() does (Python or the runtime missing, the runner failing).
 HostDrift measure_host_drift(const NnRating& rating, const DriftOptions& options = {});

@@ -44,9 +44,9 @@ struct HostFacts {
   /// Why a runtime's share is not in runtime_quota_shares (not measured yet, corrupt, measured
   /// on another host), by NnRuntime id, for the plan's note.
   std::map<std::string, std::string> runtime_quota_share_problems;
-  /// How much slower this host runs ncnn inference now than at its nn rating (HostDrift,
-  /// nn.hpp: measure_host_drift()), from which a plan with PlanOptions::drift_check corrects an
-  /// nn speed; empty when not probed.
+  /// How much slower this host runs inference now than at its rating with the runtime of the
+  /// plan's nn speed (HostDrift, nn.hpp: measure_host_drift()), from which a plan with
+  /// PlanOptions::drift_check corrects that speed; empty when not probed.
   std::optional<HostDrift> drift;
   /// Why drift is empty where a plan asked for it, for the plan's note.
   std::string drift_problem;

@@ -171,9 +171,10 @@ def _add_emulation_options(p: argparse.ArgumentParser) -> None:
                    "host's measured own share (`calibrate-host --nn`), others 1 "
                    "(docs/fidelity.md)")
     e.add_argument("--drift-check", action=argparse.BooleanOptionalAction, default=None,
-                   help="probe this host's ncnn speed just before the run (about half a "
-                   "second; with --runtime, that runtime's: tens of seconds) and correct a "
-                   "device's nn speed for the host's drift since its rating, beyond 10%%, "
+                   help="probe this host's inference speed just before the run (ncnn's, about "
+                   "half a second; at another runtime's speed that runtime's: tens of seconds) "
+                   "and correct a device's nn speed for the host's drift since its rating, "
+                   "beyond 10%%, "
                    "and check this host's own share under the plan's quota (2-6 s), "
                    "following it where it moved 1.5x (default: off, or EDGEPROF_DRIFT_CHECK=1; "
                    "docs/fidelity.md)")

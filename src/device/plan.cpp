@@ -357,12 +357,7 @@ void correct_for_drift(Device& device, const HostFacts& host, EmulationPlan& pla
         detail::runtime_name(host.drift->runtime_id), detail::runtime_name(device.nn->basis)));
     return;
   }
-  // How to measure the speed's rating again.
-  const std::string remeasure =
-      device.nn->basis == "ncnn"
-          ? std::string("`edgeprof calibrate-host --nn --remeasure`")
-          : fmt::format("`edgeprof calibrate-host --nn --runtime {} --remeasure --python PY`",
-                        device.nn->basis);
+  const std::string remeasure = detail::remeasure_command(device.nn->basis);
   if (!host.drift) {
     plan.notes.push_back(fmt::format(
         "host drift not corrected: {}; the nn speed is the rating's",
@@ -539,8 +534,9 @@ EmulationPlan plan_emulation(const Device& described, const HostFacts& host,
     plan.notes.push_back(std::move(spread));
   }
   PlanOptions options = asked;
-  if (options.drift_check && device.speed_kind == "nn" && device.nn &&
-      detail::find_runtime(device.nn->basis)) {
+  const detail::RuntimeSpec* rated =
+      device.nn ? detail::find_runtime(device.nn->basis) : nullptr;
+  if (options.drift_check && device.speed_kind == "nn" && rated && rated->rating) {
     correct_for_drift(device, host, plan);
   }
   if (options.cores == CoreEmulation::automatic) {

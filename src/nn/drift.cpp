@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -33,15 +35,16 @@ HostDrift host_drift(const NnRating& rated, const NnRating& now) {
   }
   if (rated.precision != now.precision) {
     throw Error(fmt::format("host drift: the rating was measured in {} and the probe in {}; "
-                            "measure the rating again (`edgeprof calibrate-host --nn "
-                            "--remeasure`)",
-                            rated.precision, now.precision));
+                            "measure the rating again ({})",
+                            rated.precision, now.precision,
+                            detail::remeasure_command(rated.runtime_id)));
   }
   if (!rated.runtime.empty() && !now.runtime.empty() && rated.runtime != now.runtime) {
     throw Error(fmt::format("host drift: the rating was measured with {} and the probe ran {}: "
                             "a new version is not the host's drift; measure the rating again "
-                            "(`edgeprof calibrate-host --nn --remeasure`)",
-                            rated.runtime, now.runtime));
+                            "({})",
+                            rated.runtime, now.runtime,
+                            detail::remeasure_command(rated.runtime_id)));
   }
   HostDrift d;
   const auto valid = [](double ms) { return ms > 0 && std::isfinite(ms); };
@@ -100,24 +103,28 @@ HostDrift measure_host_drift(const NnRating& rating, const DriftOptions& options
   const bool ncnn = rating.runtime_id == "ncnn";
   NnOptions o;
   o.runtime = rating.runtime_id;
-  // Another runtime's probe runs in the interpreter its rating ran in (the one with PyTorch),
-  // unless one is named.
-  o.python = options.python.empty() && !ncnn ? rating.command : options.python;
-  for (const std::string& g : options.graphs) {
-    if (rating.host_ms.count(g)) o.graphs.push_back(g);
+  // Another runtime's probe runs in the interpreter its rating ran in (the one with PyTorch)
+  // while it is there, unless one is named.
+  o.python = options.python;
+  if (!ncnn && o.python.empty() && !rating.command.empty() &&
+      ::access(rating.command.c_str(), X_OK) == 0) {
+    o.python = rating.command;
   }
-  if (o.graphs.empty() && !ncnn) {
-    // Not ncnn's graphs: the runtime's own share models, spread over its times.
-    for (const std::string_view m : spec->rating->share_models) {
-      if (rating.host_ms.count(std::string(m))) o.graphs.emplace_back(m);
-    }
+  // Another runtime's probe: the graphs asked for, else (ncnn's default four, which int8's
+  // models share a name with) its own share models, spread over its times.
+  std::vector<std::string> tried = options.graphs;
+  if (!ncnn && options.graphs == DriftOptions{}.graphs) {
+    tried.assign(spec->rating->share_models.begin(), spec->rating->share_models.end());
+  }
+  for (const std::string& g : tried) {
+    if (rating.host_ms.count(g)) o.graphs.push_back(g);
   }
   if (o.graphs.empty()) {
     std::vector<std::string> rated;
     for (const auto& [graph, ms] : rating.host_ms) rated.push_back(graph);
     throw Error(fmt::format("host drift: the rating has none of the probe's graphs ({}; it has "
                             "{}): probe some of the rating's graphs (DriftOptions::graphs)",
-                            fmt::join(options.graphs, ", "),
+                            fmt::join(tried, ", "),
                             rated.empty() ? std::string("none")
                                           : fmt::format("{}", fmt::join(rated, ", "))));
   }
@@ -144,7 +151,8 @@ HostFacts with_measured_drift(HostFacts host, const Device& device, const PlanOp
   if (!options.drift_check || host.drift) return host;
   const Device at = for_speed_kind(device, options.speed_kind);
   // An ncnn speed, or another runtime's from its rating (not a probed device's vector speed).
-  if (at.speed_kind != "nn" || !at.nn || !detail::find_runtime(at.nn->basis)) return host;
+  const detail::RuntimeSpec* spec = at.nn ? detail::find_runtime(at.nn->basis) : nullptr;
+  if (at.speed_kind != "nn" || !spec || !spec->rating) return host;
   const std::string& runtime = at.nn->basis;
   std::string why;
   const std::optional<NnRating> rating = cached_nn_rating(&why, runtime);

@@ -179,6 +179,11 @@ std::string share_duration(std::string_view id) {
   return fmt::format("about {} minutes", (s + 30) / 60);
 }
 
+std::string remeasure_command(std::string_view id) {
+  if (id == "ncnn") return "`edgeprof calibrate-host --nn --remeasure`";
+  return fmt::format("`edgeprof calibrate-host --nn --runtime {} --remeasure --python PY`", id);
+}
+
 const char* runner_source(std::string_view file) {
   for (const RunnerSource& r : kRunners) {
     if (r.file == file) return r.source;

@@ -72,6 +72,11 @@ const RuntimeSpec& rated_runtime(std::string_view id, std::string_view what);
 // an id without one.
 std::string share_duration(std::string_view id);
 
+// The command that measures runtime `id`'s rating again, quoted for a note:
+// "`edgeprof calibrate-host --nn --remeasure`" for ncnn, with "--runtime ID ... --python PY"
+// for the others.
+std::string remeasure_command(std::string_view id);
+
 // The Python source of the runner compiled in from src/nn/`file`; nullptr for no such file.
 const char* runner_source(std::string_view file);
 

@@ -475,8 +475,27 @@ TEST_CASE("another runtime's speed is probed with that runtime's models and corr
   CHECK(probed.ratios.count("resnet18") == 1);
   CHECK_THAT(describe(probed), Contains("ran 1.25x slower than at its PyTorch rating") &&
                                    Contains("3 PyTorch models probed"));
-  // Without an interpreter named, the rating's own (here: as fast as rated).
+  // Without an interpreter named, the rating's own (here: as fast as rated); where that is
+  // gone, $EDGEPROF_PYTHON's.
   CHECK(measure_host_drift(rated, DriftOptions{}).factor == Approx(1.0));
+  {
+    NnRating moved = rated;
+    moved.command = bin.root() + "/no-such-python";
+    test::ScopedEnv python("EDGEPROF_PYTHON", d.python);
+    CHECK(measure_host_drift(moved, DriftOptions{}).factor == Approx(1.25));
+  }
+  // int8's models share a name with ncnn's default probe graphs (mobilenet_v2): still its own
+  // three.
+  NnOptions q = n;
+  q.runtime = "pytorch-int8";
+  const NnRating int8 = measure_nn_rating(q);
+  const HostDrift int8_drift = measure_host_drift(int8, d);
+  CHECK(int8_drift.ratios.size() == 3);
+  CHECK(int8_drift.ratios.count("shufflenet_v2_x1_0") == 1);
+  // Graphs asked for are probed as asked.
+  DriftOptions one = d;
+  one.graphs = {"mobilenet_v2"};
+  CHECK(measure_host_drift(int8, one).ratios.size() == 1);
   // A plan at the runtime's speed probes it, and is corrected by it.
   PlanOptions o;
   o.drift_check = true;
