@@ -62,7 +62,8 @@ struct NnSpeed {
   /// One device core / one host core for CNN inference: the geometric mean over `models` of
   /// host time / device time.
   double core_speed = 0;
-  /// The models both sides have, with device ms / host ms of each (the device's slowdown).
+  /// The models both sides have, with device ms / host ms of each (the device's slowdown); with
+  /// a memory term, those of its fit (the rating's models with activations).
   std::map<std::string, double> ratios;
   /// Leave-one-model-out: for each model, |predicted / published device time - 1| with the
   /// speed taken from the other models; median and worst. 0 with fewer than 2 models.
@@ -310,6 +311,10 @@ struct NnOptions {
   /// False: measured, never cached (a probe, a scaling run). A full one-thread rating is
   /// cached by default.
   bool cache = true;
+  /// Count each model's activation MB (NnRating::activation_mb, the memory term's) where the
+  /// runner can (PyTorch's and ONNX Runtime's: one more untimed inference per model). A drift
+  /// probe does without; a rating without them is not cached (the memory term needs them).
+  bool activations = true;
   /// Stopped, and Error thrown, when it runs longer.
   std::chrono::seconds timeout{900};
   /// Receives a line for people per graph (may be empty).
@@ -565,19 +570,23 @@ struct DriftOptions {
   int loops = 5;  ///< timed inferences per graph; their median is the figure
   /// The CPU to run on (the one the workload will run on); -1 = the calling thread's.
   int cpu = -1;
-  /// Stopped, and Error thrown, when it runs longer.
+  /// Stopped, and Error thrown, when it runs longer (another runtime's probe: at least 300 s).
   std::chrono::seconds timeout{60};
+  /// Hears, for another runtime's probe (tens of seconds), a line when it starts, the
+  /// runner's progress and the reading; ncnn's (half a second) says nothing. May be empty.
+  std::function<void(const std::string&)> progress;
 };
 
 /// Runs the probe (about half a second: Python, ncnn, and the graphs of `options` that
 /// `rating` has, one thread, pinned, unthrottled) and returns host_drift(rating, probe). A
 /// rating of another runtime (PyTorch's, ONNX Runtime's) is probed with that runtime: the
 /// options' graphs it has, else its own share models (RuntimeRatingSpec::share_models, three),
-/// timed as its rating timed them, in `options.python` or else the interpreter its rating ran
-/// in (NnRating::command) while it is there: tens of seconds (15 s for ONNX Runtime on a
-/// 2-vCPU host, measured).
-/// Throws Error when `rating` is of no runtime edgeprof rates or has none of the probe's
-/// graphs, or as measure_nn_rating() does (Python or the runtime missing, the runner failing).
+/// timed as its rating timed them (its runner's arguments: `options`' warmup and loops are
+/// ncnn's), in `options.python` or else the interpreter its rating ran in (NnRating::command)
+/// while it is there: tens of seconds (15 s for ONNX Runtime on a 2-vCPU host, measured).
+/// Throws Error when `rating` is of no runtime edgeprof rates, has none of the probe's graphs
+/// or was measured with more than one thread (NnRating::threads; cached ratings have one), or
+/// as measure_nn_rating() does (Python or the runtime missing, the runner failing).
 HostDrift measure_host_drift(const NnRating& rating, const DriftOptions& options = {});
 
 /// "this host ran 1.12x slower than at its nn rating (2026-11-28T14:14:18Z): 4 ncnn graphs

@@ -570,6 +570,7 @@ def measure_host_drift(
     loops: int = 5,
     cpu: int = -1,
     timeout_s: float = 60.0,
+    progress: Optional[Callable[[str], None]] = None,  # another runtime's probe: its lines
 ) -> HostDrift: ...
 def choose_cpu_period_us(iteration_time_us: int) -> int: ...  # a tenth, within 5 to 100 ms
 

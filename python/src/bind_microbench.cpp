@@ -617,7 +617,8 @@ void bind_microbench(py::module_& m) {
       "measure_host_drift",
       [](const NnRating& rating, const std::string& python,
          const std::optional<std::vector<std::string>>& graphs, int warmup, int loops, int cpu,
-         double timeout_s) {
+         double timeout_s,
+         const std::optional<std::function<void(const std::string&)>>& progress) {
         DriftOptions options;
         options.python = python;
         if (graphs) options.graphs = *graphs;
@@ -625,15 +626,17 @@ void bind_microbench(py::module_& m) {
         options.loops = loops;
         options.cpu = cpu;
         options.timeout = to_whole_seconds("measure_host_drift", timeout_s);
+        options.progress = with_signal_check(progress);
         py::gil_scoped_release unlocked;
         return measure_host_drift(rating, options);
       },
       py::arg("rating"), py::kw_only(), py::arg("python") = "", py::arg("graphs") = py::none(),
       py::arg("warmup") = 4, py::arg("loops") = 5, py::arg("cpu") = -1,
-      py::arg("timeout_s") = 60.0,
+      py::arg("timeout_s") = 60.0, py::arg("progress") = py::none(),
       "Probes this host's drift since `rating` (an NnRating, cached_nn_rating()): a few of "
       "its graphs with ncnn, one thread, pinned, unthrottled (about half a second); another "
       "runtime's rating with that runtime and three of its models, timed as it was rated, in "
-      "the interpreter it ran in unless `python` names one (tens of seconds). Error when the "
-      "rating has none of the graphs, or Python or the runtime is missing.");
+      "the interpreter it ran in unless `python` names one (tens of seconds; progress(line) "
+      "hears it go). Error when the rating has none of the graphs, or Python or the runtime "
+      "is missing.");
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <fmt/format.h>
 
 #include "edgeprof/catalog.hpp"
@@ -412,6 +413,10 @@ NnSpeed runtime_speed(const Device& device, std::string_view runtime, const NnRa
     s.loo_median_error = f.loo_median_error;
     s.loo_worst_error = f.loo_worst_error;
     s.loo_log_sd = f.loo_log_sd;
+    // Its models are the fit's (those with activations): time_interval() counts them.
+    for (auto it = s.ratios.begin(); it != s.ratios.end();) {
+      it = f.held_out_ms.count(it->first) ? std::next(it) : s.ratios.erase(it);
+    }
   }
   return s;
 }

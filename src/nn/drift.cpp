@@ -128,7 +128,15 @@ HostDrift measure_host_drift(const NnRating& rating, const DriftOptions& options
                             rated.empty() ? std::string("none")
                                           : fmt::format("{}", fmt::join(rated, ", "))));
   }
+  if (rating.threads > 1) {
+    throw Error(fmt::format("host drift: the rating was measured with {} threads, and the probe "
+                            "compares one thread's times: give a one-thread rating "
+                            "(cached_nn_rating())",
+                            rating.threads));
+  }
   o.cpu = options.cpu;
+  o.activations = false;  // an inference per model the probe does not need
+  o.cache = false;
   if (ncnn) {
     o.warmup = options.warmup;
     o.loops = options.loops;
@@ -139,10 +147,25 @@ HostDrift measure_host_drift(const NnRating& rating, const DriftOptions& options
     // seconds (docs/devices.md).
     o.timeout = std::max(options.timeout, std::chrono::seconds(300));
   }
+  // Another runtime's probe takes tens of seconds: say what it is, then the runner's lines.
+  if (!ncnn && options.progress) {
+    options.progress(fmt::format(
+        "probing this host's drift since its {} rating{}: {} model{}, tens of seconds",
+        detail::runtime_name(rating.runtime_id),
+        rating.measured_at.empty() ? "" : fmt::format(" ({})", rating.measured_at),
+        o.graphs.size(), o.graphs.size() == 1 ? "" : "s"));
+    // The runner's lines, not its closing summary (a rating's, "3 models with PyTorch ...":
+    // the reading below is what the probe found).
+    const std::string summary = fmt::format("{} model", o.graphs.size());
+    o.progress = [&options, summary](const std::string& line) {
+      if (line.rfind(summary, 0) != 0) options.progress(line);
+    };
+  }
   const auto start = std::chrono::steady_clock::now();
   NnRating now = measure_nn_rating(o);
   HostDrift d = host_drift(rating, now);
   d.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!ncnn && options.progress) options.progress(describe(d));
   return d;
 }
 
@@ -175,6 +198,7 @@ HostFacts with_measured_drift(HostFacts host, const Device& device, const PlanOp
   }
   DriftOptions o;
   o.python = options.nn_measure.python;
+  o.progress = options.nn_measure.progress;
   o.cpu = cpu;
   try {
     host.drift = measure_host_drift(*rating, o);

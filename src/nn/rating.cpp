@@ -634,7 +634,9 @@ NnRating measure_nn_rating(const NnOptions& options) {
   std::vector<std::string> argv{python, dir.runner(), dir.path(),
                                 std::to_string(options.warmup), std::to_string(options.loops)};
   if (options.threads > 1) argv.push_back(fmt::format("--threads={}", options.threads));
-  argv.insert(argv.end(), e.info.runner_args.begin(), e.info.runner_args.end());
+  for (const std::string& a : e.info.runner_args) {
+    if (options.activations || a != "--activations") argv.push_back(a);
+  }
   // ncnn's runner runs every graph it finds without names; other runners build what they
   // are told.
   const std::vector<std::string>& wanted =
@@ -743,6 +745,10 @@ NnRating measure_nn_rating(const NnOptions& options) {
     r.note = fmt::format("measured with {} threads: not cached", options.threads);
   } else if (!options.cache) {
     r.note = "not cached (NnOptions::cache)";
+  } else if (!options.activations &&
+             std::find(e.info.runner_args.begin(), e.info.runner_args.end(), "--activations") !=
+                 e.info.runner_args.end()) {
+    r.note = "measured without activations (NnOptions::activations): not cached";
   } else if (!options.graphs.empty()) {
     r.note = fmt::format("measured a subset of the {}: not cached",
                          e.reads_graphs ? "reference graphs" : "models");

@@ -64,12 +64,14 @@ std::string fake_python(const test::FakeTree& dir, const std::string& name, doub
 // `cpu_ms`, that much CPU time); its runtime line is the same in every one.
 std::string fake_torch_python(const test::FakeTree& dir, const std::string& name, double ms,
                               double cpu_ms = 0) {
-  std::string body = fmt::format(
-      "#!/bin/sh\necho 'runtime PyTorch 9.9 fp32 (stand-in)'\nshift 4\nfor a in \"$@\"; do "
-      "case $a in\n  --*) ;;\n  *) echo \"$a {0} {0} {0}\"{1};;\nesac; done\n",
-      ms, cpu_ms > 0 ? fmt::format("; echo \"cpu $a {}\"", cpu_ms) : std::string());
-  dir.file("/" + name, body);
+  // Its arguments after the runner, the directory, warm-up and loops go to NAME.args.
   const std::string path = dir.root() + "/" + name;
+  std::string body = fmt::format(
+      "#!/bin/sh\necho 'runtime PyTorch 9.9 fp32 (stand-in)'\nshift 4\necho \"$@\" > '{2}.args'\n"
+      "for a in \"$@\"; do case $a in\n  --*) ;;\n  *) echo \"$a {0} {0} {0}\"{1};;\nesac; "
+      "done\n",
+      ms, cpu_ms > 0 ? fmt::format("; echo \"cpu $a {}\"", cpu_ms) : std::string(), path);
+  dir.file("/" + name, body);
   std::filesystem::permissions(path, std::filesystem::perms::owner_all);
   return path;
 }
@@ -467,8 +469,38 @@ TEST_CASE("another runtime's speed is probed with that runtime's models and corr
   DriftOptions d;
   d.python = fake_torch_python(bin, "now", 13, 12.375);
   d.cpu = host_facts().cpus.front();
-  const HostDrift probed = measure_host_drift(rated, d);
+  std::vector<std::string> heard;
+  DriftOptions told = d;
+  told.progress = [&](const std::string& line) { heard.push_back(line); };
+  const HostDrift probed = measure_host_drift(rated, told);
+  // Tens of seconds with a real runtime: it says what it probes, the runner's lines, the
+  // reading; and it does not count activations (an inference per model it has no use for).
+  REQUIRE(heard.size() >= 3);
+  CHECK_THAT(heard.front(), Contains("probing this host's drift since its PyTorch rating") &&
+                                Contains("3 models"));
+  CHECK(heard.back() == describe(probed));
+  // Not the runner's closing summary, which reads as a rating's.
+  for (const std::string& line : heard) CHECK(line.rfind("3 models with", 0) != 0);
+  CHECK_THAT(bin.read("/rated.args"), Contains("--activations"));
+  CHECK_THAT(bin.read("/now.args"), !Contains("--activations") && Contains("--mean"));
+  CHECK_THAT(bin.read("/now.args"), !Contains("--threads"));
   CHECK(probed.factor == Approx(1.25));
+  // A rating of two threads is not one thread's time.
+  NnRating two = rated;
+  two.threads = 2;
+  CHECK_THROWS_WITH(measure_host_drift(two, d),
+                    Contains("measured with 2 threads") && Contains("one-thread rating"));
+  // A full rating without activations is measured, and not cached over one with them.
+  NnOptions bare = n;
+  bare.activations = false;
+  bare.python = fake_torch_python(bin, "bare", 20, 19.8);
+  const NnRating without = measure_nn_rating(bare);
+  CHECK(without.cache_file.empty());
+  CHECK_THAT(without.note, Contains("without activations"));
+  CHECK_THAT(bin.read("/bare.args"), !Contains("--activations"));
+  const std::optional<NnRating> kept = cached_nn_rating(nullptr, "pytorch");
+  REQUIRE(kept);
+  CHECK(kept->host_ms.at("resnet18") == Approx(10));
   CHECK(probed.cpu_time);
   CHECK(probed.runtime_id == "pytorch");
   CHECK(probed.ratios.size() == 3);

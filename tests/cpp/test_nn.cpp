@@ -975,6 +975,16 @@ TEST_CASE("a workload's own runtime speed by a memory term", "[nn][runtime][memo
   CHECK_THROWS_WITH(runtime_speed(d, "pytorch", few, 2.0),
                     Contains("board with a memory term") && Contains("at least 4"));
   CHECK_THROWS_WITH(for_runtime(d, "ncnn", nullptr, 2.0), Contains("give 0"));
+  // A model without activations is in one speed's, not in the fit's: the interval counts the
+  // fit's models (4 here: t with 2 degrees of freedom, not 3).
+  NnRating part = host;
+  part.activation_mb.erase("mobilenetv2_100");
+  const NnSpeed partly = runtime_speed(d, "pytorch", part, 2.0);
+  CHECK(partly.ratios.size() == 4);
+  CHECK(partly.ratios.count("mobilenetv2_100") == 0);
+  REQUIRE(time_interval(partly));
+  CHECK(time_interval(partly)->models == 4);
+  CHECK(runtime_speed(d, "pytorch", part).ratios.size() == 5);
 }
 
 TEST_CASE("a catalog device at its PyTorch speed: this host's rating, the note, the plan",
