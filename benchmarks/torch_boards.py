@@ -38,7 +38,14 @@ For each board and model, held out (the model's own published time left out of t
   run alone under the board without its published time at the runtime's speed with a memory
   term for the model's activation MB per host ms (`Device.for_runtime(runtime,
   memory_mb_per_ms=...)`, what a user gives for a model the board's table lacks), one slice run
-  per model and board, its interval the memory term's.
+  per model and board, its interval the memory term's. With `--counted` (PyTorch) the run finds
+  the model's MB per ms itself: the board without the model's time at the PyTorch speed and no
+  memory term given, with `EDGEPROF_COUNT_ACTIVATIONS=1`, so that the slice's activation
+  counter counts the model's activations in its first inference and its CPU time per inference
+  in the next five (under the slice), and the slice sets the speed by them (docs/devices.md,
+  "A workload's own speed"); the runner's warm-up is then at least eight inferences, so that its
+  timed ones run at the speed set. Each model's counted MB per ms is printed beside the
+  rating's (its activations over its one-thread host time).
 
 The emulated columns' coverage is of the interval an emulated run reports
 (`edgeprof.nn.device_interval(speed, result.plan)`, `Result.device_interval`), held out: the
@@ -270,11 +277,12 @@ def emulated_args(args: argparse.Namespace) -> list[str]:
 
 
 def emulate(edgeprof: Any, args: argparse.Namespace, device: Any, models: list[str],
-            folder: str) -> tuple[dict[str, float], Any]:
+            folder: str, warmup: int | None = None) -> tuple[dict[str, float], Any]:
     """The runner under the device at the runtime's speed, projected from one core: per model the
     projected ms (Result.projected_s), and the Result. folder: the models prepared outside
     (export_models: ONNX files or int8 TorchScript; "-": none)."""
-    argv = [args.torch_python, str(RUNNER), folder, str(args.warmup), str(args.loops),
+    argv = [args.torch_python, str(RUNNER), folder,
+            str(args.warmup if warmup is None else warmup), str(args.loops),
             *emulated_args(args), f"--min-time={args.min_time}", "--mean", *models]
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         r = edgeprof.run(argv, device=device, stdout=out, stderr=err, timeout=RUN_TIMEOUT_S,
@@ -299,24 +307,66 @@ def without_model(edgeprof: Any, name: str, runtime: str, model: str, folder: st
 
 
 def own_speed_runs(edgeprof: Any, args: argparse.Namespace, name: str, rating: Any,
-                   models: list[str], folder: str, files: str) -> dict[str, tuple]:
+                   models: list[str], folder: str, files: str,
+                   counted: dict[str, float] | None = None) -> dict[str, tuple]:
     """Per model, the runner under the board at the model's own speed, held out: the board
     without the model's published time (without_model) at the runtime's speed with a memory
     term for the model's activation MB per host ms (Device.for_runtime(runtime,
     memory_mb_per_ms=...), what a user gives for a model the table lacks), the model alone,
-    projected from one core: (projected ms, the speed in host cores, the run's plan)."""
+    projected from one core: (projected ms, the speed in host cores, the run's plan).
+    With `counted` (--counted), the speed is the one the run sets from its own count of the
+    model's activations (the board at the runtime's one speed, EDGEPROF_COUNT_ACTIVATIONS=1),
+    and `counted` gets each model's counted MB per ms."""
     out = {}
     for i, m in enumerate(models):
         mb_per_ms = rating.activation_mb[m] / rating.host_ms[m]
-        device = without_model(edgeprof, name, args.runtime, m, files).for_runtime(
-            args.runtime, memory_mb_per_ms=mb_per_ms)
+        board = without_model(edgeprof, name, args.runtime, m, files)
+        device = board.for_runtime(args.runtime,
+                                   memory_mb_per_ms=0.0 if counted is not None else mb_per_ms)
         started = time.time()
-        full, result = emulate(edgeprof, args, device, [m], folder)
+        # Counted: the counter counts the first inference and times the next five, so the
+        # timed ones come after six (and two more while the slice sets the speed). Only these
+        # runs count: the runs at one speed do not.
+        if counted is not None:
+            os.environ["EDGEPROF_COUNT_ACTIVATIONS"] = "1"
+        try:
+            full, result = emulate(edgeprof, args, device, [m], folder,
+                                   max(args.warmup, 8) if counted is not None else None)
+        finally:
+            os.environ.pop("EDGEPROF_COUNT_ACTIVATIONS", None)
+        core_speed = device.nn.core_speed
+        if counted is not None:
+            changes = [c for c in result.speed_changes if c.memory_mb_per_ms > 0]
+            if not changes or changes[-1].error or not result.device.nn:
+                sys.exit(f"torch_boards.py: {name}: {m}'s run set no speed from a count "
+                         f"({changes[-1].error if changes else 'no count arrived'}); its "
+                         f"warnings: {result.warnings}")
+            counted[m] = changes[-1].memory_mb_per_ms
+            core_speed = result.device.nn.core_speed
+            how = (f"{counted[m]:.2f} MB per ms counted, the rating's {mb_per_ms:.2f}, set "
+                   f"after {changes[-1].t_s:.1f} s")
+        else:
+            how = f"{mb_per_ms:.2f} MB per host ms"
         print(f"torch_boards.py: {name}: [{i + 1}/{len(models)}] {m} at its own "
-              f"{device.nn.core_speed:.4f} of a host core ({mb_per_ms:.2f} MB per host ms): "
-              f"{full[m]:.1f} ms projected ({time.time() - started:.0f} s)",
+              f"{core_speed:.4f} of a host core ({how}): {full[m]:.1f} ms projected "
+              f"({time.time() - started:.0f} s)",
               file=sys.stderr, flush=True)
-        out[m] = (full[m], device.nn.core_speed, result.plan)
+        out[m] = (full[m], core_speed, result.plan)
+    return out
+
+
+def counted_lines(rating: Any, counted: dict[str, dict[str, float]]) -> list[str]:
+    """--counted: per board, each model's MB per ms as the run counted it (MB counted, CPU time
+    measured under the slice) over the rating's (its activations over its one-thread host
+    time)."""
+    out = []
+    for name, by_model in counted.items():
+        if not by_model:
+            continue
+        ratios = {m: v / (rating.activation_mb[m] / rating.host_ms[m]) for m, v in by_model.items()}
+        out.append(f"\n{name}: counted MB per ms over the rating's, per model (measured): "
+                   + ", ".join(f"{m} {r:.2f}" for m, r in sorted(ratios.items()))
+                   + f"; median {statistics.median(ratios.values()):.2f}")
     return out
 
 
@@ -368,6 +418,10 @@ def main() -> int:
                     "memory_mb_per_ms=the model's)): one slice run per model and board, after "
                     "the runs at one speed, once whatever --repeats, without --drift-check's "
                     "checks")
+    ap.add_argument("--counted", action="store_true",
+                    help="with --own-speed and --runtime pytorch: each model's own speed from "
+                    "the run's count of its activations (EDGEPROF_COUNT_ACTIVATIONS=1), not "
+                    "from the rating's figures")
     ap.add_argument("--drift-check", action="store_true",
                     help="with --emulate: rate a few of the rating's models again, the "
                     "rating's way, before and after each board's emulated run, and report the "
@@ -394,6 +448,8 @@ def main() -> int:
                     "option's)")
     ap.add_argument("--markdown", type=Path, help="also write the report here")
     args = ap.parse_args()
+    # What set each model's own speed: the rating's figures, or the run's count.
+    args.own_label = "memory term counted by the run" if args.counted else "memory term"
     if args.warmup is None:
         args.warmup = 3 if args.runtime == "pytorch-int8" else 1
     if args.emulated_rounds < 1:
@@ -406,6 +462,8 @@ def main() -> int:
         ap.error("--repeats needs --emulate")
     if args.own_speed and not args.emulate:
         ap.error("--own-speed needs --emulate")
+    if args.counted and not (args.own_speed and args.runtime == "pytorch"):
+        ap.error("--counted needs --own-speed and --runtime pytorch")
     if args.drift_check and not args.emulate:
         ap.error("--drift-check needs --emulate")
     if args.drift_models < 1:
@@ -487,7 +545,7 @@ def main() -> int:
                     "host ms, ms per MB (all models) |")
         rows[1] += "---|---|---|---|---|"
         if args.own_speed:
-            rows[0] += (" emulated at each model's own speed (memory term, held out): median "
+            rows[0] += (f" emulated at each model's own speed ({args.own_label}, held out): median "
                         "\\|err\\|, tau | its 90% interval coverage |")
             rows[1] += "---|---|"
     else:
@@ -533,6 +591,7 @@ def main() -> int:
             drifts[name].append((before, after))
     # Each model alone at its own speed (--own-speed), after the runs at one speed.
     own_speed: dict[str, dict[str, tuple]] = {name: {} for name in boards}
+    counted: dict[str, dict[str, float]] = {name: {} for name in boards}
     device_files = tempfile.TemporaryDirectory(prefix="edgeprof-boards-")
     if args.own_speed:
         if not rating.activation_mb:
@@ -543,7 +602,8 @@ def main() -> int:
             models = sorted(m for m in device.runtime_ms[args.runtime].ms
                             if m in host_ms and m in rating.activation_mb)
             own_speed[name] = own_speed_runs(edgeprof, args, name, rating, models, folder,
-                                             device_files.name)
+                                             device_files.name,
+                                             counted[name] if args.counted else None)
     for name in boards:
         device = edgeprof.find_device(name).for_runtime(args.runtime)
         speed = device.nn
@@ -608,7 +668,8 @@ def main() -> int:
                     + f" {fit.per_host_ms:.2f}, {fit.ms_per_mb:.2f} |")
             if args.own_speed:
                 own_ms = {m: ms for m, (ms, _, _) in own_speed[name].items() if m in published}
-                for m, (_, core_speed, _) in own_speed[name].items():
+                for m, (_, core_speed, _) in (own_speed[name].items() if not args.counted
+                                              else ()):
                     # The library's held-out speed against this script's own held-out fit: the
                     # same fit, so the same speed.
                     mine = host_ms[m] / (by_memory[m] * speed.one_core_factor) if m in by_memory \
@@ -623,7 +684,7 @@ def main() -> int:
                               for m, v in own_speed[name].items()}
                 row += (f" {summary(edgeprof, own_ms, published)} | "
                         + coverage(edgeprof, own_ms, published, fits, own_spread,
-                                   "emulated at its own speed") + " |"
+                                   f"emulated at its own speed ({args.own_label})") + " |"
                         if own_ms
                         else " not run | - |")
         for p in powers:
@@ -689,6 +750,7 @@ def main() -> int:
               f"so misses correlate). So a board of {n} times holds {need} or more (issue "
               f"34's 85%) with probability {chance:.2f} even where the interval is right.\n",
               *detail,
+              *counted_lines(rating, counted),
               f"\n{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(started))}, "
               f"{(time.time() - started) / 60:.1f} min"]
     exported.cleanup()

@@ -228,8 +228,16 @@ NnSpeed runtime_speed(const Device& device, std::string_view runtime, const NnRa
 /// core_speed saying so (a note in `notes` too). Throws DeviceError when the device has no
 /// published times with the runtime (naming the devices that have), or this host's rating is
 /// not measured (with the command that measures it). `memory_mb_per_ms` > 0: the workload's
-/// own speed by a memory term (runtime_speed()).
+/// own speed by a memory term (runtime_speed()). A device at the runtime's speed already is
+/// given the speed of `memory_mb_per_ms` (0: one speed over the models) from its published
+/// times; one at another runtime's speed is refused (load it again).
 Device for_runtime(const Device& device, std::string_view runtime,
+                   std::vector<std::string>* notes = nullptr, double memory_mb_per_ms = 0);
+
+/// As for_runtime() above, from the rating given (`host`, NnRating::runtime_id naming the
+/// runtime, not ncnn) instead of this host's cached one: a rating a tool keeps, or one read
+/// once for several speeds (a slice that counts activations sets its speed by it).
+Device for_runtime(const Device& device, const NnRating& host,
                    std::vector<std::string>* notes = nullptr, double memory_mb_per_ms = 0);
 
 /// Which kind of work a device's core speed is for.

@@ -113,6 +113,10 @@ bool steady_malloc_by_default();
 /// default.
 bool drift_check_by_default();
 
+/// True when the environment variable EDGEPROF_COUNT_ACTIVATIONS is "1":
+/// PlanOptions::count_activations's default (the switch for Python and the command line).
+bool count_activations_by_default();
+
 /// How a device of several cores gets its CPU capacity.
 enum class CoreEmulation {
   /// One quota of cores x speed for the whole slice: a thread runs faster than a device core
@@ -199,6 +203,16 @@ struct PlanOptions {
   /// ratings' runners do. False: glibc's own dynamic thresholds. Default: true unless the
   /// environment variable EDGEPROF_STEADY_MALLOC is 0.
   bool steady_malloc = steady_malloc_by_default();
+  /// Count a PyTorch workload's activations and run it at the device's PyTorch speed with
+  /// that memory term (NnSpeed::memory_mb_per_ms, for_runtime()): a Python workload gets
+  /// edgeprof's counter on its PYTHONPATH (as sitecustomize, which also runs the environment's
+  /// own), which counts the MB its model's layers write in its first inference and times the
+  /// next ones by the process's CPU time, and the slice sets the speed once the count arrives
+  /// (Result::speed_changes; a sampled run only). For a device run at the speed edgeprof
+  /// chooses or at its PyTorch speed without a memory term (docs/devices.md, "A workload's own
+  /// speed"). Default: false unless the environment variable EDGEPROF_COUNT_ACTIVATIONS is 1
+  /// (a step towards making it the default, measured in docs/fidelity.md).
+  bool count_activations = count_activations_by_default();
   /// How a device of several cores gets its CPU capacity (CoreEmulation): by default
   /// automatic, projected where the device's published tables allow it at its nn speed, else
   /// pooled (the plan's notes say which and why).

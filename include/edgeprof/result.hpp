@@ -56,7 +56,8 @@ inline constexpr std::int64_t kDefaultSampleIntervalNs = 10'000'000;
 
 /// A change of the CPU bandwidth during a run, made by the device's speed schedule
 /// (Device::speed_schedule: thermal throttling, DVFS), or by a switch to the speed of a runtime
-/// the workload loaded (`runtime`; PlanOptions::speed_kind automatic).
+/// the workload loaded (`runtime`; PlanOptions::speed_kind automatic), or to the speed of the
+/// workload's counted activations (`memory_mb_per_ms`; PlanOptions::count_activations).
 struct SpeedChange {
   /// Measured: when the new bandwidth was written, in seconds since the workload was released.
   double t_s = 0;
@@ -64,6 +65,11 @@ struct SpeedChange {
   /// The runtime whose speed the device ran at from then on (an NnRuntime id, "pytorch"); the
   /// Result's device and plan are then that speed's. "" for a speed schedule's step.
   std::string runtime;
+  /// The workload's activation MB per ms of this host's CPU time that set the speed: its
+  /// model's layers' output MB in one inference (counted) over its CPU time per inference
+  /// (measured, a median); the device's speed then has that memory term (NnSpeed). 0 for a
+  /// change of another kind.
+  double memory_mb_per_ms = 0;
   std::uint64_t cpu_quota_us = 0;   ///< the quota written (cpu.max / cpu.cfs_quota_us)
   std::uint64_t cpu_period_us = 0;  ///< the period written
   std::string error;                ///< why the write failed; "" when it was applied

@@ -833,6 +833,8 @@ class SpeedChange:
     def error(self) -> str: ...  # "" when the change was applied
     @property
     def runtime(self) -> str: ...  # the runtime's speed switched to; "" for a schedule's step
+    @property
+    def memory_mb_per_ms(self) -> float: ...  # the counted activations' MB/ms that set it; 0 if not
 
 def estimate_energy_j(
     power: PowerDescription, wall_s: float, cpu_s: float, capacity_cores: float

@@ -255,7 +255,7 @@ std::vector<Phase> parse_phases(std::string_view marks, std::int64_t release_ns,
       }
       finish(*it, t);
       open_explicit.erase(std::next(it).base());
-    } else {
+    } else if (kind != 'A') {  // 'A': an activation count (run/runtime_follow.hpp), no phase
       ++bad;
     }
   }

@@ -421,27 +421,24 @@ NnSpeed runtime_speed(const Device& device, std::string_view runtime, const NnRa
   return s;
 }
 
-Device for_runtime(const Device& device, std::string_view runtime,
-                   std::vector<std::string>* notes, double memory_mb_per_ms) {
-  const NnRuntime& rt = nn_runtime(runtime);  // Error for an unknown one
-  if (device.speed_kind == "nn" && device.nn && device.nn->basis == rt.id &&
-      device.nn->memory_mb_per_ms == memory_mb_per_ms) {
-    return device;
-  }
-  if (device.speed_kind == "nn" && device.nn && device.nn->basis != "ncnn") {
+namespace {
+
+// Throws DeviceError where `device` is set to another runtime's speed than ncnn's or `rt`'s.
+void check_not_at_other_runtime(const Device& device, const NnRuntime& rt) {
+  if (device.speed_kind == "nn" && device.nn && device.nn->basis != "ncnn" &&
+      device.nn->basis != rt.id) {
     throw DeviceError(fmt::format("{} is already set to its {} speed; load the device again "
                                   "(find_device) to emulate it at its {} speed",
                                   device.name, detail::runtime_name(device.nn->basis),
                                   rt.name));
   }
-  if (rt.id == "ncnn") {
-    if (memory_mb_per_ms != 0) {
-      throw Error("a memory term is for PyTorch's and ONNX Runtime's speeds, whose ratings count "
-                  "activations; ncnn's speed is one over its graphs (give 0)");
-    }
-    return for_speed_kind(device, SpeedKind::nn, notes);
-  }
-  if (device.speed_kind == "nn") {
+}
+
+// Throws DeviceError where `device` cannot be set to `rt`'s speed (not ncnn): set to another
+// runtime's speed or to its ncnn speed already, or without published times with it.
+void check_runtime_settable(const Device& device, const NnRuntime& rt) {
+  check_not_at_other_runtime(device, rt);
+  if (device.speed_kind == "nn" && !(device.nn && device.nn->basis == rt.id)) {
     throw DeviceError(fmt::format("{} is already set to its ncnn speed; load the device again "
                                   "(find_device) to emulate it at its {} speed",
                                   device.name, rt.name));
@@ -457,16 +454,23 @@ Device for_runtime(const Device& device, std::string_view runtime,
         "docs/devices.md)",
         device.name, rt.name, rt.name, have.empty() ? "none" : have, rt.id));
   }
-  std::string why;
-  const std::optional<NnRating> rating = cached_nn_rating(&why, rt.id);
-  if (!rating) {
-    throw DeviceError(fmt::format(
-        "{} at its {} speed needs this host's {} rating, which is not usable ({}): run "
-        "`edgeprof calibrate-host --nn --runtime {} --python PYTHON` with the interpreter that "
-        "has {} (`{}`), about a minute",
-        device.name, rt.name, rt.name, why, rt.id, rt.name, rt.install));
+}
+
+}  // namespace
+
+Device for_runtime(const Device& device, const NnRating& host, std::vector<std::string>* notes,
+                   double memory_mb_per_ms) {
+  const NnRuntime& rt = nn_runtime(host.runtime_id);  // Error for an unknown one
+  if (rt.id == "ncnn") {
+    throw Error("for_runtime(device, rating) is for runtimes other than ncnn: a device's ncnn "
+                "speed is its nn speed (for_speed_kind(device, nn))");
   }
-  const NnSpeed s = runtime_speed(device, rt.id, *rating, memory_mb_per_ms);
+  if (device.speed_kind == "nn" && device.nn && device.nn->basis == rt.id &&
+      device.nn->memory_mb_per_ms == memory_mb_per_ms) {
+    return device;
+  }
+  check_runtime_settable(device, rt);
+  const NnSpeed s = runtime_speed(device, rt.id, host, memory_mb_per_ms);
   Device d = device;
   d.nn = s;
   d.nn_missing.clear();
@@ -482,6 +486,34 @@ Device for_runtime(const Device& device, std::string_view runtime,
                                                    : std::string("given"))};
   if (notes) notes->push_back(fmt::format("speed: {}", describe(s)));
   return d;
+}
+
+Device for_runtime(const Device& device, std::string_view runtime,
+                   std::vector<std::string>* notes, double memory_mb_per_ms) {
+  const NnRuntime& rt = nn_runtime(runtime);  // Error for an unknown one
+  if (device.speed_kind == "nn" && device.nn && device.nn->basis == rt.id &&
+      device.nn->memory_mb_per_ms == memory_mb_per_ms) {
+    return device;
+  }
+  check_not_at_other_runtime(device, rt);
+  if (rt.id == "ncnn") {
+    if (memory_mb_per_ms != 0) {
+      throw Error("a memory term is for PyTorch's and ONNX Runtime's speeds, whose ratings count "
+                  "activations; ncnn's speed is one over its graphs (give 0)");
+    }
+    return for_speed_kind(device, SpeedKind::nn, notes);
+  }
+  check_runtime_settable(device, rt);
+  std::string why;
+  const std::optional<NnRating> rating = cached_nn_rating(&why, rt.id);
+  if (!rating) {
+    throw DeviceError(fmt::format(
+        "{} at its {} speed needs this host's {} rating, which is not usable ({}): run "
+        "`edgeprof calibrate-host --nn --runtime {} --python PYTHON` with the interpreter that "
+        "has {} (`{}`), about a minute",
+        device.name, rt.name, rt.name, why, rt.id, rt.name, rt.install));
+  }
+  return for_runtime(device, *rating, notes, memory_mb_per_ms);
 }
 
 Device make_device(std::string name, int cores, double core_speed, std::string_view memory,

@@ -197,6 +197,11 @@ bool steady_malloc_by_default() {
   return !(v && std::string_view(v) == "0");
 }
 
+bool count_activations_by_default() {
+  const char* v = std::getenv("EDGEPROF_COUNT_ACTIVATIONS");
+  return v && std::string_view(v) == "1";
+}
+
 bool drift_check_by_default() {
   const char* v = std::getenv("EDGEPROF_DRIFT_CHECK");
   return v && std::string_view(v) == "1";

@@ -218,6 +218,39 @@ std::string nn_python(const std::string& given, std::string_view runtime) {
   return *found;
 }
 
+std::string make_temp_dir(std::string_view prefix) {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string pattern = fmt::format("{}/{}-XXXXXX", tmp && *tmp ? tmp : "/tmp", prefix);
+  if (!::mkdtemp(pattern.data())) {
+    throw Error(fmt::format("cannot create a temporary directory {}: {} (errno {}); set "
+                            "TMPDIR to a writable directory",
+                            pattern, std::strerror(errno), errno),
+                errno);
+  }
+  return pattern;
+}
+
+ActivationCounterDir::ActivationCounterDir() : path_(make_temp_dir("edgeprof-count")) {
+  try {
+    for (const auto& [file, as] : {std::pair<const char*, const char*>{"activation_counter.py",
+                                                                       "sitecustomize.py"},
+                                   {"torch_runner.py", "torch_runner.py"}}) {
+      const char* source = runner_source(file);
+      if (!source) throw Error(fmt::format("this edgeprof was built without {}", file));
+      write_file(path_ + "/" + as, source);
+    }
+  } catch (...) {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+    throw;
+  }
+}
+
+ActivationCounterDir::~ActivationCounterDir() {
+  std::error_code ignored;
+  std::filesystem::remove_all(path_, ignored);
+}
+
 NnRunnerDir::NnRunnerDir(const std::vector<std::string>& graphs)
     : NnRunnerDir("ncnn", graphs) {}
 
@@ -231,15 +264,7 @@ NnRunnerDir::NnRunnerDir(std::string_view runtime, const std::vector<std::string
                               e.reads_graphs ? "reference graph" : "model", name, known));
     }
   }
-  const char* tmp = std::getenv("TMPDIR");
-  std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/edgeprof-nn-XXXXXX";
-  if (!::mkdtemp(pattern.data())) {
-    throw Error(fmt::format("cannot create a temporary directory {}: {} (errno {}); set "
-                            "TMPDIR to a writable directory",
-                            pattern, std::strerror(errno), errno),
-                errno);
-  }
-  path_ = pattern;
+  path_ = make_temp_dir("edgeprof-nn");
   try {
     if (e.reads_graphs) write_reference_graphs(path_, graphs);
     write_file(runner(), e.runner);

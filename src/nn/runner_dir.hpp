@@ -46,4 +46,24 @@ class NnRunnerDir {
   std::string path_;
 };
 
+// A new directory under $TMPDIR (else /tmp) named `prefix`-XXXXXX; throws Error naming the
+// path and the errno when it cannot be made.
+std::string make_temp_dir(std::string_view prefix);
+
+// A temporary directory holding edgeprof's activation counter (src/nn/activation_counter.py)
+// as sitecustomize.py, and the PyTorch runner whose counting rule it loads, for a workload's
+// PYTHONPATH (PlanOptions::count_activations); removed with everything in it when destroyed.
+class ActivationCounterDir {
+ public:
+  ActivationCounterDir();  // throws Error as make_temp_dir(), or when a file cannot be written
+  ~ActivationCounterDir();
+  ActivationCounterDir(const ActivationCounterDir&) = delete;
+  ActivationCounterDir& operator=(const ActivationCounterDir&) = delete;
+
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
 }  // namespace edgeprof::detail

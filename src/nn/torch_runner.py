@@ -86,27 +86,36 @@ def build_int8(name, torch, torchvision):
     return torch.jit.script(model), activation_mb(model, torch.rand(1, 3, 224, 224), torch)
 
 
-def activation_mb(model, data, torch):
-    """MB that one inference on `data` (a tensor or a tuple of them) writes as its layers'
-    outputs (every module without children, hooked for one untimed inference): the memory
-    traffic edgeprof's memory term (nn_memory_fit) weighs. A layer that hands back its input
-    or a view of it (Identity, Dropout in eval mode, Flatten, the placeholders fusion leaves)
-    writes nothing; one that works in place (ReLU(inplace=True)) writes its input over;
-    functional operations between modules are not counted."""
-    written = [0]
-
+def written_bytes(module, inputs, output, torch):
+    """Bytes one call of a layer (a module without children) wrote as its outputs, by the rule
+    activation_mb counts with (and edgeprof's activation counter, activation_counter.py, in a
+    workload): an output that is one of its inputs or a view of one (Identity, Dropout in eval
+    mode, Flatten, the placeholders fusion leaves) wrote nothing; one that works in place
+    (ReLU(inplace=True)) wrote its input over."""
     def storage(t):
         try:
             return t.data_ptr()
         except RuntimeError:  # a tensor without storage of its own
             return None
 
+    given = {storage(t) for t in inputs if isinstance(t, torch.Tensor)}
+    in_place = getattr(module, "inplace", False)
+    written = 0
+    for t in output if isinstance(output, (tuple, list)) else (output,):
+        if isinstance(t, torch.Tensor) and (in_place or storage(t) not in given):
+            written += t.numel() * t.element_size()
+    return written
+
+
+def activation_mb(model, data, torch):
+    """MB that one inference on `data` (a tensor or a tuple of them) writes as its layers'
+    outputs (every module without children, hooked for one untimed inference; written_bytes):
+    the memory traffic edgeprof's memory term (nn_memory_fit) weighs. Functional operations
+    between modules are not counted."""
+    written = [0]
+
     def hook(module, inputs, output):
-        given = {storage(t) for t in inputs if isinstance(t, torch.Tensor)}
-        in_place = getattr(module, "inplace", False)
-        for t in output if isinstance(output, (tuple, list)) else (output,):
-            if isinstance(t, torch.Tensor) and (in_place or storage(t) not in given):
-                written[0] += t.numel() * t.element_size()
+        written[0] += written_bytes(module, inputs, output, torch)
 
     hooks = [m.register_forward_hook(hook) for m in model.modules()
              if next(m.children(), None) is None]

@@ -455,6 +455,7 @@ json result_json(const Result& r) {
                      {"energy_j", "estimated"},
                      {"phases.energy_j", "estimated"},
                      {"speed_changes.t_s", "measured"},
+                     {"speed_changes.memory_mb_per_ms", "measured"},
                      {"runtimes_seen", "sampled"},
                      {"thread_moves", "measured"},
                      {"threads_at_once", "sampled"},
@@ -478,6 +479,7 @@ json result_json(const Result& r) {
                                   {"cpu_period_us", c.cpu_period_us},
                                   {"error", c.error}});
     if (!c.runtime.empty()) j["speed_changes"].back()["runtime"] = c.runtime;
+    if (c.memory_mb_per_ms > 0) j["speed_changes"].back()["memory_mb_per_ms"] = c.memory_mb_per_ms;
   }
   j["device"] = device_json(r.device);
   j["plan"] = plan_json(r.plan);
@@ -606,6 +608,7 @@ Result result_from(const json& j) {
       change.cpu_period_us = c.at("cpu_period_us").get<std::uint64_t>();
       change.error = c.at("error").get<std::string>();
       if (c.contains("runtime")) change.runtime = c.at("runtime").get<std::string>();
+      change.memory_mb_per_ms = c.value("memory_mb_per_ms", 0.0);
       r.speed_changes.push_back(std::move(change));
     }
   }
@@ -901,12 +904,17 @@ std::string to_text(const Result& r) {
   }
   for (const SpeedChange& c : r.speed_changes) {
     if (!c.runtime.empty()) {
-      const std::string to = detail::runtime_name(c.runtime) + " speed";
+      const bool counted = c.memory_mb_per_ms > 0;
+      const std::string to =
+          detail::runtime_name(c.runtime) + " speed" +
+          (counted ? fmt::format(" with a memory term of {:.4g} MB per ms", c.memory_mb_per_ms)
+                   : "");
       row("speed change",
           c.error.empty() ? fmt::format("at {:.3f} s: to the {} (quota {} us per {} us)", c.t_s,
                                         to, c.cpu_quota_us, c.cpu_period_us)
                           : fmt::format("at {:.3f} s: to the {} FAILED: {}", c.t_s, to, c.error),
-          "time measured; the workload loaded the runtime");
+          counted ? "time measured; the workload's activations counted, its CPU time measured"
+                  : "time measured; the workload loaded the runtime");
       continue;
     }
     row("speed change",

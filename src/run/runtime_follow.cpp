@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <charconv>
+#include <cmath>
 #include <cstring>
 
 #include "edgeprof/error.hpp"
@@ -42,6 +44,91 @@ Device device_as_run(const Device& at_speed, const EmulationPlan& plan,
                   "its times to all {}",
                   at_speed.cores, plan.threads_projection->threads);
   return one;
+}
+
+std::optional<ActivationCount> last_activation_count(std::string_view lines) {
+  std::optional<ActivationCount> last;
+  while (!lines.empty()) {
+    const std::size_t nl = lines.find('\n');
+    const std::string_view line = lines.substr(0, nl);
+    lines.remove_prefix(nl == std::string_view::npos ? lines.size() : nl + 1);
+    // "<ns> A <MB> <CPU ms> <calls>"
+    const std::size_t a = line.find(' ');
+    if (a == std::string_view::npos || line.size() < a + 3 || line[a + 1] != kActivationMark ||
+        line[a + 2] != ' ') {
+      continue;
+    }
+    const char* p = line.data() + a + 3;
+    const char* end = line.data() + line.size();
+    ActivationCount c;
+    auto field = [&](auto& out) {
+      while (p < end && *p == ' ') ++p;
+      const auto [next, ec] = std::from_chars(p, end, out);
+      if (ec != std::errc() || (next < end && *next != ' ')) return false;
+      p = next;
+      return true;
+    };
+    if (!field(c.mb) || !field(c.cpu_ms) || !field(c.calls) || p != end) continue;
+    if (!(std::isfinite(c.mb) && c.mb > 0 && std::isfinite(c.cpu_ms) && c.cpu_ms > 0) ||
+        c.calls < 1) {
+      continue;
+    }
+    last = c;
+  }
+  return last;
+}
+
+std::optional<CountingBasis> counting_basis(const Device& measured, const HostFacts& host,
+                                            const PlanOptions& options,
+                                            const EmulationPlan& plan, std::size_t usable_cpus,
+                                            const Device& start, bool will_follow,
+                                            std::vector<std::string>& notes) {
+  if (!options.count_activations) return std::nullopt;
+  const std::string name = runtime_name(kCountedRuntime);
+  auto refuse = [&](const std::string& why) {
+    notes.push_back(fmt::format("activations: not counted ({}), so the workload's own activations "
+                                "do not set its speed",
+                                why));
+    return std::nullopt;
+  };
+  const bool at_counted = measured.speed_kind == "nn" && measured.nn &&
+                          measured.nn->basis == kCountedRuntime;
+  if (at_counted && measured.nn->memory_mb_per_ms > 0) {
+    return refuse(fmt::format("the device's {} speed has a memory term given already, {:.4g} MB "
+                              "per ms",
+                              name, measured.nn->memory_mb_per_ms));
+  }
+  if (!measured.speed_schedule.empty() || !plan.core_quota_by_busy.empty()) {
+    return refuse(fmt::format("the device's {} writes the CPU bandwidth too",
+                              measured.speed_schedule.empty()
+                                  ? "per-core quota that follows the busy threads"
+                                  : "speed schedule"));
+  }
+  if (!at_counted && !will_follow) {
+    if (!measured.runtime_ms.count(std::string(kCountedRuntime))) {
+      return refuse(fmt::format("{} has no published {} times", measured.name, name));
+    }
+    return refuse(fmt::format("the slice does not run a {} workload at the device's {} speed: "
+                              "a speed the user chose, or no {} rating on this host (the notes "
+                              "above)",
+                              name, name, name));
+  }
+  std::string why;
+  std::optional<NnRating> rating = cached_nn_rating(&why, kCountedRuntime);
+  if (!rating) return refuse(fmt::format("this host's {} rating is not usable: {}", name, why));
+  try {
+    for_runtime(measured, *rating, nullptr, 1.0);  // a memory term can be fitted
+  } catch (const Error& e) {
+    return refuse(e.what());
+  }
+  CountingBasis basis{measured, std::move(*rating), host, options, plan, usable_cpus, start};
+  if (basis.options.cores == CoreEmulation::automatic) basis.options.cores = plan.core_emulation();
+  notes.push_back(fmt::format(
+      "activations: a {} workload's model is counted (its layers' output MB in one inference, "
+      "then its CPU time per inference; docs/devices.md, \"A workload's own speed\"), and the "
+      "device runs at its {} speed with that memory term from then on",
+      name, name));
+  return basis;
 }
 
 std::uint64_t written_quota_us(const EmulationPlan& plan) {
@@ -147,18 +234,25 @@ std::optional<std::string> start_warning(const Device& device, std::string_view 
 }
 
 RuntimeFollower::RuntimeFollower(std::vector<FollowedSpeed> speeds, Cgroup* cgroup,
-                                 std::uint64_t quota_us, std::uint64_t period_us)
+                                 std::uint64_t quota_us, std::uint64_t period_us,
+                                 std::optional<CountingBasis> counting)
     : speeds_(std::move(speeds)),
+      counting_(std::move(counting)),
       cgroup_(cgroup),
       quota_us_(quota_us),
       period_us_(period_us),
       forks_(fork_count()) {}
 
 void RuntimeFollower::seen(const RuntimesSeen& seen) noexcept {
-  if (done_.load(std::memory_order_acquire)) return;
+  if (done_.load(std::memory_order_acquire) || counted_done_.load(std::memory_order_acquire)) {
+    return;
+  }
   try {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (done_.load(std::memory_order_relaxed) || !cgroup_) return;
+    if (done_.load(std::memory_order_relaxed) || counted_done_.load(std::memory_order_relaxed) ||
+        !cgroup_) {
+      return;
+    }
     for (const FollowedSpeed& speed : speeds_) {
       const auto it = seen.find(speed.runtime);
       if (it == seen.end()) continue;
@@ -173,6 +267,9 @@ void RuntimeFollower::seen(const RuntimesSeen& seen) noexcept {
         cgroup_->set_cpu_bandwidth(quota_us_, period_us_);
         made.error = fmt::format("could not write the CPU bandwidth of {} speed: {} (errno {})",
                                  runtime_name(speed.runtime), std::strerror(err), err);
+      } else {
+        quota_us_ = written_quota_us(speed.plan);
+        period_us_ = speed.plan.cpu_period_us;
       }
       made_ = std::move(made);
       done_.store(true, std::memory_order_release);
@@ -182,6 +279,76 @@ void RuntimeFollower::seen(const RuntimesSeen& seen) noexcept {
     // Out of memory formatting the error: not switched; a read that sees a new runtime again
     // tries again.
   }
+}
+
+void RuntimeFollower::counted(std::string_view lines) noexcept {
+  if (!counting_) return;
+  try {
+    const std::optional<ActivationCount> count = last_activation_count(lines);
+    if (!count) return;
+    const CountingBasis& b = *counting_;
+    CountedSwitch made;
+    made.count = *count;
+    // Planned before the lock is taken (in the sampler's thread, under the sampler's lock: a
+    // fit of the rating's thirteen models and a plan, no file read).
+    try {
+      const Device at = for_runtime(b.measured, b.rating, nullptr, count->mb_per_ms());
+      FollowedSpeed speed;
+      speed.runtime = std::string(kCountedRuntime);
+      speed.plan = plan_emulation(at, b.host, b.options);
+      if (speed.plan.core_groups != b.plan.core_groups || speed.plan.cpus != b.plan.cpus) {
+        throw Error("its plan has other CPUs or core groups than the slice's");
+      }
+      speed.device = device_as_run(at, speed.plan, b.usable_cpus);
+      made.speed = std::move(speed);
+    } catch (const std::exception& e) {
+      made.error = e.what();
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!cgroup_) return;
+    // The speed the slice runs at now: the last count's, else the runtime's it switched to,
+    // else the start's.
+    const Device* now = &b.start;
+    if (counted_.applied) {
+      now = &counted_.applied->speed->device;
+    } else if (done_.load(std::memory_order_relaxed) && made_.error.empty()) {
+      now = &made_.speed->device;
+    }
+    made.before = speed_of(*now);
+    made.before_speed = now->core_speed;
+    if (done_.load(std::memory_order_relaxed) && made_.speed->runtime != kCountedRuntime) {
+      made.error = fmt::format("the workload loaded {} ({}), and the slice runs at that "
+                               "runtime's speed",
+                               runtime_name(made_.speed->runtime), made_.library);
+    }
+    if (made.error.empty() && made.speed) {
+      const EmulationPlan& plan = made.speed->plan;
+      const int err = cgroup_->set_cpu_bandwidth(written_quota_us(plan), plan.cpu_period_us);
+      if (err) {
+        cgroup_->set_cpu_bandwidth(quota_us_, period_us_);  // as before, whole
+        made.error = fmt::format("could not write the CPU bandwidth: {} (errno {})",
+                                 std::strerror(err), err);
+      } else {
+        quota_us_ = written_quota_us(plan);
+        period_us_ = plan.cpu_period_us;
+        counted_done_.store(true, std::memory_order_release);
+      }
+    }
+    made.when = std::chrono::steady_clock::now();
+    if (made.error.empty()) counted_.applied = made;
+    if (counted_.counts.size() == CountedSwitches::kMaxCounts) {
+      counted_.counts.erase(counted_.counts.begin());
+    }
+    counted_.counts.push_back(std::move(made));
+  } catch (...) {
+    // Out of memory: this count sets nothing; a later one may.
+  }
+}
+
+CountedSwitches RuntimeFollower::counted_switches() const {
+  if (forks_ != fork_count()) return {};
+  std::lock_guard<std::mutex> lock(mutex_);
+  return counted_;
 }
 
 void RuntimeFollower::detach() noexcept {
@@ -218,6 +385,26 @@ std::string switch_warning(const Device& before, const RuntimeSwitch& made,
       "run at it from the start{}",
       name, made.library, speed_of(before), before.core_speed, since_release_s, name,
       s.device.core_speed, s.runtime, s.runtime, precision_hint(before, s.runtime));
+}
+
+std::string counted_warning(const CountedSwitch& made, double since_release_s) {
+  const ActivationCount& c = made.count;
+  const std::string counted = fmt::format(
+      "the workload's model wrote {:.4g} MB of activations per inference (counted by edgeprof's "
+      "hook on its layers) in {:.4g} ms of CPU time (measured, the median of {}): {:.4g} MB per "
+      "ms",
+      c.mb, c.cpu_ms, c.calls, c.mb_per_ms());
+  if (!made.error.empty() || !made.speed) {
+    return fmt::format("{}, but the device's speed was not set from it: {}; the run went on at "
+                       "{} ({:.3g} of a host core)",
+                       counted, made.error, made.before, made.before_speed);
+  }
+  return fmt::format(
+      "{}: the device ran at {} ({:.3g} of a host core) for the first {:.2f} s, then at its {} "
+      "speed with that memory term ({:.3g}; docs/devices.md, \"A workload's own speed\"); the "
+      "import and the inferences before the count ran at the other speed",
+      counted, made.before, made.before_speed, since_release_s,
+      runtime_name(made.speed->runtime), made.speed->device.core_speed);
 }
 
 }  // namespace edgeprof::detail

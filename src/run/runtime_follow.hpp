@@ -12,6 +12,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cgroup/backend.hpp"
@@ -26,6 +27,75 @@ struct FollowedSpeed {
   std::string runtime;  // NnRuntime id ("pytorch")
   Device device;        // as emulated (the slice's cores)
   EmulationPlan plan;
+};
+
+// The kind of a phase-channel line that carries a count of the workload's activations (the
+// activation counter's, src/nn/activation_counter.py): "<monotonic ns> A <MB> <CPU ms> <calls>",
+// the MB its model's layers wrote in one inference (counted) and the process's CPU time per
+// inference (measured, the median of `calls` timed inferences). parse_phases() skips it.
+inline constexpr char kActivationMark = 'A';
+// The runtime whose speed a count sets: the counter hooks PyTorch modules, so its MB per ms of
+// CPU time are eager PyTorch's.
+inline constexpr std::string_view kCountedRuntime = "pytorch";
+
+struct ActivationCount {
+  double mb = 0;
+  double cpu_ms = 0;
+  int calls = 0;
+  double mb_per_ms() const { return mb / cpu_ms; }
+};
+
+// The last well-formed activation count among `lines` (phase-channel lines, each ending in a
+// newline); other marks and malformed counts (not positive, not finite) are skipped.
+std::optional<ActivationCount> last_activation_count(std::string_view lines);
+
+// What a slice that counts its workload's activations (PlanOptions::count_activations) plans a
+// counted speed from: the device before its speed kind was applied (with_measured_nn), this
+// host's PyTorch rating (read once, when the slice is made), the host and options it was
+// planned with (core emulation as chosen at the start), the plan it started with (a counted
+// speed keeps its CPUs and core groups), its usable CPUs, and the device as it started.
+struct CountingBasis {
+  Device measured;
+  NnRating rating;
+  HostFacts host;
+  PlanOptions options;
+  EmulationPlan plan;
+  std::size_t usable_cpus = 0;
+  Device start;
+};
+
+// The basis of counting in a slice planned as `plan` from `measured` with `options`, starting
+// as `start`, or nullopt with a line in `notes` saying why a count would not set its speed:
+// counting off (nothing said), a speed the user chose other than the PyTorch one without a
+// memory term, a device without published PyTorch times, a speed schedule or a quota that
+// follows the busy threads (they write the bandwidth too), no PyTorch rating on this host or
+// one a memory term cannot be fitted with (no activations). `will_follow`: the slice follows
+// a workload to the PyTorch speed (followed_speeds()), or started at it (runtime_start()).
+std::optional<CountingBasis> counting_basis(const Device& measured, const HostFacts& host,
+                                            const PlanOptions& options,
+                                            const EmulationPlan& plan, std::size_t usable_cpus,
+                                            const Device& start, bool will_follow,
+                                            std::vector<std::string>& notes);
+
+// A counted speed set (or not: `error`): the device at its PyTorch speed with the memory term
+// of the workload's counted MB per ms (for_runtime(), device.hpp).
+struct CountedSwitch {
+  ActivationCount count;
+  std::optional<FollowedSpeed> speed;  // unset when it could not be planned
+  std::chrono::steady_clock::time_point when;
+  std::string error;  // why it was not set ("" when it was)
+  // The speed the slice ran at when the count came (kept, when it was not set): "its PyTorch
+  // speed" and its core_speed.
+  std::string before;
+  double before_speed = 0;
+};
+
+// What counts did: the last switch made (its device and plan are the slice's from then on),
+// and every count's, made or refused, in order (the latest kMaxCounts).
+struct CountedSwitches {
+  static constexpr std::size_t kMaxCounts = 64;
+  std::optional<CountedSwitch> applied;
+  std::vector<CountedSwitch> counts;
 };
 
 // A switch that was made.
@@ -52,8 +122,9 @@ class RuntimeFollower {
   // `speeds` in order of preference (nn_runtimes()'s): when one read of the maps sees several,
   // the first one's speed is taken. `cgroup` is the slice's, whose bandwidth the plan set to
   // `quota_us` (written_quota_us()) per `period_us`: put back when a switch fails part-way.
+  // `counting`: the slice counts its workload's activations (counting_basis()).
   RuntimeFollower(std::vector<FollowedSpeed> speeds, Cgroup* cgroup, std::uint64_t quota_us,
-                  std::uint64_t period_us);
+                  std::uint64_t period_us, std::optional<CountingBasis> counting = std::nullopt);
   RuntimeFollower(const RuntimeFollower&) = delete;
   RuntimeFollower& operator=(const RuntimeFollower&) = delete;
 
@@ -63,6 +134,17 @@ class RuntimeFollower {
   // a speed is among them, writes that speed's CPU bandwidth to the slice's cgroup (nothing
   // once detached). Never throws.
   void seen(const RuntimesSeen& seen) noexcept;
+  // From the sampler's thread, with the complete lines the phase channel brought: for the last
+  // activation count among them, plans the device at the PyTorch speed with that count's memory
+  // term (from the basis's rating: no file is read) and writes its bandwidth (the last count
+  // wins; a runtime seen later switches nothing). Refused when the slice switched to another
+  // runtime's speed (the workload loaded it). Nothing without a counting basis, or once
+  // detached. Never throws.
+  void counted(std::string_view lines) noexcept;
+  // What counts did. Takes the lock, except in a forked child (no sampler thread there), where
+  // it is empty.
+  CountedSwitches counted_switches() const;
+  bool counts() const { return counting_.has_value(); }
   // Before the cgroup goes (the slice closes, perhaps while a workload runs): waits for a
   // write in progress, and writes nothing after. In a forked child (no sampler thread there,
   // and the lock may have been held at the fork) it only forgets the cgroup.
@@ -72,9 +154,12 @@ class RuntimeFollower {
 
  private:
   std::vector<FollowedSpeed> speeds_;
-  std::mutex mutex_;  // guards cgroup_ while a switch writes through it
+  std::optional<CountingBasis> counting_;
+  mutable std::mutex mutex_;  // guards cgroup_, the bandwidth written and counted_
   Cgroup* cgroup_;
-  std::uint64_t quota_us_, period_us_;
+  std::uint64_t quota_us_, period_us_;  // the bandwidth written last
+  CountedSwitches counted_;
+  std::atomic<bool> counted_done_{false};  // a count set the speed: seen() switches nothing
   unsigned forks_;  // fork_count() when made
   RuntimeSwitch made_;  // written once, before done_ is set
   std::atomic<bool> done_{false};
@@ -114,5 +199,10 @@ std::optional<std::string> start_warning(const Device& device, std::string_view 
 // released: how long it ran at which speed (`before` the device as the slice began).
 std::string switch_warning(const Device& before, const RuntimeSwitch& made,
                            double since_release_s);
+
+// The warning of a run in which a count set the speed (`made`), `since_release_s` after its
+// workload was released, or was refused (`made.error`): what was counted, and at which speed
+// the run went on.
+std::string counted_warning(const CountedSwitch& made, double since_release_s);
 
 }  // namespace edgeprof::detail

@@ -32,6 +32,7 @@
 #include "sys/parse.hpp"
 #include "run/core_placer.hpp"
 #include "run/cpu_ledger.hpp"
+#include "nn/runner_dir.hpp"
 #include "nn/runtimes.hpp"
 #include "run/phase_pipe.hpp"
 #include "run/plan_warnings.hpp"
@@ -240,6 +241,9 @@ struct Slice::Impl {
   // The speeds of runtimes the workload may load (PlanOptions::speed_kind automatic); declared
   // before the samplers that call it.
   std::unique_ptr<detail::RuntimeFollower> follower;
+  // The activation counter a PyTorch workload gets on its PYTHONPATH when the follower counts
+  // (PlanOptions::count_activations).
+  std::optional<detail::ActivationCounterDir> counter_dir;
   // The runtime whose speed the slice started at (runtime_start()); "" for the usual start.
   std::string started_at;
   // The last run's sampler, for the next one: its thread sleeps between runs, and its stat
@@ -414,6 +418,22 @@ Slice::Slice(Device device, SliceOptions options) : impl_(std::make_shared<Impl>
   s.plan.notes.insert(s.plan.notes.begin(), start_notes.begin(), start_notes.end());
   std::vector<detail::FollowedSpeed> speeds = detail::followed_speeds(
       measured, host, plan_options, s.plan, usable_cpus, s.plan.notes, s.started_at);
+  const bool follows_counted =
+      s.started_at == detail::kCountedRuntime ||
+      std::any_of(speeds.begin(), speeds.end(), [](const detail::FollowedSpeed& f) {
+        return f.runtime == detail::kCountedRuntime;
+      });
+  std::optional<detail::CountingBasis> counting =
+      detail::counting_basis(measured, host, plan_options, s.plan, usable_cpus, s.device,
+                             follows_counted, s.plan.notes);
+  if (counting) {
+    try {
+      s.counter_dir.emplace();
+    } catch (const Error& e) {
+      counting.reset();
+      s.plan.notes.push_back(fmt::format("activations: not counted: {}", e.what()));
+    }
+  }
   remove_stale_slices(*s.backend, s.fs);
 
   detail::SliceName name = own_identity(s.fs);
@@ -436,9 +456,10 @@ Slice::Slice(Device device, SliceOptions options) : impl_(std::make_shared<Impl>
         "made beneath the same parent removes it",
         e.what()));
   }
-  if (!speeds.empty()) {
+  if (!speeds.empty() || counting) {
     s.follower = std::make_unique<detail::RuntimeFollower>(
-        std::move(speeds), s.cgroup.get(), detail::written_quota_us(s.plan), s.plan.cpu_period_us);
+        std::move(speeds), s.cgroup.get(), detail::written_quota_us(s.plan), s.plan.cpu_period_us,
+        std::move(counting));
   }
 }
 
@@ -630,6 +651,13 @@ Child Slice::spawn(const Command& command, const SpawnOptions& options) {
     }
   }
   prepared.keep_fd(state->marks.write.get());
+  // The activation counter, first on the workload's PYTHONPATH (it takes itself off again,
+  // leaving the rest as it was: unset, empty or the workload's own), where a sampler can hear it.
+  if (s.counter_dir && options.sample_interval.count() != 0) {
+    const std::optional<std::string> path = prepared.env("PYTHONPATH");
+    prepared.set_env("PYTHONPATH",
+                     path ? s.counter_dir->path() + ":" + *path : s.counter_dir->path());
+  }
 
   // A fresh peak per workload when the slice is idle and the kernel can reset it (before a
   // sampler is made: its memory.peak reads through the file that was reset).
@@ -663,6 +691,13 @@ Child Slice::spawn(const Command& command, const SpawnOptions& options) {
           });
     } else {
       state->sampler->on_new_runtime(nullptr);
+    }
+    if (s.follower && s.follower->counts()) {
+      state->sampler->on_marks([follower = s.follower.get()](std::string_view lines) {
+        follower->counted(lines);
+      });
+    } else {
+      state->sampler->on_marks(nullptr);
     }
   }
   state->switched_at_spawn = s.follower && s.follower->switched();
@@ -828,6 +863,29 @@ Result Child::State::finish(const detail::Exit& exit, bool timed_out) {
       change.error = made->error;
       r.speed_changes.push_back(change);
       r.warnings.push_back(detail::switch_warning(slice->device, *made, change.t_s));
+    }
+  }
+  if (slice->follower && slice->follower->counts()) {
+    // The last count that set the slice's speed, before this run (it started at that speed) or
+    // during it; and each count during it, a change at its time (refused ones with their error).
+    const detail::CountedSwitches counted = slice->follower->counted_switches();
+    if (counted.applied) {
+      r.device = counted.applied->speed->device;
+      r.plan = counted.applied->speed->plan;
+    }
+    for (const detail::CountedSwitch& made : counted.counts) {
+      if (made.when < process.released) continue;
+      SpeedChange change;
+      change.t_s = std::chrono::duration<double>(made.when - process.released).count();
+      change.runtime = std::string(detail::kCountedRuntime);
+      change.memory_mb_per_ms = made.count.mb_per_ms();
+      if (made.speed) {
+        change.cpu_quota_us = detail::written_quota_us(made.speed->plan);
+        change.cpu_period_us = made.speed->plan.cpu_period_us;
+      }
+      change.error = made.error;
+      r.speed_changes.push_back(change);
+      r.warnings.push_back(detail::counted_warning(made, change.t_s));
     }
   }
   // What the plan the run ended with says that a run must say too (a followed runtime's

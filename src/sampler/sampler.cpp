@@ -139,6 +139,7 @@ Sampler::Clock::time_point Sampler::start() {
   }
   missed_ = 0;
   marks_.clear();
+  marks_told_ = 0;
   columns_ = Columns{};
   // Room for a short run; the columns double beyond. (Reserving minutes' worth cost a short
   // workload about 1.4 MB of allocation, and the page faults, per spawn.)
@@ -293,7 +294,17 @@ void Sampler::run() noexcept {
         }
       }
     }
-    if (marked && drain_marks()) sample(false);  // a phase boundary: sample it now
+    if (marked && drain_marks()) {
+      sample(false);  // a phase boundary: sample it now
+      if (on_marks_) {
+        const std::size_t end = marks_.rfind('\n');
+        if (end != std::string::npos && end + 1 > marks_told_) {
+          const std::string_view lines(marks_.data() + marks_told_, end + 1 - marks_told_);
+          marks_told_ = end + 1;
+          on_marks_(lines);
+        }
+      }
+    }
   }
 }
 

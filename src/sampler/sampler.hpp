@@ -11,6 +11,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "nn/runtimes.hpp"
@@ -57,6 +58,11 @@ class Sampler {
   void on_new_runtime(std::function<void(const RuntimesSeen&)> call) {
     on_new_runtime_ = std::move(call);
   }
+  // Before start(): called in the sampler's thread, under its lock as on_new_runtime's, with the
+  // complete lines of phase marks that arrived during a run, each time some do (an activation
+  // count, RuntimeFollower::counted(); kept for later runs until replaced). Never with a partial
+  // line: one is held until its newline arrives.
+  void on_marks(std::function<void(std::string_view)> call) { on_marks_ = std::move(call); }
   // Once, before a start(): also read the slice's threads' states (ThreadCensus) at the first
   // sample and then on scheduled ticks about every Sources::kSlowSourceNs.
   void watch_threads(ThreadCensus census) { census_ = std::move(census); }
@@ -117,6 +123,8 @@ class Sampler {
   UniqueFd epoll_fd_;  // the thread waits here: timer, quit, and the marks during a run
   int marks_fd_ = -1;  // not owned; in the epoll set during a run
   std::string marks_;
+  std::size_t marks_told_ = 0;  // marks_ up to here went to on_marks_
+  std::function<void(std::string_view)> on_marks_;
   std::uint64_t missed_ = 0;
   std::bitset<kMetricCount> first_read_;
   std::optional<RuntimeWatch> runtimes_;

@@ -1,0 +1,199 @@
+# edgeprof's activation counter. A slice that counts its workload's activations
+# (PlanOptions::count_activations, EDGEPROF_COUNT_ACTIVATIONS=1) writes this file as
+# sitecustomize.py into a directory of its own, with torch_runner.py beside it, and puts that
+# directory first on the workload's PYTHONPATH. In a Python that then imports PyTorch it:
+# 1. counts, with a forward hook on every module (torch's global hooks), the bytes the layers
+#    of the model's first call write (torch_runner.written_bytes: the rule this host's PyTorch
+#    rating counts its models' activations by); the model is the first module with weights
+#    called outside any other (a transform, which has none, is not);
+# 2. removes those hooks (they cost up to a third of an inference while attached) and times
+#    the model's next calls by the process's CPU time, with a hook on the model alone;
+# 3. after TIMED such calls, writes one line on edgeprof's phase channel,
+#    "<CLOCK_MONOTONIC ns> A <MB> <CPU ms> <TIMED>", the CPU ms the median of the TIMED, and
+#    removes its hooks. The slice then runs the device at its PyTorch speed with the memory
+#    term of that MB per ms.
+# It first takes its directory off sys.path and PYTHONPATH, so that the workload's imports and
+# the processes it starts see what they would have without it, then runs the environment's
+# own sitecustomize if there is one. A model is a module with weights called outside any other
+# module; the hooks go after GIVE_UP such calls without one. Nothing is counted in a Python
+# started with -S, -I or -E (no sitecustomize, or not this one), with a PyTorch before 2.1 (its
+# global hooks do not run on an exception), outside an edgeprof slice (no channel), for a
+# TorchScript model (its layers run no hooks), or in a workload that calls its model fewer
+# than TIMED + 1 times; an error of its own never reaches the workload.
+import importlib.machinery
+import importlib.util
+import os
+import stat
+import sys
+import time
+
+TIMED = 5
+GIVE_UP = 32  # calls outside any other module without a model's among them
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _off_path():
+    """This directory off sys.path and PYTHONPATH (the rest of PYTHONPATH as it was: edgeprof
+    put this directory in front of it, with a colon where it was set, even empty)."""
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != HERE]
+    parts = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    if parts and parts[0] and os.path.abspath(parts[0]) == HERE:
+        if len(parts) == 1:
+            del os.environ["PYTHONPATH"]
+        else:
+            os.environ["PYTHONPATH"] = os.pathsep.join(parts[1:])
+
+
+def _channel():
+    """edgeprof's phase channel (EDGEPROF_PHASE_FD, "<fd>:<inode>" of a pipe), else None."""
+    try:
+        fd, inode = (int(x) for x in os.environ.get("EDGEPROF_PHASE_FD", "").split(":"))
+        st = os.fstat(fd)
+    except (ValueError, OSError):
+        return None
+    return fd if stat.S_ISFIFO(st.st_mode) and st.st_ino == inode else None
+
+
+def _send(fd, mb, cpu_ms, calls):
+    line = f"{time.clock_gettime_ns(time.CLOCK_MONOTONIC)} A {mb:.6g} {cpu_ms:.6g} {calls}\n"
+    try:
+        os.write(fd, line.encode())
+    except OSError:  # the pipe is full or closed: the count is lost, the workload goes on
+        pass
+
+
+def _written_bytes():
+    """torch_runner.written_bytes, loaded from this directory under a name of edgeprof's."""
+    spec = importlib.util.spec_from_file_location(
+        "_edgeprof_torch_runner", os.path.join(HERE, "torch_runner.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.written_bytes
+
+
+def _leaf(module):
+    return next(module.children(), None) is None
+
+
+def _model(module):
+    """A module with weights: a model, where a transform or a layer of none is not."""
+    return next(module.parameters(), None) is not None
+
+
+def _guarded(hook, handles):
+    """`hook`, which on an error of its own removes every handle and ends the count."""
+    def run(*args):
+        try:
+            hook(*args)
+        except Exception:  # never the workload's: it runs on uncounted
+            for h in handles:
+                h.remove()
+    return run
+
+
+def _time(model, counted_bytes, fd):
+    """Times the model's next TIMED calls by the process's CPU time, then reports."""
+    times, start, handles = [], [0], []
+
+    def before(module, args):
+        start[0] = time.process_time_ns()
+
+    def after(module, args, output):
+        times.append(time.process_time_ns() - start[0])
+        if len(times) == TIMED:
+            for h in handles:
+                h.remove()
+            cpu_ms = sorted(times)[TIMED // 2] / 1e6
+            if cpu_ms > 0:
+                _send(fd, counted_bytes / 1e6, cpu_ms, TIMED)
+
+    handles += [model.register_forward_pre_hook(_guarded(before, handles)),
+                model.register_forward_hook(_guarded(after, handles))]
+
+
+def _count(torch, fd):
+    """Global hooks on every module, until a model's first call has been counted, or GIVE_UP
+    calls outside any other module went by without one."""
+    written_bytes = _written_bytes()
+    hooks = torch.nn.modules.module
+    state = {"depth": 0, "top": None, "bytes": 0, "outer": 0}
+    handles = []
+
+    def give_up():
+        for h in handles:
+            h.remove()
+
+    def before(module, args):
+        if state["depth"] == 0:
+            state["top"], state["bytes"] = module, 0
+            state["outer"] += 1
+        state["depth"] += 1
+
+    def after(module, args, output):
+        state["depth"] = max(state["depth"] - 1, 0)
+        if output is None:  # an exception ended the call (always_call runs this anyway)
+            state["top"] = None
+        elif _leaf(module):
+            state["bytes"] += written_bytes(module, args, output, torch)
+        if state["depth"] != 0 or output is None:
+            return
+        if module is state["top"] and _model(module):
+            give_up()  # counted: the hooks go (removing them here is safe: PyTorch runs a
+            # copy of the hooks of a call that returned)
+            if state["bytes"] > 0:  # nothing for a TorchScript model: its layers run no hooks
+                _time(module, state["bytes"], fd)
+        elif state["outer"] >= GIVE_UP:
+            give_up()
+
+    # Only where an exception still runs the hook that closes a call (PyTorch 2.1 and later):
+    # without it, the depth would be lost at the first one.
+    handles.append(hooks.register_module_forward_pre_hook(_guarded(before, handles)))
+    try:
+        handles.append(hooks.register_module_forward_hook(_guarded(after, handles),
+                                                          always_call=True))
+    except Exception:
+        give_up()
+        raise
+
+
+class _WatchTorch:
+    """A finder that counts once the module torch has run (this finder then leaves)."""
+
+    def __init__(self, fd):
+        self.fd = fd
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "torch":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        run = spec.loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            try:
+                _count(module, self.fd)
+            except Exception:  # never the workload's error (a PyTorch before 2.1 among them:
+                pass           # no always_call): it runs uncounted
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+def _chain():
+    """The environment's own sitecustomize, which this one stood in front of."""
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", sys.path)
+    if spec is None or spec.loader is None:
+        return
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["sitecustomize"] = module
+    spec.loader.exec_module(module)
+
+
+_off_path()
+_fd = _channel()
+if _fd is not None and "torch" not in sys.modules:
+    sys.meta_path.insert(0, _WatchTorch(_fd))
+_chain()

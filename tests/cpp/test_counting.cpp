@@ -1,0 +1,259 @@
+// A slice that counts its workload's activations (PlanOptions::count_activations): the count's
+// line on the phase channel, when a slice counts, and the speed a count sets in the kernel.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <string>
+
+#include "edgeprof/edgeprof.hpp"
+#include "helpers.hpp"
+#include "nn/runner_dir.hpp"
+#include "run/runtime_follow.hpp"
+
+using namespace edgeprof;
+using Catch::Matchers::Contains;
+using test::can_create_slices;
+using test::FakeTree;
+
+namespace {
+
+// This host's PyTorch rating in a cache of the test's own: the thirteen models with times and
+// activations of the shape a real rating has (this project's host, rounded), so that a memory
+// term can be fitted to the Pi 4's published times.
+void rate_pytorch_with_activations(const FakeTree& bin) {
+  const std::string body =
+      "#!/bin/sh\necho 'runtime PyTorch 2.0.test fp32 eager (stand-in)'\nshift 4\n"
+      "for m in \"$@\"; do case $m in\n"
+      "  efficientnet_b0) t=24.7 a=51.7;; ese_vovnet19b_dw) t=41.7 a=56.4;;\n"
+      "  mixnet_s) t=23.7 a=47.5;; mnasnet_a1) t=17.8 a=47.5;; mobilenetv2_050) t=9.0 a=27.9;;\n"
+      "  mobilenetv2_100) t=17.3 a=51.1;; mobilenetv2_110d) t=22.8 a=66.8;;\n"
+      "  mobilenetv3_large_100) t=14.3 a=33.0;; mobilenetv3_small_050) t=4.3 a=7.0;;\n"
+      "  repvgg_b0) t=67.4 a=36.9;; resnet18) t=41.2 a=29.9;; shufflenet_v2_x1_0) t=10.8 a=21.9;;\n"
+      "  vgg13) t=408.9 a=104.2;;\n  *) continue;;\nesac\n"
+      "echo \"activations $m $a\"; echo \"$m $t $t $t\"; done\n";
+  bin.file("/torch-python", body);
+  const std::string path = bin.root() + "/torch-python";
+  std::filesystem::permissions(path, std::filesystem::perms::owner_all);
+  NnOptions options;
+  options.runtime = "pytorch";
+  options.python = path;
+  const NnRating r = measure_nn_rating(options);
+  REQUIRE(r.activation_mb.size() == 13);
+}
+
+}  // namespace
+
+TEST_CASE("an activation count on the phase channel: the last well-formed one", "[counting]") {
+  using detail::last_activation_count;
+  CHECK_FALSE(last_activation_count(""));
+  CHECK_FALSE(last_activation_count("12 M infer\n12 B load\n"));
+  const auto c = last_activation_count("5 M warm\n7 A 51.14 12.5 5\n9 M infer\n");
+  REQUIRE(c);
+  CHECK(c->mb == Approx(51.14));
+  CHECK(c->cpu_ms == Approx(12.5));
+  CHECK(c->calls == 5);
+  CHECK(c->mb_per_ms() == Approx(51.14 / 12.5));
+  // The last one wins; malformed ones are skipped, whatever follows them.
+  CHECK(last_activation_count("1 A 10 2 5\n2 A 30 3 5\n")->mb == Approx(30));
+  for (const char* bad : {"1 A 10 2\n", "1 A 10 2 5 x\n", "1 A -1 2 5\n", "1 A 10 0 5\n",
+                          "1 A nan 2 5\n", "1 A 10 inf 5\n", "1 A 10 2 0\n", "1 A 10x 2 5\n",
+                          "1 A10 2 5\n", "A 10 2 5\n"}) {
+    CAPTURE(bad);
+    CHECK_FALSE(last_activation_count(bad));
+    CHECK(last_activation_count(std::string("1 A 4 2 5\n") + bad)->mb == Approx(4));
+  }
+  // A line without its newline yet is a whole one to this parser (the sampler holds it back).
+  CHECK(last_activation_count("1 A 4 2 5")->mb == Approx(4));
+}
+
+TEST_CASE("phases: an activation count is no phase and no malformed mark", "[counting]") {
+  std::size_t malformed = 99;
+  const std::vector<Phase> phases =
+      parse_phases("1000 M load\n2000 A 51.1 12.5 5\n3000 M infer\n", 0, TimeSeries{}, 1e-5,
+                   &malformed);
+  CHECK(malformed == 0);
+  REQUIRE(phases.size() == 2);
+  CHECK(phases[0].name == "load");
+  CHECK(phases[1].name == "infer");
+}
+
+TEST_CASE("when a slice counts activations, and why not", "[counting][nn]") {
+  const FakeTree cache;
+  test::ScopedEnv env("EDGEPROF_CACHE_DIR", cache.root());
+  const Device pi = find_device("raspberry-pi-4b-4gb");
+  const HostFacts host = test::two_cpu_host();
+  PlanOptions options;
+  options.measure_nn = false;
+  options.cpus = host.cpus;
+  options.count_activations = true;
+  const EmulationPlan plan = plan_emulation(pi, host, options);
+  std::vector<std::string> notes;
+  // No PyTorch rating here, then one without activations (measured before they were counted):
+  // no memory term to set, said so.
+  CHECK_FALSE(detail::counting_basis(pi, host, options, plan, 2, pi, true, notes));
+  CHECK(test::has_note(notes, "this host's PyTorch rating is not usable"));
+  const FakeTree old;
+  old.file("/torch-python", "#!/bin/sh\necho 'runtime PyTorch 2.0.test fp32 eager (stand-in)'\n"
+                            "shift 4\nfor m in \"$@\"; do case $m in --*) ;; *) echo \"$m 20 20 "
+                            "20\";; esac; done\n");
+  std::filesystem::permissions(old.root() + "/torch-python", std::filesystem::perms::owner_all);
+  NnOptions plain;
+  plain.runtime = "pytorch";
+  plain.python = old.root() + "/torch-python";
+  REQUIRE(measure_nn_rating(plain).activation_mb.empty());
+  notes.clear();
+  CHECK_FALSE(detail::counting_basis(pi, host, options, plan, 2, pi, true, notes));
+  CHECK(test::has_note(notes, "needs the activations of this host's PyTorch models"));
+
+  const FakeTree bin;
+  rate_pytorch_with_activations(bin);
+  notes.clear();
+
+  options.count_activations = false;  // off: nothing, and nothing said
+  CHECK_FALSE(detail::counting_basis(pi, host, options, plan, 2, pi, true, notes));
+  CHECK(notes.empty());
+
+  options.count_activations = true;
+  const auto basis = detail::counting_basis(pi, host, options, plan, 2, pi, true, notes);
+  REQUIRE(basis);
+  CHECK(basis->measured.name == pi.name);
+  CHECK(basis->options.cores == plan.core_emulation());  // kept as the start chose
+  CHECK(test::has_note(notes, "activations: a PyTorch workload's model is counted"));
+
+  // At the PyTorch speed the user chose: counted; with a memory term given: not.
+  notes.clear();
+  const Device torch = for_runtime(pi, "pytorch");
+  const EmulationPlan torch_plan = plan_emulation(torch, host, options);
+  CHECK(detail::counting_basis(torch, host, options, torch_plan, 2, torch, false, notes));
+  notes.clear();
+  const Device given = for_runtime(pi, "pytorch", nullptr, 2.0);
+  CHECK_FALSE(detail::counting_basis(given, host, options, torch_plan, 2, given, false, notes));
+  CHECK(test::has_note(notes, "has a memory term given already, 2 MB per ms"));
+  // A device without PyTorch times, and one the slice does not follow to the PyTorch speed.
+  notes.clear();
+  const Device bbb = find_device("beaglebone-black");
+  CHECK_FALSE(detail::counting_basis(bbb, host, options, plan_emulation(bbb, host, options), 1,
+                                     bbb, false, notes));
+  CHECK(test::has_note(notes, "has no published PyTorch times"));
+  notes.clear();
+  CHECK_FALSE(detail::counting_basis(pi, host, options, plan, 2, pi, false, notes));
+  CHECK(test::has_note(notes, "does not run a PyTorch workload at the device's PyTorch speed"));
+
+  // A speed schedule writes the bandwidth too: not counted, whoever chose the speed.
+  Device scheduled = torch;
+  scheduled.speed_schedule = {SpeedStep{1.0, 0.5}};
+  notes.clear();
+  CHECK_FALSE(detail::counting_basis(scheduled, host, options, torch_plan, 2, scheduled, false,
+                                     notes));
+  CHECK(test::has_note(notes, "the device's speed schedule writes the CPU bandwidth too"));
+
+  // A device at its PyTorch speed may be given a memory term again (what a count does).
+  const Device again = for_runtime(torch, "pytorch", nullptr, 3.0);
+  REQUIRE(again.nn);
+  CHECK(again.nn->memory_mb_per_ms == 3.0);
+  CHECK(again.core_speed == Approx(for_runtime(pi, "pytorch", nullptr, 3.0).core_speed));
+}
+
+TEST_CASE("a counted workload sets the slice's speed by its memory term", "[counting][kernel]") {
+  REQUIRE_CGROUPS();
+  const FakeTree cache;
+  test::ScopedEnv env("EDGEPROF_CACHE_DIR", cache.root());
+  const FakeTree bin;
+  rate_pytorch_with_activations(bin);
+
+  SliceOptions options;
+  options.plan.measure_nn = false;
+  options.plan.count_activations = true;
+  Device pi = for_runtime(find_device("raspberry-pi-4b-1gb"), "pytorch");
+  pi.memory_bytes = 256 << 20;  // within the v2 VM's memory too
+  std::string counter_dir;
+  {
+    Slice slice(pi, options);
+    CHECK(test::has_note(slice.plan(), "activations: a PyTorch workload's model is counted"));
+    const test::KernelBandwidth before = test::kernel_bandwidth(slice.paths());
+
+    // A workload that reports a count as the counter does (4 MB per ms), after saying where
+    // PYTHONPATH pointed.
+    const FakeTree out;
+    Command count;
+    count.argv = {"/bin/bash", "-c",
+                  "echo \"$PYTHONPATH\" > '" + out.root() +
+                      "/path'; fd=${EDGEPROF_PHASE_FD%%:*}; eval \"echo '1 A 40 10 5' >&$fd\"; "
+                      "sleep 600"};
+    count.env = std::vector<std::string>{"PATH=/usr/bin:/bin", "PYTHONPATH=/somewhere/else"};
+    Child child = slice.spawn(count);
+    // (At the Pi 4's speeds the quota is the kernel's 1 ms minimum, and the period changes.)
+    REQUIRE(test::eventually([&] {
+      const test::KernelBandwidth now = test::kernel_bandwidth(slice.paths());
+      return now.quota_us != before.quota_us || now.period_us != before.period_us;
+    }));
+    const test::KernelBandwidth counted = test::kernel_bandwidth(slice.paths());
+    const Result r = child.wait(std::chrono::duration<double>(1e-3));
+    CHECK(r.timed_out);
+
+    // The counter came first on the workload's PYTHONPATH, the workload's own after it.
+    const std::string path = FakeTree::slurp(out.root() + "/path");
+    counter_dir = path.substr(0, path.find(':'));
+    CHECK(path == counter_dir + ":/somewhere/else\n");
+    CHECK(std::filesystem::is_regular_file(counter_dir + "/sitecustomize.py"));
+    CHECK(std::filesystem::is_regular_file(counter_dir + "/torch_runner.py"));
+
+    // The result is of the PyTorch speed with that memory term, and says when it was set.
+    REQUIRE(r.device.nn);
+    CHECK(r.device.nn->basis == "pytorch");
+    CHECK(r.device.nn->memory_mb_per_ms == Approx(4.0));
+    CHECK(r.device.core_speed ==
+          Approx(for_runtime(find_device("raspberry-pi-4b-1gb"), "pytorch", nullptr, 4.0)
+                     .core_speed));
+    REQUIRE(r.speed_changes.size() == 1);
+    const SpeedChange& c = r.speed_changes[0];
+    CHECK(c.runtime == "pytorch");
+    CHECK(c.memory_mb_per_ms == Approx(4.0));
+    CHECK(c.error.empty());
+    CHECK(c.t_s >= 0);
+    CHECK(std::optional<std::uint64_t>(c.cpu_quota_us) == counted.quota_us);
+    CHECK(c.cpu_period_us == counted.period_us);
+    CHECK(r.plan.cpu_quota_us == c.cpu_quota_us);
+    CHECK(test::has_note(r.warnings, "the workload's model wrote 40 MB of activations per "
+                                     "inference (counted by edgeprof's hook on its layers) in 10 "
+                                     "ms of CPU time (measured, the median of 5): 4 MB per ms"));
+    CHECK(r.phases.empty());  // the count is no phase
+    CHECK(result_from_json(to_json(r)).speed_changes.at(0).memory_mb_per_ms == Approx(4.0));
+
+    // The next workload starts at that speed. Its count comes in two writes, the second
+    // ending the line the first began (the sampler holds the partial line back), followed by a
+    // malformed one (skipped): 2 MB per ms, the one change.
+    Command next_count;
+    next_count.argv = {
+        "/bin/bash", "-c",
+        "fd=${EDGEPROF_PHASE_FD%%:*}; eval \"printf '1 A 20' >&$fd\"; sleep 0.3; "
+        "eval \"printf ' 10 5\\n1 A 40 0 5\\n' >&$fd\"; sleep 600"};
+    Child second = slice.spawn(next_count);
+    REQUIRE(test::eventually([&] {
+      const test::KernelBandwidth now = test::kernel_bandwidth(slice.paths());
+      return now.quota_us != counted.quota_us || now.period_us != counted.period_us;
+    }));
+    const Result next = second.wait(std::chrono::duration<double>(1e-3));
+    REQUIRE(next.device.nn);
+    CHECK(next.device.nn->memory_mb_per_ms == Approx(2.0));
+    REQUIRE(next.speed_changes.size() == 1);
+    CHECK(next.speed_changes[0].memory_mb_per_ms == Approx(2.0));
+    CHECK(next.speed_changes[0].error.empty());
+  }
+  // The counter's directory goes with the slice.
+  CHECK_FALSE(counter_dir.empty());
+  CHECK_FALSE(std::filesystem::exists(counter_dir));
+}
+
+TEST_CASE("the counter's directory holds the counter as sitecustomize and the PyTorch runner",
+          "[counting]") {
+  std::string path;
+  {
+    const detail::ActivationCounterDir dir;
+    path = dir.path();
+    CHECK_THAT(path, Contains("edgeprof-count-"));
+    CHECK_THAT(FakeTree::slurp(path + "/sitecustomize.py"), Contains("def _count(torch, fd)"));
+    CHECK_THAT(FakeTree::slurp(path + "/torch_runner.py"), Contains("def written_bytes("));
+  }
+  CHECK_FALSE(std::filesystem::exists(path));
+}

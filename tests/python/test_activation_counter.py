@@ -1,0 +1,247 @@
+"""edgeprof's activation counter (src/nn/activation_counter.py), which a slice that counts
+activations puts on a workload's PYTHONPATH as sitecustomize.py: it takes itself off the path,
+runs the environment's own sitecustomize, and in a workload that imports PyTorch counts its
+model's activations and CPU time per inference, reported on the phase channel. PyTorch is
+optional and not installed for the tests: a stand-in `torch` runs modules and hooks as
+PyTorch's Module.__call__ does; with EDGEPROF_TORCH_PYTHON set the real one is counted too."""
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "nn"
+if not (SRC / "activation_counter.py").is_file():  # the v2 VM gets tests/ without src/
+    pytest.skip(f"no {SRC} here (the host's run of these tests has it)",
+                allow_module_level=True)
+
+# A stand-in for PyTorch: tensors of a size, modules whose calls run the global hooks and their
+# own around forward() (hooks copied before they run, as PyTorch's _call_impl does).
+FAKE_TORCH = textwrap.dedent("""
+    import itertools, types
+    _ptrs = itertools.count(1)
+
+    class Tensor:
+        def __init__(self, n):
+            self.n, self.ptr = n, next(_ptrs)
+        def numel(self):
+            return self.n
+        def element_size(self):
+            return 4
+        def data_ptr(self):
+            return self.ptr
+
+    class _Handle:
+        def __init__(self, table, key):
+            self.table, self.key = table, key
+        def remove(self):
+            self.table.pop(self.key, None)
+
+    _keys = itertools.count()
+    def _add(table, hook):
+        key = next(_keys)
+        table[key] = hook
+        return _Handle(table, key)
+
+    PRE, POST = {}, {}
+    def register_module_forward_pre_hook(hook):
+        return _add(PRE, hook)
+    def register_module_forward_hook(hook, always_call=False):
+        assert always_call  # the counter needs it (PyTorch 2.1 and later)
+        return _add(POST, hook)
+
+    nn = types.SimpleNamespace(modules=types.SimpleNamespace(module=types.SimpleNamespace(
+        register_module_forward_pre_hook=register_module_forward_pre_hook,
+        register_module_forward_hook=register_module_forward_hook)))
+
+    class Module:
+        def __init__(self, *children, out=0, inplace=False, weights=False):
+            self._children, self.out, self.inplace = list(children), out, inplace
+            self.weights = ["w"] if weights else []
+            self.pre, self.post = {}, {}
+        def children(self):
+            return iter(self._children)
+        def parameters(self):
+            return itertools.chain(self.weights, *(c.parameters() for c in self._children))
+        def register_forward_pre_hook(self, hook):
+            return _add(self.pre, hook)
+        def register_forward_hook(self, hook):
+            return _add(self.post, hook)
+        def forward(self, x):
+            if self._children:
+                for c in self._children:
+                    x = c(x)
+                return x
+            return x if self.inplace else Tensor(self.out)
+        def __call__(self, x):
+            for h in (*PRE.values(), *self.pre.values()):
+                h(self, (x,))
+            try:
+                out = self.forward(x)
+            except Exception:  # the global always_call hooks run, given no output
+                for h in POST.values():
+                    h(self, (x,), None)
+                raise
+            for h in (*POST.values(), *self.post.values()):
+                h(self, (x,), out)
+            return out
+""")
+
+# A workload: transforms called alone (without weights: not the model), then a model of three
+# layers (one in place) called eight times; prints what is left hooked and its PYTHONPATH.
+WORKLOAD = textwrap.dedent("""
+    import os, sys
+    import torch
+    normalize = torch.Module(torch.Module(out=10))  # a Sequential of transforms, say
+    model = torch.Module(torch.Module(out=1000, weights=True), torch.Module(inplace=True),
+                         torch.Module(torch.Module(out=250, weights=True)))
+    for _ in range(8):
+        model(normalize(torch.Tensor(10)))
+    left = len(torch.PRE) + len(torch.POST) + len(model.pre) + len(model.post)
+    print("hooks", left)
+    print("path", os.environ.get("PYTHONPATH", "-"))
+    print("counter", any(os.path.basename(p).startswith("counter") for p in sys.path))
+""")
+
+
+def _counter_dir(tmp_path: Path) -> Path:
+    d = tmp_path / "counter"
+    d.mkdir()
+    shutil.copy(SRC / "activation_counter.py", d / "sitecustomize.py")
+    shutil.copy(SRC / "torch_runner.py", d / "torch_runner.py")
+    return d
+
+
+def _run(python: str, tmp_path: Path, code: str, pythonpath: list[Path], channel: bool = True):
+    """Runs `code` with the counter first on PYTHONPATH and, with `channel`, a phase channel:
+    (its stdout, what arrived on the channel)."""
+    read, write = os.pipe()
+    try:
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("PYTHONPATH", "EDGEPROF_PHASE_FD")}
+        env["PYTHONPATH"] = os.pathsep.join(str(p) for p in pythonpath)
+        if channel:
+            env["EDGEPROF_PHASE_FD"] = f"{write}:{os.fstat(write).st_ino}"
+        out = subprocess.run([python, "-c", code], env=env, pass_fds=(write,), text=True,
+                             capture_output=True, timeout=300, check=False)
+        os.close(write)
+        write = -1
+        marks = b""
+        while chunk := os.read(read, 4096):
+            marks += chunk
+    finally:
+        os.close(read)
+        if write >= 0:
+            os.close(write)
+    assert out.returncode == 0, out.stderr
+    return out.stdout, marks.decode()
+
+
+def _fake_torch(tmp_path: Path) -> Path:
+    d = tmp_path / "fake"
+    (d / "torch").mkdir(parents=True)
+    (d / "torch" / "__init__.py").write_text(FAKE_TORCH)
+    return d
+
+
+def test_the_model_is_counted_once_then_timed_and_the_hooks_go(tmp_path):
+    counter = _counter_dir(tmp_path)
+    out, marks = _run(sys.executable, tmp_path, WORKLOAD, [counter, _fake_torch(tmp_path)])
+    # One count: the model's leaves wrote 1000 + 250 floats and the in-place one its input
+    # (1000) over; the transform called alone is no model, and was not counted in.
+    [line] = marks.splitlines()
+    stamp, kind, mb, cpu_ms, calls = line.split()
+    assert int(stamp) > 0 and kind == "A" and calls == "5"
+    assert float(mb) == pytest.approx(2250 * 4 / 1e6)
+    assert float(cpu_ms) > 0
+    # Every hook removed, the counter's directory off sys.path and PYTHONPATH.
+    assert "hooks 0" in out
+    assert f"path {tmp_path / 'fake'}" in out
+    assert "counter False" in out
+
+
+def test_a_model_called_too_few_times_is_not_reported(tmp_path):
+    few = WORKLOAD.replace("range(8)", "range(5)")
+    _, marks = _run(sys.executable, tmp_path, few, [_counter_dir(tmp_path), _fake_torch(tmp_path)])
+    assert marks == ""
+
+
+def test_without_a_model_the_hooks_go_after_a_while(tmp_path):
+    # Only modules without weights: nothing to count, and the global hooks do not stay.
+    code = WORKLOAD.replace("model(normalize(", "normalize(normalize(").replace(
+        "range(8)", "range(40)")
+    out, marks = _run(sys.executable, tmp_path, code,
+                      [_counter_dir(tmp_path), _fake_torch(tmp_path)])
+    assert marks == "" and "hooks 0" in out
+
+
+def test_a_model_that_fails_is_not_counted_and_the_next_call_is(tmp_path):
+    # The first call raises inside a layer (the hooks that close it and its model run anyway,
+    # given None): nothing counted for it, and the depth is right for the next.
+    code = WORKLOAD.replace("for _ in range(8):", textwrap.dedent("""
+        class Boom(torch.Module):
+            def forward(self, x):
+                raise ValueError("boom")
+        try:
+            torch.Module(Boom(), weights=True)(torch.Tensor(10))
+        except ValueError:
+            pass
+        for _ in range(8):""").strip("\n"))
+    out, marks = _run(sys.executable, tmp_path, code,
+                      [_counter_dir(tmp_path), _fake_torch(tmp_path)])
+    [line] = marks.splitlines()
+    assert float(line.split()[2]) == pytest.approx(2250 * 4 / 1e6)
+
+
+def test_the_rest_of_pythonpath_is_left_as_it_was(tmp_path):
+    counter = _counter_dir(tmp_path)
+    code = "import os; print(repr(os.environ.get('PYTHONPATH')))"
+    for given, left in ((f"{counter}", "None"), (f"{counter}:", "''"),
+                        (f"{counter}::/a", "':/a'")):
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        env["PYTHONPATH"] = given
+        out = subprocess.run([sys.executable, "-c", code], env=env, text=True,
+                             capture_output=True, check=True).stdout
+        assert out.strip() == left, given
+
+
+def test_outside_a_slice_nothing_is_watched_and_the_environments_own_sitecustomize_runs(
+        tmp_path):
+    own = tmp_path / "own"
+    own.mkdir()
+    (own / "sitecustomize.py").write_text("import builtins\nbuiltins.OWN_SITE = True\n")
+    code = ("import sys, builtins; print(getattr(builtins, 'OWN_SITE', False), "
+            "[type(f).__name__ for f in sys.meta_path])")
+    counter = _counter_dir(tmp_path)
+    out, marks = _run(sys.executable, tmp_path, code, [counter, own], channel=False)
+    assert out.startswith("True") and "_WatchTorch" not in out and marks == ""
+    out, _ = _run(sys.executable, tmp_path, code, [counter, own])
+    assert out.startswith("True") and "_WatchTorch" in out
+
+
+@pytest.mark.skipif(not os.environ.get("EDGEPROF_TORCH_PYTHON"),
+                    reason="set EDGEPROF_TORCH_PYTHON to a Python with torch and torchvision")
+def test_a_real_model_counts_what_the_rating_counts(tmp_path):
+    code = textwrap.dedent(f"""
+        import importlib.util, torch, torchvision
+        torch.manual_seed(0)
+        model = torchvision.models.mobilenet_v2().eval()
+        x = torch.rand(1, 3, 224, 224)
+        with torch.inference_mode():
+            for _ in range(8):
+                model(x)
+        spec = importlib.util.spec_from_file_location("runner", {str(SRC / 'torch_runner.py')!r})
+        runner = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(runner)
+        print(runner.activation_mb(model, x, torch))
+    """)
+    out, marks = _run(os.environ["EDGEPROF_TORCH_PYTHON"], tmp_path, code,
+                      [_counter_dir(tmp_path)])
+    [line] = marks.splitlines()
+    _, kind, mb, cpu_ms, calls = line.split()
+    assert kind == "A" and calls == "5" and float(cpu_ms) > 0
+    assert float(mb) == pytest.approx(float(out.split()[-1]), rel=1e-5)  # printed to 6 digits
