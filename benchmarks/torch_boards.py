@@ -357,14 +357,15 @@ def own_speed_runs(edgeprof: Any, args: argparse.Namespace, name: str, rating: A
 
 def counted_lines(rating: Any, counted: dict[str, dict[str, float]]) -> list[str]:
     """--counted: per board, each model's MB per ms as the run counted it (MB counted, CPU time
-    measured under the slice) over the rating's (its activations over its one-thread host
-    time)."""
+    measured under the slice divided by the plan's quota scale and host drift) over the
+    rating's (its activations over its one-thread host time, unthrottled)."""
     out = []
     for name, by_model in counted.items():
         if not by_model:
             continue
         ratios = {m: v / (rating.activation_mb[m] / rating.host_ms[m]) for m, v in by_model.items()}
-        out.append(f"\n{name}: counted MB per ms over the rating's, per model (measured): "
+        out.append(f"\n{name}: counted MB per ms (CPU time under the slice / the plan's quota "
+                   "scale and drift) over the rating's, per model (measured): "
                    + ", ".join(f"{m} {r:.2f}" for m, r in sorted(ratios.items()))
                    + f"; median {statistics.median(ratios.values()):.2f}")
     return out

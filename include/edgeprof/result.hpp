@@ -65,10 +65,11 @@ struct SpeedChange {
   /// The runtime whose speed the device ran at from then on (an NnRuntime id, "pytorch"); the
   /// Result's device and plan are then that speed's. "" for a speed schedule's step.
   std::string runtime;
-  /// The workload's activation MB per ms of this host's CPU time that set the speed: its
-  /// model's layers' output MB in one inference (counted) over its CPU time per inference
-  /// (measured, a median); the device's speed then has that memory term (NnSpeed). 0 for a
-  /// change of another kind.
+  /// The workload's activation MB per ms of this host's one-thread time that set the speed:
+  /// its model's layers' output MB in one inference (counted) over its CPU time per inference
+  /// (measured under the slice, a median) divided by the plan's quota scale (this host's own
+  /// share under that quota) and host drift; the device's speed then has that memory term
+  /// (NnSpeed). 0 for a change of another kind.
   double memory_mb_per_ms = 0;
   std::uint64_t cpu_quota_us = 0;   ///< the quota written (cpu.max / cpu.cfs_quota_us)
   std::uint64_t cpu_period_us = 0;  ///< the period written

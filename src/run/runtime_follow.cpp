@@ -287,41 +287,47 @@ void RuntimeFollower::counted(std::string_view lines) noexcept {
     const std::optional<ActivationCount> count = last_activation_count(lines);
     if (!count) return;
     const CountingBasis& b = *counting_;
-    CountedSwitch made;
-    made.count = *count;
-    // Planned before the lock is taken (in the sampler's thread, under the sampler's lock: a
-    // fit of the rating's thirteen models and a plan, no file read).
-    try {
-      const Device at = for_runtime(b.measured, b.rating, nullptr, count->mb_per_ms());
-      FollowedSpeed speed;
-      speed.runtime = std::string(kCountedRuntime);
-      speed.plan = plan_emulation(at, b.host, b.options);
-      if (speed.plan.core_groups != b.plan.core_groups || speed.plan.cpus != b.plan.cpus) {
-        throw Error("its plan has other CPUs or core groups than the slice's");
-      }
-      speed.device = device_as_run(at, speed.plan, b.usable_cpus);
-      made.speed = std::move(speed);
-    } catch (const std::exception& e) {
-      made.error = e.what();
-    }
+    // Under the lock throughout (in the sampler's thread, under the sampler's lock too: a fit
+    // of the rating's models and a plan, no file read, once per count).
     std::lock_guard<std::mutex> lock(mutex_);
     if (!cgroup_) return;
+    CountedSwitch made;
+    made.count = *count;
     // The speed the slice runs at now: the last count's, else the runtime's it switched to,
     // else the start's.
     const Device* now = &b.start;
+    const EmulationPlan* plan_now = &b.plan;
     if (counted_.applied) {
       now = &counted_.applied->speed->device;
+      plan_now = &counted_.applied->speed->plan;
     } else if (done_.load(std::memory_order_relaxed) && made_.error.empty()) {
       now = &made_.speed->device;
+      plan_now = &made_.speed->plan;
     }
     made.before = speed_of(*now);
     made.before_speed = now->core_speed;
+    made.scale = plan_now->quota_scale * plan_now->host_drift;
+    made.mb_per_ms = count->mb / (count->cpu_ms / made.scale);
     if (done_.load(std::memory_order_relaxed) && made_.speed->runtime != kCountedRuntime) {
       made.error = fmt::format("the workload loaded {} ({}), and the slice runs at that "
                                "runtime's speed",
                                runtime_name(made_.speed->runtime), made_.library);
+    } else {
+      try {
+        const Device at = for_runtime(b.measured, b.rating, nullptr, made.mb_per_ms);
+        FollowedSpeed speed;
+        speed.runtime = std::string(kCountedRuntime);
+        speed.plan = plan_emulation(at, b.host, b.options);
+        if (speed.plan.core_groups != b.plan.core_groups || speed.plan.cpus != b.plan.cpus) {
+          throw Error("its plan has other CPUs or core groups than the slice's");
+        }
+        speed.device = device_as_run(at, speed.plan, b.usable_cpus);
+        made.speed = std::move(speed);
+      } catch (const std::exception& e) {
+        made.error = e.what();
+      }
     }
-    if (made.error.empty() && made.speed) {
+    if (made.error.empty()) {
       const EmulationPlan& plan = made.speed->plan;
       const int err = cgroup_->set_cpu_bandwidth(written_quota_us(plan), plan.cpu_period_us);
       if (err) {
@@ -391,9 +397,15 @@ std::string counted_warning(const CountedSwitch& made, double since_release_s) {
   const ActivationCount& c = made.count;
   const std::string counted = fmt::format(
       "the workload's model wrote {:.4g} MB of activations per inference (counted by edgeprof's "
-      "hook on its layers) in {:.4g} ms of CPU time (measured, the median of {}): {:.4g} MB per "
-      "ms",
-      c.mb, c.cpu_ms, c.calls, c.mb_per_ms());
+      "hook on its layers) in {:.4g} ms of CPU time under the slice's quota (measured, the "
+      "median of {}){}: {:.4g} MB per ms",
+      c.mb, c.cpu_ms, c.calls,
+      made.scale != 1 ? fmt::format(", {:.4g} ms of this host's time as rated (/ {:.3g}: the "
+                                    "plan's quota scale, this host's own share under that "
+                                    "quota, x its host drift)",
+                                    c.cpu_ms / made.scale, made.scale)
+                      : std::string(),
+      made.mb_per_ms);
   if (!made.error.empty() || !made.speed) {
     return fmt::format("{}, but the device's speed was not set from it: {}; the run went on at "
                        "{} ({:.3g} of a host core)",

@@ -88,6 +88,11 @@ struct CountedSwitch {
   // speed" and its core_speed.
   std::string before;
   double before_speed = 0;
+  // What the count's CPU time was divided by to be this host's one-thread time as rated: the
+  // plan it ran under's quota scale (this host's own share under that quota: a throttled
+  // process needs more CPU time for the same work) times its host drift (1 where not probed).
+  double scale = 1;
+  double mb_per_ms = 0;  // count.mb / (count.cpu_ms / scale): the memory term's
 };
 
 // What counts did: the last switch made (its device and plan are the slice's from then on),

@@ -878,7 +878,7 @@ Result Child::State::finish(const detail::Exit& exit, bool timed_out) {
       SpeedChange change;
       change.t_s = std::chrono::duration<double>(made.when - process.released).count();
       change.runtime = std::string(detail::kCountedRuntime);
-      change.memory_mb_per_ms = made.count.mb_per_ms();
+      change.memory_mb_per_ms = made.mb_per_ms;
       if (made.speed) {
         change.cpu_quota_us = detail::written_quota_us(made.speed->plan);
         change.cpu_period_us = made.speed->plan.cpu_period_us;

@@ -164,6 +164,8 @@ TEST_CASE("a counted workload sets the slice's speed by its memory term", "[coun
   SliceOptions options;
   options.plan.measure_nn = false;
   options.plan.count_activations = true;
+  // As a host's own share under the quota would: the count's CPU time is divided by it.
+  options.plan.quota_scale = 1.5;
   Device pi = for_runtime(find_device("raspberry-pi-4b-1gb"), "pytorch");
   pi.memory_bytes = 256 << 20;  // within the v2 VM's memory too
   std::string counter_dir;
@@ -172,7 +174,8 @@ TEST_CASE("a counted workload sets the slice's speed by its memory term", "[coun
     CHECK(test::has_note(slice.plan(), "activations: a PyTorch workload's model is counted"));
     const test::KernelBandwidth before = test::kernel_bandwidth(slice.paths());
 
-    // A workload that reports a count as the counter does (4 MB per ms), after saying where
+    // A workload that reports a count as the counter does (40 MB in 10 ms of CPU time under
+    // the quota, 6.67 ms of host time at a quota scale of 1.5: 6 MB per ms), after saying where
     // PYTHONPATH pointed.
     const FakeTree out;
     Command count;
@@ -201,14 +204,15 @@ TEST_CASE("a counted workload sets the slice's speed by its memory term", "[coun
     // The result is of the PyTorch speed with that memory term, and says when it was set.
     REQUIRE(r.device.nn);
     CHECK(r.device.nn->basis == "pytorch");
-    CHECK(r.device.nn->memory_mb_per_ms == Approx(4.0));
+    CHECK(r.plan.quota_scale == 1.5);
+    CHECK(r.device.nn->memory_mb_per_ms == Approx(6.0));
     CHECK(r.device.core_speed ==
-          Approx(for_runtime(find_device("raspberry-pi-4b-1gb"), "pytorch", nullptr, 4.0)
+          Approx(for_runtime(find_device("raspberry-pi-4b-1gb"), "pytorch", nullptr, 6.0)
                      .core_speed));
     REQUIRE(r.speed_changes.size() == 1);
     const SpeedChange& c = r.speed_changes[0];
     CHECK(c.runtime == "pytorch");
-    CHECK(c.memory_mb_per_ms == Approx(4.0));
+    CHECK(c.memory_mb_per_ms == Approx(6.0));
     CHECK(c.error.empty());
     CHECK(c.t_s >= 0);
     CHECK(std::optional<std::uint64_t>(c.cpu_quota_us) == counted.quota_us);
@@ -216,13 +220,16 @@ TEST_CASE("a counted workload sets the slice's speed by its memory term", "[coun
     CHECK(r.plan.cpu_quota_us == c.cpu_quota_us);
     CHECK(test::has_note(r.warnings, "the workload's model wrote 40 MB of activations per "
                                      "inference (counted by edgeprof's hook on its layers) in 10 "
-                                     "ms of CPU time (measured, the median of 5): 4 MB per ms"));
+                                     "ms of CPU time under the slice's quota (measured, the "
+                                     "median of 5), 6.667 ms of this host's time as rated (/ "
+                                     "1.5: the plan's quota scale"));
+    CHECK(test::has_note(r.warnings, "x its host drift): 6 MB per ms"));
     CHECK(r.phases.empty());  // the count is no phase
-    CHECK(result_from_json(to_json(r)).speed_changes.at(0).memory_mb_per_ms == Approx(4.0));
+    CHECK(result_from_json(to_json(r)).speed_changes.at(0).memory_mb_per_ms == Approx(6.0));
 
     // The next workload starts at that speed. Its count comes in two writes, the second
     // ending the line the first began (the sampler holds the partial line back), followed by a
-    // malformed one (skipped): 2 MB per ms, the one change.
+    // malformed one (skipped): 2 MB per ms of CPU time under the quota, 3 of host time.
     Command next_count;
     next_count.argv = {
         "/bin/bash", "-c",
@@ -235,9 +242,9 @@ TEST_CASE("a counted workload sets the slice's speed by its memory term", "[coun
     }));
     const Result next = second.wait(std::chrono::duration<double>(1e-3));
     REQUIRE(next.device.nn);
-    CHECK(next.device.nn->memory_mb_per_ms == Approx(2.0));
+    CHECK(next.device.nn->memory_mb_per_ms == Approx(3.0));
     REQUIRE(next.speed_changes.size() == 1);
-    CHECK(next.speed_changes[0].memory_mb_per_ms == Approx(2.0));
+    CHECK(next.speed_changes[0].memory_mb_per_ms == Approx(3.0));
     CHECK(next.speed_changes[0].error.empty());
   }
   // The counter's directory goes with the slice.
