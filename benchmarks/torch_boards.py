@@ -45,7 +45,9 @@ For each board and model, held out (the model's own published time left out of t
   in the next five (under the slice), and the slice sets the speed by them (docs/devices.md,
   "A workload's own speed"); the runner's warm-up is then at least eight inferences, so that its
   timed ones run at the speed set. Each model's counted MB per ms is printed beside the
-  rating's (its activations over its one-thread host time).
+  rating's (its activations over its one-thread host time). `--models M,...` runs only those
+  models under the slices (at one speed and at their own; the estimated columns keep all): a
+  board at the Pi 4's speed takes about 75 s a model at its own speed, most of it the import.
 
 The emulated columns' coverage is of the interval an emulated run reports
 (`edgeprof.nn.device_interval(speed, result.plan)`, `Result.device_interval`), held out: the
@@ -423,6 +425,11 @@ def main() -> int:
                     help="with --own-speed and --runtime pytorch: each model's own speed from "
                     "the run's count of its activations (EDGEPROF_COUNT_ACTIVATIONS=1), not "
                     "from the rating's figures")
+    ap.add_argument("--models",
+                    help="with --emulate: run only these models (comma-separated) under the "
+                    "slices, at one speed and at their own; the estimated columns keep every "
+                    "model, the emulated ones are of these (a board at a slow speed takes about "
+                    "75 s a model at its own speed, most of it PyTorch's import)")
     ap.add_argument("--drift-check", action="store_true",
                     help="with --emulate: rate a few of the rating's models again, the "
                     "rating's way, before and after each board's emulated run, and report the "
@@ -463,6 +470,10 @@ def main() -> int:
         ap.error("--repeats needs --emulate")
     if args.own_speed and not args.emulate:
         ap.error("--own-speed needs --emulate")
+    if args.models:
+        if not args.emulate:
+            ap.error("--models needs --emulate")
+        args.models = set(args.models.split(","))
     if args.counted and not (args.own_speed and args.runtime == "pytorch"):
         ap.error("--counted needs --own-speed and --runtime pytorch")
     if args.drift_check and not args.emulate:
@@ -568,6 +579,9 @@ def main() -> int:
     if args.emulate and args.runtime in EXPORTED:
         folder = exported.name
         export_models(args, sorted(host_ms), folder)
+    if args.models and args.models - set(host_ms):
+        sys.exit(f"torch_boards.py: --models: {', '.join(sorted(args.models - set(host_ms)))} "
+                 f"not among the rating's models: {', '.join(sorted(host_ms))}")
     boards = (args.boards.split(",") if args.boards else
               [b for b in BOARDS if args.runtime in edgeprof.find_device(b).runtime_ms])
     # The emulated runs, interleaved over the boards (--repeats): per board each run's projected
@@ -579,7 +593,8 @@ def main() -> int:
     for r in range(args.repeats if args.emulate else 0):
         for name in boards:
             device = edgeprof.find_device(name).for_runtime(args.runtime)
-            models = sorted(m for m in device.runtime_ms[args.runtime].ms if m in host_ms)
+            models = sorted(m for m in device.runtime_ms[args.runtime].ms
+                            if m in host_ms and (not args.models or m in args.models))
             print(f"torch_boards.py: {name}: {len(models)} models at "
                   f"{device.nn.core_speed:.3f} of a host core, projected from one core"
                   + (f" (run {r + 1} of {args.repeats})" if args.repeats > 1 else "") + " ...",
@@ -601,7 +616,8 @@ def main() -> int:
         for name in boards:
             device = edgeprof.find_device(name)
             models = sorted(m for m in device.runtime_ms[args.runtime].ms
-                            if m in host_ms and m in rating.activation_mb)
+                            if m in host_ms and m in rating.activation_mb
+                            and (not args.models or m in args.models))
             own_speed[name] = own_speed_runs(edgeprof, args, name, rating, models, folder,
                                              device_files.name,
                                              counted[name] if args.counted else None)
