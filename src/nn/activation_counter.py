@@ -109,6 +109,7 @@ def _time(model, counted_bytes, fd):
 
     handles += [model.register_forward_pre_hook(_guarded(before, handles)),
                 model.register_forward_hook(_guarded(after, handles))]
+    _FORKED.append(lambda: [h.remove() for h in handles])
 
 
 def _count(torch, fd):
@@ -154,25 +155,36 @@ def _count(torch, fd):
     except Exception:
         give_up()
         raise
+    _FORKED.append(give_up)
 
 
 class _WatchTorch:
-    """A finder that counts once the module torch has run (this finder then leaves)."""
+    """A finder that counts once the module torch has run. It stays until then: a look-up
+    without an import (importlib.util.find_spec("torch"), which transformers, diffusers and
+    lightning make before they import torch) must not use it up."""
 
     def __init__(self, fd):
         self.fd = fd
+        self.looking = False
 
     def find_spec(self, name, path=None, target=None):
-        if name != "torch":
+        if name != "torch" or self.looking:
             return None
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(name)
+        self.looking = True  # the look-up below walks sys.meta_path again
+        try:
+            spec = importlib.util.find_spec(name)
+        finally:
+            self.looking = False
         if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
             return spec
         run = spec.loader.exec_module
 
         def exec_module(module):
             run(module)
+            try:
+                sys.meta_path.remove(self)
+            except ValueError:  # another thread's import of torch took it off first
+                return
             try:
                 _count(module, self.fd)
             except Exception:  # never the workload's error (a PyTorch before 2.1 among them:
@@ -192,8 +204,23 @@ def _chain():
     spec.loader.exec_module(module)
 
 
+# What a forked child (a DataLoader worker, say) removes: the parent counts, the child does not.
+_FORKED = []
+
+
+def _in_child():
+    for remove in _FORKED:
+        try:
+            remove()
+        except Exception:
+            pass
+    _FORKED.clear()
+
+
 _off_path()
 _fd = _channel()
+if _fd is not None:
+    os.register_at_fork(after_in_child=_in_child)
 if _fd is not None and "torch" not in sys.modules:
     sys.meta_path.insert(0, _WatchTorch(_fd))
 _chain()

@@ -455,7 +455,7 @@ json result_json(const Result& r) {
                      {"energy_j", "estimated"},
                      {"phases.energy_j", "estimated"},
                      {"speed_changes.t_s", "measured"},
-                     {"speed_changes.memory_mb_per_ms", "measured"},
+                     {"speed_changes.memory_mb_per_ms", "estimated"},
                      {"runtimes_seen", "sampled"},
                      {"thread_moves", "measured"},
                      {"threads_at_once", "sampled"},

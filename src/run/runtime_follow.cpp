@@ -69,7 +69,8 @@ std::optional<ActivationCount> last_activation_count(std::string_view lines) {
       return true;
     };
     if (!field(c.mb) || !field(c.cpu_ms) || !field(c.calls) || p != end) continue;
-    if (!(std::isfinite(c.mb) && c.mb > 0 && std::isfinite(c.cpu_ms) && c.cpu_ms > 0) ||
+    if (!(std::isfinite(c.mb) && c.mb > 0 && std::isfinite(c.cpu_ms) && c.cpu_ms > 0 &&
+          std::isfinite(c.mb_per_ms())) ||
         c.calls < 1) {
       continue;
     }
@@ -308,7 +309,8 @@ void RuntimeFollower::counted(std::string_view lines) noexcept {
     made.before_speed = now->core_speed;
     made.scale = plan_now->quota_scale * plan_now->host_drift;
     made.mb_per_ms = count->mb / (count->cpu_ms / made.scale);
-    if (done_.load(std::memory_order_relaxed) && made_.speed->runtime != kCountedRuntime) {
+    if (done_.load(std::memory_order_relaxed) && made_.error.empty() &&
+        made_.speed->runtime != kCountedRuntime) {
       made.error = fmt::format("the workload loaded {} ({}), and the slice runs at that "
                                "runtime's speed",
                                runtime_name(made_.speed->runtime), made_.library);

@@ -866,14 +866,16 @@ Result Child::State::finish(const detail::Exit& exit, bool timed_out) {
     }
   }
   if (slice->follower && slice->follower->counts()) {
-    // The last count that set the slice's speed, before this run (it started at that speed) or
-    // during it; and each count during it, a change at its time (refused ones with their error).
+    // The last count that set the slice's speed by the workload's exit, before this run (it
+    // started at that speed) or during it; and each count during it, a change at its time
+    // (refused ones with their error). A count read after the exit sets the slice's speed for
+    // the next run, not this one's.
     const detail::CountedSwitches counted = slice->follower->counted_switches();
-    if (counted.applied) {
-      r.device = counted.applied->speed->device;
-      r.plan = counted.applied->speed->plan;
-    }
+    const detail::CountedSwitch* applied =
+        counted.applied && counted.applied->when <= exit.when ? &*counted.applied : nullptr;
     for (const detail::CountedSwitch& made : counted.counts) {
+      if (made.when > exit.when) break;
+      if (made.error.empty()) applied = &made;
       if (made.when < process.released) continue;
       SpeedChange change;
       change.t_s = std::chrono::duration<double>(made.when - process.released).count();
@@ -887,6 +889,13 @@ Result Child::State::finish(const detail::Exit& exit, bool timed_out) {
       r.speed_changes.push_back(change);
       r.warnings.push_back(detail::counted_warning(made, change.t_s));
     }
+    if (applied) {
+      r.device = applied->speed->device;
+      r.plan = applied->speed->plan;
+    }
+    // In time order with a runtime's switch.
+    std::stable_sort(r.speed_changes.begin(), r.speed_changes.end(),
+                     [](const SpeedChange& a, const SpeedChange& b) { return a.t_s < b.t_s; });
   }
   // What the plan the run ended with says that a run must say too (a followed runtime's
   // speed is not corrected for drift, and has its own quota).

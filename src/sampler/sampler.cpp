@@ -181,6 +181,7 @@ void Sampler::stop() {
   if (marks_fd_ >= 0) {
     ::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, marks_fd_, nullptr);
     drain_marks();
+    tell_marks();  // a count that came as the workload ended sets the slice's speed too
     marks_fd_ = -1;
   }
   sample(false);  // the final counters, after the workload was reaped
@@ -214,6 +215,16 @@ void Sampler::sample(bool scheduled, std::optional<Clock::time_point> at) noexce
     }
   } catch (...) {
     // Only growing the columns can throw (out of memory): the run goes on without samples.
+  }
+}
+
+void Sampler::tell_marks() noexcept {
+  if (!on_marks_) return;
+  const std::size_t end = marks_.rfind('\n');
+  if (end != std::string::npos && end + 1 > marks_told_) {
+    const std::string_view lines(marks_.data() + marks_told_, end + 1 - marks_told_);
+    marks_told_ = end + 1;
+    on_marks_(lines);
   }
 }
 
@@ -296,14 +307,7 @@ void Sampler::run() noexcept {
     }
     if (marked && drain_marks()) {
       sample(false);  // a phase boundary: sample it now
-      if (on_marks_) {
-        const std::size_t end = marks_.rfind('\n');
-        if (end != std::string::npos && end + 1 > marks_told_) {
-          const std::string_view lines(marks_.data() + marks_told_, end + 1 - marks_told_);
-          marks_told_ = end + 1;
-          on_marks_(lines);
-        }
-      }
+      tell_marks();
     }
   }
 }

@@ -59,9 +59,10 @@ class Sampler {
     on_new_runtime_ = std::move(call);
   }
   // Before start(): called in the sampler's thread, under its lock as on_new_runtime's, with the
-  // complete lines of phase marks that arrived during a run, each time some do (an activation
-  // count, RuntimeFollower::counted(); kept for later runs until replaced). Never with a partial
-  // line: one is held until its newline arrives.
+  // complete lines of phase marks that arrived during a run, each time some do, and those left
+  // in the pipe at stop() (there from the caller's thread) (an activation count,
+  // RuntimeFollower::counted(); kept for later runs until replaced). Never with a partial line:
+  // one is held until its newline arrives.
   void on_marks(std::function<void(std::string_view)> call) { on_marks_ = std::move(call); }
   // Once, before a start(): also read the slice's threads' states (ThreadCensus) at the first
   // sample and then on scheduled ticks about every Sources::kSlowSourceNs.
@@ -111,6 +112,8 @@ class Sampler {
   void sample(bool scheduled = true, std::optional<Clock::time_point> at = std::nullopt) noexcept;
   // Appends what the workload wrote to marks_; true when something arrived.
   bool drain_marks() noexcept;
+  // Hands on_marks_ the complete lines of marks_ it has not had yet.
+  void tell_marks() noexcept;
   // Arms the timer: first at `first`, then every `every` (0: once).
   void arm(Clock::time_point first, std::chrono::nanoseconds every) const;
 

@@ -2,6 +2,8 @@
 // line on the phase channel, when a slice counts, and the speed a count sets in the kernel.
 #include <catch2/catch.hpp>
 
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <string>
 
@@ -57,7 +59,7 @@ TEST_CASE("an activation count on the phase channel: the last well-formed one", 
   CHECK(last_activation_count("1 A 10 2 5\n2 A 30 3 5\n")->mb == Approx(30));
   for (const char* bad : {"1 A 10 2\n", "1 A 10 2 5 x\n", "1 A -1 2 5\n", "1 A 10 0 5\n",
                           "1 A nan 2 5\n", "1 A 10 inf 5\n", "1 A 10 2 0\n", "1 A 10x 2 5\n",
-                          "1 A10 2 5\n", "A 10 2 5\n"}) {
+                          "1 A10 2 5\n", "A 10 2 5\n", "1 A 1e308 1e-300 5\n"}) {
     CAPTURE(bad);
     CHECK_FALSE(last_activation_count(bad));
     CHECK(last_activation_count(std::string("1 A 4 2 5\n") + bad)->mb == Approx(4));
@@ -252,6 +254,34 @@ TEST_CASE("a counted workload sets the slice's speed by its memory term", "[coun
   // The counter's directory goes with the slice.
   CHECK_FALSE(counter_dir.empty());
   CHECK_FALSE(std::filesystem::exists(counter_dir));
+}
+
+TEST_CASE("a count that comes as the workload ends sets the next run's speed, not this one's",
+          "[counting][kernel]") {
+  REQUIRE_CGROUPS();
+  const FakeTree cache;
+  test::ScopedEnv env("EDGEPROF_CACHE_DIR", cache.root());
+  const FakeTree bin;
+  rate_pytorch_with_activations(bin);
+  SliceOptions options;
+  options.plan.measure_nn = false;
+  options.plan.count_activations = true;
+  Device pi = for_runtime(find_device("raspberry-pi-4b-1gb"), "pytorch");
+  pi.memory_bytes = 256 << 20;
+  Slice slice(pi, options);
+  for (int i = 0; i < 5; ++i) {
+    // Written just before the exit: read during the run or at its end, whichever comes first.
+    Command count;
+    count.argv = {"/bin/sh", "-c",
+                  fmt::format("echo '1 A {} 10 5' > /proc/self/fd/${{EDGEPROF_PHASE_FD%%:*}}",
+                              10 * (i + 1))};
+    const Result r = slice.spawn(count).wait();
+    for (const SpeedChange& c : r.speed_changes) CHECK(c.t_s <= r.wall_time_s);
+    // Either way the slice runs at it from then on.
+    const Result next = slice.spawn(test::workload({"sleep", "0.01"})).wait();
+    REQUIRE(next.device.nn);
+    CHECK(next.device.nn->memory_mb_per_ms == Approx(i + 1.0));
+  }
 }
 
 TEST_CASE("the counter's directory holds the counter as sitecustomize and the PyTorch runner",

@@ -245,3 +245,22 @@ def test_a_real_model_counts_what_the_rating_counts(tmp_path):
     _, kind, mb, cpu_ms, calls = line.split()
     assert kind == "A" and calls == "5" and float(cpu_ms) > 0
     assert float(mb) == pytest.approx(float(out.split()[-1]), rel=1e-5)  # printed to 6 digits
+
+
+def test_a_look_up_of_torch_before_its_import_does_not_use_the_watch_up(tmp_path):
+    # transformers, diffusers and lightning ask importlib whether torch is there first.
+    code = "import importlib.util\nassert importlib.util.find_spec('torch')\n" + WORKLOAD
+    _, marks = _run(sys.executable, tmp_path, code, [_counter_dir(tmp_path), _fake_torch(tmp_path)])
+    assert len(marks.splitlines()) == 1
+
+
+def test_a_forked_child_counts_nothing(tmp_path):
+    # Forked while the hooks are on (after a transform's call, before the model's): the child
+    # runs the model eight times too, and only the parent counts.
+    code = WORKLOAD.replace("for _ in range(8):", textwrap.dedent("""
+        normalize(torch.Tensor(10))
+        child = os.fork()
+        for _ in range(8):""").strip("\n")).replace(
+        'print("hooks", left)', 'print("hooks", left)\nif child == 0: os._exit(0)\nos.waitpid(child, 0)')
+    _, marks = _run(sys.executable, tmp_path, code, [_counter_dir(tmp_path), _fake_torch(tmp_path)])
+    assert len(marks.splitlines()) == 1
