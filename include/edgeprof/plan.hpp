@@ -207,7 +207,9 @@ struct PlanOptions {
   /// that memory term (NnSpeed::memory_mb_per_ms, for_runtime()): a Python workload gets
   /// edgeprof's counter on its PYTHONPATH (as sitecustomize, which also runs the environment's
   /// own), which counts the MB its model's layers write in its first inference and times the
-  /// next ones by the process's CPU time, and the slice sets the speed once the count arrives
+  /// next ones with its input shapes by one thread's CPU time (at one PyTorch thread; divided by
+  /// this host's own share at the quota applied), and the slice sets the speed once the count
+  /// arrives
   /// (Result::speed_changes; a sampled run only). For a device run at the speed edgeprof
   /// chooses or at its PyTorch speed without a memory term (docs/devices.md, "A workload's own
   /// speed"). Default: false unless the environment variable EDGEPROF_COUNT_ACTIVATIONS is 1

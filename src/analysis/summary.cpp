@@ -11,6 +11,7 @@
 #include "edgeprof/result.hpp"
 #include "analysis/figure_name.hpp"
 #include "analysis/metric_table.hpp"
+#include "analysis/phase_kinds.hpp"
 #include "sys/parse.hpp"
 #include "sys/stats.hpp"
 
@@ -255,7 +256,7 @@ std::vector<Phase> parse_phases(std::string_view marks, std::int64_t release_ns,
       }
       finish(*it, t);
       open_explicit.erase(std::next(it).base());
-    } else if (kind != 'A') {  // 'A': an activation count (run/runtime_follow.hpp), no phase
+    } else if (kind != detail::kActivationMark) {  // an activation count: no phase
       ++bad;
     }
   }

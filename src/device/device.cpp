@@ -495,8 +495,8 @@ Device for_runtime(const Device& device, std::string_view runtime,
       device.nn->memory_mb_per_ms == memory_mb_per_ms) {
     return device;
   }
-  check_not_at_other_runtime(device, rt);
   if (rt.id == "ncnn") {
+    check_not_at_other_runtime(device, rt);
     if (memory_mb_per_ms != 0) {
       throw Error("a memory term is for PyTorch's and ONNX Runtime's speeds, whose ratings count "
                   "activations; ncnn's speed is one over its graphs (give 0)");

@@ -7,7 +7,9 @@
 #    rating counts its models' activations by); the model is the first module with weights
 #    called outside any other (a transform, which has none, is not);
 # 2. removes those hooks (up to 28% of an inference while attached, measured) and times
-#    the model's next calls by the process's CPU time, with a hook on the model alone;
+#    the model's next calls with the counted call's input shapes by the calling thread's CPU
+#    time, PyTorch set to one thread for each (as this host's rating ran; the workload's own
+#    thread count back after it), with a hook on the model alone;
 # 3. after TIMED such calls, writes one line on edgeprof's phase channel,
 #    "<CLOCK_MONOTONIC ns> A <MB> <CPU ms> <TIMED>", the CPU ms the median of the TIMED, and
 #    removes its hooks. The slice then runs the device at its PyTorch speed with the memory
@@ -18,8 +20,10 @@
 # module; the hooks go after GIVE_UP such calls without one. Nothing is counted in a Python
 # started with -S, -I or -E (no sitecustomize, or not this one), with a PyTorch before 2.1 (its
 # global hooks do not run on an exception), outside an edgeprof slice (no channel), for a
-# TorchScript model (its layers run no hooks), or in a workload that calls its model fewer
-# than TIMED + 1 times; an error of its own never reaches the workload.
+# TorchScript model (its layers run no hooks), for a model compiled by torch.compile (an
+# OptimizedModule: the hooks go before it runs), or in a workload that calls its model fewer
+# than TIMED + 1 times with the shapes of its first call (the hooks go after GIVE_UP calls with
+# others); an error of its own never reaches the workload.
 import importlib.machinery
 import importlib.util
 import os
@@ -91,15 +95,46 @@ def _guarded(hook, handles):
     return run
 
 
-def _time(model, counted_bytes, fd):
-    """Times the model's next TIMED calls by the process's CPU time, then reports."""
-    times, start, handles = [], [0], []
+def _shapes(args):
+    """The shapes of a call's arguments (a tensor's; any other's type): a timed call has the
+    counted call's, so that its time is that of the activations counted."""
+    return tuple(tuple(a.shape) if hasattr(a, "shape") else type(a).__name__ for a in args)
+
+
+def _compiled(module):
+    """A model compiled by torch.compile (its layers run under dynamo, hooks and all)."""
+    return type(module).__name__ == "OptimizedModule"
+
+
+def _time(torch, model, counted_bytes, shapes, fd):
+    """Times the model's next TIMED calls with `shapes` by the calling thread's CPU time, at one
+    PyTorch thread (the calling one: the rating's), then reports."""
+    times, handles = [], []
+    call = {"start": None, "threads": 1, "other": 0}
 
     def before(module, args):
-        start[0] = time.process_time_ns()
+        call["start"] = None
+        if _shapes(args) != shapes:
+            call["other"] += 1
+            if call["other"] >= GIVE_UP:  # not the counted shapes again: nothing to report
+                for h in handles:
+                    h.remove()
+            return
+        call["threads"] = torch.get_num_threads()
+        if call["threads"] != 1:
+            torch.set_num_threads(1)
+        call["start"] = time.thread_time_ns()
 
     def after(module, args, output):
-        times.append(time.process_time_ns() - start[0])
+        if call["start"] is None:
+            return
+        spent = time.thread_time_ns() - call["start"]
+        call["start"] = None
+        if call["threads"] != 1:
+            torch.set_num_threads(call["threads"])
+        if output is None:  # an exception ended the call: not timed
+            return
+        times.append(spent)
         if len(times) == TIMED:
             for h in handles:
                 h.remove()
@@ -108,7 +143,7 @@ def _time(model, counted_bytes, fd):
                 _send(fd, counted_bytes / 1e6, cpu_ms, TIMED)
 
     handles += [model.register_forward_pre_hook(_guarded(before, handles)),
-                model.register_forward_hook(_guarded(after, handles))]
+                model.register_forward_hook(_guarded(after, handles), always_call=True)]
     _FORKED.append(lambda: [h.remove() for h in handles])
 
 
@@ -117,7 +152,7 @@ def _count(torch, fd):
     calls outside any other module went by without one."""
     written_bytes = _written_bytes()
     hooks = torch.nn.modules.module
-    state = {"depth": 0, "top": None, "bytes": 0, "outer": 0}
+    state = {"depth": 0, "top": None, "bytes": 0, "outer": 0, "shapes": ()}
     handles = []
 
     def give_up():
@@ -126,7 +161,10 @@ def _count(torch, fd):
 
     def before(module, args):
         if state["depth"] == 0:
-            state["top"], state["bytes"] = module, 0
+            if _compiled(module):  # before dynamo traces the hooks into its graph
+                give_up()
+                return
+            state["top"], state["bytes"], state["shapes"] = module, 0, _shapes(args)
             state["outer"] += 1
         state["depth"] += 1
 
@@ -142,7 +180,7 @@ def _count(torch, fd):
             give_up()  # counted: the hooks go (removing them here is safe: PyTorch runs a
             # copy of the hooks of a call that returned)
             if state["bytes"] > 0:  # nothing for a TorchScript model: its layers run no hooks
-                _time(module, state["bytes"], fd)
+                _time(torch, module, state["bytes"], state["shapes"], fd)
         elif state["outer"] >= GIVE_UP:
             give_up()
 

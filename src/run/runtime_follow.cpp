@@ -234,6 +234,41 @@ std::optional<std::string> start_warning(const Device& device, std::string_view 
       device.name, runtime_name(runtime), device.core_speed, runtime_name(runtime));
 }
 
+CountDivisor count_divisor(const CountingBasis& basis, const EmulationPlan& plan) {
+  CountDivisor d;
+  std::string share;
+  const bool per_core = plan.core_groups > 0;
+  const double applied =
+      per_core ? double(plan.core_quota_us) / double(plan.cpu_period_us)
+               : double(plan.cpu_quota_us) /
+                     (double(plan.cpu_period_us) * double(std::max<std::size_t>(plan.cpus.size(), 1)));
+  if (basis.options.quota_scale) {
+    d.value = plan.quota_scale;
+    share = fmt::format("the quota scale given (PlanOptions::quota_scale), {:.3g}", d.value);
+  } else if (applied < 1 && (per_core || plan.cpus.size() <= 1)) {
+    const auto it = basis.host.runtime_quota_shares.find(std::string(kCountedRuntime));
+    const bool own = it != basis.host.runtime_quota_shares.end() && !it->second.points.empty();
+    const QuotaShare* q = own ? &it->second
+                          : basis.host.quota_share && !basis.host.quota_share->points.empty()
+                              ? &*basis.host.quota_share
+                              : nullptr;
+    if (q) {
+      d.value = own_share_at(*q, applied);
+      share = fmt::format("this host's own share with {} at the slice's quota of {:.3g} of a "
+                          "CPU, {:.3g}",
+                          own ? runtime_name(kCountedRuntime) : "ncnn (PyTorch's not measured)",
+                          applied, d.value);
+    }
+  }
+  if (plan.host_drift != 1) {
+    share += fmt::format("{}its host drift {:.3g}", share.empty() ? "" : ", times ",
+                         plan.host_drift);
+    d.value *= plan.host_drift;
+  }
+  d.from = std::move(share);
+  return d;
+}
+
 RuntimeFollower::RuntimeFollower(std::vector<FollowedSpeed> speeds, Cgroup* cgroup,
                                  std::uint64_t quota_us, std::uint64_t period_us,
                                  std::optional<CountingBasis> counting)
@@ -307,7 +342,9 @@ void RuntimeFollower::counted(std::string_view lines) noexcept {
     }
     made.before = speed_of(*now);
     made.before_speed = now->core_speed;
-    made.scale = plan_now->quota_scale * plan_now->host_drift;
+    CountDivisor divisor = count_divisor(b, *plan_now);
+    made.scale = divisor.value;
+    made.scale_from = std::move(divisor.from);
     made.mb_per_ms = count->mb / (count->cpu_ms / made.scale);
     if (done_.load(std::memory_order_relaxed) && made_.error.empty() &&
         made_.speed->runtime != kCountedRuntime) {
@@ -399,13 +436,11 @@ std::string counted_warning(const CountedSwitch& made, double since_release_s) {
   const ActivationCount& c = made.count;
   const std::string counted = fmt::format(
       "the workload's model wrote {:.4g} MB of activations per inference (counted by edgeprof's "
-      "hook on its layers) in {:.4g} ms of CPU time under the slice's quota (measured, the "
-      "median of {}){}: {:.4g} MB per ms",
+      "hook on its layers) in {:.4g} ms of one thread's CPU time under the slice's quota "
+      "(measured, the median of {}){}: {:.4g} MB per ms",
       c.mb, c.cpu_ms, c.calls,
-      made.scale != 1 ? fmt::format(", {:.4g} ms of this host's time as rated (/ {:.3g}: the "
-                                    "plan's quota scale, this host's own share under that "
-                                    "quota, x its host drift)",
-                                    c.cpu_ms / made.scale, made.scale)
+      made.scale != 1 ? fmt::format(", {:.4g} ms of this host's time as rated (/ {:.3g}: {})",
+                                    c.cpu_ms / made.scale, made.scale, made.scale_from)
                       : std::string(),
       made.mb_per_ms);
   if (!made.error.empty() || !made.speed) {

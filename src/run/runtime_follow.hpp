@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "analysis/phase_kinds.hpp"
 #include "cgroup/backend.hpp"
 #include "edgeprof/device.hpp"
 #include "edgeprof/plan.hpp"
@@ -29,11 +30,6 @@ struct FollowedSpeed {
   EmulationPlan plan;
 };
 
-// The kind of a phase-channel line that carries a count of the workload's activations (the
-// activation counter's, src/nn/activation_counter.py): "<monotonic ns> A <MB> <CPU ms> <calls>",
-// the MB its model's layers wrote in one inference (counted) and the process's CPU time per
-// inference (measured, the median of `calls` timed inferences). parse_phases() skips it.
-inline constexpr char kActivationMark = 'A';
 // The runtime whose speed a count sets: the counter hooks PyTorch modules, so its MB per ms of
 // CPU time are eager PyTorch's.
 inline constexpr std::string_view kCountedRuntime = "pytorch";
@@ -88,12 +84,25 @@ struct CountedSwitch {
   // speed" and its core_speed.
   std::string before;
   double before_speed = 0;
-  // What the count's CPU time was divided by to be this host's one-thread time as rated: the
-  // plan it ran under's quota scale (this host's own share under that quota: a throttled
-  // process needs more CPU time for the same work) times its host drift (1 where not probed).
+  // What the count's CPU time was divided by to be this host's one-thread time as rated
+  // (count_divisor()), and what that was.
   double scale = 1;
+  std::string scale_from;
   double mb_per_ms = 0;  // count.mb / (count.cpu_ms / scale): the memory term's
 };
+
+// What one CPU ms a workload spent under `plan` (in a slice of `basis`) is in this host's time
+// as its PyTorch rating ran it (one thread, unthrottled), and in words: the own share `plan`
+// takes at the quota it applies (a throttled process needs more CPU time for the same work;
+// PyTorch's measured share where cached, else ncnn's, the plan's own choice aside: a count may
+// come before the maps scan moves the slice to its PyTorch plan; 1 where the quota is all the
+// CPUs' time, pooled over several (a plan takes no share there), or nothing is measured; the
+// quota scale given where the user gave one), times the plan's host drift.
+struct CountDivisor {
+  double value = 1;
+  std::string from;  // "" for 1 (no share applies, no drift)
+};
+CountDivisor count_divisor(const CountingBasis& basis, const EmulationPlan& plan);
 
 // What counts did: the last switch made (its device and plan are the slice's from then on),
 // and every count's, made or refused, in order (the latest kMaxCounts).

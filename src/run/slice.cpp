@@ -226,6 +226,21 @@ detail::ThreadCensus thread_census(const detail::SliceFiles& where) {
                                                                    : detail::files::v1::kTasks)}};
 }
 
+// A change of the slice's speed `t_s` seconds into a run to `runtime`'s speed with the quota of
+// `speed` (null: not planned), or not made (`error`).
+SpeedChange speed_change(double t_s, std::string runtime,
+                         const detail::FollowedSpeed* speed, std::string error) {
+  SpeedChange change;
+  change.t_s = t_s;
+  change.runtime = std::move(runtime);
+  if (speed) {
+    change.cpu_quota_us = detail::written_quota_us(speed->plan);
+    change.cpu_period_us = speed->plan.cpu_period_us;
+  }
+  change.error = std::move(error);
+  return change;
+}
+
 }  // namespace
 
 struct Slice::Impl {
@@ -852,15 +867,11 @@ Result Child::State::finish(const detail::Exit& exit, bool timed_out) {
       r.plan = made->speed->plan;
     }
     if (!switched_at_spawn) {
-      SpeedChange change;
       // At 0 when another workload of the slice, running beside this one, made it before this
       // one was released.
-      change.t_s = std::max(
-          0.0, std::chrono::duration<double>(made->when - process.released).count());
-      change.runtime = made->speed->runtime;
-      change.cpu_quota_us = detail::written_quota_us(made->speed->plan);
-      change.cpu_period_us = made->speed->plan.cpu_period_us;
-      change.error = made->error;
+      const SpeedChange change = speed_change(
+          std::max(0.0, std::chrono::duration<double>(made->when - process.released).count()),
+          made->speed->runtime, made->speed, made->error);
       r.speed_changes.push_back(change);
       r.warnings.push_back(detail::switch_warning(slice->device, *made, change.t_s));
     }
@@ -877,15 +888,11 @@ Result Child::State::finish(const detail::Exit& exit, bool timed_out) {
       if (made.when > exit.when) break;
       if (made.error.empty()) applied = &made;
       if (made.when < process.released) continue;
-      SpeedChange change;
-      change.t_s = std::chrono::duration<double>(made.when - process.released).count();
-      change.runtime = std::string(detail::kCountedRuntime);
+      SpeedChange change =
+          speed_change(std::chrono::duration<double>(made.when - process.released).count(),
+                       std::string(detail::kCountedRuntime),
+                       made.speed ? &*made.speed : nullptr, made.error);
       change.memory_mb_per_ms = made.mb_per_ms;
-      if (made.speed) {
-        change.cpu_quota_us = detail::written_quota_us(made.speed->plan);
-        change.cpu_period_us = made.speed->plan.cpu_period_us;
-      }
-      change.error = made.error;
       r.speed_changes.push_back(change);
       r.warnings.push_back(detail::counted_warning(made, change.t_s));
     }

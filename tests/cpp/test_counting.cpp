@@ -43,6 +43,23 @@ void rate_pytorch_with_activations(const FakeTree& bin) {
   REQUIRE(r.activation_mb.size() == 13);
 }
 
+// What the cases in a slice count in: a cache of the test's own with the PyTorch rating above,
+// and the Pi 4 (1 GB, at 256 MiB: within the v2 VM's memory too) at its PyTorch speed, counting.
+struct CountingSetUp {
+  FakeTree cache;
+  test::ScopedEnv env{"EDGEPROF_CACHE_DIR", cache.root()};
+  FakeTree bin;
+  SliceOptions options;
+  Device pi;
+  CountingSetUp() {
+    rate_pytorch_with_activations(bin);
+    options.plan.measure_nn = false;
+    options.plan.count_activations = true;
+    pi = for_runtime(find_device("raspberry-pi-4b-1gb"), "pytorch");
+    pi.memory_bytes = 256 << 20;
+  }
+};
+
 }  // namespace
 
 TEST_CASE("an activation count on the phase channel: the last well-formed one", "[counting]") {
@@ -158,21 +175,12 @@ TEST_CASE("when a slice counts activations, and why not", "[counting][nn]") {
 
 TEST_CASE("a counted workload sets the slice's speed by its memory term", "[counting][kernel]") {
   REQUIRE_CGROUPS();
-  const FakeTree cache;
-  test::ScopedEnv env("EDGEPROF_CACHE_DIR", cache.root());
-  const FakeTree bin;
-  rate_pytorch_with_activations(bin);
-
-  SliceOptions options;
-  options.plan.measure_nn = false;
-  options.plan.count_activations = true;
+  CountingSetUp set_up;
   // As a host's own share under the quota would: the count's CPU time is divided by it.
-  options.plan.quota_scale = 1.5;
-  Device pi = for_runtime(find_device("raspberry-pi-4b-1gb"), "pytorch");
-  pi.memory_bytes = 256 << 20;  // within the v2 VM's memory too
+  set_up.options.plan.quota_scale = 1.5;
   std::string counter_dir;
   {
-    Slice slice(pi, options);
+    Slice slice(set_up.pi, set_up.options);
     CHECK(test::has_note(slice.plan(), "activations: a PyTorch workload's model is counted"));
     const test::KernelBandwidth before = test::kernel_bandwidth(slice.paths());
 
@@ -224,10 +232,10 @@ TEST_CASE("a counted workload sets the slice's speed by its memory term", "[coun
     CHECK(r.plan.cpu_quota_us == c.cpu_quota_us);
     CHECK(test::has_note(r.warnings, "the workload's model wrote 40 MB of activations per "
                                      "inference (counted by edgeprof's hook on its layers) in 10 "
-                                     "ms of CPU time under the slice's quota (measured, the "
-                                     "median of 5), 6.667 ms of this host's time as rated (/ "
-                                     "1.5: the plan's quota scale"));
-    CHECK(test::has_note(r.warnings, "x its host drift): 6 MB per ms"));
+                                     "ms of one thread's CPU time under the slice's quota "
+                                     "(measured, the median of 5), 6.667 ms of this host's time "
+                                     "as rated (/ 1.5: the quota scale given "
+                                     "(PlanOptions::quota_scale), 1.5): 6 MB per ms"));
     CHECK(r.phases.empty());  // the count is no phase
     CHECK(result_from_json(to_json(r)).speed_changes.at(0).memory_mb_per_ms == Approx(6.0));
 
@@ -259,16 +267,8 @@ TEST_CASE("a counted workload sets the slice's speed by its memory term", "[coun
 TEST_CASE("a count that comes as the workload ends sets the next run's speed, not this one's",
           "[counting][kernel]") {
   REQUIRE_CGROUPS();
-  const FakeTree cache;
-  test::ScopedEnv env("EDGEPROF_CACHE_DIR", cache.root());
-  const FakeTree bin;
-  rate_pytorch_with_activations(bin);
-  SliceOptions options;
-  options.plan.measure_nn = false;
-  options.plan.count_activations = true;
-  Device pi = for_runtime(find_device("raspberry-pi-4b-1gb"), "pytorch");
-  pi.memory_bytes = 256 << 20;
-  Slice slice(pi, options);
+  const CountingSetUp set_up;
+  Slice slice(set_up.pi, set_up.options);
   for (int i = 0; i < 5; ++i) {
     // Written just before the exit: read during the run or at its end, whichever comes first.
     Command count;
@@ -295,4 +295,73 @@ TEST_CASE("the counter's directory holds the counter as sitecustomize and the Py
     CHECK_THAT(FakeTree::slurp(path + "/torch_runner.py"), Contains("def written_bytes("));
   }
   CHECK_FALSE(std::filesystem::exists(path));
+}
+
+TEST_CASE("a count's CPU time is divided by the own share at the quota the slice applies",
+          "[counting]") {
+  // PyTorch's own share 2.0 at 0.05 of a CPU, 1.5 at 0.1, 1.2 at 0.4; ncnn's flat 1.1.
+  detail::CountingBasis basis;
+  QuotaShare pytorch;
+  pytorch.runtime_id = "pytorch";
+  for (const auto& [speed, share] : {std::pair{0.05, 2.0}, {0.1, 1.5}, {0.4, 1.2}}) {
+    QuotaSharePoint p;
+    p.speed = speed;
+    p.share = share;
+    pytorch.points.push_back(p);
+  }
+  QuotaShare ncnn = pytorch;
+  ncnn.runtime_id = "ncnn";
+  for (QuotaSharePoint& p : ncnn.points) p.share = 1.1;
+  basis.host.runtime_quota_shares["pytorch"] = pytorch;
+  basis.host.quota_share = ncnn;
+  EmulationPlan plan;
+  plan.cpus = {1};
+  plan.cpu_period_us = 100000;
+
+  SECTION("throttled on one CPU: PyTorch's share there, whatever scale the plan applied") {
+    // 10 ms per 100 ms: 0.1 of a CPU. A plan whose scale stopped short (at kMaxQuotaScale, say)
+    // still divides by the share the slice runs at.
+    plan.cpu_quota_us = 10000;
+    plan.quota_scale = 1.2;
+    const detail::CountDivisor d = detail::count_divisor(basis, plan);
+    CHECK(d.value == Approx(1.5));
+    CHECK_THAT(d.from, Contains("own share with PyTorch at the slice's quota of 0.1 of a CPU"));
+    plan.host_drift = 1.1;
+    CHECK(detail::count_divisor(basis, plan).value == Approx(1.65));
+    CHECK_THAT(detail::count_divisor(basis, plan).from, Contains("times its host drift 1.1"));
+  }
+  SECTION("PyTorch's share not measured: ncnn's, said") {
+    basis.host.runtime_quota_shares.clear();
+    plan.cpu_quota_us = 10000;
+    const detail::CountDivisor d = detail::count_divisor(basis, plan);
+    CHECK(d.value == Approx(1.1));
+    CHECK_THAT(d.from, Contains("ncnn (PyTorch's not measured)"));
+  }
+  SECTION("a quota of the CPU's whole time is not throttled: 1, though the plan scaled up to it") {
+    plan.cpu_quota_us = 100000;
+    plan.quota_scale = 1.4;
+    CHECK(detail::count_divisor(basis, plan).value == 1);
+    CHECK(detail::count_divisor(basis, plan).from.empty());
+  }
+  SECTION("a quota pooled over two CPUs takes no share, as its plan does") {
+    plan.cpus = {0, 1};
+    plan.cpu_quota_us = 20000;
+    CHECK(detail::count_divisor(basis, plan).value == 1);
+  }
+  SECTION("per core: each core's quota") {
+    plan.cpus = {0, 1};
+    plan.core_groups = 4;
+    plan.core_quota_us = 5000;
+    plan.cpu_quota_us = 20000;
+    CHECK(detail::count_divisor(basis, plan).value == Approx(2.0));
+  }
+  SECTION("a quota scale the user gave: that scale, not called a share") {
+    basis.options.quota_scale = 1.3;
+    plan.cpu_quota_us = 10000;
+    plan.quota_scale = 1.3;
+    const detail::CountDivisor d = detail::count_divisor(basis, plan);
+    CHECK(d.value == Approx(1.3));
+    CHECK_THAT(d.from, Contains("the quota scale given"));
+    CHECK_THAT(d.from, !Contains("share"));
+  }
 }

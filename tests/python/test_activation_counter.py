@@ -27,7 +27,7 @@ FAKE_TORCH = textwrap.dedent("""
 
     class Tensor:
         def __init__(self, n):
-            self.n, self.ptr = n, next(_ptrs)
+            self.n, self.ptr, self.shape = n, next(_ptrs), (n,)
         def numel(self):
             return self.n
         def element_size(self):
@@ -48,6 +48,12 @@ FAKE_TORCH = textwrap.dedent("""
         return _Handle(table, key)
 
     PRE, POST = {}, {}
+    THREADS = [4]  # PyTorch's thread count, each set after the first
+
+    def get_num_threads():
+        return THREADS[-1]
+    def set_num_threads(n):
+        THREADS.append(n)
     def register_module_forward_pre_hook(hook):
         return _add(PRE, hook)
     def register_module_forward_hook(hook, always_call=False):
@@ -69,7 +75,8 @@ FAKE_TORCH = textwrap.dedent("""
             return itertools.chain(self.weights, *(c.parameters() for c in self._children))
         def register_forward_pre_hook(self, hook):
             return _add(self.pre, hook)
-        def register_forward_hook(self, hook):
+        def register_forward_hook(self, hook, always_call=False):
+            assert always_call  # the timing hook must close a call that raised too
             return _add(self.post, hook)
         def forward(self, x):
             if self._children:
@@ -82,8 +89,8 @@ FAKE_TORCH = textwrap.dedent("""
                 h(self, (x,))
             try:
                 out = self.forward(x)
-            except Exception:  # the global always_call hooks run, given no output
-                for h in POST.values():
+            except Exception:  # the always_call hooks run, given no output
+                for h in (*POST.values(), *self.post.values()):
                     h(self, (x,), None)
                 raise
             for h in (*POST.values(), *self.post.values()):
@@ -264,3 +271,40 @@ def test_a_forked_child_counts_nothing(tmp_path):
         'print("hooks", left)', 'print("hooks", left)\nif child == 0: os._exit(0)\nos.waitpid(child, 0)')
     _, marks = _run(sys.executable, tmp_path, code, [_counter_dir(tmp_path), _fake_torch(tmp_path)])
     assert len(marks.splitlines()) == 1
+
+
+def test_timed_calls_run_at_one_thread_and_the_workloads_count_comes_back(tmp_path):
+    # The workload runs PyTorch at four threads; each of the five timed calls at one (the
+    # rating's, timed by the calling thread's CPU time), its four back after each.
+    code = WORKLOAD + 'print("threads", torch.THREADS)\n'
+    out, marks = _run(sys.executable, tmp_path, code,
+                      [_counter_dir(tmp_path), _fake_torch(tmp_path)])
+    assert len(marks.splitlines()) == 1
+    assert f"threads {[4] + [1, 4] * 5}" in out
+
+
+def test_calls_with_other_shapes_are_not_timed(tmp_path):
+    # Counted at 10 values in; then called only at 20 (a batch of another size, say): no time
+    # of the counted activations, so nothing reported, and the hooks go after a while.
+    code = WORKLOAD.replace("for _ in range(8):", textwrap.dedent("""
+        model(torch.Tensor(10))
+        for _ in range(40):
+            model(torch.Tensor(20))
+        for _ in range(0):""").strip("\n"))
+    out, marks = _run(sys.executable, tmp_path, code,
+                      [_counter_dir(tmp_path), _fake_torch(tmp_path)])
+    assert marks == "" and "hooks 0" in out
+
+
+def test_a_model_compiled_by_torch_compile_is_not_counted(tmp_path):
+    # torch.compile's OptimizedModule: the global hooks go before its first call runs.
+    code = WORKLOAD.replace("for _ in range(8):", textwrap.dedent("""
+        class OptimizedModule(torch.Module):
+            pass
+        model = OptimizedModule(model)
+        model(torch.Tensor(10))
+        print("after first", len(torch.PRE) + len(torch.POST))
+        for _ in range(8):""").strip("\n"))
+    out, marks = _run(sys.executable, tmp_path, code,
+                      [_counter_dir(tmp_path), _fake_torch(tmp_path)])
+    assert marks == "" and "after first 0" in out
