@@ -40,7 +40,7 @@ For each board and model, held out (the model's own published time left out of t
   memory_mb_per_ms=...)`, what a user gives for a model the board's table lacks), one slice run
   per model and board, its interval the memory term's. With `--counted` (PyTorch) the run finds
   the model's MB per ms itself: the board without the model's time at the PyTorch speed and no
-  memory term given, with `EDGEPROF_COUNT_ACTIVATIONS=1`, so that the slice's activation
+  memory term given, with `count_activations=True`, so that the slice's activation
   counter counts the model's activations in its first inference and its CPU time per inference
   in the next five (under the slice), and the slice sets the speed by them (docs/devices.md,
   "A workload's own speed"); the runner's warm-up is then at least eight inferences, so that its
@@ -279,16 +279,20 @@ def emulated_args(args: argparse.Namespace) -> list[str]:
 
 
 def emulate(edgeprof: Any, args: argparse.Namespace, device: Any, models: list[str],
-            folder: str, warmup: int | None = None) -> tuple[dict[str, float], Any]:
+            folder: str, warmup: int | None = None,
+            count: bool = False) -> tuple[dict[str, float], Any]:
     """The runner under the device at the runtime's speed, projected from one core: per model the
     projected ms (Result.projected_s), and the Result. folder: the models prepared outside
-    (export_models: ONNX files or int8 TorchScript; "-": none)."""
+    (export_models: ONNX files or int8 TorchScript; "-": none). count: the run counts the
+    workload's activations (count_activations, on by default for users; off here unless asked,
+    so that a run of several models stays at the speed given)."""
     argv = [args.torch_python, str(RUNNER), folder,
             str(args.warmup if warmup is None else warmup), str(args.loops),
             *emulated_args(args), f"--min-time={args.min_time}", "--mean", *models]
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         r = edgeprof.run(argv, device=device, stdout=out, stderr=err, timeout=RUN_TIMEOUT_S,
-                         core_emulation="projected", drift_check=args.correct_drift)
+                         core_emulation="projected", drift_check=args.correct_drift,
+                         count_activations=count)
         out.seek(0)
         err.seek(0)
         text, errors = out.read(), err.read()
@@ -317,7 +321,7 @@ def own_speed_runs(edgeprof: Any, args: argparse.Namespace, name: str, rating: A
     memory_mb_per_ms=...), what a user gives for a model the table lacks), the model alone,
     projected from one core: (projected ms, the speed in host cores, the run's plan).
     With `counted` (--counted), the speed is the one the run sets from its own count of the
-    model's activations (the board at the runtime's one speed, EDGEPROF_COUNT_ACTIVATIONS=1),
+    model's activations (the board at the runtime's one speed, count_activations=True),
     and `counted` gets each model's counted MB per ms."""
     out = {}
     for i, m in enumerate(models):
@@ -329,13 +333,9 @@ def own_speed_runs(edgeprof: Any, args: argparse.Namespace, name: str, rating: A
         # Counted: the counter counts the first inference and times the next five, so the
         # timed ones come after six (and two more while the slice sets the speed). Only these
         # runs count: the runs at one speed do not.
-        if counted is not None:
-            os.environ["EDGEPROF_COUNT_ACTIVATIONS"] = "1"
-        try:
-            full, result = emulate(edgeprof, args, device, [m], folder,
-                                   max(args.warmup, 8) if counted is not None else None)
-        finally:
-            os.environ.pop("EDGEPROF_COUNT_ACTIVATIONS", None)
+        full, result = emulate(edgeprof, args, device, [m], folder,
+                               max(args.warmup, 8) if counted is not None else None,
+                               count=counted is not None)
         core_speed = device.nn.core_speed
         if counted is not None:
             changes = [c for c in result.speed_changes if c.memory_mb_per_ms > 0]
@@ -359,15 +359,15 @@ def own_speed_runs(edgeprof: Any, args: argparse.Namespace, name: str, rating: A
 
 def counted_lines(rating: Any, counted: dict[str, dict[str, float]]) -> list[str]:
     """--counted: per board, each model's MB per ms as the run counted it (MB counted, CPU time
-    measured under the slice divided by the plan's quota scale and host drift) over the
-    rating's (its activations over its one-thread host time, unthrottled)."""
+    measured under the slice divided by this host's own share at the slice's quota and host
+    drift) over the rating's (its activations over its one-thread host time, unthrottled)."""
     out = []
     for name, by_model in counted.items():
         if not by_model:
             continue
         ratios = {m: v / (rating.activation_mb[m] / rating.host_ms[m]) for m, v in by_model.items()}
-        out.append(f"\n{name}: counted MB per ms (CPU time under the slice / the plan's quota "
-                   "scale and drift) over the rating's, per model (measured): "
+        out.append(f"\n{name}: counted MB per ms (CPU time under the slice / the own share at "
+                   "its quota and drift) over the rating's, per model (measured): "
                    + ", ".join(f"{m} {r:.2f}" for m, r in sorted(ratios.items()))
                    + f"; median {statistics.median(ratios.values()):.2f}")
     return out
@@ -378,9 +378,11 @@ def summary(edgeprof: Any, predicted: dict[str, float], published: dict[str, flo
     if len(models) < 2:
         return "-"
     errors = [abs(predicted[m] / published[m] - 1) for m in models]
+    text = f"{100 * statistics.median(errors):.0f}% (worst {100 * max(errors):.0f}%)"
+    if len(models) < 3:  # (Kendall's tau needs three)
+        return text
     tau = edgeprof.analysis.kendall([predicted[m] for m in models], [published[m] for m in models])
-    return (f"{100 * statistics.median(errors):.0f}% (worst {100 * max(errors):.0f}%), "
-            f"tau {tau.coefficient:.2f}")
+    return f"{text}, tau {tau.coefficient:.2f}"
 
 
 def main() -> int:
@@ -423,7 +425,7 @@ def main() -> int:
                     "checks")
     ap.add_argument("--counted", action="store_true",
                     help="with --own-speed and --runtime pytorch: each model's own speed from "
-                    "the run's count of its activations (EDGEPROF_COUNT_ACTIVATIONS=1), not "
+                    "the run's count of its activations (count_activations=True), not "
                     "from the rating's figures")
     ap.add_argument("--models",
                     help="with --emulate: run only these models (comma-separated) under the "

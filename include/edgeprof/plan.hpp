@@ -113,8 +113,8 @@ bool steady_malloc_by_default();
 /// default.
 bool drift_check_by_default();
 
-/// True when the environment variable EDGEPROF_COUNT_ACTIVATIONS is "1":
-/// PlanOptions::count_activations's default (the switch for Python and the command line).
+/// False when the environment variable EDGEPROF_COUNT_ACTIVATIONS is "0", else true:
+/// PlanOptions::count_activations's default.
 bool count_activations_by_default();
 
 /// How a device of several cores gets its CPU capacity.
@@ -207,13 +207,14 @@ struct PlanOptions {
   /// that memory term (NnSpeed::memory_mb_per_ms, for_runtime()): a Python workload gets
   /// edgeprof's counter on its PYTHONPATH (as sitecustomize, which also runs the environment's
   /// own), which counts the MB its model's layers write in its first inference and times the
-  /// next ones with its input shapes by one thread's CPU time (at one PyTorch thread; divided by
-  /// this host's own share at the quota applied), and the slice sets the speed once the count
-  /// arrives
-  /// (Result::speed_changes; a sampled run only). For a device run at the speed edgeprof
+  /// next ones with its shapes by one thread's CPU time (at one PyTorch thread; divided by this
+  /// host's own share at the slice's quota, or the quota_scale given, and by the host drift),
+  /// and the slice sets the speed once the count arrives (Result::speed_changes; a sampled run
+  /// only). For a device run at the speed edgeprof
   /// chooses or at its PyTorch speed without a memory term (docs/devices.md, "A workload's own
-  /// speed"). Default: false unless the environment variable EDGEPROF_COUNT_ACTIVATIONS is 1
-  /// (a step towards making it the default, measured in docs/fidelity.md).
+  /// speed"; measured in docs/fidelity.md). Where it does not apply (a device without published
+  /// PyTorch times, a speed the user chose other than PyTorch's) nothing is said. Default: true
+  /// unless the environment variable EDGEPROF_COUNT_ACTIVATIONS is 0.
   bool count_activations = count_activations_by_default();
   /// How a device of several cores gets its CPU capacity (CoreEmulation): by default
   /// automatic, projected where the device's published tables allow it at its nn speed, else

@@ -66,10 +66,10 @@ struct SpeedChange {
   /// Result's device and plan are then that speed's. "" for a speed schedule's step.
   std::string runtime;
   /// The workload's activation MB per ms of this host's one-thread time that set the speed:
-  /// its model's layers' output MB in one inference (counted) over its CPU time per inference
-  /// (measured under the slice, a median) divided by the plan's quota scale (this host's own
-  /// share under that quota) and host drift; the device's speed then has that memory term
-  /// (NnSpeed). 0 for a change of another kind.
+  /// its model's layers' output MB in one inference (counted) over one thread's CPU time per
+  /// inference (measured under the slice, a median) divided by this host's own share at the
+  /// slice's quota (1 unthrottled; the quota scale the user gave instead) and host drift; the
+  /// device's speed then has that memory term (NnSpeed). 0 for a change of another kind.
   double memory_mb_per_ms = 0;
   std::uint64_t cpu_quota_us = 0;   ///< the quota written (cpu.max / cpu.cfs_quota_us)
   std::uint64_t cpu_period_us = 0;  ///< the period written

@@ -80,6 +80,7 @@ def compare(workloads: Union[Mapping[str, Union[str, Sequence[str]]], Iterable[t
             keep_warm: bool = True, thread_env: bool = True,
             quota_scale: Optional[float] = None, core_scaling: bool = False,
             drift_check: Optional[bool] = None, workload_scaling: Optional[float] = None,
+            count_activations: Optional[bool] = None,
             cpu_period_us: int = 0, iteration_time: Optional[float] = None,
             parent: Optional[str] = None,
             allow_missing_controllers: bool = False) -> "_core.Comparison":
@@ -114,7 +115,8 @@ def compare(workloads: Union[Mapping[str, Union[str, Sequence[str]]], Iterable[t
                               speed_kind=speed_kind, thread_env=thread_env,
                               core_emulation=core_emulation, core_scaling=core_scaling,
                               quota_scale=quota_scale, drift_check=drift_check,
-                              workload_scaling=workload_scaling)
+                              workload_scaling=workload_scaling,
+                              count_activations=count_activations)
     finally:
         bar.close()
 

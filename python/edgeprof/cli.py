@@ -178,6 +178,11 @@ def _add_emulation_options(p: argparse.ArgumentParser) -> None:
                    "and check this host's own share under the plan's quota (2-6 s), "
                    "following it where it moved 1.5x (default: off, or EDGEPROF_DRIFT_CHECK=1; "
                    "docs/fidelity.md)")
+    e.add_argument("--count-activations", action=argparse.BooleanOptionalAction, default=None,
+                   help="count a PyTorch workload's activations in its first inference and its "
+                   "CPU time in the next five, and run a device with published PyTorch times at "
+                   "its PyTorch speed with that memory term from then on (default: on, unless "
+                   "EDGEPROF_COUNT_ACTIVATIONS=0; docs/devices.md, \"A workload's own speed\")")
     e.add_argument("--workload-scaling", type=float, default=None, metavar="X",
                    help="with projected core emulation: the workload's own speed-up from one "
                    "thread to two on this host over the reference graphs' "
@@ -213,7 +218,8 @@ def _run_options(args: argparse.Namespace) -> dict:
                 keep_warm=args.keep_warm, speed_kind=args.speed_kind,
                 thread_env=args.thread_env, core_emulation=args.core_emulation,
                 core_scaling=args.core_scaling, quota_scale=args.quota_scale,
-                drift_check=args.drift_check, workload_scaling=args.workload_scaling)
+                drift_check=args.drift_check, workload_scaling=args.workload_scaling,
+                count_activations=args.count_activations)
 
 
 def _figure(d: edgeprof.Device, figure: str) -> str:
@@ -656,10 +662,16 @@ def cmd_calibrate_speed(args: argparse.Namespace) -> int:
             print(f"edgeprof: [{done}/{planned}] {name} at core speed {speed:.4f}, period "
                   f"{period_us / 1000:g} ms", file=sys.stderr, flush=True)
 
+    # The calibration runs at the speeds it measures at: no count of activations sets another.
+    if args.count_activations:
+        raise edgeprof.Error("--count-activations: calibrate-speed runs each workload at the "
+                             "speeds it measures at, which a count would change; leave it out")
+    options = _run_options(args)
+    del options["count_activations"]
     cal = edgeprof.speed.calibrate_speed(
         _device(args), [(n, shlex.split(c), measured[n]) for n, c in workloads],
         figure=args.figure, repeat=args.repeat, periods_us=periods, timeout=args.timeout,
-        progress=progress, **_run_options(args))
+        progress=progress, **options)
     if args.save:
         _write(args.save, cal.device.to_json())
     if args.json:

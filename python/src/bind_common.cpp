@@ -34,8 +34,10 @@ SliceOptions to_slice_options(const py::object& parent, std::uint64_t cpu_period
                               const std::string& speed_kind, bool thread_env,
                               const std::string& core_emulation, bool core_scaling, std::optional<double> quota_scale,
                               std::optional<bool> drift_check,
-                              std::optional<double> workload_scaling) {
+                              std::optional<double> workload_scaling,
+                              std::optional<bool> count_activations) {
   SliceOptions o;
+  if (count_activations) o.plan.count_activations = *count_activations;
   o.plan.workload_scaling = workload_scaling;
   o.plan.core_scaling = core_scaling;
   if (drift_check) o.plan.drift_check = *drift_check;

@@ -28,7 +28,8 @@ edgeprof::SliceOptions to_slice_options(const pybind11::object& parent, std::uin
                                         const std::string& core_emulation, bool core_scaling,
                                         std::optional<double> quota_scale,
                                         std::optional<bool> drift_check,
-                                        std::optional<double> workload_scaling = std::nullopt);
+                                        std::optional<double> workload_scaling = std::nullopt,
+                                        std::optional<bool> count_activations = std::nullopt);
 
 // Lets Ctrl-C reach Python while C++ waits with the GIL released: the KeyboardInterrupt is
 // thrown through the wait, which kills the workload first.

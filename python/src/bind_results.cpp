@@ -159,8 +159,9 @@ void bind_results(py::module_& m) {
                     "step.")
       .def_readonly("memory_mb_per_ms", &SpeedChange::memory_mb_per_ms,
                     "The workload's activation MB per ms of this host's one-thread time that set "
-                    "the speed (counted MB over the CPU ms measured under the slice divided by "
-                    "the plan's quota scale and host drift; count_activations); 0 otherwise.")
+                    "the speed (counted MB over one thread's CPU ms measured under the slice "
+                    "divided by this host's own share at the slice's quota and host drift; "
+                    "count_activations); 0 otherwise.")
       .def("__repr__", [](const SpeedChange& c) {
         return "SpeedChange(t_s=" + py::repr(py::float_(c.t_s)).cast<std::string>() +
                ", factor=" + py::repr(py::float_(c.factor)).cast<std::string>() + ")";

@@ -110,18 +110,18 @@ void bind_run(py::module_& m) {
       .def(py::init([](const py::object& device, const py::object& parent,
                        std::uint64_t cpu_period_us, const std::vector<int>& cpus,
                        bool allow_missing, std::optional<double> iteration_time,
-                       bool keep_warm, const std::string& speed_kind, bool thread_env, const std::string& core_emulation, bool core_scaling, std::optional<double> quota_scale, std::optional<bool> drift_check, std::optional<double> workload_scaling) {
+                       bool keep_warm, const std::string& speed_kind, bool thread_env, const std::string& core_emulation, bool core_scaling, std::optional<double> quota_scale, std::optional<bool> drift_check, std::optional<double> workload_scaling, std::optional<bool> count_activations) {
              Device d = to_device(device);
              SliceOptions o =
                  to_slice_options(parent, cpu_period_us, cpus, allow_missing,
-                                  iteration_time, keep_warm, speed_kind, thread_env, core_emulation, core_scaling, quota_scale, drift_check, workload_scaling);
+                                  iteration_time, keep_warm, speed_kind, thread_env, core_emulation, core_scaling, quota_scale, drift_check, workload_scaling, count_activations);
              py::gil_scoped_release release;
              return std::make_unique<Slice>(std::move(d), std::move(o));
            }),
            py::arg("device"), py::kw_only(), py::arg("parent") = py::none(),
            py::arg("cpu_period_us") = kChosenCpuPeriod, py::arg("cpus") = std::vector<int>{},
            py::arg("allow_missing_controllers") = false, py::arg("iteration_time") = py::none(),
-           py::arg("keep_warm") = true, py::arg("speed_kind") = "automatic", py::arg("thread_env") = true, py::arg("core_emulation") = "auto", py::arg("core_scaling") = false, py::arg("quota_scale") = py::none(), py::arg("drift_check") = py::none(), py::arg("workload_scaling") = py::none())
+           py::arg("keep_warm") = true, py::arg("speed_kind") = "automatic", py::arg("thread_env") = true, py::arg("core_emulation") = "auto", py::arg("core_scaling") = false, py::arg("quota_scale") = py::none(), py::arg("drift_check") = py::none(), py::arg("workload_scaling") = py::none(), py::arg("count_activations") = py::none())
       .def(
           "spawn",
           [](Slice& s, const std::vector<std::string>& argv, const py::object& env,
@@ -169,12 +169,12 @@ void bind_run(py::module_& m) {
          const py::object& progress, const py::object& parent,
          std::uint64_t cpu_period_us, const std::vector<int>& cpus,
          bool allow_missing, std::optional<double> iteration_time,
-         bool keep_warm, const std::string& speed_kind, bool thread_env, const std::string& core_emulation, bool core_scaling, std::optional<double> quota_scale, std::optional<bool> drift_check, std::optional<double> workload_scaling) -> py::object {
+         bool keep_warm, const std::string& speed_kind, bool thread_env, const std::string& core_emulation, bool core_scaling, std::optional<double> quota_scale, std::optional<bool> drift_check, std::optional<double> workload_scaling, std::optional<bool> count_activations) -> py::object {
         Device d = to_device(device);
         Command c = to_command(argv, env, cwd, stdin_, stdout_, stderr_);
         RunOptions o;
         o.slice = to_slice_options(parent, cpu_period_us, cpus, allow_missing,
-                                  iteration_time, keep_warm, speed_kind, thread_env, core_emulation, core_scaling, quota_scale, drift_check, workload_scaling);
+                                  iteration_time, keep_warm, speed_kind, thread_env, core_emulation, core_scaling, quota_scale, drift_check, workload_scaling, count_activations);
         o.spawn.sample_interval = to_interval(interval);
         o.spawn.isolate_network = isolate_network;
         o.timeout = to_timeout(timeout);
@@ -215,7 +215,7 @@ void bind_run(py::module_& m) {
       py::arg("progress") = py::none(), py::arg("parent") = py::none(),
       py::arg("cpu_period_us") = kChosenCpuPeriod, py::arg("cpus") = std::vector<int>{},
       py::arg("allow_missing_controllers") = false, py::arg("iteration_time") = py::none(),
-      py::arg("keep_warm") = true, py::arg("speed_kind") = "automatic", py::arg("thread_env") = true, py::arg("core_emulation") = "auto", py::arg("core_scaling") = false, py::arg("quota_scale") = py::none(), py::arg("drift_check") = py::none(), py::arg("workload_scaling") = py::none(),
+      py::arg("keep_warm") = true, py::arg("speed_kind") = "automatic", py::arg("thread_env") = true, py::arg("core_emulation") = "auto", py::arg("core_scaling") = false, py::arg("quota_scale") = py::none(), py::arg("drift_check") = py::none(), py::arg("workload_scaling") = py::none(), py::arg("count_activations") = py::none(),
       "Runs argv in a fresh slice emulating `device` (a Device or a built-in device's name) "
       "and returns its Result; the slice is removed before returning, also on errors and "
       "Ctrl-C. With repeat > 1 or warmup > 0 it returns a RepeatedResult instead: warm-up runs "

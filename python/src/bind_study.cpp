@@ -57,7 +57,7 @@ void bind_study(py::module_& m) {
          const py::object& parent, std::uint64_t cpu_period_us, bool allow_missing,
          std::optional<double> iteration_time, bool keep_warm, const std::string& speed_kind,
          bool thread_env, const std::string& core_emulation, bool core_scaling,
-         std::optional<double> quota_scale, std::optional<bool> drift_check, std::optional<double> workload_scaling) {
+         std::optional<double> quota_scale, std::optional<bool> drift_check, std::optional<double> workload_scaling, std::optional<bool> count_activations) {
         std::vector<Workload> workloads;
         for (size_t i = 0; i < names.size(); ++i) {
           Command c;
@@ -81,7 +81,7 @@ void bind_study(py::module_& m) {
         o.projected_target = projected_target;
         o.run.slice = to_slice_options(parent, cpu_period_us, {}, allow_missing, iteration_time,
                                        keep_warm, speed_kind, thread_env, core_emulation,
-                                       core_scaling, quota_scale, drift_check, workload_scaling);
+                                       core_scaling, quota_scale, drift_check, workload_scaling, count_activations);
         o.run.spawn.sample_interval = to_interval(interval);
         o.run.timeout = to_timeout(timeout);
         o.run.check = python_signals();
@@ -96,7 +96,7 @@ void bind_study(py::module_& m) {
       py::arg("allow_missing_controllers") = false, py::arg("iteration_time") = py::none(),
       py::arg("keep_warm") = true, py::arg("speed_kind") = "automatic",
       py::arg("thread_env") = true, py::arg("core_emulation") = "auto",
-      py::arg("core_scaling") = false, py::arg("quota_scale") = py::none(), py::arg("drift_check") = py::none(), py::arg("workload_scaling") = py::none());
+      py::arg("core_scaling") = false, py::arg("quota_scale") = py::none(), py::arg("drift_check") = py::none(), py::arg("workload_scaling") = py::none(), py::arg("count_activations") = py::none());
 
   py::class_<SpeedModel>(m, "SpeedModel", "A figure as a function of core speed: a / speed + b.")
       .def(py::init([](double a, double b) { return SpeedModel{a, b}; }), py::arg("a"),

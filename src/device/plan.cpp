@@ -199,7 +199,7 @@ bool steady_malloc_by_default() {
 
 bool count_activations_by_default() {
   const char* v = std::getenv("EDGEPROF_COUNT_ACTIVATIONS");
-  return v && std::string_view(v) == "1";
+  return !(v && std::string_view(v) == "0");
 }
 
 bool drift_check_by_default() {

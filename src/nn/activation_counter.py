@@ -1,5 +1,5 @@
 # edgeprof's activation counter. A slice that counts its workload's activations
-# (PlanOptions::count_activations, EDGEPROF_COUNT_ACTIVATIONS=1) writes this file as
+# (PlanOptions::count_activations, on by default) writes this file as
 # sitecustomize.py into a directory of its own, with torch_runner.py beside it, and puts that
 # directory first on the workload's PYTHONPATH. In a Python that then imports PyTorch it:
 # 1. counts, with a forward hook on every module (torch's global hooks), the bytes the layers
@@ -29,6 +29,7 @@ import importlib.util
 import os
 import stat
 import sys
+import threading
 import time
 
 TIMED = 5
@@ -84,91 +85,144 @@ def _model(module):
     return next(module.parameters(), None) is not None
 
 
-def _guarded(hook, handles):
-    """`hook`, which on an error of its own removes every handle and ends the count."""
-    def run(*args):
-        try:
-            hook(*args)
-        except Exception:  # never the workload's: it runs on uncounted
-            for h in handles:
-                h.remove()
-    return run
+class _Hooks:
+    """The counter's hook handles. A forward hook never removes them: PyTorch runs the
+    always_call forward hooks of a call that raised from its live tables, which a removal would
+    change under it (a RuntimeError in the workload); they go at the next pre-hook (PyTorch runs
+    a copy of those), from set-up, or in a forked child. An error of a hook's own ends them:
+    never the workload's error, which runs on uncounted."""
+
+    def __init__(self):
+        self.handles, self.done = [], False
+
+    def end(self):
+        self.done = True
+
+    def remove(self):
+        self.done = True
+        for h in self.handles:
+            h.remove()
+        self.handles.clear()
+
+    def pre(self, hook):
+        def run(module, args):
+            if self.done:
+                self.remove()
+                return
+            try:
+                hook(module, args)
+            except Exception:
+                self.remove()
+        return run
+
+    def post(self, hook):
+        def run(module, args, output):
+            try:
+                hook(module, args, output)
+            except Exception:
+                self.end()
+        return run
 
 
-def _shapes(args):
-    """The shapes of a call's arguments (a tensor's; any other's type): a timed call has the
-    counted call's, so that its time is that of the activations counted."""
-    return tuple(tuple(a.shape) if hasattr(a, "shape") else type(a).__name__ for a in args)
+def _shapes(value, depth=0):
+    """The shapes and types of the tensors in a call's arguments or output, nested in lists,
+    tuples and dicts (anything else by its type): a timed call has the counted call's, so that
+    its time is that of the activations counted."""
+    if hasattr(value, "shape") and hasattr(value, "dtype"):
+        return tuple(value.shape), str(value.dtype)
+    if depth < 4 and isinstance(value, (list, tuple)):
+        return tuple(_shapes(v, depth + 1) for v in value)
+    if depth < 4 and isinstance(value, dict):
+        return tuple((k, _shapes(v, depth + 1)) for k, v in value.items())
+    return type(value).__name__
 
 
 def _compiled(module):
-    """A model compiled by torch.compile (its layers run under dynamo, hooks and all)."""
-    return type(module).__name__ == "OptimizedModule"
+    """A model compiled by torch.compile (torch._dynamo's OptimizedModule) or Module.compile():
+    its layers run under dynamo, which would trace the hooks into its graph."""
+    kind = type(module)
+    return (kind.__name__ == "OptimizedModule" and kind.__module__.startswith("torch._dynamo")) \
+        or getattr(module, "_compiled_call_impl", None) is not None
 
 
 def _time(torch, model, counted_bytes, shapes, fd):
-    """Times the model's next TIMED calls with `shapes` by the calling thread's CPU time, at one
-    PyTorch thread (the calling one: the rating's), then reports."""
-    times, handles = [], []
-    call = {"start": None, "threads": 1, "other": 0}
+    """Times the model's next TIMED calls with the counted call's `shapes` (of its arguments
+    and its output) by the calling thread's CPU time, at one PyTorch thread (the calling one:
+    the rating's), then reports. One call at a time: a call from another thread while one is
+    timed is not timed; a call from the same thread is taken as the timed one's end lost (a
+    KeyboardInterrupt in its forward, which runs no forward hook), not as the model within
+    itself."""
+    hooks = _Hooks()
+    times = []
+    call = {"thread": None, "start": 0, "threads": 1, "other": 0}
 
-    def before(module, args):
-        call["start"] = None
-        if _shapes(args) != shapes:
-            call["other"] += 1
-            if call["other"] >= GIVE_UP:  # not the counted shapes again: nothing to report
-                for h in handles:
-                    h.remove()
-            return
-        call["threads"] = torch.get_num_threads()
-        if call["threads"] != 1:
-            torch.set_num_threads(1)
-        call["start"] = time.thread_time_ns()
-
-    def after(module, args, output):
-        if call["start"] is None:
-            return
-        spent = time.thread_time_ns() - call["start"]
-        call["start"] = None
+    def restore():
+        call["thread"] = None
         if call["threads"] != 1:
             torch.set_num_threads(call["threads"])
-        if output is None:  # an exception ended the call: not timed
+
+    def before(module, args):
+        me = threading.get_ident()
+        if call["thread"] is not None:
+            if call["thread"] != me:
+                return
+            restore()  # its end was lost
+        if _compiled(module):
+            hooks.remove()
             return
+        if _shapes(args) != shapes[0]:
+            call["other"] += 1
+            if call["other"] >= GIVE_UP:  # not the counted shapes again: nothing to report
+                hooks.remove()
+            return
+        threads = torch.get_num_threads()
+        if threads != 1:
+            torch.set_num_threads(1)
+            if torch.get_num_threads() != 1:  # not here (PyTorch's own pool, once it ran)
+                torch.set_num_threads(threads)
+                hooks.remove()
+                return
+        call.update(thread=me, threads=threads, start=time.thread_time_ns())
+
+    def after(module, args, output):
+        if call["thread"] != threading.get_ident():
+            return
+        spent = time.thread_time_ns() - call["start"]
+        restore()
+        if hooks.done or output is None or _shapes(output) != shapes[1]:
+            return  # an exception ended the call, or it made other outputs: not timed
         times.append(spent)
         if len(times) == TIMED:
-            for h in handles:
-                h.remove()
+            hooks.end()
             cpu_ms = sorted(times)[TIMED // 2] / 1e6
             if cpu_ms > 0:
                 _send(fd, counted_bytes / 1e6, cpu_ms, TIMED)
 
-    handles += [model.register_forward_pre_hook(_guarded(before, handles)),
-                model.register_forward_hook(_guarded(after, handles), always_call=True)]
-    _FORKED.append(lambda: [h.remove() for h in handles])
+    hooks.handles += [model.register_forward_pre_hook(hooks.pre(before)),
+                      model.register_forward_hook(hooks.post(after), always_call=True)]
+    _FORKED.append(hooks.remove)
 
 
 def _count(torch, fd):
     """Global hooks on every module, until a model's first call has been counted, or GIVE_UP
     calls outside any other module went by without one."""
     written_bytes = _written_bytes()
-    hooks = torch.nn.modules.module
+    registry = torch.nn.modules.module
     state = {"depth": 0, "top": None, "bytes": 0, "outer": 0, "shapes": ()}
-    handles = []
-
-    def give_up():
-        for h in handles:
-            h.remove()
+    hooks = _Hooks()
 
     def before(module, args):
         if state["depth"] == 0:
             if _compiled(module):  # before dynamo traces the hooks into its graph
-                give_up()
+                hooks.remove()
                 return
             state["top"], state["bytes"], state["shapes"] = module, 0, _shapes(args)
             state["outer"] += 1
         state["depth"] += 1
 
     def after(module, args, output):
+        if hooks.done:
+            return
         state["depth"] = max(state["depth"] - 1, 0)
         if output is None:  # an exception ended the call (always_call runs this anyway)
             state["top"] = None
@@ -177,23 +231,22 @@ def _count(torch, fd):
         if state["depth"] != 0 or output is None:
             return
         if module is state["top"] and _model(module):
-            give_up()  # counted: the hooks go (removing them here is safe: PyTorch runs a
-            # copy of the hooks of a call that returned)
+            hooks.end()  # counted: the hooks go
             if state["bytes"] > 0:  # nothing for a TorchScript model: its layers run no hooks
-                _time(torch, module, state["bytes"], state["shapes"], fd)
+                _time(torch, module, state["bytes"], (state["shapes"], _shapes(output)), fd)
         elif state["outer"] >= GIVE_UP:
-            give_up()
+            hooks.end()
 
     # Only where an exception still runs the hook that closes a call (PyTorch 2.1 and later):
     # without it, the depth would be lost at the first one.
-    handles.append(hooks.register_module_forward_pre_hook(_guarded(before, handles)))
+    hooks.handles.append(registry.register_module_forward_pre_hook(hooks.pre(before)))
     try:
-        handles.append(hooks.register_module_forward_hook(_guarded(after, handles),
-                                                          always_call=True))
+        hooks.handles.append(registry.register_module_forward_hook(hooks.post(after),
+                                                                   always_call=True))
     except Exception:
-        give_up()
+        hooks.remove()
         raise
-    _FORKED.append(give_up)
+    _FORKED.append(hooks.remove)
 
 
 class _WatchTorch:

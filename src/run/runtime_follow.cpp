@@ -105,15 +105,10 @@ std::optional<CountingBasis> counting_basis(const Device& measured, const HostFa
                                   ? "per-core quota that follows the busy threads"
                                   : "speed schedule"));
   }
-  if (!at_counted && !will_follow) {
-    if (!measured.runtime_ms.count(std::string(kCountedRuntime))) {
-      return refuse(fmt::format("{} has no published {} times", measured.name, name));
-    }
-    return refuse(fmt::format("the slice does not run a {} workload at the device's {} speed: "
-                              "a speed the user chose, or no {} rating on this host (the notes "
-                              "above)",
-                              name, name, name));
-  }
+  // Nothing to count for (on by default: not said): a device without PyTorch times, or a slice
+  // that does not run a PyTorch workload at them (a speed the user chose, or no PyTorch rating
+  // here, which the runtime's notes say).
+  if (!at_counted && !will_follow) return std::nullopt;
   std::string why;
   std::optional<NnRating> rating = cached_nn_rating(&why, kCountedRuntime);
   if (!rating) return refuse(fmt::format("this host's {} rating is not usable: {}", name, why));
@@ -237,15 +232,18 @@ std::optional<std::string> start_warning(const Device& device, std::string_view 
 CountDivisor count_divisor(const CountingBasis& basis, const EmulationPlan& plan) {
   CountDivisor d;
   std::string share;
-  const bool per_core = plan.core_groups > 0;
+  // The quota the counted thread ran under, in CPUs: a core's, or the whole quota, which a
+  // pool over several CPUs throttles one thread by as one CPU's would (the plan takes no share
+  // there for several threads, which ran too fast scaled).
   const double applied =
-      per_core ? double(plan.core_quota_us) / double(plan.cpu_period_us)
-               : double(plan.cpu_quota_us) /
-                     (double(plan.cpu_period_us) * double(std::max<std::size_t>(plan.cpus.size(), 1)));
-  if (basis.options.quota_scale) {
-    d.value = plan.quota_scale;
+      plan.core_groups ? double(plan.core_quota_us) / double(plan.cpu_period_us)
+                       : double(plan.cpu_quota_us) / double(plan.cpu_period_us);
+  if (applied >= 1) {
+    // Not throttled: no share.
+  } else if (basis.options.quota_scale) {
+    d.value = *basis.options.quota_scale;
     share = fmt::format("the quota scale given (PlanOptions::quota_scale), {:.3g}", d.value);
-  } else if (applied < 1 && (per_core || plan.cpus.size() <= 1)) {
+  } else {
     const auto it = basis.host.runtime_quota_shares.find(std::string(kCountedRuntime));
     const bool own = it != basis.host.runtime_quota_shares.end() && !it->second.points.empty();
     const QuotaShare* q = own ? &it->second

@@ -61,11 +61,11 @@ struct CountingBasis {
 };
 
 // The basis of counting in a slice planned as `plan` from `measured` with `options`, starting
-// as `start`, or nullopt with a line in `notes` saying why a count would not set its speed:
-// counting off (nothing said), a speed the user chose other than the PyTorch one without a
-// memory term, a device without published PyTorch times, a speed schedule or a quota that
-// follows the busy threads (they write the bandwidth too), no PyTorch rating on this host or
-// one a memory term cannot be fitted with (no activations). `will_follow`: the slice follows
+// as `start`, or nullopt, with a line in `notes` saying why a count would not set its speed
+// where one could have: a memory term given, a speed schedule or a quota that follows the busy
+// threads (they write the bandwidth too), no PyTorch rating on this host or one a memory term
+// cannot be fitted with (no activations); nothing said with counting off, for a device without
+// published PyTorch times, or a speed the user chose other than the PyTorch one. `will_follow`: the slice follows
 // a workload to the PyTorch speed (followed_speeds()), or started at it (runtime_start()).
 std::optional<CountingBasis> counting_basis(const Device& measured, const HostFacts& host,
                                             const PlanOptions& options,
@@ -91,13 +91,15 @@ struct CountedSwitch {
   double mb_per_ms = 0;  // count.mb / (count.cpu_ms / scale): the memory term's
 };
 
-// What one CPU ms a workload spent under `plan` (in a slice of `basis`) is in this host's time
-// as its PyTorch rating ran it (one thread, unthrottled), and in words: the own share `plan`
-// takes at the quota it applies (a throttled process needs more CPU time for the same work;
-// PyTorch's measured share where cached, else ncnn's, the plan's own choice aside: a count may
-// come before the maps scan moves the slice to its PyTorch plan; 1 where the quota is all the
-// CPUs' time, pooled over several (a plan takes no share there), or nothing is measured; the
-// quota scale given where the user gave one), times the plan's host drift.
+// What one CPU ms of the counted thread under `plan` (in a slice of `basis`) is in this host's
+// time as its PyTorch rating ran it (one thread, unthrottled), and in words: this host's own
+// share at the quota the thread ran under (a throttled thread needs more CPU time for the same
+// work): a core's quota per core, else the whole quota, pooled or not (one thread under a pool
+// is throttled as under one CPU's quota); PyTorch's measured share where cached, else ncnn's
+// (whatever share the plan took: a count may come before the maps scan moves the slice to its
+// PyTorch plan); 1 where that quota is a CPU's whole time or more, or no share is measured; the
+// quota scale the user gave instead of a share; times the plan's host drift. (A share measured
+// at another period or keep-warm than the plan's, which the plan refuses, is taken here.)
 struct CountDivisor {
   double value = 1;
   std::string from;  // "" for 1 (no share applies, no drift)

@@ -316,6 +316,9 @@ SpeedCalibration calibrate_speed(const Device& device,
   if (periods.empty()) periods.push_back(0);  // 0: as options.run.slice.plan says
   for (std::uint64_t p : periods) {
     RunOptions run = options.run;
+    // The calibration runs at the speeds it measures: a count of the workload's activations
+    // must not set another (PlanOptions::count_activations).
+    run.slice.plan.count_activations = false;
     if (p) {
       run.slice.plan.cpu_period_us = p;
       run.slice.plan.iteration_time_us = 0;

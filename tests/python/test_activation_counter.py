@@ -20,14 +20,16 @@ if not (SRC / "activation_counter.py").is_file():  # the v2 VM gets tests/ witho
                 allow_module_level=True)
 
 # A stand-in for PyTorch: tensors of a size, modules whose calls run the global hooks and their
-# own around forward() (hooks copied before they run, as PyTorch's _call_impl does).
+# own around forward() as PyTorch's Module._call_impl does: pre-hooks and forward hooks from a
+# copy of their tables, and where the call raised, the always_call forward hooks that have not
+# run yet from the live tables (so that a hook that removes one there fails as in PyTorch).
 FAKE_TORCH = textwrap.dedent("""
     import itertools, types
     _ptrs = itertools.count(1)
 
     class Tensor:
         def __init__(self, n):
-            self.n, self.ptr, self.shape = n, next(_ptrs), (n,)
+            self.n, self.ptr, self.shape, self.dtype = n, next(_ptrs), (n,), "float32"
         def numel(self):
             return self.n
         def element_size(self):
@@ -42,23 +44,27 @@ FAKE_TORCH = textwrap.dedent("""
             self.table.pop(self.key, None)
 
     _keys = itertools.count()
-    def _add(table, hook):
+    ALWAYS = set()  # the keys of always_call forward hooks
+    def _add(table, hook, always_call=False):
         key = next(_keys)
         table[key] = hook
+        if always_call:
+            ALWAYS.add(key)
         return _Handle(table, key)
 
     PRE, POST = {}, {}
     THREADS = [4]  # PyTorch's thread count, each set after the first
+    FIXED = []  # a count set_num_threads cannot change (PyTorch's own pool, once it ran)
 
     def get_num_threads():
-        return THREADS[-1]
+        return FIXED[0] if FIXED else THREADS[-1]
     def set_num_threads(n):
         THREADS.append(n)
     def register_module_forward_pre_hook(hook):
         return _add(PRE, hook)
     def register_module_forward_hook(hook, always_call=False):
         assert always_call  # the counter needs it (PyTorch 2.1 and later)
-        return _add(POST, hook)
+        return _add(POST, hook, always_call)
 
     nn = types.SimpleNamespace(modules=types.SimpleNamespace(module=types.SimpleNamespace(
         register_module_forward_pre_hook=register_module_forward_pre_hook,
@@ -76,8 +82,7 @@ FAKE_TORCH = textwrap.dedent("""
         def register_forward_pre_hook(self, hook):
             return _add(self.pre, hook)
         def register_forward_hook(self, hook, always_call=False):
-            assert always_call  # the timing hook must close a call that raised too
-            return _add(self.post, hook)
+            return _add(self.post, hook, always_call)
         def forward(self, x):
             if self._children:
                 for c in self._children:
@@ -85,17 +90,25 @@ FAKE_TORCH = textwrap.dedent("""
                 return x
             return x if self.inplace else Tensor(self.out)
         def __call__(self, x):
-            for h in (*PRE.values(), *self.pre.values()):
-                h(self, (x,))
+            result, called = None, set()
             try:
-                out = self.forward(x)
-            except Exception:  # the always_call hooks run, given no output
-                for h in (*POST.values(), *self.post.values()):
-                    h(self, (x,), None)
+                for h in (*PRE.values(), *self.pre.values()):
+                    h(self, (x,))
+                result = self.forward(x)
+                for key, h in (*POST.items(), *self.post.items()):
+                    if key in ALWAYS:
+                        called.add(key)
+                    h(self, (x,), result)
+                return result
+            except Exception:
+                for table in (POST, self.post):
+                    for key, h in table.items():  # the live table, as PyTorch's
+                        if key in ALWAYS and key not in called:
+                            try:
+                                h(self, (x,), result)
+                            except Exception:
+                                pass
                 raise
-            for h in (*POST.values(), *self.post.values()):
-                h(self, (x,), out)
-            return out
 """)
 
 # A workload: transforms called alone (without weights: not the model), then a model of three
@@ -297,14 +310,105 @@ def test_calls_with_other_shapes_are_not_timed(tmp_path):
 
 
 def test_a_model_compiled_by_torch_compile_is_not_counted(tmp_path):
-    # torch.compile's OptimizedModule: the global hooks go before its first call runs.
+    # torch.compile's OptimizedModule and Module.compile(): the global hooks go before the
+    # first call runs, and no timing hooks are put on the model.
+    for compiled in ("class OptimizedModule(torch.Module):\n    pass\n"
+                     "OptimizedModule.__module__ = 'torch._dynamo.eval_frame'\n"
+                     "model = OptimizedModule(model)",
+                     "model._compiled_call_impl = object()"):
+        code = WORKLOAD.replace("for _ in range(8):", compiled + textwrap.dedent("""
+            model(torch.Tensor(10))
+            print("after first", len(torch.PRE) + len(torch.POST) + len(model.pre) + len(model.post))
+            for _ in range(8):""").rstrip("\n"))
+        case = tmp_path / str(len(compiled))
+        case.mkdir()
+        out, marks = _run(sys.executable, case, code, [_counter_dir(case), _fake_torch(case)])
+        assert marks == "" and "after first 0" in out, compiled
+
+
+def test_calls_with_other_shapes_between_are_passed_over(tmp_path):
+    # Counted at 10 values in; then 20 and 10 by turns: the five at 10 are timed (the hooks go
+    # at the call after).
     code = WORKLOAD.replace("for _ in range(8):", textwrap.dedent("""
-        class OptimizedModule(torch.Module):
-            pass
-        model = OptimizedModule(model)
         model(torch.Tensor(10))
-        print("after first", len(torch.PRE) + len(torch.POST))
-        for _ in range(8):""").strip("\n"))
+        for _ in range(6):
+            model(torch.Tensor(20))
+            model(torch.Tensor(10))
+        for _ in range(0):""").strip("\n"))
     out, marks = _run(sys.executable, tmp_path, code,
                       [_counter_dir(tmp_path), _fake_torch(tmp_path)])
-    assert marks == "" and "after first 0" in out
+    assert len(marks.splitlines()) == 1 and "hooks 0" in out
+
+
+def test_calls_with_other_outputs_are_not_timed(tmp_path):
+    # A decoder whose first call (the prompt) makes 1000 values and the next ones (a token
+    # each) 10, on the same input: the time of a token is not that of the prompt's activations.
+    code = WORKLOAD.replace("for _ in range(8):", textwrap.dedent("""
+        class Decoder(torch.Module):
+            calls = 0
+            def forward(self, x):
+                Decoder.calls += 1
+                return torch.Tensor(1000 if Decoder.calls == 1 else 10)
+        model = torch.Module(Decoder(weights=True))
+        for _ in range(8):""").strip("\n"))
+    _, marks = _run(sys.executable, tmp_path, code,
+                    [_counter_dir(tmp_path), _fake_torch(tmp_path)])
+    assert marks == ""
+
+
+def test_the_thread_count_comes_back_after_a_timed_call_that_raised(tmp_path):
+    # The third call raises inside the model (its hooks run, given None): not timed, and the
+    # workload's four threads come back; five more calls are timed.
+    code = WORKLOAD.replace("for _ in range(8):", textwrap.dedent("""
+        class Flaky(torch.Module):
+            calls = 0
+            def forward(self, x):
+                Flaky.calls += 1
+                if Flaky.calls == 3:
+                    raise ValueError("flaky")
+                return torch.Tensor(1000)
+        model = torch.Module(Flaky(weights=True))
+        for _ in range(8):
+            try:
+                model(torch.Tensor(10))
+            except ValueError:
+                print("threads then", torch.get_num_threads())
+        for _ in range(0):""").strip("\n")) + 'print("threads", torch.THREADS)\n'
+    out, marks = _run(sys.executable, tmp_path, code,
+                      [_counter_dir(tmp_path), _fake_torch(tmp_path)])
+    assert "threads then 4" in out
+    assert len(marks.splitlines()) == 1
+    assert f"threads {[4] + [1, 4] * 6}" in out  # five timed, and the one that raised
+
+
+def test_a_workloads_hook_that_raises_keeps_its_error(tmp_path):
+    # The workload's own forward hook on the model raises on the sixth call, after forward
+    # returned: PyTorch then runs the counter's always_call hook from its live table, where the
+    # fifth timed call must not remove hooks (a RuntimeError would replace the workload's).
+    code = WORKLOAD.replace("for _ in range(8):", textwrap.dedent("""
+        calls = [0]
+        def strict(module, args, output):
+            calls[0] += 1
+            if calls[0] == 6:
+                raise ValueError("strict")
+        model.register_forward_hook(strict)
+        for i in range(8):
+            try:
+                model(normalize(torch.Tensor(10)))
+            except ValueError:
+                print("kept its error at", i)
+        for _ in range(0):""").strip("\n"))
+    out, marks = _run(sys.executable, tmp_path, code,
+                      [_counter_dir(tmp_path), _fake_torch(tmp_path)])
+    assert "kept its error at 5" in out
+    assert len(marks.splitlines()) == 1 and "hooks 1" in out  # the workload's own
+
+
+def test_where_one_thread_cannot_be_set_nothing_is_timed(tmp_path):
+    # PyTorch's own pool keeps its count once it ran: set_num_threads(1) does not take, so the
+    # calling thread's CPU time would be part of the work; nothing reported, the count kept.
+    code = "import torch\ntorch.FIXED.append(4)\n" + WORKLOAD + 'print("threads", torch.THREADS)\n'
+    out, marks = _run(sys.executable, tmp_path, code,
+                      [_counter_dir(tmp_path), _fake_torch(tmp_path)])
+    assert marks == "" and "hooks 0" in out
+    assert "threads [4, 1, 4]" in out

@@ -204,3 +204,12 @@ def test_the_command_line_names_a_workload_without_its_figure():
             "--measured", "a=1.0")
     assert p.returncode != 0
     assert "no --measured for b" in p.stderr
+
+
+def test_the_command_line_refuses_to_count_activations_while_calibrating():
+    # A count would set another speed than those the calibration measures at.
+    p = cli("calibrate-speed", "--device", "raspberry-pi-4", "-w", "a=true",
+            "--measured", "a=1.0", "--count-activations")
+    assert p.returncode != 0
+    assert "calibrate-speed runs each workload at the speeds it measures at" in p.stderr
+    assert "Traceback" not in p.stderr

@@ -723,3 +723,34 @@ def test_ctrl_c_during_a_first_runs_own_share_measurement_stops_the_run(tmp_path
     assert "KeyboardInterrupt" in err, err
     assert "the run went on" not in out
     assert not (tmp_path / "host-quota-share.json").exists()
+
+
+@requires_cgroups
+def test_a_run_counts_a_pytorch_workloads_activations_by_default_and_the_switch_turns_it_off(
+        tmp_path, monkeypatch):
+    # On a device at its PyTorch speed with this host's PyTorch rating (with activations) the
+    # slice counts by default, said in the plan's notes; --no-count-activations, the keyword and
+    # the environment turn it off.
+    monkeypatch.setenv("EDGEPROF_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("EDGEPROF_COUNT_ACTIVATIONS", raising=False)
+    env = {"EDGEPROF_CACHE_DIR": str(tmp_path)}
+    edgeprof.nn.measure_nn_rating(
+        runtime="pytorch", python=str(_fake_torch_python(tmp_path, activations=True)))
+    args = ("run", "--device", "raspberry-pi-4b-1gb", "--threads", "1", "--runtime", "pytorch",
+            "--json")
+    counting = "activations: a PyTorch workload's model is counted"
+
+    def notes(*extra, env_extra=env):
+        p = edgeprof_cli(*args, *extra, "--", "true", env_extra=env_extra)
+        assert p.returncode == 0, p.stderr
+        return " ".join(json.loads(p.stdout)["plan"]["notes"])
+
+    assert counting in notes()
+    assert counting not in notes("--no-count-activations")
+    assert counting not in notes(env_extra={**env, "EDGEPROF_COUNT_ACTIVATIONS": "0"})
+    assert counting in notes("--count-activations",
+                             env_extra={**env, "EDGEPROF_COUNT_ACTIVATIONS": "0"})
+    pi = edgeprof.find_device("raspberry-pi-4b-1gb").for_runtime("pytorch")
+    for count, said in ((None, True), (False, False), (True, True)):
+        r = edgeprof.run(["true"], device=pi, count_activations=count)
+        assert r.ok and (counting in " ".join(r.plan.notes)) == said, count
