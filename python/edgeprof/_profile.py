@@ -84,7 +84,7 @@ def _pickled_call(fn: Callable, args: tuple, kwargs: dict) -> dict:
 def profile(fn: Callable, *args: Any, device: Union[str, "_core.Device"] = "raspberry-pi-4",
             timeout: Optional[float] = None, interval: Optional[float] = _core.DEFAULT_INTERVAL_S,
             isolate_network: bool = False, core_emulation: str = "auto",
-            **kwargs: Any) -> Profiled:
+            count_activations: Optional[bool] = None, **kwargs: Any) -> Profiled:
     """Runs ``fn(*args, **kwargs)`` in a fresh Python process inside a slice emulating
     ``device``, and returns ``Profiled(value, report)``.
 
@@ -96,9 +96,12 @@ def profile(fn: Callable, *args: Any, device: Union[str, "_core.Device"] = "rasp
     original type, with the worker's traceback as its ``__cause__``. If the worker dies (out of
     memory, timeout), ``WorkerDied`` carries the report. ``core_emulation`` is ``run()``'s:
     ``"projected"`` runs ``fn`` on one of the device's cores and adds its all-core times to the
-    report (``report.projected_s()``, docs/threads.md). Options of edgeprof (``device``,
-    ``timeout``, ``interval``, ``isolate_network``, ``core_emulation``) cannot be passed to
-    ``fn`` as keywords: use ``functools.partial`` for those.
+    report (``report.projected_s()``, docs/threads.md). ``count_activations`` is ``run()``'s too:
+    on a device with published PyTorch times a ``fn`` that runs a PyTorch model sets the
+    device's speed by its own activations (None: on unless EDGEPROF_COUNT_ACTIVATIONS=0;
+    docs/devices.md, "A workload's own speed"). Options of edgeprof (``device``, ``timeout``,
+    ``interval``, ``isolate_network``, ``core_emulation``, ``count_activations``) cannot be
+    passed to ``fn`` as keywords: use ``functools.partial`` for those.
     """
     if _loading_main is not None:
         raise _UnguardedMain(
@@ -114,7 +117,8 @@ def profile(fn: Callable, *args: Any, device: Union[str, "_core.Device"] = "rasp
             pickle.dump(payload, f)
         report = _core.run([sys.executable, "-m", "edgeprof._worker", call_path, result_path],
                            device=device, timeout=timeout, interval=interval,
-                           isolate_network=isolate_network, core_emulation=core_emulation)
+                           isolate_network=isolate_network, core_emulation=core_emulation,
+                           count_activations=count_activations)
         name = getattr(fn, "__qualname__", repr(fn))
         if not os.path.exists(result_path):
             what = ("was killed by the out-of-memory killer" if report.oom_killed else
@@ -144,7 +148,8 @@ def profile(fn: Callable, *args: Any, device: Union[str, "_core.Device"] = "rasp
 def profiled_function(*, device: Union[str, "_core.Device"] = "raspberry-pi-4",
                       timeout: Optional[float] = None,
                       interval: Optional[float] = _core.DEFAULT_INTERVAL_S,
-                      core_emulation: str = "auto") -> Callable:
+                      core_emulation: str = "auto",
+                      count_activations: Optional[bool] = None) -> Callable:
     """Decorator form: each call of the decorated function runs under ``profile`` and returns
     ``Profiled(value, report)``::
 
@@ -159,7 +164,8 @@ def profiled_function(*, device: Union[str, "_core.Device"] = "raspberry-pi-4",
             # The module's name for the function is now this wrapper: it is what pickles, and
             # the worker calls the function it wraps.
             return profile(call, *args, device=device, timeout=timeout, interval=interval,
-                           core_emulation=core_emulation, **kwargs)
+                           core_emulation=core_emulation, count_activations=count_activations,
+                           **kwargs)
         call.__edgeprof_wrapped__ = fn  # type: ignore[attr-defined]
         return call
     return wrap

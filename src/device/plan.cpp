@@ -199,7 +199,9 @@ bool steady_malloc_by_default() {
 
 bool count_activations_by_default() {
   const char* v = std::getenv("EDGEPROF_COUNT_ACTIVATIONS");
-  return !(v && std::string_view(v) == "0");
+  if (!v) return true;
+  const std::string_view off(v);
+  return !(off == "0" || off == "false" || off == "off" || off == "no");
 }
 
 bool drift_check_by_default() {

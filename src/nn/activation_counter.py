@@ -7,23 +7,26 @@
 #    rating counts its models' activations by); the model is the first module with weights
 #    called outside any other (a transform, which has none, is not);
 # 2. removes those hooks (up to 28% of an inference while attached, measured) and times
-#    the model's next calls with the counted call's input shapes by the calling thread's CPU
-#    time, PyTorch set to one thread for each (as this host's rating ran; the workload's own
-#    thread count back after it), with a hook on the model alone;
+#    the model's next calls with the counted call's shapes (of its positional arguments and
+#    its output; keyword arguments are not compared) by the calling thread's CPU time, PyTorch
+#    set to one thread for each (as this host's rating ran; process-wide, as PyTorch's setting
+#    is; the workload's own thread count back after it), with a hook on the model alone;
 # 3. after TIMED such calls, writes one line on edgeprof's phase channel,
 #    "<CLOCK_MONOTONIC ns> A <MB> <CPU ms> <TIMED>", the CPU ms the median of the TIMED, and
 #    removes its hooks. The slice then runs the device at its PyTorch speed with the memory
 #    term of that MB per ms.
-# It first takes its directory off sys.path and PYTHONPATH, so that the workload's imports and
-# the processes it starts see what they would have without it, then runs the environment's
-# own sitecustomize if there is one. A model is a module with weights called outside any other
+# It first takes its directory off sys.path, so that the workload's imports see what they would
+# have without it (off PYTHONPATH too once the process imports PyTorch: a launcher that does
+# not passes the counter on to the Python it starts), then runs the environment's own
+# sitecustomize if there is one. A model is a module with weights called outside any other
 # module; the hooks go after GIVE_UP such calls without one. Nothing is counted in a Python
 # started with -S, -I or -E (no sitecustomize, or not this one), with a PyTorch before 2.1 (its
 # global hooks do not run on an exception), outside an edgeprof slice (no channel), for a
 # TorchScript model (its layers run no hooks), for a model compiled by torch.compile (an
-# OptimizedModule: the hooks go before it runs), or in a workload that calls its model fewer
-# than TIMED + 1 times with the shapes of its first call (the hooks go after GIVE_UP calls with
-# others); an error of its own never reaches the workload.
+# OptimizedModule, Module.compile(), or a hook run under dynamo's tracing: the hooks go), or in
+# a workload that calls its model fewer than TIMED + 1 times with the shapes of its first call
+# (the hooks go after GIVE_UP calls with others); an error of its own never reaches the
+# workload.
 import importlib.machinery
 import importlib.util
 import os
@@ -34,13 +37,21 @@ import time
 
 TIMED = 5
 GIVE_UP = 32  # calls outside any other module without a model's among them
+GIVE_UP_CALLS = 100000  # module calls in all without a count (a call's end lost)
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def _off_path():
-    """This directory off sys.path and PYTHONPATH (the rest of PYTHONPATH as it was: edgeprof
-    put this directory in front of it, with a colon where it was set, even empty)."""
+def _off_sys_path():
+    """This directory off sys.path: the workload's imports see what they would without it."""
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != HERE]
+
+
+def _off_env():
+    """This directory off PYTHONPATH (the rest as it was: edgeprof put this directory in front
+    of it, with a colon where it was set, even empty): the processes started from then on do
+    not count. Done once this process has imported PyTorch (its children are its workers), at
+    once outside a slice; a launcher that does not (poetry run, torchrun, a script that starts
+    the Python that infers) passes it on."""
     parts = os.environ.get("PYTHONPATH", "").split(os.pathsep)
     if parts and parts[0] and os.path.abspath(parts[0]) == HERE:
         if len(parts) == 1:
@@ -89,11 +100,15 @@ class _Hooks:
     """The counter's hook handles. A forward hook never removes them: PyTorch runs the
     always_call forward hooks of a call that raised from its live tables, which a removal would
     change under it (a RuntimeError in the workload); they go at the next pre-hook (PyTorch runs
-    a copy of those), from set-up, or in a forked child. An error of a hook's own ends them:
-    never the workload's error, which runs on uncounted."""
+    a copy of those), from set-up, or in a forked child. (A pre-hook in another thread may still
+    remove them while one thread's raising call runs those hooks: rare, not guarded.) An error
+    of a hook's own, or a hook run under torch.compile's tracing, ends them: never the
+    workload's error, which runs on uncounted."""
 
-    def __init__(self):
+    def __init__(self, torch):
         self.handles, self.done = [], False
+        compiler = getattr(torch, "compiler", None)
+        self.compiling = getattr(compiler, "is_compiling", None) or (lambda: False)
 
     def end(self):
         self.done = True
@@ -110,6 +125,9 @@ class _Hooks:
                 self.remove()
                 return
             try:
+                if self.compiling():  # under dynamo (a model compiled after its count)
+                    self.end()
+                    return
                 hook(module, args)
             except Exception:
                 self.remove()
@@ -118,6 +136,9 @@ class _Hooks:
     def post(self, hook):
         def run(module, args, output):
             try:
+                if self.compiling():
+                    self.end()
+                    return
                 hook(module, args, output)
             except Exception:
                 self.end()
@@ -152,7 +173,7 @@ def _time(torch, model, counted_bytes, shapes, fd):
     timed is not timed; a call from the same thread is taken as the timed one's end lost (a
     KeyboardInterrupt in its forward, which runs no forward hook), not as the model within
     itself."""
-    hooks = _Hooks()
+    hooks = _Hooks(torch)
     times = []
     call = {"thread": None, "start": 0, "threads": 1, "other": 0}
 
@@ -189,8 +210,13 @@ def _time(torch, model, counted_bytes, shapes, fd):
             return
         spent = time.thread_time_ns() - call["start"]
         restore()
-        if hooks.done or output is None or _shapes(output) != shapes[1]:
-            return  # an exception ended the call, or it made other outputs: not timed
+        if hooks.done or output is None:
+            return  # an exception ended the call: not timed
+        if _shapes(output) != shapes[1]:  # other outputs (a token after the prompt): not timed
+            call["other"] += 1
+            if call["other"] >= GIVE_UP:
+                hooks.end()
+            return
         times.append(spent)
         if len(times) == TIMED:
             hooks.end()
@@ -198,8 +224,11 @@ def _time(torch, model, counted_bytes, shapes, fd):
             if cpu_ms > 0:
                 _send(fd, counted_bytes / 1e6, cpu_ms, TIMED)
 
-    hooks.handles += [model.register_forward_pre_hook(hooks.pre(before)),
-                      model.register_forward_hook(hooks.post(after), always_call=True)]
+    # First among the model's own hooks, as the global ones ran: the arguments and output they
+    # see are the counted call's kind, before a workload's hook rewrites them.
+    hooks.handles += [model.register_forward_pre_hook(hooks.pre(before), prepend=True),
+                      model.register_forward_hook(hooks.post(after), prepend=True,
+                                                  always_call=True)]
     _FORKED.append(hooks.remove)
 
 
@@ -208,10 +237,14 @@ def _count(torch, fd):
     calls outside any other module went by without one."""
     written_bytes = _written_bytes()
     registry = torch.nn.modules.module
-    state = {"depth": 0, "top": None, "bytes": 0, "outer": 0, "shapes": ()}
-    hooks = _Hooks()
+    state = {"depth": 0, "top": None, "bytes": 0, "outer": 0, "shapes": (), "calls": 0}
+    hooks = _Hooks(torch)
 
     def before(module, args):
+        state["calls"] += 1
+        if state["calls"] > GIVE_UP_CALLS:  # the depth lost (an interrupt in a forward)
+            hooks.remove()
+            return
         if state["depth"] == 0:
             if _compiled(module):  # before dynamo traces the hooks into its graph
                 hooks.remove()
@@ -272,6 +305,7 @@ class _WatchTorch:
 
         def exec_module(module):
             run(module)
+            _off_env()
             try:
                 sys.meta_path.remove(self)
             except ValueError:  # another thread's import of torch took it off first
@@ -308,10 +342,13 @@ def _in_child():
     _FORKED.clear()
 
 
-_off_path()
-_fd = _channel()
-if _fd is not None:
-    os.register_at_fork(after_in_child=_in_child)
-if _fd is not None and "torch" not in sys.modules:
-    sys.meta_path.insert(0, _WatchTorch(_fd))
-_chain()
+try:
+    _off_sys_path()
+    _fd = _channel()
+    if _fd is None or "torch" in sys.modules:
+        _off_env()
+    else:
+        os.register_at_fork(after_in_child=_in_child)
+        sys.meta_path.insert(0, _WatchTorch(_fd))
+finally:  # the environment's own, whatever became of the counter
+    _chain()

@@ -446,6 +446,7 @@ Slice::Slice(Device device, SliceOptions options) : impl_(std::make_shared<Impl>
       s.counter_dir.emplace();
     } catch (const Error& e) {
       counting.reset();
+      s.plan.notes.pop_back();  // counting_basis's "is counted", its last on success
       s.plan.notes.push_back(fmt::format("activations: not counted: {}", e.what()));
     }
   }

@@ -52,6 +52,15 @@ FAKE_TORCH = textwrap.dedent("""
             ALWAYS.add(key)
         return _Handle(table, key)
 
+    def _first(table, handle, prepend):
+        if prepend:  # to the front, as PyTorch's move_to_end(last=False)
+            hook = table.pop(handle.key)
+            rest = dict(table)
+            table.clear()
+            table[handle.key] = hook
+            table.update(rest)
+        return handle
+
     PRE, POST = {}, {}
     THREADS = [4]  # PyTorch's thread count, each set after the first
     FIXED = []  # a count set_num_threads cannot change (PyTorch's own pool, once it ran)
@@ -79,10 +88,10 @@ FAKE_TORCH = textwrap.dedent("""
             return iter(self._children)
         def parameters(self):
             return itertools.chain(self.weights, *(c.parameters() for c in self._children))
-        def register_forward_pre_hook(self, hook):
-            return _add(self.pre, hook)
-        def register_forward_hook(self, hook, always_call=False):
-            return _add(self.post, hook, always_call)
+        def register_forward_pre_hook(self, hook, prepend=False):
+            return _first(self.pre, _add(self.pre, hook), prepend)
+        def register_forward_hook(self, hook, prepend=False, always_call=False):
+            return _first(self.post, _add(self.post, hook, always_call), prepend)
         def forward(self, x):
             if self._children:
                 for c in self._children:
@@ -98,7 +107,9 @@ FAKE_TORCH = textwrap.dedent("""
                 for key, h in (*POST.items(), *self.post.items()):
                     if key in ALWAYS:
                         called.add(key)
-                    h(self, (x,), result)
+                    replaced = h(self, (x,), result)
+                    if replaced is not None:  # a hook's own output replaces the call's
+                        result = replaced
                 return result
             except Exception:
                 for table in (POST, self.post):
@@ -412,3 +423,45 @@ def test_where_one_thread_cannot_be_set_nothing_is_timed(tmp_path):
                       [_counter_dir(tmp_path), _fake_torch(tmp_path)])
     assert marks == "" and "hooks 0" in out
     assert "threads [4, 1, 4]" in out
+
+
+def test_a_launcher_passes_the_counter_on_to_the_python_that_infers(tmp_path):
+    # A Python that starts the one that imports PyTorch (poetry run, torchrun, a script): the
+    # launcher leaves the counter on PYTHONPATH, the child counts, and takes it off for its own.
+    code = textwrap.dedent(f"""
+        import os, subprocess, sys
+        fd = int(os.environ["EDGEPROF_PHASE_FD"].split(":")[0])
+        subprocess.run([sys.executable, "-c", {WORKLOAD!r}], check=True, pass_fds=(fd,))
+    """)
+    out, marks = _run(sys.executable, tmp_path, code,
+                      [_counter_dir(tmp_path), _fake_torch(tmp_path)])
+    assert len(marks.splitlines()) == 1
+    assert "hooks 0" in out and f"path {tmp_path / 'fake'}" in out
+
+
+def test_calls_with_other_outputs_end_the_timing_after_a_while(tmp_path):
+    # Tokens after a prompt for good: each at one thread until the hooks give up, then the
+    # workload's four threads for the rest.
+    code = WORKLOAD.replace("for _ in range(8):", textwrap.dedent("""
+        class Decoder(torch.Module):
+            calls = 0
+            def forward(self, x):
+                Decoder.calls += 1
+                return torch.Tensor(1000 if Decoder.calls == 1 else 10)
+        model = torch.Module(Decoder(weights=True))
+        for _ in range(60):""").strip("\n")) + 'print("threads", torch.THREADS)\n'
+    out, marks = _run(sys.executable, tmp_path, code,
+                      [_counter_dir(tmp_path), _fake_torch(tmp_path)])
+    assert marks == "" and "hooks 0" in out
+    assert f"threads {[4] + [1, 4] * 32}" in out
+
+
+def test_a_workloads_hook_that_rewrites_the_output_does_not_stop_the_timing(tmp_path):
+    # The workload's own forward hook replaces the model's output: the counter's hooks run
+    # first, on the output as forward made it (as its count saw it).
+    code = WORKLOAD.replace("for _ in range(8):", textwrap.dedent("""
+        model.register_forward_hook(lambda module, args, output: torch.Tensor(3))
+        for _ in range(8):""").strip("\n"))
+    out, marks = _run(sys.executable, tmp_path, code,
+                      [_counter_dir(tmp_path), _fake_torch(tmp_path)])
+    assert len(marks.splitlines()) == 1

@@ -750,7 +750,13 @@ def test_a_run_counts_a_pytorch_workloads_activations_by_default_and_the_switch_
     assert counting not in notes(env_extra={**env, "EDGEPROF_COUNT_ACTIVATIONS": "0"})
     assert counting in notes("--count-activations",
                              env_extra={**env, "EDGEPROF_COUNT_ACTIVATIONS": "0"})
+    # From Python: the note, and the counter's directory first on the workload's PYTHONPATH.
     pi = edgeprof.find_device("raspberry-pi-4b-1gb").for_runtime("pytorch")
     for count, said in ((None, True), (False, False), (True, True)):
-        r = edgeprof.run(["true"], device=pi, count_activations=count)
+        with open(tmp_path / "path", "w+") as out:
+            r = edgeprof.run(["/bin/sh", "-c", 'echo "$PYTHONPATH"'], device=pi,
+                             count_activations=count, stdout=out)
+            out.seek(0)
+            path = out.read()
         assert r.ok and (counting in " ".join(r.plan.notes)) == said, count
+        assert ("edgeprof-count-" in path) == said, (count, path)
