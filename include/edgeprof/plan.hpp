@@ -113,8 +113,8 @@ bool steady_malloc_by_default();
 /// default.
 bool drift_check_by_default();
 
-/// False when the environment variable EDGEPROF_COUNT_ACTIVATIONS is "0", "false", "off" or
-/// "no", else true: PlanOptions::count_activations's default.
+/// False when the environment variable EDGEPROF_COUNT_ACTIVATIONS is 0, false, off or no (in
+/// any case), else true: PlanOptions::count_activations's default.
 bool count_activations_by_default();
 
 /// How a device of several cores gets its CPU capacity.

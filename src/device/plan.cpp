@@ -6,6 +6,7 @@
 #include <sys/sysmacros.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -200,7 +201,8 @@ bool steady_malloc_by_default() {
 bool count_activations_by_default() {
   const char* v = std::getenv("EDGEPROF_COUNT_ACTIVATIONS");
   if (!v) return true;
-  const std::string_view off(v);
+  std::string off(v);
+  for (char& c : off) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return !(off == "0" || off == "false" || off == "off" || off == "no");
 }
 

@@ -17,7 +17,8 @@
 #    term of that MB per ms.
 # It first takes its directory off sys.path, so that the workload's imports see what they would
 # have without it (off PYTHONPATH too once the process imports PyTorch: a launcher that does
-# not passes the counter on to the Python it starts), then runs the environment's own
+# not, and execs the Python that infers or starts it with the channel's fd open, passes the
+# counter on; each process that imports PyTorch with it counts), then runs the environment's own
 # sitecustomize if there is one. A model is a module with weights called outside any other
 # module; the hooks go after GIVE_UP such calls without one. Nothing is counted in a Python
 # started with -S, -I or -E (no sitecustomize, or not this one), with a PyTorch before 2.1 (its
@@ -37,7 +38,7 @@ import time
 
 TIMED = 5
 GIVE_UP = 32  # calls outside any other module without a model's among them
-GIVE_UP_CALLS = 100000  # module calls in all without a count (a call's end lost)
+GIVE_UP_CALLS = 10_000_000  # module calls in all without a count: a backstop
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -50,14 +51,18 @@ def _off_env():
     """This directory off PYTHONPATH (the rest as it was: edgeprof put this directory in front
     of it, with a colon where it was set, even empty): the processes started from then on do
     not count. Done once this process has imported PyTorch (its children are its workers), at
-    once outside a slice; a launcher that does not (poetry run, torchrun, a script that starts
-    the Python that infers) passes it on."""
+    once outside a slice; a launcher that does not (poetry run, a script that starts the Python
+    that infers with the channel's fd open) passes it on. Where the workload put entries of its
+    own in front meanwhile, the first entry that is this directory goes."""
     parts = os.environ.get("PYTHONPATH", "").split(os.pathsep)
-    if parts and parts[0] and os.path.abspath(parts[0]) == HERE:
-        if len(parts) == 1:
-            del os.environ["PYTHONPATH"]
-        else:
-            os.environ["PYTHONPATH"] = os.pathsep.join(parts[1:])
+    at = next((i for i, p in enumerate(parts) if p and os.path.abspath(p) == HERE), None)
+    if at is None:
+        return
+    del parts[at]
+    if parts:
+        os.environ["PYTHONPATH"] = os.pathsep.join(parts)
+    else:
+        del os.environ["PYTHONPATH"]
 
 
 def _channel():
@@ -107,8 +112,10 @@ class _Hooks:
 
     def __init__(self, torch):
         self.handles, self.done = [], False
-        compiler = getattr(torch, "compiler", None)
-        self.compiling = getattr(compiler, "is_compiling", None) or (lambda: False)
+        # torch.compiler.is_compiling from PyTorch 2.3, torch._utils.is_compiling before.
+        self.compiling = (getattr(getattr(torch, "compiler", None), "is_compiling", None)
+                          or getattr(getattr(torch, "_utils", None), "is_compiling", None)
+                          or (lambda: False))
 
     def end(self):
         self.done = True
@@ -226,9 +233,9 @@ def _time(torch, model, counted_bytes, shapes, fd):
 
     # First among the model's own hooks, as the global ones ran: the arguments and output they
     # see are the counted call's kind, before a workload's hook rewrites them.
-    hooks.handles += [model.register_forward_pre_hook(hooks.pre(before), prepend=True),
-                      model.register_forward_hook(hooks.post(after), prepend=True,
-                                                  always_call=True)]
+    hooks.handles.append(model.register_forward_pre_hook(hooks.pre(before), prepend=True))
+    hooks.handles.append(model.register_forward_hook(hooks.post(after), prepend=True,
+                                                     always_call=True))
     _FORKED.append(hooks.remove)
 
 
@@ -242,9 +249,13 @@ def _count(torch, fd):
 
     def before(module, args):
         state["calls"] += 1
-        if state["calls"] > GIVE_UP_CALLS:  # the depth lost (an interrupt in a forward)
+        if state["calls"] > GIVE_UP_CALLS:
             hooks.remove()
             return
+        if state["depth"] > 0 and module is state["top"]:
+            # The top call again inside itself: its end was lost (a KeyboardInterrupt in its
+            # forward runs no forward hook). Counted afresh from here.
+            state["depth"] = 0
         if state["depth"] == 0:
             if _compiled(module):  # before dynamo traces the hooks into its graph
                 hooks.remove()
@@ -350,5 +361,9 @@ try:
     else:
         os.register_at_fork(after_in_child=_in_child)
         sys.meta_path.insert(0, _WatchTorch(_fd))
-finally:  # the environment's own, whatever became of the counter
-    _chain()
+except Exception:  # never the workload's: it runs uncounted, and passes nothing on
+    try:
+        _off_env()
+    except Exception:
+        pass
+_chain()  # the environment's own

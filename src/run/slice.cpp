@@ -667,8 +667,9 @@ Child Slice::spawn(const Command& command, const SpawnOptions& options) {
     }
   }
   prepared.keep_fd(state->marks.write.get());
-  // The activation counter, first on the workload's PYTHONPATH (it takes itself off again,
-  // leaving the rest as it was: unset, empty or the workload's own), where a sampler can hear it.
+  // The activation counter, first on the workload's PYTHONPATH (off sys.path at once, off
+  // PYTHONPATH once the process imports PyTorch, leaving the rest as it was: unset, empty or
+  // the workload's own), where a sampler can hear it.
   if (s.counter_dir && options.sample_interval.count() != 0) {
     const std::optional<std::string> path = prepared.env("PYTHONPATH");
     prepared.set_env("PYTHONPATH",

@@ -371,3 +371,22 @@ TEST_CASE("a count's CPU time is divided by the own share at the quota the slice
     CHECK(detail::count_divisor(basis, plan).value == 1);
   }
 }
+
+TEST_CASE("counting is on by default; the environment turns it off", "[counting]") {
+  {
+    const test::ScopedEnv env("EDGEPROF_COUNT_ACTIVATIONS", "1");
+    CHECK(count_activations_by_default());
+    CHECK(PlanOptions{}.count_activations);
+  }
+  for (const char* off : {"0", "false", "OFF", "No"}) {
+    const test::ScopedEnv env("EDGEPROF_COUNT_ACTIVATIONS", off);
+    CAPTURE(off);
+    CHECK_FALSE(count_activations_by_default());
+    CHECK_FALSE(PlanOptions{}.count_activations);
+  }
+  {
+    const test::ScopedEnv env("EDGEPROF_COUNT_ACTIVATIONS", "");  // restored after
+    ::unsetenv("EDGEPROF_COUNT_ACTIVATIONS");
+    CHECK(count_activations_by_default());
+  }
+}

@@ -465,3 +465,33 @@ def test_a_workloads_hook_that_rewrites_the_output_does_not_stop_the_timing(tmp_
     out, marks = _run(sys.executable, tmp_path, code,
                       [_counter_dir(tmp_path), _fake_torch(tmp_path)])
     assert len(marks.splitlines()) == 1
+
+
+def test_a_call_whose_end_was_lost_does_not_stop_the_count(tmp_path):
+    # A KeyboardInterrupt in the model's forward runs no forward hook (PyTorch's exception
+    # branch catches Exception only); the workload goes on, and its next calls are counted.
+    code = WORKLOAD.replace("for _ in range(8):", textwrap.dedent("""
+        class Stop(torch.Module):
+            stopped = False
+            def forward(self, x):
+                if not Stop.stopped:
+                    Stop.stopped = True
+                    raise KeyboardInterrupt
+                return torch.Tensor(1000)
+        model = torch.Module(Stop(weights=True), torch.Module(torch.Module(out=250, weights=True)))
+        try:
+            model(torch.Tensor(10))
+        except KeyboardInterrupt:
+            pass
+        for _ in range(8):""").strip("\n"))
+    _, marks = _run(sys.executable, tmp_path, code, [_counter_dir(tmp_path), _fake_torch(tmp_path)])
+    [line] = marks.splitlines()
+    assert float(line.split()[2]) == pytest.approx(1250 * 4 / 1e6)
+
+
+def test_entries_the_workload_put_in_front_stay_when_the_counter_goes(tmp_path):
+    counter = _counter_dir(tmp_path)
+    code = ("import os\nos.environ['PYTHONPATH'] = '/mine' + os.pathsep + os.environ['PYTHONPATH']"
+            "\n" + WORKLOAD)
+    out, _ = _run(sys.executable, tmp_path, code, [counter, _fake_torch(tmp_path)])
+    assert f"path /mine:{tmp_path / 'fake'}" in out
