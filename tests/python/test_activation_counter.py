@@ -178,6 +178,10 @@ def _fake_torch(tmp_path: Path) -> Path:
     (d / "torch" / "__init__.py").write_text(FAKE_TORCH)
     return d
 
+def _run_fake(tmp_path: Path, code: str):
+    """_run with the counter and the stand-in PyTorch on PYTHONPATH, and a phase channel."""
+    return _run(sys.executable, tmp_path, code, [_counter_dir(tmp_path), _fake_torch(tmp_path)])
+
 
 def test_the_model_is_counted_once_then_timed_and_the_hooks_go(tmp_path):
     counter = _counter_dir(tmp_path)
@@ -197,7 +201,7 @@ def test_the_model_is_counted_once_then_timed_and_the_hooks_go(tmp_path):
 
 def test_a_model_called_too_few_times_is_not_reported(tmp_path):
     few = WORKLOAD.replace("range(8)", "range(5)")
-    _, marks = _run(sys.executable, tmp_path, few, [_counter_dir(tmp_path), _fake_torch(tmp_path)])
+    _, marks = _run_fake(tmp_path, few)
     assert marks == ""
 
 
@@ -205,8 +209,7 @@ def test_without_a_model_the_hooks_go_after_a_while(tmp_path):
     # Only modules without weights: nothing to count, and the global hooks do not stay.
     code = WORKLOAD.replace("model(normalize(", "normalize(normalize(").replace(
         "range(8)", "range(40)")
-    out, marks = _run(sys.executable, tmp_path, code,
-                      [_counter_dir(tmp_path), _fake_torch(tmp_path)])
+    out, marks = _run_fake(tmp_path, code)
     assert marks == "" and "hooks 0" in out
 
 
@@ -222,8 +225,7 @@ def test_a_model_that_fails_is_not_counted_and_the_next_call_is(tmp_path):
         except ValueError:
             pass
         for _ in range(8):""").strip("\n"))
-    out, marks = _run(sys.executable, tmp_path, code,
-                      [_counter_dir(tmp_path), _fake_torch(tmp_path)])
+    out, marks = _run_fake(tmp_path, code)
     [line] = marks.splitlines()
     assert float(line.split()[2]) == pytest.approx(2250 * 4 / 1e6)
 
@@ -281,7 +283,7 @@ def test_a_real_model_counts_what_the_rating_counts(tmp_path):
 def test_a_look_up_of_torch_before_its_import_does_not_use_the_watch_up(tmp_path):
     # transformers, diffusers and lightning ask importlib whether torch is there first.
     code = "import importlib.util\nassert importlib.util.find_spec('torch')\n" + WORKLOAD
-    _, marks = _run(sys.executable, tmp_path, code, [_counter_dir(tmp_path), _fake_torch(tmp_path)])
+    _, marks = _run_fake(tmp_path, code)
     assert len(marks.splitlines()) == 1
 
 
@@ -293,7 +295,7 @@ def test_a_forked_child_counts_nothing(tmp_path):
         child = os.fork()
         for _ in range(8):""").strip("\n")).replace(
         'print("hooks", left)', 'print("hooks", left)\nif child == 0: os._exit(0)\nos.waitpid(child, 0)')
-    _, marks = _run(sys.executable, tmp_path, code, [_counter_dir(tmp_path), _fake_torch(tmp_path)])
+    _, marks = _run_fake(tmp_path, code)
     assert len(marks.splitlines()) == 1
 
 
@@ -301,8 +303,7 @@ def test_timed_calls_run_at_one_thread_and_the_workloads_count_comes_back(tmp_pa
     # The workload runs PyTorch at four threads; each of the five timed calls at one (the
     # rating's, timed by the calling thread's CPU time), its four back after each.
     code = WORKLOAD + 'print("threads", torch.THREADS)\n'
-    out, marks = _run(sys.executable, tmp_path, code,
-                      [_counter_dir(tmp_path), _fake_torch(tmp_path)])
+    out, marks = _run_fake(tmp_path, code)
     assert len(marks.splitlines()) == 1
     assert f"threads {[4] + [1, 4] * 5}" in out
 
@@ -315,8 +316,7 @@ def test_calls_with_other_shapes_are_not_timed(tmp_path):
         for _ in range(40):
             model(torch.Tensor(20))
         for _ in range(0):""").strip("\n"))
-    out, marks = _run(sys.executable, tmp_path, code,
-                      [_counter_dir(tmp_path), _fake_torch(tmp_path)])
+    out, marks = _run_fake(tmp_path, code)
     assert marks == "" and "hooks 0" in out
 
 
@@ -333,7 +333,7 @@ def test_a_model_compiled_by_torch_compile_is_not_counted(tmp_path):
             for _ in range(8):""").rstrip("\n"))
         case = tmp_path / str(len(compiled))
         case.mkdir()
-        out, marks = _run(sys.executable, case, code, [_counter_dir(case), _fake_torch(case)])
+        out, marks = _run_fake(case, code)
         assert marks == "" and "after first 0" in out, compiled
 
 
@@ -346,24 +346,26 @@ def test_calls_with_other_shapes_between_are_passed_over(tmp_path):
             model(torch.Tensor(20))
             model(torch.Tensor(10))
         for _ in range(0):""").strip("\n"))
-    out, marks = _run(sys.executable, tmp_path, code,
-                      [_counter_dir(tmp_path), _fake_torch(tmp_path)])
+    out, marks = _run_fake(tmp_path, code)
     assert len(marks.splitlines()) == 1 and "hooks 0" in out
 
 
+# A decoder whose first call (the prompt) makes 1000 values and the next ones (a token each) 10,
+# on the same input, as the model.
+DECODER = textwrap.dedent("""
+    class Decoder(torch.Module):
+        calls = 0
+        def forward(self, x):
+            Decoder.calls += 1
+            return torch.Tensor(1000 if Decoder.calls == 1 else 10)
+    model = torch.Module(Decoder(weights=True))
+""").strip("\n")
+
+
 def test_calls_with_other_outputs_are_not_timed(tmp_path):
-    # A decoder whose first call (the prompt) makes 1000 values and the next ones (a token
-    # each) 10, on the same input: the time of a token is not that of the prompt's activations.
-    code = WORKLOAD.replace("for _ in range(8):", textwrap.dedent("""
-        class Decoder(torch.Module):
-            calls = 0
-            def forward(self, x):
-                Decoder.calls += 1
-                return torch.Tensor(1000 if Decoder.calls == 1 else 10)
-        model = torch.Module(Decoder(weights=True))
-        for _ in range(8):""").strip("\n"))
-    _, marks = _run(sys.executable, tmp_path, code,
-                    [_counter_dir(tmp_path), _fake_torch(tmp_path)])
+    # The time of a token is not that of the prompt's activations.
+    code = WORKLOAD.replace("for _ in range(8):", DECODER + "\nfor _ in range(8):")
+    _, marks = _run_fake(tmp_path, code)
     assert marks == ""
 
 
@@ -385,8 +387,7 @@ def test_the_thread_count_comes_back_after_a_timed_call_that_raised(tmp_path):
             except ValueError:
                 print("threads then", torch.get_num_threads())
         for _ in range(0):""").strip("\n")) + 'print("threads", torch.THREADS)\n'
-    out, marks = _run(sys.executable, tmp_path, code,
-                      [_counter_dir(tmp_path), _fake_torch(tmp_path)])
+    out, marks = _run_fake(tmp_path, code)
     assert "threads then 4" in out
     assert len(marks.splitlines()) == 1
     assert f"threads {[4] + [1, 4] * 6}" in out  # five timed, and the one that raised
@@ -409,8 +410,7 @@ def test_a_workloads_hook_that_raises_keeps_its_error(tmp_path):
             except ValueError:
                 print("kept its error at", i)
         for _ in range(0):""").strip("\n"))
-    out, marks = _run(sys.executable, tmp_path, code,
-                      [_counter_dir(tmp_path), _fake_torch(tmp_path)])
+    out, marks = _run_fake(tmp_path, code)
     assert "kept its error at 5" in out
     assert len(marks.splitlines()) == 1 and "hooks 1" in out  # the workload's own
 
@@ -419,8 +419,7 @@ def test_where_one_thread_cannot_be_set_nothing_is_timed(tmp_path):
     # PyTorch's own pool keeps its count once it ran: set_num_threads(1) does not take, so the
     # calling thread's CPU time would be part of the work; nothing reported, the count kept.
     code = "import torch\ntorch.FIXED.append(4)\n" + WORKLOAD + 'print("threads", torch.THREADS)\n'
-    out, marks = _run(sys.executable, tmp_path, code,
-                      [_counter_dir(tmp_path), _fake_torch(tmp_path)])
+    out, marks = _run_fake(tmp_path, code)
     assert marks == "" and "hooks 0" in out
     assert "threads [4, 1, 4]" in out
 
@@ -433,8 +432,7 @@ def test_a_launcher_passes_the_counter_on_to_the_python_that_infers(tmp_path):
         fd = int(os.environ["EDGEPROF_PHASE_FD"].split(":")[0])
         subprocess.run([sys.executable, "-c", {WORKLOAD!r}], check=True, pass_fds=(fd,))
     """)
-    out, marks = _run(sys.executable, tmp_path, code,
-                      [_counter_dir(tmp_path), _fake_torch(tmp_path)])
+    out, marks = _run_fake(tmp_path, code)
     assert len(marks.splitlines()) == 1
     assert "hooks 0" in out and f"path {tmp_path / 'fake'}" in out
 
@@ -442,16 +440,9 @@ def test_a_launcher_passes_the_counter_on_to_the_python_that_infers(tmp_path):
 def test_calls_with_other_outputs_end_the_timing_after_a_while(tmp_path):
     # Tokens after a prompt for good: each at one thread until the hooks give up, then the
     # workload's four threads for the rest.
-    code = WORKLOAD.replace("for _ in range(8):", textwrap.dedent("""
-        class Decoder(torch.Module):
-            calls = 0
-            def forward(self, x):
-                Decoder.calls += 1
-                return torch.Tensor(1000 if Decoder.calls == 1 else 10)
-        model = torch.Module(Decoder(weights=True))
-        for _ in range(60):""").strip("\n")) + 'print("threads", torch.THREADS)\n'
-    out, marks = _run(sys.executable, tmp_path, code,
-                      [_counter_dir(tmp_path), _fake_torch(tmp_path)])
+    code = (WORKLOAD.replace("for _ in range(8):", DECODER + "\nfor _ in range(60):")
+            + 'print("threads", torch.THREADS)\n')
+    out, marks = _run_fake(tmp_path, code)
     assert marks == "" and "hooks 0" in out
     assert f"threads {[4] + [1, 4] * 32}" in out
 
@@ -462,8 +453,7 @@ def test_a_workloads_hook_that_rewrites_the_output_does_not_stop_the_timing(tmp_
     code = WORKLOAD.replace("for _ in range(8):", textwrap.dedent("""
         model.register_forward_hook(lambda module, args, output: torch.Tensor(3))
         for _ in range(8):""").strip("\n"))
-    out, marks = _run(sys.executable, tmp_path, code,
-                      [_counter_dir(tmp_path), _fake_torch(tmp_path)])
+    out, marks = _run_fake(tmp_path, code)
     assert len(marks.splitlines()) == 1
 
 
@@ -484,7 +474,7 @@ def test_a_call_whose_end_was_lost_does_not_stop_the_count(tmp_path):
         except KeyboardInterrupt:
             pass
         for _ in range(8):""").strip("\n"))
-    _, marks = _run(sys.executable, tmp_path, code, [_counter_dir(tmp_path), _fake_torch(tmp_path)])
+    _, marks = _run_fake(tmp_path, code)
     [line] = marks.splitlines()
     assert float(line.split()[2]) == pytest.approx(1250 * 4 / 1e6)
 
