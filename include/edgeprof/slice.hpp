@@ -229,7 +229,10 @@ using RunCallback = std::function<void(int, int, bool, const Result&)>;
 
 /// Runs the command `warmup` times (reported apart, not counted) and then `repeat` times, each in
 /// a fresh slice, and describes every figure over the counted runs. Runs go on after a failed
-/// one (its result is kept and all_ok() says so). Throws Error when repeat < 1 or warmup < 0.
+/// one (its result is kept and all_ok() says so). Once a run's activation count has set its
+/// speed (PlanOptions::count_activations), the later runs start at that speed and count
+/// nothing (their plan's notes say from which run). Throws Error when repeat < 1 or
+/// warmup < 0.
 RepeatedResult run_repeated(const Command& command, const Device& device, int repeat,
                             int warmup = 0, const RunOptions& options = {},
                             const RunCallback& progress = {});

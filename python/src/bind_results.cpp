@@ -163,8 +163,18 @@ void bind_results(py::module_& m) {
                     "divided by this host's own share at the slice's quota and host drift; "
                     "count_activations); 0 otherwise.")
       .def("__repr__", [](const SpeedChange& c) {
-        return "SpeedChange(t_s=" + py::repr(py::float_(c.t_s)).cast<std::string>() +
-               ", factor=" + py::repr(py::float_(c.factor)).cast<std::string>() + ")";
+        // The fields that say what the change was: a runtime's, a count's, a failure.
+        std::string text = "SpeedChange(t_s=" + py::repr(py::float_(c.t_s)).cast<std::string>() +
+                           ", factor=" + py::repr(py::float_(c.factor)).cast<std::string>();
+        if (!c.runtime.empty()) {
+          text += ", runtime=" + py::repr(py::str(c.runtime)).cast<std::string>();
+        }
+        if (c.memory_mb_per_ms > 0) {
+          text += ", memory_mb_per_ms=" +
+                  py::repr(py::float_(c.memory_mb_per_ms)).cast<std::string>();
+        }
+        if (!c.error.empty()) text += ", error=" + py::repr(py::str(c.error)).cast<std::string>();
+        return text + ")";
       });
   m.def("estimate_energy_j", &estimate_energy_j, py::arg("power"), py::arg("wall_s"),
         py::arg("cpu_s"), py::arg("capacity_cores"),

@@ -5,7 +5,9 @@
 # 1. counts, with a forward hook on every module (torch's global hooks), the bytes the layers
 #    of the model's first call write (torch_runner.written_bytes: the rule this host's PyTorch
 #    rating counts its models' activations by); the model is the first module with weights
-#    called outside any other (a transform, which has none, is not);
+#    called outside any other (a transform, which has none, is not) to infer on the CPU (in
+#    eval mode or with autograd off: a training step's forward is not counted, nor a model on
+#    a GPU);
 # 2. removes those hooks (up to 28% of an inference while attached, measured) and times
 #    the model's next calls with the counted call's shapes (of its positional arguments and
 #    its output; keyword arguments are not compared) by the calling thread's CPU time, PyTorch
@@ -26,7 +28,8 @@
 # TorchScript model (its layers run no hooks), for a model compiled by torch.compile (an
 # OptimizedModule, Module.compile(), or a hook run under dynamo's tracing: the hooks go), or in
 # a workload that calls its model fewer than TIMED + 1 times with the shapes of its first call
-# (the hooks go after GIVE_UP calls with others); an error of its own never reaches the
+# (the hooks go after GIVE_UP calls with others, or GIVE_UP_OUTPUTS in a row with its
+# arguments' shapes but other outputs: a decoder); an error of its own never reaches the
 # workload.
 import importlib.machinery
 import importlib.util
@@ -38,6 +41,9 @@ import time
 
 TIMED = 5
 GIVE_UP = 32  # calls outside any other module without a model's among them
+# Timed calls in a row with the counted call's arguments but other outputs (each ran at one
+# PyTorch thread): a decoder's tokens, which will not time as the count.
+GIVE_UP_OUTPUTS = 3
 GIVE_UP_CALLS = 10_000_000  # module calls in all without a count: a backstop
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -99,6 +105,16 @@ def _leaf(module):
 def _model(module):
     """A module with weights: a model, where a transform or a layer of none is not."""
     return next(module.parameters(), None) is not None
+
+
+def _inference(torch, module):
+    """A call that infers on the CPU, as the rating's did: not a training step's forward (a
+    module in training mode with autograd on: it keeps its activations for the backward pass)
+    nor a model whose weights are on another device (a GPU's time is not the CPU's)."""
+    weight = next(module.parameters(), None)
+    if weight is not None and weight.device.type != "cpu":
+        return False
+    return not (module.training and torch.is_grad_enabled())
 
 
 class _Hooks:
@@ -182,7 +198,7 @@ def _time(torch, model, counted_bytes, shapes, fd):
     itself."""
     hooks = _Hooks(torch)
     times = []
-    call = {"thread": None, "start": 0, "threads": 1, "other": 0}
+    call = {"thread": None, "start": 0, "threads": 1, "other": 0, "outputs": 0}
 
     def restore():
         call["thread"] = None
@@ -198,7 +214,7 @@ def _time(torch, model, counted_bytes, shapes, fd):
         if _compiled(module):
             hooks.remove()
             return
-        if _shapes(args) != shapes[0]:
+        if _shapes(args) != shapes[0] or not _inference(torch, module):
             call["other"] += 1
             if call["other"] >= GIVE_UP:  # not the counted shapes again: nothing to report
                 hooks.remove()
@@ -221,9 +237,11 @@ def _time(torch, model, counted_bytes, shapes, fd):
             return  # an exception ended the call: not timed
         if _shapes(output) != shapes[1]:  # other outputs (a token after the prompt): not timed
             call["other"] += 1
-            if call["other"] >= GIVE_UP:
+            call["outputs"] += 1
+            if call["other"] >= GIVE_UP or call["outputs"] >= GIVE_UP_OUTPUTS:
                 hooks.end()
             return
+        call["outputs"] = 0
         times.append(spent)
         if len(times) == TIMED:
             hooks.end()
@@ -244,7 +262,8 @@ def _count(torch, fd):
     calls outside any other module went by without one."""
     written_bytes = _written_bytes()
     registry = torch.nn.modules.module
-    state = {"depth": 0, "top": None, "bytes": 0, "outer": 0, "shapes": (), "calls": 0}
+    state = {"depth": 0, "top": None, "bytes": 0, "outer": 0, "shapes": (), "calls": 0,
+             "infer": True}
     hooks = _Hooks(torch)
 
     def before(module, args):
@@ -261,6 +280,7 @@ def _count(torch, fd):
                 hooks.remove()
                 return
             state["top"], state["bytes"], state["shapes"] = module, 0, _shapes(args)
+            state["infer"] = _inference(torch, module)
             state["outer"] += 1
         state["depth"] += 1
 
@@ -270,11 +290,11 @@ def _count(torch, fd):
         state["depth"] = max(state["depth"] - 1, 0)
         if output is None:  # an exception ended the call (always_call runs this anyway)
             state["top"] = None
-        elif _leaf(module):
+        elif _leaf(module) and state["infer"]:
             state["bytes"] += written_bytes(module, args, output, torch)
         if state["depth"] != 0 or output is None:
             return
-        if module is state["top"] and _model(module):
+        if module is state["top"] and _model(module) and state["infer"]:
             hooks.end()  # counted: the hooks go
             if state["bytes"] > 0:  # nothing for a TorchScript model: its layers run no hooks
                 _time(torch, module, state["bytes"], (state["shapes"], _shapes(output)), fd)

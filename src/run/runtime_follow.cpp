@@ -99,15 +99,20 @@ std::optional<CountingBasis> counting_basis(const Device& measured, const HostFa
                               "per ms",
                               name, measured.nn->memory_mb_per_ms));
   }
+  // Nothing to count for (on by default: not said): a device without PyTorch times, or a speed
+  // the user chose other than the PyTorch one.
+  const bool automatic = options.speed_kind == SpeedKind::automatic && measured.speed_kind.empty();
+  if (!at_counted && !(automatic && measured.runtime_ms.count(std::string(kCountedRuntime)))) {
+    return std::nullopt;
+  }
   if (!measured.speed_schedule.empty() || !plan.core_quota_by_busy.empty()) {
     return refuse(fmt::format("the device's {} writes the CPU bandwidth too",
                               measured.speed_schedule.empty()
                                   ? "per-core quota that follows the busy threads"
                                   : "speed schedule"));
   }
-  // Nothing to count for (on by default: not said): a device without PyTorch times, or a slice
-  // that does not run a PyTorch workload at them (a speed the user chose, or no PyTorch rating
-  // here, which the runtime's notes say).
+  // A slice that does not run a PyTorch workload at them (no PyTorch rating here, or a plan
+  // of other CPUs, which the runtime's notes say).
   if (!at_counted && !will_follow) return std::nullopt;
   std::string why;
   std::optional<NnRating> rating = cached_nn_rating(&why, kCountedRuntime);
@@ -449,9 +454,40 @@ std::string counted_warning(const CountedSwitch& made, double since_release_s) {
   return fmt::format(
       "{}: the device ran at {} ({:.3g} of a host core) for the first {:.2f} s, then at its {} "
       "speed with that memory term ({:.3g}; docs/devices.md, \"A workload's own speed\"); the "
-      "import and the inferences before the count ran at the other speed",
+      "import and the inferences before the count ran at the other speed (--runtime {} "
+      "--memory-mb-per-ms {:.4g} runs at it from the start; repeated runs do after the first "
+      "count)",
       counted, made.before, made.before_speed, since_release_s,
-      runtime_name(made.speed->runtime), made.speed->device.core_speed);
+      runtime_name(made.speed->runtime), made.speed->device.core_speed, made.speed->runtime,
+      made.mb_per_ms);
+}
+
+std::optional<std::string> uncounted_warning(const Device& device, const CountedSwitch* earlier,
+                                             bool counted_here, const RuntimesSeen& seen) {
+  if (counted_here) return std::nullopt;
+  const std::string name = runtime_name(kCountedRuntime);
+  if (earlier && earlier->speed) {
+    return fmt::format(
+        "this run started at the {} speed an earlier workload in the slice counted ({:.4g} MB "
+        "per ms) and sent no count of its own, so it ran at that workload's speed, which is "
+        "another model's if it ran one: run it in a slice of its own, or at its own speed "
+        "(--runtime {} --memory-mb-per-ms M)",
+        name, earlier->mb_per_ms, kCountedRuntime);
+  }
+  if (!seen.count(std::string(kCountedRuntime)) || !device.nn ||
+      device.nn->basis != kCountedRuntime || device.nn->memory_mb_per_ms > 0) {
+    return std::nullopt;
+  }
+  return fmt::format(
+      "the workload loaded {} but sent no activation count, so it ran at the device's {} speed "
+      "over the models ({:.3g} of a host core), not at its own model's: the counter counts an "
+      "eager model in a Python process that has edgeprof's counter on its PYTHONPATH, once it "
+      "has run twice with the same input shapes (not a TorchScript or compiled model, a process "
+      "started with another environment, nor a run shorter than that). Give its own speed "
+      "(--runtime {} --memory-mb-per-ms M, from a run that counted), or turn counting off "
+      "(--no-count-activations) to be told nothing (docs/devices.md, \"A workload's own "
+      "speed\")",
+      name, name, device.core_speed, kCountedRuntime);
 }
 
 }  // namespace edgeprof::detail

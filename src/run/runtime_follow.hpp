@@ -221,4 +221,11 @@ std::string switch_warning(const Device& before, const RuntimeSwitch& made,
 // the run went on.
 std::string counted_warning(const CountedSwitch& made, double since_release_s);
 
+// The warning of a run in a counting slice from which no count came (nullopt when one did,
+// `counted_here`): it ran at the speed a count of an earlier workload in the slice set
+// (`earlier`, which may be another model's), or it loaded PyTorch (`seen`) and ran at `device`,
+// the PyTorch speed over the models; nullopt otherwise.
+std::optional<std::string> uncounted_warning(const Device& device, const CountedSwitch* earlier,
+                                             bool counted_here, const RuntimesSeen& seen);
+
 }  // namespace edgeprof::detail

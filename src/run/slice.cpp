@@ -886,6 +886,10 @@ Result Child::State::finish(const detail::Exit& exit, bool timed_out) {
     const detail::CountedSwitches counted = slice->follower->counted_switches();
     const detail::CountedSwitch* applied =
         counted.applied && counted.applied->when <= exit.when ? &*counted.applied : nullptr;
+    // (A count read just after the exit is this workload's too, though the next run's speed.)
+    const bool counted_here = std::any_of(
+        counted.counts.begin(), counted.counts.end(),
+        [&](const detail::CountedSwitch& made) { return made.when >= process.released; });
     for (const detail::CountedSwitch& made : counted.counts) {
       if (made.when > exit.when) break;
       if (made.error.empty()) applied = &made;
@@ -901,6 +905,10 @@ Result Child::State::finish(const detail::Exit& exit, bool timed_out) {
     if (applied) {
       r.device = applied->speed->device;
       r.plan = applied->speed->plan;
+    }
+    if (auto warning = detail::uncounted_warning(r.device, applied, counted_here,
+                                                 r.runtimes_seen)) {
+      r.warnings.push_back(std::move(*warning));
     }
     // In time order with a runtime's switch.
     std::stable_sort(r.speed_changes.begin(), r.speed_changes.end(),
@@ -1138,9 +1146,40 @@ RepeatedResult run_repeated(const Command& command, const Device& device, int re
   if (warmup < 0) throw Error(fmt::format("warmup must be 0 or more, got {}", warmup));
   RepeatedResult out;
   const int total = warmup + repeat;
+  // After a run whose count set its speed (PlanOptions::count_activations), the others start
+  // at that speed and count nothing: the model is the same, and a count runs the model at one
+  // thread until it comes.
+  Device at = device;
+  RunOptions each = options;
+  std::string counted_note;
   for (int i = 0; i < total; ++i) {
     const bool is_warmup = i < warmup;
-    Result r = run(command, device, options);  // a fresh slice each time
+    Result r = run(command, at, each);  // a fresh slice each time
+    if (!counted_note.empty()) {
+      r.plan.notes.push_back(counted_note);
+    } else if (each.slice.plan.count_activations) {
+      const auto c = std::find_if(r.speed_changes.rbegin(), r.speed_changes.rend(),
+                                  [](const SpeedChange& change) {
+                                    return change.runtime == detail::kCountedRuntime &&
+                                           change.memory_mb_per_ms > 0 && change.error.empty();
+                                  });
+      if (c != r.speed_changes.rend()) {
+        try {
+          at = for_runtime(device, std::string(detail::kCountedRuntime), nullptr,
+                           c->memory_mb_per_ms);
+          each.slice.plan.count_activations = false;
+          counted_note = fmt::format(
+              "activations: not counted again: run {} of {}{} counted {:.4g} MB per ms, and this "
+              "run started at the device's {} speed with that memory term (as --runtime {} "
+              "--memory-mb-per-ms {:.4g} would)",
+              i + 1, total, is_warmup ? " (a warm-up)" : "", c->memory_mb_per_ms,
+              detail::runtime_name(detail::kCountedRuntime), detail::kCountedRuntime,
+              c->memory_mb_per_ms);
+        } catch (const Error&) {
+          // Not plannable from the start (the count's slice planned it): count again.
+        }
+      }
+    }
     if (progress) progress(i, total, is_warmup, r);
     (is_warmup ? out.warmups : out.runs).push_back(std::move(r));
   }

@@ -164,6 +164,14 @@ TEST_CASE("when a slice counts activations, and why not", "[counting][nn]") {
   CHECK_FALSE(detail::counting_basis(scheduled, host, options, torch_plan, 2, scheduled, false,
                                      notes));
   CHECK(test::has_note(notes, "the device's speed schedule writes the CPU bandwidth too"));
+  // ... but a device without PyTorch times has nothing to count for, schedule or not.
+  Device bbb_scheduled = bbb;
+  bbb_scheduled.speed_schedule = {SpeedStep{1.0, 0.5}};
+  notes.clear();
+  CHECK_FALSE(detail::counting_basis(bbb_scheduled, host, options,
+                                     plan_emulation(bbb_scheduled, host, options), 1,
+                                     bbb_scheduled, false, notes));
+  CHECK(notes.empty());
 
   // A device at its PyTorch speed may be given a memory term again (what a count does).
   const Device again = for_runtime(torch, "pytorch", nullptr, 3.0);
@@ -280,7 +288,75 @@ TEST_CASE("a count that comes as the workload ends sets the next run's speed, no
     const Result next = slice.spawn(test::workload({"sleep", "0.01"})).wait();
     REQUIRE(next.device.nn);
     CHECK(next.device.nn->memory_mb_per_ms == Approx(i + 1.0));
+    // ... which it did not count: said.
+    CHECK(test::has_note(next.warnings, "an earlier workload in the slice counted"));
   }
+}
+
+TEST_CASE("a run from which no count came says at which speed it ran", "[counting]") {
+  const FakeTree cache;
+  test::ScopedEnv env("EDGEPROF_CACHE_DIR", cache.root());
+  const FakeTree bin;
+  rate_pytorch_with_activations(bin);
+  const Device pi = find_device("raspberry-pi-4b-4gb");
+  const Device torch = for_runtime(pi, "pytorch");
+  const detail::RuntimesSeen pytorch{{"pytorch", "libtorch_cpu.so"}};
+  // A count came: nothing to say.
+  CHECK_FALSE(detail::uncounted_warning(torch, nullptr, true, pytorch));
+  // PyTorch loaded and no count: at the speed over the models, with what would set its own.
+  const auto none = detail::uncounted_warning(torch, nullptr, false, pytorch);
+  REQUIRE(none);
+  CHECK_THAT(*none, Contains("loaded PyTorch but sent no activation count"));
+  CHECK_THAT(*none, Contains("--runtime pytorch --memory-mb-per-ms M"));
+  CHECK_THAT(*none, Contains("--no-count-activations"));
+  // No PyTorch, or a speed that is not PyTorch's over the models: nothing.
+  CHECK_FALSE(detail::uncounted_warning(torch, nullptr, false, {}));
+  CHECK_FALSE(detail::uncounted_warning(pi, nullptr, false, pytorch));
+  CHECK_FALSE(
+      detail::uncounted_warning(for_runtime(pi, "pytorch", nullptr, 2.0), nullptr, false, pytorch));
+  // At the speed an earlier workload's count set, whatever this one loaded.
+  detail::CountedSwitch earlier;
+  earlier.mb_per_ms = 2.5;
+  earlier.speed = detail::FollowedSpeed{"pytorch", for_runtime(pi, "pytorch", nullptr, 2.5), {}};
+  const auto other = detail::uncounted_warning(earlier.speed->device, &earlier, false, {});
+  REQUIRE(other);
+  CHECK_THAT(*other, Contains("an earlier workload in the slice counted (2.5 MB per ms)"));
+  CHECK_FALSE(detail::uncounted_warning(earlier.speed->device, &earlier, true, {}));
+}
+
+TEST_CASE("repeated runs count once, then start at the counted speed", "[counting][kernel]") {
+  REQUIRE_CGROUPS();
+  CountingSetUp set_up;
+  set_up.options.plan.quota_scale = 2.0;
+  const FakeTree out;
+  Command count;
+  // Each run says where PYTHONPATH pointed, then counts 40 MB in 10 ms (5 ms of host time at
+  // the quota scale of 2: 8 MB per ms) and waits for it to be read.
+  count.argv = {"/bin/sh", "-c",
+                "echo \"x$PYTHONPATH\" >> '" + out.root() +
+                    "/paths'; echo '1 A 40 10 5' > /proc/self/fd/${EDGEPROF_PHASE_FD%%:*}; "
+                    "sleep 1"};
+  count.env = std::vector<std::string>{"PATH=/usr/bin:/bin"};
+  RunOptions options;
+  options.slice = set_up.options;
+  const RepeatedResult rr = run_repeated(count, set_up.pi, 2, 1, options);
+  REQUIRE(rr.warmups.size() == 1);
+  REQUIRE(rr.runs.size() == 2);
+  // The warm-up counted and switched.
+  REQUIRE(rr.warmups[0].speed_changes.size() == 1);
+  CHECK(rr.warmups[0].speed_changes[0].memory_mb_per_ms == Approx(8.0));
+  // The others started at that speed, had no counter and changed nothing.
+  for (const Result& r : rr.runs) {
+    CHECK(r.speed_changes.empty());
+    REQUIRE(r.device.nn);
+    CHECK(r.device.nn->basis == "pytorch");
+    CHECK(r.device.nn->memory_mb_per_ms == Approx(8.0));
+    CHECK(test::has_note(r.plan.notes, "activations: not counted again: run 1 of 3 (a warm-up) "
+                                       "counted 8 MB per ms"));
+  }
+  const std::string paths = FakeTree::slurp(out.root() + "/paths");
+  CHECK_THAT(paths.substr(0, paths.find('\n')), Contains("edgeprof-count-"));
+  CHECK(paths.substr(paths.find('\n') + 1) == "x\nx\n");
 }
 
 TEST_CASE("the counter's directory holds the counter as sitecustomize and the PyTorch runner",

@@ -62,6 +62,17 @@ FAKE_TORCH = textwrap.dedent("""
         return handle
 
     PRE, POST = {}, {}
+    GRAD = [True]  # autograd on, as in PyTorch
+
+    def is_grad_enabled():
+        return GRAD[-1]
+    def set_grad_enabled(on):
+        GRAD.append(on)
+
+    class _Weight:
+        def __init__(self, device):
+            self.device = types.SimpleNamespace(type=device)
+
     THREADS = [4]  # PyTorch's thread count, each set after the first
     FIXED = []  # a count set_num_threads cannot change (PyTorch's own pool, once it ran)
 
@@ -82,8 +93,20 @@ FAKE_TORCH = textwrap.dedent("""
     class Module:
         def __init__(self, *children, out=0, inplace=False, weights=False):
             self._children, self.out, self.inplace = list(children), out, inplace
-            self.weights = ["w"] if weights else []
+            self.weights = [_Weight("cpu")] if weights else []
             self.pre, self.post = {}, {}
+            self.training = True  # as PyTorch's modules start
+        def train(self, mode=True):
+            self.training = mode
+            for c in self._children:
+                c.train(mode)
+            return self
+        def eval(self):
+            return self.train(False)
+        def to(self, device):
+            for w in self.parameters():
+                w.device.type = device
+            return self
         def children(self):
             return iter(self._children)
         def parameters(self):
@@ -122,11 +145,13 @@ FAKE_TORCH = textwrap.dedent("""
                 raise
 """)
 
-# A workload: transforms called alone (without weights: not the model), then a model of three
-# layers (one in place) called eight times; prints what is left hooked and its PYTHONPATH.
+# A workload that infers (autograd off): transforms called alone (without weights: not the
+# model), then a model of three layers (one in place) called eight times; prints what is left
+# hooked and its PYTHONPATH.
 WORKLOAD = textwrap.dedent("""
     import os, sys
     import torch
+    torch.set_grad_enabled(False)
     normalize = torch.Module(torch.Module(out=10))  # a Sequential of transforms, say
     model = torch.Module(torch.Module(out=1000, weights=True), torch.Module(inplace=True),
                          torch.Module(torch.Module(out=250, weights=True)))
@@ -444,7 +469,51 @@ def test_calls_with_other_outputs_end_the_timing_after_a_while(tmp_path):
             + 'print("threads", torch.THREADS)\n')
     out, marks = _run_fake(tmp_path, code)
     assert marks == "" and "hooks 0" in out
-    assert f"threads {[4] + [1, 4] * 32}" in out
+    assert f"threads {[4] + [1, 4] * 3}" in out  # GIVE_UP_OUTPUTS in a row
+
+
+def test_a_token_between_the_timed_calls_does_not_end_the_timing(tmp_path):
+    # Other outputs twice, then the counted call's again: fewer than GIVE_UP_OUTPUTS in a row,
+    # so the timing goes on and the five are reported.
+    code = WORKLOAD.replace("for _ in range(8):", textwrap.dedent("""
+        class Sometimes(torch.Module):
+            calls = 0
+            def forward(self, x):
+                Sometimes.calls += 1
+                return torch.Tensor(10 if Sometimes.calls in (3, 4, 6, 7) else 1000)
+        model = torch.Module(Sometimes(weights=True))
+        for _ in range(12):""").strip("\n"))
+    _, marks = _run_fake(tmp_path, code)
+    assert len(marks.splitlines()) == 1
+
+
+def test_a_training_step_is_not_counted_and_an_inference_after_it_is(tmp_path):
+    # A model in training mode with autograd on (a training step's forward, of a model with
+    # other activations) is passed over, as is one on a GPU; then a model in eval mode
+    # (autograd still on) is counted.
+    code = WORKLOAD.replace("for _ in range(8):", textwrap.dedent("""
+        torch.set_grad_enabled(True)
+        trainer = torch.Module(torch.Module(out=4000, weights=True))
+        for _ in range(8):
+            trainer(torch.Tensor(10))
+        model.eval().to("cuda")
+        for _ in range(8):
+            model(torch.Tensor(10))
+        model.to("cpu")
+        for _ in range(8):""").strip("\n"))
+    out, marks = _run_fake(tmp_path, code)
+    [line] = marks.splitlines()
+    assert float(line.split()[2]) == pytest.approx(2250 * 4 / 1e6)
+
+
+def test_a_model_on_a_gpu_or_in_training_is_not_counted(tmp_path):
+    for case, setup in (("training", "torch.set_grad_enabled(True)\n"),
+                        ("gpu", "model.to('cuda')\n")):
+        # (Forty calls outside any other: the hooks give up at GIVE_UP.)
+        code = WORKLOAD.replace("for _ in range(8):", setup + "for _ in range(20):")
+        (tmp_path / case).mkdir()
+        out, marks = _run_fake(tmp_path / case, code)
+        assert marks == "" and "hooks 0" in out, case
 
 
 def test_a_workloads_hook_that_rewrites_the_output_does_not_stop_the_timing(tmp_path):

@@ -420,6 +420,13 @@ def test_a_run_follows_the_speed_schedule_and_estimates_its_energy():
     assert loaded.t_s == pytest.approx(change.t_s)
     assert (loaded.factor, loaded.cpu_quota_us, loaded.cpu_period_us, loaded.error) == (
         change.factor, change.cpu_quota_us, change.cpu_period_us, change.error)
+    # Shown with what the change was: a schedule's step by its factor; a count's by its
+    # runtime and memory term; a failed one with its error.
+    assert repr(loaded) == f"SpeedChange(t_s={loaded.t_s!r}, factor=0.5)"
+    saved.update(runtime="pytorch", memory_mb_per_ms=6.0, error="no bandwidth")
+    [counted] = edgeprof.Result.from_json(json.dumps(data)).speed_changes
+    assert repr(counted) == (f"SpeedChange(t_s={counted.t_s!r}, factor=0.5, runtime='pytorch', "
+                             "memory_mb_per_ms=6.0, error='no bandwidth')")
     assert back.device == device
 
 
