@@ -218,9 +218,13 @@ std::string nn_python(const std::string& given, std::string_view runtime) {
   return *found;
 }
 
-std::string make_temp_dir(std::string_view prefix) {
+std::string temp_root() {
   const char* tmp = std::getenv("TMPDIR");
-  std::string pattern = fmt::format("{}/{}-XXXXXX", tmp && *tmp ? tmp : "/tmp", prefix);
+  return tmp && *tmp ? tmp : "/tmp";
+}
+
+std::string make_temp_dir(std::string_view prefix) {
+  std::string pattern = fmt::format("{}/{}-XXXXXX", temp_root(), prefix);
   if (!::mkdtemp(pattern.data())) {
     throw Error(fmt::format("cannot create a temporary directory {}: {} (errno {}); set "
                             "TMPDIR to a writable directory",
@@ -230,7 +234,35 @@ std::string make_temp_dir(std::string_view prefix) {
   return pattern;
 }
 
-ActivationCounterDir::ActivationCounterDir() : path_(make_temp_dir("edgeprof-count")) {
+namespace {
+constexpr std::string_view kCounterDirPrefix = "edgeprof-count-";
+}
+
+std::string counter_dir_prefix(const CounterDirOwner& owner) {
+  return fmt::format("{}{}-{}-{}", kCounterDirPrefix, owner.pid_ns, owner.pid, owner.start);
+}
+
+std::optional<CounterDirOwner> parse_counter_dir_name(std::string_view name) {
+  if (name.substr(0, kCounterDirPrefix.size()) != kCounterDirPrefix) return std::nullopt;
+  name.remove_prefix(kCounterDirPrefix.size());
+  CounterDirOwner owner;
+  const char* p = name.data();
+  const char* end = name.data() + name.size();
+  auto number = [&](auto& out) {
+    const auto [next, ec] = std::from_chars(p, end, out);
+    if (ec != std::errc() || next == end || *next != '-') return false;
+    p = next + 1;
+    return true;
+  };
+  if (!number(owner.pid_ns) || !number(owner.pid) || !number(owner.start) || owner.pid <= 0 ||
+      end - p != 6) {
+    return std::nullopt;
+  }
+  return owner;
+}
+
+ActivationCounterDir::ActivationCounterDir(const CounterDirOwner& owner)
+    : path_(make_temp_dir(counter_dir_prefix(owner))), maker_(::getpid()) {
   try {
     for (const auto& [file, as] : {std::pair<const char*, const char*>{"activation_counter.py",
                                                                        "sitecustomize.py"},
@@ -247,6 +279,7 @@ ActivationCounterDir::ActivationCounterDir() : path_(make_temp_dir("edgeprof-cou
 }
 
 ActivationCounterDir::~ActivationCounterDir() {
+  if (::getpid() != maker_) return;  // a forked child's copy: its parent's
   std::error_code ignored;
   std::filesystem::remove_all(path_, ignored);
 }

@@ -2,6 +2,8 @@
 // nn_runtimes()): the interpreter, and a temporary directory holding the graphs and the runner.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,16 +48,38 @@ class NnRunnerDir {
   std::string path_;
 };
 
-// A new directory under $TMPDIR (else /tmp) named `prefix`-XXXXXX; throws Error naming the
-// path and the errno when it cannot be made.
+// Where temporary directories are made: $TMPDIR (when set and not empty), else /tmp.
+std::string temp_root();
+
+// A new directory under temp_root() named `prefix`-XXXXXX; throws Error naming the path and
+// the errno when it cannot be made.
 std::string make_temp_dir(std::string_view prefix);
+
+// The process that made an activation counter directory: its pid namespace (the inode of
+// /proc/self/ns/pid), pid and start time (as process_start_time() reads it), which name the
+// directory, so that one left by a process that died (kill -9) can be told from a live one's,
+// and one of another pid namespace sharing the directory (another container's) is not judged.
+struct CounterDirOwner {
+  std::uint64_t pid_ns = 0;
+  long pid = 0;
+  std::uint64_t start = 0;
+  bool operator==(const CounterDirOwner&) const = default;
+};
+// "edgeprof-count-<pid_ns>-<pid>-<start>", the prefix of make_temp_dir().
+std::string counter_dir_prefix(const CounterDirOwner& owner);
+// The owner in a directory's name (the prefix, a dash and mkdtemp's six characters); nullopt
+// for any other name.
+std::optional<CounterDirOwner> parse_counter_dir_name(std::string_view name);
 
 // A temporary directory holding edgeprof's activation counter (src/nn/activation_counter.py)
 // as sitecustomize.py, and the PyTorch runner whose counting rule it loads, for a workload's
-// PYTHONPATH (PlanOptions::count_activations); removed with everything in it when destroyed.
+// PYTHONPATH (PlanOptions::count_activations), named by its owner (counter_dir_prefix());
+// removed with everything in it when destroyed, by the process that made it only (a forked
+// child's copy leaves it to its parent).
 class ActivationCounterDir {
  public:
-  ActivationCounterDir();  // throws Error as make_temp_dir(), or when a file cannot be written
+  // Throws Error as make_temp_dir(), or when a file cannot be written.
+  explicit ActivationCounterDir(const CounterDirOwner& owner);
   ~ActivationCounterDir();
   ActivationCounterDir(const ActivationCounterDir&) = delete;
   ActivationCounterDir& operator=(const ActivationCounterDir&) = delete;
@@ -64,6 +88,7 @@ class ActivationCounterDir {
 
  private:
   std::string path_;
+  long maker_;  // getpid() of the process that made it
 };
 
 }  // namespace edgeprof::detail

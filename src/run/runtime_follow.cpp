@@ -481,8 +481,9 @@ std::optional<std::string> uncounted_warning(const Device& device, const Counted
   return fmt::format(
       "the workload loaded {} but sent no activation count, so it ran at the device's {} speed "
       "over the models ({:.3g} of a host core), not at its own model's: the counter counts an "
-      "eager model in a Python process that has edgeprof's counter on its PYTHONPATH, once it "
-      "has run twice with the same input shapes (not a TorchScript or compiled model, a process "
+      "eager model that infers on the CPU (eval mode or autograd off) in a Python process that "
+      "has edgeprof's counter on its PYTHONPATH, once it has inferred six times with the same "
+      "shapes (not a training step's forward, a TorchScript or compiled model, a process "
       "started with another environment, nor a run shorter than that). Give its own speed "
       "(--runtime {} --memory-mb-per-ms M, from a run that counted), or turn counting off "
       "(--no-count-activations) to be told nothing (docs/devices.md, \"A workload's own "

@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <iterator>
 #include <map>
 #include <mutex>
@@ -107,6 +108,34 @@ void remove_stale_slices(detail::Backend& backend, const detail::Fs& fs) {
     } catch (const Error&) {
       // Another process may be sweeping the same slice; the next sweep retries.
     }
+  }
+}
+
+// This process's pid namespace: the inode of /proc/self/ns/pid (0 when it cannot be read).
+std::uint64_t own_pid_namespace(const detail::Fs& fs) {
+  struct stat st {};
+  return ::stat(fs.resolve("/proc/self/ns/pid").c_str(), &st) == 0 ? st.st_ino : 0;
+}
+
+// Removes activation counter directories (detail::ActivationCounterDir) of this user and pid
+// namespace (`pid_ns`) whose owner died (kill -9) before it could remove them; one is left
+// alone while its owner (pid + start time) is alive, and any of another pid namespace.
+void remove_stale_counter_dirs(const detail::Fs& fs, std::uint64_t pid_ns) {
+  if (pid_ns == 0) return;
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator(detail::temp_root(), ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    const std::filesystem::directory_entry& entry = *it;
+    const auto owner = detail::parse_counter_dir_name(entry.path().filename().native());
+    struct stat st {};
+    if (!owner || owner->pid_ns != pid_ns || ::lstat(entry.path().c_str(), &st) != 0 ||
+        !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid()) {
+      continue;
+    }
+    const auto start = detail::process_start_time(fs, static_cast<pid_t>(owner->pid));
+    if (start && *start == owner->start) continue;
+    std::error_code ignored;  // another process may be sweeping it too
+    std::filesystem::remove_all(entry.path(), ignored);
   }
 }
 
@@ -257,7 +286,7 @@ struct Slice::Impl {
   // before the samplers that call it.
   std::unique_ptr<detail::RuntimeFollower> follower;
   // The activation counter a PyTorch workload gets on its PYTHONPATH when the follower counts
-  // (PlanOptions::count_activations).
+  // (PlanOptions::count_activations): made at the slice's first sampled run.
   std::optional<detail::ActivationCounterDir> counter_dir;
   // The runtime whose speed the slice started at (runtime_start()); "" for the usual start.
   std::string started_at;
@@ -441,15 +470,6 @@ Slice::Slice(Device device, SliceOptions options) : impl_(std::make_shared<Impl>
   std::optional<detail::CountingBasis> counting =
       detail::counting_basis(measured, host, plan_options, s.plan, usable_cpus, s.device,
                              follows_counted, s.plan.notes);
-  if (counting) {
-    try {
-      s.counter_dir.emplace();
-    } catch (const Error& e) {
-      counting.reset();
-      s.plan.notes.pop_back();  // counting_basis's "is counted", its last on success
-      s.plan.notes.push_back(fmt::format("activations: not counted: {}", e.what()));
-    }
-  }
   remove_stale_slices(*s.backend, s.fs);
 
   detail::SliceName name = own_identity(s.fs);
@@ -557,6 +577,7 @@ struct Child::State {
   detail::RuntimesSeen runtimes;
   std::map<std::string, std::string> thread_env;  // what the workload's environment was given
   std::string width_warning;  // projected: the workload may start more than one thread
+  std::string counter_warning;  // the activation counter's directory could not be made
   // Whether the slice ran nothing else when this child started, and its spawn count then: the
   // thread census counts the whole slice, so it stands for this workload only when alone.
   bool alone_at_spawn = true;
@@ -670,10 +691,24 @@ Child Slice::spawn(const Command& command, const SpawnOptions& options) {
   // The activation counter, first on the workload's PYTHONPATH (off sys.path at once, off
   // PYTHONPATH once the process imports PyTorch, leaving the rest as it was: unset, empty or
   // the workload's own), where a sampler can hear it.
-  if (s.counter_dir && options.sample_interval.count() != 0) {
-    const std::optional<std::string> path = prepared.env("PYTHONPATH");
-    prepared.set_env("PYTHONPATH",
-                     path ? s.counter_dir->path() + ":" + *path : s.counter_dir->path());
+  // Its directory is made for the slice's first sampled run (tried again at the next one when
+  // it cannot be made).
+  if (s.follower && s.follower->counts() && options.sample_interval.count() != 0) {
+    if (!s.counter_dir) {
+      try {
+        const detail::SliceName me = own_identity(s.fs);
+        const std::uint64_t pid_ns = own_pid_namespace(s.fs);
+        remove_stale_counter_dirs(s.fs, pid_ns);
+        s.counter_dir.emplace(detail::CounterDirOwner{pid_ns, me.owner, me.owner_start});
+      } catch (const Error& e) {
+        state->counter_warning = fmt::format("activations: not counted: {}", e.what());
+      }
+    }
+    if (s.counter_dir) {
+      const std::optional<std::string> path = prepared.env("PYTHONPATH");
+      prepared.set_env("PYTHONPATH",
+                       path ? s.counter_dir->path() + ":" + *path : s.counter_dir->path());
+    }
   }
 
   // A fresh peak per workload when the slice is idle and the kernel can reset it (before a
@@ -983,6 +1018,7 @@ void Child::State::observe(Result& r, const detail::Exit& exit) {
   r.runtimes_seen = std::move(runtimes);
   r.thread_env = thread_env;
   if (!width_warning.empty()) r.warnings.push_back(width_warning);
+  if (!counter_warning.empty()) r.warnings.push_back(counter_warning);
   if (left_at_spawn != 0) {
     r.warnings.push_back(fmt::format(
         "{} process(es) an earlier workload left running in the slice ran beside this one, "

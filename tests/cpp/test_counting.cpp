@@ -4,11 +4,17 @@
 
 #include <fmt/format.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "edgeprof/edgeprof.hpp"
 #include "helpers.hpp"
+#include "cgroup/backend.hpp"
 #include "nn/runner_dir.hpp"
 #include "run/runtime_follow.hpp"
 
@@ -363,13 +369,74 @@ TEST_CASE("the counter's directory holds the counter as sitecustomize and the Py
           "[counting]") {
   std::string path;
   {
-    const detail::ActivationCounterDir dir;
+    const detail::ActivationCounterDir dir(detail::CounterDirOwner{7, 42, 99});
     path = dir.path();
-    CHECK_THAT(path, Contains("edgeprof-count-"));
+    CHECK_THAT(path, Contains("/edgeprof-count-7-42-99-"));
+    const std::string name = std::filesystem::path(path).filename();
+    CHECK(detail::parse_counter_dir_name(name) == detail::CounterDirOwner{7, 42, 99});
     CHECK_THAT(FakeTree::slurp(path + "/sitecustomize.py"), Contains("def _count(torch, fd)"));
     CHECK_THAT(FakeTree::slurp(path + "/torch_runner.py"), Contains("def written_bytes("));
   }
   CHECK_FALSE(std::filesystem::exists(path));
+}
+
+TEST_CASE("a counter directory's name: its owner's pid namespace, pid and start time",
+          "[counting]") {
+  const detail::CounterDirOwner owner{4026531836, 1234, 5678};
+  CHECK(detail::counter_dir_prefix(owner) == "edgeprof-count-4026531836-1234-5678");
+  CHECK(detail::parse_counter_dir_name("edgeprof-count-4026531836-1234-5678-aB3xYz") == owner);
+  for (const char* other : {"edgeprof-count-1-2-3", "edgeprof-count-1-2-3-abcdefg",
+                            "edgeprof-count-1-2-abcdef", "edgeprof-count-1-0-3-abcdef",
+                            "edgeprof-count-x-2-3-abcdef", "edgeprof-nn-1-2-3-abcdef",
+                            "edgeprof-count--1-2-3-abcdef", "edgeprof-count-1-2-3--abcdef"}) {
+    CHECK_FALSE(detail::parse_counter_dir_name(other));
+  }
+}
+
+TEST_CASE("a counting slice makes its counter's directory at its first sampled run, and "
+          "sweeps those of dead owners",
+          "[counting][kernel]") {
+  REQUIRE_CGROUPS();
+  CountingSetUp set_up;
+  const FakeTree tmp;
+  const test::ScopedEnv tmpdir("TMPDIR", tmp.root());
+  namespace fs = std::filesystem;
+  struct stat ns {};
+  REQUIRE(::stat("/proc/self/ns/pid", &ns) == 0);
+  const std::uint64_t pid_ns = ns.st_ino;
+  const auto start = detail::process_start_time(detail::Fs(), ::getpid());
+  REQUIRE(start);
+  // Left by: a process that died (this pid, another start time: the pid reused), one that
+  // lives (this one), one of another pid namespace (not judged), and something else.
+  const long pid = ::getpid();
+  const std::string dead = detail::counter_dir_prefix({pid_ns, pid, *start + 1}) + "-dead00";
+  const std::string live = detail::counter_dir_prefix({pid_ns, pid, *start}) + "-live00";
+  const std::string other_ns = detail::counter_dir_prefix({pid_ns + 1, pid, 1}) + "-othe00";
+  for (const std::string& d : {dead, live, other_ns, std::string("edgeprof-count-mine")}) {
+    fs::create_directories(tmp.root() + "/" + d + "/sub");
+  }
+  auto counter_dirs = [&] {
+    std::vector<std::string> out;
+    for (const auto& e : fs::directory_iterator(tmp.root())) out.push_back(e.path().filename());
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  const std::vector<std::string> before = counter_dirs();
+  {
+    Slice slice(set_up.pi, set_up.options);
+    CHECK(counter_dirs() == before);  // none made yet, none swept
+    SpawnOptions unsampled;
+    unsampled.sample_interval = std::chrono::nanoseconds(0);
+    CHECK(slice.spawn(test::workload({"exit", "0"}), unsampled).wait().ok());
+    CHECK(counter_dirs() == before);  // an unsampled run has no counter
+    CHECK(slice.spawn(test::workload({"exit", "0"})).wait().ok());
+    CHECK_FALSE(fs::exists(tmp.root() + "/" + dead));
+    CHECK(fs::exists(tmp.root() + "/" + live + "/sub"));
+    CHECK(fs::exists(tmp.root() + "/" + other_ns + "/sub"));
+    CHECK(fs::exists(tmp.root() + "/edgeprof-count-mine"));
+    CHECK(counter_dirs().size() == before.size());  // the dead one gone, the slice's made
+  }
+  CHECK(counter_dirs().size() == before.size() - 1);  // the slice's gone with it
 }
 
 TEST_CASE("a count's CPU time is divided by the own share at the quota the slice applies",
