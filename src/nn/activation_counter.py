@@ -109,12 +109,16 @@ def _model(module):
 
 def _inference(torch, module):
     """A call that infers on the CPU, as the rating's did: not a training step's forward (a
-    module in training mode with autograd on: it keeps its activations for the backward pass)
-    nor a model whose weights are on another device (a GPU's time is not the CPU's)."""
+    module in training mode with autograd on for its weights: it keeps its activations for the
+    backward pass) nor a model whose weights are on another device (a GPU's time is not the
+    CPU's). A training step counts toward GIVE_UP as any call without a model does."""
     weight = next(module.parameters(), None)
-    if weight is not None and weight.device.type != "cpu":
+    if weight is None:
+        return True
+    if weight.device.type != "cpu":
         return False
-    return not (module.training and torch.is_grad_enabled())
+    return not (module.training and torch.is_grad_enabled()
+                and getattr(weight, "requires_grad", True))
 
 
 class _Hooks:

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -320,16 +321,18 @@ void RuntimeFollower::seen(const RuntimesSeen& seen) noexcept {
   }
 }
 
-void RuntimeFollower::counted(std::string_view lines) noexcept {
-  if (!counting_) return;
+bool RuntimeFollower::counted(std::string_view lines) noexcept {
+  if (!counting_) return false;
+  bool any = false;
   try {
     const std::optional<ActivationCount> count = last_activation_count(lines);
-    if (!count) return;
+    if (!count) return false;
+    any = true;
     const CountingBasis& b = *counting_;
     // Under the lock throughout (in the sampler's thread, under the sampler's lock too: a fit
     // of the rating's models and a plan, no file read, once per count).
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!cgroup_) return;
+    if (!cgroup_) return true;
     CountedSwitch made;
     made.count = *count;
     // The speed the slice runs at now: the last count's, else the runtime's it switched to,
@@ -349,6 +352,13 @@ void RuntimeFollower::counted(std::string_view lines) noexcept {
     made.scale = divisor.value;
     made.scale_from = std::move(divisor.from);
     made.mb_per_ms = count->mb / (count->cpu_ms / made.scale);
+    for (const auto& [model, mb] : b.rating.activation_mb) {
+      const auto ms = b.rating.host_ms.find(model);
+      if (ms == b.rating.host_ms.end() || !(ms->second > 0)) continue;
+      const double m = mb / ms->second;
+      made.rated_low = made.rated_low == 0 ? m : std::min(made.rated_low, m);
+      made.rated_high = std::max(made.rated_high, m);
+    }
     if (done_.load(std::memory_order_relaxed) && made_.error.empty() &&
         made_.speed->runtime != kCountedRuntime) {
       made.error = fmt::format("the workload loaded {} ({}), and the slice runs at that "
@@ -391,6 +401,7 @@ void RuntimeFollower::counted(std::string_view lines) noexcept {
   } catch (...) {
     // Out of memory: this count sets nothing; a later one may.
   }
+  return any;
 }
 
 CountedSwitches RuntimeFollower::counted_switches() const {
@@ -437,15 +448,21 @@ std::string switch_warning(const Device& before, const RuntimeSwitch& made,
 
 std::string counted_warning(const CountedSwitch& made, double since_release_s) {
   const ActivationCount& c = made.count;
+  std::string outside;
+  if (made.rated_high > 0 && (made.mb_per_ms < made.rated_low || made.mb_per_ms > made.rated_high)) {
+    outside = fmt::format(" (outside the {:.3g}-{:.3g} MB per ms of this host's rated models, "
+                          "which the memory term was fitted on: it extrapolates, estimated)",
+                          made.rated_low, made.rated_high);
+  }
   const std::string counted = fmt::format(
       "the workload's model wrote {:.4g} MB of activations per inference (counted by edgeprof's "
       "hook on its layers) in {:.4g} ms of one thread's CPU time under the slice's quota "
-      "(measured, the median of {}){}: {:.4g} MB per ms",
+      "(measured, the median of {}){}: {:.4g} MB per ms{}",
       c.mb, c.cpu_ms, c.calls,
       made.scale != 1 ? fmt::format(", {:.4g} ms of this host's time as rated (/ {:.3g}: {})",
                                     c.cpu_ms / made.scale, made.scale, made.scale_from)
                       : std::string(),
-      made.mb_per_ms);
+      made.mb_per_ms, outside);
   if (!made.error.empty() || !made.speed) {
     return fmt::format("{}, but the device's speed was not set from it: {}; the run went on at "
                        "{} ({:.3g} of a host core)",
@@ -462,19 +479,30 @@ std::string counted_warning(const CountedSwitch& made, double since_release_s) {
       made.mb_per_ms);
 }
 
+std::string late_count_warning(const CountedSwitch& made) {
+  return fmt::format(
+      "the workload's activation count ({:.4g} MB per ms{}) was read as it exited: it did not "
+      "set this run's speed, only that of the slice's next run; --runtime {} "
+      "--memory-mb-per-ms {:.4g} runs at it from the start",
+      made.mb_per_ms, made.error.empty() ? "" : ", refused: " + made.error, kCountedRuntime,
+      made.mb_per_ms);
+}
+
 std::optional<std::string> uncounted_warning(const Device& device, const CountedSwitch* earlier,
-                                             bool counted_here, const RuntimesSeen& seen) {
-  if (counted_here) return std::nullopt;
+                                             const RuntimesSeen& seen) {
   const std::string name = runtime_name(kCountedRuntime);
+  const bool pytorch = seen.count(std::string(kCountedRuntime)) != 0;
   if (earlier && earlier->speed) {
     return fmt::format(
         "this run started at the {} speed an earlier workload in the slice counted ({:.4g} MB "
         "per ms) and sent no count of its own, so it ran at that workload's speed, which is "
-        "another model's if it ran one: run it in a slice of its own, or at its own speed "
-        "(--runtime {} --memory-mb-per-ms M)",
-        name, earlier->mb_per_ms, kCountedRuntime);
+        "another model's if it ran one: run it in a slice of its own{}",
+        name, earlier->mb_per_ms,
+        pytorch ? fmt::format(", or at its own speed (--runtime {} --memory-mb-per-ms M)",
+                              kCountedRuntime)
+                : std::string());
   }
-  if (!seen.count(std::string(kCountedRuntime)) || !device.nn ||
+  if (!pytorch || !device.nn ||
       device.nn->basis != kCountedRuntime || device.nn->memory_mb_per_ms > 0) {
     return std::nullopt;
   }

@@ -89,6 +89,9 @@ struct CountedSwitch {
   double scale = 1;
   std::string scale_from;
   double mb_per_ms = 0;  // count.mb / (count.cpu_ms / scale): the memory term's
+  // The least and most MB per ms of the rating's models (activation MB over host ms), the
+  // range the memory term was fitted on: a count outside it extrapolates (said).
+  double rated_low = 0, rated_high = 0;
 };
 
 // What one CPU ms of the counted thread under `plan` (in a slice of `basis`) is in this host's
@@ -155,8 +158,8 @@ class RuntimeFollower {
   // term (from the basis's rating: no file is read) and writes its bandwidth (the last count
   // wins; a runtime seen later switches nothing). Refused when the slice switched to another
   // runtime's speed (the workload loaded it). Nothing without a counting basis, or once
-  // detached. Never throws.
-  void counted(std::string_view lines) noexcept;
+  // detached. Returns whether the lines held a count. Never throws.
+  bool counted(std::string_view lines) noexcept;
   // What counts did. Takes the lock, except in a forked child (no sampler thread there), where
   // it is empty.
   CountedSwitches counted_switches() const;
@@ -221,11 +224,15 @@ std::string switch_warning(const Device& before, const RuntimeSwitch& made,
 // the run went on.
 std::string counted_warning(const CountedSwitch& made, double since_release_s);
 
-// The warning of a run in a counting slice from which no count came (nullopt when one did,
-// `counted_here`): it ran at the speed a count of an earlier workload in the slice set
-// (`earlier`, which may be another model's), or it loaded PyTorch (`seen`) and ran at `device`,
-// the PyTorch speed over the models; nullopt otherwise.
+// The warning of a sampled run in a counting slice whose workload sent no count: it ran at the
+// speed a count of an earlier workload in the slice set (`earlier`, which may be another
+// model's), or it loaded PyTorch (`seen`) and ran at `device`, the PyTorch speed over the
+// models; nullopt otherwise.
 std::optional<std::string> uncounted_warning(const Device& device, const CountedSwitch* earlier,
-                                             bool counted_here, const RuntimesSeen& seen);
+                                             const RuntimesSeen& seen);
+
+// The warning of a run whose workload's count (`made`) was read as it exited: it set the speed
+// of the slice's next run, not this one's.
+std::string late_count_warning(const CountedSwitch& made);
 
 }  // namespace edgeprof::detail

@@ -578,6 +578,9 @@ struct Child::State {
   std::map<std::string, std::string> thread_env;  // what the workload's environment was given
   std::string width_warning;  // projected: the workload may start more than one thread
   std::string counter_warning;  // the activation counter's directory could not be made
+  // Set by the sampler's thread when this workload's phase channel brought an activation count
+  // (another workload's in the slice is not this one's).
+  std::shared_ptr<std::atomic<bool>> count_sent = std::make_shared<std::atomic<bool>>(false);
   // Whether the slice ran nothing else when this child started, and its spawn count then: the
   // thread census counts the whole slice, so it stands for this workload only when alone.
   bool alone_at_spawn = true;
@@ -745,9 +748,10 @@ Child Slice::spawn(const Command& command, const SpawnOptions& options) {
       state->sampler->on_new_runtime(nullptr);
     }
     if (s.follower && s.follower->counts()) {
-      state->sampler->on_marks([follower = s.follower.get()](std::string_view lines) {
-        follower->counted(lines);
-      });
+      state->sampler->on_marks(
+          [follower = s.follower.get(), sent = state->count_sent](std::string_view lines) {
+            if (follower->counted(lines)) sent->store(true, std::memory_order_relaxed);
+          });
     } else {
       state->sampler->on_marks(nullptr);
     }
@@ -921,10 +925,6 @@ Result Child::State::finish(const detail::Exit& exit, bool timed_out) {
     const detail::CountedSwitches counted = slice->follower->counted_switches();
     const detail::CountedSwitch* applied =
         counted.applied && counted.applied->when <= exit.when ? &*counted.applied : nullptr;
-    // (A count read just after the exit is this workload's too, though the next run's speed.)
-    const bool counted_here = std::any_of(
-        counted.counts.begin(), counted.counts.end(),
-        [&](const detail::CountedSwitch& made) { return made.when >= process.released; });
     for (const detail::CountedSwitch& made : counted.counts) {
       if (made.when > exit.when) break;
       if (made.error.empty()) applied = &made;
@@ -941,9 +941,16 @@ Result Child::State::finish(const detail::Exit& exit, bool timed_out) {
       r.device = applied->speed->device;
       r.plan = applied->speed->plan;
     }
-    if (auto warning = detail::uncounted_warning(r.device, applied, counted_here,
-                                                 r.runtimes_seen)) {
-      r.warnings.push_back(std::move(*warning));
+    // What this workload's counts did not say: one read as it exited (the next run's speed),
+    // or none at all (a sampled run: an unsampled one has no counter).
+    if (count_sent->load(std::memory_order_relaxed)) {
+      if (!counted.counts.empty() && counted.counts.back().when > exit.when) {
+        r.warnings.push_back(detail::late_count_warning(counted.counts.back()));
+      }
+    } else if (interval.count() != 0) {
+      if (auto warning = detail::uncounted_warning(r.device, applied, r.runtimes_seen)) {
+        r.warnings.push_back(std::move(*warning));
+      }
     }
     // In time order with a runtime's switch.
     std::stable_sort(r.speed_changes.begin(), r.speed_changes.end(),
@@ -1187,13 +1194,28 @@ RepeatedResult run_repeated(const Command& command, const Device& device, int re
   // thread until it comes.
   Device at = device;
   RunOptions each = options;
-  std::string counted_note;
+  std::string counted_note, refused;
   for (int i = 0; i < total; ++i) {
     const bool is_warmup = i < warmup;
-    Result r = run(command, at, each);  // a fresh slice each time
+    Result r;
+    try {
+      r = run(command, at, each);  // a fresh slice each time
+    } catch (const Error& e) {
+      if (counted_note.empty()) throw;
+      // The counted speed cannot be planned from the start (the count's slice kept the plan
+      // it started with): these runs count as the first did.
+      refused = fmt::format("activations: counted in this run again: the speed an earlier run "
+                            "counted cannot be planned from the start: {}",
+                            e.what());
+      at = device;
+      each = options;
+      counted_note.clear();
+      r = run(command, at, each);
+    }
+    if (!refused.empty()) r.plan.notes.push_back(refused);
     if (!counted_note.empty()) {
       r.plan.notes.push_back(counted_note);
-    } else if (each.slice.plan.count_activations) {
+    } else if (each.slice.plan.count_activations && refused.empty()) {
       const auto c = std::find_if(r.speed_changes.rbegin(), r.speed_changes.rend(),
                                   [](const SpeedChange& change) {
                                     return change.runtime == detail::kCountedRuntime &&

@@ -248,7 +248,8 @@ TEST_CASE("a counted workload sets the slice's speed by its memory term", "[coun
                                      "ms of one thread's CPU time under the slice's quota "
                                      "(measured, the median of 5), 6.667 ms of this host's time "
                                      "as rated (/ 1.5: the quota scale given "
-                                     "(PlanOptions::quota_scale), 1.5): 6 MB per ms"));
+                                     "(PlanOptions::quota_scale), 1.5): 6 MB per ms (outside "
+                                     "the 0.255-3.1 MB per ms of this host's rated models"));
     CHECK(r.phases.empty());  // the count is no phase
     CHECK(result_from_json(to_json(r)).speed_changes.at(0).memory_mb_per_ms == Approx(6.0));
 
@@ -271,6 +272,7 @@ TEST_CASE("a counted workload sets the slice's speed by its memory term", "[coun
     REQUIRE(next.speed_changes.size() == 1);
     CHECK(next.speed_changes[0].memory_mb_per_ms == Approx(3.0));
     CHECK(next.speed_changes[0].error.empty());
+    CHECK(test::has_note(next.warnings, ": 3 MB per ms: the device ran at"));  // inside
   }
   // The counter's directory goes with the slice.
   CHECK_FALSE(counter_dir.empty());
@@ -290,6 +292,10 @@ TEST_CASE("a count that comes as the workload ends sets the next run's speed, no
                               10 * (i + 1))};
     const Result r = slice.spawn(count).wait();
     for (const SpeedChange& c : r.speed_changes) CHECK(c.t_s <= r.wall_time_s);
+    // Read during the run, a change; as the workload exited, a warning; never nothing, nor
+    // the warning of a workload that sent none.
+    CHECK(r.speed_changes.size() + test::has_note(r.warnings, "was read as it exited") == 1);
+    CHECK_FALSE(test::has_note(r.warnings, "sent no count of its own"));
     // Either way the slice runs at it from then on.
     const Result next = slice.spawn(test::workload({"sleep", "0.01"})).wait();
     REQUIRE(next.device.nn);
@@ -307,27 +313,33 @@ TEST_CASE("a run from which no count came says at which speed it ran", "[countin
   const Device pi = find_device("raspberry-pi-4b-4gb");
   const Device torch = for_runtime(pi, "pytorch");
   const detail::RuntimesSeen pytorch{{"pytorch", "libtorch_cpu.so"}};
-  // A count came: nothing to say.
-  CHECK_FALSE(detail::uncounted_warning(torch, nullptr, true, pytorch));
   // PyTorch loaded and no count: at the speed over the models, with what would set its own.
-  const auto none = detail::uncounted_warning(torch, nullptr, false, pytorch);
+  const auto none = detail::uncounted_warning(torch, nullptr, pytorch);
   REQUIRE(none);
   CHECK_THAT(*none, Contains("loaded PyTorch but sent no activation count"));
   CHECK_THAT(*none, Contains("--runtime pytorch --memory-mb-per-ms M"));
   CHECK_THAT(*none, Contains("--no-count-activations"));
   // No PyTorch, or a speed that is not PyTorch's over the models: nothing.
-  CHECK_FALSE(detail::uncounted_warning(torch, nullptr, false, {}));
-  CHECK_FALSE(detail::uncounted_warning(pi, nullptr, false, pytorch));
-  CHECK_FALSE(
-      detail::uncounted_warning(for_runtime(pi, "pytorch", nullptr, 2.0), nullptr, false, pytorch));
-  // At the speed an earlier workload's count set, whatever this one loaded.
+  CHECK_FALSE(detail::uncounted_warning(torch, nullptr, {}));
+  CHECK_FALSE(detail::uncounted_warning(pi, nullptr, pytorch));
+  CHECK_FALSE(detail::uncounted_warning(for_runtime(pi, "pytorch", nullptr, 2.0), nullptr, pytorch));
+  // At the speed an earlier workload's count set, whatever this one loaded; PyTorch's advice
+  // only for a PyTorch workload.
   detail::CountedSwitch earlier;
   earlier.mb_per_ms = 2.5;
   earlier.speed = detail::FollowedSpeed{"pytorch", for_runtime(pi, "pytorch", nullptr, 2.5), {}};
-  const auto other = detail::uncounted_warning(earlier.speed->device, &earlier, false, {});
+  const auto other = detail::uncounted_warning(earlier.speed->device, &earlier, {});
   REQUIRE(other);
   CHECK_THAT(*other, Contains("an earlier workload in the slice counted (2.5 MB per ms)"));
-  CHECK_FALSE(detail::uncounted_warning(earlier.speed->device, &earlier, true, {}));
+  CHECK_THAT(*other, !Contains("--runtime"));
+  const auto again = detail::uncounted_warning(earlier.speed->device, &earlier, pytorch);
+  REQUIRE(again);
+  CHECK_THAT(*again, Contains("--runtime pytorch --memory-mb-per-ms M"));
+  // A count read as the workload exited: the next run's speed, and the command line.
+  CHECK_THAT(detail::late_count_warning(earlier),
+             Contains("(2.5 MB per ms) was read as it exited: it did not set this run's speed, "
+                      "only that of the slice's next run; --runtime pytorch "
+                      "--memory-mb-per-ms 2.5"));
 }
 
 TEST_CASE("repeated runs count once, then start at the counted speed", "[counting][kernel]") {

@@ -72,6 +72,7 @@ FAKE_TORCH = textwrap.dedent("""
     class _Weight:
         def __init__(self, device):
             self.device = types.SimpleNamespace(type=device)
+            self.requires_grad = True
 
     THREADS = [4]  # PyTorch's thread count, each set after the first
     FIXED = []  # a count set_num_threads cannot change (PyTorch's own pool, once it ran)
@@ -504,6 +505,35 @@ def test_a_training_step_is_not_counted_and_an_inference_after_it_is(tmp_path):
     out, marks = _run_fake(tmp_path, code)
     [line] = marks.splitlines()
     assert float(line.split()[2]) == pytest.approx(2250 * 4 / 1e6)
+
+
+def test_a_frozen_model_in_training_mode_is_counted(tmp_path):
+    # Training mode and autograd on, but no weight asks for gradients (a frozen backbone):
+    # no graph is kept, so it infers.
+    code = WORKLOAD.replace("for _ in range(8):", textwrap.dedent("""
+        torch.set_grad_enabled(True)
+        for w in model.parameters():
+            w.requires_grad = False
+        for _ in range(8):""").strip("\n"))
+    _, marks = _run_fake(tmp_path, code)
+    assert len(marks.splitlines()) == 1
+
+
+def test_calls_that_do_not_infer_after_the_count_are_not_timed(tmp_path):
+    # Counted in eval mode; then trained (training mode, autograd on), then moved to a GPU:
+    # none of those calls is timed, and nothing is reported.
+    code = WORKLOAD.replace("for _ in range(8):", textwrap.dedent("""
+        model.eval()
+        model(torch.Tensor(10))
+        model.train()
+        torch.set_grad_enabled(True)
+        for _ in range(8):
+            model(torch.Tensor(10))
+        torch.set_grad_enabled(False)
+        model.eval().to("cuda")
+        for _ in range(8):""").strip("\n"))
+    _, marks = _run_fake(tmp_path, code)
+    assert marks == ""
 
 
 def test_a_model_on_a_gpu_or_in_training_is_not_counted(tmp_path):
