@@ -237,6 +237,22 @@ def export_models(args: argparse.Namespace, models: list[str], folder: str) -> N
           f"{time.time() - started:.0f} s", file=sys.stderr, flush=True)
 
 
+def graph_activations(args: argparse.Namespace, models: list[str]) -> dict[str, float]:
+    """Each model's activation MB by ONNX Runtime's graph rule (the runner's
+    --activations=graph: the outputs of the kernels of one inference of its optimised graph),
+    measured by the runner outside any slice, with one untimed-worthy inference each."""
+    done = subprocess.run([args.torch_python, str(RUNNER), "-", "0", "1", *args.runner_args,
+                           "--activations=graph", *models],
+                          capture_output=True, text=True, check=False)
+    mb = {w[1]: float(w[2]) for w in (line.split() for line in done.stdout.splitlines())
+          if len(w) == 3 and w[0] == "activations"}
+    if done.returncode != 0 or set(mb) != set(models):
+        sys.exit(f"torch_boards.py: --graph-activations: the runner counted "
+                 f"{', '.join(sorted(mb)) or 'nothing'} (exit {done.returncode}):\n"
+                 f"{done.stderr[-3000:]}")
+    return mb
+
+
 def drift_models(args: argparse.Namespace, rating: Any) -> list[str]:
     """--drift-models of the rating's models spread over its times (the fastest, the slowest
     and evenly between)."""
@@ -456,6 +472,11 @@ def main() -> int:
     ap.add_argument("--scaling-powers", default="1",
                     help="with --workload-scaling: the powers of the factor (default 1, the "
                     "option's)")
+    ap.add_argument("--graph-activations", action="store_true",
+                    help="ONNX Runtime: the memory-term columns (estimated) count each model's "
+                         "activations by ONNX Runtime's graph rule (the outputs of the kernels "
+                         "of its optimised graph, which a workload with only the ONNX file can "
+                         "count) instead of the rating's PyTorch layers; not with --emulate")
     ap.add_argument("--markdown", type=Path, help="also write the report here")
     args = ap.parse_args()
     # What set each model's own speed: the rating's figures, or the run's count.
@@ -482,6 +503,9 @@ def main() -> int:
         ap.error("--drift-check needs --emulate")
     if args.drift_models < 1:
         ap.error("--drift-models must be at least 1")
+    if args.graph_activations and (args.runtime != "onnxruntime" or args.emulate):
+        ap.error("--graph-activations needs --runtime onnxruntime, and not --emulate (the "
+                 "emulated runs' speeds use the rating's activations)")
     if args.emulate:
         edgeprof = edgeprof_as_root("torch_boards.py")
         if edgeprof is None:
@@ -497,6 +521,14 @@ def main() -> int:
             runtime=args.runtime, python=args.torch_python,
             progress=lambda line: print(f"torch_boards.py: {line}", file=sys.stderr))
     host_ms = rating.host_ms
+    # The activations the memory-term columns fit with: the rating's (its PyTorch layers'),
+    # or ONNX Runtime's graph rule's (--graph-activations).
+    activations = dict(rating.activation_mb)
+    if args.graph_activations and activations:
+        activations = graph_activations(args, sorted(m for m in host_ms if m in activations))
+        print("torch_boards.py: activations by the graph rule over the rating's: "
+              + " ".join(f"{m} {activations[m]:.1f}/{rating.activation_mb[m]:.1f}"
+                         for m in sorted(activations)), file=sys.stderr, flush=True)
     # The emulation's quota scale at the runtime's speed comes from this host's own share
     # under a quota with the runtime (edgeprof.speed.measure_quota_share(runtime=...)):
     # measured first with this interpreter unless cached (--remeasure: again): no run measures
@@ -551,7 +583,11 @@ def main() -> int:
             "| host over its rating, before-after each run (the emulated over the speed "
             "only of that model) |",
             "|---|---|---|---|---|---|---|---|---|---|"]
-    memory = bool(rating.activation_mb)
+    memory = bool(activations)
+    if args.graph_activations:
+        lines.append("Activations by ONNX Runtime's graph rule (--graph-activations: the "
+                     "outputs of the kernels of one inference of each model's optimised graph, "
+                     "at one thread), not the rating's PyTorch layers.\n")
     if memory:
         rows[0] += (" speed + memory term: median \\|err\\|, tau | memory term: 90% interval "
                     "coverage | emulated, rescaled to the memory term: median \\|err\\|, tau | "
@@ -669,9 +705,9 @@ def main() -> int:
         by_memory: dict[str, float] = {}
         emulated_memory: dict[str, float] = {}
         if memory:
-            fit = edgeprof.nn.nn_memory_fit(published, host_ms, rating.activation_mb)
-            fits = held_out_memory_fits(edgeprof, published, host_ms, rating.activation_mb)
-            by_memory = {m: edgeprof.nn.nn_memory_predict(f, host_ms[m], rating.activation_mb[m])
+            fit = edgeprof.nn.nn_memory_fit(published, host_ms, activations)
+            fits = held_out_memory_fits(edgeprof, published, host_ms, activations)
+            by_memory = {m: edgeprof.nn.nn_memory_predict(f, host_ms[m], activations[m])
                          for m, f in fits.items()}
             # The run's one-core time at the board's speed, rescaled to the model's own: one
             # core's speed by the memory term is host ms / (its all-core time x the factor).
@@ -747,7 +783,7 @@ def main() -> int:
             detail.append(
                 f"| {m} | {published[m]:.1f} | {host_ms[m]:.1f} | {cells(predicted[m], m)} "
                 f"{cells(emulated.get(m), m)}"
-                + (f" {rating.activation_mb.get(m, 0):.1f} | {cells(by_memory.get(m), m)} "
+                + (f" {activations.get(m, 0):.1f} | {cells(by_memory.get(m), m)} "
                    f"{cells(emulated_memory.get(m), m)}" if memory else "")
                 + (f" {cells(own_speed[name][m][0] if m in own_speed[name] else None, m)}"
                    if own_speed[name] else ""))

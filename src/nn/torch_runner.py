@@ -17,7 +17,10 @@
 # the time it waited for a CPU), the format of edgeprof's ncnn runner, after a line
 # "runtime <what ran>"; with --export, "exported <name> <path>"; with
 # --activations, for a model it builds (not one read from DIR), also "activations <name> <MB>"
-# (its layers' outputs per inference, in the model's precision: one more untimed inference).
+# (its layers' outputs per inference, in the model's precision: one more untimed inference);
+# --activations=graph (ONNX Runtime only, also for a model read from DIR) counts instead the
+# outputs of the ONNX graph's nodes as exported, run once by ONNX Runtime without its graph
+# optimisations (ort_written_mb: a rule a workload that has only the ONNX file can count by).
 # Under a CPU quota one inference shorter than the quota's period runs at the host's speed or
 # waits for the next period, so its median says little: --min-time=S times at least S seconds
 # (and LOOPS inferences), and --mean prints the mean (the total over the count, exact under a
@@ -32,7 +35,7 @@
 # after the last pass.
 # Usage: python3 torch_runner.py DIR WARMUP LOOPS [--threads=N] [--backend=pytorch|onnxruntime]
 #        [--precision=fp32|int8] [--export] [--min-time=S] [--mean] [--rounds=R]
-#        [--activations] MODEL...
+#        [--activations[=graph]] MODEL...
 # (DIR "-": none; PyTorch's fp32 models are always built, not read; int8 ones are read from
 # DIR/<model>.int8.pt where --export wrote them, else quantized here.)
 import io
@@ -147,13 +150,46 @@ def onnx_call(model, data, threads, torch, ort):
     return lambda: session.run(None, feed)
 
 
-def onnx_session(source, threads, ort):
-    """An ONNX Runtime session of `source` (a path, or the model's bytes)."""
+def onnx_session(source, threads, ort, profile_prefix=None):
+    """An ONNX Runtime session of `source` (a path, or the model's bytes); with
+    `profile_prefix`, profiled into files of that prefix (ONNX Runtime's profiler) and without
+    graph optimisations (the graph's nodes as exported)."""
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    if profile_prefix:
+        options.enable_profiling = True
+        options.profile_file_prefix = profile_prefix
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     return ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
+
+
+def profile_written_bytes(events):
+    """Bytes the kernels of one profiled run wrote as their outputs: the "output_size" of each
+    node's kernel event in ONNX Runtime's profile (a list of Chrome trace events)."""
+    return sum(int(e.get("args", {}).get("output_size", 0)) for e in events
+               if e.get("cat") == "Node" and str(e.get("name", "")).endswith("_kernel_time"))
+
+
+def ort_written_mb(source, feed, ort, folder):
+    """MB the nodes of the ONNX graph `source` (a path, or the model's bytes) write as their
+    outputs in one inference on `feed` (input name -> array): run by ONNX Runtime at one thread
+    without its graph optimisations (its fusions would write less: a convolution and its
+    activation one output; that count fitted the boards' published times worse, measured in
+    docs/fidelity.md), profiled into `folder` (the profile removed after). The graph rule of
+    --activations=graph."""
+    import json
+    session = onnx_session(source, 1, ort, os.path.join(folder, "edgeprof-ort-profile"))
+    try:
+        session.run(None, feed)
+    finally:
+        path = session.end_profiling()
+    try:
+        with open(path) as f:
+            return profile_written_bytes(json.load(f)) / 1e6
+    finally:
+        os.remove(path)
 
 
 def time_runs(infer, warmup, loops, min_time=0.0, cpu=None):
@@ -207,8 +243,9 @@ def ort_missing(error) -> int:
     return 3
 
 
-def run_exported(paths, warmup, loops, threads, min_time, mean, rounds) -> int:
-    """ONNX Runtime on models exported earlier (--export): PyTorch is not imported."""
+def run_exported(paths, warmup, loops, threads, min_time, mean, rounds, graph=False) -> int:
+    """ONNX Runtime on models exported earlier (--export): PyTorch is not imported. `graph`:
+    each model's activations by the graph rule first (--activations=graph)."""
     try:
         import numpy
         import onnxruntime as ort
@@ -217,6 +254,11 @@ def run_exported(paths, warmup, loops, threads, min_time, mean, rounds) -> int:
     print(f"runtime ONNX Runtime {ort.__version__} fp32 CPU provider (models exported "
           f"earlier; Python {sys.version.split()[0]})", flush=True)
     data = numpy.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype(numpy.float32)
+    if graph:
+        import tempfile
+        for name, path in paths.items():
+            mb = ort_written_mb(path, {"input": data}, ort, tempfile.gettempdir())
+            print(f"activations {name} {mb:.6g}", flush=True)
     if rounds > 1:
         infers = {}
         for name, path in paths.items():
@@ -267,8 +309,8 @@ def main() -> int:
             mean = True
         elif flag == "--rounds" and value.isdecimal() and int(value) >= 1:
             rounds = int(value)
-        elif flag == "--activations" and not value:
-            activations = True
+        elif flag == "--activations" and value in ("", "graph"):
+            activations = value or True
         else:
             print(f"error: unknown option {flag}={value}", file=sys.stderr)
             return 2
@@ -280,6 +322,10 @@ def main() -> int:
     if int8 and backend != "pytorch":
         print("error: --precision=int8 is PyTorch's (--backend=pytorch)", file=sys.stderr)
         return 2
+    if activations == "graph" and backend != "onnxruntime":
+        print("error: --activations=graph counts ONNX Runtime's kernels (--backend=onnxruntime)",
+              file=sys.stderr)
+        return 2
     if export and (not (backend == "onnxruntime" or int8) or folder == "-"):
         print("error: --export needs --backend=onnxruntime or --precision=int8, and a folder "
               "(DIR) to write to", file=sys.stderr)
@@ -289,7 +335,8 @@ def main() -> int:
         paths = {name: os.path.join(folder, name + ".onnx") for name in rest}
         missing = [name for name, p in paths.items() if not os.path.isfile(p)]
         if rest and not missing:
-            return run_exported(paths, warmup, loops, threads, min_time, mean, rounds)
+            return run_exported(paths, warmup, loops, threads, min_time, mean, rounds,
+                                activations == "graph")
         print(f"note: {folder} has no exported {', '.join(missing)} (--export): every model is "
               "exported here instead, at this process's speed", file=sys.stderr, flush=True)
     try:
@@ -362,7 +409,14 @@ def main() -> int:
             print(f"error: {e}{hint}", file=sys.stderr)
             return 4
         model.eval()
-        if activations and not export and (written or not int8):
+        if activations == "graph" and not export:
+            import tempfile
+            buffer = io.BytesIO()
+            export_onnx(model, data, torch, buffer)
+            mb = ort_written_mb(buffer.getvalue(), {"input": data.numpy()}, ort,
+                                tempfile.gettempdir())
+            print(f"activations {name} {mb:.6g}", flush=True)
+        elif activations and not export and (written or not int8):
             mb = written or activation_mb(model, data, torch)
             print(f"activations {name} {mb:.6g}", flush=True)
         if export:

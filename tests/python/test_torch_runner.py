@@ -22,17 +22,38 @@ FAKE_ORT = textwrap.dedent("""
     __version__ = "0.0-test"
     class ExecutionMode:
         ORT_SEQUENTIAL = "sequential"
+    class GraphOptimizationLevel:
+        ORT_DISABLE_ALL = "disable_all"
     class SessionOptions:
+        graph_optimization_level = "default"
         intra_op_num_threads = None
         inter_op_num_threads = None
         execution_mode = None
+        enable_profiling = False
+        profile_file_prefix = "onnxruntime_profile_"
     class _Input:
         name = "input"
     class InferenceSession:
         def __init__(self, source, options, providers):
             self.source = os.path.basename(source) if isinstance(source, str) else "bytes"
+            self.options = options
             with open(os.environ["FAKE_ORT_LOG"], "a") as log:
-                log.write(f"{source} threads={options.intra_op_num_threads} {providers[0]}\\n")
+                log.write(f"{source} threads={options.intra_op_num_threads} {providers[0]}"
+                          + (f" profiled {options.graph_optimization_level}"
+                             if options.enable_profiling else "") + "\\n")
+        def end_profiling(self):
+            # Two kernels of 2 MB and 0.5 MB; their fences and the session's own events
+            # carry no output.
+            import json
+            path = self.options.profile_file_prefix + "_2026.json"
+            with open(path, "w") as f:
+                json.dump([{"cat": "Session", "name": "model_run", "args": {}},
+                           {"cat": "Node", "name": "conv_fence_before", "args": {}},
+                           {"cat": "Node", "name": "conv_kernel_time",
+                            "args": {"output_size": "2000000", "op_name": "Conv"}},
+                           {"cat": "Node", "name": "relu_kernel_time",
+                            "args": {"output_size": "500000", "op_name": "Relu"}}], f)
+            return path
         def get_inputs(self):
             return [_Input()]
         def run(self, outputs, feed):
@@ -43,7 +64,7 @@ FAKE_ORT = textwrap.dedent("""
 """)
 
 
-def run_with_modules(tmp_path, modules, *args):
+def run_with_modules(tmp_path, modules, *args, env_extra=None):
     """The runner with stand-in modules (file name -> source) first on its path; they log to
     tmp_path/ort.log and tmp_path/torch.log."""
     fake = tmp_path / "fake"
@@ -51,7 +72,7 @@ def run_with_modules(tmp_path, modules, *args):
     for name, source in modules.items():
         (fake / name).write_text(source)
     env = dict(os.environ, PYTHONPATH=str(fake), FAKE_ORT_LOG=str(tmp_path / "ort.log"),
-               FAKE_TORCH_LOG=str(tmp_path / "torch.log"))
+               FAKE_TORCH_LOG=str(tmp_path / "torch.log"), **(env_extra or {}))
     return subprocess.run([sys.executable, str(RUNNER), *args], capture_output=True, text=True,
                           env=env, timeout=60, check=False)
 
@@ -78,6 +99,32 @@ def test_exported_models_are_timed_without_pytorch(tmp_path):
     log = (tmp_path / "ort.log").read_text().splitlines()
     assert log == [f"{models}/resnet18.onnx threads=2 CPUExecutionProvider",
                    f"{models}/mobilenetv2_100.onnx threads=2 CPUExecutionProvider"]
+
+
+def test_graph_activations_are_the_kernels_outputs_of_a_profiled_run(tmp_path):
+    # Models exported earlier: each counted by a profiled session at one thread (its profile
+    # removed after), then timed at the threads asked for.
+    models = tmp_path / "models"
+    models.mkdir()
+    (models / "resnet18.onnx").write_bytes(b"onnx")
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    done = run_with_modules(tmp_path, {"onnxruntime.py": FAKE_ORT,
+                                       "torch.py": "raise ImportError('not here')\n"},
+                            str(models), "0", "1", "--threads=2", "--backend=onnxruntime",
+                            "--activations=graph", "resnet18", env_extra={"TMPDIR": str(tmp)})
+    assert done.returncode == 0, done.stderr
+    assert "activations resnet18 2.5" in done.stdout.splitlines()
+    log = (tmp_path / "ort.log").read_text().splitlines()
+    assert log == [f"{models}/resnet18.onnx threads=1 CPUExecutionProvider profiled disable_all",
+                   f"{models}/resnet18.onnx threads=2 CPUExecutionProvider"]
+    assert list(tmp.iterdir()) == []
+
+
+def test_graph_activations_are_onnxruntimes(tmp_path):
+    done = run_runner(tmp_path, "-", "0", "1", "--activations=graph", "resnet18")
+    assert done.returncode == 2
+    assert "--activations=graph counts ONNX Runtime's kernels" in done.stderr
 
 
 def load_runner():
@@ -366,6 +413,16 @@ def test_a_real_fp32_model_reports_its_activations(tmp_path):
     # drop_block, aa: Identity) write nothing (counted, they made it 35.9).
     assert words[1] == "resnet18" and 20 < float(words[2]) < 40
     assert any(line.startswith("resnet18 ") for line in done.stdout.splitlines())
+    # By the graph rule, the exported graph's nodes: 35.5 MB here (ONNX Runtime 1.32,
+    # 2026-12-05), not the layers' 29.9 (the export folds the batch norms into the
+    # convolutions; the residual additions, functional in PyTorch, are nodes).
+    graph = subprocess.run([python, str(RUNNER), "-", "0", "1", "--backend=onnxruntime",
+                            "--activations=graph", "resnet18"],
+                           capture_output=True, text=True, timeout=300, check=False)
+    assert graph.returncode == 0, graph.stderr
+    graph_words = next(line for line in graph.stdout.splitlines()
+                       if line.startswith("activations ")).split()
+    assert graph_words[1] == "resnet18" and 30 < float(graph_words[2]) < 45
     # Without --activations, no count (and no inference more).
     done = subprocess.run([python, str(RUNNER), "-", "0", "1", "resnet18"], capture_output=True,
                           text=True, timeout=300, check=False)
