@@ -237,17 +237,17 @@ def export_models(args: argparse.Namespace, models: list[str], folder: str) -> N
           f"{time.time() - started:.0f} s", file=sys.stderr, flush=True)
 
 
-def graph_activations(args: argparse.Namespace, models: list[str]) -> dict[str, float]:
-    """Each model's activation MB by ONNX Runtime's graph rule (the runner's
-    --activations=graph: the outputs of the kernels of one inference of its optimised graph),
-    measured by the runner outside any slice, with one untimed-worthy inference each."""
-    done = subprocess.run([args.torch_python, str(RUNNER), "-", "0", "1", *args.runner_args,
-                           "--activations=graph", *models],
+def layer_activations(args: argparse.Namespace, models: list[str]) -> dict[str, float]:
+    """Each model's activation MB by its PyTorch layers (the runner's --activations, which
+    ONNX Runtime's rating counted by before 2026-12-05), counted by the runner outside any
+    slice (each model built, counted, exported and timed once)."""
+    done = subprocess.run([args.torch_python, str(RUNNER), "-", "0", "1",
+                           "--backend=onnxruntime", "--activations", *models],
                           capture_output=True, text=True, check=False)
     mb = {w[1]: float(w[2]) for w in (line.split() for line in done.stdout.splitlines())
           if len(w) == 3 and w[0] == "activations"}
     if done.returncode != 0 or set(mb) != set(models):
-        sys.exit(f"torch_boards.py: --graph-activations: the runner counted "
+        sys.exit(f"torch_boards.py: --layer-activations: the runner counted "
                  f"{', '.join(sorted(mb)) or 'nothing'} (exit {done.returncode}):\n"
                  f"{done.stderr[-3000:]}")
     return mb
@@ -289,8 +289,8 @@ def emulated_args(args: argparse.Namespace) -> list[str]:
     """The rating's runner arguments with --emulated-rounds passes and --min-time instead of its
     own, and no count of activations (an untimed inference more under the slice)."""
     kept = [a for a in args.runner_args
-            if not a.startswith(("--rounds=", "--min-time=")) and a not in ("--activations",
-                                                                          "--mean")]
+            if not a.startswith(("--rounds=", "--min-time=")) and a != "--mean"
+            and a.partition("=")[0] != "--activations"]
     return kept + ([f"--rounds={args.emulated_rounds}"] if args.emulated_rounds > 1 else [])
 
 
@@ -472,11 +472,11 @@ def main() -> int:
     ap.add_argument("--scaling-powers", default="1",
                     help="with --workload-scaling: the powers of the factor (default 1, the "
                     "option's)")
-    ap.add_argument("--graph-activations", action="store_true",
+    ap.add_argument("--layer-activations", action="store_true",
                     help="ONNX Runtime: the memory-term columns (estimated) count each model's "
-                         "activations by ONNX Runtime's graph rule (the outputs of the kernels "
-                         "of its optimised graph, which a workload with only the ONNX file can "
-                         "count) instead of the rating's PyTorch layers; not with --emulate")
+                         "activations by its PyTorch layers (as its rating did before "
+                         "2026-12-05) instead of the rating's graph rule (the ONNX graph's "
+                         "nodes); not with --emulate")
     ap.add_argument("--markdown", type=Path, help="also write the report here")
     args = ap.parse_args()
     # What set each model's own speed: the rating's figures, or the run's count.
@@ -503,8 +503,8 @@ def main() -> int:
         ap.error("--drift-check needs --emulate")
     if args.drift_models < 1:
         ap.error("--drift-models must be at least 1")
-    if args.graph_activations and (args.runtime != "onnxruntime" or args.emulate):
-        ap.error("--graph-activations needs --runtime onnxruntime, and not --emulate (the "
+    if args.layer_activations and (args.runtime != "onnxruntime" or args.emulate):
+        ap.error("--layer-activations needs --runtime onnxruntime, and not --emulate (the "
                  "emulated runs' speeds use the rating's activations)")
     if args.emulate:
         edgeprof = edgeprof_as_root("torch_boards.py")
@@ -521,12 +521,12 @@ def main() -> int:
             runtime=args.runtime, python=args.torch_python,
             progress=lambda line: print(f"torch_boards.py: {line}", file=sys.stderr))
     host_ms = rating.host_ms
-    # The activations the memory-term columns fit with: the rating's (its PyTorch layers'),
-    # or ONNX Runtime's graph rule's (--graph-activations).
+    # The activations the memory-term columns fit with: the rating's, or for ONNX Runtime its
+    # models' PyTorch layers' (--layer-activations).
     activations = dict(rating.activation_mb)
-    if args.graph_activations and activations:
-        activations = graph_activations(args, sorted(m for m in host_ms if m in activations))
-        print("torch_boards.py: activations by the graph rule over the rating's: "
+    if args.layer_activations and activations:
+        activations = layer_activations(args, sorted(m for m in host_ms if m in activations))
+        print("torch_boards.py: activations by the PyTorch layers over the rating's: "
               + " ".join(f"{m} {activations[m]:.1f}/{rating.activation_mb[m]:.1f}"
                          for m in sorted(activations)), file=sys.stderr, flush=True)
     # The emulation's quota scale at the runtime's speed comes from this host's own share
@@ -584,10 +584,10 @@ def main() -> int:
             "only of that model) |",
             "|---|---|---|---|---|---|---|---|---|---|"]
     memory = bool(activations)
-    if args.graph_activations:
-        lines.append("Activations by ONNX Runtime's graph rule (--graph-activations: the "
-                     "outputs of the kernels of one inference of each model's optimised graph, "
-                     "at one thread), not the rating's PyTorch layers.\n")
+    if args.layer_activations:
+        lines.append("Activations by each model's PyTorch layers (--layer-activations, as "
+                     "ONNX Runtime's rating counted before 2026-12-05), not the rating's graph "
+                     "rule.\n")
     if memory:
         rows[0] += (" speed + memory term: median \\|err\\|, tau | memory term: 90% interval "
                     "coverage | emulated, rescaled to the memory term: median \\|err\\|, tau | "

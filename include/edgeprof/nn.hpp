@@ -106,7 +106,7 @@ NnSpeed nn_speed(const std::map<std::string, double>& device_ms,
 
 /// One speed misses a memory term: a device's time per inference as `per_host_ms` times this
 /// host's one-thread time plus `ms_per_mb` per MB of activations the model writes (the outputs
-/// of its layers, NnRating::activation_mb). On boards whose memory is slow beside their
+/// of its layers, or for ONNX Runtime of its ONNX graph's nodes: NnRating::activation_mb). On boards whose memory is slow beside their
 /// arithmetic, as against this host's, the networks that move the most memory per operation
 /// (depthwise ones) run relatively slower than one speed says (docs/fidelity.md, a memory
 /// term). Estimated, not emulated: a slice's quota slows a workload's arithmetic and its
@@ -238,7 +238,8 @@ struct NnRating {
   /// With several threads, all the process's threads' CPU time (more than the wall time).
   std::map<std::string, double> cpu_ms;
   /// MB of activations each model writes per inference (its layers' outputs, at the rating's
-  /// input size and precision), where the runner reports it (PyTorch's, PyTorch int8's and
+  /// input size and precision; ONNX Runtime's: its exported graph's nodes' outputs, run once
+  /// without graph optimisations), where the runner reports it (PyTorch's, PyTorch int8's and
   /// ONNX Runtime's ratings do; empty otherwise): what nn_memory_fit() takes.
   std::map<std::string, double> activation_mb;
   /// The runtime it was measured with (NnRuntime::id): "ncnn", "pytorch".

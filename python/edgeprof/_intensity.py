@@ -3,8 +3,9 @@ this host's one-thread time of it with a runtime, the figure a device's runtime 
 memory term takes (Device.for_runtime(runtime, memory_mb_per_ms=...), `edgeprof run
 --runtime R --memory-mb-per-ms M`; docs/devices.md). Counted and timed the way this host's
 rating of the runtime counts and times its models (edgeprof's PyTorch runner, the module
-_torch_runner: a hook on every layer, one thread), in this process, which must have PyTorch
-(and onnx and onnxruntime for ONNX Runtime)."""
+_torch_runner: a hook on every layer, or for ONNX Runtime the exported graph's nodes by its
+profiler; one thread), in this process, which must have PyTorch (and onnx and onnxruntime for
+ONNX Runtime)."""
 
 from __future__ import annotations
 
@@ -18,8 +19,9 @@ from edgeprof._core import STEADY_MALLOC_ENV, Error, cached_nn_rating, nn_runtim
 
 def _runtimes() -> list[str]:
     """The runtimes whose ratings count activations (their memory term's): PyTorch's runner's
-    --activations in the runner arguments."""
-    return sorted(r.id for r in nn_runtimes() if "--activations" in r.runner_args)
+    --activations (or --activations=graph) in the runner arguments."""
+    return sorted(r.id for r in nn_runtimes()
+                  if any(a.partition("=")[0] == "--activations" for a in r.runner_args))
 
 
 @dataclass(frozen=True)
@@ -93,7 +95,8 @@ def memory_intensity(model: Any, example_input: Any, *, runtime: str = "pytorch"
     """`model` (a torch.nn.Module, not TorchScript: the count hooks its layers) on
     `example_input` (a tensor, or a tuple of them): the MB its layers write per inference and
     its one-thread time here with `runtime`, as this host's rating of the runtime counts and
-    times its models: "pytorch" (eager), "onnxruntime" (exported to ONNX in memory),
+    times its models: "pytorch" (eager), "onnxruntime" (exported to ONNX in memory, its
+    activations the outputs of the exported graph's nodes, as that rating counts them),
     "pytorch-int8" (a model already quantized for qnnpack, timed as TorchScript). The calling
     thread runs on the rating's CPU (else one of its own) with one PyTorch thread meanwhile;
     the model's mode, the thread count, the CPUs and the quantized engine are put back after,
@@ -107,6 +110,7 @@ def memory_intensity(model: Any, example_input: Any, *, runtime: str = "pytorch"
         raise Error(f"memory_intensity(warmup={warmup}, loops={loops}): give warmup >= 0 and "
                     "loops >= 1")
     torch, runner = _modules(runtime)
+    ort = _ort() if runtime == "onnxruntime" else None  # missing: said before any export
     if isinstance(model, torch.jit.ScriptModule):
         raise Error("memory_intensity() counts activations with a hook on each layer, which a "
                     "TorchScript model does not run: give the eager torch.nn.Module")
@@ -125,7 +129,8 @@ def memory_intensity(model: Any, example_input: Any, *, runtime: str = "pytorch"
         torch.set_num_threads(1)
         if runtime == "pytorch-int8":
             torch.backends.quantized.engine = "qnnpack"
-        mb = runner.activation_mb(model, inputs, torch)
+        mb = (_graph_mb(model, inputs, torch, runner, ort) if ort is not None
+              else runner.activation_mb(model, inputs, torch))
         if not mb > 0:
             raise Error(f"memory_intensity(): {type(model).__name__}'s layers wrote no outputs "
                         "the count sees (a hook on every module without children): give a "
@@ -150,16 +155,36 @@ def _thread_faults() -> int:
     return used.ru_minflt + used.ru_majflt
 
 
+def _ort() -> Any:
+    try:
+        import onnx  # noqa: F401 (the exporter needs it)
+        import onnxruntime as ort
+    except ImportError as e:
+        raise Error(f"memory_intensity(runtime='onnxruntime') needs onnx and onnxruntime "
+                    f"in this interpreter ({e}): pip install onnx onnxruntime") from None
+    return ort
+
+
+def _graph_mb(model: Any, inputs: tuple, torch: Any, runner: Any, ort: Any) -> float:
+    """The model's activations by ONNX Runtime's rating's rule: exported to ONNX in memory, the
+    outputs of its graph's nodes in one inference (the runner's ort_written_mb)."""
+    import io
+    if not all(isinstance(t, torch.Tensor) for t in inputs):
+        raise Error("memory_intensity(runtime='onnxruntime') exports the model with its "
+                    "example input: give a tensor, or a tuple of tensors")
+    buffer = io.BytesIO()
+    runner.export_onnx(model, inputs, torch, buffer)
+    try:
+        return runner.ort_written_mb(buffer.getvalue(),
+                                     tuple(t.detach().cpu().numpy() for t in inputs), ort)
+    except ValueError as e:  # inputs the export dropped
+        raise Error(f"memory_intensity(runtime='onnxruntime'): {e}") from None
+
+
 def _call(model: Any, inputs: tuple, runtime: str, torch: Any, runner: Any) -> Any:
     """One inference of the model as the rating runs the runtime's."""
     if runtime == "onnxruntime":
-        try:
-            import onnx  # noqa: F401 (the exporter needs it)
-            import onnxruntime as ort
-        except ImportError as e:
-            raise Error(f"memory_intensity(runtime='onnxruntime') needs onnx and onnxruntime "
-                        f"in this interpreter ({e}): pip install onnx onnxruntime") from None
-        return runner.onnx_call(model, inputs, 1, torch, ort)
+        return runner.onnx_call(model, inputs, 1, torch, _ort())
     if runtime == "pytorch-int8":
         try:
             scripted = torch.jit.script(model)

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
 #include <tuple>
 #include <nlohmann/json.hpp>
 
@@ -36,6 +37,16 @@
 #include "sys/stats.hpp"
 
 namespace edgeprof {
+
+namespace {
+
+// A runner argument that counts activations: PyTorch's runner's --activations, or
+// --activations=graph (ONNX Runtime's graph rule).
+bool counts_activations(std::string_view arg) {
+  return arg == "--activations" || arg.starts_with("--activations=");
+}
+
+}  // namespace
 
 namespace {
 
@@ -693,7 +704,7 @@ NnRating measure_nn_rating(const NnOptions& options) {
                                 std::to_string(options.warmup), std::to_string(options.loops)};
   if (options.threads > 1) argv.push_back(fmt::format("--threads={}", options.threads));
   for (const std::string& a : e.info.runner_args) {
-    if (options.activations || a != "--activations") argv.push_back(a);
+    if (options.activations || !counts_activations(a)) argv.push_back(a);
   }
   // ncnn's runner runs every graph it finds without names; other runners build what they
   // are told.
@@ -804,8 +815,8 @@ NnRating measure_nn_rating(const NnOptions& options) {
   } else if (!options.cache) {
     r.note = "not cached (NnOptions::cache)";
   } else if (!options.activations &&
-             std::find(e.info.runner_args.begin(), e.info.runner_args.end(), "--activations") !=
-                 e.info.runner_args.end()) {
+             std::any_of(e.info.runner_args.begin(), e.info.runner_args.end(),
+                         [](const std::string& a) { return counts_activations(a); })) {
     r.note = "measured without activations (NnOptions::activations): not cached";
   } else if (!options.graphs.empty()) {
     r.note = fmt::format("measured a subset of the {}: not cached",

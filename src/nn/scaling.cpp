@@ -95,6 +95,7 @@ HostScaling measure_host_scaling(const HostScalingOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   NnOptions one;
   one.cache = false;  // the rating stays the one the user measured
+  one.activations = false;  // times only (a count is an export and a profile more per model)
   one.runtime = options.runtime;
   one.python = options.python;
   one.graphs = options.graphs;

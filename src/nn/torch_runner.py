@@ -172,24 +172,28 @@ def profile_written_bytes(events):
                if e.get("cat") == "Node" and str(e.get("name", "")).endswith("_kernel_time"))
 
 
-def ort_written_mb(source, feed, ort, folder):
+def ort_written_mb(source, arrays, ort):
     """MB the nodes of the ONNX graph `source` (a path, or the model's bytes) write as their
-    outputs in one inference on `feed` (input name -> array): run by ONNX Runtime at one thread
+    outputs in one inference on `arrays` (its inputs in order): run by ONNX Runtime at one thread
     without its graph optimisations (its fusions would write less: a convolution and its
     activation one output; that count fitted the boards' published times worse, measured in
-    docs/fidelity.md), profiled into `folder` (the profile removed after). The graph rule of
-    --activations=graph."""
+    docs/fidelity.md), profiled into a temporary directory of its own (removed after, also on
+    an error). The graph rule of --activations=graph. ValueError when the graph has another
+    number of inputs (the export dropped one it did not use)."""
     import json
-    session = onnx_session(source, 1, ort, os.path.join(folder, "edgeprof-ort-profile"))
-    try:
-        session.run(None, feed)
-    finally:
-        path = session.end_profiling()
-    try:
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="edgeprof-ort-") as folder:
+        session = onnx_session(source, 1, ort, os.path.join(folder, "profile"))
+        names = [i.name for i in session.get_inputs()]
+        if len(names) != len(arrays):
+            raise ValueError(f"the ONNX graph has {len(names)} inputs ({', '.join(names)}) for "
+                             f"{len(arrays)} given")
+        try:
+            session.run(None, dict(zip(names, arrays)))
+        finally:
+            path = session.end_profiling()
         with open(path) as f:
             return profile_written_bytes(json.load(f)) / 1e6
-    finally:
-        os.remove(path)
 
 
 def time_runs(infer, warmup, loops, min_time=0.0, cpu=None):
@@ -255,9 +259,8 @@ def run_exported(paths, warmup, loops, threads, min_time, mean, rounds, graph=Fa
           f"earlier; Python {sys.version.split()[0]})", flush=True)
     data = numpy.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype(numpy.float32)
     if graph:
-        import tempfile
         for name, path in paths.items():
-            mb = ort_written_mb(path, {"input": data}, ort, tempfile.gettempdir())
+            mb = ort_written_mb(path, (data,), ort)
             print(f"activations {name} {mb:.6g}", flush=True)
     if rounds > 1:
         infers = {}
@@ -410,11 +413,9 @@ def main() -> int:
             return 4
         model.eval()
         if activations == "graph" and not export:
-            import tempfile
             buffer = io.BytesIO()
             export_onnx(model, data, torch, buffer)
-            mb = ort_written_mb(buffer.getvalue(), {"input": data.numpy()}, ort,
-                                tempfile.gettempdir())
+            mb = ort_written_mb(buffer.getvalue(), (data.numpy(),), ort)
             print(f"activations {name} {mb:.6g}", flush=True)
         elif activations and not export and (written or not int8):
             mb = written or activation_mb(model, data, torch)

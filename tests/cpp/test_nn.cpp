@@ -778,10 +778,20 @@ TEST_CASE("a PyTorch rating is measured with its models and cached apart from nc
   const NnRating o = measure_nn_rating(options);
   std::ifstream ort_args(bin.root() + "/args.txt");
   CHECK_THAT(std::string((std::istreambuf_iterator<char>(ort_args)), {}),
-             Contains(" 2 5 --backend=onnxruntime --rounds=8 --min-time=2 --mean --activations "
-                      "efficientnet_b0"));
+             Contains(" 2 5 --backend=onnxruntime --rounds=8 --min-time=2 --mean "
+                      "--activations=graph efficientnet_b0"));
   CHECK(o.runtime_id == "onnxruntime");
   CHECK(o.cache_file == cache.root() + "/host-nn-onnxruntime.json");
+  CHECK(cached_nn_rating(nullptr, "onnxruntime")->host_ms.at("vgg13") == Approx(30));
+  // Without activations (a drift probe's way), its graph rule's argument goes too, and such a
+  // rating is not cached.
+  options.activations = false;
+  options.python = test::fake_torch_python(bin, 40.0);
+  CHECK(measure_nn_rating(options).note ==
+        "measured without activations (NnOptions::activations): not cached");
+  std::ifstream bare_args(bin.root() + "/args.txt");
+  CHECK_THAT(std::string((std::istreambuf_iterator<char>(bare_args)), {}),
+             Contains("--mean efficientnet_b0"));
   CHECK(cached_nn_rating(nullptr, "onnxruntime")->host_ms.at("vgg13") == Approx(30));
   CHECK(cached_nn_rating(nullptr, "pytorch")->host_ms == r.host_ms);
 }

@@ -118,7 +118,7 @@ TEST_CASE("one table of runtimes: recognised by their libraries, rated where it 
                                  "--activations"});
   CHECK(nn_runtime("onnxruntime").runner_args ==
         std::vector<std::string>{"--backend=onnxruntime", "--rounds=8", "--min-time=2",
-                                 "--mean", "--activations"});
+                                 "--mean", "--activations=graph"});
   CHECK(nn_runtime("pytorch").runner_args ==
         std::vector<std::string>{"--rounds=8", "--min-time=2", "--mean", "--activations"});
   CHECK(nn_runtime("ncnn").runner_args.empty());

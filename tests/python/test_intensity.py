@@ -69,7 +69,11 @@ REAL = textwrap.dedent("""
     v2 = nn.memory_intensity(torchvision.models.mobilenet_v2(weights=None), x, loops=3)
     assert v2.page_faults == 0, v2
     o = nn.memory_intensity(model, (x,), runtime="onnxruntime", warmup=1, loops=2)
-    assert o.runtime == "onnxruntime" and o.activation_mb == r.activation_mb and o.host_ms > 0
+    # By the ONNX Runtime rating's graph rule: its exported graph's nodes (torchvision's
+    # ResNet-18 23 MB here, ONNX Runtime 1.32, 2026-12-05: its batch norms folded into the
+    # convolutions by the export), not the PyTorch layers.
+    assert o.runtime == "onnxruntime" and 15 < o.activation_mb < 30 and o.host_ms > 0, o
+    assert o.activation_mb != r.activation_mb
     try:
         nn.memory_intensity(torch.jit.script(model), x)
     except edgeprof.Error as e:

@@ -42,13 +42,17 @@ FAKE_ORT = textwrap.dedent("""
                           + (f" profiled {options.graph_optimization_level}"
                              if options.enable_profiling else "") + "\\n")
         def end_profiling(self):
-            # Two kernels of 2 MB and 0.5 MB; their fences and the session's own events
-            # carry no output.
+            # Two kernels of 2 MB and 0.5 MB; a fence and the session's own event, which are
+            # no kernel's output (were they counted, 9.5 MB).
             import json
             path = self.options.profile_file_prefix + "_2026.json"
+            with open(os.environ["FAKE_ORT_LOG"], "a") as log:
+                log.write(f"profile {path}\\n")
             with open(path, "w") as f:
-                json.dump([{"cat": "Session", "name": "model_run", "args": {}},
-                           {"cat": "Node", "name": "conv_fence_before", "args": {}},
+                json.dump([{"cat": "Session", "name": "model_run",
+                            "args": {"output_size": "3000000"}},
+                           {"cat": "Node", "name": "conv_fence_before",
+                            "args": {"output_size": "4000000"}},
                            {"cat": "Node", "name": "conv_kernel_time",
                             "args": {"output_size": "2000000", "op_name": "Conv"}},
                            {"cat": "Node", "name": "relu_kernel_time",
@@ -116,8 +120,48 @@ def test_graph_activations_are_the_kernels_outputs_of_a_profiled_run(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "activations resnet18 2.5" in done.stdout.splitlines()
     log = (tmp_path / "ort.log").read_text().splitlines()
-    assert log == [f"{models}/resnet18.onnx threads=1 CPUExecutionProvider profiled disable_all",
-                   f"{models}/resnet18.onnx threads=2 CPUExecutionProvider"]
+    assert log[0] == f"{models}/resnet18.onnx threads=1 CPUExecutionProvider profiled disable_all"
+    assert log[2] == f"{models}/resnet18.onnx threads=2 CPUExecutionProvider"
+    # Profiled into a directory of its own under TMPDIR, removed with the profile.
+    profile = Path(log[1].split()[1])
+    assert profile.parent.parent == tmp and profile.parent.name.startswith("edgeprof-ort-")
+    assert list(tmp.iterdir()) == []
+
+
+def test_a_graph_whose_run_fails_leaves_no_profile_and_one_with_other_inputs_is_refused(
+        tmp_path):
+    runner = load_runner()
+    import types
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+
+    class Session:
+        def __init__(self, source, options, providers):
+            self.prefix, self.inputs = options.profile_file_prefix, source
+        def get_inputs(self):
+            return [types.SimpleNamespace(name=n) for n in self.inputs]
+        def run(self, outputs, feed):
+            raise RuntimeError("bad input")
+        def end_profiling(self):
+            path = self.prefix + "_1.json"
+            Path(path).write_text("[]")
+            return path
+
+    ort = types.SimpleNamespace(
+        SessionOptions=lambda: types.SimpleNamespace(),
+        ExecutionMode=types.SimpleNamespace(ORT_SEQUENTIAL="s"),
+        GraphOptimizationLevel=types.SimpleNamespace(ORT_DISABLE_ALL="d"),
+        InferenceSession=Session)
+    import tempfile
+    old = tempfile.tempdir
+    tempfile.tempdir = str(tmp)
+    try:
+        with pytest.raises(RuntimeError, match="bad input"):
+            runner.ort_written_mb(["input"], ("x",), ort)
+        with pytest.raises(ValueError, match="2 inputs \\(input, mask\\) for 1 given"):
+            runner.ort_written_mb(["input", "mask"], ("x",), ort)
+    finally:
+        tempfile.tempdir = old
     assert list(tmp.iterdir()) == []
 
 
