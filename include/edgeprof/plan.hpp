@@ -203,18 +203,22 @@ struct PlanOptions {
   /// ratings' runners do. False: glibc's own dynamic thresholds. Default: true unless the
   /// environment variable EDGEPROF_STEADY_MALLOC is 0.
   bool steady_malloc = steady_malloc_by_default();
-  /// Count a PyTorch workload's activations and run it at the device's PyTorch speed with
-  /// that memory term (NnSpeed::memory_mb_per_ms, for_runtime()): a Python workload gets
-  /// edgeprof's counter on its PYTHONPATH (as sitecustomize, which also runs the environment's
-  /// own), which counts the MB its model's layers write in its first inference and times the
-  /// next ones with its shapes by one thread's CPU time (at one PyTorch thread; divided by this
-  /// host's own share at the slice's quota, or the quota_scale given, and by the host drift),
-  /// and the slice sets the speed once the count arrives (Result::speed_changes; a sampled run
-  /// only). For a device run at the speed edgeprof
-  /// chooses or at its PyTorch speed without a memory term (docs/devices.md, "A workload's own
-  /// speed"; measured in docs/fidelity.md). Where it does not apply (a device without published
-  /// PyTorch times, a speed the user chose other than PyTorch's) nothing is said. Default: true
-  /// unless the environment variable EDGEPROF_COUNT_ACTIVATIONS is 0.
+  /// Count a PyTorch or ONNX Runtime workload's activations and run it at the device's speed
+  /// with that runtime with that memory term (NnSpeed::memory_mb_per_ms, for_runtime()): a
+  /// Python workload gets edgeprof's counter on its PYTHONPATH (as sitecustomize, which also
+  /// runs the environment's own). With PyTorch it counts the MB its model's layers write in its
+  /// first inference and times the next ones with its shapes by one thread's CPU time (at one
+  /// PyTorch thread); with ONNX Runtime (not yet by default: where the environment variable
+  /// EDGEPROF_COUNT_ONNXRUNTIME is 1) the MB its first session's ONNX graph's nodes write in
+  /// one inference and five inferences of a copy of it at one thread, before that session's
+  /// first run; each CPU time divided by this host's own share at the slice's quota (or the
+  /// quota_scale given) and by the host drift. The slice sets the speed once the count arrives
+  /// (Result::speed_changes; a sampled run only). For a device run at the speed edgeprof
+  /// chooses or at that runtime's speed without a memory term (docs/devices.md, "A workload's
+  /// own speed"; measured in docs/fidelity.md). Where it does not apply (a device without
+  /// published times with the runtime, a speed the user chose other than the runtime's)
+  /// nothing is said. Default: true unless the environment variable
+  /// EDGEPROF_COUNT_ACTIVATIONS is 0.
   bool count_activations = count_activations_by_default();
   /// How a device of several cores gets its CPU capacity (CoreEmulation): by default
   /// automatic, projected where the device's published tables allow it at its nn speed, else

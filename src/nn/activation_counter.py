@@ -17,6 +17,16 @@
 #    "<CLOCK_MONOTONIC ns> A <MB> <CPU ms> <TIMED>", the CPU ms the median of the TIMED, and
 #    removes its hooks. The slice then runs the device at its PyTorch speed with the memory
 #    term of that MB per ms.
+# Where the slice counts ONNX Runtime's workloads too (EDGEPROF_COUNT_RUNTIMES, which lists the
+# runtimes the slice counts: "pytorch" without it), in a Python that imports ONNX Runtime
+# instead it wraps InferenceSession.run until the first
+# session that runs on the CPU provider with arrays (GIVE_UP runs of others: it gives up); before
+# that run, in its thread, it counts the MB the nodes of the session's ONNX graph write in one
+# inference (torch_runner.ort_written_mb: a copy of the session at one thread without graph
+# optimisations, profiled: the ONNX Runtime rating's rule), times TIMED inferences of another
+# copy at one intra-op thread (the rating's options) by the calling thread's CPU time after one
+# warm-up, and writes "<ns> A <MB> <CPU ms> <TIMED> onnxruntime"; the workload's own session is
+# left as it was (its first run waits for the count: two sessions made and seven inferences).
 # It first takes its directory off sys.path, so that the workload's imports see what they would
 # have without it (off PYTHONPATH too once the process imports PyTorch: a launcher that does
 # not, and execs the Python that infers or starts it with the channel's fd open, passes the
@@ -81,21 +91,27 @@ def _channel():
     return fd if stat.S_ISFIFO(st.st_mode) and st.st_ino == inode else None
 
 
-def _send(fd, mb, cpu_ms, calls):
-    line = f"{time.clock_gettime_ns(time.CLOCK_MONOTONIC)} A {mb:.6g} {cpu_ms:.6g} {calls}\n"
+def _send(fd, mb, cpu_ms, calls, runtime=""):
+    line = (f"{time.clock_gettime_ns(time.CLOCK_MONOTONIC)} A {mb:.6g} {cpu_ms:.6g} {calls}"
+            + (f" {runtime}" if runtime else "") + "\n")
     try:
         os.write(fd, line.encode())
     except OSError:  # the pipe is full or closed: the count is lost, the workload goes on
         pass
 
 
-def _written_bytes():
-    """torch_runner.written_bytes, loaded from this directory under a name of edgeprof's."""
+def _runner():
+    """torch_runner (the ratings' runner, whose counting rules these are), loaded from this
+    directory under a name of edgeprof's."""
     spec = importlib.util.spec_from_file_location(
         "_edgeprof_torch_runner", os.path.join(HERE, "torch_runner.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.written_bytes
+    return module
+
+
+def _written_bytes():
+    return _runner().written_bytes
 
 
 def _leaf(module):
@@ -317,17 +333,100 @@ def _count(torch, fd):
     _FORKED.append(hooks.remove)
 
 
-class _WatchTorch:
-    """A finder that counts once the module torch has run. It stays until then: a look-up
-    without an import (importlib.util.find_spec("torch"), which transformers, diffusers and
-    lightning make before they import torch) must not use it up."""
+def _ort_source(session, feed):
+    """What a session's first run counts from: (the model's path or bytes, its inputs' names,
+    the feed's arrays in their order), or None where it is not countable: a session that runs
+    on another provider than the CPU first, a feed of other than arrays, or no model source
+    kept (ONNX Runtime's InferenceSession keeps _model_path or _model_bytes)."""
+    providers = session.get_providers()
+    source = getattr(session, "_model_path", None) or getattr(session, "_model_bytes", None)
+    if not providers or providers[0] != "CPUExecutionProvider" or not source \
+            or not isinstance(feed, dict):
+        return None
+    names = [i.name for i in session.get_inputs()]
+    arrays = tuple(feed.get(n) for n in names)
+    if not all(hasattr(a, "shape") and hasattr(a, "dtype") for a in arrays):
+        return None
+    return source, names, arrays
 
-    def __init__(self, fd):
-        self.fd = fd
+
+def _count_ort_session(ort, source, names, arrays, fd):
+    """The MB the graph's nodes write in one inference on `arrays` (the rating's graph rule,
+    torch_runner.ort_written_mb), then TIMED inferences of a copy of the session at one
+    intra-op thread (the rating's options) timed by this thread's CPU time after one warm-up;
+    reports their median."""
+    runner = _runner()
+    mb = runner.ort_written_mb(source, arrays, ort)
+    session = runner.onnx_session(source, 1, ort)
+    feed = dict(zip(names, arrays))
+    session.run(None, feed)
+    times = []
+    for _ in range(TIMED):
+        start = time.thread_time_ns()
+        session.run(None, feed)
+        times.append(time.thread_time_ns() - start)
+    cpu_ms = sorted(times)[TIMED // 2] / 1e6
+    if mb > 0 and cpu_ms > 0:
+        _send(fd, mb, cpu_ms, TIMED, "onnxruntime")
+
+
+def _count_ort(ort, fd):
+    """Counts the first ONNX Runtime session that runs countably (_ort_source), in the thread
+    of its first run and before it: InferenceSession.run is wrapped until then, or until GIVE_UP
+    runs went by that are not countable (a session on a GPU, say)."""
+    cls = ort.InferenceSession
+    own = "run" in cls.__dict__  # else inherited (ONNX Runtime's Session.run): deleted after
+    original = cls.run
+    state = {"done": False, "passed": 0}
+    lock = threading.Lock()
+
+    def restore():
+        state["done"] = True
+        if cls.__dict__.get("run") is run:
+            if own:
+                cls.run = original
+            else:
+                del cls.run
+
+    def run(self, *args, **kwargs):
+        if not state["done"]:
+            counted = None
+            try:
+                feed = args[1] if len(args) > 1 else kwargs.get("input_feed")
+                counted = _ort_source(self, feed)
+            except Exception:
+                pass
+            if counted is None:
+                state["passed"] += 1
+                if state["passed"] >= GIVE_UP:
+                    restore()
+            else:
+                with lock:
+                    first = not state["done"]
+                    restore()
+                if first:
+                    try:
+                        _count_ort_session(ort, *counted, fd)
+                    except Exception:  # never the workload's: it runs uncounted
+                        pass
+        return original(self, *args, **kwargs)
+
+    cls.run = run
+    _FORKED.append(restore)
+
+
+class _Watch:
+    """A finder that counts once the module `name` (torch, onnxruntime) has run, by
+    `count(module, fd)`. It stays until then: a look-up without an import
+    (importlib.util.find_spec("torch"), which transformers, diffusers and lightning make before
+    they import torch) must not use it up."""
+
+    def __init__(self, fd, name, count):
+        self.fd, self.name, self.count = fd, name, count
         self.looking = False
 
     def find_spec(self, name, path=None, target=None):
-        if name != "torch" or self.looking:
+        if name != self.name or self.looking:
             return None
         self.looking = True  # the look-up below walks sys.meta_path again
         try:
@@ -343,10 +442,10 @@ class _WatchTorch:
             _off_env()
             try:
                 sys.meta_path.remove(self)
-            except ValueError:  # another thread's import of torch took it off first
+            except ValueError:  # another thread's import of it took it off first
                 return
             try:
-                _count(module, self.fd)
+                self.count(module, self.fd)
             except Exception:  # never the workload's error (a PyTorch before 2.1 among them:
                 pass           # no always_call): it runs uncounted
 
@@ -380,11 +479,16 @@ def _in_child():
 try:
     _off_sys_path()
     _fd = _channel()
-    if _fd is None or "torch" in sys.modules:
+    # The runtimes the slice counts (EDGEPROF_COUNT_RUNTIMES, PyTorch's where it says none).
+    _counted = os.environ.get("EDGEPROF_COUNT_RUNTIMES", "pytorch").split(",")
+    if _fd is None or "torch" in sys.modules or "onnxruntime" in sys.modules:
         _off_env()
     else:
         os.register_at_fork(after_in_child=_in_child)
-        sys.meta_path.insert(0, _WatchTorch(_fd))
+        if "onnxruntime" in _counted:
+            sys.meta_path.insert(0, _Watch(_fd, "onnxruntime", _count_ort))
+        if "pytorch" in _counted:
+            sys.meta_path.insert(0, _Watch(_fd, "torch", _count))
 except Exception:  # never the workload's: it runs uncounted, and passes nothing on
     try:
         _off_env()

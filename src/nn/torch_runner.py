@@ -158,6 +158,7 @@ def onnx_session(source, threads, ort, profile_prefix=None):
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.log_severity_level = 3  # errors only: nothing on a workload's output
     if profile_prefix:
         options.enable_profiling = True
         options.profile_file_prefix = profile_prefix

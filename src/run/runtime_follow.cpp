@@ -4,8 +4,10 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 
 #include "edgeprof/error.hpp"
@@ -69,7 +71,13 @@ std::optional<ActivationCount> last_activation_count(std::string_view lines) {
       p = next;
       return true;
     };
-    if (!field(c.mb) || !field(c.cpu_ms) || !field(c.calls) || p != end) continue;
+    if (!field(c.mb) || !field(c.cpu_ms) || !field(c.calls)) continue;
+    if (p != end) {  // the runtime counted
+      while (p < end && *p == ' ') ++p;
+      const std::string_view runtime(p, static_cast<std::size_t>(end - p));
+      if (!is_counted_runtime(runtime)) continue;
+      c.runtime = std::string(runtime);
+    }
     if (!(std::isfinite(c.mb) && c.mb > 0 && std::isfinite(c.cpu_ms) && c.cpu_ms > 0 &&
           std::isfinite(c.mb_per_ms())) ||
         c.calls < 1) {
@@ -80,30 +88,48 @@ std::optional<ActivationCount> last_activation_count(std::string_view lines) {
   return last;
 }
 
-std::optional<CountingBasis> counting_basis(const Device& measured, const HostFacts& host,
-                                            const PlanOptions& options,
+bool is_counted_runtime(std::string_view id) {
+  return std::find(kCountedRuntimes.begin(), kCountedRuntimes.end(), id) != kCountedRuntimes.end();
+}
+
+bool counts_onnxruntime() {
+  const char* v = std::getenv("EDGEPROF_COUNT_ONNXRUNTIME");
+  if (!v) return false;
+  std::string on(v);
+  for (char& c : on) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return on == "1" || on == "true" || on == "on" || on == "yes";
+}
+
+std::vector<std::string> RuntimeFollower::counted_runtimes() const {
+  std::vector<std::string> out;
+  for (const CountingBasis& b : counting_) out.push_back(b.runtime);
+  return out;
+}
+
+std::optional<CountingBasis> counting_basis(std::string_view runtime, const Device& measured,
+                                            const HostFacts& host, const PlanOptions& options,
                                             const EmulationPlan& plan, std::size_t usable_cpus,
                                             const Device& start, bool will_follow,
                                             std::vector<std::string>& notes) {
   if (!options.count_activations) return std::nullopt;
-  const std::string name = runtime_name(kCountedRuntime);
+  const std::string name = runtime_name(runtime);
   auto refuse = [&](const std::string& why) {
-    notes.push_back(fmt::format("activations: not counted ({}), so the workload's own activations "
-                                "do not set its speed",
-                                why));
+    notes.push_back(fmt::format("activations: a workload's {} model is not counted ({}), so its "
+                                "own activations do not set its speed",
+                                name, why));
     return std::nullopt;
   };
   const bool at_counted = measured.speed_kind == "nn" && measured.nn &&
-                          measured.nn->basis == kCountedRuntime;
+                          measured.nn->basis == runtime;
   if (at_counted && measured.nn->memory_mb_per_ms > 0) {
     return refuse(fmt::format("the device's {} speed has a memory term given already, {:.4g} MB "
                               "per ms",
                               name, measured.nn->memory_mb_per_ms));
   }
-  // Nothing to count for (on by default: not said): a device without PyTorch times, or a speed
-  // the user chose other than the PyTorch one.
+  // Nothing to count for (on by default: not said): a device without the runtime's times, or
+  // a speed the user chose other than the runtime's.
   const bool automatic = options.speed_kind == SpeedKind::automatic && measured.speed_kind.empty();
-  if (!at_counted && !(automatic && measured.runtime_ms.count(std::string(kCountedRuntime)))) {
+  if (!at_counted && !(automatic && measured.runtime_ms.count(std::string(runtime)))) {
     return std::nullopt;
   }
   if (!measured.speed_schedule.empty() || !plan.core_quota_by_busy.empty()) {
@@ -112,24 +138,25 @@ std::optional<CountingBasis> counting_basis(const Device& measured, const HostFa
                                   ? "per-core quota that follows the busy threads"
                                   : "speed schedule"));
   }
-  // A slice that does not run a PyTorch workload at them (no PyTorch rating here, or a plan
+  // A slice that does not run the runtime's workload at them (no rating of it here, or a plan
   // of other CPUs, which the runtime's notes say).
   if (!at_counted && !will_follow) return std::nullopt;
   std::string why;
-  std::optional<NnRating> rating = cached_nn_rating(&why, kCountedRuntime);
+  std::optional<NnRating> rating = cached_nn_rating(&why, runtime);
   if (!rating) return refuse(fmt::format("this host's {} rating is not usable: {}", name, why));
   try {
     for_runtime(measured, *rating, nullptr, 1.0);  // a memory term can be fitted
   } catch (const Error& e) {
     return refuse(e.what());
   }
-  CountingBasis basis{measured, std::move(*rating), host, options, plan, usable_cpus, start};
+  CountingBasis basis{std::string(runtime), measured, std::move(*rating), host, options, plan,
+                      usable_cpus, start};
   if (basis.options.cores == CoreEmulation::automatic) basis.options.cores = plan.core_emulation();
   notes.push_back(fmt::format(
-      "activations: a {} workload's model is counted (its layers' output MB in one inference, "
-      "then its CPU time per inference; docs/devices.md, \"A workload's own speed\"), and the "
-      "device runs at its {} speed with that memory term from then on",
-      name, name));
+      "activations: a workload's {} model is counted ({} output MB in one inference, then its "
+      "CPU time per inference; docs/devices.md, \"A workload's own speed\"), and the device "
+      "runs at its {} speed with that memory term from then on",
+      name, runtime == "onnxruntime" ? "its ONNX graph's nodes'" : "its layers'", name));
   return basis;
 }
 
@@ -250,7 +277,7 @@ CountDivisor count_divisor(const CountingBasis& basis, const EmulationPlan& plan
     d.value = *basis.options.quota_scale;
     share = fmt::format("the quota scale given (PlanOptions::quota_scale), {:.3g}", d.value);
   } else {
-    const auto it = basis.host.runtime_quota_shares.find(std::string(kCountedRuntime));
+    const auto it = basis.host.runtime_quota_shares.find(basis.runtime);
     const bool own = it != basis.host.runtime_quota_shares.end() && !it->second.points.empty();
     const QuotaShare* q = own ? &it->second
                           : basis.host.quota_share && !basis.host.quota_share->points.empty()
@@ -260,7 +287,8 @@ CountDivisor count_divisor(const CountingBasis& basis, const EmulationPlan& plan
       d.value = own_share_at(*q, applied);
       share = fmt::format("this host's own share with {} at the slice's quota of {:.3g} of a "
                           "CPU, {:.3g}",
-                          own ? runtime_name(kCountedRuntime) : "ncnn (PyTorch's not measured)",
+                          own ? runtime_name(basis.runtime)
+                              : fmt::format("ncnn ({}'s not measured)", runtime_name(basis.runtime)),
                           applied, d.value);
     }
   }
@@ -275,7 +303,7 @@ CountDivisor count_divisor(const CountingBasis& basis, const EmulationPlan& plan
 
 RuntimeFollower::RuntimeFollower(std::vector<FollowedSpeed> speeds, Cgroup* cgroup,
                                  std::uint64_t quota_us, std::uint64_t period_us,
-                                 std::optional<CountingBasis> counting)
+                                 std::vector<CountingBasis> counting)
     : speeds_(std::move(speeds)),
       counting_(std::move(counting)),
       cgroup_(cgroup),
@@ -322,13 +350,17 @@ void RuntimeFollower::seen(const RuntimesSeen& seen) noexcept {
 }
 
 bool RuntimeFollower::counted(std::string_view lines) noexcept {
-  if (!counting_) return false;
+  if (counting_.empty()) return false;
   bool any = false;
   try {
     const std::optional<ActivationCount> count = last_activation_count(lines);
     if (!count) return false;
     any = true;
-    const CountingBasis& b = *counting_;
+    // The basis of the count's runtime (all share the slice's start and plan).
+    const auto basis =
+        std::find_if(counting_.begin(), counting_.end(),
+                     [&](const CountingBasis& c) { return c.runtime == count->runtime; });
+    const CountingBasis& b = basis != counting_.end() ? *basis : counting_.front();
     // Under the lock throughout (in the sampler's thread, under the sampler's lock too: a fit
     // of the rating's models and a plan, no file read, once per count).
     std::lock_guard<std::mutex> lock(mutex_);
@@ -348,19 +380,25 @@ bool RuntimeFollower::counted(std::string_view lines) noexcept {
     }
     made.before = speed_of(*now);
     made.before_speed = now->core_speed;
-    CountDivisor divisor = count_divisor(b, *plan_now);
-    made.scale = divisor.value;
-    made.scale_from = std::move(divisor.from);
-    made.mb_per_ms = count->mb / (count->cpu_ms / made.scale);
-    for (const auto& [model, mb] : b.rating.activation_mb) {
-      const auto ms = b.rating.host_ms.find(model);
-      if (ms == b.rating.host_ms.end() || !(ms->second > 0)) continue;
-      const double m = mb / ms->second;
-      made.rated_low = made.rated_low == 0 ? m : std::min(made.rated_low, m);
-      made.rated_high = std::max(made.rated_high, m);
+    if (basis != counting_.end()) {
+      // Not for a count of another runtime: its divisor and range would be the wrong one's.
+      CountDivisor divisor = count_divisor(b, *plan_now);
+      made.scale = divisor.value;
+      made.scale_from = std::move(divisor.from);
+      for (const auto& [model, mb] : b.rating.activation_mb) {
+        const auto ms = b.rating.host_ms.find(model);
+        if (ms == b.rating.host_ms.end() || !(ms->second > 0)) continue;
+        const double m = mb / ms->second;
+        made.rated_low = made.rated_low == 0 ? m : std::min(made.rated_low, m);
+        made.rated_high = std::max(made.rated_high, m);
+      }
     }
-    if (done_.load(std::memory_order_relaxed) && made_.error.empty() &&
-        made_.speed->runtime != kCountedRuntime) {
+    made.mb_per_ms = count->mb / (count->cpu_ms / made.scale);
+    if (basis == counting_.end()) {
+      made.error = fmt::format("the slice runs at {} and does not count {} workloads",
+                               made.before, runtime_name(count->runtime));
+    } else if (done_.load(std::memory_order_relaxed) && made_.error.empty() &&
+               made_.speed->runtime != b.runtime) {
       made.error = fmt::format("the workload loaded {} ({}), and the slice runs at that "
                                "runtime's speed",
                                runtime_name(made_.speed->runtime), made_.library);
@@ -368,7 +406,7 @@ bool RuntimeFollower::counted(std::string_view lines) noexcept {
       try {
         const Device at = for_runtime(b.measured, b.rating, nullptr, made.mb_per_ms);
         FollowedSpeed speed;
-        speed.runtime = std::string(kCountedRuntime);
+        speed.runtime = b.runtime;
         speed.plan = plan_emulation(at, b.host, b.options);
         if (speed.plan.core_groups != b.plan.core_groups || speed.plan.cpus != b.plan.cpus) {
           throw Error("its plan has other CPUs or core groups than the slice's");
@@ -455,10 +493,13 @@ std::string counted_warning(const CountedSwitch& made, double since_release_s) {
                           made.rated_low, made.rated_high);
   }
   const std::string counted = fmt::format(
-      "the workload's model wrote {:.4g} MB of activations per inference (counted by edgeprof's "
-      "hook on its layers) in {:.4g} ms of one thread's CPU time under the slice's quota "
-      "(measured, the median of {}){}: {:.4g} MB per ms{}",
-      c.mb, c.cpu_ms, c.calls,
+      "the workload's model wrote {:.4g} MB of activations per inference (counted {}) in "
+      "{:.4g} ms of one thread's CPU time under the slice's quota (measured, the median of "
+      "{}){}: {:.4g} MB per ms{}",
+      c.mb,
+      c.runtime == "onnxruntime" ? "by edgeprof from its ONNX graph's nodes"
+                                 : "by edgeprof's hook on its layers",
+      c.cpu_ms, c.calls,
       made.scale != 1 ? fmt::format(", {:.4g} ms of this host's time as rated (/ {:.3g}: {})",
                                     c.cpu_ms / made.scale, made.scale, made.scale_from)
                       : std::string(),
@@ -484,39 +525,55 @@ std::string late_count_warning(const CountedSwitch& made) {
       "the workload's activation count ({:.4g} MB per ms{}) was read as it exited: it did not "
       "set this run's speed, only that of the slice's next run; --runtime {} "
       "--memory-mb-per-ms {:.4g} runs at it from the start",
-      made.mb_per_ms, made.error.empty() ? "" : ", refused: " + made.error, kCountedRuntime,
+      made.mb_per_ms, made.error.empty() ? "" : ", refused: " + made.error, made.count.runtime,
       made.mb_per_ms);
 }
 
 std::optional<std::string> uncounted_warning(const Device& device, const CountedSwitch* earlier,
-                                             const RuntimesSeen& seen) {
-  const std::string name = runtime_name(kCountedRuntime);
-  const bool pytorch = seen.count(std::string(kCountedRuntime)) != 0;
+                                             const RuntimesSeen& seen,
+                                             const std::vector<std::string>& counted) {
   if (earlier && earlier->speed) {
+    const std::string& runtime = earlier->count.runtime;
     return fmt::format(
         "this run started at the {} speed an earlier workload in the slice counted ({:.4g} MB "
         "per ms) and sent no count of its own, so it ran at that workload's speed, which is "
         "another model's if it ran one: run it in a slice of its own{}",
-        name, earlier->mb_per_ms,
-        pytorch ? fmt::format(", or at its own speed (--runtime {} --memory-mb-per-ms M)",
-                              kCountedRuntime)
-                : std::string());
+        runtime_name(runtime), earlier->mb_per_ms,
+        seen.count(runtime) ? fmt::format(", or at its own speed (--runtime {} "
+                                          "--memory-mb-per-ms M)",
+                                          runtime)
+                            : std::string());
   }
-  if (!pytorch || !device.nn ||
-      device.nn->basis != kCountedRuntime || device.nn->memory_mb_per_ms > 0) {
+  // At the speed over the models of a runtime the slice counts, the workload having loaded it
+  // (ONNX Runtime's Python module: a program of another language is not counted).
+  if (!device.nn || device.nn->memory_mb_per_ms > 0 ||
+      std::find(counted.begin(), counted.end(), device.nn->basis) == counted.end()) {
     return std::nullopt;
   }
+  const std::string& runtime = device.nn->basis;
+  const auto library = seen.find(runtime);
+  if (library == seen.end() ||
+      (runtime == "onnxruntime" &&
+       library->second.rfind("onnxruntime_pybind11_state", 0) != 0)) {
+    return std::nullopt;
+  }
+  const std::string name = runtime_name(runtime);
   return fmt::format(
       "the workload loaded {} but sent no activation count, so it ran at the device's {} speed "
-      "over the models ({:.3g} of a host core), not at its own model's: the counter counts an "
-      "eager model that infers on the CPU (eval mode or autograd off) in a Python process that "
-      "has edgeprof's counter on its PYTHONPATH, once it has inferred six times with the same "
-      "shapes (not a training step's forward, a TorchScript or compiled model, a process "
-      "started with another environment, nor a run shorter than that). Give its own speed "
-      "(--runtime {} --memory-mb-per-ms M, from a run that counted), or turn counting off "
+      "over the models ({:.3g} of a host core), not at its own model's: the counter counts {}, "
+      "in a Python process that has edgeprof's counter on its PYTHONPATH (not one started with "
+      "another environment, nor a run shorter than that). Give its own speed (--runtime {} "
+      "--memory-mb-per-ms M, from a run that counted), or turn counting off "
       "(--no-count-activations) to be told nothing (docs/devices.md, \"A workload's own "
       "speed\")",
-      name, name, device.core_speed, kCountedRuntime);
+      name, name, device.core_speed,
+      runtime == "onnxruntime"
+          ? "the first session that runs (on the CPU, its inputs arrays), its graph's nodes' "
+            "outputs in one inference of a copy of it at one thread, then its CPU time in five"
+          : "an eager model that infers on the CPU (eval mode or autograd off) once it has "
+            "inferred six times with the same shapes (not a training step's forward, a "
+            "TorchScript or compiled model)",
+      runtime);
 }
 
 }  // namespace edgeprof::detail

@@ -6,6 +6,7 @@
 // the slice start at the runtime's speed.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -30,27 +31,41 @@ struct FollowedSpeed {
   EmulationPlan plan;
 };
 
-// The runtime whose speed a count sets: the counter hooks PyTorch modules, so its MB per ms of
-// CPU time are eager PyTorch's.
-inline constexpr std::string_view kCountedRuntime = "pytorch";
+// The runtimes whose workloads edgeprof's counter counts (activation_counter.py), each by its
+// rating's rule and timed as its rating ran: PyTorch's models by their layers (eager, one
+// thread), ONNX Runtime's by their ONNX graph's nodes (one intra-op thread). A count sets the
+// speed of its runtime.
+inline constexpr std::array<std::string_view, 2> kCountedRuntimes{"pytorch", "onnxruntime"};
+bool is_counted_runtime(std::string_view id);
+// Whether ONNX Runtime's workloads are counted: not yet by default (its count makes two copies
+// of the workload's session in the slice), on where EDGEPROF_COUNT_ONNXRUNTIME is 1, true, on
+// or yes (any case).
+bool counts_onnxruntime();
+// The variable that tells the counter which runtimes the slice counts ("pytorch,onnxruntime"):
+// it watches for those alone.
+inline constexpr const char* kCountRuntimesEnv = "EDGEPROF_COUNT_RUNTIMES";
 
 struct ActivationCount {
   double mb = 0;
   double cpu_ms = 0;
   int calls = 0;
+  std::string runtime = "pytorch";  // one of kCountedRuntimes
   double mb_per_ms() const { return mb / cpu_ms; }
 };
 
 // The last well-formed activation count among `lines` (phase-channel lines, each ending in a
-// newline); other marks and malformed counts (not positive, not finite) are skipped.
+// newline), "<ns> A <MB> <CPU ms> <calls> [<runtime>]" (no runtime: PyTorch's); other marks,
+// malformed counts (not positive, not finite) and counts of other runtimes are skipped.
 std::optional<ActivationCount> last_activation_count(std::string_view lines);
 
 // What a slice that counts its workload's activations (PlanOptions::count_activations) plans a
-// counted speed from: the device before its speed kind was applied (with_measured_nn), this
-// host's PyTorch rating (read once, when the slice is made), the host and options it was
+// counted speed from, for one counted runtime: the runtime, the device before its speed kind
+// was applied (with_measured_nn), this host's rating of the runtime (read once, when the slice
+// is made), the host and options it was
 // planned with (core emulation as chosen at the start), the plan it started with (a counted
 // speed keeps its CPUs and core groups), its usable CPUs, and the device as it started.
 struct CountingBasis {
+  std::string runtime;  // one of kCountedRuntimes
   Device measured;
   NnRating rating;
   HostFacts host;
@@ -60,14 +75,17 @@ struct CountingBasis {
   Device start;
 };
 
-// The basis of counting in a slice planned as `plan` from `measured` with `options`, starting
-// as `start`, or nullopt, with a line in `notes` saying why a count would not set its speed
-// where one could have: a memory term given, a speed schedule or a quota that follows the busy
-// threads (they write the bandwidth too), no PyTorch rating on this host or one a memory term
-// cannot be fitted with (no activations); nothing said with counting off, for a device without
-// published PyTorch times, or a speed the user chose other than the PyTorch one. `will_follow`: the slice follows
-// a workload to the PyTorch speed (followed_speeds()), or started at it (runtime_start()).
-std::optional<CountingBasis> counting_basis(const Device& measured, const HostFacts& host,
+// The basis of counting `runtime`'s workloads (one of kCountedRuntimes) in a slice planned as
+// `plan` from `measured` with `options`, starting as `start`, or nullopt, with a line in
+// `notes` saying why a count would not set its speed where one could have: a memory term
+// given, a speed schedule or a quota that follows the busy threads (they write the bandwidth
+// too), no rating of the runtime on this host or one a memory term cannot be fitted with (no
+// activations); nothing said with counting off, for a device without published times with
+// the runtime, or a speed the user chose other than the runtime's. `will_follow`: the slice
+// follows a workload to the runtime's speed (followed_speeds()), or started at it
+// (runtime_start()).
+std::optional<CountingBasis> counting_basis(std::string_view runtime, const Device& measured,
+                                            const HostFacts& host,
                                             const PlanOptions& options,
                                             const EmulationPlan& plan, std::size_t usable_cpus,
                                             const Device& start, bool will_follow,
@@ -141,9 +159,9 @@ class RuntimeFollower {
   // `speeds` in order of preference (nn_runtimes()'s): when one read of the maps sees several,
   // the first one's speed is taken. `cgroup` is the slice's, whose bandwidth the plan set to
   // `quota_us` (written_quota_us()) per `period_us`: put back when a switch fails part-way.
-  // `counting`: the slice counts its workload's activations (counting_basis()).
+  // `counting`: the runtimes whose workloads' activations the slice counts (counting_basis()).
   RuntimeFollower(std::vector<FollowedSpeed> speeds, Cgroup* cgroup, std::uint64_t quota_us,
-                  std::uint64_t period_us, std::optional<CountingBasis> counting = std::nullopt);
+                  std::uint64_t period_us, std::vector<CountingBasis> counting = {});
   RuntimeFollower(const RuntimeFollower&) = delete;
   RuntimeFollower& operator=(const RuntimeFollower&) = delete;
 
@@ -154,16 +172,19 @@ class RuntimeFollower {
   // once detached). Never throws.
   void seen(const RuntimesSeen& seen) noexcept;
   // From the sampler's thread, with the complete lines the phase channel brought: for the last
-  // activation count among them, plans the device at the PyTorch speed with that count's memory
-  // term (from the basis's rating: no file is read) and writes its bandwidth (the last count
-  // wins; a runtime seen later switches nothing). Refused when the slice switched to another
-  // runtime's speed (the workload loaded it). Nothing without a counting basis, or once
-  // detached. Returns whether the lines held a count. Never throws.
+  // activation count among them, plans the device at the speed of the count's runtime with its
+  // memory term (from that runtime's basis's rating: no file is read) and writes its bandwidth
+  // (the last count wins; a runtime seen later switches nothing). Refused when the slice
+  // switched to another runtime's speed (the workload loaded it), or counts no workload of the
+  // count's runtime (no basis). Nothing without a counting basis, or once detached. Returns
+  // whether the lines held a count. Never throws.
   bool counted(std::string_view lines) noexcept;
   // What counts did. Takes the lock, except in a forked child (no sampler thread there), where
   // it is empty.
   CountedSwitches counted_switches() const;
-  bool counts() const { return counting_.has_value(); }
+  bool counts() const { return !counting_.empty(); }
+  // The runtimes whose counts it takes (its bases'), in kCountedRuntimes' order.
+  std::vector<std::string> counted_runtimes() const;
   // Before the cgroup goes (the slice closes, perhaps while a workload runs): waits for a
   // write in progress, and writes nothing after. In a forked child (no sampler thread there,
   // and the lock may have been held at the fork) it only forgets the cgroup.
@@ -173,7 +194,7 @@ class RuntimeFollower {
 
  private:
   std::vector<FollowedSpeed> speeds_;
-  std::optional<CountingBasis> counting_;
+  std::vector<CountingBasis> counting_;
   mutable std::mutex mutex_;  // guards cgroup_, the bandwidth written and counted_
   Cgroup* cgroup_;
   std::uint64_t quota_us_, period_us_;  // the bandwidth written last
@@ -226,10 +247,12 @@ std::string counted_warning(const CountedSwitch& made, double since_release_s);
 
 // The warning of a sampled run in a counting slice whose workload sent no count: it ran at the
 // speed a count of an earlier workload in the slice set (`earlier`, which may be another
-// model's), or it loaded PyTorch (`seen`) and ran at `device`, the PyTorch speed over the
-// models; nullopt otherwise.
+// model's), or it loaded a runtime the slice counts (`counted`; `seen`: for ONNX Runtime its
+// Python module, the counter counting Python alone) and ran at `device`, that runtime's speed
+// over the models; nullopt otherwise.
 std::optional<std::string> uncounted_warning(const Device& device, const CountedSwitch* earlier,
-                                             const RuntimesSeen& seen);
+                                             const RuntimesSeen& seen,
+                                             const std::vector<std::string>& counted);
 
 // The warning of a run whose workload's count (`made`) was read as it exited: it set the speed
 // of the slice's next run, not this one's.

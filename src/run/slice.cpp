@@ -462,14 +462,19 @@ Slice::Slice(Device device, SliceOptions options) : impl_(std::make_shared<Impl>
   s.plan.notes.insert(s.plan.notes.begin(), start_notes.begin(), start_notes.end());
   std::vector<detail::FollowedSpeed> speeds = detail::followed_speeds(
       measured, host, plan_options, s.plan, usable_cpus, s.plan.notes, s.started_at);
-  const bool follows_counted =
-      s.started_at == detail::kCountedRuntime ||
-      std::any_of(speeds.begin(), speeds.end(), [](const detail::FollowedSpeed& f) {
-        return f.runtime == detail::kCountedRuntime;
-      });
-  std::optional<detail::CountingBasis> counting =
-      detail::counting_basis(measured, host, plan_options, s.plan, usable_cpus, s.device,
-                             follows_counted, s.plan.notes);
+  // Each counted runtime the slice starts at or follows a workload to.
+  std::vector<detail::CountingBasis> counting;
+  for (const std::string_view runtime : detail::kCountedRuntimes) {
+    if (runtime == "onnxruntime" && !detail::counts_onnxruntime()) continue;  // not yet
+    const bool follows =
+        s.started_at == runtime ||
+        std::any_of(speeds.begin(), speeds.end(),
+                    [&](const detail::FollowedSpeed& f) { return f.runtime == runtime; });
+    if (auto basis = detail::counting_basis(runtime, measured, host, plan_options, s.plan,
+                                            usable_cpus, s.device, follows, s.plan.notes)) {
+      counting.push_back(std::move(*basis));
+    }
+  }
   remove_stale_slices(*s.backend, s.fs);
 
   detail::SliceName name = own_identity(s.fs);
@@ -492,7 +497,7 @@ Slice::Slice(Device device, SliceOptions options) : impl_(std::make_shared<Impl>
         "made beneath the same parent removes it",
         e.what()));
   }
-  if (!speeds.empty() || counting) {
+  if (!speeds.empty() || !counting.empty()) {
     s.follower = std::make_unique<detail::RuntimeFollower>(
         std::move(speeds), s.cgroup.get(), detail::written_quota_us(s.plan), s.plan.cpu_period_us,
         std::move(counting));
@@ -711,6 +716,8 @@ Child Slice::spawn(const Command& command, const SpawnOptions& options) {
       const std::optional<std::string> path = prepared.env("PYTHONPATH");
       prepared.set_env("PYTHONPATH",
                        path ? s.counter_dir->path() + ":" + *path : s.counter_dir->path());
+      prepared.set_env(detail::kCountRuntimesEnv,
+                       fmt::format("{}", fmt::join(s.follower->counted_runtimes(), ",")));
     }
   }
 
@@ -931,8 +938,7 @@ Result Child::State::finish(const detail::Exit& exit, bool timed_out) {
       if (made.when < process.released) continue;
       SpeedChange change =
           speed_change(std::chrono::duration<double>(made.when - process.released).count(),
-                       std::string(detail::kCountedRuntime),
-                       made.speed ? &*made.speed : nullptr, made.error);
+                       made.count.runtime, made.speed ? &*made.speed : nullptr, made.error);
       change.memory_mb_per_ms = made.mb_per_ms;
       r.speed_changes.push_back(change);
       r.warnings.push_back(detail::counted_warning(made, change.t_s));
@@ -948,7 +954,8 @@ Result Child::State::finish(const detail::Exit& exit, bool timed_out) {
         r.warnings.push_back(detail::late_count_warning(counted.counts.back()));
       }
     } else if (interval.count() != 0) {
-      if (auto warning = detail::uncounted_warning(r.device, applied, r.runtimes_seen)) {
+      if (auto warning = detail::uncounted_warning(r.device, applied, r.runtimes_seen,
+                                                   slice->follower->counted_runtimes())) {
         r.warnings.push_back(std::move(*warning));
       }
     }
@@ -1218,21 +1225,19 @@ RepeatedResult run_repeated(const Command& command, const Device& device, int re
     } else if (each.slice.plan.count_activations && refused.empty()) {
       const auto c = std::find_if(r.speed_changes.rbegin(), r.speed_changes.rend(),
                                   [](const SpeedChange& change) {
-                                    return change.runtime == detail::kCountedRuntime &&
+                                    return detail::is_counted_runtime(change.runtime) &&
                                            change.memory_mb_per_ms > 0 && change.error.empty();
                                   });
       if (c != r.speed_changes.rend()) {
         try {
-          at = for_runtime(device, std::string(detail::kCountedRuntime), nullptr,
-                           c->memory_mb_per_ms);
+          at = for_runtime(device, c->runtime, nullptr, c->memory_mb_per_ms);
           each.slice.plan.count_activations = false;
           counted_note = fmt::format(
               "activations: not counted again: run {} of {}{} counted {:.4g} MB per ms, and this "
               "run started at the device's {} speed with that memory term (as --runtime {} "
               "--memory-mb-per-ms {:.4g} would)",
               i + 1, total, is_warmup ? " (a warm-up)" : "", c->memory_mb_per_ms,
-              detail::runtime_name(detail::kCountedRuntime), detail::kCountedRuntime,
-              c->memory_mb_per_ms);
+              detail::runtime_name(c->runtime), c->runtime, c->memory_mb_per_ms);
         } catch (const Error&) {
           // Not plannable from the start (the count's slice planned it): count again.
         }

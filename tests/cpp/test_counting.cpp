@@ -28,9 +28,9 @@ namespace {
 // This host's PyTorch rating in a cache of the test's own: the thirteen models with times and
 // activations of the shape a real rating has (this project's host, rounded), so that a memory
 // term can be fitted to the Pi 4's published times.
-void rate_pytorch_with_activations(const FakeTree& bin) {
+void rate_pytorch_with_activations(const FakeTree& bin, const std::string& runtime = "pytorch") {
   const std::string body =
-      "#!/bin/sh\necho 'runtime PyTorch 2.0.test fp32 eager (stand-in)'\nshift 4\n"
+      "#!/bin/sh\necho 'runtime " + runtime + " 2.0.test fp32 (stand-in)'\nshift 4\n"
       "for m in \"$@\"; do case $m in\n"
       "  efficientnet_b0) t=24.7 a=51.7;; ese_vovnet19b_dw) t=41.7 a=56.4;;\n"
       "  mixnet_s) t=23.7 a=47.5;; mnasnet_a1) t=17.8 a=47.5;; mobilenetv2_050) t=9.0 a=27.9;;\n"
@@ -43,7 +43,7 @@ void rate_pytorch_with_activations(const FakeTree& bin) {
   const std::string path = bin.root() + "/torch-python";
   std::filesystem::permissions(path, std::filesystem::perms::owner_all);
   NnOptions options;
-  options.runtime = "pytorch";
+  options.runtime = runtime;
   options.python = path;
   const NnRating r = measure_nn_rating(options);
   REQUIRE(r.activation_mb.size() == 13);
@@ -77,10 +77,19 @@ TEST_CASE("an activation count on the phase channel: the last well-formed one", 
   CHECK(c->mb == Approx(51.14));
   CHECK(c->cpu_ms == Approx(12.5));
   CHECK(c->calls == 5);
+  CHECK(c->runtime == "pytorch");  // none named: PyTorch's
   CHECK(c->mb_per_ms() == Approx(51.14 / 12.5));
+  // A count names the runtime it counted; one not counted by edgeprof is skipped.
+  const auto ort = last_activation_count("7 A 51.14 12.5 5 onnxruntime\n");
+  REQUIRE(ort);
+  CHECK(ort->runtime == "onnxruntime");
+  const auto torch = last_activation_count("7 A 51.14 12.5 5 pytorch\n");
+  REQUIRE(torch);
+  CHECK(torch->runtime == "pytorch");
   // The last one wins; malformed ones are skipped, whatever follows them.
   CHECK(last_activation_count("1 A 10 2 5\n2 A 30 3 5\n")->mb == Approx(30));
-  for (const char* bad : {"1 A 10 2\n", "1 A 10 2 5 x\n", "1 A -1 2 5\n", "1 A 10 0 5\n",
+  for (const char* bad : {"1 A 10 2\n", "1 A 10 2 5 x\n", "1 A 10 2 5 ncnn\n",
+                          "1 A 10 2 5 onnxruntime x\n", "1 A -1 2 5\n", "1 A 10 0 5\n",
                           "1 A nan 2 5\n", "1 A 10 inf 5\n", "1 A 10 2 0\n", "1 A 10x 2 5\n",
                           "1 A10 2 5\n", "A 10 2 5\n", "1 A 1e308 1e-300 5\n"}) {
     CAPTURE(bad);
@@ -115,7 +124,7 @@ TEST_CASE("when a slice counts activations, and why not", "[counting][nn]") {
   std::vector<std::string> notes;
   // No PyTorch rating here, then one without activations (measured before they were counted):
   // no memory term to set, said so.
-  CHECK_FALSE(detail::counting_basis(pi, host, options, plan, 2, pi, true, notes));
+  CHECK_FALSE(detail::counting_basis("pytorch", pi, host, options, plan, 2, pi, true, notes));
   CHECK(test::has_note(notes, "this host's PyTorch rating is not usable"));
   const FakeTree old;
   old.file("/torch-python", "#!/bin/sh\necho 'runtime PyTorch 2.0.test fp32 eager (stand-in)'\n"
@@ -127,7 +136,7 @@ TEST_CASE("when a slice counts activations, and why not", "[counting][nn]") {
   plain.python = old.root() + "/torch-python";
   REQUIRE(measure_nn_rating(plain).activation_mb.empty());
   notes.clear();
-  CHECK_FALSE(detail::counting_basis(pi, host, options, plan, 2, pi, true, notes));
+  CHECK_FALSE(detail::counting_basis("pytorch", pi, host, options, plan, 2, pi, true, notes));
   CHECK(test::has_note(notes, "needs the activations of this host's PyTorch models"));
 
   const FakeTree bin;
@@ -135,46 +144,46 @@ TEST_CASE("when a slice counts activations, and why not", "[counting][nn]") {
   notes.clear();
 
   options.count_activations = false;  // off: nothing, and nothing said
-  CHECK_FALSE(detail::counting_basis(pi, host, options, plan, 2, pi, true, notes));
+  CHECK_FALSE(detail::counting_basis("pytorch", pi, host, options, plan, 2, pi, true, notes));
   CHECK(notes.empty());
 
   options.count_activations = true;
-  const auto basis = detail::counting_basis(pi, host, options, plan, 2, pi, true, notes);
+  const auto basis = detail::counting_basis("pytorch", pi, host, options, plan, 2, pi, true, notes);
   REQUIRE(basis);
   CHECK(basis->measured.name == pi.name);
   CHECK(basis->options.cores == plan.core_emulation());  // kept as the start chose
-  CHECK(test::has_note(notes, "activations: a PyTorch workload's model is counted"));
+  CHECK(test::has_note(notes, "activations: a workload's PyTorch model is counted"));
 
   // At the PyTorch speed the user chose: counted; with a memory term given: not.
   notes.clear();
   const Device torch = for_runtime(pi, "pytorch");
   const EmulationPlan torch_plan = plan_emulation(torch, host, options);
-  CHECK(detail::counting_basis(torch, host, options, torch_plan, 2, torch, false, notes));
+  CHECK(detail::counting_basis("pytorch", torch, host, options, torch_plan, 2, torch, false, notes));
   notes.clear();
   const Device given = for_runtime(pi, "pytorch", nullptr, 2.0);
-  CHECK_FALSE(detail::counting_basis(given, host, options, torch_plan, 2, given, false, notes));
+  CHECK_FALSE(detail::counting_basis("pytorch", given, host, options, torch_plan, 2, given, false, notes));
   CHECK(test::has_note(notes, "has a memory term given already, 2 MB per ms"));
   // A device without PyTorch times, and one the slice does not follow to the PyTorch speed:
   // nothing to count for, and (counting being on by default) nothing said.
   notes.clear();
   const Device bbb = find_device("beaglebone-black");
-  CHECK_FALSE(detail::counting_basis(bbb, host, options, plan_emulation(bbb, host, options), 1,
+  CHECK_FALSE(detail::counting_basis("pytorch", bbb, host, options, plan_emulation(bbb, host, options), 1,
                                      bbb, false, notes));
-  CHECK_FALSE(detail::counting_basis(pi, host, options, plan, 2, pi, false, notes));
+  CHECK_FALSE(detail::counting_basis("pytorch", pi, host, options, plan, 2, pi, false, notes));
   CHECK(notes.empty());
 
   // A speed schedule writes the bandwidth too: not counted, whoever chose the speed.
   Device scheduled = torch;
   scheduled.speed_schedule = {SpeedStep{1.0, 0.5}};
   notes.clear();
-  CHECK_FALSE(detail::counting_basis(scheduled, host, options, torch_plan, 2, scheduled, false,
+  CHECK_FALSE(detail::counting_basis("pytorch", scheduled, host, options, torch_plan, 2, scheduled, false,
                                      notes));
   CHECK(test::has_note(notes, "the device's speed schedule writes the CPU bandwidth too"));
   // ... but a device without PyTorch times has nothing to count for, schedule or not.
   Device bbb_scheduled = bbb;
   bbb_scheduled.speed_schedule = {SpeedStep{1.0, 0.5}};
   notes.clear();
-  CHECK_FALSE(detail::counting_basis(bbb_scheduled, host, options,
+  CHECK_FALSE(detail::counting_basis("pytorch", bbb_scheduled, host, options,
                                      plan_emulation(bbb_scheduled, host, options), 1,
                                      bbb_scheduled, false, notes));
   CHECK(notes.empty());
@@ -194,7 +203,7 @@ TEST_CASE("a counted workload sets the slice's speed by its memory term", "[coun
   std::string counter_dir;
   {
     Slice slice(set_up.pi, set_up.options);
-    CHECK(test::has_note(slice.plan(), "activations: a PyTorch workload's model is counted"));
+    CHECK(test::has_note(slice.plan(), "activations: a workload's PyTorch model is counted"));
     const test::KernelBandwidth before = test::kernel_bandwidth(slice.paths());
 
     // A workload that reports a count as the counter does (40 MB in 10 ms of CPU time under
@@ -279,6 +288,62 @@ TEST_CASE("a counted workload sets the slice's speed by its memory term", "[coun
   CHECK_FALSE(std::filesystem::exists(counter_dir));
 }
 
+TEST_CASE("an ONNX Runtime workload's count sets the slice's ONNX Runtime speed",
+          "[counting][kernel]") {
+  REQUIRE_CGROUPS();
+  CountingSetUp set_up;
+  const test::ScopedEnv opt_in("EDGEPROF_COUNT_ONNXRUNTIME", "1");  // not yet by default
+  rate_pytorch_with_activations(set_up.bin, "onnxruntime");
+  set_up.options.plan.quota_scale = 2.0;
+  Device pi = for_runtime(find_device("raspberry-pi-4b-1gb"), "onnxruntime");
+  pi.memory_bytes = 256 << 20;
+  Slice slice(pi, set_up.options);
+  CHECK(test::has_note(slice.plan(), "activations: a workload's ONNX Runtime model is counted "
+                                     "(its ONNX graph's nodes'"));
+  // A count of PyTorch's: the slice counts no PyTorch workload (its speed is ONNX Runtime's).
+  Command torch;
+  torch.argv = {"/bin/sh", "-c",
+                "echo '1 A 40 10 5 pytorch' > /proc/self/fd/${EDGEPROF_PHASE_FD%%:*}; sleep 0.5"};
+  const Result refused = slice.spawn(torch).wait();
+  REQUIRE(refused.speed_changes.size() == 1);
+  CHECK_THAT(refused.speed_changes[0].error,
+             Contains("the slice runs at its ONNX Runtime speed and does not count PyTorch "
+                      "workloads"));
+  // ONNX Runtime's: 40 MB in 10 ms under the quota, 5 ms as rated: 8 MB per ms. The counter
+  // is told which runtimes the slice counts.
+  const FakeTree out;
+  Command ort;
+  ort.argv = {"/bin/sh", "-c",
+              "echo \"$EDGEPROF_COUNT_RUNTIMES\" > '" + out.root() + "/runtimes'; "
+              "echo '1 A 40 10 5 onnxruntime' > /proc/self/fd/${EDGEPROF_PHASE_FD%%:*}; "
+              "sleep 0.5"};
+  const Result r = slice.spawn(ort).wait();
+  REQUIRE(r.speed_changes.size() == 1);
+  const SpeedChange& c = r.speed_changes[0];
+  CHECK(c.runtime == "onnxruntime");
+  CHECK(c.error.empty());
+  CHECK(c.memory_mb_per_ms == Approx(8.0));
+  REQUIRE(r.device.nn);
+  CHECK(r.device.nn->basis == "onnxruntime");
+  CHECK(r.device.nn->memory_mb_per_ms == Approx(8.0));
+  CHECK(test::has_note(r.warnings, "(counted by edgeprof from its ONNX graph's nodes)"));
+  CHECK(test::has_note(r.warnings, "--runtime onnxruntime --memory-mb-per-ms 8"));
+  CHECK(FakeTree::slurp(out.root() + "/runtimes") == "onnxruntime\n");
+}
+
+TEST_CASE("ONNX Runtime's workloads are not counted yet by default", "[counting]") {
+  {
+    const test::ScopedEnv unset("EDGEPROF_COUNT_ONNXRUNTIME", "");
+    CHECK_FALSE(detail::counts_onnxruntime());
+  }
+  for (const char* on : {"1", "true", "ON", "yes"}) {
+    const test::ScopedEnv set("EDGEPROF_COUNT_ONNXRUNTIME", on);
+    CHECK(detail::counts_onnxruntime());
+  }
+  const test::ScopedEnv off("EDGEPROF_COUNT_ONNXRUNTIME", "0");
+  CHECK_FALSE(detail::counts_onnxruntime());
+}
+
 TEST_CASE("a count that comes as the workload ends sets the next run's speed, not this one's",
           "[counting][kernel]") {
   REQUIRE_CGROUPS();
@@ -314,25 +379,40 @@ TEST_CASE("a run from which no count came says at which speed it ran", "[countin
   const Device torch = for_runtime(pi, "pytorch");
   const detail::RuntimesSeen pytorch{{"pytorch", "libtorch_cpu.so"}};
   // PyTorch loaded and no count: at the speed over the models, with what would set its own.
-  const auto none = detail::uncounted_warning(torch, nullptr, pytorch);
+  const std::vector<std::string> both{"pytorch", "onnxruntime"};
+  const auto none = detail::uncounted_warning(torch, nullptr, pytorch, both);
   REQUIRE(none);
   CHECK_THAT(*none, Contains("loaded PyTorch but sent no activation count"));
   CHECK_THAT(*none, Contains("--runtime pytorch --memory-mb-per-ms M"));
   CHECK_THAT(*none, Contains("--no-count-activations"));
   // No PyTorch, or a speed that is not PyTorch's over the models: nothing.
-  CHECK_FALSE(detail::uncounted_warning(torch, nullptr, {}));
-  CHECK_FALSE(detail::uncounted_warning(pi, nullptr, pytorch));
-  CHECK_FALSE(detail::uncounted_warning(for_runtime(pi, "pytorch", nullptr, 2.0), nullptr, pytorch));
+  CHECK_FALSE(detail::uncounted_warning(torch, nullptr, {}, both));
+  CHECK_FALSE(detail::uncounted_warning(pi, nullptr, pytorch, both));
+  CHECK_FALSE(detail::uncounted_warning(for_runtime(pi, "pytorch", nullptr, 2.0), nullptr,
+                                        pytorch, both));
+  // ... nor for a runtime the slice does not count.
+  CHECK_FALSE(detail::uncounted_warning(torch, nullptr, pytorch, {"onnxruntime"}));
+  // ONNX Runtime: its Python module loaded, said; a program of another language linking its
+  // library is not what the counter counts: nothing.
+  rate_pytorch_with_activations(bin, "onnxruntime");
+  const Device ort = for_runtime(pi, "onnxruntime");
+  const auto python = detail::uncounted_warning(
+      ort, nullptr, {{"onnxruntime", "onnxruntime_pybind11_state.so"}}, both);
+  REQUIRE(python);
+  CHECK_THAT(*python, Contains("loaded ONNX Runtime but sent no activation count"));
+  CHECK_THAT(*python, Contains("its graph's nodes' outputs"));
+  CHECK_FALSE(
+      detail::uncounted_warning(ort, nullptr, {{"onnxruntime", "libonnxruntime.so.1"}}, both));
   // At the speed an earlier workload's count set, whatever this one loaded; PyTorch's advice
   // only for a PyTorch workload.
   detail::CountedSwitch earlier;
   earlier.mb_per_ms = 2.5;
   earlier.speed = detail::FollowedSpeed{"pytorch", for_runtime(pi, "pytorch", nullptr, 2.5), {}};
-  const auto other = detail::uncounted_warning(earlier.speed->device, &earlier, {});
+  const auto other = detail::uncounted_warning(earlier.speed->device, &earlier, {}, both);
   REQUIRE(other);
   CHECK_THAT(*other, Contains("an earlier workload in the slice counted (2.5 MB per ms)"));
   CHECK_THAT(*other, !Contains("--runtime"));
-  const auto again = detail::uncounted_warning(earlier.speed->device, &earlier, pytorch);
+  const auto again = detail::uncounted_warning(earlier.speed->device, &earlier, pytorch, both);
   REQUIRE(again);
   CHECK_THAT(*again, Contains("--runtime pytorch --memory-mb-per-ms M"));
   // A count read as the workload exited: the next run's speed, and the command line.
@@ -455,6 +535,7 @@ TEST_CASE("a count's CPU time is divided by the own share at the quota the slice
           "[counting]") {
   // PyTorch's own share 2.0 at 0.05 of a CPU, 1.5 at 0.1, 1.2 at 0.4; ncnn's flat 1.1.
   detail::CountingBasis basis;
+  basis.runtime = "pytorch";
   QuotaShare pytorch;
   pytorch.runtime_id = "pytorch";
   for (const auto& [speed, share] : {std::pair{0.05, 2.0}, {0.1, 1.5}, {0.4, 1.2}}) {
@@ -483,6 +564,13 @@ TEST_CASE("a count's CPU time is divided by the own share at the quota the slice
     plan.host_drift = 1.1;
     CHECK(detail::count_divisor(basis, plan).value == Approx(1.65));
     CHECK_THAT(detail::count_divisor(basis, plan).from, Contains("times its host drift 1.1"));
+  }
+  SECTION("the share is the counted runtime's: ONNX Runtime's not measured, ncnn's") {
+    basis.runtime = "onnxruntime";
+    plan.cpu_quota_us = 10000;
+    const detail::CountDivisor d = detail::count_divisor(basis, plan);
+    CHECK(d.value == Approx(1.1));
+    CHECK_THAT(d.from, Contains("ncnn (ONNX Runtime's not measured)"));
   }
   SECTION("PyTorch's share not measured: ncnn's, said") {
     basis.host.runtime_quota_shares.clear();

@@ -173,13 +173,17 @@ def _counter_dir(tmp_path: Path) -> Path:
     return d
 
 
-def _run(python: str, tmp_path: Path, code: str, pythonpath: list[Path], channel: bool = True):
-    """Runs `code` with the counter first on PYTHONPATH and, with `channel`, a phase channel:
+def _run(python: str, tmp_path: Path, code: str, pythonpath: list[Path], channel: bool = True,
+         runtimes: str | None = None):
+    """Runs `code` with the counter first on PYTHONPATH and, with `channel`, a phase channel,
+    the slice counting `runtimes` (EDGEPROF_COUNT_RUNTIMES; None: unset):
     (its stdout, what arrived on the channel)."""
     read, write = os.pipe()
     try:
         env = {k: v for k, v in os.environ.items()
-               if k not in ("PYTHONPATH", "EDGEPROF_PHASE_FD")}
+               if k not in ("PYTHONPATH", "EDGEPROF_PHASE_FD", "EDGEPROF_COUNT_RUNTIMES")}
+        if runtimes is not None:
+            env["EDGEPROF_COUNT_RUNTIMES"] = runtimes
         env["PYTHONPATH"] = os.pathsep.join(str(p) for p in pythonpath)
         if channel:
             env["EDGEPROF_PHASE_FD"] = f"{write}:{os.fstat(write).st_ino}"
@@ -277,9 +281,13 @@ def test_outside_a_slice_nothing_is_watched_and_the_environments_own_sitecustomi
             "[type(f).__name__ for f in sys.meta_path])")
     counter = _counter_dir(tmp_path)
     out, marks = _run(sys.executable, tmp_path, code, [counter, own], channel=False)
-    assert out.startswith("True") and "_WatchTorch" not in out and marks == ""
+    assert out.startswith("True") and "'_Watch'" not in out and marks == ""
     out, _ = _run(sys.executable, tmp_path, code, [counter, own])
-    assert out.startswith("True") and "_WatchTorch" in out
+    assert out.startswith("True") and out.count("'_Watch'") == 1  # PyTorch's alone
+    out, _ = _run(sys.executable, tmp_path, code, [counter, own], runtimes="onnxruntime")
+    assert out.count("'_Watch'") == 1
+    out, _ = _run(sys.executable, tmp_path, code, [counter, own], runtimes="pytorch,onnxruntime")
+    assert out.count("'_Watch'") == 2
 
 
 @pytest.mark.skipif(not os.environ.get("EDGEPROF_TORCH_PYTHON"),
@@ -584,3 +592,143 @@ def test_entries_the_workload_put_in_front_stay_when_the_counter_goes(tmp_path):
             "\n" + WORKLOAD)
     out, _ = _run(sys.executable, tmp_path, code, [counter, _fake_torch(tmp_path)])
     assert f"path /mine:{tmp_path / 'fake'}" in out
+
+
+# A stand-in for ONNX Runtime: sessions that keep their model's path or bytes as ONNX Runtime's
+# InferenceSession does, log how each was made, and profile one kernel of 3 MB.
+FAKE_ORT = textwrap.dedent("""
+    import json
+    __version__ = "0.0-test"
+    class ExecutionMode:
+        ORT_SEQUENTIAL = "sequential"
+    class GraphOptimizationLevel:
+        ORT_DISABLE_ALL = "disable_all"
+    class SessionOptions:
+        def __init__(self):
+            self.enable_profiling, self.profile_file_prefix = False, "profile"
+            self.intra_op_num_threads, self.graph_optimization_level = 0, "all"
+    class _Input:
+        def __init__(self, name):
+            self.name = name
+    SESSIONS, RUNS = [], []
+    class Session:  # run inherited, as ONNX Runtime's InferenceSession inherits it
+        def run(self, output_names, input_feed, run_options=None):
+            RUNS.append(self.index)
+            return [sum(range(20000))]
+    class InferenceSession(Session):
+        def __init__(self, source, sess_options=None, providers=None):
+            self.index = len(SESSIONS) + 1
+            self._model_path = source if isinstance(source, str) else None
+            self._model_bytes = source if isinstance(source, bytes) else None
+            self.options = sess_options or SessionOptions()
+            self.providers = list(providers or ["CPUExecutionProvider"])
+            SESSIONS.append((self.providers[0], self.options.intra_op_num_threads,
+                             self.options.enable_profiling and
+                             self.options.graph_optimization_level))
+        def get_providers(self):
+            return self.providers
+        def get_inputs(self):
+            return [_Input("input")]
+        def end_profiling(self):
+            path = self.options.profile_file_prefix + "_1.json"
+            with open(path, "w") as f:
+                json.dump([{"cat": "Node", "name": "conv_kernel_time",
+                            "args": {"output_size": "3000000"}}], f)
+            return path
+""")
+
+ORT_WORKLOAD = textwrap.dedent("""
+    import os, numpy
+    import onnxruntime as ort
+    gpu = ort.InferenceSession("model.onnx", providers=["CUDAExecutionProvider"])
+    gpu.run(None, {"input": numpy.zeros((1, 3), numpy.float32)})
+    session = ort.InferenceSession("model.onnx", providers=["CPUExecutionProvider"])
+    for _ in range(3):
+        session.run(None, {"input": numpy.zeros((1, 3), numpy.float32)})
+    print("sessions", ort.SESSIONS)
+    print("restored", "run" not in ort.InferenceSession.__dict__)
+    print("runs", ort.RUNS)
+    print("path", os.environ.get("PYTHONPATH", "-"))
+""")
+
+
+def _fake_ort(tmp_path: Path) -> Path:
+    d = tmp_path / "fake-ort"
+    (d / "onnxruntime").mkdir(parents=True)
+    (d / "onnxruntime" / "__init__.py").write_text(FAKE_ORT)
+    return d
+
+
+def test_an_onnx_runtime_session_is_counted_by_its_graph_then_timed_at_one_thread(tmp_path):
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    code = f"import os\nos.environ['TMPDIR'] = {str(tmp)!r}\n" + ORT_WORKLOAD
+    out, marks = _run(sys.executable, tmp_path, code, [_counter_dir(tmp_path), _fake_ort(tmp_path)],
+                      runtimes="pytorch,onnxruntime")
+    # One count, of the CPU session (the GPU's passed over): 3 MB by the profile of a copy at
+    # one thread without optimisations, then five inferences of a copy at one thread.
+    [line] = marks.splitlines()
+    _, kind, mb, cpu_ms, calls, runtime = line.split()
+    assert (kind, float(mb), calls, runtime) == ("A", 3.0, "5", "onnxruntime")
+    assert float(cpu_ms) > 0
+    assert ("sessions [('CUDAExecutionProvider', 0, False), ('CPUExecutionProvider', 0, False), "
+            "('CPUExecutionProvider', 1, 'disable_all'), ('CPUExecutionProvider', 1, False)]"
+            in out)
+    # Before the workload's first run: the profiled copy's run (session 3), the timed copy's
+    # warm-up and five (session 4), then the workload's three (session 2), the GPU's first.
+    assert f"runs {[1, 3] + [4] * 6 + [2] * 3}" in out
+    # The method put back (inherited again), the counter off PYTHONPATH, the profile gone.
+    assert "restored True" in out and f"path {tmp_path / 'fake-ort'}" in out
+    assert list(tmp.iterdir()) == []
+
+
+def test_onnx_runtime_sessions_that_cannot_be_counted_are_given_up_on(tmp_path):
+    # Sessions on another provider only: each passed over, and after GIVE_UP of them the
+    # method is put back; nothing reported.
+    code = ORT_WORKLOAD.replace('providers=["CPUExecutionProvider"]',
+                                'providers=["CUDAExecutionProvider"]').replace(
+        "for _ in range(3):\n    session.run", "for _ in range(40):\n    ort.InferenceSession("
+        "'m.onnx', providers=['CUDAExecutionProvider']).run")
+    out, marks = _run(sys.executable, tmp_path, code, [_counter_dir(tmp_path), _fake_ort(tmp_path)],
+                      runtimes="onnxruntime")
+    assert marks == "" and "restored True" in out
+
+
+@pytest.mark.skipif(not os.environ.get("EDGEPROF_TORCH_PYTHON"),
+                    reason="set EDGEPROF_TORCH_PYTHON to a Python with torch, torchvision, onnx "
+                    "and onnxruntime")
+def test_a_real_onnx_runtime_session_counts_what_the_rating_counts(tmp_path):
+    python = os.environ["EDGEPROF_TORCH_PYTHON"]
+    model = tmp_path / "mobilenet_v2.onnx"
+    subprocess.run([python, "-c", textwrap.dedent(f"""
+        import importlib.util, torch, torchvision
+        spec = importlib.util.spec_from_file_location("runner", {str(SRC / 'torch_runner.py')!r})
+        runner = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(runner)
+        runner.export_onnx(torchvision.models.mobilenet_v2().eval(), torch.rand(1, 3, 224, 224),
+                           torch, {str(model)!r})
+    """)], check=True, capture_output=True, timeout=300)
+    code = textwrap.dedent(f"""
+        import importlib.util, numpy, onnxruntime as ort
+        x = numpy.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype(numpy.float32)
+        session = ort.InferenceSession({str(model)!r}, providers=["CPUExecutionProvider"])
+        for _ in range(3):
+            session.run(None, {{"input": x}})
+        spec = importlib.util.spec_from_file_location("runner", {str(SRC / 'torch_runner.py')!r})
+        runner = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(runner)
+        print(runner.ort_written_mb({str(model)!r}, (x,), ort))
+    """)
+    out, marks = _run(python, tmp_path, code, [_counter_dir(tmp_path)], runtimes="onnxruntime")
+    [line] = marks.splitlines()
+    _, kind, mb, cpu_ms, calls, runtime = line.split()
+    assert (kind, calls, runtime) == ("A", "5", "onnxruntime") and float(cpu_ms) > 0
+    assert float(mb) == pytest.approx(float(out.split()[-1]), rel=1e-5)
+
+
+def test_onnx_runtime_is_not_watched_where_the_slice_does_not_count_it(tmp_path):
+    # The slice counts PyTorch alone (no EDGEPROF_COUNT_RUNTIMES: PyTorch's): the session runs
+    # as it was, one copy made by nobody.
+    out, marks = _run(sys.executable, tmp_path, ORT_WORKLOAD,
+                      [_counter_dir(tmp_path), _fake_ort(tmp_path)])
+    assert marks == "" and "runs [1, 2, 2, 2]" in out

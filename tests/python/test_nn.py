@@ -738,7 +738,7 @@ def test_a_run_counts_a_pytorch_workloads_activations_by_default_and_the_switch_
         runtime="pytorch", python=str(_fake_torch_python(tmp_path, activations=True)))
     args = ("run", "--device", "raspberry-pi-4b-1gb", "--threads", "1", "--runtime", "pytorch",
             "--json")
-    counting = "activations: a PyTorch workload's model is counted"
+    counting = "activations: a workload's PyTorch model is counted"
 
     def notes(*extra, env_extra=env):
         p = edgeprof_cli(*args, *extra, "--", "true", env_extra=env_extra)
