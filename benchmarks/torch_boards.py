@@ -42,9 +42,8 @@ For each board and model, held out (the model's own published time left out of t
   the model's MB per ms itself: the board without the model's time at the runtime's speed and no
   memory term given, with `count_activations=True`, so that the slice's activation
   counter counts the model's activations in its first inference and its CPU time per inference
-  in the next five (under the slice; with ONNX Runtime, which the script then asks for with
-  EDGEPROF_COUNT_ONNXRUNTIME=1, the graph's nodes in a copy of the session at one thread
-  before the first inference, then five inferences of another copy),
+  in the next five (under the slice; with ONNX Runtime the graph's nodes in a copy of the
+  session at one thread before the first inference, then five inferences of another copy),
   and the slice sets the speed by them (docs/devices.md,
   "A workload's own speed"); the runner's warm-up is then at least eight inferences, so that its
   timed ones run at the speed set. Each model's counted MB per ms is printed beside the
@@ -502,8 +501,6 @@ def main() -> int:
         args.models = set(args.models.split(","))
     if args.counted and not (args.own_speed and args.runtime in ("pytorch", "onnxruntime")):
         ap.error("--counted needs --own-speed and --runtime pytorch or onnxruntime")
-    if args.counted and args.runtime == "onnxruntime":
-        os.environ["EDGEPROF_COUNT_ONNXRUNTIME"] = "1"  # not yet by default (docs/devices.md)
     if args.drift_check and not args.emulate:
         ap.error("--drift-check needs --emulate")
     if args.drift_models < 1:

@@ -114,7 +114,8 @@ bool steady_malloc_by_default();
 bool drift_check_by_default();
 
 /// False when the environment variable EDGEPROF_COUNT_ACTIVATIONS is 0, false, off or no (in
-/// any case), else true: PlanOptions::count_activations's default.
+/// any case), else true: PlanOptions::count_activations's default. (EDGEPROF_COUNT_ONNXRUNTIME
+/// of the same values turns off the count of ONNX Runtime's workloads alone.)
 bool count_activations_by_default();
 
 /// How a device of several cores gets its CPU capacity.
@@ -208,10 +209,11 @@ struct PlanOptions {
   /// Python workload gets edgeprof's counter on its PYTHONPATH (as sitecustomize, which also
   /// runs the environment's own). With PyTorch it counts the MB its model's layers write in its
   /// first inference and times the next ones with its shapes by one thread's CPU time (at one
-  /// PyTorch thread); with ONNX Runtime (not yet by default: where the environment variable
-  /// EDGEPROF_COUNT_ONNXRUNTIME is 1) the MB its first session's ONNX graph's nodes write in
-  /// one inference and five inferences of a copy of it at one thread, before that session's
-  /// first run; each CPU time divided by this host's own share at the slice's quota (or the
+  /// PyTorch thread); with ONNX Runtime (unless the environment variable
+  /// EDGEPROF_COUNT_ONNXRUNTIME is 0) the MB its first countable session's ONNX graph's nodes
+  /// write in one inference and five inferences of a copy of it at one thread, before that
+  /// session's first run (only where the copies fit under the slice's memory limit); each CPU
+  /// time divided by this host's own share at the slice's quota (or the
   /// quota_scale given) and by the host drift. The slice sets the speed once the count arrives
   /// (Result::speed_changes; a sampled run only). For a device run at the speed edgeprof
   /// chooses or at that runtime's speed without a memory term (docs/devices.md, "A workload's

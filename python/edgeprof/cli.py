@@ -179,12 +179,12 @@ def _add_emulation_options(p: argparse.ArgumentParser) -> None:
                    "following it where it moved 1.5x (default: off, or EDGEPROF_DRIFT_CHECK=1; "
                    "docs/fidelity.md)")
     e.add_argument("--count-activations", action=argparse.BooleanOptionalAction, default=None,
-                   help="count a PyTorch (or, with EDGEPROF_COUNT_ONNXRUNTIME=1, ONNX Runtime) "
-                   "workload's activations in one "
+                   help="count a PyTorch or ONNX Runtime workload's activations in one "
                    "inference and its CPU time in five at one thread, and run a device with "
                    "published times with that runtime at its speed with it with that memory "
                    "term from then on (default: on, unless EDGEPROF_COUNT_ACTIVATIONS=0; "
-                   "docs/devices.md, \"A workload's own speed\")")
+                   "EDGEPROF_COUNT_ONNXRUNTIME=0 for ONNX Runtime's alone; docs/devices.md, "
+                   "\"A workload's own speed\")")
     e.add_argument("--workload-scaling", type=float, default=None, metavar="X",
                    help="with projected core emulation: the workload's own speed-up from one "
                    "thread to two on this host over the reference graphs' "

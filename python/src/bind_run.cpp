@@ -241,10 +241,10 @@ void bind_run(py::module_& m) {
       "keep_warm: keep the slice's CPUs busy with idle-priority threads outside it while a "
       "throttled workload runs, so the quota buys the work it should (docs/keep-warm.md); "
       "their CPU is Result.keep_warm_cpu_s.\n"
-      "count_activations: on a device with published PyTorch (or, with "
-      "EDGEPROF_COUNT_ONNXRUNTIME=1, ONNX Runtime) times, a sampled "
-      "workload's model in that runtime is counted (its activations in one inference, its CPU "
+      "count_activations: on a device with published PyTorch or ONNX Runtime times, a "
+      "sampled workload's model in that runtime is counted (its activations in one inference, its CPU "
       "time in five at one thread) and the device runs at its speed with that runtime with "
       "that memory term from then on (Result.speed_changes); None (the default): on unless "
-      "EDGEPROF_COUNT_ACTIVATIONS=0 (docs/devices.md, \"A workload's own speed\").");
+      "EDGEPROF_COUNT_ACTIVATIONS=0 (EDGEPROF_COUNT_ONNXRUNTIME=0: ONNX Runtime's alone not "
+      "counted; docs/devices.md, \"A workload's own speed\").");
 }

@@ -200,10 +200,7 @@ bool steady_malloc_by_default() {
 
 bool count_activations_by_default() {
   const char* v = std::getenv("EDGEPROF_COUNT_ACTIVATIONS");
-  if (!v) return true;
-  std::string off(v);
-  for (char& c : off) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return !(off == "0" || off == "false" || off == "off" || off == "no");
+  return detail::parse_switch(v ? v : "").value_or(true);
 }
 
 bool drift_check_by_default() {

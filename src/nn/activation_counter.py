@@ -27,6 +27,8 @@
 # copy at one intra-op thread (the rating's options) by the calling thread's CPU time after one
 # warm-up, and writes "<ns> A <MB> <CPU ms> <TIMED> onnxruntime"; the workload's own session is
 # left as it was (its first run waits for the count: two sessions made and seven inferences).
+# The copies are made, one at a time, only where the process's resident memory plus COPY_BYTES
+# times the model's size fits under the slice's memory limit (EDGEPROF_COUNT_MEMORY_BYTES).
 # It first takes its directory off sys.path, so that the workload's imports see what they would
 # have without it (off PYTHONPATH too once the process imports PyTorch: a launcher that does
 # not, and execs the Python that infers or starts it with the channel's fd open, passes the
@@ -55,6 +57,7 @@ GIVE_UP = 32  # calls outside any other module without a model's among them
 # PyTorch thread): a decoder's tokens, which will not time as the count.
 GIVE_UP_OUTPUTS = 3
 GIVE_UP_CALLS = 10_000_000  # module calls in all without a count: a backstop
+COPY_BYTES = 5  # the room a copy of an ONNX Runtime session takes, in its model's sizes
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -350,11 +353,41 @@ def _ort_source(session, feed):
     return source, names, arrays
 
 
+def _model_bytes(source):
+    """The size of the model a session was made from (its file's, or its bytes')."""
+    return len(source) if isinstance(source, (bytes, bytearray)) else os.path.getsize(source)
+
+
+def _resident_bytes():
+    """This process's resident memory (its /proc/self/statm), 0 where it cannot be read."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _copies_fit(source):
+    """Whether the count's copies of a session fit under the slice's memory limit
+    (EDGEPROF_COUNT_MEMORY_BYTES, 0 or unset: no limit): this process's resident memory plus
+    COPY_BYTES times the model's size at most the limit. Making one copy of a session took up
+    to 4.1 times its model's size at its peak (VGG-13's 532 MB, 1.6-2.0 times for ResNet-18
+    and EfficientNet-B0; measured, ONNX Runtime 1.32): a count that could push the workload
+    past its limit is not made (it runs uncounted, at the speed over the models)."""
+    try:
+        limit = int(os.environ.get("EDGEPROF_COUNT_MEMORY_BYTES", "0") or 0)
+    except ValueError:
+        limit = 0
+    return limit <= 0 or _resident_bytes() + COPY_BYTES * _model_bytes(source) <= limit
+
+
 def _count_ort_session(ort, source, names, arrays, fd):
     """The MB the graph's nodes write in one inference on `arrays` (the rating's graph rule,
     torch_runner.ort_written_mb), then TIMED inferences of a copy of the session at one
     intra-op thread (the rating's options) timed by this thread's CPU time after one warm-up;
-    reports their median."""
+    reports their median. Nothing where the copies would not fit (_copies_fit)."""
+    if not _copies_fit(source):
+        return
     runner = _runner()
     mb = runner.ort_written_mb(source, arrays, ort)
     session = runner.onnx_session(source, 1, ort)

@@ -13,6 +13,7 @@
 #include "edgeprof/error.hpp"
 #include "edgeprof/nn.hpp"
 #include "sampler/sampler.hpp"
+#include "sys/parse.hpp"
 
 namespace edgeprof::detail {
 
@@ -94,10 +95,7 @@ bool is_counted_runtime(std::string_view id) {
 
 bool counts_onnxruntime() {
   const char* v = std::getenv("EDGEPROF_COUNT_ONNXRUNTIME");
-  if (!v) return false;
-  std::string on(v);
-  for (char& c : on) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return on == "1" || on == "true" || on == "on" || on == "yes";
+  return parse_switch(v ? v : "").value_or(true);
 }
 
 std::vector<std::string> RuntimeFollower::counted_runtimes() const {
@@ -397,12 +395,10 @@ bool RuntimeFollower::counted(std::string_view lines) noexcept {
     if (basis == counting_.end()) {
       made.error = fmt::format("the slice runs at {} and does not count {} workloads",
                                made.before, runtime_name(count->runtime));
-    } else if (done_.load(std::memory_order_relaxed) && made_.error.empty() &&
-               made_.speed->runtime != b.runtime) {
-      made.error = fmt::format("the workload loaded {} ({}), and the slice runs at that "
-                               "runtime's speed",
-                               runtime_name(made_.speed->runtime), made_.library);
     } else {
+      // Also where the slice followed the workload to another runtime's speed (a Python that
+      // imported PyTorch to export its model and infers with ONNX Runtime): the count says
+      // which runtime infers.
       try {
         const Device at = for_runtime(b.measured, b.rating, nullptr, made.mb_per_ms);
         FollowedSpeed speed;
@@ -569,7 +565,9 @@ std::optional<std::string> uncounted_warning(const Device& device, const Counted
       name, name, device.core_speed,
       runtime == "onnxruntime"
           ? "the first session that runs (on the CPU, its inputs arrays), its graph's nodes' "
-            "outputs in one inference of a copy of it at one thread, then its CPU time in five"
+            "outputs in one inference of a copy of it at one thread, then its CPU time in five, "
+            "where the process's resident memory and five times the model's size fit under the "
+            "slice's memory limit"
           : "an eager model that infers on the CPU (eval mode or autograd off) once it has "
             "inferred six times with the same shapes (not a training step's forward, a "
             "TorchScript or compiled model)",

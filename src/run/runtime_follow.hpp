@@ -37,10 +37,12 @@ struct FollowedSpeed {
 // speed of its runtime.
 inline constexpr std::array<std::string_view, 2> kCountedRuntimes{"pytorch", "onnxruntime"};
 bool is_counted_runtime(std::string_view id);
-// Whether ONNX Runtime's workloads are counted: not yet by default (its count makes two copies
-// of the workload's session in the slice), on where EDGEPROF_COUNT_ONNXRUNTIME is 1, true, on
-// or yes (any case).
+// Whether ONNX Runtime's workloads are counted (where the slice counts at all): yes unless
+// EDGEPROF_COUNT_ONNXRUNTIME is 0, false, off or no (any case).
 bool counts_onnxruntime();
+// The variable that gives the counter the slice's memory limit in bytes: it makes its copies
+// of an ONNX Runtime session only where they fit under it.
+inline constexpr const char* kCountMemoryEnv = "EDGEPROF_COUNT_MEMORY_BYTES";
 // The variable that tells the counter which runtimes the slice counts ("pytorch,onnxruntime"):
 // it watches for those alone.
 inline constexpr const char* kCountRuntimesEnv = "EDGEPROF_COUNT_RUNTIMES";
@@ -174,9 +176,10 @@ class RuntimeFollower {
   // From the sampler's thread, with the complete lines the phase channel brought: for the last
   // activation count among them, plans the device at the speed of the count's runtime with its
   // memory term (from that runtime's basis's rating: no file is read) and writes its bandwidth
-  // (the last count wins; a runtime seen later switches nothing). Refused when the slice
-  // switched to another runtime's speed (the workload loaded it), or counts no workload of the
-  // count's runtime (no basis). Nothing without a counting basis, or once detached. Returns
+  // (the last count wins; a runtime seen later switches nothing; a count sets its runtime's
+  // speed also where the slice followed the workload to another's: a process that loaded both
+  // infers with the one counted). Refused when the slice counts no workload of the count's
+  // runtime (no basis). Nothing without a counting basis, or once detached. Returns
   // whether the lines held a count. Never throws.
   bool counted(std::string_view lines) noexcept;
   // What counts did. Takes the lock, except in a forked child (no sampler thread there), where

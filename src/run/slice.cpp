@@ -465,7 +465,7 @@ Slice::Slice(Device device, SliceOptions options) : impl_(std::make_shared<Impl>
   // Each counted runtime the slice starts at or follows a workload to.
   std::vector<detail::CountingBasis> counting;
   for (const std::string_view runtime : detail::kCountedRuntimes) {
-    if (runtime == "onnxruntime" && !detail::counts_onnxruntime()) continue;  // not yet
+    if (runtime == "onnxruntime" && !detail::counts_onnxruntime()) continue;  // turned off
     const bool follows =
         s.started_at == runtime ||
         std::any_of(speeds.begin(), speeds.end(),
@@ -718,6 +718,8 @@ Child Slice::spawn(const Command& command, const SpawnOptions& options) {
                        path ? s.counter_dir->path() + ":" + *path : s.counter_dir->path());
       prepared.set_env(detail::kCountRuntimesEnv,
                        fmt::format("{}", fmt::join(s.follower->counted_runtimes(), ",")));
+      // The room its copies of an ONNX Runtime session must fit in (0: no limit).
+      prepared.set_env(detail::kCountMemoryEnv, std::to_string(s.plan.memory_max_bytes));
     }
   }
 

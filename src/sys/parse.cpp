@@ -1,6 +1,7 @@
 #include "sys/parse.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <limits>
 #include <utility>
@@ -379,6 +380,14 @@ std::optional<CpuMax> parse_cfs_bandwidth(std::string_view quota, std::string_vi
   out.quota_us = parse_u64(quota);
   if (!out.quota_us) return std::nullopt;
   return out;
+}
+
+std::optional<bool> parse_switch(std::string_view text) {
+  std::string word(trim(text));
+  for (char& c : word) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (word == "1" || word == "true" || word == "on" || word == "yes") return true;
+  if (word == "0" || word == "false" || word == "off" || word == "no") return false;
+  return std::nullopt;
 }
 
 std::vector<std::string> split_words(std::string_view text) {

@@ -136,6 +136,10 @@ std::optional<CpuMax> parse_cfs_bandwidth(std::string_view quota, std::string_vi
 // Whitespace-separated words ("cpuset cpu io memory pids" of cgroup.controllers).
 std::vector<std::string> split_words(std::string_view text);
 
+// An on/off switch's value (an environment variable's): 1, true, on, yes are true; 0, false,
+// off, no false (any case, surrounding blanks allowed); anything else (empty) nullopt.
+std::optional<bool> parse_switch(std::string_view text);
+
 // The names among `names` that a mistyped `key` most likely meant (for "no such name" errors):
 // compared without case, '-', '_' and spaces, those that start with the key, else those within
 // an edit distance of a third of the key's length (at least 2), the closest first; at most

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -292,7 +293,6 @@ TEST_CASE("an ONNX Runtime workload's count sets the slice's ONNX Runtime speed"
           "[counting][kernel]") {
   REQUIRE_CGROUPS();
   CountingSetUp set_up;
-  const test::ScopedEnv opt_in("EDGEPROF_COUNT_ONNXRUNTIME", "1");  // not yet by default
   rate_pytorch_with_activations(set_up.bin, "onnxruntime");
   set_up.options.plan.quota_scale = 2.0;
   Device pi = for_runtime(find_device("raspberry-pi-4b-1gb"), "onnxruntime");
@@ -310,11 +310,12 @@ TEST_CASE("an ONNX Runtime workload's count sets the slice's ONNX Runtime speed"
              Contains("the slice runs at its ONNX Runtime speed and does not count PyTorch "
                       "workloads"));
   // ONNX Runtime's: 40 MB in 10 ms under the quota, 5 ms as rated: 8 MB per ms. The counter
-  // is told which runtimes the slice counts.
+  // is told which runtimes the slice counts, and the memory its copies must fit in.
   const FakeTree out;
   Command ort;
   ort.argv = {"/bin/sh", "-c",
               "echo \"$EDGEPROF_COUNT_RUNTIMES\" > '" + out.root() + "/runtimes'; "
+              "echo \"$EDGEPROF_COUNT_MEMORY_BYTES\" > '" + out.root() + "/memory'; "
               "echo '1 A 40 10 5 onnxruntime' > /proc/self/fd/${EDGEPROF_PHASE_FD%%:*}; "
               "sleep 0.5"};
   const Result r = slice.spawn(ort).wait();
@@ -329,19 +330,76 @@ TEST_CASE("an ONNX Runtime workload's count sets the slice's ONNX Runtime speed"
   CHECK(test::has_note(r.warnings, "(counted by edgeprof from its ONNX graph's nodes)"));
   CHECK(test::has_note(r.warnings, "--runtime onnxruntime --memory-mb-per-ms 8"));
   CHECK(FakeTree::slurp(out.root() + "/runtimes") == "onnxruntime\n");
+  CHECK(FakeTree::slurp(out.root() + "/memory") == std::to_string(256 << 20) + "\n");
 }
 
-TEST_CASE("ONNX Runtime's workloads are not counted yet by default", "[counting]") {
-  {
-    const test::ScopedEnv unset("EDGEPROF_COUNT_ONNXRUNTIME", "");
-    CHECK_FALSE(detail::counts_onnxruntime());
-  }
-  for (const char* on : {"1", "true", "ON", "yes"}) {
+TEST_CASE("an ONNX Runtime count sets its speed in a slice that followed the workload to "
+          "PyTorch's", "[counting][kernel]") {
+  // A Python that imported PyTorch (to export its model, say) and infers with ONNX Runtime:
+  // the maps show PyTorch first, the count says which runtime infers.
+  REQUIRE_CGROUPS();
+  CountingSetUp set_up;
+  rate_pytorch_with_activations(set_up.bin, "onnxruntime");
+  set_up.options.plan.quota_scale = 2.0;
+  Device pi = find_device("raspberry-pi-4b-1gb");  // at the speed edgeprof chooses: followed
+  pi.memory_bytes = 256 << 20;
+  // The workload helper under PyTorch's library name: its executable is mapped from that file.
+  const FakeTree dir;
+  const std::string library = dir.root() + "/libtorch_cpu.so";
+  std::filesystem::copy_file(test::helper("edgeprof_workload"), library);
+  std::filesystem::permissions(library, std::filesystem::perms::owner_all);
+  const std::string go = dir.root() + "/go";
+  Slice slice(pi, set_up.options);
+  CHECK(test::has_note(slice.plan(), "activations: a workload's ONNX Runtime model is counted"));
+  CHECK(test::has_note(slice.plan(), "activations: a workload's PyTorch model is counted"));
+  const test::KernelBandwidth start = test::kernel_bandwidth(slice.paths());
+  Command both;
+  both.argv = {"/bin/sh", "-c",
+               "'" + library + "' sleep 600 & while [ ! -e '" + go +
+                   "' ]; do sleep 0.05; done; "
+                   "echo '1 A 40 10 5 onnxruntime' > /proc/self/fd/${EDGEPROF_PHASE_FD%%:*}; "
+                   "sleep 600"};
+  Child child = slice.spawn(both);
+  // Followed to PyTorch's speed once the maps show it, ...
+  REQUIRE(test::eventually([&] {
+    const test::KernelBandwidth now = test::kernel_bandwidth(slice.paths());
+    return now.quota_us != start.quota_us || now.period_us != start.period_us;
+  }));
+  const test::KernelBandwidth followed = test::kernel_bandwidth(slice.paths());
+  // ... then ONNX Runtime's count (8 MB per ms as rated) sets ONNX Runtime's speed.
+  { std::ofstream(go).put('\n'); }
+  REQUIRE(test::eventually([&] {
+    const test::KernelBandwidth now = test::kernel_bandwidth(slice.paths());
+    return now.quota_us != followed.quota_us || now.period_us != followed.period_us;
+  }));
+  const Result r = child.wait(std::chrono::duration<double>(1e-3));
+  CHECK(r.timed_out);
+  CHECK(r.runtimes_seen.count("pytorch"));
+  REQUIRE_FALSE(r.speed_changes.empty());
+  const SpeedChange& c = r.speed_changes.back();
+  CHECK(c.runtime == "onnxruntime");
+  CHECK(c.error.empty());
+  CHECK(c.memory_mb_per_ms == Approx(8.0));
+  REQUIRE(r.device.nn);
+  CHECK(r.device.nn->basis == "onnxruntime");
+  CHECK(r.device.nn->memory_mb_per_ms == Approx(8.0));
+}
+
+TEST_CASE("ONNX Runtime's workloads are counted by default; the environment turns it off",
+          "[counting]") {
+  for (const char* on : {"", "1", "true", "ON", "yes"}) {
     const test::ScopedEnv set("EDGEPROF_COUNT_ONNXRUNTIME", on);
     CHECK(detail::counts_onnxruntime());
   }
-  const test::ScopedEnv off("EDGEPROF_COUNT_ONNXRUNTIME", "0");
-  CHECK_FALSE(detail::counts_onnxruntime());
+  {
+    const test::ScopedEnv env("EDGEPROF_COUNT_ONNXRUNTIME", "");  // restored after
+    ::unsetenv("EDGEPROF_COUNT_ONNXRUNTIME");
+    CHECK(detail::counts_onnxruntime());
+  }
+  for (const char* off : {"0", "false", "Off", "no"}) {
+    const test::ScopedEnv set("EDGEPROF_COUNT_ONNXRUNTIME", off);
+    CHECK_FALSE(detail::counts_onnxruntime());
+  }
 }
 
 TEST_CASE("a count that comes as the workload ends sets the next run's speed, not this one's",

@@ -16,6 +16,15 @@ TEST_CASE("parse_u64 takes decimal integers and nothing else", "[parse]") {
   CHECK_FALSE(parse_u64("18446744073709551616"));  // overflow
 }
 
+TEST_CASE("parse_switch reads an on/off switch, anything else as unset", "[parse]") {
+  for (const char* on : {"1", "true", "ON", " Yes\n"}) CHECK(parse_switch(on) == true);
+  for (const char* off : {"0", "False", "off", "NO"}) CHECK(parse_switch(off) == false);
+  for (const char* other : {"", " ", "2", "enable", "0x1", "y"}) {
+    CAPTURE(other);
+    CHECK_FALSE(parse_switch(other));
+  }
+}
+
 TEST_CASE("find_key reads flat-keyed files", "[parse]") {
   const std::string text = "nr_periods 30\nnr_throttled 27\nthrottled_time 132976148\n";
   CHECK(find_key(text, "nr_periods") == 30u);

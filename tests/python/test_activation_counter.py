@@ -174,16 +174,20 @@ def _counter_dir(tmp_path: Path) -> Path:
 
 
 def _run(python: str, tmp_path: Path, code: str, pythonpath: list[Path], channel: bool = True,
-         runtimes: str | None = None):
+         runtimes: str | None = None, memory: int | None = None):
     """Runs `code` with the counter first on PYTHONPATH and, with `channel`, a phase channel,
-    the slice counting `runtimes` (EDGEPROF_COUNT_RUNTIMES; None: unset):
+    the slice counting `runtimes` (EDGEPROF_COUNT_RUNTIMES; None: unset) under a memory limit
+    of `memory` bytes (EDGEPROF_COUNT_MEMORY_BYTES; None: unset):
     (its stdout, what arrived on the channel)."""
     read, write = os.pipe()
     try:
         env = {k: v for k, v in os.environ.items()
-               if k not in ("PYTHONPATH", "EDGEPROF_PHASE_FD", "EDGEPROF_COUNT_RUNTIMES")}
+               if k not in ("PYTHONPATH", "EDGEPROF_PHASE_FD", "EDGEPROF_COUNT_RUNTIMES",
+                            "EDGEPROF_COUNT_MEMORY_BYTES")}
         if runtimes is not None:
             env["EDGEPROF_COUNT_RUNTIMES"] = runtimes
+        if memory is not None:
+            env["EDGEPROF_COUNT_MEMORY_BYTES"] = str(memory)
         env["PYTHONPATH"] = os.pathsep.join(str(p) for p in pythonpath)
         if channel:
             env["EDGEPROF_PHASE_FD"] = f"{write}:{os.fstat(write).st_ino}"
@@ -692,6 +696,69 @@ def test_onnx_runtime_sessions_that_cannot_be_counted_are_given_up_on(tmp_path):
     out, marks = _run(sys.executable, tmp_path, code, [_counter_dir(tmp_path), _fake_ort(tmp_path)],
                       runtimes="onnxruntime")
     assert marks == "" and "restored True" in out
+
+
+# A session made from a model file of 4 MB in the working directory, run three times, by
+# keyword: what the counter did, and how much memory the process had.
+SIZED_WORKLOAD = textwrap.dedent("""
+    import os, numpy
+    os.chdir(os.environ["WORKDIR"])
+    with open("model.onnx", "wb") as f:
+        f.write(bytes(4 << 20))
+    import onnxruntime as ort
+    session = ort.InferenceSession("model.onnx", providers=["CPUExecutionProvider"])
+    for _ in range(3):
+        session.run(None, input_feed={"input": numpy.zeros((1, 3), numpy.float32)})
+    print("sessions", len(ort.SESSIONS))
+    print("restored", "run" not in ort.InferenceSession.__dict__)
+    pages = int(open("/proc/self/statm").read().split()[1])
+    print("resident", pages * os.sysconf("SC_PAGE_SIZE"))
+""")
+
+
+@pytest.mark.parametrize("room, counted", [(1 << 40, True), (8 << 20, False), (0, True)])
+def test_an_onnx_runtime_count_is_made_where_its_copies_fit_under_the_slices_memory(
+        tmp_path, room, counted):
+    # A session fed by keyword. Under a limit of 8 MB (less than the process's resident memory
+    # alone) the copies are not made and nothing is counted; under 1 TB, or none (0), they are.
+    work = tmp_path / "work"
+    work.mkdir()
+    code = f"import os\nos.environ['WORKDIR'] = {str(work)!r}\n" + SIZED_WORKLOAD
+    out, marks = _run(sys.executable, tmp_path, code, [_counter_dir(tmp_path), _fake_ort(tmp_path)],
+                      runtimes="onnxruntime", memory=room)
+    assert "restored True" in out
+    if counted:
+        [line] = marks.splitlines()
+        assert line.split()[1::4] == ["A", "onnxruntime"]
+        assert "sessions 3" in out  # the workload's and two copies
+    else:
+        assert marks == "" and "sessions 1" in out
+
+
+def test_a_session_run_from_two_threads_at_once_is_counted_once(tmp_path):
+    # Both threads' first runs come before the count: one of them counts, the other runs on;
+    # every run of the workload's is made.
+    code = textwrap.dedent("""
+        import threading, numpy
+        import onnxruntime as ort
+        session = ort.InferenceSession("model.onnx", providers=["CPUExecutionProvider"])
+        start = threading.Barrier(2)
+        def infer():
+            start.wait()
+            for _ in range(3):
+                session.run(None, {"input": numpy.zeros((1, 3), numpy.float32)})
+        threads = [threading.Thread(target=infer) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        print("workload runs", ort.RUNS.count(1))
+        print("restored", "run" not in ort.InferenceSession.__dict__)
+    """)
+    out, marks = _run(sys.executable, tmp_path, code, [_counter_dir(tmp_path), _fake_ort(tmp_path)],
+                      runtimes="onnxruntime")
+    assert len(marks.splitlines()) == 1 and marks.split()[-1] == "onnxruntime"
+    assert "workload runs 6" in out and "restored True" in out
 
 
 @pytest.mark.skipif(not os.environ.get("EDGEPROF_TORCH_PYTHON"),
