@@ -442,9 +442,9 @@ def main() -> int:
                     "the runs at one speed, once whatever --repeats, without --drift-check's "
                     "checks")
     ap.add_argument("--counted", action="store_true",
-                    help="with --own-speed and --runtime pytorch: each model's own speed from "
-                    "the run's count of its activations (count_activations=True), not "
-                    "from the rating's figures")
+                    help="with --own-speed and --runtime pytorch or onnxruntime: each model's "
+                    "own speed from the run's count of its activations "
+                    "(count_activations=True), not from the rating's figures")
     ap.add_argument("--models",
                     help="with --emulate: run only these models (comma-separated) under the "
                     "slices, at one speed and at their own; the estimated columns keep every "

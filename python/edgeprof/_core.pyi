@@ -904,7 +904,7 @@ class Slice:
         quota_scale: Optional[float] = None,  # quotas x this; None: the host's own share for nn speeds
         drift_check: Optional[bool] = None,  # probe the host's drift since its nn rating and check its own share; None: $EDGEPROF_DRIFT_CHECK
     workload_scaling: Optional[float] = None,  # projected: the workload's own scaling, 0.5-2; None: the board's median
-    count_activations: Optional[bool] = None,  # a PyTorch workload's activations set its speed; None: on unless EDGEPROF_COUNT_ACTIVATIONS=0
+    count_activations: Optional[bool] = None,  # a PyTorch or ONNX Runtime workload's activations set its speed; None: on unless EDGEPROF_COUNT_ACTIVATIONS=0
     ) -> None: ...
     def spawn(
         self,
@@ -986,7 +986,7 @@ def run(
     quota_scale: Optional[float] = None,  # quotas x this; None: the host's own share for nn speeds
     drift_check: Optional[bool] = None,  # probe the host's drift since its nn rating and check its own share; None: $EDGEPROF_DRIFT_CHECK
     workload_scaling: Optional[float] = None,  # projected: the workload's own scaling, 0.5-2; None: the board's median
-    count_activations: Optional[bool] = None,  # a PyTorch workload's activations set its speed; None: on unless EDGEPROF_COUNT_ACTIVATIONS=0
+    count_activations: Optional[bool] = None,  # a PyTorch or ONNX Runtime workload's activations set its speed; None: on unless EDGEPROF_COUNT_ACTIVATIONS=0
 ) -> Result: ...
 @overload
 def run(
@@ -1017,7 +1017,7 @@ def run(
     quota_scale: Optional[float] = None,  # quotas x this; None: the host's own share for nn speeds
     drift_check: Optional[bool] = None,  # probe the host's drift since its nn rating and check its own share; None: $EDGEPROF_DRIFT_CHECK
     workload_scaling: Optional[float] = None,  # projected: the workload's own scaling, 0.5-2; None: the board's median
-    count_activations: Optional[bool] = None,  # a PyTorch workload's activations set its speed; None: on unless EDGEPROF_COUNT_ACTIVATIONS=0
+    count_activations: Optional[bool] = None,  # a PyTorch or ONNX Runtime workload's activations set its speed; None: on unless EDGEPROF_COUNT_ACTIVATIONS=0
 ) -> Union[Result, RepeatedResult]: ...
 
 # Ranking and projection.
@@ -1183,7 +1183,7 @@ def _compare(
     quota_scale: Optional[float] = None,
     drift_check: Optional[bool] = None,  # probe the host's drift since its nn rating and check its own share; None: $EDGEPROF_DRIFT_CHECK
     workload_scaling: Optional[float] = None,  # projected: the workload's own scaling, 0.5-2; None: the board's median
-    count_activations: Optional[bool] = None,  # a PyTorch workload's activations set its speed; None: on unless EDGEPROF_COUNT_ACTIVATIONS=0
+    count_activations: Optional[bool] = None,  # a PyTorch or ONNX Runtime workload's activations set its speed; None: on unless EDGEPROF_COUNT_ACTIVATIONS=0
 ) -> Comparison: ...
 
 class Score:

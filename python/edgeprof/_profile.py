@@ -97,11 +97,12 @@ def profile(fn: Callable, *args: Any, device: Union[str, "_core.Device"] = "rasp
     memory, timeout), ``WorkerDied`` carries the report. ``core_emulation`` is ``run()``'s:
     ``"projected"`` runs ``fn`` on one of the device's cores and adds its all-core times to the
     report (``report.projected_s()``, docs/threads.md). ``count_activations`` is ``run()``'s too:
-    on a device with published PyTorch times a ``fn`` that runs a PyTorch model sets the
-    device's speed by its own activations (None: on unless EDGEPROF_COUNT_ACTIVATIONS=0;
-    docs/devices.md, "A workload's own speed"). Options of edgeprof (``device``, ``timeout``,
-    ``interval``, ``isolate_network``, ``core_emulation``, ``count_activations``) cannot be
-    passed to ``fn`` as keywords: use ``functools.partial`` for those.
+    on a device with published PyTorch (or ONNX Runtime) times a ``fn`` that runs a model of
+    that runtime sets the device's speed by its own activations (None: on unless
+    EDGEPROF_COUNT_ACTIVATIONS=0; docs/devices.md, "A workload's own speed"). Options of
+    edgeprof (``device``, ``timeout``, ``interval``, ``isolate_network``, ``core_emulation``,
+    ``count_activations``) cannot be passed to ``fn`` as keywords: use ``functools.partial``
+    for those.
     """
     if _loading_main is not None:
         raise _UnguardedMain(

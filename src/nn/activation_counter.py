@@ -27,8 +27,10 @@
 # copy at one intra-op thread (the rating's options) by the calling thread's CPU time after one
 # warm-up, and writes "<ns> A <MB> <CPU ms> <TIMED> onnxruntime"; the workload's own session is
 # left as it was (its first run waits for the count: two sessions made and seven inferences).
-# The copies are made, one at a time, only where the process's resident memory plus COPY_BYTES
-# times the model's size fits under the slice's memory limit (EDGEPROF_COUNT_MEMORY_BYTES).
+# The copies are made, one at a time, only where what the slice uses plus COPY_BYTES times the
+# model's size (and its inputs' and activations' bytes) fits under the slice's memory limit
+# (EDGEPROF_COUNT_MEMORY_BYTES; the use read from EDGEPROF_COUNT_MEMORY_USAGE); else it writes
+# "<ns> A skip onnxruntime memory <used> <needed> <limit>" (bytes), and the slice says so.
 # It first takes its directory off sys.path, so that the workload's imports see what they would
 # have without it (off PYTHONPATH too once the process imports PyTorch: a launcher that does
 # not, and execs the Python that infers or starts it with the channel's fd open, passes the
@@ -340,12 +342,16 @@ def _ort_source(session, feed):
     """What a session's first run counts from: (the model's path or bytes, its inputs' names,
     the feed's arrays in their order), or None where it is not countable: a session that runs
     on another provider than the CPU first, a feed of other than arrays, or no model source
-    kept (ONNX Runtime's InferenceSession keeps _model_path or _model_bytes)."""
+    kept (ONNX Runtime's InferenceSession keeps _model_path or _model_bytes), or a path that
+    names no file from here (relative, the workload having changed directory since; one that
+    names another file there is counted, wrongly)."""
     providers = session.get_providers()
     source = getattr(session, "_model_path", None) or getattr(session, "_model_bytes", None)
     if not providers or providers[0] != "CPUExecutionProvider" or not source \
             or not isinstance(feed, dict):
         return None
+    if isinstance(source, str) and not os.path.isfile(source):
+        return None  # a path relative to a directory the workload has left since
     names = [i.name for i in session.get_inputs()]
     arrays = tuple(feed.get(n) for n in names)
     if not all(hasattr(a, "shape") and hasattr(a, "dtype") for a in arrays):
@@ -359,37 +365,81 @@ def _model_bytes(source):
 
 
 def _resident_bytes():
-    """This process's resident memory (its /proc/self/statm), 0 where it cannot be read."""
+    """This process's resident memory (its /proc/self/statm), else its peak (getrusage)."""
     try:
         with open("/proc/self/statm") as f:
             return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError):
-        return 0
+        import resource
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-def _copies_fit(source):
-    """Whether the count's copies of a session fit under the slice's memory limit
-    (EDGEPROF_COUNT_MEMORY_BYTES, 0 or unset: no limit): this process's resident memory plus
-    COPY_BYTES times the model's size at most the limit. Making one copy of a session took up
-    to 4.1 times its model's size at its peak (VGG-13's 532 MB, 1.6-2.0 times for ResNet-18
-    and EfficientNet-B0; measured, ONNX Runtime 1.32): a count that could push the workload
-    past its limit is not made (it runs uncounted, at the speed over the models)."""
+def _used_bytes():
+    """What the slice's processes use of its memory: the number in the slice's usage file
+    (EDGEPROF_COUNT_MEMORY_USAGE: memory.current, memory.usage_in_bytes), else this process's
+    resident memory, whichever is more."""
+    used = _resident_bytes()
     try:
-        limit = int(os.environ.get("EDGEPROF_COUNT_MEMORY_BYTES", "0") or 0)
+        with open(os.environ.get("EDGEPROF_COUNT_MEMORY_USAGE", "")) as f:
+            used = max(used, int(f.read().split()[0]))
+    except (OSError, ValueError, IndexError):
+        pass
+    return used
+
+
+def _room(source, extra=0):
+    """Whether a copy of a session fits under the slice's memory limit
+    (EDGEPROF_COUNT_MEMORY_BYTES; 0 or unset: no limit; another value: it does not), and if
+    not, (what the slice uses, what a copy needs, the limit) in bytes: what the slice uses now
+    (_used_bytes) plus COPY_BYTES times the model's size plus `extra` (its inputs' and
+    activations' bytes) at most the limit. Making one copy of a session took up to 4.1 times
+    its model's size at its peak (VGG-13's 532 MB, 1.6-2.0 times for ResNet-18 and
+    EfficientNet-B0; measured, ONNX Runtime 1.32): a count that could push the workload past
+    its limit is not made (it runs uncounted, at the speed over the models). A model whose
+    weights are in files beside its own (ONNX's external data) is sized by its own file
+    alone. Returns None where it fits."""
+    text = os.environ.get("EDGEPROF_COUNT_MEMORY_BYTES", "").strip()
+    if not text:
+        return None
+    try:
+        limit = int(text)
     except ValueError:
-        limit = 0
-    return limit <= 0 or _resident_bytes() + COPY_BYTES * _model_bytes(source) <= limit
+        return (0, 0, 0)  # a limit not understood: no copy
+    if limit <= 0:
+        return None
+    used, need = _used_bytes(), COPY_BYTES * _model_bytes(source) + extra
+    return None if used + need <= limit else (used, need, limit)
+
+
+def _skip(fd, runtime, why):
+    """Tells the slice that its count was not made, and why: "<ns> A skip <runtime> memory
+    <used> <needed> <limit>" (bytes), which the slice's warning says."""
+    line = (f"{time.clock_gettime_ns(time.CLOCK_MONOTONIC)} A skip {runtime} memory "
+            + " ".join(str(int(v)) for v in why) + "\n")
+    try:
+        os.write(fd, line.encode())
+    except OSError:
+        pass
 
 
 def _count_ort_session(ort, source, names, arrays, fd):
     """The MB the graph's nodes write in one inference on `arrays` (the rating's graph rule,
     torch_runner.ort_written_mb), then TIMED inferences of a copy of the session at one
     intra-op thread (the rating's options) timed by this thread's CPU time after one warm-up;
-    reports their median. Nothing where the copies would not fit (_copies_fit)."""
-    if not _copies_fit(source):
+    reports their median. Where a copy would not fit (_room: before the first with its
+    inputs' bytes eight times over, before the second with the activations counted), nothing
+    is counted, and the slice is told why (_skip)."""
+    inputs = sum(int(getattr(a, "nbytes", 0)) for a in arrays)
+    short = _room(source, 8 * inputs)
+    if short:
+        _skip(fd, "onnxruntime", short)
         return
     runner = _runner()
     mb = runner.ort_written_mb(source, arrays, ort)
+    short = _room(source, inputs + int(mb * 1e6))
+    if short:
+        _skip(fd, "onnxruntime", short)
+        return
     session = runner.onnx_session(source, 1, ort)
     feed = dict(zip(names, arrays))
     session.run(None, feed)

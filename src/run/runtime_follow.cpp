@@ -89,6 +89,45 @@ std::optional<ActivationCount> last_activation_count(std::string_view lines) {
   return last;
 }
 
+std::optional<SkippedCount> last_skipped_count(std::string_view lines) {
+  std::optional<SkippedCount> last;
+  while (!lines.empty()) {
+    const std::size_t nl = lines.find('\n');
+    const std::string_view line = lines.substr(0, nl);
+    lines.remove_prefix(nl == std::string_view::npos ? lines.size() : nl + 1);
+    const std::vector<std::string> words = split_words(line);
+    if (words.size() != 8 || words[1] != std::string(1, kActivationMark) || words[2] != "skip" ||
+        !is_counted_runtime(words[3]) || words[4] != "memory") {
+      continue;
+    }
+    const auto used = parse_u64(words[5]), needed = parse_u64(words[6]),
+               limit = parse_u64(words[7]);
+    if (!used || !needed || !limit) continue;
+    last = SkippedCount{words[3], *used, *needed, *limit};
+  }
+  return last;
+}
+
+std::string skipped_count_warning(const SkippedCount& skip, const Device& device) {
+  const std::string name = runtime_name(skip.runtime);
+  const std::string why =
+      skip.limit == 0
+          ? std::string("the counter could not read the slice's memory limit")
+          : fmt::format("a copy of its session would have needed about {:.0f} MB (five times "
+                        "its model's size and its inputs, or its activations; estimated) "
+                        "beside the {:.0f} MB the slice used, over its memory limit of {:.0f} "
+                        "MB",
+                        static_cast<double>(skip.needed) / 1e6,
+                        static_cast<double>(skip.used) / 1e6,
+                        static_cast<double>(skip.limit) / 1e6);
+  return fmt::format(
+      "the workload's {} model was not counted: {}; it ran at the device's {} ({:.3g} of a host "
+      "core), not at its own model's. Give its own speed (--runtime {} --memory-mb-per-ms M, M "
+      "from edgeprof.nn.memory_intensity), or emulate a device with more memory "
+      "(docs/devices.md, \"A workload's own speed\")",
+      name, why, speed_of(device).substr(4), device.core_speed, skip.runtime);
+}
+
 bool is_counted_runtime(std::string_view id) {
   return std::find(kCountedRuntimes.begin(), kCountedRuntimes.end(), id) != kCountedRuntimes.end();
 }
@@ -566,8 +605,8 @@ std::optional<std::string> uncounted_warning(const Device& device, const Counted
       runtime == "onnxruntime"
           ? "the first session that runs (on the CPU, its inputs arrays), its graph's nodes' "
             "outputs in one inference of a copy of it at one thread, then its CPU time in five, "
-            "where the process's resident memory and five times the model's size fit under the "
-            "slice's memory limit"
+            "where the copies fit in the slice's memory (what it uses and five times the "
+            "model's size)"
           : "an eager model that infers on the CPU (eval mode or autograd off) once it has "
             "inferred six times with the same shapes (not a training step's forward, a "
             "TorchScript or compiled model)",

@@ -40,9 +40,11 @@ bool is_counted_runtime(std::string_view id);
 // Whether ONNX Runtime's workloads are counted (where the slice counts at all): yes unless
 // EDGEPROF_COUNT_ONNXRUNTIME is 0, false, off or no (any case).
 bool counts_onnxruntime();
-// The variable that gives the counter the slice's memory limit in bytes: it makes its copies
-// of an ONNX Runtime session only where they fit under it.
+// The variables that give the counter the slice's memory limit in bytes (0: none) and the file
+// whose number is the slice's use of it: it makes its copies of an ONNX Runtime session only
+// where they fit under the limit.
 inline constexpr const char* kCountMemoryEnv = "EDGEPROF_COUNT_MEMORY_BYTES";
+inline constexpr const char* kCountMemoryUsageEnv = "EDGEPROF_COUNT_MEMORY_USAGE";
 // The variable that tells the counter which runtimes the slice counts ("pytorch,onnxruntime"):
 // it watches for those alone.
 inline constexpr const char* kCountRuntimesEnv = "EDGEPROF_COUNT_RUNTIMES";
@@ -59,6 +61,19 @@ struct ActivationCount {
 // newline), "<ns> A <MB> <CPU ms> <calls> [<runtime>]" (no runtime: PyTorch's); other marks,
 // malformed counts (not positive, not finite) and counts of other runtimes are skipped.
 std::optional<ActivationCount> last_activation_count(std::string_view lines);
+
+// A count the counter did not make, a copy of the session not fitting in the slice's memory:
+// "<ns> A skip <runtime> memory <used> <needed> <limit>" (bytes: what the slice used, what a
+// copy needed by the counter's estimate, the limit; all 0 where the counter could not read the
+// limit). The last well-formed one among `lines`; nullopt where there is none.
+struct SkippedCount {
+  std::string runtime;
+  std::uint64_t used = 0, needed = 0, limit = 0;
+};
+std::optional<SkippedCount> last_skipped_count(std::string_view lines);
+
+// The warning of a run whose workload's count was skipped (`skip`), which ran at `device`.
+std::string skipped_count_warning(const SkippedCount& skip, const Device& device);
 
 // What a slice that counts its workload's activations (PlanOptions::count_activations) plans a
 // counted speed from, for one counted runtime: the runtime, the device before its speed kind

@@ -242,6 +242,20 @@ std::string member_dir(const detail::SliceFiles& where) {
   return dir;
 }
 
+// The file whose number is the slice's memory use, as the workload sees it (v2 memory.current,
+// v1 memory.usage_in_bytes), "" without the memory controller (no limit applied either).
+std::string memory_usage_file(const detail::SliceFiles& where) {
+  if (where.unified) {
+    return where.dir.empty()
+               ? std::string()
+               : where.fs.resolve(where.dir + "/" + detail::files::v2::kMemoryCurrent);
+  }
+  const auto memory = where.controllers.find("memory");
+  return memory == where.controllers.end()
+             ? std::string()
+             : where.fs.resolve(memory->second + "/" + detail::files::v1::kMemoryUsageInBytes);
+}
+
 // Reads the slice's processes' maps through its cgroup.procs. Holds paths, not the Cgroup,
 // which a closed slice drops while a sampler thread may still read.
 detail::RuntimeWatch runtime_watch(const detail::SliceFiles& where) {
@@ -586,6 +600,13 @@ struct Child::State {
   // Set by the sampler's thread when this workload's phase channel brought an activation count
   // (another workload's in the slice is not this one's).
   std::shared_ptr<std::atomic<bool>> count_sent = std::make_shared<std::atomic<bool>>(false);
+  // Set by the sampler's thread when it brought word of a count the counter skipped (the
+  // last such).
+  struct Skipped {
+    std::mutex mutex;
+    std::optional<detail::SkippedCount> count;
+  };
+  std::shared_ptr<Skipped> skipped = std::make_shared<Skipped>();
   // Whether the slice ran nothing else when this child started, and its spawn count then: the
   // thread census counts the whole slice, so it stands for this workload only when alone.
   bool alone_at_spawn = true;
@@ -718,8 +739,18 @@ Child Slice::spawn(const Command& command, const SpawnOptions& options) {
                        path ? s.counter_dir->path() + ":" + *path : s.counter_dir->path());
       prepared.set_env(detail::kCountRuntimesEnv,
                        fmt::format("{}", fmt::join(s.follower->counted_runtimes(), ",")));
-      // The room its copies of an ONNX Runtime session must fit in (0: no limit).
-      prepared.set_env(detail::kCountMemoryEnv, std::to_string(s.plan.memory_max_bytes));
+      // The room its copies of an ONNX Runtime session must fit in (0: no limit), and where
+      // the slice's use of it is read.
+      const std::string usage = memory_usage_file(s.cgroup->files());
+      const bool limited =
+          !usage.empty() && std::none_of(s.unapplied.begin(), s.unapplied.end(),
+                                         [](const std::string& u) {
+                                           return u.find("'memory' controller") !=
+                                                  std::string::npos;
+                                         });
+      prepared.set_env(detail::kCountMemoryEnv,
+                       limited ? std::to_string(s.plan.memory_max_bytes) : "0");
+      prepared.set_env(detail::kCountMemoryUsageEnv, usage);
     }
   }
 
@@ -758,8 +789,17 @@ Child Slice::spawn(const Command& command, const SpawnOptions& options) {
     }
     if (s.follower && s.follower->counts()) {
       state->sampler->on_marks(
-          [follower = s.follower.get(), sent = state->count_sent](std::string_view lines) {
+          [follower = s.follower.get(), sent = state->count_sent,
+           skipped = state->skipped](std::string_view lines) {
             if (follower->counted(lines)) sent->store(true, std::memory_order_relaxed);
+            try {
+              if (auto skip = detail::last_skipped_count(lines)) {
+                std::lock_guard<std::mutex> lock(skipped->mutex);
+                skipped->count = std::move(skip);
+              }
+            } catch (...) {
+              // Out of memory: the run's warning says less.
+            }
           });
     } else {
       state->sampler->on_marks(nullptr);
@@ -956,9 +996,18 @@ Result Child::State::finish(const detail::Exit& exit, bool timed_out) {
         r.warnings.push_back(detail::late_count_warning(counted.counts.back()));
       }
     } else if (interval.count() != 0) {
-      if (auto warning = detail::uncounted_warning(r.device, applied, r.runtimes_seen,
-                                                   slice->follower->counted_runtimes())) {
-        r.warnings.push_back(std::move(*warning));
+      std::optional<detail::SkippedCount> skip;
+      {
+        std::lock_guard<std::mutex> lock(skipped->mutex);
+        skip = skipped->count;
+      }
+      // A count skipped says why; the speed an earlier workload counted is said too.
+      if (skip) r.warnings.push_back(detail::skipped_count_warning(*skip, r.device));
+      if (!skip || applied) {
+        if (auto warning = detail::uncounted_warning(r.device, applied, r.runtimes_seen,
+                                                     slice->follower->counted_runtimes())) {
+          r.warnings.push_back(std::move(*warning));
+        }
       }
     }
     // In time order with a runtime's switch.
@@ -1107,7 +1156,16 @@ void Child::State::analyse(Result& r) {
                                      "killed workload, or an end without a begin)",
                                      malformed, malformed == 1 ? "" : "s"));
   }
-  if (auto warning = detail::runtime_warning(r.device, r.runtimes_seen)) {
+  // Not where a count of the device's runtime set its speed in this run: the count says which
+  // runtime the workload infers with (a PyTorch it imported to export its model, say, aside).
+  const bool counted_basis =
+      r.device.nn && std::any_of(r.speed_changes.begin(), r.speed_changes.end(),
+                                 [&](const SpeedChange& c) {
+                                   return c.error.empty() && c.memory_mb_per_ms > 0 &&
+                                          c.runtime == r.device.nn->basis;
+                                 });
+  if (auto warning = detail::runtime_warning(r.device, r.runtimes_seen);
+      warning && !counted_basis) {
     r.warnings.push_back(std::move(*warning));
   }
   if (!slice->started_at.empty() && r.device.nn) {

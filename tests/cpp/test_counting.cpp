@@ -101,11 +101,47 @@ TEST_CASE("an activation count on the phase channel: the last well-formed one", 
   CHECK(last_activation_count("1 A 4 2 5")->mb == Approx(4));
 }
 
+TEST_CASE("a count the counter skipped: the last well-formed word of it", "[counting]") {
+  using detail::last_skipped_count;
+  CHECK_FALSE(last_skipped_count(""));
+  CHECK_FALSE(last_skipped_count("7 A 51.14 12.5 5 onnxruntime\n"));
+  const auto skip = last_skipped_count(
+      "5 M warm\n7 A skip onnxruntime memory 100000000 2660000000 268435456\n9 M infer\n");
+  REQUIRE(skip);
+  CHECK(skip->runtime == "onnxruntime");
+  CHECK(skip->used == 100000000u);
+  CHECK(skip->needed == 2660000000u);
+  CHECK(skip->limit == 268435456u);
+  CHECK(last_skipped_count("1 A skip onnxruntime memory 1 2 3\n2 A skip onnxruntime memory "
+                           "4 5 6\n")
+            ->used == 4u);
+  for (const char* bad :
+       {"1 A skip onnxruntime memory 1 2\n", "1 A skip ncnn memory 1 2 3\n",
+        "1 A skip onnxruntime time 1 2 3\n", "1 A skip onnxruntime memory 1 2 x\n",
+        "1 A skip onnxruntime memory -1 2 3\n", "1 M skip onnxruntime memory 1 2 3\n",
+        "1 A skip onnxruntime memory 1 2 3 4\n"}) {
+    CAPTURE(bad);
+    CHECK_FALSE(last_skipped_count(bad));
+  }
+  // Nor is it a count.
+  CHECK_FALSE(detail::last_activation_count("1 A skip onnxruntime memory 1 2 3\n"));
+  // Its warning says what it needed and had, at which speed the run went on.
+  Device pi = for_runtime(find_device("raspberry-pi-4b-1gb"), "onnxruntime");
+  const std::string w = detail::skipped_count_warning(*skip, pi);
+  CHECK_THAT(w, Contains("the workload's ONNX Runtime model was not counted: a copy of its "
+                         "session would have needed about 2660 MB"));
+  CHECK_THAT(w, Contains("beside the 100 MB the slice used, over its memory limit of 268 MB"));
+  CHECK_THAT(w, Contains("it ran at the device's ONNX Runtime speed ("));
+  CHECK_THAT(w, Contains("--runtime onnxruntime --memory-mb-per-ms M"));
+  CHECK_THAT(detail::skipped_count_warning({"onnxruntime", 0, 0, 0}, pi),
+             Contains("the counter could not read the slice's memory limit"));
+}
+
 TEST_CASE("phases: an activation count is no phase and no malformed mark", "[counting]") {
   std::size_t malformed = 99;
-  const std::vector<Phase> phases =
-      parse_phases("1000 M load\n2000 A 51.1 12.5 5\n3000 M infer\n", 0, TimeSeries{}, 1e-5,
-                   &malformed);
+  const std::vector<Phase> phases = parse_phases(
+      "1000 M load\n2000 A 51.1 12.5 5\n2500 A skip onnxruntime memory 1 2 3\n3000 M infer\n",
+      0, TimeSeries{}, 1e-5, &malformed);
   CHECK(malformed == 0);
   REQUIRE(phases.size() == 2);
   CHECK(phases[0].name == "load");
@@ -331,6 +367,18 @@ TEST_CASE("an ONNX Runtime workload's count sets the slice's ONNX Runtime speed"
   CHECK(test::has_note(r.warnings, "--runtime onnxruntime --memory-mb-per-ms 8"));
   CHECK(FakeTree::slurp(out.root() + "/runtimes") == "onnxruntime\n");
   CHECK(FakeTree::slurp(out.root() + "/memory") == std::to_string(256 << 20) + "\n");
+
+  // A workload whose count the counter skipped for want of memory: its warning says so, and
+  // not that no count came.
+  Command skipped;
+  skipped.argv = {"/bin/sh", "-c",
+                  "echo '1 A skip onnxruntime memory 100000000 300000000 268435456' > "
+                  "/proc/self/fd/${EDGEPROF_PHASE_FD%%:*}; sleep 0.5"};
+  const Result s = slice.spawn(skipped).wait();
+  CHECK(s.speed_changes.empty());
+  CHECK(test::has_note(s.warnings, "the workload's ONNX Runtime model was not counted: a copy "
+                                   "of its session would have needed about 300 MB"));
+  CHECK_FALSE(test::has_note(s.warnings, "sent no activation count"));
 }
 
 TEST_CASE("an ONNX Runtime count sets its speed in a slice that followed the workload to "
@@ -383,6 +431,11 @@ TEST_CASE("an ONNX Runtime count sets its speed in a slice that followed the wor
   REQUIRE(r.device.nn);
   CHECK(r.device.nn->basis == "onnxruntime");
   CHECK(r.device.nn->memory_mb_per_ms == Approx(8.0));
+  // PyTorch in the maps is not warned of: the count said which runtime infers.
+  CHECK_FALSE(test::has_note(r.warnings, "the workload loaded PyTorch (libtorch_cpu.so); the "
+                                         "device's speed was derived with"));
+  CHECK(test::has_note(r.warnings, "the workload loaded PyTorch (libtorch_cpu.so): the device "
+                                   "ran at"));
 }
 
 TEST_CASE("ONNX Runtime's workloads are counted by default; the environment turns it off",

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+import fake_onnxruntime
+
 SRC = Path(__file__).resolve().parents[2] / "src" / "nn"
 if not (SRC / "activation_counter.py").is_file():  # the v2 VM gets tests/ without src/
     pytest.skip(f"no {SRC} here (the host's run of these tests has it)",
@@ -174,24 +176,22 @@ def _counter_dir(tmp_path: Path) -> Path:
 
 
 def _run(python: str, tmp_path: Path, code: str, pythonpath: list[Path], channel: bool = True,
-         runtimes: str | None = None, memory: int | None = None):
-    """Runs `code` with the counter first on PYTHONPATH and, with `channel`, a phase channel,
-    the slice counting `runtimes` (EDGEPROF_COUNT_RUNTIMES; None: unset) under a memory limit
-    of `memory` bytes (EDGEPROF_COUNT_MEMORY_BYTES; None: unset):
-    (its stdout, what arrived on the channel)."""
+         runtimes: str | None = None):
+    """Runs `code` in `tmp_path` with the counter first on PYTHONPATH and, with `channel`, a
+    phase channel, the slice counting `runtimes` (EDGEPROF_COUNT_RUNTIMES; None: unset), no
+    memory limit: (its stdout, what arrived on the channel)."""
     read, write = os.pipe()
     try:
         env = {k: v for k, v in os.environ.items()
                if k not in ("PYTHONPATH", "EDGEPROF_PHASE_FD", "EDGEPROF_COUNT_RUNTIMES",
-                            "EDGEPROF_COUNT_MEMORY_BYTES")}
+                            "EDGEPROF_COUNT_MEMORY_BYTES", "EDGEPROF_COUNT_MEMORY_USAGE")}
         if runtimes is not None:
             env["EDGEPROF_COUNT_RUNTIMES"] = runtimes
-        if memory is not None:
-            env["EDGEPROF_COUNT_MEMORY_BYTES"] = str(memory)
         env["PYTHONPATH"] = os.pathsep.join(str(p) for p in pythonpath)
         if channel:
             env["EDGEPROF_PHASE_FD"] = f"{write}:{os.fstat(write).st_ino}"
         out = subprocess.run([python, "-c", code], env=env, pass_fds=(write,), text=True,
+                             cwd=tmp_path,
                              capture_output=True, timeout=300, check=False)
         os.close(write)
         write = -1
@@ -598,51 +598,11 @@ def test_entries_the_workload_put_in_front_stay_when_the_counter_goes(tmp_path):
     assert f"path /mine:{tmp_path / 'fake'}" in out
 
 
-# A stand-in for ONNX Runtime: sessions that keep their model's path or bytes as ONNX Runtime's
-# InferenceSession does, log how each was made, and profile one kernel of 3 MB.
-FAKE_ORT = textwrap.dedent("""
-    import json
-    __version__ = "0.0-test"
-    class ExecutionMode:
-        ORT_SEQUENTIAL = "sequential"
-    class GraphOptimizationLevel:
-        ORT_DISABLE_ALL = "disable_all"
-    class SessionOptions:
-        def __init__(self):
-            self.enable_profiling, self.profile_file_prefix = False, "profile"
-            self.intra_op_num_threads, self.graph_optimization_level = 0, "all"
-    class _Input:
-        def __init__(self, name):
-            self.name = name
-    SESSIONS, RUNS = [], []
-    class Session:  # run inherited, as ONNX Runtime's InferenceSession inherits it
-        def run(self, output_names, input_feed, run_options=None):
-            RUNS.append(self.index)
-            return [sum(range(20000))]
-    class InferenceSession(Session):
-        def __init__(self, source, sess_options=None, providers=None):
-            self.index = len(SESSIONS) + 1
-            self._model_path = source if isinstance(source, str) else None
-            self._model_bytes = source if isinstance(source, bytes) else None
-            self.options = sess_options or SessionOptions()
-            self.providers = list(providers or ["CPUExecutionProvider"])
-            SESSIONS.append((self.providers[0], self.options.intra_op_num_threads,
-                             self.options.enable_profiling and
-                             self.options.graph_optimization_level))
-        def get_providers(self):
-            return self.providers
-        def get_inputs(self):
-            return [_Input("input")]
-        def end_profiling(self):
-            path = self.options.profile_file_prefix + "_1.json"
-            with open(path, "w") as f:
-                json.dump([{"cat": "Node", "name": "conv_kernel_time",
-                            "args": {"output_size": "3000000"}}], f)
-            return path
-""")
 
 ORT_WORKLOAD = textwrap.dedent("""
     import os, numpy
+    with open("model.onnx", "wb") as f:  # in the working directory (the test's)
+        f.write(b"onnx")
     import onnxruntime as ort
     gpu = ort.InferenceSession("model.onnx", providers=["CUDAExecutionProvider"])
     gpu.run(None, {"input": numpy.zeros((1, 3), numpy.float32)})
@@ -657,10 +617,8 @@ ORT_WORKLOAD = textwrap.dedent("""
 
 
 def _fake_ort(tmp_path: Path) -> Path:
-    d = tmp_path / "fake-ort"
-    (d / "onnxruntime").mkdir(parents=True)
-    (d / "onnxruntime" / "__init__.py").write_text(FAKE_ORT)
-    return d
+    """The stand-in ONNX Runtime (fake_onnxruntime.py) in a directory to put on the path."""
+    return fake_onnxruntime.install(tmp_path / "fake-ort")
 
 
 def test_an_onnx_runtime_session_is_counted_by_its_graph_then_timed_at_one_thread(tmp_path):
@@ -669,11 +627,11 @@ def test_an_onnx_runtime_session_is_counted_by_its_graph_then_timed_at_one_threa
     code = f"import os\nos.environ['TMPDIR'] = {str(tmp)!r}\n" + ORT_WORKLOAD
     out, marks = _run(sys.executable, tmp_path, code, [_counter_dir(tmp_path), _fake_ort(tmp_path)],
                       runtimes="pytorch,onnxruntime")
-    # One count, of the CPU session (the GPU's passed over): 3 MB by the profile of a copy at
-    # one thread without optimisations, then five inferences of a copy at one thread.
+    # One count, of the CPU session (the GPU's passed over): 2.5 MB by the profile of a copy
+    # at one thread without optimisations, then five inferences of a copy at one thread.
     [line] = marks.splitlines()
     _, kind, mb, cpu_ms, calls, runtime = line.split()
-    assert (kind, float(mb), calls, runtime) == ("A", 3.0, "5", "onnxruntime")
+    assert (kind, float(mb), calls, runtime) == ("A", 2.5, "5", "onnxruntime")
     assert float(cpu_ms) > 0
     assert ("sessions [('CUDAExecutionProvider', 0, False), ('CPUExecutionProvider', 0, False), "
             "('CPUExecutionProvider', 1, 'disable_all'), ('CPUExecutionProvider', 1, False)]"
@@ -699,7 +657,7 @@ def test_onnx_runtime_sessions_that_cannot_be_counted_are_given_up_on(tmp_path):
 
 
 # A session made from a model file of 4 MB in the working directory, run three times, by
-# keyword: what the counter did, and how much memory the process had.
+# keyword: how many sessions were made (the workload's and the counter's copies).
 SIZED_WORKLOAD = textwrap.dedent("""
     import os, numpy
     os.chdir(os.environ["WORKDIR"])
@@ -711,35 +669,68 @@ SIZED_WORKLOAD = textwrap.dedent("""
         session.run(None, input_feed={"input": numpy.zeros((1, 3), numpy.float32)})
     print("sessions", len(ort.SESSIONS))
     print("restored", "run" not in ort.InferenceSession.__dict__)
-    pages = int(open("/proc/self/statm").read().split()[1])
-    print("resident", pages * os.sysconf("SC_PAGE_SIZE"))
 """)
 
 
-@pytest.mark.parametrize("room, counted", [(1 << 40, True), (8 << 20, False), (0, True)])
+USED = 1 << 30  # what the slice's usage file says it uses: more than the test's resident memory
+MODEL = 5 * (4 << 20)  # five times the 4 MB model: the room a copy takes
+
+
+@pytest.mark.parametrize("room, sessions", [
+    ("", 3), ("0", 3), (str(USED + MODEL + (3 << 20)), 3),  # the workload's and two copies
+    (str(USED + MODEL - (1 << 20)), 1),   # no room for a copy of the model: none made
+    (str(USED + MODEL + (1 << 20)), 2),   # room for the profiled copy, not for its 2.5 MB
+    ("256M", 1)])                         # a limit not understood: nothing made
+# (The input, 1x3 float32, 12 bytes: 8 x 12 before the first copy, 12 with the activations
+# before the second.)
 def test_an_onnx_runtime_count_is_made_where_its_copies_fit_under_the_slices_memory(
-        tmp_path, room, counted):
-    # A session fed by keyword. Under a limit of 8 MB (less than the process's resident memory
-    # alone) the copies are not made and nothing is counted; under 1 TB, or none (0), they are.
+        tmp_path, room, sessions):
+    # A session fed by keyword, in a slice that uses USED bytes by its usage file.
     work = tmp_path / "work"
     work.mkdir()
-    code = f"import os\nos.environ['WORKDIR'] = {str(work)!r}\n" + SIZED_WORKLOAD
+    usage = tmp_path / "memory.current"
+    usage.write_text(f"{USED}\n")
+    code = (f"import os\nos.environ['WORKDIR'] = {str(work)!r}\n"
+            f"os.environ['EDGEPROF_COUNT_MEMORY_USAGE'] = {str(usage)!r}\n"
+            f"os.environ['EDGEPROF_COUNT_MEMORY_BYTES'] = {room!r}\n" + SIZED_WORKLOAD)
     out, marks = _run(sys.executable, tmp_path, code, [_counter_dir(tmp_path), _fake_ort(tmp_path)],
-                      runtimes="onnxruntime", memory=room)
-    assert "restored True" in out
-    if counted:
-        [line] = marks.splitlines()
+                      runtimes="onnxruntime")
+    assert "restored True" in out and f"sessions {sessions}\n" in out
+    [line] = marks.splitlines()
+    if sessions == 3:
         assert line.split()[1::4] == ["A", "onnxruntime"]
-        assert "sessions 3" in out  # the workload's and two copies
     else:
-        assert marks == "" and "sessions 1" in out
+        # The slice is told why: what it used, what a copy needed, its limit (bytes).
+        _, kind, skip, runtime, why, used, need, limit = line.split()
+        assert (kind, skip, runtime, why) == ("A", "skip", "onnxruntime", "memory")
+        if room == "256M":
+            assert (used, need, limit) == ("0", "0", "0")
+        else:
+            assert (int(used), int(limit)) == (USED, int(room))
+            assert int(need) == MODEL + (8 * 12 if sessions == 1 else 12 + 2_500_000)
+
+
+def test_a_relative_model_path_the_workload_has_left_is_not_counted(tmp_path):
+    # The session was made from "model.onnx" in one directory, run from another: not counted
+    # (nor an error); after GIVE_UP such runs the method is put back.
+    work = tmp_path / "work"
+    work.mkdir()
+    code = (f"import os\nos.environ['WORKDIR'] = {str(work)!r}\n" + SIZED_WORKLOAD.replace(
+        "for _ in range(3):", f"os.chdir({str(tmp_path)!r})\nfor _ in range(40):"))
+    out, marks = _run(sys.executable, tmp_path, code, [_counter_dir(tmp_path), _fake_ort(tmp_path)],
+                      runtimes="onnxruntime")
+    assert marks == "" and "sessions 1\n" in out and "restored True" in out
 
 
 def test_a_session_run_from_two_threads_at_once_is_counted_once(tmp_path):
-    # Both threads' first runs come before the count: one of them counts, the other runs on;
-    # every run of the workload's is made.
+    # Both threads' first runs come before the count, both inside the counter's look at the
+    # session at once (the stand-in's get_providers sleeps): one of them counts, the other runs
+    # on; every run of the workload's is made.
     code = textwrap.dedent("""
-        import threading, numpy
+        import os, threading, numpy
+        os.environ["FAKE_ORT_DELAY"] = "0.1"
+        with open("model.onnx", "wb") as f:
+            f.write(b"onnx")
         import onnxruntime as ort
         session = ort.InferenceSession("model.onnx", providers=["CPUExecutionProvider"])
         start = threading.Barrier(2)

@@ -12,60 +12,16 @@ from pathlib import Path
 
 import pytest
 
+import fake_onnxruntime
+
 RUNNER = Path(__file__).resolve().parents[2] / "src" / "nn" / "torch_runner.py"
 if not RUNNER.is_file():  # the cgroup v2 VM gets tests/ without src/: these need no cgroup
     pytest.skip(f"no {RUNNER} here (the host's run of these tests has it)",
                 allow_module_level=True)
 
-FAKE_ORT = textwrap.dedent("""
-    import os
-    __version__ = "0.0-test"
-    class ExecutionMode:
-        ORT_SEQUENTIAL = "sequential"
-    class GraphOptimizationLevel:
-        ORT_DISABLE_ALL = "disable_all"
-    class SessionOptions:
-        graph_optimization_level = "default"
-        intra_op_num_threads = None
-        inter_op_num_threads = None
-        execution_mode = None
-        enable_profiling = False
-        profile_file_prefix = "onnxruntime_profile_"
-    class _Input:
-        name = "input"
-    class InferenceSession:
-        def __init__(self, source, options, providers):
-            self.source = os.path.basename(source) if isinstance(source, str) else "bytes"
-            self.options = options
-            with open(os.environ["FAKE_ORT_LOG"], "a") as log:
-                log.write(f"{source} threads={options.intra_op_num_threads} {providers[0]}"
-                          + (f" profiled {options.graph_optimization_level}"
-                             if options.enable_profiling else "") + "\\n")
-        def end_profiling(self):
-            # Two kernels of 2 MB and 0.5 MB; a fence and the session's own event, which are
-            # no kernel's output (were they counted, 9.5 MB).
-            import json
-            path = self.options.profile_file_prefix + "_2026.json"
-            with open(os.environ["FAKE_ORT_LOG"], "a") as log:
-                log.write(f"profile {path}\\n")
-            with open(path, "w") as f:
-                json.dump([{"cat": "Session", "name": "model_run",
-                            "args": {"output_size": "3000000"}},
-                           {"cat": "Node", "name": "conv_fence_before",
-                            "args": {"output_size": "4000000"}},
-                           {"cat": "Node", "name": "conv_kernel_time",
-                            "args": {"output_size": "2000000", "op_name": "Conv"}},
-                           {"cat": "Node", "name": "relu_kernel_time",
-                            "args": {"output_size": "500000", "op_name": "Relu"}}], f)
-            return path
-        def get_inputs(self):
-            return [_Input()]
-        def run(self, outputs, feed):
-            assert feed["input"].shape == (1, 3, 224, 224)
-            with open(os.environ["FAKE_ORT_LOG"] + ".runs", "a") as log:
-                log.write(f"run {self.source}\\n")
-            return [None]
-""")
+# The stand-in ONNX Runtime (fake_onnxruntime.py), as a module's source.
+FAKE_ORT = Path(fake_onnxruntime.__file__).read_text()
+IMAGE = (1, 3, 224, 224)  # the input the runner feeds every model
 
 
 def run_with_modules(tmp_path, modules, *args, env_extra=None):
@@ -268,7 +224,8 @@ def test_rounds_on_the_command_line(tmp_path):
     # each pass through both models in turn (each call runs its own model's session).
     assert len((tmp_path / "ort.log").read_text().splitlines()) == 2
     runs = (tmp_path / "ort.log.runs").read_text().splitlines()
-    assert runs == (["run resnet18.onnx"] * 3 + ["run mobilenetv2_100.onnx"] * 3) * 2
+    assert runs == ([f"run resnet18.onnx {IMAGE}"] * 3
+                    + [f"run mobilenetv2_100.onnx {IMAGE}"] * 3) * 2
     for bad in ("0", "x", ""):
         done = run_runner(tmp_path, str(models), "0", "1", "--backend=onnxruntime",
                           f"--rounds={bad}", "resnet18")
