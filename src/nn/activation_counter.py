@@ -29,7 +29,8 @@
 # left as it was (its first run waits for the count: two sessions made and seven inferences).
 # The copies are made, one at a time, only where what the slice uses plus COPY_BYTES times the
 # model's size (and its inputs' and activations' bytes) fits under the slice's memory limit
-# (EDGEPROF_COUNT_MEMORY_BYTES; the use read from EDGEPROF_COUNT_MEMORY_USAGE); else it writes
+# (EDGEPROF_COUNT_MEMORY_BYTES; the use read from EDGEPROF_COUNT_MEMORY_USAGE less the inactive
+# file cache of EDGEPROF_COUNT_MEMORY_STAT); else it writes
 # "<ns> A skip onnxruntime memory <used> <needed> <limit>" (bytes), and the slice says so.
 # It first takes its directory off sys.path, so that the workload's imports see what they would
 # have without it (off PYTHONPATH too once the process imports PyTorch: a launcher that does
@@ -374,14 +375,27 @@ def _resident_bytes():
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
+def _reclaimable_bytes():
+    """The slice's inactive file cache, which the kernel reclaims before it fails an
+    allocation: total_inactive_file (v1, the hierarchy's) or inactive_file (v2) of the slice's
+    memory.stat (EDGEPROF_COUNT_MEMORY_STAT); 0 where it cannot be read."""
+    try:
+        with open(os.environ.get("EDGEPROF_COUNT_MEMORY_STAT", "")) as f:
+            stat = dict(line.split()[:2] for line in f if len(line.split()) >= 2)
+        return int(stat.get("total_inactive_file", stat.get("inactive_file", "0")))
+    except (OSError, ValueError):
+        return 0
+
+
 def _used_bytes():
     """What the slice's processes use of its memory: the number in the slice's usage file
-    (EDGEPROF_COUNT_MEMORY_USAGE: memory.current, memory.usage_in_bytes), else this process's
-    resident memory, whichever is more."""
+    (EDGEPROF_COUNT_MEMORY_USAGE: memory.current, memory.usage_in_bytes) less its inactive file
+    cache (a dataset the workload read fills the slice with cache the kernel takes back), else
+    this process's resident memory, whichever is more."""
     used = _resident_bytes()
     try:
         with open(os.environ.get("EDGEPROF_COUNT_MEMORY_USAGE", "")) as f:
-            used = max(used, int(f.read().split()[0]))
+            used = max(used, int(f.read().split()[0]) - _reclaimable_bytes())
     except (OSError, ValueError, IndexError):
         pass
     return used

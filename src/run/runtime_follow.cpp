@@ -10,9 +10,11 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "cgroup/files.hpp"
 #include "edgeprof/error.hpp"
 #include "edgeprof/nn.hpp"
 #include "sampler/sampler.hpp"
+#include "sys/fs.hpp"
 #include "sys/parse.hpp"
 
 namespace edgeprof::detail {
@@ -108,24 +110,47 @@ std::optional<SkippedCount> last_skipped_count(std::string_view lines) {
   return last;
 }
 
-std::string skipped_count_warning(const SkippedCount& skip, const Device& device) {
+std::string skipped_count_warning(const SkippedCount& skip, const Device& device,
+                                  const CountedSwitch* earlier) {
   const std::string name = runtime_name(skip.runtime);
   const std::string why =
       skip.limit == 0
           ? std::string("the counter could not read the slice's memory limit")
           : fmt::format("a copy of its session would have needed about {:.0f} MB (five times "
-                        "its model's size and its inputs, or its activations; estimated) "
-                        "beside the {:.0f} MB the slice used, over its memory limit of {:.0f} "
-                        "MB",
+                        "its model's size, and eight times its inputs' or, for the second copy, "
+                        "its activations'; estimated) beside the {:.0f} MB the slice used (its "
+                        "inactive file cache not counted), over its memory limit of {:.0f} MB",
                         static_cast<double>(skip.needed) / 1e6,
                         static_cast<double>(skip.used) / 1e6,
                         static_cast<double>(skip.limit) / 1e6);
+  const std::string ran =
+      earlier && earlier->speed
+          ? fmt::format("the speed an earlier workload in the slice counted ({:.4g} MB per ms)",
+                        earlier->mb_per_ms)
+          : "the device's " + speed_of(device).substr(4);
   return fmt::format(
-      "the workload's {} model was not counted: {}; it ran at the device's {} ({:.3g} of a host "
-      "core), not at its own model's. Give its own speed (--runtime {} --memory-mb-per-ms M, M "
-      "from edgeprof.nn.memory_intensity), or emulate a device with more memory "
-      "(docs/devices.md, \"A workload's own speed\")",
-      name, why, speed_of(device).substr(4), device.core_speed, skip.runtime);
+      "the workload's {} model was not counted: {}; it ran at {} ({:.3g} of a host core), not "
+      "at its own model's. Give its own speed (--runtime {} --memory-mb-per-ms M, M from "
+      "edgeprof.nn.memory_intensity), or emulate a device with more memory (docs/devices.md, "
+      "\"A workload's own speed\")",
+      name, why, ran, device.core_speed, skip.runtime);
+}
+
+CountMemoryFiles count_memory_files(const SliceFiles& where) {
+  CountMemoryFiles out;
+  if (where.unified) {
+    if (where.dir.empty() || !where.fs.exists(join(where.dir, files::v2::kMemoryCurrent))) {
+      return out;
+    }
+    out.usage = where.fs.resolve(join(where.dir, files::v2::kMemoryCurrent));
+    out.stat = where.fs.resolve(join(where.dir, files::v2::kMemoryStat));
+    return out;
+  }
+  const auto memory = where.controllers.find("memory");
+  if (memory == where.controllers.end()) return out;
+  out.usage = where.fs.resolve(join(memory->second, files::v1::kMemoryUsageInBytes));
+  out.stat = where.fs.resolve(join(memory->second, files::v1::kMemoryStat));
+  return out;
 }
 
 bool is_counted_runtime(std::string_view id) {

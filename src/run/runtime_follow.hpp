@@ -40,11 +40,22 @@ bool is_counted_runtime(std::string_view id);
 // Whether ONNX Runtime's workloads are counted (where the slice counts at all): yes unless
 // EDGEPROF_COUNT_ONNXRUNTIME is 0, false, off or no (any case).
 bool counts_onnxruntime();
-// The variables that give the counter the slice's memory limit in bytes (0: none) and the file
-// whose number is the slice's use of it: it makes its copies of an ONNX Runtime session only
-// where they fit under the limit.
+// The variables that give the counter the slice's memory limit in bytes (0: none), the file
+// whose number is the slice's use of it, and the slice's memory.stat, whose inactive file cache
+// (total_inactive_file on v1, inactive_file on v2) the kernel would reclaim before failing: it
+// makes its copies of an ONNX Runtime session only where they fit under the limit.
 inline constexpr const char* kCountMemoryEnv = "EDGEPROF_COUNT_MEMORY_BYTES";
 inline constexpr const char* kCountMemoryUsageEnv = "EDGEPROF_COUNT_MEMORY_USAGE";
+inline constexpr const char* kCountMemoryStatEnv = "EDGEPROF_COUNT_MEMORY_STAT";
+
+// The slice's memory files as the workload reads them (absolute paths): v2 memory.current and
+// memory.stat where the memory controller is enabled (its files exist), v1 the memory
+// hierarchy's memory.usage_in_bytes and memory.stat; both "" without the controller (no limit
+// was applied either).
+struct CountMemoryFiles {
+  std::string usage, stat;
+};
+CountMemoryFiles count_memory_files(const SliceFiles& where);
 // The variable that tells the counter which runtimes the slice counts ("pytorch,onnxruntime"):
 // it watches for those alone.
 inline constexpr const char* kCountRuntimesEnv = "EDGEPROF_COUNT_RUNTIMES";
@@ -71,9 +82,6 @@ struct SkippedCount {
   std::uint64_t used = 0, needed = 0, limit = 0;
 };
 std::optional<SkippedCount> last_skipped_count(std::string_view lines);
-
-// The warning of a run whose workload's count was skipped (`skip`), which ran at `device`.
-std::string skipped_count_warning(const SkippedCount& skip, const Device& device);
 
 // What a slice that counts its workload's activations (PlanOptions::count_activations) plans a
 // counted speed from, for one counted runtime: the runtime, the device before its speed kind
@@ -271,6 +279,11 @@ std::string counted_warning(const CountedSwitch& made, double since_release_s);
 std::optional<std::string> uncounted_warning(const Device& device, const CountedSwitch* earlier,
                                              const RuntimesSeen& seen,
                                              const std::vector<std::string>& counted);
+
+// The warning of a run whose workload's count was skipped (`skip`), which ran at `device`: the
+// speed `earlier` counted (another workload's in the slice) where set.
+std::string skipped_count_warning(const SkippedCount& skip, const Device& device,
+                                  const CountedSwitch* earlier = nullptr);
 
 // The warning of a run whose workload's count (`made`) was read as it exited: it set the speed
 // of the slice's next run, not this one's.

@@ -242,20 +242,6 @@ std::string member_dir(const detail::SliceFiles& where) {
   return dir;
 }
 
-// The file whose number is the slice's memory use, as the workload sees it (v2 memory.current,
-// v1 memory.usage_in_bytes), "" without the memory controller (no limit applied either).
-std::string memory_usage_file(const detail::SliceFiles& where) {
-  if (where.unified) {
-    return where.dir.empty()
-               ? std::string()
-               : where.fs.resolve(where.dir + "/" + detail::files::v2::kMemoryCurrent);
-  }
-  const auto memory = where.controllers.find("memory");
-  return memory == where.controllers.end()
-             ? std::string()
-             : where.fs.resolve(memory->second + "/" + detail::files::v1::kMemoryUsageInBytes);
-}
-
 // Reads the slice's processes' maps through its cgroup.procs. Holds paths, not the Cgroup,
 // which a closed slice drops while a sampler thread may still read.
 detail::RuntimeWatch runtime_watch(const detail::SliceFiles& where) {
@@ -741,16 +727,12 @@ Child Slice::spawn(const Command& command, const SpawnOptions& options) {
                        fmt::format("{}", fmt::join(s.follower->counted_runtimes(), ",")));
       // The room its copies of an ONNX Runtime session must fit in (0: no limit), and where
       // the slice's use of it is read.
-      const std::string usage = memory_usage_file(s.cgroup->files());
-      const bool limited =
-          !usage.empty() && std::none_of(s.unapplied.begin(), s.unapplied.end(),
-                                         [](const std::string& u) {
-                                           return u.find("'memory' controller") !=
-                                                  std::string::npos;
-                                         });
-      prepared.set_env(detail::kCountMemoryEnv,
-                       limited ? std::to_string(s.plan.memory_max_bytes) : "0");
-      prepared.set_env(detail::kCountMemoryUsageEnv, usage);
+      const detail::CountMemoryFiles memory = detail::count_memory_files(s.cgroup->files());
+      prepared.set_env(detail::kCountMemoryEnv, memory.usage.empty()
+                                                    ? "0"
+                                                    : std::to_string(s.plan.memory_max_bytes));
+      prepared.set_env(detail::kCountMemoryUsageEnv, memory.usage);
+      prepared.set_env(detail::kCountMemoryStatEnv, memory.stat);
     }
   }
 
@@ -1002,7 +984,7 @@ Result Child::State::finish(const detail::Exit& exit, bool timed_out) {
         skip = skipped->count;
       }
       // A count skipped says why; the speed an earlier workload counted is said too.
-      if (skip) r.warnings.push_back(detail::skipped_count_warning(*skip, r.device));
+      if (skip) r.warnings.push_back(detail::skipped_count_warning(*skip, r.device, applied));
       if (!skip || applied) {
         if (auto warning = detail::uncounted_warning(r.device, applied, r.runtimes_seen,
                                                      slice->follower->counted_runtimes())) {
@@ -1156,16 +1138,17 @@ void Child::State::analyse(Result& r) {
                                      "killed workload, or an end without a begin)",
                                      malformed, malformed == 1 ? "" : "s"));
   }
-  // Not where a count of the device's runtime set its speed in this run: the count says which
-  // runtime the workload infers with (a PyTorch it imported to export its model, say, aside).
-  const bool counted_basis =
-      r.device.nn && std::any_of(r.speed_changes.begin(), r.speed_changes.end(),
-                                 [&](const SpeedChange& c) {
-                                   return c.error.empty() && c.memory_mb_per_ms > 0 &&
-                                          c.runtime == r.device.nn->basis;
-                                 });
-  if (auto warning = detail::runtime_warning(r.device, r.runtimes_seen);
-      warning && !counted_basis) {
+  // Where a count of the device's runtime set its speed in this run, the other runtimes the
+  // slice counts are not warned of: the count says which one the workload infers with (a
+  // PyTorch it imported to export its model sent none); others are.
+  detail::RuntimesSeen others = r.runtimes_seen;
+  if (r.device.nn && slice->follower &&
+      std::any_of(r.speed_changes.begin(), r.speed_changes.end(), [&](const SpeedChange& c) {
+        return c.error.empty() && c.memory_mb_per_ms > 0 && c.runtime == r.device.nn->basis;
+      })) {
+    for (const std::string& counted : slice->follower->counted_runtimes()) others.erase(counted);
+  }
+  if (auto warning = detail::runtime_warning(r.device, others)) {
     r.warnings.push_back(std::move(*warning));
   }
   if (!slice->started_at.empty() && r.device.nn) {

@@ -18,6 +18,7 @@
 #include "cgroup/backend.hpp"
 #include "nn/runner_dir.hpp"
 #include "run/runtime_follow.hpp"
+#include "sys/parse.hpp"
 
 using namespace edgeprof;
 using Catch::Matchers::Contains;
@@ -25,6 +26,12 @@ using test::can_create_slices;
 using test::FakeTree;
 
 namespace {
+
+// A shell command's words that write `line` on the workload's phase channel, as the counter
+// does (the pipe reopened through /proc: a shell's >&N takes one digit in some shells).
+std::string send(const std::string& line) {
+  return "echo '" + line + "' > /proc/self/fd/${EDGEPROF_PHASE_FD%%:*}";
+}
 
 // This host's PyTorch rating in a cache of the test's own: the thirteen models with times and
 // activations of the shape a real rating has (this project's host, rounded), so that a memory
@@ -125,16 +132,40 @@ TEST_CASE("a count the counter skipped: the last well-formed word of it", "[coun
   }
   // Nor is it a count.
   CHECK_FALSE(detail::last_activation_count("1 A skip onnxruntime memory 1 2 3\n"));
-  // Its warning says what it needed and had, at which speed the run went on.
-  Device pi = for_runtime(find_device("raspberry-pi-4b-1gb"), "onnxruntime");
+  // Its warning says what it needed and had, at which speed the run went on (the device at
+  // its ONNX Runtime speed by a stand-in rating: the v2 VM has none).
+  CountingSetUp set_up;
+  rate_pytorch_with_activations(set_up.bin, "onnxruntime");
+  const Device pi = for_runtime(find_device("raspberry-pi-4b-1gb"), "onnxruntime");
   const std::string w = detail::skipped_count_warning(*skip, pi);
   CHECK_THAT(w, Contains("the workload's ONNX Runtime model was not counted: a copy of its "
                          "session would have needed about 2660 MB"));
-  CHECK_THAT(w, Contains("beside the 100 MB the slice used, over its memory limit of 268 MB"));
+  CHECK_THAT(w, Contains("beside the 100 MB the slice used (its inactive file cache not "
+                         "counted), over its memory limit of 268 MB"));
   CHECK_THAT(w, Contains("it ran at the device's ONNX Runtime speed ("));
   CHECK_THAT(w, Contains("--runtime onnxruntime --memory-mb-per-ms M"));
   CHECK_THAT(detail::skipped_count_warning({"onnxruntime", 0, 0, 0}, pi),
              Contains("the counter could not read the slice's memory limit"));
+}
+
+TEST_CASE("the memory files a counter reads: v2's where its memory controller is on, v1's "
+          "memory hierarchy's", "[counting]") {
+  FakeTree tree;
+  detail::SliceFiles v2{detail::Fs(tree.root()), true, "/sys/fs/cgroup/app/edgeprof-1", -1, {},
+                        {}};
+  CHECK(detail::count_memory_files(v2).usage.empty());  // no memory.current: not enabled
+  CHECK(detail::count_memory_files(v2).stat.empty());
+  tree.file("/sys/fs/cgroup/app/edgeprof-1/memory.current", "4096\n");
+  const detail::CountMemoryFiles on = detail::count_memory_files(v2);
+  CHECK(on.usage == tree.root() + "/sys/fs/cgroup/app/edgeprof-1/memory.current");
+  CHECK(on.stat == tree.root() + "/sys/fs/cgroup/app/edgeprof-1/memory.stat");
+  detail::SliceFiles v1{detail::Fs(tree.root()), false, "", -1,
+                        {{"cpu", "/sys/fs/cgroup/cpu/edgeprof-1"}}, {}};
+  CHECK(detail::count_memory_files(v1).usage.empty());  // no memory hierarchy
+  v1.controllers["memory"] = "/sys/fs/cgroup/memory/edgeprof-1";
+  const detail::CountMemoryFiles v1_on = detail::count_memory_files(v1);
+  CHECK(v1_on.usage == tree.root() + "/sys/fs/cgroup/memory/edgeprof-1/memory.usage_in_bytes");
+  CHECK(v1_on.stat == tree.root() + "/sys/fs/cgroup/memory/edgeprof-1/memory.stat");
 }
 
 TEST_CASE("phases: an activation count is no phase and no malformed mark", "[counting]") {
@@ -248,12 +279,10 @@ TEST_CASE("a counted workload sets the slice's speed by its memory term", "[coun
     // PYTHONPATH pointed.
     const FakeTree out;
     Command count;
-    // (/bin/sh: the v2 VM has no bash; the pipe reopened through /proc, as a shell's >&N takes
-    // one digit in some shells.)
+    // (/bin/sh: the v2 VM has no bash.)
     count.argv = {"/bin/sh", "-c",
-                  "echo \"$PYTHONPATH\" > '" + out.root() +
-                      "/path'; echo '1 A 40 10 5' > /proc/self/fd/${EDGEPROF_PHASE_FD%%:*}; "
-                      "sleep 600"};
+                  "echo \"$PYTHONPATH\" > '" + out.root() + "/path'; " + send("1 A 40 10 5") +
+                      "; sleep 600"};
     count.env = std::vector<std::string>{"PATH=/usr/bin:/bin", "PYTHONPATH=/somewhere/else"};
     Child child = slice.spawn(count);
     // (At the Pi 4's speeds the quota is the kernel's 1 ms minimum, and the period changes.)
@@ -338,8 +367,7 @@ TEST_CASE("an ONNX Runtime workload's count sets the slice's ONNX Runtime speed"
                                      "(its ONNX graph's nodes'"));
   // A count of PyTorch's: the slice counts no PyTorch workload (its speed is ONNX Runtime's).
   Command torch;
-  torch.argv = {"/bin/sh", "-c",
-                "echo '1 A 40 10 5 pytorch' > /proc/self/fd/${EDGEPROF_PHASE_FD%%:*}; sleep 0.5"};
+  torch.argv = {"/bin/sh", "-c", send("1 A 40 10 5 pytorch") + "; sleep 0.5"};
   const Result refused = slice.spawn(torch).wait();
   REQUIRE(refused.speed_changes.size() == 1);
   CHECK_THAT(refused.speed_changes[0].error,
@@ -352,8 +380,9 @@ TEST_CASE("an ONNX Runtime workload's count sets the slice's ONNX Runtime speed"
   ort.argv = {"/bin/sh", "-c",
               "echo \"$EDGEPROF_COUNT_RUNTIMES\" > '" + out.root() + "/runtimes'; "
               "echo \"$EDGEPROF_COUNT_MEMORY_BYTES\" > '" + out.root() + "/memory'; "
-              "echo '1 A 40 10 5 onnxruntime' > /proc/self/fd/${EDGEPROF_PHASE_FD%%:*}; "
-              "sleep 0.5"};
+              "cat \"$EDGEPROF_COUNT_MEMORY_USAGE\" > '" + out.root() + "/usage'; "
+              "cat \"$EDGEPROF_COUNT_MEMORY_STAT\" > '" + out.root() + "/stat'; " +
+              send("1 A 40 10 5 onnxruntime") + "; sleep 0.5"};
   const Result r = slice.spawn(ort).wait();
   REQUIRE(r.speed_changes.size() == 1);
   const SpeedChange& c = r.speed_changes[0];
@@ -367,18 +396,25 @@ TEST_CASE("an ONNX Runtime workload's count sets the slice's ONNX Runtime speed"
   CHECK(test::has_note(r.warnings, "--runtime onnxruntime --memory-mb-per-ms 8"));
   CHECK(FakeTree::slurp(out.root() + "/runtimes") == "onnxruntime\n");
   CHECK(FakeTree::slurp(out.root() + "/memory") == std::to_string(256 << 20) + "\n");
+  // The slice's memory files, readable by the workload: a number, and the stat's keys.
+  CHECK(detail::parse_u64(FakeTree::slurp(out.root() + "/usage")));
+  CHECK_THAT(FakeTree::slurp(out.root() + "/stat"), Contains("inactive_file "));
 
   // A workload whose count the counter skipped for want of memory: its warning says so, and
   // not that no count came.
   Command skipped;
   skipped.argv = {"/bin/sh", "-c",
-                  "echo '1 A skip onnxruntime memory 100000000 300000000 268435456' > "
-                  "/proc/self/fd/${EDGEPROF_PHASE_FD%%:*}; sleep 0.5"};
+                  send("1 A skip onnxruntime memory 100000000 300000000 268435456") +
+                      "; sleep 0.5"};
   const Result s = slice.spawn(skipped).wait();
   CHECK(s.speed_changes.empty());
   CHECK(test::has_note(s.warnings, "the workload's ONNX Runtime model was not counted: a copy "
                                    "of its session would have needed about 300 MB"));
-  CHECK_FALSE(test::has_note(s.warnings, "sent no activation count"));
+  // It ran at the speed the workload before it counted, which the slice kept, and says so.
+  CHECK(test::has_note(s.warnings, "; it ran at the speed an earlier workload in the slice "
+                                   "counted (8 MB per ms)"));
+  CHECK(test::has_note(s.warnings, "this run started at the ONNX Runtime speed an earlier "
+                                   "workload in the slice counted (8 MB per ms)"));
 }
 
 TEST_CASE("an ONNX Runtime count sets its speed in a slice that followed the workload to "
@@ -404,9 +440,8 @@ TEST_CASE("an ONNX Runtime count sets its speed in a slice that followed the wor
   Command both;
   both.argv = {"/bin/sh", "-c",
                "'" + library + "' sleep 600 & while [ ! -e '" + go +
-                   "' ]; do sleep 0.05; done; "
-                   "echo '1 A 40 10 5 onnxruntime' > /proc/self/fd/${EDGEPROF_PHASE_FD%%:*}; "
-                   "sleep 600"};
+                   "' ]; do sleep 0.05; done; " + send("1 A 40 10 5 onnxruntime") +
+                   "; sleep 600"};
   Child child = slice.spawn(both);
   // Followed to PyTorch's speed once the maps show it, ...
   REQUIRE(test::eventually([&] {
@@ -463,9 +498,7 @@ TEST_CASE("a count that comes as the workload ends sets the next run's speed, no
   for (int i = 0; i < 5; ++i) {
     // Written just before the exit: read during the run or at its end, whichever comes first.
     Command count;
-    count.argv = {"/bin/sh", "-c",
-                  fmt::format("echo '1 A {} 10 5' > /proc/self/fd/${{EDGEPROF_PHASE_FD%%:*}}",
-                              10 * (i + 1))};
+    count.argv = {"/bin/sh", "-c", send(fmt::format("1 A {} 10 5", 10 * (i + 1)))};
     const Result r = slice.spawn(count).wait();
     for (const SpeedChange& c : r.speed_changes) CHECK(c.t_s <= r.wall_time_s);
     // Read during the run, a change; as the workload exited, a warning; never nothing, nor
@@ -542,9 +575,8 @@ TEST_CASE("repeated runs count once, then start at the counted speed", "[countin
   // Each run says where PYTHONPATH pointed, then counts 40 MB in 10 ms (5 ms of host time at
   // the quota scale of 2: 8 MB per ms) and waits for it to be read.
   count.argv = {"/bin/sh", "-c",
-                "echo \"x$PYTHONPATH\" >> '" + out.root() +
-                    "/paths'; echo '1 A 40 10 5' > /proc/self/fd/${EDGEPROF_PHASE_FD%%:*}; "
-                    "sleep 1"};
+                "echo \"x$PYTHONPATH\" >> '" + out.root() + "/paths'; " +
+                    send("1 A 40 10 5") + "; sleep 1"};
   count.env = std::vector<std::string>{"PATH=/usr/bin:/bin"};
   RunOptions options;
   options.slice = set_up.options;

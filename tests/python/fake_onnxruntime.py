@@ -6,7 +6,8 @@
 # which are no kernel's output, and two kernels of 2 MB and 0.5 MB (2.5 MB counted, 9.5 MB were
 # all counted). Where FAKE_ORT_LOG names a file, each session made and each profile is a line
 # in it, and each run a line in that file + ".runs" ("run <model file> <input shape>"); where
-# FAKE_ORT_DELAY is a number of seconds, get_providers() sleeps that long.
+# FAKE_ORT_DELAY is a number of seconds, get_providers() sleeps that long; where FAKE_ORT_SHAPE
+# is a shape ("1x3x224x224"), a run fed another fails.
 import json
 import os
 import shutil
@@ -50,6 +51,9 @@ def _log(suffix, line):
 
 class Session:
     def run(self, output_names, input_feed, run_options=None):
+        expected = os.environ.get("FAKE_ORT_SHAPE")
+        if expected:
+            assert tuple(input_feed["input"].shape) == tuple(map(int, expected.split("x")))
         RUNS.append(self.index)
         _log(".runs", f"run {self.source} {tuple(input_feed['input'].shape)}")
         return [sum(range(20000))]  # some CPU time

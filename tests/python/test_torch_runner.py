@@ -32,6 +32,7 @@ def run_with_modules(tmp_path, modules, *args, env_extra=None):
     for name, source in modules.items():
         (fake / name).write_text(source)
     env = dict(os.environ, PYTHONPATH=str(fake), FAKE_ORT_LOG=str(tmp_path / "ort.log"),
+               FAKE_ORT_SHAPE="x".join(map(str, IMAGE)),
                FAKE_TORCH_LOG=str(tmp_path / "torch.log"), **(env_extra or {}))
     return subprocess.run([sys.executable, str(RUNNER), *args], capture_output=True, text=True,
                           env=env, timeout=60, check=False)
