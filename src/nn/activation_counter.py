@@ -19,8 +19,8 @@
 #    term of that MB per ms.
 # Where the slice counts ONNX Runtime's workloads too (EDGEPROF_COUNT_RUNTIMES, which lists the
 # runtimes the slice counts: "pytorch" without it), in a Python that imports ONNX Runtime
-# instead it wraps InferenceSession.run until the first
-# session that runs on the CPU provider with arrays (GIVE_UP runs of others: it gives up); before
+# instead it wraps InferenceSession.run (and __init__, which keeps a relative model path's
+# absolute one) until the first session that runs on the CPU provider with arrays (GIVE_UP runs of others: it gives up); before
 # that run, in its thread, it counts the MB the nodes of the session's ONNX graph write in one
 # inference (torch_runner.ort_written_mb: a copy of the session at one thread without graph
 # optimisations, profiled: the ONNX Runtime rating's rule), times TIMED inferences of another
@@ -343,16 +343,17 @@ def _ort_source(session, feed):
     """What a session's first run counts from: (the model's path or bytes, its inputs' names,
     the feed's arrays in their order), or None where it is not countable: a session that runs
     on another provider than the CPU first, a feed of other than arrays, or no model source
-    kept (ONNX Runtime's InferenceSession keeps _model_path or _model_bytes), or a path that
-    names no file from here (relative, the workload having changed directory since; one that
-    names another file there is counted, wrongly)."""
+    kept (ONNX Runtime's InferenceSession keeps _model_path or _model_bytes; a path as the
+    counter's wrapped __init__ made it absolute where it saw the session made), or a path that
+    names no file from here."""
     providers = session.get_providers()
-    source = getattr(session, "_model_path", None) or getattr(session, "_model_bytes", None)
+    source = (getattr(session, "_edgeprof_model_path", None)
+              or getattr(session, "_model_path", None) or getattr(session, "_model_bytes", None))
     if not providers or providers[0] != "CPUExecutionProvider" or not source \
             or not isinstance(feed, dict):
         return None
-    if isinstance(source, str) and not os.path.isfile(source):
-        return None  # a path relative to a directory the workload has left since
+    if isinstance(source, (str, os.PathLike)) and not os.path.isfile(source):
+        return None  # a file removed since, or a relative path made before the wrapper
     names = [i.name for i in session.get_inputs()]
     arrays = tuple(feed.get(n) for n in names)
     if not all(hasattr(a, "shape") and hasattr(a, "dtype") for a in arrays):
@@ -470,20 +471,37 @@ def _count_ort_session(ort, source, names, arrays, fd):
 def _count_ort(ort, fd):
     """Counts the first ONNX Runtime session that runs countably (_ort_source), in the thread
     of its first run and before it: InferenceSession.run is wrapped until then, or until GIVE_UP
-    runs went by that are not countable (a session on a GPU, say)."""
+    runs went by that are not countable (a session on a GPU, say); InferenceSession.__init__
+    too, to keep the absolute path of a model named by a relative one (the workload may change
+    directory before its first run)."""
     cls = ort.InferenceSession
     own = "run" in cls.__dict__  # else inherited (ONNX Runtime's Session.run): deleted after
     original = cls.run
+    own_init = "__init__" in cls.__dict__
+    original_init = cls.__init__
     state = {"done": False, "passed": 0}
     lock = threading.Lock()
 
+    def put_back(name, wrapper, own_one, original_one):
+        if cls.__dict__.get(name) is wrapper:
+            if own_one:
+                setattr(cls, name, original_one)
+            else:
+                delattr(cls, name)
+
     def restore():
         state["done"] = True
-        if cls.__dict__.get("run") is run:
-            if own:
-                cls.run = original
-            else:
-                del cls.run
+        put_back("run", run, own, original)
+        put_back("__init__", init, own_init, original_init)
+
+    def init(self, *args, **kwargs):
+        source = args[0] if args else kwargs.get("path_or_bytes")
+        if isinstance(source, (str, os.PathLike)):
+            try:
+                self._edgeprof_model_path = os.path.abspath(source)
+            except Exception:
+                pass
+        original_init(self, *args, **kwargs)
 
     def run(self, *args, **kwargs):
         if not state["done"]:
@@ -508,6 +526,7 @@ def _count_ort(ort, fd):
                         pass
         return original(self, *args, **kwargs)
 
+    cls.__init__ = init
     cls.run = run
     _FORKED.append(restore)
 

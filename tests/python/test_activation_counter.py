@@ -670,6 +670,8 @@ SIZED_WORKLOAD = textwrap.dedent("""
         session.run(None, input_feed={"input": numpy.zeros((1, 3), numpy.float32)})
     print("sessions", len(ort.SESSIONS))
     print("restored", "run" not in ort.InferenceSession.__dict__)
+    print("init restored",
+          ort.InferenceSession.__dict__["__init__"].__qualname__ == "InferenceSession.__init__")
 """)
 
 
@@ -716,16 +718,30 @@ def test_an_onnx_runtime_count_is_made_where_its_copies_fit_under_the_slices_mem
             assert int(need) == MODEL + (8 * 12 if sessions == 1 else 12 + 2_500_000)
 
 
-def test_a_relative_model_path_the_workload_has_left_is_not_counted(tmp_path):
-    # The session was made from "model.onnx" in one directory, run from another: not counted
-    # (nor an error); after GIVE_UP such runs the method is put back.
+def test_a_relative_model_path_is_counted_from_where_the_session_was_made(tmp_path):
+    # The session was made from "model.onnx" in one directory, run from another that holds
+    # another "model.onnx" (of 1 MB, not 4): the one the session was made from is counted; the
+    # constructor is put back with the run.
     work = tmp_path / "work"
     work.mkdir()
-    code = (f"import os\nos.environ['WORKDIR'] = {str(work)!r}\n" + SIZED_WORKLOAD.replace(
-        "for _ in range(3):", f"os.chdir({str(tmp_path)!r})\nfor _ in range(40):"))
-    out, marks = _run(sys.executable, tmp_path, code, [_counter_dir(tmp_path), _fake_ort(tmp_path)],
+    (tmp_path / "model.onnx").write_bytes(bytes(1 << 20))
+    usage = tmp_path / "memory.current"
+    usage.write_text(f"{USED}\n")
+    code = (f"import os\nos.environ['WORKDIR'] = {str(work)!r}\n"
+            f"os.environ['EDGEPROF_COUNT_MEMORY_USAGE'] = {str(usage)!r}\n"
+            f"os.environ['EDGEPROF_COUNT_MEMORY_BYTES'] = '1'\n"  # too little: a skip says
+            + SIZED_WORKLOAD.replace("for _ in range(3):", f"os.chdir({str(tmp_path)!r})\n"
+                                     "for _ in range(3):"))
+    path = [_counter_dir(tmp_path), _fake_ort(tmp_path)]
+    out, marks = _run(sys.executable, tmp_path, code, path, runtimes="onnxruntime")
+    # The skip's figures say which file was sized: five times 4 MB, not 1 MB.
+    [line] = marks.splitlines()
+    assert line.split()[2] == "skip" and int(line.split()[6]) == MODEL + 8 * 12
+    assert "restored True" in out and "init restored True" in out
+    # Counted where the limit allows it.
+    out, marks = _run(sys.executable, tmp_path, code.replace("= '1'", "= '0'"), path,
                       runtimes="onnxruntime")
-    assert marks == "" and "sessions 1\n" in out and "restored True" in out
+    assert marks.split()[1::4] == ["A", "onnxruntime"] and "sessions 3\n" in out
 
 
 def test_a_session_run_from_two_threads_at_once_is_counted_once(tmp_path):
