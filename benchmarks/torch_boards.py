@@ -442,7 +442,8 @@ def main() -> int:
                     "the runs at one speed, once whatever --repeats, without --drift-check's "
                     "checks")
     ap.add_argument("--counted", action="store_true",
-                    help="with --own-speed and --runtime pytorch or onnxruntime: each model's "
+                    help="with --own-speed and --runtime pytorch, onnxruntime or pytorch-int8: "
+                    "each model's "
                     "own speed from the run's count of its activations "
                     "(count_activations=True), not from the rating's figures")
     ap.add_argument("--models",
@@ -499,8 +500,9 @@ def main() -> int:
         if not args.emulate:
             ap.error("--models needs --emulate")
         args.models = set(args.models.split(","))
-    if args.counted and not (args.own_speed and args.runtime in ("pytorch", "onnxruntime")):
-        ap.error("--counted needs --own-speed and --runtime pytorch or onnxruntime")
+    if args.counted and not (args.own_speed and
+                             args.runtime in ("pytorch", "onnxruntime", "pytorch-int8")):
+        ap.error("--counted needs --own-speed and --runtime pytorch, onnxruntime or pytorch-int8")
     if args.drift_check and not args.emulate:
         ap.error("--drift-check needs --emulate")
     if args.drift_models < 1:

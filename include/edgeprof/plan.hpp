@@ -212,7 +212,9 @@ struct PlanOptions {
   /// PyTorch thread); with ONNX Runtime (unless the environment variable
   /// EDGEPROF_COUNT_ONNXRUNTIME is 0) the MB its first countable session's ONNX graph's nodes
   /// write in one inference and five inferences of a copy of it at one thread, before that
-  /// session's first run (only where the copies fit under the slice's memory limit); each CPU
+  /// session's first run (only where the copies fit under the slice's memory limit); at the
+  /// PyTorch int8 speed (named: int8 loads fp32's libraries) the MB a model's operators write
+  /// in its first inference, TorchScript too, and its next five calls; each CPU
   /// time divided by this host's own share at the slice's quota (or the
   /// quota_scale given) and by the host drift. The slice sets the speed once the count arrives
   /// (Result::speed_changes; a sampled run only). For a device run at the speed edgeprof

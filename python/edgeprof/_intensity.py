@@ -92,7 +92,8 @@ def _rated_cpu(runtime: str, allowed: set[int]) -> int:
 
 def memory_intensity(model: Any, example_input: Any, *, runtime: str = "pytorch",
                      warmup: int = 3, loops: int = 10) -> MemoryIntensity:
-    """`model` (a torch.nn.Module, not TorchScript: the count hooks its layers) on
+    """`model` (a torch.nn.Module, not TorchScript: the count hooks its layers; for
+    "pytorch-int8" TorchScript too, counted by its operators' outputs as that rating counts) on
     `example_input` (a tensor, or a tuple of them): the MB its layers write per inference and
     its one-thread time here with `runtime`, as this host's rating of the runtime counts and
     times its models: "pytorch" (eager), "onnxruntime" (exported to ONNX in memory, its
@@ -111,9 +112,10 @@ def memory_intensity(model: Any, example_input: Any, *, runtime: str = "pytorch"
                     "loops >= 1")
     torch, runner = _modules(runtime)
     ort = _ort() if runtime == "onnxruntime" else None  # missing: said before any export
-    if isinstance(model, torch.jit.ScriptModule):
+    if isinstance(model, torch.jit.ScriptModule) and runtime != "pytorch-int8":
         raise Error("memory_intensity() counts activations with a hook on each layer, which a "
-                    "TorchScript model does not run: give the eager torch.nn.Module")
+                    "TorchScript model does not run: give the eager torch.nn.Module (int8's "
+                    "count, by operators, takes TorchScript too)")
     inputs = example_input if isinstance(example_input, tuple) else (example_input,)
     training, threads = model.training, torch.get_num_threads()
     engine = torch.backends.quantized.engine
@@ -130,6 +132,7 @@ def memory_intensity(model: Any, example_input: Any, *, runtime: str = "pytorch"
         if runtime == "pytorch-int8":
             torch.backends.quantized.engine = "qnnpack"
         mb = (_graph_mb(model, inputs, torch, runner, ort) if ort is not None
+              else runner.op_written_mb(model, inputs, torch) if runtime == "pytorch-int8"
               else runner.activation_mb(model, inputs, torch))
         if not mb > 0:
             raise Error(f"memory_intensity(): {type(model).__name__}'s layers wrote no outputs "

@@ -32,15 +32,25 @@
 # (EDGEPROF_COUNT_MEMORY_BYTES; the use read from EDGEPROF_COUNT_MEMORY_USAGE less the inactive
 # file cache of EDGEPROF_COUNT_MEMORY_STAT); else it writes
 # "<ns> A skip onnxruntime memory <used> <needed> <limit>" (bytes), and the slice says so.
+# Where the slice counts PyTorch's int8 workloads instead ("pytorch-int8" in
+# EDGEPROF_COUNT_RUNTIMES: a run named at that speed), it wraps torch.nn.Module.__call__ until
+# a model is counted: each outermost call of a module with children or of a TorchScript module
+# (whose layers run no hooks) that infers, and is not being calibrated, runs under an operator
+# counter (torch_runner.op_writes: the bytes its
+# operators write, the int8 rating's rule); the first that ran a quantized operator is the model;
+# its next TIMED calls with the counted call's argument shapes are timed as above (the wrapper
+# times a TorchScript model, on which no hook can be registered), and it writes
+# "<ns> A <MB> <CPU ms> <TIMED> pytorch-int8"; the wrapper then goes.
 # It first takes its directory off sys.path, so that the workload's imports see what they would
 # have without it (off PYTHONPATH too once the process imports PyTorch: a launcher that does
 # not, and execs the Python that infers or starts it with the channel's fd open, passes the
 # counter on; each process that imports PyTorch with it counts), then runs the environment's own
 # sitecustomize if there is one. A model is a module with weights called outside any other
-# module; the hooks go after GIVE_UP such calls without one. Nothing is counted in a Python
+# module (in int8, one that ran a quantized operator); the hooks go after GIVE_UP such calls
+# without one. Nothing is counted in a Python
 # started with -S, -I or -E (no sitecustomize, or not this one), with a PyTorch before 2.1 (its
-# global hooks do not run on an exception), outside an edgeprof slice (no channel), for a
-# TorchScript model (its layers run no hooks), for a model compiled by torch.compile (an
+# global hooks do not run on an exception; fp32 only), outside an edgeprof slice (no channel),
+# for a TorchScript model in fp32 (its layers run no hooks), for a model compiled by torch.compile (an
 # OptimizedModule, Module.compile(), or a hook run under dynamo's tracing: the hooks go), or in
 # a workload that calls its model fewer than TIMED + 1 times with the shapes of its first call
 # (the hooks go after GIVE_UP calls with others, or GIVE_UP_OUTPUTS in a row with its
@@ -339,6 +349,176 @@ def _count(torch, fd):
     _FORKED.append(hooks.remove)
 
 
+def _observed(torch, module):
+    """Whether `module` holds an observer or a fake quantizer (a model being calibrated for
+    quantization, as quantize_model does with a batch or many): not the quantized model yet."""
+    quantization = getattr(getattr(torch, "ao", None), "quantization", None)
+    bases = tuple(b for b in (getattr(quantization, n, None)
+                              for n in ("ObserverBase", "FakeQuantizeBase")) if b is not None)
+    return bool(bases) and any(isinstance(m, bases) for m in module.modules())
+
+
+def _count_int8(torch, fd):
+    """torch.nn.Module.__call__ wrapped (for every module class that does not define its own)
+    until an int8 model is counted and timed, or GIVE_UP outermost calls of modules with
+    children went by without one: the outermost call of each thread that infers on the CPU of a
+    module with children or of a TorchScript module (not a layer called alone, as quantizing
+    calls its observers, nor a model being calibrated) runs under an operator counter
+    (op_writes); the first that ran a quantized operator is counted, and its next calls with
+    its argument shapes and output's are timed at one PyTorch thread, by the calling thread's
+    CPU time, as _time does; the wrapper is put back after TIMED of them. Any error of its own
+    puts it back, and never reaches the workload."""
+    writes = _runner().op_writes(torch)
+    module_class = torch.nn.Module
+    original = module_class.__call__
+    script = getattr(getattr(torch, "jit", None), "ScriptModule", ())
+    compiling = _Hooks(torch).compiling
+    local = threading.local()  # .depth: this thread's module calls in progress
+    state = {"model": None, "bytes": 0, "shapes": None, "outer": 0, "other": 0, "outputs": 0,
+             "calls": 0, "times": [], "timing": False, "done": False}
+    lock = threading.Lock()
+    checked = {}  # id(module) -> (module, whether it is calibrated), before the count
+
+    def put_back():
+        state["done"] = True
+        if module_class.__call__ is call:
+            module_class.__call__ = original
+        checked.clear()
+
+    def restore():
+        with lock:
+            put_back()
+
+    def calibrating(module):
+        seen = checked.get(id(module))
+        if seen is None or seen[0] is not module:
+            if len(checked) > 4 * GIVE_UP:
+                checked.clear()
+            seen = checked[id(module)] = (module, _observed(torch, module))
+        return seen[1]
+
+    def counted(module, args, kwargs):
+        try:
+            counter = writes()
+            counter.__enter__()
+        except Exception:  # the counter's own: the workload runs uncounted
+            restore()
+            return original(module, *args, **kwargs)
+        try:
+            output = original(module, *args, **kwargs)
+        finally:
+            try:
+                counter.__exit__(None, None, None)
+            except Exception:
+                restore()
+        try:
+            with lock:
+                if state["model"] is not None or state["done"]:
+                    return output
+                if counter.quantized and counter.bytes > 0 and not counter.failed:
+                    state.update(model=module, bytes=counter.bytes,
+                                 shapes=(_shapes(args), _shapes(output)))
+                    checked.clear()
+                    return output
+                state["outer"] += 1
+                if counter.failed or state["outer"] >= GIVE_UP:
+                    put_back()
+        except Exception:
+            restore()
+        return output
+
+    def timed(module, args, kwargs):
+        with lock:
+            if state["timing"] or state["done"]:  # another thread's call is timed
+                return original(module, *args, **kwargs)
+            state["timing"] = True
+        threads = None
+        try:
+            threads = torch.get_num_threads()
+            if threads != 1:
+                torch.set_num_threads(1)
+            if torch.get_num_threads() != 1:  # not here (PyTorch's own pool, once it ran)
+                restore()
+                return original(module, *args, **kwargs)
+            start = time.thread_time_ns()
+            output = original(module, *args, **kwargs)
+            spent = time.thread_time_ns() - start
+        except BaseException:
+            with lock:
+                state["timing"] = False
+            raise
+        finally:
+            if threads is not None and threads != 1:
+                torch.set_num_threads(threads)
+        send = None
+        try:
+            with lock:
+                state["timing"] = False
+                if _shapes(output) != state["shapes"][1]:  # other outputs: not timed
+                    state["other"] += 1
+                    state["outputs"] += 1
+                    if state["other"] >= GIVE_UP or state["outputs"] >= GIVE_UP_OUTPUTS:
+                        put_back()
+                    return output
+                state["outputs"] = 0
+                times = state["times"]
+                times.append(spent)
+                if len(times) == TIMED:
+                    put_back()
+                    send = sorted(times)[TIMED // 2] / 1e6
+        except Exception:
+            restore()
+        if send:
+            _send(fd, state["bytes"] / 1e6, send, TIMED, "pytorch-int8")
+        return output
+
+    def decide(module, args):
+        """What an outermost call gets: counted, timed, or None (the call alone)."""
+        if _compiled(module) or compiling():  # before dynamo traces the counter in
+            restore()
+            return None
+        if not _inference(torch, module):
+            return None
+        model = state["model"]
+        if model is None:
+            # A layer alone (an observer while quantizing; a frozen TorchScript model has no
+            # children either, and is a model) or a model being calibrated is not the model.
+            if (_leaf(module) and not isinstance(module, script)) or calibrating(module):
+                return None
+            return counted
+        if module is not model:  # a transform between the model's calls, say
+            state["calls"] += 1
+            if state["calls"] > GIVE_UP_CALLS:
+                restore()
+            return None
+        if _shapes(args) != state["shapes"][0]:
+            state["other"] += 1
+            if state["other"] >= GIVE_UP:
+                restore()
+            return None
+        return timed
+
+    def call(module, *args, **kwargs):
+        if getattr(local, "depth", 0) or state["done"]:
+            return original(module, *args, **kwargs)
+        try:
+            how = decide(module, args)
+        except Exception:  # the counter's own, never the workload's: it runs uncounted
+            restore()
+            how = None
+        local.depth = 1  # the calls within pass straight through
+        try:
+            if how is None:
+                return original(module, *args, **kwargs)
+            return how(module, args, kwargs)
+        finally:
+            local.depth = 0
+
+    module_class.__call__ = call
+    # A forked child (one thread: no lock taken) counts nothing.
+    _FORKED.append(put_back)
+
+
 def _ort_source(session, feed):
     """What a session's first run counts from: (the model's path or bytes, its inputs' names,
     the feed's arrays in their order), or None where it is not countable: a session that runs
@@ -603,7 +783,9 @@ try:
         os.register_at_fork(after_in_child=_in_child)
         if "onnxruntime" in _counted:
             sys.meta_path.insert(0, _Watch(_fd, "onnxruntime", _count_ort))
-        if "pytorch" in _counted:
+        if "pytorch-int8" in _counted:
+            sys.meta_path.insert(0, _Watch(_fd, "torch", _count_int8))
+        elif "pytorch" in _counted:
             sys.meta_path.insert(0, _Watch(_fd, "torch", _count))
 except Exception:  # never the workload's: it runs uncounted, and passes nothing on
     try:

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "edgeprof/error.hpp"
+#include "sys/parse.hpp"
 #include "edgeprof/nn.hpp"
 #include "nn/shape_hints.hpp"
 
@@ -148,12 +149,7 @@ class CostCounter {
 
   std::vector<Layer> parse() {
     std::vector<std::string_view> lines;
-    std::string_view rest = graph_.param;
-    while (!rest.empty()) {
-      const auto nl = rest.find('\n');
-      lines.push_back(rest.substr(0, nl));
-      rest.remove_prefix(nl == std::string_view::npos ? rest.size() : nl + 1);
-    }
+    detail::for_each_line(graph_.param, [&](std::string_view line) { lines.push_back(line); });
     const auto magic = lines.empty() ? std::vector<std::string_view>{} : tokens(lines[0]);
     if (magic.size() != 1 || to_integer(magic[0]) != kParamMagic) {
       fail(1, fmt::format("expected the magic number {} of ncnn's param format", kParamMagic));

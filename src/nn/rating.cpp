@@ -528,17 +528,13 @@ NnRating parse_nn_output(std::string_view text, std::string_view origin,
   const RuntimeEntry& e = runtime_entry(runtime);
   NnRating r;
   r.runtime_id = e.info.id;
-  std::string_view rest = text;
-  while (!rest.empty()) {
-    const auto nl = rest.find('\n');
-    const std::string_view line = rest.substr(0, nl);
-    rest.remove_prefix(nl == std::string_view::npos ? rest.size() : nl + 1);
+  detail::for_each_line(text, [&](std::string_view line) {
     const auto w = words(line);
-    if (w.empty()) continue;
+    if (w.empty()) return;
     if (w[0] == "runtime") {
       // What follows the word (a line of the word alone names none).
       r.runtime = std::string(detail::trim(line.substr(line.find("runtime") + 7)));
-      continue;
+      return;
     }
     const auto positive = [&](std::string_view name, std::string_view figure,
                               std::string_view what, std::string_view unit) {
@@ -554,15 +550,15 @@ NnRating parse_nn_output(std::string_view text, std::string_view origin,
     };
     if (w.size() == 3 && w[0] == "cpu" && is_model(e, w[1])) {
       r.cpu_ms[std::string(w[1])] = positive(w[1], w[2], "CPU time", "ms");
-      continue;
+      return;
     }
     if (w.size() == 3 && w[0] == "activations" && is_model(e, w[1])) {
       r.activation_mb[std::string(w[1])] = positive(w[1], w[2], "activations", "MB");
-      continue;
+      return;
     }
-    if (w.size() != 4 || !is_model(e, w[0])) continue;
+    if (w.size() != 4 || !is_model(e, w[0])) return;
     r.host_ms[std::string(w[0])] = positive(w[0], w[1], "time", "ms");
-  }
+  });
   if (r.host_ms.empty()) {
     throw Error(fmt::format("{}: no graph was measured; its output ended with:\n{}", origin,
                             detail::tail(text, 5)));

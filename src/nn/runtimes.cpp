@@ -71,22 +71,20 @@ std::string runtime_name(std::string_view id) {
 RuntimesSeen runtimes_in_maps(std::string_view maps) {
   RuntimesSeen seen;
   std::string_view last;  // a library has several areas, on consecutive lines
-  while (!maps.empty()) {
-    const size_t nl = maps.find('\n');
-    const std::string_view path = mapped_path(maps.substr(0, nl));
-    maps.remove_prefix(nl == std::string_view::npos ? maps.size() : nl + 1);
-    if (path.empty() || path == last) continue;
+  detail::for_each_line(maps, [&](std::string_view line) {
+    const std::string_view path = mapped_path(line);
+    if (path.empty() || path == last) return;
     last = path;
     const std::string_view file = path.substr(path.rfind('/') + 1);
     const std::string_view stem = library_stem(file);
-    if (stem.empty()) continue;
+    if (stem.empty()) return;
     for (const RuntimeSpec& r : runtime_table()) {
       if (std::find(r.stems.begin(), r.stems.end(), stem) != r.stems.end()) {
         seen.emplace(std::string(r.id), std::string(file));
         break;
       }
     }
-  }
+  });
   return seen;
 }
 

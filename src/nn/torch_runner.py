@@ -17,7 +17,9 @@
 # the time it waited for a CPU), the format of edgeprof's ncnn runner, after a line
 # "runtime <what ran>"; with --export, "exported <name> <path>"; with
 # --activations, for a model it builds (not one read from DIR), also "activations <name> <MB>"
-# (its layers' outputs per inference, in the model's precision: one more untimed inference);
+# (its layers' outputs per inference: one more untimed inference); in int8, for every model
+# (one read from DIR too), its operators' outputs instead (op_written_mb: the rule by which
+# edgeprof's counter counts a TorchScript workload, whose layers run no hooks);
 # --activations=graph (ONNX Runtime only, also for a model read from DIR) counts instead the
 # outputs of the ONNX graph's nodes as exported, run once by ONNX Runtime without its graph
 # optimisations (ort_written_mb: a rule a workload that has only the ONNX file can count by).
@@ -64,8 +66,7 @@ CALIBRATION = 2
 
 
 def build_int8(name, torch, torchvision):
-    """torchvision's quantizable `name`, random weights, quantized for qnnpack, as TorchScript;
-    and the MB its layers write per inference (activation_mb of the eager quantized model)."""
+    """torchvision's quantizable `name`, random weights, quantized for qnnpack, as TorchScript."""
     from torchvision.models import quantization
 
     builder = getattr(quantization, name, None)
@@ -86,7 +87,7 @@ def build_int8(name, torch, torchvision):
         for _ in range(CALIBRATION):
             model(torch.rand(1, 3, 224, 224))
     torch.ao.quantization.convert(model, inplace=True)
-    return torch.jit.script(model), activation_mb(model, torch.rand(1, 3, 224, 224), torch)
+    return torch.jit.script(model)
 
 
 def written_bytes(module, inputs, output, torch):
@@ -129,6 +130,66 @@ def activation_mb(model, data, torch):
         for h in hooks:
             h.remove()
     return written[0] / 1e6
+
+
+def op_writes(torch):
+    """A TorchDispatchMode class that counts the bytes every operator run under it writes as
+    its outputs (.bytes) and whether one of them was quantized (.quantized), in the thread that
+    entered it, TorchScript's operators too (they dispatch as eager ones do): an output that
+    shares storage with an input of an operator that writes none of its inputs (a view,
+    reshape, flatten, detach) wrote nothing; one that writes an input (relu_, add_, out=) wrote
+    its output. The rule of op_written_mb and of edgeprof's counter for int8 workloads."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    def storage(t):
+        try:
+            return t.untyped_storage().data_ptr()
+        except (RuntimeError, NotImplementedError):  # a tensor without storage of its own
+            return None
+
+    def tensors(values):
+        for v in values:
+            if isinstance(v, torch.Tensor):
+                yield v
+            elif isinstance(v, (list, tuple)):
+                yield from (t for t in v if isinstance(t, torch.Tensor))
+
+    class OpWrites(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.bytes, self.quantized, self.failed = 0, False, False
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            out = func(*args, **kwargs)
+            try:
+                self.count(func, args, kwargs, out)
+            except Exception:  # the counter's own: the count is void, the inference goes on
+                self.failed = True
+            return out
+
+        def count(self, func, args, kwargs, out):
+            writes = any(a.alias_info is not None and a.alias_info.is_write
+                         for a in func._schema.arguments)
+            given = set() if writes else {storage(t) for t in
+                                          tensors(list(args) + list(kwargs.values()))}
+            for t in tensors(out if isinstance(out, (list, tuple)) else (out,)):
+                if writes or storage(t) not in given:
+                    self.bytes += t.numel() * t.element_size()
+                    self.quantized = self.quantized or t.is_quantized
+
+    return OpWrites
+
+
+def op_written_mb(model, data, torch):
+    """MB that one inference on `data` writes as its operators' outputs (op_writes), for a
+    TorchScript model too: the activation rule of PyTorch's int8 rating."""
+    counter = op_writes(torch)()
+    with torch.inference_mode(), counter:
+        model(*data) if isinstance(data, tuple) else model(data)
+    if counter.failed:
+        raise RuntimeError("counting the operators' outputs failed")
+    return counter.bytes / 1e6
 
 
 def export_onnx(model, data, torch, target):
@@ -399,12 +460,11 @@ def main() -> int:
     infers = {}  # with --rounds: every model built first, then timed in passes through them
     for name in rest:
         saved = os.path.join(folder, name + ".int8.pt") if int8 and folder != "-" else ""
-        written = 0.0  # an int8 model's activation MB, where it was built here
         try:
             if saved and not export and os.path.isfile(saved):
                 model = torch.jit.load(saved)
             elif int8:
-                model, written = build_int8(name, torch, torchvision)
+                model = build_int8(name, torch, torchvision)
             else:
                 model = build(name, timm, torchvision)
         except LookupError as e:
@@ -418,8 +478,8 @@ def main() -> int:
             export_onnx(model, data, torch, buffer)
             mb = ort_written_mb(buffer.getvalue(), (data.numpy(),), ort)
             print(f"activations {name} {mb:.6g}", flush=True)
-        elif activations and not export and (written or not int8):
-            mb = written or activation_mb(model, data, torch)
+        elif activations and not export:
+            mb = op_written_mb(model, data, torch) if int8 else activation_mb(model, data, torch)
             print(f"activations {name} {mb:.6g}", flush=True)
         if export:
             # Written whole or not at all: a killed export leaves no file a later run would

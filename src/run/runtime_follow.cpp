@@ -54,15 +54,12 @@ Device device_as_run(const Device& at_speed, const EmulationPlan& plan,
 
 std::optional<ActivationCount> last_activation_count(std::string_view lines) {
   std::optional<ActivationCount> last;
-  while (!lines.empty()) {
-    const std::size_t nl = lines.find('\n');
-    const std::string_view line = lines.substr(0, nl);
-    lines.remove_prefix(nl == std::string_view::npos ? lines.size() : nl + 1);
-    // "<ns> A <MB> <CPU ms> <calls>"
+  for_each_line(lines, [&](std::string_view line) {
+    // "<ns> A <MB> <CPU ms> <calls>[ <runtime>]"
     const std::size_t a = line.find(' ');
     if (a == std::string_view::npos || line.size() < a + 3 || line[a + 1] != kActivationMark ||
         line[a + 2] != ' ') {
-      continue;
+      return;
     }
     const char* p = line.data() + a + 3;
     const char* end = line.data() + line.size();
@@ -74,39 +71,35 @@ std::optional<ActivationCount> last_activation_count(std::string_view lines) {
       p = next;
       return true;
     };
-    if (!field(c.mb) || !field(c.cpu_ms) || !field(c.calls)) continue;
+    if (!field(c.mb) || !field(c.cpu_ms) || !field(c.calls)) return;
     if (p != end) {  // the runtime counted
       while (p < end && *p == ' ') ++p;
       const std::string_view runtime(p, static_cast<std::size_t>(end - p));
-      if (!is_counted_runtime(runtime)) continue;
+      if (!is_counted_runtime(runtime)) return;
       c.runtime = std::string(runtime);
     }
     if (!(std::isfinite(c.mb) && c.mb > 0 && std::isfinite(c.cpu_ms) && c.cpu_ms > 0 &&
           std::isfinite(c.mb_per_ms())) ||
         c.calls < 1) {
-      continue;
+      return;
     }
     last = c;
-  }
+  });
   return last;
 }
 
 std::optional<SkippedCount> last_skipped_count(std::string_view lines) {
   std::optional<SkippedCount> last;
-  while (!lines.empty()) {
-    const std::size_t nl = lines.find('\n');
-    const std::string_view line = lines.substr(0, nl);
-    lines.remove_prefix(nl == std::string_view::npos ? lines.size() : nl + 1);
+  for_each_line(lines, [&](std::string_view line) {
     const std::vector<std::string> words = split_words(line);
     if (words.size() != 8 || words[1] != std::string(1, kActivationMark) || words[2] != "skip" ||
         !is_counted_runtime(words[3]) || words[4] != "memory") {
-      continue;
+      return;
     }
     const auto used = parse_u64(words[5]), needed = parse_u64(words[6]),
                limit = parse_u64(words[7]);
-    if (!used || !needed || !limit) continue;
-    last = SkippedCount{words[3], *used, *needed, *limit};
-  }
+    if (used && needed && limit) last = SkippedCount{words[3], *used, *needed, *limit};
+  });
   return last;
 }
 
@@ -152,6 +145,26 @@ CountMemoryFiles count_memory_files(const SliceFiles& where) {
   out.stat = where.fs.resolve(join(memory->second, files::v1::kMemoryStat));
   return out;
 }
+
+namespace {
+
+// What a counted runtime's count counts, in the counter's words (activation_counter.py).
+std::string_view counted_from(std::string_view runtime) {
+  if (runtime == "onnxruntime") return "its ONNX graph's nodes'";
+  if (runtime == "pytorch-int8") return "its operators'";
+  return "its layers'";
+}
+
+// The runtime a workload of `runtime` is seen to load in its maps: itself, or the runtime it is
+// a precision of (PyTorch int8 loads PyTorch's libraries).
+std::string loaded_as(const std::string& runtime) {
+  for (const NnRuntime& rt : nn_runtimes()) {
+    if (rt.id == runtime && !rt.precision_of.empty()) return rt.precision_of;
+  }
+  return runtime;
+}
+
+}  // namespace
 
 bool is_counted_runtime(std::string_view id) {
   return std::find(kCountedRuntimes.begin(), kCountedRuntimes.end(), id) != kCountedRuntimes.end();
@@ -218,7 +231,7 @@ std::optional<CountingBasis> counting_basis(std::string_view runtime, const Devi
       "activations: a workload's {} model is counted ({} output MB in one inference, then its "
       "CPU time per inference; docs/devices.md, \"A workload's own speed\"), and the device "
       "runs at its {} speed with that memory term from then on",
-      name, runtime == "onnxruntime" ? "its ONNX graph's nodes'" : "its layers'", name));
+      name, counted_from(runtime), name));
   return basis;
 }
 
@@ -557,8 +570,9 @@ std::string counted_warning(const CountedSwitch& made, double since_release_s) {
       "{:.4g} ms of one thread's CPU time under the slice's quota (measured, the median of "
       "{}){}: {:.4g} MB per ms{}",
       c.mb,
-      c.runtime == "onnxruntime" ? "by edgeprof from its ONNX graph's nodes"
-                                 : "by edgeprof's hook on its layers",
+      c.runtime == "onnxruntime"    ? "by edgeprof from its ONNX graph's nodes"
+      : c.runtime == "pytorch-int8" ? "by edgeprof from its operators' outputs"
+                                    : "by edgeprof's hook on its layers",
       c.cpu_ms, c.calls,
       made.scale != 1 ? fmt::format(", {:.4g} ms of this host's time as rated (/ {:.3g}: {})",
                                     c.cpu_ms / made.scale, made.scale, made.scale_from)
@@ -599,7 +613,7 @@ std::optional<std::string> uncounted_warning(const Device& device, const Counted
         "per ms) and sent no count of its own, so it ran at that workload's speed, which is "
         "another model's if it ran one: run it in a slice of its own{}",
         runtime_name(runtime), earlier->mb_per_ms,
-        seen.count(runtime) ? fmt::format(", or at its own speed (--runtime {} "
+        seen.count(loaded_as(runtime)) ? fmt::format(", or at its own speed (--runtime {} "
                                           "--memory-mb-per-ms M)",
                                           runtime)
                             : std::string());
@@ -611,7 +625,7 @@ std::optional<std::string> uncounted_warning(const Device& device, const Counted
     return std::nullopt;
   }
   const std::string& runtime = device.nn->basis;
-  const auto library = seen.find(runtime);
+  const auto library = seen.find(loaded_as(runtime));
   if (library == seen.end() ||
       (runtime == "onnxruntime" &&
        library->second.rfind("onnxruntime_pybind11_state", 0) != 0)) {
@@ -626,12 +640,15 @@ std::optional<std::string> uncounted_warning(const Device& device, const Counted
       "--memory-mb-per-ms M, from a run that counted), or turn counting off "
       "(--no-count-activations) to be told nothing (docs/devices.md, \"A workload's own "
       "speed\")",
-      name, name, device.core_speed,
+      runtime_name(loaded_as(runtime)), name, device.core_speed,
       runtime == "onnxruntime"
           ? "the first session that runs (on the CPU, its inputs arrays), its graph's nodes' "
             "outputs in one inference of a copy of it at one thread, then its CPU time in five, "
             "where the copies fit in the slice's memory (what it uses and five times the "
             "model's size)"
+          : runtime == "pytorch-int8"
+          ? "a model that runs quantized operators on the CPU (TorchScript too) once it has "
+            "inferred six times with the same shapes (not a compiled model)"
           : "an eager model that infers on the CPU (eval mode or autograd off) once it has "
             "inferred six times with the same shapes (not a training step's forward, a "
             "TorchScript or compiled model)",

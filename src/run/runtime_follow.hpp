@@ -33,9 +33,11 @@ struct FollowedSpeed {
 
 // The runtimes whose workloads edgeprof's counter counts (activation_counter.py), each by its
 // rating's rule and timed as its rating ran: PyTorch's models by their layers (eager, one
-// thread), ONNX Runtime's by their ONNX graph's nodes (one intra-op thread). A count sets the
-// speed of its runtime.
-inline constexpr std::array<std::string_view, 2> kCountedRuntimes{"pytorch", "onnxruntime"};
+// thread), ONNX Runtime's by their ONNX graph's nodes (one intra-op thread), PyTorch int8's by
+// their operators (TorchScript too; only in a slice at that speed, which a user names). A count
+// sets the speed of its runtime.
+inline constexpr std::array<std::string_view, 3> kCountedRuntimes{"pytorch", "onnxruntime",
+                                                                  "pytorch-int8"};
 bool is_counted_runtime(std::string_view id);
 // Whether ONNX Runtime's workloads are counted (where the slice counts at all): yes unless
 // EDGEPROF_COUNT_ONNXRUNTIME is 0, false, off or no (any case).

@@ -20,22 +20,6 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
-namespace {
-
-// Calls fn(line) for each line, without the newline.
-template <class Fn>
-void for_each_line(std::string_view text, Fn&& fn) {
-  while (!text.empty()) {
-    size_t nl = text.find('\n');
-    std::string_view line = text.substr(0, nl);
-    fn(line);
-    if (nl == std::string_view::npos) break;
-    text.remove_prefix(nl + 1);
-  }
-}
-
-}  // namespace
-
 std::optional<std::uint64_t> parse_u64(std::string_view text) {
   text = trim(text);
   if (text.empty()) return std::nullopt;

@@ -15,6 +15,17 @@ namespace edgeprof::detail {
 // `s` without leading and trailing blanks, tabs and line ends.
 std::string_view trim(std::string_view s);
 
+// Calls fn(line) for each line of `text`, without its newline (a last line without one too).
+template <class Fn>
+void for_each_line(std::string_view text, Fn&& fn) {
+  while (!text.empty()) {
+    const std::size_t nl = text.find('\n');
+    fn(text.substr(0, nl));
+    if (nl == std::string_view::npos) break;
+    text.remove_prefix(nl + 1);
+  }
+}
+
 // A decimal unsigned integer, surrounding whitespace allowed; nullopt otherwise.
 std::optional<std::uint64_t> parse_u64(std::string_view text);
 

@@ -57,6 +57,40 @@ void rate_pytorch_with_activations(const FakeTree& bin, const std::string& runti
   REQUIRE(r.activation_mb.size() == 13);
 }
 
+// This host's PyTorch int8 rating in the test's cache: the eleven quantizable models with times
+// and activations (their operators' outputs) of the shape a real rating has (rounded).
+void rate_int8_with_activations(const FakeTree& bin) {
+  const std::string body =
+      "#!/bin/sh\necho 'runtime PyTorch 2.0.test int8 qnnpack TorchScript (stand-in)'\nshift 4\n"
+      "for m in \"$@\"; do case $m in\n"
+      "  googlenet) t=72.5 a=6.04;; inception_v3) t=127.8 a=7.44;; mobilenet_v2) t=21.1 a=7.05;;\n"
+      "  mobilenet_v3_large) t=16.9 a=7.10;; resnet18) t=85.4 a=3.59;; resnet50) t=191.7 a=17.0;;\n"
+      "  resnext101_32x8d) t=753.4 a=40.5;; shufflenet_v2_x0_5) t=4.5 a=1.93;;\n"
+      "  shufflenet_v2_x1_0) t=10.5 a=3.82;; shufflenet_v2_x1_5) t=18.1 a=5.48;;\n"
+      "  shufflenet_v2_x2_0) t=32.4 a=7.42;;\n  *) continue;;\nesac\n"
+      "echo \"activations $m $a\"; echo \"$m $t $t $t\"; done\n";
+  bin.file("/torch-python-int8", body);
+  const std::string path = bin.root() + "/torch-python-int8";
+  std::filesystem::permissions(path, std::filesystem::perms::owner_all);
+  NnOptions options;
+  options.runtime = "pytorch-int8";
+  options.python = path;
+  const NnRating r = measure_nn_rating(options);
+  REQUIRE(r.activation_mb.size() == 11);
+}
+
+// A run whose count of `runtime`'s model (mb_per_ms as rated) set its speed: the change made
+// without error, and the device at that runtime's speed with that memory term.
+void check_counted(const Result& r, const SpeedChange& c, const std::string& runtime,
+                   double mb_per_ms) {
+  CHECK(c.runtime == runtime);
+  CHECK(c.error.empty());
+  CHECK(c.memory_mb_per_ms == Approx(mb_per_ms));
+  REQUIRE(r.device.nn);
+  CHECK(r.device.nn->basis == runtime);
+  CHECK(r.device.nn->memory_mb_per_ms == Approx(mb_per_ms));
+}
+
 // What the cases in a slice count in: a cache of the test's own with the PyTorch rating above,
 // and the Pi 4 (1 GB, at 256 MiB: within the v2 VM's memory too) at its PyTorch speed, counting.
 struct CountingSetUp {
@@ -354,6 +388,38 @@ TEST_CASE("a counted workload sets the slice's speed by its memory term", "[coun
   CHECK_FALSE(std::filesystem::exists(counter_dir));
 }
 
+TEST_CASE("a PyTorch int8 workload's count sets the slice's int8 speed, named",
+          "[counting][kernel]") {
+  REQUIRE_CGROUPS();
+  CountingSetUp set_up;
+  rate_int8_with_activations(set_up.bin);
+  set_up.options.plan.quota_scale = 2.0;
+  Device pi = for_runtime(find_device("raspberry-pi-4b-1gb"), "pytorch-int8");
+  pi.memory_bytes = 256 << 20;
+  Slice slice(pi, set_up.options);
+  CHECK(test::has_note(slice.plan(), "activations: a workload's PyTorch int8 model is counted "
+                                     "(its operators'"));
+  // The counter is told to count int8 (by operators), not fp32 (by layers): 40 MB in 10 ms
+  // under the quota, 5 ms as rated, 8 MB per ms.
+  const FakeTree out;
+  Command int8;
+  int8.argv = {"/bin/sh", "-c",
+               "echo \"$EDGEPROF_COUNT_RUNTIMES\" > '" + out.root() + "/runtimes'; " +
+                   send("1 A 40 10 5 pytorch-int8") + "; sleep 0.5"};
+  const Result r = slice.spawn(int8).wait();
+  REQUIRE(r.speed_changes.size() == 1);
+  check_counted(r, r.speed_changes[0], "pytorch-int8", 8.0);
+  CHECK(test::has_note(r.warnings, "(counted by edgeprof from its operators' outputs)"));
+  CHECK(test::has_note(r.warnings, "--runtime pytorch-int8 --memory-mb-per-ms 8"));
+  CHECK(FakeTree::slurp(out.root() + "/runtimes") == "pytorch-int8\n");
+  // An fp32 count in the int8 slice is refused: the slice does not count fp32 workloads.
+  Command fp32;
+  fp32.argv = {"/bin/sh", "-c", send("1 A 40 10 5 pytorch") + "; sleep 0.5"};
+  const Result refused = slice.spawn(fp32).wait();
+  REQUIRE(refused.speed_changes.size() == 1);
+  CHECK_FALSE(refused.speed_changes[0].error.empty());
+}
+
 TEST_CASE("an ONNX Runtime workload's count sets the slice's ONNX Runtime speed",
           "[counting][kernel]") {
   REQUIRE_CGROUPS();
@@ -385,13 +451,7 @@ TEST_CASE("an ONNX Runtime workload's count sets the slice's ONNX Runtime speed"
               send("1 A 40 10 5 onnxruntime") + "; sleep 0.5"};
   const Result r = slice.spawn(ort).wait();
   REQUIRE(r.speed_changes.size() == 1);
-  const SpeedChange& c = r.speed_changes[0];
-  CHECK(c.runtime == "onnxruntime");
-  CHECK(c.error.empty());
-  CHECK(c.memory_mb_per_ms == Approx(8.0));
-  REQUIRE(r.device.nn);
-  CHECK(r.device.nn->basis == "onnxruntime");
-  CHECK(r.device.nn->memory_mb_per_ms == Approx(8.0));
+  check_counted(r, r.speed_changes[0], "onnxruntime", 8.0);
   CHECK(test::has_note(r.warnings, "(counted by edgeprof from its ONNX graph's nodes)"));
   CHECK(test::has_note(r.warnings, "--runtime onnxruntime --memory-mb-per-ms 8"));
   CHECK(FakeTree::slurp(out.root() + "/runtimes") == "onnxruntime\n");
@@ -459,13 +519,7 @@ TEST_CASE("an ONNX Runtime count sets its speed in a slice that followed the wor
   CHECK(r.timed_out);
   CHECK(r.runtimes_seen.count("pytorch"));
   REQUIRE_FALSE(r.speed_changes.empty());
-  const SpeedChange& c = r.speed_changes.back();
-  CHECK(c.runtime == "onnxruntime");
-  CHECK(c.error.empty());
-  CHECK(c.memory_mb_per_ms == Approx(8.0));
-  REQUIRE(r.device.nn);
-  CHECK(r.device.nn->basis == "onnxruntime");
-  CHECK(r.device.nn->memory_mb_per_ms == Approx(8.0));
+  check_counted(r, r.speed_changes.back(), "onnxruntime", 8.0);
   // PyTorch in the maps is not warned of: the count said which runtime infers.
   CHECK_FALSE(test::has_note(r.warnings, "the workload loaded PyTorch (libtorch_cpu.so); the "
                                          "device's speed was derived with"));
@@ -547,6 +601,16 @@ TEST_CASE("a run from which no count came says at which speed it ran", "[countin
   CHECK_THAT(*python, Contains("its graph's nodes' outputs"));
   CHECK_FALSE(
       detail::uncounted_warning(ort, nullptr, {{"onnxruntime", "libonnxruntime.so.1"}}, both));
+  // PyTorch int8: PyTorch's libraries loaded, said, with what the counter counts there.
+  rate_int8_with_activations(bin);
+  const Device int8 = for_runtime(pi, "pytorch-int8");
+  const std::vector<std::string> counted_int8{"pytorch-int8"};
+  const auto quantized = detail::uncounted_warning(int8, nullptr, pytorch, counted_int8);
+  REQUIRE(quantized);
+  CHECK_THAT(*quantized, Contains("loaded PyTorch but sent no activation count, so it ran at "
+                                  "the device's PyTorch int8 speed"));
+  CHECK_THAT(*quantized, Contains("a model that runs quantized operators"));
+  CHECK_THAT(*quantized, Contains("--runtime pytorch-int8 --memory-mb-per-ms M"));
   // At the speed an earlier workload's count set, whatever this one loaded; PyTorch's advice
   // only for a PyTorch workload.
   detail::CountedSwitch earlier;
@@ -559,6 +623,14 @@ TEST_CASE("a run from which no count came says at which speed it ran", "[countin
   const auto again = detail::uncounted_warning(earlier.speed->device, &earlier, pytorch, both);
   REQUIRE(again);
   CHECK_THAT(*again, Contains("--runtime pytorch --memory-mb-per-ms M"));
+  detail::CountedSwitch earlier_int8;
+  earlier_int8.mb_per_ms = 1.5;
+  earlier_int8.count.runtime = "pytorch-int8";
+  earlier_int8.speed = detail::FollowedSpeed{"pytorch-int8", for_runtime(pi, "pytorch-int8"), {}};
+  const auto again_int8 =
+      detail::uncounted_warning(earlier_int8.speed->device, &earlier_int8, pytorch, counted_int8);
+  REQUIRE(again_int8);
+  CHECK_THAT(*again_int8, Contains("--runtime pytorch-int8 --memory-mb-per-ms M"));
   // A count read as the workload exited: the next run's speed, and the command line.
   CHECK_THAT(detail::late_count_warning(earlier),
              Contains("(2.5 MB per ms) was read as it exited: it did not set this run's speed, "

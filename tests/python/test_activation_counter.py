@@ -30,14 +30,39 @@ FAKE_TORCH = textwrap.dedent("""
     _ptrs = itertools.count(1)
 
     class Tensor:
-        def __init__(self, n):
-            self.n, self.ptr, self.shape, self.dtype = n, next(_ptrs), (n,), "float32"
+        def __init__(self, n, quantized=False):
+            self.n, self.ptr, self.shape = n, next(_ptrs), (n,)
+            self.is_quantized = quantized
+            self.dtype = "quint8" if quantized else "float32"
         def numel(self):
             return self.n
         def element_size(self):
-            return 4
+            return 1 if self.is_quantized else 4
         def data_ptr(self):
             return self.ptr
+        def untyped_storage(self):
+            return types.SimpleNamespace(data_ptr=lambda: self.ptr)
+
+    # Operators as PyTorch dispatches them: through the innermost dispatch mode entered
+    # (torch.utils._python_dispatch.TorchDispatchMode, MODES), with a schema that says whether
+    # it writes an input.
+    MODES = []
+    class _Op:
+        def __init__(self, out, writes):
+            self.out = out
+            self._schema = types.SimpleNamespace(arguments=[types.SimpleNamespace(
+                alias_info=types.SimpleNamespace(is_write=True) if writes else None)])
+        def __call__(self, *args, **kwargs):
+            return self.out
+    def _dispatch(x, out, writes):
+        op = _Op(out, writes)
+        if not MODES:
+            return op(x)
+        mode = MODES.pop()  # the mode runs its operator outside itself, as PyTorch's
+        try:
+            return mode.__torch_dispatch__(op, (Tensor,), (x,), {})
+        finally:
+            MODES.append(mode)
 
     class _Handle:
         def __init__(self, table, key):
@@ -94,8 +119,10 @@ FAKE_TORCH = textwrap.dedent("""
         register_module_forward_hook=register_module_forward_hook)))
 
     class Module:
-        def __init__(self, *children, out=0, inplace=False, weights=False):
+        def __init__(self, *children, out=0, inplace=False, weights=False, quantized=False,
+                     view=False, fails=False):
             self._children, self.out, self.inplace = list(children), out, inplace
+            self.quantized, self.view, self.fails = quantized, view, fails
             self.weights = [_Weight("cpu")] if weights else []
             self.pre, self.post = {}, {}
             self.training = True  # as PyTorch's modules start
@@ -112,6 +139,10 @@ FAKE_TORCH = textwrap.dedent("""
             return self
         def children(self):
             return iter(self._children)
+        def modules(self):
+            yield self
+            for c in self._children:
+                yield from c.modules()
         def parameters(self):
             return itertools.chain(self.weights, *(c.parameters() for c in self._children))
         def register_forward_pre_hook(self, hook, prepend=False):
@@ -123,7 +154,12 @@ FAKE_TORCH = textwrap.dedent("""
                 for c in self._children:
                     x = c(x)
                 return x
-            return x if self.inplace else Tensor(self.out)
+            if self.fails:
+                raise ValueError("the workload's own error")
+            if self.view:  # a view of its input (reshape, flatten): its storage, no write
+                return _dispatch(x, x, False)
+            return _dispatch(x, x if self.inplace else Tensor(self.out, self.quantized),
+                             self.inplace)
         def __call__(self, x):
             result, called = None, set()
             try:
@@ -146,6 +182,28 @@ FAKE_TORCH = textwrap.dedent("""
                             except Exception:
                                 pass
                 raise
+    nn.Module = Module
+
+    class ObserverBase(Module):  # what quantizing puts in a model to calibrate it
+        pass
+
+    class ScriptModule(Module):  # TorchScript; frozen, it has no children
+        pass
+
+    ao = types.SimpleNamespace(quantization=types.SimpleNamespace(ObserverBase=ObserverBase))
+    jit = types.SimpleNamespace(ScriptModule=ScriptModule)
+""")
+
+# torch.utils._python_dispatch of the stand-in: a mode entered goes on torch.MODES.
+FAKE_DISPATCH = textwrap.dedent("""
+    import torch
+
+    class TorchDispatchMode:
+        def __enter__(self):
+            torch.MODES.append(self)
+            return self
+        def __exit__(self, *exc):
+            torch.MODES.remove(self)
 """)
 
 # A workload that infers (autograd off): transforms called alone (without weights: not the
@@ -211,6 +269,9 @@ def _fake_torch(tmp_path: Path) -> Path:
     d = tmp_path / "fake"
     (d / "torch").mkdir(parents=True)
     (d / "torch" / "__init__.py").write_text(FAKE_TORCH)
+    (d / "torch" / "utils").mkdir()
+    (d / "torch" / "utils" / "__init__.py").write_text("")
+    (d / "torch" / "utils" / "_python_dispatch.py").write_text(FAKE_DISPATCH)
     return d
 
 def _run_fake(tmp_path: Path, code: str):
@@ -317,6 +378,119 @@ def test_a_real_model_counts_what_the_rating_counts(tmp_path):
     _, kind, mb, cpu_ms, calls = line.split()
     assert kind == "A" and calls == "5" and float(cpu_ms) > 0
     assert float(mb) == pytest.approx(float(out.split()[-1]), rel=1e-5)  # printed to 6 digits
+
+
+# An int8 workload: layers called alone (more than GIVE_UP), a transform in fp32, then a
+# quantized model without weights of its own (as
+# a quantized or TorchScript model shows none) called eight times.
+INT8_WORKLOAD = textwrap.dedent("""
+    import threading
+    import torch
+    torch.set_grad_enabled(False)
+    observer = torch.Module(out=3)  # a layer called alone, as quantizing calls observers
+    for _ in range(40):
+        observer(torch.Tensor(3))
+    normalize = torch.Module(torch.Module(out=10))
+    model = torch.Module(torch.Module(out=1000, quantized=True), torch.Module(inplace=True),
+                         torch.Module(view=True),
+                         torch.Module(torch.Module(out=250, quantized=True)))
+    for _ in range(CALLS):
+        model(normalize(torch.Tensor(10)))
+    print("wrapped", torch.nn.Module.__call__.__name__ != "__call__")
+    print("modes", len(torch.MODES), "threads", torch.get_num_threads())
+""")
+
+
+def test_an_int8_model_is_counted_by_its_operators_then_timed_and_the_wrapper_goes(tmp_path):
+    out, marks = _run(sys.executable, tmp_path, INT8_WORKLOAD.replace("CALLS", "8"),
+                      [_counter_dir(tmp_path), _fake_torch(tmp_path)], runtimes="pytorch-int8")
+    # The quantized layers wrote 1000 + 250 bytes and the in-place one its input (1000) over;
+    # the view wrote nothing; the fp32 transform ran no quantized operator: not the model, not
+    # counted in.
+    [line] = marks.splitlines()
+    stamp, kind, mb, cpu_ms, calls, runtime = line.split()
+    assert int(stamp) > 0 and kind == "A" and calls == "5" and runtime == "pytorch-int8"
+    assert float(mb) == pytest.approx(2250 / 1e6)
+    assert float(cpu_ms) > 0
+    # Module.__call__ put back, no mode left entered, the workload's thread count back.
+    assert "wrapped False" in out
+    assert "modes 0 threads 4" in out
+
+
+def test_an_int8_model_called_too_few_times_is_not_reported_and_fp32_is_not_counted(tmp_path):
+    path = [_counter_dir(tmp_path), _fake_torch(tmp_path)]
+    _, marks = _run(sys.executable, tmp_path, INT8_WORKLOAD.replace("CALLS", "5"), path,
+                    runtimes="pytorch-int8")
+    assert marks == ""
+    # A model of fp32 layers in a slice that counts int8: nothing, and the wrapper goes.
+    fp32 = INT8_WORKLOAD.replace("CALLS", "40").replace("quantized=True", "weights=True")
+    out, marks = _run(sys.executable, tmp_path, fp32, path, runtimes="pytorch-int8")
+    assert marks == ""
+    assert "wrapped False" in out and "modes 0" in out
+
+
+def test_a_slice_that_counts_int8_does_not_hook_the_layers(tmp_path):
+    # PyTorch's fp32 counter (its global hooks) is not set: the int8 count is by operators.
+    code = INT8_WORKLOAD.replace("CALLS", "1") + "print('hooks', len(torch.PRE) + len(torch.POST))\n"
+    out, _ = _run(sys.executable, tmp_path, code, [_counter_dir(tmp_path), _fake_torch(tmp_path)],
+                  runtimes="pytorch-int8")
+    assert "hooks 0" in out
+    assert "wrapped True" in out  # not yet counted: the wrapper is still there
+
+
+def test_int8_calibration_a_frozen_model_and_an_error_do_not_stop_the_count(tmp_path):
+    code = textwrap.dedent("""
+        import torch
+        torch.set_grad_enabled(False)
+        # Calibrating: a model with an observer, called more than GIVE_UP times.
+        calibrated = torch.Module(torch.Module(out=100, weights=True), torch.ObserverBase())
+        for _ in range(40):
+            calibrated(torch.Tensor(10))
+        # A call that raised (the workload's error, kept), its mode left.
+        try:
+            torch.Module(torch.Module(fails=True))(torch.Tensor(10))
+        except ValueError as e:
+            print("kept", e)
+        print("modes", len(torch.MODES))
+        # A frozen TorchScript model (no children) that runs quantized operators.
+        model = torch.ScriptModule(out=500, quantized=True)
+        for _ in range(8):
+            model(torch.Tensor(10))
+    """)
+    out, marks = _run(sys.executable, tmp_path, code,
+                      [_counter_dir(tmp_path), _fake_torch(tmp_path)], runtimes="pytorch-int8")
+    assert "kept the workload's own error" in out and "modes 0" in out
+    [line] = marks.splitlines()
+    assert line.split()[2] == f"{500 / 1e6:.6g}" and line.split()[-1] == "pytorch-int8"
+
+
+@pytest.mark.skipif(not os.environ.get("EDGEPROF_TORCH_PYTHON"),
+                    reason="set EDGEPROF_TORCH_PYTHON to a Python with torch and torchvision")
+def test_a_real_int8_torchscript_model_counts_what_the_rating_counts(tmp_path):
+    code = textwrap.dedent(f"""
+        import importlib.util, warnings, torch, torchvision
+        warnings.simplefilter("ignore")
+        spec = importlib.util.spec_from_file_location("runner", {str(SRC / 'torch_runner.py')!r})
+        runner = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(runner)
+        torch.manual_seed(0)
+        torch.backends.quantized.engine = "qnnpack"
+        model = runner.build_int8("shufflenet_v2_x0_5", torch, torchvision)
+        fresh = runner.build_int8("shufflenet_v2_x0_5", torch, torchvision)
+        x = torch.rand(1, 3, 224, 224)
+        with torch.inference_mode():
+            for _ in range(8):
+                model(x)
+        print(type(model).__name__, runner.op_written_mb(fresh, x, torch))
+    """)
+    out, marks = _run(os.environ["EDGEPROF_TORCH_PYTHON"], tmp_path, code,
+                      [_counter_dir(tmp_path)], runtimes="pytorch-int8")
+    [line] = marks.splitlines()
+    _, kind, mb, cpu_ms, calls, runtime = line.split()
+    assert kind == "A" and calls == "5" and float(cpu_ms) > 0 and runtime == "pytorch-int8"
+    kind, rated = out.split()[-2:]
+    assert kind == "RecursiveScriptModule"  # TorchScript: its layers run no hooks
+    assert float(mb) == pytest.approx(float(rated), rel=1e-5)  # printed to 6 digits
 
 
 def test_a_look_up_of_torch_before_its_import_does_not_use_the_watch_up(tmp_path):
