@@ -80,6 +80,17 @@ REAL = textwrap.dedent("""
         assert "TorchScript" in str(e), e
     else:
         raise SystemExit("a TorchScript model was not refused")
+    # int8 counts its operators' outputs (the int8 rating's rule), TorchScript too: the eager
+    # quantized model and its script alike.
+    torch.backends.quantized.engine = "qnnpack"
+    q = torchvision.models.quantization.shufflenet_v2_x0_5(weights=None, quantize=True).eval()
+    eager = nn.memory_intensity(q, x, runtime="pytorch-int8", warmup=1, loops=2)
+    scripted = nn.memory_intensity(torch.jit.script(q), x, runtime="pytorch-int8", warmup=1,
+                                   loops=2)
+    # ShuffleNet v2 x0.5 in int8: about 1.9 MB by its operators (1.93 on 2026-12-06), more than
+    # its layers' 1.25 (the shuffles' copies and concatenations are operators, not layers).
+    assert 1.5 < eager.activation_mb < 2.5, eager
+    assert scripted.activation_mb == eager.activation_mb, (scripted, eager)
     class Boom(torch.nn.Module):  # counted, then fails while timed
         def __init__(self):
             super().__init__()
