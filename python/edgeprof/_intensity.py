@@ -135,9 +135,12 @@ def memory_intensity(model: Any, example_input: Any, *, runtime: str = "pytorch"
               else runner.op_written_mb(model, inputs, torch) if runtime == "pytorch-int8"
               else runner.activation_mb(model, inputs, torch))
         if not mb > 0:
-            raise Error(f"memory_intensity(): {type(model).__name__}'s layers wrote no outputs "
-                        "the count sees (a hook on every module without children): give a "
-                        "model built of torch.nn layers")
+            raise Error(f"memory_intensity(): {type(model).__name__}'s "
+                        + ("operators wrote no outputs the count sees (a dispatch mode "
+                           "around one inference): give a model that runs PyTorch operators"
+                           if runtime == "pytorch-int8" else
+                           "layers wrote no outputs the count sees (a hook on every module "
+                           "without children): give a model built of torch.nn layers"))
         infer = _call(model, inputs, runtime, torch, runner)
         with torch.inference_mode():
             runner.time_runs(infer, warmup, 0)  # the warm-up alone: its first touches

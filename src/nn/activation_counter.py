@@ -38,8 +38,9 @@
 # (whose layers run no hooks) that infers, and is not being calibrated, runs under an operator
 # counter (torch_runner.op_writes: the bytes its
 # operators write, the int8 rating's rule); the first that ran a quantized operator is the model;
-# its next TIMED calls with the counted call's argument shapes are timed as above (the wrapper
-# times a TorchScript model, on which no hook can be registered), and it writes
+# its next TIMED calls with the counted call's argument and output shapes are timed as above, by
+# the wrapper (eager or TorchScript: no hook can be registered on a TorchScript model), and it
+# writes
 # "<ns> A <MB> <CPU ms> <TIMED> pytorch-int8"; the wrapper then goes.
 # It first takes its directory off sys.path, so that the workload's imports see what they would
 # have without it (off PYTHONPATH too once the process imports PyTorch: a launcher that does
@@ -377,25 +378,16 @@ def _count_int8(torch, fd):
     state = {"model": None, "bytes": 0, "shapes": None, "outer": 0, "other": 0, "outputs": 0,
              "calls": 0, "times": [], "timing": False, "done": False}
     lock = threading.Lock()
-    checked = {}  # id(module) -> (module, whether it is calibrated), before the count
+    me = os.getpid()  # a child forked inside a counted call skips what follows it
 
     def put_back():
         state["done"] = True
         if module_class.__call__ is call:
             module_class.__call__ = original
-        checked.clear()
 
     def restore():
         with lock:
             put_back()
-
-    def calibrating(module):
-        seen = checked.get(id(module))
-        if seen is None or seen[0] is not module:
-            if len(checked) > 4 * GIVE_UP:
-                checked.clear()
-            seen = checked[id(module)] = (module, _observed(torch, module))
-        return seen[1]
 
     def counted(module, args, kwargs):
         try:
@@ -411,6 +403,8 @@ def _count_int8(torch, fd):
                 counter.__exit__(None, None, None)
             except Exception:
                 restore()
+        if os.getpid() != me:
+            return output
         try:
             with lock:
                 if state["model"] is not None or state["done"]:
@@ -418,7 +412,6 @@ def _count_int8(torch, fd):
                 if counter.quantized and counter.bytes > 0 and not counter.failed:
                     state.update(model=module, bytes=counter.bytes,
                                  shapes=(_shapes(args), _shapes(output)))
-                    checked.clear()
                     return output
                 state["outer"] += 1
                 if counter.failed or state["outer"] >= GIVE_UP:
@@ -437,23 +430,35 @@ def _count_int8(torch, fd):
             threads = torch.get_num_threads()
             if threads != 1:
                 torch.set_num_threads(1)
-            if torch.get_num_threads() != 1:  # not here (PyTorch's own pool, once it ran)
-                restore()
-                return original(module, *args, **kwargs)
-            start = time.thread_time_ns()
+            alone = torch.get_num_threads() == 1
+        except Exception:  # the counter's own
+            alone = False
+        if not alone:  # not here (PyTorch's own pool, once it ran): nothing is timed
+            try:
+                if threads is not None and threads != 1:
+                    torch.set_num_threads(threads)
+            except Exception:
+                pass
+            restore()
+            return original(module, *args, **kwargs)
+        start = time.thread_time_ns()
+        try:
             output = original(module, *args, **kwargs)
-            spent = time.thread_time_ns() - start
-        except BaseException:
-            with lock:
-                state["timing"] = False
-            raise
         finally:
-            if threads is not None and threads != 1:
-                torch.set_num_threads(threads)
+            spent = time.thread_time_ns() - start
+            state["timing"] = False
+            try:
+                if threads != 1:
+                    torch.set_num_threads(threads)
+            except Exception:
+                restore()
+        if os.getpid() != me:
+            return output
         send = None
         try:
             with lock:
-                state["timing"] = False
+                if state["done"]:
+                    return output
                 if _shapes(output) != state["shapes"][1]:  # other outputs: not timed
                     state["other"] += 1
                     state["outputs"] += 1
@@ -474,6 +479,10 @@ def _count_int8(torch, fd):
 
     def decide(module, args):
         """What an outermost call gets: counted, timed, or None (the call alone)."""
+        state["calls"] += 1
+        if state["calls"] > GIVE_UP_CALLS:  # a backstop: training, say, for ever
+            restore()
+            return None
         if _compiled(module) or compiling():  # before dynamo traces the counter in
             restore()
             return None
@@ -483,13 +492,10 @@ def _count_int8(torch, fd):
         if model is None:
             # A layer alone (an observer while quantizing; a frozen TorchScript model has no
             # children either, and is a model) or a model being calibrated is not the model.
-            if (_leaf(module) and not isinstance(module, script)) or calibrating(module):
+            if (_leaf(module) and not isinstance(module, script)) or _observed(torch, module):
                 return None
             return counted
         if module is not model:  # a transform between the model's calls, say
-            state["calls"] += 1
-            if state["calls"] > GIVE_UP_CALLS:
-                restore()
             return None
         if _shapes(args) != state["shapes"][0]:
             state["other"] += 1

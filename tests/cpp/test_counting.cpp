@@ -33,50 +33,52 @@ std::string send(const std::string& line) {
   return "echo '" + line + "' > /proc/self/fd/${EDGEPROF_PHASE_FD%%:*}";
 }
 
-// This host's PyTorch rating in a cache of the test's own: the thirteen models with times and
-// activations of the shape a real rating has (this project's host, rounded), so that a memory
-// term can be fitted to the Pi 4's published times.
-void rate_pytorch_with_activations(const FakeTree& bin, const std::string& runtime = "pytorch") {
-  const std::string body =
-      "#!/bin/sh\necho 'runtime " + runtime + " 2.0.test fp32 (stand-in)'\nshift 4\n"
-      "for m in \"$@\"; do case $m in\n"
-      "  efficientnet_b0) t=24.7 a=51.7;; ese_vovnet19b_dw) t=41.7 a=56.4;;\n"
-      "  mixnet_s) t=23.7 a=47.5;; mnasnet_a1) t=17.8 a=47.5;; mobilenetv2_050) t=9.0 a=27.9;;\n"
-      "  mobilenetv2_100) t=17.3 a=51.1;; mobilenetv2_110d) t=22.8 a=66.8;;\n"
-      "  mobilenetv3_large_100) t=14.3 a=33.0;; mobilenetv3_small_050) t=4.3 a=7.0;;\n"
-      "  repvgg_b0) t=67.4 a=36.9;; resnet18) t=41.2 a=29.9;; shufflenet_v2_x1_0) t=10.8 a=21.9;;\n"
-      "  vgg13) t=408.9 a=104.2;;\n  *) continue;;\nesac\n"
-      "echo \"activations $m $a\"; echo \"$m $t $t $t\"; done\n";
-  bin.file("/torch-python", body);
-  const std::string path = bin.root() + "/torch-python";
+// A rating of `runtime` in the test's cache, measured from a stand-in interpreter that prints
+// each model of `cases` (shell case arms setting its time t and activations a) as a runner does.
+void rate_stand_in(const FakeTree& bin, const std::string& runtime, const std::string& what,
+                   const std::string& cases, std::size_t models) {
+  const std::string body = "#!/bin/sh\necho 'runtime " + what + "'\nshift 4\n"
+                           "for m in \"$@\"; do case $m in\n" + cases +
+                           "  *) continue;;\nesac\n"
+                           "echo \"activations $m $a\"; echo \"$m $t $t $t\"; done\n";
+  bin.file("/python-" + runtime, body);
+  const std::string path = bin.root() + "/python-" + runtime;
   std::filesystem::permissions(path, std::filesystem::perms::owner_all);
   NnOptions options;
   options.runtime = runtime;
   options.python = path;
   const NnRating r = measure_nn_rating(options);
-  REQUIRE(r.activation_mb.size() == 13);
+  REQUIRE(r.activation_mb.size() == models);
+}
+
+// This host's PyTorch rating in a cache of the test's own: the thirteen models with times and
+// activations of the shape a real rating has (this project's host, rounded), so that a memory
+// term can be fitted to the Pi 4's published times.
+void rate_pytorch_with_activations(const FakeTree& bin, const std::string& runtime = "pytorch") {
+  rate_stand_in(bin, runtime, runtime + " 2.0.test fp32 (stand-in)",
+                "  efficientnet_b0) t=24.7 a=51.7;; ese_vovnet19b_dw) t=41.7 a=56.4;;\n"
+                "  mixnet_s) t=23.7 a=47.5;; mnasnet_a1) t=17.8 a=47.5;; mobilenetv2_050) t=9.0 "
+                "a=27.9;;\n"
+                "  mobilenetv2_100) t=17.3 a=51.1;; mobilenetv2_110d) t=22.8 a=66.8;;\n"
+                "  mobilenetv3_large_100) t=14.3 a=33.0;; mobilenetv3_small_050) t=4.3 a=7.0;;\n"
+                "  repvgg_b0) t=67.4 a=36.9;; resnet18) t=41.2 a=29.9;; shufflenet_v2_x1_0) "
+                "t=10.8 a=21.9;;\n"
+                "  vgg13) t=408.9 a=104.2;;\n",
+                13);
 }
 
 // This host's PyTorch int8 rating in the test's cache: the eleven quantizable models with times
 // and activations (their operators' outputs) of the shape a real rating has (rounded).
 void rate_int8_with_activations(const FakeTree& bin) {
-  const std::string body =
-      "#!/bin/sh\necho 'runtime PyTorch 2.0.test int8 qnnpack TorchScript (stand-in)'\nshift 4\n"
-      "for m in \"$@\"; do case $m in\n"
-      "  googlenet) t=72.5 a=6.04;; inception_v3) t=127.8 a=7.44;; mobilenet_v2) t=21.1 a=7.05;;\n"
-      "  mobilenet_v3_large) t=16.9 a=7.10;; resnet18) t=85.4 a=3.59;; resnet50) t=191.7 a=17.0;;\n"
-      "  resnext101_32x8d) t=753.4 a=40.5;; shufflenet_v2_x0_5) t=4.5 a=1.93;;\n"
-      "  shufflenet_v2_x1_0) t=10.5 a=3.82;; shufflenet_v2_x1_5) t=18.1 a=5.48;;\n"
-      "  shufflenet_v2_x2_0) t=32.4 a=7.42;;\n  *) continue;;\nesac\n"
-      "echo \"activations $m $a\"; echo \"$m $t $t $t\"; done\n";
-  bin.file("/torch-python-int8", body);
-  const std::string path = bin.root() + "/torch-python-int8";
-  std::filesystem::permissions(path, std::filesystem::perms::owner_all);
-  NnOptions options;
-  options.runtime = "pytorch-int8";
-  options.python = path;
-  const NnRating r = measure_nn_rating(options);
-  REQUIRE(r.activation_mb.size() == 11);
+  rate_stand_in(bin, "pytorch-int8", "PyTorch 2.0.test int8 qnnpack TorchScript (stand-in)",
+                "  googlenet) t=72.5 a=6.04;; inception_v3) t=127.8 a=7.44;; mobilenet_v2) "
+                "t=21.1 a=7.05;;\n"
+                "  mobilenet_v3_large) t=16.9 a=7.10;; resnet18) t=85.4 a=3.59;; resnet50) "
+                "t=191.7 a=17.0;;\n"
+                "  resnext101_32x8d) t=753.4 a=40.5;; shufflenet_v2_x0_5) t=4.5 a=1.93;;\n"
+                "  shufflenet_v2_x1_0) t=10.5 a=3.82;; shufflenet_v2_x1_5) t=18.1 a=5.48;;\n"
+                "  shufflenet_v2_x2_0) t=32.4 a=7.42;;\n",
+                11);
 }
 
 // A run whose count of `runtime`'s model (mb_per_ms as rated) set its speed: the change made

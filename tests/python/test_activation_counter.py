@@ -398,6 +398,7 @@ INT8_WORKLOAD = textwrap.dedent("""
         model(normalize(torch.Tensor(10)))
     print("wrapped", torch.nn.Module.__call__.__name__ != "__call__")
     print("modes", len(torch.MODES), "threads", torch.get_num_threads())
+    print("set to one", 1 in torch.THREADS)
 """)
 
 
@@ -412,9 +413,10 @@ def test_an_int8_model_is_counted_by_its_operators_then_timed_and_the_wrapper_go
     assert int(stamp) > 0 and kind == "A" and calls == "5" and runtime == "pytorch-int8"
     assert float(mb) == pytest.approx(2250 / 1e6)
     assert float(cpu_ms) > 0
-    # Module.__call__ put back, no mode left entered, the workload's thread count back.
+    # Module.__call__ put back, no mode left entered, the timed calls at one thread and the
+    # workload's thread count back.
     assert "wrapped False" in out
-    assert "modes 0 threads 4" in out
+    assert "modes 0 threads 4" in out and "set to one True" in out
 
 
 def test_an_int8_model_called_too_few_times_is_not_reported_and_fp32_is_not_counted(tmp_path):
@@ -438,8 +440,18 @@ def test_a_slice_that_counts_int8_does_not_hook_the_layers(tmp_path):
     assert "wrapped True" in out  # not yet counted: the wrapper is still there
 
 
+def _int8_count(tmp_path: Path, code: str) -> tuple[str, str]:
+    """`code` (dedented) run with the stand-in PyTorch in a slice that counts int8: its stdout
+    and the one count's MB as sent."""
+    out, marks = _run(sys.executable, tmp_path, textwrap.dedent(code),
+                      [_counter_dir(tmp_path), _fake_torch(tmp_path)], runtimes="pytorch-int8")
+    [line] = marks.splitlines()
+    assert line.split()[-1] == "pytorch-int8", line
+    return out, line.split()[2]
+
+
 def test_int8_calibration_a_frozen_model_and_an_error_do_not_stop_the_count(tmp_path):
-    code = textwrap.dedent("""
+    out, mb = _int8_count(tmp_path, """
         import torch
         torch.set_grad_enabled(False)
         # Calibrating: a model with an observer, called more than GIVE_UP times.
@@ -457,11 +469,24 @@ def test_int8_calibration_a_frozen_model_and_an_error_do_not_stop_the_count(tmp_
         for _ in range(8):
             model(torch.Tensor(10))
     """)
-    out, marks = _run(sys.executable, tmp_path, code,
-                      [_counter_dir(tmp_path), _fake_torch(tmp_path)], runtimes="pytorch-int8")
     assert "kept the workload's own error" in out and "modes 0" in out
-    [line] = marks.splitlines()
-    assert line.split()[2] == f"{500 / 1e6:.6g}" and line.split()[-1] == "pytorch-int8"
+    assert mb == f"{500 / 1e6:.6g}"
+
+
+def test_a_model_quantized_in_place_after_its_calibration_is_counted(tmp_path):
+    # prepare() and convert(inplace=True) keep the model object: calibrated first (an observer
+    # in it), then quantized, it is counted once it runs quantized operators.
+    _, mb = _int8_count(tmp_path, """
+        import torch
+        torch.set_grad_enabled(False)
+        model = torch.Module(torch.Module(out=100, weights=True), torch.ObserverBase())
+        for _ in range(2):
+            model(torch.Tensor(10))
+        model._children[:] = [torch.Module(out=700, quantized=True)]
+        for _ in range(8):
+            model(torch.Tensor(10))
+    """)
+    assert mb == f"{700 / 1e6:.6g}"
 
 
 @pytest.mark.skipif(not os.environ.get("EDGEPROF_TORCH_PYTHON"),
