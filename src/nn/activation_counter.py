@@ -108,13 +108,17 @@ def _channel():
     return fd if stat.S_ISFIFO(st.st_mode) and st.st_ino == inode else None
 
 
-def _send(fd, mb, cpu_ms, calls, runtime=""):
-    line = (f"{time.clock_gettime_ns(time.CLOCK_MONOTONIC)} A {mb:.6g} {cpu_ms:.6g} {calls}"
-            + (f" {runtime}" if runtime else "") + "\n")
+def _write(fd, text):
+    """"<CLOCK_MONOTONIC ns> A <text>" as one line on the phase channel."""
+    line = f"{time.clock_gettime_ns(time.CLOCK_MONOTONIC)} A {text}\n"
     try:
         os.write(fd, line.encode())
-    except OSError:  # the pipe is full or closed: the count is lost, the workload goes on
+    except OSError:  # the pipe is full or closed: the line is lost, the workload goes on
         pass
+
+
+def _send(fd, mb, cpu_ms, calls, runtime=""):
+    _write(fd, f"{mb:.6g} {cpu_ms:.6g} {calls}" + (f" {runtime}" if runtime else ""))
 
 
 def _runner():
@@ -615,12 +619,7 @@ def _room(source, extra=0):
 def _skip(fd, runtime, why):
     """Tells the slice that its count was not made, and why: "<ns> A skip <runtime> memory
     <used> <needed> <limit>" (bytes), which the slice's warning says."""
-    line = (f"{time.clock_gettime_ns(time.CLOCK_MONOTONIC)} A skip {runtime} memory "
-            + " ".join(str(int(v)) for v in why) + "\n")
-    try:
-        os.write(fd, line.encode())
-    except OSError:
-        pass
+    _write(fd, f"skip {runtime} memory " + " ".join(str(int(v)) for v in why))
 
 
 def _count_ort_session(ort, source, names, arrays, fd):

@@ -68,6 +68,13 @@ std::string runtime_name(std::string_view id) {
   return std::string(id);
 }
 
+std::string loaded_as(std::string_view id) {
+  for (const RuntimeSpec& r : runtime_table()) {
+    if (id == r.id && !r.precision_of.empty()) return std::string(r.precision_of);
+  }
+  return std::string(id);
+}
+
 RuntimesSeen runtimes_in_maps(std::string_view maps) {
   RuntimesSeen seen;
   std::string_view last;  // a library has several areas, on consecutive lines
@@ -121,10 +128,7 @@ std::optional<std::string> runtime_warning(const Device& device, const RuntimesS
   if (device.speed_kind != "nn" || !device.nn || device.nn->basis == "vector") return std::nullopt;
   const std::string& basis = device.nn->basis;  // "ncnn", or the runtime of for_runtime()
   // A precision of a runtime (PyTorch int8) loads that runtime's libraries.
-  std::string_view library = basis;
-  for (const RuntimeSpec& r : runtime_table()) {
-    if (r.id == basis && !r.precision_of.empty()) library = r.precision_of;
-  }
+  const std::string library = loaded_as(basis);
   std::vector<std::string> others;
   for (const auto& [id, library_file] : seen) {
     if (id != basis && id != library) {

@@ -31,6 +31,9 @@ using RuntimesSeen = std::map<std::string, std::string>;
 // onnxruntime_pybind11_state.cpython-311-x86_64-linux-gnu.so, libncnn-1a2b3c4d.so.1).
 // The runtime's name for people ("PyTorch"); the id itself when it is not known.
 std::string runtime_name(std::string_view id);
+// The runtime a workload of `id` is seen to load in its maps: itself, or the runtime it is a
+// precision of (PyTorch int8 loads PyTorch's libraries).
+std::string loaded_as(std::string_view id);
 
 // The runtimes whose libraries the text of a /proc/<pid>/maps maps. A library counts by its file
 // name only (a directory named ncnn is not ncnn), and a deleted file (" (deleted)") still counts:

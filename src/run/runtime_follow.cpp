@@ -155,15 +155,6 @@ std::string_view counted_from(std::string_view runtime) {
   return "its layers'";
 }
 
-// The runtime a workload of `runtime` is seen to load in its maps: itself, or the runtime it is
-// a precision of (PyTorch int8 loads PyTorch's libraries).
-std::string loaded_as(const std::string& runtime) {
-  for (const NnRuntime& rt : nn_runtimes()) {
-    if (rt.id == runtime && !rt.precision_of.empty()) return rt.precision_of;
-  }
-  return runtime;
-}
-
 }  // namespace
 
 bool is_counted_runtime(std::string_view id) {
