@@ -14,7 +14,8 @@
 //              (as fast as it can). Its CPU is the run time of its tasks (schedstat) over a
 //              window of --seconds that opens at its first sample, so the Python start-up is
 //              left out (it is reported apart); its samples are the rows of its log.
-// Then what one tick costs: Sources::tick by source set, and one read of each file.
+// Then what one tick costs: Sources::tick by source set, and one read of each file; and what a
+// wake-up alone costs on the CPU that runs the workload and on an idle one.
 //
 // Needs root (the slice). The one slice is created beneath this process's own cgroup and removed
 // by Slice's destructor, also after Ctrl-C or SIGTERM (the wait is interrupted and unwinds); the
@@ -23,6 +24,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/epoll.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/resource.h>
@@ -886,6 +888,73 @@ void paced_block(std::chrono::milliseconds period, int n, Sources* sources, Colu
   out.cpu_us.push_back((thread_cpu_s() - c0) / n * 1e6);
 }
 
+// The CPU a process last ran on (field 39 of /proc/<pid>/stat), or nullopt.
+std::optional<int> cpu_of(pid_t pid) {
+  const auto text = read_file(fmt::format("/proc/{}/stat", pid));
+  return text ? edgeprof::detail::parse_stat_processor(*text) : std::nullopt;
+}
+
+// Pins the calling thread to `cpu` until destroyed, then gives it back the CPUs it had.
+class PinThread {
+ public:
+  explicit PinThread(int cpu) {
+    if (::sched_getaffinity(0, sizeof had_, &had_) != 0) throw BenchError("sched_getaffinity");
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    if (::sched_setaffinity(0, sizeof one, &one) != 0) {
+      throw BenchError(fmt::format("cannot pin this thread to CPU {}", cpu));
+    }
+  }
+  ~PinThread() { ::sched_setaffinity(0, sizeof had_, &had_); }
+  PinThread(const PinThread&) = delete;
+  PinThread& operator=(const PinThread&) = delete;
+
+ private:
+  cpu_set_t had_{};
+};
+
+// A wake-up alone at 10 ms with this thread pinned to the CPU that runs the workload (it wakes
+// there by preempting it) and to another CPU (it wakes a CPU that was idle, halted in a VM):
+// blocks in turn; a block counts only when the workload was on the same CPU before and after it.
+struct WakeWhere {
+  std::vector<double> busy_us, idle_us;  // CPU per period, per block
+  int blocks = 0, moved = 0;             // blocks run; of them, the workload changed CPU
+};
+
+void wake_where(pid_t workload, int blocks, int periods, WakeWhere& out) {
+  cpu_set_t allowed;
+  if (::sched_getaffinity(0, sizeof allowed, &allowed) != 0 || CPU_COUNT(&allowed) < 2) return;
+  Columns unused;
+  for (int b = 0; b < blocks; ++b) {
+    for (bool on_busy : {true, false}) {
+      check_stop();
+      const std::optional<int> cpu = cpu_of(workload);
+      if (!cpu || !CPU_ISSET(*cpu, &allowed)) continue;
+      int target = *cpu;
+      if (!on_busy) {
+        for (int c = 0; c < CPU_SETSIZE; ++c) {
+          if (c != *cpu && CPU_ISSET(c, &allowed)) {
+            target = c;
+            break;
+          }
+        }
+      }
+      Paced paced;
+      {
+        const PinThread pin(target);
+        paced_block(std::chrono::milliseconds(10), periods, nullptr, unused, paced);
+      }
+      ++out.blocks;
+      if (cpu_of(workload) != cpu) {
+        ++out.moved;
+        continue;
+      }
+      (on_busy ? out.busy_us : out.idle_us).push_back(paced.cpu_us.front());
+    }
+  }
+}
+
 void tick_tables(const Options& o, edgeprof::Slice& slice, const SourceDirs& dirs, Report& report) {
   struct Set {
     std::string name;
@@ -976,6 +1045,15 @@ void tick_tables(const Options& o, edgeprof::Slice& slice, const SourceDirs& dir
       }
     }
   }
+  // Where the thread wakes: on the workload's CPU or on an idle one, 10 ms, blocks in turn.
+  const int where_blocks = o.quick ? 2 : 10;
+  const int where_periods = o.quick ? 10 : 50;
+  std::printf("      where it wakes: %d blocks of %d periods of 10 ms, pinned to the workload's CPU "
+              "and to another...\n",
+              2 * where_blocks, where_periods);
+  std::fflush(stdout);
+  WakeWhere where;
+  wake_where(child.pid(), where_blocks, where_periods, where);
   slice.kill();
   child.wait();
 
@@ -1035,6 +1113,28 @@ void tick_tables(const Options& o, edgeprof::Slice& slice, const SourceDirs& dir
   f.rows.push_back({"sum of the medians", "", num(sum), "", "", num(single_sum)});
   report.add(std::move(f));
   report.add(std::move(w));
+  if (!where.busy_us.empty() || !where.idle_us.empty()) {
+    Table v{"Where the thread wakes: a wake-up alone at 10 ms, this thread pinned (its CPU clock)",
+            {"woken on", "CPU us per period: median (range)", "blocks"},
+            {},
+            {}};
+    auto cell = [](const std::vector<double>& us) {
+      return us.empty() ? std::string("-")
+                        : fmt::format("{} ({}-{})", num(median(us)),
+                                      num(*std::min_element(us.begin(), us.end())),
+                                      num(*std::max_element(us.begin(), us.end())));
+    };
+    v.rows.push_back({"the CPU running the workload (preempting it)", cell(where.busy_us),
+                      std::to_string(where.busy_us.size())});
+    v.rows.push_back({"another CPU (idle until the wake)", cell(where.idle_us),
+                      std::to_string(where.idle_us.size())});
+    v.notes.push_back(fmt::format(
+        "{} periods per block, blocks in turn; {} of {} blocks left out because the workload "
+        "changed CPU during them. The same wake-up as the table before's; what differs is "
+        "whether the CPU it wakes on was running or idle (in a VM: halted).",
+        where_periods, where.moved, where.blocks));
+    report.add(std::move(v));
+  }
 }
 
 // ------------------------------------------------------------------------------ main

@@ -136,6 +136,13 @@ std::optional<char> parse_stat_state(std::string_view text) {
   return letter ? std::optional<char>(state) : std::nullopt;
 }
 
+std::optional<int> parse_stat_processor(std::string_view text) {
+  const auto word = stat_field(text, 39);
+  const auto value = word ? parse_u64(*word) : std::nullopt;
+  if (!value || *value > std::uint64_t(std::numeric_limits<int>::max())) return std::nullopt;
+  return static_cast<int>(*value);
+}
+
 std::string format_slice_name(const SliceName& name) {
   return "edgeprof-" + std::to_string(name.owner) + "-" + std::to_string(name.owner_start) + "-" +
          std::to_string(name.sequence);

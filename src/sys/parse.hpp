@@ -60,6 +60,9 @@ std::optional<pid_t> parse_stat_ppid(std::string_view text);
 // Field 3 (state: 'R' running or runnable, 'S' sleeping, 'D', 'Z', ...) of /proc/<pid>/stat or
 // /proc/<pid>/task/<tid>/stat; nullopt when malformed.
 std::optional<char> parse_stat_state(std::string_view text);
+// Field 39 (processor: the CPU the task last ran on) of /proc/<pid>/stat or
+// /proc/<pid>/task/<tid>/stat; nullopt when malformed.
+std::optional<int> parse_stat_processor(std::string_view text);
 
 // Slice directory names: "edgeprof-<owner pid>-<owner starttime>-<sequence>".
 struct SliceName {

@@ -86,6 +86,20 @@ TEST_CASE("parse_stat_starttime and parse_stat_ppid survive odd command names", 
   CHECK_FALSE(parse_stat_ppid("1234 (x) S -1 1234"));
 }
 
+TEST_CASE("parse_stat_processor reads the CPU a task last ran on", "[parse]") {
+  // A shell's line captured on this project's host (Linux 6.18), its command name made odd and
+  // its processor (field 39) set to 1.
+  const std::string stat =
+      "21252 (a) b (c) S 21250 21252 21252 0 -1 4194560 24628 385225 0 331 4 15 431 138 20 0 1 "
+      "0 1046836 5246976 976 18446744073709551615 94562772533248 94562773322653 140727566450672 "
+      "0 0 0 65536 4 1132560123 1 0 0 17 1 0 0 0 0 0 94562773555952 94562773604196 "
+      "94563570110464 140727566457725 140727566457740 140727566457740 140727566458858 0\n";
+  CHECK(parse_stat_processor(stat) == 1);
+  CHECK(parse_stat_starttime(stat) == 1046836u);
+  CHECK_FALSE(parse_stat_processor("garbage"));
+  CHECK_FALSE(parse_stat_processor("1234 (x) S 1 1234"));  // too few fields
+}
+
 TEST_CASE("slice names round-trip and reject look-alikes", "[parse]") {
   SliceName name{4242, 987654, 7};
   CHECK(format_slice_name(name) == "edgeprof-4242-987654-7");
