@@ -890,7 +890,7 @@ void paced_block(std::chrono::milliseconds period, int n, Sources* sources, Colu
 
 // The CPU a process last ran on (field 39 of /proc/<pid>/stat), or nullopt.
 std::optional<int> cpu_of(pid_t pid) {
-  const auto text = read_file(fmt::format("/proc/{}/stat", pid));
+  const auto text = read_file(fmt::format(files::kProcTidStat, pid));
   return text ? edgeprof::detail::parse_stat_processor(*text) : std::nullopt;
 }
 
@@ -920,6 +920,7 @@ class PinThread {
 struct WakeWhere {
   std::vector<double> busy_us, idle_us;  // CPU per period, per block
   int blocks = 0, moved = 0;             // blocks run; of them, the workload changed CPU
+  int unplaced = 0;                      // blocks not run: the workload's CPU unreadable
 };
 
 void wake_where(pid_t workload, int blocks, int periods, WakeWhere& out) {
@@ -930,7 +931,10 @@ void wake_where(pid_t workload, int blocks, int periods, WakeWhere& out) {
     for (bool on_busy : {true, false}) {
       check_stop();
       const std::optional<int> cpu = cpu_of(workload);
-      if (!cpu || !CPU_ISSET(*cpu, &allowed)) continue;
+      if (!cpu || !CPU_ISSET(*cpu, &allowed)) {
+        ++out.unplaced;
+        continue;
+      }
       int target = *cpu;
       if (!on_busy) {
         for (int c = 0; c < CPU_SETSIZE; ++c) {
@@ -1130,9 +1134,11 @@ void tick_tables(const Options& o, edgeprof::Slice& slice, const SourceDirs& dir
                       std::to_string(where.idle_us.size())});
     v.notes.push_back(fmt::format(
         "{} periods per block, blocks in turn; {} of {} blocks left out because the workload "
-        "changed CPU during them. The same wake-up as the table before's; what differs is "
-        "whether the CPU it wakes on was running or idle (in a VM: halted).",
-        where_periods, where.moved, where.blocks));
+        "changed CPU during them, {} not run (its CPU unreadable or not this thread's). The "
+        "same wake-up as the table before's; what differs is whether the CPU it wakes on was "
+        "running or idle (in a VM: halted). Only this thread's CPU is counted: what a wake "
+        "on the busy CPU costs the workload it preempts is not.",
+        where_periods, where.moved, where.blocks, where.unplaced));
     report.add(std::move(v));
   }
 }
