@@ -144,6 +144,7 @@ void kill_loop(const Fs& fs, const std::function<std::vector<pid_t>()>& list,
     const bool frozen = fresh && set_frozen && set_frozen(true);
     if (frozen) pids = list();  // what forked before the freeze took hold
     for (pid_t pid : pids) {
+      if (pid <= 0) continue;  // kill(0) and kill(-n) would reach process groups, this one's too
       ::kill(pid, SIGKILL);
       killed.insert(pid);
     }

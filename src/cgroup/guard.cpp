@@ -56,7 +56,12 @@ done 2>/dev/null
 n=0
 while [ $n -lt 1000 ]; do
   pids=
-  for d in "$@"; do pids="$pids $(cat "$d/$procs" "$d"/*/"$procs" 2>/dev/null)"; done
+  for d in "$@"; do
+    # A 0 is a process of another pid namespace: kill would take it for this process group.
+    for p in $(cat "$d/$procs" "$d"/*/"$procs" 2>/dev/null); do
+      [ "$p" -gt 0 ] 2>/dev/null && pids="$pids $p"
+    done
+  done
   case $pids in
     *[0-9]*)
       if [ $n -lt 3 ] && [ -n "$freeze" ]; then

@@ -317,7 +317,7 @@ class V1Cgroup final : public Cgroup {
     }
     if (!one) return !procs().empty();
     auto text = fs_.read(join(one->path, files::kProcs));
-    return !text || !parse_pids(*text).empty();
+    return !text || lists_processes(*text);
   }
 
   std::vector<pid_t> procs() const override {

@@ -217,7 +217,7 @@ class V2Cgroup final : public Cgroup {
   // The slice's cgroup.procs lists its core groups' processes too (threaded mode).
   bool has_processes() const override {
     auto text = fs_.read(join(dir_, files::kProcs));
-    return !text || !parse_pids(*text).empty();
+    return !text || lists_processes(*text);
   }
 
   void kill_all() override {

@@ -89,9 +89,18 @@ std::vector<CgroupMembership> parse_proc_cgroup(std::string_view text) {
 std::vector<pid_t> parse_pids(std::string_view text) {
   std::vector<pid_t> out;
   for_each_line(text, [&](std::string_view line) {
-    if (auto v = parse_u64(line)) out.push_back(static_cast<pid_t>(*v));
+    const auto v = parse_u64(line);
+    if (v && *v > 0 && *v <= std::uint64_t(std::numeric_limits<pid_t>::max())) {
+      out.push_back(static_cast<pid_t>(*v));
+    }
   });
   return out;
+}
+
+bool lists_processes(std::string_view text) {
+  bool any = false;
+  for_each_line(text, [&](std::string_view line) { any = any || parse_u64(line).has_value(); });
+  return any;
 }
 
 namespace {

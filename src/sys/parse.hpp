@@ -50,8 +50,12 @@ struct CgroupMembership {
 };
 std::vector<CgroupMembership> parse_proc_cgroup(std::string_view text);
 
-// The pids in cgroup.procs (one per line).
+// The pids in cgroup.procs or cgroup.threads (one per line) that this process can name: a 0 (a
+// process of another pid namespace, which kill() would read as the caller's own process group
+// and a cgroup.procs write as the caller itself) and numbers no pid_t holds are left out.
 std::vector<pid_t> parse_pids(std::string_view text);
+// Whether cgroup.procs lists any process, those of other pid namespaces (listed as 0) too.
+bool lists_processes(std::string_view text);
 
 // Field 22 (starttime, clock ticks since boot) of /proc/<pid>/stat; nullopt when malformed.
 std::optional<std::uint64_t> parse_stat_starttime(std::string_view text);

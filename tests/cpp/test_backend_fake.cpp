@@ -1,5 +1,6 @@
 // The backends against fake cgroup trees: what they write where, and what they refuse.
 #include <fcntl.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -494,6 +495,72 @@ TEST_CASE("a slice guard's pipe never takes the numbers of stdin, stdout or stde
   REQUIRE(error.empty());
   CHECK_FALSE(in_open);
   CHECK_FALSE(out_open);
+}
+
+// cgroup.procs lists a process of another pid namespace (a profiler in a container sharing a
+// parent cgroup with one outside) as 0; kill(0, SIGKILL) would end the caller's process group,
+// the profiler with it, without a word.
+TEST_CASE("a kill of a slice that lists a process as 0 does not signal the caller's group",
+          "[cgroup][kill]") {
+  FakeTree tree;
+  auto cgroup = fake_v1_cpu_memory(tree)->create("edgeprof-1-2-3");
+  const std::string cpu_dir = "/sys/fs/cgroup/cpu/edgeprof-1-2-3";
+  tree.file(join(cpu_dir, files::v1::kCpuCfsQuotaUs), "5000\n");
+  tree.file(join(cpu_dir, files::v1::kCpuShares), "1024\n");
+  tree.file(join(cpu_dir, files::kProcs), "0\n");
+  tree.file(join("/sys/fs/cgroup/memory/edgeprof-1-2-3", files::kProcs), "0\n");
+  CHECK(cgroup->has_processes());  // it is not empty: it cannot be removed yet
+  // In a child of its own process group, which is all a kill(0) there could end.
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    ::setpgid(0, 0);
+    try {
+      cgroup->kill_all();
+    } catch (...) {
+      ::_exit(2);
+    }
+    ::_exit(0);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  CHECK_FALSE(WIFSIGNALED(status));
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+}
+
+// The guard's script too: run in a process group of its own, on a slice directory whose process
+// list holds a 0, it must remove the directory and exit, not kill its own group.
+TEST_CASE("the guard's script leaves a 0 in a process list alone", "[guard][kill]") {
+  FakeTree tree;
+  tree.dir("/slice");
+  tree.file("/procs", "0\n");
+  const std::string script = detail::guard_script();
+  // $1 the owner (not the script's parent, so it acts at once), no limit, kill, freeze or
+  // weight file; the process list outside the directory, which can then be removed.
+  std::vector<std::string> args = {"sh", "-c", script, "edgeprof-guard", "1", "", "", "", "",
+                                   "", "", "../procs", "", "", tree.root() + "/slice"};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawnattr_t attr;
+  REQUIRE(::posix_spawn_file_actions_init(&actions) == 0);
+  REQUIRE(::posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0) == 0);
+  REQUIRE(::posix_spawnattr_init(&attr) == 0);
+  REQUIRE(::posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP) == 0);
+  REQUIRE(::posix_spawnattr_setpgroup(&attr, 0) == 0);
+  pid_t pid = -1;
+  const int err = ::posix_spawnp(&pid, "sh", &actions, &attr, argv.data(), environ);
+  ::posix_spawn_file_actions_destroy(&actions);
+  ::posix_spawnattr_destroy(&attr);
+  REQUIRE(err == 0);
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  CHECK_FALSE(WIFSIGNALED(status));
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK_FALSE(tree.exists("/slice"));
 }
 
 TEST_CASE("a CPU limit lifted for a kill goes back, or the write asked for meanwhile is made",

@@ -158,6 +158,13 @@ TEST_CASE("v1 CPU time is the exact total split in the ratio of the ticks", "[pa
 TEST_CASE("parse_pids and split_words", "[parse]") {
   CHECK(parse_pids("12\n345\n\n") == std::vector<pid_t>{12, 345});
   CHECK(parse_pids("").empty());
+  // cgroup.procs lists a process of another pid namespace as 0: no pid of ours (kill(0) would
+  // signal the caller's own process group), nor a number no pid_t holds (it would go negative).
+  CHECK(parse_pids("0\n4294967295\n12\n2147483648\n") == std::vector<pid_t>{12});
+  CHECK(lists_processes("0\n"));
+  CHECK(lists_processes("12\n"));
+  CHECK_FALSE(lists_processes(""));
+  CHECK_FALSE(lists_processes("\n"));
   CHECK(split_words("cpuset cpu io memory hugetlb pids\n") ==
         std::vector<std::string>{"cpuset", "cpu", "io", "memory", "hugetlb", "pids"});
 }
