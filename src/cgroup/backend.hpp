@@ -181,8 +181,15 @@ std::string block_group_problem(const std::string& disk, const std::string& rule
 // ...)" with what the state means and where to look next.
 std::string describe_survivor(const Fs& fs, pid_t pid);
 
-// Reads /proc/<pid>/stat's start time, or nullopt when the process is gone.
-std::optional<std::uint64_t> process_start_time(const Fs& fs, pid_t pid);
+// Reads /proc/<pid>/stat's start time, or nullopt when it cannot (the process is gone, or the
+// file could not be read: `err`, when given, gets the errno, 0 for a text that did not parse).
+std::optional<std::uint64_t> process_start_time(const Fs& fs, pid_t pid, int* err = nullptr);
+
+// Whether the process `pid` that started at `start` may still be alive: false only when /proc
+// says it is gone (no such process) or that its pid now names a process started at another
+// time. A stat that cannot be read for another reason (this process out of file descriptors)
+// or does not parse counts as alive: a sweep leaves alone what it could not check.
+bool owner_may_live(const Fs& fs, pid_t pid, std::uint64_t start);
 
 // Kills the processes listed by `list` until it comes back empty, with `freeze`/`thaw` around
 // each round that finds a process not killed before (so a fork bomb cannot outrun the loop,

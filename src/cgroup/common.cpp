@@ -101,10 +101,19 @@ std::string block_group_problem(const std::string& disk, const std::string& rule
                      disk, rule, file, std::strerror(err), err);
 }
 
-std::optional<std::uint64_t> process_start_time(const Fs& fs, pid_t pid) {
-  auto stat = fs.read(fmt::format(fmt::runtime(files::kProcTidStat), pid));
+std::optional<std::uint64_t> process_start_time(const Fs& fs, pid_t pid, int* err) {
+  int read_err = 0;
+  auto stat = fs.read(fmt::format(fmt::runtime(files::kProcTidStat), pid), &read_err);
+  if (err) *err = stat ? 0 : read_err;
   if (!stat) return std::nullopt;
   return parse_stat_starttime(*stat);
+}
+
+bool owner_may_live(const Fs& fs, pid_t pid, std::uint64_t start) {
+  int err = 0;
+  const auto now = process_start_time(fs, pid, &err);
+  if (now) return *now == start;
+  return !(err == ENOENT || err == ESRCH);
 }
 
 std::string describe_survivor(const Fs& fs, pid_t pid) {

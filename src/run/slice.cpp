@@ -101,8 +101,7 @@ void remove_stale_slices(detail::Backend& backend, const detail::Fs& fs) {
   for (const std::string& name : backend.slice_names()) {
     auto parsed = detail::parse_slice_name(name);
     if (!parsed) continue;
-    auto start = detail::process_start_time(fs, parsed->owner);
-    if (start && *start == parsed->owner_start) continue;
+    if (detail::owner_may_live(fs, parsed->owner, parsed->owner_start)) continue;
     try {
       backend.remove_stale(name);
     } catch (const Error&) {
@@ -132,8 +131,7 @@ void remove_stale_counter_dirs(const detail::Fs& fs, std::uint64_t pid_ns) {
         !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid()) {
       continue;
     }
-    const auto start = detail::process_start_time(fs, static_cast<pid_t>(owner->pid));
-    if (start && *start == owner->start) continue;
+    if (detail::owner_may_live(fs, static_cast<pid_t>(owner->pid), owner->start)) continue;
     std::error_code ignored;  // another process may be sweeping it too
     std::filesystem::remove_all(entry.path(), ignored);
   }
@@ -147,8 +145,24 @@ detail::SliceName own_identity(const detail::Fs& fs) {
   std::lock_guard<std::mutex> guard(lock);
   const pid_t self = ::getpid();
   if (cached.owner != self) {
+    // A name without the true start time would make this process's live slices look stale to
+    // every sweep, its own next one too: no slice rather than that.
+    int err = 0;
+    const auto start = detail::process_start_time(fs, self, &err);
+    if (!start) {
+      throw Error(
+          fmt::format("cannot name a slice: this process's start time, part of every slice's "
+                      "name, cannot be read from /proc/{}/stat ({}): {}",
+                      self,
+                      err ? fmt::format("{}, errno {}", std::strerror(err), err)
+                          : std::string("its text did not parse"),
+                      err == EMFILE || err == ENFILE
+                          ? "close some files (or raise ulimit -n) and try again"
+                          : "check that /proc is mounted and readable"),
+          err);
+    }
     cached.owner = self;
-    cached.owner_start = detail::process_start_time(fs, self).value_or(0);
+    cached.owner_start = *start;
   }
   return cached;
 }

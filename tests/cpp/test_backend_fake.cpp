@@ -325,6 +325,31 @@ TEST_CASE("v1: a kill raises the slice's CPU weight while the killed exit, then 
   CHECK(plan.highest_weight == files::v1::kCpuSharesHighest);
 }
 
+// The sweep of stale slices and counter directories kills and removes what owner_may_live()
+// says is dead: only a process /proc says is gone, or a pid reused since. A stat it could not
+// read (EMFILE: the sweeping process out of descriptors) once counted as dead, and the sweep
+// killed a live profiler's workloads.
+TEST_CASE("an owner counts as dead only when /proc says so", "[cgroup][kill]") {
+  FakeTree tree;
+  const std::string stat =
+      "4242 (python3) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 98765 1000000 200 "
+      "18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n";
+  tree.file("/proc/4242/stat", stat);
+  const Fs fs(tree.root());
+  CHECK(owner_may_live(fs, 4242, 98765));
+  CHECK_FALSE(owner_may_live(fs, 4242, 11111));  // the pid names another process now
+  CHECK_FALSE(owner_may_live(fs, 4241, 98765));  // no such process
+  tree.dir("/proc/4243/stat");                   // read() fails, EISDIR: not known gone
+  CHECK(owner_may_live(fs, 4243, 98765));
+  tree.file("/proc/4244/stat", "garbage\n");  // nothing to compare
+  CHECK(owner_may_live(fs, 4244, 98765));
+  int err = -1;
+  CHECK_FALSE(process_start_time(fs, 4243, &err));
+  CHECK(err == EISDIR);
+  CHECK(process_start_time(fs, 4242, &err) == 98765u);
+  CHECK(err == 0);
+}
+
 TEST_CASE("v1: a missing hierarchy is an error unless allowed", "[cgroup]") {
   FakeTree tree;
   auto cgroup = fake_v1_cpu_memory(tree)->create("edgeprof-1-2-3");
