@@ -274,7 +274,12 @@ std::string describe_unremoved(const Fs& fs, const std::vector<std::string>& pat
       std::string members = text ? "none" : "unreadable";
       if (text) {
         const auto pids = parse_pids(*text);
-        if (!pids.empty()) members = fmt::format("{}", fmt::join(pids, " "));
+        if (!pids.empty()) {
+          members = fmt::format("{}", fmt::join(pids, " "));
+        } else if (lists_processes(*text)) {
+          members = "only processes of another pid namespace (listed as 0), which cannot be "
+                    "signalled from here";
+        }
       }
       parts.push_back(fmt::format("{} ({}, errno {}; {} in it: {})", fs.resolve(*dir),
                                   std::strerror(err), err, what, members));

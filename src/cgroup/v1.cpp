@@ -315,7 +315,17 @@ class V1Cgroup final : public Cgroup {
         break;
       }
     }
-    if (!one) return !procs().empty();
+    if (!one) {
+      // Only the cpu hierarchy (or none): its directory and its core groups (0s count too:
+      // other pid namespaces' processes).
+      std::vector<std::string> lists;
+      for (const Dir& d : dirs_) lists.push_back(join(d.path, files::kProcs));
+      for (const std::string& dir : core_dirs_) lists.push_back(join(dir, files::kProcs));
+      return std::any_of(lists.begin(), lists.end(), [this](const std::string& list) {
+        auto text = fs_.read(list);
+        return text && lists_processes(*text);
+      });
+    }
     auto text = fs_.read(join(one->path, files::kProcs));
     return !text || lists_processes(*text);
   }
@@ -546,6 +556,9 @@ class V1Backend final : public Backend {
       if (fs_.exists(join(h.parent_dir, name))) present.push_back(h);
     }
     V1Cgroup cgroup(fs_, present, name, false);
+    // Processes listed only as 0 are another pid namespace's, where the owner may live unseen
+    // from here: left alone (and the slice with them).
+    if (cgroup.has_processes() && cgroup.procs().empty()) return;
     cgroup.kill_all();
     cgroup.remove();
   }

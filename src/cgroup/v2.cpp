@@ -221,7 +221,8 @@ class V2Cgroup final : public Cgroup {
   }
 
   void kill_all() override {
-    if (procs().empty()) return;
+    // cgroup.kill reaches processes of other pid namespaces too (listed as 0, not by pid).
+    if (!has_processes()) return;
     std::vector<std::pair<std::string, std::string>> limits, weights;
     limits.emplace_back(join(dir_, files::v2::kCpuMax), "max");
     weights.emplace_back(join(dir_, files::v2::kCpuWeight), files::v2::kCpuWeightHighest);
@@ -408,6 +409,9 @@ class V2Backend final : public Backend {
 
   void remove_stale(const std::string& name) override {
     V2Cgroup cgroup(fs_, join(parent_dir_, name), enabled_, false);
+    // Processes listed only as 0 are another pid namespace's, where the owner may live unseen
+    // from here: left alone (and the slice with them).
+    if (cgroup.has_processes() && cgroup.procs().empty()) return;
     cgroup.kill_all();
     cgroup.remove();
   }

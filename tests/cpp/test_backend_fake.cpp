@@ -539,7 +539,7 @@ TEST_CASE("a kill of a slice that lists a process as 0 does not signal the calle
   const pid_t child = ::fork();
   REQUIRE(child >= 0);
   if (child == 0) {
-    ::setpgid(0, 0);
+    if (::setpgid(0, 0) != 0) ::_exit(3);
     try {
       cgroup->kill_all();
     } catch (...) {
@@ -554,6 +554,59 @@ TEST_CASE("a kill of a slice that lists a process as 0 does not signal the calle
   CHECK(WEXITSTATUS(status) == 0);
 }
 
+// kill_loop itself, whatever list it is given: a 0 (or a negative number) is never signalled.
+TEST_CASE("kill_loop never signals a process group", "[cgroup][kill]") {
+  FakeTree tree;
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    if (::setpgid(0, 0) != 0) ::_exit(3);
+    int rounds = 0;
+    try {
+      kill_loop(
+          Fs(tree.root()),
+          [&rounds]() { return ++rounds < 3 ? std::vector<pid_t>{0, -1} : std::vector<pid_t>{}; },
+          {}, "a fake slice");
+    } catch (...) {
+      ::_exit(2);
+    }
+    ::_exit(0);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  CHECK_FALSE(WIFSIGNALED(status));
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+}
+
+// v2: a slice listing only processes of another pid namespace is killed through cgroup.kill
+// when it is the caller's, and left alone by the stale sweep (its owner may live there).
+TEST_CASE("v2: processes listed as 0 are killed in the caller's slice, not swept", "[cgroup][kill]") {
+  FakeTree tree;
+  const std::string own = "/sys/fs/cgroup/app.scope";
+  auto backend = fake_v2(tree, "/app.scope", "cpuset cpu io memory pids", "cpuset cpu memory pids");
+  auto cgroup = backend->create("edgeprof-1-2-3");
+  const std::string dir = own + "/edgeprof-1-2-3";
+  kernel_files(tree, dir, {files::v2::kCpuMax, files::v2::kCpuWeight, files::v2::kKill});
+  tree.file(join(dir, files::kProcs), "0\n");
+  std::thread kernel([&] {  // the killed leave once cgroup.kill is written
+    for (int i = 0; i < 4000 && tree.read(join(dir, files::v2::kKill)).empty(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    tree.file(join(dir, files::kProcs), "");
+  });
+  cgroup->kill_all();
+  kernel.join();
+  CHECK(tree.read(join(dir, files::v2::kKill)) == "1");
+
+  const std::string stale = own + "/edgeprof-4-5-6";
+  kernel_files(tree, stale, {files::v2::kCpuMax, files::v2::kCpuWeight, files::v2::kKill});
+  tree.file(join(stale, files::kProcs), "0\n");
+  backend->remove_stale("edgeprof-4-5-6");
+  CHECK(tree.read(join(stale, files::v2::kKill)).empty());
+  CHECK(tree.exists(stale));
+}
+
 // The guard's script too: run in a process group of its own, on a slice directory whose process
 // list holds a 0, it must remove the directory and exit, not kill its own group.
 TEST_CASE("the guard's script leaves a 0 in a process list alone", "[guard][kill]") {
@@ -563,7 +616,7 @@ TEST_CASE("the guard's script leaves a 0 in a process list alone", "[guard][kill
   const std::string script = detail::guard_script();
   // $1 the owner (not the script's parent, so it acts at once), no limit, kill, freeze or
   // weight file; the process list outside the directory, which can then be removed.
-  std::vector<std::string> args = {"sh", "-c", script, "edgeprof-guard", "1", "", "", "", "",
+  std::vector<std::string> args = {"sh", "-c", script, "edgeprof-guard", "-1", "", "", "", "",
                                    "", "", "../procs", "", "", tree.root() + "/slice"};
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
