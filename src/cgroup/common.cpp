@@ -109,6 +109,11 @@ std::optional<std::uint64_t> process_start_time(const Fs& fs, pid_t pid, int* er
   return parse_stat_starttime(*stat);
 }
 
+bool slice_owner_may_live(const Fs& fs, const SliceName& name, std::uint64_t own_pid_ns) {
+  if (name.pid_ns != 0 && own_pid_ns != 0 && name.pid_ns != own_pid_ns) return true;
+  return owner_may_live(fs, name.owner, name.owner_start);
+}
+
 bool owner_may_live(const Fs& fs, pid_t pid, std::uint64_t start) {
   int err = 0;
   const auto now = process_start_time(fs, pid, &err);

@@ -95,25 +95,27 @@ std::string parent_from(const SliceOptions& options) {
   return {};
 }
 
+// This process's pid namespace: the inode of /proc/self/ns/pid (0 when it cannot be read).
+std::uint64_t own_pid_namespace(const detail::Fs& fs) {
+  struct stat st {};
+  return ::stat(fs.resolve("/proc/self/ns/pid").c_str(), &st) == 0 ? st.st_ino : 0;
+}
+
 // Removes slices whose owner died (kill -9) before it could clean up. A slice is left alone
-// while its owner (pid + start time, so a reused pid does not count) is alive.
+// while its owner (pid + start time, so a reused pid does not count) may be alive, and when
+// its owner is of another pid namespace (slice_owner_may_live).
 void remove_stale_slices(detail::Backend& backend, const detail::Fs& fs) {
+  const std::uint64_t own_ns = own_pid_namespace(fs);
   for (const std::string& name : backend.slice_names()) {
     auto parsed = detail::parse_slice_name(name);
     if (!parsed) continue;
-    if (detail::owner_may_live(fs, parsed->owner, parsed->owner_start)) continue;
+    if (detail::slice_owner_may_live(fs, *parsed, own_ns)) continue;
     try {
       backend.remove_stale(name);
     } catch (const Error&) {
       // Another process may be sweeping the same slice; the next sweep retries.
     }
   }
-}
-
-// This process's pid namespace: the inode of /proc/self/ns/pid (0 when it cannot be read).
-std::uint64_t own_pid_namespace(const detail::Fs& fs) {
-  struct stat st {};
-  return ::stat(fs.resolve("/proc/self/ns/pid").c_str(), &st) == 0 ? st.st_ino : 0;
 }
 
 // Removes activation counter directories (detail::ActivationCounterDir) of this user and pid
@@ -163,6 +165,7 @@ detail::SliceName own_identity(const detail::Fs& fs) {
     }
     cached.owner = self;
     cached.owner_start = *start;
+    cached.pid_ns = own_pid_namespace(fs);
   }
   return cached;
 }

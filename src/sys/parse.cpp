@@ -153,25 +153,33 @@ std::optional<int> parse_stat_processor(std::string_view text) {
 }
 
 std::string format_slice_name(const SliceName& name) {
-  return "edgeprof-" + std::to_string(name.owner) + "-" + std::to_string(name.owner_start) + "-" +
-         std::to_string(name.sequence);
+  std::string out = "edgeprof-" + std::to_string(name.owner) + "-" +
+                    std::to_string(name.owner_start) + "-" + std::to_string(name.sequence);
+  if (name.pid_ns != 0) out += "-" + std::to_string(name.pid_ns);
+  return out;
 }
 
 std::optional<SliceName> parse_slice_name(std::string_view name) {
   constexpr std::string_view prefix = "edgeprof-";
   if (name.substr(0, prefix.size()) != prefix) return std::nullopt;
   name.remove_prefix(prefix.size());
-  std::uint64_t parts[3];
-  for (int i = 0; i < 3; ++i) {
-    size_t dash = name.find('-');
-    if ((i < 2) == (dash == std::string_view::npos)) return std::nullopt;
+  // Three numbers (names before the pid namespace was in them) or four.
+  std::uint64_t parts[4] = {0, 0, 0, 0};
+  int n = 0;
+  for (;;) {
+    if (n == 4) return std::nullopt;
+    const size_t dash = name.find('-');
     auto value = parse_u64(name.substr(0, dash));
     if (!value) return std::nullopt;
-    parts[i] = *value;
-    if (dash != std::string_view::npos) name.remove_prefix(dash + 1);
+    parts[n++] = *value;
+    if (dash == std::string_view::npos) break;
+    name.remove_prefix(dash + 1);
   }
-  if (parts[0] == 0) return std::nullopt;
-  return SliceName{static_cast<pid_t>(parts[0]), parts[1], parts[2]};
+  if (n < 3 || parts[0] == 0 || parts[0] > std::uint64_t(std::numeric_limits<pid_t>::max())) {
+    return std::nullopt;
+  }
+  if (n == 4 && parts[3] == 0) return std::nullopt;  // written only when known
+  return SliceName{static_cast<pid_t>(parts[0]), parts[1], parts[2], parts[3]};
 }
 
 CpuSplit split_cpu_time(std::uint64_t usage_ns, std::uint64_t user_ticks,

@@ -68,11 +68,14 @@ std::optional<char> parse_stat_state(std::string_view text);
 // /proc/<pid>/task/<tid>/stat; nullopt when malformed.
 std::optional<int> parse_stat_processor(std::string_view text);
 
-// Slice directory names: "edgeprof-<owner pid>-<owner starttime>-<sequence>".
+// Slice directory names: "edgeprof-<owner pid>-<owner starttime>-<sequence>-<owner pid
+// namespace>" (the inode of the owner's /proc/self/ns/pid, in whose numbering its pid is; the
+// last part left out, and 0 here, when unknown, as in names before it).
 struct SliceName {
   pid_t owner = 0;
   std::uint64_t owner_start = 0;
   std::uint64_t sequence = 0;
+  std::uint64_t pid_ns = 0;
 };
 std::string format_slice_name(const SliceName& name);
 std::optional<SliceName> parse_slice_name(std::string_view name);

@@ -348,6 +348,14 @@ TEST_CASE("an owner counts as dead only when /proc says so", "[cgroup][kill]") {
   CHECK(err == EISDIR);
   CHECK(process_start_time(fs, 4242, &err) == 98765u);
   CHECK(err == 0);
+  // A slice's owner: in another pid namespace its pid means nothing in this /proc, so it may
+  // live; in this one (or a name without the namespace, from before it was in names), as above.
+  const std::uint64_t here = 4026531836, there = 4026532000;
+  CHECK(slice_owner_may_live(fs, SliceName{4241, 98765, 1, there}, here));
+  CHECK_FALSE(slice_owner_may_live(fs, SliceName{4241, 98765, 1, here}, here));
+  CHECK_FALSE(slice_owner_may_live(fs, SliceName{4241, 98765, 1, 0}, here));
+  CHECK_FALSE(slice_owner_may_live(fs, SliceName{4241, 98765, 1, there}, 0));  // ours unknown
+  CHECK(slice_owner_may_live(fs, SliceName{4242, 98765, 1, here}, here));
 }
 
 TEST_CASE("v1: a missing hierarchy is an error unless allowed", "[cgroup]") {

@@ -108,10 +108,22 @@ TEST_CASE("slice names round-trip and reject look-alikes", "[parse]") {
   CHECK(back->owner == 4242);
   CHECK(back->owner_start == 987654u);
   CHECK(back->sequence == 7u);
+  CHECK(back->pid_ns == 0u);  // a name from before the namespace was in it
+  // With the owner's pid namespace (the inode of its /proc/self/ns/pid).
+  const SliceName with_ns{4242, 987654, 7, 4026531836};
+  CHECK(format_slice_name(with_ns) == "edgeprof-4242-987654-7-4026531836");
+  const auto ns_back = parse_slice_name("edgeprof-4242-987654-7-4026531836");
+  REQUIRE(ns_back);
+  CHECK(ns_back->owner == 4242);
+  CHECK(ns_back->sequence == 7u);
+  CHECK(ns_back->pid_ns == 4026531836u);
   CHECK_FALSE(parse_slice_name("edgeprof-caller"));
   CHECK_FALSE(parse_slice_name("edgeprof-1-2"));
-  CHECK_FALSE(parse_slice_name("edgeprof-1-2-3-4"));
+  CHECK_FALSE(parse_slice_name("edgeprof-1-2-3-4-5"));
+  CHECK_FALSE(parse_slice_name("edgeprof-1-2-3-0"));
+  CHECK_FALSE(parse_slice_name("edgeprof-1-2-3-"));
   CHECK_FALSE(parse_slice_name("edgeprof-0-2-3"));
+  CHECK_FALSE(parse_slice_name("edgeprof-4294967296-2-3"));
   CHECK_FALSE(parse_slice_name("other-1-2-3"));
 }
 
