@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <fmt/format.h>
 #include <thread>
 
@@ -530,6 +531,26 @@ TEST_CASE("a slice guard's pipe never takes the numbers of stdin, stdout or stde
   CHECK_FALSE(out_open);
 }
 
+// Runs `body` in a forked child of a process group of its own (all that a kill(0) there could
+// end): "exit 0" when it returned, "exit N" (2: it threw, 3: no group of its own), or "signal N".
+std::string exits_in_own_group(const std::function<void()>& body) {
+  const pid_t child = ::fork();
+  if (child < 0) return "fork failed";
+  if (child == 0) {
+    if (::setpgid(0, 0) != 0) ::_exit(3);
+    try {
+      body();
+    } catch (...) {
+      ::_exit(2);
+    }
+    ::_exit(0);
+  }
+  int status = 0;
+  if (::waitpid(child, &status, 0) != child) return "waitpid failed";
+  return WIFSIGNALED(status) ? fmt::format("signal {}", WTERMSIG(status))
+                             : fmt::format("exit {}", WEXITSTATUS(status));
+}
+
 // cgroup.procs lists a process of another pid namespace (a profiler in a container sharing a
 // parent cgroup with one outside) as 0; kill(0, SIGKILL) would end the caller's process group,
 // the profiler with it, without a word.
@@ -543,48 +564,19 @@ TEST_CASE("a kill of a slice that lists a process as 0 does not signal the calle
   tree.file(join(cpu_dir, files::kProcs), "0\n");
   tree.file(join("/sys/fs/cgroup/memory/edgeprof-1-2-3", files::kProcs), "0\n");
   CHECK(cgroup->has_processes());  // it is not empty: it cannot be removed yet
-  // In a child of its own process group, which is all a kill(0) there could end.
-  const pid_t child = ::fork();
-  REQUIRE(child >= 0);
-  if (child == 0) {
-    if (::setpgid(0, 0) != 0) ::_exit(3);
-    try {
-      cgroup->kill_all();
-    } catch (...) {
-      ::_exit(2);
-    }
-    ::_exit(0);
-  }
-  int status = 0;
-  REQUIRE(::waitpid(child, &status, 0) == child);
-  CHECK_FALSE(WIFSIGNALED(status));
-  CHECK(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(exits_in_own_group([&] { cgroup->kill_all(); }) == "exit 0");
 }
 
 // kill_loop itself, whatever list it is given: a 0 (or a negative number) is never signalled.
 TEST_CASE("kill_loop never signals a process group", "[cgroup][kill]") {
   FakeTree tree;
-  const pid_t child = ::fork();
-  REQUIRE(child >= 0);
-  if (child == 0) {
-    if (::setpgid(0, 0) != 0) ::_exit(3);
-    int rounds = 0;
-    try {
-      kill_loop(
-          Fs(tree.root()),
-          [&rounds]() { return ++rounds < 3 ? std::vector<pid_t>{0, -1} : std::vector<pid_t>{}; },
-          {}, "a fake slice");
-    } catch (...) {
-      ::_exit(2);
-    }
-    ::_exit(0);
-  }
-  int status = 0;
-  REQUIRE(::waitpid(child, &status, 0) == child);
-  CHECK_FALSE(WIFSIGNALED(status));
-  CHECK(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == 0);
+  int rounds = 0;
+  CHECK(exits_in_own_group([&] {
+          kill_loop(
+              Fs(tree.root()),
+              [&rounds] { return ++rounds < 3 ? std::vector<pid_t>{0, -1} : std::vector<pid_t>{}; },
+              {}, "a fake slice");
+        }) == "exit 0");
 }
 
 // v2: a slice listing only processes of another pid namespace is killed through cgroup.kill
