@@ -190,9 +190,14 @@ std::optional<std::uint64_t> process_start_time(const Fs& fs, pid_t pid, int* er
 // time. A stat that cannot be read for another reason (this process out of file descriptors)
 // or does not parse counts as alive: a sweep leaves alone what it could not check.
 bool owner_may_live(const Fs& fs, pid_t pid, std::uint64_t start);
-// Whether the slice `name` may belong to a live process: its owner is in another pid namespace
-// than `own_pid_ns` (both known; this /proc does not number its processes) or, in this one,
-// owner_may_live(). A sweep removes only slices for which this is false.
+// The inode of the root pid namespace (the kernel's PROC_PID_INIT_INO), whose /proc shows
+// every process of every pid namespace.
+inline constexpr std::uint64_t kRootPidNamespace = 0xEFFFFFFCu;
+
+// Whether the slice `name` may belong to a live process. In this pid namespace (`own_pid_ns`)
+// or a name without one: owner_may_live(). Of another: yes, unless this is the root pid
+// namespace and no process in /proc is in that one any more. With `own_pid_ns` unknown (0):
+// yes. A sweep removes only slices for which this is false.
 bool slice_owner_may_live(const Fs& fs, const SliceName& name, std::uint64_t own_pid_ns);
 
 // Kills the processes listed by `list` until it comes back empty, with `freeze`/`thaw` around

@@ -2,6 +2,7 @@
 // choice of backend.
 #include <libcgroup.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -109,8 +110,37 @@ std::optional<std::uint64_t> process_start_time(const Fs& fs, pid_t pid, int* er
   return parse_stat_starttime(*stat);
 }
 
+namespace {
+
+// Whether some process in this /proc is in the pid namespace `ns` (the inode of its ns/pid),
+// or this cannot be ruled out (no process seen, or one's namespace unreadable: EACCES for
+// another user's process).
+bool pid_namespace_may_be_used(const Fs& fs, std::uint64_t ns) {
+  bool seen = false;
+  for (const std::string& pid : fs.subdirs("/proc")) {
+    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    seen = true;
+    struct stat st {};
+    if (::stat(fs.resolve(join(join("/proc", pid), "ns/pid")).c_str(), &st) != 0) {
+      if (errno == ENOENT) continue;  // it exited since the listing
+      return true;
+    }
+    if (st.st_ino == ns) return true;
+  }
+  return !seen;
+}
+
+}  // namespace
+
 bool slice_owner_may_live(const Fs& fs, const SliceName& name, std::uint64_t own_pid_ns) {
-  if (name.pid_ns != 0 && own_pid_ns != 0 && name.pid_ns != own_pid_ns) return true;
+  if (name.pid_ns == 0) return owner_may_live(fs, name.owner, name.owner_start);  // an old name
+  if (own_pid_ns == 0) return true;  // which numbering this /proc is in cannot be told
+  if (name.pid_ns != own_pid_ns) {
+    // Another namespace's pid means nothing here. Only from the root pid namespace does /proc
+    // show every process: there a namespace with no process left has ended (a container that
+    // stopped), and its slices with it; from anywhere else nothing can be ruled out.
+    return own_pid_ns != kRootPidNamespace || pid_namespace_may_be_used(fs, name.pid_ns);
+  }
   return owner_may_live(fs, name.owner, name.owner_start);
 }
 

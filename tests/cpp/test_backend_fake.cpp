@@ -1,6 +1,7 @@
 // The backends against fake cgroup trees: what they write where, and what they refuse.
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -351,12 +352,22 @@ TEST_CASE("an owner counts as dead only when /proc says so", "[cgroup][kill]") {
   CHECK(err == 0);
   // A slice's owner: in another pid namespace its pid means nothing in this /proc, so it may
   // live; in this one (or a name without the namespace, from before it was in names), as above.
-  const std::uint64_t here = 4026531836, there = 4026532000;
+  const std::uint64_t here = 4026532100, there = 4026532000;
   CHECK(slice_owner_may_live(fs, SliceName{4241, 98765, 1, there}, here));
   CHECK_FALSE(slice_owner_may_live(fs, SliceName{4241, 98765, 1, here}, here));
   CHECK_FALSE(slice_owner_may_live(fs, SliceName{4241, 98765, 1, 0}, here));
-  CHECK_FALSE(slice_owner_may_live(fs, SliceName{4241, 98765, 1, there}, 0));  // ours unknown
+  CHECK(slice_owner_may_live(fs, SliceName{4241, 98765, 1, there}, 0));  // ours unknown
   CHECK(slice_owner_may_live(fs, SliceName{4242, 98765, 1, here}, here));
+  // From the root pid namespace /proc shows every process: another namespace with a process in
+  // it may own a live slice, one with none has ended. (The fake ns/pid files' inodes stand for
+  // namespaces.)
+  tree.file("/proc/4242/ns/pid", "");
+  struct stat st {};
+  REQUIRE(::stat((tree.root() + "/proc/4242/ns/pid").c_str(), &st) == 0);
+  const std::uint64_t in_use = st.st_ino;
+  CHECK(slice_owner_may_live(fs, SliceName{77, 1, 1, in_use}, kRootPidNamespace));
+  CHECK_FALSE(slice_owner_may_live(fs, SliceName{77, 1, 1, in_use + 1}, kRootPidNamespace));
+  CHECK(slice_owner_may_live(fs, SliceName{77, 1, 1, in_use + 1}, here));  // not the root's
 }
 
 TEST_CASE("v1: a missing hierarchy is an error unless allowed", "[cgroup]") {
