@@ -44,7 +44,7 @@
 # PROGRAM therefore starts in /runner, a non-root cgroup that also holds the
 # init shell (like a login session scope): it must cope with the v2 "no
 # internal processes" rule itself. The console is streamed to stdout; /init
-# ends with a line EDGEPROF_VM_EXIT=<status> and powers off.
+# ends with a line EDGEPROF_VM_EXIT=<status> (tests/vm/report.sh) and powers off.
 #
 # Environment:
 #   EDGEPROF_VM_EXTRA   colon-separated extra files/directories to copy in
@@ -75,6 +75,7 @@
 set -euo pipefail
 
 readonly SELF=${0##*/}
+readonly SELF_DIR=$(cd -- "$(dirname -- "$0")" && pwd)
 readonly CONTROLLERS="cpuset cpu io memory pids"
 readonly GUEST_PATH=/bin:/sbin:/usr/bin
 
@@ -347,6 +348,7 @@ nonce=$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
   for arg in "$program" "$@"; do printf ' %s' "$(shquote "$arg")"; done
   printf '\n'
 } >"$root/edgeprof/config.sh"
+cp -- "$SELF_DIR/report.sh" "$root/edgeprof/report.sh"
 
 # Protocol lines start with "@@<nonce> " so PROGRAM's output cannot fake them.
 cat >"$root/init" <<'INIT'
@@ -526,14 +528,8 @@ fi
 # Keep kernel messages (and leftover children) out of the protocol lines.
 dmesg -n 1
 kill -9 -1 2>/dev/null
-printf '\n%s exit %s\n' "$P" "$status"
-echo "EDGEPROF_VM_EXIT=$status"
-if [ "$EDGEPROF_CAPTURE" = 1 ]; then
-  echo "$P capture-begin"
-  { tar -C /tmp/capture -czf - . ; echo $? >/tmp/.edgeprof-tar-rc; } | base64
-  echo "$P capture-end $(cat /tmp/.edgeprof-tar-rc)"
-fi
-echo "$P done"
+. /edgeprof/report.sh
+report_exit "$status"
 stty onlcr 2>/dev/null # tcsetattr(TCSADRAIN): wait until the UART has sent it all
 poweroff -f
 INIT
