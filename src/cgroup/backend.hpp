@@ -185,6 +185,21 @@ std::string describe_survivor(const Fs& fs, pid_t pid);
 // file could not be read: `err`, when given, gets the errno, 0 for a text that did not parse).
 std::optional<std::uint64_t> process_start_time(const Fs& fs, pid_t pid, int* err = nullptr);
 
+// This process's start time from /proc/self/stat, or nullopt (`err` as above). Unlike
+// process_start_time(fs, getpid()), right when the mounted /proc numbers another pid namespace
+// (there /proc/<getpid()> is another process, or none).
+std::optional<std::uint64_t> own_start_time(const Fs& fs, int* err = nullptr);
+
+// The inode of this process's pid namespace (of /proc/self/ns/pid), 0 when it cannot be read.
+std::uint64_t own_pid_namespace(const Fs& fs);
+
+// Whether the mounted /proc numbers processes as this process's pid namespace does: its
+// /proc/self names getpid(). False when it is another namespace's /proc (`unshare --pid`
+// without `--mount-proc`, a container handed the host's /proc) or /proc/self cannot be read:
+// a pid in a slice's or a counter directory's name cannot be looked up in it, so sweeps leave
+// everything alone.
+bool proc_numbers_own_pids(const Fs& fs);
+
 // Whether the process `pid` that started at `start` may still be alive: false only when /proc
 // says it is gone (no such process) or that its pid now names a process started at another
 // time. A stat that cannot be read for another reason (this process out of file descriptors)
@@ -196,8 +211,9 @@ inline constexpr std::uint64_t kRootPidNamespace = 0xEFFFFFFCu;
 
 // Whether the slice `name` may belong to a live process. In this pid namespace (`own_pid_ns`)
 // or a name without one: owner_may_live(). Of another: yes, unless this is the root pid
-// namespace and no process in /proc is in that one any more. With `own_pid_ns` unknown (0):
-// yes. A sweep removes only slices for which this is false.
+// namespace and no process in /proc is in that one any more. With `own_pid_ns` unknown (0,
+// also what a sweep passes when /proc is not numbered as its namespace): yes, whatever the
+// name. A sweep removes only slices for which this is false.
 bool slice_owner_may_live(const Fs& fs, const SliceName& name, std::uint64_t own_pid_ns);
 
 // Kills the processes listed by `list` until it comes back empty, with `freeze`/`thaw` around

@@ -110,6 +110,26 @@ std::optional<std::uint64_t> process_start_time(const Fs& fs, pid_t pid, int* er
   return parse_stat_starttime(*stat);
 }
 
+std::optional<std::uint64_t> own_start_time(const Fs& fs, int* err) {
+  int read_err = 0;
+  auto stat = fs.read(files::kProcSelfStat, &read_err);
+  if (err) *err = stat ? 0 : read_err;
+  if (!stat) return std::nullopt;
+  return parse_stat_starttime(*stat);
+}
+
+std::uint64_t own_pid_namespace(const Fs& fs) {
+  struct stat st {};
+  return ::stat(fs.resolve(files::kProcSelfNsPid).c_str(), &st) == 0 ? st.st_ino : 0;
+}
+
+bool proc_numbers_own_pids(const Fs& fs) {
+  char target[32];
+  const ssize_t n = ::readlink(fs.resolve(files::kProcSelf).c_str(), target, sizeof target);
+  if (n <= 0 || static_cast<size_t>(n) >= sizeof target) return false;
+  return std::string_view(target, static_cast<size_t>(n)) == std::to_string(::getpid());
+}
+
 namespace {
 
 // Whether some process in this /proc is in the pid namespace `ns` (the inode of its ns/pid),
@@ -133,8 +153,8 @@ bool pid_namespace_may_be_used(const Fs& fs, std::uint64_t ns) {
 }  // namespace
 
 bool slice_owner_may_live(const Fs& fs, const SliceName& name, std::uint64_t own_pid_ns) {
-  if (name.pid_ns == 0) return owner_may_live(fs, name.owner, name.owner_start);  // an old name
   if (own_pid_ns == 0) return true;  // which numbering this /proc is in cannot be told
+  if (name.pid_ns == 0) return owner_may_live(fs, name.owner, name.owner_start);  // an old name
   if (name.pid_ns != own_pid_ns) {
     // Another namespace's pid means nothing here. Only from the root pid namespace does /proc
     // show every process: there a namespace with no process left has ended (a container that

@@ -95,17 +95,13 @@ std::string parent_from(const SliceOptions& options) {
   return {};
 }
 
-// This process's pid namespace: the inode of /proc/self/ns/pid (0 when it cannot be read).
-std::uint64_t own_pid_namespace(const detail::Fs& fs) {
-  struct stat st {};
-  return ::stat(fs.resolve("/proc/self/ns/pid").c_str(), &st) == 0 ? st.st_ino : 0;
-}
-
 // Removes slices whose owner died (kill -9) before it could clean up. A slice is left alone
 // while its owner (pid + start time, so a reused pid does not count) may be alive, and when
-// its owner is of another pid namespace (slice_owner_may_live).
+// its owner is of another pid namespace (slice_owner_may_live), and all of them when the
+// mounted /proc is not numbered as this process's pid namespace (proc_numbers_own_pids).
 void remove_stale_slices(detail::Backend& backend, const detail::Fs& fs) {
-  const std::uint64_t own_ns = own_pid_namespace(fs);
+  const std::uint64_t own_ns =
+      detail::proc_numbers_own_pids(fs) ? detail::own_pid_namespace(fs) : 0;
   for (const std::string& name : backend.slice_names()) {
     auto parsed = detail::parse_slice_name(name);
     if (!parsed) continue;
@@ -120,9 +116,10 @@ void remove_stale_slices(detail::Backend& backend, const detail::Fs& fs) {
 
 // Removes activation counter directories (detail::ActivationCounterDir) of this user and pid
 // namespace (`pid_ns`) whose owner died (kill -9) before it could remove them; one is left
-// alone while its owner (pid + start time) is alive, and any of another pid namespace.
+// alone while its owner (pid + start time) is alive, and any of another pid namespace; none
+// is removed when the mounted /proc is not numbered as this namespace (proc_numbers_own_pids).
 void remove_stale_counter_dirs(const detail::Fs& fs, std::uint64_t pid_ns) {
-  if (pid_ns == 0) return;
+  if (pid_ns == 0 || !detail::proc_numbers_own_pids(fs)) return;
   std::error_code ec;
   for (auto it = std::filesystem::directory_iterator(detail::temp_root(), ec);
        !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
@@ -149,13 +146,15 @@ detail::SliceName own_identity(const detail::Fs& fs) {
   if (cached.owner != self) {
     // A name without the true start time would make this process's live slices look stale to
     // every sweep, its own next one too: no slice rather than that.
+    // /proc/self, not /proc/<getpid()>: a /proc of another pid namespace numbers this process
+    // otherwise, and there getpid() is another process's pid (a start time not ours), or none.
     int err = 0;
-    const auto start = detail::process_start_time(fs, self, &err);
+    const auto start = detail::own_start_time(fs, &err);
     if (!start) {
       throw Error(
           fmt::format("cannot name a slice: this process's start time, part of every slice's "
-                      "name, cannot be read from /proc/{}/stat ({}): {}",
-                      self,
+                      "name, cannot be read from {} ({}): {}",
+                      detail::files::kProcSelfStat,
                       err ? fmt::format("{}, errno {}", std::strerror(err), err)
                           : std::string("its text did not parse"),
                       err == EMFILE || err == ENFILE
@@ -165,7 +164,7 @@ detail::SliceName own_identity(const detail::Fs& fs) {
     }
     cached.owner = self;
     cached.owner_start = *start;
-    cached.pid_ns = own_pid_namespace(fs);
+    cached.pid_ns = detail::own_pid_namespace(fs);
   }
   return cached;
 }
@@ -729,7 +728,7 @@ Child Slice::spawn(const Command& command, const SpawnOptions& options) {
     if (!s.counter_dir) {
       try {
         const detail::SliceName me = own_identity(s.fs);
-        const std::uint64_t pid_ns = own_pid_namespace(s.fs);
+        const std::uint64_t pid_ns = detail::own_pid_namespace(s.fs);
         remove_stale_counter_dirs(s.fs, pid_ns);
         s.counter_dir.emplace(detail::CounterDirOwner{pid_ns, me.owner, me.owner_start});
       } catch (const Error& e) {

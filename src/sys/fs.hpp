@@ -14,6 +14,11 @@ namespace edgeprof::detail {
 // Host file names, in one place; the cgroup files are in cgroup/files.hpp.
 namespace files {
 inline constexpr const char* kProcSelfCgroup = "/proc/self/cgroup";
+// This process as the mounted /proc numbers it (a symlink to its pid there), its stat and the
+// file whose inode names its pid namespace.
+inline constexpr const char* kProcSelf = "/proc/self";
+inline constexpr const char* kProcSelfStat = "/proc/self/stat";
+inline constexpr const char* kProcSelfNsPid = "/proc/self/ns/pid";
 inline constexpr const char* kProcMeminfo = "/proc/meminfo";
 inline constexpr const char* kProcPartitions = "/proc/partitions";
 inline constexpr const char* kProcCpuinfo = "/proc/cpuinfo";

@@ -1,5 +1,6 @@
 // The backends against fake cgroup trees: what they write where, and what they refuse.
 #include <fcntl.h>
+#include <sched.h>
 #include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -7,6 +8,7 @@
 
 #include <catch2/catch.hpp>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -357,6 +359,9 @@ TEST_CASE("an owner counts as dead only when /proc says so", "[cgroup][kill]") {
   CHECK_FALSE(slice_owner_may_live(fs, SliceName{4241, 98765, 1, here}, here));
   CHECK_FALSE(slice_owner_may_live(fs, SliceName{4241, 98765, 1, 0}, here));
   CHECK(slice_owner_may_live(fs, SliceName{4241, 98765, 1, there}, 0));  // ours unknown
+  // ... whatever the name: a name without a namespace was looked up in a /proc that may number
+  // another namespace's processes.
+  CHECK(slice_owner_may_live(fs, SliceName{4241, 98765, 1, 0}, 0));
   CHECK(slice_owner_may_live(fs, SliceName{4242, 98765, 1, here}, here));
   // From the root pid namespace /proc shows every process: another namespace with a process in
   // it may own a live slice, one with none has ended. (The fake ns/pid files' inodes stand for
@@ -368,6 +373,68 @@ TEST_CASE("an owner counts as dead only when /proc says so", "[cgroup][kill]") {
   CHECK(slice_owner_may_live(fs, SliceName{77, 1, 1, in_use}, kRootPidNamespace));
   CHECK_FALSE(slice_owner_may_live(fs, SliceName{77, 1, 1, in_use + 1}, kRootPidNamespace));
   CHECK(slice_owner_may_live(fs, SliceName{77, 1, 1, in_use + 1}, here));  // not the root's
+}
+
+// In a pid namespace whose /proc was not mounted for it (unshare --pid without --mount-proc),
+// /proc numbers the processes of another: there /proc/<getpid()> is another process, and the
+// pids in slice names cannot be looked up. This process's own start time is read from
+// /proc/self; sweeps stay off (proc_numbers_own_pids).
+TEST_CASE("this process's start time and whether /proc numbers its namespace", "[cgroup]") {
+  FakeTree tree;
+  const Fs fs(tree.root());
+  CHECK_FALSE(proc_numbers_own_pids(fs));  // no /proc/self: cannot tell
+  int err = 0;
+  CHECK_FALSE(own_start_time(fs, &err));
+  CHECK(err == ENOENT);
+  CHECK(own_pid_namespace(fs) == 0);
+  tree.file("/proc/4242/stat",
+            "4242 (edgeprof) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 98765 1000000 "
+            "200 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n");
+  tree.file("/proc/4242/ns/pid", "");
+  std::filesystem::create_symlink("4242", tree.root() + "/proc/self");
+  CHECK(own_start_time(fs, &err) == 98765u);
+  CHECK(err == 0);
+  CHECK(own_pid_namespace(fs) != 0);
+  CHECK(proc_numbers_own_pids(fs) == (::getpid() == 4242));
+  std::filesystem::remove(tree.root() + "/proc/self");
+  std::filesystem::create_symlink(std::to_string(::getpid()), tree.root() + "/proc/self");
+  CHECK(proc_numbers_own_pids(fs));
+  CHECK(proc_numbers_own_pids(Fs()));
+}
+
+// The same on the kernel: a process that is pid 1 of a new pid namespace, under this /proc.
+// Before, its slices were named with the start time of /proc/1 (another process: this
+// machine's init) and its sweeps looked its namespace's pids up in this /proc.
+TEST_CASE("in a pid namespace under another's /proc, own start time and no sweep",
+          "[cgroup][kernel]") {
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    if (::unshare(CLONE_NEWPID) != 0) ::_exit(errno == EPERM ? 77 : 3);
+    const pid_t inner = ::fork();  // pid 1 of the new namespace
+    if (inner < 0) ::_exit(4);
+    if (inner == 0) {
+      if (::getpid() != 1) ::_exit(5);
+      const Fs real;
+      char self[32] = {};
+      if (::readlink("/proc/self", self, sizeof self - 1) <= 0) ::_exit(6);
+      const auto mine = process_start_time(real, static_cast<pid_t>(std::atol(self)));
+      if (!mine || own_start_time(real) != mine) ::_exit(7);
+      if (proc_numbers_own_pids(real)) ::_exit(8);
+      ::_exit(0);
+    }
+    int status = 0;
+    if (::waitpid(inner, &status, 0) != inner) ::_exit(9);
+    ::_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 10);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  REQUIRE(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 77) {
+    WARN("skipped: unshare(CLONE_NEWPID) needs CAP_SYS_ADMIN");
+    return;
+  }
+  CHECK(WEXITSTATUS(status) == 0);  // 7: the start time of /proc/self, 8: a sweep would run
 }
 
 TEST_CASE("v1: a missing hierarchy is an error unless allowed", "[cgroup]") {
