@@ -15,6 +15,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <limits>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -254,6 +255,7 @@ std::string counter_dir_prefix(const CounterDirOwner& owner) {
 }
 
 std::optional<CounterDirOwner> parse_counter_dir_name(std::string_view name) {
+  const std::string_view original = name;  // the prefix, a dash and mkdtemp's six characters
   if (name.substr(0, kCounterDirPrefix.size()) != kCounterDirPrefix) return std::nullopt;
   name.remove_prefix(kCounterDirPrefix.size());
   CounterDirOwner owner;
@@ -266,9 +268,11 @@ std::optional<CounterDirOwner> parse_counter_dir_name(std::string_view name) {
     return true;
   };
   if (!number(owner.pid_ns) || !number(owner.pid) || !number(owner.start) || owner.pid <= 0 ||
-      end - p != 6) {
+      owner.pid > std::numeric_limits<pid_t>::max() || end - p != 6) {
     return std::nullopt;
   }
+  // Only what counter_dir_prefix() writes ("edgeprof-count-1-01-2-..." is another's directory).
+  if (counter_dir_prefix(owner) != original.substr(0, original.size() - 7)) return std::nullopt;
   return owner;
 }
 

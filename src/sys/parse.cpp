@@ -160,6 +160,7 @@ std::string format_slice_name(const SliceName& name) {
 }
 
 std::optional<SliceName> parse_slice_name(std::string_view name) {
+  const std::string_view original = name;
   constexpr std::string_view prefix = "edgeprof-";
   if (name.substr(0, prefix.size()) != prefix) return std::nullopt;
   name.remove_prefix(prefix.size());
@@ -179,7 +180,11 @@ std::optional<SliceName> parse_slice_name(std::string_view name) {
     return std::nullopt;
   }
   if (n == 4 && parts[3] == 0) return std::nullopt;  // written only when known
-  return SliceName{static_cast<pid_t>(parts[0]), parts[1], parts[2], parts[3]};
+  const SliceName out{static_cast<pid_t>(parts[0]), parts[1], parts[2], parts[3]};
+  // Only what format_slice_name() writes: a look-alike such as "edgeprof-01-2-3" or
+  // "edgeprof- 1-2-3" (someone else's directory) is not taken for pid 1's slice and swept.
+  if (format_slice_name(out) != original) return std::nullopt;
+  return out;
 }
 
 CpuSplit split_cpu_time(std::uint64_t usage_ns, std::uint64_t user_ticks,

@@ -105,7 +105,7 @@ expect_contains() {
 
 # run_profile ARGS...: runs profile_command; sets rc, writes $work/out and $work/err, and sets
 # leftovers to the cgroups the run left behind. edgeprof names a slice
-# edgeprof-<owner pid>-<start>-<n>, so slices of other edgeprof users on this host (running
+# edgeprof-<owner pid>-<start>-<n>-<pid namespace>, so slices of other edgeprof users on this host (running
 # tests, say) are not mistaken for ours.
 run_profile() {
   rc=0

@@ -697,7 +697,11 @@ TEST_CASE("a counter directory's name: its owner's pid namespace, pid and start 
   for (const char* other : {"edgeprof-count-1-2-3", "edgeprof-count-1-2-3-abcdefg",
                             "edgeprof-count-1-2-abcdef", "edgeprof-count-1-0-3-abcdef",
                             "edgeprof-count-x-2-3-abcdef", "edgeprof-nn-1-2-3-abcdef",
-                            "edgeprof-count--1-2-3-abcdef", "edgeprof-count-1-2-3--abcdef"}) {
+                            "edgeprof-count--1-2-3-abcdef", "edgeprof-count-1-2-3--abcdef",
+                            // look-alikes that parsed before: only what counter_dir_prefix()
+                            // writes is a counter's directory
+                            "edgeprof-count-01-2-3-abcdef", "edgeprof-count-1-02-3-abcdef",
+                            "edgeprof-count-1-2-03-abcdef", "edgeprof-count-1-4294967296-3-abcdef"}) {
     CHECK_FALSE(detail::parse_counter_dir_name(other));
   }
 }

@@ -125,6 +125,13 @@ TEST_CASE("slice names round-trip and reject look-alikes", "[parse]") {
   CHECK_FALSE(parse_slice_name("edgeprof-0-2-3"));
   CHECK_FALSE(parse_slice_name("edgeprof-4294967296-2-3"));
   CHECK_FALSE(parse_slice_name("other-1-2-3"));
+  // Only what format_slice_name() writes: these parsed as pid 1's slices before, and a sweep
+  // would have killed what was in them.
+  for (const char* look_alike : {"edgeprof-01-2-3", "edgeprof-1-02-3", "edgeprof-1-2-03",
+                                 "edgeprof-1-2-3-04", "edgeprof- 1-2-3", "edgeprof-1-2-3 ",
+                                 "edgeprof-1-2- 3-4"}) {
+    CHECK_FALSE(parse_slice_name(look_alike));
+  }
 }
 
 TEST_CASE("cpu.stat and cpuacct parse into one shape, in nanoseconds", "[parse]") {
