@@ -140,14 +140,20 @@ class Backend {
   virtual std::unique_ptr<Cgroup> create(const std::string& name) = 0;
   // Names of edgeprof slices directly beneath the parent.
   virtual std::vector<std::string> slice_names() const = 0;
-  // Kills and removes a left-over slice by name (found by slice_names()).
-  virtual void remove_stale(const std::string& name) = 0;
+  // Kills and removes a left-over slice by name (found by slice_names()). One whose processes
+  // are all listed as 0 (another pid namespace's, where its owner may live unseen from here) is
+  // left alone. Throws as kill_all().
+  void remove_stale(const std::string& name);
   // The nearest cgroup at or above the slices' parent whose CPU bandwidth is limited, as
   // "PATH (FILE QUOTA PERIOD)"; nullopt when none is (or none can be read). Processes there,
   // this one's keep-warm threads included, draw on the quota the slices draw on too.
   virtual std::optional<std::string> cpu_quota_above() const = 0;
   // Whether apply() makes per-core emulation's core groups (EmulationPlan::core_groups).
   virtual bool core_groups_supported() const = 0;
+
+ protected:
+  // The left-over slice `name` as it is, not removed when destroyed (for remove_stale()).
+  virtual std::unique_ptr<Cgroup> open_stale(const std::string& name) = 0;
 };
 
 // `parent` is a cgroup path ("/a/b") or empty for this process's own cgroup.

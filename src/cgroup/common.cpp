@@ -59,6 +59,13 @@ Layout discover_layout(const Fs& fs) {
   return layout;
 }
 
+void Backend::remove_stale(const std::string& name) {
+  const std::unique_ptr<Cgroup> cgroup = open_stale(name);
+  if (cgroup->has_processes() && cgroup->procs().empty()) return;
+  cgroup->kill_all();
+  cgroup->remove();
+}
+
 std::unique_ptr<Backend> make_backend(const Fs& fs, const Layout& layout,
                                       const std::string& parent) {
   if (layout.mode == CgroupMode::unified) return make_v2_backend(fs, layout, parent);

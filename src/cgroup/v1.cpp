@@ -549,18 +549,14 @@ class V1Backend final : public Backend {
     return std::nullopt;
   }
 
-  void remove_stale(const std::string& name) override {
+ protected:
+  std::unique_ptr<Cgroup> open_stale(const std::string& name) override {
     // A left-over slice may exist in only some hierarchies: take what is there.
     std::vector<Hierarchy> present;
     for (const Hierarchy& h : hierarchies_) {
       if (fs_.exists(join(h.parent_dir, name))) present.push_back(h);
     }
-    V1Cgroup cgroup(fs_, present, name, false);
-    // Processes listed only as 0 are another pid namespace's, where the owner may live unseen
-    // from here: left alone (and the slice with them).
-    if (cgroup.has_processes() && cgroup.procs().empty()) return;
-    cgroup.kill_all();
-    cgroup.remove();
+    return std::make_unique<V1Cgroup>(fs_, present, name, false);
   }
 
  private:

@@ -407,13 +407,9 @@ class V2Backend final : public Backend {
     return std::nullopt;
   }
 
-  void remove_stale(const std::string& name) override {
-    V2Cgroup cgroup(fs_, join(parent_dir_, name), enabled_, false);
-    // Processes listed only as 0 are another pid namespace's, where the owner may live unseen
-    // from here: left alone (and the slice with them).
-    if (cgroup.has_processes() && cgroup.procs().empty()) return;
-    cgroup.kill_all();
-    cgroup.remove();
+ protected:
+  std::unique_ptr<Cgroup> open_stale(const std::string& name) override {
+    return std::make_unique<V2Cgroup>(fs_, join(parent_dir_, name), enabled_, false);
   }
 
  private:
