@@ -199,6 +199,9 @@ std::optional<std::uint64_t> own_start_time(const Fs& fs, int* err = nullptr);
 // The inode of this process's pid namespace (of /proc/self/ns/pid), 0 when it cannot be read.
 std::uint64_t own_pid_namespace(const Fs& fs);
 
+// This process's pid as the mounted /proc numbers it (where /proc/self points), or nullopt.
+std::optional<pid_t> proc_self_pid(const Fs& fs);
+
 // Whether the mounted /proc numbers processes as this process's pid namespace does: its
 // /proc/self names getpid(). False when it is another namespace's /proc (`unshare --pid`
 // without `--mount-proc`, a container handed the host's /proc) or /proc/self cannot be read:
@@ -217,9 +220,10 @@ inline constexpr std::uint64_t kRootPidNamespace = 0xEFFFFFFCu;
 
 // Whether the slice `name` may belong to a live process. In this pid namespace (`own_pid_ns`)
 // or a name without one: owner_may_live(). Of another: yes, unless this is the root pid
-// namespace and no process in /proc is in that one any more. With `own_pid_ns` unknown (0,
-// also what a sweep passes when /proc is not numbered as its namespace): yes, whatever the
-// name. A sweep removes only slices for which this is false.
+// namespace and no process in /proc is in that one any more. With `own_pid_ns` unknown (0:
+// a kernel without pid namespaces, whose names have none either): yes for a name with one. A
+// sweep removes only slices for which this is false, and none at all where /proc numbers
+// another namespace (proc_numbers_own_pids).
 bool slice_owner_may_live(const Fs& fs, const SliceName& name, std::uint64_t own_pid_ns);
 
 // Kills the processes listed by `list` until it comes back empty, with `freeze`/`thaw` around

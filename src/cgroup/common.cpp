@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <limits>
 #include <fmt/format.h>
 #include <mutex>
 #include <set>
@@ -130,12 +131,20 @@ std::uint64_t own_pid_namespace(const Fs& fs) {
   return ::stat(fs.resolve(files::kProcSelfNsPid).c_str(), &st) == 0 ? st.st_ino : 0;
 }
 
-bool proc_numbers_own_pids(const Fs& fs) {
+std::optional<pid_t> proc_self_pid(const Fs& fs) {
   char target[32];
   const ssize_t n = ::readlink(fs.resolve(files::kProcSelf).c_str(), target, sizeof target);
-  if (n <= 0 || static_cast<size_t>(n) >= sizeof target) return false;
-  return std::string_view(target, static_cast<size_t>(n)) == std::to_string(::getpid());
+  if (n <= 0 || static_cast<size_t>(n) >= sizeof target) return std::nullopt;
+  const std::string text(target, static_cast<size_t>(n));
+  const auto pid = parse_u64(text);
+  if (!pid || *pid == 0 || *pid > std::uint64_t(std::numeric_limits<pid_t>::max()) ||
+      std::to_string(*pid) != text) {
+    return std::nullopt;
+  }
+  return static_cast<pid_t>(*pid);
 }
+
+bool proc_numbers_own_pids(const Fs& fs) { return proc_self_pid(fs) == ::getpid(); }
 
 namespace {
 
@@ -160,8 +169,8 @@ bool pid_namespace_may_be_used(const Fs& fs, std::uint64_t ns) {
 }  // namespace
 
 bool slice_owner_may_live(const Fs& fs, const SliceName& name, std::uint64_t own_pid_ns) {
-  if (own_pid_ns == 0) return true;  // which numbering this /proc is in cannot be told
   if (name.pid_ns == 0) return owner_may_live(fs, name.owner, name.owner_start);  // an old name
+  if (own_pid_ns == 0) return true;  // which numbering this /proc is in cannot be told
   if (name.pid_ns != own_pid_ns) {
     // Another namespace's pid means nothing here. Only from the root pid namespace does /proc
     // show every process: there a namespace with no process left has ended (a container that

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <fmt/format.h>
 
+#include "cgroup/backend.hpp"
 #include "cgroup/files.hpp"
 #include "sys/clone3.hpp"
 #include "edgeprof/error.hpp"
@@ -21,7 +22,7 @@ namespace {
 
 constexpr int kPidfdIdType = 3;  // P_PIDFD (Linux 5.4), which glibc 2.36's headers lack
 
-// $1 the profiler's pid, $2 limit file, $3 its no-limit text, $4 kill file, $5 freeze file,
+// $1 the profiler's pid (as the mounted /proc numbers it), $2 limit file, $3 its no-limit text, $4 kill file, $5 freeze file,
 // $6 frozen, $7 thawed, $8 the process list, $9 weight file, ${10} its highest weight; then the
 // slice's directories. POSIX sh (dash):
 // read, echo, kill and test are built in; cat, sleep and rmdir are coreutils'.
@@ -32,9 +33,10 @@ IFS= read -r line && exit 0
 # Gone means this shell has another parent than the profiler (a thread's end leaves it the
 # same process); the kernel closes a dying process's files before it hands its children on,
 # so wait for that. Still the profiler's after 2 s: it lives and closed the pipe itself.
+# /proc/self, not /proc/$$: a /proc of another pid namespace numbers this shell otherwise.
 n=0
 while :; do
-  read -r _ _ _ parent _ < /proc/$$/stat
+  read -r _ _ _ parent _ < /proc/self/stat
   [ "$parent" != "$1" ] && break
   n=$((n + 1))
   [ $n -ge 200 ] && exit 0
@@ -131,8 +133,11 @@ SliceGuard::SliceGuard(const GuardPlan& plan) {
                                   std::strerror(err), err));
   }
 
+  // The profiler's pid as the guard reads its parent's: in /proc's numbering, which in a pid
+  // namespace without its own /proc is not getpid()'s.
+  const pid_t profiler = proc_self_pid(Fs()).value_or(::getpid());
   std::vector<std::string> args = {"sh", "-c", kScript, "edgeprof-guard",
-                                   std::to_string(::getpid()), plan.limit_file, plan.no_limit, plan.kill_file,
+                                   std::to_string(profiler), plan.limit_file, plan.no_limit, plan.kill_file,
                                    plan.freeze_file, plan.frozen, plan.thawed, files::kProcs,
                                    plan.weight_file, plan.highest_weight};
   args.insert(args.end(), plan.dirs.begin(), plan.dirs.end());

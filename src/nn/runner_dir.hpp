@@ -56,7 +56,7 @@ std::string temp_root();
 std::string make_temp_dir(std::string_view prefix);
 
 // The process that made an activation counter directory: its pid namespace (the inode of
-// /proc/self/ns/pid), pid and start time (as process_start_time() reads it), which name the
+// /proc/self/ns/pid), pid and start time (as own_start_time() reads it), which name the
 // directory, so that one left by a process that died (kill -9) can be told from a live one's,
 // and one of another pid namespace sharing the directory (another container's) is not judged.
 struct CounterDirOwner {

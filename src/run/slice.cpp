@@ -100,8 +100,8 @@ std::string parent_from(const SliceOptions& options) {
 // its owner is of another pid namespace (slice_owner_may_live), and all of them when the
 // mounted /proc is not numbered as this process's pid namespace (proc_numbers_own_pids).
 void remove_stale_slices(detail::Backend& backend, const detail::Fs& fs) {
-  const std::uint64_t own_ns =
-      detail::proc_numbers_own_pids(fs) ? detail::own_pid_namespace(fs) : 0;
+  if (!detail::proc_numbers_own_pids(fs)) return;
+  const std::uint64_t own_ns = detail::own_pid_namespace(fs);
   for (const std::string& name : backend.slice_names()) {
     auto parsed = detail::parse_slice_name(name);
     if (!parsed) continue;

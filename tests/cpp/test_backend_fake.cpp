@@ -8,7 +8,6 @@
 
 #include <catch2/catch.hpp>
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -359,9 +358,8 @@ TEST_CASE("an owner counts as dead only when /proc says so", "[cgroup][kill]") {
   CHECK_FALSE(slice_owner_may_live(fs, SliceName{4241, 98765, 1, here}, here));
   CHECK_FALSE(slice_owner_may_live(fs, SliceName{4241, 98765, 1, 0}, here));
   CHECK(slice_owner_may_live(fs, SliceName{4241, 98765, 1, there}, 0));  // ours unknown
-  // ... whatever the name: a name without a namespace was looked up in a /proc that may number
-  // another namespace's processes.
-  CHECK(slice_owner_may_live(fs, SliceName{4241, 98765, 1, 0}, 0));
+  // A kernel without pid namespaces names its slices without one, and looks them up.
+  CHECK_FALSE(slice_owner_may_live(fs, SliceName{4241, 98765, 1, 0}, 0));
   CHECK(slice_owner_may_live(fs, SliceName{4242, 98765, 1, here}, here));
   // From the root pid namespace /proc shows every process: another namespace with a process in
   // it may own a live slice, one with none has ended. (The fake ns/pid files' inodes stand for
@@ -402,39 +400,93 @@ TEST_CASE("this process's start time and whether /proc numbers its namespace", "
   CHECK(proc_numbers_own_pids(Fs()));
 }
 
+// Runs `body` in a forked child that has unshared a pid namespace (the next process it forks
+// is that namespace's pid 1, under this /proc) and returns the child's exit status: body's
+// result, or 77 when the kernel refused the namespace (no CAP_SYS_ADMIN, or none left).
+int in_child_with_new_pid_namespace(const std::function<int()>& body) {
+  const pid_t child = ::fork();
+  if (child < 0) return -1;
+  if (child == 0) {
+    if (::unshare(CLONE_NEWPID) != 0) {
+      ::_exit(errno == EPERM || errno == ENOSPC || errno == EINVAL || errno == EUSERS ? 77 : 3);
+    }
+    int rc = 2;
+    try {
+      rc = body();
+    } catch (...) {
+    }
+    ::_exit(rc);
+  }
+  int status = 0;
+  if (::waitpid(child, &status, 0) != child) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
 // The same on the kernel: a process that is pid 1 of a new pid namespace, under this /proc.
 // Before, its slices were named with the start time of /proc/1 (another process: this
 // machine's init) and its sweeps looked its namespace's pids up in this /proc.
 TEST_CASE("in a pid namespace under another's /proc, own start time and no sweep",
           "[cgroup][kernel]") {
-  const pid_t child = ::fork();
-  REQUIRE(child >= 0);
-  if (child == 0) {
-    if (::unshare(CLONE_NEWPID) != 0) ::_exit(errno == EPERM ? 77 : 3);
+  const int rc = in_child_with_new_pid_namespace([] {
     const pid_t inner = ::fork();  // pid 1 of the new namespace
-    if (inner < 0) ::_exit(4);
+    if (inner < 0) return 4;
     if (inner == 0) {
       if (::getpid() != 1) ::_exit(5);
       const Fs real;
-      char self[32] = {};
-      if (::readlink("/proc/self", self, sizeof self - 1) <= 0) ::_exit(6);
-      const auto mine = process_start_time(real, static_cast<pid_t>(std::atol(self)));
+      const auto here = proc_self_pid(real);  // this process in this /proc's numbering
+      if (!here || *here == 1) ::_exit(6);
+      const auto mine = process_start_time(real, *here);
       if (!mine || own_start_time(real) != mine) ::_exit(7);
       if (proc_numbers_own_pids(real)) ::_exit(8);
       ::_exit(0);
     }
     int status = 0;
-    if (::waitpid(inner, &status, 0) != inner) ::_exit(9);
-    ::_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 10);
-  }
-  int status = 0;
-  REQUIRE(::waitpid(child, &status, 0) == child);
-  REQUIRE(WIFEXITED(status));
-  if (WEXITSTATUS(status) == 77) {
-    WARN("skipped: unshare(CLONE_NEWPID) needs CAP_SYS_ADMIN");
+    if (::waitpid(inner, &status, 0) != inner) return 9;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 10;
+  });
+  if (rc == 77) {
+    WARN("skipped: the kernel refused unshare(CLONE_NEWPID) (needs CAP_SYS_ADMIN)");
     return;
   }
-  CHECK(WEXITSTATUS(status) == 0);  // 7: the start time of /proc/self, 8: a sweep would run
+  CHECK(rc == 0);  // 7: the start time of /proc/self, 8: a sweep would run
+}
+
+// A guard whose profiler is pid 1 of a namespace under another's /proc, and lives on without
+// the guard's pipe (it exec'd: the write end is close-on-exec), must see that its parent is
+// still the profiler and leave the slice. It read /proc/$$/stat, another process's there (or
+// none), and removed the live profiler's slice at once.
+TEST_CASE("a guard under another namespace's /proc knows its profiler lives",
+          "[guard][kernel]") {
+  FakeTree tree;
+  tree.dir("/slice");
+  const std::string slice = tree.root() + "/slice";
+  const int rc = in_child_with_new_pid_namespace([&] {
+    const pid_t inner = ::fork();  // pid 1 of the new namespace: the profiler
+    if (inner < 0) return 4;
+    if (inner == 0) {
+      detail::GuardPlan plan;
+      plan.dirs = {slice};
+      try {
+        detail::SliceGuard guard(plan);
+        char* argv[] = {const_cast<char*>("sleep"), const_cast<char*>("30"), nullptr};
+        ::execv("/bin/sleep", argv);
+      } catch (...) {
+      }
+      ::_exit(5);
+    }
+    // The guard removes the slice within moments when it takes its profiler for gone; it
+    // leaves after about 2 s otherwise.
+    for (int i = 0; i < 30 && ::access(slice.c_str(), F_OK) == 0; ++i) ::usleep(100000);
+    const bool kept = ::access(slice.c_str(), F_OK) == 0;
+    ::kill(inner, SIGKILL);  // the namespace's pid 1: its end ends the guard too
+    ::waitpid(inner, nullptr, 0);
+    return kept ? 0 : 6;
+  });
+  if (rc == 77) {
+    WARN("skipped: the kernel refused unshare(CLONE_NEWPID) (needs CAP_SYS_ADMIN)");
+    return;
+  }
+  CHECK(rc == 0);  // 6: the guard removed a live profiler's slice
 }
 
 TEST_CASE("v1: a missing hierarchy is an error unless allowed", "[cgroup]") {

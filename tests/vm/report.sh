@@ -8,7 +8,7 @@
 # without SA_RESTART, so a write that the signal interrupts before its first byte fails with
 # EINTR: ash's echo retries it, but the printf builtin writes through stdio, which drops its
 # buffer and the line with it (CI, 2026-12-06: the exit line of vm-code-patching never arrived;
-# tests/vm/test-report.sh reproduces it on the host).
+# tests/vm/test_report.py reproduces it on the host).
 report_exit() {
   echo
   echo "$P exit $1"

@@ -75,7 +75,9 @@
 set -euo pipefail
 
 readonly SELF=${0##*/}
-readonly SELF_DIR=$(cd -- "$(dirname -- "$0")" && pwd)
+# This script's own directory (report.sh is beside it), through any symlink to it.
+SELF_DIR=$(dirname -- "$(readlink -f -- "${BASH_SOURCE[0]}")")
+readonly SELF_DIR
 readonly CONTROLLERS="cpuset cpu io memory pids"
 readonly GUEST_PATH=/bin:/sbin:/usr/bin
 

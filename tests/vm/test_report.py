@@ -9,7 +9,8 @@ line. In CI on 2026-12-06 the "exit" line of vm-code-patching never arrived that
 Here report_exit runs in busybox ash with its stdout a one-slot packet pipe (O_DIRECT, 4096
 bytes), so each line's write blocks until the line before it has been read. Before reading each
 line this test waits until the shell is blocked in write(2), signals it, waits until it blocks
-again: every line's write is interrupted once. Needs /bin/busybox (busybox-static), as the VM does.
+again: every line's write that has to wait (each after the first, which finds the pipe
+empty) is interrupted once. Needs /bin/busybox (busybox-static), as the VM does.
 Exit status 0 when every line arrived.
 """
 import fcntl
