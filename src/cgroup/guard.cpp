@@ -22,10 +22,10 @@ namespace {
 
 constexpr int kPidfdIdType = 3;  // P_PIDFD (Linux 5.4), which glibc 2.36's headers lack
 
-// $1 the profiler's pid (as the mounted /proc numbers it), $2 limit file, $3 its no-limit text, $4 kill file, $5 freeze file,
-// $6 frozen, $7 thawed, $8 the process list, $9 weight file, ${10} its highest weight; then the
-// slice's directories. POSIX sh (dash):
-// read, echo, kill and test are built in; cat, sleep and rmdir are coreutils'.
+// $1 the profiler's pid (as the mounted /proc numbers it), $2 limit file, $3 its no-limit text,
+// $4 kill file, $5 freeze file, $6 frozen, $7 thawed, $8 the process list, $9 weight file, ${10}
+// its highest weight; then the slice's directories. POSIX sh (dash): read, echo, kill and test
+// are built in; cat, sleep and rmdir are coreutils'.
 constexpr const char* kScript = R"sh(trap '' INT TERM HUP QUIT TSTP TTIN TTOU PIPE USR1 USR2
 cd /
 # Until the profiler is gone: end of file (a whole line would mean go without touching anything).
