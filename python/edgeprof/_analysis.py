@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
-from edgeprof import _core
+from edgeprof import _core, _files
 
 _Measured = Union["_core.Result", "_core.RepeatedResult", float, Sequence[float]]
 
@@ -79,10 +79,4 @@ def save_calibrations(path: Union[str, os.PathLike], calibrations: Sequence["_co
 
 def load_calibrations(path: Union[str, os.PathLike]) -> list["_core.Calibration"]:
     """Reads calibrations back (each is refitted from its points and checked)."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except OSError as e:
-        raise _core.Error(f"cannot read calibrations from {os.fspath(path)}: {e.strerror} "
-                          f"(errno {e.errno})") from e
-    return _core.calibrations_from_json(text)
+    return _core.calibrations_from_json(_files.read_text(path, "calibrations from"))

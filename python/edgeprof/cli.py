@@ -14,6 +14,7 @@ import argparse
 import json
 import math
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -21,6 +22,7 @@ import threading
 from typing import Optional, Sequence
 
 import edgeprof
+from edgeprof import _files
 from edgeprof.workloads import WORKLOADS
 
 EXAMPLES = """\
@@ -108,7 +110,7 @@ def _add_device_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("device (a name, a device file, or a custom one)")
     g.add_argument("--device", help="a device name from `edgeprof devices`, or the path of a "
                    "device file (.toml or .json; default: raspberry-pi-4)")
-    g.add_argument("--cores", type=int, help="custom device: number of cores")
+    g.add_argument("--cores", type=_whole, help="custom device: number of cores")
     g.add_argument("--speed", type=float, help="custom device: core speed relative to a host core")
     g.add_argument("--reference-speed", type=float, metavar="SPEED",
                    help="custom device: core speed relative to the catalog's reference core, "
@@ -116,7 +118,7 @@ def _add_device_options(p: argparse.ArgumentParser) -> None:
                    "calibrate-host --reference`)")
     g.add_argument("--memory", help="custom device: memory, e.g. 512MiB")
     g.add_argument("--swap", help="custom device: swap, e.g. 256MiB (default 0)")
-    g.add_argument("--threads", type=int, metavar="N",
+    g.add_argument("--threads", type=_whole, metavar="N",
                    help="the workload's busy threads: with fewer than the device's cores, "
                    "emulate N of them (1: one core; more: pooled, or projected from one core "
                    "where auto projects; docs/threads.md)")
@@ -133,7 +135,7 @@ def _add_device_options(p: argparse.ArgumentParser) -> None:
 
 def _add_emulation_options(p: argparse.ArgumentParser) -> None:
     e = p.add_argument_group("emulation")
-    e.add_argument("--cpu-period-us", type=int, default=0,
+    e.add_argument("--cpu-period-us", type=_whole, default=0,
                    help="CFS bandwidth period in microseconds (default: 10000, longer where "
                    "several CPUs share the quota so that threads share it evenly; "
                    "docs/period.md)")
@@ -509,28 +511,33 @@ def _interval(text: str) -> Optional[float]:
         return None
     try:
         if t.endswith("ms"):
-            return float(t[:-2]) / 1e3
-        if t.endswith("us"):
-            return float(t[:-2]) / 1e6
-        return float(t[:-1] if t.endswith("s") else t)
+            seconds = float(t[:-2]) / 1e3
+        elif t.endswith("us"):
+            seconds = float(t[:-2]) / 1e6
+        else:
+            seconds = float(t[:-1] if t.endswith("s") else t)
     except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds > 0):
         raise argparse.ArgumentTypeError(
-            f"invalid interval {text!r}: give e.g. 10ms, 0.5s, 2 (seconds) or off") from None
+            f"invalid interval {text!r}: give e.g. 10ms, 0.5s, 2 (seconds) or off")
+    return seconds
+
+
+def _whole(text: str) -> int:
+    """A whole number from 0 to 2^31-1 (counts, microseconds): what the library takes."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 2**31 - 1:
+        raise argparse.ArgumentTypeError(
+            f"invalid number {text!r}: give a whole number from 0 to {2**31 - 1}")
+    return value
 
 
 def _read_text(path: str) -> str:
-    try:
-        with open(path, encoding="utf-8") as f:
-            return f.read()
-    except OSError as e:
-        raise edgeprof.Error(f"cannot read {path}: {e.strerror} (errno {e.errno})") from e
-    except UnicodeDecodeError as e:
-        raise edgeprof.Error(_not_text(path, e)) from None
-
-
-def _not_text(path: str, e: UnicodeDecodeError) -> str:
-    return (f"{path} is not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset {e.start}): "
-            "give the file edgeprof wrote")
+    return _files.read_text(path)
 
 
 def _report_schema(text: str, path: str) -> str | None:
@@ -622,14 +629,19 @@ def _workloads(args: argparse.Namespace) -> list[tuple[str, str]]:
         if sep <= 0 or not spec[sep + 1:].strip():
             raise edgeprof.Error(f"workload {spec!r}: write NAME=COMMAND (or NAME: COMMAND in a "
                                  "file)")
-        out.append((spec[:sep].strip(), spec[sep + 1:].strip()))
+        name, command = spec[:sep].strip(), spec[sep + 1:].strip()
+        try:
+            shlex.split(command)
+        except ValueError as e:
+            raise edgeprof.Error(f"workload {name!r}: its command {command!r} cannot be split "
+                                 f"into words ({e}): close its quotes or escape them") from None
+        out.append((name, command))
     if len(out) < 1:
         raise edgeprof.Error("no workloads: give -w NAME=COMMAND (several times) or --file FILE")
     return out
 
 
 def cmd_calibrate_speed(args: argparse.Namespace) -> int:
-    import shlex
     workloads = _workloads(args)
     measured: dict[str, float] = {}
     for spec in args.measured or []:
@@ -731,15 +743,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def _read_csv(path: str) -> list[dict[str, str]]:
     import csv
+    import io
+    text = _files.read_text(path, newline="")
     try:
-        with open(path, newline="", encoding="utf-8") as f:
-            reader = csv.DictReader(f)
-            rows = list(reader)
-            header = len(reader.fieldnames or [])
-    except OSError as e:
-        raise edgeprof.Error(f"cannot read {path}: {e.strerror} (errno {e.errno})") from e
-    except UnicodeDecodeError as e:
-        raise edgeprof.Error(_not_text(path, e)) from None
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        rows = list(reader)
+        header = len(reader.fieldnames or [])
     except csv.Error as e:
         raise edgeprof.Error(f"{path} is not a CSV file edgeprof can read: {e}") from None
     for line, row in enumerate(rows, start=2):
@@ -942,7 +951,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="what workload NAME measured on the device (its --figure)")
     p.add_argument("--figure", default="wall_time_s",
                    help="the figure compared (default wall_time_s)")
-    p.add_argument("--repeat", type=int, default=3,
+    p.add_argument("--repeat", type=_whole, default=3,
                    help="runs per workload and speed; their median counts (default 3)")
     p.add_argument("--periods-ms", metavar="MS,MS,...",
                    help="candidate CFS periods; the one with the smallest residual wins "
@@ -962,9 +971,9 @@ def build_parser() -> argparse.ArgumentParser:
     m = p.add_argument_group("measurement")
     m.add_argument("--interval", type=_interval, default=edgeprof.emulation.DEFAULT_INTERVAL_S,
                    help="sampling interval, 1ms to 60s, or 'off' (default 10ms)")
-    m.add_argument("--repeat", type=int, default=1,
+    m.add_argument("--repeat", type=_whole, default=1,
                    help="run N times, each in a fresh slice, and print statistics")
-    m.add_argument("--warmup", type=int, default=0,
+    m.add_argument("--warmup", type=_whole, default=0,
                    help="runs before the counted ones, reported apart (default 0)")
     m.add_argument("--isolate-network", action="store_true",
                    help="run in a network namespace of its own, loopback only (an offline "
@@ -989,13 +998,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--file", help="a file of workloads, one 'NAME: COMMAND' per line")
     p.add_argument("--device", action="append",
                    help="a built-in device (several times for several; default raspberry-pi-4)")
-    p.add_argument("--threads", type=int, metavar="N",
+    p.add_argument("--threads", type=_whole, metavar="N",
                    help="the workloads' busy threads: emulate at most N cores of each device "
                    "(docs/devices.md)")
     p.add_argument("--runtime", choices=[r.id for r in edgeprof.nn.nn_runtimes()],
                    help=_RUNTIME_HELP)
-    p.add_argument("--repeat", type=int, default=5, help="runs per workload and device (5)")
-    p.add_argument("--warmup", type=int, default=0, help="warm-up runs, not counted (0)")
+    p.add_argument("--repeat", type=_whole, default=5, help="runs per workload and device (5)")
+    p.add_argument("--warmup", type=_whole, default=0, help="warm-up runs, not counted (0)")
     p.add_argument("--metric", default="all_cores_wall_time_s",
                    help="figure to rank by, lower is better (default all_cores_wall_time_s: "
                    "the device's time with all its cores, projected or measured; e.g. "

@@ -50,7 +50,8 @@ SliceOptions to_slice_options(const py::object& parent, std::uint64_t cpu_period
   o.plan.cpu_period_us = cpu_period_us;
   if (iteration_time) {
     if (!(*iteration_time > 0) || !std::isfinite(*iteration_time)) {
-      throw py::value_error("iteration_time must be a positive number of seconds");
+      throw Error("iteration_time must be a positive number of seconds, got " +
+                  std::to_string(*iteration_time));
     }
     o.plan.iteration_time_us = static_cast<std::uint64_t>(std::llround(*iteration_time * 1e6));
   }

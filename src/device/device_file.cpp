@@ -891,9 +891,16 @@ Device parse_device_toml(std::string_view text, const std::string& origin,
 }
 
 Device load_device_file(const std::string& path, const DeviceLoadOptions& options) {
+  // A device file is a few kilobytes; the catalog's whole file is under 1 MiB.
+  constexpr std::size_t kMaxBytes = std::size_t(16) << 20;
   int err = 0;
-  const auto text = detail::Fs().read(path, &err);
+  const auto text = detail::Fs().read_user_file(path, kMaxBytes, &err);
   if (!text) {
+    if (err == EINVAL || err == EFBIG) {
+      throw DeviceError(fmt::format("the device file {} {}: give a device file (.json or .toml)",
+                                    path, detail::user_file_problem(err, kMaxBytes)),
+                        err);
+    }
     throw DeviceError(fmt::format("cannot read the device file {}: {} (errno {}); check the path",
                                   path, std::strerror(err), err),
                       err);

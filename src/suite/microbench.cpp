@@ -33,6 +33,9 @@ namespace edgeprof {
 
 namespace detail {
 
+// The largest cache file read back (what edgeprof writes there is a few kilobytes).
+constexpr std::size_t kMaxCacheBytes = std::size_t(64) << 20;
+
 // Kernels.
 
 std::uint64_t integer_unit(std::uint64_t seed) {
@@ -735,8 +738,12 @@ std::optional<std::string> read_host_cache(const std::string& path, std::string_
     return say("no cache directory (EDGEPROF_CACHE_DIR, XDG_CACHE_HOME and HOME are unset)");
   }
   int err = 0;
-  auto text = Fs().read(path, &err);
+  auto text = Fs().read_user_file(path, kMaxCacheBytes, &err);
   if (!text) {
+    if (err == EINVAL || err == EFBIG) {
+      return say(fmt::format("{} {}: remove it and measure again", path,
+                             user_file_problem(err, kMaxCacheBytes)));
+    }
     return say(err == ENOENT ? fmt::format("this host's {} is not measured yet (no {})", what, path)
                              : sys_message(err, "cannot read", path, "measure it again"));
   }
@@ -805,11 +812,14 @@ json scores_json(const CoreScores& s) {
 std::optional<HostCalibration> read_cache(const std::string& path, const HostCalibration& here,
                                           std::string* why) {
   int err = 0;
-  const auto text = detail::Fs().read(path, &err);
+  const auto text = detail::Fs().read_user_file(path, detail::kMaxCacheBytes, &err);
   if (!text) {
     *why = err == ENOENT ? fmt::format("no cached calibration in {} yet: measured", path)
-                         : detail::sys_message(err, "cannot read the cached calibration", path,
-                                               "measured instead");
+           : err == EINVAL || err == EFBIG
+               ? fmt::format("the cached calibration {} {}: measured instead", path,
+                             detail::user_file_problem(err, detail::kMaxCacheBytes))
+               : detail::sys_message(err, "cannot read the cached calibration", path,
+                                     "measured instead");
     return std::nullopt;
   }
   HostCalibration cached;

@@ -63,6 +63,45 @@ std::optional<std::string> Fs::read(std::string_view path, int* err) const {
   return out;
 }
 
+std::optional<std::string> Fs::read_user_file(std::string_view path, std::size_t max_bytes,
+                                              int* err) const {
+  const std::string full = resolve(path);
+  auto fail = [err](int e) -> std::optional<std::string> {
+    if (err) *err = e;
+    return std::nullopt;
+  };
+  // O_NONBLOCK: the open of a FIFO without a writer returns at once, to be refused below.
+  int fd_or_error;
+  do {
+    fd_or_error = ::open(full.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  } while (fd_or_error < 0 && errno == EINTR);
+  UniqueFd fd(fd_or_error);
+  if (fd.get() < 0) return fail(errno);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return fail(errno);
+  if (!S_ISREG(st.st_mode)) return fail(EINVAL);
+  if (static_cast<std::uint64_t>(st.st_size) > max_bytes) return fail(EFBIG);
+  std::string out;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return fail(errno);
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+    if (out.size() > max_bytes) return fail(EFBIG);  // it grew while read
+  }
+  return out;
+}
+
+std::string user_file_problem(int err, std::size_t max_bytes) {
+  if (err == EINVAL) return "is not a regular file (a directory, FIFO or device)";
+  if (err == EFBIG) return fmt::format("is larger than {} MiB", max_bytes >> 20);
+  return fmt::format("cannot be read: {} (errno {})", std::strerror(err), err);
+}
+
 std::string Fs::read_or_throw(std::string_view path) const {
   int err = 0;
   auto text = read(path, &err);

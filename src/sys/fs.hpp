@@ -39,6 +39,9 @@ inline constexpr const char* kProcPidMaps = "/proc/{}/maps";
 }  // namespace files
 
 class Fs;
+// Why Fs::read_user_file() failed, for a message: "is not a regular file (a directory, FIFO or
+// device)", "is larger than N MiB" or "cannot be read: <strerror> (errno N)".
+std::string user_file_problem(int err, std::size_t max_bytes);
 // The whole disk ("MAJ:MIN") holding `path` (stat(2) of the real path; /sys/dev/block read
 // through `fs`: a partition's parent directory is its disk's), or nullopt with why in `problem`.
 std::optional<std::string> disk_under(const Fs& fs, const char* path, std::string* problem);
@@ -91,6 +94,12 @@ class Fs {
   std::optional<std::string> read(std::string_view path, int* err = nullptr) const;
   // Reads or throws an error naming the file.
   std::string read_or_throw(std::string_view path) const;
+  // Reads a whole file a user named (a device file, a cached calibration): a regular file of at
+  // most `max_bytes` only, since a FIFO would block the open for ever and /dev/zero never end.
+  // nullopt and errno in *err on failure: the open's or read's, EINVAL for anything but a
+  // regular file, EFBIG for one larger than `max_bytes` (user_file_problem() words them).
+  std::optional<std::string> read_user_file(std::string_view path, std::size_t max_bytes,
+                                            int* err = nullptr) const;
   // Writes `value` in a single write(2) (cgroup files want one value per write). 0 or errno.
   int write(std::string_view path, std::string_view value) const;
   void write_or_throw(std::string_view path, std::string_view value,

@@ -1,5 +1,6 @@
 // Device files (JSON and TOML, one schema), the built-in catalog and find_device.
 #include <catch2/catch.hpp>
+#include <sys/stat.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -155,6 +156,30 @@ TEST_CASE("an unreadable device file says which file and why", "[device-file]") 
     CHECK(contains(e.what(), "No such file"));
     CHECK(e.sys_errno() == ENOENT);
   }
+}
+
+// A FIFO blocked the open for ever (edgeprof devices show ./fifo.json, or one in a device
+// directory hung every run), /dev/zero grew until bad_alloc or the OOM killer.
+TEST_CASE("a device file that is not a regular file is refused at once", "[device-file]") {
+  edgeprof::test::FakeTree tree;
+  const std::string fifo = tree.root() + "/board.json";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  for (const std::string& path : {fifo, std::string("/dev/zero"), tree.root()}) {
+    try {
+      load_device_file(path);
+      FAIL("loaded " << path);
+    } catch (const DeviceError& e) {
+      CHECK(contains(e.what(), path));
+      CHECK(contains(e.what(), "is not a regular file"));
+      CHECK(e.sys_errno() == EINVAL);
+    }
+  }
+  // A user's device directory holding one: skipped with why, the others still read.
+  test::ScopedEnv env("EDGEPROF_DEVICE_PATH", tree.root());
+  const UserDevices user = user_devices();
+  CHECK(user.devices.empty());
+  REQUIRE(user.problems.size() == 1);
+  CHECK(contains(user.problems[0], "is not a regular file"));
 }
 
 TEST_CASE("probe scores give the core speed relative to this host", "[device-file]") {

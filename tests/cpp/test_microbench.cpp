@@ -2,6 +2,7 @@
 // parser on captured and hand-written /proc/cpuinfo files, the host calibration cache, the
 // probe's device file, and edgeprof-probe inside a slice at half speed.
 #include <sched.h>
+#include <sys/stat.h>
 
 #include <catch2/catch.hpp>
 
@@ -565,4 +566,26 @@ TEST_CASE("edgeprof-probe runs in a slice at core_speed 0.5 and writes positive 
   probed.vector_kernel = s.at("vector_kernel");
   CHECK(speed_from_scores(probed, probed) == Approx(1.0));
   CHECK(nn_speed_from_scores(probed, probed).core_speed == Approx(1.0));
+}
+
+// A cache path that is a FIFO (or a device) blocked the open for ever; it is refused at once,
+// with what to do, and the rating is measured instead.
+TEST_CASE("a host cache that is not a regular file is refused, not waited on", "[calibrate]") {
+  FakeTree tree;
+  const std::string fifo = tree.root() + "/host-nn.json";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  std::string why;
+  CHECK_FALSE(read_host_cache(fifo, "nn rating", &why));
+  CHECK(why.find(fifo) != std::string::npos);
+  CHECK(why.find("is not a regular file") != std::string::npos);
+  why.clear();
+  CHECK_FALSE(read_host_cache("/dev/zero", "nn rating", &why));
+  CHECK(why.find("is not a regular file") != std::string::npos);
+  // Fs::read_user_file itself: too large, and a regular file read whole.
+  tree.file("/big", std::string(2048, 'x'));
+  int err = 0;
+  CHECK_FALSE(Fs(tree.root()).read_user_file("/big", 1024, &err));
+  CHECK(err == EFBIG);
+  CHECK(user_file_problem(EFBIG, std::size_t(64) << 20) == "is larger than 64 MiB");
+  CHECK(Fs(tree.root()).read_user_file("/big", 4096, &err) == std::string(2048, 'x'));
 }

@@ -366,6 +366,7 @@ def test_compare_ranks_commands_and_projects(tmp_path):
     [
         (["compare", "-w", "nocommand"], "NAME=COMMAND"),
         (["compare"], "no workloads"),
+        (["compare", "-w", 'a=python3 -c "unterminated'], "close its quotes"),
         (["fit", "/no/such.csv", "--x", "a", "--y", "b", "--device", "d"], "/no/such.csv"),
     ],
 )
@@ -398,6 +399,42 @@ def test_a_bad_file_exits_2_naming_it(tmp_path, name, content, args, fragment):
     p = edgeprof(args[0], str(path), *args[1:])
     assert p.returncode == 2 and fragment in p.stderr and str(path) in p.stderr, p.stderr
     assert "Traceback" not in p.stderr
+
+
+@pytest.mark.parametrize("args, fragment", [
+    # Out of the library's range: the bindings' "incompatible function arguments" traceback.
+    (["run", "--cpu-period-us=-1", "--", "true"], "invalid number '-1'"),
+    (["run", "--repeat", "99999999999999999999", "--", "true"], "invalid number"),
+    (["run", "--threads", "99999999999999999999", "--", "true"], "invalid number"),
+    (["compare", "-w", "a=true", "--warmup=-5"], "invalid number"),
+    # Not a finite positive time: a ValueError from the bindings.
+    (["run", "--iteration-time", "nan", "--", "true"], "invalid interval 'nan'"),
+    (["run", "--interval", "inf", "--", "true"], "invalid interval 'inf'"),
+    (["run", "--interval=-1s", "--", "true"], "invalid interval"),
+])
+def test_numbers_out_of_range_are_refused_by_name(args, fragment):
+    p = edgeprof(*args)
+    assert p.returncode == 2 and fragment in p.stderr and "Traceback" not in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory", "device"])
+@pytest.mark.parametrize("before, after", [(["show"], []),
+                                           (["fit"], ["--x", "a", "--y", "b", "--device", "d"]),
+                                           (["devices", "show"], [])],
+                         ids=["show", "fit", "devices-show"])
+def test_a_file_that_is_not_a_regular_file_is_refused_at_once(tmp_path, kind, before, after):
+    # A FIFO blocked the open for ever (until Ctrl-C, which then printed a traceback), and
+    # /dev/zero grew until bad_alloc or the OOM killer.
+    if kind == "fifo":
+        path = tmp_path / "r.json"
+        os.mkfifo(path)
+    elif kind == "directory":
+        path = tmp_path
+    else:
+        path = "/dev/zero"
+    p = edgeprof(*before, str(path), *after)
+    assert p.returncode != 0 and "not a regular file" in p.stderr, p.stderr
+    assert str(path) in p.stderr and "Traceback" not in p.stderr
 
 
 @requires_cgroups

@@ -468,8 +468,9 @@ def test_a_plan_refuses_both_a_period_and_an_iteration_time(half_core):
 
 
 def test_a_plan_refuses_an_iteration_time_that_is_not_positive(half_core):
-    with pytest.raises(ValueError, match="iteration_time"):
-        edgeprof.plan_emulation(half_core, iteration_time=0)
+    for bad in (0, -1, float("nan"), float("inf")):
+        with pytest.raises(edgeprof.Error, match="iteration_time"):
+            edgeprof.plan_emulation(half_core, iteration_time=bad)
 
 
 # The host's calibration
