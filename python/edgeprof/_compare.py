@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
@@ -102,7 +103,9 @@ def compare(workloads: Union[Mapping[str, Union[str, Sequence[str]]], Iterable[t
     """
     pairs = list(workloads.items()) if isinstance(workloads, Mapping) else list(workloads)
     names = [str(n) for n, _ in pairs]
-    argvs = [shlex.split(c) if isinstance(c, str) else [str(a) for a in c] for _, c in pairs]
+    # As bytes: an argument that is not UTF-8 (a surrogate escape) reaches the workload as given.
+    argvs = [[os.fsencode(a if isinstance(a, (bytes, os.PathLike)) else str(a))
+              for a in (shlex.split(c) if isinstance(c, str) else c)] for _, c in pairs]
     if isinstance(devices, (str, _core.Device)):
         devices = [devices]
     bar = _Progress(progress)

@@ -569,6 +569,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         raise edgeprof.Error("no command given: edgeprof run [options] -- COMMAND [ARGS...]")
+    # As bytes: an argument that is not UTF-8 (Python holds it with surrogate escapes) reaches
+    # the workload as the bytes it was given.
+    command = [os.fsencode(a) for a in command]
     if args.repeat < 1 or args.warmup < 0:
         raise edgeprof.Error("--repeat must be at least 1 and --warmup 0 or more")
     json_to_stdout = args.json == "-"
@@ -683,7 +686,8 @@ def cmd_calibrate_speed(args: argparse.Namespace) -> int:
     options = _run_options(args)
     del options["count_activations"]
     cal = edgeprof.speed.calibrate_speed(
-        _device(args), [(n, shlex.split(c), measured[n]) for n, c in workloads],
+        _device(args), [(n, [os.fsencode(a) for a in shlex.split(c)], measured[n])
+                         for n, c in workloads],
         figure=args.figure, repeat=args.repeat, periods_us=periods, timeout=args.timeout,
         progress=progress, **options)
     if args.save:

@@ -945,7 +945,11 @@ std::string to_text(const Result& r) {
   return out;
 }
 
-std::string to_json(const Result& r) { return result_json(r).dump(); }
+// A byte that is not UTF-8 (a workload's argument, a path) is written as U+FFFD: JSON holds
+// text only, and the report must still be written.
+std::string to_json(const Result& r) {
+  return result_json(r).dump(-1, ' ', false, json::error_handler_t::replace);
+}
 
 Result result_from_json(std::string_view text) {
   return from_text(text, "an edgeprof result", [](const json& j) { return result_from(j); });
@@ -1076,7 +1080,9 @@ std::string to_text(const RepeatedResult& r) {
   return out;
 }
 
-std::string to_json(const RepeatedResult& r) { return repeated_json(r).dump(); }
+std::string to_json(const RepeatedResult& r) {
+  return repeated_json(r).dump(-1, ' ', false, json::error_handler_t::replace);
+}
 
 RepeatedResult repeated_from_json(std::string_view text) {
   return from_text(text, "an edgeprof repeated result", [](const json& j) {

@@ -475,3 +475,16 @@ TEST_CASE("the runs' time series as one CSV: a run column, every run's metrics",
   CHECK(one.find("\nrun,t_s,scheduled,cpu_usage_ns,memory_current_bytes,cpu_cores\n1,") ==
         one.find('\n'));
 }
+
+// A workload's argument that is not UTF-8 made to_json throw (nlohmann's type_error 316), and
+// no report could be written for the run; the byte is written as U+FFFD.
+TEST_CASE("a report whose command is not UTF-8 is written, the byte replaced", "[report]") {
+  Result r;
+  r.command = {"/bin/echo", "a\xff" "b"};
+  const std::string text = to_json(r);
+  CHECK(text.find("a\xef\xbf\xbd" "b") != std::string::npos);  // U+FFFD in UTF-8
+  CHECK(nlohmann::json::parse(text)["command"][1] == "a\xef\xbf\xbd" "b");
+  RepeatedResult rr;
+  rr.runs = {r};
+  CHECK(to_json(rr).find("a\xef\xbf\xbd" "b") != std::string::npos);
+}

@@ -417,6 +417,20 @@ def test_numbers_out_of_range_are_refused_by_name(args, fragment):
     assert p.returncode == 2 and fragment in p.stderr and "Traceback" not in p.stderr, p.stderr
 
 
+@requires_cgroups
+def test_an_argument_that_is_not_utf8_reaches_the_workload_as_given(tmp_path):
+    # It was a TypeError ("incompatible function arguments"), and the run never started; the
+    # report then could not be written (invalid UTF-8 in JSON).
+    out = tmp_path / "out"
+    p = subprocess.run([sys.executable, "-m", "edgeprof", "run", "--json", str(tmp_path / "r.json"),
+                        "--", "sh", "-c", 'printf %s "$1" > "$2"', "sh", b"a\xffb", str(out)],
+                       capture_output=True, timeout=120)
+    assert p.returncode == 0 and b"Traceback" not in p.stderr, p.stderr
+    assert out.read_bytes() == b"a\xffb"
+    report = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
+    assert report["schema"] == "edgeprof.result"
+
+
 @pytest.mark.parametrize("kind", ["fifo", "directory", "device"])
 @pytest.mark.parametrize("before, after", [(["show"], []),
                                            (["fit"], ["--x", "a", "--y", "b", "--device", "d"]),
