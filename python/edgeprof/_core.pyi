@@ -959,7 +959,7 @@ _Progress = Callable[[int, int, bool, Result], None]
 
 @overload
 def run(
-    argv: Sequence[str],
+    argv: Sequence[Union[str, bytes]],
     *,
     device: _DeviceLike,
     timeout: Optional[float] = None,
@@ -990,7 +990,7 @@ def run(
 ) -> Result: ...
 @overload
 def run(
-    argv: Sequence[str],
+    argv: Sequence[Union[str, bytes]],
     *,
     device: _DeviceLike,
     timeout: Optional[float] = None,

@@ -30,6 +30,7 @@ def read_text(path: Union[str, os.PathLike], what: str = "", newline: Optional[s
         if st.st_size > MAX_BYTES:
             raise _core.Error(f"cannot read {label}: larger than {MAX_BYTES >> 20} MiB; give the "
                               "file edgeprof wrote")
+        os.set_blocking(fd, True)  # for the read, as an ordinary open
         chunks = []
         size = 0
         while size <= MAX_BYTES:

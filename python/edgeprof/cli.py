@@ -518,10 +518,10 @@ def _interval(text: str) -> Optional[float]:
             seconds = float(t[:-1] if t.endswith("s") else t)
     except ValueError:
         seconds = math.nan
-    if not (math.isfinite(seconds) and seconds > 0):
+    if not (math.isfinite(seconds) and seconds >= 0):
         raise argparse.ArgumentTypeError(
             f"invalid interval {text!r}: give e.g. 10ms, 0.5s, 2 (seconds) or off")
-    return seconds
+    return seconds or None  # 0s, 0ms: off, as "0"
 
 
 def _whole(text: str) -> int:

@@ -20,6 +20,16 @@ using namespace edgeprof;
 
 namespace edgeprof_py {
 
+py::str text(std::string_view s) {
+  return py::reinterpret_steal<py::str>(
+      PyUnicode_DecodeUTF8(s.data(), static_cast<py::ssize_t>(s.size()), "backslashreplace"));
+}
+
+py::str fs_text(std::string_view s) {
+  return py::reinterpret_steal<py::str>(
+      PyUnicode_DecodeFSDefaultAndSize(s.data(), static_cast<py::ssize_t>(s.size())));
+}
+
 Device to_device(const py::object& value) {
   if (py::isinstance<py::str>(value)) return find_device(value.cast<std::string>());
   if (py::hasattr(value, "__fspath__")) {
@@ -51,7 +61,7 @@ SliceOptions to_slice_options(const py::object& parent, std::uint64_t cpu_period
   if (iteration_time) {
     if (!(*iteration_time > 0) || !std::isfinite(*iteration_time)) {
       throw Error("iteration_time must be a positive number of seconds, got " +
-                  std::to_string(*iteration_time));
+                  std::string(py::repr(py::float_(*iteration_time))));
     }
     o.plan.iteration_time_us = static_cast<std::uint64_t>(std::llround(*iteration_time * 1e6));
   }

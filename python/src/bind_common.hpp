@@ -11,9 +11,18 @@
 #include <edgeprof/slice.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace edgeprof_py {
+
+// A C++ text as a Python str: bytes that are not UTF-8 (a device file's, a report's, a
+// workload's argument) are kept as \x escapes, not raised as a UnicodeDecodeError in its place.
+pybind11::str text(std::string_view s);
+
+// A command's argument or a path as os.fsdecode() gives it: bytes that are not UTF-8 become
+// surrogate escapes, which os.fsencode() turns back into the same bytes.
+pybind11::str fs_text(std::string_view s);
 
 // A Device, the name or alias of one (find_device), or the path of a device file (str or
 // os.PathLike).

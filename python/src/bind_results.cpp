@@ -1,6 +1,7 @@
 // Bindings of include/edgeprof/result.hpp, series.hpp, summary.hpp and statistics.hpp: type
 // conversion only. A series' columns are numpy views of its storage, not copies.
 #include "bind_results.hpp"
+#include "bind_common.hpp"
 
 #include <pybind11/numpy.h>
 #include <pybind11/operators.h>
@@ -19,6 +20,8 @@
 
 namespace py = pybind11;
 using namespace edgeprof;
+using edgeprof_py::fs_text;
+using edgeprof_py::text;
 
 namespace {
 
@@ -262,7 +265,15 @@ void bind_results(py::module_& m) {
           "mount) or 'legacy' (v1 only).")
       .def_readonly("unapplied", &Result::unapplied,
                     "Limits the device asks for that were not applied, each with the reason.")
-      .def_readonly("command", &Result::command, "The command's argv.")
+      .def_property_readonly(
+          "command",
+          [](const Result& r) {
+            py::list out;
+            for (const std::string& a : r.command) out.append(fs_text(a));
+            return out;
+          },
+          "The command's argv (as os.fsdecode() gives it: bytes that are not UTF-8 as "
+          "surrogate escapes).")
       .def_readonly("network_isolated", &Result::network_isolated,
                     "True when the workload ran in its own network namespace.")
       .def_readonly("series", &Result::series,
@@ -343,7 +354,7 @@ void bind_results(py::module_& m) {
            "The time series as CSV text, after a first line naming the format (`# "
            "edgeprof.series schema_version=1 edgeprof_version=...`; pandas: comment=\"#\").")
       .def(py::self == py::self)
-      .def("__str__", [](const Result& r) { return to_text(r); });
+      .def("__str__", [](const Result& r) { return text(to_text(r)); });
 
   py::class_<Statistic>(m, "Statistic", "One figure over repeated runs.")
       .def_readonly("n", &Statistic::n)
@@ -381,5 +392,5 @@ void bind_results(py::module_& m) {
                   [](const std::string& text) { return repeated_from_json(text); },
                   py::arg("text"))
       .def(py::self == py::self)
-      .def("__str__", [](const RepeatedResult& r) { return to_text(r); });
+      .def("__str__", [](const RepeatedResult& r) { return text(to_text(r)); });
 }

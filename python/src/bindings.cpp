@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "bind_analysis.hpp"
+#include "bind_common.hpp"
 #include "bind_devices.hpp"
 #include "bind_microbench.hpp"
 #include "bind_results.hpp"
@@ -21,6 +22,7 @@
 
 namespace py = pybind11;
 using namespace edgeprof;
+using edgeprof_py::text;
 
 namespace {
 
@@ -31,13 +33,6 @@ PyObject* unsupported_error_type = nullptr;
 PyObject* permission_error_type = nullptr;
 PyObject* cgroup_error_type = nullptr;
 PyObject* spawn_error_type = nullptr;
-
-// A C++ message as a Python str: bytes that are not UTF-8 (a device file's or a report's, quoted
-// in the message) are kept as \x escapes, not raised as a UnicodeDecodeError in its place.
-py::str text(std::string_view s) {
-  return py::reinterpret_steal<py::str>(
-      PyUnicode_DecodeUTF8(s.data(), static_cast<py::ssize_t>(s.size()), "backslashreplace"));
-}
 
 // Raises `type(message)` with `errno` (and `path`) set. Not OSError's `filename`: with it set,
 // OSError.__str__ would print "[Errno 2] None: 'x'" instead of the message, which names the

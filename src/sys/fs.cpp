@@ -81,6 +81,10 @@ std::optional<std::string> Fs::read_user_file(std::string_view path, std::size_t
   if (::fstat(fd.get(), &st) != 0) return fail(errno);
   if (!S_ISREG(st.st_mode)) return fail(EINVAL);
   if (static_cast<std::uint64_t>(st.st_size) > max_bytes) return fail(EFBIG);
+  // Blocking again for the read: a regular file's read ignores it, but not a lease's wait.
+  if (::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK) != 0) {
+    return fail(errno);
+  }
   std::string out;
   char buf[4096];
   for (;;) {

@@ -411,6 +411,7 @@ def test_a_bad_file_exits_2_naming_it(tmp_path, name, content, args, fragment):
     (["run", "--iteration-time", "nan", "--", "true"], "invalid interval 'nan'"),
     (["run", "--interval", "inf", "--", "true"], "invalid interval 'inf'"),
     (["run", "--interval=-1s", "--", "true"], "invalid interval"),
+    (["run", "--interval", "nan", "--", "true"], "invalid interval"),
 ])
 def test_numbers_out_of_range_are_refused_by_name(args, fragment):
     p = edgeprof(*args)
@@ -418,17 +419,27 @@ def test_numbers_out_of_range_are_refused_by_name(args, fragment):
 
 
 @requires_cgroups
-def test_an_argument_that_is_not_utf8_reaches_the_workload_as_given(tmp_path):
+@pytest.mark.parametrize("repeat", [["--repeat", "1"], ["--repeat", "2"]], ids=["once", "twice"])
+def test_an_argument_that_is_not_utf8_reaches_the_workload_as_given(tmp_path, repeat):
     # It was a TypeError ("incompatible function arguments"), and the run never started; the
     # report then could not be written (invalid UTF-8 in JSON).
     out = tmp_path / "out"
-    p = subprocess.run([sys.executable, "-m", "edgeprof", "run", "--json", str(tmp_path / "r.json"),
-                        "--", "sh", "-c", 'printf %s "$1" > "$2"', "sh", b"a\xffb", str(out)],
+    p = subprocess.run([sys.executable, "-m", "edgeprof", "run", *repeat,
+                        "--json", str(tmp_path / "r.json"), "--", "sh", "-c", 'printf %s "$1" > "$2"', "sh", b"a\xffb", str(out)],
                        capture_output=True, timeout=120)
     assert p.returncode == 0 and b"Traceback" not in p.stderr, p.stderr
     assert out.read_bytes() == b"a\xffb"
     report = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
-    assert report["schema"] == "edgeprof.result"
+    assert report["schema"] in ("edgeprof.result", "edgeprof.repeated")
+
+
+@requires_cgroups
+def test_a_result_gives_back_an_argument_that_is_not_utf8_as_os_fsdecode_does():
+    device = edgeprof_api.Device(name="one-core", cores=1, core_speed=0.5, memory=1 << 30)
+    r = edgeprof_api.run([b"/bin/true", b"a\xffb"], device=device, repeat=2, progress=False)
+    assert r.runs[0].command[1] == os.fsdecode(b"a\xffb")  # a surrogate escape
+    assert os.fsencode(r.runs[0].command[1]) == b"a\xffb"
+    assert "a\\xffb" in str(r)  # the text keeps it as an escape
 
 
 @pytest.mark.parametrize("kind", ["fifo", "directory", "device"])
