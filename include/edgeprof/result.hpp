@@ -260,6 +260,13 @@ bool operator==(const RepeatedResult& a, const RepeatedResult& b);
 /// and for phases whose CPU was sampled "phase.<name>.energy_j" / ".all_cores_energy_j".
 std::map<std::string, double> figures(const Result& result);
 
+/// Whether `name` is one that figures() gives for some result: one of a run's figures, or
+/// "phase.<phase name>.<a phase's figure>". For checking a name before any run.
+bool is_figure_name(std::string_view name);
+/// Throws Error unless is_figure_name(name), naming `what` ("compare's metric") and the names
+/// there are.
+void check_figure_name(std::string_view name, std::string_view what);
+
 /// "projected" for a figure of `result` that its plan's projection made (a projected_* figure,
 /// an all_cores_* figure of a projected run, its energy included), "estimated" for the other
 /// energies (energy_j, all_cores_energy_j), else "measured" (for a summary figure, sampled in

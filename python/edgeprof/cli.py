@@ -4,8 +4,8 @@ Exit codes: the workload's own exit code for ``run`` (with ``--repeat``, that of
 that failed); 128+N when a signal N ended it (137 for an out-of-memory kill); 124 when
 ``--timeout`` killed it; 2 for usage errors and for errors of edgeprof itself (bad device, no
 permission, command not found, unreadable report); 130 on Ctrl-C; 143 on SIGTERM (what
-systemd, Kubernetes, Slurm and ``timeout(1)`` send), which, like Ctrl-C, kills the workload and
-removes its slice first.
+systemd, Kubernetes, Slurm and ``timeout(1)`` send) and 129 on SIGHUP (a closed terminal or ssh
+session), which, like Ctrl-C, kill the workload and remove its slice first.
 """
 
 from __future__ import annotations
@@ -522,6 +522,12 @@ def _interval(text: str) -> Optional[float]:
         raise argparse.ArgumentTypeError(
             f"invalid interval {text!r}: give e.g. 10ms, 0.5s, 2 (seconds) or off")
     return seconds or None  # 0s, 0ms: off, as "0"
+
+
+def _given(text: str) -> str:
+    if text == "":
+        raise argparse.ArgumentTypeError("an empty value (''): give one, or leave the option out")
+    return text
 
 
 def _whole(text: str) -> int:
@@ -1065,6 +1071,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=300.0, help="per workload (default 300 s)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_demo)
+    # Every option that takes a free text (a file, a device, a figure, a workload) refuses an
+    # empty one, which would otherwise read as not given (`--json ''` wrote nothing).
+    for p in [parser, *sub.choices.values()]:
+        for action in p._actions:
+            if action.type is None and action.choices is None and action.nargs in (None, "?"):
+                action.type = _given
     return parser
 
 
@@ -1091,28 +1103,39 @@ def _runtime_and_speed_kind(args: argparse.Namespace) -> None:
         args.speed_kind, args.runtime = "nn", None
 
 
+# The signals that end the CLI as Ctrl-C does: SIGTERM (systemd, Kubernetes, Slurm,
+# timeout(1)) and SIGHUP (the terminal or ssh session closed).
+_ENDING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
 class _Terminated(BaseException):
-    """SIGTERM arrived. Raised by the handler where the command waits (the core checks for
-    signals while it waits, as for Ctrl-C), so the workload is killed and its slice removed on
-    the way out."""
+    """SIGTERM or SIGHUP arrived. Raised by the handler where the command waits (the core checks
+    for signals while it waits, as for Ctrl-C), so the workload is killed and its slice removed
+    on the way out."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
 
 
 def _raise_terminated(signum: int, frame: object) -> None:
-    # Once: a second SIGTERM while the first unwinds (killing the workload, removing the slice)
+    # Once: a second signal while the first unwinds (killing the workload, removing the slice)
     # must not interrupt that.
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    raise _Terminated()
+    for ending in _ENDING_SIGNALS:
+        signal.signal(ending, signal.SIG_IGN)
+    raise _Terminated(signum)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
-    # Only over the default action (an ignored SIGTERM stays ignored, a caller's handler stays),
-    # and only the main thread may set one.
-    handled = (threading.current_thread() is threading.main_thread()
-               and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL)
+    # Only over the default action (an ignored SIGHUP, as under nohup, stays ignored; a
+    # caller's handler stays), and only the main thread may set one.
+    handled = [s for s in _ENDING_SIGNALS
+               if threading.current_thread() is threading.main_thread()
+               and signal.getsignal(s) is signal.SIG_DFL]
     try:
-        if handled:
-            signal.signal(signal.SIGTERM, _raise_terminated)
+        for s in handled:
+            signal.signal(s, _raise_terminated)
         _runtime_and_speed_kind(args)
         return args.func(args)
     except edgeprof.Error as e:
@@ -1122,18 +1145,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print("edgeprof: interrupted; the workload was killed and its slice removed",
               file=sys.stderr)
         return 130
-    except _Terminated:
-        print("edgeprof: terminated (SIGTERM); the workload was killed and its slice removed",
+    except _Terminated as e:
+        name = signal.Signals(e.signum).name
+        print(f"edgeprof: terminated ({name}); the workload was killed and its slice removed",
               file=sys.stderr)
-        return 128 + signal.SIGTERM
+        return 128 + e.signum
     except BrokenPipeError:
         # The reader went away (`edgeprof devices | head`): not an error of ours. Point stdout
         # at /dev/null so that Python's flush at exit does not fail again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
     finally:
-        if handled:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        for s in handled:
+            signal.signal(s, signal.SIG_DFL)
 
 
 if __name__ == "__main__":

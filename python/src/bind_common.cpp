@@ -20,14 +20,23 @@ using namespace edgeprof;
 
 namespace edgeprof_py {
 
+namespace {
+
+// A new str from CPython's decoder, or its error (MemoryError) raised: never a null str.
+py::str checked(PyObject* decoded) {
+  if (!decoded) throw py::error_already_set();
+  return py::reinterpret_steal<py::str>(decoded);
+}
+
+}  // namespace
+
 py::str text(std::string_view s) {
-  return py::reinterpret_steal<py::str>(
+  return checked(
       PyUnicode_DecodeUTF8(s.data(), static_cast<py::ssize_t>(s.size()), "backslashreplace"));
 }
 
 py::str fs_text(std::string_view s) {
-  return py::reinterpret_steal<py::str>(
-      PyUnicode_DecodeFSDefaultAndSize(s.data(), static_cast<py::ssize_t>(s.size())));
+  return checked(PyUnicode_DecodeFSDefaultAndSize(s.data(), static_cast<py::ssize_t>(s.size())));
 }
 
 Device to_device(const py::object& value) {

@@ -1,5 +1,6 @@
 // The pure analysis of a run: summary of a time series, phases from marks, statistics.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <array>
@@ -362,6 +363,47 @@ Statistic statistics(const std::vector<double>& values) {
     s.ci95_low = s.ci95_high = s.mean;
   }
   return s;
+}
+
+namespace {
+
+// Every name figures() can give: a run's figures, and each phase's after "phase.<name>.".
+constexpr std::string_view kRunFigureNames[] = {
+    "wall_time_s",        "projected_wall_time_s", "all_cores_wall_time_s",
+    "cpu_user_s",         "cpu_system_s",          "cpu_time_s",
+    "throttled_s",        "child_max_rss_bytes",   "peak_memory_bytes",
+    "cpu_cores_avg",      "cpu_cores_p95",         "cpu_cores_peak",
+    "cpu_capacity_avg",   "throttled_fraction",    "memory_avg_bytes",
+    "memory_sampled_peak_bytes", "io_read_bytes",  "io_write_bytes",
+    "net_rx_bytes",       "net_tx_bytes",          "tasks_peak",
+    "energy_j",           "all_cores_energy_j"};
+constexpr std::string_view kPhaseFigureNames[] = {
+    "wall_time_s", "projected_wall_time_s", "all_cores_wall_time_s", "cpu_s",
+    "memory_net_peak_bytes", "energy_j", "all_cores_energy_j"};
+
+template <size_t N>
+bool listed(const std::string_view (&names)[N], std::string_view name) {
+  return std::find(std::begin(names), std::end(names), name) != std::end(names);
+}
+
+}  // namespace
+
+bool is_figure_name(std::string_view name) {
+  if (listed(kRunFigureNames, name)) return true;
+  constexpr std::string_view kPhase = "phase.";
+  if (name.substr(0, kPhase.size()) != kPhase) return false;
+  // "phase.<name>.<figure>": a phase may be named anything, dots included, but not nothing.
+  const std::string_view rest = name.substr(kPhase.size());
+  const auto dot = rest.rfind('.');
+  return dot != std::string_view::npos && dot > 0 && listed(kPhaseFigureNames, rest.substr(dot + 1));
+}
+
+void check_figure_name(std::string_view name, std::string_view what) {
+  if (is_figure_name(name)) return;
+  throw Error(fmt::format("{} '{}' is not a figure edgeprof measures: give one of {}, or "
+                          "phase.<phase name>.<one of {}> (docs/report.md)",
+                          what, name, fmt::join(kRunFigureNames, ", "),
+                          fmt::join(kPhaseFigureNames, ", ")));
 }
 
 std::map<std::string, double> figures(const Result& r) {

@@ -110,20 +110,25 @@ std::string block_group_problem(const std::string& disk, const std::string& rule
                      disk, rule, file, std::strerror(err), err);
 }
 
-std::optional<std::uint64_t> process_start_time(const Fs& fs, pid_t pid, int* err) {
+namespace {
+
+// The start time in a /proc/<pid>/stat file (clock ticks after boot).
+std::optional<std::uint64_t> start_time_in(const Fs& fs, const std::string& stat_path, int* err) {
   int read_err = 0;
-  auto stat = fs.read(fmt::format(fmt::runtime(files::kProcTidStat), pid), &read_err);
+  auto stat = fs.read(stat_path, &read_err);
   if (err) *err = stat ? 0 : read_err;
   if (!stat) return std::nullopt;
   return parse_stat_starttime(*stat);
 }
 
+}  // namespace
+
+std::optional<std::uint64_t> process_start_time(const Fs& fs, pid_t pid, int* err) {
+  return start_time_in(fs, fmt::format(fmt::runtime(files::kProcTidStat), pid), err);
+}
+
 std::optional<std::uint64_t> own_start_time(const Fs& fs, int* err) {
-  int read_err = 0;
-  auto stat = fs.read(files::kProcSelfStat, &read_err);
-  if (err) *err = stat ? 0 : read_err;
-  if (!stat) return std::nullopt;
-  return parse_stat_starttime(*stat);
+  return start_time_in(fs, files::kProcSelfStat, err);
 }
 
 std::uint64_t own_pid_namespace(const Fs& fs) {

@@ -728,9 +728,8 @@ Child Slice::spawn(const Command& command, const SpawnOptions& options) {
     if (!s.counter_dir) {
       try {
         const detail::SliceName me = own_identity(s.fs);
-        const std::uint64_t pid_ns = detail::own_pid_namespace(s.fs);
-        remove_stale_counter_dirs(s.fs, pid_ns);
-        s.counter_dir.emplace(detail::CounterDirOwner{pid_ns, me.owner, me.owner_start});
+        remove_stale_counter_dirs(s.fs, me.pid_ns);
+        s.counter_dir.emplace(detail::CounterDirOwner{me.pid_ns, me.owner, me.owner_start});
       } catch (const Error& e) {
         state->counter_warning = fmt::format("activations: not counted: {}", e.what());
       }

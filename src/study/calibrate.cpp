@@ -259,6 +259,7 @@ SpeedCalibration calibrate_speed(const Device& device,
                                  const SpeedFitProgress& progress) {
   device.validate();
   if (workloads.empty()) throw DeviceError("calibrate_speed: give at least one workload");
+  check_figure_name(options.figure, "calibrate_speed's figure");
   for (const DeviceMeasurement& w : workloads) {
     if (!(w.device_value > 0) || !std::isfinite(w.device_value)) {
       throw DeviceError(fmt::format("calibrate_speed: workload '{}' has device value {}; it "

@@ -34,6 +34,9 @@ Comparison compare(const std::vector<Workload>& workloads, const std::vector<Dev
                    const CompareOptions& options, const CompareProgress& progress) {
   if (workloads.empty()) throw Error("compare needs at least one workload");
   if (devices.empty()) throw Error("compare needs at least one device");
+  // Before any run: a misspelled figure would rank every workload last, as failed.
+  check_figure_name(options.metric, "compare's metric");
+  check_figure_name(options.memory_metric, "compare's memory metric");
   std::set<std::string> names;
   for (const Workload& w : workloads) {
     if (!names.insert(w.name).second) {

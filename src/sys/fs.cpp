@@ -41,24 +41,34 @@ void throw_sys_error(int err, std::string_view action, std::string_view path,
   throw CgroupError(message, err);
 }
 
+namespace {
+
+// Reads `fd` to its end into `out`: 0, EFBIG once more than `max_bytes` were read, or the
+// read's errno.
+int read_to_end(int fd, std::string& out, std::size_t max_bytes) {
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    if (n == 0) return 0;
+    out.append(buf, static_cast<size_t>(n));
+    if (out.size() > max_bytes) return EFBIG;
+  }
+}
+
+}  // namespace
+
 std::optional<std::string> Fs::read(std::string_view path, int* err) const {
   const std::string full = resolve(path);
   UniqueFd fd(::open(full.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) {
-    if (err) *err = errno;
-    return std::nullopt;
-  }
   std::string out;
-  char buf[4096];
-  for (;;) {
-    ssize_t n = ::read(fd.get(), buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      if (err) *err = errno;
-      return std::nullopt;
-    }
-    if (n == 0) break;
-    out.append(buf, static_cast<size_t>(n));
+  const int e = fd.get() < 0 ? errno : read_to_end(fd.get(), out, out.max_size());
+  if (e != 0) {
+    if (err) *err = e;
+    return std::nullopt;
   }
   return out;
 }
@@ -86,17 +96,7 @@ std::optional<std::string> Fs::read_user_file(std::string_view path, std::size_t
     return fail(errno);
   }
   std::string out;
-  char buf[4096];
-  for (;;) {
-    const ssize_t n = ::read(fd.get(), buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return fail(errno);
-    }
-    if (n == 0) break;
-    out.append(buf, static_cast<size_t>(n));
-    if (out.size() > max_bytes) return fail(EFBIG);  // it grew while read
-  }
+  if (const int e = read_to_end(fd.get(), out, max_bytes)) return fail(e);  // EFBIG: it grew
   return out;
 }
 

@@ -3,6 +3,7 @@
 // permutation_test, linregress, theilslopes, t.ppf), noted next to each.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <set>
 
 #include "edgeprof/edgeprof.hpp"
 
@@ -419,4 +420,58 @@ TEST_CASE("energy with all the device's cores from a run on one of them", "[anal
   const std::string json = to_json(r);
   CHECK(json.find("\"all_cores_energy_j\":8.0") != std::string::npos);
   CHECK(to_text(r).find("with all 4 cores over the projected time") != std::string::npos);
+}
+
+TEST_CASE("is_figure_name takes every name figures() gives, and nothing else",
+          "[analysis][figures]") {
+  // A result with every figure: summary figures, a measured peak, energy, a projection and a
+  // phase named with dots.
+  Result r;
+  r.device.power.idle_watts = 2;
+  r.device.power.loaded_watts = 6;
+  r.plan.cpu_period_us = 100000;
+  r.plan.cpu_quota_us = 50000;
+  ThreadsProjection projection;
+  projection.threads = 4;
+  projection.speedup = 2;
+  r.plan.threads_projection = projection;
+  r.wall_time_s = 4;
+  r.cpu_user_s = 1;
+  r.peak_memory_bytes = 1 << 20;
+  r.energy_j = 10;
+  Summary& s = r.summary;
+  s.cpu_cores_avg = s.cpu_cores_p95 = s.cpu_cores_peak = s.cpu_capacity_avg = 0.5;
+  s.throttled_fraction = 0.1;
+  s.memory_avg_bytes = s.memory_sampled_peak_bytes = 1 << 20;
+  s.io_read_bytes = s.io_write_bytes = s.net_rx_bytes = s.net_tx_bytes = s.tasks_peak = 1;
+  Phase ph;
+  ph.name = "load.model";
+  ph.start_s = 1;
+  ph.end_s = 3;
+  ph.cpu_s = 0.5;
+  ph.memory_net_peak_bytes = 100;
+  ph.energy_j = 1;
+  r.phases = {ph};
+  const auto f = figures(r);
+  std::set<std::string> own_run, own_phase;
+  for (const auto& [name, value] : f) {
+    INFO(name);
+    CHECK(is_figure_name(name));
+    CHECK_NOTHROW(check_figure_name(name, "the metric"));
+    (name.rfind("phase.", 0) == 0 ? own_phase : own_run).insert(name);
+  }
+  // All of them: 23 run figures and 7 of the phase.
+  CHECK(own_run.size() == 23);
+  CHECK(own_phase.size() == 7);
+
+  for (const char* bad : {"nope", "", "phase.", "phase.x", "phase..wall_time_s", "wall_time",
+                          "phase.x.nope", "Wall_time_s", "cpu_s", "x.wall_time_s"}) {
+    INFO(bad);
+    CHECK_FALSE(is_figure_name(bad));
+  }
+  CHECK(is_figure_name("phase.a.b.wall_time_s"));
+  CHECK_THROWS_WITH(check_figure_name("nope", "compare's metric"),
+                    Catch::Contains("compare's metric 'nope' is not a figure") &&
+                        Catch::Contains("all_cores_wall_time_s") &&
+                        Catch::Contains("phase.<phase name>"));
 }

@@ -368,6 +368,17 @@ def test_compare_ranks_commands_and_projects(tmp_path):
         (["compare"], "no workloads"),
         (["compare", "-w", 'a=python3 -c "unterminated'], "close its quotes"),
         (["fit", "/no/such.csv", "--x", "a", "--y", "b", "--device", "d"], "/no/such.csv"),
+        # A misspelled figure is refused before any run (it ranked every workload last, n/a).
+        (["compare", "-w", "a=true", "--repeat", "1", "--metric", "nope"],
+         "compare's metric 'nope' is not a figure"),
+        (["calibrate-speed", "-w", "a=true", "-m", "a=1", "--figure", "wal_time_s"],
+         "figure 'wal_time_s' is not a figure"),
+        # An empty value is refused, not read as the option left out (`--json ''` wrote
+        # nothing, `--device ''` ran on the default device).
+        (["run", "--json", "", "--", "true"], "argument --json: an empty value"),
+        (["run", "--device", "", "--", "true"], "argument --device: an empty value"),
+        (["compare", "-w", "a=true", "--device", ""], "argument --device: an empty value"),
+        (["show", ""], "argument file: an empty value"),
     ],
 )
 def test_compare_and_fit_errors(args, fragment):
@@ -631,9 +642,12 @@ def test_core_emulation_auto_says_which_it_chose():
 
 
 @requires_cgroups
-def test_sigterm_kills_the_workload_removes_the_slice_and_exits_143(tmp_path):
-    """SIGTERM (systemd, Kubernetes, Slurm, timeout(1)) is handled as Ctrl-C is: once the CLI
-    died with -15 and left its slice for a later run to sweep."""
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_sigterm_and_sighup_kill_the_workload_remove_the_slice_and_exit_128_plus(tmp_path,
+                                                                                 signum):
+    """SIGTERM (systemd, Kubernetes, Slurm, timeout(1)) and SIGHUP (a closed terminal or ssh
+    session) are handled as Ctrl-C is: once the CLI died with -15 (-1) and left its slice for a
+    later run to sweep."""
     pidfile = tmp_path / "pid"
     workload = (f"import os, time; open({str(pidfile)!r}, 'w').write(str(os.getpid())); "
                 "print('started', flush=True); time.sleep(600)")
@@ -644,10 +658,10 @@ def test_sigterm_kills_the_workload_removes_the_slice_and_exits_143(tmp_path):
     assert ready and proc.stdout.readline() == "started\n", "the workload never started"
     child = int(pidfile.read_text())
     assert our_slices(proc.pid)  # the slice exists while the workload runs
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(signum)
     _, err = proc.communicate(timeout=HANG_S)
-    assert proc.returncode == 128 + signal.SIGTERM, err
-    assert "terminated (SIGTERM)" in err
+    assert proc.returncode == 128 + signum, err
+    assert f"terminated ({signal.Signals(signum).name})" in err
     with pytest.raises(ProcessLookupError):
         os.kill(child, 0)
     assert our_slices(proc.pid) == []
