@@ -101,21 +101,23 @@ inline constexpr double kKeepWarmMaxShare = 0.55;
 /// plan_emulation() may lengthen it for a device of several cores (PlanOptions::iteration_time_us).
 std::uint64_t choose_cpu_period_us(std::uint64_t iteration_time_us);
 
-/// False when the environment variable EDGEPROF_MEASURE_NN is "0": PlanOptions::measure_nn's
-/// default.
+/// The switches below read an environment variable: 1, true, on or yes is on; 0, false, off or
+/// no is off (any case); unset or empty is the default; any other value throws Error naming the
+/// variable.
+///
+/// EDGEPROF_MEASURE_NN, on by default: PlanOptions::measure_nn's default.
 bool measure_nn_by_default();
 
-/// False when the environment variable EDGEPROF_STEADY_MALLOC is "0": PlanOptions::steady_malloc's
-/// default (the switch for Python and the command line).
+/// EDGEPROF_STEADY_MALLOC, on by default: PlanOptions::steady_malloc's default (the switch for
+/// Python and the command line).
 bool steady_malloc_by_default();
 
-/// True when the environment variable EDGEPROF_DRIFT_CHECK is "1": PlanOptions::drift_check's
-/// default.
+/// EDGEPROF_DRIFT_CHECK, off by default: PlanOptions::drift_check's default.
 bool drift_check_by_default();
 
-/// False when the environment variable EDGEPROF_COUNT_ACTIVATIONS is 0, false, off or no (in
-/// any case), else true: PlanOptions::count_activations's default. (EDGEPROF_COUNT_ONNXRUNTIME
-/// of the same values turns off the count of ONNX Runtime's workloads alone.)
+/// EDGEPROF_COUNT_ACTIVATIONS, on by default: PlanOptions::count_activations's default.
+/// (EDGEPROF_COUNT_ONNXRUNTIME, a switch of the same kind, turns off the count of ONNX Runtime's
+/// workloads alone.)
 bool count_activations_by_default();
 
 /// How a device of several cores gets its CPU capacity.

@@ -147,7 +147,7 @@ class UserDevices:
 
 def catalog_devices() -> list[Device]: ...
 def load_device_file(path: Union[str, os.PathLike]) -> Device: ...
-def find_device(name_or_path: str) -> Device: ...
+def find_device(name_or_path: Union[str, os.PathLike]) -> Device: ...
 def user_devices() -> UserDevices: ...
 def device_search_path() -> list[str]: ...
 
@@ -245,7 +245,7 @@ class ReferenceRating:
 def cached_reference_rating() -> Optional[ReferenceRating]: ...
 def measure_reference_rating(
     *,
-    program: str = "",
+    program: Union[str, os.PathLike] = "",
     cpu: int = -1,
     timeout_s: float = 600.0,
     progress: Optional[Callable[[str], None]] = None,
@@ -425,7 +425,7 @@ def cached_nn_rating(*, runtime: str = "ncnn") -> Optional[NnRating]: ...
 def measure_nn_rating(
     *,
     runtime: str = "ncnn",
-    python: str = "",
+    python: Union[str, os.PathLike] = "",
     graphs: list[str] = ...,
     warmup: int = 4,
     loops: int = 8,
@@ -454,7 +454,7 @@ class HostScaling:
     def median_speedup(self, without_graph: str = "") -> float: ...
 def measure_host_scaling(
     *,
-    python: str = "",
+    python: Union[str, os.PathLike] = "",
     runtime: str = "ncnn",
     graphs: list[str] = ...,
     threads: int = 2,
@@ -527,7 +527,7 @@ def cached_quota_share(*, runtime: str = "ncnn") -> Optional[QuotaShare]: ...
 def measure_quota_share(
     *,
     runtime: str = "ncnn",
-    python: str = "",
+    python: Union[str, os.PathLike] = "",
     graphs: Optional[list[str]] = None,
     speeds: Optional[list[float]] = None,
     rounds: int = 3,
@@ -564,7 +564,7 @@ class HostDrift:
 def measure_host_drift(
     rating: NnRating,
     *,
-    python: str = "",
+    python: Union[str, os.PathLike] = "",
     graphs: Optional[list[str]] = None,
     warmup: int = 4,
     loops: int = 5,

@@ -62,7 +62,7 @@ def result_html(self: "_core.Result") -> str:
     for w in list(self.unapplied) + list(self.warnings):
         rows.append(_row("note", w))
     return ("<table style='font-size:90%'><caption style='text-align:left'>edgeprof result: "
-            f"{html.escape(' '.join(self.command))}</caption>{''.join(rows)}</table>")
+            f"{html.escape(_command_text(self.command))}</caption>{''.join(rows)}</table>")
 
 
 def repeated_html(self: "_core.RepeatedResult") -> str:
@@ -88,10 +88,16 @@ def _pyplot() -> Any:
     return plt
 
 
+def _command_text(argv: "list[str]") -> str:
+    """The command as text to show: an argument's bytes that are not UTF-8 (os.fsdecode's
+    surrogate escapes, which no page or figure can encode) as \\xNN."""
+    return " ".join(os.fsencode(a).decode("utf-8", "backslashreplace") for a in argv)
+
+
 def _short_command(argv: "list[str]", width: int = 70) -> str:
     """The command for a title: paths shortened to their last component, then truncated."""
     words = [os.path.basename(a) if os.sep in a and not a.startswith("-") else a for a in argv]
-    text = " ".join(words)
+    text = _command_text(words)
     return text if len(text) <= width else text[:width - 3] + "..."
 
 

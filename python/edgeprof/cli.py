@@ -1127,6 +1127,11 @@ def _raise_terminated(signum: int, frame: object) -> None:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    # A path that is not UTF-8 (a device file's, the cache's) reaches Python as os.fsdecode()
+    # gives it; printed, it is its own bytes again, as ls(1) and cat(1) would print them.
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="surrogateescape")
     args = build_parser().parse_args(argv)
     # Only over the default action (an ignored SIGHUP, as under nohup, stays ignored; a
     # caller's handler stays), and only the main thread may set one.

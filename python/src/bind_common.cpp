@@ -39,10 +39,32 @@ py::str fs_text(std::string_view s) {
   return checked(PyUnicode_DecodeFSDefaultAndSize(s.data(), static_cast<py::ssize_t>(s.size())));
 }
 
+py::list texts(const std::vector<std::string>& v) {
+  py::list out;
+  for (const std::string& s : v) out.append(text(s));
+  return out;
+}
+
+py::list fs_texts(const std::vector<std::string>& v) {
+  py::list out;
+  for (const std::string& s : v) out.append(fs_text(s));
+  return out;
+}
+
+std::string fs_path(const py::handle& value) {
+  const py::object os = py::module_::import("os");
+  return os.attr("fsencode")(os.attr("fspath")(value)).cast<std::string>();
+}
+
 Device to_device(const py::object& value) {
-  if (py::isinstance<py::str>(value)) return find_device(value.cast<std::string>());
-  if (py::hasattr(value, "__fspath__")) {
-    return load_device_file(py::module_::import("os").attr("fspath")(value).cast<std::string>());
+  if (py::isinstance<py::str>(value) || py::isinstance<py::bytes>(value)) {
+    return find_device(fs_path(value));
+  }
+  if (py::hasattr(value, "__fspath__")) return load_device_file(fs_path(value));
+  if (!py::isinstance<Device>(value)) {
+    throw py::type_error(
+        "device: expected a Device, a device's name or a device file's path, got " +
+        py::str(py::type::of(value).attr("__name__")).cast<std::string>());
   }
   return value.cast<Device>();
 }
@@ -65,7 +87,7 @@ SliceOptions to_slice_options(const py::object& parent, std::uint64_t cpu_period
   o.plan.keep_warm = keep_warm;
   o.plan.thread_env = thread_env;
   o.plan.speed_kind = speed_kind_from_string(speed_kind);
-  if (!parent.is_none()) o.parent = parent.cast<std::string>();
+  if (!parent.is_none()) o.parent = fs_path(parent);
   o.plan.cpu_period_us = cpu_period_us;
   if (iteration_time) {
     if (!(*iteration_time > 0) || !std::isfinite(*iteration_time)) {
@@ -77,9 +99,8 @@ SliceOptions to_slice_options(const py::object& parent, std::uint64_t cpu_period
   o.plan.cpus = cpus;
   // A first run on a host without its nn rating measures it (about a minute): say so on
   // sys.stderr, which notebooks show too.
-  o.plan.nn_measure.progress = with_signal_check([](const std::string& line) {
-    py::gil_scoped_acquire gil;
-    py::module_::import("sys").attr("stderr").attr("write")("edgeprof: " + line + "\n");
+  o.plan.nn_measure.progress = with_signal_check([](py::str line) {
+    py::module_::import("sys").attr("stderr").attr("write")(py::str("edgeprof: {}\n").format(line));
   });
   o.allow_missing_controllers = allow_missing;
   return o;

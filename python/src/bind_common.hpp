@@ -24,6 +24,30 @@ pybind11::str text(std::string_view s);
 // surrogate escapes, which os.fsencode() turns back into the same bytes.
 pybind11::str fs_text(std::string_view s);
 
+// C++ texts as a list of str, each as text() (fs_text()) gives it.
+pybind11::list texts(const std::vector<std::string>& v);
+pybind11::list fs_texts(const std::vector<std::string>& v);
+
+// Getters for def_property_readonly of a C++ text member, converted as text() (a message, a
+// note: its non-UTF-8 bytes as \x escapes) or fs_text() (a path: as os.fsdecode() gives it).
+// pybind11's own std::string conversion raises UnicodeDecodeError on such bytes.
+template <class C>
+auto text_of(std::string C::*member) {
+  return [member](const C& c) { return text(c.*member); };
+}
+template <class C>
+auto fs_text_of(std::string C::*member) {
+  return [member](const C& c) { return fs_text(c.*member); };
+}
+template <class C>
+auto texts_of(std::vector<std::string> C::*member) {
+  return [member](const C& c) { return texts(c.*member); };
+}
+
+// A path given as str, bytes or os.PathLike, as the bytes the OS takes (os.fsencode): a str
+// holding os.fsdecode()'s surrogate escapes of a non-UTF-8 name is its bytes again.
+std::string fs_path(const pybind11::handle& value);
+
 // A Device, the name or alias of one (find_device), or the path of a device file (str or
 // os.PathLike).
 edgeprof::Device to_device(const pybind11::object& value);

@@ -69,10 +69,10 @@ void bind_devices(py::module_& m) {
   py::class_<FigureSource>(m, "FigureSource", "Where one figure of a device comes from.")
       .def_readonly("status", &FigureSource::status,
                     "'specified', 'measured' or 'estimated'")
-      .def_readonly("source", &FigureSource::source)
+      .def_property_readonly("source", text_of(&FigureSource::source))
       .def("__repr__", [](const FigureSource& f) {
         return "FigureSource(status='" + f.status + "', source=" +
-               py::repr(py::str(f.source)).cast<std::string>() + ")";
+               py::repr(text(f.source)).cast<std::string>() + ")";
       });
   py::class_<CpuDescription>(m, "CpuDescription", "The device's processor, described.")
       .def_readonly("model", &CpuDescription::model)
@@ -177,7 +177,7 @@ void bind_devices(py::module_& m) {
       .def_readonly("nn", &Device::nn,
                     "The nn speed on this host (NnSpeed), from nn_ms and this host's nn rating; "
                     "None when either is missing (nn_missing says why).")
-      .def_readonly("nn_missing", &Device::nn_missing, "Why nn is None.")
+      .def_property_readonly("nn_missing", text_of(&Device::nn_missing), "Why nn is None.")
       .def_readonly("runtime_ms", &Device::runtime_ms,
                     "Published inference times with other runtimes than ncnn, by runtime id "
                     "('pytorch'): RuntimeTimes (precision, threads, ms by model).")
@@ -206,7 +206,7 @@ void bind_devices(py::module_& m) {
           "described speed: the catalog's is 7-Zip's) or 'automatic' (nn where it has one).")
       .def_readonly("speed_schedule", &Device::speed_schedule)
       .def_readonly("sources", &Device::sources)
-      .def_readonly("origin", &Device::origin)
+      .def_property_readonly("origin", fs_text_of(&Device::origin))
       .def("for_threads", &for_threads, py::arg("threads"),
            "The device as a workload with `threads` busy threads sees it: with fewer threads "
            "than cores, a copy with that many cores at the same core speed (the CPU quota "
@@ -224,19 +224,19 @@ void bind_devices(py::module_& m) {
   m.def("catalog_devices", &catalog_devices, "The built-in catalog of real devices.");
   m.def("load_device_file",
         [](py::object path) {
-          return load_device_file(py::module_::import("os").attr("fspath")(path).cast<std::string>());
+          return load_device_file(fs_path(path));
         },
         py::arg("path"), "A device from a TOML or JSON device file (docs/devices.md).");
-  m.def("find_device", [](const std::string& name) { return find_device(name); },
+  m.def("find_device", [](const py::object& name) { return find_device(fs_path(name)); },
         py::arg("name_or_path"),
         "A device by name or alias (the catalog, then your device files), or from a file path.");
   py::class_<UserDevices>(m, "UserDevices", "The user's device files: those that loaded, and "
                                             "one message per file that did not.")
       .def_readonly("devices", &UserDevices::devices)
-      .def_readonly("problems", &UserDevices::problems);
+      .def_property_readonly("problems", texts_of(&UserDevices::problems));
   m.def("user_devices", [] { return user_devices(); },
         "The devices in the user's device directories (device_search_path()).");
-  m.def("device_search_path", &device_search_path,
+  m.def("device_search_path", [] { return fs_texts(device_search_path()); },
         "Directories searched for device files: $EDGEPROF_DEVICE_PATH, else "
         "~/.config/edgeprof/devices.");
   m.def("builtin_device", &builtin_device, py::arg("name"),
@@ -296,8 +296,8 @@ void bind_devices(py::module_& m) {
       .def_readonly("memory_max_bytes", &EmulationPlan::memory_max_bytes)
       .def_readonly("swap_max_bytes", &EmulationPlan::swap_max_bytes)
       .def_readonly("pids_max", &EmulationPlan::pids_max)
-      .def_readonly("notes", &EmulationPlan::notes)
-      .def_readonly("unapplied", &EmulationPlan::unapplied,
+      .def_property_readonly("notes", texts_of(&EmulationPlan::notes))
+      .def_property_readonly("unapplied", texts_of(&EmulationPlan::unapplied),
                     "Limits of the device this host cannot apply, and why (a run lists them "
                     "in Result.unapplied).")
       .def_readonly("io_device", &EmulationPlan::io_device,

@@ -20,6 +20,10 @@
 
 namespace py = pybind11;
 using namespace edgeprof;
+using edgeprof_py::fs_path;
+using edgeprof_py::fs_text_of;
+using edgeprof_py::text;
+using edgeprof_py::text_of;
 using edgeprof_py::to_whole_seconds;
 
 namespace {
@@ -37,10 +41,10 @@ std::string repr(const CoreScores& s) {
 }  // namespace
 
 std::function<void(const std::string&)> with_signal_check(
-    std::optional<std::function<void(const std::string&)>> progress) {
+    std::optional<std::function<void(py::str)>> progress) {
   return [progress = std::move(progress)](const std::string& line) {
-    if (progress) (*progress)(line);
     py::gil_scoped_acquire gil;
+    if (progress) (*progress)(edgeprof_py::text(line));
     if (PyErr_CheckSignals() != 0) throw py::error_already_set();
   };
 }
@@ -127,9 +131,9 @@ void bind_microbench(py::module_& m) {
       .def_readonly("measured_at", &HostCalibration::measured_at,
                     "When the scores were measured, ISO 8601 UTC.")
       .def_readonly("from_cache", &HostCalibration::from_cache)
-      .def_readonly("cache_file", &HostCalibration::cache_file,
+      .def_property_readonly("cache_file", fs_text_of(&HostCalibration::cache_file),
                     "The cache file, or '' when no cache directory is known.")
-      .def_readonly("note", &HostCalibration::note,
+      .def_property_readonly("note", text_of(&HostCalibration::note),
                     "Why the scores were measured rather than read, and whether they could not "
                     "be cached; '' when read from the cache.")
       .def("__repr__", [](const HostCalibration& h) {
@@ -159,7 +163,7 @@ void bind_microbench(py::module_& m) {
       .def_property_readonly("speed", &ReferenceRating::speed,
                              "One host core / one reference core: host_mips / "
                              "REFERENCE_CORE_MIPS.")
-      .def_readonly("command", &ReferenceRating::command)
+      .def_property_readonly("command", fs_text_of(&ReferenceRating::command))
       .def_readonly("version", &ReferenceRating::version, "7-Zip's banner line.")
       .def_readonly("cpu", &ReferenceRating::cpu, "The host CPU 7-Zip was pinned to.")
       .def_readonly("cpu_model", &ReferenceRating::cpu_model)
@@ -167,11 +171,11 @@ void bind_microbench(py::module_& m) {
       .def_readonly("hostname", &ReferenceRating::hostname)
       .def_readonly("measured_at", &ReferenceRating::measured_at, "ISO 8601 UTC.")
       .def_readonly("seconds", &ReferenceRating::seconds, "How long the benchmark took.")
-      .def_readonly("cache_file", &ReferenceRating::cache_file,
+      .def_property_readonly("cache_file", fs_text_of(&ReferenceRating::cache_file),
                     "Where it is cached; '' when it could not be.")
-      .def_readonly("note", &ReferenceRating::note,
+      .def_property_readonly("note", text_of(&ReferenceRating::note),
                     "Why it was not cached; '' when it was, or was read from the cache.")
-      .def("__str__", [](const ReferenceRating& r) { return describe(r); })
+      .def("__str__", [](const ReferenceRating& r) { return text(describe(r)); })
       .def("__repr__", [](const ReferenceRating& r) {
         return "ReferenceRating(host_mips=" + repr_float(r.host_mips) +
                ", speed=" + repr_float(r.speed()) + ", measured_at=" + repr_str(r.measured_at) +
@@ -184,10 +188,10 @@ void bind_microbench(py::module_& m) {
       "or None. Never measures.");
   m.def(
       "measure_reference_rating",
-      [](const std::string& program, int cpu, double timeout_s,
-         const std::optional<std::function<void(const std::string&)>>& progress) {
+      [](const py::object& program, int cpu, double timeout_s,
+         const std::optional<std::function<void(py::str)>>& progress) {
         ReferenceOptions options;
-        options.program = program;
+        options.program = fs_path(program);
         options.cpu = cpu;
         options.timeout = to_whole_seconds("measure_reference_rating", timeout_s);
         options.progress = with_signal_check(progress);
@@ -220,7 +224,7 @@ void bind_microbench(py::module_& m) {
       "write_reference_graphs",
       [](const py::object& directory, const std::vector<std::string>& graphs) {
         write_reference_graphs(
-            py::str(py::module_::import("os").attr("fspath")(directory)).cast<std::string>(),
+            fs_path(directory),
             graphs);
       },
       py::arg("directory"), py::arg("graphs") = std::vector<std::string>{},
@@ -379,7 +383,7 @@ void bind_microbench(py::module_& m) {
       .def_readonly("runtime", &NnRating::runtime)
       .def_readonly("precision", &NnRating::precision,
                     "The arithmetic the graphs ran in: 'fp32', or 'fp16' on ARMv8.2 cores.")
-      .def_readonly("command", &NnRating::command)
+      .def_property_readonly("command", fs_text_of(&NnRating::command))
       .def_readonly("cpu", &NnRating::cpu)
       .def_readonly("loops", &NnRating::loops)
       .def_readonly("cpu_model", &NnRating::cpu_model)
@@ -387,9 +391,9 @@ void bind_microbench(py::module_& m) {
       .def_readonly("hostname", &NnRating::hostname)
       .def_readonly("measured_at", &NnRating::measured_at)
       .def_readonly("seconds", &NnRating::seconds)
-      .def_readonly("cache_file", &NnRating::cache_file)
-      .def_readonly("note", &NnRating::note)
-      .def("__str__", [](const NnRating& r) { return describe(r); })
+      .def_property_readonly("cache_file", fs_text_of(&NnRating::cache_file))
+      .def_property_readonly("note", text_of(&NnRating::note))
+      .def("__str__", [](const NnRating& r) { return text(describe(r)); })
       .def("__repr__", [](const NnRating& r) {
         return "NnRating(graphs=" + std::to_string(r.host_ms.size()) +
                ", measured_at=" + repr_str(r.measured_at) + ")";
@@ -402,12 +406,12 @@ void bind_microbench(py::module_& m) {
       "every graph or model), or None. Never measures. Error for an unknown runtime.");
   m.def(
       "measure_nn_rating",
-      [](const std::string& runtime, const std::string& python,
+      [](const std::string& runtime, const py::object& python,
          const std::vector<std::string>& graphs, int warmup, int loops, int cpu, double timeout_s,
-         const std::optional<std::function<void(const std::string&)>>& progress) {
+         const std::optional<std::function<void(py::str)>>& progress) {
         NnOptions options;
         options.runtime = runtime;
-        options.python = python;
+        options.python = fs_path(python);
         options.graphs = graphs;
         options.warmup = warmup;
         options.loops = loops;
@@ -453,12 +457,12 @@ void bind_microbench(py::module_& m) {
       });
   m.def(
       "measure_host_scaling",
-      [](const std::string& python, const std::string& runtime,
+      [](const py::object& python, const std::string& runtime,
          const std::vector<std::string>& graphs, int threads, const std::vector<int>& cpus,
          int rounds, int warmup, int loops, double timeout_s,
-         const std::optional<std::function<void(const std::string&)>>& progress) {
+         const std::optional<std::function<void(py::str)>>& progress) {
         HostScalingOptions options;
-        options.python = python;
+        options.python = fs_path(python);
         options.runtime = runtime;
         options.graphs = graphs;
         options.threads = threads;
@@ -533,8 +537,8 @@ void bind_microbench(py::module_& m) {
       .def_readonly("hostname", &QuotaShare::hostname)
       .def_readonly("measured_at", &QuotaShare::measured_at)
       .def_readonly("seconds", &QuotaShare::seconds)
-      .def_readonly("cache_file", &QuotaShare::cache_file)
-      .def_readonly("note", &QuotaShare::note)
+      .def_property_readonly("cache_file", fs_text_of(&QuotaShare::cache_file))
+      .def_property_readonly("note", text_of(&QuotaShare::note))
       .def("share_at", &own_share_at, py::arg("speed"),
            "The own share of a slice whose quota is `speed` of a host CPU (interpolated).")
       .def("log_sd_at", &own_share_log_sd, py::arg("speed"),
@@ -556,14 +560,14 @@ void bind_microbench(py::module_& m) {
       "host name), or None. Never measures. Error for an unknown runtime.");
   m.def(
       "measure_quota_share",
-      [](const std::string& runtime, const std::string& python,
+      [](const std::string& runtime, const py::object& python,
          const std::optional<std::vector<std::string>>& graphs,
          const std::optional<std::vector<double>>& speeds, int rounds, int warmup, int loops,
          int cpu, double timeout_s,
-         const std::optional<std::function<void(const std::string&)>>& progress) {
+         const std::optional<std::function<void(py::str)>>& progress) {
         QuotaShareOptions options;
         options.runtime = runtime;
-        options.python = python;
+        options.python = fs_path(python);
         if (graphs) options.graphs = *graphs;
         if (speeds) options.speeds = *speeds;
         options.rounds = rounds;
@@ -615,12 +619,12 @@ void bind_microbench(py::module_& m) {
       });
   m.def(
       "measure_host_drift",
-      [](const NnRating& rating, const std::string& python,
+      [](const NnRating& rating, const py::object& python,
          const std::optional<std::vector<std::string>>& graphs, int warmup, int loops, int cpu,
          double timeout_s,
-         const std::optional<std::function<void(const std::string&)>>& progress) {
+         const std::optional<std::function<void(py::str)>>& progress) {
         DriftOptions options;
-        options.python = python;
+        options.python = fs_path(python);
         if (graphs) options.graphs = *graphs;
         options.warmup = warmup;
         options.loops = loops;

@@ -22,6 +22,8 @@ namespace py = pybind11;
 using namespace edgeprof;
 using edgeprof_py::fs_text;
 using edgeprof_py::text;
+using edgeprof_py::text_of;
+using edgeprof_py::texts_of;
 
 namespace {
 
@@ -156,7 +158,7 @@ void bind_results(py::module_& m) {
       .def_readonly("factor", &SpeedChange::factor)
       .def_readonly("cpu_quota_us", &SpeedChange::cpu_quota_us)
       .def_readonly("cpu_period_us", &SpeedChange::cpu_period_us)
-      .def_readonly("error", &SpeedChange::error)
+      .def_property_readonly("error", text_of(&SpeedChange::error))
       .def_readonly("runtime", &SpeedChange::runtime,
                     "The runtime whose speed the device ran at from then on; '' for a schedule's "
                     "step.")
@@ -205,7 +207,7 @@ void bind_results(py::module_& m) {
       .def_readonly("available", &SourceStatus::available)
       .def_readonly("failed", &SourceStatus::failed)
       .def_readonly("host_wide", &SourceStatus::host_wide)
-      .def_readonly("error", &SourceStatus::error)
+      .def_property_readonly("error", text_of(&SourceStatus::error))
       .def_readonly("read_every", &SourceStatus::read_every,
                     "Read at every n-th scheduled sample (1 = every one).");
 
@@ -263,7 +265,7 @@ void bind_results(py::module_& m) {
           "cgroup_mode", [](const Result& r) { return to_string(r.cgroup_mode); },
           "How this host mounts cgroups: 'unified' (v2), 'hybrid' (v1 controllers plus a cgroup2 "
           "mount) or 'legacy' (v1 only).")
-      .def_readonly("unapplied", &Result::unapplied,
+      .def_property_readonly("unapplied", texts_of(&Result::unapplied),
                     "Limits the device asks for that were not applied, each with the reason.")
       .def_property_readonly(
           "command",
@@ -286,10 +288,16 @@ void bind_results(py::module_& m) {
                     "How each sampled file fared in the run (a list of SourceStatus).")
       .def_readonly("phases", &Result::phases,
                     "The phases the workload marked (a list of Phase), in the order they began.")
-      .def_readonly("warnings", &Result::warnings,
+      .def_property_readonly("warnings", texts_of(&Result::warnings),
                     "Things the user should know about this run (a source that failed, marks "
                     "that were lost).")
-      .def_readonly("runtimes_seen", &Result::runtimes_seen,
+      .def_property_readonly(
+          "runtimes_seen",
+          [](const Result& r) {
+            py::dict out;
+            for (const auto& [id, file] : r.runtimes_seen) out[text(id)] = fs_text(file);
+            return out;
+          },
                     "Sampled: inference runtimes the workload loaded, id -> the library file "
                     "that showed it (from its processes' /proc/PID/maps).")
       .def_readonly("thread_moves", &Result::thread_moves,

@@ -45,7 +45,7 @@ void bind_study(py::module_& m) {
       .def_property_readonly("projected_target",
                              [](const Comparison& c) { return c.options.projected_target; })
       .def_property_readonly("repeat", [](const Comparison& c) { return c.options.repeat; })
-      .def("__str__", [](const Comparison& c) { return to_text(c); });
+      .def("__str__", [](const Comparison& c) { return text(to_text(c)); });
   m.def(
       "_compare",
       [](const std::vector<std::string>& names, const std::vector<std::vector<std::string>>& argvs,
@@ -137,8 +137,8 @@ void bind_study(py::module_& m) {
       .def_readonly("periods", &SpeedCalibration::periods)
       .def_readonly("device", &SpeedCalibration::device,
                     "The device with the calibrated core_speed and its source.")
-      .def_readonly("notes", &SpeedCalibration::notes)
-      .def("__str__", [](const SpeedCalibration& c) { return to_text(c); });
+      .def_property_readonly("notes", texts_of(&SpeedCalibration::notes))
+      .def("__str__", [](const SpeedCalibration& c) { return text(to_text(c)); });
   m.def(
       "calibrate_speed",
       [](const py::object& device,

@@ -5,9 +5,11 @@
 #include <iterator>
 #include <fmt/format.h>
 
+#include "device/device_rules.hpp"
 #include "edgeprof/catalog.hpp"
 #include "edgeprof/error.hpp"
 #include "nn/runtimes.hpp"
+#include "sys/parse.hpp"
 
 namespace edgeprof {
 
@@ -33,10 +35,35 @@ constexpr Unit kUnits[] = {
   throw DeviceError(fmt::format(
       "{}: cannot read '{}' as a size ({}). Write bytes as a number with an optional unit, "
       "for example 536870912, 512MiB, 1.5GiB or 500MB",
-      field, text, why));
+      field, detail::printable(text), why));
 }
 
 }  // namespace
+
+namespace detail {
+
+std::string text_problem(std::string_view text) {
+  std::size_t position = 0;  // in characters, from 1
+  for (std::size_t i = 0; i < text.size();) {
+    const std::size_t at = i;
+    const char32_t c = next_code_point(text, i);
+    ++position;
+    if (detail::not_utf8_at(text, at, c)) {
+      return fmt::format("is not UTF-8 (the byte \\x{:02X} at character {})",
+                         static_cast<unsigned char>(text[at]), position);
+    }
+    if (detail::is_control(c) && c != '\t' && c != '\n' && c != '\r') {
+      return fmt::format(
+          "holds U+{:04X}, a control character, at character {}; a device's text is printed "
+          "to terminals, which would obey it, so control characters other than tabs and line "
+          "breaks are refused",
+          static_cast<std::uint32_t>(c), position);
+    }
+  }
+  return {};
+}
+
+}  // namespace detail
 
 std::uint64_t parse_size(std::string_view text, std::string_view field) {
   std::string_view s = text;
@@ -87,64 +114,161 @@ std::string format_size(std::uint64_t bytes) {
 }
 
 void Device::validate() const {
-  const std::string who = name.empty() ? std::string("device") : fmt::format("device '{}'", name);
-  if (cores < 1) {
-    throw DeviceError(fmt::format("{}: cores = {} is invalid; a device has at least 1 core", who,
-                                  cores));
+  using detail::Range;
+  const std::string problem = detail::name_problem(name);
+  if (!problem.empty()) throw DeviceError(fmt::format("device name: {}", problem));
+  const std::string who = fmt::format("device '{}'", name);
+  const auto fail = [&who](std::string_view what) {
+    throw DeviceError(fmt::format("{}: {}", who, what));
+  };
+  for (const std::string& alias : aliases) {
+    const std::string bad = detail::name_problem(alias);
+    if (!bad.empty()) fail(fmt::format("alias {}", bad));
   }
-  if (!(core_speed > 0.0) || !std::isfinite(core_speed)) {
-    throw DeviceError(fmt::format(
-        "{}: core_speed = {} is invalid; it is the speed of one device core relative to one host "
-        "core and must be greater than 0 (for example 0.25)",
-        who, core_speed));
+  // The bounds a device file has, so that what is valid here reads back from device_to_json().
+  const auto in = [](double x, Range r) { return x >= r.min && x <= r.max; };
+  const auto check = [&](std::string_view field, double x, Range r, std::string_view what = {}) {
+    if (!in(x, r)) {
+      fail(fmt::format("{} = {} is invalid; {}it must be between {} and {}", field, x, what,
+                       r.min, r.max));
+    }
+  };
+  const auto check_text = [&](std::string_view field, std::string_view text) {
+    const std::string bad = detail::text_problem(text);
+    if (!bad.empty()) fail(fmt::format("{} {}", field, bad));
+  };
+  if (cores < 1 || cores > detail::kMaxDeviceCores) {
+    fail(fmt::format("cores = {} is invalid; a device has 1 to {} cores", cores,
+                     detail::kMaxDeviceCores));
   }
+  check("core_speed", core_speed, detail::kSpeedRange,
+        "it is the speed of one device core relative to one host core (for example 0.25), and ");
   for (const auto& [field, value] :
        {std::pair{"reference_speed", reference_speed},
         std::pair{"host_reference_speed", host_reference_speed}}) {
-    if (value && (!(*value > 0.0) || !std::isfinite(*value))) {
-      throw DeviceError(fmt::format("{}: {} = {} is invalid; it is a speed relative to the "
-                                    "reference core and must be greater than 0",
-                                    who, field, *value));
+    if (value) {
+      check(field, *value, detail::kSpeedRange, "it is a speed relative to the reference core; ");
     }
   }
   if (memory_bytes < kMinDeviceMemory) {
-    throw DeviceError(fmt::format("{}: memory = {} is below the floor of {}; give the device's "
-                                  "RAM, for example \"512MiB\"",
-                                  who, memory_bytes == 0 ? "0" : format_size(memory_bytes),
-                                  format_size(kMinDeviceMemory)));
+    fail(fmt::format("memory = {} is below the floor of {}; give the device's RAM, for example "
+                     "\"512MiB\"",
+                     memory_bytes == 0 ? "0" : format_size(memory_bytes),
+                     format_size(kMinDeviceMemory)));
   }
-  if (pids_max && *pids_max < 1) {
-    throw DeviceError(fmt::format("{}: pids_max = {} is invalid; it must be at least 1", who,
-                                  *pids_max));
+  if (pids_max && (*pids_max < 1 || *pids_max > detail::kMaxPids)) {
+    fail(fmt::format("pids_max = {} is invalid; it must be between 1 and {}", *pids_max,
+                     detail::kMaxPids));
   }
   if ((io_read_bps && *io_read_bps == 0) || (io_write_bps && *io_write_bps == 0)) {
-    throw DeviceError(fmt::format("{}: an I/O bandwidth of 0 bytes/s is invalid", who));
+    fail("an I/O bandwidth of 0 bytes/s is invalid");
   }
-  for (const std::optional<double>* w : {&power.idle_watts, &power.loaded_watts}) {
-    if (*w && !(**w >= 0.0 && std::isfinite(**w))) {
-      throw DeviceError(fmt::format("{}: power = {} W is invalid; it must be 0 or more", who,
-                                    **w));
-    }
+  check_text("description", description);
+  check_text("source", source);
+  check_text("cpu.model", cpu.model);
+  check_text("cpu.soc", cpu.soc);
+  check_text("cpu.architecture", cpu.architecture);
+  check_text("cpu.layout", cpu.layout);
+  check_text("storage", storage);
+  if (cpu.clock_mhz != 0) {
+    check("cpu.clock_mhz", cpu.clock_mhz, detail::kClockMhzRange, "0 = unknown; ");
+  }
+  for (const auto& [field, w] :
+       {std::pair{"idle_w", power.idle_watts}, std::pair{"loaded_w", power.loaded_watts}}) {
+    if (w) check(fmt::format("power.{}", field), *w, detail::kWattsRange);
   }
   if (power.idle_watts && power.loaded_watts && *power.loaded_watts < *power.idle_watts) {
-    throw DeviceError(fmt::format("{}: loaded power {} W is below idle power {} W", who,
-                                  *power.loaded_watts, *power.idle_watts));
+    fail(fmt::format("loaded power {} W is below idle power {} W", *power.loaded_watts,
+                     *power.idle_watts));
   }
   double last = -1.0;
   for (const SpeedStep& step : speed_schedule) {
-    if (!(step.after_s >= 0.0) || !std::isfinite(step.after_s) || step.after_s <= last) {
-      throw DeviceError(fmt::format(
-          "{}: speed_schedule step at after_s = {} is invalid; steps start at 0 s or later, in "
-          "increasing order",
-          who, step.after_s));
+    if (!in(step.after_s, detail::kAfterRange) || step.after_s <= last) {
+      fail(fmt::format("speed_schedule step at after_s = {} is invalid; steps start at 0 s or "
+                       "later (up to {} s), in increasing order",
+                       step.after_s, detail::kAfterRange.max));
     }
-    if (!(step.factor > 0.0 && step.factor <= 1.0)) {
-      throw DeviceError(fmt::format(
-          "{}: speed_schedule factor = {} at {} s is invalid; it is a fraction of core_speed "
-          "in (0, 1]",
-          who, step.factor, step.after_s));
+    if (!in(step.factor, detail::kFactorRange)) {
+      fail(fmt::format("speed_schedule factor = {} at {} s is invalid; it is a fraction of "
+                       "core_speed in [{}, {}]",
+                       step.factor, step.after_s, detail::kFactorRange.min,
+                       detail::kFactorRange.max));
     }
     last = step.after_s;
+  }
+  if (scores) {
+    check_text("scores.suite", scores->suite);
+    check("scores.integer", scores->integer, detail::kScoreRange);
+    check("scores.floating", scores->floating, detail::kScoreRange);
+    check("scores.memory", scores->memory, detail::kScoreRange);
+    if (scores->vector != 0) {
+      check("scores.vector", scores->vector, detail::kScoreRange, "0 = none; ");
+      check_text("scores.vector_unit", scores->vector_unit);
+      check_text("scores.vector_kernel", scores->vector_kernel);
+    }
+    for (const auto& [kernel, spread] : scores->spread) {
+      if (!detail::one_of(kernel, detail::kKernels)) {
+        fail(fmt::format("scores.spread names '{}', which is no probe kernel (integer, "
+                         "floating, memory, vector)",
+                         detail::printable(kernel)));
+      }
+      check(fmt::format("scores.spread.{}", kernel), spread, detail::kSpreadRange);
+    }
+  }
+  // Published times: by reference graph (nn) or by a runtime's model (runtimes). A graph's
+  // name is not checked: tables of made-up graphs serve core_scaling() and its tests, though a
+  // device file holds only reference graphs.
+  const auto check_times = [&](const std::string& field, const std::map<std::string, double>& ms,
+                               const std::vector<std::string>* known) {
+    for (const auto& [model, value] : ms) {
+      if (known && std::find(known->begin(), known->end(), model) == known->end()) {
+        fail(fmt::format("{} names '{}', which this edgeprof has no rating for", field,
+                         detail::printable(model)));
+      }
+      check(fmt::format("{}.{}", field, model), value, detail::kMsRange);
+    }
+  };
+  if (!nn_precision.empty() && nn_precision != "fp32" && nn_precision != "fp16") {
+    fail(fmt::format("nn_precision '{}' is not fp32 or fp16", detail::printable(nn_precision)));
+  }
+  check_times("nn.ms", nn_ms, nullptr);
+  for (const auto& [threads, times] : nn_threads_ms) {
+    if (threads < 2 || threads > detail::kMaxDeviceCores) {
+      fail(fmt::format("nn.threads_ms has {} threads; it must be between 2 and {}", threads,
+                       detail::kMaxDeviceCores));
+    }
+    check_times(fmt::format("nn.threads_ms.{}", threads), times, nullptr);
+  }
+  for (const auto& [id, times] : runtime_ms) {
+    const auto known = std::find_if(nn_runtimes().begin(), nn_runtimes().end(),
+                                    [&](const NnRuntime& r) { return r.id == id; });
+    if (id == "ncnn" || known == nn_runtimes().end()) {
+      fail(fmt::format("runtimes names '{}', which is no runtime edgeprof rates besides ncnn "
+                       "(ncnn's times are nn_ms)",
+                       detail::printable(id)));
+    }
+    const std::string field = "runtimes." + id;
+    if (times.precision != "fp32" && times.precision != "fp16" && times.precision != "int8") {
+      fail(fmt::format("{}.precision '{}' is not fp32, fp16 or int8", field,
+                       detail::printable(times.precision)));
+    }
+    if (times.threads < 1 || times.threads > detail::kMaxDeviceCores) {
+      fail(fmt::format("{}.threads = {} is invalid; it must be between 1 and {}", field,
+                       times.threads, detail::kMaxDeviceCores));
+    }
+    if (times.ms.empty()) fail(fmt::format("{}.ms is empty", field));
+    check_times(field + ".ms", times.ms, &known->models);
+  }
+  for (const auto& [figure, s] : sources) {
+    if (!detail::one_of(figure, detail::kFigures)) {
+      fail(fmt::format("sources names '{}', which is no figure of a device",
+                       detail::printable(figure)));
+    }
+    if (!detail::one_of(s.status, detail::kStatuses)) {
+      fail(fmt::format("sources.{}.status '{}' is not one of specified, measured, estimated",
+                       figure, detail::printable(s.status)));
+    }
+    check_text(fmt::format("sources.{}.source", figure), s.source);
   }
 }
 

@@ -25,6 +25,7 @@
 
 #include "catalog_data.hpp"
 #include "device/device_json.hpp"
+#include "device/device_rules.hpp"
 #include "edgeprof/catalog.hpp"
 #include "edgeprof/error.hpp"
 #include "edgeprof/microbench.hpp"
@@ -39,11 +40,8 @@ using json = nlohmann::json;
 
 namespace {
 
-constexpr const char* kStatuses[] = {"specified", "measured", "estimated"};
-
-bool known_status(const std::string& s) {
-  return std::find(std::begin(kStatuses), std::end(kStatuses), s) != std::end(kStatuses);
-}
+using detail::printable;
+using detail::Range;
 
 // Reads one JSON object of the schema, naming the origin (file or catalog entry) and the
 // field's dotted path in every error, and refusing fields it does not know (typos would
@@ -55,10 +53,12 @@ class Reader {
     if (!j_.is_object()) fail("", fmt::format("expected a table/object, got {}", kind(j_)));
   }
 
+  // The message is printable: a field name or value from the file is echoed without the
+  // control characters it may hold.
   [[noreturn]] void fail(std::string_view field, std::string_view what) const {
     const std::string where = field.empty() ? path_ : dotted(field);
-    throw DeviceError(fmt::format("{}: {}{}{}", origin_, where.empty() ? "" : "field '",
-                                  where.empty() ? "" : where + "': ", what));
+    throw DeviceError(printable(fmt::format("{}: {}{}{}", origin_, where.empty() ? "" : "field '",
+                                            where.empty() ? "" : where + "': ", what)));
   }
 
   bool has(const char* key) {
@@ -77,10 +77,23 @@ class Reader {
     }
     const json& v = at(key);
     if (!v.is_string()) fail(key, fmt::format("expected a string, got {}", kind(v)));
+    const std::string problem = detail::text_problem(v.get_ref<const std::string&>());
+    if (!problem.empty()) fail(key, problem);
     return v.get<std::string>();
   }
 
-  std::optional<double> number(const char* key, double min, double max, bool required = false) {
+  // A device's name or alias (detail::name_problem).
+  std::string name(const char* key) {
+    if (!has(key)) fail(key, "is required");
+    const json& v = at(key);
+    if (!v.is_string()) fail(key, fmt::format("expected a string, got {}", kind(v)));
+    const std::string problem = detail::name_problem(v.get_ref<const std::string&>());
+    if (!problem.empty()) fail(key, problem);
+    return v.get<std::string>();
+  }
+
+  std::optional<double> number(const char* key, Range range, bool required = false) {
+    const auto [min, max] = range;
     if (!has(key)) {
       if (required) fail(key, "is required");
       return std::nullopt;
@@ -89,7 +102,7 @@ class Reader {
     if (!v.is_number()) fail(key, fmt::format("expected a number, got {}", kind(v)));
     const double x = v.get<double>();
     if (!std::isfinite(x) || x < min || x > max) {
-      fail(key, fmt::format("{} is out of range; it must be between {} and {}", v.dump(), min,
+      fail(key, fmt::format("{} is out of range; it must be between {} and {}", shown(v), min,
                             max));
     }
     return x;
@@ -102,7 +115,7 @@ class Reader {
       return std::nullopt;
     }
     const json& v = at(key);
-    if (!v.is_number_integer()) fail(key, fmt::format("expected a whole number, got {}", v.dump()));
+    if (!v.is_number_integer()) fail(key, fmt::format("expected a whole number, got {}", shown(v)));
     // Past int64's range (JSON's unsigned), named as written, not as a wrapped negative.
     constexpr std::int64_t kMost = std::numeric_limits<std::int64_t>::max();
     const bool huge = v.is_number_unsigned() && v.get<std::uint64_t>() > std::uint64_t(kMost);
@@ -127,12 +140,12 @@ class Reader {
     if (!v.is_string()) {
       fail(key, fmt::format("expected bytes as a whole number or a size string such as "
                             "\"512MiB\", got {}",
-                            v.dump()));
+                            shown(v)));
     }
     try {
       return parse_size(v.get<std::string>(), dotted(key));
     } catch (const DeviceError& e) {
-      throw DeviceError(fmt::format("{}: {}", origin_, e.what()));
+      throw DeviceError(printable(fmt::format("{}: {}", origin_, e.what())));
     }
   }
 
@@ -160,10 +173,21 @@ class Reader {
   static std::string kind(const json& v) {
     if (v.is_string()) return fmt::format("the string {}", v.dump());
     if (v.is_boolean()) return fmt::format("the boolean {}", v.dump());
-    if (v.is_number()) return fmt::format("the number {}", v.dump());
+    if (v.is_number()) return fmt::format("the number {}", shown(v));
     if (v.is_array()) return "a list";
     if (v.is_object()) return "a table";
     return "null";
+  }
+
+  // A value as written: JSON's dump() gives null for the NaN and infinities a TOML file can
+  // hold (json_from_toml keeps them as numbers).
+  static std::string shown(const json& v) {
+    if (v.is_number_float()) {
+      const double x = v.get<double>();
+      if (std::isnan(x)) return "nan";
+      if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
+    }
+    return v.dump();
   }
 
  private:
@@ -172,12 +196,6 @@ class Reader {
   std::string path_;
   std::set<std::string> seen_;
 };
-
-// The fields a `sources` entry may describe.
-constexpr const char* kFigures[] = {"cores",           "core_speed", "reference_speed", "memory",
-                                    "swap",            "pids_max",   "cpu",             "storage",
-                                    "power",           "scores",     "speed_schedule",
-                                    "nn",              "runtimes"};
 
 Device read_device(const json& j, const std::string& origin, const DeviceLoadOptions& options) {
   Reader r(j, origin, "");
@@ -191,24 +209,22 @@ Device read_device(const json& j, const std::string& origin, const DeviceLoadOpt
                        *version, kDeviceSchemaVersion));
   }
   Device d;
-  d.name = r.string("name", true);
-  if (d.name.empty() || d.name.find_first_of(" \t\n/") != std::string::npos) {
-    r.fail("name", fmt::format("'{}' is not a usable name; use letters, digits, '-', '_' or '.'",
-                               d.name));
-  }
+  d.name = r.name("name");
   if (r.has("aliases")) {
     const json& a = r.at("aliases");
     if (!a.is_array()) r.fail("aliases", "expected a list of names");
     for (const json& n : a) {
       if (!n.is_string()) r.fail("aliases", fmt::format("expected names, got {}", n.dump()));
+      const std::string problem = detail::name_problem(n.get_ref<const std::string&>());
+      if (!problem.empty()) r.fail("aliases", problem);
       d.aliases.push_back(n.get<std::string>());
     }
   }
   d.description = r.string("description");
-  d.cores = static_cast<int>(*r.integer("cores", 1, 4096, true));
-  const auto speed = r.number("core_speed", 1e-6, 1000.0);
-  d.reference_speed = r.number("reference_speed", 1e-6, 1000.0);
-  const auto host_reference = r.number("host_reference_speed", 1e-6, 1000.0);
+  d.cores = static_cast<int>(*r.integer("cores", 1, detail::kMaxDeviceCores, true));
+  const auto speed = r.number("core_speed", detail::kSpeedRange);
+  d.reference_speed = r.number("reference_speed", detail::kSpeedRange);
+  const auto host_reference = r.number("host_reference_speed", detail::kSpeedRange);
   if (host_reference && (!speed || !d.reference_speed)) {
     r.fail("host_reference_speed",
            "records the host a core_speed was derived on from reference_speed, and needs both; "
@@ -216,14 +232,14 @@ Device read_device(const json& j, const std::string& origin, const DeviceLoadOpt
   }
   d.memory_bytes = *r.size("memory", true);
   d.swap_bytes = r.size("swap").value_or(0);
-  d.pids_max = r.integer("pids_max", 1, std::int64_t{1} << 30);
+  d.pids_max = r.integer("pids_max", 1, detail::kMaxPids);
   d.source = r.string("source");
 
   if (r.has("cpu")) {
     Reader c = r.object("cpu");
     d.cpu.model = c.string("model");
     d.cpu.soc = c.string("soc");
-    d.cpu.clock_mhz = c.number("clock_mhz", 1.0, 100000.0).value_or(0.0);
+    d.cpu.clock_mhz = c.number("clock_mhz", detail::kClockMhzRange).value_or(0.0);
     d.cpu.architecture = c.string("architecture");
     d.cpu.layout = c.string("layout");
     c.no_unknown_fields();
@@ -240,8 +256,8 @@ Device read_device(const json& j, const std::string& origin, const DeviceLoadOpt
   }
   if (r.has("power")) {
     Reader p = r.object("power");
-    d.power.idle_watts = p.number("idle_w", 0.0, 10000.0);
-    d.power.loaded_watts = p.number("loaded_w", 0.0, 10000.0);
+    d.power.idle_watts = p.number("idle_w", detail::kWattsRange);
+    d.power.loaded_watts = p.number("loaded_w", detail::kWattsRange);
     if (d.power.idle_watts && d.power.loaded_watts && *d.power.loaded_watts < *d.power.idle_watts) {
       p.fail("loaded_w", fmt::format("{} W is below idle_w {} W", *d.power.loaded_watts,
                                      *d.power.idle_watts));
@@ -252,11 +268,11 @@ Device read_device(const json& j, const std::string& origin, const DeviceLoadOpt
     Reader s = r.object("scores");
     CoreScores sc;
     sc.suite = s.string("suite", true);
-    sc.integer = *s.number("integer", 1e-12, 1e18, true);
-    sc.floating = *s.number("floating", 1e-12, 1e18, true);
-    sc.memory = *s.number("memory", 1e-12, 1e18, true);
+    sc.integer = *s.number("integer", detail::kScoreRange, true);
+    sc.floating = *s.number("floating", detail::kScoreRange, true);
+    sc.memory = *s.number("memory", detail::kScoreRange, true);
     // The vector kernel's score: files of an older edgeprof-probe have none.
-    if (auto v = s.number("vector", 1e-12, 1e18)) {
+    if (auto v = s.number("vector", detail::kScoreRange)) {
       sc.vector = *v;
       sc.vector_unit = s.string("vector_unit");
       sc.vector_kernel = s.string("vector_kernel", true);
@@ -264,8 +280,8 @@ Device read_device(const json& j, const std::string& origin, const DeviceLoadOpt
     // How far each kernel's runs spread: files of an older edgeprof-probe have none.
     if (s.has("spread")) {
       Reader spread = s.object("spread");
-      for (const char* kernel : {"integer", "floating", "memory", "vector"}) {
-        if (auto v = spread.number(kernel, 0.0, 1e6)) sc.spread[kernel] = *v;
+      for (const char* kernel : detail::kKernels) {
+        if (auto v = spread.number(kernel, detail::kSpreadRange)) sc.spread[kernel] = *v;
       }
       spread.no_unknown_fields();
     }
@@ -279,8 +295,8 @@ Device read_device(const json& j, const std::string& origin, const DeviceLoadOpt
     for (std::size_t i = 0; i < steps.size(); ++i) {
       Reader s(steps[i], origin, fmt::format("speed_schedule[{}]", i));
       SpeedStep step;
-      step.after_s = *s.number("after_s", 0.0, 1e7, true);
-      step.factor = *s.number("factor", 0.01, 1.0, true);
+      step.after_s = *s.number("after_s", detail::kAfterRange, true);
+      step.factor = *s.number("factor", detail::kFactorRange, true);
       s.no_unknown_fields();
       if (step.after_s <= last) {
         s.fail("after_s", "steps must be in increasing order of after_s");
@@ -322,7 +338,7 @@ Device read_device(const json& j, const std::string& origin, const DeviceLoadOpt
     // ms per inference by reference graph; a name that is not one is an unknown field.
     auto read_times = [](Reader times, std::map<std::string, double>& out) {
       for (const auto& g : reference_graphs()) {
-        if (auto v = times.number(g.name.c_str(), 1e-3, 1e7)) out[g.name] = *v;
+        if (auto v = times.number(g.name.c_str(), detail::kMsRange)) out[g.name] = *v;
       }
       times.no_unknown_fields();
     };
@@ -334,7 +350,7 @@ Device read_device(const json& j, const std::string& origin, const DeviceLoadOpt
         int count = 0;
         const auto res = std::from_chars(key.data(), key.data() + key.size(), count);
         if (res.ec != std::errc() || res.ptr != key.data() + key.size() || count < 2 ||
-            count > 4096) {
+            count > detail::kMaxDeviceCores) {
           check.fail(key, "expected a thread count of 2 or more as the key");
         }
         read_times(Reader(times, origin, "nn.threads_ms." + key), d.nn_threads_ms[count]);
@@ -379,11 +395,11 @@ Device read_device(const json& j, const std::string& origin, const DeviceLoadOpt
                              other.id));
         }
       }
-      times.threads = static_cast<int>(*t.integer("threads", 1, 4096, true));
+      times.threads = static_cast<int>(*t.integer("threads", 1, detail::kMaxDeviceCores, true));
       if (!t.has("ms")) t.fail("ms", "is required: the published ms per inference by model");
       Reader ms = t.object("ms");
       for (const std::string& model : known.models) {
-        if (auto v = ms.number(model.c_str(), 1e-3, 1e7)) times.ms[model] = *v;
+        if (auto v = ms.number(model.c_str(), detail::kMsRange)) times.ms[model] = *v;
       }
       ms.no_unknown_fields();  // a model this edgeprof's rating does not time
       if (times.ms.empty()) t.fail("ms", "is empty: give ms per inference by model name");
@@ -394,12 +410,12 @@ Device read_device(const json& j, const std::string& origin, const DeviceLoadOpt
   }
   if (r.has("sources")) {
     Reader s = r.object("sources");
-    for (const char* figure : kFigures) {
+    for (const char* figure : detail::kFigures) {
       if (!s.has(figure)) continue;
       Reader f = s.object(figure);
       FigureSource fs;
       fs.status = f.string("status", true);
-      if (!known_status(fs.status)) {
+      if (!detail::one_of(fs.status, detail::kStatuses)) {
         f.fail("status", fmt::format("'{}' is not one of specified, measured, estimated",
                                      fs.status));
       }
@@ -428,7 +444,7 @@ Device read_device(const json& j, const std::string& origin, const DeviceLoadOpt
     try {
       d.core_speed = speed_from_scores(*d.scores, host);
     } catch (const Error& e) {
-      throw DeviceError(fmt::format("{}: {}", origin, e.what()));
+      throw DeviceError(printable(fmt::format("{}: {}", origin, e.what())));
     }
     if (!d.sources.count("core_speed")) {
       d.sources["core_speed"] = {
@@ -476,7 +492,7 @@ Device read_device(const json& j, const std::string& origin, const DeviceLoadOpt
   try {
     d.validate();
   } catch (const DeviceError& e) {
-    throw DeviceError(fmt::format("{}: {}", origin, e.what()));
+    throw DeviceError(printable(fmt::format("{}: {}", origin, e.what())));
   }
   return d;
 }
@@ -661,38 +677,7 @@ bool tomlpp_cannot_class(char32_t c) {
   return block == 0 || block == 11 || block == 63;
 }
 
-// The code point at `i` (advanced past it), or U+FFFD for a byte that starts none (toml++
-// reports malformed UTF-8 itself).
-char32_t next_code_point(std::string_view s, std::size_t& i) {
-  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char lead = b(i);
-  const std::size_t length = lead < 0x80           ? 1
-                             : (lead >> 5) == 0x6  ? 2
-                             : (lead >> 4) == 0xE  ? 3
-                             : (lead >> 3) == 0x1E ? 4
-                                                   : 0;
-  if (length == 0 || i + length > s.size()) {
-    ++i;
-    return 0xFFFD;
-  }
-  char32_t c = length == 1 ? lead : (lead & (0x7Fu >> length));
-  for (std::size_t k = 1; k < length; ++k) {
-    if ((b(i + k) & 0xC0) != 0x80) {
-      ++i;
-      return 0xFFFD;
-    }
-    c = (c << 6) | (b(i + k) & 0x3Fu);
-  }
-  // Overlong forms, surrogates and values past U+10FFFF are not UTF-8: one byte at a time, as
-  // toml++ refuses them (an overlong newline or quote must not be read as one here).
-  static constexpr char32_t kLeast[] = {0, 0, 0x80, 0x800, 0x10000};
-  if (c < kLeast[length] || (c >= 0xD800 && c <= 0xDFFF) || c > 0x10FFFF) {
-    ++i;
-    return 0xFFFD;
-  }
-  i += length;
-  return c;
-}
+using detail::next_code_point;  // U+FFFD for a byte that starts none: toml++ reports those
 
 class TomlppReadable {
  public:

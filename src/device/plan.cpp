@@ -188,25 +188,21 @@ Device fit_to_cpus(const Device& device, std::size_t cpus) {
   return for_threads(device, std::min(fit, device.cores));
 }
 
-bool measure_nn_by_default() {
-  const char* v = std::getenv("EDGEPROF_MEASURE_NN");
-  return !(v && std::string_view(v) == "0");
+namespace {
+
+bool switch_from_env(const char* name, bool unset) {
+  return detail::switch_setting(name, std::getenv(name), unset);
 }
 
-bool steady_malloc_by_default() {
-  const char* v = std::getenv("EDGEPROF_STEADY_MALLOC");
-  return !(v && std::string_view(v) == "0");
-}
+}  // namespace
 
-bool count_activations_by_default() {
-  const char* v = std::getenv("EDGEPROF_COUNT_ACTIVATIONS");
-  return detail::parse_switch(v ? v : "").value_or(true);
-}
+bool measure_nn_by_default() { return switch_from_env("EDGEPROF_MEASURE_NN", true); }
 
-bool drift_check_by_default() {
-  const char* v = std::getenv("EDGEPROF_DRIFT_CHECK");
-  return v && std::string_view(v) == "1";
-}
+bool steady_malloc_by_default() { return switch_from_env("EDGEPROF_STEADY_MALLOC", true); }
+
+bool count_activations_by_default() { return switch_from_env("EDGEPROF_COUNT_ACTIVATIONS", true); }
+
+bool drift_check_by_default() { return switch_from_env("EDGEPROF_DRIFT_CHECK", false); }
 
 namespace {
 

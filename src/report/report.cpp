@@ -4,7 +4,10 @@
 
 #include <bitset>
 #include <cmath>
+#include <limits>
+#include <set>
 #include <string_view>
+#include <type_traits>
 #include <nlohmann/json.hpp>
 
 #include "edgeprof/error.hpp"
@@ -48,13 +51,231 @@ json opt(const std::optional<T>& v) {
 json num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 json opt(const std::optional<double>& v) { return v && std::isfinite(*v) ? json(*v) : json(nullptr); }
 
+// Reading a report back. Every field is read through a Field, which knows its path in the
+// report ("runs[2].phases[0].name") and refuses by that path a value of another kind, or one
+// that a run cannot produce: reports are files that people keep and edit, and a figure read
+// wrong would be shown as measured.
+
+// A field that cannot be read: where it is, and what is wrong with it.
+struct BadField {
+  std::string path;
+  std::string problem;
+};
+
+// A value as an error shows it: its JSON, cut short (at a whole UTF-8 character).
+std::string shown(const json& v) {
+  constexpr std::size_t kMost = 40;
+  std::string text = v.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (text.size() <= kMost) return text;
+  std::size_t cut = kMost;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return text.substr(0, cut) + "...";
+}
+
+// The finite numbers a field may hold: `low` and above (only above with `open`), as named.
+struct Range {
+  double low;
+  bool open;
+  const char* says;
+};
+constexpr Range kFinite{-std::numeric_limits<double>::infinity(), false, "a finite number"};
+constexpr Range kSeconds{0, false, "a number of seconds >= 0"};
+constexpr Range kAtLeastZero{0, false, "a number >= 0"};
+constexpr Range kAboveZero{0, true, "a number > 0"};
+constexpr Range kAtLeastOne{1, false, "a number >= 1"};
+
+// `v` as a T when it is a whole JSON number from `low` to `high` (1.0 is not: the writer
+// writes whole numbers without a point, and a number past 64 bits is parsed as a double).
 template <class T>
-void get_opt(const json& j, const char* key, std::optional<T>& out) {
-  if (!j.contains(key) || j.at(key).is_null()) {
-    out.reset();
-  } else {
-    out = j.at(key).get<T>();
+std::optional<T> whole_in(const json& v, T low, T high) {
+  if (!v.is_number_integer()) return std::nullopt;
+  if (v.is_number_unsigned() || v.get<std::int64_t>() >= 0) {
+    const auto u = v.get<std::uint64_t>();
+    if constexpr (std::is_signed_v<T>) {
+      if (high < 0 || u > static_cast<std::uint64_t>(high)) return std::nullopt;
+      if (low > 0 && u < static_cast<std::uint64_t>(low)) return std::nullopt;
+    } else {
+      if (u < low || u > high) return std::nullopt;
+    }
+    return static_cast<T>(u);
   }
+  if constexpr (std::is_signed_v<T>) {
+    const auto i = v.get<std::int64_t>();
+    if (i >= low && i <= high) return static_cast<T>(i);
+  }
+  return std::nullopt;
+}
+
+template <class T>
+std::string whole_says(T low, T high) {
+  return fmt::format("a whole number from {} to {}", low, high);
+}
+
+class Field {
+ public:
+  Field(const json& value, std::string path) : value_(&value), path_(std::move(path)) {}
+
+  const json& value() const { return *value_; }
+  const std::string& path() const { return path_; }
+
+  [[noreturn]] void fail(std::string problem) const { throw BadField{path_, std::move(problem)}; }
+  [[noreturn]] void refuse(std::string_view must_be) const {
+    fail(fmt::format("{} is not {}", shown(*value_), must_be));
+  }
+
+  // Member `key` of this object: at() one every report has; find() one that reports from
+  // before it lack (nullopt); set() one that may also be null, an unset optional (nullopt).
+  Field at(const char* key) const {
+    if (auto f = find(key)) return *f;
+    throw BadField{member_path(key), "missing"};
+  }
+  std::optional<Field> find(const char* key) const {
+    if (!value_->is_object()) refuse("an object");
+    const auto it = value_->find(key);
+    if (it == value_->end()) return std::nullopt;
+    return Field(*it, member_path(key));
+  }
+  std::optional<Field> set(const char* key) const {
+    auto f = find(key);
+    if (f && f->value_->is_null()) return std::nullopt;
+    return f;
+  }
+  // An array's elements; an object's members.
+  std::vector<Field> elements() const {
+    if (!value_->is_array()) refuse("an array");
+    std::vector<Field> out;
+    for (std::size_t i = 0; i < value_->size(); ++i) out.push_back(element(i));
+    return out;
+  }
+  std::vector<std::pair<std::string, Field>> members() const {
+    if (!value_->is_object()) refuse("an object");
+    std::vector<std::pair<std::string, Field>> out;
+    for (auto it = value_->begin(); it != value_->end(); ++it) {
+      out.emplace_back(it.key(), Field(it.value(), member_path(it.key())));
+    }
+    return out;
+  }
+
+  std::string text() const {
+    if (!value_->is_string()) refuse("a string");
+    return value_->get<std::string>();
+  }
+  bool flag() const {
+    if (!value_->is_boolean()) refuse("true or false");
+    return value_->get<bool>();
+  }
+  double number(const Range& range) const {
+    if (value_->is_number()) {
+      const double x = value_->get<double>();
+      if (std::isfinite(x) && (range.open ? x > range.low : x >= range.low)) return x;
+    }
+    refuse(range.says);
+  }
+  // A figure written through num(): null where it was not finite.
+  double number_or_nan(const Range& range) const {
+    return value_->is_null() ? std::nan("") : number(range);
+  }
+  template <class T>
+  T whole(T low = std::numeric_limits<T>::min(), T high = std::numeric_limits<T>::max()) const {
+    if (const auto x = whole_in(*value_, low, high)) return *x;
+    refuse(whole_says(low, high));
+  }
+  // A column of whole numbers (a series' thousands: a path is made only for an error).
+  template <class T>
+  std::vector<T> wholes(T low = std::numeric_limits<T>::min(),
+                        T high = std::numeric_limits<T>::max()) const {
+    if (!value_->is_array()) refuse("an array of " + whole_says(low, high) + "s");
+    std::vector<T> out;
+    out.reserve(value_->size());
+    for (const json& v : *value_) {
+      const auto x = whole_in(v, low, high);
+      if (!x) element(out.size()).refuse(whole_says(low, high));
+      out.push_back(*x);
+    }
+    return out;
+  }
+  std::vector<std::string> texts() const {
+    std::vector<std::string> out;
+    for (const Field& f : elements()) out.push_back(f.text());
+    return out;
+  }
+  std::map<std::string, std::string> text_map() const {
+    std::map<std::string, std::string> out;
+    for (const auto& [key, f] : members()) out[key] = f.text();
+    return out;
+  }
+
+  // Optional members: unset when absent (a report from before them) or null (unset).
+  std::optional<double> opt_number(const char* key, const Range& range) const {
+    if (const auto f = set(key)) return f->number(range);
+    return std::nullopt;
+  }
+  template <class T>
+  std::optional<T> opt_whole(const char* key, T low = std::numeric_limits<T>::min(),
+                             T high = std::numeric_limits<T>::max()) const {
+    if (const auto f = set(key)) return f->whole(low, high);
+    return std::nullopt;
+  }
+
+ private:
+  std::string member_path(std::string_view key) const {
+    return path_.empty() ? std::string(key) : fmt::format("{}.{}", path_, key);
+  }
+  Field element(std::size_t i) const {
+    return Field((*value_)[i], fmt::format("{}[{}]", path_, i));
+  }
+
+  const json* value_;  // a pointer: a Field is assigned
+  std::string path_;
+};
+
+// Parses a report's text, refusing an object that gives a key twice by its path: the parser
+// would keep the last, and a report edited to say two things would be read as saying one.
+json parse_report(std::string_view text) {
+  struct Level {
+    bool array = false;
+    std::size_t elements = 0;  // an array's elements begun
+    std::string key;           // an object's member being read
+    std::set<std::string> keys;
+  };
+  std::vector<Level> levels;
+  const auto element_begins = [&] {
+    if (!levels.empty() && levels.back().array) ++levels.back().elements;
+  };
+  const auto path = [&] {
+    std::string out;
+    for (const Level& l : levels) {
+      if (l.array) {
+        out += fmt::format("[{}]", l.elements - 1);
+      } else {
+        out += (out.empty() ? "" : ".") + l.key;
+      }
+    }
+    return out;
+  };
+  return json::parse(text, [&](int /*depth*/, json::parse_event_t event, json& parsed) {
+    switch (event) {
+      case json::parse_event_t::object_start:
+      case json::parse_event_t::array_start:
+        element_begins();
+        levels.push_back({event == json::parse_event_t::array_start, 0, {}, {}});
+        break;
+      case json::parse_event_t::object_end:
+      case json::parse_event_t::array_end:
+        levels.pop_back();
+        break;
+      case json::parse_event_t::key:
+        levels.back().key = parsed.get<std::string>();
+        if (!levels.back().keys.insert(levels.back().key).second) {
+          throw BadField{path(), "given twice (a JSON object's keys are unique)"};
+        }
+        break;
+      case json::parse_event_t::value:
+        element_begins();
+        break;
+    }
+    return true;
+  });
 }
 
 // A report's device is a device file (catalog.hpp's schema) plus where it was loaded from.
@@ -79,31 +300,40 @@ json device_json(const Device& d) {
   return j;
 }
 
-Device device_from(const json& j) {
-  if (j.contains("edgeprof_device")) {
-    json file = j;
-    const std::string origin = file.value("origin", std::string());
-    const std::string kind = file.value("speed_kind", std::string());
-    const json runtime = file.value("speed_runtime", json());
+Device device_from(const Field& f) {
+  if (f.find("edgeprof_device")) {
+    const auto text_or_empty = [&](const char* key) {
+      const auto v = f.find(key);
+      return v ? v->text() : std::string();
+    };
+    const std::string origin = text_or_empty("origin");
+    const std::string kind = text_or_empty("speed_kind");
+    json file = f.value();
     file.erase("origin");
     file.erase("speed_kind");
     file.erase("speed");
     file.erase("speed_runtime");
-    Device d = detail::device_from_file_object(file, "the report's device");
+    // The device file's reader names the field itself (a DeviceError), after this origin.
+    Device d = detail::device_from_file_object(file, "the report's " + f.path());
     d.origin = origin;
     if (kind == "nn") d.speed_kind = "nn";
-    if (kind == "nn" && runtime.is_object()) {
+    const auto runtime = f.find("speed_runtime");
+    if (kind == "nn" && runtime) {
       // The speed as the run had it, not ncnn's from this host's rating now; the per-model
       // ratios are not in the report.
       NnSpeed s;
       s.core_speed = d.core_speed;
-      s.basis = runtime.at("runtime").get<std::string>();
-      s.precision = runtime.value("precision", std::string());
-      s.threads = runtime.value("threads", 1);
-      s.one_core_factor = runtime.value("one_core_factor", 1.0);
-      s.memory_mb_per_ms = runtime.value("memory_mb_per_ms", 0.0);
-      s.per_host_ms = runtime.value("per_host_ms", 0.0);
-      s.ms_per_mb = runtime.value("ms_per_mb", 0.0);
+      s.basis = runtime->at("runtime").text();
+      if (const auto v = runtime->find("precision")) s.precision = v->text();
+      if (const auto v = runtime->find("threads")) s.threads = v->whole<int>(1);
+      if (const auto v = runtime->find("one_core_factor")) {
+        s.one_core_factor = v->number(kAboveZero);
+      }
+      if (const auto v = runtime->find("memory_mb_per_ms")) {
+        s.memory_mb_per_ms = v->number(kAtLeastZero);
+      }
+      if (const auto v = runtime->find("per_host_ms")) s.per_host_ms = v->number(kAtLeastZero);
+      if (const auto v = runtime->find("ms_per_mb")) s.ms_per_mb = v->number(kAtLeastZero);
       d.nn = s;
       d.nn_missing.clear();
     }
@@ -111,16 +341,16 @@ Device device_from(const json& j) {
   }
   // Reports written before device files existed (edgeprof 0.1 development versions).
   Device d;
-  d.name = j.at("name").get<std::string>();
-  d.cores = j.at("cores").get<int>();
-  d.core_speed = j.at("core_speed").get<double>();
-  d.memory_bytes = j.at("memory_bytes").get<std::uint64_t>();
-  d.swap_bytes = j.at("swap_bytes").get<std::uint64_t>();
-  get_opt(j, "io_read_bps", d.io_read_bps);
-  get_opt(j, "io_write_bps", d.io_write_bps);
-  get_opt(j, "pids_max", d.pids_max);
-  d.description = j.at("description").get<std::string>();
-  d.source = j.at("source").get<std::string>();
+  d.name = f.at("name").text();
+  d.cores = f.at("cores").whole<int>(1);
+  d.core_speed = f.at("core_speed").number(kAboveZero);
+  d.memory_bytes = f.at("memory_bytes").whole<std::uint64_t>();
+  d.swap_bytes = f.at("swap_bytes").whole<std::uint64_t>();
+  d.io_read_bps = f.opt_whole<std::uint64_t>("io_read_bps");
+  d.io_write_bps = f.opt_whole<std::uint64_t>("io_write_bps");
+  d.pids_max = f.opt_whole<std::int64_t>("pids_max", 1);
+  d.description = f.at("description").text();
+  d.source = f.at("source").text();
   return d;
 }
 
@@ -137,25 +367,20 @@ json projection_json(const ThreadsProjection& p) {
           {"workload_factor", p.workload_factor}};
 }
 
-ThreadsProjection projection_from(const json& j) {
+ThreadsProjection projection_from(const Field& f) {
   ThreadsProjection p;
-  p.threads = j.at("threads").get<int>();
-  p.speedup = j.at("speedup").get<double>();
-  if (p.threads < 1 || !(p.speedup > 0) || !std::isfinite(p.speedup)) {
-    throw Error(fmt::format("plan.threads_projection: threads {} and speedup {} are not a "
-                            "projection (threads at least 1, a speed-up above 0); the report "
-                            "was edited or damaged: write it again with edgeprof",
-                            p.threads, p.speedup));
-  }
-  p.scaling.threads = j.at("table_threads").get<int>();
-  p.scaling.speedup = j.at("table_speedup").get<double>();
-  p.scaling.graphs = j.at("graphs").get<std::size_t>();
-  p.scaling.contention = j.at("contention").get<double>();
+  p.threads = f.at("threads").whole<int>(1);
+  p.speedup = f.at("speedup").number(kAboveZero);
+  p.scaling.threads = f.at("table_threads").whole<int>(0);
+  p.scaling.speedup = f.at("table_speedup").number(kAboveZero);
+  p.scaling.graphs = f.at("graphs").whole<std::size_t>();
+  // Negative where the board's table scaled better than linearly.
+  p.scaling.contention = f.at("contention").number(kFinite);
   // Reports before it: none.
-  if (j.contains("workload_factor")) p.workload_factor = j.at("workload_factor").get<double>();
-  p.scaling.loo_median_error = j.at("loo_median_error").get<double>();
-  p.scaling.loo_worst_error = j.at("loo_worst_error").get<double>();
-  if (j.contains("loo_log_sd")) p.scaling.loo_log_sd = j.at("loo_log_sd").get<double>();
+  if (const auto v = f.find("workload_factor")) p.workload_factor = v->number(kAboveZero);
+  p.scaling.loo_median_error = f.at("loo_median_error").number(kAtLeastZero);
+  p.scaling.loo_worst_error = f.at("loo_worst_error").number(kAtLeastZero);
+  if (const auto v = f.find("loo_log_sd")) p.scaling.loo_log_sd = v->number(kAtLeastZero);
   return p;
 }
 
@@ -186,38 +411,40 @@ json plan_json(const EmulationPlan& p) {
           {"unapplied", p.unapplied}};
 }
 
-EmulationPlan plan_from(const json& j) {
+EmulationPlan plan_from(const Field& f) {
   EmulationPlan p;
-  p.cpus = parse_cpu_list(j.at("cpus").get<std::string>());
-  p.cpu_period_us = j.at("cpu_period_us").get<std::uint64_t>();
-  p.cpu_quota_us = j.at("cpu_quota_us").get<std::uint64_t>();
-  p.memory_max_bytes = j.at("memory_max_bytes").get<std::uint64_t>();
-  p.swap_max_bytes = j.at("swap_max_bytes").get<std::uint64_t>();
-  get_opt(j, "pids_max", p.pids_max);
-  if (j.contains("io_device")) p.io_device = j.at("io_device").get<std::string>();
-  get_opt(j, "io_read_bps", p.io_read_bps);
-  get_opt(j, "io_write_bps", p.io_write_bps);
-  if (j.contains("keep_warm")) p.keep_warm = j.at("keep_warm").get<bool>();
-  if (j.contains("core_groups")) {  // reports before per-core emulation lack them
-    p.core_groups = j.at("core_groups").get<std::uint32_t>();
-    p.core_quota_us = j.at("core_quota_us").get<std::uint64_t>();
-    if (j.contains("core_quota_by_busy")) {
-      p.core_quota_by_busy = j.at("core_quota_by_busy").get<std::vector<std::uint64_t>>();
+  const Field cpus = f.at("cpus");
+  try {
+    p.cpus = parse_cpu_list(cpus.text());
+  } catch (const Error&) {
+    cpus.refuse("a CPU list such as \"0-3,6\"");
+  }
+  p.cpu_period_us = f.at("cpu_period_us").whole<std::uint64_t>();
+  p.cpu_quota_us = f.at("cpu_quota_us").whole<std::uint64_t>();
+  p.memory_max_bytes = f.at("memory_max_bytes").whole<std::uint64_t>();
+  p.swap_max_bytes = f.at("swap_max_bytes").whole<std::uint64_t>();
+  p.pids_max = f.opt_whole<std::int64_t>("pids_max", 1);
+  if (const auto v = f.find("io_device")) p.io_device = v->text();
+  p.io_read_bps = f.opt_whole<std::uint64_t>("io_read_bps");
+  p.io_write_bps = f.opt_whole<std::uint64_t>("io_write_bps");
+  if (const auto v = f.find("keep_warm")) p.keep_warm = v->flag();
+  if (const auto v = f.find("core_groups")) {  // reports before per-core emulation lack them
+    p.core_groups = v->whole<std::uint32_t>();
+    p.core_quota_us = f.at("core_quota_us").whole<std::uint64_t>();
+    if (const auto busy = f.find("core_quota_by_busy")) {
+      p.core_quota_by_busy = busy->wholes<std::uint64_t>();
     }
   }
-  if (j.contains("quota_scale")) p.quota_scale = j.at("quota_scale").get<double>();
-  if (j.contains("emulation_log_sd")) p.emulation_log_sd = j.at("emulation_log_sd").get<double>();
-  if (j.contains("host_drift")) p.host_drift = j.at("host_drift").get<double>();
-  if (j.contains("drift_probed")) p.drift_probed = j.at("drift_probed").get<double>();
-  if (j.contains("own_share_check")) p.own_share_check = j.at("own_share_check").get<double>();
-  if (j.contains("threads_projection") && !j.at("threads_projection").is_null()) {
-    p.threads_projection = projection_from(j.at("threads_projection"));
-  }
-  if (j.contains("thread_env")) {  // reports before edgeprof set the workload's threads lack it
-    p.thread_env = j.at("thread_env").get<std::map<std::string, std::string>>();
-  }
-  p.notes = j.at("notes").get<std::vector<std::string>>();
-  if (j.contains("unapplied")) p.unapplied = j.at("unapplied").get<std::vector<std::string>>();
+  if (const auto v = f.find("quota_scale")) p.quota_scale = v->number(kAboveZero);
+  if (const auto v = f.find("emulation_log_sd")) p.emulation_log_sd = v->number(kAtLeastZero);
+  if (const auto v = f.find("host_drift")) p.host_drift = v->number(kAboveZero);
+  if (const auto v = f.find("drift_probed")) p.drift_probed = v->number(kAtLeastZero);
+  if (const auto v = f.find("own_share_check")) p.own_share_check = v->number(kAtLeastZero);
+  if (const auto v = f.set("threads_projection")) p.threads_projection = projection_from(*v);
+  // Reports before edgeprof set the workload's threads lack it.
+  if (const auto v = f.find("thread_env")) p.thread_env = v->text_map();
+  p.notes = f.at("notes").texts();
+  if (const auto v = f.find("unapplied")) p.unapplied = v->texts();
   return p;
 }
 
@@ -229,13 +456,13 @@ json host_json(const HostInfo& h) {
           {"memory_bytes", h.memory_bytes}};
 }
 
-HostInfo host_from(const json& j) {
+HostInfo host_from(const Field& f) {
   HostInfo h;
-  h.hostname = j.at("hostname").get<std::string>();
-  h.kernel = j.at("kernel").get<std::string>();
-  h.cpu_model = j.at("cpu_model").get<std::string>();
-  h.cpus = j.at("cpus").get<int>();
-  h.memory_bytes = j.at("memory_bytes").get<std::uint64_t>();
+  h.hostname = f.at("hostname").text();
+  h.kernel = f.at("kernel").text();
+  h.cpu_model = f.at("cpu_model").text();
+  h.cpus = f.at("cpus").whole<int>(0);
+  h.memory_bytes = f.at("memory_bytes").whole<std::uint64_t>();
   return h;
 }
 
@@ -283,22 +510,24 @@ json summary_json(const Summary& s) {
   return j;
 }
 
-Summary summary_from(const json& j) {
+Summary summary_from(const Field& f) {
   Summary s;
-  for (const auto& f : kDoubleFields) get_opt(j, f.name, s.*f.member);
-  for (const auto& f : kCountFields) get_opt(j, f.name, s.*f.member);
+  // Core counts, shares of the capacity and of the periods, intervals: none below 0.
+  for (const auto& d : kDoubleFields) s.*d.member = f.opt_number(d.name, kAtLeastZero);
+  for (const auto& c : kCountFields) s.*c.member = f.opt_whole<std::uint64_t>(c.name);
   for (const detail::MetricRow& row : detail::kMetricTable) {
-    if (row.summary_count) get_opt(j, row.summary_name, s.*row.summary_count);
-    if (row.summary_seconds) get_opt(j, row.summary_name, s.*row.summary_seconds);
+    if (row.summary_count) s.*row.summary_count = f.opt_whole<std::uint64_t>(row.summary_name);
+    if (row.summary_seconds) s.*row.summary_seconds = f.opt_number(row.summary_name, kSeconds);
   }
-  s.pressure_host_wide = j.at("pressure_host_wide").get<bool>();
-  s.cpu_window_s = j.at("cpu_window_s").get<double>();
+  s.pressure_host_wide = f.at("pressure_host_wide").flag();
+  s.cpu_window_s = f.at("cpu_window_s").number(kSeconds);
   // Older reports merged such windows instead; their count is kept under the new name.
-  s.cpu_windows_carried =
-      j.value("cpu_windows_carried", j.value("cpu_windows_merged", std::size_t{0}));
-  s.samples = j.at("samples").get<std::uint64_t>();
-  s.interval_s = j.at("interval_s").get<double>();
-  s.missed_deadlines = j.at("missed_deadlines").get<std::uint64_t>();
+  auto carried = f.find("cpu_windows_carried");
+  if (!carried) carried = f.find("cpu_windows_merged");
+  s.cpu_windows_carried = carried ? carried->whole<std::size_t>() : 0;
+  s.samples = f.at("samples").whole<std::uint64_t>();
+  s.interval_s = f.at("interval_s").number(kSeconds);
+  s.missed_deadlines = f.at("missed_deadlines").whole<std::uint64_t>();
   return s;
 }
 
@@ -315,17 +544,18 @@ json phase_json(const Phase& p) {
           {"energy_j", opt(p.energy_j)}};
 }
 
-Phase phase_from(const json& j) {
+Phase phase_from(const Field& f) {
   Phase p;
-  p.name = j.at("name").get<std::string>();
-  p.start_s = j.at("start_s").get<double>();
-  p.end_s = j.at("end_s").get<double>();
-  p.ended_by_exit = j.at("ended_by_exit").get<bool>();
-  get_opt(j, "cpu_s", p.cpu_s);
-  get_opt(j, "memory_start_bytes", p.memory_start_bytes);
-  get_opt(j, "memory_peak_bytes", p.memory_peak_bytes);
-  get_opt(j, "memory_net_peak_bytes", p.memory_net_peak_bytes);
-  get_opt(j, "energy_j", p.energy_j);
+  p.name = f.at("name").text();
+  // The workload's own clock: a mark stamped before the release is before 0 (parse_phases).
+  p.start_s = f.at("start_s").number(kFinite);
+  p.end_s = f.at("end_s").number(kFinite);
+  p.ended_by_exit = f.at("ended_by_exit").flag();
+  p.cpu_s = f.opt_number("cpu_s", kSeconds);
+  p.memory_start_bytes = f.opt_whole<std::uint64_t>("memory_start_bytes");
+  p.memory_peak_bytes = f.opt_whole<std::uint64_t>("memory_peak_bytes");
+  p.memory_net_peak_bytes = f.opt_whole<std::int64_t>("memory_net_peak_bytes");  // may fall
+  p.energy_j = f.opt_number("energy_j", kAtLeastZero);
   return p;
 }
 
@@ -337,11 +567,11 @@ json metric_names(const std::bitset<kMetricCount>& bits) {
   return names;
 }
 
-std::bitset<kMetricCount> metric_bits(const json& names) {
+std::bitset<kMetricCount> metric_bits(const Field& names) {
   std::bitset<kMetricCount> bits;
-  for (const auto& n : names) {
-    auto m = metric_from_string(n.get<std::string>());
-    if (!m) throw Error(fmt::format("unknown metric '{}'", n.get<std::string>()));
+  for (const Field& n : names.elements()) {
+    const auto m = metric_from_string(n.text());
+    if (!m) n.refuse("a metric's name (\"cpu_usage_ns\", \"memory_current_bytes\", ...)");
     bits.set(static_cast<size_t>(*m));
   }
   return bits;
@@ -370,33 +600,30 @@ json series_json(const TimeSeries& s) {
           {"columns", columns}};
 }
 
-TimeSeries series_from(const json& j) {
+TimeSeries series_from(const Field& f) {
   TimeSeries s;
-  s.t_ns = j.at("t_ns").get<std::vector<std::int64_t>>();
-  s.scheduled = j.at("scheduled").get<std::vector<std::uint8_t>>();
-  s.available = metric_bits(j.at("available"));
-  s.complete = metric_bits(j.at("complete"));
+  s.t_ns = f.at("t_ns").wholes<std::int64_t>();
+  s.scheduled = f.at("scheduled").wholes<std::uint8_t>(0, 1);
+  s.available = metric_bits(f.at("available"));
+  s.complete = metric_bits(f.at("complete"));
+  const Field columns = f.at("columns");
+  const auto every = f.find("read_every");  // older reports: every metric at every sample
   for (int m = 0; m < kMetricCount; ++m) {
     const char* name = to_string(static_cast<Metric>(m));
     auto& column = s.values[static_cast<size_t>(m)];
-    if (j.at("columns").contains(name)) {
-      column = j.at("columns").at(name).get<std::vector<std::uint64_t>>();
+    if (const auto c = columns.find(name)) {
+      column = c->wholes<std::uint64_t>();
       if (column.size() != s.t_ns.size()) {
-        throw Error(fmt::format("series column {} has {} rows, t_ns has {}", name,
-                                column.size(), s.t_ns.size()));
+        c->fail(fmt::format("{} rows where t_ns has {}", column.size(), s.t_ns.size()));
       }
     } else {
       column.assign(s.t_ns.size(), 0);  // not available in the run: zeros, as recorded
     }
-    if (j.contains("read_every") && j.at("read_every").contains(name)) {
-      const json& n = j.at("read_every").at(name);
-      if (!n.is_number_unsigned() || n.get<std::uint64_t>() < 1 ||
-          n.get<std::uint64_t>() > 60'000 || !s.available.test(static_cast<size_t>(m))) {
-        throw Error(fmt::format("series read_every of {} is {}: a metric of the run is read at "
-                                "every n-th sample, n from 1 to 60000",
-                                name, n.dump()));
+    if (const auto n = every ? every->find(name) : std::nullopt) {
+      if (!s.available.test(static_cast<size_t>(m))) {
+        n->fail("given for a metric the run did not sample (not in available)");
       }
-      s.read_every[static_cast<size_t>(m)] = n.get<std::uint32_t>();
+      s.read_every[static_cast<size_t>(m)] = n->whole<std::uint32_t>(1, 60'000);
     }
   }
   return s;
@@ -411,10 +638,14 @@ json source_json(const SourceStatus& s) {
           {"read_every", s.read_every}};
 }
 
-SourceStatus source_from(const json& j) {
-  return {j.at("name").get<std::string>(), j.at("available").get<bool>(),
-          j.at("failed").get<bool>(), j.at("host_wide").get<bool>(),
-          j.at("error").get<std::string>(), j.value("read_every", std::uint32_t{1})};
+SourceStatus source_from(const Field& f) {
+  const auto every = f.find("read_every");
+  return {f.at("name").text(),
+          f.at("available").flag(),
+          f.at("failed").flag(),
+          f.at("host_wide").flag(),
+          f.at("error").text(),
+          every ? every->whole<std::uint32_t>(1) : std::uint32_t{1}};
 }
 
 json result_json(const Result& r) {
@@ -523,12 +754,14 @@ json result_json(const Result& r) {
   return j;
 }
 
-void check_schema(const json& j, const char* schema) {
+void check_schema(const Field& f, const char* schema) {
+  const json& j = f.value();
   if (!j.is_object() || !j.contains("schema") || j.at("schema") != schema) {
+    if (!f.path().empty()) f.refuse(fmt::format("an object with \"schema\": \"{}\"", schema));
     throw Error(fmt::format("this JSON is not an edgeprof report: expected \"schema\": \"{}\"",
                             schema));
   }
-  const int found = j.at("schema_version").get<int>();
+  const int found = f.at("schema_version").whole<int>(1);
   if (found > kReportSchemaVersion) {
     throw Error(fmt::format("this report has schema version {}, newer than this edgeprof ({}) "
                             "reads ({}): upgrade edgeprof",
@@ -536,88 +769,82 @@ void check_schema(const json& j, const char* schema) {
   }
 }
 
-Result result_from(const json& j) {
-  check_schema(j, "edgeprof.result");
+Result result_from(const Field& f) {
+  check_schema(f, "edgeprof.result");
   Result r;
-  r.edgeprof_version = j.at("edgeprof_version").get<std::string>();
-  r.host = host_from(j.at("host"));
-  r.command = j.at("command").get<std::vector<std::string>>();
-  get_opt(j, "exit_code", r.exit_code);
-  get_opt(j, "signal", r.signal);
-  r.timed_out = j.at("timed_out").get<bool>();
-  r.oom_killed = j.at("oom_killed").get<bool>();
-  auto number = [&](const char* key) {
-    return j.at(key).is_null() ? std::nan("") : j.at(key).get<double>();
-  };
-  r.wall_time_s = number("wall_time_s");
-  r.cpu_user_s = number("cpu_user_s");
-  r.cpu_system_s = number("cpu_system_s");
-  get_opt(j, "peak_memory_bytes", r.peak_memory_bytes);
-  r.peak_memory_source = j.at("peak_memory_source").get<std::string>();
+  r.edgeprof_version = f.at("edgeprof_version").text();
+  r.host = host_from(f.at("host"));
+  r.command = f.at("command").texts();
+  r.exit_code = f.opt_whole<int>("exit_code", 0, 255);  // waitpid's WEXITSTATUS
+  r.signal = f.opt_whole<int>("signal", 1, 127);        // and WTERMSIG: 7 bits
+  r.timed_out = f.at("timed_out").flag();
+  r.oom_killed = f.at("oom_killed").flag();
+  r.wall_time_s = f.at("wall_time_s").number_or_nan(kSeconds);
+  r.cpu_user_s = f.at("cpu_user_s").number_or_nan(kSeconds);
+  r.cpu_system_s = f.at("cpu_system_s").number_or_nan(kSeconds);
+  r.peak_memory_bytes = f.opt_whole<std::uint64_t>("peak_memory_bytes");
+  r.peak_memory_source = f.at("peak_memory_source").text();
   for (const detail::MetricRow& row : detail::kMetricTable) {
     // A counter newer than the report stays 0.
-    if (!row.result_name || !j.contains(row.result_name)) continue;
-    if (row.result_count) r.*row.result_count = j.at(row.result_name).get<std::uint64_t>();
-    if (row.result_seconds) r.*row.result_seconds = number(row.result_name);
+    const auto v = row.result_name ? f.find(row.result_name) : std::nullopt;
+    if (!v) continue;
+    if (row.result_count) r.*row.result_count = v->whole<std::uint64_t>();
+    if (row.result_seconds) r.*row.result_seconds = v->number_or_nan(kSeconds);
   }
-  r.child_max_rss_bytes = j.at("child_max_rss_bytes").get<std::uint64_t>();
-  if (j.contains("keep_warm_cpu_s")) r.keep_warm_cpu_s = number("keep_warm_cpu_s");
-  r.placement = j.at("placement").get<std::string>();
-  r.cgroup_mode = cgroup_mode_from_string(j.at("cgroup_mode").get<std::string>());
-  r.network_isolated = j.at("network_isolated").get<bool>();
-  r.unapplied = j.at("unapplied").get<std::vector<std::string>>();
-  r.warnings = j.at("warnings").get<std::vector<std::string>>();
-  if (j.contains("runtimes_seen")) {  // reports before edgeprof read the workload's maps lack it
-    r.runtimes_seen = j.at("runtimes_seen").get<std::map<std::string, std::string>>();
+  r.child_max_rss_bytes = f.at("child_max_rss_bytes").whole<std::uint64_t>();
+  if (const auto v = f.find("keep_warm_cpu_s")) r.keep_warm_cpu_s = v->number_or_nan(kSeconds);
+  r.placement = f.at("placement").text();
+  const Field mode = f.at("cgroup_mode");
+  try {
+    r.cgroup_mode = cgroup_mode_from_string(mode.text());
+  } catch (const Error&) {
+    mode.refuse("\"unified\", \"hybrid\" or \"legacy\"");
   }
-  if (j.contains("thread_env")) {
-    r.thread_env = j.at("thread_env").get<std::map<std::string, std::string>>();
+  r.network_isolated = f.at("network_isolated").flag();
+  r.unapplied = f.at("unapplied").texts();
+  r.warnings = f.at("warnings").texts();
+  // Reports before edgeprof read the workload's maps lack it.
+  if (const auto v = f.find("runtimes_seen")) r.runtimes_seen = v->text_map();
+  if (const auto v = f.find("thread_env")) r.thread_env = v->text_map();
+  if (const auto v = f.find("thread_moves")) r.thread_moves = v->whole<std::uint64_t>();
+  // A mean count of runnable threads.
+  r.threads_at_once = f.opt_number("threads_at_once", kAtLeastOne);
+  if (const auto v = f.find("core_quota_changes")) {
+    r.core_quota_changes = v->whole<std::uint64_t>();
   }
-  if (j.contains("thread_moves")) r.thread_moves = j.at("thread_moves").get<std::uint64_t>();
-  get_opt(j, "threads_at_once", r.threads_at_once);
-  if (r.threads_at_once && !(*r.threads_at_once >= 1)) {
-    throw Error(fmt::format("threads_at_once is {}: it is a mean count of runnable threads, 1 or "
-                            "more; the report was not written by edgeprof",
-                            *r.threads_at_once));
-  }
-  if (j.contains("core_quota_changes")) {
-    r.core_quota_changes = j.at("core_quota_changes").get<std::uint64_t>();
-  }
-  get_opt(j, "energy_j", r.energy_j);
-  if (const auto it = j.find("device_interval"); it != j.end() && it->is_object()) {
-    TimeInterval i;  // reports before intervals existed have none
-    i.level = it->at("level").get<double>();
-    // Written through num(): a non-finite factor is null.
-    i.low = it->at("low").is_null() ? std::nan("") : it->at("low").get<double>();
-    i.high = it->at("high").is_null() ? std::nan("") : it->at("high").get<double>();
-    i.models = it->at("models").get<int>();
-    if (const auto e = it->find("emulation_log_sd"); e != it->end() && e->is_number()) {
-      i.emulation_log_sd = e->get<double>();  // reports before it have the speed's error only
-    }
-    if (const auto e = it->find("projection_log_sd"); e != it->end() && e->is_number()) {
-      i.projection_log_sd = e->get<double>();
-    }
+  r.energy_j = f.opt_number("energy_j", kAtLeastZero);
+  if (const auto v = f.set("device_interval")) {  // reports before intervals existed have none
+    TimeInterval i;
+    i.level = v->at("level").number(kAboveZero);
+    i.low = v->at("low").number_or_nan(kAboveZero);
+    i.high = v->at("high").number_or_nan(kAboveZero);
+    i.models = v->at("models").whole<int>(0);
+    // Reports before them have the speed's error only.
+    if (const auto e = v->set("emulation_log_sd")) i.emulation_log_sd = e->number(kAtLeastZero);
+    if (const auto e = v->set("projection_log_sd")) i.projection_log_sd = e->number(kAtLeastZero);
     r.device_interval = i;
   }
-  if (j.contains("speed_changes")) {
-    for (const auto& c : j.at("speed_changes")) {
+  if (const auto changes = f.find("speed_changes")) {
+    for (const Field& c : changes->elements()) {
       SpeedChange change;
-      change.t_s = c.at("t_s").is_null() ? std::nan("") : c.at("t_s").get<double>();
-      change.factor = c.at("factor").get<double>();
-      change.cpu_quota_us = c.at("cpu_quota_us").get<std::uint64_t>();
-      change.cpu_period_us = c.at("cpu_period_us").get<std::uint64_t>();
-      change.error = c.at("error").get<std::string>();
-      if (c.contains("runtime")) change.runtime = c.at("runtime").get<std::string>();
-      change.memory_mb_per_ms = c.value("memory_mb_per_ms", 0.0);
+      change.t_s = c.at("t_s").number_or_nan(kSeconds);
+      change.factor = c.at("factor").number(kAboveZero);
+      change.cpu_quota_us = c.at("cpu_quota_us").whole<std::uint64_t>();
+      change.cpu_period_us = c.at("cpu_period_us").whole<std::uint64_t>();
+      change.error = c.at("error").text();
+      if (const auto v = c.find("runtime")) change.runtime = v->text();
+      if (const auto v = c.find("memory_mb_per_ms")) {
+        change.memory_mb_per_ms = v->number(kAtLeastZero);
+      }
       r.speed_changes.push_back(std::move(change));
     }
   }
-  r.device = device_from(j.at("device"));
-  r.plan = plan_from(j.at("plan"));
-  r.summary = summary_from(j.at("summary"));
-  for (const auto& p : j.at("phases")) r.phases.push_back(phase_from(p));
-  for (const auto& s : j.at("sources")) r.sources.push_back(source_from(s));
-  r.series = series_from(j.at("series"));
+  r.device = device_from(f.at("device"));
+  r.plan = plan_from(f.at("plan"));
+  r.summary = summary_from(f.at("summary"));
+  for (const Field& p : f.at("phases").elements()) r.phases.push_back(phase_from(p));
+  for (const Field& s : f.at("sources").elements()) r.sources.push_back(source_from(s));
+  r.series = series_from(f.at("series"));
   return r;
 }
 
@@ -627,16 +854,17 @@ json statistic_json(const Statistic& s) {
           {"ci95_high", num(s.ci95_high)}, {"min", num(s.min)}, {"max", num(s.max)}};
 }
 
-Statistic statistic_from(const json& j) {
+// Figures may be negative (a phase's memory_net_peak_bytes), and are written through num().
+Statistic statistic_from(const Field& f) {
   Statistic s;
-  s.n = j.at("n").get<std::size_t>();
-  s.median = j.at("median").get<double>();
-  s.mean = j.at("mean").get<double>();
-  s.stddev = j.at("stddev").get<double>();
-  s.ci95_low = j.at("ci95_low").get<double>();
-  s.ci95_high = j.at("ci95_high").get<double>();
-  s.min = j.at("min").get<double>();
-  s.max = j.at("max").get<double>();
+  s.n = f.at("n").whole<std::size_t>();
+  s.median = f.at("median").number_or_nan(kFinite);
+  s.mean = f.at("mean").number_or_nan(kFinite);
+  s.stddev = f.at("stddev").number_or_nan(kAtLeastZero);
+  s.ci95_low = f.at("ci95_low").number_or_nan(kFinite);
+  s.ci95_high = f.at("ci95_high").number_or_nan(kFinite);
+  s.min = f.at("min").number_or_nan(kFinite);
+  s.max = f.at("max").number_or_nan(kFinite);
   return s;
 }
 
@@ -657,11 +885,17 @@ json repeated_json(const RepeatedResult& r) {
   return j;
 }
 
-// Parses JSON text, turning the library's exceptions into edgeprof errors that say where.
+// Parses JSON text and reads it with `fn`, turning a field that cannot be read and the JSON
+// library's exceptions into edgeprof errors that say where.
 template <class Fn>
 auto from_text(std::string_view text, const char* what, Fn&& fn) {
   try {
-    return fn(json::parse(text));
+    const json j = parse_report(text);
+    return fn(Field(j, ""));
+  } catch (const BadField& e) {
+    throw Error(fmt::format("cannot read {} from JSON: field '{}': {}; give the file `edgeprof "
+                            "run --json` wrote",
+                            what, e.path, e.problem));
   } catch (const json::exception& e) {
     throw Error(fmt::format("cannot read {} from JSON: {}", what, e.what()));
   }
@@ -952,7 +1186,7 @@ std::string to_json(const Result& r) {
 }
 
 Result result_from_json(std::string_view text) {
-  return from_text(text, "an edgeprof result", [](const json& j) { return result_from(j); });
+  return from_text(text, "an edgeprof result", [](const Field& f) { return result_from(f); });
 }
 
 namespace {
@@ -1085,12 +1319,12 @@ std::string to_json(const RepeatedResult& r) {
 }
 
 RepeatedResult repeated_from_json(std::string_view text) {
-  return from_text(text, "an edgeprof repeated result", [](const json& j) {
-    check_schema(j, "edgeprof.repeated");
+  return from_text(text, "an edgeprof repeated result", [](const Field& f) {
+    check_schema(f, "edgeprof.repeated");
     RepeatedResult r;
-    for (const auto& x : j.at("runs")) r.runs.push_back(result_from(x));
-    for (const auto& x : j.at("warmups")) r.warmups.push_back(result_from(x));
-    for (const auto& [name, s] : j.at("stats").items()) r.stats[name] = statistic_from(s);
+    for (const Field& x : f.at("runs").elements()) r.runs.push_back(result_from(x));
+    for (const Field& x : f.at("warmups").elements()) r.warmups.push_back(result_from(x));
+    for (const auto& [name, s] : f.at("stats").members()) r.stats[name] = statistic_from(s);
     // Figures added since the report was written (all_cores_wall_time_s, the energies): their
     // statistics from the runs, as describe_runs() would have made them then.
     for (auto& [name, s] : describe_runs(r.runs)) r.stats.try_emplace(name, std::move(s));

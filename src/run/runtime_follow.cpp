@@ -162,8 +162,8 @@ bool is_counted_runtime(std::string_view id) {
 }
 
 bool counts_onnxruntime() {
-  const char* v = std::getenv("EDGEPROF_COUNT_ONNXRUNTIME");
-  return parse_switch(v ? v : "").value_or(true);
+  return switch_setting("EDGEPROF_COUNT_ONNXRUNTIME", std::getenv("EDGEPROF_COUNT_ONNXRUNTIME"),
+                        true);
 }
 
 std::vector<std::string> RuntimeFollower::counted_runtimes() const {

@@ -13,6 +13,7 @@
 #include "edgeprof/plan.hpp"
 #include "edgeprof/rank.hpp"
 #include "edgeprof/result.hpp"
+#include "sys/parse.hpp"
 #include "sys/stats.hpp"
 
 namespace edgeprof {
@@ -345,7 +346,8 @@ SpeedCalibration calibrate_speed(const Device& device,
   out.device.sources.erase("reference_speed");
   out.device.origin.clear();
   std::vector<std::string> names;
-  for (const DeviceMeasurement& w : workloads) names.push_back(w.name);
+  // Escaped: a device's text holds no control characters (validate() would refuse the device).
+  for (const DeviceMeasurement& w : workloads) names.push_back(detail::printable(w.name));
   out.device.sources["core_speed"] = FigureSource{
       "measured",
       fmt::format("calibrated by edgeprof from {} workload{} measured on the device ({}), "

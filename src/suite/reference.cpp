@@ -19,6 +19,7 @@
 #include "edgeprof/version.hpp"
 #include "sys/fs.hpp"
 #include "suite/microbench_detail.hpp"
+#include "sys/parse.hpp"
 #include "sys/spawn.hpp"
 #include "sys/child.hpp"
 
@@ -280,7 +281,11 @@ void apply_reference_speed(Device& device, double reference_speed,
         "reference_speed {:g} taken as this host's, uncorrected: {}. Run `edgeprof "
         "calibrate-host --reference` (needs 7-Zip) to correct it",
         reference_speed,
-        why.empty() ? "this host's speed relative to the reference core is not known" : why);
+        // `why` may name the cache file: its bytes that are not UTF-8 as \xNN, as device text
+        // must be UTF-8 (a cache directory whose path is not UTF-8 made every catalog device
+        // refused).
+        why.empty() ? "this host's speed relative to the reference core is not known"
+                    : detail::printable(why));
   }
   device.sources.try_emplace("core_speed", std::move(source));
 }

@@ -150,7 +150,7 @@ TEST_CASE("devices with a speed schedule or power figures are validated", "[devi
   d.speed_schedule = {{10, 0.7}, {5, 0.5}};
   CHECK_THROWS_WITH(d.validate(), Catch::Contains("increasing order"));
   d.speed_schedule = {{10, 0}};
-  CHECK_THROWS_WITH(d.validate(), Catch::Contains("(0, 1]"));
+  CHECK_THROWS_WITH(d.validate(), Catch::Contains("[0.01, 1]"));
   d.speed_schedule = {{0, 1.0}, {30, 0.7}};
   CHECK_NOTHROW(d.validate());
   d.power.idle_watts = 3;
@@ -177,4 +177,46 @@ TEST_CASE("a mistyped device name is answered with the names it most likely mean
   } catch (const DeviceError& e) {
     CHECK_THAT(e.what(), Catch::Contains("Did you mean raspberry-pi-4b-1gb"));
   }
+}
+
+TEST_CASE("validate applies a device file's name rule and bounds to a device built in code",
+          "[device]") {
+  Device unnamed;
+  unnamed.memory_bytes = 64ull << 20;
+  // A report of it could not be read back ("'' is not a usable name"): refused at once.
+  CHECK_THROWS_WITH(unnamed.validate(), Catch::Contains("'' is not a usable name"));
+  CHECK_THROWS_AS(make_device("", 1, 0.5, "64MiB"), DeviceError);
+  CHECK_THROWS_WITH(make_device("my board", 1, 0.5, "64MiB"),
+                    Catch::Contains("(U+0020)"));
+  try {
+    make_device("\x1b[31mred", 1, 0.5, "64MiB");
+    FAIL("accepted");
+  } catch (const DeviceError& e) {
+    const std::string what = e.what();
+    CHECK_THAT(what, Catch::Contains("'\\u001b[31mred' is not a usable name"));
+    CHECK(what.find('\x1b') == std::string::npos);
+  }
+  Device d = make_device("b", 1, 0.5, "64MiB");
+  d.aliases = {"ok", "a/b"};
+  CHECK_THROWS_WITH(d.validate(), Catch::Contains("alias 'a/b' is not a usable name"));
+  // A device file's limit: 4096 cores (device_to_json() of more could not be read back).
+  CHECK_NOTHROW(make_device("b", 4096, 0.5, "64MiB"));
+  CHECK_THROWS_WITH(make_device("b", 5000, 0.5, "64MiB"),
+                    Catch::Contains("cores = 5000") && Catch::Contains("1 to 4096"));
+  CHECK_THROWS_WITH(make_device("b", 1, 1e4, "64MiB"), Catch::Contains("core_speed = 10000"));
+  d = make_device("b", 1, 0.5, "64MiB");
+  d.cpu.clock_mhz = -1;
+  CHECK_THROWS_WITH(d.validate(), Catch::Contains("cpu.clock_mhz = -1"));
+  // Control characters in text, named by field and code.
+  d = make_device("b", 1, 0.5, "64MiB");
+  d.description = "\x1b]0;pwned\x07" "desc";
+  CHECK_THROWS_WITH(d.validate(), Catch::Contains("description holds U+001B"));
+  d.description = "ok";
+  d.sources["cores"] = {"specified", "a\ab"};
+  CHECK_THROWS_WITH(d.validate(), Catch::Contains("sources.cores.source holds U+0007"));
+  d.sources["cores"] = {"specified", "\xff"};
+  CHECK_THROWS_WITH(d.validate(), Catch::Contains("is not UTF-8"));
+  // A size that cannot be read is echoed escaped.
+  CHECK_THROWS_WITH(parse_size("\x1b[2J", "memory"),
+                    Catch::Contains("'\\u001b[2J'") && !Catch::Contains("\x1b"));
 }

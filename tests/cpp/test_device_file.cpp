@@ -489,3 +489,192 @@ TEST_CASE("TOML: characters the TOML reader would misread are read as written, a
   CHECK_FALSE(contains(toml_error(minimal + "description = \"x\xC0\xA2 \u00a1\"\n"),
                        "outside a string"));
 }
+
+namespace {
+
+constexpr const char* kNameCharacters =
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.";
+
+CoreScores probe_scores(double integer, const std::string& spread_kernel = {}) {
+  CoreScores s;
+  s.suite = "s";
+  s.integer = integer;
+  s.floating = 2;
+  s.memory = 3;
+  if (!spread_kernel.empty()) s.spread[spread_kernel] = 0.1;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("a device's name is one word without '/' or control characters, shown escaped",
+          "[device-file]") {
+  const auto named = [](const std::string& name) {
+    return R"({"edgeprof_device": 1, "name": )" + name +
+           R"(, "cores": 2, "core_speed": 0.5, "memory": "1GiB"})";
+  };
+  CHECK(json_error(named(R"("Pi-4_b.v2")")).empty());
+  // An escape sequence (which a terminal would obey) is refused, named by its code, and the
+  // message holds it escaped: printing the message changes no terminal.
+  const std::string red = json_error(named(R"("\u001b[31mred\u001b[0m")"));
+  CHECK(contains(red, "test.json: field 'name': '\\u001b[31mred\\u001b[0m' is not a usable "
+                      "name (U+001B); a name is one word without '/' or control characters"));
+  CHECK(red.find('\x1b') == std::string::npos);
+  // Names that files and reports have held stay usable.
+  for (const char* good : {R"("caf\u00e9")", R"("a:b")", R"("pi4+")", "\"rpi(4b)\""}) {
+    CAPTURE(good);
+    CHECK(json_error(named(good)).empty());
+  }
+  for (const char* bad : {R"("")", R"("my board")", R"("a/b")", R"("tab\there")", R"("\u0085")",
+                          R"("nl\n")"}) {
+    CAPTURE(bad);
+    const std::string err = json_error(named(bad));
+    CHECK(contains(err, "field 'name'"));
+    CHECK(contains(err, "is not a usable name"));
+  }
+  CHECK(contains(json_error(named(R"("a/b")")), "(U+002F)"));
+  CHECK(contains(json_error(named(R"("")")), "'' is not a usable name; a name is one word"));
+  // Aliases: the same rule.
+  const std::string alias =
+      json_error(R"({"edgeprof_device": 1, "name": "b", "aliases": ["ok", "\u001b]0;x\u0007"],
+                     "cores": 2, "core_speed": 0.5, "memory": "1GiB"})");
+  CHECK(contains(alias, "field 'aliases'"));
+  CHECK(contains(alias, "U+001B"));
+  CHECK(alias.find('\x1b') == std::string::npos);
+  CHECK(alias.find('\x07') == std::string::npos);
+  // TOML the same.
+  const std::string toml = toml_error(
+      "edgeprof_device = 1\nname = \"\\u001b]0;pwned\\u0007\"\ncores = 2\ncore_speed = 0.5\n"
+      "memory = \"1GiB\"\n");
+  CHECK(contains(toml, "field 'name'"));
+  CHECK(contains(toml, "U+001B"));
+  // Every catalog name and alias keeps to it.
+  for (const Device& d : catalog_devices()) {
+    CAPTURE(d.name);
+    CHECK(d.name.find_first_not_of(kNameCharacters) == std::string::npos);
+    for (const std::string& n : d.aliases) {
+      CAPTURE(n);
+      CHECK(n.find_first_not_of(kNameCharacters) == std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("control characters in a device's text are refused, naming the field and the code",
+          "[device-file]") {
+  const std::string base = std::string(kMinimal);
+  struct Case {
+    std::string text;
+    std::vector<std::string> says;
+  };
+  const std::vector<Case> cases = {
+      // An OSC title sequence: ESC ... BEL.
+      {base + R"(, "description": "\u001b]0;pwned\u0007desc"})",
+       {"field 'description': holds U+001B, a control character, at character 1"}},
+      // Tabs and line breaks are text (a TOML file's multi-line source keeps them).
+      {base + R"(, "description": "a\tb\nc\r\nd"})", {}},
+      {base + R"(, "source": "x\u007f"})", {"'source'", "U+007F"}},
+      {base + R"(, "cpu": {"model": "A\u009b2J"}})", {"'cpu.model'", "U+009B"}},  // C1 CSI
+      {base + R"(, "cpu": {"soc": "\u0000"}})", {"'cpu.soc'", "U+0000"}},
+      {base + R"(, "storage": {"kind": "SD\u001b"}})", {"'storage.kind'", "U+001B"}},
+      {base + R"(, "sources": {"cores": {"status": "specified", "source": "\u001b[2J"}}})",
+       {"'sources.cores.source'", "U+001B"}},
+      // A key the schema does not know is named in the message, escaped.
+      {base + R"(, "\u001b[2J": 1})", {"'\\u001b[2J'", "unknown field"}},
+      // Letters of any script, symbols and U+FFFD itself are text.
+      {base + R"(, "description": "Cort\u00e9x \u03bb \u2713 \ufffd"})", {}},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.text);
+    const std::string err = json_error(c.text);
+    if (c.says.empty()) {
+      CHECK(err.empty());
+      continue;
+    }
+    for (const std::string& part : c.says) {
+      CAPTURE(err, part);
+      CHECK(contains(err, part));
+    }
+    for (char control : {'\x1b', '\x07', '\x7f', '\t', '\n', '\r', '\0'}) {
+      CHECK(err.find(control) == std::string::npos);
+    }
+  }
+  CHECK(toml_error("edgeprof_device = 1\nname = \"b\"\ncores = 2\ncore_speed = 0.5\n"
+                   "memory = \"1GiB\"\ndescription = \"\"\"\none\ntwo\"\"\"\n")
+            .empty());
+}
+
+TEST_CASE("a number that is not finite is named as written", "[device-file]") {
+  const std::string head = "edgeprof_device = 1\nname = \"b\"\ncores = 2\nmemory = \"1GiB\"\n";
+  for (const std::string value : {"nan", "inf", "-inf"}) {
+    CAPTURE(value);
+    const std::string err = toml_error(head + "core_speed = " + value + "\n");
+    CHECK(contains(err, "field 'core_speed': " + value + " is out of range"));
+    CHECK_FALSE(contains(err, "null"));
+  }
+  CHECK(contains(toml_error("edgeprof_device = 1\nname = \"b\"\ncores = nan\ncore_speed = 0.5\n"
+                            "memory = \"1GiB\"\n"),
+                 "expected a whole number, got nan"));
+  CHECK(contains(toml_error(head + "core_speed = 0.5\n[cpu]\nmodel = -inf\n"),
+                 "the number -inf"));
+}
+
+TEST_CASE("what Device::validate accepts is what a device file holds: it reads back equal",
+          "[device-file]") {
+  Device base = make_device("b", 2, 0.5, "1GiB");
+  // Each: a change of the device, and whether validate() accepts it. Accepted devices must read
+  // back equal from device_to_json(); refused ones are refused by the reader too.
+  struct Case {
+    const char* what;
+    void (*change)(Device&);
+    bool valid;
+  };
+  const Case cases[] = {
+      {"cores at the limit", [](Device& d) { d.cores = 4096; }, true},
+      {"cores past it", [](Device& d) { d.cores = 5000; }, false},
+      {"the fastest core", [](Device& d) { d.core_speed = 1000; }, true},
+      {"faster", [](Device& d) { d.core_speed = 1000.5; }, false},
+      {"the slowest core", [](Device& d) { d.core_speed = 1e-6; }, true},
+      {"slower", [](Device& d) { d.core_speed = 1e-7; }, false},
+      {"reference speed past the limit", [](Device& d) { d.reference_speed = 2000; }, false},
+      {"pids at the limit", [](Device& d) { d.pids_max = std::int64_t{1} << 30; }, true},
+      {"pids past it", [](Device& d) { d.pids_max = (std::int64_t{1} << 30) + 1; }, false},
+      {"a clock", [](Device& d) { d.cpu.clock_mhz = 1800; }, true},
+      {"a clock below 1 MHz", [](Device& d) { d.cpu.clock_mhz = 0.5; }, false},
+      {"power at the limit", [](Device& d) { d.power.loaded_watts = 10000; }, true},
+      {"power past it", [](Device& d) { d.power.loaded_watts = 10001; }, false},
+      {"a slow step", [](Device& d) { d.speed_schedule = {{0, 0.01}, {1e7, 1}}; }, true},
+      {"too slow a step", [](Device& d) { d.speed_schedule = {{0, 0.005}}; }, false},
+      {"too late a step", [](Device& d) { d.speed_schedule = {{2e7, 0.5}}; }, false},
+      {"probe scores", [](Device& d) { d.scores = probe_scores(1, "integer"); }, true},
+      {"a score of 0", [](Device& d) { d.scores = probe_scores(0); }, false},
+      {"a spread of no kernel", [](Device& d) { d.scores = probe_scores(1, "disk"); }, false},
+      {"a source", [](Device& d) { d.sources["cores"] = {"specified", "the datasheet"}; }, true},
+      {"a source of no figure", [](Device& d) { d.sources["colour"] = {"specified", "x"}; },
+       false},
+      {"a status of none", [](Device& d) { d.sources["cores"] = {"guessed", "x"}; }, false},
+      {"an alias", [](Device& d) { d.aliases = {"pi"}; }, true},
+      {"an alias with a space", [](Device& d) { d.aliases = {"my pi"}; }, false},
+      {"a description", [](Device& d) { d.description = "4x Cortex-A72 \u00e9"; }, true},
+      {"an escape in it", [](Device& d) { d.description = "\x1b]0;pwned\x07"; }, false},
+      {"a bell in cpu.layout", [](Device& d) { d.cpu.layout = "4x A76\a4x A55"; }, false},
+      {"a line break in cpu.layout", [](Device& d) { d.cpu.layout = "4x A76\n4x A55"; }, true},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.what);
+    Device d = base;
+    c.change(d);
+    bool valid = true;
+    try {
+      d.validate();
+    } catch (const DeviceError&) {
+      valid = false;
+    }
+    CHECK(valid == c.valid);
+    const std::string text = device_to_json(d);
+    if (valid) {
+      CHECK(parse_device_json(text, "b.json") == d);
+    } else {
+      CHECK_THROWS_AS(parse_device_json(text, "b.json"), DeviceError);
+    }
+  }
+}

@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "cgroup/backend.hpp"
+#include "edgeprof/error.hpp"
 #include "helpers.hpp"
 #include "sys/parse.hpp"
 
@@ -14,6 +15,20 @@ TEST_CASE("parse_u64 takes decimal integers and nothing else", "[parse]") {
   CHECK_FALSE(parse_u64("-1"));
   CHECK_FALSE(parse_u64("12abc"));
   CHECK_FALSE(parse_u64("18446744073709551616"));  // overflow
+}
+
+TEST_CASE("switch_setting: unset for the default, a switch's words, an Error for anything else",
+          "[parse]") {
+  CHECK(switch_setting("EDGEPROF_X", nullptr, true));
+  CHECK_FALSE(switch_setting("EDGEPROF_X", "", false));
+  CHECK(switch_setting("EDGEPROF_X", "yes", false));
+  CHECK_FALSE(switch_setting("EDGEPROF_X", "Off", true));
+  // Once "yes" read as off for one variable and "no" as on for another, silently.
+  CHECK_THROWS_WITH(switch_setting("EDGEPROF_X", "2", true),
+                    Catch::Contains("EDGEPROF_X=2 is not a switch") &&
+                        Catch::Contains("0 (or false, off, no)") && Catch::Contains("(on)"));
+  CHECK_THROWS_AS(switch_setting("EDGEPROF_X", "\x1b[31m", false), edgeprof::Error);
+  CHECK_THROWS_WITH(switch_setting("EDGEPROF_X", "\x1b[31m", false), Catch::Contains("\\u001b"));
 }
 
 TEST_CASE("parse_switch reads an on/off switch, anything else as unset", "[parse]") {

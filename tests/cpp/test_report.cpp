@@ -398,6 +398,146 @@ TEST_CASE("reading JSON that is not a report names what is wrong", "[report][jso
   CHECK_THROWS_WITH(result_from_json(broken), Catch::Contains("wall_time_s"));
 }
 
+namespace {
+
+// The sample report as JSON text, with the value at `pointer` ("/phases/0/name") replaced by
+// `value` as written (JSON text: "-1", "1180591620717411303424", "\"fast\"").
+std::string edited_report(const std::string& pointer, const std::string& value,
+                          std::string text = to_json(sample_result())) {
+  auto j = nlohmann::json::parse(text);
+  j[nlohmann::json::json_pointer(pointer)] = "@edited@";
+  text = j.dump();
+  text.replace(text.find("\"@edited@\""), 10, value);
+  return text;
+}
+
+}  // namespace
+
+// Each of these was read (2^70 as exit code -2147483648, "fast" without the field's name).
+TEST_CASE("a report's field of the wrong kind is refused naming its path, the value and the kind",
+          "[report][json]") {
+  CHECK_THROWS_AS(result_from_json(edited_report("/wall_time_s", "\"fast\"")), Error);
+  CHECK_THROWS_WITH(result_from_json(edited_report("/wall_time_s", "\"fast\"")),
+                    Catch::Contains("cannot read an edgeprof result from JSON: field "
+                                    "'wall_time_s': \"fast\" is not a number of seconds >= 0; "
+                                    "give the file `edgeprof run --json` wrote"));
+  CHECK_THROWS_WITH(result_from_json(edited_report("/phases/0/name", "5")),
+                    Catch::Contains("field 'phases[0].name': 5 is not a string"));
+  CHECK_THROWS_WITH(result_from_json(edited_report("/timed_out", "\"no\"")),
+                    Catch::Contains("field 'timed_out': \"no\" is not true or false"));
+  CHECK_THROWS_WITH(result_from_json(edited_report("/summary/samples", "[1]")),
+                    Catch::Contains("field 'summary.samples': [1] is not a whole number"));
+  CHECK_THROWS_WITH(result_from_json(edited_report("/series/t_ns/1", "\"x\"")),
+                    Catch::Contains("field 'series.t_ns[1]': \"x\" is not a whole number"));
+  CHECK_THROWS_WITH(result_from_json(edited_report("/plan/cpus", "\"zero\"")),
+                    Catch::Contains("field 'plan.cpus': \"zero\" is not a CPU list"));
+  CHECK_THROWS_WITH(result_from_json(edited_report("/cgroup_mode", "\"v3\"")),
+                    Catch::Contains("field 'cgroup_mode': \"v3\" is not \"unified\""));
+  CHECK_THROWS_WITH(result_from_json(edited_report("/plan", "[]")),
+                    Catch::Contains("field 'plan': [] is not an object"));
+  // A long value is shown cut short.
+  const std::string long_text(200, 'x');
+  CHECK_THROWS_WITH(result_from_json(edited_report("/exit_code", "\"" + long_text + "\"")),
+                    Catch::Contains("field 'exit_code': \"xxxxxxxx") &&
+                        !Catch::Contains(long_text));
+  // Within a repeated report, the run's index is in the path.
+  RepeatedResult rr;
+  rr.runs = {sample_result(), sample_result(), sample_result()};
+  rr.stats = describe_runs(rr.runs);
+  const std::string repeated = to_json(rr);
+  CHECK_THROWS_WITH(repeated_from_json(edited_report("/runs/2/wall_time_s", "\"fast\"", repeated)),
+                    Catch::Contains("cannot read an edgeprof repeated result from JSON: field "
+                                    "'runs[2].wall_time_s': \"fast\" is not a number of seconds"));
+  CHECK_THROWS_WITH(repeated_from_json(edited_report("/stats/wall_time_s/n", "-2", repeated)),
+                    Catch::Contains("field 'stats.wall_time_s.n': -2 is not a whole number"));
+}
+
+TEST_CASE("a report's whole numbers are checked against their type, and fractions refused",
+          "[report][json]") {
+  CHECK_THROWS_WITH(result_from_json(edited_report("/exit_code", "1180591620717411303424")),
+                    Catch::Contains("field 'exit_code': ") &&
+                        Catch::Contains("is not a whole number from 0 to 255"));
+  CHECK_THROWS_WITH(result_from_json(edited_report("/exit_code", "1.5")),
+                    Catch::Contains("field 'exit_code': 1.5 is not a whole number from 0 to 255"));
+  CHECK_THROWS_WITH(result_from_json(edited_report("/exit_code", "256")),
+                    Catch::Contains("field 'exit_code': 256 is not a whole number"));
+  CHECK_THROWS_WITH(result_from_json(edited_report("/signal", "0")),
+                    Catch::Contains("field 'signal': 0 is not a whole number from 1"));
+  CHECK_THROWS_WITH(result_from_json(edited_report("/host/cpus", "4294967296")),
+                    Catch::Contains("field 'host.cpus': 4294967296 is not a whole number from 0 "
+                                    "to 2147483647"));
+  CHECK_THROWS_WITH(result_from_json(edited_report("/child_max_rss_bytes", "18446744073709551616")),
+                    Catch::Contains("field 'child_max_rss_bytes'"));
+  CHECK_THROWS_WITH(result_from_json(edited_report("/series/scheduled/0", "2")),
+                    Catch::Contains("field 'series.scheduled[0]': 2 is not a whole number from 0 "
+                                    "to 1"));
+  // The largest of a type is kept, and a signed field keeps its sign.
+  CHECK(result_from_json(edited_report("/child_max_rss_bytes", "18446744073709551615"))
+            .child_max_rss_bytes == 18446744073709551615u);
+  CHECK(result_from_json(edited_report("/exit_code", "255")).exit_code == 255);
+  Result fell = sample_result();
+  fell.phases[0].memory_net_peak_bytes = -4096;
+  fell.series.t_ns[0] = -100;
+  CHECK(result_from_json(to_json(fell)) == fell);
+}
+
+TEST_CASE("a report's times and counts that no run produces are refused by name",
+          "[report][json]") {
+  CHECK_THROWS_WITH(result_from_json(edited_report("/wall_time_s", "-1")),
+                    Catch::Contains("field 'wall_time_s': -1 is not a number of seconds >= 0"));
+  CHECK_THROWS_WITH(result_from_json(edited_report("/cpu_user_s", "-3")),
+                    Catch::Contains("field 'cpu_user_s': -3 is not a number of seconds >= 0"));
+  CHECK_THROWS_WITH(result_from_json(edited_report("/throttled_s", "-0.5")),
+                    Catch::Contains("field 'throttled_s'"));
+  CHECK_THROWS_WITH(result_from_json(edited_report("/phases/0/cpu_s", "-0.1")),
+                    Catch::Contains("field 'phases[0].cpu_s'"));
+  CHECK_THROWS_WITH(result_from_json(edited_report("/peak_memory_bytes", "-1")),
+                    Catch::Contains("field 'peak_memory_bytes': -1 is not a whole number from 0"));
+  CHECK_THROWS_WITH(result_from_json(edited_report("/summary/cpu_cores_avg", "-2")),
+                    Catch::Contains("field 'summary.cpu_cores_avg'"));
+  CHECK_THROWS_WITH(result_from_json(edited_report("/threads_at_once", "0.5")),
+                    Catch::Contains("field 'threads_at_once': 0.5 is not a number >= 1"));
+  CHECK_THROWS_WITH(result_from_json(edited_report("/plan/quota_scale", "0")),
+                    Catch::Contains("field 'plan.quota_scale': 0 is not a number > 0"));
+  // A number past a double's range is the parser's error (it has no field), still an Error.
+  CHECK_THROWS_AS(result_from_json(edited_report("/wall_time_s", "1e400")), Error);
+  // A figure that was not finite is written as null, and read back as such.
+  Result nan = sample_result();
+  nan.wall_time_s = std::nan("");
+  CHECK(std::isnan(result_from_json(to_json(nan)).wall_time_s));
+}
+
+TEST_CASE("a report that gives a key twice is refused naming the key", "[report][json]") {
+  const std::string text = to_json(sample_result());
+  REQUIRE(text.find("\"exit_code\":0") != std::string::npos);
+  const std::string twice = "{\"exit_code\":7," + text.substr(1);  // the last one said 0
+  CHECK_THROWS_AS(result_from_json(twice), Error);
+  CHECK_THROWS_WITH(result_from_json(twice),
+                    Catch::Contains("field 'exit_code': given twice"));
+  std::string in_phase = text;
+  const auto phase = in_phase.find("\"name\":\"load\"");
+  REQUIRE(phase != std::string::npos);
+  in_phase.insert(phase, "\"name\":\"other\",");
+  CHECK_THROWS_WITH(result_from_json(in_phase),
+                    Catch::Contains("field 'phases[0].name': given twice"));
+  // The same key in two objects is no repeat.
+  CHECK(result_from_json(text) == sample_result());
+}
+
+TEST_CASE("a report's schema version below 1 or not whole is refused", "[report][json]") {
+  CHECK_THROWS_WITH(result_from_json(edited_report("/schema_version", "-1")),
+                    Catch::Contains("field 'schema_version': -1 is not a whole number from 1"));
+  CHECK_THROWS_WITH(result_from_json(edited_report("/schema_version", "0")),
+                    Catch::Contains("field 'schema_version': 0"));
+  CHECK_THROWS_WITH(result_from_json(edited_report("/schema_version", "1.5")),
+                    Catch::Contains("field 'schema_version': 1.5 is not a whole number"));
+  CHECK_THROWS_WITH(result_from_json(edited_report("/schema_version", "\"1\"")),
+                    Catch::Contains("field 'schema_version'"));
+  CHECK_THROWS_WITH(result_from_json(edited_report("/schema_version", "2")),
+                    Catch::Contains("upgrade edgeprof"));
+  CHECK(result_from_json(edited_report("/schema_version", "1")) == sample_result());
+}
+
 TEST_CASE("repeated results: statistics per figure, JSON round trip", "[report][json][stats]") {
   RepeatedResult rr;
   for (double wall : {1.0, 2.0, 3.0}) {

@@ -451,6 +451,78 @@ def test_a_result_gives_back_an_argument_that_is_not_utf8_as_os_fsdecode_does():
     assert r.runs[0].command[1] == os.fsdecode(b"a\xffb")  # a surrogate escape
     assert os.fsencode(r.runs[0].command[1]) == b"a\xffb"
     assert "a\\xffb" in str(r)  # the text keeps it as an escape
+    # A notebook's page too (its surrogate escape could not be encoded to send the page).
+    page = r.runs[0]._repr_html_()
+    assert "a\\xffb" in page and page.encode("utf-8")
+
+
+PLAIN_DEVICE = ('{"edgeprof_device": 1, "name": "plain", "cores": 1, "core_speed": 0.5, '
+                '"memory": "256MiB"}')
+
+
+def _cli_bytes(*args, env=None):
+    """The CLI with arguments given as bytes, its output as bytes (paths that are not UTF-8)."""
+    return subprocess.run([sys.executable, "-m", "edgeprof", *args], capture_output=True,
+                          timeout=120, env={**os.environ, **(env or {})})
+
+
+def test_a_device_path_that_is_not_utf8_is_read(tmp_path):
+    # A TypeError ("incompatible function arguments") before: find_device took UTF-8 only.
+    directory = os.path.join(os.fsencode(tmp_path), b"dev\xffdir")
+    os.mkdir(directory)
+    path = os.path.join(directory, b"plain.json")
+    with open(path, "w") as f:
+        f.write(PLAIN_DEVICE)
+    shown = _cli_bytes("devices", "show", path)
+    assert shown.returncode == 0 and b"Traceback" not in shown.stderr, shown.stderr
+    assert b"plain" in shown.stdout
+    # The directory as EDGEPROF_DEVICE_PATH: listed with its origin (UnicodeDecodeError before),
+    # printed as its own bytes.
+    listed = _cli_bytes("devices", env={"EDGEPROF_DEVICE_PATH": directory})
+    assert listed.returncode == 0 and b"Traceback" not in listed.stderr, listed.stderr
+    assert b"plain" in listed.stdout
+    found = edgeprof_api.find_device(os.fsdecode(path))
+    assert found.name == "plain" and os.fsencode(found.origin) == path
+    assert edgeprof_api.find_device(path.decode("utf-8", "surrogateescape")) == found
+
+
+def test_a_cache_or_home_that_is_not_utf8_is_named_in_notes_not_raised(tmp_path):
+    # The plan's notes and the device's sources name the cache file; their bytes raised
+    # UnicodeDecodeError out of plan_emulation(), `devices show` and every run of a catalog
+    # device. EDGEPROF_MEASURE_NN=0: nothing is measured.
+    cache = os.path.join(os.fsencode(tmp_path), b"c\xffd")
+    code = ("import edgeprof; d = edgeprof.find_device('raspberry-pi-4'); "
+            "notes = edgeprof.plan_emulation(d).notes; "
+            "print(len(notes), [s.source for s in d.sources.values()][:1])")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=120,
+                       env={**os.environ, "EDGEPROF_CACHE_DIR": cache, "EDGEPROF_MEASURE_NN": "0"})
+    assert p.returncode == 0 and b"Traceback" not in p.stderr, p.stderr
+    shown = _cli_bytes("devices", "show", "raspberry-pi-4",
+                       env={"EDGEPROF_CACHE_DIR": cache, "EDGEPROF_MEASURE_NN": "0"})
+    assert shown.returncode == 0 and b"Traceback" not in shown.stderr, shown.stderr
+    home = os.path.join(os.fsencode(tmp_path), b"h\xffome")
+    env = {"HOME": home, "EDGEPROF_MEASURE_NN": "0"}
+    listed = subprocess.run([sys.executable, "-m", "edgeprof", "devices"], capture_output=True,
+                            timeout=120, env={k: v for k, v in {**os.environ, **env}.items()
+                                              if k not in ("XDG_CONFIG_HOME", "XDG_CACHE_HOME",
+                                                           "EDGEPROF_CACHE_DIR",
+                                                           "EDGEPROF_DEVICE_PATH")})
+    assert listed.returncode == 0 and b"Traceback" not in listed.stderr, listed.stderr
+    assert edgeprof_api.devices.device_search_path()  # a list of str, as ever
+
+
+@requires_cgroups
+def test_a_parent_cgroup_that_is_not_utf8_is_refused_by_name():
+    # A RuntimeError ("Unable to cast Python instance of type str") before.
+    p = _cli_bytes("run", "--cores", "1", "--speed", "1", "--memory", "256MiB",
+                   "--parent", b"/edge\xffprof-no-such", "--", "true")
+    assert p.returncode == 2 and b"Traceback" not in p.stderr, p.stderr
+    assert b"edge\xffprof-no-such" in p.stderr or b"edge\\xffprof-no-such" in p.stderr
+
+
+def test_a_wrong_device_type_is_a_type_error_naming_it():
+    with pytest.raises(TypeError, match="device: expected a Device"):
+        edgeprof_api.plan_emulation(5)
 
 
 @pytest.mark.parametrize("kind", ["fifo", "directory", "device"])
@@ -651,9 +723,12 @@ def test_sigterm_and_sighup_kill_the_workload_remove_the_slice_and_exit_128_plus
     pidfile = tmp_path / "pid"
     workload = (f"import os, time; open({str(pidfile)!r}, 'w').write(str(os.getpid())); "
                 "print('started', flush=True); time.sleep(600)")
+    # The signal's default action, as a terminal's session has it (under nohup, as CI may run,
+    # SIGHUP is ignored, and the CLI leaves it so).
     proc = subprocess.Popen([sys.executable, "-m", "edgeprof", "run", "--cores", "1", "--speed",
                              "0.5", "--memory", "256MiB", "--", sys.executable, "-c", workload],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signum, signal.SIG_DFL))
     ready, _, _ = select.select([proc.stdout], [], [], HANG_S)
     assert ready and proc.stdout.readline() == "started\n", "the workload never started"
     child = int(pidfile.read_text())
