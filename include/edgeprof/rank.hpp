@@ -60,10 +60,10 @@ std::vector<RankedItem> rank(const std::vector<RankItem>& items, const RankOptio
 
 /// Two-sided p-value of the Mann-Whitney U test comparing two samples (as
 /// scipy.stats.mannwhitneyu: exact when a sample has at most 8 values and there are no ties).
-/// Throws Error when a sample is empty.
+/// Throws Error when a sample is empty or holds NaN or an infinity.
 double mann_whitney_p(const std::vector<double>& a, const std::vector<double>& b);
 /// Two-sided p-value of Welch's t test comparing two samples. Throws Error when a sample has
-/// fewer than 2 values.
+/// fewer than 2 values or holds NaN or an infinity.
 double welch_p(const std::vector<double>& a, const std::vector<double>& b);
 
 /// Agreement between two orderings of the same items (x[i] and y[i] describe item i).

@@ -108,7 +108,8 @@ using InterruptCheck = std::function<void()>;
 /// was not waited for kills and reaps it.
 class Child {
  public:
-  /// Takes over the workload of another Child.
+  /// Takes over the workload of another Child; the moved-from one's pid() and wait() throw
+  /// Error.
   Child(Child&&) noexcept;
   /// Takes over the workload of another Child.
   Child& operator=(Child&&) noexcept;
@@ -139,6 +140,7 @@ class Child {
   friend class Slice;
   struct State;
   explicit Child(std::unique_ptr<State> state);
+  State& state() const;  // Error for a moved-from Child
   std::unique_ptr<State> state_;
 };
 
@@ -153,7 +155,8 @@ class Slice {
   /// allow_missing_controllers), and PermissionDenied or CgroupError when the cgroups cannot be
   /// created or written.
   explicit Slice(Device device, SliceOptions options = {});
-  /// Takes over the cgroups of another Slice.
+  /// Takes over the cgroups of another Slice; the moved-from one is closed() and its other
+  /// members throw Error.
   Slice(Slice&&) noexcept;
   /// Kills and removes this slice's cgroups, then takes over those of another Slice.
   Slice& operator=(Slice&&) noexcept;
@@ -206,6 +209,7 @@ class Slice {
   struct Impl;
 
  private:
+  Impl& impl() const;  // Error for a moved-from Slice
   std::shared_ptr<Impl> impl_;
 };
 

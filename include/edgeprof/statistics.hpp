@@ -28,7 +28,7 @@ struct Statistic {
 };
 /// Every field equal.
 bool operator==(const Statistic& a, const Statistic& b);
-/// Describes a sample. Throws Error for an empty sample.
+/// Describes a sample. Throws Error for an empty sample or one holding NaN or an infinity.
 Statistic statistics(const std::vector<double>& values);
 
 /// Student t quantile: the t with P(T <= t) = p for `dof` degrees of freedom. Throws Error

@@ -86,6 +86,15 @@ MatrixXd from_row_major(const std::vector<double>& v, Eigen::Index p) {
 
 std::string percent(double v) { return fmt::format("{:.1f}%", v * 100); }
 
+// A Projection that fit() made: a default-constructed one has no coefficients to project with.
+void check_fitted(const Projection& p, const char* what) {
+  if (p.coefficients().empty()) {
+    throw Error(fmt::format("{}: this Projection was not fitted (a default-constructed one, or "
+                            "a Calibration without one): make it with Projection::fit",
+                            what));
+  }
+}
+
 }  // namespace
 
 const char* to_string(FitModel model) {
@@ -372,6 +381,7 @@ Projection Projection::fit_one(const std::vector<std::vector<double>>& x,
 }
 
 double Projection::point_estimate(const std::vector<double>& x) const {
+  check_fitted(*this, "predict");
   if (x.size() != options_.features.size()) {
     throw Error(fmt::format("this projection takes {} feature{} ({}), got {}",
                             options_.features.size(), options_.features.size() == 1 ? "" : "s",
@@ -420,6 +430,7 @@ Prediction Projection::predict(const std::vector<double>& x, double confidence) 
 }
 
 std::string Projection::to_text() const {
+  check_fitted(*this, "to_text");
   std::string out = fmt::format("{} = ", options_.target);
   switch (model_) {
     case FitModel::origin:
@@ -486,6 +497,8 @@ void check_core_emulation(const std::string& text, const std::string& what) {
 
 json calibration_json(const Calibration& c) {
   const Projection& p = c.projection;
+  // Written, it would make the whole file unreadable (read back, it is fitted again).
+  check_fitted(p, "calibrations_to_json");
   return {{"device", c.device},
           {"family", c.family},
           {"model", to_string(p.model())},

@@ -77,6 +77,8 @@ std::vector<double> mann_whitney_counts(size_t m, size_t n) {
 
 double mann_whitney_p(const std::vector<double>& a, const std::vector<double>& b) {
   if (a.empty() || b.empty()) throw Error("the Mann-Whitney test needs samples on both sides");
+  check_finite(a, "the Mann-Whitney test's first sample");
+  check_finite(b, "the Mann-Whitney test's second sample");
   std::vector<double> all(a);
   all.insert(all.end(), b.begin(), b.end());
   const auto ranks = average_ranks(all);
@@ -105,6 +107,8 @@ double mann_whitney_p(const std::vector<double>& a, const std::vector<double>& b
 
 double welch_p(const std::vector<double>& a, const std::vector<double>& b) {
   if (a.size() < 2 || b.size() < 2) throw Error("Welch's t test needs 2 or more values per side");
+  check_finite(a, "Welch's t test's first sample");
+  check_finite(b, "Welch's t test's second sample");
   auto moments = [](const std::vector<double>& v) {
     const double mean = std::accumulate(v.begin(), v.end(), 0.0) / double(v.size());
     double ss = 0;

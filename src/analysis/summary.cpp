@@ -209,6 +209,9 @@ std::vector<Phase> parse_phases(std::string_view marks, std::int64_t release_ns,
   std::vector<Open> open_explicit;  // B ... E
   std::optional<Open> open_mark;    // M ... next M
   std::size_t bad = 0;
+  if (!std::isfinite(end_s) || std::fabs(end_s) > 9e9) {
+    throw Error(fmt::format("parse_phases: the run's end {} s is not a time", end_s));
+  }
   const std::int64_t end_ns = static_cast<std::int64_t>(std::llround(end_s * 1e9));
 
   auto begin = [&](std::string_view name, std::int64_t t) {
@@ -236,13 +239,16 @@ std::vector<Phase> parse_phases(std::string_view marks, std::int64_t release_ns,
     pos = nl + 1;
     const size_t a = line.find(' ');
     auto t_abs = a == std::string_view::npos ? std::nullopt : detail::parse_u64(line.substr(0, a));
-    if (!t_abs || line.size() < a + 3 || line[a + 2] != ' ') {
+    // A stamp past int64 (the workload writes these lines) is malformed, not an overflow.
+    std::int64_t t = 0;
+    if (!t_abs || line.size() < a + 3 || line[a + 2] != ' ' ||
+        *t_abs > std::uint64_t(std::numeric_limits<std::int64_t>::max()) ||
+        __builtin_sub_overflow(static_cast<std::int64_t>(*t_abs), release_ns, &t)) {
       ++bad;
       continue;
     }
     const char kind = line[a + 1];
     const std::string_view name = line.substr(a + 3);
-    const std::int64_t t = static_cast<std::int64_t>(*t_abs) - release_ns;
     if (kind == 'M') {
       if (open_mark) finish(*open_mark, t);
       open_mark = begin(name, t);
@@ -343,6 +349,10 @@ double student_t_quantile(double p, double dof) {
 
 Statistic statistics(const std::vector<double>& values) {
   if (values.empty()) throw Error("cannot describe an empty sample: no runs were measured");
+  for (double v : values) {
+    // NaN would break the sort of the median (no strict weak order), inf every spread.
+    if (!std::isfinite(v)) throw Error(fmt::format("cannot describe a sample holding {}", v));
+  }
   Statistic s;
   s.n = values.size();
   s.median = percentile(values, 0.5);
@@ -478,7 +488,9 @@ std::map<std::string, Statistic> describe_runs(const std::vector<Result>& runs) 
   }
   std::map<std::string, Statistic> out;
   for (const auto& [name, v] : values) {
-    if (v.size() == runs.size()) out[name] = statistics(v);  // present in every run
+    // Present in every run, and finite in each (a figure of NaN has no statistics).
+    const bool finite = std::all_of(v.begin(), v.end(), [](double x) { return std::isfinite(x); });
+    if (v.size() == runs.size() && finite) out[name] = statistics(v);
   }
   return out;
 }

@@ -9,7 +9,7 @@
 #include "edgeprof/catalog.hpp"
 #include "edgeprof/error.hpp"
 #include "nn/runtimes.hpp"
-#include "sys/parse.hpp"
+#include "sys/text.hpp"
 
 namespace edgeprof {
 

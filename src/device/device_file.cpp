@@ -33,6 +33,7 @@
 #include "sys/fs.hpp"
 #include "suite/microbench_detail.hpp"
 #include "sys/parse.hpp"
+#include "sys/text.hpp"
 
 namespace edgeprof {
 
@@ -42,6 +43,7 @@ namespace {
 
 using detail::printable;
 using detail::Range;
+using detail::shown;
 
 // Reads one JSON object of the schema, naming the origin (file or catalog entry) and the
 // field's dotted path in every error, and refusing fields it does not know (typos would
@@ -177,17 +179,6 @@ class Reader {
     if (v.is_array()) return "a list";
     if (v.is_object()) return "a table";
     return "null";
-  }
-
-  // A value as written: JSON's dump() gives null for the NaN and infinities a TOML file can
-  // hold (json_from_toml keeps them as numbers).
-  static std::string shown(const json& v) {
-    if (v.is_number_float()) {
-      const double x = v.get<double>();
-      if (std::isnan(x)) return "nan";
-      if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
-    }
-    return v.dump();
   }
 
  private:
@@ -904,6 +895,20 @@ std::string device_to_json(const Device& device) { return write_device(device).d
 namespace detail {
 
 json device_file_object(const Device& device) { return write_device(device); }
+
+std::string shown(const json& v) {
+  if (v.is_number_float()) {
+    const double x = v.get<double>();
+    if (std::isnan(x)) return "nan";
+    if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
+  }
+  constexpr std::size_t kMost = 40;
+  std::string text = v.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (text.size() <= kMost) return text;
+  std::size_t cut = kMost;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return text.substr(0, cut) + "...";
+}
 
 Device device_from_file_object(const json& object, const std::string& origin,
                                const DeviceLoadOptions& options) {

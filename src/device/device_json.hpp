@@ -20,6 +20,11 @@ inline constexpr double kWideProbeSpread = 0.5;
 // How that note begins (a run repeats it in its warnings: src/run/plan_warnings.cpp).
 inline constexpr const char* kProbeSpreadNote = "probe scores spread";
 
+// A JSON value as an error message shows it: as written (nan, inf and -inf, which a TOML
+// file can hold and JSON's dump() gives as null), bytes that are not UTF-8 replaced, cut short
+// after about 40 bytes (at a whole character).
+std::string shown(const nlohmann::json& value);
+
 // A device as a device-file object (what device_to_json() prints).
 nlohmann::json device_file_object(const Device& device);
 

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cgroup/backend.hpp"
 #include "device/device_json.hpp"
@@ -623,6 +624,13 @@ EmulationPlan plan_emulation(const Device& described, const HostFacts& host,
 
   // CPUs: the device's core count, capped by what the host allows this process.
   std::vector<int> usable = options.cpus.empty() ? host.cpus : options.cpus;
+  for (auto it = options.cpus.begin(); it != options.cpus.end(); ++it) {
+    // A CPU given twice would be counted twice: a quota for more cores than the cpuset holds.
+    if (std::find(options.cpus.begin(), it, *it) != it) {
+      throw UnsupportedError(fmt::format("CPU {} is asked for twice (cpus {}): give each CPU once",
+                                         *it, fmt::join(options.cpus, ",")));
+    }
+  }
   for (int cpu : options.cpus) {
     if (std::find(host.cpus.begin(), host.cpus.end(), cpu) == host.cpus.end()) {
       throw UnsupportedError(fmt::format("CPU {} was asked for, but this process may only use "

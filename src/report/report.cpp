@@ -62,15 +62,7 @@ struct BadField {
   std::string problem;
 };
 
-// A value as an error shows it: its JSON, cut short (at a whole UTF-8 character).
-std::string shown(const json& v) {
-  constexpr std::size_t kMost = 40;
-  std::string text = v.dump(-1, ' ', false, json::error_handler_t::replace);
-  if (text.size() <= kMost) return text;
-  std::size_t cut = kMost;
-  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
-  return text.substr(0, cut) + "...";
-}
+using detail::shown;
 
 // The finite numbers a field may hold: `low` and above (only above with `open`), as named.
 struct Range {

@@ -18,6 +18,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iterator>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <new>
@@ -532,12 +533,17 @@ Slice::~Slice() {
   if (impl_) impl_->destroy();
 }
 
-const Device& Slice::device() const { return impl_->device; }
-const EmulationPlan& Slice::plan() const { return impl_->plan; }
-CgroupMode Slice::mode() const { return impl_->backend->mode(); }
-const std::vector<std::string>& Slice::unapplied() const { return impl_->unapplied; }
+Slice::Impl& Slice::impl() const {
+  if (!impl_) throw Error("this Slice was moved from: use the Slice it was moved to");
+  return *impl_;
+}
+
+const Device& Slice::device() const { return impl().device; }
+const EmulationPlan& Slice::plan() const { return impl().plan; }
+CgroupMode Slice::mode() const { return impl().backend->mode(); }
+const std::vector<std::string>& Slice::unapplied() const { return impl().unapplied; }
 std::vector<std::string> Slice::paths() const {
-  return impl_->cgroup ? impl_->cgroup->paths() : std::vector<std::string>{};
+  return impl().cgroup ? impl_->cgroup->paths() : std::vector<std::string>{};
 }
 
 CpuLimit Slice::cpu_limit() const {
@@ -565,7 +571,7 @@ void Slice::close() noexcept {
 bool Slice::closed() const noexcept { return !impl_ || !impl_->cgroup; }
 
 void Slice::kill() {
-  impl_->require_alive();
+  impl().require_alive();
   impl_->cgroup->kill_all();
   impl_->retired_marks.clear();  // their writers are gone
 }
@@ -660,10 +666,10 @@ Child::~Child() {
   slice.child_ended();
 }
 
-pid_t Child::pid() const { return state_->process.pid; }
+pid_t Child::pid() const { return state().process.pid; }
 
 Child Slice::spawn(const Command& command, const SpawnOptions& options) {
-  impl_->require_alive();
+  impl().require_alive();
   Impl& s = *impl_;
   if (options.sample_interval.count() != 0) detail::check_sample_interval(options.sample_interval);
   detail::PreparedCommand prepared(command);
@@ -1229,14 +1235,19 @@ Result& Child::State::await(std::optional<std::chrono::duration<double>> timeout
   return *result;
 }
 
+Child::State& Child::state() const {
+  if (!state_) throw Error("this Child was moved from: wait() on the Child it was moved to");
+  return *state_;
+}
+
 Result Child::wait(std::optional<std::chrono::duration<double>> timeout,
                    const InterruptCheck& check) & {
-  return state_->await(timeout, check);
+  return state().await(timeout, check);
 }
 
 Result Child::wait(std::optional<std::chrono::duration<double>> timeout,
                    const InterruptCheck& check) && {
-  Result r = std::move(state_->await(timeout, check));
+  Result r = std::move(state().await(timeout, check));
   state_->result_given_away = true;
   return r;
 }
@@ -1252,6 +1263,10 @@ RepeatedResult run_repeated(const Command& command, const Device& device, int re
                             int warmup, const RunOptions& options, const RunCallback& progress) {
   if (repeat < 1) throw Error(fmt::format("repeat must be at least 1, got {}", repeat));
   if (warmup < 0) throw Error(fmt::format("warmup must be 0 or more, got {}", warmup));
+  if (repeat > std::numeric_limits<int>::max() - warmup) {
+    throw Error(fmt::format("repeat {} and warmup {} make more runs than an int counts", repeat,
+                            warmup));
+  }
   RepeatedResult out;
   const int total = warmup + repeat;
   // After a run whose count set its speed (PlanOptions::count_activations), the others start

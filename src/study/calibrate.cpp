@@ -13,7 +13,7 @@
 #include "edgeprof/plan.hpp"
 #include "edgeprof/rank.hpp"
 #include "edgeprof/result.hpp"
-#include "sys/parse.hpp"
+#include "sys/text.hpp"
 #include "sys/stats.hpp"
 
 namespace edgeprof {

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <set>
 
 #include "edgeprof/error.hpp"
@@ -37,6 +39,20 @@ Comparison compare(const std::vector<Workload>& workloads, const std::vector<Dev
   // Before any run: a misspelled figure would rank every workload last, as failed.
   check_figure_name(options.metric, "compare's metric");
   check_figure_name(options.memory_metric, "compare's memory metric");
+  // Checked again by rank() and run_repeated(), but only after runs that would then be lost.
+  if (!(options.rank.alpha > 0 && options.rank.alpha < 1)) {
+    throw Error(fmt::format("compare's rank.alpha must be between 0 and 1, got {}",
+                            options.rank.alpha));
+  }
+  if (options.repeat < 1 || options.warmup < 0) {
+    throw Error(fmt::format("compare needs repeat >= 1 and warmup >= 0, got {} and {}",
+                            options.repeat, options.warmup));
+  }
+  const std::int64_t all_runs = (std::int64_t{options.repeat} + options.warmup) *
+                                std::int64_t(workloads.size() * devices.size());
+  if (all_runs > std::numeric_limits<int>::max()) {
+    throw Error(fmt::format("compare would make {} runs, more than an int counts", all_runs));
+  }
   std::set<std::string> names;
   for (const Workload& w : workloads) {
     if (!names.insert(w.name).second) {
@@ -56,8 +72,7 @@ Comparison compare(const std::vector<Workload>& workloads, const std::vector<Dev
   }
   Comparison out;
   out.options = options;
-  const int per = options.repeat + options.warmup;
-  const int total = per * int(workloads.size() * devices.size());
+  const int total = static_cast<int>(all_runs);
   int done = 0;
   for (const Device& device : devices) {
     std::vector<ComparisonRow> rows;

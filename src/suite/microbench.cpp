@@ -28,6 +28,7 @@
 #include "sys/fs.hpp"
 #include "suite/microbench_detail.hpp"
 #include "sys/stats.hpp"
+#include "sys/text.hpp"
 
 namespace edgeprof {
 
@@ -1113,11 +1114,9 @@ std::string probe_device_json(const ProbeOptions& options) {
   const detail::ProbeFacts facts =
       detail::read_probe_facts(detail::Fs(), std::move(cpus), u.machine, detail::host_name());
   const std::string name = options.name.empty() ? facts.hostname : options.name;
-  if (name.empty() || name.find_first_of(" \t\n/") != std::string::npos) {
-    throw DeviceError(
-        fmt::format("'{}' is not a usable device name; use letters, digits, '-', "
-                    "'_' or '.' (--name)",
-                    name));
+  // The device files' own rule: a name they would refuse is refused before the suite runs.
+  if (const std::string problem = detail::name_problem(name); !problem.empty()) {
+    throw DeviceError(fmt::format("the device's name (--name): {}", problem));
   }
   SuiteOptions suite;
   suite.cpu = detail::fastest_cpu(facts);

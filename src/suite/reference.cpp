@@ -19,7 +19,7 @@
 #include "edgeprof/version.hpp"
 #include "sys/fs.hpp"
 #include "suite/microbench_detail.hpp"
-#include "sys/parse.hpp"
+#include "sys/text.hpp"
 #include "sys/spawn.hpp"
 #include "sys/child.hpp"
 

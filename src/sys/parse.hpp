@@ -157,11 +157,6 @@ std::optional<CpuMax> parse_cfs_bandwidth(std::string_view quota, std::string_vi
 // Whitespace-separated words ("cpuset cpu io memory pids" of cgroup.controllers).
 std::vector<std::string> split_words(std::string_view text);
 
-// Why `name` is not usable as a device's name or alias ("" when it is): empty, not UTF-8, or
-// holding a space, '/' or a control character. Names are printed (a terminal would obey an
-// escape sequence), typed on command lines and matched as written.
-std::string name_problem(std::string_view name);
-
 // An on/off switch's value (an environment variable's): 1, true, on, yes are true; 0, false,
 // off, no false (any case, surrounding blanks allowed); anything else (empty) nullopt.
 std::optional<bool> parse_switch(std::string_view text);
@@ -177,20 +172,5 @@ bool switch_setting(const char* name, const char* value, bool unset);
 // `limit`.
 std::vector<std::string> close_names(std::string_view key, const std::vector<std::string>& names,
                                      std::size_t limit = 4);
-
-// The code point at `i` (advanced past it), or U+FFFD for a byte that starts none: overlong
-// forms, surrogates and values past U+10FFFF are not UTF-8, and are read one byte at a time.
-char32_t next_code_point(std::string_view s, std::size_t& i);
-
-// Whether the U+FFFD that next_code_point() gave for the character at `at` stands for a byte
-// that is not UTF-8 (not a U+FFFD written in `s`).
-bool not_utf8_at(std::string_view s, std::size_t at, char32_t c);
-
-// A control character: C0 (tab and line breaks included), DEL or C1.
-inline bool is_control(char32_t c) { return c < 0x20 || (c >= 0x7F && c <= 0x9F); }
-
-// `text` for a message or a note printed to a terminal: control characters written as JSON
-// writes them (\u001b), bytes that are not UTF-8 (a path's) as \xNN; the rest as it is.
-std::string printable(std::string_view text);
 
 }  // namespace edgeprof::detail

@@ -3,6 +3,7 @@
 // permutation_test, linregress, theilslopes, t.ppf), noted next to each.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <limits>
 #include <set>
 
 #include "edgeprof/edgeprof.hpp"
@@ -474,4 +475,61 @@ TEST_CASE("is_figure_name takes every name figures() gives, and nothing else",
                     Catch::Contains("compare's metric 'nope' is not a figure") &&
                         Catch::Contains("all_cores_wall_time_s") &&
                         Catch::Contains("phase.<phase name>"));
+}
+
+TEST_CASE("numbers that are not finite, and a Projection never fitted, are Errors",
+          "[analysis]") {
+  const double nan = std::nan("");
+  const double inf = std::numeric_limits<double>::infinity();
+  // NaN broke the median's sort (no strict weak order), inf every spread.
+  CHECK_THROWS_WITH(statistics({1.0, nan, 2.0}), Catch::Contains("holding nan"));
+  CHECK_THROWS_AS(statistics({1.0, inf}), Error);
+  CHECK_THROWS_AS(mann_whitney_p({nan, 1}, {2, 3}), Error);
+  CHECK_THROWS_AS(welch_p({1, inf}, {1, 2}), Error);
+  // A figure that is NaN in a run has no statistics; the others do.
+  Result a, b;
+  a.wall_time_s = 1;
+  b.wall_time_s = 2;
+  a.energy_j = nan;
+  b.energy_j = 3;
+  const auto stats = describe_runs({a, b});
+  CHECK(stats.count("wall_time_s") == 1);
+  CHECK(stats.count("energy_j") == 0);
+  // A default Projection read coefficients it does not have.
+  CHECK_THROWS_WITH(Projection{}.predict(std::vector<double>{}),
+                    Catch::Contains("predict: this Projection was not fitted"));
+  CHECK_THROWS_AS(Projection{}.to_text(), Error);
+  CHECK_THROWS_AS(project(Calibration{}, a), Error);
+  // Saved, it made the whole file unreadable.
+  CHECK_THROWS_AS(calibrations_to_json({Calibration{}}), Error);
+}
+
+TEST_CASE("run_repeated refuses more runs than an int counts, before any slice", "[analysis]") {
+  // warmup + repeat overflowed.
+  Command command;
+  command.argv = {"true"};
+  CHECK_THROWS_WITH(run_repeated(command, make_device("d", 1, 0.5, "64MiB"),
+                                 std::numeric_limits<int>::max(), 1),
+                    Catch::Contains("more runs than an int counts"));
+}
+
+TEST_CASE("compare refuses a bad alpha, repeat or warmup before any run", "[analysis]") {
+  // Once checked by rank() after the first device's runs, which were then lost.
+  Workload w;
+  w.name = "w";
+  w.command.argv = {"true"};
+  int runs = 0;
+  const CompareProgress count = [&](int, int, const std::string&, const std::string&,
+                                    const Result&) { ++runs; };
+  const Device device = make_device("d", 1, 0.5, "64MiB");
+  CompareOptions o;
+  o.rank.alpha = 0;
+  CHECK_THROWS_WITH(compare({w}, {device}, o, count), Catch::Contains("rank.alpha"));
+  o.rank.alpha = 0.05;
+  o.repeat = 0;
+  CHECK_THROWS_WITH(compare({w}, {device}, o, count), Catch::Contains("repeat >= 1"));
+  o.repeat = std::numeric_limits<int>::max();
+  o.warmup = 1;
+  CHECK_THROWS_WITH(compare({w}, {device}, o, count), Catch::Contains("more than an int"));
+  CHECK(runs == 0);
 }

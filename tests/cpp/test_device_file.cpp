@@ -117,8 +117,8 @@ TEST_CASE("bad device files name the file, the field and the problem", "[device-
       {base + R"(, "sources": {"cores": {"status": "guessed", "source": "x"}}})",
        {"'sources.cores.status'", "guessed", "specified, measured, estimated"}},
       {base + R"(, "storage": {"read_bps": "0"}})", {"storage", "0 bytes/s"}},
-      {R"({"edgeprof_device": 1, "name": "my board", "cores": 2, "core_speed": 0.5, "memory": "1GiB"})",
-       {"'name'", "my board"}},
+      {R"({"edgeprof_device": 1, "name": "my/board", "cores": 2, "core_speed": 0.5, "memory": "1GiB"})",
+       {"'name'", "my/board"}},
       {"{not json", {"test.json", "not valid JSON"}},
   };
   for (const Case& c : cases) {
@@ -507,7 +507,7 @@ CoreScores probe_scores(double integer, const std::string& spread_kernel = {}) {
 
 }  // namespace
 
-TEST_CASE("a device's name is one word without '/' or control characters, shown escaped",
+TEST_CASE("a device's name holds no '/' or control characters, and a message shows it escaped",
           "[device-file]") {
   const auto named = [](const std::string& name) {
     return R"({"edgeprof_device": 1, "name": )" + name +
@@ -518,22 +518,23 @@ TEST_CASE("a device's name is one word without '/' or control characters, shown 
   // message holds it escaped: printing the message changes no terminal.
   const std::string red = json_error(named(R"("\u001b[31mred\u001b[0m")"));
   CHECK(contains(red, "test.json: field 'name': '\\u001b[31mred\\u001b[0m' is not a usable "
-                      "name (U+001B); a name is one word without '/' or control characters"));
+                      "name (U+001B); a name holds no '/' or control characters"));
   CHECK(red.find('\x1b') == std::string::npos);
   // Names that files and reports have held stay usable.
-  for (const char* good : {R"("caf\u00e9")", R"("a:b")", R"("pi4+")", "\"rpi(4b)\""}) {
+  for (const char* good : {R"("caf\u00e9")", R"("a:b")", R"("pi4+")", "\"rpi(4b)\"",
+                           R"("my board")"}) {
     CAPTURE(good);
     CHECK(json_error(named(good)).empty());
   }
-  for (const char* bad : {R"("")", R"("my board")", R"("a/b")", R"("tab\there")", R"("\u0085")",
-                          R"("nl\n")"}) {
+  for (const char* bad : {R"("")", R"(" lead")", R"("trail ")", R"("a/b")", R"("tab\there")",
+                          R"("\u0085")", R"("nl\n")"}) {
     CAPTURE(bad);
     const std::string err = json_error(named(bad));
     CHECK(contains(err, "field 'name'"));
     CHECK(contains(err, "is not a usable name"));
   }
   CHECK(contains(json_error(named(R"("a/b")")), "(U+002F)"));
-  CHECK(contains(json_error(named(R"("")")), "'' is not a usable name; a name is one word"));
+  CHECK(contains(json_error(named(R"("")")), "'' is not a usable name; a name holds no"));
   // Aliases: the same rule.
   const std::string alias =
       json_error(R"({"edgeprof_device": 1, "name": "b", "aliases": ["ok", "\u001b]0;x\u0007"],
@@ -653,7 +654,8 @@ TEST_CASE("what Device::validate accepts is what a device file holds: it reads b
        false},
       {"a status of none", [](Device& d) { d.sources["cores"] = {"guessed", "x"}; }, false},
       {"an alias", [](Device& d) { d.aliases = {"pi"}; }, true},
-      {"an alias with a space", [](Device& d) { d.aliases = {"my pi"}; }, false},
+      {"an alias with a space", [](Device& d) { d.aliases = {"my pi"}; }, true},
+      {"an alias with a slash", [](Device& d) { d.aliases = {"my/pi"}; }, false},
       {"a description", [](Device& d) { d.description = "4x Cortex-A72 \u00e9"; }, true},
       {"an escape in it", [](Device& d) { d.description = "\x1b]0;pwned\x07"; }, false},
       {"a bell in cpu.layout", [](Device& d) { d.cpu.layout = "4x A76\a4x A55"; }, false},

@@ -482,6 +482,25 @@ TEST_CASE("exec failures are errors with the errno and the path, not exit code 1
   CHECK(slice.spawn(workload({"exit", "0"})).wait().ok());
 }
 
+TEST_CASE("a moved-from Slice or Child throws Error where it crashed", "[kernel]") {
+  REQUIRE_CGROUPS();
+  Slice a(half_core());
+  Slice b = std::move(a);
+  CHECK(a.closed());
+  CHECK_THROWS_WITH(a.spawn(workload({"spin", "0"})),
+                    Catch::Contains("this Slice was moved from"));
+  CHECK_THROWS_AS(a.kill(), Error);
+  CHECK_THROWS_AS(a.plan(), Error);
+  CHECK_THROWS_AS(a.device(), Error);
+  CHECK_THROWS_AS(a.paths(), Error);
+  Child c = b.spawn(workload({"spin", "0"}));
+  Child d = std::move(c);
+  CHECK_THROWS_WITH(c.wait(), Catch::Contains("this Child was moved from"));
+  CHECK_THROWS_AS(c.pid(), Error);
+  CHECK_THROWS_AS(std::move(c).wait(), Error);
+  CHECK(d.wait().ok());
+}
+
 TEST_CASE("a timeout kills the whole slice and reports timed_out", "[kernel]") {
   REQUIRE_CGROUPS();
   std::vector<std::string> paths;

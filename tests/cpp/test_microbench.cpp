@@ -498,11 +498,14 @@ TEST_CASE("the probe runs on the fastest core of a big.LITTLE device", "[microbe
 
 TEST_CASE("probe_device_json refuses a name a device file cannot hold", "[microbench]") {
   ProbeOptions options;
-  options.name = "my pi";
+  options.name = " pi";
   CHECK_THROWS_AS(probe_device_json(options), DeviceError);
   options.name = "a/b";
   CHECK_THROWS_WITH(probe_device_json(options),
-                    Catch::Contains("'a/b' is not a usable device name"));
+                    Catch::Contains("(--name): 'a/b' is not a usable name"));
+  // An escape sequence too, which the probe once wrote into a file the loader refuses.
+  options.name = "\x1b[31mred";
+  CHECK_THROWS_WITH(probe_device_json(options), Catch::Contains("(U+001B)"));
 }
 
 // edgeprof-probe under emulation: it runs inside a slice at half the core speed and writes a

@@ -138,6 +138,10 @@ TEST_CASE("the plan honours the period option and explicit CPUs", "[plan]") {
   options.cpus = {7};
   CHECK_THROWS_AS(plan_emulation(make_device("d", 1, 0.3, "1GiB"), host(4), options),
                   UnsupportedError);
+  // A CPU given twice counted twice: a quota of 3.6 cores on a cpuset of 2 ("0,0-1,1").
+  options.cpus = {0, 1, 0, 1};
+  CHECK_THROWS_WITH(plan_emulation(make_device("d", 4, 0.9, "1GiB"), host(4), options),
+                    Catch::Contains("CPU 0 is asked for twice"));
   options.cpus = {};
   options.cpu_period_us = 500;
   CHECK_THROWS_WITH(plan_emulation(make_device("d", 1, 0.3, "1GiB"), host(4), options),

@@ -173,6 +173,21 @@ TEST_CASE("a repeated phase shorter than the period is named, with its count, me
   CHECK_FALSE(detail::short_phase_warning({}, 0.1));
 }
 
+TEST_CASE("a mark stamped past int64 is malformed, and a run's end must be a time",
+          "[report][phase]") {
+  // The workload writes these lines: 2^63 and up was a signed overflow in the profiler.
+  std::size_t malformed = 0;
+  const auto phases = parse_phases("9223372036854775808 B x\n18446744073709551615 M y\n", 5, {},
+                                   1.0, &malformed);
+  CHECK(phases.empty());
+  CHECK(malformed == 2);
+  // Within int64, but its distance from the release is not: malformed too.
+  malformed = 0;
+  CHECK(parse_phases("9223372036854775807 M z\n", -5, {}, 1.0, &malformed).empty());
+  CHECK(malformed == 1);
+  CHECK_THROWS_AS(parse_phases("", 0, {}, std::nan(""), nullptr), Error);
+}
+
 TEST_CASE("phases from marks: consecutive marks, explicit begin/end, open at exit",
           "[report][phase]") {
   const std::int64_t release = 5'000'000'000;  // the workload's clock at release
