@@ -239,7 +239,8 @@ void Device::validate() const {
     }
     check_times(fmt::format("nn.threads_ms.{}", threads), times, nullptr);
   }
-  for (const auto& [id, times] : runtime_ms) {
+  for (const auto& [runtime, times] : runtime_ms) {
+    const std::string& id = runtime;  // a lambda may not capture a structured binding (clang 14)
     const auto known = std::find_if(nn_runtimes().begin(), nn_runtimes().end(),
                                     [&](const NnRuntime& r) { return r.id == id; });
     if (id == "ncnn" || known == nn_runtimes().end()) {
