@@ -39,7 +39,7 @@ SpeedModel fit_speed_model(const std::vector<std::pair<double, double>>& points)
 /// The speed in [lo, hi] that minimises the sum over workloads of (ln(model_i(s) / target_i))^2,
 /// the relative error of each workload weighted alike whatever its length. Models whose `a` is
 /// not positive (a workload the CPU speed does not affect) are left out; throws Error when none
-/// remains, or when lo, hi or a target is not positive.
+/// remains, when lo, hi or a target is not positive and finite, or a model is not finite.
 double solve_core_speed(const std::vector<SpeedModel>& models, const std::vector<double>& targets,
                         double lo, double hi);
 
@@ -99,10 +99,15 @@ struct SpeedCalibration {
 /// solves for the core speed that makes the emulated figures match the device's, then runs every
 /// workload again at that speed and reports the measured residuals (refitting and solving once
 /// more with those runs when the speed moves by more than 2%). The device's cores, memory and
-/// the rest stay as given; its speed schedule is not applied while calibrating. Throws
-/// DeviceError on bad input (no workloads, a device_value not positive, repeat < 1, fewer than
-/// two distinct speeds, core emulation "projected" with a figure that is not a projected_ one)
-/// and Error when a run fails (naming the workload, speed and outcome).
+/// the rest stay as given; its speed schedule is not applied while calibrating. Throws, before
+/// any run, DeviceError for a device validate() refuses and on bad input (no workloads, a
+/// workload without a command or whose device_value is not positive and finite, repeat < 1, a
+/// speed outside what this host can emulate, fewer than two distinct speeds, a period in
+/// periods_us outside kMinCpuPeriodUs..kMaxCpuPeriodUs (0 allowed: the plan's), core emulation
+/// "projected" with a figure that is neither an all_cores_ nor a projected_ one, "auto" with a
+/// projected_ one) and Error for a figure that is no figure name (check_figure_name()); Error
+/// when a run fails (naming the workload, speed and outcome) or no workload's figure depends on
+/// the core speed. Errors that prevent a run (from Slice or Slice::spawn()) propagate.
 SpeedCalibration calibrate_speed(const Device& device,
                                  const std::vector<DeviceMeasurement>& workloads,
                                  const SpeedFitOptions& options = {},

@@ -63,9 +63,13 @@ using CompareProgress =
 
 /// Runs every workload on every device `repeat` times (after `warmup`), ranks the workloads per
 /// device with ties (rank()), marks the Pareto front of (metric, memory) per device, and projects
-/// with a calibration where one is given. Throws Error for no workloads, no devices, or duplicate
-/// names; a workload that fails keeps its row (its result says so) and ranks last. Errors that
-/// prevent a run (from Slice or Slice::spawn()) propagate.
+/// with a calibration where one is given. Throws, before any run, Error for no workloads, no
+/// devices, duplicate workload or device names, a metric or memory_metric that is no figure name
+/// (check_figure_name()), rank.alpha outside (0, 1), repeat < 1, warmup < 0 or more runs than an
+/// int counts, and UnsupportedError for a device of several cores that core emulation
+/// "projected" cannot project (project_threads()). A workload that fails keeps its row (its
+/// result says so) and ranks last. Errors that prevent a run (from Slice or Slice::spawn())
+/// propagate.
 Comparison compare(const std::vector<Workload>& workloads, const std::vector<Device>& devices,
                    const CompareOptions& options = {}, const CompareProgress& progress = {});
 

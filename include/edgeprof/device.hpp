@@ -45,8 +45,8 @@ struct PowerDescription {
 /// One step of a speed schedule (thermal throttling, DVFS): from `after_s` seconds after the
 /// workload starts, the cores run at `factor` times core_speed.
 struct SpeedStep {
-  double after_s = 0;  ///< seconds since the workload was started, >= 0
-  double factor = 1;   ///< fraction of core_speed, in (0, 1]
+  double after_s = 0;  ///< seconds since the workload was started, 0 to 1e7
+  double factor = 1;   ///< fraction of core_speed, 0.01 to 1
 };
 
 /// A device's published inference times with one runtime other than ncnn (Device::runtime_ms).
@@ -65,8 +65,8 @@ bool operator==(const RuntimeTimes& a, const RuntimeTimes& b);
 /// factory functions below do).
 struct Device {
   std::string name;                           ///< e.g. "raspberry-pi-4"
-  int cores = 1;                              ///< CPU cores, at least 1
-  double core_speed = 1.0;                    ///< one device core / one host core, above 0
+  int cores = 1;                              ///< CPU cores, 1 to 4096
+  double core_speed = 1.0;                    ///< one device core / one host core, 1e-6 to 1000
   std::uint64_t memory_bytes = 0;             ///< RAM, at least kMinDeviceMemory
   std::uint64_t swap_bytes = 0;               ///< swap, 0 = none
   std::optional<std::uint64_t> io_read_bps;   ///< storage read bandwidth, bytes/s

@@ -228,6 +228,7 @@ Result result_from_json(std::string_view json);
 /// edgeprof_version=...` (a comment: pandas reads past it with `comment="#"`), then a header of
 /// t_s and scheduled (1 or 0), one column per metric available in the run and the derived
 /// cpu_cores (CPU used since the previous sample, in host cores), and a row per sample.
+/// Throws Error for a misshapen series (see summarize()), as to_json() does.
 std::string to_csv(const Result& result);
 
 /// The runs of a repeated measurement and their statistics.
@@ -237,7 +238,8 @@ struct RepeatedResult {
   /// Per figure: "wall_time_s", "cpu_user_s", "cpu_system_s", "cpu_time_s",
   /// "peak_memory_bytes", "throttled_s", "cpu_cores_avg", "memory_avg_bytes", ...
   /// and "phase.<name>.wall_time_s" / ".cpu_s" / ".memory_net_peak_bytes" for phases marked
-  /// in every run. Only figures present in every run are described.
+  /// in every run. Only figures present in every run are described, and only those finite in
+  /// each: a figure that is not finite (NaN, inf) in some run has no statistic.
   std::map<std::string, Statistic> stats;
 
   /// The statistic of figure `name`; throws Error listing the names.
@@ -273,7 +275,8 @@ void check_figure_name(std::string_view name, std::string_view what);
 /// fact; its name says so: docs/report.md).
 const char* figure_provenance(const Result& result, const std::string& name);
 
-/// Computes `stats` from the runs (a pure function): every figure present in every run.
+/// Computes `stats` from the runs (a pure function): every figure present and finite in every
+/// run.
 std::map<std::string, Statistic> describe_runs(const std::vector<Result>& runs);
 
 /// A table of every figure's statistics, after a line naming the command, the device and how

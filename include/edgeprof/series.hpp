@@ -97,7 +97,8 @@ struct TimeSeries {
   bool has(Metric m) const { return available.test(static_cast<size_t>(m)); }
 
   /// CPU used between consecutive samples, in host cores (size() - 1 values, the first for the
-  /// gap between rows 0 and 1; empty when CPU usage is not available).
+  /// gap between rows 0 and 1; empty when CPU usage is not available). Throws Error when an
+  /// available metric's column (or `scheduled`, unless empty) is not as long as t_ns.
   std::vector<double> cpu_cores() const;
 };
 

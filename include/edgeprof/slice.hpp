@@ -156,7 +156,7 @@ class Slice {
   /// created or written.
   explicit Slice(Device device, SliceOptions options = {});
   /// Takes over the cgroups of another Slice; the moved-from one is closed() and its other
-  /// members throw Error.
+  /// members but close() throw Error.
   Slice(Slice&&) noexcept;
   /// Kills and removes this slice's cgroups, then takes over those of another Slice.
   Slice& operator=(Slice&&) noexcept;
@@ -203,6 +203,7 @@ class Slice {
   /// when the slice is closed, CgroupError when the files cannot be read or disagree.
   CpuLimit cpu_limit() const;
   /// The slice's cgroup directories (one per v1 hierarchy, one on v2); empty once closed.
+  /// Throws Error for a moved-from Slice.
   std::vector<std::string> paths() const;
 
   /// The slice's state, defined in the library; public only so that a Child can share it.
@@ -235,8 +236,8 @@ using RunCallback = std::function<void(int, int, bool, const Result&)>;
 /// a fresh slice, and describes every figure over the counted runs. Runs go on after a failed
 /// one (its result is kept and all_ok() says so). Once a run's activation count has set its
 /// speed (PlanOptions::count_activations), the later runs start at that speed and count
-/// nothing (their plan's notes say from which run). Throws Error when repeat < 1 or
-/// warmup < 0.
+/// nothing (their plan's notes say from which run). Throws Error when repeat < 1, warmup < 0 or
+/// the two make more runs than an int counts, before any run; otherwise throws as run() does.
 RepeatedResult run_repeated(const Command& command, const Device& device, int repeat,
                             int warmup = 0, const RunOptions& options = {},
                             const RunCallback& progress = {});

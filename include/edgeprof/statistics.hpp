@@ -31,10 +31,11 @@ bool operator==(const Statistic& a, const Statistic& b);
 /// Describes a sample. Throws Error for an empty sample or one holding NaN or an infinity.
 Statistic statistics(const std::vector<double>& values);
 
-/// Student t quantile: the t with P(T <= t) = p for `dof` degrees of freedom. Throws Error
-/// unless 0 < p < 1 and dof > 0.
+/// Student t quantile: the t with P(T <= t) = p for `dof` degrees of freedom (infinite: the
+/// normal distribution's). Throws Error unless 0 < p < 1 and dof > 0.
 double student_t_quantile(double p, double dof);
-/// P(T <= t) for Student's t with `dof` degrees of freedom.
+/// P(T <= t) for Student's t with `dof` degrees of freedom (infinite: the normal
+/// distribution). Throws Error for a NaN t or unless dof > 0.
 double student_t_cdf(double t, double dof);
 
 }  // namespace edgeprof

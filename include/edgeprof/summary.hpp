@@ -95,14 +95,18 @@ bool operator==(const Summary& a, const Summary& b);
 /// phase marks do not skew them.
 /// `cpu_period_s`: the CFS period of a quota that held for the whole run; given (> 0), and
 /// where the series counted throttling periods, a window's excess over that quota is carried
-/// into the windows after it (Summary::cpu_windows_carried).
+/// into the windows after it (Summary::cpu_windows_carried). Throws Error when an available
+/// metric's column (or `scheduled`, unless empty) is not as long as t_ns.
 Summary summarize(const TimeSeries& series, double interval_s, double capacity_cores,
                   std::uint64_t missed_deadlines = 0, bool pressure_host_wide = false,
                   double cpu_period_s = 0);
 
 /// A phase the workload marked (edgeprof/phase.hpp, edgeprof.phase() in Python).
 struct Phase {
-  std::string name;  ///< as given to the mark
+  /// As given to the mark, made printable: bytes that are not UTF-8 are written as `\xNN` and
+  /// control characters as `\u00NN`, so two phases whose names differ only in such bytes stay
+  /// two names in a report (an end mark closes the phase begun with the same bytes).
+  std::string name;
   ///@{
   /// Measured: the workload's own monotonic clock at the marks, in seconds since the workload
   /// was released to exec.
@@ -133,7 +137,8 @@ bool operator==(const Phase& a, const Phase& b);
 /// Turns the phase channel's text (lines `<monotonic ns> <B|E|M> <name>`) into phases, in the
 /// order they began, with figures taken from `series` (times relative to `release_ns`, the
 /// monotonic time the workload was released). `end_s` closes phases still open. Malformed
-/// lines (and ends without a begin) are skipped and counted in `*malformed`.
+/// lines (and ends without a begin) are skipped and counted in `*malformed`. Throws Error when
+/// `end_s` is not finite or is past 9e9 s either way, or `series` is misshapen (summarize()).
 std::vector<Phase> parse_phases(std::string_view marks, std::int64_t release_ns,
                                 const TimeSeries& series, double end_s,
                                 std::size_t* malformed = nullptr);

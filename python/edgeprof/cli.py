@@ -1121,9 +1121,26 @@ class _Terminated(BaseException):
 def _raise_terminated(signum: int, frame: object) -> None:
     # Once: a second signal while the first unwinds (killing the workload, removing the slice)
     # must not interrupt that.
+    # Only the ones main() took over: a caller's own handler stays.
     for ending in _ENDING_SIGNALS:
-        signal.signal(ending, signal.SIG_IGN)
+        if signal.getsignal(ending) is _raise_terminated:
+            signal.signal(ending, signal.SIG_IGN)
     raise _Terminated(signum)
+
+
+def _tell(message: str) -> None:
+    """Print the last word on stderr; after a hangup the terminal may be gone (EIO) or the
+    reader of a pipe (EPIPE): the exit code still says what happened."""
+    try:
+        print(message, file=sys.stderr, flush=True)
+    except OSError:
+        # So that Python's flush at exit does not fail again.
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, sys.stderr.fileno())
+            os.close(null)
+        except (OSError, ValueError):
+            pass
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -1144,16 +1161,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         _runtime_and_speed_kind(args)
         return args.func(args)
     except edgeprof.Error as e:
-        print(f"edgeprof: {e}", file=sys.stderr)
+        _tell(f"edgeprof: {e}")
         return 2
     except KeyboardInterrupt:
-        print("edgeprof: interrupted; the workload was killed and its slice removed",
-              file=sys.stderr)
+        _tell("edgeprof: interrupted; the workload was killed and its slice removed")
         return 130
     except _Terminated as e:
         name = signal.Signals(e.signum).name
-        print(f"edgeprof: terminated ({name}); the workload was killed and its slice removed",
-              file=sys.stderr)
+        _tell(f"edgeprof: terminated ({name}); the workload was killed and its slice removed")
         return 128 + e.signum
     except BrokenPipeError:
         # The reader went away (`edgeprof devices | head`): not an error of ours. Point stdout

@@ -21,6 +21,7 @@
 namespace py = pybind11;
 using namespace edgeprof;
 using edgeprof_py::fs_text;
+using edgeprof_py::fs_texts;
 using edgeprof_py::text;
 using edgeprof_py::text_of;
 using edgeprof_py::texts_of;
@@ -269,11 +270,7 @@ void bind_results(py::module_& m) {
                     "Limits the device asks for that were not applied, each with the reason.")
       .def_property_readonly(
           "command",
-          [](const Result& r) {
-            py::list out;
-            for (const std::string& a : r.command) out.append(fs_text(a));
-            return out;
-          },
+          [](const Result& r) { return fs_texts(r.command); },
           "The command's argv (as os.fsdecode() gives it: bytes that are not UTF-8 as "
           "surrogate escapes).")
       .def_readonly("network_isolated", &Result::network_isolated,

@@ -174,4 +174,8 @@ constexpr unsigned long long counter_metric_mask() {
 }
 inline constexpr std::bitset<kMetricCount> kCounterMetrics{counter_metric_mask()};
 
+// Throws Error unless every available metric's column (and `scheduled`, unless empty) has one
+// value per sample of t_ns: a TimeSeries built by hand that does not was read out of bounds.
+void check_shape(const TimeSeries& s);
+
 }  // namespace edgeprof::detail

@@ -2,6 +2,10 @@
 
 #include "analysis/metric_table.hpp"
 
+#include <fmt/format.h>
+
+#include "edgeprof/error.hpp"
+
 namespace edgeprof {
 
 const char* to_string(Metric m) { return detail::metric_row(m).name; }
@@ -21,7 +25,29 @@ void TimeSeries::reserve(size_t rows) {
   for (auto& column : values) column.reserve(rows);
 }
 
+namespace detail {
+
+void check_shape(const TimeSeries& s) {
+  auto refuse = [&](const char* column, std::size_t n) {
+    throw Error(fmt::format("this TimeSeries's column {} has {} values for {} samples (t_ns): "
+                            "give every available metric's column one value per sample",
+                            column, n, s.size()));
+  };
+  if (!s.scheduled.empty() && s.scheduled.size() != s.size()) {
+    refuse("scheduled", s.scheduled.size());
+  }
+  for (int m = 0; m < kMetricCount; ++m) {
+    const auto& column = s.values[static_cast<std::size_t>(m)];
+    if (s.available.test(static_cast<std::size_t>(m)) && column.size() != s.size()) {
+      refuse(to_string(static_cast<Metric>(m)), column.size());
+    }
+  }
+}
+
+}  // namespace detail
+
 std::vector<double> TimeSeries::cpu_cores() const {
+  detail::check_shape(*this);
   std::vector<double> out;
   if (!has(Metric::cpu_usage_ns) || size() < 2) return out;
   const auto& usage = (*this)[Metric::cpu_usage_ns];

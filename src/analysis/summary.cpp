@@ -15,6 +15,7 @@
 #include "analysis/phase_kinds.hpp"
 #include "sys/parse.hpp"
 #include "sys/stats.hpp"
+#include "sys/text.hpp"
 
 namespace edgeprof {
 
@@ -46,6 +47,7 @@ std::optional<double> seconds(std::optional<std::uint64_t> us) {
 
 Summary summarize(const TimeSeries& s, double interval_s, double capacity_cores,
                   std::uint64_t missed_deadlines, bool pressure_host_wide, double cpu_period_s) {
+  detail::check_shape(s);
   Summary out;
   out.samples = s.size();
   out.interval_s = interval_s;
@@ -212,11 +214,14 @@ std::vector<Phase> parse_phases(std::string_view marks, std::int64_t release_ns,
   if (!std::isfinite(end_s) || std::fabs(end_s) > 9e9) {
     throw Error(fmt::format("parse_phases: the run's end {} s is not a time", end_s));
   }
+  detail::check_shape(series);
   const std::int64_t end_ns = static_cast<std::int64_t>(std::llround(end_s * 1e9));
 
   auto begin = [&](std::string_view name, std::int64_t t) {
     Phase p;
-    p.name = std::string(name);
+    // Printable: a report writes UTF-8, which would make two names differing only in bytes
+    // that are not UTF-8 one name (and one statistic key for both).
+    p.name = detail::printable(name);
     p.start_s = double(t) / 1e9;
     out.push_back(std::move(p));
     starts.push_back(t);
@@ -324,7 +329,15 @@ double incomplete_beta(double a, double b, double x) {
 }  // namespace
 
 double student_t_cdf(double t, double dof) {
+  if (std::isnan(t) || !(dof > 0)) {
+    throw Error(fmt::format("student_t_cdf needs a t that is a number and dof > 0, got t = {}, "
+                            "dof = {}",
+                            t, dof));
+  }
   if (std::isinf(t)) return t > 0 ? 1.0 : 0.0;
+  // Past 1e7 degrees of freedom the normal distribution is within 1e-7 of Student's t, and
+  // the incomplete beta function's fraction no longer converges (1e15 gave 0.46 at t = 1.96).
+  if (dof > 1e7) return 0.5 * std::erfc(-t / std::sqrt(2.0));
   const double tail = 0.5 * incomplete_beta(dof / 2.0, 0.5, dof / (dof + t * t));
   return t >= 0 ? 1.0 - tail : tail;
 }
@@ -405,7 +418,8 @@ bool is_figure_name(std::string_view name) {
   // "phase.<name>.<figure>": a phase may be named anything, dots included, but not nothing.
   const std::string_view rest = name.substr(kPhase.size());
   const auto dot = rest.rfind('.');
-  return dot != std::string_view::npos && dot > 0 && listed(kPhaseFigureNames, rest.substr(dot + 1));
+  return dot != std::string_view::npos && dot > 0 &&
+         listed(kPhaseFigureNames, rest.substr(dot + 1));
 }
 
 void check_figure_name(std::string_view name, std::string_view what) {

@@ -46,7 +46,7 @@ bool one_of(std::string_view s, const char* const (&list)[N]) {
   return false;
 }
 
-// name_problem(), the rule of names and aliases, is in sys/parse.hpp.
+// name_problem(), the rule of names and aliases, is in sys/text.hpp.
 
 // Why `text` cannot be a device's free text (description, source, cpu.model, ...; "" when it
 // can): not UTF-8, or a control character other than tab and line breaks (C0, DEL, C1).

@@ -9,7 +9,6 @@
 #include <cctype>
 #include <cerrno>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -189,13 +188,7 @@ Device fit_to_cpus(const Device& device, std::size_t cpus) {
   return for_threads(device, std::min(fit, device.cores));
 }
 
-namespace {
-
-bool switch_from_env(const char* name, bool unset) {
-  return detail::switch_setting(name, std::getenv(name), unset);
-}
-
-}  // namespace
+using detail::switch_from_env;
 
 bool measure_nn_by_default() { return switch_from_env("EDGEPROF_MEASURE_NN", true); }
 

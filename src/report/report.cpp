@@ -570,6 +570,7 @@ std::bitset<kMetricCount> metric_bits(const Field& names) {
 }
 
 json series_json(const TimeSeries& s) {
+  detail::check_shape(s);  // a report that could not be read back
   json columns = json::object();
   for (int m = 0; m < kMetricCount; ++m) {
     if (s.available.test(static_cast<size_t>(m))) {
@@ -819,7 +820,9 @@ Result result_from(const Field& f) {
   if (const auto changes = f.find("speed_changes")) {
     for (const Field& c : changes->elements()) {
       SpeedChange change;
-      change.t_s = c.at("t_s").number_or_nan(kSeconds);
+      // Reports of 2026-11-27 (8e36fb6..935c569) may hold a change stamped just before 0.
+      change.t_s = c.at("t_s").number_or_nan(kFinite);
+      if (change.t_s < 0) change.t_s = 0;
       change.factor = c.at("factor").number(kAboveZero);
       change.cpu_quota_us = c.at("cpu_quota_us").whole<std::uint64_t>();
       change.cpu_period_us = c.at("cpu_period_us").whole<std::uint64_t>();

@@ -7,7 +7,6 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 
 #include "cgroup/files.hpp"
@@ -162,8 +161,7 @@ bool is_counted_runtime(std::string_view id) {
 }
 
 bool counts_onnxruntime() {
-  return switch_setting("EDGEPROF_COUNT_ONNXRUNTIME", std::getenv("EDGEPROF_COUNT_ONNXRUNTIME"),
-                        true);
+  return switch_from_env("EDGEPROF_COUNT_ONNXRUNTIME", true);
 }
 
 std::vector<std::string> RuntimeFollower::counted_runtimes() const {

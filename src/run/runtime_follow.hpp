@@ -40,7 +40,8 @@ inline constexpr std::array<std::string_view, 3> kCountedRuntimes{"pytorch", "on
                                                                   "pytorch-int8"};
 bool is_counted_runtime(std::string_view id);
 // Whether ONNX Runtime's workloads are counted (where the slice counts at all): yes unless
-// EDGEPROF_COUNT_ONNXRUNTIME is 0, false, off or no (any case).
+// EDGEPROF_COUNT_ONNXRUNTIME is 0, false, off or no (any case); any other value but empty is
+// an Error naming the variable (switch_setting()).
 bool counts_onnxruntime();
 // The variables that give the counter the slice's memory limit in bytes (0: none), the file
 // whose number is the slice's use of it, and the slice's memory.stat, whose inactive file cache

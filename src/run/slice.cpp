@@ -630,6 +630,20 @@ struct Child::State {
   std::vector<detail::CpuHolder> sharers;
 
   bool result_given_away = false;  // moved out by wait() &&
+  // The workload was reaped, and the slice told it ended: a finish() that threw after either
+  // leaves ~Child neither a reaped pid to signal (another process's, once reused) nor a
+  // second count of the child's end.
+  bool reaped = false;
+  bool ended = false;
+  void end_in_slice() noexcept {
+    if (!ended) slice->child_ended();
+    ended = true;
+  }
+  detail::Exit reap() {
+    detail::Exit e = detail::reap(process);
+    reaped = true;
+    return e;
+  }
 
   // wait(): the stored result, after waiting if it was not waited for yet.
   Result& await(std::optional<std::chrono::duration<double>> timeout, const InterruptCheck& check);
@@ -657,13 +671,15 @@ Child& Child::operator=(Child&& other) noexcept {
 
 Child::~Child() {
   if (!state_ || state_->result) return;
-  ::kill(state_->process.pid, SIGKILL);
-  detail::reap(state_->process);
+  if (!state_->reaped) {
+    ::kill(state_->process.pid, SIGKILL);
+    detail::reap(state_->process);
+  }
   state_->close_pidfd();
   // What the workload left in the slice may still hold the phase pipe's write end.
   Slice::Impl& slice = *state_->slice;
   if (slice.cgroup && state_->marks.read.get() >= 0) slice.retire(std::move(state_->marks.read));
-  slice.child_ended();
+  state_->end_in_slice();
 }
 
 pid_t Child::pid() const { return state().process.pid; }
@@ -887,7 +903,7 @@ Result Child::State::finish(const detail::Exit& exit, bool timed_out) {
   }
   // Another workload ran in the slice beside this one: the census counted its threads too.
   ran_alone = alone_at_spawn && slice->running == 1 && slice->spawns == spawns_before + 1;
-  slice->child_ended();
+  end_in_slice();
   // The workload has ended: its CPUs need no keeping warm.
   r.keep_warm_cpu_s = warm.cpu_seconds();
   if (!warm.error().empty()) r.warnings.push_back(warm.error());
@@ -1221,7 +1237,7 @@ Result& Child::State::await(std::optional<std::chrono::duration<double>> timeout
     // the child is reaped so the destructor has nothing left to do.
     scan_runtimes();
     if (slice->cgroup) slice->cgroup->kill_all();
-    result = finish(detail::reap(process), false);
+    result = finish(reap(), false);
     throw;
   }
   bool timed_out = false;
@@ -1229,8 +1245,9 @@ Result& Child::State::await(std::optional<std::chrono::duration<double>> timeout
     timed_out = true;
     scan_runtimes();
     if (slice->cgroup) slice->cgroup->kill_all();
-    exit = detail::reap(process);
+    exit = reap();
   }
+  reaped = true;  // by wait_exit() when it gave an exit
   result = finish(*exit, timed_out);
   return *result;
 }

@@ -58,15 +58,22 @@ double solve_core_speed(const std::vector<SpeedModel>& models, const std::vector
     throw Error(fmt::format("solve_core_speed: {} models but {} targets", models.size(),
                             targets.size()));
   }
-  if (!(lo > 0) || !(hi >= lo)) {
-    throw Error(fmt::format("solve_core_speed: the range [{}, {}] is not a positive interval", lo,
-                            hi));
+  // An infinite end made the grid's every point inf or NaN: the answer was inf or NaN.
+  if (!(lo > 0) || !(hi >= lo) || !std::isfinite(hi)) {
+    throw Error(fmt::format("solve_core_speed: the range [{}, {}] is not a finite positive "
+                            "interval",
+                            lo, hi));
   }
   std::vector<std::size_t> used;
   for (std::size_t i = 0; i < models.size(); ++i) {
-    if (!(targets[i] > 0)) {
-      throw Error(fmt::format("solve_core_speed: target {} is {}; targets must be positive", i,
-                              targets[i]));
+    if (!(targets[i] > 0) || !std::isfinite(targets[i])) {
+      throw Error(fmt::format("solve_core_speed: target {} is {}; targets must be positive and "
+                              "finite",
+                              i, targets[i]));
+    }
+    if (!std::isfinite(models[i].a) || !std::isfinite(models[i].b)) {
+      throw Error(fmt::format("solve_core_speed: model {} (a = {}, b = {}) is not finite", i,
+                              models[i].a, models[i].b));
     }
     if (models[i].a > 0) used.push_back(i);
   }
@@ -291,6 +298,15 @@ SpeedCalibration calibrate_speed(const Device& device,
   if (options.repeat < 1) {
     throw DeviceError(fmt::format("calibrate_speed: repeat = {}; it must be at least 1",
                                   options.repeat));
+  }
+  // Each period before any run (a bad second one was refused after the first one's runs).
+  for (std::size_t i = 0; i < options.periods_us.size(); ++i) {
+    const std::uint64_t p = options.periods_us[i];
+    if (p != kChosenCpuPeriod && (p < kMinCpuPeriodUs || p > kMaxCpuPeriodUs)) {
+      throw DeviceError(fmt::format("calibrate_speed: periods_us[{}] = {} is out of range: the "
+                                    "kernel accepts {} to {} us (or 0: as the plan says)",
+                                    i, p, kMinCpuPeriodUs, kMaxCpuPeriodUs));
+    }
   }
   // The fastest speed the plan accepts: the device's cores on at most as many host CPUs.
   const std::size_t host_cpus = options.run.slice.plan.cpus.empty()

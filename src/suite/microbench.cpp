@@ -664,6 +664,11 @@ PinnedThread::PinnedThread(const std::vector<int>& cpus) {
   cpu_set_t set;
   CPU_ZERO(&set);
   for (int cpu : cpus) {
+    if (cpu >= CPU_SETSIZE) {  // was "cannot tell which CPU this thread runs on: Success"
+      throw Error(fmt::format("cannot pin to CPU {}: a CPU number is below {}; choose a CPU "
+                              "this process may run on (taskset -pc {} lists them)",
+                              cpu, CPU_SETSIZE, ::getpid()));
+    }
     if (cpu < 0) cpu = ::sched_getcpu();
     if (cpu < 0 || cpu >= CPU_SETSIZE) {
       throw Error(fmt::format("cannot tell which CPU this thread runs on: {} (errno {}); name a "

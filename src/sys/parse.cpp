@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cstdlib>
 #include <fmt/format.h>
 #include <limits>
 #include <utility>
@@ -413,6 +414,10 @@ bool switch_setting(const char* name, const char* value, bool unset) {
   throw Error(fmt::format("{}={} is not a switch: set it to 1 (or true, on, yes) or 0 (or false, "
                           "off, no), or unset it for the default ({})",
                           name, printable(value), unset ? "on" : "off"));
+}
+
+bool switch_from_env(const char* name, bool unset) {
+  return switch_setting(name, std::getenv(name), unset);
 }
 
 std::vector<std::string> split_words(std::string_view text) {

@@ -165,6 +165,8 @@ std::optional<bool> parse_switch(std::string_view text);
 // when it is unset or empty, else parse_switch's; Error naming the variable and its value for
 // anything else (EDGEPROF_DRIFT_CHECK=yes once read as off, EDGEPROF_STEADY_MALLOC=no as on).
 bool switch_setting(const char* name, const char* value, bool unset);
+// switch_setting() of the environment variable `name`.
+bool switch_from_env(const char* name, bool unset);
 
 // The names among `names` that a mistyped `key` most likely meant (for "no such name" errors):
 // compared without case, '-', '_' and spaces, those that start with the key, else those within

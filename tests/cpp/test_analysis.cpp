@@ -14,11 +14,24 @@ TEST_CASE("two-sample tests match scipy", "[analysis]") {
   // Exact Mann-Whitney (no ties, a sample of at most 8).
   CHECK(mann_whitney_p({1, 2, 3, 4, 5}, {6, 7, 8, 9, 10}) == Approx(0.007936507936507936));
   CHECK(mann_whitney_p({1, 2, 3}, {4, 5, 6}) == Approx(0.1));  // 3 vs 3 cannot reach 0.05
+  const std::vector<double> twenty = {3,  4,  6,  7,  8,  10, 11, 12, 14, 15,
+                                      16, 17, 18, 19, 20, 21, 22, 23, 24, 25};
+  CHECK(mann_whitney_p({1, 5, 9, 13, 2.5, 30, 31, 40}, twenty) ==
+        Approx(0.8226922835618488).epsilon(1e-12));
+  CHECK(mann_whitney_p({4, 5, 6, 7, 8, 9, 10}, {1, 2, 3}) == Approx(2.0 / 120));  // either side
+  // 8 values against 50,000: the exact counts took 80 GB (a table over both sizes); the
+  // p value, 2 / C(50008, 8), is kept to its precision.
+  std::vector<double> many(50000);
+  for (size_t i = 0; i < many.size(); ++i) many[i] = double(i + 100);
+  CHECK(mann_whitney_p({1, 2, 3, 4, 5, 6, 7, 8}, many) == Approx(2.0628982626390534e-33));
   // Normal approximation with ties and continuity correction.
   CHECK(mann_whitney_p({1, 2, 2, 3, 4, 5, 6, 7, 8, 9}, {3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 12}) ==
         Approx(0.03411273712347272).epsilon(1e-9));
   CHECK(welch_p({1, 2, 3, 4}, {3, 4, 5, 6.5}) == Approx(0.07572247714213783).epsilon(1e-9));
   CHECK(welch_p({1, 1}, {1, 1}) == 1.0);
+  // Spreads whose squares underflow: the degrees of freedom were 0/0, the p value NaN.
+  CHECK(welch_p({1e-150, 2e-150}, {3e-150, 4e-150}) ==
+        Approx(welch_p({1, 2}, {3, 4})).epsilon(1e-9));
   CHECK_THROWS_AS(welch_p({1}, {1, 2}), Error);
 }
 

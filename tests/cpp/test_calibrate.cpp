@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 
 #include "edgeprof/calibrate.hpp"
 #include "edgeprof/error.hpp"
@@ -36,6 +37,13 @@ TEST_CASE("solve_core_speed finds the speed that matches every workload", "[cali
   CHECK_THROWS_WITH(solve_core_speed({{0, 1}}, {2.0}, 0.01, 1.0),
                     Catch::Contains("CPU-bound"));
   CHECK_THROWS_AS(solve_core_speed({{1, 0}}, {-1.0}, 0.01, 1.0), Error);
+  // Infinities gave inf or NaN for an answer.
+  const double inf = std::numeric_limits<double>::infinity();
+  CHECK_THROWS_WITH(solve_core_speed({{1, 0}}, {1.0}, 0.01, inf), Catch::Contains("finite"));
+  CHECK_THROWS_WITH(solve_core_speed({{1, 0}}, {inf}, 0.01, 1.0), Catch::Contains("finite"));
+  CHECK_THROWS_WITH(solve_core_speed({{inf, 0}}, {1.0}, 0.01, 1.0), Catch::Contains("model 0"));
+  CHECK_THROWS_WITH(solve_core_speed({{1, std::nan("")}}, {1.0}, 0.01, 1.0),
+                    Catch::Contains("model 0"));
 }
 
 TEST_CASE("calibrate_speed refuses what it cannot use, naming it", "[calibrate]") {
@@ -54,6 +62,16 @@ TEST_CASE("calibrate_speed refuses what it cannot use, naming it", "[calibrate]"
   o.speeds = {0.5, 3.0};
   CHECK_THROWS_WITH(calibrate_speed(d, {{"w", workload({"work", "0.1"}), 1.0}}, o),
                     Catch::Contains("speed 3"));
+  // Every period before the first run (a bad second one was found after the first's runs).
+  o.speeds = {};
+  o.periods_us = {10000, 5};
+  int runs = 0;
+  CHECK_THROWS_WITH(calibrate_speed(d, {{"w", workload({"work", "0.1"}), 1.0}}, o,
+                                    [&](int, int, const std::string&, double, std::uint64_t) {
+                                      ++runs;
+                                    }),
+                    Catch::Contains("periods_us[1] = 5"));
+  CHECK(runs == 0);
 }
 
 TEST_CASE("calibrate_speed finds the core speed of a device from workloads measured on it",

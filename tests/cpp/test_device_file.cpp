@@ -117,7 +117,8 @@ TEST_CASE("bad device files name the file, the field and the problem", "[device-
       {base + R"(, "sources": {"cores": {"status": "guessed", "source": "x"}}})",
        {"'sources.cores.status'", "guessed", "specified, measured, estimated"}},
       {base + R"(, "storage": {"read_bps": "0"}})", {"storage", "0 bytes/s"}},
-      {R"({"edgeprof_device": 1, "name": "my/board", "cores": 2, "core_speed": 0.5, "memory": "1GiB"})",
+      {R"({"edgeprof_device": 1, "name": "my/board", "cores": 2, "core_speed": 0.5, )"
+       R"("memory": "1GiB"})",
        {"'name'", "my/board"}},
       {"{not json", {"test.json", "not valid JSON"}},
   };

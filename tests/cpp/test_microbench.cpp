@@ -296,6 +296,10 @@ TEST_CASE("run_suite refuses bad options and a CPU it may not use", "[microbench
   CHECK_THROWS_WITH(run_suite(options),
                     Catch::Contains("cannot pin to CPU 1023") && Catch::Contains("taskset"));
   CHECK(affinity() == before);
+  options.cpu = CPU_SETSIZE;  // was "cannot tell which CPU this thread runs on: Success"
+  CHECK_THROWS_WITH(run_suite(options),
+                    Catch::Contains("cannot pin to CPU 1024") && Catch::Contains("below 1024"));
+  CHECK(affinity() == before);
   options = quick_suite();
   options.vector_unit = "avx9000";
   CHECK_THROWS_WITH(run_suite(options),

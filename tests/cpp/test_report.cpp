@@ -230,6 +230,14 @@ TEST_CASE("Student t quantiles match reference tables", "[report][stats]") {
   CHECK(student_t_quantile(0.995, 7) == Approx(3.499483297).epsilon(1e-9));
   CHECK(student_t_quantile(0.025, 10) == Approx(-2.228138852).epsilon(1e-9));
   CHECK(student_t_quantile(0.975, 1e6) == Approx(1.959966).epsilon(1e-5));
+  // Past 1e12 degrees of freedom the quantile was 0.25 (1e15), 8.6e141 (1e300) and 0 (inf).
+  for (double dof : {1e12, 1e15, 1e300, std::numeric_limits<double>::infinity()}) {
+    CHECK(student_t_quantile(0.975, dof) == Approx(1.959964).epsilon(1e-6));
+    CHECK(student_t_cdf(1.959964, dof) == Approx(0.975).epsilon(1e-6));
+  }
+  CHECK_THROWS_AS(student_t_cdf(std::nan(""), 3), Error);
+  CHECK_THROWS_AS(student_t_cdf(1, 0), Error);
+  CHECK_THROWS_AS(student_t_cdf(1, std::nan("")), Error);
   CHECK_THROWS_AS(student_t_quantile(1.0, 3), Error);
   CHECK_THROWS_AS(student_t_quantile(0.5, 0), Error);
 }
@@ -514,6 +522,18 @@ TEST_CASE("a report's times and counts that no run produces are refused by name"
                     Catch::Contains("field 'threads_at_once': 0.5 is not a number >= 1"));
   CHECK_THROWS_WITH(result_from_json(edited_report("/plan/quota_scale", "0")),
                     Catch::Contains("field 'plan.quota_scale': 0 is not a number > 0"));
+  // A speed change stamped before 0 (reports of 2026-11-27 had them) reads as at 0.
+  Result changed = sample_result();
+  changed.speed_changes = {SpeedChange{}};
+  changed.speed_changes[0].t_s = 0.5;
+  changed.speed_changes[0].factor = 1.0;
+  const std::string with_change = to_json(changed);
+  REQUIRE(result_from_json(with_change) == changed);
+  const auto t_at = with_change.find("\"t_s\":0.5");
+  REQUIRE(t_at != std::string::npos);
+  std::string early = with_change;
+  early.replace(t_at, 9, "\"t_s\":-0.002");
+  CHECK(result_from_json(early).speed_changes.at(0).t_s == 0.0);
   // A number past a double's range is the parser's error (it has no field), still an Error.
   CHECK_THROWS_AS(result_from_json(edited_report("/wall_time_s", "1e400")), Error);
   // A figure that was not finite is written as null, and read back as such.
@@ -553,6 +573,29 @@ TEST_CASE("a report's schema version below 1 or not whole is refused", "[report]
   CHECK(result_from_json(edited_report("/schema_version", "1")) == sample_result());
 }
 
+TEST_CASE("phase names that are not UTF-8 stay two names, escaped, through a repeated report",
+          "[report][phase][json]") {
+  // A report writes UTF-8: both names were written as "step\ufffd", one statistic key twice.
+  const auto phases = parse_phases("1 B step\xff\n2 E step\xff\n3 B step\xfe\n4 E step\xfe\n"
+                                   "5 M tab\there\n",
+                                   0, {}, 1.0, nullptr);
+  REQUIRE(phases.size() == 3);
+  CHECK(phases[0].name == "step\\xFF");  // the end matched its begin by the bytes written
+  CHECK(phases[1].name == "step\\xFE");
+  CHECK(phases[2].name == "tab\\u0009here");
+  RepeatedResult rr;
+  for (double wall : {1.0, 2.0}) {
+    Result r = sample_result();
+    r.wall_time_s = wall;
+    r.phases = phases;
+    rr.runs.push_back(r);
+  }
+  rr.stats = describe_runs(rr.runs);
+  CHECK(rr.stats.count("phase.step\\xFF.wall_time_s") == 1);
+  CHECK(rr.stats.count("phase.step\\xFE.wall_time_s") == 1);
+  CHECK(repeated_from_json(to_json(rr)) == rr);
+}
+
 TEST_CASE("repeated results: statistics per figure, JSON round trip", "[report][json][stats]") {
   RepeatedResult rr;
   for (double wall : {1.0, 2.0, 3.0}) {
@@ -587,6 +630,30 @@ TEST_CASE("repeated results: statistics per figure, JSON round trip", "[report][
   const auto median = edited.find("\"median\":", edited.find("\"wall_time_s\":{", edited.find("\"stats\"")));
   edited.replace(median, 12, "\"median\":7.0");
   CHECK(repeated_from_json(edited).stat("wall_time_s").median == 7.0);
+}
+
+TEST_CASE("a series whose columns are shorter than its times is refused, not read past",
+          "[report]") {
+  TimeSeries s = make_series({0, 10, 20}, {0, 3, 9}, {5, 7, 6});
+  TimeSeries short_cpu = s;
+  short_cpu.values[static_cast<size_t>(Metric::cpu_usage_ns)].pop_back();
+  CHECK_THROWS_WITH(short_cpu.cpu_cores(),
+                    Catch::Contains("column cpu_usage_ns has 2 values for 3 samples"));
+  CHECK_THROWS_AS(summarize(short_cpu, 0.01, 1.0), Error);
+  CHECK_THROWS_AS(parse_phases("", 0, short_cpu, 1.0, nullptr), Error);
+  Result r = sample_result();
+  r.series = short_cpu;
+  CHECK_THROWS_AS(to_csv(r), Error);
+  CHECK_THROWS_AS(to_json(r), Error);  // its report could not be read back
+  TimeSeries short_scheduled = s;
+  short_scheduled.scheduled.pop_back();
+  CHECK_THROWS_WITH(summarize(short_scheduled, 0.01, 1.0), Catch::Contains("column scheduled"));
+  // A column the run did not sample may be empty; no scheduled column reads as all scheduled.
+  TimeSeries unsampled = s;
+  unsampled.values[static_cast<size_t>(Metric::io_read_bytes)].clear();
+  unsampled.scheduled.clear();
+  CHECK(summarize(unsampled, 0.01, 1.0).samples == 3);
+  CHECK(unsampled.cpu_cores().size() == 2);
 }
 
 TEST_CASE("the time series as CSV: available metrics and derived CPU cores", "[report]") {

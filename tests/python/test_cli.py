@@ -740,3 +740,33 @@ def test_sigterm_and_sighup_kill_the_workload_remove_the_slice_and_exit_128_plus
     with pytest.raises(ProcessLookupError):
         os.kill(child, 0)
     assert our_slices(proc.pid) == []
+
+
+@requires_cgroups
+def test_a_hangup_leaves_a_callers_sigterm_handler_and_exits_129_without_a_terminal(tmp_path):
+    """The handler of one ending signal ignored both, and main() gave back only the ones it
+    had taken over: a caller's SIGTERM handler was left ignored after a SIGHUP. And after a
+    real hangup the last message's print raised (EIO; EPIPE here), exit 1 instead of 129."""
+    workload = "import time; print('started', flush=True); time.sleep(600)"
+    script = (
+        "import signal, sys\n"
+        "from edgeprof import cli\n"
+        "def mine(signum, frame): pass\n"
+        "signal.signal(signal.SIGTERM, mine)\n"
+        "signal.signal(signal.SIGHUP, signal.SIG_DFL)\n"
+        "code = cli.main(['run', '--cores', '1', '--speed', '0.5', '--memory', '256MiB', '--',"
+        f" sys.executable, '-c', {workload!r}])\n"
+        "kept = signal.getsignal(signal.SIGTERM) is mine\n"
+        f"open({str(tmp_path / 'out')!r}, 'w').write(f'{{code}} {{kept}}')\n"
+        "sys.exit(code)\n")
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    ready, _, _ = select.select([proc.stdout], [], [], HANG_S)
+    assert ready and proc.stdout.readline() == "started\n", "the workload never started"
+    proc.stderr.close()  # the terminal is gone
+    proc.send_signal(signal.SIGHUP)
+    code = proc.wait(timeout=HANG_S)
+    proc.stdout.close()
+    assert code == 129
+    assert (tmp_path / "out").read_text() == "129 True"
+    assert our_slices(proc.pid) == []
