@@ -28,6 +28,12 @@ what is Pythonic (pandas frames, the phase context manager, the command line).
 import importlib as _importlib
 import warnings as _warnings
 
+from edgeprof import _args, _core
+
+# Before anything takes a name from _core: a call with a misspelled keyword or a value of the
+# wrong type names the argument instead of dumping the signature.
+_args.install(_core)
+
 from edgeprof._core import (
     CgroupError,
     Device,

@@ -80,3 +80,35 @@ def test_every_former_top_level_name_resolves_once_more_with_a_warning():
 def test_an_unknown_name_is_an_attribute_error():
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         edgeprof.nope  # noqa: B018
+
+
+def test_a_call_pybind11_cannot_match_names_the_argument_not_the_whole_signature():
+    """A misspelled keyword or a value of the wrong type was a TypeError holding the signature of
+    up to 30 arguments and the call; it names the argument and what it must be."""
+    pi = edgeprof.find_device("raspberry-pi-4b-1gb")
+
+    def message(call) -> str:
+        with pytest.raises(TypeError) as e:
+            call()
+        assert "incompatible" not in str(e.value) and "Invoked with" not in str(e.value)
+        return str(e.value)
+
+    assert message(lambda: edgeprof.run(["true"], device=pi, repaet=2)) == (
+        "run(): no argument named 'repaet' (did you mean 'repeat' or 'parent'?)")
+    assert message(lambda: edgeprof.run(["true"], device=pi, repeat=2**64)) == (
+        "run(): repeat=18446744073709551616 is out of range")
+    assert message(lambda: edgeprof.run(["true"], device=pi, interval="fast")) == (
+        "run(): interval='fast' (str) is not a number or None")
+    assert message(lambda: edgeprof.run(["true"])) == "run(): device is required"
+    assert "pass the others by name" in message(lambda: edgeprof.run(["true"], pi))
+    # Constructors too, in every module that takes them from the extension.
+    assert message(lambda: edgeprof.Device(name="b", cores=1, core_speed=0.5, memroy="1GiB")) == (
+        "Device(): no argument named 'memroy' (did you mean 'memory'?)")
+    assert message(lambda: edgeprof.emulation.Slice(pi, cpus=[0, "a"])).startswith(
+        "Slice(): cpus=[0, 'a'] (list) is not a list whose items are each an int")
+    assert message(lambda: edgeprof.emulation.plan_emulation(pi, keep_warm="yes")) == (
+        "plan_emulation(): keep_warm='yes' (str) is not True or False")
+    # What the bindings refuse themselves is unchanged, and a good call works as before.
+    with pytest.raises(TypeError, match="device: expected a Device"):
+        edgeprof.emulation.plan_emulation(5)
+    assert edgeprof.Device(name="b", cores=1, core_speed=0.5, memory="1GiB").cores == 1

@@ -1,0 +1,210 @@
+"""Arguments of the wrong name or type named, instead of pybind11's dump of the whole signature.
+
+pybind11 answers a misspelled keyword (``run(cmd, device=d, repaet=3)``) or a value it cannot
+convert (``repeat=2**64``, ``interval="fast"``) with "incompatible function arguments", the
+signature of 30 arguments and the call. ``install()`` wraps the extension's functions and
+constructors so that such a TypeError says which argument is wrong and what it must be (a
+misspelled keyword with the names it most likely meant); where it cannot tell, pybind11's
+message stands.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import os
+import types
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+# pybind11's words for a function's and a constructor's call it could not match.
+_INCOMPATIBLE = ("incompatible function arguments", "incompatible constructor arguments")
+
+
+@dataclass(frozen=True)
+class _Param:
+    name: str
+    annotation: str
+    required: bool
+    keyword_only: bool
+
+
+def _split_top(text: str, sep: str) -> list[str]:
+    """`text` split at `sep` outside brackets and quotes."""
+    parts, depth, quote, start = [], 0, "", 0
+    for i, c in enumerate(text):
+        if quote:
+            if c == quote:
+                quote = ""
+        elif c in "'\"":
+            quote = c
+        elif c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        elif c == sep and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return [p.strip() for p in parts]
+
+
+def _signature(doc: Optional[str]) -> Optional[tuple[str, list[_Param]]]:
+    """The name and parameters of pybind11's first docstring line, `name(a: T, *, b: U = 1) ->
+    R`; None for an overloaded function or a line of another form."""
+    line = (doc or "").split("\n", 1)[0]
+    open_at = line.find("(")
+    close_at = line.rfind(") ->")
+    if open_at <= 0 or close_at < open_at:
+        return None
+    params, keyword_only = [], False
+    for part in _split_top(line[open_at + 1:close_at], ","):
+        if part in ("*", "/") or not part:
+            keyword_only = keyword_only or part == "*"
+            continue
+        head, _, default = part.partition("=")
+        name, _, annotation = head.partition(":")
+        name = name.strip()
+        if name.startswith("*"):
+            return None  # *args, **kwargs: anything goes
+        if name != "self":
+            params.append(_Param(name, annotation.strip(), not default.strip(), keyword_only))
+    return line[:open_at], params
+
+
+def _fits(annotation: str, value: Any) -> bool:
+    """Whether pybind11 could convert `value` to `annotation` (as it writes it); True where it
+    cannot be told."""
+    for alt in _split_top(annotation, "|"):
+        if alt == "None":
+            if value is None:
+                return True
+        elif alt in ("object", ""):
+            return True
+        elif alt == "bool":
+            if isinstance(value, bool) or type(value).__name__ == "bool_":
+                return True
+        elif alt == "str":
+            if isinstance(value, str):
+                return True
+        elif alt in ("typing.SupportsInt", "typing.SupportsIndex", "int"):
+            if not isinstance(value, bool) and hasattr(value, "__index__"):
+                return -2**63 <= value.__index__() < 2**64
+            if alt == "typing.SupportsInt" and isinstance(value, float):
+                return False
+        elif alt in ("typing.SupportsFloat", "float"):
+            if isinstance(value, (int, float)) or hasattr(value, "__float__"):
+                return True
+        elif alt.startswith("collections.abc.Sequence[") or alt.startswith("list["):
+            inner = alt[alt.index("[") + 1:-1]
+            if (isinstance(value, Sequence) and not isinstance(value, (str, bytes))
+                    and all(_fits(inner, v) for v in value)):
+                return True
+        elif alt.startswith(("collections.abc.Mapping[", "dict[")):
+            if isinstance(value, Mapping):
+                return True
+        elif alt.startswith("collections.abc.Callable"):
+            if callable(value):
+                return True
+        elif alt in ("os.PathLike", "bytes"):
+            if isinstance(value, (os.PathLike, bytes, str)):
+                return True
+        else:
+            return True  # a class, a type pybind11 names otherwise: not judged here
+    return False
+
+
+def _says(annotation: str) -> str:
+    words = {"None": "None", "bool": "True or False", "str": "a str",
+             "typing.SupportsInt": "an int", "typing.SupportsFloat": "a number",
+             "typing.SupportsIndex": "", "object": "anything"}
+    out = []
+    for alt in _split_top(annotation, "|"):
+        said = words.get(alt, alt)
+        if alt.startswith("collections.abc.Sequence["):
+            said = f"a list whose items are each {_says(alt[alt.index('[') + 1:-1])}"
+        if said and said not in out:
+            out.append(said)
+    return " or ".join(out)
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _diagnosis(params: list[_Param], args: tuple, kwargs: dict) -> list[str]:
+    """What is wrong with this call, one line per argument; [] when nothing can be told."""
+    problems = []
+    names = [p.name for p in params]
+    positional = [p for p in params if not p.keyword_only]
+    if len(args) > len(positional):
+        problems.append(f"{len(args)} positional arguments given, {len(positional)} taken "
+                        f"({', '.join(p.name for p in positional) or 'none'}): pass the others "
+                        f"by name")
+    given = dict(zip((p.name for p in positional), args))
+    suggested = set()
+    for key, value in kwargs.items():
+        if key in names:
+            if key in given:
+                problems.append(f"{key} given twice, by position and by name")
+            given[key] = value
+            continue
+        close = difflib.get_close_matches(key, names, n=3, cutoff=0.6)
+        suggested.update(close)
+        problems.append(f"no argument named {key!r}"
+                        + (f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close
+                           else f" (it takes {', '.join(names)})"))
+    missing = [p.name for p in params
+               if p.required and p.name not in given and p.name not in suggested]
+    if missing:
+        problems.append(f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} required")
+    for p in params:
+        if p.name not in given:
+            continue
+        if not _fits(p.annotation, given[p.name]):
+            value = given[p.name]
+            if (hasattr(value, "__index__") and not isinstance(value, bool)
+                    and p.annotation.startswith("typing.SupportsInt")):
+                problems.append(f"{p.name}={_shown(value)} is out of range")
+            else:
+                problems.append(f"{p.name}={_shown(value)} ({type(value).__name__}) is not "
+                                f"{_says(p.annotation)}")
+    return problems
+
+
+def _explained(fn: Callable, label: str, params: list[_Param], method: bool) -> Callable:
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except TypeError as e:
+            if not any(words in str(e) for words in _INCOMPATIBLE):
+                raise
+            # A constructor's self is not one of its parameters.
+            problems = _diagnosis(params, args[1:] if method else args, kwargs)
+            if not problems:
+                raise
+            raise TypeError(f"{label}: {'; '.join(problems)}") from None
+    return call
+
+
+# Called inside a workload's loops, where a Python frame more is a cost to measure.
+_UNWRAPPED = frozenset({"mark", "phase_begin", "phase_end"})
+
+
+def install(module: types.ModuleType) -> None:
+    """Wraps `module`'s functions and its classes' constructors (pybind11's, not overloaded)."""
+    for attr, value in list(vars(module).items()):
+        if attr.startswith("_") or attr in _UNWRAPPED:
+            continue
+        if isinstance(value, types.BuiltinFunctionType):
+            sig = _signature(value.__doc__)
+            if sig:
+                setattr(module, attr, _explained(value, f"{attr}()", sig[1], method=False))
+        elif isinstance(value, type) and "__init__" in vars(value):
+            init = vars(value)["__init__"]
+            sig = _signature(getattr(init, "__doc__", None))
+            if sig and sig[0] == "__init__" and type(init).__name__ == "instancemethod":
+                value.__init__ = _explained(init, f"{attr}()", sig[1], method=True)
