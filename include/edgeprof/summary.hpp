@@ -103,9 +103,10 @@ Summary summarize(const TimeSeries& series, double interval_s, double capacity_c
 
 /// A phase the workload marked (edgeprof/phase.hpp, edgeprof.phase() in Python).
 struct Phase {
-  /// As given to the mark, made printable: bytes that are not UTF-8 are written as `\xNN` and
-  /// control characters as `\u00NN`, so two phases whose names differ only in such bytes stay
-  /// two names in a report (an end mark closes the phase begun with the same bytes).
+  /// As given to the mark, made printable: bytes that are not UTF-8 are written as `\xNN`,
+  /// control characters as `\u00NN` and a backslash as two, so two phases whose names differ
+  /// only in such bytes stay two names in a report (an end mark closes the phase begun with
+  /// the same bytes).
   std::string name;
   ///@{
   /// Measured: the workload's own monotonic clock at the marks, in seconds since the workload

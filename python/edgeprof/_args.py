@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import difflib
 import functools
-import os
 import types
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
@@ -73,46 +72,54 @@ def _signature(doc: Optional[str]) -> Optional[tuple[str, list[_Param]]]:
     return line[:open_at], params
 
 
+def _number_like(value: Any) -> bool:
+    return any(hasattr(type(value), m) for m in ("__index__", "__int__", "__float__"))
+
+
+def _items(value: Any) -> Optional[list]:
+    """A sequence's items as pybind11 would take them (numpy arrays too); None for a str, bytes
+    or what is no sequence."""
+    if isinstance(value, (str, bytes, bytearray)) or not hasattr(type(value), "__len__") \
+            or not hasattr(type(value), "__getitem__") or isinstance(value, Mapping):
+        return None
+    return list(value)
+
+
+def _fits_one(alt: str, value: Any) -> bool:
+    if alt == "None":
+        return value is None
+    if alt == "bool":  # with conversion, whatever has a truth value of its own, and None
+        return value is None or hasattr(type(value), "__bool__")
+    if alt == "str":
+        return isinstance(value, (str, bytes, bytearray))
+    if alt in ("typing.SupportsInt", "typing.SupportsIndex", "int"):
+        if isinstance(value, float) or not _number_like(value):
+            return False
+        if isinstance(value, int):
+            return -2**63 <= value < 2**64
+        return True
+    if alt in ("typing.SupportsFloat", "float"):
+        return _number_like(value)
+    if alt.startswith(("collections.abc.Sequence[", "list[")):
+        items = _items(value)
+        inner = alt[alt.index("[") + 1:-1]
+        return items is not None and all(_fits(inner, v) for v in items)
+    if alt.startswith("collections.abc.Callable"):
+        return callable(value)
+    raise _CannotTell  # a class, a mapping, a type pybind11 names otherwise
+
+
+class _CannotTell(Exception):
+    pass
+
+
 def _fits(annotation: str, value: Any) -> bool:
-    """Whether pybind11 could convert `value` to `annotation` (as it writes it); True where it
-    cannot be told."""
-    for alt in _split_top(annotation, "|"):
-        if alt == "None":
-            if value is None:
-                return True
-        elif alt in ("object", ""):
-            return True
-        elif alt == "bool":
-            if isinstance(value, bool) or type(value).__name__ == "bool_":
-                return True
-        elif alt == "str":
-            if isinstance(value, str):
-                return True
-        elif alt in ("typing.SupportsInt", "typing.SupportsIndex", "int"):
-            if not isinstance(value, bool) and hasattr(value, "__index__"):
-                return -2**63 <= value.__index__() < 2**64
-            if alt == "typing.SupportsInt" and isinstance(value, float):
-                return False
-        elif alt in ("typing.SupportsFloat", "float"):
-            if isinstance(value, (int, float)) or hasattr(value, "__float__"):
-                return True
-        elif alt.startswith("collections.abc.Sequence[") or alt.startswith("list["):
-            inner = alt[alt.index("[") + 1:-1]
-            if (isinstance(value, Sequence) and not isinstance(value, (str, bytes))
-                    and all(_fits(inner, v) for v in value)):
-                return True
-        elif alt.startswith(("collections.abc.Mapping[", "dict[")):
-            if isinstance(value, Mapping):
-                return True
-        elif alt.startswith("collections.abc.Callable"):
-            if callable(value):
-                return True
-        elif alt in ("os.PathLike", "bytes"):
-            if isinstance(value, (os.PathLike, bytes, str)):
-                return True
-        else:
-            return True  # a class, a type pybind11 names otherwise: not judged here
-    return False
+    """Whether pybind11 could convert `value` to `annotation` (as it writes it): False only
+    where it surely could not; True where it cannot be told here."""
+    try:
+        return any(_fits_one(alt, value) for alt in _split_top(annotation, "|"))
+    except Exception:  # _CannotTell, or a value whose __len__ or iteration raised
+        return True
 
 
 def _says(annotation: str) -> str:
@@ -158,14 +165,14 @@ def _diagnosis(params: list[_Param], args: tuple, kwargs: dict) -> list[str]:
                            else f" (it takes {', '.join(names)})"))
     missing = [p.name for p in params
                if p.required and p.name not in given and p.name not in suggested]
-    if missing:
+    if missing and len(args) <= len(positional):  # else perhaps given, by position
         problems.append(f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} required")
     for p in params:
         if p.name not in given:
             continue
         if not _fits(p.annotation, given[p.name]):
             value = given[p.name]
-            if (hasattr(value, "__index__") and not isinstance(value, bool)
+            if (isinstance(value, int) and not isinstance(value, bool)
                     and p.annotation.startswith("typing.SupportsInt")):
                 problems.append(f"{p.name}={_shown(value)} is out of range")
             else:
@@ -174,19 +181,29 @@ def _diagnosis(params: list[_Param], args: tuple, kwargs: dict) -> list[str]:
     return problems
 
 
-def _explained(fn: Callable, label: str, params: list[_Param], method: bool) -> Callable:
+def _explained(fn: Callable, label: str, params: list[_Param], method: bool,
+               module: str, qualname: str) -> Callable:
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
         except TypeError as e:
-            if not any(words in str(e) for words in _INCOMPATIBLE):
+            # Only pybind11's own refusal of this call: raised by the function itself, with no
+            # Python frame below this one (a callback's refusal of another call has frames).
+            if e.__traceback__ is None or e.__traceback__.tb_next is not None \
+                    or not any(words in str(e) for words in _INCOMPATIBLE):
                 raise
-            # A constructor's self is not one of its parameters.
-            problems = _diagnosis(params, args[1:] if method else args, kwargs)
+            try:
+                # A constructor's self is not one of its parameters.
+                problems = _diagnosis(params, args[1:] if method else args, kwargs)
+            except Exception:
+                problems = []
             if not problems:
                 raise
             raise TypeError(f"{label}: {'; '.join(problems)}") from None
+    # Found again by pickle (a process pool's, functools.partial's) where it was taken from.
+    call.__module__ = module
+    call.__qualname__ = qualname
     return call
 
 
@@ -201,10 +218,12 @@ def install(module: types.ModuleType) -> None:
             continue
         if isinstance(value, types.BuiltinFunctionType):
             sig = _signature(value.__doc__)
-            if sig:
-                setattr(module, attr, _explained(value, f"{attr}()", sig[1], method=False))
+            if sig and sig[1]:  # one without parameters has no argument to name
+                setattr(module, attr, _explained(value, f"{attr}()", sig[1], False,
+                                                 module.__name__, attr))
         elif isinstance(value, type) and "__init__" in vars(value):
             init = vars(value)["__init__"]
             sig = _signature(getattr(init, "__doc__", None))
             if sig and sig[0] == "__init__" and type(init).__name__ == "instancemethod":
-                value.__init__ = _explained(init, f"{attr}()", sig[1], method=True)
+                value.__init__ = _explained(init, f"{attr}()", sig[1], True, module.__name__,
+                                            f"{attr}.__init__")

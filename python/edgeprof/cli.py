@@ -11,6 +11,7 @@ session), which, like Ctrl-C, kill the workload and remove its slice first.
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import math
 import os
@@ -1128,19 +1129,40 @@ def _raise_terminated(signum: int, frame: object) -> None:
     raise _Terminated(signum)
 
 
+# What a write to a terminal or pipe that has gone away fails with.
+_GONE = (errno.EPIPE, errno.EIO, errno.ENXIO)
+
+
+def _to_devnull(*streams) -> None:
+    """Points the streams' descriptors at /dev/null, so that Python's flush at exit does not
+    fail again on a reader or terminal that has gone away."""
+    for stream in streams:
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, stream.fileno())
+            os.close(null)
+        except (OSError, ValueError):
+            pass
+
+
 def _tell(message: str) -> None:
     """Print the last word on stderr; after a hangup the terminal may be gone (EIO) or the
     reader of a pipe (EPIPE): the exit code still says what happened."""
     try:
         print(message, file=sys.stderr, flush=True)
-    except OSError:
-        # So that Python's flush at exit does not fail again.
-        try:
-            null = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(null, sys.stderr.fileno())
-            os.close(null)
-        except (OSError, ValueError):
-            pass
+    except OSError as e:
+        if e.errno in _GONE:
+            _to_devnull(sys.stderr)
+
+
+def _ending(e: BaseException) -> Optional[BaseException]:
+    """The Ctrl-C or SIGTERM/SIGHUP that `e` was raised while handling (a progress bar's
+    last write to a terminal that had gone away), if any."""
+    while e is not None:
+        if isinstance(e, (_Terminated, KeyboardInterrupt)):
+            return e
+        e = e.__context__
+    return None
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -1170,11 +1192,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         name = signal.Signals(e.signum).name
         _tell(f"edgeprof: terminated ({name}); the workload was killed and its slice removed")
         return 128 + e.signum
-    except BrokenPipeError:
-        # The reader went away (`edgeprof devices | head`): not an error of ours. Point stdout
-        # at /dev/null so that Python's flush at exit does not fail again.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 141
+    except OSError as e:
+        if e.errno not in _GONE:
+            raise
+        # The reader went away (`edgeprof devices | head`): not an error of ours; or the
+        # terminal with a hangup, whose signal then says how the command ended.
+        _to_devnull(sys.stdout, sys.stderr)
+        ending = _ending(e)
+        if isinstance(ending, _Terminated):
+            return 128 + ending.signum
+        if isinstance(ending, KeyboardInterrupt):
+            return 130
+        return 141 if e.errno == errno.EPIPE else 1
     finally:
         for s in handled:
             signal.signal(s, signal.SIG_DFL)

@@ -55,7 +55,8 @@ std::vector<double> tie_groups(std::vector<double> v) {
   return groups;
 }
 
-// The largest m * n the exact Mann-Whitney test counts arrangements for: 160 MB of counts.
+// The largest m * n the exact Mann-Whitney test counts arrangements for: two rows of counts
+// of 160 MB each at the most.
 constexpr double kExactMannWhitneyCells = 2e7;
 
 // Number of arrangements of m x-values and n y-values with statistic U = u, for u = 0..m*n:
@@ -129,6 +130,10 @@ double welch_p(const std::vector<double>& a, const std::vector<double>& b) {
   auto [m1, v1] = moments(a);
   auto [m2, v2] = moments(b);
   const double s1 = v1 / double(a.size()), s2 = v2 / double(b.size());
+  if (!std::isfinite(s1 + s2) || !std::isfinite(m1 - m2)) {
+    throw Error("Welch's t test: the samples' spread or difference overflows a double (values "
+                "near 1e154 or more); rescale them (seconds to kiloseconds)");
+  }
   if (s1 + s2 == 0) return m1 == m2 ? 1.0 : 0.0;
   const double t = (m1 - m2) / std::sqrt(s1 + s2);
   // Welch-Satterthwaite, in shares of s1 + s2 (their squares underflowed for tiny spreads).

@@ -199,6 +199,24 @@ void measure_phase(Phase& p, const TimeSeries& s, std::int64_t start, std::int64
 
 }  // namespace
 
+namespace {
+
+// A phase's name as the workload wrote it, made printable without making two names one: a
+// report writes UTF-8, which made two names differing only in bytes that are not UTF-8 one
+// name (and one statistic key for both). A backslash is doubled, so that an escape stands
+// only for what it escapes (a tab and the text "\u0009" stay two names).
+std::string phase_name(std::string_view raw) {
+  std::string doubled;
+  doubled.reserve(raw.size());
+  for (char c : raw) {
+    if (c == '\\') doubled += '\\';
+    doubled += c;
+  }
+  return detail::printable(doubled);
+}
+
+}  // namespace
+
 std::vector<Phase> parse_phases(std::string_view marks, std::int64_t release_ns,
                                 const TimeSeries& series, double end_s, std::size_t* malformed) {
   struct Open {
@@ -219,9 +237,7 @@ std::vector<Phase> parse_phases(std::string_view marks, std::int64_t release_ns,
 
   auto begin = [&](std::string_view name, std::int64_t t) {
     Phase p;
-    // Printable: a report writes UTF-8, which would make two names differing only in bytes
-    // that are not UTF-8 one name (and one statistic key for both).
-    p.name = detail::printable(name);
+    p.name = phase_name(name);
     p.start_s = double(t) / 1e9;
     out.push_back(std::move(p));
     starts.push_back(t);

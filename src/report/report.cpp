@@ -596,7 +596,12 @@ json series_json(const TimeSeries& s) {
 TimeSeries series_from(const Field& f) {
   TimeSeries s;
   s.t_ns = f.at("t_ns").wholes<std::int64_t>();
-  s.scheduled = f.at("scheduled").wholes<std::uint8_t>(0, 1);
+  const Field scheduled = f.at("scheduled");
+  s.scheduled = scheduled.wholes<std::uint8_t>(0, 1);
+  if (!s.scheduled.empty() && s.scheduled.size() != s.t_ns.size()) {
+    // detail::check_shape() would refuse to write it back.
+    scheduled.fail(fmt::format("{} rows where t_ns has {}", s.scheduled.size(), s.t_ns.size()));
+  }
   s.available = metric_bits(f.at("available"));
   s.complete = metric_bits(f.at("complete"));
   const Field columns = f.at("columns");
@@ -820,8 +825,11 @@ Result result_from(const Field& f) {
   if (const auto changes = f.find("speed_changes")) {
     for (const Field& c : changes->elements()) {
       SpeedChange change;
-      // Reports of 2026-11-27 (8e36fb6..935c569) may hold a change stamped just before 0.
-      change.t_s = c.at("t_s").number_or_nan(kFinite);
+      // Reports of 2026-11-27 (8e36fb6..935c569) may hold a change stamped just before 0
+      // (the step fell due at the release): read as at 0. Further before is no run's.
+      const Field t = c.at("t_s");
+      change.t_s = t.number_or_nan(kFinite);
+      if (change.t_s < -1.0) t.refuse(kSeconds.says);
       if (change.t_s < 0) change.t_s = 0;
       change.factor = c.at("factor").number(kAboveZero);
       change.cpu_quota_us = c.at("cpu_quota_us").whole<std::uint64_t>();

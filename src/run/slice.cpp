@@ -1229,6 +1229,10 @@ Result& Child::State::await(std::optional<std::chrono::duration<double>> timeout
   // Checked first: a bad timeout is refused whether or not the result is in.
   const std::optional<Clock::time_point> deadline = deadline_after(process.released, timeout);
   if (result) return *result;
+  if (reaped) {  // its pid may be another process's by now: never waited for again
+    throw Error("this Child's workload ended, but making its result failed in an earlier "
+                "wait(): run the workload again");
+  }
   std::optional<detail::Exit> exit;
   try {
     exit = detail::wait_exit(process, deadline, check, std::chrono::milliseconds(50));

@@ -534,6 +534,10 @@ TEST_CASE("a report's times and counts that no run produces are refused by name"
   std::string early = with_change;
   early.replace(t_at, 9, "\"t_s\":-0.002");
   CHECK(result_from_json(early).speed_changes.at(0).t_s == 0.0);
+  std::string far = with_change;
+  far.replace(t_at, 9, "\"t_s\":-5");
+  CHECK_THROWS_WITH(result_from_json(far),
+                    Catch::Contains("field 'speed_changes[0].t_s': -5 is not a number of seconds"));
   // A number past a double's range is the parser's error (it has no field), still an Error.
   CHECK_THROWS_AS(result_from_json(edited_report("/wall_time_s", "1e400")), Error);
   // A figure that was not finite is written as null, and read back as such.
@@ -576,13 +580,23 @@ TEST_CASE("a report's schema version below 1 or not whole is refused", "[report]
 TEST_CASE("phase names that are not UTF-8 stay two names, escaped, through a repeated report",
           "[report][phase][json]") {
   // A report writes UTF-8: both names were written as "step\ufffd", one statistic key twice.
+  std::size_t malformed = 9;
   const auto phases = parse_phases("1 B step\xff\n2 E step\xff\n3 B step\xfe\n4 E step\xfe\n"
-                                   "5 M tab\there\n",
-                                   0, {}, 1.0, nullptr);
-  REQUIRE(phases.size() == 3);
-  CHECK(phases[0].name == "step\\xFF");  // the end matched its begin by the bytes written
+                                   "5 M tab\there\n6 M tab\\u0009here\n7 M a\\b\n",
+                                   0, {}, 1.0, &malformed);
+  CHECK(malformed == 0);
+  REQUIRE(phases.size() == 5);
+  CHECK(phases[0].name == "step\\xFF");
   CHECK(phases[1].name == "step\\xFE");
+  // Each end closed the phase begun with the same bytes.
+  CHECK(phases[0].end_s == Approx(2e-9));
+  CHECK(phases[1].end_s == Approx(4e-9));
+  CHECK_FALSE(phases[0].ended_by_exit);
+  CHECK_FALSE(phases[1].ended_by_exit);
+  // A backslash is doubled, so that a tab and the text "\u0009" stay two names.
   CHECK(phases[2].name == "tab\\u0009here");
+  CHECK(phases[3].name == "tab\\\\u0009here");
+  CHECK(phases[4].name == "a\\\\b");
   RepeatedResult rr;
   for (double wall : {1.0, 2.0}) {
     Result r = sample_result();
@@ -654,6 +668,14 @@ TEST_CASE("a series whose columns are shorter than its times is refused, not rea
   unsampled.scheduled.clear();
   CHECK(summarize(unsampled, 0.01, 1.0).samples == 3);
   CHECK(unsampled.cpu_cores().size() == 2);
+  // Nor is a report holding one read: it could not be written back.
+  const std::string text = to_json(sample_result());
+  const auto at = text.find("\"scheduled\":[1,1,0]");
+  REQUIRE(at != std::string::npos);
+  std::string edited = text;
+  edited.replace(at, 19, "\"scheduled\":[1]");
+  CHECK_THROWS_WITH(result_from_json(edited),
+                    Catch::Contains("field 'series.scheduled': 1 rows where t_ns has 3"));
 }
 
 TEST_CASE("the time series as CSV: available metrics and derived CPU cores", "[report]") {

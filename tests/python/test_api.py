@@ -3,6 +3,7 @@ submodules by task, and every name the top level had before them still there for
 with a DeprecationWarning that names its new home."""
 
 import importlib
+import pickle
 import warnings
 
 import pytest
@@ -108,6 +109,17 @@ def test_a_call_pybind11_cannot_match_names_the_argument_not_the_whole_signature
         "Slice(): cpus=[0, 'a'] (list) is not a list whose items are each an int")
     assert message(lambda: edgeprof.emulation.plan_emulation(pi, keep_warm="yes")) == (
         "plan_emulation(): keep_warm='yes' (str) is not True or False")
+    # Only what pybind11 surely cannot convert is named: a numpy array is a sequence, bytes a
+    # str; where the culprit cannot be told (a list of SpeedModel), pybind11's message stands.
+    import numpy as np
+    with pytest.raises(TypeError, match="incompatible function arguments"):
+        edgeprof.speed.solve_core_speed(["m"], np.array([1.0]), 0.1, 1.0)
+    with pytest.raises(TypeError, match="incompatible function arguments"):
+        edgeprof.emulation.choose_cpu_period_us(np.array([1, 2]))  # __index__ raises
+    assert "positional" in message(lambda: edgeprof.Device("b", 1, 0.5, "1GiB"))
+    # Functions stay picklable (process pools, functools.partial) as the same object.
+    assert pickle.loads(pickle.dumps(edgeprof.results.statistics)) is edgeprof.results.statistics
+    assert edgeprof.results.statistics([1.0, 2.0]).n == 2
     # What the bindings refuse themselves is unchanged, and a good call works as before.
     with pytest.raises(TypeError, match="device: expected a Device"):
         edgeprof.emulation.plan_emulation(5)

@@ -770,3 +770,32 @@ def test_a_hangup_leaves_a_callers_sigterm_handler_and_exits_129_without_a_termi
     assert code == 129
     assert (tmp_path / "out").read_text() == "129 True"
     assert our_slices(proc.pid) == []
+
+
+def test_a_write_failing_after_a_hangup_still_exits_with_the_signals_code(tmp_path):
+    """A progress bar's last write (compare's `finally`) to a pipe or terminal that had gone
+    away replaced the SIGHUP being handled: exit 141 (or 120 at the flush) instead of 129."""
+    script = (
+        "import errno, signal, sys\n"
+        "from edgeprof import cli\n"
+        "def ended(args):\n"
+        "    try:\n"
+        "        raise cli._Terminated(signal.SIGHUP)\n"
+        "    finally:\n"
+        "        raise BrokenPipeError(errno.EPIPE, 'Broken pipe')\n"
+        "def io_error(args):\n"
+        "    raise OSError(errno.ENOSPC, 'No space left on device')\n"
+        "cli._runtime_and_speed_kind = lambda args: None\n"
+        "parser = cli.build_parser()\n"
+        "args = parser.parse_args(['devices'])\n"
+        "args.func = ended if sys.argv[1] == 'ended' else io_error\n"
+        "cli.build_parser = lambda: type('P', (), {'parse_args': lambda self, argv: args})()\n"
+        f"open({str(tmp_path / 'out')!r}, 'w').write(str(cli.main([])))\n")
+    done = subprocess.run([sys.executable, "-c", script, "ended"], capture_output=True,
+                          text=True, timeout=HANG_S)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "out").read_text() == "129"
+    # Any other failure of a write is no hangup's: it is raised as it was.
+    other = subprocess.run([sys.executable, "-c", script, "other"], capture_output=True,
+                           text=True, timeout=HANG_S)
+    assert other.returncode == 1 and "No space left on device" in other.stderr
