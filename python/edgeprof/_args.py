@@ -13,7 +13,6 @@ from __future__ import annotations
 import difflib
 import functools
 import types
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
@@ -29,7 +28,8 @@ class _Param:
     keyword_only: bool
 
 
-def _split_top(text: str, sep: str) -> list[str]:
+@functools.lru_cache(maxsize=256)
+def _split_top(text: str, sep: str) -> tuple[str, ...]:
     """`text` split at `sep` outside brackets and quotes."""
     parts, depth, quote, start = [], 0, "", 0
     for i, c in enumerate(text):
@@ -46,7 +46,7 @@ def _split_top(text: str, sep: str) -> list[str]:
             parts.append(text[start:i])
             start = i + 1
     parts.append(text[start:])
-    return [p.strip() for p in parts]
+    return tuple(p.strip() for p in parts)
 
 
 def _signature(doc: Optional[str]) -> Optional[tuple[str, list[_Param]]]:
@@ -76,13 +76,22 @@ def _number_like(value: Any) -> bool:
     return any(hasattr(type(value), m) for m in ("__index__", "__int__", "__float__"))
 
 
+# Items of a sequence looked at: enough to find a wrong one, few enough for an array of
+# millions to be refused at once.
+_ITEMS_CHECKED = 1000
+
+
 def _items(value: Any) -> Optional[list]:
-    """A sequence's items as pybind11 would take them (numpy arrays too); None for a str, bytes
-    or what is no sequence."""
-    if isinstance(value, (str, bytes, bytearray)) or not hasattr(type(value), "__len__") \
-            or not hasattr(type(value), "__getitem__") or isinstance(value, Mapping):
+    """The first items of a list, tuple or numpy array, which pybind11 takes as a sequence; None
+    for a str, bytes or number. Another iterable (a set, a generator, a dict's values) pybind11
+    may convert too: not judged here (_CannotTell)."""
+    if isinstance(value, (str, bytes)) or _number_like(value) and not hasattr(value, "__len__"):
         return None
-    return list(value)
+    if isinstance(value, (list, tuple)) or type(value).__name__ == "ndarray":
+        return list(value[:_ITEMS_CHECKED])
+    if not hasattr(type(value), "__iter__"):
+        return None
+    raise _CannotTell
 
 
 def _fits_one(alt: str, value: Any) -> bool:

@@ -1137,6 +1137,8 @@ def _to_devnull(*streams) -> None:
     """Points the streams' descriptors at /dev/null, so that Python's flush at exit does not
     fail again on a reader or terminal that has gone away."""
     for stream in streams:
+        if stream is None:  # closed when Python started (`>&-`)
+            continue
         try:
             null = os.open(os.devnull, os.O_WRONLY)
             os.dup2(null, stream.fileno())
@@ -1153,6 +1155,18 @@ def _tell(message: str) -> None:
     except OSError as e:
         if e.errno in _GONE:
             _to_devnull(sys.stderr)
+
+
+def _flush_stdout() -> None:
+    """Flushes what stdout holds now, where a failure can be handled: at exit, a reader gone
+    with the session would turn the signal's exit code into 120."""
+    try:
+        if sys.stdout is not None:
+            sys.stdout.flush()
+    except OSError as e:
+        if e.errno not in _GONE:
+            raise
+        _to_devnull(sys.stdout)
 
 
 def _ending(e: BaseException) -> Optional[BaseException]:
@@ -1186,24 +1200,30 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         _tell(f"edgeprof: {e}")
         return 2
     except KeyboardInterrupt:
+        _flush_stdout()
         _tell("edgeprof: interrupted; the workload was killed and its slice removed")
         return 130
     except _Terminated as e:
+        _flush_stdout()
         name = signal.Signals(e.signum).name
         _tell(f"edgeprof: terminated ({name}); the workload was killed and its slice removed")
         return 128 + e.signum
     except OSError as e:
         if e.errno not in _GONE:
             raise
-        # The reader went away (`edgeprof devices | head`): not an error of ours; or the
-        # terminal with a hangup, whose signal then says how the command ended.
-        _to_devnull(sys.stdout, sys.stderr)
         ending = _ending(e)
+        if ending is None and e.errno != errno.EPIPE:
+            # EIO or ENXIO of a file (a disk, NFS), or of the terminal: said if it can be.
+            _tell(f"edgeprof: {e}")
+            return 1
+        # The reader went away (`edgeprof devices | head`): not an error of ours; or the
+        # terminal or pipe with a hangup, whose signal then says how the command ended.
+        _to_devnull(sys.stdout, sys.stderr)
         if isinstance(ending, _Terminated):
             return 128 + ending.signum
         if isinstance(ending, KeyboardInterrupt):
             return 130
-        return 141 if e.errno == errno.EPIPE else 1
+        return 141
     finally:
         for s in handled:
             signal.signal(s, signal.SIG_DFL)

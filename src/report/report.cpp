@@ -829,7 +829,7 @@ Result result_from(const Field& f) {
       // (the step fell due at the release): read as at 0. Further before is no run's.
       const Field t = c.at("t_s");
       change.t_s = t.number_or_nan(kFinite);
-      if (change.t_s < -1.0) t.refuse(kSeconds.says);
+      if (change.t_s < -1.0) t.refuse("a time from 1 s before the workload's release on");
       if (change.t_s < 0) change.t_s = 0;
       change.factor = c.at("factor").number(kAboveZero);
       change.cpu_quota_us = c.at("cpu_quota_us").whole<std::uint64_t>();

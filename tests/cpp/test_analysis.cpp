@@ -34,7 +34,7 @@ TEST_CASE("two-sample tests match scipy", "[analysis]") {
         Approx(welch_p({1, 2}, {3, 4})).epsilon(1e-9));
   CHECK_THROWS_AS(welch_p({1}, {1, 2}), Error);
   // Spreads past a double's range: named, not a p value of 1 (std::min(1.0, NaN)).
-  CHECK_THROWS_WITH(welch_p({1e200, 2e200}, {1, 2}), Catch::Contains("Welch's t test"));
+  CHECK_THROWS_WITH(welch_p({1e200, 2e200}, {1, 2}), Catch::Contains("overflows a double"));
 }
 
 TEST_CASE("rank: medians first, ties where the test cannot separate", "[analysis][rank]") {

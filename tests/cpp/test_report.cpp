@@ -537,7 +537,7 @@ TEST_CASE("a report's times and counts that no run produces are refused by name"
   std::string far = with_change;
   far.replace(t_at, 9, "\"t_s\":-5");
   CHECK_THROWS_WITH(result_from_json(far),
-                    Catch::Contains("field 'speed_changes[0].t_s': -5 is not a number of seconds"));
+                    Catch::Contains("field 'speed_changes[0].t_s': -5 is not a time from 1 s"));
   // A number past a double's range is the parser's error (it has no field), still an Error.
   CHECK_THROWS_AS(result_from_json(edited_report("/wall_time_s", "1e400")), Error);
   // A figure that was not finite is written as null, and read back as such.

@@ -114,9 +114,26 @@ def test_a_call_pybind11_cannot_match_names_the_argument_not_the_whole_signature
     import numpy as np
     with pytest.raises(TypeError, match="incompatible function arguments"):
         edgeprof.speed.solve_core_speed(["m"], np.array([1.0]), 0.1, 1.0)
+    assert message(lambda: edgeprof.analysis.kendall({1.0, 2.0, 3.0}, [1.0, 2.0, "a"])) == (
+        "kendall(): y=[1.0, 2.0, 'a'] (list) is not a list whose items are each a number")
+
+    class BadRepr:
+        def __repr__(self):
+            raise ValueError("no repr")
+
     with pytest.raises(TypeError, match="incompatible function arguments"):
-        edgeprof.emulation.choose_cpu_period_us(np.array([1, 2]))  # __index__ raises
-    assert "positional" in message(lambda: edgeprof.Device("b", 1, 0.5, "1GiB"))
+        edgeprof.results.statistics(BadRepr())  # the diagnosis raised: pybind11's message
+    # Extra positional arguments may be the required ones: not said to be missing.
+    extra = message(lambda: edgeprof.Device("b", 1, 0.5, "1GiB"))
+    assert "positional" in extra and "required" not in extra
+    # A TypeError of another call, made below the wrapped one (a callback's), is not this
+    # call's: it is raised as it was, not blamed on this call's arguments.
+    from edgeprof import _args
+    inner = edgeprof.results.statistics.__wrapped__
+    outer = _args._explained(lambda x: inner("x"), "outer()",
+                             [_args._Param("x", "str", True, False)], False, "m", "outer")
+    with pytest.raises(TypeError, match=r"statistics\(\): incompatible function arguments"):
+        outer(5)
     # Functions stay picklable (process pools, functools.partial) as the same object.
     assert pickle.loads(pickle.dumps(edgeprof.results.statistics)) is edgeprof.results.statistics
     assert edgeprof.results.statistics([1.0, 2.0]).n == 2

@@ -785,10 +785,12 @@ def test_a_write_failing_after_a_hangup_still_exits_with_the_signals_code(tmp_pa
         "        raise BrokenPipeError(errno.EPIPE, 'Broken pipe')\n"
         "def io_error(args):\n"
         "    raise OSError(errno.ENOSPC, 'No space left on device')\n"
+        "def eio(args):\n"
+        "    raise OSError(errno.EIO, 'Input/output error', '/mnt/nfs/cal.json')\n"
         "cli._runtime_and_speed_kind = lambda args: None\n"
         "parser = cli.build_parser()\n"
         "args = parser.parse_args(['devices'])\n"
-        "args.func = ended if sys.argv[1] == 'ended' else io_error\n"
+        "args.func = {'ended': ended, 'eio': eio}.get(sys.argv[1], io_error)\n"
         "cli.build_parser = lambda: type('P', (), {'parse_args': lambda self, argv: args})()\n"
         f"open({str(tmp_path / 'out')!r}, 'w').write(str(cli.main([])))\n")
     done = subprocess.run([sys.executable, "-c", script, "ended"], capture_output=True,
@@ -799,3 +801,9 @@ def test_a_write_failing_after_a_hangup_still_exits_with_the_signals_code(tmp_pa
     other = subprocess.run([sys.executable, "-c", script, "other"], capture_output=True,
                            text=True, timeout=HANG_S)
     assert other.returncode == 1 and "No space left on device" in other.stderr
+    # EIO of a file (a disk, NFS) is said, not taken for a terminal gone (it was silent).
+    eio = subprocess.run([sys.executable, "-c", script, "eio"], capture_output=True, text=True,
+                         timeout=HANG_S)
+    assert eio.returncode == 0, eio.stderr
+    assert (tmp_path / "out").read_text() == "1"
+    assert "Input/output error: '/mnt/nfs/cal.json'" in eio.stderr
