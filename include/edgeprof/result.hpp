@@ -272,7 +272,7 @@ void check_figure_name(std::string_view name, std::string_view what);
 /// "projected" for a figure of `result` that its plan's projection made (a projected_* figure,
 /// an all_cores_* figure of a projected run, its energy included), "estimated" for the other
 /// energies (energy_j, all_cores_energy_j), else "measured" (for a summary figure, sampled in
-/// fact; its name says so: docs/report.md).
+/// fact; its name says so: docs/repeats-and-reports.md).
 const char* figure_provenance(const Result& result, const std::string& name);
 
 /// Computes `stats` from the runs (a pure function): every figure present and finite in every

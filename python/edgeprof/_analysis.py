@@ -16,13 +16,28 @@ def _samples(value: Any, metric: Optional[str], name: str) -> list[float]:
         return _core.figure_samples(value, metric or "all_cores_wall_time_s")
     if isinstance(value, _core.Result):
         return [_core.figure(value, metric or "all_cores_wall_time_s")]
-    if isinstance(value, (int, float)):
-        return [float(value)]
+    def refused(what: Any) -> TypeError:
+        return TypeError(f"{name!r}: expected a Result, a RepeatedResult, a number or a "
+                         f"sequence of numbers, got {what}")
+
+    if isinstance(value, (str, bytes, bytearray, Mapping)) or getattr(value, "ndim", 1) > 1:
+        # Iterable, and "12" would be ranked as the samples 1 and 2, a DataFrame by its labels.
+        raise refused(type(value).__name__)
+    if getattr(value, "ndim", None) == 0 or isinstance(value, (int, float)) or (
+            not hasattr(value, "__iter__") and hasattr(value, "__float__")):
+        try:  # numpy scalars and 0-d arrays too (a DataFrame column's max())
+            return [float(value)]
+        except (TypeError, ValueError):
+            raise refused(type(value).__name__) from None
     try:
         return [float(v) for v in value]
-    except TypeError:
-        raise TypeError(f"{name!r}: expected a Result, a RepeatedResult, a number or a sequence "
-                        f"of numbers, got {type(value).__name__}") from None
+    except (TypeError, ValueError):
+        raise refused(f"{type(value).__name__} {_shown(value)}") from None
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _pairs(items: Union[Mapping[str, Any], Iterable[tuple[str, Any]]]) -> list[tuple[str, Any]]:
@@ -73,8 +88,12 @@ def save_calibrations(path: Union[str, os.PathLike], calibrations: Sequence["_co
     """Writes calibrations (with their points) to a JSON file. One that cannot be written (a
     core_emulation that is not projected, pooled or per-core) raises before the file is opened."""
     text = _core.calibrations_to_json(list(calibrations))
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text)
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as e:
+        raise _core.Error(f"cannot write calibrations to {os.fsdecode(os.fspath(path))}: "
+                          f"{e.strerror} (errno {e.errno})") from e
 
 
 def load_calibrations(path: Union[str, os.PathLike]) -> list["_core.Calibration"]:

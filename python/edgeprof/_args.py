@@ -97,6 +97,8 @@ def _items(value: Any) -> Optional[list]:
 def _fits_one(alt: str, value: Any) -> bool:
     if alt == "None":
         return value is None
+    if alt == "object":  # pybind11 takes anything; the function converts it itself
+        return True
     if alt == "bool":  # with conversion, whatever has a truth value of its own, and None
         return value is None or hasattr(type(value), "__bool__")
     if alt == "str":
@@ -112,7 +114,7 @@ def _fits_one(alt: str, value: Any) -> bool:
     if alt.startswith(("collections.abc.Sequence[", "list[")):
         items = _items(value)
         inner = alt[alt.index("[") + 1:-1]
-        return items is not None and all(_fits(inner, v) for v in items)
+        return items is not None and all(_fits_strict(inner, v) for v in items)
     if alt.startswith("collections.abc.Callable"):
         return callable(value)
     raise _CannotTell  # a class, a mapping, a type pybind11 names otherwise
@@ -122,13 +124,28 @@ class _CannotTell(Exception):
     pass
 
 
+def _fits_strict(annotation: str, value: Any) -> bool:
+    """_fits, raising _CannotTell (or what a value's iteration raised) where it cannot tell."""
+    return any(_fits_one(alt, value) for alt in _split_top(annotation, "|"))
+
+
 def _fits(annotation: str, value: Any) -> bool:
     """Whether pybind11 could convert `value` to `annotation` (as it writes it): False only
     where it surely could not; True where it cannot be told here."""
     try:
-        return any(_fits_one(alt, value) for alt in _split_top(annotation, "|"))
+        return _fits_strict(annotation, value)
     except Exception:  # _CannotTell, or a value whose __len__ or iteration raised
         return True
+
+
+def _judged(annotation: str, value: Any) -> bool:
+    """Whether _fits could tell (not a class, a mapping, a list of them, a value whose
+    iteration raised)."""
+    try:
+        _fits_strict(annotation, value)
+    except Exception:
+        return False
+    return True
 
 
 def _says(annotation: str) -> str:
@@ -187,6 +204,22 @@ def _diagnosis(params: list[_Param], args: tuple, kwargs: dict) -> list[str]:
             else:
                 problems.append(f"{p.name}={_shown(value)} ({type(value).__name__}) is not "
                                 f"{_says(p.annotation)}")
+    if not problems and all(_judged(p.annotation, given[p.name]) for p in params
+                            if p.name in given):
+        # pybind11 writes every C++ integer as "int": one past a C++ int (repeat=2**40) or a
+        # negative one (an unsigned period or size) is the likely culprit when every other
+        # argument surely converts, but only perhaps (an int64_t holds the one, a signed int
+        # the other).
+        for p in params:
+            value = given.get(p.name)
+            if (isinstance(value, int) and not isinstance(value, bool)
+                    and p.annotation.startswith("typing.SupportsInt")):
+                if value < 0:
+                    problems.append(f"{p.name}={_shown(value)} is perhaps out of range (where "
+                                    f"an unsigned number is taken: 0 or more)")
+                elif value >= 2**31:
+                    problems.append(f"{p.name}={_shown(value)} is perhaps out of range (where "
+                                    f"a C++ int is taken: -2147483648 to 2147483647)")
     return problems
 
 

@@ -105,7 +105,7 @@ def compare(workloads: Union[Mapping[str, Union[str, Sequence[str]]], Iterable[t
     names = [str(n) for n, _ in pairs]
     # As bytes: an argument that is not UTF-8 (a surrogate escape) reaches the workload as given.
     argvs = [[os.fsencode(a if isinstance(a, (bytes, os.PathLike)) else str(a))
-              for a in (shlex.split(c) if isinstance(c, str) else c)] for _, c in pairs]
+              for a in (_split(n, c) if isinstance(c, str) else c)] for n, c in pairs]
     if isinstance(devices, (str, _core.Device)):
         devices = [devices]
     bar = _Progress(progress)
@@ -122,6 +122,14 @@ def compare(workloads: Union[Mapping[str, Union[str, Sequence[str]]], Iterable[t
                               count_activations=count_activations)
     finally:
         bar.close()
+
+
+def _split(name: object, command: str) -> list[str]:
+    try:
+        return shlex.split(command)
+    except ValueError as e:
+        raise _core.Error(f"workload {name!r}: its command {command!r} cannot be split into "
+                          f"words ({e}): close its quotes or escape them") from None
 
 
 def comparison_to_pandas(self: "_core.Comparison") -> Any:
@@ -156,22 +164,23 @@ def comparison_plot(self: "_core.Comparison", ax: Any = None) -> Any:
     else:
         fig = ax.figure
     devices = list(dict.fromkeys(r.device for r in self.rows))
+    scale, unit = (2**20, "MiB") if _bytes(self.memory_metric) else (1, "")
     for i, d in enumerate(devices):
         rows = [r for r in self.rows if r.device == d and r.value == r.value]
-        ax.scatter([r.value for r in rows], [r.memory / 2**20 for r in rows], color=f"C{i}",
+        ax.scatter([r.value for r in rows], [r.memory / scale for r in rows], color=f"C{i}",
                    label=d)
         for r in rows:
             # Alternate devices label above and below their points: the same workload on two
             # similar devices would otherwise print its name twice in one place.
-            ax.annotate(r.workload, (r.value, r.memory / 2**20), fontsize=8,
+            ax.annotate(r.workload, (r.value, r.memory / scale), fontsize=8,
                         xytext=(4, 4 if i % 2 == 0 else -11), textcoords="offset points",
                         color=f"C{i}")
             if r.pareto:
-                ax.scatter([r.value], [r.memory / 2**20], s=160, facecolors="none",
+                ax.scatter([r.value], [r.memory / scale], s=160, facecolors="none",
                            edgecolors=f"C{i}")
     made = {r.result.runs[0].figure_provenance(self.metric) for r in self.rows if r.result.runs}
     ax.set_xlabel(f"{self.metric} (median, {' and '.join(sorted(made)) or 'measured'})")
-    ax.set_ylabel(f"{self.memory_metric} (median, MiB)")
+    ax.set_ylabel(f"{self.memory_metric} (median{', ' + unit if unit else ''})")
     ax.set_title("circled: Pareto front per device", fontsize=9)
     ax.legend(fontsize=8)
     return fig
@@ -179,6 +188,19 @@ def comparison_plot(self: "_core.Comparison", ax: Any = None) -> Any:
 
 def _value_text(v: float) -> str:
     return "failed" if v != v else f"{v:.4g}"
+
+
+def _bytes(metric: str) -> bool:
+    """Whether a metric is a number of bytes (as the C++ table decides)."""
+    return metric.endswith("_bytes")  # every byte figure's name, and no other (a phase's)
+
+
+def _memory_text(metric: str, v: float) -> str:
+    if v != v:
+        return "failed"
+    if not _bytes(metric) or not abs(v) < 2**63:
+        return f"{v:.4g}"
+    return ("-" if v < 0 else "") + _core.format_size(abs(v))
 
 
 def comparison_repr(self: "_core.Comparison") -> str:
@@ -205,7 +227,7 @@ def comparison_html(self: "_core.Comparison") -> str:
     body = []
     for r in self.rows:
         cells = [r.device, str(r.rank), r.workload, _value_text(r.value),
-                 "failed" if r.memory != r.memory else _core.format_size(r.memory),
+                 _memory_text(self.memory_metric, r.memory),
                  "tied" if r.tied else "", "yes" if r.pareto else ""]
         if self.projected_target:
             p = r.projected

@@ -51,6 +51,9 @@ def read_text(path: Union[str, os.PathLike], what: str = "", newline: Optional[s
     except UnicodeDecodeError as e:
         raise _core.Error(f"{name} is not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset "
                           f"{e.start}): give the file edgeprof wrote") from None
+    # A byte order mark (Excel's "CSV UTF-8", Notepad) is not text: a CSV's first column or a
+    # report's first character would hold it, unseen in any message.
+    text = text.removeprefix("\ufeff")
     if newline is None:  # universal newlines, as open() in text mode
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     return text

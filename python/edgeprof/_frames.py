@@ -19,7 +19,8 @@ def _pandas() -> Any:
 
 def series_to_pandas(self: "_core.TimeSeries") -> Any:
     """One row per sample: ``t_s`` (seconds since the workload was released), ``scheduled``,
-    every metric available in the run, and ``cpu_cores`` (CPU used since the previous sample,
+    every metric available in the run (int64: a difference of a falling gauge is negative;
+    float64 for a column past 2^63), and ``cpu_cores`` (CPU used since the previous sample,
     in host cores; NaN in the first row)."""
     import numpy as np  # here, not at import: `import edgeprof` (and the CLI) stays fast
 
@@ -27,7 +28,11 @@ def series_to_pandas(self: "_core.TimeSeries") -> Any:
     data: dict[str, Any] = {"t_s": np.asarray(self.t_ns) / 1e9,
                             "scheduled": np.asarray(self.scheduled, dtype=bool)}
     for name in self.available:
-        data[name] = self[name]
+        column = np.asarray(self[name])
+        # Signed, so that a difference of a falling gauge (memory freed) is negative rather
+        # than wrapping to about 1.8e19; a value past int64 (none a kernel counts) as a float.
+        data[name] = (column.astype(np.int64) if not len(column) or column.max() < 2**63
+                      else column.astype(np.float64))
     cores = self.cpu_cores()
     if len(cores):
         data["cpu_cores"] = np.concatenate(([np.nan], cores))

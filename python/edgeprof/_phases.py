@@ -11,6 +11,13 @@ import contextlib
 from edgeprof import _core
 
 
+def _check_name(name: object) -> None:
+    if not isinstance(name, str):
+        raise TypeError(f"a phase's name is a str, not {type(name).__name__}")
+    if not name:
+        raise ValueError("a phase needs a non-empty name")
+
+
 class phase(contextlib.ContextDecorator):
     """Marks the enclosed block (or decorated function) as phase ``name`` of the workload.
 
@@ -25,8 +32,7 @@ class phase(contextlib.ContextDecorator):
     """
 
     def __init__(self, name: str) -> None:
-        if not isinstance(name, str) or not name:
-            raise ValueError("a phase needs a non-empty name")
+        _check_name(name)
         self.name = name
 
     def __enter__(self) -> "phase":
@@ -41,6 +47,8 @@ class phase(contextlib.ContextDecorator):
 def mark(name: str) -> None:
     """Starts phase ``name``; the phase started by the previous ``mark`` ends here (the last one
     at exit). The simplest way to split a script into consecutive phases."""
+    if not isinstance(name, str) or not name:  # inline: marks may be made in a loop
+        _check_name(name)
     _core.mark(name)
 
 

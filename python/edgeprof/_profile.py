@@ -121,15 +121,20 @@ def profile(fn: Callable, *args: Any, device: Union[str, "_core.Device"] = "rasp
                            isolate_network=isolate_network, core_emulation=core_emulation,
                            count_activations=count_activations)
         name = getattr(fn, "__qualname__", repr(fn))
+        what = ("was killed by the out-of-memory killer" if report.oom_killed else
+                "timed out" if report.timed_out else
+                f"ended by signal {report.signal}" if report.signal is not None else
+                f"exited with code {report.exit_code} without a result")
         if not os.path.exists(result_path):
-            what = ("was killed by the out-of-memory killer" if report.oom_killed else
-                    "timed out" if report.timed_out else
-                    f"ended by signal {report.signal}" if report.signal is not None else
-                    f"exited with code {report.exit_code} without a result")
             raise WorkerDied(f"the edgeprof worker running {name} {what} on {report.device.name}",
                              report)
-        with open(result_path, "rb") as f:
-            kind, inner, text = pickle.load(f)
+        try:
+            with open(result_path, "rb") as f:
+                kind, inner, text = pickle.load(f)
+        except Exception as e:  # noqa: BLE001 - a result the worker did not finish writing
+            raise WorkerDied(f"the edgeprof worker running {name} on {report.device.name} left "
+                             f"a result that cannot be read ({e})"
+                             + ("" if report.ok else f"; it {what}"), report) from None
     try:
         value = pickle.loads(inner)
     except Exception as e:  # noqa: BLE001 - e.g. an exception class whose __init__ differs

@@ -64,8 +64,11 @@ def main(call_path, result_path):
         kind, inner = "unpicklable", pickle.dumps(f"the {what} of the function cannot be "
                                                   f"pickled: {e}")
     data = pickle.dumps((kind, inner, text))
-    with open(result_path, "wb") as f:
+    # Whole or not at all: a worker killed mid-write (its timeout, the OOM killer: the value is
+    # several copies in the slice's memory here) leaves no result, not a truncated one.
+    with open(result_path + ".part", "wb") as f:
         f.write(data)
+    os.replace(result_path + ".part", result_path)
     os._exit(0)  # no interpreter teardown in the measurement
 
 

@@ -554,10 +554,16 @@ def _report_schema(text: str, path: str) -> str | None:
         return None
     try:
         doc = json.loads(text)
-    except ValueError as e:
-        raise edgeprof.Error(f"{path} is not a complete JSON report ({e}): give the file "
-                             "`edgeprof run -o` wrote, whole") from None
-    return doc.get("schema") if isinstance(doc, dict) else None
+    except (ValueError, RecursionError) as e:
+        why = e if isinstance(e, ValueError) else "nested too deeply"
+        raise edgeprof.Error(f"{path} is not a complete JSON report ({why}): give the file "
+                             "`edgeprof run --json` wrote, whole") from None
+    schema = doc.get("schema") if isinstance(doc, dict) else None
+    if schema == "edgeprof.comparison":
+        raise edgeprof.Error(f"{path} is a comparison (`edgeprof compare --json`), not a run's "
+                             "report: read it as JSON, or give a file `edgeprof run --json` "
+                             "wrote")
+    return schema
 
 
 def _write(path: str, text: str) -> None:
@@ -621,7 +627,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         .from_json(text)
     if args.csv:
         _write(args.csv, report.to_csv())
-    print(str(report), end="")
+    # With the CSV on stdout, stdout carries only the CSV (as `run` does).
+    print(str(report), end="", file=sys.stderr if args.csv == "-" else sys.stdout)
     return 0
 
 
@@ -660,9 +667,13 @@ def cmd_calibrate_speed(args: argparse.Namespace) -> int:
             seconds = float(value)
         except ValueError:
             seconds = float("nan")
-        if not sep or not name.strip() or not seconds > 0:
+        if not sep or not name.strip() or not 0 < seconds < float("inf"):
             raise edgeprof.Error(f"--measured {spec!r}: write NAME=VALUE, the positive figure "
                                  "(seconds of wall time by default) measured on the device")
+        if name.strip() in measured:
+            raise edgeprof.Error(f"--measured {name.strip()!r} given twice "
+                                 f"({measured[name.strip()]:g} and {seconds:g}): give each "
+                                 "workload's figure once")
         measured[name.strip()] = seconds
     names = [n for n, _ in workloads]
     missing = [n for n in names if n not in measured]
@@ -677,9 +688,14 @@ def cmd_calibrate_speed(args: argparse.Namespace) -> int:
     for text in (args.periods_ms or "").split(","):
         if text.strip():
             try:
-                periods.append(round(float(text) * 1000))
+                ms = float(text)
             except ValueError:
-                raise edgeprof.Error(f"--periods-ms: {text!r} is not a number of milliseconds")
+                ms = float("nan")
+            # The kernel's 1 to 1000 ms; 0 (the plan's period) only as written, not rounded to.
+            if not (ms == 0 or 1 <= ms <= 1000):
+                raise edgeprof.Error(f"--periods-ms: {text.strip()!r} is not a CFS period: give "
+                                     "milliseconds from 1 to 1000 (0: the plan's own)")
+            periods.append(round(ms * 1000))
 
     def progress(done: int, planned: int, name: str, speed: float, period_us: int) -> None:
         if not args.quiet:
@@ -735,10 +751,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
         interval=args.interval, timeout=args.timeout, progress=not args.quiet,
         **_run_options(args))
     if args.json:
+        def number(v: float) -> float | None:  # JSON has no NaN (a failed row's): null
+            return v if v == v and abs(v) != float("inf") else None
+
         rows = [{"device": r.device, "workload": r.workload, "rank": r.rank, "tied": r.tied,
-                 "pareto": r.pareto, "metric": comparison.metric, "value": r.value,
+                 "pareto": r.pareto, "metric": comparison.metric, "value": number(r.value),
                  "value_provenance": _provenance(r, comparison.metric),
-                 "memory_metric": comparison.memory_metric, "memory": r.memory,
+                 "memory_metric": comparison.memory_metric, "memory": number(r.memory),
                  "memory_provenance": _provenance(r, comparison.memory_metric),
                  "projected": None if r.projected is None else {
                      "target": comparison.projected_target, "estimate": r.projected.estimate,
@@ -752,16 +771,23 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0 if all(r.result.ok for r in comparison.rows) else 1
 
 
-def _read_csv(path: str) -> list[dict[str, str]]:
+def _read_csv(path: str, used: list[str]) -> list[dict[str, str]]:
+    """The CSV's rows as dicts; refused where a column in `used` is named twice (a row would
+    keep the last such column alone)."""
     import csv
     import io
     text = _files.read_text(path, newline="")
     try:
         reader = csv.DictReader(io.StringIO(text, newline=""))
         rows = list(reader)
-        header = len(reader.fieldnames or [])
+        names = reader.fieldnames or []
+        header = len(names)
     except csv.Error as e:
         raise edgeprof.Error(f"{path} is not a CSV file edgeprof can read: {e}") from None
+    twice = sorted({n for n in used if names.count(n) > 1})
+    if twice:
+        raise edgeprof.Error(f"{path}: the header names {', '.join(map(repr, twice))} more than "
+                             "once; give every column its own name")
     for line, row in enumerate(rows, start=2):
         # DictReader fills a short row with None and keeps a long row's rest under None.
         extra = row.get(None) or []
@@ -782,7 +808,10 @@ def _device_name(text: str) -> str:
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
-    rows = _read_csv(args.csv)
+    if args.output == "-":
+        raise edgeprof.Error("--output -: calibrations are saved to a file (kept with those it "
+                             "holds for other devices); --json prints this one on stdout")
+    rows = _read_csv(args.csv, args.x + [args.y])
     if not rows:
         raise edgeprof.Error(f"{args.csv} has no data rows")
     missing = [c for c in args.x + [args.y] if c not in rows[0]]

@@ -247,10 +247,12 @@ void bind_devices(py::module_& m) {
   m.def(
       "format_size",
       [](double bytes) {
-        if (!std::isfinite(bytes) || bytes < 0)
-          throw py::value_error("format_size: a size must be a finite number of bytes >= 0, got " +
-                                py::repr(py::float_(bytes)).cast<std::string>());
-        return format_size(static_cast<std::uint64_t>(std::llround(bytes)));
+        if (!(bytes >= 0 && bytes <= 0x1p64))
+          throw py::value_error("format_size: a size must be a number of bytes from 0 to 2^64, "
+                                "got " + py::repr(py::float_(bytes)).cast<std::string>());
+        // 2^64 - 1 arrives as the double 2^64: the largest uint64 it stands for.
+        return format_size(bytes >= 0x1p64 ? std::numeric_limits<std::uint64_t>::max()
+                                           : static_cast<std::uint64_t>(std::nearbyint(bytes)));
       },
       py::arg("bytes"));
   m.def("cgroup_mode", [] { return to_string(cgroup_mode()); },

@@ -61,7 +61,11 @@ std::vector<double> TimeSeries::cpu_cores() const {
 }
 
 bool operator==(const TimeSeries& a, const TimeSeries& b) {
-  return a.t_ns == b.t_ns && a.scheduled == b.scheduled && a.values == b.values &&
+  // An empty scheduled column means every sample scheduled (a report reads it as such).
+  const auto whole = [](const TimeSeries& s) {
+    return s.scheduled.empty() ? std::vector<std::uint8_t>(s.t_ns.size(), 1) : s.scheduled;
+  };
+  return a.t_ns == b.t_ns && whole(a) == whole(b) && a.values == b.values &&
          a.available == b.available && a.complete == b.complete && a.read_every == b.read_every;
 }
 

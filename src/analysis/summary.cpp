@@ -197,10 +197,6 @@ void measure_phase(Phase& p, const TimeSeries& s, std::int64_t start, std::int64
   p.memory_net_peak_bytes = static_cast<std::int64_t>(top) - static_cast<std::int64_t>(mem[first]);
 }
 
-}  // namespace
-
-namespace {
-
 // A phase's name as the workload wrote it, made printable without making two names one: a
 // report writes UTF-8, which made two names differing only in bytes that are not UTF-8 one
 // name (and one statistic key for both). A backslash is doubled, so that an escape stands
@@ -441,7 +437,7 @@ bool is_figure_name(std::string_view name) {
 void check_figure_name(std::string_view name, std::string_view what) {
   if (is_figure_name(name)) return;
   throw Error(fmt::format("{} '{}' is not a figure edgeprof measures: give one of {}, or "
-                          "phase.<phase name>.<one of {}> (docs/report.md)",
+                          "phase.<phase name>.<one of {}> (docs/repeats-and-reports.md)",
                           what, name, fmt::join(kRunFigureNames, ", "),
                           fmt::join(kPhaseFigureNames, ", ")));
 }

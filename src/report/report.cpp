@@ -17,6 +17,7 @@
 #include "device/device_json.hpp"
 #include "suite/microbench_detail.hpp"
 #include "nn/runtimes.hpp"
+#include "sys/text.hpp"
 
 namespace edgeprof {
 
@@ -598,7 +599,10 @@ TimeSeries series_from(const Field& f) {
   s.t_ns = f.at("t_ns").wholes<std::int64_t>();
   const Field scheduled = f.at("scheduled");
   s.scheduled = scheduled.wholes<std::uint8_t>(0, 1);
-  if (!s.scheduled.empty() && s.scheduled.size() != s.t_ns.size()) {
+  // An empty column means every sample was scheduled (as to_csv and summarize read it): made
+  // whole here, so that no reader of the series needs to know (to_pandas and plot() did not).
+  if (s.scheduled.empty()) s.scheduled.assign(s.t_ns.size(), 1);
+  if (s.scheduled.size() != s.t_ns.size()) {
     // detail::check_shape() would refuse to write it back.
     scheduled.fail(fmt::format("{} rows where t_ns has {}", s.scheduled.size(), s.t_ns.size()));
   }
@@ -936,6 +940,11 @@ std::string percent_or(const std::optional<double>& v) {
   return v ? fmt::format("{:.0f}%", *v * 100) : std::string("n/a");
 }
 
+// |v| without overflow (llabs of INT64_MIN is undefined: a report may hold it).
+std::uint64_t magnitude(std::int64_t v) {
+  return v < 0 ? std::uint64_t{0} - static_cast<std::uint64_t>(v) : static_cast<std::uint64_t>(v);
+}
+
 }  // namespace
 
 std::string to_text(const Result& r) {
@@ -1105,8 +1114,7 @@ std::string to_text(const Result& r) {
                     size_or(ph.memory_peak_bytes),
                     ph.memory_net_peak_bytes && *ph.memory_net_peak_bytes < 0 ? "-" : "+",
                     ph.memory_net_peak_bytes
-                        ? format_size(static_cast<std::uint64_t>(
-                              std::llabs(*ph.memory_net_peak_bytes)))
+                        ? format_size(magnitude(*ph.memory_net_peak_bytes))
                         : "n/a"),
         "wall measured, rest sampled");
     if (const auto projected = r.projected_s(ph.wall_time_s())) {
@@ -1179,7 +1187,7 @@ std::string to_text(const Result& r) {
   for (const std::string& note : p.notes) row("note", note, "");
   for (const std::string& u : r.unapplied) row("NOT APPLIED", u, "");
   for (const std::string& w : r.warnings) row("warning", w, "");
-  return out;
+  return detail::printable_lines(out);
 }
 
 // A byte that is not UTF-8 (a workload's argument, a path) is written as U+FFFD: JSON holds
@@ -1220,8 +1228,8 @@ std::string csv_header(std::string_view lead, const std::bitset<kMetricCount>& c
 
 // `s`'s rows under that header, each after `lead`; a column `s` lacks is left empty.
 void csv_rows(std::string& out, std::string_view lead, const TimeSeries& s,
-              const std::bitset<kMetricCount>& columns, bool with_cores) {
-  const auto cores = s.cpu_cores();
+              const std::vector<double>& cores, const std::bitset<kMetricCount>& columns,
+              bool with_cores) {
   for (size_t i = 0; i < s.size(); ++i) {
     out += lead;
     out += fmt::format("{:.9f},{}", double(s.t_ns[i]) / 1e9,
@@ -1243,23 +1251,27 @@ void csv_rows(std::string& out, std::string_view lead, const TimeSeries& s,
 
 std::string to_csv(const Result& r) {
   const TimeSeries& s = r.series;
-  const bool with_cores = !s.cpu_cores().empty();
+  const auto cores = s.cpu_cores();
+  const bool with_cores = !cores.empty();
   std::string out = csv_marker("edgeprof.series") + csv_header("", s.available, with_cores);
-  csv_rows(out, "", s, s.available, with_cores);
+  csv_rows(out, "", s, cores, s.available, with_cores);
   return out;
 }
 
 std::string to_csv(const RepeatedResult& r) {
   std::bitset<kMetricCount> columns;
   bool with_cores = false;
+  std::vector<std::vector<double>> cores;
+  cores.reserve(r.runs.size());
   for (const Result& run : r.runs) {
     columns |= run.series.available;
-    with_cores = with_cores || !run.series.cpu_cores().empty();
+    cores.push_back(run.series.cpu_cores());
+    with_cores = with_cores || !cores.back().empty();
   }
   std::string out =
       csv_marker("edgeprof.repeated_series") + csv_header("run,", columns, with_cores);
   for (size_t i = 0; i < r.runs.size(); ++i) {
-    csv_rows(out, fmt::format("{},", i + 1), r.runs[i].series, columns, with_cores);
+    csv_rows(out, fmt::format("{},", i + 1), r.runs[i].series, cores[i], columns, with_cores);
   }
   return out;
 }
@@ -1314,10 +1326,14 @@ std::string to_text(const RepeatedResult& r) {
     out += fmt::format("{:<34}{:>12.6g}{:>12.6g}{:>12.4g}{:>13.6g} .. {:<10.6g}{:>12.6g}{:>12.6g}\n",
                        name, s.median, s.mean, s.stddev, s.ci95_low, s.ci95_high, s.min, s.max);
   }
-  return out;
+  return detail::printable_lines(out);
 }
 
 std::string to_json(const RepeatedResult& r) {
+  // repeated_from_json() refuses it: no run_repeated() makes one.
+  if (r.runs.empty()) {
+    throw Error("to_json: this RepeatedResult holds no runs; a report of it could not be read");
+  }
   return repeated_json(r).dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
@@ -1325,7 +1341,10 @@ RepeatedResult repeated_from_json(std::string_view text) {
   return from_text(text, "an edgeprof repeated result", [](const Field& f) {
     check_schema(f, "edgeprof.repeated");
     RepeatedResult r;
-    for (const Field& x : f.at("runs").elements()) r.runs.push_back(result_from(x));
+    const Field runs = f.at("runs");
+    for (const Field& x : runs.elements()) r.runs.push_back(result_from(x));
+    // run_repeated makes at least one: without, every reader's first run is out of bounds.
+    if (r.runs.empty()) runs.fail("empty; a repeated report holds at least one run");
     for (const Field& x : f.at("warmups").elements()) r.warmups.push_back(result_from(x));
     for (const auto& [name, s] : f.at("stats").members()) r.stats[name] = statistic_from(s);
     // Figures added since the report was written (all_cores_wall_time_s, the energies): their

@@ -268,7 +268,13 @@ SpeedCalibration calibrate_speed(const Device& device,
   device.validate();
   if (workloads.empty()) throw DeviceError("calibrate_speed: give at least one workload");
   check_figure_name(options.figure, "calibrate_speed's figure");
+  std::set<std::string> seen;
   for (const DeviceMeasurement& w : workloads) {
+    // Two under one name are one row of the fit's table, and one device figure lost to the CLI.
+    if (!seen.insert(w.name).second) {
+      throw DeviceError(fmt::format("calibrate_speed: two workloads are named '{}': names must "
+                                    "be unique", detail::printable(w.name)));
+    }
     if (!(w.device_value > 0) || !std::isfinite(w.device_value)) {
       throw DeviceError(fmt::format("calibrate_speed: workload '{}' has device value {}; it "
                                     "must be the positive {} measured on the device",
@@ -394,7 +400,7 @@ std::string to_text(const SpeedCalibration& c) {
     }
   }
   for (const std::string& n : c.notes) s += "note          " + n + "\n";
-  return s;
+  return detail::printable_lines(s);
 }
 
 }  // namespace edgeprof

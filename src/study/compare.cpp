@@ -11,6 +11,7 @@
 
 #include "edgeprof/error.hpp"
 #include "sys/stats.hpp"
+#include "sys/text.hpp"
 
 namespace edgeprof {
 
@@ -197,10 +198,15 @@ std::string to_text(const Comparison& c) {
                          projected ? fmt::format(" {:>26}", c.options.projected_target) : "");
     }
     const std::string rank_text = fmt::format("{}{}", r.rank, r.tied ? "=" : "");
-    const std::string memory = std::isnan(r.memory) ? "n/a"
-                               : c.options.memory_metric.find("bytes") != std::string::npos
-                                   ? format_size(static_cast<std::uint64_t>(r.memory))
-                                   : fmt::format("{:.6g}", r.memory);
+    // A size where the metric is one and the value fits (a phase's net peak may be negative).
+    const std::string_view metric = c.options.memory_metric;
+    const bool size = metric.size() >= 6 && metric.substr(metric.size() - 6) == "_bytes" &&
+                      std::isfinite(r.memory) && std::fabs(r.memory) < 0x1p63;
+    const std::string memory =
+        std::isnan(r.memory) ? "n/a"
+        : size ? (r.memory < 0 ? "-" : "") +
+                     format_size(static_cast<std::uint64_t>(std::fabs(r.memory)))
+               : fmt::format("{:.6g}", r.memory);
     std::string proj;
     if (projected) {
       proj = r.projected ? fmt::format(" {:>12.4g} [{:.3g}, {:.3g}]", r.projected->estimate,
@@ -216,7 +222,7 @@ std::string to_text(const Comparison& c) {
                      "projected or estimated; '=' marks workloads the test cannot separate{}\n",
                      c.options.metric, c.options.memory_metric,
                      projected ? "; projected: the calibration's estimate [95% interval]" : "");
-  return out;
+  return detail::printable_lines(out);
 }
 
 Score score(const Result& result, const Budget& budget,

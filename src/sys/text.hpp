@@ -24,6 +24,10 @@ inline bool is_control(char32_t c) { return c < 0x20 || (c >= 0x7F && c <= 0x9F)
 // writes them (\u001b), bytes that are not UTF-8 (a path's) as \xNN; the rest as it is.
 std::string printable(std::string_view text);
 
+// printable() of each line of `text`, its line breaks ('\n') kept: a readable summary that
+// holds what a workload or a report's file wrote (phase names, warnings, a command).
+std::string printable_lines(std::string_view text);
+
 // Why `name` is not usable as a device's name or alias ("" when it is): empty, not UTF-8,
 // holding '/' (find_device() takes it for a path) or a control character (a terminal would
 // obey an escape sequence), or starting or ending with a space (matched as written, it would

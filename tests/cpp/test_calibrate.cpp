@@ -72,6 +72,13 @@ TEST_CASE("calibrate_speed refuses what it cannot use, naming it", "[calibrate]"
                                     }),
                     Catch::Contains("periods_us[1] = 5"));
   CHECK(runs == 0);
+  // Two workloads under one name were two rows of one name in the fit's table.
+  o.periods_us = {};
+  CHECK_THROWS_WITH(calibrate_speed(d,
+                                    {{"w", workload({"work", "0.1"}), 1.0},
+                                     {"w", workload({"work", "0.2"}), 2.0}},
+                                    o),
+                    Catch::Contains("two workloads are named 'w'"));
 }
 
 TEST_CASE("calibrate_speed finds the core speed of a device from workloads measured on it",

@@ -294,6 +294,18 @@ TEST_CASE("a comparison's table says which device's figures were projected", "[p
   }
   const std::string text = to_text(c);
   CAPTURE(text);
+  {
+    // A memory figure that is not bytes is a number, a negative size has its sign (a phase's
+    // net peak: the cast of a negative double to uint64 was undefined), and a phase named
+    // "read_bytes" does not make its CPU seconds a size.
+    Comparison other = c;
+    other.options.memory_metric = "phase.read_bytes.cpu_s";
+    other.rows.front().memory = 0.37;
+    CHECK(to_text(other).find(" 0.37 ") != std::string::npos);
+    other.options.memory_metric = "phase.load.memory_net_peak_bytes";
+    other.rows.front().memory = -3.0 * 1048576;
+    CHECK(to_text(other).find(" -3 MiB ") != std::string::npos);
+  }
   // The default metric is the all-core time: projected on the projected device only.
   CHECK(text.find("quad (emulated), 5 runs each; ranked by median all_cores_wall_time_s "
                   "(all_cores_wall_time_s projected from one of its 4 cores)") !=

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <fmt/format.h>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -608,6 +609,46 @@ TEST_CASE("phase names that are not UTF-8 stay two names, escaped, through a rep
   CHECK(rr.stats.count("phase.step\\xFF.wall_time_s") == 1);
   CHECK(rr.stats.count("phase.step\\xFE.wall_time_s") == 1);
   CHECK(repeated_from_json(to_json(rr)) == rr);
+}
+
+TEST_CASE("a readable summary shows what a report holds escaped, its lines kept",
+          "[report]") {
+  // Phase names, warnings and a command are the workload's or a report file's: an escape
+  // sequence in one reached the terminal of `edgeprof show` (it cleared the screen).
+  Result r = sample_result();
+  r.phases.front().name = "load\x1b[2J";
+  r.warnings = {"w\x1b[31m\xc2\x9b", "two\nlines"};
+  r.phases.front().memory_net_peak_bytes = std::numeric_limits<std::int64_t>::min();
+  const std::string text = to_text(r);
+  CHECK(text.find('\x1b') == std::string::npos);
+  CHECK(text.find("\xc2\x9b") == std::string::npos);
+  CHECK(text.find("load\\u001b[2J") != std::string::npos);
+  CHECK(text.find("w\\u001b[31m\\u009b") != std::string::npos);
+  CHECK(text.find("two\nlines") != std::string::npos);
+  CHECK(text.find("(net -8388608 TiB)") != std::string::npos);  // llabs(INT64_MIN) before
+  RepeatedResult rr;
+  rr.runs = {r};
+  rr.runs.front().command = {"a\x07" "b"};
+  rr.stats = describe_runs(rr.runs);
+  CHECK(to_text(rr).find("a\\u0007b") != std::string::npos);
+}
+
+TEST_CASE("a repeated report without runs, or an empty scheduled column, read rightly",
+          "[report][json]") {
+  RepeatedResult rr;
+  rr.runs = {sample_result()};
+  rr.stats = describe_runs(rr.runs);
+  nlohmann::json doc = nlohmann::json::parse(to_json(rr));
+  doc["runs"] = nlohmann::json::array();
+  CHECK_THROWS_WITH(repeated_from_json(doc.dump()),
+                    Catch::Contains("field 'runs': empty; a repeated report holds at least one "
+                                    "run"));
+  // An empty scheduled column means every sample scheduled: made whole when read.
+  nlohmann::json one = nlohmann::json::parse(to_json(sample_result()));
+  one["series"]["scheduled"] = nlohmann::json::array();
+  const Result back = result_from_json(one.dump());
+  REQUIRE(!back.series.t_ns.empty());
+  CHECK(back.series.scheduled == std::vector<std::uint8_t>(back.series.t_ns.size(), 1));
 }
 
 TEST_CASE("repeated results: statistics per figure, JSON round trip", "[report][json][stats]") {

@@ -42,6 +42,18 @@ IN_VM = "EDGEPROF_IN_VM" in os.environ
 # machine or slow the VM, comes near it. It guards waits; it measures nothing.
 HANG_S = 600
 
+# Reports captured from real runs, for tests that need a Result but no slice.
+REPORTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "reports")
+
+
+def captured_report_text() -> str:
+    """A run's report (falling-memory.json): `python3 fall.py` under --cores 1 --speed 1
+    --memory 256MiB --interval 20ms, phases "load" (40 MiB allocated and touched) and "infer"
+    (freed): 27 samples, memory rising to 50.5 MiB and falling."""
+    with open(os.path.join(REPORTS, "falling-memory.json"), encoding="utf-8") as f:
+        return f.read()
+
+
 requires_cgroups = pytest.mark.skipif(not CAN_CREATE, reason=f"cannot create cgroups: {WHY_NOT}")
 
 

@@ -53,3 +53,7 @@ def omp_threads():
     """The thread count the worker's environment gives OpenMP (None when unset)."""
     import os
     return os.environ.get("OMP_NUM_THREADS")
+
+
+def big_value(mib):
+    return bytes(mib << 20)

@@ -98,6 +98,18 @@ def test_a_call_pybind11_cannot_match_names_the_argument_not_the_whole_signature
         "run(): no argument named 'repaet' (did you mean 'repeat' or 'parent'?)")
     assert message(lambda: edgeprof.run(["true"], device=pi, repeat=2**64)) == (
         "run(): repeat=18446744073709551616 is out of range")
+    # Past a C++ int but within 64 bits: pybind11 writes int and int64_t alike, so only perhaps.
+    assert message(lambda: edgeprof.run(["true"], device=pi, repeat=2**40)) == (
+        "run(): repeat=1099511627776 is perhaps out of range (where a C++ int is taken: "
+        "-2147483648 to 2147483647)")
+    assert message(lambda: edgeprof.run(["true"], device=pi, cpu_period_us=-1)) == (
+        "run(): cpu_period_us=-1 is perhaps out of range (where an unsigned number is taken: 0 "
+        "or more)")
+    # Not where another argument could be the culprit (a list of SpeedStep, unjudged): a large
+    # valid int is not blamed, pybind11's message stands.
+    with pytest.raises(TypeError, match="incompatible constructor arguments"):
+        edgeprof.Device(name="b", cores=2, core_speed=0.5, memory="1GiB",
+                        io_read_bps=3_000_000_000, speed_schedule=[(30, 0.7)])
     assert message(lambda: edgeprof.run(["true"], device=pi, interval="fast")) == (
         "run(): interval='fast' (str) is not a number or None")
     assert message(lambda: edgeprof.run(["true"])) == "run(): device is required"

@@ -450,7 +450,7 @@ def test_a_result_gives_back_an_argument_that_is_not_utf8_as_os_fsdecode_does():
     r = edgeprof_api.run([b"/bin/true", b"a\xffb"], device=device, repeat=2, progress=False)
     assert r.runs[0].command[1] == os.fsdecode(b"a\xffb")  # a surrogate escape
     assert os.fsencode(r.runs[0].command[1]) == b"a\xffb"
-    assert "a\\xffb" in str(r)  # the text keeps it as an escape
+    assert "a\\xFFb" in str(r)  # the text keeps it as an escape (as phase names have it)
     # A notebook's page too (its surrogate escape could not be encoded to send the page).
     page = r.runs[0]._repr_html_()
     assert "a\\xffb" in page and page.encode("utf-8")
@@ -807,3 +807,57 @@ def test_a_write_failing_after_a_hangup_still_exits_with_the_signals_code(tmp_pa
     assert eio.returncode == 0, eio.stderr
     assert (tmp_path / "out").read_text() == "1"
     assert "Input/output error: '/mnt/nfs/cal.json'" in eio.stderr
+
+
+@pytest.mark.parametrize("args, fragment", [
+    # A figure or a name given twice: the first was dropped without a word.
+    (["-w", "a=true", "-m", "a=0.8", "-m", "a=0.9"], "--measured 'a' given twice (0.8 and 0.9)"),
+    (["-w", "a=true", "-w", "a=false", "-m", "a=0.8"], "two workloads are named 'a'"),
+    # Periods that are none: inf and 1e300 raised OverflowError and pybind11's dump, -5 the
+    # dump, 0.0001 rounded to 0 and ran at the plan's period.
+    (["-w", "a=true", "-m", "a=1", "--periods-ms", "inf"], "'inf' is not a CFS period"),
+    (["-w", "a=true", "-m", "a=1", "--periods-ms", "1e300"], "'1e300' is not a CFS period"),
+    (["-w", "a=true", "-m", "a=1", "--periods-ms=-5"], "'-5' is not a CFS period"),
+    (["-w", "a=true", "-m", "a=1", "--periods-ms", "10,0.0001"], "'0.0001' is not a CFS period"),
+    (["-w", "a=true", "-m", "a=inf"], "--measured 'a=inf'"),
+], ids=["measured-twice", "name-twice", "inf", "huge", "negative", "rounds-to-0", "inf-figure"])
+def test_calibrate_speed_refuses_before_any_run(args, fragment):
+    p = edgeprof("calibrate-speed", "--device", "raspberry-pi-4b-1gb", "--repeat", "1", *args)
+    assert p.returncode == 2 and fragment in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr and "[1/" not in p.stderr  # no run began
+
+
+def test_fit_refuses_a_header_naming_a_column_twice_and_writes_only_files(tmp_path):
+    data = tmp_path / "d.csv"
+    data.write_text("x,y,x\n1,2,10\n2,4,30\n3,6,20\n4,8,50\n")
+    p = edgeprof("fit", str(data), "--x", "x", "--y", "y", "--device", "d")
+    assert p.returncode == 2 and "names 'x' more than once" in p.stderr, p.stderr
+    data.write_text("x,y,,\n1,2,,\n2,4,,\n3,6,,\n")  # columns it does not use may repeat
+    assert edgeprof("fit", str(data), "--x", "x", "--y", "y", "--device", "d").returncode == 0
+    data.write_text("\ufeffx,y\n1,2\n2,4\n3,6\n", encoding="utf-8")  # Excel's "CSV UTF-8"
+    p = edgeprof("fit", str(data), "--x", "x", "--y", "y", "--device", "d", "--json")
+    assert p.returncode == 0, p.stderr  # was: "has no column x; its columns: \ufeffx, y"
+    p = edgeprof("fit", str(data), "--x", "x", "--y", "y", "--device", "d", "-o", "-")
+    assert p.returncode == 2 and "--json prints" in p.stderr and not (Path.cwd() / "-").exists()
+    p = edgeprof("fit", str(data), "--x", "x", "--y", "y", "--device", "d",
+                 "-o", str(tmp_path / "no" / "cal.json"))
+    assert p.returncode == 2 and "cannot write calibrations to" in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr
+
+
+@requires_cgroups
+def test_compare_json_has_null_for_a_failed_row(tmp_path):
+    """A failed row's figures are NaN in the core: written as the bare NaN that strict JSON
+    parsers refuse."""
+    p = edgeprof("compare", "-w", "good=true", "-w", "bad=false", "--repeat", "1", "--quiet",
+                 "--device", "raspberry-pi-4b-1gb", "--speed-kind", "integer",
+                 "--json", str(tmp_path / "c.json"))
+    assert p.returncode == 1, p.stderr
+
+    def refuse(name: str) -> None:
+        raise ValueError(f"{name} in the JSON")
+
+    rows = json.loads((tmp_path / "c.json").read_text(), parse_constant=refuse)["rows"]
+    by_name = {r["workload"]: r for r in rows}
+    assert by_name["bad"]["value"] is None and by_name["bad"]["memory"] is None
+    assert by_name["good"]["value"] > 0

@@ -127,6 +127,10 @@ def test_phases_are_no_ops_outside_edgeprof():
     edgeprof.mark("x")
     with pytest.raises(ValueError):
         edgeprof.phase("")
+    with pytest.raises(ValueError):  # was accepted, where phase("") was refused
+        edgeprof.mark("")
+    with pytest.raises(TypeError, match="a phase's name is a str, not bytes"):
+        edgeprof.phase(b"x")  # was a ValueError about an empty name
 
 
 @requires_cgroups

@@ -138,3 +138,40 @@ def test_projected_core_emulation_runs_the_function_on_one_core(monkeypatch):
         report.wall_time_s / projection.speedup, rel=1e-9)
     with pytest.raises(edgeprof.Error, match="emulate cores"):
         edgeprof.profile(funcs.omp_threads, device=pi, core_emulation="spread")
+
+
+def test_a_worker_killed_while_writing_its_result_leaves_none(tmp_path):
+    """The result is written whole or not at all: a worker stopped mid-write (here by the file
+    size limit, as a timeout or the OOM killer would) left a truncated pickle that the caller
+    unpickled into an UnpicklingError instead of WorkerDied with the report."""
+    import pickle
+    import resource
+
+    call = tmp_path / "call.pickle"
+    call.write_bytes(pickle.dumps(edgeprof._profile._pickled_call(funcs.big_value, (4,), {})))
+    result = tmp_path / "result.pickle"
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
+
+    done = subprocess.run([sys.executable, "-m", "edgeprof._worker", str(call), str(result)],
+                          preexec_fn=limit, capture_output=True, timeout=HANG_S)
+    assert done.returncode != 0  # SIGXFSZ, or the write's error
+    assert not result.exists()
+
+
+def test_an_unreadable_result_is_worker_died_with_the_report(monkeypatch):
+    import os
+
+    from conftest import captured_report_text
+    report = edgeprof.Result.from_json(captured_report_text())
+
+    def run(argv, **kwargs):  # the worker's run, its result cut short
+        with open(os.fsdecode(argv[-1]), "wb") as f:
+            f.write(b"\x80\x04\x95")
+        return report
+
+    monkeypatch.setattr(edgeprof._profile._core, "run", run)
+    with pytest.raises(edgeprof.WorkerDied, match="left a result that cannot be read") as info:
+        edgeprof.profile(funcs.allocate, 1, device=report.device)
+    assert info.value.report is report

@@ -88,6 +88,14 @@ def test_rank_over_numbers_and_results():
         edgeprof.analysis.rank({"a": 1.0}, test="anova")
     with pytest.raises(TypeError, match="'a'"):
         edgeprof.analysis.rank({"a": object()})
+    # A str is iterable: "12" was ranked as the samples 1 and 2; a mapping raised ValueError.
+    import numpy as np
+    for bad in ("12", b"12", {"x": 1}, [1.0, "a"], np.ones((2, 2))):  # a table: its labels
+        with pytest.raises(TypeError, match="'a': expected a Result"):
+            edgeprof.analysis.rank({"a": bad, "b": 1.0})
+    # numpy's scalars and 0-d arrays are numbers (a DataFrame column's max() is one).
+    ranked = edgeprof.analysis.rank({"a": np.int64(3), "b": np.float32(1.5), "c": np.array(2.0)})
+    assert [(r.name, r.value) for r in ranked] == [("b", 1.5), ("c", 2.0), ("a", 3.0)]
 
 
 def test_pareto_and_budget():
@@ -211,3 +219,12 @@ def test_compare_and_score_from_python(tmp_path):
     # A latency limit twice the run's own, and memory above the device's 128 MiB (the kernel's
     # limit): it fits, whatever the run took.
     assert edgeprof.score(run, latency=2 * run.wall_time_s, memory=1e9).fits
+    # A memory figure that is not bytes is shown as a number (cpu_user_s as "0 B", a negative
+    # net peak raised), in the table and the notebook's alike.
+    c = edgeprof.compare({"a": "true"}, board, repeat=1, progress=False,
+                         memory_metric="cpu_user_s")
+    cell = f"<td style='text-align:left'>{c.rows[0].memory:.4g}</td>"
+    assert cell in c._repr_html_() and " B<" not in c._repr_html_()
+    # An unclosed quote names the workload, before any run.
+    with pytest.raises(edgeprof.Error, match="workload 'q': its command"):
+        edgeprof.compare({"q": 'python3 -c "print(1)'}, board, progress=False)

@@ -1,6 +1,12 @@
 """edgeprof.Result as Python sees it, without running a workload."""
 
+import json
+
+import numpy as np
+import pytest
+
 import edgeprof
+from conftest import captured_report_text, cli
 
 
 def test_every_result_member_has_a_docstring():
@@ -12,3 +18,98 @@ def test_every_result_member_has_a_docstring():
     undocumented = sorted(name for name, prop in members.items()
                           if not (prop.__doc__ or "").strip())
     assert undocumented == []
+
+
+def _edited(path: list, value) -> str:
+    doc = json.loads(captured_report_text())
+    at = doc
+    for key in path[:-1]:
+        at = at[key]
+    at[path[-1]] = value
+    return json.dumps(doc)
+
+
+def test_to_pandas_columns_are_signed_so_freed_memory_is_negative():
+    """The columns were the core's uint64: memory freed between two samples read as +16 EiB in
+    diff() and in any difference of the column."""
+    pytest.importorskip("pandas")
+    frame = edgeprof.Result.from_json(captured_report_text()).to_pandas()
+    memory = frame["memory_current_bytes"]
+    assert memory.dtype == np.int64
+    assert memory.diff().min() < -30 << 20  # the 40 MiB freed
+    assert memory.diff().max() < 1 << 40
+
+
+def test_an_empty_scheduled_column_reads_as_every_sample_scheduled():
+    """A report whose series.scheduled is [] (every sample scheduled, as to_csv and summarize
+    read it) loaded, but to_pandas() raised on the columns' lengths and plot() lost its CPU
+    line."""
+    r = edgeprof.Result.from_json(_edited(["series", "scheduled"], []))
+    assert list(r.series.scheduled) == [1] * len(r.series)
+    pytest.importorskip("pandas")
+    assert r.to_pandas()["scheduled"].all()
+
+
+def test_a_repeated_report_without_runs_is_refused_when_read():
+    """run_repeated makes at least one run; a report without (hand-made or cut) was read, and
+    `edgeprof project` raised IndexError on it."""
+    runs = json.loads(captured_report_text())
+    doc = {"schema": "edgeprof.repeated", "schema_version": runs["schema_version"],
+           "runs": [], "warmups": [], "stats": {}}
+    with pytest.raises(edgeprof.Error, match=r"field 'runs'.*at least one run"):
+        edgeprof.RepeatedResult.from_json(json.dumps(doc))
+
+
+def test_the_summary_shows_control_characters_of_names_and_warnings_escaped():
+    """A report's phase names and warnings reached the terminal as written: an escape
+    sequence in one cleared the screen of `edgeprof show`."""
+    doc = json.loads(captured_report_text())
+    doc["phases"][0]["name"] = "load\x1b[2J"
+    doc["warnings"] = ["w\x1b[31m\x9b"]
+    text = str(edgeprof.Result.from_json(json.dumps(doc)))
+    assert "\x1b" not in text and "\x9b" not in text
+    assert "load\\u001b[2J" in text and "w\\u001b[31m\\u009b" in text
+    assert text.count("\n") > 10  # the lines themselves are kept
+
+
+def test_the_net_peak_of_the_lowest_int64_prints_without_overflow():
+    doc = json.loads(captured_report_text())
+    doc["phases"][0]["memory_net_peak_bytes"] = -2**63
+    assert "(net -8388608 TiB)" in str(edgeprof.Result.from_json(json.dumps(doc)))
+
+
+def test_format_size_refuses_what_it_cannot_show():
+    assert edgeprof.devices.format_size(2**64 - 1).endswith("TiB")  # arrives as 2^64
+    with pytest.raises(ValueError, match="0 to 2\\^64"):
+        edgeprof.devices.format_size(1e30)  # was shown as 8388608 TiB
+
+
+def test_show_with_the_csv_on_stdout_writes_only_the_csv(tmp_path):
+    report = tmp_path / "r.json"
+    report.write_text(captured_report_text())
+    out = cli("show", str(report), "--csv", "-")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("# edgeprof.series") and lines[1].startswith("t_s,scheduled")
+    assert len(lines) == 2 + len(edgeprof.Result.from_json(captured_report_text()).series)
+    assert "wall time" in out.stderr
+
+
+def test_show_names_what_it_cannot_read(tmp_path):
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"a": ' + "[" * 100000)
+    comparison = tmp_path / "c.json"
+    comparison.write_text(json.dumps({"schema": "edgeprof.comparison", "schema_version": 1,
+                                      "rows": []}))
+    bom = tmp_path / "bom.json"
+    runs = json.loads(captured_report_text())
+    bom.write_text("\ufeff" + json.dumps({
+        "schema": "edgeprof.repeated", "schema_version": runs["schema_version"],
+        "runs": [runs], "warmups": [], "stats": {}}), encoding="utf-8")
+    out = cli("show", str(deep))
+    assert out.returncode == 2 and "nested too deeply" in out.stderr, out.stderr
+    out = cli("show", str(comparison))
+    assert out.returncode == 2 and "is a comparison" in out.stderr, out.stderr
+    # A byte order mark: read as the repeated report it is (was taken for a single run's).
+    out = cli("show", str(bom))
+    assert out.returncode == 0 and "1 runs (+0 warm-up)" in out.stdout, out.stderr
