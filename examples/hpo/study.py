@@ -49,23 +49,45 @@ def run_trial(trial: optuna.Trial, device=DEVICE) -> tuple[float, edgeprof.Resul
     if not report.ok:
         raise RuntimeError(f"trial failed on {device.name}: {report.exit_code=}, "
                            f"{report.signal=}")
-    return json.loads(lines[-1])["accuracy"], report
+    # The script's last line is its JSON result; a run that printed none failed this trial only.
+    for line in reversed(lines):
+        try:
+            return float(json.loads(line)["accuracy"]), report
+        except (ValueError, KeyError, TypeError):
+            continue
+    raise RuntimeError(f"trial printed no JSON line with its accuracy ({len(lines)} lines)")
+
+
+def scored(report: edgeprof.Result, **budget) -> edgeprof.analysis.Score:
+    """The trial's score; a report without the figure (a workload that marked no inference
+    phase) fails this trial alone."""
+    try:
+        return edgeprof.score(report, latency_figure="phase.inference.all_cores_wall_time_s",
+                              **budget)
+    except edgeprof.Error as e:
+        raise RuntimeError(f"trial not scored: {e}") from e
 
 
 def multi_objective(trial: optuna.Trial) -> tuple[float, float, float]:
     accuracy, report = run_trial(trial)
-    s = edgeprof.score(report, latency_figure="phase.inference.all_cores_wall_time_s")
+    s = scored(report)
     return accuracy, s.latency, s.memory
 
 
 def budget_objective(budget_s: float):
     def objective(trial: optuna.Trial) -> float:
         accuracy, report = run_trial(trial)
-        s = edgeprof.score(report, latency=budget_s,
-                           latency_figure="phase.inference.all_cores_wall_time_s")
+        s = scored(report, latency=budget_s)
         trial.set_user_attr("fits", s.fits)
         return accuracy - s.penalty  # over budget by 30%: minus 0.3
     return objective
+
+
+def positive_ms(text: str) -> float:
+    value = float(text)
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of milliseconds")
+    return value
 
 
 def main(argv=None) -> int:
@@ -73,7 +95,8 @@ def main(argv=None) -> int:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--trials", type=int, default=8)
     p.add_argument("--jobs", type=int, default=2)
-    p.add_argument("--budget-ms", type=float, help="inference-phase budget: one objective")
+    p.add_argument("--budget-ms", type=positive_ms,
+                   help="inference-phase budget: one objective")
     p.add_argument("--storage", help="an Optuna RDB URL, shared by several workers")
     p.add_argument("--study", default="edgeprof-hpo")
     args = p.parse_args(argv)
@@ -87,6 +110,8 @@ def main(argv=None) -> int:
                                     directions=["maximize", "minimize", "minimize"],
                                     load_if_exists=True)
         objective = multi_objective
+    # A trial that failed (RuntimeError) fails alone; the study goes on. Other errors of
+    # edgeprof (no cgroups here, a bad device) end the study at once.
     study.optimize(objective, n_trials=args.trials, n_jobs=args.jobs, catch=(RuntimeError,))
     for t in study.trials:
         print(t.number, t.state.name, t.params, t.values)

@@ -59,14 +59,16 @@ std::vector<std::string> device_search_path();
 /// The user's devices, from every `*.json` and `*.toml` file in device_search_path().
 struct UserDevices {
   std::vector<Device> devices;        ///< the files that loaded, in path order
-  std::vector<std::string> problems;  ///< one message per file that did not load
+  /// One message per file that did not load, or whose device find_device() cannot reach by
+  /// name: a built-in device's name or alias, or one an earlier file's device answers to.
+  std::vector<std::string> problems;
 };
 /// Loads the user's device files; a broken file is reported in `problems`, not thrown.
 UserDevices user_devices(const DeviceLoadOptions& options = {});
 
 /// A device by name or alias (the catalog first, then the user's device files) or, when the
 /// argument contains '/' or ends in .json or .toml, from that file. Throws DeviceError listing
-/// the known names when nothing matches.
+/// the known names when nothing matches, or for a NUL byte in the argument.
 Device find_device(std::string_view name_or_path, const DeviceLoadOptions& options = {});
 
 }  // namespace edgeprof

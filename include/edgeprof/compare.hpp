@@ -67,7 +67,8 @@ using CompareProgress =
 /// devices, duplicate workload or device names, a metric or memory_metric that is no figure name
 /// (check_figure_name()), rank.alpha outside (0, 1), repeat < 1, warmup < 0 or more runs than an
 /// int counts, and UnsupportedError for a device of several cores that core emulation
-/// "projected" cannot project (project_threads()). A workload that fails keeps its row (its
+/// "projected" cannot project (project_threads()), and DeviceError for a device without an nn
+/// speed when PlanOptions::speed_kind is nn (for_speed_kind()). A workload that fails keeps its row (its
 /// result says so) and ranks last. Errors that prevent a run (from Slice or Slice::spawn())
 /// propagate.
 Comparison compare(const std::vector<Workload>& workloads, const std::vector<Device>& devices,
@@ -103,13 +104,16 @@ struct Score {
   ///@}
   bool fits = false;   ///< ok, and within every limit given
   /// Sum of the relative overruns of the limits (0 when within them): a penalty for a
-  /// single-objective search, e.g. objective = accuracy - penalty.
+  /// single-objective search, e.g. objective = accuracy - penalty. 0 for a failed run, whose
+  /// limits were not checked: test `ok` first (a failed trial is not a fitting one).
   double penalty = 0;
 };
 
 /// Scores a run: its latency and memory figures (projected through the calibrations when given),
 /// checked against the budget. A failed run scores ok = false, fits = false (and NaN for a
-/// figure it lacks). Throws Error when a successful run lacks a figure the budget names.
+/// figure it lacks). Throws Error, whatever the run's outcome, for a figure name that is none
+/// (check_figure_name()) or a limit that is not positive and finite; and when a successful run
+/// lacks a figure the budget names.
 Score score(const Result& result, const Budget& budget = {},
             const std::optional<Calibration>& latency_calibration = std::nullopt,
             const std::optional<Calibration>& memory_calibration = std::nullopt);

@@ -98,4 +98,8 @@ def save_calibrations(path: Union[str, os.PathLike], calibrations: Sequence["_co
 
 def load_calibrations(path: Union[str, os.PathLike]) -> list["_core.Calibration"]:
     """Reads calibrations back (each is refitted from its points and checked)."""
-    return _core.calibrations_from_json(_files.read_text(path, "calibrations from"))
+    text = _files.read_text(path, "calibrations from")
+    try:
+        return _core.calibrations_from_json(text)
+    except _core.Error as e:
+        raise _core.Error(f"{os.fsdecode(os.fspath(path))}: {e}") from None

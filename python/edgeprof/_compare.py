@@ -157,7 +157,7 @@ def comparison_to_pandas(self: "_core.Comparison") -> Any:
 def comparison_plot(self: "_core.Comparison", ax: Any = None) -> Any:
     """Median time against median memory per workload, one colour per device, the Pareto front
     circled. Returns the matplotlib figure."""
-    from edgeprof._display import _pyplot
+    from edgeprof._display import _plain, _pyplot
     plt = _pyplot()
     if ax is None:
         fig, ax = plt.subplots(figsize=(7, 4.5))
@@ -168,19 +168,19 @@ def comparison_plot(self: "_core.Comparison", ax: Any = None) -> Any:
     for i, d in enumerate(devices):
         rows = [r for r in self.rows if r.device == d and r.value == r.value]
         ax.scatter([r.value for r in rows], [r.memory / scale for r in rows], color=f"C{i}",
-                   label=d)
+                   label=_plain(d))
         for r in rows:
             # Alternate devices label above and below their points: the same workload on two
             # similar devices would otherwise print its name twice in one place.
-            ax.annotate(r.workload, (r.value, r.memory / scale), fontsize=8,
+            ax.annotate(_plain(r.workload), (r.value, r.memory / scale), fontsize=8,
                         xytext=(4, 4 if i % 2 == 0 else -11), textcoords="offset points",
                         color=f"C{i}")
             if r.pareto:
                 ax.scatter([r.value], [r.memory / scale], s=160, facecolors="none",
                            edgecolors=f"C{i}")
     made = {r.result.runs[0].figure_provenance(self.metric) for r in self.rows if r.result.runs}
-    ax.set_xlabel(f"{self.metric} (median, {' and '.join(sorted(made)) or 'measured'})")
-    ax.set_ylabel(f"{self.memory_metric} (median{', ' + unit if unit else ''})")
+    ax.set_xlabel(_plain(f"{self.metric} (median, {' and '.join(sorted(made)) or 'measured'})"))
+    ax.set_ylabel(_plain(f"{self.memory_metric} (median{', ' + unit if unit else ''})"))
     ax.set_title("circled: Pareto front per device", fontsize=9)
     ax.legend(fontsize=8)
     return fig

@@ -23,9 +23,7 @@ def _row(label: str, value: str, how: str = "") -> str:
 def result_html(self: "_core.Result") -> str:
     """A compact table of the figures that matter, each with how it was obtained."""
     s = self.summary
-    outcome = ("ok" if self.ok else "OOM-killed" if self.oom_killed else "timed out"
-               if self.timed_out else f"signal {self.signal}" if self.signal is not None
-               else f"exit code {self.exit_code}")
+    outcome = _outcome(self)
     d = self.device
     rows = [
         _row("device", f"{d.name}: {d.cores} cores x speed {d.speed_text}, "
@@ -52,8 +50,9 @@ def result_html(self: "_core.Result") -> str:
         rows.append(_row("memory avg", _size(s.memory_avg_bytes), "sampled"))
     for p in self.phases:
         net = p.memory_net_peak_bytes
-        rows.append(_row(f"phase {p.name}",
-                         f"{p.wall_time_s:.4f} s, memory +{_size(max(net, 0)) if net is not None else 'n/a'}",
+        memory = ("n/a" if net is None else  # signed, as the text summary shows it
+                  f"{'-' if net < 0 else '+'}{_size(abs(net))}")
+        rows.append(_row(f"phase {p.name}", f"{p.wall_time_s:.4f} s, memory {memory}",
                          "wall measured, memory sampled"))
         if proj is not None:
             rows.append(_row(f"phase {p.name}",
@@ -94,11 +93,28 @@ def _command_text(argv: "list[str]") -> str:
     return " ".join(os.fsencode(a).decode("utf-8", "backslashreplace") for a in argv)
 
 
+def _looks_like_path(word: str) -> bool:
+    # "/usr/bin/python3", "models/a.onnx"; not "a = x / 3" (code given with -c) or "/data/"
+    return (os.sep in word and not word.startswith("-") and not word.endswith(os.sep)
+            and not any(c.isspace() for c in word))
+
+
 def _short_command(argv: "list[str]", width: int = 70) -> str:
     """The command for a title: paths shortened to their last component, then truncated."""
-    words = [os.path.basename(a) if os.sep in a and not a.startswith("-") else a for a in argv]
+    words = [os.path.basename(a) if _looks_like_path(a) else a for a in argv]
     text = _command_text(words)
     return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def _plain(text: str) -> str:
+    """Text for matplotlib as written: a '$' would start its mathematics ("$HOME $PATH" in a
+    command came out italic and without the signs; "$\\frac$" made drawing raise)."""
+    return text.replace("$", r"\$")
+
+
+# At most this many phases are labelled above a plot (marks made in a loop would bury it); the
+# others are shaded alone, and the plot says how many.
+_MAX_PHASE_LABELS = 20
 
 
 def result_plot(self: "_core.Result", ax: Any = None) -> Any:
@@ -117,7 +133,11 @@ def result_plot(self: "_core.Result", ax: Any = None) -> Any:
     if ax is None:
         fig, (cpu_ax, mem_ax) = plt.subplots(2, 1, sharex=True, figsize=(8, 5))
     else:
-        cpu_ax, mem_ax = ax
+        try:
+            cpu_ax, mem_ax = ax
+        except (TypeError, ValueError):
+            raise _core.Error("plot(ax=...) takes two axes, for CPU and for memory (plt.subplots"
+                              "(2, 1)); a comparison's plot takes one") from None
         fig = cpu_ax.figure
     t = np.asarray(series.t_ns) / 1e9
     scheduled = np.asarray(series.scheduled, dtype=bool)
@@ -164,7 +184,10 @@ def result_plot(self: "_core.Result", ax: Any = None) -> Any:
     for i, p in enumerate(self.phases):
         for a in (cpu_ax, mem_ax):
             a.axvspan(p.start_s, p.end_s, alpha=0.08, color=f"C{(i % 8) + 2}")
+        if i >= _MAX_PHASE_LABELS:
+            continue
         name = p.name if len(p.name) <= 24 else p.name[:23] + "\u2026"
+        name = _plain(name)
         row = next((k for k, end in enumerate(row_ends) if p.start_s >= end), len(row_ends))
         if row == len(row_ends):
             row_ends.append(0.0)
@@ -176,11 +199,57 @@ def result_plot(self: "_core.Result", ax: Any = None) -> Any:
         fig.subplots_adjust(top=max(0.6, 0.88 - 0.035 * len(row_ends)))
     for a in (cpu_ax, mem_ax):
         a.legend(loc="best", fontsize=8)
-    fig.suptitle(f"{_short_command(self.command)} on {self.device.name}", fontsize=10)
+    many = (f" ({len(self.phases)} phases, the first {_MAX_PHASE_LABELS} labelled)"
+            if len(self.phases) > _MAX_PHASE_LABELS else "")
+    fig.suptitle(_plain(f"{_short_command(self.command)} on {self.device.name}{many}"),
+                 fontsize=10)
     return fig
 
 
+def _outcome(r: "_core.Result") -> str:
+    return ("ok" if r.ok else "OOM-killed" if r.oom_killed else "timed out" if r.timed_out
+            else f"signal {r.signal}" if r.signal is not None else f"exit code {r.exit_code}")
+
+
+def result_repr(self: "_core.Result") -> str:
+    """One line (a list of results, the IPython terminal): what ran where, and how it went."""
+    return (f"<edgeprof.Result {_short_command(self.command, 40)!r} on {self.device.name}: "
+            f"{_outcome(self)}, {self.wall_time_s:.4g} s wall, peak "
+            f"{_size(self.peak_memory_bytes)}>")
+
+
+def repeated_repr(self: "_core.RepeatedResult") -> str:
+    first = self.runs[0] if len(self.runs) else None
+    what = (f" of {_short_command(first.command, 40)!r} on {first.device.name}"
+            if first is not None else "")
+    wall = self.stats.get("wall_time_s")
+    return (f"<edgeprof.RepeatedResult {len(self.runs)} runs (+{len(self.warmups)} warm-up)"
+            f"{what}: {'all succeeded' if self.ok else 'SOME FAILED'}"
+            + (f", median {wall.median:.4g} s wall" if wall is not None else "") + ">")
+
+
+def plan_text(self: "_core.EmulationPlan") -> str:
+    """The plan as `edgeprof run` states it: cores and quota, memory, CPUs, then its notes."""
+    lines = [f"core emulation {self.core_emulation}: {self.capacity_cores:g} cores of capacity, "
+             f"quota {self.cpu_quota_us} us per {self.cpu_period_us} us on CPUs "
+             f"{','.join(map(str, self.cpus))}; memory {_size(self.memory_max_bytes)}"]
+    lines += [f"note: {n}" for n in self.notes]
+    lines += [f"NOT APPLIED: {u}" for u in self.unapplied]
+    return "\n".join(lines)
+
+
+def plan_repr(self: "_core.EmulationPlan") -> str:
+    return (f"<edgeprof.EmulationPlan {self.core_emulation}, {self.capacity_cores:g} cores, "
+            f"quota {self.cpu_quota_us}/{self.cpu_period_us} us, CPUs "
+            f"{','.join(map(str, self.cpus))}, memory {_size(self.memory_max_bytes)}, "
+            f"{len(self.notes)} notes>")
+
+
 def install() -> None:
+    _core.Result.__repr__ = result_repr
+    _core.RepeatedResult.__repr__ = repeated_repr
+    _core.EmulationPlan.__repr__ = plan_repr
+    _core.EmulationPlan.__str__ = plan_text
     _core.Result._repr_html_ = result_html
     _core.RepeatedResult._repr_html_ = repeated_html
     _core.Result.plot = result_plot

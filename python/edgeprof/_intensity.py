@@ -9,6 +9,7 @@ ONNX Runtime)."""
 
 from __future__ import annotations
 
+import operator
 import os
 import resource
 from dataclasses import dataclass
@@ -38,6 +39,11 @@ class MemoryIntensity:
     host_ms: float
     loops: int
     page_faults: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not (self.host_ms > 0 and self.activation_mb >= 0):  # NaN too
+            raise Error(f"MemoryIntensity: host_ms {self.host_ms!r} and activation_mb "
+                        f"{self.activation_mb!r}: give a positive time and MB >= 0")
 
     @property
     def mb_per_ms(self) -> float:
@@ -107,10 +113,22 @@ def memory_intensity(model: Any, example_input: Any, *, runtime: str = "pytorch"
     if runtime not in runtimes:
         raise Error(f"memory_intensity(runtime={runtime!r}): give one of {', '.join(runtimes)} "
                     "(the runtimes whose ratings count activations for a memory term)")
-    if loops < 1 or warmup < 0:
-        raise Error(f"memory_intensity(warmup={warmup}, loops={loops}): give warmup >= 0 and "
-                    "loops >= 1")
+    def whole(v: Any) -> bool:  # 3 or numpy's 3, not 2.5, True, nan, inf or "3"
+        if isinstance(v, bool):
+            return False
+        try:
+            operator.index(v)
+        except TypeError:
+            return False
+        return True
+
+    if not (whole(loops) and whole(warmup) and loops >= 1 and warmup >= 0):
+        raise Error(f"memory_intensity(warmup={warmup!r}, loops={loops!r}): give whole numbers, "
+                    "warmup >= 0 and loops >= 1")
     torch, runner = _modules(runtime)
+    if not isinstance(model, torch.nn.Module):
+        raise Error(f"memory_intensity(): the model is a {type(model).__name__}; give a "
+                    "torch.nn.Module (TorchScript for pytorch-int8 too), which it runs and counts")
     ort = _ort() if runtime == "onnxruntime" else None  # missing: said before any export
     if isinstance(model, torch.jit.ScriptModule) and runtime != "pytorch-int8":
         raise Error("memory_intensity() counts activations with a hook on each layer, which a "

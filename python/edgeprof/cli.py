@@ -60,6 +60,10 @@ def _for_runtime(device: edgeprof.Device, args: argparse.Namespace) -> edgeprof.
 
 def _named_or_custom_device(args: argparse.Namespace) -> edgeprof.Device:
     custom = (args.cores, args.speed, args.reference_speed, args.memory)
+    if args.swap is not None and all(v is None for v in custom):
+        raise edgeprof.DeviceError(
+            "--swap is part of a custom device (--cores, --speed, --memory): a built-in or "
+            "file device has its own swap (edgeprof devices show NAME)")
     if any(v is not None for v in custom):
         if args.device is not None:
             raise edgeprof.DeviceError(
@@ -293,6 +297,9 @@ def cmd_devices(args: argparse.Namespace) -> int:
         raise edgeprof.DeviceError(f"unexpected arguments {words[1:]}; usage: edgeprof devices "
                                    "[show NAME]")
     if words:
+        if not words[0]:
+            raise edgeprof.DeviceError("devices show '': an empty name; give a device's name or "
+                                       "the path of a device file")
         d = edgeprof.find_device(words[0])
         if args.json:
             print(d.to_json(), end="")
@@ -390,6 +397,9 @@ def cmd_calibrate_host(args: argparse.Namespace) -> int:
     if args.runtime != "ncnn" and not args.nn:
         raise edgeprof.Error(f"--runtime {args.runtime} chooses the runtime --nn measures: add "
                              "--nn (without both, every cached rating is shown)")
+    if args.python and not args.nn:
+        raise edgeprof.Error("--python names the interpreter --nn measures a runtime with: add "
+                             "--nn")
     # The other runtimes' ratings (PyTorch's) and own shares under a quota: measured when asked
     # for, else the cached ones.
     others = {}
@@ -566,6 +576,46 @@ def _report_schema(text: str, path: str) -> str | None:
     return schema
 
 
+def _check_outputs(outputs: dict[str, Optional[str]], inputs: tuple[str, ...] = ()) -> None:
+    """Before any run: the files a command will write can be written, no two are one file,
+    none is a file it reads, and at most one is stdout ('-'). A run's report that could not be
+    written was lost after the run (and its exit code with it)."""
+    given = {option: path for option, path in outputs.items() if path}
+    on_stdout = [option for option, path in given.items() if path == "-"]
+    if len(on_stdout) > 1:
+        raise edgeprof.Error(f"{' and '.join(on_stdout)} both write to stdout ('-'): give one "
+                             "of them a file")
+    seen: dict[str, str] = {os.path.realpath(p): f"input {p}" for p in inputs}
+    for option, path in given.items():
+        if path == "-":
+            continue
+        real = os.path.realpath(path)
+        # /dev/null and other files that are not regular may be given twice.
+        regular = not os.path.exists(real) or os.path.isfile(real)
+        if regular and real in seen:
+            raise edgeprof.Error(f"{option} {path} is the same file as {seen[real]}: give "
+                                 "another file")
+        seen[real] = f"{option} {path}"
+        folder = os.path.dirname(real)
+        if os.path.isdir(real):
+            raise edgeprof.Error(f"{option} {path} is a directory: give a file name")
+        if not os.path.isdir(folder):
+            raise edgeprof.Error(f"{option} {path}: the directory {folder} does not exist")
+        if not os.access(real if os.path.exists(real) else folder, os.W_OK):
+            raise edgeprof.Error(f"{option} {path} cannot be written (permission denied)")
+
+
+def _load_report(path: str) -> "edgeprof.Result | edgeprof.RepeatedResult":
+    """A run's or repeated runs' report, or an edgeprof.Error that names the file."""
+    text = _read_text(path)
+    kind = _report_schema(text, path)
+    try:
+        return (edgeprof.RepeatedResult if kind == "edgeprof.repeated" else edgeprof.Result) \
+            .from_json(text)
+    except edgeprof.Error as e:
+        raise edgeprof.Error(f"{path}: {e}") from None
+
+
 def _write(path: str, text: str) -> None:
     """Writes a report file, or stdout for '-'."""
     if path == "-":
@@ -587,7 +637,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     command = [os.fsencode(a) for a in command]
     if args.repeat < 1 or args.warmup < 0:
         raise edgeprof.Error("--repeat must be at least 1 and --warmup 0 or more")
+    _check_outputs({"--json": args.json, "--csv": args.csv})
     json_to_stdout = args.json == "-"
+    report_to_stdout = json_to_stdout or args.csv == "-"
     repeated = args.repeat > 1 or args.warmup > 0
 
     def progress(index: int, total: int, warmup: bool, r: edgeprof.Result) -> None:
@@ -600,8 +652,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         command, device=_device(args), timeout=args.timeout, interval=args.interval,
         isolate_network=args.isolate_network, repeat=args.repeat, warmup=args.warmup,
         progress=progress if repeated else None,
-        # With the JSON on stdout, stdout carries only the JSON: the workload's goes to stderr.
-        stdout=sys.stderr.fileno() if json_to_stdout else None,
+        # With the JSON or CSV on stdout, stdout carries only it: the workload's goes to stderr.
+        stdout=sys.stderr.fileno() if report_to_stdout else None,
         **_run_options(args))
     runs = result.runs if repeated else [result]
     if args.json:
@@ -621,10 +673,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    text = _read_text(args.file)
-    kind = _report_schema(text, args.file)
-    report = (edgeprof.RepeatedResult if kind == "edgeprof.repeated" else edgeprof.Result) \
-        .from_json(text)
+    _check_outputs({"--csv": args.csv}, (args.file,))
+    report = _load_report(args.file)
     if args.csv:
         _write(args.csv, report.to_csv())
     # With the CSV on stdout, stdout carries only the CSV (as `run` does).
@@ -634,15 +684,17 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def _workloads(args: argparse.Namespace) -> list[tuple[str, str]]:
     """-w NAME=COMMAND options and --file lines ("NAME: COMMAND" or "NAME=COMMAND")."""
-    specs = list(args.workload or [])
+    specs = [(spec, "=") for spec in args.workload or []]
     if args.file:
         for line in _read_text(args.file).splitlines():
             line = line.strip()
             if line and not line.startswith("#"):
-                specs.append(line)
+                specs.append((line, "=:"))
     out = []
-    for spec in specs:
-        sep = min((i for i in (spec.find("="), spec.find(":")) if i > 0), default=-1)
+    for spec, separators in specs:
+        # -w NAME=COMMAND at its first '=' (a name may hold ':', "mobilenet:v2"); a file's
+        # line at its first '=' or ':'.
+        sep = min((i for i in (spec.find(c) for c in separators) if i > 0), default=-1)
         if sep <= 0 or not spec[sep + 1:].strip():
             raise edgeprof.Error(f"workload {spec!r}: write NAME=COMMAND (or NAME: COMMAND in a "
                                  "file)")
@@ -654,11 +706,19 @@ def _workloads(args: argparse.Namespace) -> list[tuple[str, str]]:
                                  f"into words ({e}): close its quotes or escape them") from None
         out.append((name, command))
     if len(out) < 1:
-        raise edgeprof.Error("no workloads: give -w NAME=COMMAND (several times) or --file FILE")
+        raise edgeprof.Error(f"no workloads in {args.file}: it holds only comments or blank lines"
+                             if args.file else
+                             "no workloads: give -w NAME=COMMAND (several times) or --file FILE")
     return out
 
 
 def cmd_calibrate_speed(args: argparse.Namespace) -> int:
+    _check_outputs({"--save": args.save, "--json": args.json})
+    if (args.cores is not None or args.memory is not None) and args.speed is None \
+            and args.reference_speed is None:
+        # The core speed is what the calibration finds: a custom device needs none (it was
+        # required, then replaced by the speeds tried).
+        args.speed = 1.0
     workloads = _workloads(args)
     measured: dict[str, float] = {}
     for spec in args.measured or []:
@@ -738,6 +798,7 @@ def cmd_calibrate_speed(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    _check_outputs({"--json": args.json})
     calibrations = (edgeprof.analysis.load_calibrations(args.calibrations) if args.calibrations
                     else [])
     devices = args.device or ["raspberry-pi-4"]
@@ -811,6 +872,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     if args.output == "-":
         raise edgeprof.Error("--output -: calibrations are saved to a file (kept with those it "
                              "holds for other devices); --json prints this one on stdout")
+    _check_outputs({"--output": args.output}, (args.csv,))
     rows = _read_csv(args.csv, args.x + [args.y])
     if not rows:
         raise edgeprof.Error(f"{args.csv} has no data rows")
@@ -846,11 +908,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
 
 
 def cmd_project(args: argparse.Namespace) -> int:
-    text = _read_text(args.report)
-    if _report_schema(text, args.report) == "edgeprof.repeated":
-        runs = edgeprof.RepeatedResult.from_json(text).runs
-    else:
-        runs = [edgeprof.Result.from_json(text)]
+    report = _load_report(args.report)
+    runs = report.runs if isinstance(report, edgeprof.RepeatedResult) else [report]
     calibrations = edgeprof.analysis.load_calibrations(args.calibrations)
     device = _device_name(args.device) if args.device else runs[0].device.name
     targets = [args.target] if args.target else sorted(
@@ -1037,7 +1096,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a workload to compare (give it several times)")
     p.add_argument("--file", help="a file of workloads, one 'NAME: COMMAND' per line")
     p.add_argument("--device", action="append",
-                   help="a built-in device (several times for several; default raspberry-pi-4)")
+                   help="a device: a built-in name, a user device or a device file (several "
+                   "times for several; default raspberry-pi-4)")
     p.add_argument("--threads", type=_whole, metavar="N",
                    help="the workloads' busy threads: emulate at most N cores of each device "
                    "(docs/devices.md)")
@@ -1160,6 +1220,9 @@ def _raise_terminated(signum: int, frame: object) -> None:
 
 # What a write to a terminal or pipe that has gone away fails with.
 _GONE = (errno.EPIPE, errno.EIO, errno.ENXIO)
+# A stream's file that is full (`> /dev/full`, a disk or quota filled by a large --csv -):
+# said and exit 1, not a traceback.
+_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
 def _to_devnull(*streams) -> None:
@@ -1182,7 +1245,7 @@ def _tell(message: str) -> None:
     try:
         print(message, file=sys.stderr, flush=True)
     except OSError as e:
-        if e.errno in _GONE:
+        if e.errno in _GONE or e.errno in _FULL:  # 2>/dev/full too: nowhere left to say it
             _to_devnull(sys.stderr)
 
 
@@ -1224,7 +1287,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         for s in handled:
             signal.signal(s, _raise_terminated)
         _runtime_and_speed_kind(args)
-        return args.func(args)
+        code = args.func(args)
+        # Here, where a failure is handled (a full disk: at exit it was "Exception ignored"
+        # and exit 120).
+        if sys.stdout is not None:
+            sys.stdout.flush()
+        return code
     except edgeprof.Error as e:
         _tell(f"edgeprof: {e}")
         return 2
@@ -1238,6 +1306,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         _tell(f"edgeprof: terminated ({name}); the workload was killed and its slice removed")
         return 128 + e.signum
     except OSError as e:
+        if e.errno in _FULL:
+            if not e.filename:  # stdout's: what it still holds would fail again at exit
+                _to_devnull(sys.stdout)
+            where = f" {os.fsdecode(e.filename)}" if e.filename else " the output"
+            _tell(f"edgeprof: cannot write{where}: {e.strerror} (errno {e.errno})")
+            return 1
         if e.errno not in _GONE:
             raise
         ending = _ending(e)

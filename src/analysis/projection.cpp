@@ -195,6 +195,14 @@ Projection Projection::fit(const std::vector<std::vector<double>>& x, const std:
     throw Error(fmt::format("model '{}' takes one feature; with {} features use 'multi'",
                             to_string(opts.model), k));
   }
+  if (opts.ridge > 0 && opts.model != FitModel::multi &&
+      !(opts.model == FitModel::automatic && k > 1)) {
+    // It would be dropped: only multi's slopes are penalised (auto fits multi with several
+    // features only).
+    throw Error(fmt::format("a ridge penalty ({}) applies to model 'multi' only (several "
+                            "features), not '{}' with {}",
+                            opts.ridge, to_string(opts.model), k == 1 ? "one feature" : "these"));
+  }
   if (opts.model != FitModel::automatic) return fit_one(x, y, opts.model, opts, true);
 
   // auto: every applicable model, judged by its leave-one-out error.
@@ -251,6 +259,7 @@ Projection Projection::fit_one(const std::vector<std::vector<double>>& x,
   Projection out;
   out.model_ = model;
   out.options_ = options;
+  if (model != FitModel::multi) out.options_.ridge = 0;  // not applied: not saved as if it were
   out.x_ = x;
   out.y_ = y;
   out.reason_ = fmt::format("{} as asked", to_string(model));
@@ -553,7 +562,9 @@ std::vector<Calibration> calibrations_from_json(std::string_view text) {
       o.model = fit_model_from_string(c.at("model").get<std::string>());
       o.features = c.at("features").get<std::vector<std::string>>();
       o.target = c.at("target").get<std::string>();
-      o.ridge = c.at("ridge").get<double>();
+      // Only multi applies a ridge: files written before the ridge was refused with another
+      // model (it was dropped then) load as they did.
+      o.ridge = o.model == FitModel::multi ? c.at("ridge").get<double>() : 0.0;
       Calibration cal{c.at("device").get<std::string>(), c.at("family").get<std::string>(),
                       Projection::fit(c.at("x").get<std::vector<std::vector<double>>>(),
                                       c.at("y").get<std::vector<double>>(), o),

@@ -867,6 +867,10 @@ Device parse_device_toml(std::string_view text, const std::string& origin,
 }
 
 Device load_device_file(const std::string& path, const DeviceLoadOptions& options) {
+  if (path.find('\0') != std::string::npos) {  // open() would read the path before it
+    throw DeviceError(fmt::format("the device file '{}' holds a NUL byte; no path does",
+                                  detail::printable(path)));
+  }
   // A device file is a few kilobytes; the catalog's whole file is under 1 MiB.
   constexpr std::size_t kMaxBytes = std::size_t(16) << 20;
   int err = 0;
@@ -957,7 +961,28 @@ UserDevices user_devices(const DeviceLoadOptions& options) {
     std::sort(files.begin(), files.end());
     for (const std::string& f : files) {
       try {
-        out.devices.push_back(load_device_file(f, options));
+        Device device = load_device_file(f, options);
+        // A name find_device() would never reach by it: said, not listed (it was listed, and
+        // another device answered). An alias another device holds leaves the device listed.
+        const auto answers = [&](const Device& other) { return other.answers_to(device.name); };
+        const auto& catalog = catalog_devices();
+        const auto builtin = std::find_if(catalog.begin(), catalog.end(), answers);
+        if (builtin != catalog.end()) {
+          out.problems.push_back(fmt::format(
+              "{}: '{}' is a name of the built-in {}, which find_device() gives; rename the "
+              "device in the file (its path loads it as it is)",
+              detail::printable(f), detail::printable(device.name), builtin->name));
+          continue;
+        }
+        const auto earlier = std::find_if(out.devices.begin(), out.devices.end(), answers);
+        if (earlier != out.devices.end()) {
+          out.problems.push_back(fmt::format(
+              "{}: a device named '{}' was read before it (files are read in the order of "
+              "their paths), and is the one find_device() gives; rename one of them",
+              detail::printable(f), detail::printable(device.name)));
+          continue;
+        }
+        out.devices.push_back(std::move(device));
       } catch (const DeviceError& e) {
         out.problems.emplace_back(e.what());
       }
@@ -968,6 +993,10 @@ UserDevices user_devices(const DeviceLoadOptions& options) {
 
 Device find_device(std::string_view name_or_path, const DeviceLoadOptions& options) {
   const std::string key(name_or_path);
+  if (key.find('\0') != std::string::npos) {
+    throw DeviceError(fmt::format("no device named '{}': a name or path holds no NUL byte",
+                                  detail::printable(key)));
+  }
   if (key.find('/') != std::string::npos || ends_with(key, ".json") || ends_with(key, ".toml")) {
     return load_device_file(key, options);
   }
@@ -983,6 +1012,16 @@ Device find_device(std::string_view name_or_path, const DeviceLoadOptions& optio
   for (const Device& d : catalog_devices()) names.push_back(d.name);
   for (const Device& d : user.devices) names.push_back(d.name);
   for (const std::string& n : names) known += (known.empty() ? "" : ", ") + n;
+  // Aliases may be meant too ("raspberry-pi4" is closest to "raspberry-pi-4", the default).
+  const auto add_aliases = [&names](const std::vector<Device>& devices) {
+    for (const Device& d : devices) {
+      for (const std::string& a : d.aliases) {
+        if (std::find(names.begin(), names.end(), a) == names.end()) names.push_back(a);
+      }
+    }
+  };
+  add_aliases(catalog_devices());
+  add_aliases(user.devices);
   std::string broken;
   for (const std::string& p : user.problems) broken += "\n  skipped " + p;
   const std::vector<std::string> close = detail::close_names(key, names);
@@ -991,7 +1030,7 @@ Device find_device(std::string_view name_or_path, const DeviceLoadOptions& optio
   throw DeviceError(fmt::format(
       "no device named '{}'.{} Known devices: {}. Describe your own in a JSON or TOML file (see "
       "docs/devices.md) and pass its path, or put it in {}{}",
-      key, guess, known,
+      detail::printable(key), guess, known,
       device_search_path().empty() ? "$EDGEPROF_DEVICE_PATH" : device_search_path()[0], broken));
 }
 

@@ -267,6 +267,12 @@ SpeedCalibration calibrate_speed(const Device& device,
                                  const SpeedFitProgress& progress) {
   device.validate();
   if (workloads.empty()) throw DeviceError("calibrate_speed: give at least one workload");
+  if (options.run.slice.plan.speed_kind == SpeedKind::nn) {
+    // Each run is at a core speed the calibration tries: the plan was refused at the first
+    // run, saying the device had no nn speed.
+    throw DeviceError("calibrate_speed: speed_kind nn cannot apply: the calibration runs the "
+                      "device at the core speeds it tries; leave the speed kind automatic");
+  }
   check_figure_name(options.figure, "calibrate_speed's figure");
   std::set<std::string> seen;
   for (const DeviceMeasurement& w : workloads) {

@@ -70,6 +70,11 @@ Comparison compare(const std::vector<Workload>& workloads, const std::vector<Dev
     if (options.run.slice.plan.cores == CoreEmulation::projected && d.cores > 1) {
       project_threads(d);
     }
+    // The nn speed asked for by name: a device without one is refused now, not after the
+    // devices before it ran (automatic takes the integer speed there instead).
+    if (options.run.slice.plan.speed_kind == SpeedKind::nn) {
+      for_speed_kind(with_measured_nn(d, options.run.slice.plan), SpeedKind::nn);
+    }
   }
   Comparison out;
   out.options = options;
@@ -228,6 +233,17 @@ std::string to_text(const Comparison& c) {
 Score score(const Result& result, const Budget& budget,
             const std::optional<Calibration>& latency_calibration,
             const std::optional<Calibration>& memory_calibration) {
+  // Checked whatever the run's outcome: a typo or a bad limit was found only once a trial
+  // succeeded (a failed run skipped every check).
+  check_figure_name(budget.latency_figure, "score's latency figure");
+  check_figure_name(budget.memory_figure, "score's memory figure");
+  for (const auto& [limit, what] : {std::pair{budget.latency_s, "latency"},
+                                    std::pair{budget.memory_bytes, "memory"}}) {
+    if (limit && !(*limit > 0 && std::isfinite(*limit))) {
+      throw Error(fmt::format("score's {} limit is {}: give a positive, finite limit (or none)",
+                              what, *limit));
+    }
+  }
   Score s;
   s.ok = result.ok();
   const auto f = figures(result);

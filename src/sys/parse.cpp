@@ -469,7 +469,9 @@ std::vector<std::string> close_names(std::string_view key, const std::vector<std
   const std::size_t most = std::max<std::size_t>(2, k.size() / 3);
   for (const std::string& name : names) {
     const std::string n = folded(name);
-    if (n.size() > k.size() && n.compare(0, k.size(), k) == 0) {
+    // The same without dashes and case first ("raspberry-pi4": the alias "raspberry-pi-4"; it
+    // was left out, as neither longer nor near once longer names matched).
+    if (n.size() >= k.size() && n.compare(0, k.size(), k) == 0) {
       prefixed.emplace_back(n.size() - k.size(), name);
     } else if (const std::size_t d = edit_distance(k, n); d <= most) {
       near.emplace_back(d, name);

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "edgeprof/edgeprof.hpp"
@@ -213,6 +214,15 @@ TEST_CASE("projection: several features, ridge, and errors for bad input",
   CHECK_THROWS_WITH(Projection::fit(collinear, {1, 2, 3, 4}, o), Catch::Contains("collinear"));
   o.model = FitModel::linear;
   CHECK_THROWS_WITH(Projection::fit(x, y, o), Catch::Contains("use 'multi'"));
+  // A ridge penalty that only multi applies: refused, not dropped (fit --ridge 5 gave a plain
+  // fit without a word).
+  o.features = {"x"};
+  CHECK_THROWS_WITH(Projection::fit(std::vector<double>{1, 2, 3, 4}, {1, 2, 3, 5}, o),
+                    Catch::Contains("applies to model 'multi' only (several features), not "
+                                    "'linear' with one feature"));
+  o.model = FitModel::automatic;  // auto fits multi with several features only
+  CHECK_THROWS_WITH(Projection::fit(std::vector<double>{1, 2, 3, 4}, {1, 2, 3, 5}, o),
+                    Catch::Contains("not 'auto' with one feature"));
   CHECK_THROWS_WITH(fit_model_from_string("quadratic"), Catch::Contains("theil_sen"));
 }
 
@@ -254,6 +264,15 @@ TEST_CASE("calibrations survive JSON and project results", "[analysis][projectio
   CHECK(back[0].device == "lg-g6");
   CHECK(back[0].projection.coefficients() == c.projection.coefficients());
   CHECK(back[0].projection.loo_ape() == c.projection.loo_ape());
+  {
+    // A file written when a ridge with another model than multi was accepted (and dropped)
+    // loads as it did, now that fit() refuses one.
+    nlohmann::json old = nlohmann::json::parse(text);
+    old["calibrations"][0]["ridge"] = 5.0;
+    const auto again = calibrations_from_json(old.dump());
+    REQUIRE(again.size() == 1);
+    CHECK(again[0].projection.coefficients() == c.projection.coefficients());
+  }
 
   CHECK(find_calibration(back, "lg-g6", "device_wall_time_s", "mobilenet"));
   CHECK_FALSE(find_calibration(back, "lg-g6", "device_wall_time_s", "resnet"));

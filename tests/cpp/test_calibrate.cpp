@@ -79,6 +79,11 @@ TEST_CASE("calibrate_speed refuses what it cannot use, naming it", "[calibrate]"
                                      {"w", workload({"work", "0.2"}), 2.0}},
                                     o),
                     Catch::Contains("two workloads are named 'w'"));
+  // The nn speed by name: each run is at a speed the calibration tries (the plan refused the
+  // first run, saying the device had no nn speed).
+  o.run.slice.plan.speed_kind = SpeedKind::nn;
+  CHECK_THROWS_WITH(calibrate_speed(d, {{"w", workload({"work", "0.1"}), 1.0}}, o),
+                    Catch::Contains("speed_kind nn cannot apply"));
 }
 
 TEST_CASE("calibrate_speed finds the core speed of a device from workloads measured on it",

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sstream>
 #include <string>
 
 #include "edgeprof/catalog.hpp"
@@ -402,6 +403,36 @@ TEST_CASE("find_device: catalog, then the user's device directories, or a path",
     CHECK(contains(e.what(), "raspberry-pi-5"));  // and the catalog's
     CHECK(contains(e.what(), "broken.json"));   // and the files that did not load
   }
+  // A device find_device() cannot reach by its name is said, not listed: one an earlier file
+  // defines (the first by path answered), and a built-in device's name (the catalog answered).
+  {
+    std::ifstream in(kDir + "/my-board.toml");
+    std::stringstream text;
+    text << in.rdbuf();
+    std::ofstream(dir / "zz-again.toml") << text.str();
+    std::string builtin = text.str();
+    builtin.replace(builtin.find("\"my-board\""), 10, "\"jetson-nano\"");
+    std::ofstream(dir / "shadow.toml") << builtin;
+    // Its own name, an alias a built-in device holds: listed, found by its name.
+    std::string alias = text.str();
+    alias.replace(alias.find("\"my-board\""), 10, "\"my-pi\"");
+    alias.replace(alias.find("[\"board\"]"), 9, "[\"raspberry-pi-4\"]");
+    std::ofstream(dir / "alias.toml") << alias;
+  }
+  const UserDevices clashes = user_devices();
+  CHECK(clashes.devices.size() == 2);
+  CHECK(find_device("my-pi").name == "my-pi");
+  REQUIRE(clashes.problems.size() == 3);
+  std::string said;
+  for (const std::string& p : clashes.problems) said += p + "\n";
+  CHECK(contains(said, "zz-again.toml: a device named 'my-board' was read before it"));
+  CHECK(contains(said, "shadow.toml: 'jetson-nano' is a name of the built-in jetson-nano"));
+  // A NUL ends no path or name here (open() read the path before it; the message was cut).
+  CHECK_THROWS_WITH(find_device(std::string("jetson-nano\0x", 13)),
+                    Catch::Contains("no device named 'jetson-nano\\u0000x'"));
+  CHECK_THROWS_WITH(load_device_file(kDir + "/my-board.toml" + std::string(1, '\0') + "x"),
+                    Catch::Contains("holds a NUL byte"));
+  CHECK_THROWS_WITH(find_device("\x1b[2J"), Catch::Contains("no device named '\\u001b[2J'"));
   stdfs::remove_all(dir);
 }
 

@@ -260,6 +260,22 @@ TEST_CASE("a projected result divides its times by the speed-up, in text, JSON a
   budget.latency_figure = "wall_time_s";
   CHECK(score(r, budget).latency == Approx(3.0));
   CHECK(score(r, budget).latency_provenance == "measured");
+  {
+    // A typo or a bad limit is refused whatever the run's outcome (a failed run skipped every
+    // check: an HPO study found its typo only once a trial succeeded).
+    Result failed = r;
+    failed.exit_code = 1;
+    REQUIRE_FALSE(failed.ok());
+    Budget typo;
+    typo.latency_figure = "wal_time_s";
+    CHECK_THROWS_WITH(score(failed, typo), Catch::Contains("'wal_time_s' is not a figure"));
+    Budget negative;
+    negative.latency_s = -1;
+    CHECK_THROWS_WITH(score(failed, negative), Catch::Contains("latency limit is -1"));
+    negative.latency_s = std::nullopt;
+    negative.memory_bytes = std::nan("");
+    CHECK_THROWS_WITH(score(r, negative), Catch::Contains("memory limit is nan"));
+  }
 
   Result plain;
   plain.wall_time_s = 3.0;

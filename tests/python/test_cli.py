@@ -12,7 +12,7 @@ import pytest
 
 import edgeprof as edgeprof_api
 from conftest import cli as edgeprof
-from conftest import HANG_S, our_slices, requires_cgroups
+from conftest import HANG_S, captured_report_text, our_slices, requires_cgroups
 
 
 def test_devices_lists_the_builtin_devices():
@@ -797,10 +797,20 @@ def test_a_write_failing_after_a_hangup_still_exits_with_the_signals_code(tmp_pa
                           text=True, timeout=HANG_S)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "out").read_text() == "129"
-    # Any other failure of a write is no hangup's: it is raised as it was.
+    # A full disk (`> /dev/full`) is said, exit 1: no traceback.
     other = subprocess.run([sys.executable, "-c", script, "other"], capture_output=True,
                            text=True, timeout=HANG_S)
-    assert other.returncode == 1 and "No space left on device" in other.stderr
+    assert other.returncode == 0 and (tmp_path / "out").read_text() == "1"
+    assert "cannot write the output: No space left on device" in other.stderr
+    assert "Traceback" not in other.stderr
+    # And a real one: what stdout holds is written before exit, where it can be handled (at
+    # exit it was "Exception ignored", exit 120).
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-m", "edgeprof", "devices"], stdout=full,
+                              stderr=subprocess.PIPE, text=True, timeout=HANG_S)
+    assert done.returncode == 1, done.stderr
+    assert "cannot write the output: No space left on device" in done.stderr
+    assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr
     # EIO of a file (a disk, NFS) is said, not taken for a terminal gone (it was silent).
     eio = subprocess.run([sys.executable, "-c", script, "eio"], capture_output=True, text=True,
                          timeout=HANG_S)
@@ -841,8 +851,13 @@ def test_fit_refuses_a_header_naming_a_column_twice_and_writes_only_files(tmp_pa
     assert p.returncode == 2 and "--json prints" in p.stderr and not (Path.cwd() / "-").exists()
     p = edgeprof("fit", str(data), "--x", "x", "--y", "y", "--device", "d",
                  "-o", str(tmp_path / "no" / "cal.json"))
-    assert p.returncode == 2 and "cannot write calibrations to" in p.stderr, p.stderr
+    assert p.returncode == 2 and "does not exist" in p.stderr, p.stderr  # before the fit
     assert "Traceback" not in p.stderr
+    # The library's own: an edgeprof.Error naming the file (was FileNotFoundError).
+    fit = edgeprof_api.analysis.Projection.fit([1.0, 2.0, 3.0], [2.0, 4.0, 6.5])
+    calibration = edgeprof_api.analysis.Calibration("d", fit)
+    with pytest.raises(edgeprof_api.Error, match="cannot write calibrations to .*errno 2"):
+        edgeprof_api.analysis.save_calibrations(tmp_path / "no" / "cal.json", [calibration])
 
 
 @requires_cgroups
@@ -861,3 +876,74 @@ def test_compare_json_has_null_for_a_failed_row(tmp_path):
     by_name = {r["workload"]: r for r in rows}
     assert by_name["bad"]["value"] is None and by_name["bad"]["memory"] is None
     assert by_name["good"]["value"] > 0
+
+
+def test_outputs_are_checked_before_any_run(tmp_path):
+    """A report that could not be written was lost after the run (the summary and the
+    workload's exit code with it); two outputs on stdout mixed; an output over the file read
+    destroyed it."""
+    report = tmp_path / "r.json"
+    report.write_text(captured_report_text())
+    for args, fragment in [
+        (["run", "--json", str(tmp_path / "no" / "r.json"), "--", "true"],
+         f"the directory {tmp_path / 'no'} does not exist"),
+        (["run", "--json", str(tmp_path), "--", "true"], "is a directory"),
+        (["run", "--json", "-", "--csv", "-", "--", "true"], "--json and --csv both write to stdout"),
+        (["run", "--json", str(tmp_path / "x"), "--csv", str(tmp_path / "x"), "--", "true"],
+         "is the same file as --json"),
+        (["show", str(report), "--csv", str(report)], f"is the same file as input {report}"),
+        (["compare", "-w", "a=true", "--json", str(tmp_path / "no" / "c.json")],
+         "does not exist"),
+        (["calibrate-speed", "--device", "raspberry-pi-4b-1gb", "-w", "a=true", "-m", "a=1",
+          "--save", "-", "--json", "-"], "both write to stdout"),
+    ]:
+        p = edgeprof(*args)
+        assert p.returncode == 2 and fragment in p.stderr, (args, p.stderr)
+        assert "Traceback" not in p.stderr
+    # Not a regular file (/dev/null twice) is no clash.
+    p = edgeprof("show", str(report), "--csv", "/dev/null")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(report.read_text())["schema"] == "edgeprof.result"  # not overwritten
+
+
+def test_options_that_would_be_ignored_are_refused(tmp_path):
+    for args, fragment in [
+        # --swap without a custom device: the named device ran without it, silently.
+        (["run", "--swap", "1GiB", "--", "true"], "--swap is part of a custom device"),
+        (["calibrate-host", "--python", "/nonexistent/python"], "--python names the interpreter"),
+        (["fit", "-", "--x", "a", "--y", "b", "--device", "d", "--model", "linear",
+          "--ridge", "5"], "applies to model 'multi' only"),
+    ]:
+        if args[0] == "fit":
+            data = tmp_path / "d.csv"
+            data.write_text("a,b\n1,2\n2,4\n3,6.5\n4,8\n")
+            args[1] = str(data)
+        p = edgeprof(*args)
+        assert p.returncode == 2 and fragment in p.stderr, (args, p.stderr)
+
+
+def test_a_workload_option_splits_at_its_first_equals_sign_only(tmp_path, monkeypatch):
+    """-w mobilenet:v2=CMD was split at the ':' (name 'mobilenet', command 'v2=CMD'); a --file
+    line still takes either separator."""
+    from edgeprof import cli
+    listed = tmp_path / "w.txt"
+    listed.write_text("b: sleep 0\n# only this\n")
+    args = cli.build_parser().parse_args(["compare", "-w", "mobilenet:v2=true --x",
+                                          "--file", str(listed)])
+    assert cli._workloads(args) == [("mobilenet:v2", "true --x"), ("b", "sleep 0")]
+    listed.write_text("# nothing\n")
+    p = edgeprof("compare", "--file", str(listed))
+    assert p.returncode == 2 and f"no workloads in {listed}" in p.stderr
+
+
+def test_a_report_that_cannot_be_read_is_named(tmp_path):
+    empty = tmp_path / "empty.json"
+    empty.write_text("   \n")
+    calibrations = tmp_path / "cal.json"
+    calibrations.write_text('{"schema": "edgeprof.calibrations"}')
+    report = tmp_path / "r.json"
+    report.write_text(captured_report_text())
+    p = edgeprof("show", str(empty))
+    assert p.returncode == 2 and f"{empty}: " in p.stderr, p.stderr
+    p = edgeprof("project", str(report), "--calibrations", str(calibrations))
+    assert p.returncode == 2 and f"{calibrations}: " in p.stderr, p.stderr

@@ -26,10 +26,29 @@ def test_without_pytorch_it_says_what_to_install(monkeypatch):
     ({"runtime": "tflite"}, "runtime='tflite'"),
     ({"loops": 0}, "loops=0.*loops >= 1"),
     ({"warmup": -1}, "warmup=-1"),
+    # Not whole: nan divided by zero after the count, inf hung, 2.5 and True were reported.
+    ({"loops": float("nan")}, "loops=nan.*whole numbers"),
+    ({"loops": float("inf")}, "loops=inf"),
+    ({"loops": 2.5}, "loops=2.5"),
+    ({"loops": True}, "loops=True"),
+    ({"warmup": None}, "warmup=None"),
+    ({"loops": "3"}, "loops='3'"),
 ])
 def test_a_runtime_without_a_memory_term_or_no_loops_is_refused(kwargs, message):
     with pytest.raises(edgeprof.Error, match=message):
         edgeprof.nn.memory_intensity(object(), None, **kwargs)
+
+
+def test_numpy_whole_numbers_are_counts(monkeypatch):
+    import numpy as np
+    monkeypatch.setitem(sys.modules, "torch", None)  # past the counts' check: PyTorch's
+    with pytest.raises(edgeprof.Error, match="needs PyTorch"):
+        edgeprof.nn.memory_intensity(object(), None, loops=np.int64(3), warmup=np.int32(1))
+
+
+def test_a_memory_intensity_of_no_time_is_refused():
+    with pytest.raises(edgeprof.Error, match="give a positive time"):
+        edgeprof.nn.MemoryIntensity("pytorch", 1.0, 0.0, 10)  # mb_per_ms divided by zero
 
 
 def test_the_runner_is_installed_as_a_module_of_the_package():

@@ -113,3 +113,48 @@ def test_show_names_what_it_cannot_read(tmp_path):
     # A byte order mark: read as the repeated report it is (was taken for a single run's).
     out = cli("show", str(bom))
     assert out.returncode == 0 and "1 runs (+0 warm-up)" in out.stdout, out.stderr
+
+
+def test_a_result_plan_and_repeated_result_show_what_they_are():
+    """repr() was <edgeprof._core.Result object at 0x...> (a list of results, the IPython
+    terminal), and a plan had no text at all."""
+    r = edgeprof.Result.from_json(captured_report_text())
+    assert repr(r) == ("<edgeprof.Result 'python3 fall.py' on custom: ok, 0.4296 s wall, peak "
+                       "50.50 MiB>")
+    runs = json.loads(captured_report_text())
+    rr = edgeprof.RepeatedResult.from_json(json.dumps({
+        "schema": "edgeprof.repeated", "schema_version": runs["schema_version"],
+        "runs": [runs], "warmups": [], "stats": {}}))
+    assert repr(rr).startswith("<edgeprof.RepeatedResult 1 runs (+0 warm-up) of 'python3 "
+                               "fall.py' on custom: all succeeded, median 0.4296 s wall")
+    plan = edgeprof.plan_emulation(edgeprof.Device(name="b", cores=2, core_speed=0.5,
+                                                   memory="1GiB"), keep_warm=False)
+    assert repr(plan).startswith("<edgeprof.EmulationPlan pooled, 1 cores")
+    assert str(plan).startswith("core emulation pooled: 1 cores of capacity, quota ")
+    assert all(f"note: {n}" in str(plan) for n in plan.notes)
+
+
+def test_the_notebook_table_shows_a_phase_that_freed_memory_with_its_sign():
+    doc = json.loads(captured_report_text())
+    doc["phases"][1]["memory_net_peak_bytes"] = -41943040
+    page = edgeprof.Result.from_json(json.dumps(doc))._repr_html_()
+    assert "memory -40 MiB" in page  # was "+0 B" where the text summary says -40 MiB
+
+
+def test_plot_shows_names_as_written_and_refuses_one_axes(tmp_path):
+    plt = pytest.importorskip("matplotlib.pyplot")
+    doc = json.loads(captured_report_text())
+    doc["command"] = ["python3", "-c", "a = x / 3; print('$HOME')"]
+    doc["phases"][0]["name"] = "$\\frac$"  # mathematics matplotlib cannot draw: it raised
+    r = edgeprof.Result.from_json(json.dumps(doc))
+    fig = r.plot()
+    fig.savefig(tmp_path / "p.png")
+    # The code given with -c is not a path: it was cut to " 3; print(...)"; $ is kept as text.
+    assert fig._suptitle.get_text() == r"python3 -c a = x / 3; print('\$HOME') on custom"
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert r"\$\frac\$" in texts
+    plt.close(fig)
+    _, one = plt.subplots()
+    with pytest.raises(edgeprof.Error, match="two axes"):
+        r.plot(ax=one)
+    plt.close("all")
