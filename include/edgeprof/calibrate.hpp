@@ -100,8 +100,9 @@ struct SpeedCalibration {
 /// workload again at that speed and reports the measured residuals (refitting and solving once
 /// more with those runs when the speed moves by more than 2%). The device's cores, memory and
 /// the rest stay as given; its speed schedule is not applied while calibrating. Throws, before
-/// any run, DeviceError for a device validate() refuses and on bad input (no workloads, a
-/// workload without a command or whose device_value is not positive and finite, repeat < 1, a
+/// any run, DeviceError for a device validate() refuses and on bad input (no workloads, two
+/// workloads of one name, speed_kind nn (each run is at a speed it tries), a workload without
+/// a command or whose device_value is not positive and finite, repeat < 1, a
 /// speed outside what this host can emulate, fewer than two distinct speeds, a period in
 /// periods_us outside kMinCpuPeriodUs..kMaxCpuPeriodUs (0 allowed: the plan's), core emulation
 /// "projected" with a figure that is neither an all_cores_ nor a projected_ one, "auto" with a

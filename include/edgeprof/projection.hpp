@@ -64,8 +64,8 @@ class Projection {
   /// x (all equal, or collinear features), NaN or infinite values, negative features,
   /// non-positive device figures, and for loglog non-positive features; also for rows of
   /// different lengths, feature names that do not match the columns in number, a negative
-  /// ridge, a ridge with a model other than multi or automatic, or several features with a
-  /// one-feature model.
+  /// ridge, a ridge with a model other than multi (or automatic with several features), or
+  /// several features with a one-feature model.
   static Projection fit(const std::vector<std::vector<double>>& x, const std::vector<double>& y,
                         const FitOptions& options = {});
   /// One feature.

@@ -791,8 +791,10 @@ def cmd_calibrate_speed(args: argparse.Namespace) -> int:
                         for p in cal.periods],
             "device": json.loads(cal.device.to_json())}, indent=2))
     if args.json != "-":
-        print(str(cal), end="")
-        if args.save:
+        # With the device on stdout (--save -), stdout carries it alone.
+        out = sys.stderr if args.save == "-" else sys.stdout
+        print(str(cal), end="", file=out)
+        if args.save and args.save != "-":
             print(f"saved the calibrated device to {args.save}")
     return 0
 
@@ -1256,7 +1258,7 @@ def _flush_stdout() -> None:
         if sys.stdout is not None:
             sys.stdout.flush()
     except OSError as e:
-        if e.errno not in _GONE:
+        if e.errno not in _GONE and e.errno not in _FULL:
             raise
         _to_devnull(sys.stdout)
 
@@ -1307,7 +1309,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 128 + e.signum
     except OSError as e:
         if e.errno in _FULL:
-            if not e.filename:  # stdout's: what it still holds would fail again at exit
+            try:  # stdout's own? What it still holds would fail again at exit; stderr's not
+                if sys.stdout is not None:
+                    sys.stdout.flush()
+            except OSError:
                 _to_devnull(sys.stdout)
             where = f" {os.fsdecode(e.filename)}" if e.filename else " the output"
             _tell(f"edgeprof: cannot write{where}: {e.strerror} (errno {e.errno})")

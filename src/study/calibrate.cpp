@@ -270,8 +270,9 @@ SpeedCalibration calibrate_speed(const Device& device,
   if (options.run.slice.plan.speed_kind == SpeedKind::nn) {
     // Each run is at a core speed the calibration tries: the plan was refused at the first
     // run, saying the device had no nn speed.
-    throw DeviceError("calibrate_speed: speed_kind nn cannot apply: the calibration runs the "
-                      "device at the core speeds it tries; leave the speed kind automatic");
+    throw DeviceError("calibrate_speed: speed_kind nn (--speed-kind nn or --runtime on the "
+                      "command line) cannot apply: the calibration runs the device at the core "
+                      "speeds it tries; leave them out");
   }
   check_figure_name(options.figure, "calibrate_speed's figure");
   std::set<std::string> seen;

@@ -83,7 +83,7 @@ TEST_CASE("calibrate_speed refuses what it cannot use, naming it", "[calibrate]"
   // first run, saying the device had no nn speed).
   o.run.slice.plan.speed_kind = SpeedKind::nn;
   CHECK_THROWS_WITH(calibrate_speed(d, {{"w", workload({"work", "0.1"}), 1.0}}, o),
-                    Catch::Contains("speed_kind nn cannot apply"));
+                    Catch::Contains("speed_kind nn (--speed-kind nn or --runtime"));
 }
 
 TEST_CASE("calibrate_speed finds the core speed of a device from workloads measured on it",

@@ -811,6 +811,16 @@ def test_a_write_failing_after_a_hangup_still_exits_with_the_signals_code(tmp_pa
     assert done.returncode == 1, done.stderr
     assert "cannot write the output: No space left on device" in done.stderr
     assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr
+    # stderr full, stdout not: stdout's report is kept (not pointed at /dev/null with it).
+    report = tmp_path / "r.json"
+    report.write_text(captured_report_text())
+    with open("/dev/full", "w") as full, open(tmp_path / "out.csv", "w") as out:
+        done = subprocess.run([sys.executable, "-m", "edgeprof", "show", str(report), "--csv",
+                               "-"], stdout=out, stderr=full, timeout=HANG_S,
+                              env={k: v for k, v in os.environ.items()
+                                   if k != "PYTHONUNBUFFERED"})
+    assert done.returncode == 1
+    assert (tmp_path / "out.csv").read_text().startswith("# edgeprof.series")
     # EIO of a file (a disk, NFS) is said, not taken for a terminal gone (it was silent).
     eio = subprocess.run([sys.executable, "-c", script, "eio"], capture_output=True, text=True,
                          timeout=HANG_S)
@@ -900,9 +910,9 @@ def test_outputs_are_checked_before_any_run(tmp_path):
         p = edgeprof(*args)
         assert p.returncode == 2 and fragment in p.stderr, (args, p.stderr)
         assert "Traceback" not in p.stderr
-    # Not a regular file (/dev/null twice) is no clash.
-    p = edgeprof("show", str(report), "--csv", "/dev/null")
-    assert p.returncode == 0, p.stderr
+    # A file that is not regular (/dev/null twice) is no clash.
+    from edgeprof import cli
+    cli._check_outputs({"--json": "/dev/null", "--csv": "/dev/null"})
     assert json.loads(report.read_text())["schema"] == "edgeprof.result"  # not overwritten
 
 
