@@ -152,12 +152,17 @@ bool operator==(const Device& a, const Device& b);
 inline bool operator!=(const Device& a, const Device& b) { return !(a == b); }
 
 /// Parses a byte size: a plain integer ("1048576"), binary units ("512MiB", "1.5GiB", "512Mi",
-/// and docker-style "512M"/"512m"), or decimal units ("500MB", "2GB", "1kB"). `field` names the
-/// setting in the error message. Throws DeviceError.
+/// "KiB"..."TiB" in any case ("512mib"), and docker-style "512M"/"512m"), or decimal units ("500MB", "2GB",
+/// "1kB"). `field` names the setting in the error message. Throws DeviceError, also for a
+/// decimal unit in another case ("512mb": docker's MiB or SI's MB?).
 std::uint64_t parse_size(std::string_view text, std::string_view field = "size");
 
 /// Formats bytes for people: "512 MiB", "1.50 GiB", "999 B".
 std::string format_size(std::uint64_t bytes);
+/// A signed number of bytes (a phase's net peak, a change of memory) as format_size() writes
+/// its magnitude, "-" before a negative one: "-1.50 GiB". Rounded to whole bytes; Error for a
+/// value that is not finite or whose magnitude is past 2^64.
+std::string format_signed_size(double bytes);
 
 /// Builds and validates a device; `memory` and `swap` are size strings as parse_size takes.
 /// Throws DeviceError.

@@ -98,9 +98,14 @@ struct NnSpeed {
   double ms_per_mb = 0;    ///< see memory_mb_per_ms
 };
 
+/// Whether edgeprof knows the arithmetic `precision` names: "fp32", "fp16" or "int8" (a
+/// rating's, a device's published times').
+bool is_nn_precision(std::string_view precision);
+
 /// The nn speed from a device's published times and this host's, both in ms per inference by
 /// model name: over the models both have. Throws Error naming the problem when no model is in
-/// both or a time is not a positive number.
+/// both, a time is not a positive number or the precision is not one is_nn_precision() knows
+/// ("" is fp32, as a device's unsaid nn_precision).
 NnSpeed nn_speed(const std::map<std::string, double>& device_ms,
                  const std::map<std::string, double>& host_ms, std::string precision = "fp32");
 
@@ -131,7 +136,9 @@ NnMemoryFit nn_memory_fit(const std::map<std::string, double>& device_ms,
                           const std::map<std::string, double>& host_ms,
                           const std::map<std::string, double>& activation_mb);
 
-/// A device time by the fit: per_host_ms x host_ms + ms_per_mb x activation_mb.
+/// A device time by the fit: per_host_ms x host_ms + ms_per_mb x activation_mb. Throws Error
+/// for a host time that is not a positive number of ms or activations that are not a number of
+/// MB of 0 or more (as nn_memory_fit() takes them).
 double nn_memory_predict(const NnMemoryFit& fit, double host_ms, double activation_mb);
 
 /// The nn speed of a probed device: its vector-kernel score (CoreScores::vector, from

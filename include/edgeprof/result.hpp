@@ -268,6 +268,9 @@ bool is_figure_name(std::string_view name);
 /// Throws Error unless is_figure_name(name), naming `what` ("compare's metric") and the names
 /// there are.
 void check_figure_name(std::string_view name, std::string_view what);
+/// Whether a figure named `name` is a number of bytes (peak_memory_bytes, a phase's
+/// memory_net_peak_bytes: its name ends in "_bytes"), to be shown as a size.
+bool is_size_figure(std::string_view name);
 
 /// "projected" for a figure of `result` that its plan's projection made (a projected_* figure,
 /// an all_cores_* figure of a projected run, its energy included), "estimated" for the other

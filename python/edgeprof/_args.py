@@ -2,8 +2,8 @@
 
 pybind11 answers a misspelled keyword (``run(cmd, device=d, repaet=3)``) or a value it cannot
 convert (``repeat=2**64``, ``interval="fast"``) with "incompatible function arguments", the
-signature of 30 arguments and the call. ``install()`` wraps the extension's functions and
-constructors so that such a TypeError says which argument is wrong and what it must be (a
+signature of 30 arguments and the call. ``install()`` wraps the extension's functions,
+constructors and methods so that such a TypeError says which argument is wrong and what it must be (a
 misspelled keyword with the names it most likely meant); where it cannot tell, pybind11's
 message stands.
 """
@@ -254,7 +254,8 @@ _UNWRAPPED = frozenset({"mark", "phase_begin", "phase_end"})
 
 
 def install(module: types.ModuleType) -> None:
-    """Wraps `module`'s functions and its classes' constructors (pybind11's, not overloaded)."""
+    """Wraps `module`'s functions and its classes' constructors and methods (pybind11's, not
+    overloaded)."""
     for attr, value in list(vars(module).items()):
         if attr.startswith("_") or attr in _UNWRAPPED:
             continue
@@ -263,9 +264,23 @@ def install(module: types.ModuleType) -> None:
             if sig and sig[1]:  # one without parameters has no argument to name
                 setattr(module, attr, _explained(value, f"{attr}()", sig[1], False,
                                                  module.__name__, attr))
-        elif isinstance(value, type) and "__init__" in vars(value):
-            init = vars(value)["__init__"]
-            sig = _signature(getattr(init, "__doc__", None))
-            if sig and sig[0] == "__init__" and type(init).__name__ == "instancemethod":
-                value.__init__ = _explained(init, f"{attr}()", sig[1], True, module.__name__,
-                                            f"{attr}.__init__")
+        elif isinstance(value, type):
+            _install_class(value, attr, module.__name__)
+
+
+def _install_class(cls: type, attr: str, module: str) -> None:
+    """Wraps a class's constructor, methods and static methods (pybind11's, not overloaded)."""
+    for name, member in list(vars(cls).items()):
+        if name.startswith("_") and name != "__init__":
+            continue  # operators and Python's protocol: not called with arguments to name
+        static = isinstance(member, staticmethod)
+        fn = member.__func__ if static else member
+        sig = _signature(getattr(fn, "__doc__", None))
+        if not sig or sig[0] != name or not sig[1]:
+            continue  # one without parameters has no argument to name
+        if static and isinstance(fn, types.BuiltinFunctionType):
+            setattr(cls, name, staticmethod(_explained(fn, f"{attr}.{name}()", sig[1], False,
+                                                       module, f"{attr}.{name}")))
+        elif type(fn).__name__ == "instancemethod":
+            label = f"{attr}()" if name == "__init__" else f"{attr}.{name}()"
+            setattr(cls, name, _explained(fn, label, sig[1], True, module, f"{attr}.{name}"))

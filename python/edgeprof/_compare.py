@@ -164,7 +164,7 @@ def comparison_plot(self: "_core.Comparison", ax: Any = None) -> Any:
     else:
         fig = ax.figure
     devices = list(dict.fromkeys(r.device for r in self.rows))
-    scale, unit = (2**20, "MiB") if _bytes(self.memory_metric) else (1, "")
+    scale, unit = (2**20, "MiB") if _core.is_size_figure(self.memory_metric) else (1, "")
     for i, d in enumerate(devices):
         rows = [r for r in self.rows if r.device == d and r.value == r.value]
         ax.scatter([r.value for r in rows], [r.memory / scale for r in rows], color=f"C{i}",
@@ -190,17 +190,12 @@ def _value_text(v: float) -> str:
     return "failed" if v != v else f"{v:.4g}"
 
 
-def _bytes(metric: str) -> bool:
-    """Whether a metric is a number of bytes (as the C++ table decides)."""
-    return metric.endswith("_bytes")  # every byte figure's name, and no other (a phase's)
-
-
 def _memory_text(metric: str, v: float) -> str:
     if v != v:
         return "failed"
-    if not _bytes(metric) or not abs(v) < 2**63:
+    if not _core.is_size_figure(metric) or not abs(v) <= 2**64:
         return f"{v:.4g}"
-    return ("-" if v < 0 else "") + _core.format_size(abs(v))
+    return _core.format_signed_size(v)
 
 
 def comparison_repr(self: "_core.Comparison") -> str:

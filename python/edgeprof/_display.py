@@ -51,7 +51,7 @@ def result_html(self: "_core.Result") -> str:
     for p in self.phases:
         net = p.memory_net_peak_bytes
         memory = ("n/a" if net is None else  # signed, as the text summary shows it
-                  f"{'-' if net < 0 else '+'}{_size(abs(net))}")
+                  f"{'' if net < 0 else '+'}{_core.format_signed_size(net)}")
         rows.append(_row(f"phase {p.name}", f"{p.wall_time_s:.4f} s, memory {memory}",
                          "wall measured, memory sampled"))
         if proj is not None:
@@ -228,6 +228,25 @@ def repeated_repr(self: "_core.RepeatedResult") -> str:
             + (f", median {wall.median:.4g} s wall" if wall is not None else "") + ">")
 
 
+def device_repr(self: "_core.Device") -> str:
+    """Not code to evaluate (a catalog device holds tables no constructor takes): its limits,
+    each one set, so that two devices emulated differently print differently."""
+    parts = [f"{self.cores} core{'s' if self.cores != 1 else ''}",
+             f"core_speed {self.core_speed!r}", f"memory {self.memory_bytes} B"]
+    parts += [f"{label} {value}{unit}" for label, value, unit in (
+        ("swap", self.swap_bytes or None, " B"), ("io_read", self.io_read_bps, " B/s"),
+        ("io_write", self.io_write_bps, " B/s"), ("pids_max", self.pids_max, ""),
+        ("speed_kind", self.speed_kind or None, "")) if value is not None]
+    if self.speed_schedule:
+        parts.append("speed_schedule [" + ", ".join(f"{s.after_s!r} s x{s.factor!r}"
+                                                    for s in self.speed_schedule) + "]")
+    if self.power.idle_watts is not None or self.power.loaded_watts is not None:
+        watts = [repr(w) if w is not None else "?"
+                 for w in (self.power.idle_watts, self.power.loaded_watts)]
+        parts.append(f"power {watts[0]}-{watts[1]} W")
+    return f"<edgeprof.Device {self.name!r}: {', '.join(parts)}>"
+
+
 def plan_text(self: "_core.EmulationPlan") -> str:
     """The plan as `edgeprof run` states it: cores and quota, memory, CPUs, then its notes."""
     lines = [f"core emulation {self.core_emulation}: {self.capacity_cores:g} cores of capacity, "
@@ -249,6 +268,7 @@ def install() -> None:
     _core.Result.__repr__ = result_repr
     _core.RepeatedResult.__repr__ = repeated_repr
     _core.EmulationPlan.__repr__ = plan_repr
+    _core.Device.__repr__ = device_repr
     _core.EmulationPlan.__str__ = plan_text
     _core.Result._repr_html_ = result_html
     _core.RepeatedResult._repr_html_ = repeated_html

@@ -87,7 +87,15 @@ def _named_or_custom_device(args: argparse.Namespace) -> edgeprof.Device:
     return edgeprof.find_device(args.device or "raspberry-pi-4")
 
 
-def _for_threads(device: edgeprof.Device, threads: Optional[int]) -> edgeprof.Device:
+def _for_threads(device: edgeprof.Device, threads: Optional[int],
+                 warn: bool = True) -> edgeprof.Device:
+    if warn and threads is not None and threads > device.cores:
+        # Not refused: a workload may start more threads than the board has cores (they share
+        # them there too); but --threads narrows a device only, and here it changes nothing.
+        print(f"edgeprof: warning: --threads {threads} is more than {device.name}'s "
+              f"{device.cores} cores: it is emulated whole, and the {threads} threads share its "
+              f"{device.cores} cores as on the device (--threads narrows a device to fewer)",
+              file=sys.stderr)
     return device.for_threads(threads) if threads is not None else device
 
 
@@ -144,7 +152,7 @@ def _add_emulation_options(p: argparse.ArgumentParser) -> None:
                    help="CFS bandwidth period in microseconds (default: 10000, longer where "
                    "several CPUs share the quota so that threads share it evenly; "
                    "docs/period.md)")
-    e.add_argument("--iteration-time", type=_interval, metavar="TIME",
+    e.add_argument("--iteration-time", type=_iteration_time, metavar="TIME",
                    help="the workload's typical iteration on the device (e.g. 20ms): the CFS "
                    "period becomes a tenth of it, within 5-100 ms (docs/period.md)")
     e.add_argument("--parent", help="cgroup to create slices beneath "
@@ -535,6 +543,35 @@ def _interval(text: str) -> Optional[float]:
     return seconds or None  # 0s, 0ms: off, as "0"
 
 
+def _iteration_time(text: str) -> float:
+    """A positive time, as _interval reads it. Not 0 or 'off': an interval's "no sampling" is
+    None, which here means not given (the period then --cpu-period-us's), and ran silently."""
+    try:
+        seconds = _interval(text)
+    except argparse.ArgumentTypeError:
+        seconds = None
+    if seconds is None:
+        raise argparse.ArgumentTypeError(
+            f"invalid iteration time {text!r}: give the workload's typical iteration on the "
+            "device, a positive time (e.g. 20ms, 0.5s, 2 for seconds), or leave the option out "
+            "(the period is then --cpu-period-us's)")
+    return seconds
+
+
+def _timeout(text: str) -> float:
+    """Positive seconds, or inf (no limit): checked as the options are read, before a command
+    prints anything (demo's header came before the run that refused it)."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not seconds > 0:
+        raise argparse.ArgumentTypeError(
+            f"invalid timeout {text!r}: give a positive number of seconds, or inf for no "
+            "limit")
+    return seconds
+
+
 def _given(text: str) -> str:
     if text == "":
         raise argparse.ArgumentTypeError("an empty value (''): give one, or leave the option out")
@@ -553,7 +590,15 @@ def _whole(text: str) -> int:
     return value
 
 
-def _read_text(path: str) -> str:
+def _not_a_directory(path: str, label: str, what: str) -> None:
+    """Refuses a directory given for the file `label` names ("--file /tmp"): _files calls it
+    "not a regular file" and asks for "the file edgeprof wrote", which a workload list is not."""
+    if os.path.isdir(path):
+        raise edgeprof.Error(f"{label} is a directory: give {what}")
+
+
+def _read_text(path: str, label: str, what: str) -> str:
+    _not_a_directory(path, label, what)
     return _files.read_text(path)
 
 
@@ -576,16 +621,19 @@ def _report_schema(text: str, path: str) -> str | None:
     return schema
 
 
-def _check_outputs(outputs: dict[str, Optional[str]], inputs: tuple[str, ...] = ()) -> None:
+def _check_outputs(outputs: dict[str, Optional[str]],
+                   inputs: dict[str, Optional[str]] | None = None) -> None:
     """Before any run: the files a command will write can be written, no two are one file,
-    none is a file it reads, and at most one is stdout ('-'). A run's report that could not be
-    written was lost after the run (and its exit code with it)."""
+    none is a file it reads (`inputs`, by option, or "input" for an argument), and at most one
+    is stdout ('-'). A run's report that could not be written was lost after the run (and its
+    exit code with it)."""
     given = {option: path for option, path in outputs.items() if path}
     on_stdout = [option for option, path in given.items() if path == "-"]
     if len(on_stdout) > 1:
         raise edgeprof.Error(f"{' and '.join(on_stdout)} both write to stdout ('-'): give one "
                              "of them a file")
-    seen: dict[str, str] = {os.path.realpath(p): f"input {p}" for p in inputs}
+    seen: dict[str, str] = {os.path.realpath(p): f"{option} {p}"
+                            for option, p in (inputs or {}).items() if p}
     for option, path in given.items():
         if path == "-":
             continue
@@ -607,7 +655,7 @@ def _check_outputs(outputs: dict[str, Optional[str]], inputs: tuple[str, ...] = 
 
 def _load_report(path: str) -> "edgeprof.Result | edgeprof.RepeatedResult":
     """A run's or repeated runs' report, or an edgeprof.Error that names the file."""
-    text = _read_text(path)
+    text = _read_text(path, path, "a JSON report's file (edgeprof run --json FILE)")
     kind = _report_schema(text, path)
     try:
         return (edgeprof.RepeatedResult if kind == "edgeprof.repeated" else edgeprof.Result) \
@@ -673,7 +721,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    _check_outputs({"--csv": args.csv}, (args.file,))
+    _check_outputs({"--csv": args.csv}, {"input": args.file})
     report = _load_report(args.file)
     if args.csv:
         _write(args.csv, report.to_csv())
@@ -686,7 +734,8 @@ def _workloads(args: argparse.Namespace) -> list[tuple[str, str]]:
     """-w NAME=COMMAND options and --file lines ("NAME: COMMAND" or "NAME=COMMAND")."""
     specs = [(spec, "=") for spec in args.workload or []]
     if args.file:
-        for line in _read_text(args.file).splitlines():
+        for line in _read_text(args.file, f"--file {args.file}", "a file of workloads, one "
+                               "'NAME: COMMAND' per line").splitlines():
             line = line.strip()
             if line and not line.startswith("#"):
                 specs.append((line, "=:"))
@@ -713,7 +762,7 @@ def _workloads(args: argparse.Namespace) -> list[tuple[str, str]]:
 
 
 def cmd_calibrate_speed(args: argparse.Namespace) -> int:
-    _check_outputs({"--save": args.save, "--json": args.json})
+    _check_outputs({"--save": args.save, "--json": args.json}, {"--file": args.file})
     if (args.cores is not None or args.memory is not None) and args.speed is None \
             and args.reference_speed is None:
         # The core speed is what the calibration finds: a custom device needs none (it was
@@ -799,18 +848,49 @@ def cmd_calibrate_speed(args: argparse.Namespace) -> int:
     return 0
 
 
+# What compare projects with --calibrations and no --target.
+_DEFAULT_TARGET = "device_wall_time_s"
+
+
+def _load_calibrations(path: str) -> list["edgeprof.analysis.Calibration"]:
+    _not_a_directory(path, f"--calibrations {path}", "the calibration file `edgeprof fit -o` "
+                     "wrote")
+    return edgeprof.analysis.load_calibrations(path)
+
+
+def _projected_target(args: argparse.Namespace,
+                      calibrations: list["edgeprof.analysis.Calibration"]) -> str:
+    """compare's --target: one the calibrations have (another gave n/a in every row)."""
+    if not args.calibrations:
+        if args.target:
+            raise edgeprof.Error(f"--target {args.target} is the calibrated figure to project: "
+                                 "add --calibrations FILE (`edgeprof fit -o FILE`), or leave "
+                                 "--target out")
+        return ""
+    target = args.target or _DEFAULT_TARGET
+    targets = sorted({c.projection.target for c in calibrations})
+    if target not in targets:
+        given = f"--target {target}" if args.target else f"the default --target, {target}"
+        raise edgeprof.Error(f"--calibrations {args.calibrations} has no calibration of "
+                             f"{given}; its targets: {', '.join(targets) or 'none'}: give one "
+                             "of them with --target")
+    return target
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
-    _check_outputs({"--json": args.json})
-    calibrations = (edgeprof.analysis.load_calibrations(args.calibrations) if args.calibrations
-                    else [])
+    _check_outputs({"--json": args.json},
+                   {"--calibrations": args.calibrations, "--file": args.file})
+    calibrations = _load_calibrations(args.calibrations) if args.calibrations else []
+    target = _projected_target(args, calibrations)
     devices = args.device or ["raspberry-pi-4"]
     comparison = edgeprof.compare(
         _workloads(args),
-        [_for_threads(_for_runtime(edgeprof.find_device(d), args), args.threads)
+        # "at most N cores of each device": a smaller board is the use, not a slip.
+        [_for_threads(_for_runtime(edgeprof.find_device(d), args), args.threads, warn=False)
          for d in devices],
         repeat=args.repeat,
         warmup=args.warmup, metric=args.metric, test=args.test, alpha=args.alpha,
-        calibrations=calibrations, projected_target=args.target if calibrations else "",
+        calibrations=calibrations, projected_target=target,
         interval=args.interval, timeout=args.timeout, progress=not args.quiet,
         **_run_options(args))
     if args.json:
@@ -834,15 +914,17 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0 if all(r.result.ok for r in comparison.rows) else 1
 
 
-def _read_csv(path: str, used: list[str]) -> list[dict[str, str]]:
-    """The CSV's rows as dicts; refused where a column in `used` is named twice (a row would
-    keep the last such column alone)."""
+def _read_csv(path: str, used: list[str]) -> list[tuple[int, dict[str, str]]]:
+    """The CSV's rows as dicts, each with its line in the file (the header's is 1; blank lines,
+    which DictReader skips, counted); refused where a column in `used` is named twice (a row
+    would keep the last such column alone)."""
     import csv
     import io
+    _not_a_directory(path, path, "the CSV file of your measurements")
     text = _files.read_text(path, newline="")
     try:
         reader = csv.DictReader(io.StringIO(text, newline=""))
-        rows = list(reader)
+        rows = [(reader.line_num, row) for row in reader]
         names = reader.fieldnames or []
         header = len(names)
     except csv.Error as e:
@@ -851,7 +933,7 @@ def _read_csv(path: str, used: list[str]) -> list[dict[str, str]]:
     if twice:
         raise edgeprof.Error(f"{path}: the header names {', '.join(map(repr, twice))} more than "
                              "once; give every column its own name")
-    for line, row in enumerate(rows, start=2):
+    for line, row in rows:
         # DictReader fills a short row with None and keeps a long row's rest under None.
         extra = row.get(None) or []
         if extra or None in row.values():
@@ -859,6 +941,30 @@ def _read_csv(path: str, used: list[str]) -> list[dict[str, str]]:
             raise edgeprof.Error(f"{path}, line {line}: {values} values where the header names "
                                  f"{header} columns; give every row one value per column")
     return rows
+
+
+def _csv_number(path: str, line: int, column: str, text: str, device: bool) -> float:
+    """A cell of fit's CSV as a number, or an edgeprof.Error naming its line and column (the
+    fit's own messages count points from 0, with no line). The fit's rules are checked here
+    for that: a device figure is positive, a figure edgeprof measured never negative."""
+    where = f"{path}, line {line}, column {column}"
+    if not text.strip():
+        raise edgeprof.Error(f"{where} is empty: give every row a number in each --x and --y "
+                             "column, or remove the row")
+    try:
+        value = float(text)
+    except ValueError:
+        raise edgeprof.Error(f"{where}: {text.strip()!r} is not a number") from None
+    if not math.isfinite(value):
+        raise edgeprof.Error(f"{where}: {text.strip()} is not a finite number: give the figure "
+                             "measured, or remove the row")
+    if device and value <= 0:
+        raise edgeprof.Error(f"{where} is {value:g}: a device figure (--y), a time or a size, "
+                             "is positive: give the figure measured, or remove the row")
+    if not device and value < 0:
+        raise edgeprof.Error(f"{where} is {value:g}: a figure edgeprof measured (--x) is never "
+                             "negative: give the figure measured, or remove the row")
+    return value
 
 
 def _device_name(text: str) -> str:
@@ -874,22 +980,30 @@ def cmd_fit(args: argparse.Namespace) -> int:
     if args.output == "-":
         raise edgeprof.Error("--output -: calibrations are saved to a file (kept with those it "
                              "holds for other devices); --json prints this one on stdout")
-    _check_outputs({"--output": args.output}, (args.csv,))
+    twice = sorted({c for c in args.x if args.x.count(c) > 1})
+    if twice:
+        raise edgeprof.Error(f"--x {', '.join(twice)} given more than once: give each feature "
+                             "once")
+    if args.y in args.x:
+        raise edgeprof.Error(f"--y {args.y} is also an --x: --y names the column measured on "
+                             "the device, --x the columns edgeprof measured")
+    # A name find_device does not know is kept: runs record "custom", "<device>-1-thread" and
+    # the names of devices made in Python, and project and compare look calibrations up by it.
+    device = _device_name(args.device)
+    _check_outputs({"--output": args.output}, {"input": args.csv})
     rows = _read_csv(args.csv, args.x + [args.y])
     if not rows:
         raise edgeprof.Error(f"{args.csv} has no data rows")
-    missing = [c for c in args.x + [args.y] if c not in rows[0]]
+    missing = [c for c in args.x + [args.y] if c not in rows[0][1]]
     if missing:
         raise edgeprof.Error(f"{args.csv} has no column {', '.join(missing)}; its columns: "
-                             f"{', '.join(rows[0])}")
-    try:
-        x = [[float(r[c]) for c in args.x] for r in rows]
-        y = [float(r[args.y]) for r in rows]
-    except ValueError as e:
-        raise edgeprof.Error(f"{args.csv}: {e}") from e
+                             f"{', '.join(rows[0][1])}")
+    for c in args.x:  # project() reads each from a run's figures: another could never be used
+        edgeprof.results.check_figure_name(c, "--x")
+    x = [[_csv_number(args.csv, line, c, r[c], device=False) for c in args.x] for line, r in rows]
+    y = [_csv_number(args.csv, line, args.y, r[args.y], device=True) for line, r in rows]
     fit = edgeprof.analysis.Projection.fit(x, y, model=args.model, ridge=args.ridge,
                                            features=args.x, target=args.y)
-    device = _device_name(args.device)
     calibration = edgeprof.analysis.Calibration(device, fit, family=args.family or "",
                                                 core_emulation=args.core_emulation or "")
     kept = []
@@ -912,7 +1026,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
 def cmd_project(args: argparse.Namespace) -> int:
     report = _load_report(args.report)
     runs = report.runs if isinstance(report, edgeprof.RepeatedResult) else [report]
-    calibrations = edgeprof.analysis.load_calibrations(args.calibrations)
+    calibrations = _load_calibrations(args.calibrations)
     device = _device_name(args.device) if args.device else runs[0].device.name
     targets = [args.target] if args.target else sorted(
         {c.projection.target for c in calibrations if c.device == device})
@@ -1057,7 +1171,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--periods-ms", metavar="MS,MS,...",
                    help="candidate CFS periods; the one with the smallest residual wins "
                    "(default: the --cpu-period-us or --iteration-time one)")
-    p.add_argument("--timeout", type=float, help="kill a run after this many seconds")
+    p.add_argument("--timeout", type=_timeout, help="kill a run after this many seconds")
     p.add_argument("--save", metavar="FILE",
                    help="write the device with the calibrated speed as a device file (JSON)")
     p.add_argument("--json", nargs="?", const="-", metavar="FILE",
@@ -1068,7 +1182,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="run a command on an emulated device",
                        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_device_options(p)
-    p.add_argument("--timeout", type=float, help="kill the workload after this many seconds")
+    p.add_argument("--timeout", type=_timeout, help="kill the workload after this many seconds")
     m = p.add_argument_group("measurement")
     m.add_argument("--interval", type=_interval, default=edgeprof.emulation.DEFAULT_INTERVAL_S,
                    help="sampling interval, 1ms to 60s, or 'off' (default 10ms)")
@@ -1115,11 +1229,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="test deciding ties (default mann-whitney)")
     p.add_argument("--alpha", type=float, default=0.05, help="significance level (0.05)")
     p.add_argument("--calibrations", help="calibration file (edgeprof fit) to project with")
-    p.add_argument("--target", default="device_wall_time_s",
-                   help="the calibrated figure to project (default device_wall_time_s)")
+    p.add_argument("--target", help="with --calibrations, the calibrated figure to project "
+                   f"(default {_DEFAULT_TARGET})")
     p.add_argument("--interval", type=_interval, default=edgeprof.emulation.DEFAULT_INTERVAL_S,
                    help="sampling interval (default 10ms)")
-    p.add_argument("--timeout", type=float, help="per run, in seconds")
+    p.add_argument("--timeout", type=_timeout, help="per run, in seconds")
     p.add_argument("--quiet", action="store_true", help="no progress")
     p.add_argument("--json", nargs="?", const="-", metavar="FILE",
                    help="write the comparison (every run included) as JSON")
@@ -1132,7 +1246,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--x", action="append", required=True,
                    help="column measured by edgeprof (several times for several features)")
     p.add_argument("--y", required=True, help="column measured on the device")
-    p.add_argument("--device", required=True, help="the device's name (to look it up later)")
+    p.add_argument("--device", required=True,
+                   help="the device the --x columns' runs emulated, by the name they recorded "
+                   "(an alias or a device file is resolved to it; project and compare look "
+                   "calibrations up by it)")
     p.add_argument("--family", help="model family the calibration is for (default: any)")
     p.add_argument("--model", default="auto",
                    choices=["auto", "linear", "origin", "loglog", "theil_sen", "multi"])
@@ -1160,7 +1277,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("demo", help="profile the bundled example workloads and rank them")
     _add_device_options(p)
-    p.add_argument("--timeout", type=float, default=300.0, help="per workload (default 300 s)")
+    p.add_argument("--timeout", type=_timeout, default=300.0, help="per workload (default 300 s)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_demo)
     # Every option that takes a free text (a file, a device, a figure, a workload) refuses an

@@ -17,9 +17,12 @@ from edgeprof._core import (
     Statistic,
     Summary,
     TimeSeries,
+    check_figure_name,
     estimate_energy_j,
     figure,
     figures,
+    is_figure_name,
+    is_size_figure,
     statistics,
 )
 
@@ -34,8 +37,11 @@ __all__ = [
     "Statistic",
     "Summary",
     "TimeSeries",
+    "check_figure_name",
     "estimate_energy_j",
     "figure",
     "figures",
+    "is_figure_name",
+    "is_size_figure",
     "statistics",
 ]

@@ -20,6 +20,12 @@ void bind_analysis(py::module_& m) {
         "The value of a named figure of a result (wall_time_s, peak_memory_bytes, "
         "phase.<name>.wall_time_s, ...).");
   m.def("figures", &figures, py::arg("result"), "Every named figure of a result.");
+  m.def("is_figure_name", &is_figure_name, py::arg("name"),
+        "Whether figures() gives a figure of this name for some result.");
+  m.def("check_figure_name", &check_figure_name, py::arg("name"), py::arg("what"),
+        "Error unless is_figure_name(name), naming `what` and the names there are.");
+  m.def("is_size_figure", &is_size_figure, py::arg("name"),
+        "Whether a figure of this name is a number of bytes (its name ends in _bytes).");
   m.def("figure_samples", &figure_samples, py::arg("result"), py::arg("name"),
         "The values of a figure over the counted runs of a RepeatedResult.");
 

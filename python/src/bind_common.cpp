@@ -51,7 +51,12 @@ py::list fs_texts(const std::vector<std::string>& v) {
   return out;
 }
 
-std::string fs_path(const py::handle& value) {
+std::string fs_path(const py::handle& value, std::string_view what) {
+  if (!py::isinstance<py::str>(value) && !py::isinstance<py::bytes>(value) &&
+      !py::hasattr(value, "__fspath__")) {
+    throw py::type_error(std::string(what) + " must be a str, bytes or os.PathLike, got " +
+                         py::str(py::type::of(value).attr("__name__")).cast<std::string>());
+  }
   const py::object os = py::module_::import("os");
   return os.attr("fsencode")(os.attr("fspath")(value)).cast<std::string>();
 }

@@ -45,8 +45,9 @@ auto texts_of(std::vector<std::string> C::*member) {
 }
 
 // A path given as str, bytes or os.PathLike, as the bytes the OS takes (os.fsencode): a str
-// holding os.fsdecode()'s surrogate escapes of a non-UTF-8 name is its bytes again.
-std::string fs_path(const pybind11::handle& value);
+// holding os.fsdecode()'s surrogate escapes of a non-UTF-8 name is its bytes again. Another
+// type is a TypeError naming `what` ("find_device's name_or_path").
+std::string fs_path(const pybind11::handle& value, std::string_view what = "a path");
 
 // A Device, the name or alias of one (find_device), or the path of a device file (str or
 // os.PathLike).

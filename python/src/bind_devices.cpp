@@ -213,21 +213,20 @@ void bind_devices(py::module_& m) {
            "limits the slice, not each thread; docs/devices.md). Otherwise unchanged.")
       .def("to_json", &device_to_json, "This device as a device file (JSON).")
       .def(py::self == py::self)
-      .def("__hash__", [](const Device& d) { return py::hash(py::str(d.name)); })
-      .def("__repr__", [](const Device& d) {
-        return "Device(name='" + d.name + "', cores=" + std::to_string(d.cores) +
-               ", core_speed=" + py::repr(py::float_(d.core_speed)).cast<std::string>() +
-               ", memory='" + format_size(d.memory_bytes) + "')";
-      });
+      .def("__hash__", [](const Device& d) { return py::hash(py::str(d.name)); });
 
   m.def("builtin_devices", &builtin_devices, "The built-in devices (the catalog).");
   m.def("catalog_devices", &catalog_devices, "The built-in catalog of real devices.");
   m.def("load_device_file",
         [](py::object path) {
-          return load_device_file(fs_path(path));
+          return load_device_file(fs_path(path, "load_device_file's path"));
         },
         py::arg("path"), "A device from a TOML or JSON device file (docs/devices.md).");
-  m.def("find_device", [](const py::object& name) { return find_device(fs_path(name)); },
+  m.def("find_device",
+        [](const py::object& name) {
+          return find_device(fs_path(name, "find_device's name_or_path (a device's name or a "
+                                           "device file's path)"));
+        },
         py::arg("name_or_path"),
         "A device by name or alias (the catalog, then your device files), or from a file path.");
   py::class_<UserDevices>(m, "UserDevices", "The user's device files: those that loaded, and "
@@ -250,11 +249,12 @@ void bind_devices(py::module_& m) {
         if (!(bytes >= 0 && bytes <= 0x1p64))
           throw py::value_error("format_size: a size must be a number of bytes from 0 to 2^64, "
                                 "got " + py::repr(py::float_(bytes)).cast<std::string>());
-        // 2^64 - 1 arrives as the double 2^64: the largest uint64 it stands for.
-        return format_size(bytes >= 0x1p64 ? std::numeric_limits<std::uint64_t>::max()
-                                           : static_cast<std::uint64_t>(std::nearbyint(bytes)));
+        return format_signed_size(bytes);
       },
       py::arg("bytes"));
+  m.def("format_signed_size", &format_signed_size, py::arg("bytes"),
+        "A signed number of bytes as format_size writes its magnitude, '-' before a negative "
+        "one (a phase's net peak); Error past 2^64.");
   m.def("cgroup_mode", [] { return to_string(cgroup_mode()); },
         "'unified' (cgroup v2), 'hybrid' or 'legacy' (cgroup v1 controllers).");
 

@@ -269,6 +269,8 @@ void bind_microbench(py::module_& m) {
         return "NnSpeed(core_speed=" + repr_float(s.core_speed) +
                ", models=" + std::to_string(s.ratios.size()) + ")";
       });
+  m.def("is_nn_precision", &is_nn_precision, py::arg("precision"),
+        "Whether edgeprof knows this precision: 'fp32', 'fp16' or 'int8'.");
   m.def("nn_speed", &nn_speed, py::arg("device_ms"), py::arg("host_ms"),
         py::arg("precision") = "fp32",
         "The nn speed from a device's published ms per model and this host's (dicts by model "

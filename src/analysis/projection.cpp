@@ -651,8 +651,7 @@ Prediction project(const Calibration& calibration, const Result& result, double 
     for (const std::string& f : calibration.projection.features()) {
       const std::string own = detail::figure_own_name(f);
       const bool all_cores = own.rfind("all_cores_", 0) == 0;
-      const bool bytes = own.size() > 6 && own.compare(own.size() - 6, 6, "_bytes") == 0;
-      const bool memory = bytes && (own.find("memory") != std::string::npos ||
+      const bool memory = is_size_figure(own) && (own.find("memory") != std::string::npos ||
                                     own.find("rss") != std::string::npos);
       if (!all_cores && !memory) {
         throw Error(fmt::format(

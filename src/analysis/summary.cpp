@@ -434,6 +434,11 @@ bool is_figure_name(std::string_view name) {
          listed(kPhaseFigureNames, rest.substr(dot + 1));
 }
 
+bool is_size_figure(std::string_view name) {
+  constexpr std::string_view kBytes = "_bytes";
+  return name.size() >= kBytes.size() && name.substr(name.size() - kBytes.size()) == kBytes;
+}
+
 void check_figure_name(std::string_view name, std::string_view what) {
   if (is_figure_name(name)) return;
   throw Error(fmt::format("{} '{}' is not a figure edgeprof measures: give one of {}, or "

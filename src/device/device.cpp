@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iterator>
+#include <limits>
 #include <fmt/format.h>
 
 #include "device/device_rules.hpp"
@@ -70,11 +71,38 @@ std::uint64_t parse_size(std::string_view text, std::string_view field) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
   if (s.empty()) bad_size(text, field, "it is empty");
+  // The last n characters in lower case.
+  const auto tail = [&s](std::size_t n) {
+    std::string t(s.substr(s.size() - std::min(n, s.size())));
+    for (char& c : t) c = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+    return t;
+  };
+  // A decimal unit in a case of its own ("512mb", "2Gb") may mean either: docker reads it as
+  // MiB, SI as MB (or megabits).
+  const std::string two = tail(2);
+  const std::string_view number = s.substr(0, s.size() - std::min<std::size_t>(2, s.size()));
+  const bool plain = !number.empty() && number.find_first_not_of("0123456789. ") == number.npos;
+  if (plain && (two == "kb" || two == "mb" || two == "gb" || two == "tb") &&
+      std::none_of(std::begin(kUnits), std::end(kUnits), [&s](const Unit& unit) {
+        return unit.suffix.size() == 2 && s.substr(s.size() - 2) == unit.suffix;
+      })) {
+    const char upper = static_cast<char>(two[0] - 'a' + 'A');
+    const char decimal = two[0] == 'k' ? 'k' : upper;
+    bad_size(text, field,
+             fmt::format("'{}' may mean {}iB or {}B: write {}{}iB (binary) or {}{}B (decimal)",
+                         detail::printable(s.substr(s.size() - 2)), upper, decimal,
+                         detail::printable(number), upper, detail::printable(number), decimal));
+  }
   double factor = 1.0;
   for (const Unit& unit : kUnits) {
-    if (s.size() > unit.suffix.size() && s.substr(s.size() - unit.suffix.size()) == unit.suffix) {
+    // The binary units written out mean one thing in any case: "512mib", "2GIB".
+    const bool binary = unit.suffix.size() == 3;
+    const std::size_t n = unit.suffix.size();
+    if (s.size() > n && (binary ? tail(3) == fmt::format("{}ib", static_cast<char>(
+                                                             unit.suffix[0] - 'A' + 'a'))
+                                : s.substr(s.size() - n) == unit.suffix)) {
       factor = unit.factor;
-      s.remove_suffix(unit.suffix.size());
+      s.remove_suffix(n);
       while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
       break;
     }
@@ -111,6 +139,19 @@ std::string format_size(std::uint64_t bytes) {
   if (unit == 0) return fmt::format("{} B", bytes);
   if (std::fabs(value - std::round(value)) < 0.005) return fmt::format("{:.0f} {}", value, kNames[unit]);
   return fmt::format("{:.2f} {}", value, kNames[unit]);
+}
+
+std::string format_signed_size(double bytes) {
+  const double m = std::fabs(bytes);
+  if (!(m <= 0x1p64)) {
+    throw Error(fmt::format("format_signed_size: {} is not a number of bytes whose magnitude is "
+                            "at most 2^64",
+                            bytes));
+  }
+  // 2^64 - 1 arrives as the double 2^64: the largest uint64 it stands for.
+  const std::uint64_t whole = m >= 0x1p64 ? std::numeric_limits<std::uint64_t>::max()
+                                          : static_cast<std::uint64_t>(std::nearbyint(m));
+  return (bytes < 0 && whole > 0 ? "-" : "") + format_size(whole);
 }
 
 void Device::validate() const {
@@ -249,7 +290,7 @@ void Device::validate() const {
                        detail::printable(id)));
     }
     const std::string field = "runtimes." + id;
-    if (times.precision != "fp32" && times.precision != "fp16" && times.precision != "int8") {
+    if (!is_nn_precision(times.precision)) {
       fail(fmt::format("{}.precision '{}' is not fp32, fp16 or int8", field,
                        detail::printable(times.precision)));
     }

@@ -364,7 +364,7 @@ Device read_device(const json& j, const std::string& origin, const DeviceLoadOpt
       if (times.precision.empty()) {
         times.precision = known.precision.empty() ? "fp32" : known.precision;
       }
-      if (times.precision != "fp32" && times.precision != "fp16" && times.precision != "int8") {
+      if (!is_nn_precision(times.precision)) {
         t.fail("precision", fmt::format("'{}' is not fp32, fp16 or int8", times.precision));
       }
       // A precision of a runtime (pytorch-int8) holds times in that precision only: its

@@ -44,6 +44,16 @@ std::pair<double, double> fit(const std::vector<const Row*>& rows) {
 }  // namespace
 
 double nn_memory_predict(const NnMemoryFit& f, double host_ms, double activation_mb) {
+  if (!(std::isfinite(host_ms) && host_ms > 0)) {
+    throw Error(fmt::format("nn_memory_predict: the host time is {} ms; give this host's "
+                            "one-thread time of the model, a positive number of ms",
+                            host_ms));
+  }
+  if (!(std::isfinite(activation_mb) && activation_mb >= 0)) {
+    throw Error(fmt::format("nn_memory_predict: the activations are {} MB; give the MB the model "
+                            "writes (NnRating.activation_mb), 0 or more",
+                            activation_mb));
+  }
   return f.per_host_ms * host_ms + f.ms_per_mb * activation_mb;
 }
 

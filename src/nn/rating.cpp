@@ -29,6 +29,7 @@
 #include "edgeprof/plan.hpp"
 #include "edgeprof/statistics.hpp"
 #include "sys/parse.hpp"
+#include "sys/text.hpp"
 #include "edgeprof/version.hpp"
 #include "sys/fs.hpp"
 #include "suite/microbench_detail.hpp"
@@ -358,8 +359,18 @@ const std::vector<NnRuntime>& nn_runtimes() {
 
 const NnRuntime& nn_runtime(std::string_view id) { return runtime_entry(id).info; }
 
+bool is_nn_precision(std::string_view precision) {
+  return precision == "fp32" || precision == "fp16" || precision == "int8";
+}
+
 NnSpeed nn_speed(const std::map<std::string, double>& device_ms,
                  const std::map<std::string, double>& host_ms, std::string precision) {
+  if (precision.empty()) precision = "fp32";  // a device's unsaid precision (Device::nn_precision)
+  if (!is_nn_precision(precision)) {
+    throw Error(fmt::format("nn_speed: precision '{}' is not fp32, fp16 or int8: give the "
+                            "precision the device's times were measured in",
+                            detail::printable(precision)));
+  }
   NnSpeed out;
   out.precision = std::move(precision);
   for (const auto& [name, ms] : device_ms) {

@@ -940,11 +940,6 @@ std::string percent_or(const std::optional<double>& v) {
   return v ? fmt::format("{:.0f}%", *v * 100) : std::string("n/a");
 }
 
-// |v| without overflow (llabs of INT64_MIN is undefined: a report may hold it).
-std::uint64_t magnitude(std::int64_t v) {
-  return v < 0 ? std::uint64_t{0} - static_cast<std::uint64_t>(v) : static_cast<std::uint64_t>(v);
-}
-
 }  // namespace
 
 std::string to_text(const Result& r) {
@@ -1112,9 +1107,9 @@ std::string to_text(const Result& r) {
                     ph.wall_time_s(), ph.ended_by_exit ? " (to exit)" : "",
                     seconds_or(ph.cpu_s), size_or(ph.memory_start_bytes),
                     size_or(ph.memory_peak_bytes),
-                    ph.memory_net_peak_bytes && *ph.memory_net_peak_bytes < 0 ? "-" : "+",
+                    ph.memory_net_peak_bytes && *ph.memory_net_peak_bytes < 0 ? "" : "+",
                     ph.memory_net_peak_bytes
-                        ? format_size(magnitude(*ph.memory_net_peak_bytes))
+                        ? format_signed_size(static_cast<double>(*ph.memory_net_peak_bytes))
                         : "n/a"),
         "wall measured, rest sampled");
     if (const auto projected = r.projected_s(ph.wall_time_s())) {

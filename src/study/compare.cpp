@@ -205,13 +205,10 @@ std::string to_text(const Comparison& c) {
     const std::string rank_text = fmt::format("{}{}", r.rank, r.tied ? "=" : "");
     // A size where the metric is one and the value fits (a phase's net peak may be negative).
     const std::string_view metric = c.options.memory_metric;
-    const bool size = metric.size() >= 6 && metric.substr(metric.size() - 6) == "_bytes" &&
-                      std::isfinite(r.memory) && std::fabs(r.memory) < 0x1p63;
-    const std::string memory =
-        std::isnan(r.memory) ? "n/a"
-        : size ? (r.memory < 0 ? "-" : "") +
-                     format_size(static_cast<std::uint64_t>(std::fabs(r.memory)))
-               : fmt::format("{:.6g}", r.memory);
+    const bool size = is_size_figure(metric) && std::fabs(r.memory) <= 0x1p64;
+    const std::string memory = std::isnan(r.memory) ? "n/a"
+                               : size               ? format_signed_size(r.memory)
+                                                    : fmt::format("{:.6g}", r.memory);
     std::string proj;
     if (projected) {
       proj = r.projected ? fmt::format(" {:>12.4g} [{:.3g}, {:.3g}]", r.projected->estimate,

@@ -505,6 +505,11 @@ TEST_CASE("is_figure_name takes every name figures() gives, and nothing else",
     CHECK_FALSE(is_figure_name(bad));
   }
   CHECK(is_figure_name("phase.a.b.wall_time_s"));
+  // A size is a figure of bytes: shown as one by compare and the reports.
+  CHECK(is_size_figure("peak_memory_bytes"));
+  CHECK(is_size_figure("phase.load.memory_net_peak_bytes"));
+  CHECK_FALSE(is_size_figure("wall_time_s"));
+  CHECK_FALSE(is_size_figure("bytes"));
   CHECK_THROWS_WITH(check_figure_name("nope", "compare's metric"),
                     Catch::Contains("compare's metric 'nope' is not a figure") &&
                         Catch::Contains("all_cores_wall_time_s") &&

@@ -20,6 +20,25 @@ TEST_CASE("parse_size understands binary, decimal and docker-style units", "[dev
   CHECK(parse_size("1kB") == 1000u);
   CHECK(parse_size(" 4 GiB ") == 4ull << 30);
   CHECK(parse_size("0") == 0u);
+  // The binary units in any case: "512mib" was refused where "512m" was taken.
+  CHECK(parse_size("512mib") == 512ull << 20);
+  CHECK(parse_size("2GIB") == 2ull << 30);
+  CHECK(parse_size("1 kib") == 1024u);
+}
+
+TEST_CASE("parse_size refuses a decimal unit in a case of its own, saying both readings",
+          "[device]") {
+  // docker reads "512mb" as MiB, SI as MB: it was "unknown number or unit".
+  CHECK_THROWS_WITH(parse_size("512mb", "--memory"),
+                    Catch::Contains("--memory") && Catch::Contains("'mb' may mean MiB or MB") &&
+                        Catch::Contains("write 512MiB (binary) or 512MB (decimal)"));
+  CHECK_THROWS_WITH(parse_size("1Kb"), Catch::Contains("'Kb' may mean KiB or kB") &&
+                                           Catch::Contains("write 1KiB (binary) or 1kB (decimal)"));
+  // No rewrite offered for what would still be no size.
+  CHECK_THROWS_WITH(parse_size("-5mb"), !Catch::Contains("write -5MiB"));
+  CHECK_THROWS_AS(parse_size("2gb"), DeviceError);
+  CHECK(parse_size("2GB") == 2000000000u);
+  CHECK(parse_size("2KB") == 2000u);
 }
 
 TEST_CASE("parse_size rejects what is not a size, naming field and value", "[device]") {
@@ -38,6 +57,16 @@ TEST_CASE("parse_size rejects what is not a size, naming field and value", "[dev
       CHECK(what.find(std::string("'") + bad + "'") != std::string::npos);
     }
   }
+}
+
+TEST_CASE("format_signed_size writes a sign before a negative size, to 2^64", "[device]") {
+  CHECK(format_signed_size(-1.5 * 1024 * 1024 * 1024) == "-1.50 GiB");
+  CHECK(format_signed_size(512.0 * 1024 * 1024) == "512 MiB");
+  CHECK(format_signed_size(-0.2) == "0 B");  // rounds to no bytes: no sign
+  CHECK(format_signed_size(-0x1p63) == format_signed_size(0x1p63).insert(0, "-"));
+  CHECK(format_signed_size(0x1p64) == format_size(~std::uint64_t{0}));
+  CHECK_THROWS_AS(format_signed_size(std::nan("")), Error);
+  CHECK_THROWS_AS(format_signed_size(-0x1p65), Error);
 }
 
 TEST_CASE("format_size is readable", "[device]") {

@@ -96,6 +96,12 @@ TEST_CASE("nn speed: geometric mean of host / device time, and its leave-one-out
   CHECK_THROWS_WITH(nn_speed({{"a", 10}}, {{"b", 5}}), Contains("no model has both"));
   CHECK_THROWS_WITH(nn_speed({{"a", -1}}, {{"a", 5}}), Contains("device's time of a is -1"));
   CHECK_THROWS_WITH(nn_speed({{"a", 1}}, {{"a", NAN}}), Contains("this host's time of a"));
+  // A precision no table is in (was kept as given: "int3").
+  CHECK_THROWS_WITH(nn_speed({{"a", 10}}, {{"a", 5}}, "int3"),
+                    Contains("precision 'int3' is not fp32, fp16 or int8"));
+  CHECK(nn_speed({{"a", 10}}, {{"a", 5}}, "").precision == "fp32");  // a device's unsaid one
+  CHECK(is_nn_precision("int8"));
+  CHECK_FALSE(is_nn_precision("FP32"));
 }
 
 TEST_CASE("the interval of a device's time: Student's t of the held-out log errors",
@@ -1343,6 +1349,15 @@ TEST_CASE("a memory term: a device time as a multiple of the host's plus a cost 
   CHECK(f.loo_median_error == Approx(0).margin(1e-9));
   CHECK(f.loo_worst_error == Approx(0).margin(1e-9));
   CHECK(nn_memory_predict(f, 100, 10) == Approx(230));
+  CHECK(nn_memory_predict(f, 100, 0) == Approx(200));
+  // A negative or NaN input gave a negative or NaN time.
+  for (const auto& [one_host_ms, one_mb] :
+       {std::pair{-1.0, 10.0}, {0.0, 10.0}, {std::nan(""), 10.0}, {100.0, -1.0},
+        {100.0, std::nan("")}, {100.0, HUGE_VAL}}) {
+    CAPTURE(one_host_ms, one_mb);
+    CHECK_THROWS_WITH(nn_memory_predict(f, one_host_ms, one_mb),
+                      Catch::Contains("nn_memory_predict: the"));
+  }
 
   // Times that one speed explains, activations that would pull the cost per MB below 0: the
   // term stays at 0 and the multiple is one speed's (least squares on relative errors).

@@ -9,6 +9,7 @@ import warnings
 import pytest
 
 import edgeprof
+from conftest import requires_cgroups
 from edgeprof import _core
 
 SUBMODULES = ["analysis", "devices", "emulation", "nn", "profiling", "results", "speed"]
@@ -121,6 +122,19 @@ def test_a_call_pybind11_cannot_match_names_the_argument_not_the_whole_signature
         "Slice(): cpus=[0, 'a'] (list) is not a list whose items are each an int")
     assert message(lambda: edgeprof.emulation.plan_emulation(pi, keep_warm="yes")) == (
         "plan_emulation(): keep_warm='yes' (str) is not True or False")
+    # Methods and static methods too (were pybind11's dump of the signature and the call).
+    assert message(lambda: pi.for_threads(2**40)) == (
+        "Device.for_threads(): threads=1099511627776 is perhaps out of range (where a C++ int "
+        "is taken: -2147483648 to 2147483647)")
+    assert message(lambda: pi.for_runtime(None)) == (
+        "Device.for_runtime(): runtime=None (NoneType) is not a str")
+    assert message(lambda: edgeprof.Result.from_json(text=1)) == (
+        "Result.from_json(): text=1 (int) is not a str")
+    # A path or name of the wrong type names the argument (was os.fspath's "expected str,
+    # bytes or os.PathLike object, not NoneType").
+    with pytest.raises(TypeError, match="^find_device's name_or_path .* must be a str, bytes or "
+                                        "os.PathLike, got NoneType$"):
+        edgeprof.find_device(None)
     # Only what pybind11 surely cannot convert is named: a numpy array is a sequence, bytes a
     # str; where the culprit cannot be told (a list of SpeedModel), pybind11's message stands.
     import numpy as np
@@ -153,3 +167,56 @@ def test_a_call_pybind11_cannot_match_names_the_argument_not_the_whole_signature
     with pytest.raises(TypeError, match="device: expected a Device"):
         edgeprof.emulation.plan_emulation(5)
     assert edgeprof.Device(name="b", cores=1, core_speed=0.5, memory="1GiB").cores == 1
+
+
+# compare(): what it checks before the first run, and its plot. These run workloads.
+
+
+def _stand_in_ncnn_python(tmp_path) -> str:
+    """A 'Python with ncnn' that reports 10 ms for every reference graph: this host's nn rating
+    (as tests/python/test_nn.py makes it), so that a catalog device has an nn speed."""
+    lines = ["#!/bin/sh", "echo 'runtime ncnn 1.0.test (stand-in)'"]
+    lines += [f"echo '{g.name} 10.0 10.0 10.0'" for g in edgeprof.nn.reference_graphs()]
+    fake = tmp_path / "python"
+    fake.write_text("\n".join(lines) + "\n")
+    fake.chmod(0o755)
+    return str(fake)
+
+
+@requires_cgroups
+def test_compare_at_the_nn_speed_refuses_a_device_without_one_before_any_run(tmp_path,
+                                                                            monkeypatch):
+    """The first device ran all its workloads before the second was found to have no nn speed
+    (its runs' time lost); now every device is checked first."""
+    monkeypatch.setenv("EDGEPROF_CACHE_DIR", str(tmp_path))
+    edgeprof.nn.measure_nn_rating(python=_stand_in_ncnn_python(tmp_path))
+    rated = edgeprof.find_device("raspberry-pi-zero-2w").for_threads(1)
+    plain = edgeprof.Device(name="plain-board", cores=1, core_speed=0.5, memory="256MiB")
+    assert rated.nn is not None and plain.nn is None
+    marker = tmp_path / "ran"
+    workloads = {"touch": ["touch", str(marker)]}
+    with pytest.raises(edgeprof.DeviceError, match="plain-board has no nn speed"):
+        edgeprof.compare(workloads, [rated, plain], repeat=1, progress=False, speed_kind="nn")
+    assert not marker.exists()  # the rated board, first in the list, never ran
+    # The same workload on the rated board alone runs (the marker can be written), at nn speed.
+    c = edgeprof.compare(workloads, [rated], repeat=1, progress=False, speed_kind="nn")
+    assert marker.exists() and c.rows[0].result.ok
+    assert c.rows[0].result.runs[0].device.speed_kind == "nn"
+
+
+@requires_cgroups
+def test_the_comparison_plot_draws_dollar_signs_as_written(tmp_path):
+    """'$' began matplotlib's mathematics: "$HOME" lost its sign and went italic, "$\\frac$"
+    made drawing raise."""
+    plt = pytest.importorskip("matplotlib.pyplot")
+    board = edgeprof.Device(name="$board", cores=1, core_speed=1.0, memory="256MiB")
+    c = edgeprof.compare({"$HOME": ["true"], "$\\frac$": ["true"]}, board, repeat=1,
+                         progress=False)
+    fig = c.plot()
+    try:
+        fig.savefig(tmp_path / "c.png")  # drawn: "$\frac$" raised here
+        ax = fig.axes[0]
+        assert sorted(t.get_text() for t in ax.texts) == [r"\$HOME", r"\$\frac\$"]
+        assert [t.get_text() for t in ax.get_legend().get_texts()] == [r"\$board"]
+    finally:
+        plt.close(fig)

@@ -367,7 +367,7 @@ def test_compare_ranks_commands_and_projects(tmp_path):
         (["compare", "-w", "nocommand"], "NAME=COMMAND"),
         (["compare"], "no workloads"),
         (["compare", "-w", 'a=python3 -c "unterminated'], "close its quotes"),
-        (["fit", "/no/such.csv", "--x", "a", "--y", "b", "--device", "d"], "/no/such.csv"),
+        (["fit", "/no/such.csv", "--x", "a", "--y", "b", "--device", "lg-g6"], "/no/such.csv"),
         # A misspelled figure is refused before any run (it ranked every workload last, n/a).
         (["compare", "-w", "a=true", "--repeat", "1", "--metric", "nope"],
          "compare's metric 'nope' is not a figure"),
@@ -395,11 +395,11 @@ def test_compare_and_fit_errors(args, fragment):
         ("r.json", b'{"schema": "edgeprof.result", "wall', ["show"], "not a complete JSON report"),
         ("r.json", b'{"schema": "edgeprof.repeated", "ru', ["project", "--calibrations", "c.json"],
          "not a complete JSON report"),
-        ("d.csv", b"a,b\n1,2\n3\n", ["fit", "--x", "a", "--y", "b", "--device", "d"],
+        ("d.csv", b"a,b\n1,2\n3\n", ["fit", "--x", "a", "--y", "b", "--device", "lg-g6"],
          "line 3: 1 values where the header names 2 columns"),
-        ("d.csv", b"a,b\n1,2,3\n", ["fit", "--x", "a", "--y", "b", "--device", "d"],
+        ("d.csv", b"a,b\n1,2,3\n", ["fit", "--x", "a", "--y", "b", "--device", "lg-g6"],
          "line 2: 3 values"),
-        ("d.csv", b"a,b\n1,\xff\n", ["fit", "--x", "a", "--y", "b", "--device", "d"],
+        ("d.csv", b"a,b\n1,\xff\n", ["fit", "--x", "a", "--y", "b", "--device", "lg-g6"],
          "is not UTF-8 text (byte 0xff"),
     ],
     ids=["binary", "truncated", "truncated-repeated", "short-row", "long-row", "binary-csv"],
@@ -419,7 +419,12 @@ def test_a_bad_file_exits_2_naming_it(tmp_path, name, content, args, fragment):
     (["run", "--threads", "99999999999999999999", "--", "true"], "invalid number"),
     (["compare", "-w", "a=true", "--warmup=-5"], "invalid number"),
     # Not a finite positive time: a ValueError from the bindings.
-    (["run", "--iteration-time", "nan", "--", "true"], "invalid interval 'nan'"),
+    (["run", "--iteration-time", "nan", "--", "true"], "invalid iteration time 'nan'"),
+    # 0 and off read as the option left out (the period then --cpu-period-us's), silently.
+    (["run", "--iteration-time", "0", "--", "true"], "invalid iteration time '0'"),
+    (["compare", "-w", "a=true", "--iteration-time", "off"], "invalid iteration time 'off'"),
+    (["run", "--iteration-time=-5ms", "--", "true"], "invalid iteration time '-5ms'"),
+    (["run", "--timeout", "nan", "--", "true"], "invalid timeout 'nan'"),
     (["run", "--interval", "inf", "--", "true"], "invalid interval 'inf'"),
     (["run", "--interval=-1s", "--", "true"], "invalid interval"),
     (["run", "--interval", "nan", "--", "true"], "invalid interval"),
@@ -527,7 +532,8 @@ def test_a_wrong_device_type_is_a_type_error_naming_it():
 
 @pytest.mark.parametrize("kind", ["fifo", "directory", "device"])
 @pytest.mark.parametrize("before, after", [(["show"], []),
-                                           (["fit"], ["--x", "a", "--y", "b", "--device", "d"]),
+                                           (["fit"], ["--x", "a", "--y", "b", "--device",
+                                                      "lg-g6"]),
                                            (["devices", "show"], [])],
                          ids=["show", "fit", "devices-show"])
 def test_a_file_that_is_not_a_regular_file_is_refused_at_once(tmp_path, kind, before, after):
@@ -541,8 +547,32 @@ def test_a_file_that_is_not_a_regular_file_is_refused_at_once(tmp_path, kind, be
     else:
         path = "/dev/zero"
     p = edgeprof(*before, str(path), *after)
-    assert p.returncode != 0 and "not a regular file" in p.stderr, p.stderr
+    # A directory is called one (test_a_directory_given_as_an_input_file_is_called_one); a
+    # device file's reader, in the library, says "not a regular file (a directory, ...)".
+    said = ("is a directory" if kind == "directory" and before != ["devices", "show"]
+            else "not a regular file")
+    assert p.returncode != 0 and said in p.stderr, p.stderr
     assert str(path) in p.stderr and "Traceback" not in p.stderr
+
+
+def test_a_directory_given_as_an_input_file_is_called_one(tmp_path):
+    # "not a regular file (a directory, FIFO or device); give the file edgeprof wrote", of a
+    # workload list the user wrote.
+    for args, fragment in [
+        (["compare", "--file", str(tmp_path)], f"--file {tmp_path} is a directory: give a file "
+         "of workloads"),
+        (["calibrate-speed", "--file", str(tmp_path), "-m", "a=1"],
+         f"--file {tmp_path} is a directory"),
+        (["compare", "-w", "a=true", "--calibrations", str(tmp_path)],
+         f"--calibrations {tmp_path} is a directory: give the calibration file"),
+        (["project", str(tmp_path), "--calibrations", "c.json"],
+         f"{tmp_path} is a directory: give a JSON report's file"),
+        (["fit", str(tmp_path), "--x", "a", "--y", "b", "--device", "lg-g6"],
+         f"{tmp_path} is a directory: give the CSV file"),
+    ]:
+        p = edgeprof(*args)
+        assert p.returncode == 2 and fragment in p.stderr, (args, p.stderr)
+        assert "edgeprof wrote" not in p.stderr or "fit -o" in p.stderr
 
 
 @requires_cgroups
@@ -849,17 +879,17 @@ def test_calibrate_speed_refuses_before_any_run(args, fragment):
 
 def test_fit_refuses_a_header_naming_a_column_twice_and_writes_only_files(tmp_path):
     data = tmp_path / "d.csv"
-    data.write_text("x,y,x\n1,2,10\n2,4,30\n3,6,20\n4,8,50\n")
-    p = edgeprof("fit", str(data), "--x", "x", "--y", "y", "--device", "d")
-    assert p.returncode == 2 and "names 'x' more than once" in p.stderr, p.stderr
-    data.write_text("x,y,,\n1,2,,\n2,4,,\n3,6,,\n")  # columns it does not use may repeat
-    assert edgeprof("fit", str(data), "--x", "x", "--y", "y", "--device", "d").returncode == 0
-    data.write_text("\ufeffx,y\n1,2\n2,4\n3,6\n", encoding="utf-8")  # Excel's "CSV UTF-8"
-    p = edgeprof("fit", str(data), "--x", "x", "--y", "y", "--device", "d", "--json")
+    data.write_text("wall_time_s,y,wall_time_s\n1,2,10\n2,4,30\n3,6,20\n4,8,50\n")
+    p = edgeprof("fit", str(data), "--x", "wall_time_s", "--y", "y", "--device", "lg-g6")
+    assert p.returncode == 2 and "names 'wall_time_s' more than once" in p.stderr, p.stderr
+    data.write_text("wall_time_s,y,,\n1,2,,\n2,4,,\n3,6,,\n")  # columns it does not use may repeat
+    assert edgeprof("fit", str(data), "--x", "wall_time_s", "--y", "y", "--device", "lg-g6").returncode == 0
+    data.write_text("\ufeffwall_time_s,y\n1,2\n2,4\n3,6\n", encoding="utf-8")  # Excel's "CSV UTF-8"
+    p = edgeprof("fit", str(data), "--x", "wall_time_s", "--y", "y", "--device", "lg-g6", "--json")
     assert p.returncode == 0, p.stderr  # was: "has no column x; its columns: \ufeffx, y"
-    p = edgeprof("fit", str(data), "--x", "x", "--y", "y", "--device", "d", "-o", "-")
+    p = edgeprof("fit", str(data), "--x", "wall_time_s", "--y", "y", "--device", "lg-g6", "-o", "-")
     assert p.returncode == 2 and "--json prints" in p.stderr and not (Path.cwd() / "-").exists()
-    p = edgeprof("fit", str(data), "--x", "x", "--y", "y", "--device", "d",
+    p = edgeprof("fit", str(data), "--x", "wall_time_s", "--y", "y", "--device", "lg-g6",
                  "-o", str(tmp_path / "no" / "cal.json"))
     assert p.returncode == 2 and "does not exist" in p.stderr, p.stderr  # before the fit
     assert "Traceback" not in p.stderr
@@ -906,6 +936,13 @@ def test_outputs_are_checked_before_any_run(tmp_path):
          "does not exist"),
         (["calibrate-speed", "--device", "raspberry-pi-4b-1gb", "-w", "a=true", "-m", "a=1",
           "--save", "-", "--json", "-"], "both write to stdout"),
+        # Inputs given by an option were not checked: the output replaced them.
+        (["compare", "-w", "a=true", "--calibrations", str(report), "--json", str(report)],
+         f"--json {report} is the same file as --calibrations {report}"),
+        (["compare", "--file", str(report), "--json", str(report)],
+         f"--json {report} is the same file as --file {report}"),
+        (["calibrate-speed", "--device", "raspberry-pi-4b-1gb", "--file", str(report),
+          "-m", "a=1", "--save", str(report)], f"--save {report} is the same file as --file"),
     ]:
         p = edgeprof(*args)
         assert p.returncode == 2 and fragment in p.stderr, (args, p.stderr)
@@ -921,12 +958,15 @@ def test_options_that_would_be_ignored_are_refused(tmp_path):
         # --swap without a custom device: the named device ran without it, silently.
         (["run", "--swap", "1GiB", "--", "true"], "--swap is part of a custom device"),
         (["calibrate-host", "--python", "/nonexistent/python"], "--python names the interpreter"),
-        (["fit", "-", "--x", "a", "--y", "b", "--device", "d", "--model", "linear",
+        (["fit", "-", "--x", "cpu_time_s", "--y", "b", "--device", "lg-g6", "--model", "linear",
           "--ridge", "5"], "applies to model 'multi' only"),
+        # A feature project() could never read from a run.
+        (["fit", "-", "--x", "cpu_seconds", "--y", "b", "--device", "lg-g6"],
+         "--x 'cpu_seconds' is not a figure edgeprof measures"),
     ]:
         if args[0] == "fit":
             data = tmp_path / "d.csv"
-            data.write_text("a,b\n1,2\n2,4\n3,6.5\n4,8\n")
+            data.write_text("cpu_time_s,cpu_seconds,b\n1,1,2\n2,2,4\n3,3,6.5\n4,4,8\n")
             args[1] = str(data)
         p = edgeprof(*args)
         assert p.returncode == 2 and fragment in p.stderr, (args, p.stderr)
@@ -957,3 +997,78 @@ def test_a_report_that_cannot_be_read_is_named(tmp_path):
     assert p.returncode == 2 and f"{empty}: " in p.stderr, p.stderr
     p = edgeprof("project", str(report), "--calibrations", str(calibrations))
     assert p.returncode == 2 and f"{calibrations}: " in p.stderr, p.stderr
+
+
+def test_compare_target_needs_calibrations_that_have_it(tmp_path):
+    """--target without --calibrations was dropped, and a target no calibration has gave n/a
+    in every row: both after every run."""
+    data = tmp_path / "cal.csv"
+    data.write_text("wall_time_s,device_wall_time_s\n0.01,0.021\n0.02,0.039\n0.04,0.081\n")
+    cal = tmp_path / "cal.json"
+    fit = edgeprof("fit", str(data), "--x", "wall_time_s", "--y", "device_wall_time_s",
+                   "--device", "raspberry-pi-4b-1gb", "--model", "linear", "-o", str(cal))
+    assert fit.returncode == 0, fit.stderr
+    empty = tmp_path / "empty.json"
+    empty.write_text(edgeprof_api.analysis.calibrations_to_json([]))
+    for args, fragment in [
+        (["--target", "device_wall_time_s"],
+         "--target device_wall_time_s is the calibrated figure to project: add --calibrations"),
+        (["--calibrations", str(cal), "--target", "devce_wall_time_s"],
+         f"--calibrations {cal} has no calibration of --target devce_wall_time_s; its targets: "
+         "device_wall_time_s: give one of them with --target"),
+        (["--calibrations", str(empty)], "of the default --target, device_wall_time_s; its "
+         "targets: none"),
+    ]:
+        p = edgeprof("compare", "-w", "a=true", "--repeat", "1", *args)
+        assert p.returncode == 2 and fragment in p.stderr, (args, p.stderr)
+        assert "Traceback" not in p.stderr and "1/1" not in p.stderr  # no run began
+
+
+def test_fit_refuses_what_no_calibration_could_use_and_names_a_bad_cells_line(tmp_path):
+    data = tmp_path / "d.csv"
+    data.write_text("wall_time_s,device_wall_time_s\n0.01,0.021\n0.02,0.039\n0.04,0.081\n")
+    fit = ("fit", str(data), "--x", "wall_time_s")
+    for args, fragment in [
+        # Fitted as y = 1 * y + 0.
+        (["--y", "wall_time_s", "--device", "lg-g6"], "--y wall_time_s is also an --x"),
+        (["--x", "wall_time_s", "--y", "device_wall_time_s", "--device", "lg-g6"],
+         "--x wall_time_s given more than once"),
+    ]:
+        p = edgeprof(*fit, *args)
+        assert p.returncode == 2 and fragment in p.stderr, (args, p.stderr)
+    # The fit's own message counted points from 0 ("device figure 1 is nan"), and a blank cell
+    # was "could not convert string to float: ''": lines of the file, its header line 1, a
+    # blank line counted.
+    for rows, fragment in [
+        ("0.01,0.021\n0.02,nan\n0.04,0.081\n",
+         "line 3, column device_wall_time_s: nan is not a finite number"),
+        ("0.01,0.021\n\n0.02,\n0.04,0.081\n", "line 4, column device_wall_time_s is empty"),
+        ("0.01,0.021\n0.02,abc\n0.04,0.081\n", "line 3, column device_wall_time_s: 'abc' is not"),
+        ("inf,0.021\n0.02,0.039\n0.04,0.081\n", "line 2, column wall_time_s: inf is not"),
+        ("0.01,0.021\n0.02,0\n0.04,0.081\n", "line 3, column device_wall_time_s is 0: a device "
+         "figure (--y), a time or a size, is positive"),
+        ("0.01,0.021\n-0.02,0.039\n0.04,0.081\n", "line 3, column wall_time_s is -0.02"),
+    ]:
+        data.write_text("wall_time_s,device_wall_time_s\n" + rows)
+        p = edgeprof(*fit, "--y", "device_wall_time_s", "--device", "lg-g6")
+        assert p.returncode == 2 and f"{data}, {fragment}" in p.stderr, (rows, p.stderr)
+        assert "Traceback" not in p.stderr
+
+
+def test_demo_checks_its_timeout_before_it_prints_anything():
+    # Its header and first workload's line came before the run that refused the timeout.
+    p = edgeprof("demo", "--timeout=-5")
+    assert p.returncode == 2 and "argument --timeout: invalid timeout '-5'" in p.stderr, p.stderr
+    assert "example workloads" not in p.stderr and "[1/" not in p.stderr
+
+
+def test_more_threads_than_the_devices_cores_are_said_to_share_them(capsys):
+    # --threads 9 on a 4-core device changed nothing, without a word.
+    from edgeprof import cli
+    pi = edgeprof_api.find_device("raspberry-pi-4b-1gb")
+    assert cli._for_threads(pi, 9) == pi
+    err = capsys.readouterr().err
+    assert "--threads 9 is more than raspberry-pi-4b-1gb's 4 cores" in err
+    assert "the 9 threads share its 4 cores" in err
+    assert cli._for_threads(pi, 2).cores == 2 and cli._for_threads(pi, 4) == pi
+    assert capsys.readouterr().err == ""

@@ -13,6 +13,26 @@ def test_device_from_keywords():
     assert "my-board" in repr(d)
 
 
+def test_a_devices_repr_tells_devices_that_emulate_differently_apart():
+    """It showed name, cores, speed and a rounded memory only, as code it was not."""
+    plain = edgeprof.Device(name="b'x", cores=2, core_speed=0.5, memory="512MiB")
+    slower_io = edgeprof.Device(name="b'x", cores=2, core_speed=0.5, memory="512MiB",
+                                swap="1GiB", io_read_bps=1000, pids_max=64)
+    assert repr(plain) == ('<edgeprof.Device "b\'x": 2 cores, core_speed 0.5, memory 536870912 '
+                           'B>')
+    assert repr(slower_io) == ('<edgeprof.Device "b\'x": 2 cores, core_speed 0.5, memory '
+                               "536870912 B, swap 1073741824 B, io_read 1000 B/s, pids_max 64>")
+    pi = edgeprof.find_device("raspberry-pi-4b-4gb")
+    assert "power 1.6-5.0 W" in repr(pi) and repr(pi) != repr(pi.for_threads(1))
+
+
+def test_sizes_are_read_in_any_case_where_they_mean_one_thing():
+    assert edgeprof.devices.parse_size("512mib") == 512 << 20
+    with pytest.raises(edgeprof.DeviceError, match="'mb' may mean MiB or MB"):
+        edgeprof.devices.parse_size("512mb")
+    assert edgeprof.devices.format_signed_size(-1536 * 2**20) == "-1.50 GiB"
+
+
 @pytest.mark.parametrize(
     "kwargs, fragment",
     [

@@ -158,3 +158,36 @@ def test_plot_shows_names_as_written_and_refuses_one_axes(tmp_path):
     with pytest.raises(edgeprof.Error, match="two axes"):
         r.plot(ax=one)
     plt.close("all")
+
+
+def _with_phases(count: int) -> edgeprof.Result:
+    """The captured run with `count` consecutive phases p0, p1, ... over its own time span
+    (marks made in a loop)."""
+    doc = json.loads(captured_report_text())
+    template = doc["phases"][0]
+    start, end = template["start_s"], doc["phases"][-1]["end_s"]
+    step = (end - start) / count
+    doc["phases"] = [dict(template, name=f"p{i}", start_s=start + i * step,
+                          end_s=start + (i + 1) * step, wall_time_s=step,
+                          all_cores_wall_time_s=step) for i in range(count)]
+    return edgeprof.Result.from_json(json.dumps(doc))
+
+
+@pytest.mark.parametrize("count, labelled, said", [
+    (20, 20, ""),  # all fit: nothing to say
+    (25, 20, " (25 phases, the first 20 labelled)"),
+])
+def test_plot_labels_at_most_20_phases_and_says_how_many_there_are(count, labelled, said):
+    """Marks made in a loop labelled every phase above the plot, burying it; the others are
+    shaded only, and the title gives the count."""
+    plt = pytest.importorskip("matplotlib.pyplot")
+    r = _with_phases(count)
+    fig = r.plot()
+    try:
+        names = {p.name for p in r.phases}
+        labels = [t.get_text() for t in fig.axes[0].texts if t.get_text() in names]
+        assert labels == [f"p{i}" for i in range(labelled)]  # the first ones, in order
+        assert fig._suptitle.get_text() == f"python3 fall.py on custom{said}"
+        assert len(fig.axes[0].patches) == count  # every phase still shaded
+    finally:
+        plt.close(fig)
