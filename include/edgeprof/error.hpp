@@ -51,7 +51,8 @@ class CgroupError : public Error {
 };
 
 /// The workload could not be started: no such file, not executable, bad working directory...
-/// `path()` is the file that failed.
+/// `path()` is the file that failed. Also: its exit status could not be collected (SIGCHLD
+/// ignored, or the workload reaped by another wait in this process).
 class SpawnError : public Error {
  public:
   /// An error about `path` (empty when no file is to blame), caused by errno `sys_errno`.

@@ -62,7 +62,7 @@ bool is_cumulative(Metric m);
 /// geometrically when a run outlasts the reservation.
 struct TimeSeries {
   /// When each sample was actually taken: monotonic nanoseconds since the workload was released
-  /// to exec (the first sample, taken just before, is slightly negative).
+  /// to exec (the first sample, taken just before, is slightly negative); never decreasing.
   std::vector<std::int64_t> t_ns;
   /// One column per metric, indexed by Metric, each as long as t_ns.
   std::array<std::vector<std::uint64_t>, kMetricCount> values;
@@ -72,8 +72,8 @@ struct TimeSeries {
   /// Metrics some source provided for this run; the others' columns hold zeros and mean
   /// nothing.
   std::bitset<kMetricCount> available;
-  /// Metrics recorded in every row. A source that failed mid-run keeps its rows (the last good
-  /// value repeated) and is marked incomplete here, never a silent zero.
+  /// Metrics recorded in every row; only available ones. A source that failed mid-run keeps
+  /// its rows (the last good value repeated) and is marked incomplete here, never a silent zero.
   std::bitset<kMetricCount> complete;
   /// How often each metric was read, in scheduled samples: 1 = at every one (CPU time and
   /// throttling, memory usage); n = at every n-th, about every 100 ms, its last value repeated
@@ -98,7 +98,8 @@ struct TimeSeries {
 
   /// CPU used between consecutive samples, in host cores (size() - 1 values, the first for the
   /// gap between rows 0 and 1; empty when CPU usage is not available). Throws Error when an
-  /// available metric's column (or `scheduled`, unless empty) is not as long as t_ns.
+  /// available metric's column (or `scheduled`, unless empty) is not as long as t_ns, when
+  /// `complete` names a metric `available` does not, or when t_ns goes back in time.
   std::vector<double> cpu_cores() const;
 };
 

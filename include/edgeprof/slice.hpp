@@ -55,7 +55,8 @@ struct Stdio {
   /// /dev/null.
   static Stdio discard() { return {Kind::discard, {}, false, -1}; }
   /// A file: read for stdin; for stdout and stderr created when missing (mode 0644) and
-  /// truncated, or appended to with `append`.
+  /// truncated, or appended to with `append`. A path holding a NUL byte is refused (SpawnError)
+  /// when the command is spawned, before any file is opened.
   static Stdio file(std::string path, bool append = false) {
     return {Kind::file, std::move(path), append, -1};
   }
@@ -127,7 +128,11 @@ class Child {
   /// passes and reports timed_out. Waiting twice returns the same result. The timeout counts
   /// from the workload's release to exec (infinite or a century or more: none); zero, a
   /// negative one or NaN throws Error and leaves the workload running. `check` is called while
-  /// waiting (InterruptCheck).
+  /// waiting (InterruptCheck). Throws SpawnError when the workload's exit status was lost
+  /// (reaped by another waitpid(-1) in this process, or SIGCHLD ignored since the spawn); the
+  /// slice is cleaned up as after an interrupt, and a later wait() gives a result with neither
+  /// exit code nor signal. Threads waiting on one Child take turns: the first makes the
+  /// result, the others get it once it is made (their own timeouts wait for the first's).
   Result wait(std::optional<std::chrono::duration<double>> timeout = std::nullopt,
               const InterruptCheck& check = {}) &;
   /// The same for a Child that is going away (`slice.spawn(command).wait()`,
@@ -169,9 +174,10 @@ class Slice {
   ~Slice();
 
   /// Starts the command inside the slice: the child is in the cgroup before it executes its
-  /// first instruction. Throws SpawnError when the command cannot be executed, Error when the
-  /// slice is closed or the sampling interval is out of range, and PermissionDenied when
-  /// isolate_network lacks CAP_SYS_ADMIN.
+  /// first instruction. Throws SpawnError when the command cannot be executed (or holds a NUL
+  /// byte), or when SIGCHLD is ignored in this process (SIG_IGN or SA_NOCLDWAIT: the workload's
+  /// exit status would be lost), Error when the slice is closed or the sampling interval is out
+  /// of range, and PermissionDenied when isolate_network lacks CAP_SYS_ADMIN.
   Child spawn(const Command& command, const SpawnOptions& options = {});
 
   /// Kills every process in the slice (the slice itself stays). Throws Error when the slice is
@@ -226,7 +232,8 @@ struct RunOptions {
 };
 
 /// Runs one command in a fresh slice emulating `device` and returns its result; the slice is
-/// removed before returning. Throws as the Slice constructor and Slice::spawn() do.
+/// removed before returning. Throws as the Slice constructor, Slice::spawn() and Child::wait()
+/// do (a lost exit status: SpawnError, the slice removed all the same).
 Result run(const Command& command, const Device& device, const RunOptions& options = {});
 
 /// Called after each run of a repeated measurement: (index from 0, total, warm-up?, result).

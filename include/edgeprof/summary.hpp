@@ -96,7 +96,8 @@ bool operator==(const Summary& a, const Summary& b);
 /// `cpu_period_s`: the CFS period of a quota that held for the whole run; given (> 0), and
 /// where the series counted throttling periods, a window's excess over that quota is carried
 /// into the windows after it (Summary::cpu_windows_carried). Throws Error when an available
-/// metric's column (or `scheduled`, unless empty) is not as long as t_ns.
+/// metric's column (or `scheduled`, unless empty) is not as long as t_ns, when `complete` names
+/// a metric `available` does not, or when t_ns goes back in time (equal times are taken).
 Summary summarize(const TimeSeries& series, double interval_s, double capacity_cores,
                   std::uint64_t missed_deadlines = 0, bool pressure_host_wide = false,
                   double cpu_period_s = 0);

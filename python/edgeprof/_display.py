@@ -208,7 +208,8 @@ def result_plot(self: "_core.Result", ax: Any = None) -> Any:
 
 def _outcome(r: "_core.Result") -> str:
     return ("ok" if r.ok else "OOM-killed" if r.oom_killed else "timed out" if r.timed_out
-            else f"signal {r.signal}" if r.signal is not None else f"exit code {r.exit_code}")
+            else f"signal {r.signal}" if r.signal is not None
+            else f"exit code {r.exit_code}" if r.exit_code is not None else "exit status lost")
 
 
 def result_repr(self: "_core.Result") -> str:

@@ -18,6 +18,20 @@ def _check_name(name: object) -> None:
         raise ValueError("a phase needs a non-empty name")
 
 
+def _wire(name: str) -> "str | bytes":
+    """``name`` as the core takes it: bytes where it holds surrogates, which UTF-8 cannot
+    encode: bytes that are not UTF-8, as ``os.fsdecode`` hands them over, go as those bytes
+    (the report writes them ``\\xNN``)."""
+    try:
+        name.encode()
+        return name
+    except UnicodeEncodeError:
+        try:
+            return name.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError:  # a lone surrogate of another kind
+            return name.encode("utf-8", "surrogatepass")
+
+
 class phase(contextlib.ContextDecorator):
     """Marks the enclosed block (or decorated function) as phase ``name`` of the workload.
 
@@ -34,13 +48,14 @@ class phase(contextlib.ContextDecorator):
     def __init__(self, name: str) -> None:
         _check_name(name)
         self.name = name
+        self._wire = _wire(name)
 
     def __enter__(self) -> "phase":
-        _core.phase_begin(self.name)
+        _core.phase_begin(self._wire)
         return self
 
     def __exit__(self, *exc: object) -> bool:
-        _core.phase_end(self.name)
+        _core.phase_end(self._wire)
         return False
 
 
@@ -49,7 +64,10 @@ def mark(name: str) -> None:
     at exit). The simplest way to split a script into consecutive phases."""
     if not isinstance(name, str) or not name:  # inline: marks may be made in a loop
         _check_name(name)
-    _core.mark(name)
+    try:
+        _core.mark(name)
+    except TypeError:  # surrogates, which pybind11 cannot encode (as phase's)
+        _core.mark(_wire(name))
 
 
 def profiled() -> bool:

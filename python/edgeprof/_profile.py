@@ -4,11 +4,12 @@ its report."""
 from __future__ import annotations
 
 import functools
+import io
 import os
 import pickle
 import sys
 import tempfile
-from typing import Any, Callable, NamedTuple, Optional, Union
+from typing import Any, BinaryIO, Callable, NamedTuple, Optional, Union
 
 from edgeprof import _core
 
@@ -48,40 +49,107 @@ class _UnguardedMain(_core.Error):
     """profile() called while the worker loaded the caller's script."""
 
 
+def _main_source() -> Optional[tuple[str, str]]:
+    """How the worker can load the caller's ``__main__``: ``("module", name)`` for ``python -m
+    name`` (run as a module, so its relative imports work), ``("path", file)`` for a script,
+    None for an interactive one (a notebook, the REPL, ``python -c``, a script piped to
+    ``python -``, whose ``__file__`` is ``"<stdin>"``)."""
+    main = sys.modules.get("__main__")
+    name = getattr(getattr(main, "__spec__", None), "name", None)
+    if name and name != "__main__":  # ("__main__": a directory or zip file run, found by path)
+        return ("module", name)
+    path = getattr(main, "__file__", None)
+    if isinstance(path, str) and os.path.isfile(path):
+        return ("path", os.path.abspath(path))
+    return None
+
+
 def _pickled_call(fn: Callable, args: tuple, kwargs: dict) -> dict:
     payload: dict[str, Any] = {"sys_path": list(sys.path)}
-    main = sys.modules.get("__main__")
-    # A function of an interactive __main__ (a notebook, the REPL, python -c) pickles by
-    # reference without error, yet the worker has no such module to find it in: send it by
-    # value (cloudpickle) instead.
-    interactive = (getattr(fn, "__module__", None) == "__main__"
-                   and not getattr(main, "__file__", None))
-    if getattr(fn, "__module__", None) == "__main__" and not interactive:
-        payload["main_path"] = os.path.abspath(main.__file__)  # type: ignore[union-attr]
+    main = _main_source()
+    if main is not None:
+        # The worker loads it when the call names anything of __main__: the function, or an
+        # argument (a partial of a function of the script, an instance of its class).
+        payload["main"] = main
+    # What an interactive __main__ defines pickles by reference without error, yet the worker
+    # has no such module to find it in: it goes by value (cloudpickle) instead.
+    interactive_fn = main is None and getattr(fn, "__module__", None) == "__main__"
     error: Optional[Exception] = None
-    if not interactive:
+    call: Optional[bytes] = None
+    if not interactive_fn:
         try:
-            payload["call"] = pickle.dumps((fn, args, kwargs))
-            return payload
+            call = pickle.dumps((fn, args, kwargs))
         except (pickle.PicklingError, AttributeError, TypeError) as e:
             error = e
+        else:
+            # (A string "__main__" among the arguments also sends them by value: no harm.)
+            if main is not None or b"__main__" not in call:
+                payload["call"] = call
+                return payload
     try:
         import cloudpickle  # lambdas, closures, functions defined in a notebook
     except ImportError:
+        if call is not None:  # it pickled: "__main__" may be a string among the arguments
+            payload["call"] = call
+            return payload
         why = (f"{error}" if error else
-               f"{getattr(fn, '__qualname__', fn)!r} is defined in an interactive session "
-               f"(a notebook or the REPL), which the worker cannot import")
+               f"{getattr(fn, '__qualname__', fn)!r} or its arguments refer to what is defined "
+               f"in an interactive session (a notebook, the REPL, python -c or a script piped "
+               f"to python -), which the worker cannot import")
         raise TypeError(
             f"edgeprof.profile runs the function in a fresh process and needs to pickle it "
             f"and its arguments: {why}. Define the function in a module, or install "
             f"cloudpickle (pip install cloudpickle) for lambdas and notebook functions"
         ) from error
-    payload["call"] = cloudpickle.dumps((fn, args, kwargs))
-    payload["cloudpickle"] = True
+    # By value, the decorator's wrapper would bring its options too (a Device does not pickle):
+    # the function it wraps is what the worker calls.
+    payload["call"] = cloudpickle.dumps((getattr(fn, "__edgeprof_wrapped__", fn), args, kwargs))
     return payload
 
 
-def profile(fn: Callable, *args: Any, device: Union[str, "_core.Device"] = "raspberry-pi-4",
+class _Unpickler(pickle.Unpickler):
+    """Unpickles what one side of a profile() call pickled on the other: the worker's copy of
+    the caller's script is module ``__mp_main__`` there (as multiprocessing names it), the
+    caller's ``__main__`` here. ``before_main`` loads the worker's copy when first named."""
+
+    def __init__(self, file: BinaryIO, before_main: Optional[Callable[[], None]] = None) -> None:
+        super().__init__(file)
+        self._before_main = before_main
+
+    def find_class(self, module: str, name: str) -> Any:
+        if module in ("__main__", "__mp_main__"):
+            if self._before_main is not None:
+                self._before_main()
+                self._before_main = None
+            module = "__main__"
+        return super().find_class(module, name)
+
+
+def _loads(data: bytes, before_main: Optional[Callable[[], None]] = None) -> Any:
+    return _Unpickler(io.BytesIO(data), before_main).load()
+
+
+def _dump(value: Any, f: BinaryIO) -> None:
+    """Pickles ``value`` into ``f`` as it goes (a large value is not copied whole into memory
+    first: in the worker that memory is the slice's); by value (cloudpickle) what pickle cannot
+    find by name: a class of the caller's notebook that the call brought by value, whose
+    instance the function returns or raises. cloudpickle gives the caller its own class back."""
+    start = f.tell()
+    try:
+        pickle.dump(value, f, protocol=pickle.HIGHEST_PROTOCOL)
+    except OSError:  # the file's, not the value's
+        raise
+    except Exception as e:  # noqa: BLE001 - whatever pickle raises, cloudpickle may manage
+        try:
+            import cloudpickle
+        except ImportError:
+            raise e from None
+        f.seek(start)
+        f.truncate()
+        cloudpickle.dump(value, f, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def profile(fn: Callable, /, *args: Any, device: Union[str, "_core.Device"] = "raspberry-pi-4",
             timeout: Optional[float] = None, interval: Optional[float] = _core.DEFAULT_INTERVAL_S,
             isolate_network: bool = False, core_emulation: str = "auto",
             count_activations: Optional[bool] = None, **kwargs: Any) -> Profiled:
@@ -91,10 +159,13 @@ def profile(fn: Callable, *args: Any, device: Union[str, "_core.Device"] = "rasp
     The process is a new interpreter (started by exec, never a fork of this one, so threads and
     libraries like PyTorch in the caller are safe); it is in the slice from its first
     instruction. ``fn`` and its arguments are pickled (module-level functions; with cloudpickle
-    installed, also lambdas and notebook functions). The report's phase ``function`` covers the
-    call alone, without the interpreter's start-up. An exception in ``fn`` is raised here as the
-    original type, with the worker's traceback as its ``__cause__``. If the worker dies (out of
-    memory, timeout), ``WorkerDied`` carries the report. ``core_emulation`` is ``run()``'s:
+    installed, also lambdas and notebook functions); what the caller's script, module or
+    notebook defines is found by the worker, and a value of its classes comes back as those
+    classes. The report's phase ``function`` covers the call alone, without the interpreter's
+    start-up. An exception in ``fn`` is raised here as the original type, with the worker's
+    traceback as its ``__cause__`` and the report as its ``edgeprof_report`` (also when the
+    value cannot be sent back). If the worker dies (out of memory, timeout), ``WorkerDied``
+    carries the report. ``core_emulation`` is ``run()``'s:
     ``"projected"`` runs ``fn`` on one of the device's cores and adds its all-core times to the
     report (``report.projected_s()``, docs/threads.md). ``count_activations`` is ``run()``'s too:
     on a device with published PyTorch (or ONNX Runtime) times a ``fn`` that runs a model of
@@ -102,8 +173,16 @@ def profile(fn: Callable, *args: Any, device: Union[str, "_core.Device"] = "rasp
     EDGEPROF_COUNT_ACTIVATIONS=0; docs/devices.md, "A workload's own speed"). Options of
     edgeprof (``device``, ``timeout``, ``interval``, ``isolate_network``, ``core_emulation``,
     ``count_activations``) cannot be passed to ``fn`` as keywords: use ``functools.partial``
-    for those.
+    for those (``fn`` itself can: ``profile(apply, fn=step)``).
     """
+    return _run(fn, args, kwargs, device=device, timeout=timeout, interval=interval,
+                isolate_network=isolate_network, core_emulation=core_emulation,
+                count_activations=count_activations)
+
+
+def _run(fn: Callable, args: tuple, kwargs: dict, *, device: Union[str, "_core.Device"],
+         timeout: Optional[float], interval: Optional[float], isolate_network: bool,
+         core_emulation: str, count_activations: Optional[bool]) -> Profiled:
     if _loading_main is not None:
         raise _UnguardedMain(
             f"{_loading_main} calls edgeprof.profile when it is imported: the worker loads the "
@@ -128,27 +207,36 @@ def profile(fn: Callable, *args: Any, device: Union[str, "_core.Device"] = "rasp
         if not os.path.exists(result_path):
             raise WorkerDied(f"the edgeprof worker running {name} {what} on {report.device.name}",
                              report)
-        try:
-            with open(result_path, "rb") as f:
-                kind, inner, text = pickle.load(f)
-        except Exception as e:  # noqa: BLE001 - a result the worker did not finish writing
-            raise WorkerDied(f"the edgeprof worker running {name} on {report.device.name} left "
-                             f"a result that cannot be read ({e})"
-                             + ("" if report.ok else f"; it {what}"), report) from None
-    try:
-        value = pickle.loads(inner)
-    except Exception as e:  # noqa: BLE001 - e.g. an exception class whose __init__ differs
-        what = "return value" if kind == "ok" else "exception"
-        raise _core.Error(f"edgeprof.profile ran {name}, but its {what} cannot be unpickled "
-                          f"here: {e}" + (f"\n{text}" if text else "")) from None
+        with open(result_path, "rb") as f:
+            try:
+                kind, text = pickle.load(f)
+            except Exception as e:  # noqa: BLE001 - a result the worker did not finish writing
+                raise WorkerDied(f"the edgeprof worker running {name} on {report.device.name} "
+                                 f"left a result that cannot be read ({e})"
+                                 + ("" if report.ok else f"; it {what}"), report) from None
+            try:
+                value = _Unpickler(f).load()
+            except Exception as e:  # noqa: BLE001 - e.g. an exception class whose __init__ differs
+                what = "return value" if kind == "ok" else "exception"
+                raise _with_report(_core.Error(
+                    f"edgeprof.profile ran {name}, but its {what} cannot be unpickled here: {e}"
+                    + (f"\n{text}" if text else "")), report) from None
     if kind == "ok":
         return Profiled(value, report)
     if kind == "error":
-        value.edgeprof_report = report
-        raise value from RemoteTraceback(text)
+        raise _with_report(value, report) from RemoteTraceback(text)
     if kind == "refused":
         raise _core.Error(value)
+    if kind == "unpicklable":
+        raise _with_report(_core.Error(f"edgeprof.profile ran {name}, but {value}"
+                                       + (f"\n{text}" if text else "")), report)
     raise _core.Error(f"edgeprof.profile could not run {name}: {value}\n{text}")
+
+
+def _with_report(error: BaseException, report: "_core.Result") -> BaseException:
+    """The function ran: its report goes with the exception, as ``edgeprof_report``."""
+    error.edgeprof_report = report  # type: ignore[attr-defined]
+    return error
 
 
 def profiled_function(*, device: Union[str, "_core.Device"] = "raspberry-pi-4",
@@ -168,10 +256,11 @@ def profiled_function(*, device: Union[str, "_core.Device"] = "raspberry-pi-4",
         @functools.wraps(fn)
         def call(*args: Any, **kwargs: Any) -> Profiled:
             # The module's name for the function is now this wrapper: it is what pickles, and
-            # the worker calls the function it wraps.
-            return profile(call, *args, device=device, timeout=timeout, interval=interval,
-                           core_emulation=core_emulation, count_activations=count_activations,
-                           **kwargs)
+            # the worker calls the function it wraps. All the call's keywords are the
+            # function's (a PyTorch `device="cpu"` too): the options were given above.
+            return _run(call, args, kwargs, device=device, timeout=timeout, interval=interval,
+                        isolate_network=False, core_emulation=core_emulation,
+                        count_activations=count_activations)
         call.__edgeprof_wrapped__ = fn  # type: ignore[attr-defined]
         return call
     return wrap

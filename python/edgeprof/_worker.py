@@ -8,36 +8,40 @@ import sys
 import traceback
 
 
+def _load_main(kind, where):
+    """Loads the caller's __main__ (a script's path, or the module run with -m) as __mp_main__,
+    not running its `if __name__ == "__main__"` block, as multiprocessing's spawn does: what it
+    defines pickles as __main__.name."""
+    import runpy
+    import types
+
+    from edgeprof import _profile
+    module = types.ModuleType("__mp_main__")
+    # A profile() call the script makes outside `if __name__ == "__main__":` would run
+    # again here, in the slice: it fails at once instead, saying so (issue 36, item 9).
+    _profile._loading_main = where
+    try:
+        if kind == "module":  # its relative imports need its package
+            content = runpy.run_module(where, run_name="__mp_main__", alter_sys=True)
+        else:
+            content = runpy.run_path(where, run_name="__mp_main__")
+        module.__dict__.update(content)
+    finally:
+        _profile._loading_main = None
+    sys.modules["__mp_main__"] = sys.modules["__main__"] = module
+
+
 def _load(path):
     with open(path, "rb") as f:
         payload = pickle.load(f)
     sys.path[:] = payload["sys_path"]
-    main_path = payload.get("main_path")
-    if main_path:
-        # Functions defined in the caller's script pickle as __main__.name: load that script as
-        # __mp_main__ (not running its `if __name__ == "__main__"` block), as multiprocessing's
-        # spawn does.
-        import runpy
-        import types
-
-        from edgeprof import _profile
-        module = types.ModuleType("__mp_main__")
-        # A profile() call the script makes outside `if __name__ == "__main__":` would run
-        # again here, in the slice: it fails at once instead, saying so (issue 36, item 9).
-        _profile._loading_main = main_path
-        try:
-            module.__dict__.update(runpy.run_path(main_path, run_name="__mp_main__"))
-        finally:
-            _profile._loading_main = None
-        sys.modules["__mp_main__"] = sys.modules["__main__"] = module
-    loads = pickle.loads
-    if payload.get("cloudpickle"):
-        import cloudpickle
-        loads = cloudpickle.loads
-    return loads(payload["call"])
+    main = payload.get("main")
+    from edgeprof import _profile
+    return _profile._loads(payload["call"], (lambda: _load_main(*main)) if main else None)
 
 
 def main(call_path, result_path):
+    from edgeprof import _profile
     try:
         fn, args, kwargs = _load(call_path)
         fn = getattr(fn, "__edgeprof_wrapped__", fn)  # the decorator form
@@ -54,20 +58,23 @@ def main(call_path, result_path):
             outcome = ("ok", value, "")
         except BaseException as e:  # noqa: BLE001
             outcome = ("error", e, traceback.format_exc())
-    # The value (or exception) pickled on its own, so that the caller still gets the kind and
-    # the traceback text when it does not unpickle there.
+    # The kind and the traceback's text first, then the value (or exception) on its own: the
+    # caller still gets them when the value does not unpickle there. Whole or not at all: a
+    # worker killed mid-write (its timeout, the OOM killer) leaves no result, not a truncated
+    # one.
     kind, value, text = outcome
-    try:
-        inner = pickle.dumps(value)
-    except Exception as e:  # noqa: BLE001
-        what = "return value" if kind == "ok" else "exception"
-        kind, inner = "unpicklable", pickle.dumps(f"the {what} of the function cannot be "
-                                                  f"pickled: {e}")
-    data = pickle.dumps((kind, inner, text))
-    # Whole or not at all: a worker killed mid-write (its timeout, the OOM killer: the value is
-    # several copies in the slice's memory here) leaves no result, not a truncated one.
     with open(result_path + ".part", "wb") as f:
-        f.write(data)
+        pickle.dump((kind, text), f)
+        try:
+            _profile._dump(value, f)
+        except OSError:
+            raise
+        except Exception as e:  # noqa: BLE001
+            what = "return value" if kind == "ok" else "exception"
+            f.seek(0)
+            f.truncate()
+            pickle.dump(("unpicklable", text), f)
+            pickle.dump(f"the {what} of the function cannot be pickled: {e}", f)
     os.replace(result_path + ".part", result_path)
     os._exit(0)  # no interpreter teardown in the measurement
 

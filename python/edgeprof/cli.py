@@ -1397,6 +1397,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="surrogateescape")
     args = build_parser().parse_args(argv)
+    # An ignored SIGCHLD passed on by the parent (it survives exec) loses every workload's exit
+    # status, and the library refuses to run then: this process is the command's own.
+    if (threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGCHLD) is signal.SIG_IGN):
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     # Only over the default action (an ignored SIGHUP, as under nohup, stays ignored; a
     # caller's handler stays), and only the main thread may set one.
     handled = [s for s in _ENDING_SIGNALS

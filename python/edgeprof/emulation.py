@@ -3,7 +3,12 @@ host they run on.
 
     from edgeprof import emulation
     plan = emulation.plan_emulation(edgeprof.find_device("jetson-nano"))
-    child = emulation.Slice(edgeprof.find_device("jetson-nano")).spawn(["python3", "infer.py"])
+    with emulation.Slice(edgeprof.find_device("jetson-nano")) as nano:
+        result = nano.spawn(["python3", "infer.py"]).wait()
+
+A child keeps its slice (``Slice(d).spawn(argv).wait()`` works); a slice that is closed, at
+the end of its ``with`` block or by ``close()``, kills the children still running in it, and is
+removed once neither it nor a child of it is referenced.
 """
 
 from edgeprof._core import (

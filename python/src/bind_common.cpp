@@ -63,9 +63,9 @@ std::string fs_path(const py::handle& value, std::string_view what) {
 
 Device to_device(const py::object& value) {
   if (py::isinstance<py::str>(value) || py::isinstance<py::bytes>(value)) {
-    return find_device(fs_path(value));
+    return find_device(fs_path(value, "device"));
   }
-  if (py::hasattr(value, "__fspath__")) return load_device_file(fs_path(value));
+  if (py::hasattr(value, "__fspath__")) return load_device_file(fs_path(value, "device"));
   if (!py::isinstance<Device>(value)) {
     throw py::type_error(
         "device: expected a Device, a device's name or a device file's path, got " +
@@ -92,7 +92,7 @@ SliceOptions to_slice_options(const py::object& parent, std::uint64_t cpu_period
   o.plan.keep_warm = keep_warm;
   o.plan.thread_env = thread_env;
   o.plan.speed_kind = speed_kind_from_string(speed_kind);
-  if (!parent.is_none()) o.parent = fs_path(parent);
+  if (!parent.is_none()) o.parent = fs_path(parent, "parent (a cgroup path)");
   o.plan.cpu_period_us = cpu_period_us;
   if (iteration_time) {
     if (!(*iteration_time > 0) || !std::isfinite(*iteration_time)) {

@@ -191,7 +191,7 @@ void bind_microbench(py::module_& m) {
       [](const py::object& program, int cpu, double timeout_s,
          const std::optional<std::function<void(py::str)>>& progress) {
         ReferenceOptions options;
-        options.program = fs_path(program);
+        options.program = fs_path(program, "measure_reference_rating's program");
         options.cpu = cpu;
         options.timeout = to_whole_seconds("measure_reference_rating", timeout_s);
         options.progress = with_signal_check(progress);
@@ -224,7 +224,7 @@ void bind_microbench(py::module_& m) {
       "write_reference_graphs",
       [](const py::object& directory, const std::vector<std::string>& graphs) {
         write_reference_graphs(
-            fs_path(directory),
+            fs_path(directory, "write_reference_graphs' directory"),
             graphs);
       },
       py::arg("directory"), py::arg("graphs") = std::vector<std::string>{},
@@ -413,7 +413,7 @@ void bind_microbench(py::module_& m) {
          const std::optional<std::function<void(py::str)>>& progress) {
         NnOptions options;
         options.runtime = runtime;
-        options.python = fs_path(python);
+        options.python = fs_path(python, "measure_nn_rating's python");
         options.graphs = graphs;
         options.warmup = warmup;
         options.loops = loops;
@@ -464,7 +464,7 @@ void bind_microbench(py::module_& m) {
          int rounds, int warmup, int loops, double timeout_s,
          const std::optional<std::function<void(py::str)>>& progress) {
         HostScalingOptions options;
-        options.python = fs_path(python);
+        options.python = fs_path(python, "measure_host_scaling's python");
         options.runtime = runtime;
         options.graphs = graphs;
         options.threads = threads;
@@ -569,7 +569,7 @@ void bind_microbench(py::module_& m) {
          const std::optional<std::function<void(py::str)>>& progress) {
         QuotaShareOptions options;
         options.runtime = runtime;
-        options.python = fs_path(python);
+        options.python = fs_path(python, "measure_quota_share's python");
         if (graphs) options.graphs = *graphs;
         if (speeds) options.speeds = *speeds;
         options.rounds = rounds;
@@ -626,7 +626,7 @@ void bind_microbench(py::module_& m) {
          double timeout_s,
          const std::optional<std::function<void(py::str)>>& progress) {
         DriftOptions options;
-        options.python = fs_path(python);
+        options.python = fs_path(python, "measure_host_drift's python");
         if (graphs) options.graphs = *graphs;
         options.warmup = warmup;
         options.loops = loops;

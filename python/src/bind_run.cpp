@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <edgeprof/device.hpp>
+#include <edgeprof/error.hpp>
 #include <edgeprof/phase.hpp>
 #include <edgeprof/plan.hpp>
 #include <edgeprof/result.hpp>
@@ -139,6 +140,9 @@ void bind_run(py::module_& m) {
           py::arg("stderr") = py::none(),
           py::arg("interval") = double(kDefaultSampleIntervalNs) / 1e9,
           py::arg("isolate_network") = false,
+          // The Child keeps its Slice: `Slice(d).spawn(argv).wait()` collected the slice at
+          // once, which killed the workload.
+          py::keep_alive<0, 1>(),
           "Starts argv inside the slice (inside before its first instruction) and returns a "
           "Child. env replaces the whole environment; stdin/stdout/stderr take None (inherit), "
           "subprocess.DEVNULL, a file descriptor, an open file object or a file path. SpawnError (errno, path) when it cannot start.")
@@ -154,7 +158,13 @@ void bind_run(py::module_& m) {
            "The CPU bandwidth limit the kernel holds for the slice now (CpuLimit): the "
            "plan's after the start, another while a speed schedule or a followed runtime changed "
            "it; under per-core emulation the core groups' quotas summed.")
-      .def("__enter__", [](Slice& s) -> Slice& { return s; }, py::return_value_policy::reference)
+      .def("__enter__",
+           [](Slice& s) -> Slice& {
+             // A closed slice entered silently, and the spawn in the block failed.
+             if (s.closed()) throw edgeprof::Error("this slice is closed: create a new Slice");
+             return s;
+           },
+           py::return_value_policy::reference)
       .def("__exit__", [](Slice& s, const py::args&) {
         py::gil_scoped_release release;
         s.close();

@@ -175,7 +175,9 @@ constexpr unsigned long long counter_metric_mask() {
 inline constexpr std::bitset<kMetricCount> kCounterMetrics{counter_metric_mask()};
 
 // Throws Error unless every available metric's column (and `scheduled`, unless empty) has one
-// value per sample of t_ns: a TimeSeries built by hand that does not was read out of bounds.
+// value per sample of t_ns, every complete metric is available, and t_ns never decreases: a
+// TimeSeries built by hand that did not was read out of bounds (an empty column behind a
+// complete bit: a crash) or summed into negative areas.
 void check_shape(const TimeSeries& s);
 
 }  // namespace edgeprof::detail

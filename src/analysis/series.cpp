@@ -41,6 +41,23 @@ void check_shape(const TimeSeries& s) {
     if (s.available.test(static_cast<std::size_t>(m)) && column.size() != s.size()) {
       refuse(to_string(static_cast<Metric>(m)), column.size());
     }
+    // A complete metric is read from its column, which only an available one is sure to have.
+    if (s.complete.test(static_cast<std::size_t>(m)) &&
+        !s.available.test(static_cast<std::size_t>(m))) {
+      throw Error(fmt::format("this TimeSeries marks {} complete but not available: complete "
+                              "must be a subset of available; set it in available (with a "
+                              "column of one value per sample) or clear it in complete",
+                              to_string(static_cast<Metric>(m))));
+    }
+  }
+  // Areas and rates are taken between consecutive samples: going back in time made them
+  // negative (a memory average of about 2^64 bytes). Equal times are a clock that did not move.
+  for (std::size_t i = 1; i < s.t_ns.size(); ++i) {
+    if (s.t_ns[i] < s.t_ns[i - 1]) {
+      throw Error(fmt::format("this TimeSeries's t_ns goes back in time at sample {}: {} ns after "
+                              "{} ns at sample {}; give the samples in the order they were taken",
+                              i, s.t_ns[i], s.t_ns[i - 1], i - 1));
+    }
   }
 }
 

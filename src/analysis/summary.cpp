@@ -23,8 +23,10 @@ namespace {
 
 using detail::percentile;
 
+// Complete and available: check_shape() refuses a series that is one and not the other, and
+// only an available metric's column is known to have a value per sample.
 bool complete(const TimeSeries& s, Metric m) {
-  return s.size() > 0 && s.complete.test(static_cast<size_t>(m));
+  return s.size() > 0 && s.complete.test(static_cast<size_t>(m)) && s.has(m);
 }
 
 std::optional<std::uint64_t> delta(const TimeSeries& s, Metric m) {

@@ -949,9 +949,22 @@ std::vector<std::string> device_search_path() {
 
 UserDevices user_devices(const DeviceLoadOptions& options) {
   UserDevices out;
+  const char* env = std::getenv("EDGEPROF_DEVICE_PATH");
+  const bool named = env && *env;  // by the user: each directory is meant to exist
   for (const std::string& dir : device_search_path()) {
     DIR* d = ::opendir(dir.c_str());
-    if (!d) continue;  // a directory that does not exist holds no devices
+    if (!d) {
+      // The default directory need not exist: it holds no devices. One the user named, or one
+      // that cannot be read, is said (its devices were silently not there).
+      const int err = errno;
+      if (named || err != ENOENT) {
+        out.problems.push_back(fmt::format(
+            "{}: the device directory cannot be read: {} (errno {}){}", detail::printable(dir),
+            std::strerror(err), err,
+            named ? "; it is on EDGEPROF_DEVICE_PATH: create it, or mend the variable" : ""));
+      }
+      continue;
+    }
     std::vector<std::string> files;
     while (const dirent* e = ::readdir(d)) {
       const std::string name = e->d_name;
@@ -1024,6 +1037,15 @@ Device find_device(std::string_view name_or_path, const DeviceLoadOptions& optio
   add_aliases(user.devices);
   std::string broken;
   for (const std::string& p : user.problems) broken += "\n  skipped " + p;
+  // A file of that name here was meant, perhaps: only a path with a '/' or a .json/.toml
+  // ending is read as one.
+  struct stat st {};
+  if (::stat(key.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+    broken += fmt::format(
+        "\n  (a file '{0}' is in the current directory: a device file is given by a path with "
+        "a '/' or a .json/.toml ending, e.g. ./{0})",
+        detail::printable(key));
+  }
   const std::vector<std::string> close = detail::close_names(key, names);
   const std::string guess =
       close.empty() ? std::string() : fmt::format(" Did you mean {}?", fmt::join(close, ", "));

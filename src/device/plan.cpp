@@ -751,6 +751,17 @@ EmulationPlan plan_emulation(const Device& described, const HostFacts& host,
               device.speed_schedule.empty()
           ? core_scaling(device)
           : std::nullopt;
+  if (options.core_scaling && !(scaling && scaling->contention > 0)) {
+    // Asked for and not done: said (it was silently the plain per-core or pooled plan).
+    plan.notes.push_back(fmt::format(
+        "core_scaling (--core-scaling) not applied: {}",
+        !per_core ? "it is a way of per-core emulation (--core-emulation per-core), and this "
+                    "plan is not per-core"
+        : device.speed_kind != "nn" ? "it needs the device at its nn speed (--speed-kind nn)"
+        : !device.speed_schedule.empty() ? "the device has a speed schedule"
+        : !scaling ? "the device has no published multi-thread ncnn tables to take it from"
+                   : "the board's tables show no contention (it sped up as its cores)"));
+  }
   const double slowest_core =
       device.core_speed * (scaling ? scaling->efficiency(device.cores) : 1.0);
   const CpuBandwidth bandwidth =

@@ -596,7 +596,16 @@ json series_json(const TimeSeries& s) {
 
 TimeSeries series_from(const Field& f) {
   TimeSeries s;
-  s.t_ns = f.at("t_ns").wholes<std::int64_t>();
+  const Field times = f.at("t_ns");
+  s.t_ns = times.wholes<std::int64_t>();
+  // detail::check_shape() would refuse to summarise it or write it back.
+  for (std::size_t i = 1; i < s.t_ns.size(); ++i) {
+    if (s.t_ns[i] < s.t_ns[i - 1]) {
+      times.elements()[i].fail(fmt::format("{} is before the sample before it ({}): samples are "
+                                           "in the order they were taken",
+                                           s.t_ns[i], s.t_ns[i - 1]));
+    }
+  }
   const Field scheduled = f.at("scheduled");
   s.scheduled = scheduled.wholes<std::uint8_t>(0, 1);
   // An empty column means every sample was scheduled (as to_csv and summarize read it): made
@@ -607,7 +616,16 @@ TimeSeries series_from(const Field& f) {
     scheduled.fail(fmt::format("{} rows where t_ns has {}", s.scheduled.size(), s.t_ns.size()));
   }
   s.available = metric_bits(f.at("available"));
-  s.complete = metric_bits(f.at("complete"));
+  const Field complete = f.at("complete");
+  s.complete = metric_bits(complete);
+  // Only a metric the run sampled can be complete (detail::check_shape() refuses the others).
+  for (const Field& name : complete.elements()) {
+    if (!s.available.test(static_cast<size_t>(*metric_from_string(name.text())))) {
+      name.fail(fmt::format("{} is not in series.available: a metric the run did not sample "
+                            "cannot be complete",
+                            shown(name.value())));
+    }
+  }
   const Field columns = f.at("columns");
   const auto every = f.find("read_every");  // older reports: every metric at every sample
   for (int m = 0; m < kMetricCount; ++m) {
@@ -923,7 +941,8 @@ std::string exit_text(const Result& r) {
                        r.signal ? fmt::format(", workload ended by signal {}", *r.signal) : "");
   }
   if (r.signal) return fmt::format("killed by signal {}", *r.signal);
-  return fmt::format("exit code {}", r.exit_code.value_or(-1));
+  if (!r.exit_code) return "exit status lost (reaped by another wait)";
+  return fmt::format("exit code {}", *r.exit_code);
 }
 
 namespace {

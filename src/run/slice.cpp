@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,6 +24,7 @@
 #include <mutex>
 #include <new>
 #include <optional>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -45,6 +47,7 @@
 #include "sys/netns.hpp"
 #include "sampler/sampler.hpp"
 #include "sampler/sources.hpp"
+#include "sys/clone3.hpp"
 #include "sys/spawn.hpp"
 #include "run/speed_schedule.hpp"
 
@@ -297,6 +300,13 @@ struct Slice::Impl {
   detail::Fs fs;
   std::unique_ptr<detail::Backend> backend;
   std::unique_ptr<detail::Cgroup> cgroup;
+  // fork_count() when made: a forked copy of the slice leaves the slice and its workloads,
+  // which are the parent's, alone (its close() or destructor killed the parent's workload).
+  unsigned forks = detail::fork_count();
+  // The speed schedules of children not yet reaped: stopped before the cgroup they write goes
+  // (a close() with a child running left its scheduler writing to a freed Cgroup).
+  std::vector<std::weak_ptr<detail::SpeedScheduler>> schedulers;
+  bool forked() const { return forks != detail::fork_count(); }
   int running = 0;  // children spawned and not yet reaped
   std::uint64_t spawns = 0;  // children spawned so far
   // The speeds of runtimes the workload may load (PlanOptions::speed_kind automatic); declared
@@ -355,6 +365,20 @@ struct Slice::Impl {
       cpus = detail::CpuLease();
       return;
     }
+    if (forked()) {
+      // The copy's threads stayed in the parent: joining them would never return, and the
+      // slice is the parent's to remove. Its handles are left, as the sampler's are.
+      (void)cgroup.release();
+      (void)placer.release();
+      (void)follower.release();
+      guard.dismiss();
+      cpus = detail::CpuLease();
+      return;
+    }
+    for (const std::weak_ptr<detail::SpeedScheduler>& w : schedulers) {
+      if (const std::shared_ptr<detail::SpeedScheduler> scheduler = w.lock()) scheduler->stop();
+    }
+    schedulers.clear();
     spare_sampler.reset();
     spare_counters.reset();
     spare_pipe.reset();
@@ -385,6 +409,8 @@ struct Slice::Impl {
 
 Slice::Slice(Device device, SliceOptions options) : impl_(std::make_shared<Impl>()) {
   static std::atomic<std::uint64_t> sequence{0};
+  // Before the slice's descriptors: with stdout closed, the first of them became fd 1.
+  detail::occupy_closed_stdio();
   Impl& s = *impl_;
   HostFacts host = host_facts();
   PlanOptions plan_options = options.plan;
@@ -594,7 +620,7 @@ struct Child::State {
   detail::WarmLease warm;
   // The device's speed schedule, applied while the workload runs (declared after `slice`, so
   // destroyed, and its thread stopped, before the slice it writes to may go).
-  std::unique_ptr<detail::SpeedScheduler> scheduler;
+  std::shared_ptr<detail::SpeedScheduler> scheduler;
   Clock::time_point origin;  // the sampler's time zero
   std::chrono::nanoseconds interval{0};
   std::uint64_t missed = 0;  // sampling deadlines the sampler could not keep
@@ -629,7 +655,13 @@ struct Child::State {
   // Other slices holding this slice's CPUs when the workload started and when it ended.
   std::vector<detail::CpuHolder> sharers;
 
+  unsigned forks = detail::fork_count();  // when spawned: a forked copy leaves the workload
   bool result_given_away = false;  // moved out by wait() &&
+  // Held by a wait(): two threads waiting on one Child both finished it (a crash, or two
+  // results for one workload); the second now gets the first's result. `waiter` is the
+  // thread that holds it.
+  std::mutex waiting;
+  std::atomic<std::thread::id> waiter{};
   // The workload was reaped, and the slice told it ended: a finish() that threw after either
   // leaves ~Child neither a reaped pid to signal (another process's, once reused) nor a
   // second count of the child's end.
@@ -671,8 +703,19 @@ Child& Child::operator=(Child&& other) noexcept {
 
 Child::~Child() {
   if (!state_ || state_->result) return;
+  if (state_->forks != detail::fork_count()) {
+    // A forked copy: the workload is the parent's child, to end and reap, and the threads of
+    // its sampler and scheduler stayed there: the state is left as it is.
+    (void)state_.release();
+    return;
+  }
   if (!state_->reaped) {
-    ::kill(state_->process.pid, SIGKILL);
+    // By its pidfd while it has one: the pid may name another process once reaped elsewhere.
+    if (state_->process.pidfd.get() >= 0) {
+      ::syscall(SYS_pidfd_send_signal, state_->process.pidfd.get(), SIGKILL, nullptr, 0);
+    } else {
+      ::kill(state_->process.pid, SIGKILL);
+    }
     detail::reap(state_->process);
   }
   state_->close_pidfd();
@@ -873,8 +916,10 @@ Child Slice::spawn(const Command& command, const SpawnOptions& options) {
   ++s.running;
   ++s.spawns;
   if (!s.device.speed_schedule.empty()) {
-    state->scheduler = std::make_unique<detail::SpeedScheduler>(
+    state->scheduler = std::make_shared<detail::SpeedScheduler>(
         *s.cgroup, s.plan, s.device.speed_schedule, state->process.released);
+    std::erase_if(s.schedulers, [](const auto& w) { return w.expired(); });
+    s.schedulers.push_back(state->scheduler);
   }
   return Child(std::move(state));
 }
@@ -1098,6 +1143,20 @@ void Child::State::observe(Result& r, const detail::Exit& exit) {
     while ((n = ::read(marks.read.get(), buffer, sizeof buffer)) > 0) {
       marks_text.append(buffer, static_cast<size_t>(n));
     }
+    // Read only now: a pipe that filled dropped every mark after, and the phases were
+    // silently fewer. A pipe is full short of its size: a line that does not fit in its last
+    // page's rest goes to a new page, so each page may end with up to a line (phase.hpp's are
+    // at most 256 bytes) unused.
+    const int capacity = ::fcntl(marks.read.get(), F_GETPIPE_SZ);
+    if (capacity > 0 && marks_text.size() + static_cast<std::size_t>(capacity) / 4096 * 256 >=
+                            static_cast<std::size_t>(capacity)) {
+      r.warnings.push_back(fmt::format(
+          "the phase marks all but filled their channel ({} of {} bytes) in this unsampled "
+          "run, which reads them only at its end: marks written once it was full were "
+          "dropped, so phases and marks may be missing; sample the run (an interval) to read "
+          "them as they come",
+          marks_text.size(), capacity));
+    }
   }
   r.runtimes_seen = std::move(runtimes);
   r.thread_env = thread_env;
@@ -1222,6 +1281,24 @@ void Child::State::scan_runtimes() noexcept {
 
 Result& Child::State::await(std::optional<std::chrono::duration<double>> timeout,
                             const InterruptCheck& check) {
+  std::unique_lock<std::mutex> lock(waiting, std::try_to_lock);
+  if (!lock.owns_lock()) {
+    if (waiter.load() == std::this_thread::get_id()) {
+      throw Error("wait() on this Child was called again from inside its own wait() (a signal "
+                  "handler, an InterruptCheck): the first wait() gives the result");
+    }
+    // Another thread's wait() makes the result: `check` keeps being called meanwhile (Ctrl-C
+    // in Python), the timeout is the first wait()'s.
+    while (!lock.try_lock()) {
+      if (check) check();
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  waiter.store(std::this_thread::get_id());
+  struct Release {
+    std::atomic<std::thread::id>& w;
+    ~Release() { w.store(std::thread::id{}); }
+  } release{waiter};
   if (result_given_away) {
     throw Error("this Child's result was moved out by an earlier wait() on it as an rvalue: "
                 "keep that result, or wait() on the Child as an lvalue to keep a copy in it");

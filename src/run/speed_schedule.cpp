@@ -20,7 +20,11 @@ std::vector<SpeedChange> SpeedScheduler::stop() {
     stopping_ = true;
   }
   wake_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  {
+    const std::lock_guard<std::mutex> joining(join_mutex_);
+    if (thread_.joinable()) thread_.join();
+  }
+  const std::lock_guard<std::mutex> lock(mutex_);
   return changes_;
 }
 

@@ -24,7 +24,8 @@ class SpeedScheduler {
   SpeedScheduler& operator=(const SpeedScheduler&) = delete;
   ~SpeedScheduler();
 
-  // Stops the thread (steps not yet due are not applied) and returns what was applied.
+  // Stops the thread (steps not yet due are not applied) and returns what was applied. Safe to
+  // call again, and from two threads at once (a slice's close() and its child's wait()).
   std::vector<SpeedChange> stop();
 
  private:
@@ -38,6 +39,7 @@ class SpeedScheduler {
   std::condition_variable wake_;
   bool stopping_ = false;
   std::vector<SpeedChange> changes_;
+  std::mutex join_mutex_;  // one join of thread_ at a time
   std::thread thread_;
 };
 

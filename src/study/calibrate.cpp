@@ -123,13 +123,16 @@ double solve_core_speed(const std::vector<SpeedModel>& models, const std::vector
 
 namespace {
 
-// A speed calibrated here is the one to emulate: not to be replaced by the device's nn speed.
+// A speed calibrated here is the one to emulate: not to be replaced by the device's nn speed,
+// nor by a runtime's speed that a run follows when its workload loads the runtime.
 void forget_nn(Device& d) {
   d.nn.reset();
   d.nn_ms.clear();
   d.nn_precision.clear();
+  d.runtime_ms.clear();
   d.speed_kind.clear();
   d.sources.erase("nn");
+  d.sources.erase("runtimes");
   d.nn_missing = "the core speed was calibrated against the device";
 }
 

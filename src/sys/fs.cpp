@@ -15,6 +15,26 @@ namespace edgeprof::detail {
 
 bool is_permission(int err) { return err == EACCES || err == EPERM || err == EROFS; }
 
+void occupy_closed_stdio() noexcept {
+  const auto any_closed = [] {
+    for (int fd = 0; fd <= 2; ++fd) {
+      if (::fcntl(fd, F_GETFD) == -1 && errno == EBADF) return true;
+    }
+    return false;
+  };
+  // open() takes the lowest free number: a closed one of 0-2 while there is one. Never dup2
+  // over a number: another thread may have just opened a file there. Inherited by children as
+  // stdio is (no O_CLOEXEC).
+  while (any_closed()) {
+    const int null = ::open("/dev/null", O_RDWR);
+    if (null < 0) return;
+    if (null > 2) {  // another thread took the closed number first
+      ::close(null);
+      return;
+    }
+  }
+}
+
 void UniqueFd::reset(int fd) {
   if (fd_ >= 0) ::close(fd_);
   fd_ = fd;

@@ -48,6 +48,11 @@ std::optional<std::string> disk_under(const Fs& fs, const char* path, std::strin
 
 // Whether errno `err` means "not allowed" (EACCES, EPERM, EROFS).
 bool is_permission(int err);
+// Opens /dev/null on each of this process's standard descriptors (0, 1, 2) that is closed, so
+// that none of the library's long-lived descriptors (the phase pipe, the CPU ledger's slots,
+// the cgroup files kept open) takes that number: the embedding program's writes to stdout, or
+// reads of stdin, would reach it. Never throws; one that cannot be opened stays closed.
+void occupy_closed_stdio() noexcept;
 // The message for a failed system call on `path`: what was being done, the errno, and the
 // remedy (`hint`, or for EACCES/EPERM/EROFS how to get write access).
 std::string sys_message(int err, std::string_view action, std::string_view path,

@@ -19,6 +19,7 @@
 #include <cstring>
 #include <memory>
 #include <thread>
+#include <variant>
 
 #include "sys/clone3.hpp"
 #include "edgeprof/error.hpp"
@@ -168,8 +169,9 @@ bool is_executable_file(const std::string& path) {
          ::access(path.c_str(), X_OK) == 0;
 }
 
+const char* const kStreamNames[] = {"stdin", "stdout", "stderr"};
+
 int open_stdio(const Stdio& s, int index) {
-  static const char* const kNames[] = {"stdin", "stdout", "stderr"};
   if (s.kind == Stdio::Kind::inherit) return -1;
   if (s.kind == Stdio::Kind::fd) {
     // Our own copy, clear of 0-2 so dup2 in the child never aliases; EBADF names a bad fd.
@@ -177,7 +179,7 @@ int open_stdio(const Stdio& s, int index) {
     if (fd < 0) {
       int err = errno;
       throw SpawnError(fmt::format("cannot use descriptor {} as {}: {} (errno {})", s.fd,
-                                   kNames[index], std::strerror(err), err),
+                                   kStreamNames[index], std::strerror(err), err),
                        err, "");
     }
     return fd;
@@ -189,8 +191,8 @@ int open_stdio(const Stdio& s, int index) {
   int fd = ::open(path.c_str(), flags, 0644);
   if (fd < 0) {
     int err = errno;
-    throw SpawnError(fmt::format("cannot open {} file '{}': {} (errno {})", kNames[index], path,
-                                 std::strerror(err), err),
+    throw SpawnError(fmt::format("cannot open {} file '{}': {} (errno {})", kStreamNames[index],
+                                 path, std::strerror(err), err),
                      err, path);
   }
   // Keep it clear of 0-2 so dup2 in the child never aliases.
@@ -222,13 +224,16 @@ PreparedCommand::PreparedCommand(const Command& command) {
     throw SpawnError("the command is empty: give at least the program to run", EINVAL, "");
   }
   // The kernel takes C strings, which end at the first NUL: an argument holding one would run
-  // as the text before it ("/bin/tr\0ue" as /bin/tr), silently.
-  const auto refuse_nul = [](const std::string& s, const std::string& what) {
+  // as the text before it ("/bin/tr\0ue" as /bin/tr), silently; a stdio file's path would open
+  // the file the text before it names ("/tmp/out\0.txt" as /tmp/out).
+  const auto refuse_nul = [](const std::string& s, const std::string& what,
+                             const char* would = "the program would get only the text before it",
+                             const std::string& path = "") {
     if (const size_t at = s.find('\0'); at != std::string::npos) {
-      throw SpawnError(fmt::format("{} holds a NUL byte at offset {} (after \"{}\"): the program "
-                                   "would get only the text before it; remove the NUL",
-                                   what, at, s.substr(0, at)),
-                       EINVAL, "");
+      throw SpawnError(fmt::format("{} holds a NUL byte at offset {} (after \"{}\"): {}; remove "
+                                   "the NUL",
+                                   what, at, s.substr(0, at), would),
+                       EINVAL, path);
     }
   };
   for (size_t i = 0; i < command.argv.size(); ++i) {
@@ -240,6 +245,15 @@ PreparedCommand::PreparedCommand(const Command& command) {
     }
   }
   refuse_nul(command.cwd, "the working directory");
+  // Before any of them is opened (an output file is created when missing).
+  const Stdio* const streams[] = {&command.stdin_stream, &command.stdout_stream,
+                                  &command.stderr_stream};
+  for (int i = 0; i < 3; ++i) {
+    if (streams[i]->kind == Stdio::Kind::file) {
+      refuse_nul(streams[i]->path, fmt::format("the {} file", kStreamNames[i]),
+                 "the file opened would be the one the text before it names", streams[i]->path);
+    }
+  }
   argv_storage_ = command.argv;
   if (command.env) env_storage_ = *command.env;
   cwd_ = command.cwd;
@@ -442,6 +456,22 @@ struct Spawner {
     return out;
   }
 
+  // With SIGCHLD ignored (SIG_IGN, or SA_NOCLDWAIT) the kernel reaps the child itself and
+  // discards its status: wait4 then fails with ECHILD, once read as exit code 0.
+  static void refuse_ignored_sigchld(const PreparedCommand& c) {
+    struct sigaction now {};
+    if (::sigaction(SIGCHLD, nullptr, &now) != 0) return;
+    const bool ignored = now.sa_handler == SIG_IGN;
+    if (ignored || (now.sa_flags & SA_NOCLDWAIT)) {
+      throw SpawnError(fmt::format("cannot run '{}': SIGCHLD is {} in this process, so the kernel "
+                                   "would discard the workload's exit status; restore its "
+                                   "default handling (signal(SIGCHLD, SIG_DFL), without "
+                                   "SA_NOCLDWAIT) before running workloads",
+                                   c.path_, ignored ? "ignored (SIG_IGN)" : "flagged SA_NOCLDWAIT"),
+                       0, "");
+    }
+  }
+
   [[noreturn]] static void fail(const PreparedCommand& c, ChildError failure) {
     const int err = failure.err;
     switch (failure.stage) {
@@ -479,6 +509,7 @@ struct Spawner {
   }
 
   static Spawned spawn(const PreparedCommand& c, const Placement& placement, bool fast) {
+    refuse_ignored_sigchld(c);
     Spawned out;
     if (fast && kHaveClone3Trampoline && !clone3_unusable.load(std::memory_order_relaxed) &&
         try_vfork(c, placement, out)) {
@@ -494,21 +525,44 @@ Spawned spawn_process(const PreparedCommand& command, const Placement& placement
 
 namespace {
 
+static_assert(!WIFEXITED(kLostStatus) && !WIFSIGNALED(kLostStatus) && !WIFSTOPPED(kLostStatus));
+
 // Reaps the child (blocking until it exits) and reads the clock: the exit's time, to within the
-// reap.
-Exit collect(const Spawned& child) {
+// reap. The errno when there was no status to reap: the child was reaped already (ECHILD).
+std::variant<Exit, int> try_collect(const Spawned& child) {
   Exit e;
-  while (::wait4(child.pid, &e.status, 0, &e.usage) < 0 && errno == EINTR) {
+  int rc;
+  while ((rc = ::wait4(child.pid, &e.status, 0, &e.usage)) < 0 && errno == EINTR) {
   }
+  if (rc < 0) return errno;
   e.when = Clock::now();
   return e;
 }
 
-// Whether the child has exited, without reaping it.
+// The same, throwing SpawnError when the status is lost: never an exit status made up.
+Exit collect(const Spawned& child) {
+  auto e = try_collect(child);
+  if (const Exit* exit = std::get_if<Exit>(&e)) return *exit;
+  const int err = std::get<int>(e);
+  throw SpawnError(
+      fmt::format("the workload's exit status was lost: process {} was reaped before edgeprof "
+                  "could wait for it (wait4: {}, errno {}). Either SIGCHLD is ignored in this "
+                  "process (SIG_IGN or SA_NOCLDWAIT: the kernel then discards the status of "
+                  "every child), or something else in it waits for any child (waitpid(-1), "
+                  "wait(), a child watcher); restore SIGCHLD's default handling "
+                  "(signal(SIGCHLD, SIG_DFL)) and wait only for your own children's pids",
+                  child.pid, std::strerror(err), err),
+      err, "");
+}
+
+// Whether the child has exited, without reaping it; also when it was reaped already (ECHILD),
+// so that collect() says its status is lost rather than the wait going on for ever.
 bool has_exited(const Spawned& child) {
   siginfo_t info{};
-  return ::waitid(P_PID, static_cast<id_t>(child.pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
-         info.si_pid == child.pid;
+  if (::waitid(P_PID, static_cast<id_t>(child.pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0) {
+    return errno == ECHILD;
+  }
+  return info.si_pid == child.pid;
 }
 
 }  // namespace
@@ -548,6 +602,13 @@ std::optional<Exit> wait_exit(const Spawned& child, std::optional<Clock::time_po
   }
 }
 
-Exit reap(const Spawned& child) { return collect(child); }
+Exit reap(const Spawned& child) {
+  auto e = try_collect(child);
+  if (const Exit* exit = std::get_if<Exit>(&e)) return *exit;
+  Exit lost;
+  lost.status = kLostStatus;
+  lost.when = Clock::now();
+  return lost;
+}
 
 }  // namespace edgeprof::detail

@@ -89,9 +89,15 @@ struct Placement {
 // is created inside the cgroup; on v1 it enters by writing itself into `procs_fds`.
 // Fallback (other architectures, older kernels, or `fast` = false): fork; the child waits on a
 // pipe until `attach(pid)` placed it, then execs.
-// Returns after the exec succeeded; throws SpawnError (with errno and path) when it failed.
+// Returns after the exec succeeded; throws SpawnError (with errno and path) when it failed, and
+// before starting anything when SIGCHLD is ignored (SIG_IGN or SA_NOCLDWAIT: the kernel would
+// discard the child's exit status).
 Spawned spawn_process(const PreparedCommand& command, const Placement& placement,
                       bool fast = true);
+
+// The status reap() gives for a child whose status was lost: neither WIFEXITED nor WIFSIGNALED,
+// so a result made of it has no exit code and no signal.
+inline constexpr int kLostStatus = -1;
 
 struct Exit {
   int status = 0;  // as from waitpid
@@ -101,12 +107,15 @@ struct Exit {
 
 // Waits for the child's exit via its pidfd until `deadline` (nullopt = for ever), calling
 // `tick` at least every `tick_every` while waiting (with neither, wait4 blocks). Returns nullopt
-// when the deadline passed.
+// when the deadline passed. Throws SpawnError (errno ECHILD) when the child was reaped before
+// it could be (SIGCHLD ignored, or another waitpid(-1) in this process): its status is lost.
 std::optional<Exit> wait_exit(const Spawned& child, std::optional<Clock::time_point> deadline,
                               const std::function<void()>& tick,
                               std::chrono::milliseconds tick_every);
 
-// Blocks until the child has exited (after it was killed) and reaps it.
+// Blocks until the child has exited (after it was killed) and reaps it. Never throws: a child
+// reaped already gives kLostStatus (its callers unwind from wait_exit()'s error, or have killed
+// it at a timeout, or are a destructor).
 Exit reap(const Spawned& child);
 
 }  // namespace edgeprof::detail

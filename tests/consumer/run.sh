@@ -2,7 +2,8 @@
 # Tests edgeprof's packaging the way users consume it (in the style of fmtlib's test/*-test):
 #   1. configure, build and install edgeprof to a temporary prefix;
 #   2. build examples/cpp against that prefix with find_package(edgeprof CONFIG) and run it;
-#   3. check the installed config and version files (tests/consumer/config);
+#   3. check the installed config and version files (tests/consumer/config), and the build
+#      tree's (EDGEPROF_INSTALL_FROM) as a package directory;
 #   4. build tests/consumer/subdir, which pulls edgeprof in with add_subdirectory() as a shared
 #      library, and check the symbols it exports (in the background, while 1-3 run: the two
 #      library builds are most of the time);
@@ -269,6 +270,13 @@ if ((installed)); then
       "${no_registry[@]}" -DCMAKE_PREFIX_PATH="$prefix" -DCHECK=no-libcgroup || true
 else
   fail "config and version file checks" "skipped: the install failed"
+fi
+# The build tree is a package directory too (its config included a targets file only the
+# install wrote).
+if [[ -n ${EDGEPROF_INSTALL_FROM:-} ]]; then
+  step "find_package(edgeprof 0.1) from the build tree (-Dedgeprof_DIR=<build>)" \
+    cmake -S "$here/config" -B "$work/config-build-tree" "${generator[@]}" "${no_registry[@]}" \
+      -Dedgeprof_DIR="$EDGEPROF_INSTALL_FROM" -DCHECK=found || true
 fi
 
 # 5. Every installed public header compiles on its own.

@@ -131,6 +131,13 @@ TEST_CASE("calibrate_speed finds the core speed of a device from workloads measu
   Device board = make_device("board", 1, 0.9, "256MiB");
   board.reference_speed = 0.9;
   board.sources["reference_speed"] = {"estimated", "a 7-Zip rating"};
+  // And published PyTorch times, whose speed a run follows when the workload loads PyTorch.
+  RuntimeTimes torch_times;
+  torch_times.precision = "fp32";
+  torch_times.threads = 1;
+  torch_times.ms = {{"resnet18", 400.0}};
+  board.runtime_ms["pytorch"] = torch_times;
+  board.sources["runtimes"] = {"measured", "a benchmark"};
   const SpeedCalibration c =
       calibrate_speed(board, measured, o,
                       [&](int done, int planned, const std::string&, double, std::uint64_t) {
@@ -185,4 +192,9 @@ TEST_CASE("calibrate_speed finds the core speed of a device from workloads measu
   CHECK_FALSE(c.device.reference_speed);
   CHECK_FALSE(c.device.host_reference_speed);
   CHECK_FALSE(c.device.sources.count("reference_speed"));
+  // Nor a runtime's times: a run of a PyTorch workload followed them to the PyTorch speed in
+  // place of the calibrated one (and so did the calibration's own runs, with this host's
+  // PyTorch rating).
+  CHECK(c.device.runtime_ms.empty());
+  CHECK_FALSE(c.device.sources.count("runtimes"));
 }

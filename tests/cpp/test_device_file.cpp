@@ -379,6 +379,42 @@ TEST_CASE("the catalog: real devices, every figure sourced", "[device-file][cata
   CHECK(builtin_device("raspberry-pi-4").name == "raspberry-pi-4b-4gb");
 }
 
+TEST_CASE("a device directory the user named that is not there is said, and a file taken for a "
+          "name is pointed to",
+          "[device-file]") {
+  const stdfs::path dir =
+      stdfs::temp_directory_path() / ("edgeprof-nodir-" + std::to_string(::getpid()));
+  stdfs::remove_all(dir);
+  {
+    // Silently no devices before.
+    test::ScopedEnv env("EDGEPROF_DEVICE_PATH", (dir / "devices").string());
+    const UserDevices user = user_devices();
+    CHECK(user.devices.empty());
+    REQUIRE(user.problems.size() == 1);
+    CHECK(contains(user.problems[0], "devices: the device directory cannot be read"));
+    CHECK(contains(user.problems[0], "errno 2"));
+    CHECK(contains(user.problems[0], "EDGEPROF_DEVICE_PATH"));
+  }
+  {
+    // The default directory need not exist.
+    test::ScopedEnv env("EDGEPROF_DEVICE_PATH", "");
+    test::ScopedEnv home("XDG_CONFIG_HOME", (dir / "config").string());
+    CHECK(user_devices().problems.empty());
+  }
+  // "mydev" here is a name to find_device(): the file is pointed to, not read.
+  stdfs::create_directories(dir);
+  const stdfs::path before = stdfs::current_path();
+  stdfs::current_path(dir);
+  { std::ofstream("mydev") << "name = \"mydev\"\n"; }
+  CHECK_THROWS_WITH(find_device("mydev"),
+                    Catch::Contains("no device named 'mydev'") &&
+                        Catch::Contains("a file 'mydev' is in the current directory") &&
+                        Catch::Contains("e.g. ./mydev"));
+  CHECK_THROWS_WITH(find_device("otherdev"), !Catch::Contains("current directory"));
+  stdfs::current_path(before);
+  stdfs::remove_all(dir);
+}
+
 TEST_CASE("find_device: catalog, then the user's device directories, or a path", "[device-file]") {
   const stdfs::path dir = stdfs::temp_directory_path() / ("edgeprof-devices-" + std::to_string(::getpid()));
   stdfs::create_directories(dir);

@@ -501,6 +501,93 @@ TEST_CASE("a moved-from Slice or Child throws Error where it crashed", "[kernel]
   CHECK(d.wait().ok());
 }
 
+TEST_CASE("a slice closed while a child with a speed schedule runs stops the schedule first",
+          "[kernel]") {
+  REQUIRE_CGROUPS();
+  // The schedule's step fell due after close() had freed the cgroup it writes: SIGSEGV.
+  Device d = half_core();
+  d.speed_schedule = {{0.2, 0.5}};
+  Slice slice(d);
+  Child c = slice.spawn(workload({"sleep", "2"}));
+  slice.close();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const Result r = c.wait();
+  CHECK_FALSE(r.ok());  // close() ended it
+  CHECK(r.speed_changes.empty());  // the step was not due before the slice went
+}
+
+TEST_CASE("a forked copy of a slice leaves the parent's slice and workload alone", "[kernel]") {
+  REQUIRE_CGROUPS();
+  // A forked copy's close() killed the parent's workload and removed the parent's slice.
+  Slice slice(half_core());
+  const std::vector<std::string> paths = slice.paths();
+  Child c = slice.spawn(workload({"sleep", "0.5"}));
+  const pid_t copy = ::fork();
+  REQUIRE(copy >= 0);
+  if (copy == 0) {
+    slice.close();
+    ::_exit(0);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(copy, &status, 0) == copy);
+  CHECK(WIFEXITED(status));
+  for (const std::string& p : paths) CHECK(std::filesystem::exists(p));
+  const Result r = c.wait();
+  CHECK(r.ok());
+  CHECK(r.wall_time_s >= 0.5);
+}
+
+TEST_CASE("a closed stdout is given /dev/null before a slice opens descriptors of its own",
+          "[kernel]") {
+  REQUIRE_CGROUPS();
+  // With fd 1 closed, a slice's first long-lived descriptor took it: the embedding program's
+  // writes to stdout went into the CPU ledger's slot file. In a child process, so that this
+  // one's stdout stays; alarm() ends it should it hang.
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    ::alarm(20);
+    ::close(1);
+    int code = 0;
+    try {
+      Slice slice(half_core());
+      Child c = slice.spawn(workload({"exit", "0"}));
+      char target[64] = {};
+      const ssize_t n = ::readlink("/proc/self/fd/1", target, sizeof target - 1);
+      code = n > 0 && std::string_view(target, static_cast<size_t>(n)) == "/dev/null" ? 0 : 3;
+      if (!c.wait().ok()) code = 5;
+    } catch (...) {
+      code = 4;
+    }
+    ::_exit(code);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+}
+
+TEST_CASE("an unsampled run whose marks filled their channel says marks were dropped",
+          "[kernel]") {
+  REQUIRE_CGROUPS();
+  // 3000 phases of two marks each, about 160 KiB: a 64 KiB pipe read only at the end.
+  Slice slice(half_core());
+  SpawnOptions unsampled;
+  unsampled.sample_interval = std::chrono::nanoseconds(0);
+  const Result r = slice.spawn(workload({"short-phases", "3000", "0"}), unsampled).wait();
+  REQUIRE(r.ok());
+  CHECK(r.phases.size() < 3000);
+  bool said = false;
+  for (const std::string& w : r.warnings) said = said || w.find("filled their channel") != w.npos;
+  // (Whatever the length of a mark's stamp: 3000 phases are 6000 lines of 24 bytes or more.)
+  CHECK(said);
+  // A few marks: no such warning.
+  const Result few = slice.spawn(workload({"short-phases", "10", "0"}), unsampled).wait();
+  REQUIRE(few.ok());
+  CHECK(few.phases.size() == 10);
+  for (const std::string& w : few.warnings) CHECK(w.find("filled their channel") == w.npos);
+}
+
 TEST_CASE("a timeout kills the whole slice and reports timed_out", "[kernel]") {
   REQUIRE_CGROUPS();
   std::vector<std::string> paths;

@@ -327,13 +327,22 @@ TEST_CASE("per-core scaling: each core's quota for the number of busy threads",
   // Not for a speed that is not the nn speed, nor pooled.
   Device integer = scaled_quad();
   integer.speed_kind = "";
-  CHECK(plan_emulation(integer, cpus(2), scaling).core_quota_by_busy.empty());
+  const EmulationPlan integer_plan = plan_emulation(integer, cpus(2), scaling);
+  CHECK(integer_plan.core_quota_by_busy.empty());
+  // Said where asked for and not done (it was silently the plain plan).
+  CHECK(has_note(integer_plan, "core_scaling (--core-scaling) not applied: it needs the device "
+                               "at its nn speed"));
+  CHECK_FALSE(has_note(plan, "not applied"));
   PlanOptions pooled;
   pooled.cores = CoreEmulation::pooled;
   pooled.core_scaling = true;
   const EmulationPlan pooled_plan = plan_emulation(scaled_quad(), cpus(2), pooled);
   CHECK(pooled_plan.core_emulation() == CoreEmulation::pooled);
   CHECK(pooled_plan.core_quota_by_busy.empty());
+  CHECK(has_note(pooled_plan, "core_scaling (--core-scaling) not applied: it is a way of "
+                              "per-core emulation"));
+  CHECK(has_note(plan_emulation(make_device("plain", 4, 0.25, "1GiB"), cpus(2), scaling),
+                 "not applied: it needs the device at its nn speed"));
   // The period is lengthened for the smallest quota (all busy) to reach the kernel's 1 ms.
   Device slow = scaled_quad();
   slow.core_speed = 0.1;

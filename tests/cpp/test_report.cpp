@@ -719,6 +719,47 @@ TEST_CASE("a series whose columns are shorter than its times is refused, not rea
                     Catch::Contains("field 'series.scheduled': 1 rows where t_ns has 3"));
 }
 
+// `complete` naming a metric `available` does not sent summarize to back() of an empty column
+// (SIGSEGV); times going back made a negative memory area, cast to about 2^64 bytes.
+TEST_CASE("a series whose complete names a metric it lacks, or whose times go back, is refused",
+          "[report]") {
+  TimeSeries s;
+  s.t_ns = {0, 10'000'000, 20'000'000};
+  s.complete.set(static_cast<size_t>(Metric::memory_current_bytes));
+  const auto lacks = Catch::Contains("marks memory_current_bytes complete but not available");
+  CHECK_THROWS_WITH(summarize(s, 0.01, 1.0), lacks);
+  CHECK_THROWS_WITH(parse_phases("", 0, s, 1.0, nullptr), lacks);
+  CHECK_THROWS_WITH(s.cpu_cores(), lacks);
+  Result r = sample_result();
+  r.series = s;
+  CHECK_THROWS_WITH(to_json(r), lacks);
+  CHECK_THROWS_WITH(to_csv(r), lacks);
+
+  // Memory 0, 0, 1000 at 0, 20, 10 ms: an area of -5000 byte-ms over a span of 10 ms.
+  const TimeSeries back = make_series({0, 20, 10}, {0, 1, 2}, {0, 0, 1000});
+  const auto goes_back = Catch::Contains(
+      "t_ns goes back in time at sample 2: 10000000 ns after 20000000 ns at sample 1");
+  CHECK_THROWS_WITH(summarize(back, 0.01, 1.0), goes_back);
+  CHECK_THROWS_WITH(parse_phases("", 0, back, 1.0, nullptr), goes_back);
+  CHECK_THROWS_WITH(back.cpu_cores(), goes_back);
+  // Equal times are a clock that did not move: taken (their trapezoid has no width).
+  const TimeSeries still = make_series({0, 10, 10, 20}, {0, 1, 1, 2}, {5, 5, 5, 5});
+  CHECK(*summarize(still, 0.01, 1.0).memory_avg_bytes == 5);
+  CHECK(still.cpu_cores() == std::vector<double>{0.1, 0.0, 0.1});
+
+  // A report holding either is refused when read, naming the field (it was read, and then
+  // summarised from a column of zeros or refused when written back).
+  CHECK_THROWS_WITH(
+      result_from_json(edited_report("/series/complete", "[\"cpu_usage_ns\",\"tasks\"]")),
+      Catch::Contains("field 'series.complete[1]': \"tasks\" is not in series.available"));
+  CHECK_THROWS_WITH(
+      result_from_json(edited_report("/series/t_ns", "[0,20000000,10000000]")),
+      Catch::Contains("field 'series.t_ns[2]': 10000000 is before the sample before it "
+                      "(20000000)"));
+  // As written, it reads back.
+  CHECK(result_from_json(to_json(sample_result())) == sample_result());
+}
+
 TEST_CASE("the time series as CSV: available metrics and derived CPU cores", "[report]") {
   const std::string csv = to_csv(sample_result());
   // A first line naming the format and the version that wrote it, a comment.
@@ -737,6 +778,7 @@ TEST_CASE("the runs' time series as one CSV: a run column, every run's metrics",
   RepeatedResult rr;
   rr.runs = {sample_result(), sample_result()};
   rr.runs[1].series.available.reset(static_cast<size_t>(Metric::memory_current_bytes));
+  rr.runs[1].series.complete.reset(static_cast<size_t>(Metric::memory_current_bytes));
   rr.warmups = {sample_result()};
   const std::string csv = to_csv(rr);
   std::vector<std::string> lines;

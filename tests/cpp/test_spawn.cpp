@@ -2,6 +2,7 @@
 // this kernel so that path stays tested where the fast path is the default.
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -15,8 +16,10 @@
 
 using namespace edgeprof;
 using namespace edgeprof::detail;
+using edgeprof::test::can_create_slices;
 using edgeprof::test::FakeTree;
 using edgeprof::test::helper;
+using edgeprof::test::our_slices;
 
 namespace {
 
@@ -42,6 +45,38 @@ struct TestCgroup {
 Exit run_to_exit(const Spawned& child) {
   auto exit = wait_exit(child, std::nullopt, {}, std::chrono::milliseconds(50));
   return *exit;
+}
+
+// SIGCHLD handled as given for one scope; the old handling is put back on the way out, also
+// when a check fails (FAIL and REQUIRE throw).
+class ScopedSigchld {
+ public:
+  ScopedSigchld(void (*handler)(int), int flags) {
+    struct sigaction sa {};
+    sa.sa_handler = handler;
+    sa.sa_flags = flags;
+    sigemptyset(&sa.sa_mask);
+    REQUIRE(::sigaction(SIGCHLD, &sa, &old_) == 0);
+  }
+  ~ScopedSigchld() { ::sigaction(SIGCHLD, &old_, nullptr); }
+  ScopedSigchld(const ScopedSigchld&) = delete;
+  ScopedSigchld& operator=(const ScopedSigchld&) = delete;
+
+ private:
+  struct sigaction old_ {};
+};
+
+Command exit_3() {
+  Command c;
+  c.argv = {"/bin/sh", "-c", "exit 3"};
+  return c;
+}
+
+// No slice: the parent "places" the held child nowhere (the fork path, on every build).
+Placement nowhere() {
+  Placement placement;
+  placement.attach = [](pid_t) {};
+  return placement;
 }
 
 }  // namespace
@@ -149,4 +184,147 @@ TEST_CASE("a NUL byte in the program, an argument, the environment or the direct
   refused(c, "the working directory holds a NUL byte");
   c.cwd.clear();
   PreparedCommand fine(c);  // the same command without them
+}
+
+// Stdio::file("/tmp/out\0.txt") wrote /tmp/out.
+TEST_CASE("a NUL byte in a stdin, stdout or stderr file's path is refused before any is opened",
+          "[spawn]") {
+  using namespace std::string_literals;
+  FakeTree tmp;
+  const std::string cut = tmp.root() + "/out";  // what the NUL would leave of the path
+  const auto refused = [&](const Command& c, const std::string& stream) {
+    try {
+      PreparedCommand prepared(c);
+      FAIL("prepared a command whose " << stream << " file holds a NUL byte");
+    } catch (const SpawnError& e) {
+      CHECK(e.sys_errno() == EINVAL);
+      CHECK_THAT(e.what(), Catch::Contains("the " + stream + " file holds a NUL byte at offset " +
+                                           std::to_string(cut.size()) + " (after \"" + cut +
+                                           "\")"));
+      CHECK(e.path() == cut + "\0.txt"s);
+    }
+  };
+  Command c;
+  c.argv = {"/bin/true"};
+  c.stdout_stream = Stdio::file(cut + "\0.txt"s);
+  refused(c, "stdout");
+  c.stdout_stream = Stdio::inherit();
+  c.stderr_stream = Stdio::file(cut + "\0.txt"s, /*append=*/true);
+  refused(c, "stderr");
+  CHECK_FALSE(tmp.exists("/out"));  // nothing created at the text before the NUL
+  // stdin's file is checked before stdout's is created (it was read from /out, which exists).
+  tmp.file("/out", "");
+  c.stderr_stream = Stdio::inherit();
+  c.stdin_stream = Stdio::file(cut + "\0.txt"s);
+  c.stdout_stream = Stdio::file(tmp.root() + "/created");
+  refused(c, "stdin");
+  CHECK_FALSE(tmp.exists("/created"));
+}
+
+// signal(SIGCHLD, SIG_IGN), then a workload that exits 3: the kernel discards its status, and
+// wait4's ECHILD was read as exit code 0 (ok() true).
+TEST_CASE("a workload is not started while SIGCHLD is ignored: its exit status would be lost",
+          "[spawn]") {
+  const Command c = exit_3();
+  const Placement placement = nowhere();
+  const auto refused = [&](const std::string& how) {
+    PreparedCommand prepared(c);
+    try {
+      spawn_process(prepared, placement, /*fast=*/false);
+      FAIL("spawned with SIGCHLD " << how);
+    } catch (const SpawnError& e) {
+      CHECK_THAT(e.what(), Catch::Contains("SIGCHLD is " + how) &&
+                               Catch::Contains("signal(SIGCHLD, SIG_DFL)"));
+    }
+  };
+  {
+    ScopedSigchld ignored(SIG_IGN, 0);
+    refused("ignored (SIG_IGN)");
+  }
+  {
+    ScopedSigchld no_zombies(SIG_DFL, SA_NOCLDWAIT);
+    refused("flagged SA_NOCLDWAIT");
+  }
+  // With SIGCHLD's default back, the same command's own status.
+  PreparedCommand prepared(c);
+  const Spawned child = spawn_process(prepared, placement, /*fast=*/false);
+  const Exit exit = run_to_exit(child);
+  REQUIRE(WIFEXITED(exit.status));
+  CHECK(WEXITSTATUS(exit.status) == 3);
+}
+
+// Another waitpid in the process (a waitpid(-1), a child watcher) reaped the workload first:
+// wait4's ECHILD was read as exit code 0.
+TEST_CASE("an exit status reaped by another wait is an error, never exit code 0", "[spawn]") {
+  const Command c = exit_3();
+  const Placement placement = nowhere();
+  const auto reaped_elsewhere = [&] {
+    PreparedCommand prepared(c);
+    Spawned child = spawn_process(prepared, placement, /*fast=*/false);
+    int status = 0;
+    REQUIRE(::waitpid(child.pid, &status, 0) == child.pid);
+    REQUIRE(WIFEXITED(status));
+    REQUIRE(WEXITSTATUS(status) == 3);
+    return child;
+  };
+  const auto lost = [](const SpawnError& e) {
+    CHECK(e.sys_errno() == ECHILD);
+    CHECK_THAT(e.what(), Catch::Contains("exit status was lost") &&
+                             Catch::Contains("SIG_IGN or SA_NOCLDWAIT") &&
+                             Catch::Contains("waitpid(-1)"));
+  };
+  {  // wait4 alone (no deadline, nothing to call meanwhile)
+    const Spawned child = reaped_elsewhere();
+    try {
+      wait_exit(child, std::nullopt, {}, std::chrono::milliseconds(50));
+      FAIL("an exit status was given");
+    } catch (const SpawnError& e) {
+      lost(e);
+    }
+  }
+  {  // through the pidfd (or the polling without one), with a tick
+    const Spawned child = reaped_elsewhere();
+    try {
+      wait_exit(child, std::nullopt, [] {}, std::chrono::milliseconds(1));
+      FAIL("an exit status was given");
+    } catch (const SpawnError& e) {
+      lost(e);
+    }
+    // reap() (after a kill, in a destructor) does not throw, nor make a status up.
+    const Exit after = reap(child);
+    CHECK(after.status == kLostStatus);
+    CHECK_FALSE(WIFEXITED(after.status));
+    CHECK_FALSE(WIFSIGNALED(after.status));
+  }
+}
+
+TEST_CASE("run() with SIGCHLD ignored is refused and leaves no slice, not exit code 0",
+          "[kernel][spawn]") {
+  REQUIRE_CGROUPS();
+  const Device device = make_device("t", 1, 0.5, "128MiB");
+  {
+    ScopedSigchld ignored(SIG_IGN, 0);
+    CHECK_THROWS_AS(run(exit_3(), device), SpawnError);
+  }
+  CHECK(our_slices().empty());
+  CHECK(run(exit_3(), device).exit_code == 3);
+}
+
+TEST_CASE("a workload reaped by another wait fails its wait() and leaves no slice",
+          "[kernel][spawn]") {
+  REQUIRE_CGROUPS();
+  {
+    Slice slice(make_device("t", 1, 0.5, "128MiB"));
+    Child child = slice.spawn(exit_3());
+    int status = 0;
+    REQUIRE(::waitpid(child.pid(), &status, 0) == child.pid());  // as a waitpid(-1) would
+    REQUIRE(WEXITSTATUS(status) == 3);
+    CHECK_THROWS_AS(child.wait(), SpawnError);
+    // The result kept for a later wait() has no exit status rather than a made-up one.
+    const Result r = child.wait();
+    CHECK_FALSE(r.exit_code);
+    CHECK_FALSE(r.signal);
+    CHECK_FALSE(r.ok());
+  }
+  CHECK(our_slices().empty());
 }

@@ -45,8 +45,9 @@ def with_threads():
 
 @edgeprof.profiled_function(device=edgeprof.Device(name="d", cores=1, core_speed=1.0,
                                                    memory="512MiB"))
-def decorated(x):
-    return x * 2
+def decorated(x, device="cpu"):
+    """A parameter named as one of profile's options (PyTorch's device)."""
+    return x * 2 if device == "cpu" else device
 
 
 def omp_threads():
@@ -57,3 +58,24 @@ def omp_threads():
 
 def big_value(mib):
     return bytes(mib << 20)
+
+
+def lock():
+    """A value that does not pickle."""
+    return threading.Lock()
+
+
+def mark_phases(names):
+    for name in names:
+        with edgeprof.phase(name):
+            pass
+
+
+def apply(fn, x):
+    """A function with a parameter named fn, as profile's own first one is."""
+    return fn(x)
+
+
+def touched_value(mib):
+    """A value whose pages are all in use (bytes(n) leaves them to the zero page)."""
+    return b"\x01" * (mib << 20)

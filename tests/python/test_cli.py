@@ -1072,3 +1072,14 @@ def test_more_threads_than_the_devices_cores_are_said_to_share_them(capsys):
     assert "the 9 threads share its 4 cores" in err
     assert cli._for_threads(pi, 2).cores == 2 and cli._for_threads(pi, 4) == pi
     assert capsys.readouterr().err == ""
+
+
+@requires_cgroups
+def test_an_ignored_sigchld_from_the_parent_does_not_lose_the_workloads_exit_code():
+    # SIG_IGN survives exec: the workload's status was lost (exit code 0 for `exit 3`), and the
+    # library now refuses to start one then; the command resets it for itself.
+    p = subprocess.run([sys.executable, "-m", "edgeprof", "run", "--cores", "1", "--speed", "1",
+                        "--memory", "256MiB", "--interval", "off", "--", "sh", "-c", "exit 3"],
+                       capture_output=True, text=True, timeout=120,
+                       preexec_fn=lambda: signal.signal(signal.SIGCHLD, signal.SIG_IGN))
+    assert p.returncode == 3, p.stderr

@@ -71,6 +71,9 @@ def test_safe_with_threads_in_the_caller(board):
 def test_decorator_form():
     value, report = funcs.decorated(21)
     assert value == 42 and report.ok
+    # The call's keywords are all the function's: its device went to profile() ("got multiple
+    # values for keyword argument 'device'").
+    assert funcs.decorated(21, device="cuda").value == "cuda"
 
 
 def test_unpicklable_functions_say_what_to_do():
@@ -175,3 +178,123 @@ def test_an_unreadable_result_is_worker_died_with_the_report(monkeypatch):
     with pytest.raises(edgeprof.WorkerDied, match="left a result that cannot be read") as info:
         edgeprof.profile(funcs.allocate, 1, device=report.device)
     assert info.value.report is report
+
+
+# A script's own classes and functions, as an HPO script or a notebook has them: the function's
+# value and exception are of the caller's classes, and an argument refers to the caller's
+# function (a partial of it).
+_CALLERS_MAIN = """\
+import dataclasses
+import functools
+import edgeprof
+{scale}
+
+@dataclasses.dataclass
+class Metrics:
+    accuracy: float
+
+class Diverged(Exception):
+    pass
+
+def train(lr):
+    if lr > 1:
+        raise Diverged(lr)
+    return Metrics(scale(lr))
+
+board = edgeprof.Device(name="board", cores=1, core_speed=1.0, memory="256MiB")
+
+@edgeprof.profiled_function(device=board)
+def evaluate(lr):
+    return train(lr)
+
+if __name__ == "__main__":
+    assert evaluate(1.0).value == Metrics(0.5)
+    value, report = edgeprof.profile(functools.partial(train, 0.5), device=board)
+    assert type(value) is Metrics and value.accuracy == 0.25 and report.ok, value
+    try:
+        edgeprof.profile(train, 2.0, device=board)
+        raise AssertionError("no exception")
+    except Diverged as e:
+        assert e.args == (2.0,) and e.edgeprof_report.ok
+    print("done")
+"""
+
+
+@requires_cgroups
+@pytest.mark.parametrize("how", ["script", "-m", "stdin", "-c"])
+def test_the_callers_main_reaches_the_worker_and_comes_back(tmp_path, how):
+    """The caller's __main__ is found however Python ran it: a partial of its function (the
+    worker did not look for a __main__ the function itself was not of), a value or exception of
+    its classes (No module named '__mp_main__'; in a notebook, cannot be pickled), a module run
+    with -m and relative imports, a script piped to `python3 -` (No such file '<stdin>'), a
+    notebook's function decorated for a Device (the options went along: cannot pickle
+    Device)."""
+    if how in ("stdin", "-c"):
+        pytest.importorskip("cloudpickle")
+    own = "def scale(x):\n    return x / 2\n"
+    code = _CALLERS_MAIN.format(scale=own)
+    if how == "script":
+        (tmp_path / "tune.py").write_text(code)
+        argv, stdin = [sys.executable, str(tmp_path / "tune.py")], None
+    elif how == "-m":
+        (tmp_path / "hpo").mkdir()
+        (tmp_path / "hpo" / "__init__.py").write_text("")
+        (tmp_path / "hpo" / "scaling.py").write_text(own)
+        (tmp_path / "hpo" / "tune.py").write_text(
+            _CALLERS_MAIN.format(scale="from .scaling import scale"))
+        argv, stdin = [sys.executable, "-m", "hpo.tune"], None
+    elif how == "stdin":
+        argv, stdin = [sys.executable, "-"], code
+    else:
+        argv, stdin = [sys.executable, "-c", code], None
+    out = subprocess.run(argv, input=stdin, cwd=tmp_path, capture_output=True, text=True,
+                         timeout=HANG_S)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["done"]
+
+
+@requires_cgroups
+def test_a_value_that_does_not_pickle_says_the_function_ran_and_keeps_the_report(board):
+    # It said "could not run lock", and the run's report was lost.
+    with pytest.raises(edgeprof.Error, match="ran lock, but the return value") as info:
+        edgeprof.profile(funcs.lock, device=board)
+    assert not str(info.value).endswith("\n")
+    assert info.value.edgeprof_report.ok
+
+
+def _undecodable(text: bytes) -> str:
+    import os
+    return os.fsdecode(text)  # a file name that is not UTF-8, as Python hands it over
+
+
+def test_phase_names_holding_bytes_that_are_not_utf8_do_nothing_outside_edgeprof():
+    # They raised pybind11's "incompatible function arguments" TypeError.
+    name = _undecodable(b"model-\xff.onnx")
+    with edgeprof.phase(name):
+        edgeprof.mark(name)
+    edgeprof.mark("\ud800")  # a lone surrogate, not one of a decoded byte
+
+
+@requires_cgroups
+def test_phase_names_holding_bytes_that_are_not_utf8_are_escaped(board):
+    value, report = edgeprof.profile(funcs.mark_phases, [_undecodable(b"model-\xff.onnx")],
+                                     device=board)
+    assert [p.name for p in report.phases] == ["function", "model-\\xFF.onnx"]
+
+
+@requires_cgroups
+def test_a_function_with_a_parameter_named_fn_takes_it_as_a_keyword(board):
+    # profile() took fn=... as its own function: "got multiple values for argument 'fn'".
+    assert edgeprof.profile(funcs.apply, fn=abs, x=-3, device=board).value == 3
+
+
+@requires_cgroups
+def test_a_large_value_is_not_copied_whole_to_be_sent_back():
+    # The worker held the value, its pickle and the pickle of that (three copies in the
+    # slice's memory): a function that returned 96 MiB on a 256 MiB device, which fits, was
+    # killed by the OOM killer after it returned. Now the value is pickled into the file as it
+    # goes (what is written is page cache, which the kernel reclaims at the limit).
+    device = edgeprof.Device(name="board", cores=1, core_speed=1.0, memory="256MiB")
+    value, report = edgeprof.profile(funcs.touched_value, 96, device=device)
+    assert report.ok and not report.oom_killed
+    assert len(value) == 96 << 20 and value.count(b"\x01") == len(value)

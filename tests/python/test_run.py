@@ -284,6 +284,29 @@ def test_slice_context_manager_runs_several_children(half_core):
         s.spawn(["true"])
 
 
+def test_a_child_keeps_its_slice_and_threads_waiting_on_it_share_one_result(half_core):
+    # The temporary slice was collected at once, killing the workload (signal 9 in 2 ms).
+    r = edgeprof.emulation.Slice(half_core).spawn(["sleep", "0.2"]).wait()
+    assert r.ok and r.wall_time_s >= 0.2, (r.signal, r.wall_time_s)
+    # Two or three threads waiting on one Child both finished it: a segfault, about one run
+    # in two, or a signal 9 for one and exit 0 for another.
+    import threading
+    with edgeprof.emulation.Slice(half_core) as s:
+        child = s.spawn(["sleep", "0.2"])
+        results = []
+        waiters = [threading.Thread(target=lambda: results.append(child.wait(timeout=30)))
+                   for _ in range(3)]
+        for t in waiters:
+            t.start()
+        for t in waiters:
+            t.join()
+    assert [(r.exit_code, r.signal) for r in results] == [(0, None)] * 3
+    # A closed slice is not entered (its spawn failed, "this slice is closed").
+    with pytest.raises(edgeprof.Error, match="this slice is closed"):
+        with s:
+            pass
+
+
 def test_the_gil_is_released_while_waiting(half_core):
     # The workload says it has started, then waits for an answer only another Python thread of
     # this process gives. Were the GIL held while run() waits, that thread could not answer and
