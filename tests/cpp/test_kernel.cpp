@@ -533,8 +533,8 @@ TEST_CASE("a forked copy of a slice leaves the parent's slice and workload alone
   CHECK(WIFEXITED(status));
   for (const std::string& p : paths) CHECK(std::filesystem::exists(p));
   const Result r = c.wait();
-  CHECK(r.ok());
-  CHECK(r.wall_time_s >= 0.5);
+  CHECK(r.ok());  // exit code 0: not the signal 9 the copy's close() sent
+  CHECK_FALSE(r.signal);
 }
 
 TEST_CASE("a closed stdout is given /dev/null before a slice opens descriptors of its own",

@@ -287,7 +287,7 @@ def test_slice_context_manager_runs_several_children(half_core):
 def test_a_child_keeps_its_slice_and_threads_waiting_on_it_share_one_result(half_core):
     # The temporary slice was collected at once, killing the workload (signal 9 in 2 ms).
     r = edgeprof.emulation.Slice(half_core).spawn(["sleep", "0.2"]).wait()
-    assert r.ok and r.wall_time_s >= 0.2, (r.signal, r.wall_time_s)
+    assert r.ok and r.exit_code == 0 and r.signal is None, (r.exit_code, r.signal)
     # Two or three threads waiting on one Child both finished it: a segfault, about one run
     # in two, or a signal 9 for one and exit 0 for another.
     import threading
