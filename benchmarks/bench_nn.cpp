@@ -42,6 +42,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -50,6 +51,7 @@
 
 #include "bench_common.hpp"
 #include "edgeprof/edgeprof.hpp"
+#include "suite/microbench_detail.hpp"
 
 using namespace edgeprof;
 
@@ -985,6 +987,44 @@ std::string threads_table(int threads, const std::vector<ThreadsRow>& rows, cons
   return md + notes + "\n";
 }
 
+// A copy of the cache directory for one run, made the process's (EDGEPROF_CACHE_DIR), removed
+// when the run ends: a cache biased on purpose never touches the user's own.
+class CacheCopy {
+ public:
+  explicit CacheCopy(const std::string& from) {
+    std::string dir = (std::filesystem::temp_directory_path() / "edgeprof-bench-cache.XXXXXX");
+    if (!::mkdtemp(dir.data())) {
+      throw Error(fmt::format("cannot make a directory for a copy of the cache: {} (errno {})",
+                              std::strerror(errno), errno));
+    }
+    dir_ = dir;
+    for (const auto& entry : std::filesystem::directory_iterator(from)) {
+      if (entry.is_regular_file()) {
+        std::filesystem::copy_file(entry.path(), dir_ / entry.path().filename());
+      }
+    }
+    if (const char* was = std::getenv("EDGEPROF_CACHE_DIR")) was_ = was;
+    ::setenv("EDGEPROF_CACHE_DIR", dir_.c_str(), 1);
+  }
+  CacheCopy(const CacheCopy&) = delete;
+  CacheCopy& operator=(const CacheCopy&) = delete;
+  ~CacheCopy() {
+    if (was_) {
+      ::setenv("EDGEPROF_CACHE_DIR", was_->c_str(), 1);
+    } else {
+      ::unsetenv("EDGEPROF_CACHE_DIR");
+    }
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  std::string path(const std::string& file) const { return (dir_ / file).string(); }
+  std::string dir() const { return dir_.string(); }
+
+ private:
+  std::filesystem::path dir_;
+  std::optional<std::string> was_;
+};
+
 int run_benchmark(const Args& a) {
   const std::string started = utc_now();
   const auto t0 = bench::Clock::now();
@@ -1020,6 +1060,7 @@ int run_benchmark(const Args& a) {
   // This host's own share under a quota, measured now as plans use it (cached for them), unless
   // the scale is given; the quick run leaves the quota as the device's.
   std::string share_text = "quota scale as given";
+  std::optional<CacheCopy> biased_cache;  // --share-bias: the run's own copy of the cache
   std::vector<std::string> share_graphs;
   Args args = a;
   if (a.quick && !a.quota_scale) args.quota_scale = 1.0;
@@ -1043,8 +1084,16 @@ int run_benchmark(const Args& a) {
           p[k] = p.at(k).get<double>() * args.share_bias;
         }
       }
-      std::ofstream(share.cache_file) << j.dump(2) << "\n";
-      share_text += fmt::format("; cached x{:g} on purpose (--share-bias: a stale cache)",
+      // In a copy of the cache for this run: the user's own once stayed biased, and every
+      // later plan took the biased share.
+      biased_cache.emplace(std::filesystem::path(share.cache_file).parent_path().string());
+      const std::string biased =
+          biased_cache->path(std::filesystem::path(share.cache_file).filename().string());
+      const std::string failed =
+          edgeprof::detail::replace_file(biased_cache->dir(), biased, j.dump(2) + "\n");
+      if (!failed.empty()) throw Error(failed);
+      share_text += fmt::format("; cached x{:g} on purpose in a copy of the cache for this run "
+                                "(--share-bias: a stale cache)",
                                 args.share_bias);
     }
   }

@@ -512,7 +512,8 @@ EmulationPlan plan_emulation(const Device& device, const HostFacts& host,
 
 /// "0-3,8" -> {0,1,2,3,8}, sorted and without duplicates. Throws Error on malformed text.
 std::vector<int> parse_cpu_list(std::string_view text);
-/// {8,0,1,2,3} -> "0-3,8": the CPUs in ascending order, runs as ranges.
+/// {8,0,1,2,3} -> "0-3,8": the CPUs in ascending order, runs as ranges, each CPU once.
+/// Throws Error for a negative CPU.
 std::string format_cpu_list(const std::vector<int>& cpus);
 
 }  // namespace edgeprof

@@ -243,6 +243,7 @@ class ReferenceRating:
     def note(self) -> str: ...  # why not cached; "" otherwise
 
 def cached_reference_rating() -> Optional[ReferenceRating]: ...
+def why_not_cached_reference_rating() -> str: ...
 def measure_reference_rating(
     *,
     program: Union[str, os.PathLike] = "",
@@ -423,6 +424,7 @@ class NnRating:
     def note(self) -> str: ...
 
 def cached_nn_rating(*, runtime: str = "ncnn") -> Optional[NnRating]: ...
+def why_not_cached_nn_rating(*, runtime: str = "ncnn") -> str: ...
 def measure_nn_rating(
     *,
     runtime: str = "ncnn",
@@ -525,6 +527,7 @@ class QuotaShare:
     def log_sd_at(self, speed: float) -> float: ...  # sd of log own share at that quota
 
 def cached_quota_share(*, runtime: str = "ncnn") -> Optional[QuotaShare]: ...
+def why_not_cached_quota_share(*, runtime: str = "ncnn") -> str: ...
 def measure_quota_share(
     *,
     runtime: str = "ncnn",

@@ -7,6 +7,8 @@ edgeprof they are cheap no-ops.
 from __future__ import annotations
 
 import contextlib
+import inspect
+from typing import Any, Callable
 
 from edgeprof import _core
 
@@ -49,6 +51,20 @@ class phase(contextlib.ContextDecorator):
         _check_name(name)
         self.name = name
         self._wire = _wire(name)
+
+    def __call__(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        # A generator's or coroutine's body runs after the call returns: the decorator's phase
+        # ended before any of it ran (a phase of no time, at the generator's creation).
+        kind = ("a generator function" if inspect.isgeneratorfunction(fn) else
+                "an async generator function" if inspect.isasyncgenfunction(fn) else
+                "a coroutine function" if inspect.iscoroutinefunction(fn) else None)
+        if kind:
+            raise TypeError(
+                f"edgeprof.phase({self.name!r}) cannot decorate {kind} "
+                f"({getattr(fn, '__qualname__', fn)!r}): its body runs after the call returns, "
+                f"so the phase would end before it began; put `with "
+                f"edgeprof.phase({self.name!r}):` inside it, around the work to time")
+        return super().__call__(fn)
 
     def __enter__(self) -> "phase":
         _core.phase_begin(self._wire)

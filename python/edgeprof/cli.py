@@ -336,16 +336,20 @@ def cmd_devices(args: argparse.Namespace) -> int:
            f"divided by this host's {rating.speed:.3f} of it ({rating.host_mips:.0f} MIPS by "
            "7-Zip)" if rating is not None else
            f"the catalog's speeds are relative to its reference core "
-           f"({edgeprof.speed.REFERENCE_CORE}) "
-           "and UNCORRECTED for this host: run `edgeprof calibrate-host --reference` once")
+           f"({edgeprof.speed.REFERENCE_CORE}) and UNCORRECTED for this host: " +
+           _not_cached(edgeprof.speed.why_not_cached_reference_rating(),
+                       "run `edgeprof calibrate-host --reference` once",
+                       "edgeprof calibrate-host --reference"))
     print(f"\nspeed: one device core relative to one core of this host; {how}. "
           "`edgeprof devices show NAME` gives every figure's source (docs/devices.md)")
     nn_rating = edgeprof.nn.cached_nn_rating()
     print("nn: the speed for CNN inference (ncnn's published one-thread times on the device / "
           "this host's), emulated by default where shown; " +
           (f"this host's from {len(nn_rating.host_ms)} graphs, measured {nn_rating.measured_at}"
-           if nn_rating is not None else "'?': this host's nn rating is NOT measured: run "
-           "`edgeprof calibrate-host --nn` once (needs `pip install ncnn`)") +
+           if nn_rating is not None else "'?': this host's nn rating is NOT measured: " +
+           _not_cached(edgeprof.nn.why_not_cached_nn_rating(),
+                       "run `edgeprof calibrate-host --nn` once",
+                       "edgeprof calibrate-host --nn") + " (needs `pip install ncnn`)") +
           "; '-': none published (docs/fidelity.md)")
     paths = edgeprof.devices.device_search_path()
     print(f"your device files: {', '.join(paths) or '(none: set EDGEPROF_DEVICE_PATH)'}")
@@ -393,7 +397,19 @@ def _ncnn() -> "edgeprof.nn.NnRuntime":
     return next(r for r in edgeprof.nn.nn_runtimes() if r.id == "ncnn")
 
 
+def _not_cached(why: str, unmeasured: str, again: str) -> str:
+    """What to say of a cache that gave nothing: ``unmeasured`` where nothing was measured yet,
+    else why it is not used (the file and its problem: corrupt, another kernel) and ``again``,
+    the command that measures it (once "not measured", where a file was there)."""
+    if not why or "is not measured yet" in why:
+        return unmeasured
+    return f"{why} (`{again}`)"
+
+
 def _runtime_note(r: "edgeprof.nn.NnRuntime") -> str:
+    why = edgeprof.nn.why_not_cached_nn_rating(runtime=r.id)
+    if why and "is not measured yet" not in why:
+        return f"{why} (`edgeprof calibrate-host --nn --runtime {r.id} --python PYTHON`)"
     return (f"not measured on this host yet: `edgeprof calibrate-host --nn --runtime {r.id} "
             f"--python PYTHON` with the interpreter that has {r.name} (`{r.install}`): about a "
             f"minute for the rating, then {r.share_duration} for its own share under a "
@@ -427,6 +443,8 @@ def cmd_calibrate_host(args: argparse.Namespace) -> int:
             r_share = edgeprof.speed.cached_quota_share(runtime=r.id)
             others[r.id] = (r, rated, "" if rated is not None else _runtime_note(r), r_share,
                             "" if r_share is not None or rated is None else
+                            _not_cached(edgeprof.speed.why_not_cached_quota_share(runtime=r.id),
+                                        "", f"edgeprof calibrate-host --nn --runtime {r.id}") or
                             f"own share under a quota not measured: `edgeprof calibrate-host --nn "
                             f"--runtime {r.id}` measures it with the rating ("
                             f"{r.share_duration} on a 2-vCPU host); until then plans at "
@@ -442,23 +460,28 @@ def cmd_calibrate_host(args: argparse.Namespace) -> int:
             share_note = f"not measured: {e}"
     else:
         nn = edgeprof.nn.cached_nn_rating()
-        nn_note = "" if nn is not None else (
+        nn_note = "" if nn is not None else _not_cached(
+            edgeprof.nn.why_not_cached_nn_rating(),
             "not measured on this host yet: `edgeprof calibrate-host --nn` (ncnn, about a "
             "minute), or the first run of a catalog device with published CNN inference times "
-            "measures it (docs/devices.md)")
+            "measures it (docs/devices.md)", "edgeprof calibrate-host --nn")
         share = edgeprof.speed.cached_quota_share()
-        share_note = "" if share is not None else (
+        share_note = "" if share is not None else _not_cached(
+            edgeprof.speed.why_not_cached_quota_share(),
             "not measured on this host yet: `edgeprof calibrate-host --nn` ("
             f"{_ncnn().share_duration} more), "
-            "or the first run of a device at its nn speed measures it (docs/fidelity.md)")
+            "or the first run of a device at its nn speed measures it (docs/fidelity.md)",
+            "edgeprof calibrate-host --nn")
     if args.reference:
         rating = edgeprof.speed.measure_reference_rating(progress=progress)
         note = rating.note
     else:
         rating = edgeprof.speed.cached_reference_rating()
-        note = "" if rating is not None else (
+        note = "" if rating is not None else _not_cached(
+            edgeprof.speed.why_not_cached_reference_rating(),
             "not measured on this host yet: `edgeprof calibrate-host --reference` (7-Zip, about "
-            "40 s); until then catalog speeds are used uncorrected")
+            "40 s); until then catalog speeds are used uncorrected",
+            "edgeprof calibrate-host --reference")
     cal = edgeprof.speed.host_calibration(remeasure=args.remeasure)
     s = cal.scores
     if args.json:

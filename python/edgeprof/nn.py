@@ -30,6 +30,7 @@ from edgeprof._core import (
     nn_speed_from_scores,
     reference_graphs,
     time_interval,
+    why_not_cached_nn_rating,
     workload_scaling,
 )
 from edgeprof._intensity import MemoryIntensity, memory_intensity
@@ -56,5 +57,6 @@ __all__ = [
     "nn_speed_from_scores",
     "reference_graphs",
     "time_interval",
+    "why_not_cached_nn_rating",
     "workload_scaling",
 ]

@@ -34,6 +34,8 @@ from edgeprof._core import (
     solve_core_speed,
     speed_from_scores,
     vector_units,
+    why_not_cached_quota_share,
+    why_not_cached_reference_rating,
 )
 
 __all__ = [
@@ -63,4 +65,6 @@ __all__ = [
     "solve_core_speed",
     "speed_from_scores",
     "vector_units",
+    "why_not_cached_quota_share",
+    "why_not_cached_reference_rating",
 ]

@@ -122,7 +122,7 @@ std::chrono::nanoseconds to_interval(std::optional<double> seconds) {
   if (!seconds || *seconds == 0) return std::chrono::nanoseconds(0);
   if (!(*seconds > 0) || !(*seconds < 9e9)) {
     throw Error("sampling interval " + py::repr(py::float_(*seconds)).cast<std::string>() +
-                " s is out of range: give seconds from 0.001 to 60, or None for no sampling");
+                " s is out of range: give seconds from 0.001 to 60, or None (or 0) for no sampling");
   }
   return std::chrono::nanoseconds(static_cast<std::int64_t>(*seconds * 1e9 + 0.5));
 }

@@ -365,6 +365,9 @@ void bind_devices(py::module_& m) {
           py::gil_scoped_release unlocked;
           host = with_measured_drift(std::move(host), with_measured_nn(d, o), o, cpu);
         }
+        // Without the GIL: a first plan may measure this host's nn rating (a minute), its
+        // progress taking the GIL for each line.
+        py::gil_scoped_release unlocked;
         return plan_emulation(d, host, o);
       },
       py::arg("device"), py::arg("cpu_period_us") = kChosenCpuPeriod,

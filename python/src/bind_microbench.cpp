@@ -187,6 +187,15 @@ void bind_microbench(py::module_& m) {
       "This host's cached 7-Zip rating (measured on the same CPU model, kernel and host name), "
       "or None. Never measures.");
   m.def(
+      "why_not_cached_reference_rating",
+      [] {
+        std::string why;
+        // (A path that is not UTF-8 shows its bytes escaped.)
+        return edgeprof_py::text(cached_reference_rating(&why) ? std::string() : why);
+      },
+      "Why cached_reference_rating() gives None (not measured yet, the file corrupt, measured on "
+      "another CPU, kernel or host: the file and what to do), or '' when it gives a rating.");
+  m.def(
       "measure_reference_rating",
       [](const py::object& program, int cpu, double timeout_s,
          const std::optional<std::function<void(py::str)>>& progress) {
@@ -407,6 +416,17 @@ void bind_microbench(py::module_& m) {
       "This host's cached nn rating with the runtime (same CPU model, kernel and host name, "
       "every graph or model), or None. Never measures. Error for an unknown runtime.");
   m.def(
+      "why_not_cached_nn_rating",
+      [](const std::string& runtime) {
+        std::string why;
+        // (A path that is not UTF-8 shows its bytes escaped.)
+        return edgeprof_py::text(cached_nn_rating(&why, runtime) ? std::string() : why);
+      },
+      py::kw_only(), py::arg("runtime") = "ncnn",
+      "Why cached_nn_rating(runtime=) gives None (not measured yet, the file corrupt, measured "
+      "on another CPU, kernel or host, its models changed: the file and what to do), or '' when "
+      "it gives a rating.");
+  m.def(
       "measure_nn_rating",
       [](const std::string& runtime, const py::object& python,
          const std::vector<std::string>& graphs, int warmup, int loops, int cpu, double timeout_s,
@@ -560,6 +580,16 @@ void bind_microbench(py::module_& m) {
       py::kw_only(), py::arg("runtime") = "ncnn",
       "This host's cached own share under a quota with `runtime` (same CPU model, kernel and "
       "host name), or None. Never measures. Error for an unknown runtime.");
+  m.def(
+      "why_not_cached_quota_share",
+      [](const std::string& runtime) {
+        std::string why;
+        // (A path that is not UTF-8 shows its bytes escaped.)
+        return edgeprof_py::text(cached_quota_share(&why, runtime) ? std::string() : why);
+      },
+      py::kw_only(), py::arg("runtime") = "ncnn",
+      "Why cached_quota_share(runtime=) gives None (not measured yet, the file corrupt, measured "
+      "on another CPU, kernel or host: the file and what to do), or '' when it gives a share.");
   m.def(
       "measure_quota_share",
       [](const std::string& runtime, const py::object& python,

@@ -174,6 +174,12 @@ constexpr unsigned long long counter_metric_mask() {
 }
 inline constexpr std::bitset<kMetricCount> kCounterMetrics{counter_metric_mask()};
 
+// The first sample whose time is before the one before it (t_ns never decreases; equal times
+// are a clock that did not move), and the first metric marked complete but not available: the
+// two rules check_shape() and a report's reader both enforce, each naming what it found.
+std::optional<std::size_t> first_time_back(const std::vector<std::int64_t>& t_ns);
+std::optional<Metric> first_complete_unavailable(const TimeSeries& s);
+
 // Throws Error unless every available metric's column (and `scheduled`, unless empty) has one
 // value per sample of t_ns, every complete metric is available, and t_ns never decreases: a
 // TimeSeries built by hand that did not was read out of bounds (an empty column behind a

@@ -41,24 +41,36 @@ void check_shape(const TimeSeries& s) {
     if (s.available.test(static_cast<std::size_t>(m)) && column.size() != s.size()) {
       refuse(to_string(static_cast<Metric>(m)), column.size());
     }
-    // A complete metric is read from its column, which only an available one is sure to have.
-    if (s.complete.test(static_cast<std::size_t>(m)) &&
-        !s.available.test(static_cast<std::size_t>(m))) {
-      throw Error(fmt::format("this TimeSeries marks {} complete but not available: complete "
-                              "must be a subset of available; set it in available (with a "
-                              "column of one value per sample) or clear it in complete",
-                              to_string(static_cast<Metric>(m))));
-    }
+  }
+  // A complete metric is read from its column, which only an available one is sure to have.
+  if (const std::optional<Metric> m = first_complete_unavailable(s)) {
+    throw Error(fmt::format("this TimeSeries marks {} complete but not available: complete "
+                            "must be a subset of available; set it in available (with a "
+                            "column of one value per sample) or clear it in complete",
+                            to_string(*m)));
   }
   // Areas and rates are taken between consecutive samples: going back in time made them
-  // negative (a memory average of about 2^64 bytes). Equal times are a clock that did not move.
-  for (std::size_t i = 1; i < s.t_ns.size(); ++i) {
-    if (s.t_ns[i] < s.t_ns[i - 1]) {
-      throw Error(fmt::format("this TimeSeries's t_ns goes back in time at sample {}: {} ns after "
-                              "{} ns at sample {}; give the samples in the order they were taken",
-                              i, s.t_ns[i], s.t_ns[i - 1], i - 1));
-    }
+  // negative (a memory average of about 2^64 bytes).
+  if (const std::optional<std::size_t> i = first_time_back(s.t_ns)) {
+    throw Error(fmt::format("this TimeSeries's t_ns goes back in time at sample {}: {} ns after "
+                            "{} ns at sample {}; give the samples in the order they were taken",
+                            *i, s.t_ns[*i], s.t_ns[*i - 1], *i - 1));
   }
+}
+
+std::optional<std::size_t> first_time_back(const std::vector<std::int64_t>& t_ns) {
+  for (std::size_t i = 1; i < t_ns.size(); ++i) {
+    if (t_ns[i] < t_ns[i - 1]) return i;
+  }
+  return std::nullopt;
+}
+
+std::optional<Metric> first_complete_unavailable(const TimeSeries& s) {
+  const std::bitset<kMetricCount> extra = s.complete & ~s.available;
+  for (int m = 0; m < kMetricCount; ++m) {
+    if (extra.test(static_cast<std::size_t>(m))) return static_cast<Metric>(m);
+  }
+  return std::nullopt;
 }
 
 }  // namespace detail

@@ -1,15 +1,21 @@
 #include "edgeprof/device.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <iterator>
 #include <limits>
+#include <map>
+#include <mutex>
 #include <fmt/format.h>
 
 #include "device/device_rules.hpp"
 #include "edgeprof/catalog.hpp"
 #include "edgeprof/error.hpp"
 #include "nn/runtimes.hpp"
+#include "suite/microbench_detail.hpp"
 #include "sys/text.hpp"
 
 namespace edgeprof {
@@ -352,10 +358,41 @@ SpeedKind speed_kind_from_string(std::string_view name) {
                           name));
 }
 
+namespace {
+
+// Ratings measured on first use that could not be cached (no writable cache directory), by
+// where the cache would have been: this process's later plans take one rather than measure it
+// again, a minute each. (The lock is held only to read or write the map.)
+struct Uncached {
+  std::mutex mutex;
+  std::map<std::string, NnRating> by_dir;
+};
+Uncached& uncached() {
+  static Uncached* u = new Uncached;  // never destroyed: plans may run during exit
+  return *u;
+}
+
+// Whether a rating can be cached in `dir`: it exists (or can be made) and is writable.
+bool cache_dir_usable(const std::string& dir) {
+  if (dir.empty()) return false;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  return !ec && ::access(dir.c_str(), W_OK) == 0;
+}
+
+}  // namespace
+
 Device with_measured_nn(const Device& device, const NnOptions& options) {
   if (device.nn || device.nn_ms.empty()) return device;
   // Loaded before the rating was cached (by another run, say): the cache gives it now.
   std::optional<NnRating> cached = cached_nn_rating();
+  const std::string cache_dir = detail::host_cache_dir();
+  if (!cached) {
+    const std::lock_guard<std::mutex> lock(uncached().mutex);
+    if (const auto kept = uncached().by_dir.find(cache_dir); kept != uncached().by_dir.end()) {
+      cached = kept->second;
+    }
+  }
   NnRating rating;
   if (cached) {
     rating = std::move(*cached);
@@ -379,6 +416,20 @@ Device with_measured_nn(const Device& device, const NnOptions& options) {
           "emulate the device at its integer (7-Zip) speed (--speed-kind integer; "
           "speed_kind=\"integer\" in Python; SpeedKind::integer in C++)",
           device.name, e.what()));
+    }
+    // Kept only where the cache directory was the reason (not one measured on a shared CPU,
+    // which a later plan measures again, perhaps idle).
+    if (rating.cache_file.empty() && options.graphs.empty() && options.threads <= 1 &&
+        options.cache && !cache_dir_usable(cache_dir)) {
+      {
+        const std::lock_guard<std::mutex> lock(uncached().mutex);
+        uncached().by_dir[cache_dir] = rating;
+      }
+      if (options.progress) {
+        options.progress(fmt::format("this host's nn rating was not cached: {}; this process "
+                                     "keeps it for its later runs",
+                                     rating.note));
+      }
     }
   }
   Device d = device;

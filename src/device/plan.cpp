@@ -50,10 +50,16 @@ std::vector<int> parse_cpu_list(std::string_view text) {
 std::string format_cpu_list(const std::vector<int>& cpus) {
   std::vector<int> sorted = cpus;
   std::sort(sorted.begin(), sorted.end());
+  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+  if (!sorted.empty() && sorted.front() < 0) {
+    throw Error(fmt::format("CPU {} cannot be in a CPU list: CPUs are numbered from 0",
+                            sorted.front()));
+  }
   std::string out;
   for (size_t i = 0; i < sorted.size();) {
     size_t j = i;
-    while (j + 1 < sorted.size() && sorted[j + 1] == sorted[j] + 1) ++j;
+    // (sorted[j] + 1 would overflow at INT_MAX; the numbers are not negative here.)
+    while (j + 1 < sorted.size() && sorted[j + 1] - 1 == sorted[j]) ++j;
     if (!out.empty()) out += ',';
     out += j == i ? fmt::format("{}", sorted[i]) : fmt::format("{}-{}", sorted[i], sorted[j]);
     i = j + 1;

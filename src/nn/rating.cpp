@@ -834,14 +834,14 @@ NnRating measure_nn_rating(const NnOptions& options) {
                          e.reads_graphs ? "reference graphs" : "models");
   } else if (cache.path.empty()) {
     r.note = "no cache directory (EDGEPROF_CACHE_DIR, XDG_CACHE_HOME and HOME are unset): not "
-             "cached, so catalog devices get no nn speed; set EDGEPROF_CACHE_DIR";
+             "cached, so it is measured again where it is next needed; set EDGEPROF_CACHE_DIR";
   } else {
     const std::string failed =
         detail::replace_file(cache.dir, cache.path, rating_json(r, e).dump(2) + "\n");
     if (failed.empty()) {
       r.cache_file = cache.path;
     } else {
-      r.note = failed + ", so catalog devices get no nn speed";
+      r.note = failed + ", so it is measured again where it is next needed";
     }
   }
   if (options.progress) {

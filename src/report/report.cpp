@@ -599,12 +599,10 @@ TimeSeries series_from(const Field& f) {
   const Field times = f.at("t_ns");
   s.t_ns = times.wholes<std::int64_t>();
   // detail::check_shape() would refuse to summarise it or write it back.
-  for (std::size_t i = 1; i < s.t_ns.size(); ++i) {
-    if (s.t_ns[i] < s.t_ns[i - 1]) {
-      times.elements()[i].fail(fmt::format("{} is before the sample before it ({}): samples are "
-                                           "in the order they were taken",
-                                           s.t_ns[i], s.t_ns[i - 1]));
-    }
+  if (const std::optional<std::size_t> i = detail::first_time_back(s.t_ns)) {
+    times.elements()[*i].fail(fmt::format("{} is before the sample before it ({}): samples are "
+                                          "in the order they were taken",
+                                          s.t_ns[*i], s.t_ns[*i - 1]));
   }
   const Field scheduled = f.at("scheduled");
   s.scheduled = scheduled.wholes<std::uint8_t>(0, 1);
@@ -619,8 +617,9 @@ TimeSeries series_from(const Field& f) {
   const Field complete = f.at("complete");
   s.complete = metric_bits(complete);
   // Only a metric the run sampled can be complete (detail::check_shape() refuses the others).
-  for (const Field& name : complete.elements()) {
-    if (!s.available.test(static_cast<size_t>(*metric_from_string(name.text())))) {
+  if (const std::optional<Metric> m = detail::first_complete_unavailable(s)) {
+    for (const Field& name : complete.elements()) {
+      if (metric_from_string(name.text()) != m) continue;
       name.fail(fmt::format("{} is not in series.available: a metric the run did not sample "
                             "cannot be complete",
                             shown(name.value())));

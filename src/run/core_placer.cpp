@@ -11,6 +11,7 @@
 
 #include "edgeprof/error.hpp"
 #include "sys/parse.hpp"
+#include "sys/thread.hpp"
 
 namespace edgeprof::detail {
 
@@ -79,7 +80,7 @@ CorePlacer::CorePlacer(const Fs& fs, std::vector<std::string> tasks, double core
     write_fds_.push_back(std::move(fd));
   }
   last_load_ = std::chrono::steady_clock::now();
-  thread_ = std::thread([this] { run(); });
+  thread_ = start_thread("the thread that places the workload's threads on cores", [this] { run(); });
 }
 
 CorePlacer::~CorePlacer() {

@@ -915,13 +915,17 @@ Child Slice::spawn(const Command& command, const SpawnOptions& options) {
   state->spawns_before = s.spawns;
   ++s.running;
   ++s.spawns;
+  // From here the Child owns the workload: what throws below (a thread that cannot start)
+  // leaves ~Child to kill and reap it and to count its end, as for any Child not waited for.
+  Child child(std::move(state));
   if (!s.device.speed_schedule.empty()) {
-    state->scheduler = std::make_shared<detail::SpeedScheduler>(
-        *s.cgroup, s.plan, s.device.speed_schedule, state->process.released);
+    Child::State& started = *child.state_;
+    started.scheduler = std::make_shared<detail::SpeedScheduler>(
+        *s.cgroup, s.plan, s.device.speed_schedule, started.process.released);
     std::erase_if(s.schedulers, [](const auto& w) { return w.expired(); });
-    s.schedulers.push_back(state->scheduler);
+    s.schedulers.push_back(started.scheduler);
   }
-  return Child(std::move(state));
+  return child;
 }
 
 Result Child::State::finish(const detail::Exit& exit, bool timed_out) {
@@ -1313,6 +1317,15 @@ Result& Child::State::await(std::optional<std::chrono::duration<double>> timeout
   std::optional<detail::Exit> exit;
   try {
     exit = detail::wait_exit(process, deadline, check, std::chrono::milliseconds(50));
+  } catch (const detail::StatusLost&) {
+    // Reaped elsewhere: this workload is gone, and the slice's others run on (they are not
+    // this wait's to end).
+    reaped = true;
+    detail::Exit lost;
+    lost.status = detail::kLostStatus;
+    lost.when = Clock::now();
+    result = finish(lost, false);
+    throw;
   } catch (...) {
     // Interrupted (Ctrl-C in Python, or the caller's own check): nothing keeps running, and
     // the child is reaped so the destructor has nothing left to do.
@@ -1365,6 +1378,7 @@ RepeatedResult run_repeated(const Command& command, const Device& device, int re
     throw Error(fmt::format("repeat {} and warmup {} make more runs than an int counts", repeat,
                             warmup));
   }
+  deadline_after(Clock::now(), options.timeout);  // a bad timeout is refused before anything
   RepeatedResult out;
   const int total = warmup + repeat;
   // After a run whose count set its speed (PlanOptions::count_activations), the others start
@@ -1375,10 +1389,16 @@ RepeatedResult run_repeated(const Command& command, const Device& device, int re
   std::string counted_note, refused;
   for (int i = 0; i < total; ++i) {
     const bool is_warmup = i < warmup;
-    Result r;
+    // A fresh slice each time, gone before the progress call. Only its planning is retried:
+    // an error of the run itself (a spawn, a lost status, an interrupt) or of its cgroups is
+    // the caller's, whatever speed the run had.
+    std::optional<Slice> slice;
     try {
-      r = run(command, at, each);  // a fresh slice each time
+      slice.emplace(at, each.slice);
     } catch (const Error& e) {
+      if (!dynamic_cast<const UnsupportedError*>(&e) && !dynamic_cast<const DeviceError*>(&e)) {
+        throw;
+      }
       if (counted_note.empty()) throw;
       // The counted speed cannot be planned from the start (the count's slice kept the plan
       // it started with): these runs count as the first did.
@@ -1388,8 +1408,10 @@ RepeatedResult run_repeated(const Command& command, const Device& device, int re
       at = device;
       each = options;
       counted_note.clear();
-      r = run(command, at, each);
+      slice.emplace(at, each.slice);
     }
+    Result r = slice->spawn(command, each.spawn).wait(each.timeout, each.check);
+    slice.reset();
     if (!refused.empty()) r.plan.notes.push_back(refused);
     if (!counted_note.empty()) {
       r.plan.notes.push_back(counted_note);

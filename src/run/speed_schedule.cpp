@@ -3,13 +3,15 @@
 #include <cstring>
 #include <fmt/format.h>
 
+#include "sys/thread.hpp"
+
 namespace edgeprof::detail {
 
 SpeedScheduler::SpeedScheduler(Cgroup& cgroup, const EmulationPlan& plan,
                                std::vector<SpeedStep> steps,
                                std::chrono::steady_clock::time_point start)
     : cgroup_(cgroup), plan_(plan), steps_(std::move(steps)), start_(start) {
-  thread_ = std::thread([this] { run(); });
+  thread_ = start_thread("the thread of the device's speed schedule", [this] { run(); });
 }
 
 SpeedScheduler::~SpeedScheduler() { stop(); }

@@ -12,9 +12,9 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
-#include <system_error>
 
 #include "edgeprof/error.hpp"
+#include "sys/thread.hpp"
 
 namespace edgeprof::detail {
 
@@ -59,7 +59,7 @@ void watch(int epoll, int fd, Wake wake) {
 void check_sample_interval(std::chrono::nanoseconds interval) {
   if (interval < kMinSampleInterval || interval > kMaxSampleInterval) {
     throw Error(fmt::format("sampling interval {} ms is out of range: edgeprof samples every "
-                            "1 ms to 60 s",
+                            "1 ms to 60 s (0: no sampling)",
                             std::chrono::duration<double, std::milli>(interval).count()));
   }
 }
@@ -130,12 +130,7 @@ Sampler::Clock::time_point Sampler::start() {
     exited_ = false;
   }
   if (!thread_) {
-    try {
-      thread_ = std::make_unique<std::thread>([this] { run(); });
-    } catch (const std::system_error& e) {
-      throw Error(fmt::format("cannot start the sampler's thread: {}", e.what()),
-                  e.code().value());
-    }
+    thread_ = std::make_unique<std::thread>(start_thread("the sampler's thread", [this] { run(); }));
   }
   missed_ = 0;
   marks_.clear();

@@ -146,6 +146,35 @@ std::optional<QuotaShare> read_cached(const std::string& path, std::string_view 
   return q;
 }
 
+// "" when `q` was measured as fully as a default measure is (QuotaShareOptions{}): the
+// runtime's share models, every default speed, as many rounds and inferences; else what it
+// left out, for a note.
+std::string short_of_default(const QuotaShare& q, const detail::RuntimeSpec& spec) {
+  std::vector<std::string> missing;
+  for (const std::string_view g : spec.rating->share_models) {
+    if (std::find(q.graphs.begin(), q.graphs.end(), g) == q.graphs.end()) missing.emplace_back(g);
+  }
+  std::vector<double> speeds;
+  for (const double s : QuotaShareOptions{}.speeds) {
+    if (std::none_of(q.points.begin(), q.points.end(),
+                     [s](const QuotaSharePoint& p) { return std::abs(p.speed - s) < 1e-9; })) {
+      speeds.push_back(s);
+    }
+  }
+  std::string out;
+  if (!missing.empty()) out = fmt::format("without {}", fmt::join(missing, ", "));
+  if (!speeds.empty()) {
+    out += fmt::format("{}not at speed {:g}", out.empty() ? "" : ", ", fmt::join(speeds, ", "));
+  }
+  const QuotaShareOptions defaults;
+  if (q.rounds < defaults.rounds || q.loops < defaults.loops) {
+    out += fmt::format("{}with {} round{} of {} inferences (the default: {} of {})",
+                       out.empty() ? "" : ", ", q.rounds, q.rounds == 1 ? "" : "s", q.loops,
+                       defaults.rounds, defaults.loops);
+  }
+  return out;
+}
+
 // A one-core device at `speed` of a host CPU; memory as much as the host has (the runs are
 // about CPU, and a small host, such as a 1 GiB VM, has less than a fixed figure).
 Device one_core(const char* name, double speed) {
@@ -469,9 +498,18 @@ QuotaShare measure_quota_share(const QuotaShareOptions& options) {
              "cached, so other processes measure it again; set EDGEPROF_CACHE_DIR";
   } else {
     const std::string path = cache_path(cache_dir, spec);
-    const std::string failed =
-        detail::replace_file(cache_dir, path, share_json(q).dump(2) + "\n");
-    if (failed.empty()) {
+    // A measure short of the default replaces only a cache that is short too: a quick check
+    // (one graph, one speed) left every later plan a poorer share.
+    const std::string shorter = short_of_default(q, spec);
+    std::optional<QuotaShare> kept;
+    if (!shorter.empty()) kept = read_cached(path, spec.id, nullptr);
+    if (kept && short_of_default(*kept, spec).empty()) {
+      q.note = fmt::format("measured {}: not cached, as {} holds a measure of the default "
+                           "graphs at every default speed (of {}), which it does not replace",
+                           shorter, path, kept->measured_at);
+    } else if (const std::string failed =
+                   detail::replace_file(cache_dir, path, share_json(q).dump(2) + "\n");
+               failed.empty()) {
       q.cache_file = path;
     } else {
       q.note = failed + ", so other processes measure it again";

@@ -9,6 +9,7 @@
 #include <fmt/ranges.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -756,6 +757,23 @@ std::optional<std::string> read_host_cache(const std::string& path, std::string_
   return text;
 }
 
+namespace {
+
+// The process's umask without setting it (umask(2) sets it, a race with other threads): from
+// /proc/self/status (Linux 4.7 and later), else the usual 022.
+mode_t current_umask() {
+  const std::optional<std::string> status = Fs().read(files::kProcSelfStatus);
+  if (status) {
+    const std::size_t at = status->find("\nUmask:");
+    if (at != std::string::npos) {
+      return static_cast<mode_t>(std::strtoul(status->c_str() + at + 7, nullptr, 8) & 0777);
+    }
+  }
+  return 022;
+}
+
+}  // namespace
+
 std::string replace_file(const std::string& dir, const std::string& path, std::string_view text) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -763,21 +781,29 @@ std::string replace_file(const std::string& dir, const std::string& path, std::s
     return fmt::format("cannot create the cache directory {}: {} (errno {})", dir, ec.message(),
                        ec.value());
   }
-  const std::string temp = fmt::format("{}.{}.tmp", path, ::getpid());
-  UniqueFd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  // A name of its own per call (two threads of one process writing the same cache truncated
+  // each other's file, and one's rename then found none), on the file system of `path`.
+  std::string temp = path + ".tmp.XXXXXX";
+  UniqueFd fd(::mkostemp(temp.data(), O_CLOEXEC));
   if (fd.get() < 0) return sys_message(errno, "cannot create", temp, "not cached");
+  const auto failed = [&](int err, const char* what) {
+    ::unlink(temp.c_str());
+    return sys_message(err, what, temp, "not cached");
+  };
+  // mkstemp's file is 0600: the mode open(0644) gave, less the umask; best effort (a file
+  // system that refuses chmod keeps 0600, and the cache still works).
+  (void)::fchmod(fd.get(), 0644 & ~current_umask());
   std::size_t done = 0;
   while (done < text.size()) {
     const ssize_t n = ::write(fd.get(), text.data() + done, text.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int err = n < 0 ? errno : EIO;
-      ::unlink(temp.c_str());
-      return sys_message(err, "cannot write", temp, "not cached");
-    }
+    if (n <= 0) return failed(n < 0 ? errno : EIO, "cannot write");
     done += static_cast<std::size_t>(n);
   }
-  fd.reset();
+  // On the disk before it is renamed: a crash then leaves the old file or the new, never an
+  // empty one (read as corrupt).
+  if (::fsync(fd.get()) != 0) return failed(errno, "cannot write");
+  if (::close(fd.release()) != 0) return failed(errno, "cannot write");
   if (::rename(temp.c_str(), path.c_str()) != 0) {
     const int err = errno;
     ::unlink(temp.c_str());

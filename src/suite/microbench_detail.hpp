@@ -246,8 +246,9 @@ std::string nn_cache_file(const std::string& dir);
 std::optional<std::string> read_host_cache(const std::string& path, std::string_view what,
                                            std::string* why);
 
-// Writes `text` to `path` through a temporary file and rename(2), so a reader never sees half a
-// file, creating `dir` first. "" on success, else why not (with the errno).
+// Writes `text` to `path` through a temporary file of its own (synced) and rename(2), creating
+// `dir` first: a reader never sees half a file, whatever other writers or a crash do. "" on
+// success, else why not (with the errno).
 std::string replace_file(const std::string& dir, const std::string& path, std::string_view text);
 
 // What edgeprof-probe reports about the machine, read once.

@@ -134,14 +134,26 @@ ChildOutput run_child(const std::vector<std::string>& argv, std::chrono::seconds
                            std::chrono::duration<double>(now - started).count()));
     }
   }
-  while (::waitpid(pid, &out.status, 0) < 0 && errno == EINTR) {
+  int reaped;
+  while ((reaped = ::waitpid(pid, &out.status, 0)) < 0 && errno == EINTR) {
   }
+  const int wait_errno = errno;
   reaper.pid = -1;
-  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   if (timed_out) {
     throw Error(fmt::format("{} ran longer than {} s and was stopped; its output ended with:\n{}",
                             argv[0], timeout.count(), tail(out.text, 5)));
   }
+  if (reaped < 0) {
+    // ECHILD: the kernel discarded the status (SIGCHLD ignored) or another wait took it; the
+    // status read would be 0, a success made up.
+    throw Error(fmt::format("{}'s exit status was lost (waitpid: {}, errno {}): SIGCHLD is "
+                            "ignored in this process (SIG_IGN or SA_NOCLDWAIT), or something "
+                            "else in it waits for any child (waitpid(-1)); restore SIGCHLD's "
+                            "default handling (signal(SIGCHLD, SIG_DFL))",
+                            argv[0], std::strerror(wait_errno), wait_errno),
+                wait_errno);
+  }
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return out;
 }
 

@@ -18,6 +18,8 @@ inline constexpr const char* kProcSelfCgroup = "/proc/self/cgroup";
 // file whose inode names its pid namespace.
 inline constexpr const char* kProcSelf = "/proc/self";
 inline constexpr const char* kProcSelfStat = "/proc/self/stat";
+// Its status, whose "Umask:" line gives the umask without setting it.
+inline constexpr const char* kProcSelfStatus = "/proc/self/status";
 inline constexpr const char* kProcSelfNsPid = "/proc/self/ns/pid";
 inline constexpr const char* kProcMeminfo = "/proc/meminfo";
 inline constexpr const char* kProcPartitions = "/proc/partitions";

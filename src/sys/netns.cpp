@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "edgeprof/error.hpp"
+#include "sys/thread.hpp"
 
 namespace edgeprof::detail {
 
@@ -23,7 +24,7 @@ NetworkNamespace::NetworkNamespace() {
   int dev_fd = -1;
   // unshare() moves only the calling thread: a thread of our own that ends right after, so no
   // thread of the caller changes namespace. The descriptors keep the namespace alive.
-  std::thread worker([&] {
+  std::thread worker = start_thread("a thread to make the network namespace", [&] {
     auto failed = [&](const char* what) {
       err = errno;
       step = what;

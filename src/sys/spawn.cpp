@@ -544,7 +544,7 @@ Exit collect(const Spawned& child) {
   auto e = try_collect(child);
   if (const Exit* exit = std::get_if<Exit>(&e)) return *exit;
   const int err = std::get<int>(e);
-  throw SpawnError(
+  throw StatusLost(
       fmt::format("the workload's exit status was lost: process {} was reaped before edgeprof "
                   "could wait for it (wait4: {}, errno {}). Either SIGCHLD is ignored in this "
                   "process (SIG_IGN or SA_NOCLDWAIT: the kernel then discards the status of "

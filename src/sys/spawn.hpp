@@ -105,9 +105,16 @@ struct Exit {
   Clock::time_point when;
 };
 
+// wait_exit()'s error when the child's status was lost (it was reaped elsewhere): the child is
+// gone, so its caller has nothing of it to kill, and no other workload to end for it.
+class StatusLost : public SpawnError {
+ public:
+  using SpawnError::SpawnError;
+};
+
 // Waits for the child's exit via its pidfd until `deadline` (nullopt = for ever), calling
 // `tick` at least every `tick_every` while waiting (with neither, wait4 blocks). Returns nullopt
-// when the deadline passed. Throws SpawnError (errno ECHILD) when the child was reaped before
+// when the deadline passed. Throws StatusLost (errno ECHILD) when the child was reaped before
 // it could be (SIGCHLD ignored, or another waitpid(-1) in this process): its status is lost.
 std::optional<Exit> wait_exit(const Spawned& child, std::optional<Clock::time_point> deadline,
                               const std::function<void()>& tick,

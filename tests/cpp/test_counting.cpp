@@ -674,6 +674,40 @@ TEST_CASE("repeated runs count once, then start at the counted speed", "[countin
   CHECK(paths.substr(paths.find('\n') + 1) == "x\nx\n");
 }
 
+TEST_CASE("repeated runs retry a counted speed's planning only, not the run's own error",
+          "[counting][kernel]") {
+  REQUIRE_CGROUPS();
+  // An interrupt (the caller's check) in the run after the count was taken for the counted
+  // speed's planning failing: the run was silently made again, counting again.
+  CountingSetUp set_up;
+  set_up.options.plan.quota_scale = 2.0;
+  Command count;
+  count.argv = {"/bin/sh", "-c", send("1 A 40 10 5") + "; sleep 1"};
+  count.env = std::vector<std::string>{"PATH=/usr/bin:/bin"};
+  RunOptions options;
+  options.slice = set_up.options;
+  bool armed = false, interrupted = false;
+  options.check = [&] {
+    if (armed && !interrupted) {
+      interrupted = true;
+      throw Error("interrupted by the caller");
+    }
+  };
+  int runs = 0;
+  bool warmup_counted = false;
+  const RunCallback progress = [&](int, int, bool, const Result& r) {
+    ++runs;
+    armed = true;
+    // The warm-up's count set the speed: the next run starts at it (the retry's case).
+    warmup_counted = r.speed_changes.size() == 1 && r.speed_changes[0].memory_mb_per_ms > 0;
+  };
+  CHECK_THROWS_WITH(run_repeated(count, set_up.pi, 2, 1, options, progress),
+                    "interrupted by the caller");
+  CHECK(runs == 1);  // the warm-up counted; the next run's interrupt ended it all
+  CHECK(warmup_counted);
+  CHECK(test::our_slices().empty());
+}
+
 TEST_CASE("the counter's directory holds the counter as sitecustomize and the PyTorch runner",
           "[counting]") {
   std::string path;

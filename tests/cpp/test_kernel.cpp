@@ -1,7 +1,14 @@
 // Real slices on the running kernel: cgroup v1 on the host, cgroup v2 in the VM
 // (tests/vm/run-v2.sh). They need root (or a delegated cgroup) and say so when they skip.
 #include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sched.h>
 #include <signal.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -515,6 +522,80 @@ TEST_CASE("a slice closed while a child with a speed schedule runs stops the sch
   CHECK_FALSE(r.ok());  // close() ended it
   CHECK(r.speed_changes.empty());  // the step was not due before the slice went
 }
+
+#if defined(__x86_64__)
+// From here on, this process can start no thread (clone with CLONE_THREAD fails EAGAIN, as at
+// a limit on processes) and has no clone3 (ENOSYS: glibc and spawn_process fall back to clone;
+// a new process is still allowed).
+static bool refuse_new_threads() {
+  sock_filter filter[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_clone3, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_clone, 0, 3),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, args[0])),  // the flags' low half
+      BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, CLONE_THREAD, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EAGAIN),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  sock_fprog program{static_cast<unsigned short>(sizeof filter / sizeof filter[0]), filter};
+  return ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
+         ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) == 0;
+}
+
+TEST_CASE("a speed schedule whose thread cannot start ends the workload it was spawned for",
+          "[kernel]") {
+  REQUIRE_CGROUPS();
+  // The workload had started when the schedule's thread failed: std::system_error, and the
+  // workload left running, never reaped, and counted as running in the slice. In a child
+  // process (the filter cannot be taken off); alarm() ends it should it hang.
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::alarm(20);
+    int code = 0;
+    try {
+      Device d = half_core();
+      d.speed_schedule = {{5, 0.5}};
+      Slice slice(d);
+      SpawnOptions unsampled;  // the sampler's thread would fail first
+      unsampled.sample_interval = std::chrono::nanoseconds(0);
+      if (!refuse_new_threads()) {
+        slice.close();
+        ::_exit(9);  // no seccomp here: skipped
+      }
+      try {
+        Child c = slice.spawn(workload({"sleep", "30"}), unsampled);
+        code = 2;  // spawned without its schedule
+      } catch (const Error& e) {
+        const std::string what = e.what();
+        if (what.find("speed schedule") == what.npos || e.sys_errno() != EAGAIN) code = 5;
+      } catch (...) {
+        code = 3;  // not an edgeprof::Error
+      }
+      // Nothing left in the slice (the guard process, a child of this one, is not in it).
+      for (const std::string& path : slice.paths()) {
+        if (!FakeTree::slurp(path + "/cgroup.procs").empty()) code = code ? code : 4;
+      }
+      slice.close();
+    } catch (...) {
+      code = code ? code : 6;
+    }
+    ::_exit(code);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 9) {
+    WARN("skipped: seccomp filters are not available");
+    return;
+  }
+  CHECK(WEXITSTATUS(status) == 0);  // 4: the workload was left running
+}
+#endif
 
 TEST_CASE("a forked copy of a slice leaves the parent's slice and workload alone", "[kernel]") {
   REQUIRE_CGROUPS();

@@ -7,12 +7,14 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "edgeprof/edgeprof.hpp"
@@ -316,6 +318,48 @@ TEST_CASE("the calibration cache directory follows EDGEPROF_CACHE_DIR, then XDG,
   CHECK(calibration_cache_dir(nullptr, "relative", "/h") == "/h/.cache/edgeprof");
   CHECK(calibration_cache_dir(nullptr, nullptr, "/h/") == "/h/.cache/edgeprof");
   CHECK(calibration_cache_dir(nullptr, nullptr, nullptr).empty());
+}
+
+TEST_CASE("a cache file written by two threads at once is always one of them, whole",
+          "[microbench]") {
+  // The temporary file was named by the process: two threads truncated each other's, a reader
+  // found the cache empty or mixed, and the second rename failed ("not cached").
+  FakeTree tmp;
+  const std::string dir = tmp.root() + "/cache", path = dir + "/host-nn.json";
+  const std::string a(64 * 1024, 'a'), b(64 * 1024, 'b');
+  REQUIRE(replace_file(dir, path, a).empty());
+  std::atomic<int> failures{0}, bad_reads{0};
+  std::atomic<bool> writing{true};
+  const auto writer = [&](const std::string& text) {
+    for (int i = 0; i < 50; ++i) {
+      if (!replace_file(dir, path, text).empty()) ++failures;
+    }
+  };
+  std::thread reader([&] {
+    while (writing.load()) {
+      const std::string got = FakeTree::slurp(path);
+      if (got != a && got != b) ++bad_reads;
+    }
+  });
+  std::thread first(writer, std::cref(a)), second(writer, std::cref(b));
+  first.join();
+  second.join();
+  writing.store(false);
+  reader.join();
+  CHECK(failures.load() == 0);
+  CHECK(bad_reads.load() == 0);
+  // No temporary file is left behind.
+  std::size_t files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    (void)entry;
+    ++files;
+  }
+  CHECK(files == 1);
+  struct stat st {};
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  const mode_t mask = ::umask(0);  // (no other thread runs now)
+  ::umask(mask);
+  CHECK((st.st_mode & 0777) == (0644 & ~mask));  // as open(0644) gave: mkstemp's is 0600
 }
 
 TEST_CASE("host_calibration measures once, then reads the cache", "[microbench]") {

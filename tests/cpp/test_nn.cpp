@@ -1206,6 +1206,32 @@ TEST_CASE("a catalog device's first plan measures this host's nn rating, once", 
   CHECK(lines.empty());
 }
 
+TEST_CASE("a rating that cannot be cached is measured once per process, and said so",
+          "[nn][catalog]") {
+  // With no writable cache directory every plan measured this host's nn rating again (a
+  // minute each, an HPO trial each), having said it was "cached for later runs".
+  const test::FakeTree cache;
+  cache.file("/blocker", "x");  // a file where a directory should be: ENOTDIR, even for root
+  test::ScopedEnv env("EDGEPROF_CACHE_DIR", cache.root() + "/blocker/edgeprof");
+  const test::FakeTree bin;
+  const Device pi = for_threads(find_device("raspberry-pi-4b-8gb"), 1);
+  PlanOptions o;
+  o.measure_nn = true;
+  o.nn_measure.python = fake_python(bin, 10.0);
+  std::vector<std::string> lines;
+  o.nn_measure.progress = [&](const std::string& l) { lines.push_back(l); };
+  CHECK(has_note(plan_emulation(pi, two_cpu_host(), o).notes, "speed: nn speed"));
+  CHECK_FALSE(cached_nn_rating());
+  CHECK(has_note(lines, "this host's nn rating was not cached: cannot create the cache "
+                        "directory"));
+  CHECK(has_note(lines, "this process keeps it for its later runs"));
+  // The next plan runs nothing (this interpreter does not exist) and has the same speed.
+  lines.clear();
+  o.nn_measure.python = bin.root() + "/no-such-python";
+  CHECK(has_note(plan_emulation(pi, two_cpu_host(), o).notes, "speed: nn speed"));
+  CHECK(lines.empty());
+}
+
 TEST_CASE("without ncnn a catalog device's first plan fails and says what to do", "[nn][catalog]") {
   const test::FakeTree cache;
   test::ScopedEnv env("EDGEPROF_CACHE_DIR", cache.root());

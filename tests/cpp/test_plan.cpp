@@ -251,6 +251,12 @@ TEST_CASE("CPU lists round-trip", "[plan]") {
   CHECK(parse_cpu_list("") == std::vector<int>{});
   CHECK(format_cpu_list({8, 0, 1, 2, 3}) == "0-3,8");
   CHECK(format_cpu_list({1, 3}) == "1,3");
+  // The last CPU number an int holds: its run's next was computed by overflowing (undefined).
+  constexpr int top = std::numeric_limits<int>::max();
+  CHECK(format_cpu_list({top, top - 1}) == std::to_string(top - 1) + "-" + std::to_string(top));
+  CHECK(format_cpu_list({top, top}) == std::to_string(top));
+  CHECK(format_cpu_list({3, 3, 2}) == "2-3");  // was "2-3,3"
+  CHECK_THROWS_WITH(format_cpu_list({-1, 0}), Catch::Contains("CPU -1"));
   CHECK_THROWS_AS(parse_cpu_list("3-1"), Error);
   CHECK_THROWS_AS(parse_cpu_list("a"), Error);
 }

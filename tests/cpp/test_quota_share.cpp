@@ -16,6 +16,7 @@
 #include "edgeprof/nn.hpp"
 #include "edgeprof/plan.hpp"
 #include "helpers.hpp"
+#include "nn/runtime_table.hpp"
 #include "run/plan_warnings.hpp"
 
 using namespace edgeprof;
@@ -659,6 +660,40 @@ TEST_CASE("the own share is measured in real slices between unthrottled runs, an
   REQUIRE(cached_quota_share(&why));
   CHECK(cached_quota_share()->points[0].by_graph.empty());
   CHECK_THAT(describe(*cached_quota_share()), !Contains("(at 0.25:"));
+
+  // A quick measure (two graphs, two speeds) replaced a cache of the default graphs at every
+  // default speed: each later plan took the poorer share. Now it is not cached over it.
+  {
+    const detail::RuntimeSpec& ncnn = *detail::find_runtime("ncnn");
+    auto full = nlohmann::json::parse(test::FakeTree::slurp(q.cache_file));
+    full["graphs"] = std::vector<std::string>(ncnn.rating->share_models.begin(),
+                                              ncnn.rating->share_models.end());
+    const nlohmann::json point = full["points"][0];
+    full["points"] = nlohmann::json::array();
+    for (const double speed : QuotaShareOptions{}.speeds) {
+      nlohmann::json p = point;
+      p["speed"] = speed;
+      full["points"].push_back(p);
+    }
+    full["rounds"] = QuotaShareOptions{}.rounds;
+    full["loops"] = QuotaShareOptions{}.loops;
+    full["measured_at"] = "2026-01-02T03:04:05Z";
+    cache.file("/host-quota-share.json", full.dump());
+    REQUIRE(cached_quota_share(&why));
+    const QuotaShare quick = measure_quota_share(o);
+    CHECK(quick.cache_file.empty());
+    CHECK_THAT(quick.note, Contains("without mobilenet_v2, regnety_400m") &&
+                               Contains("not at speed 0.05, 0.1, 0.2, 0.4, 0.7") &&
+                               Contains("with 1 round of 5 inferences (the default: 3 of 5)") &&
+                               Contains("not cached") &&
+                               Contains("(of 2026-01-02T03:04:05Z), which it does not replace"));
+    CHECK(cached_quota_share()->points.size() == 5);
+    // A measure short of the default replaces a cache as short as itself (as above).
+    old["measured_at"] = "2026-01-01T00:00:00Z";
+    cache.file("/host-quota-share.json", old.dump());
+    CHECK_FALSE(measure_quota_share(o).cache_file.empty());
+    CHECK(cached_quota_share()->points.size() == 2);
+  }
 
   // A corrupt cache is not used, and says so.
   cache.file("/host-quota-share.json", "{\"edgeprof_host_quota_share\": 1, \"points\": []}");

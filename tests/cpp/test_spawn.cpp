@@ -12,6 +12,7 @@
 #include "sys/clone3.hpp"
 #include "edgeprof/edgeprof.hpp"
 #include "helpers.hpp"
+#include "sys/child.hpp"
 #include "sys/spawn.hpp"
 
 using namespace edgeprof;
@@ -298,6 +299,26 @@ TEST_CASE("an exit status reaped by another wait is an error, never exit code 0"
   }
 }
 
+// A measuring program (7-Zip's benchmark, the nn runner) run while SIGCHLD was ignored: its
+// status was discarded by the kernel and read as 0, a success.
+TEST_CASE("a measuring program's lost exit status is an error, never status 0", "[spawn]") {
+  {
+    ScopedSigchld ignored(SIG_IGN, 0);
+    try {
+      run_child({"/bin/sh", "-c", "exit 3"}, std::chrono::seconds(20), {}, "a test program");
+      FAIL("a status was given");
+    } catch (const Error& e) {
+      CHECK(e.sys_errno() == ECHILD);
+      CHECK_THAT(e.what(), Catch::Contains("/bin/sh's exit status was lost") &&
+                               Catch::Contains("signal(SIGCHLD, SIG_DFL)"));
+    }
+  }
+  const ChildOutput out =
+      run_child({"/bin/sh", "-c", "exit 3"}, std::chrono::seconds(20), {}, "a test program");
+  REQUIRE(WIFEXITED(out.status));
+  CHECK(WEXITSTATUS(out.status) == 3);
+}
+
 TEST_CASE("run() with SIGCHLD ignored is refused and leaves no slice, not exit code 0",
           "[kernel][spawn]") {
   REQUIRE_CGROUPS();
@@ -327,4 +348,24 @@ TEST_CASE("a workload reaped by another wait fails its wait() and leaves no slic
     CHECK_FALSE(r.ok());
   }
   CHECK(our_slices().empty());
+}
+
+TEST_CASE("a workload reaped by another wait leaves the slice's other workloads running",
+          "[kernel][spawn]") {
+  REQUIRE_CGROUPS();
+  // The lost status's error path ended every process in the slice, as an interrupt does.
+  Slice slice(make_device("t", 1, 0.5, "128MiB"));
+  Child other = slice.spawn(test::workload({"sleep", "30"}));
+  Child child = slice.spawn(exit_3());
+  int status = 0;
+  REQUIRE(::waitpid(child.pid(), &status, 0) == child.pid());  // as a waitpid(-1) would
+  CHECK_THROWS_AS(child.wait(), SpawnError);
+  // Still running: not killed by the other's error (kill(pid, 0) sees a zombie too, so by
+  // waitid without reaping: nothing has exited).
+  siginfo_t info{};
+  REQUIRE(::waitid(P_PID, static_cast<id_t>(other.pid()), &info, WEXITED | WNOHANG | WNOWAIT) ==
+          0);
+  CHECK(info.si_pid == 0);
+  slice.close();  // ends it
+  CHECK(other.wait().signal == SIGKILL);
 }

@@ -28,6 +28,30 @@ def test_devices_lists_the_builtin_devices():
     assert one.returncode == 0 and "estimated" in one.stdout
 
 
+def test_a_cache_that_is_there_but_unusable_is_named_not_called_unmeasured(tmp_path):
+    """A corrupt rating (a full disk's half-written file) was reported as "NOT measured" and
+    "run it once", though it had been run: the file and its problem are said."""
+    env = {"EDGEPROF_CACHE_DIR": str(tmp_path)}
+    p = edgeprof("devices", env_extra=env)
+    assert p.returncode == 0, p.stderr
+    assert "NOT measured: run `edgeprof calibrate-host --nn` once" in p.stdout  # as before
+    (tmp_path / "host-nn.json").write_text("{")
+    (tmp_path / "host-reference.json").write_text("[]")
+    p = edgeprof("devices", env_extra=env)
+    assert p.returncode == 0, p.stderr
+    assert "host-nn.json is corrupt" in p.stdout and "(`edgeprof calibrate-host --nn`)" in p.stdout
+    assert "host-reference.json" in p.stdout and "` once" not in p.stdout
+    # The same reasons from the API.
+    code = ("import edgeprof; print(edgeprof.nn.why_not_cached_nn_rating()); "
+            "print(edgeprof.speed.why_not_cached_quota_share()); "
+            "print(repr(edgeprof.nn.why_not_cached_nn_rating(runtime='pytorch')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**os.environ, **env}, check=True).stdout.splitlines()
+    assert "host-nn.json is corrupt" in out[0]
+    assert "is not measured yet" in out[1]
+    assert "host-nn-pytorch.json" in out[2]
+
+
 def test_import_leaves_numpy_pandas_and_matplotlib_for_later():
     # Every command-line call imports edgeprof; numpy alone took 150 ms of a 175 ms import here.
     # They load when a series is converted or plotted.

@@ -114,6 +114,27 @@ def test_python_phases_separate_the_model_from_the_interpreter(one_core):
         assert list(frame["all_cores_wall_time_s"]) == [p.wall_time_s for p in r.phases]
 
 
+def test_phase_refuses_to_decorate_what_runs_after_its_call():
+    """A generator or coroutine function's body runs after the call returns: decorated, its
+    phase ended at the generator's creation, before any of its work."""
+    def numbers():
+        yield 1
+
+    async def fetch():
+        return 1
+
+    async def stream():
+        yield 1
+
+    for fn, kind in ((numbers, "a generator function"), (fetch, "a coroutine function"),
+                     (stream, "an async generator function")):
+        with pytest.raises(TypeError, match=f"cannot decorate {kind}") as e:
+            edgeprof.phase("load")(fn)
+        assert "with edgeprof.phase('load'):" in str(e.value)
+    # A function that returns a generator it made elsewhere is a plain function.
+    assert list(edgeprof.phase("load")(lambda: numbers())()) == [1]
+
+
 def test_phases_are_no_ops_outside_edgeprof():
     assert not edgeprof.profiled()
     with edgeprof.phase("nothing"):

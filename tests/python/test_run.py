@@ -113,6 +113,8 @@ def test_a_bad_interval_is_an_edgeprof_error_naming_it(half_core):
         with pytest.raises(edgeprof.Error, match="out of range") as e:
             edgeprof.run(["true"], device=half_core, interval=bad)
         assert said in str(e.value), (bad, str(e.value))
+        # 0 is no sampling, as None is: said, where it once went unsaid.
+        assert "(or 0) for no sampling" in str(e.value) or "(0: no sampling)" in str(e.value)
 
 
 def test_an_infinite_or_huge_timeout_waits_for_ever(half_core):
