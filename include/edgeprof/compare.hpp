@@ -90,10 +90,12 @@ struct Budget {
 /// One run scored by score().
 struct Score {
   bool ok = false;  ///< the run succeeded (exit 0, not killed, not timed out)
-  double latency = 0;  ///< the figure, projected when a latency calibration is given
-  double memory = 0;   ///< the figure, projected when a memory calibration is given
-  std::string latency_provenance;  ///< "measured" or "projected"
-  std::string memory_provenance;   ///< "measured" or "projected"
+  double latency = 0;  ///< the figure, projected when a latency calibration is given; NaN
+                       ///< for a failed run
+  double memory = 0;   ///< the figure, projected when a memory calibration is given; NaN
+                       ///< for a failed run
+  std::string latency_provenance;  ///< "measured" or "projected"; "" for a failed run
+  std::string memory_provenance;   ///< "measured" or "projected"; "" for a failed run
   ///@{
   /// The projections, when a calibration was given and the run succeeded.
   std::optional<Prediction> latency_prediction, memory_prediction;
@@ -110,8 +112,9 @@ struct Score {
 };
 
 /// Scores a run: its latency and memory figures (projected through the calibrations when given),
-/// checked against the budget. A failed run scores ok = false, fits = false (and NaN for a
-/// figure it lacks). Throws Error, whatever the run's outcome, for a figure name that is none
+/// checked against the budget. A failed run scores ok = false, fits = false and NaN figures
+/// (they would measure the failure: the time to a crash or a kill). Throws Error, whatever the
+/// run's outcome, for a figure name that is none
 /// (check_figure_name()) or a limit that is not positive and finite; and when a successful run
 /// lacks a figure the budget names.
 Score score(const Result& result, const Budget& budget = {},

@@ -111,8 +111,12 @@ BudgetCheck check_budget(double value, double limit);
 /// ".cpu_s" (summed over the phase's occurrences) / ".memory_net_peak_bytes" (the largest); see
 /// figures(). Throws Error naming the figures available when it is missing.
 double figure(const Result& result, const std::string& name);
-/// The values of a figure over the counted runs. Throws Error when a run lacks it.
+/// The values of a figure over the counted runs, to rank or compare. Throws Error when a run
+/// lacks it, and when a run failed (its figures would measure the failure: the time to a
+/// crash, a kill or the timeout).
 std::vector<double> figure_samples(const RepeatedResult& result, const std::string& name);
+/// The same of one run: its figure, as one sample.
+std::vector<double> figure_samples(const Result& result, const std::string& name);
 
 }  // namespace edgeprof
 EDGEPROF_API_END

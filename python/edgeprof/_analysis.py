@@ -12,10 +12,11 @@ _Measured = Union["_core.Result", "_core.RepeatedResult", float, Sequence[float]
 
 
 def _samples(value: Any, metric: Optional[str], name: str) -> list[float]:
-    if isinstance(value, _core.RepeatedResult):
-        return _core.figure_samples(value, metric or "all_cores_wall_time_s")
-    if isinstance(value, _core.Result):
-        return [_core.figure(value, metric or "all_cores_wall_time_s")]
+    if isinstance(value, (_core.RepeatedResult, _core.Result)):
+        try:
+            return _core.figure_samples(value, metric or "all_cores_wall_time_s")
+        except _core.Error as e:  # a failed run, a missing figure: which item's
+            raise _core.Error(f"{name!r}: {e}") from None
     def refused(what: Any) -> TypeError:
         return TypeError(f"{name!r}: expected a Result, a RepeatedResult, a number or a "
                          f"sequence of numbers, got {what}")

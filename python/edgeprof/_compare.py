@@ -21,8 +21,19 @@ def _tqdm(total: int, desc: str) -> Any:
     return tqdm(total=total, desc=desc, unit="run")
 
 
+def _said(line: str) -> bool:
+    """Prints a progress line on stderr; False when stderr cannot take it."""
+    try:
+        print(line, file=sys.stderr, flush=True)
+        return True
+    except (OSError, ValueError):  # ValueError: stderr closed
+        return False
+
+
 class _Progress:
-    """tqdm where installed, else one line per run on stderr."""
+    """tqdm where installed, else one line per run on stderr. Where stderr cannot take it (a
+    full disk, a closed pipe), the progress stops and the runs go on (the error ended the
+    comparison, its results lost)."""
 
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
@@ -32,19 +43,26 @@ class _Progress:
                  result: "_core.Result") -> None:
         if not self.enabled:
             return
-        if self.bar is None:
-            self.bar = _tqdm(total, "edgeprof compare")
-        if self.bar:
-            self.bar.set_postfix_str(f"{workload} on {device}", refresh=False)
-            self.bar.update(1)
-        else:
-            outcome = "ok" if result.ok else "FAILED"
-            print(f"edgeprof: [{done}/{total}] {workload} on {device}: "
-                  f"{result.wall_time_s:.3f} s, {outcome}", file=sys.stderr, flush=True)
+        try:
+            if self.bar is None:
+                self.bar = _tqdm(total, "edgeprof compare")
+            if self.bar:
+                self.bar.set_postfix_str(f"{workload} on {device}", refresh=False)
+                self.bar.update(1)
+                return
+        except (OSError, ValueError):
+            self.enabled = False
+            return
+        outcome = "ok" if result.ok else "FAILED"
+        self.enabled = _said(f"edgeprof: [{done}/{total}] {workload} on {device}: "
+                             f"{result.wall_time_s:.3f} s, {outcome}")
 
     def close(self) -> None:
         if self.bar:
-            self.bar.close()
+            try:
+                self.bar.close()
+            except (OSError, ValueError):
+                pass
 
 
 class _RunProgress:
@@ -54,20 +72,27 @@ class _RunProgress:
 
     def __init__(self) -> None:
         self.bar: Any = None
+        self.enabled = True
 
     def __call__(self, index: int, total: int, warmup: bool, result: "_core.Result") -> None:
-        if self.bar is None:
-            self.bar = _tqdm(total, "edgeprof run")
-        if self.bar:
-            self.bar.set_postfix_str("warm-up" if warmup else "", refresh=False)
-            self.bar.update(1)
-            if index + 1 >= total:
-                self.bar.close()
-        else:
-            outcome = "ok" if result.ok else "FAILED"
-            kind = "warm-up" if warmup else "run"
-            print(f"edgeprof: [{index + 1}/{total}] {kind} {result.wall_time_s:.3f} s, "
-                  f"{outcome}", file=sys.stderr, flush=True)
+        if not self.enabled:
+            return
+        try:
+            if self.bar is None:
+                self.bar = _tqdm(total, "edgeprof run")
+            if self.bar:
+                self.bar.set_postfix_str("warm-up" if warmup else "", refresh=False)
+                self.bar.update(1)
+                if index + 1 >= total:
+                    self.bar.close()
+                return
+        except (OSError, ValueError):  # as _Progress: the runs go on without it
+            self.enabled = False
+            return
+        outcome = "ok" if result.ok else "FAILED"
+        kind = "warm-up" if warmup else "run"
+        self.enabled = _said(f"edgeprof: [{index + 1}/{total}] {kind} "
+                             f"{result.wall_time_s:.3f} s, {outcome}")
 
 
 def compare(workloads: Union[Mapping[str, Union[str, Sequence[str]]], Iterable[tuple[str, Any]]],

@@ -24,6 +24,7 @@ from typing import Optional, Sequence
 
 import edgeprof
 from edgeprof import _files
+from edgeprof._compare import _said
 from edgeprof.workloads import WORKLOADS
 
 EXAMPLES = """\
@@ -713,11 +714,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     report_to_stdout = json_to_stdout or args.csv == "-"
     repeated = args.repeat > 1 or args.warmup > 0
 
+    said = [True]  # stderr took the lines so far (on a full disk: the runs go on unsaid)
+
     def progress(index: int, total: int, warmup: bool, r: edgeprof.Result) -> None:
         what = "warm-up" if warmup else f"run {index - args.warmup + 1}/{args.repeat}"
         outcome = "ok" if r.ok else "FAILED"
-        print(f"edgeprof: [{index + 1}/{total}] {what}: {r.wall_time_s:.3f} s, {outcome}",
-              file=sys.stderr, flush=True)
+        if said[0]:
+            said[0] = _said(f"edgeprof: [{index + 1}/{total}] {what}: {r.wall_time_s:.3f} s, "
+                            f"{outcome}")
 
     result = edgeprof.run(
         command, device=_device(args), timeout=args.timeout, interval=args.interval,
@@ -1439,6 +1443,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         # and exit 120).
         if sys.stdout is not None:
             sys.stdout.flush()
+        try:  # what stderr holds (a progress bar's last line) failed at exit: exit 120
+            if sys.stderr is not None:
+                sys.stderr.flush()
+        except OSError:  # its notes are lost; the command's output stands, and its code
+            _to_devnull(sys.stderr)
         return code
     except edgeprof.Error as e:
         _tell(f"edgeprof: {e}")

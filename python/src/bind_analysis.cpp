@@ -26,8 +26,14 @@ void bind_analysis(py::module_& m) {
         "Error unless is_figure_name(name), naming `what` and the names there are.");
   m.def("is_size_figure", &is_size_figure, py::arg("name"),
         "Whether a figure of this name is a number of bytes (its name ends in _bytes).");
-  m.def("figure_samples", &figure_samples, py::arg("result"), py::arg("name"),
-        "The values of a figure over the counted runs of a RepeatedResult.");
+  m.def("figure_samples",
+        py::overload_cast<const RepeatedResult&, const std::string&>(&figure_samples),
+        py::arg("result"), py::arg("name"),
+        "The values of a figure over the counted runs of a RepeatedResult; Error when a run "
+        "failed (its figures would measure the failure).");
+  m.def("figure_samples", py::overload_cast<const Result&, const std::string&>(&figure_samples),
+        py::arg("result"), py::arg("name"),
+        "A run's figure as one sample; Error when the run failed.");
 
   py::class_<RankedItem>(m, "RankedItem", "One item of a ranking.")
       .def_readonly("name", &RankedItem::name)

@@ -222,5 +222,7 @@ void bind_study(py::module_& m) {
       py::arg("latency_calibration") = py::none(), py::arg("memory_calibration") = py::none(),
       "Scores a run for an objective: latency and memory (projected through the calibrations "
       "when given) against the budget (latency in the figure's unit, memory in bytes). "
-      "penalty = sum of relative overruns; a failed run has ok = fits = False.");
+      "penalty = sum of relative overruns; a failed run has ok = fits = False and NaN latency "
+      "and memory (its figures would measure the failure), which Optuna records as a failed "
+      "trial.");
 }

@@ -396,10 +396,37 @@ double figure(const Result& result, const std::string& name) {
   return it->second;
 }
 
+namespace {
+
+// A failed run's figures measure the failure (the time to a crash, an OOM kill or the
+// timeout), not the workload: ranked, a model killed early came out fastest.
+void refuse_failed(const Result& r, std::size_t index, std::size_t count) {
+  if (r.ok()) return;
+  const std::string how = r.timed_out     ? "timed out"
+                          : r.oom_killed  ? "was killed out of memory"
+                          : r.signal      ? fmt::format("was ended by signal {}", *r.signal)
+                          : r.exit_code   ? fmt::format("exited with code {}", *r.exit_code)
+                                          : std::string("has no exit status");
+  throw Error(fmt::format("run {} of {} {}: a failed run's figures measure the failure (the time "
+                          "to a crash, a kill or the timeout), not the workload; rank the figures "
+                          "of the runs that succeeded (as numbers), or run it again",
+                          index + 1, count, how));
+}
+
+}  // namespace
+
 std::vector<double> figure_samples(const RepeatedResult& result, const std::string& name) {
   std::vector<double> out;
-  for (const Result& r : result.runs) out.push_back(figure(r, name));
+  for (std::size_t i = 0; i < result.runs.size(); ++i) {
+    refuse_failed(result.runs[i], i, result.runs.size());
+    out.push_back(figure(result.runs[i], name));
+  }
   return out;
+}
+
+std::vector<double> figure_samples(const Result& result, const std::string& name) {
+  refuse_failed(result, 0, 1);
+  return {figure(result, name)};
 }
 
 }  // namespace edgeprof

@@ -833,8 +833,9 @@ NnRating measure_nn_rating(const NnOptions& options) {
     r.note = fmt::format("measured a subset of the {}: not cached",
                          e.reads_graphs ? "reference graphs" : "models");
   } else if (cache.path.empty()) {
-    r.note = "no cache directory (EDGEPROF_CACHE_DIR, XDG_CACHE_HOME and HOME are unset): not "
-             "cached, so it is measured again where it is next needed; set EDGEPROF_CACHE_DIR";
+    r.note = fmt::format("{}: not cached, so it is measured again where it is next needed; "
+                         "set EDGEPROF_CACHE_DIR",
+                         detail::kNoCacheDir);
   } else {
     const std::string failed =
         detail::replace_file(cache.dir, cache.path, rating_json(r, e).dump(2) + "\n");

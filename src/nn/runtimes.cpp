@@ -75,12 +75,14 @@ std::string loaded_as(std::string_view id) {
   return std::string(id);
 }
 
-RuntimesSeen runtimes_in_maps(std::string_view maps) {
+RuntimesSeen runtimes_in_maps(std::string_view maps, RuntimesSeen* paths) {
   RuntimesSeen seen;
   std::string_view last;  // a library has several areas, on consecutive lines
   detail::for_each_line(maps, [&](std::string_view line) {
     const std::string_view path = mapped_path(line);
     if (path.empty() || path == last) return;
+    const bool deleted = line.size() > kDeleted.size() &&
+                         line.substr(line.size() - kDeleted.size()) == kDeleted;
     last = path;
     const std::string_view file = path.substr(path.rfind('/') + 1);
     const std::string_view stem = library_stem(file);
@@ -88,11 +90,76 @@ RuntimesSeen runtimes_in_maps(std::string_view maps) {
     for (const RuntimeSpec& r : runtime_table()) {
       if (std::find(r.stems.begin(), r.stems.end(), stem) != r.stems.end()) {
         seen.emplace(std::string(r.id), std::string(file));
+        if (paths && !deleted) paths->emplace(std::string(r.id), std::string(path));
         break;
       }
     }
   });
   return seen;
+}
+
+std::optional<std::string> package_version(const Fs& fs, std::string_view library) {
+  // A wheel's distribution name in its .dist-info directory: lower case, '-' as '_'.
+  const auto normal = [](std::string_view t) {
+    std::string out(t);
+    for (char& c : out) {
+      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+      if (c == '-') c = '_';
+    }
+    return out;
+  };
+  constexpr std::string_view kSuffix = ".dist-info", kLibs = ".libs";
+  std::string_view dir = library.substr(0, library.rfind('/'));
+  for (int level = 0; level < 4; ++level) {
+    const std::size_t slash = dir.rfind('/');
+    if (slash == std::string_view::npos || slash == 0) break;
+    const std::string_view parent = dir.substr(0, slash);
+    std::string_view name = dir.substr(slash + 1);
+    // auditwheel's directory of a wheel's bundled libraries: "<name>.libs".
+    if (name.size() > kLibs.size() && name.substr(name.size() - kLibs.size()) == kLibs) {
+      name.remove_suffix(kLibs.size());
+    }
+    const std::string want = normal(name);
+    for (const std::string& entry : fs.subdirs(parent)) {
+      const std::string_view e(entry);
+      const std::size_t at = want.size() + 1;  // where the version begins, after '-'
+      if (e.size() > at + kSuffix.size() && e[want.size()] == '-' &&
+          e.substr(e.size() - kSuffix.size()) == kSuffix &&
+          normal(e.substr(0, want.size())) == want) {
+        return std::string(e.substr(at, e.size() - at - kSuffix.size()));
+      }
+    }
+    dir = parent;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> version_in(std::string_view runtime_text, std::string_view id) {
+  const std::string name = runtime_name(loaded_as(id)) + " ";
+  if (runtime_text.substr(0, name.size()) != name) return std::nullopt;
+  std::string_view word = runtime_text.substr(name.size());
+  word = word.substr(0, word.find(' '));
+  if (word.empty() || word.front() < '0' || word.front() > '9') return std::nullopt;
+  return std::string(word);
+}
+
+std::optional<std::string> version_warning(std::string_view basis, std::string_view loaded,
+                                           std::string_view rating_runtime,
+                                           std::string_view rating_file,
+                                           std::string_view measured_at) {
+  const std::optional<std::string> rated = version_in(rating_runtime, basis);
+  // A release without its local label: PyPI's torch is "2.5.1" in its .dist-info and
+  // "2.5.1+cu124" in torch.__version__, which the rating's text holds.
+  const auto release = [](std::string_view v) { return v.substr(0, v.find('+')); };
+  if (loaded.empty() || !rated || release(*rated) == release(loaded)) return std::nullopt;
+  const std::string name = runtime_name(loaded_as(basis));
+  return fmt::format(
+      "the workload loaded {} {}, but this host's {} rating, which set the device's speed, was "
+      "measured with {} {} ({}, {}): another release of a runtime may run faster or slower "
+      "here than the one rated; measure the rating again with the workload's interpreter ({}; "
+      "it measures the runtime's own share under a quota too, {})",
+      name, loaded, runtime_name(basis), name, *rated, rating_file, measured_at,
+      remeasure_command(basis), share_duration(basis));
 }
 
 void merge_runtimes(RuntimesSeen& into, const RuntimesSeen& more) {
@@ -116,7 +183,11 @@ void RuntimeWatch::scan() noexcept {
     const std::size_t n = std::min(pids.size(), kMaxMapsPerScan);
     for (std::size_t i = 0; i < n; ++i) {
       // A process that exited since cgroup.procs was read has no maps: skipped.
-      if (auto maps = fs_.read(maps_path(pids[i]))) merge_runtimes(seen_, runtimes_in_maps(*maps));
+      if (auto maps = fs_.read(maps_path(pids[i]))) {
+        RuntimesSeen paths;
+        merge_runtimes(seen_, runtimes_in_maps(*maps, &paths));
+        merge_runtimes(paths_, paths);
+      }
     }
     next_pid_ = n < pids.size() ? pids[n] : 0;
   } catch (...) {

@@ -38,7 +38,19 @@ std::string loaded_as(std::string_view id);
 // The runtimes whose libraries the text of a /proc/<pid>/maps maps. A library counts by its file
 // name only (a directory named ncnn is not ncnn), and a deleted file (" (deleted)") still counts:
 // it is mapped. Lines without a path (anonymous memory, [heap], [stack]) are skipped.
-RuntimesSeen runtimes_in_maps(std::string_view maps);
+// With `paths`, also each runtime's library by its whole path (the first one seen that is not
+// deleted: a deleted one's path may hold another version now).
+RuntimesSeen runtimes_in_maps(std::string_view maps, RuntimesSeen* paths = nullptr);
+
+// The version of the installed Python package that holds `library` (a path in `fs`): the first
+// directory above the library (up to four levels: torch/lib, onnxruntime/capi, auditwheel's
+// ncnn.libs) beside which its wheel's `<name>-<version>.dist-info` is ("2.5.1+cpu" of
+// torch-2.5.1+cpu.dist-info); nullopt where there is none (a system library).
+std::optional<std::string> package_version(const Fs& fs, std::string_view library);
+// The version in a rating's runtime text, the word after the runtime's name at its start
+// ("PyTorch 2.5.1+cpu fp32 eager (...)": "2.5.1+cpu" for "pytorch"); nullopt where that word
+// does not begin with a digit (ncnn's "dev" build).
+std::optional<std::string> version_in(std::string_view runtime_text, std::string_view id);
 // Adds what `more` saw that `into` has not yet.
 void merge_runtimes(RuntimesSeen& into, const RuntimesSeen& more);
 
@@ -63,14 +75,19 @@ class RuntimeWatch {
   // Forgets what was seen, for the next run.
   void reset() {
     seen_.clear();
+    paths_.clear();
     next_pid_ = 0;
   }
   const RuntimesSeen& seen() const { return seen_; }
+  // Their libraries' whole paths (runtimes_in_maps()'s `paths`), for package_version() after
+  // the run (not on the sampler's thread).
+  const RuntimesSeen& paths() const { return paths_; }
 
  private:
   Fs fs_;
   std::string procs_;
   RuntimesSeen seen_;
+  RuntimesSeen paths_;
   pid_t next_pid_ = 0;  // the next read starts at the first process at or above it
 };
 
@@ -84,5 +101,16 @@ std::optional<std::string> runtime_warning(const Device& device, const RuntimesS
 // --runtime pytorch-int8 (its PyTorch int8 times)"), since the maps cannot tell precisions
 // apart; "" where it has none.
 std::string precision_hint(const Device& device, std::string_view runtime);
+
+// The warning a run gets when its speed came from this host's rating of `basis` (an NnSpeed's)
+// and the workload loaded (`loaded`: the library's version, package_version()) another
+// release of that runtime than the rating was measured with (`rating_runtime`,
+// NnRating::runtime; `rating_file` and `measured_at` name it): versions compared without a
+// local label ("+cpu", "+cu124", which one side may lack); nullopt when they agree or either
+// is not known.
+std::optional<std::string> version_warning(std::string_view basis, std::string_view loaded,
+                                           std::string_view rating_runtime,
+                                           std::string_view rating_file,
+                                           std::string_view measured_at);
 
 }  // namespace edgeprof::detail

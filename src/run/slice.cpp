@@ -37,6 +37,7 @@
 #include "run/core_placer.hpp"
 #include "run/cpu_ledger.hpp"
 #include "nn/runner_dir.hpp"
+#include "nn/runtime_table.hpp"
 #include "nn/runtimes.hpp"
 #include "run/phase_pipe.hpp"
 #include "run/plan_warnings.hpp"
@@ -628,6 +629,7 @@ struct Child::State {
   std::string marks_text;
   // Runtimes seen by a read of the maps outside the sampler (an unsampled run's timeout).
   detail::RuntimesSeen runtimes;
+  detail::RuntimesSeen runtime_paths;  // their libraries' whole paths
   std::map<std::string, std::string> thread_env;  // what the workload's environment was given
   std::string width_warning;  // projected: the workload may start more than one thread
   std::string counter_warning;  // the activation counter's directory could not be made
@@ -1134,6 +1136,7 @@ void Child::State::observe(Result& r, const detail::Exit& exit) {
     for (auto& t : r.series.t_ns) t += shift;
     marks_text = sampler->marks();
     detail::merge_runtimes(runtimes, sampler->runtimes_seen());
+    detail::merge_runtimes(runtime_paths, sampler->runtime_paths());
     if (ran_alone) r.threads_at_once = sampler->threads_at_once();
     // The next run in this slice reuses it, its thread asleep until then.
     if (slice->cgroup && !slice->spare_sampler && sampler->reusable()) {
@@ -1256,6 +1259,28 @@ void Child::State::analyse(Result& r) {
       r.warnings.push_back(std::move(*warning));
     }
   }
+  // The nn speed came from this host's rating of a runtime the workload loaded another
+  // release of (read here, after the run: the package's directory, not on the sampler's
+  // thread).
+  const detail::RuntimeSpec* rated =
+      r.device.nn && r.device.speed_kind == "nn" ? detail::find_runtime(r.device.nn->basis)
+                                                 : nullptr;
+  if (rated && rated->rating) {
+    const std::string basis(rated->id);
+    const auto library = runtime_paths.find(detail::loaded_as(basis));
+    if (library != runtime_paths.end()) {
+      const std::optional<std::string> loaded =
+          detail::package_version(detail::Fs(), library->second);
+      const std::optional<NnRating> rating =
+          loaded ? cached_nn_rating(nullptr, basis) : std::nullopt;
+      if (rating) {
+        if (auto warning = detail::version_warning(basis, *loaded, rating->runtime,
+                                                   rating->cache_file, rating->measured_at)) {
+          r.warnings.push_back(std::move(*warning));
+        }
+      }
+    }
+  }
   for (const SourceStatus& st : r.sources) {
     if (st.failed) {
       r.warnings.push_back(fmt::format("sampling of {} stopped during the run ({}); its "
@@ -1277,6 +1302,7 @@ void Child::State::scan_runtimes() noexcept {
       detail::RuntimeWatch watch = runtime_watch(slice->cgroup->files());
       watch.scan();
       detail::merge_runtimes(runtimes, watch.seen());
+      detail::merge_runtimes(runtime_paths, watch.paths());
     } catch (...) {
       // Out of memory: nothing seen.
     }

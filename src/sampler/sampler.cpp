@@ -130,7 +130,8 @@ Sampler::Clock::time_point Sampler::start() {
     exited_ = false;
   }
   if (!thread_) {
-    thread_ = std::make_unique<std::thread>(start_thread("the sampler's thread", [this] { run(); }));
+    thread_ = std::make_unique<std::thread>(
+        start_thread("the sampler's thread", [this] { run(); }));
   }
   missed_ = 0;
   marks_.clear();
@@ -195,6 +196,11 @@ std::optional<double> Sampler::threads_at_once() {
 RuntimesSeen Sampler::runtimes_seen() {
   std::lock_guard<std::mutex> guard(lock_);
   return runtimes_ ? runtimes_->seen() : RuntimesSeen{};
+}
+
+RuntimesSeen Sampler::runtime_paths() {
+  std::lock_guard<std::mutex> guard(lock_);
+  return runtimes_ ? runtimes_->paths() : RuntimesSeen{};
 }
 
 void Sampler::sample(bool scheduled, std::optional<Clock::time_point> at) noexcept {

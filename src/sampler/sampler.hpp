@@ -73,6 +73,8 @@ class Sampler {
   void scan_runtimes();
   // The runtimes seen in the last run, or so far in this one.
   RuntimesSeen runtimes_seen();
+  // Their libraries' whole paths (RuntimeWatch::paths()).
+  RuntimesSeen runtime_paths();
   // Before start(): the interval of the next run (throws Error outside 1 ms .. 60 s). Slow
   // sources are then read about every Sources::kSlowSourceNs.
   void set_interval(std::chrono::nanoseconds interval);

@@ -116,7 +116,8 @@ Comparison compare(const std::vector<Workload>& workloads, const std::vector<Dev
         metrics[0].push_back(rows[i].value);
         metrics[1].push_back(rows[i].memory);
       }
-      const auto front = pareto_front(metrics, {false, false});
+      // The metric in the rank's direction (a throughput is better higher); memory lower.
+      const auto front = pareto_front(metrics, {options.rank.higher_is_better, false});
       for (size_t k = 0; k < ranked_rows.size(); ++k) rows[ranked_rows[k]].pareto = front[k];
       for (const RankedItem& r : rank(items, options.rank)) {
         ComparisonRow& row = rows[ranked_rows[r.index]];
@@ -245,20 +246,21 @@ Score score(const Result& result, const Budget& budget,
   s.ok = result.ok();
   const auto f = figures(result);
   auto get = [&](const std::string& name) {
+    // A failed run's figures measure the failure (the time to a crash, an OOM kill or the
+    // timeout), not the workload: NaN, which an HPO search records as a failed trial (its
+    // figures went into Optuna's front as real ones).
+    if (!s.ok) return std::nan("");
     auto it = f.find(name);
-    if (it == f.end()) {
-      // A failed run may lack the figure: it scores as not ok rather than raising.
-      if (!s.ok) return std::nan("");
-      return figure(result, name);  // throws, naming the figures there are
-    }
+    if (it == f.end()) return figure(result, name);  // throws, naming the figures there are
     return it->second;
   };
   s.latency = get(budget.latency_figure);
   s.memory = get(budget.memory_figure);
   // A projected_* figure, or an all_cores_* one of a projected run, is a one-core time
   // projected to all the device's cores.
-  s.latency_provenance = figure_provenance(result, budget.latency_figure);
-  s.memory_provenance = figure_provenance(result, budget.memory_figure);
+  // (A failed run's NaN figures are neither.)
+  s.latency_provenance = s.ok ? figure_provenance(result, budget.latency_figure) : "";
+  s.memory_provenance = s.ok ? figure_provenance(result, budget.memory_figure) : "";
   if (latency_calibration && s.ok) {
     s.latency_prediction = project(*latency_calibration, result);
     s.latency = s.latency_prediction->estimate;

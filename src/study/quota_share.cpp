@@ -494,8 +494,9 @@ QuotaShare measure_quota_share(const QuotaShareOptions& options) {
   q.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   const std::string cache_dir = detail::host_cache_dir();
   if (cache_dir.empty()) {
-    q.note = "no cache directory (EDGEPROF_CACHE_DIR, XDG_CACHE_HOME and HOME are unset): not "
-             "cached, so other processes measure it again; set EDGEPROF_CACHE_DIR";
+    q.note = fmt::format("{}: not cached, so other processes measure it again; set "
+                         "EDGEPROF_CACHE_DIR",
+                         detail::kNoCacheDir);
   } else {
     const std::string path = cache_path(cache_dir, spec);
     // A measure short of the default replaces only a cache that is short too: a quick check

@@ -742,7 +742,7 @@ std::optional<std::string> read_host_cache(const std::string& path, std::string_
     return std::nullopt;
   };
   if (path.empty()) {
-    return say("no cache directory (EDGEPROF_CACHE_DIR, XDG_CACHE_HOME and HOME are unset)");
+    return say(kNoCacheDir);
   }
   int err = 0;
   auto text = Fs().read_user_file(path, kMaxCacheBytes, &err);
@@ -935,9 +935,9 @@ HostCalibration host_calibration(bool remeasure, const SuiteOptions& options) {
   if (!dir.empty()) h.cache_file = detail::join(dir, kCacheName);
 
   if (h.cache_file.empty()) {
-    h.note =
-        "no cache directory (EDGEPROF_CACHE_DIR, XDG_CACHE_HOME and HOME are unset): "
-        "measured, not cached; set EDGEPROF_CACHE_DIR to keep the calibration";
+    h.note = fmt::format("{}: measured, not cached; set EDGEPROF_CACHE_DIR to keep the "
+                         "calibration",
+                         detail::kNoCacheDir);
   } else if (remeasure) {
     h.note = "re-measured on request";
   } else {

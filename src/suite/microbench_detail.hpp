@@ -234,6 +234,11 @@ std::string identity_change(const HostIdentity& then, const HostIdentity& now);
 
 // calibration_cache_dir() of this process's environment.
 std::string host_cache_dir();
+// Why host_cache_dir() is "", for the notes of what could not be cached (an XDG_CACHE_HOME
+// that is not absolute is ignored, as the XDG specification says: it was called unset).
+inline constexpr const char* kNoCacheDir =
+    "no cache directory (EDGEPROF_CACHE_DIR and HOME are unset, and XDG_CACHE_HOME is unset or "
+    "not an absolute path)";
 
 // The cache file of this host's 7-Zip rating (reference.hpp) in a cache directory.
 std::string reference_cache_file(const std::string& dir);

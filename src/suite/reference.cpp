@@ -225,9 +225,9 @@ ReferenceRating measure_reference_rating(const ReferenceOptions& options) {
   if (options.arguments != defaults.arguments) {
     r.note = "measured with other arguments than `b -mmt1`, which rate differently: not cached";
   } else if (cache.path.empty()) {
-    r.note =
-        "no cache directory (EDGEPROF_CACHE_DIR, XDG_CACHE_HOME and HOME are unset): not cached, "
-        "so catalog devices are not corrected; set EDGEPROF_CACHE_DIR";
+    r.note = fmt::format("{}: not cached, so catalog devices are not corrected; set "
+                         "EDGEPROF_CACHE_DIR",
+                         detail::kNoCacheDir);
   } else {
     const std::string failed =
         detail::replace_file(cache.dir, cache.path, rating_json(r).dump(2) + "\n");

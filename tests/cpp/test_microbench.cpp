@@ -318,6 +318,14 @@ TEST_CASE("the calibration cache directory follows EDGEPROF_CACHE_DIR, then XDG,
   CHECK(calibration_cache_dir(nullptr, "relative", "/h") == "/h/.cache/edgeprof");
   CHECK(calibration_cache_dir(nullptr, nullptr, "/h/") == "/h/.cache/edgeprof");
   CHECK(calibration_cache_dir(nullptr, nullptr, nullptr).empty());
+  // A relative XDG_CACHE_HOME is ignored, as the XDG specification says: the reason given
+  // called it unset.
+  test::ScopedEnv own("EDGEPROF_CACHE_DIR", "");
+  test::ScopedEnv xdg("XDG_CACHE_HOME", "relative/cache");
+  test::ScopedEnv home("HOME", "");
+  std::string why;
+  CHECK_FALSE(cached_nn_rating(&why));
+  CHECK_THAT(why, Catch::Contains("XDG_CACHE_HOME is unset or not an absolute path"));
 }
 
 TEST_CASE("a cache file written by two threads at once is always one of them, whole",

@@ -686,6 +686,17 @@ TEST_CASE("compare ranks workloads per device, marks the Pareto front, and proje
   }
   CHECK(projected_a_run);
   CHECK(to_text(c).find("FAILED") != std::string::npos);
+  // The front in the rank's direction: a figure better higher (a throughput's) against memory
+  // lower, each workload best on one, puts both on it (the figure was taken lower-better).
+  CompareOptions up;
+  up.repeat = 1;
+  up.metric = up.memory_metric = "peak_memory_bytes";
+  up.rank.higher_is_better = true;
+  const Comparison both =
+      compare({workloads[0], workloads[1]}, {make_device("board", 1, 1.0, "128MiB")}, up);
+  REQUIRE(both.rows.size() == 2);
+  CHECK(both.rows[0].pareto);
+  CHECK(both.rows[1].pareto);
   CHECK_THROWS_WITH(compare({workloads[0], workloads[0]}, {make_device("b", 1, 1, "64MiB")}),
                     Catch::Contains("two workloads are named 'large'"));
 
@@ -709,6 +720,9 @@ TEST_CASE("compare ranks workloads per device, marks the Pareto front, and proje
   Score failed = score(c.rows[2].result.runs.front(), budget);
   CHECK_FALSE(failed.ok);
   CHECK_FALSE(failed.fits);
+  // Its figures measured the failure and went into an HPO front as real ones: NaN now.
+  CHECK(std::isnan(failed.latency));
+  CHECK(std::isnan(failed.memory));
 }
 
 TEST_CASE("slices alive at the same time get CPUs of their own while there are enough",

@@ -269,6 +269,10 @@ TEST_CASE("a projected result divides its times by the speed-up, in text, JSON a
     Budget typo;
     typo.latency_figure = "wal_time_s";
     CHECK_THROWS_WITH(score(failed, typo), Catch::Contains("'wal_time_s' is not a figure"));
+    // Its figures measure the failure: NaN (they were the run's, a finite objective).
+    CHECK(std::isnan(score(failed).latency));
+    CHECK(std::isnan(score(failed).memory));
+    CHECK(score(failed).latency_provenance.empty());
     Budget negative;
     negative.latency_s = -1;
     CHECK_THROWS_WITH(score(failed, negative), Catch::Contains("latency limit is -1"));
@@ -278,7 +282,9 @@ TEST_CASE("a projected result divides its times by the speed-up, in text, JSON a
   }
 
   Result plain;
+  plain.exit_code = 0;  // a run that succeeded (a failed one's score is NaN)
   plain.wall_time_s = 3.0;
+  plain.peak_memory_bytes = 1u << 20;
   CHECK_FALSE(plain.projected_s(3.0));
   CHECK(figures(plain).count("projected_wall_time_s") == 0);
   CHECK(to_json(plain).find("\"projected_wall_time_s\"") == std::string::npos);

@@ -328,6 +328,71 @@ TEST_CASE("reading a slice's maps on a fake /proc: exited and unreadable process
   CHECK(gone.seen().empty());
 }
 
+TEST_CASE("a runtime's version: its wheel's dist-info beside the package's directory",
+          "[runtimes]") {
+  // A rating measured with one PyTorch set the speed of a workload that loaded another,
+  // unsaid (a `pip install -U torch` since): the versions are now compared.
+  FakeTree tree;
+  const std::string site = "/venv/lib/python3.11/site-packages";
+  tree.file(site + "/torch/lib/libtorch_cpu.so", "");
+  tree.dir(site + "/torch-2.5.1+cpu.dist-info");
+  tree.dir(site + "/torchvision-0.20.1.dist-info");  // another package's, not torch's
+  tree.file(site + "/onnxruntime/capi/onnxruntime_pybind11_state.so", "");
+  tree.dir(site + "/onnxruntime-1.20.1.dist-info");
+  tree.file(site + "/ncnn.libs/libncnn-1a2b3c4d.so.1", "");  // auditwheel's
+  tree.dir(site + "/NCNN-1.0.20240410.dist-info");  // any case
+  tree.file("/usr/lib/libtorch_cpu.so", "");  // a system library: no wheel
+  const detail::Fs fs(tree.root());
+  CHECK(detail::package_version(fs, site + "/torch/lib/libtorch_cpu.so") == "2.5.1+cpu");
+  CHECK(detail::package_version(fs, site + "/onnxruntime/capi/onnxruntime_pybind11_state.so") ==
+        "1.20.1");
+  CHECK(detail::package_version(fs, site + "/ncnn.libs/libncnn-1a2b3c4d.so.1") == "1.0.20240410");
+  CHECK_FALSE(detail::package_version(fs, "/usr/lib/libtorch_cpu.so"));
+  CHECK_FALSE(detail::package_version(fs, "libtorch_cpu.so"));
+
+  CHECK(detail::version_in("PyTorch 2.5.1+cpu fp32 eager (torchvision 0.20.1)", "pytorch") ==
+        "2.5.1+cpu");
+  CHECK(detail::version_in("PyTorch 2.5.1 int8 qnnpack TorchScript", "pytorch-int8") == "2.5.1");
+  CHECK(detail::version_in("ONNX Runtime 1.20.1 fp32 CPU provider", "onnxruntime") == "1.20.1");
+  CHECK(detail::version_in("ncnn 1.0.20240410 (Python 3.11.7)", "ncnn") == "1.0.20240410");
+  // ncnn built without its version says "dev": not Python's "3.11.7)" instead.
+  CHECK_FALSE(detail::version_in("ncnn dev (Python 3.11.7)", "ncnn"));
+  CHECK_FALSE(detail::version_in("PyTorch 2.5.1 fp32", "onnxruntime"));  // another's text
+
+  // The warning: another release than the rating's; none where they agree (PyPI's torch is
+  // "2.5.1" in its .dist-info, "2.5.1+cu124" in torch.__version__) or one is unknown.
+  const auto other = detail::version_warning("pytorch", "2.5.1+cpu", "PyTorch 2.1.0 fp32 eager",
+                                             "/c/host-nn-pytorch.json", "2026-01-02T03:04:05Z");
+  REQUIRE(other);
+  CHECK_THAT(*other, Catch::Contains("the workload loaded PyTorch 2.5.1+cpu") &&
+                         Catch::Contains("measured with PyTorch 2.1.0 (/c/host-nn-pytorch.json") &&
+                         Catch::Contains("--nn --runtime pytorch --remeasure --python PY"));
+  // int8 is a precision of PyTorch: its libraries are PyTorch's.
+  const auto int8 = detail::version_warning("pytorch-int8", "2.5.1", "PyTorch 2.1.0 int8 qnnpack",
+                                            "/c/i.json", "2026-01-02T03:04:05Z");
+  REQUIRE(int8);
+  CHECK_THAT(*int8, Catch::Contains("--runtime pytorch-int8"));
+  CHECK_FALSE(detail::version_warning("pytorch", "2.5.1", "PyTorch 2.5.1+cu124 fp32", "", ""));
+  CHECK_FALSE(detail::version_warning("pytorch", "2.5.1+cpu", "PyTorch 2.5.1+cpu fp32", "", ""));
+  CHECK_FALSE(detail::version_warning("pytorch", "", "PyTorch 2.1.0 fp32", "", ""));
+  CHECK_FALSE(detail::version_warning("ncnn", "1.0.1", "ncnn dev (Python 3.11.7)", "", ""));
+
+  // Read with the maps: the whole path of the first library that showed each runtime, not of a
+  // deleted one (its path may hold another release since).
+  const std::string procs = detail::join("/cg", detail::files::kProcs);
+  tree.file(procs, "100\n");
+  tree.file("/proc/100/maps", "7f0000000000-7f0000001000 r-xp 00000000 08:01 1 /old/torch/lib/"
+                              "libtorch_cpu.so (deleted)\n"
+                              "7f0000001000-7f0000002000 r-xp 00000000 08:01 2 " +
+                                  site + "/torch/lib/libtorch_cpu.so\n");
+  detail::RuntimeWatch watch(fs, procs);
+  watch.scan();
+  CHECK(watch.seen() == RuntimesSeen{{"pytorch", "libtorch_cpu.so"}});
+  CHECK(watch.paths() == RuntimesSeen{{"pytorch", site + "/torch/lib/libtorch_cpu.so"}});
+  watch.reset();
+  CHECK(watch.paths().empty());
+}
+
 TEST_CASE("a read looks at a bounded number of processes and goes on where it stopped",
           "[runtimes]") {
   FakeTree tree;

@@ -65,6 +65,22 @@ def test_t_quantiles_and_rank_tests_agree_with_scipy():
                 scipy_stats.spearmanr(x, y).pvalue, rel=1e-6)
 
 
+def test_rank_and_score_refuse_a_failed_runs_figures():
+    """A run killed early (out of memory at a tenth of the time) was ranked as the fastest, and
+    scored as a finite objective: its figures measure the failure, not the workload."""
+    from conftest import captured_report_text
+    doc = json.loads(captured_report_text())
+    ok = edgeprof.Result.from_json(json.dumps(doc))
+    doc.update(exit_code=None, signal=9, oom_killed=True, wall_time_s=doc["wall_time_s"] / 10)
+    killed = edgeprof.Result.from_json(json.dumps(doc))
+    assert not killed.ok
+    with pytest.raises(edgeprof.Error, match="'crashed': run 1 of 1 was killed out of memory"):
+        edgeprof.analysis.rank({"ok": ok, "crashed": killed}, metric="wall_time_s")
+    assert [r.name for r in edgeprof.analysis.rank({"ok": ok}, metric="wall_time_s")] == ["ok"]
+    s = edgeprof.score(killed)
+    assert not s.ok and math.isnan(s.latency) and math.isnan(s.memory)
+
+
 def test_theil_sen_matches_scipy():
     rng = random.Random(11)
     x = [rng.uniform(0, 10) for _ in range(9)]
