@@ -80,6 +80,8 @@ struct PeriodSpeedFit {
   double core_speed = 0;                   ///< solved at this period
   double rms_residual = 0;                 ///< root mean square of the workloads' residuals
   std::vector<WorkloadSpeedFit> workloads; ///< one per DeviceMeasurement, in order
+  std::vector<std::string> notes;          ///< of this period's last solution: limits hit,
+                                           ///< workloads left out
 };
 
 /// What calibrate_speed() found.
@@ -92,7 +94,7 @@ struct SpeedCalibration {
   /// The input device with core_speed replaced and sources["core_speed"] saying how it was
   /// calibrated ("measured").
   Device device;
-  std::vector<std::string> notes;  ///< limits hit, workloads left out
+  std::vector<std::string> notes;  ///< the chosen period's (PeriodSpeedFit::notes)
 };
 
 /// Measures each workload here at a few core speeds, fits value = a / speed + b per workload,

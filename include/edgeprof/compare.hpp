@@ -42,11 +42,17 @@ struct ComparisonRow {
   std::string workload;   ///< the workload's name
   std::string device;     ///< the device's name
   RepeatedResult result;  ///< its runs and their statistics
-  double value = 0;       ///< the median of the ranked metric (NaN when a run failed)
-  double memory = 0;      ///< the median of the memory metric (NaN when a run failed)
-  int rank = 0;           ///< among the workloads on this device
-  bool tied = false;      ///< shares its rank with another workload on this device
-  bool pareto = false;    ///< on the (metric, memory) Pareto front of this device
+  /// The median of the ranked metric; NaN when a run failed or lacks it (a phase's figure
+  /// where the workload marked no such phase).
+  double value = 0;
+  /// The median of the memory metric; NaN when a run failed or lacks it (the peak where the
+  /// kernel keeps none: cgroup v2 before Linux 5.19).
+  double memory = 0;
+  /// Among the workloads ranked on this device (1 is the best); 0 when this one is not ranked:
+  /// a run failed, or lacks the metric (`value` is NaN). Such rows come after the ranked ones.
+  int rank = 0;
+  bool tied = false;   ///< shares its rank with another workload on this device
+  bool pareto = false;  ///< on the (metric, memory) Pareto front of the rows with both
   std::optional<Prediction> projected;  ///< of the run with the median metric
 };
 
@@ -68,8 +74,11 @@ using CompareProgress =
 /// (check_figure_name()), rank.alpha outside (0, 1), repeat < 1, warmup < 0 or more runs than an
 /// int counts, and UnsupportedError for a device of several cores that core emulation
 /// "projected" cannot project (project_threads()), and DeviceError for a device without an nn
-/// speed when PlanOptions::speed_kind is nn (for_speed_kind()). A workload that fails keeps its row (its
-/// result says so) and ranks last. Errors that prevent a run (from Slice or Slice::spawn())
+/// speed when PlanOptions::speed_kind is nn (for_speed_kind()). Also before any run:
+/// SpawnError for a command that cannot be executed (not in PATH, not an executable file),
+/// DeviceError for an invalid device (Device::validate()) and UnsupportedError for a device
+/// with more memory than this host. A workload that fails keeps its row (its result says so),
+/// not ranked (rank 0). Errors that prevent a later run (from Slice or Slice::spawn())
 /// propagate.
 Comparison compare(const std::vector<Workload>& workloads, const std::vector<Device>& devices,
                    const CompareOptions& options = {}, const CompareProgress& progress = {});

@@ -118,6 +118,9 @@ def compare(workloads: Union[Mapping[str, Union[str, Sequence[str]]], Iterable[t
     ``workloads`` maps names to commands (a list of arguments, or a string split like a shell
     would). Shows progress (tqdm where installed). Ctrl-C stops at once and leaves nothing
     behind. The result prints as a table; ``to_pandas()`` gives one row per workload x device.
+    A workload whose run failed, or lacks ``metric``, is not ranked (``rank`` 0, NA in
+    ``to_pandas()``); a command that cannot be executed, or a device with more memory than this
+    host, is refused before any run.
 
     ``core_emulation`` to ``allow_missing_controllers``: how each slice emulates its device, as
     ``run()`` takes them. The default ``metric``, ``all_cores_wall_time_s``, is each device's
@@ -163,7 +166,8 @@ def comparison_to_pandas(self: "_core.Comparison") -> Any:
     pd = _pandas()
     rows = []
     for r in self.rows:
-        row = {"device": r.device, "workload": r.workload, "rank": r.rank, "tied": r.tied,
+        # A workload not ranked (a run failed, or lacks the metric) has no rank: NA, not 0.
+        row = {"device": r.device, "workload": r.workload, "rank": r.rank or None, "tied": r.tied,
                "pareto": r.pareto, self.metric: r.value, self.memory_metric: r.memory,
                "runs": len(r.result.runs), "ok": r.result.ok}
         stat = r.result.stats.get(self.metric)
@@ -176,7 +180,10 @@ def comparison_to_pandas(self: "_core.Comparison") -> Any:
             row[f"{self.projected_target}_low"] = p.low if p else None
             row[f"{self.projected_target}_high"] = p.high if p else None
         rows.append(row)
-    return pd.DataFrame(rows)
+    frame = pd.DataFrame(rows)
+    if len(frame):
+        frame["rank"] = frame["rank"].astype("Int64")
+    return frame
 
 
 def comparison_plot(self: "_core.Comparison", ax: Any = None) -> Any:
@@ -211,13 +218,13 @@ def comparison_plot(self: "_core.Comparison", ax: Any = None) -> Any:
     return fig
 
 
-def _value_text(v: float) -> str:
-    return "failed" if v != v else f"{v:.4g}"
+def _value_text(v: float, ok: bool = False) -> str:
+    return ("n/a" if ok else "failed") if v != v else f"{v:.4g}"
 
 
-def _memory_text(metric: str, v: float) -> str:
+def _memory_text(metric: str, v: float, ok: bool = False) -> str:
     if v != v:
-        return "failed"
+        return "n/a" if ok else "failed"
     if not _core.is_size_figure(metric) or not abs(v) <= 2**64:
         return f"{v:.4g}"
     return _core.format_signed_size(v)
@@ -228,7 +235,7 @@ def comparison_repr(self: "_core.Comparison") -> str:
     devices = list(dict.fromkeys(r.device for r in self.rows))
     workloads = list(dict.fromkeys(r.workload for r in self.rows))
     best = [f"{r.device}: {r.workload} {_value_text(r.value)}" for r in self.rows
-            if r.rank == 1]
+            if r.rank == 1] or ["none ranked"]
     return (f"<edgeprof.analysis.Comparison of {len(workloads)} workload(s) on "
             f"{len(devices)} device(s) "
             f"by median {self.metric}, {self.repeat} run(s) each; best: {'; '.join(best)}>")
@@ -246,8 +253,9 @@ def comparison_html(self: "_core.Comparison") -> str:
     head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
     body = []
     for r in self.rows:
-        cells = [r.device, str(r.rank), r.workload, _value_text(r.value),
-                 _memory_text(self.memory_metric, r.memory),
+        cells = [r.device, str(r.rank) if r.rank else "-", r.workload,
+                 _value_text(r.value, r.result.ok),
+                 _memory_text(self.memory_metric, r.memory, r.result.ok),
                  "tied" if r.tied else "", "yes" if r.pareto else ""]
         if self.projected_target:
             p = r.projected

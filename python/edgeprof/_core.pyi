@@ -1140,11 +1140,11 @@ class ComparisonRow:
     @property
     def result(self) -> RepeatedResult: ...
     @property
-    def value(self) -> float: ...  # median of the ranked metric; NaN when a run failed
+    def value(self) -> float: ...  # median of the ranked metric; NaN when a run failed or lacks it
     @property
-    def memory(self) -> float: ...  # median of the memory metric; NaN when a run failed
+    def memory(self) -> float: ...  # median of the memory metric; NaN when a run failed or lacks it
     @property
-    def rank(self) -> int: ...
+    def rank(self) -> int: ...  # 1 is the best; 0 when not ranked (a run failed or lacks the metric)
     @property
     def tied(self) -> bool: ...
     @property
@@ -1272,6 +1272,8 @@ class PeriodSpeedFit:
     def rms_residual(self) -> float: ...
     @property
     def workloads(self) -> list[WorkloadSpeedFit]: ...
+    @property
+    def notes(self) -> list[str]: ...  # of this period's last solution
 
 class SpeedCalibration:
     @property

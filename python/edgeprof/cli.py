@@ -924,7 +924,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         def number(v: float) -> float | None:  # JSON has no NaN (a failed row's): null
             return v if v == v and abs(v) != float("inf") else None
 
-        rows = [{"device": r.device, "workload": r.workload, "rank": r.rank, "tied": r.tied,
+        rows = [{"device": r.device, "workload": r.workload, "rank": r.rank or None,
+                 "tied": r.tied,
                  "pareto": r.pareto, "metric": comparison.metric, "value": number(r.value),
                  "value_provenance": _provenance(r, comparison.metric),
                  "memory_metric": comparison.memory_metric, "memory": number(r.memory),
@@ -1035,8 +1036,10 @@ def cmd_fit(args: argparse.Namespace) -> int:
                                                 core_emulation=args.core_emulation or "")
     kept = []
     if args.output and os.path.exists(args.output):
+        # The same device by any of its names: an entry saved under an alias (from Python, or
+        # an older fit) stayed, and project and compare went on finding it first.
         kept = [c for c in edgeprof.analysis.load_calibrations(args.output)
-                if (c.device, c.family, c.projection.target, c.core_emulation) !=
+                if (_device_name(c.device), c.family, c.projection.target, c.core_emulation) !=
                 (device, args.family or "", args.y, calibration.core_emulation)]
     if args.output:
         edgeprof.analysis.save_calibrations(args.output, kept + [calibration])
@@ -1055,17 +1058,30 @@ def cmd_project(args: argparse.Namespace) -> int:
     runs = report.runs if isinstance(report, edgeprof.RepeatedResult) else [report]
     calibrations = _load_calibrations(args.calibrations)
     device = _device_name(args.device) if args.device else runs[0].device.name
-    targets = [args.target] if args.target else sorted(
-        {c.projection.target for c in calibrations if c.device == device})
-    if not targets:
-        raise edgeprof.Error(f"{args.calibrations} has no calibration for device {device!r}; it "
-                             f"has: {', '.join(sorted({c.device for c in calibrations})) or 'none'}")
-    out = []
-    for target in targets:
-        cal = edgeprof.analysis.find_calibration(calibrations, device, target, args.family or "",
+    family = args.family or ""
+    # Each target that has a calibration for this device and family, found as compare finds
+    # them (an alias's, any family's where none is the family's): a target calibrated for
+    # another family only made the whole command fail, and an alias's was not looked for.
+    found = []
+    for target in [args.target] if args.target else sorted(
+            {c.projection.target for c in calibrations}):
+        cal = edgeprof.analysis.find_calibration(calibrations, device, target, family,
                                                  runs[0].plan.core_emulation if runs else "")
-        if cal is None:
-            raise edgeprof.Error(f"no calibration of {target!r} for device {device!r}")
+        if cal is not None:
+            found.append((target, cal))
+    if not found:
+        what = f"{args.target!r} " if args.target else ""
+        has = sorted({f"{c.projection.target} for {c.device}"
+                      + (f" (family {c.family})" if c.family else "") for c in calibrations})
+        raise edgeprof.Error(
+            f"{args.calibrations} has no calibration {'of ' + what if what else ''}for device "
+            f"{device!r}{f' and family {family!r}' if family else ''}; it has: "
+            f"{'; '.join(has) or 'none'}"
+            + (" (a family's is used with --family FAMILY)"
+               if any(c.family and _device_name(c.device) == device for c in calibrations)
+               else ""))
+    out = []
+    for target, cal in found:
         for i, run in enumerate(runs, 1):
             p = edgeprof.analysis.project(cal, run, args.confidence)
             out.append({"run": i, "device": device, "target": target, "estimate": p.estimate,

@@ -1,6 +1,10 @@
 // The conversions that several bind_*.cpp files share; bind_common.hpp says what each does.
 #include "bind_common.hpp"
 
+#include <signal.h>
+
+#include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -9,6 +13,7 @@
 #include <edgeprof/error.hpp>
 #include <edgeprof/plan.hpp>
 #include <edgeprof/slice.hpp>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -111,10 +116,76 @@ SliceOptions to_slice_options(const py::object& parent, std::uint64_t cpu_period
   return o;
 }
 
+namespace {
+
+// Ctrl-C in a thread other than the main one: Python runs signal handlers on the main thread
+// only (PyErr_CheckSignals does nothing elsewhere), so a run in a worker thread (Optuna's
+// n_jobs=2, a ThreadPoolExecutor) went on to its end after the main thread's
+// KeyboardInterrupt. While Python's handler is its default one (KeyboardInterrupt), SIGINT is
+// counted by a handler that then calls Python's; a run in another thread stops once the count
+// moved since it started.
+std::atomic<unsigned> g_sigints{0};
+std::atomic<void (*)(int)> g_next_handler{nullptr};
+std::atomic<void (*)(int, siginfo_t*, void*)> g_next_action{nullptr};
+std::mutex g_install_mutex;
+
+void count_sigint(int sig, siginfo_t* info, void* context) {
+  const int saved = errno;
+  g_sigints.fetch_add(1);
+  if (auto action = g_next_action.load()) {
+    action(sig, info, context);
+  } else if (auto handler = g_next_handler.load()) {
+    handler(sig);
+  }
+  errno = saved;
+}
+
+// The count of SIGINTs now, the counting handler in front of Python's; nullopt where Python's
+// handler for SIGINT is not its default one (the program's own handler decides what Ctrl-C
+// does) or no handler of Python's is installed.
+std::optional<unsigned> watch_sigint() {
+  py::module_ signal = py::module_::import("signal");
+  if (!signal.attr("getsignal")(signal.attr("SIGINT")).is(signal.attr("default_int_handler"))) {
+    return std::nullopt;
+  }
+  const std::lock_guard<std::mutex> lock(g_install_mutex);
+  struct sigaction now {};
+  if (::sigaction(SIGINT, nullptr, &now) != 0) return std::nullopt;
+  const bool info = (now.sa_flags & SA_SIGINFO) != 0;
+  if (info && now.sa_sigaction == count_sigint) return g_sigints.load();
+  if (!info && (now.sa_handler == SIG_DFL || now.sa_handler == SIG_IGN)) return std::nullopt;
+  // Python's handler (installed again by signal.signal() since, perhaps): called next.
+  g_next_action.store(info ? now.sa_sigaction : nullptr);
+  g_next_handler.store(info ? nullptr : now.sa_handler);
+  struct sigaction ours = now;
+  ours.sa_flags = now.sa_flags | SA_SIGINFO;
+  ours.sa_sigaction = count_sigint;
+  if (::sigaction(SIGINT, &ours, nullptr) != 0) return std::nullopt;
+  return g_sigints.load();
+}
+
+bool on_main_thread() {
+  py::module_ threading = py::module_::import("threading");
+  return threading.attr("main_thread")().is(threading.attr("current_thread")());
+}
+
+}  // namespace
+
 InterruptCheck python_signals() {
-  return [] {
+  py::gil_scoped_acquire gil;
+  if (on_main_thread()) {
+    return [] {
+      py::gil_scoped_acquire gil;
+      if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+    };
+  }
+  const std::optional<unsigned> since = watch_sigint();
+  if (!since) return {};
+  return [since = *since] {
+    if (g_sigints.load() == since) return;
     py::gil_scoped_acquire gil;
-    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+    PyErr_SetNone(PyExc_KeyboardInterrupt);
+    throw py::error_already_set();
   };
 }
 

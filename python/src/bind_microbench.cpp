@@ -42,10 +42,13 @@ std::string repr(const CoreScores& s) {
 
 std::function<void(const std::string&)> with_signal_check(
     std::optional<std::function<void(py::str)>> progress) {
-  return [progress = std::move(progress)](const std::string& line) {
-    py::gil_scoped_acquire gil;
-    if (progress) (*progress)(edgeprof_py::text(line));
-    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+  auto check = edgeprof_py::python_signals();
+  return [progress = std::move(progress), check = std::move(check)](const std::string& line) {
+    if (progress) {
+      py::gil_scoped_acquire gil;
+      (*progress)(edgeprof_py::text(line));
+    }
+    if (check) check();
   };
 }
 

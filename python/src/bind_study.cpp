@@ -128,7 +128,8 @@ void bind_study(py::module_& m) {
       .def_readonly("period_us", &PeriodSpeedFit::period_us)
       .def_readonly("core_speed", &PeriodSpeedFit::core_speed)
       .def_readonly("rms_residual", &PeriodSpeedFit::rms_residual)
-      .def_readonly("workloads", &PeriodSpeedFit::workloads);
+      .def_readonly("workloads", &PeriodSpeedFit::workloads)
+      .def_property_readonly("notes", texts_of(&PeriodSpeedFit::notes));
   py::class_<SpeedCalibration>(m, "SpeedCalibration", "What calibrate_speed() found.")
       .def_readonly("core_speed", &SpeedCalibration::core_speed)
       .def_readonly("period_us", &SpeedCalibration::period_us)

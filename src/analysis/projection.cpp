@@ -271,8 +271,26 @@ Projection Projection::fit_one(const std::vector<std::vector<double>>& x,
     X.row(static_cast<Eigen::Index>(i)) = design_row(model, x[i]).transpose();
     Y(static_cast<Eigen::Index>(i)) = model == FitModel::loglog ? std::log(y[i]) : y[i];
   }
+  // The design standardised: every column but the intercept centred (where there is one) and
+  // scaled to unit spread, beta = T gamma back in the raw units. On the raw design the rank
+  // test and the solve measured every column against the largest: a feature in bytes (1e9)
+  // made the intercept, or a feature in seconds, look like zero, and valid fits were refused
+  // as "all inputs equal" or "collinear".
+  const bool intercept = model != FitModel::origin;
+  const Eigen::Index first = intercept ? 1 : 0;
+  MatrixXd Z = X;
+  MatrixXd T = MatrixXd::Identity(cols, cols);
+  for (Eigen::Index j = first; j < cols; ++j) {
+    const double mean = intercept ? X.col(j).mean() : 0.0;
+    const double spread =
+        std::sqrt((X.col(j).array() - mean).square().sum() / double(std::max<size_t>(n - 1, 1)));
+    const double scale = spread > 0 ? spread : 1.0;
+    Z.col(j) = (X.col(j).array() - mean) / scale;
+    T(j, j) = 1.0 / scale;
+    if (intercept) T(0, j) = -mean / scale;
+  }
   // A degenerate design (all x equal, collinear features) cannot be fitted.
-  Eigen::ColPivHouseholderQR<MatrixXd> qr(X);
+  Eigen::ColPivHouseholderQR<MatrixXd> qr(Z);
   qr.setThreshold(1e-10);
   if (qr.rank() < cols) {
     throw Error(k == 1 ? std::string("all measured inputs are equal: the projection cannot tell "
@@ -282,6 +300,7 @@ Projection Projection::fit_one(const std::vector<std::vector<double>>& x,
                                      "others): drop one"));
   }
   const MatrixXd xtx = X.transpose() * X;
+  const MatrixXd ztz = Z.transpose() * Z;
   VectorXd beta;
   MatrixXd cov_unscaled;  // Cov(beta) / sigma^2
   double dof = double(n) - double(p);
@@ -300,35 +319,22 @@ Projection Projection::fit_one(const std::vector<std::vector<double>>& x,
     }
     beta = VectorXd(2);
     beta << median_of(ys) - slope * median_of(xs), slope;
-    cov_unscaled = xtx.inverse();  // the OLS formula: an approximation for Theil-Sen
+    // The OLS formula, (X'X)^-1 through the standardised design: an approximation for
+    // Theil-Sen.
+    cov_unscaled = T * ztz.inverse() * T.transpose();
   } else if (model == FitModel::multi && options.ridge > 0) {
-    // Ridge on standardised slopes (the intercept is not penalised), mapped back.
-    VectorXd mean = X.colwise().mean().transpose();
-    VectorXd scale(cols);
-    scale(0) = 1.0;
-    for (Eigen::Index j = 1; j < cols; ++j) {
-      const double sd = std::sqrt((X.col(j).array() - mean(j)).square().sum() / double(n - 1));
-      scale(j) = sd > 0 ? sd : 1.0;
-    }
-    MatrixXd Z = X;
-    for (Eigen::Index j = 1; j < cols; ++j) Z.col(j) = (X.col(j).array() - mean(j)) / scale(j);
+    // Ridge on the standardised slopes (the intercept is not penalised), mapped back.
     MatrixXd penalty = MatrixXd::Identity(cols, cols) * options.ridge;
     penalty(0, 0) = 0;
-    const MatrixXd a_inv = (Z.transpose() * Z + penalty).inverse();
+    const MatrixXd a_inv = (ztz + penalty).inverse();
     const VectorXd gamma = a_inv * Z.transpose() * Y;
-    // Back to the raw features: y = g0 + sum g_j (x_j - m_j) / s_j.
-    MatrixXd T = MatrixXd::Identity(cols, cols);  // beta = T gamma
-    for (Eigen::Index j = 1; j < cols; ++j) {
-      T(j, j) = 1.0 / scale(j);
-      T(0, j) = -mean(j) / scale(j);
-    }
     beta = T * gamma;
     const MatrixXd hat = Z * a_inv * Z.transpose();
     dof = double(n) - hat.trace();
-    cov_unscaled = T * a_inv * Z.transpose() * Z * a_inv * T.transpose();
+    cov_unscaled = T * a_inv * ztz * a_inv * T.transpose();
   } else {
-    beta = qr.solve(Y);
-    cov_unscaled = xtx.inverse();
+    beta = T * qr.solve(Y);
+    cov_unscaled = T * ztz.inverse() * T.transpose();
   }
   const VectorXd fitted = X * beta;
   const VectorXd resid = Y - fitted;

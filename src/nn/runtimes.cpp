@@ -20,8 +20,10 @@ constexpr std::string_view kDeleted = " (deleted)";
 bool is_hex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }
 
 // The file a line of maps names ("" for anonymous memory, [heap], [stack], [vdso]): the sixth
-// field to the end of the line (a path may hold spaces), without " (deleted)".
-std::string_view mapped_path(std::string_view line) {
+// field to the end of the line (a path may hold spaces), without " (deleted)" (*deleted says
+// whether it had it: the file is gone, or another is at its path now).
+std::string_view mapped_path(std::string_view line, bool* deleted) {
+  *deleted = false;
   for (int field = 0; field < 5; ++field) {
     const size_t start = line.find_first_not_of(' ');
     if (start == std::string_view::npos) return {};
@@ -37,6 +39,7 @@ std::string_view mapped_path(std::string_view line) {
   if (line.size() >= kDeleted.size() &&
       line.substr(line.size() - kDeleted.size()) == kDeleted) {
     line.remove_suffix(kDeleted.size());
+    *deleted = true;
   }
   return line;
 }
@@ -79,10 +82,9 @@ RuntimesSeen runtimes_in_maps(std::string_view maps, RuntimesSeen* paths) {
   RuntimesSeen seen;
   std::string_view last;  // a library has several areas, on consecutive lines
   detail::for_each_line(maps, [&](std::string_view line) {
-    const std::string_view path = mapped_path(line);
+    bool deleted = false;
+    const std::string_view path = mapped_path(line, &deleted);
     if (path.empty() || path == last) return;
-    const bool deleted = line.size() > kDeleted.size() &&
-                         line.substr(line.size() - kDeleted.size()) == kDeleted;
     last = path;
     const std::string_view file = path.substr(path.rfind('/') + 1);
     const std::string_view stem = library_stem(file);

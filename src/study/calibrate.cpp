@@ -150,7 +150,7 @@ class PeriodRun {
       : device_(device), workloads_(workloads), options_(options), run_(std::move(run)),
         lo_(lo), hi_(hi), progress_(progress), done_(done), planned_(planned) {}
 
-  PeriodSpeedFit operator()(const std::vector<double>& speeds, std::vector<std::string>& notes) {
+  PeriodSpeedFit operator()(const std::vector<double>& speeds) {
     PeriodSpeedFit fit;
     fit.workloads.resize(workloads_.size());
     for (std::size_t i = 0; i < workloads_.size(); ++i) {
@@ -158,11 +158,12 @@ class PeriodRun {
       fit.workloads[i].device_value = workloads_[i].device_value;
     }
     for (double s : speeds) measure_all(s, fit);
-    double speed = solve(fit, notes);
+    std::vector<std::string> first_notes;  // of a solution the points measured next replace
+    double speed = solve(fit, first_notes);
     // Verify at the solved speed; when the new points move the solution by more than 2%,
     // measure there once more. The residuals are those of the last speed measured.
     measure_all(speed, fit);
-    const double again = solve(fit, notes);
+    const double again = solve(fit, fit.notes);
     if (std::abs(again / speed - 1) > 0.02) {
       speed = again;
       measure_all(speed, fit);
@@ -358,7 +359,7 @@ SpeedCalibration calibrate_speed(const Device& device,
       run.slice.plan.iteration_time_us = 0;
     }
     PeriodRun calibrate(device, workloads, options, run, lo, hi, progress, done, planned);
-    out.periods.push_back(calibrate(speeds, out.notes));
+    out.periods.push_back(calibrate(speeds));
   }
   const auto best = std::min_element(
       out.periods.begin(), out.periods.end(),
@@ -366,6 +367,8 @@ SpeedCalibration calibrate_speed(const Device& device,
   out.core_speed = best->core_speed;
   out.period_us = best->period_us;
   out.rms_residual = best->rms_residual;
+  // The chosen period's: another period's cap or left-out workload is not this speed's.
+  out.notes = best->notes;
   for (const WorkloadSpeedFit& w : best->workloads) {
     out.max_abs_residual = std::max(out.max_abs_residual, std::abs(w.residual));
   }

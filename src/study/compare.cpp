@@ -10,6 +10,7 @@
 #include <set>
 
 #include "edgeprof/error.hpp"
+#include "sys/spawn.hpp"
 #include "sys/stats.hpp"
 #include "sys/text.hpp"
 
@@ -19,7 +20,8 @@ namespace {
 
 using detail::median_of;
 
-// A figure of every counted run, or nothing when a run lacks it (failed runs).
+// A figure of every counted run, or nothing when a run failed or lacks it (a phase's figure
+// where the workload marked no such phase; the peak memory where the kernel keeps none).
 std::optional<std::vector<double>> samples(const RepeatedResult& r, const std::string& name) {
   std::vector<double> out;
   for (const Result& run : r.runs) {
@@ -28,7 +30,15 @@ std::optional<std::vector<double>> samples(const RepeatedResult& r, const std::s
     if (it == f.end() || !run.ok()) return std::nullopt;
     out.push_back(it->second);
   }
+  if (out.empty()) return std::nullopt;
   return out;
+}
+
+// A run the row could not rank for: its outcome in the table.
+std::string outcome(const ComparisonRow& row, const std::string& metric) {
+  if (!row.result.all_ok()) return "FAILED (see its runs)";
+  if (row.rank == 0) return fmt::format("ok, but no {} (not ranked)", metric);
+  return "ok";
 }
 
 }  // namespace
@@ -59,11 +69,24 @@ Comparison compare(const std::vector<Workload>& workloads, const std::vector<Dev
     if (!names.insert(w.name).second) {
       throw Error(fmt::format("two workloads are named '{}': names must be unique", w.name));
     }
+    // A program that is not there failed its first run, after every pair before it had run
+    // (the comparison then lost).
+    detail::check_runnable(w.command);
   }
+  const std::uint64_t host_memory = host_facts().memory_bytes;
   std::set<std::string> device_names;
   for (const Device& d : devices) {
     if (!device_names.insert(d.name).second) {
       throw Error(fmt::format("device '{}' is given twice", d.name));
+    }
+    d.validate();
+    // As the plan refuses it (plan_emulation()), but before the devices before it ran.
+    if (host_memory && d.memory_bytes > host_memory) {
+      throw UnsupportedError(fmt::format(
+          "device '{}' has {} of memory but this host has only {}: the limit could never be "
+          "reached, so out-of-memory behaviour would not be emulated; compare it on a larger "
+          "host, or leave it out",
+          d.name, format_size(d.memory_bytes), format_size(host_memory)));
     }
     // Projected by name: a device whose tables cannot be projected is refused before any run,
     // not after the devices before it ran (auto makes it pooled instead).
@@ -93,32 +116,37 @@ Comparison compare(const std::vector<Workload>& workloads, const std::vector<Dev
                                 });
       rows.push_back(std::move(row));
     }
-    // Rank the workloads whose runs all succeeded; the others rank last, tied.
+    // Rank the workloads whose runs all succeeded and have the metric; the others are not
+    // ranked (rank 0) and come last. The memory figure is not needed to rank: a kernel that
+    // keeps no peak (cgroup v2 before Linux 5.19) left every workload unranked.
     std::vector<RankItem> items;
     std::vector<size_t> ranked_rows;
     for (size_t i = 0; i < rows.size(); ++i) {
       auto v = samples(rows[i].result, options.metric);
       auto m = samples(rows[i].result, options.memory_metric);
-      if (v) rows[i].value = median_of(*v);
-      if (m) rows[i].memory = median_of(*m);
-      if (v && m) {
+      rows[i].value = v ? median_of(*v) : std::nan("");
+      rows[i].memory = m ? median_of(*m) : std::nan("");
+      if (v) {
         items.push_back({rows[i].workload, *v});
         ranked_rows.push_back(i);
-      } else {
-        rows[i].value = std::nan("");
-        rows[i].memory = std::nan("");
       }
     }
     std::vector<ComparisonRow> ordered;
     if (!items.empty()) {
+      // The front of the rows with both figures, the metric in the rank's direction (a
+      // throughput is better higher), memory lower; none where no row has the memory figure.
+      std::vector<size_t> both;
       std::vector<std::vector<double>> metrics(2);
       for (size_t i : ranked_rows) {
+        if (std::isnan(rows[i].memory)) continue;
+        both.push_back(i);
         metrics[0].push_back(rows[i].value);
         metrics[1].push_back(rows[i].memory);
       }
-      // The metric in the rank's direction (a throughput is better higher); memory lower.
-      const auto front = pareto_front(metrics, {options.rank.higher_is_better, false});
-      for (size_t k = 0; k < ranked_rows.size(); ++k) rows[ranked_rows[k]].pareto = front[k];
+      if (!both.empty()) {
+        const auto front = pareto_front(metrics, {options.rank.higher_is_better, false});
+        for (size_t k = 0; k < both.size(); ++k) rows[both[k]].pareto = front[k];
+      }
       for (const RankedItem& r : rank(items, options.rank)) {
         ComparisonRow& row = rows[ranked_rows[r.index]];
         row.rank = r.rank;
@@ -126,12 +154,10 @@ Comparison compare(const std::vector<Workload>& workloads, const std::vector<Dev
         ordered.push_back(std::move(row));
       }
     }
-    const int last = int(ordered.size()) + 1;
-    const bool several_failed = rows.size() - ranked_rows.size() > 1;
     for (size_t i = 0; i < rows.size(); ++i) {
       if (std::find(ranked_rows.begin(), ranked_rows.end(), i) != ranked_rows.end()) continue;
-      rows[i].rank = last;
-      rows[i].tied = several_failed;
+      rows[i].rank = 0;
+      rows[i].tied = false;
       ordered.push_back(std::move(rows[i]));
     }
     if (!options.projected_target.empty()) {
@@ -203,7 +229,8 @@ std::string to_text(const Comparison& c) {
                          c.options.metric, c.options.memory_metric, "pareto",
                          projected ? fmt::format(" {:>26}", c.options.projected_target) : "");
     }
-    const std::string rank_text = fmt::format("{}{}", r.rank, r.tied ? "=" : "");
+    const std::string rank_text =
+        r.rank == 0 ? std::string("-") : fmt::format("{}{}", r.rank, r.tied ? "=" : "");
     // A size where the metric is one and the value fits (a phase's net peak may be negative).
     const std::string_view metric = c.options.memory_metric;
     const bool size = is_size_figure(metric) && std::fabs(r.memory) <= 0x1p64;
@@ -219,10 +246,11 @@ std::string to_text(const Comparison& c) {
     out += fmt::format("{:>6}  {:<24} {:>18} {:>18} {:>7}{}  {}\n", rank_text, r.workload,
                        std::isnan(r.value) ? std::string("n/a") : fmt::format("{:.6g}", r.value),
                        memory, r.pareto ? "yes" : "", proj,
-                       r.result.all_ok() ? "ok" : "FAILED (see its runs)");
+                       outcome(r, c.options.metric));
   }
   out += fmt::format("\n{} and {}: medians, measured where a device's line does not say "
-                     "projected or estimated; '=' marks workloads the test cannot separate{}\n",
+                     "projected or estimated; '=' marks workloads the test cannot separate, "
+                     "'-' a workload not ranked{}\n",
                      c.options.metric, c.options.memory_metric,
                      projected ? "; projected: the calibration's estimate [95% interval]" : "");
   return detail::printable_lines(out);

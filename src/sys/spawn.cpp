@@ -219,7 +219,7 @@ std::string find_in_path(const std::string& program, std::string_view search, bo
   return {};
 }
 
-PreparedCommand::PreparedCommand(const Command& command) {
+std::string resolve_program(const Command& command) {
   if (command.argv.empty() || command.argv.front().empty()) {
     throw SpawnError("the command is empty: give at least the program to run", EINVAL, "");
   }
@@ -254,32 +254,54 @@ PreparedCommand::PreparedCommand(const Command& command) {
                  "the file opened would be the one the text before it names", streams[i]->path);
     }
   }
+  const std::string& program = command.argv.front();
+  if (program.find('/') != std::string::npos) return program;
+  std::string search = "/usr/local/bin:/usr/bin:/bin";
+  if (command.env) {
+    for (const std::string& e : *command.env) {
+      if (e.rfind("PATH=", 0) == 0) search = e.substr(5);
+    }
+  } else if (const char* path = std::getenv("PATH")) {
+    search = path;
+  }
+  bool denied = false;
+  std::string found = find_in_path(program, search, &denied);
+  if (found.empty()) {
+    int err = denied ? EACCES : ENOENT;
+    throw SpawnError(fmt::format("cannot execute '{}': {} in PATH ({}) (errno {})", program,
+                                 denied ? "found but not executable" : "not found", search, err),
+                     err, program);
+  }
+  return found;
+}
+
+void check_runnable(const Command& command) {
+  const std::string program = resolve_program(command);
+  if (command.argv.front().find('/') == std::string::npos) return;  // found in PATH
+  // Relative to the directory the workload starts in, as exec will resolve it.
+  const std::string path = program.front() != '/' && !command.cwd.empty()
+                               ? command.cwd + "/" + program
+                               : program;
+  struct stat st {};
+  int err = 0;
+  if (::stat(path.c_str(), &st) != 0) {
+    err = errno;
+  } else if (S_ISDIR(st.st_mode)) {
+    throw SpawnError(fmt::format("cannot execute '{}': it is a directory", path), EACCES, path);
+  } else if (::access(path.c_str(), X_OK) != 0) {
+    err = errno;
+  }
+  if (err != 0) {
+    throw SpawnError(
+        fmt::format("cannot execute '{}': {} (errno {})", path, std::strerror(err), err), err,
+        path);
+  }
+}
+
+PreparedCommand::PreparedCommand(const Command& command) : path_(resolve_program(command)) {
   argv_storage_ = command.argv;
   if (command.env) env_storage_ = *command.env;
   cwd_ = command.cwd;
-
-  const std::string& program = command.argv.front();
-  if (program.find('/') != std::string::npos) {
-    path_ = program;
-  } else {
-    std::string search = "/usr/local/bin:/usr/bin:/bin";
-    if (command.env) {
-      for (const std::string& e : env_storage_) {
-        if (e.rfind("PATH=", 0) == 0) search = e.substr(5);
-      }
-    } else if (const char* path = std::getenv("PATH")) {
-      search = path;
-    }
-    bool denied = false;
-    path_ = find_in_path(program, search, &denied);
-    if (path_.empty()) {
-      int err = denied ? EACCES : ENOENT;
-      throw SpawnError(fmt::format("cannot execute '{}': {} in PATH ({}) (errno {})", program,
-                                   denied ? "found but not executable" : "not found", search,
-                                   err),
-                       err, program);
-    }
-  }
   try {
     stdio_[0] = open_stdio(command.stdin_stream, 0);
     stdio_[1] = open_stdio(command.stdout_stream, 1);

@@ -25,6 +25,17 @@ using Clock = std::chrono::steady_clock;
 std::string find_in_path(const std::string& program, std::string_view search,
                          bool* denied = nullptr);
 
+// The program exec will run: argv[0] as given when it holds a '/', else the first executable
+// file of that name in PATH (the command's own PATH where it gives an environment). Throws
+// SpawnError for an empty command, a NUL byte in any of its strings (arguments, environment,
+// directory, stdio file paths) or a program PATH does not have.
+std::string resolve_program(const Command& command);
+
+// resolve_program(), and a program given by path (relative to the command's directory) that
+// does not exist, is a directory or is not executable refused too, before a run that comes
+// long after the call (compare()'s later pairs); a SpawnError naming the path and errno.
+void check_runnable(const Command& command);
+
 // In a child between fork and exec (async-signal-safe): every signal's handling back to the
 // default, whatever the parent had (Python ignores SIGPIPE, for one), and nothing blocked.
 void reset_signals() noexcept;

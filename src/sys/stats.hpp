@@ -14,7 +14,12 @@ inline double percentile(std::vector<double> values, double q) {
   const double pos = q * double(values.size() - 1);
   const size_t lo = static_cast<size_t>(std::floor(pos));
   const size_t hi = std::min(lo + 1, values.size() - 1);
-  return values[lo] + (values[hi] - values[lo]) * (pos - double(lo));
+  const double a = values[lo], b = values[hi], fraction = pos - double(lo);
+  // An infinity at either end (a leave-one-out error of a refit that failed) is the answer,
+  // not inf * 0 = NaN: a NaN median made auto keep the model whose refits failed.
+  if (fraction == 0 || a == b) return a;
+  if (std::isinf(a) != std::isinf(b)) return std::isinf(a) ? a : b;
+  return a + (b - a) * fraction;  // -inf and inf: NaN
 }
 
 inline double median_of(std::vector<double> values) { return percentile(std::move(values), 0.5); }

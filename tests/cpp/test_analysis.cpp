@@ -8,6 +8,7 @@
 #include <set>
 
 #include "edgeprof/edgeprof.hpp"
+#include "sys/stats.hpp"
 
 using namespace edgeprof;
 
@@ -178,6 +179,59 @@ TEST_CASE("projection: Theil-Sen shrugs off one outlier; auto says what it picke
   CHECK(a.reason().find("picked theil_sen") != std::string::npos);
   CHECK(a.reason().find("linear") != std::string::npos);
   CHECK(a.coefficients()[1] == Approx(2.0));
+}
+
+TEST_CASE("projection: features in bytes fit as in gigabytes; a refit that fails makes the "
+          "median error infinite, not NaN",
+          "[analysis][projection]") {
+  // Measured against the largest column, a feature of 1e9 made the intercept look like zero:
+  // "all measured inputs are equal".
+  FitOptions o;
+  o.model = FitModel::linear;
+  o.features = {"peak_memory_bytes"};
+  const auto bytes = Projection::fit({4e9, 5e9, 6e9, 7e9}, {4.4e9, 5.6e9, 6.5e9, 7.9e9}, o);
+  const auto gigabytes = Projection::fit({4, 5, 6, 7}, {4.4, 5.6, 6.5, 7.9}, o);
+  CHECK(bytes.coefficients()[1] == Approx(1.14));
+  CHECK(bytes.coefficients()[1] == Approx(gigabytes.coefficients()[1]));
+  CHECK(bytes.coefficients()[0] == Approx(gigabytes.coefficients()[0] * 1e9));
+  const Prediction pb = bytes.predict(5.5e9), pg = gigabytes.predict(5.5);
+  CHECK(pb.estimate == Approx(pg.estimate * 1e9));
+  CHECK(pb.high - pb.low == Approx((pg.high - pg.low) * 1e9));
+  CHECK(bytes.loo_ape_median() == Approx(gigabytes.loo_ape_median()));
+  o.model = FitModel::theil_sen;
+  CHECK(Projection::fit({4e9, 5e9, 6e9, 7e9}, {4.4e9, 5.6e9, 6.5e9, 7.9e9}, o)
+            .coefficients()[1] == Approx(Projection::fit({4, 5, 6, 7}, {4.4, 5.6, 6.5, 7.9}, o)
+                                             .coefficients()[1]));
+  // Seconds beside bytes: "the features are collinear", with or without a ridge.
+  const std::vector<std::vector<double>> x = {
+      {0.004, 3.0e8}, {0.006, 4.1e8}, {0.009, 3.6e8}, {0.012, 5.2e8}, {0.015, 4.5e8}};
+  const std::vector<double> y = {0.02, 0.031, 0.041, 0.058, 0.066};
+  FitOptions m;
+  m.model = FitModel::multi;
+  m.features = {"wall_time_s", "peak_memory_bytes"};
+  const auto mixed = Projection::fit(x, y, m);
+  std::vector<std::vector<double>> scaled = x;
+  for (auto& r : scaled) r[1] /= 1e9;
+  const auto same = Projection::fit(scaled, y, m);
+  CHECK(mixed.coefficients()[1] == Approx(same.coefficients()[1]));
+  CHECK(mixed.coefficients()[2] * 1e9 == Approx(same.coefficients()[2]));
+  m.ridge = 1;
+  CHECK_NOTHROW(Projection::fit(x, y, m));
+  // Truly equal inputs are still refused, in any unit.
+  o.model = FitModel::linear;
+  CHECK_THROWS_WITH(Projection::fit({5e9, 5e9, 5e9}, {1, 2, 3}, o),
+                    Catch::Contains("all measured inputs are equal"));
+
+  // Without the point at 2, x is {1, 1}: that refit fails, an infinite error. Its median was
+  // NaN (inf * 0), and auto kept linear over origin's finite one.
+  CHECK(detail::median_of({0.2, 0.167, std::numeric_limits<double>::infinity()}) == 0.2);
+  CHECK(std::isinf(detail::median_of({0.2, std::numeric_limits<double>::infinity()})));
+  o.model = FitModel::automatic;
+  const auto picked = Projection::fit({1, 1, 2}, {1.0, 1.2, 2.1}, o);
+  CAPTURE(picked.reason());
+  CHECK(picked.model() == FitModel::origin);
+  CHECK(std::isfinite(picked.loo_ape_median()));
+  CHECK_THAT(picked.reason(), !Catch::Contains("nan"));
 }
 
 TEST_CASE("projection: several features, ridge, and errors for bad input",
@@ -570,5 +624,47 @@ TEST_CASE("compare refuses a bad alpha, repeat or warmup before any run", "[anal
   o.repeat = std::numeric_limits<int>::max();
   o.warmup = 1;
   CHECK_THROWS_WITH(compare({w}, {device}, o, count), Catch::Contains("more than an int"));
+  CHECK(runs == 0);
+}
+
+TEST_CASE("compare refuses a command it cannot run or a device larger than the host before any "
+          "run",
+          "[analysis]") {
+  // Once found at the pair's first run, after every pair before it had run, and the
+  // comparison was lost.
+  int runs = 0;
+  const CompareProgress count = [&](int, int, const std::string&, const std::string&,
+                                    const Result&) { ++runs; };
+  Workload ok{"ok", {}};
+  ok.command.argv = {"true"};
+  const Device device = make_device("d", 1, 0.5, "64MiB");
+  const auto refused = [&](const std::string& program) {
+    Workload w{"w", {}};
+    w.command.argv = {program};
+    try {
+      compare({ok, w}, {device}, {}, count);
+    } catch (const SpawnError& e) {
+      CHECK(e.sys_errno() != 0);
+      return std::string(e.what());
+    }
+    return std::string("not refused");
+  };
+  CHECK_THAT(refused("edgeprof-no-such-program"), Catch::Contains("not found in PATH"));
+  CHECK_THAT(refused("/nonexistent/edgeprof-program"),
+             Catch::Contains("'/nonexistent/edgeprof-program'") &&
+                 Catch::Contains("No such file"));
+  CHECK_THAT(refused("/tmp"), Catch::Contains("is a directory"));
+  Workload relative{"relative", {}};
+  relative.command.argv = {"./true"};
+  relative.command.cwd = "/bin";  // found where the workload starts, not here
+  const auto host = host_facts().memory_bytes;
+  REQUIRE(host > 0);
+  Device huge = make_device("huge", 1, 0.5, "64MiB");
+  huge.memory_bytes = host + (std::uint64_t{1} << 30);
+  CHECK_THROWS_WITH(compare({ok, relative}, {device, huge}, {}, count),
+                    Catch::Contains("device 'huge' has") && Catch::Contains("this host has only"));
+  Device invalid = make_device("invalid", 1, 0.5, "64MiB");
+  invalid.core_speed = -1;
+  CHECK_THROWS_AS(compare({ok}, {device, invalid}, {}, count), DeviceError);
   CHECK(runs == 0);
 }

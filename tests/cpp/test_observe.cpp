@@ -672,7 +672,8 @@ TEST_CASE("compare ranks workloads per device, marks the Pareto front, and proje
   CHECK(c.rows[1].workload == "large");
   CHECK(c.rows[1].rank == 2);  // 5 runs each: separated
   CHECK(c.rows[2].workload == "broken");
-  CHECK(c.rows[2].rank == 3);
+  CHECK(c.rows[2].rank == 0);  // not ranked
+  CHECK(std::isnan(c.rows[2].value));
   CHECK_FALSE(c.rows[2].result.all_ok());
   CHECK(c.rows[0].pareto);  // smallest
   // The projection of the run with the median metric: the calibration's estimate at its wall
@@ -723,6 +724,53 @@ TEST_CASE("compare ranks workloads per device, marks the Pareto front, and proje
   // Its figures measured the failure and went into an HPO front as real ones: NaN now.
   CHECK(std::isnan(failed.latency));
   CHECK(std::isnan(failed.memory));
+}
+
+TEST_CASE("compare ranks none of the workloads that failed or lack the metric, and ranks without "
+          "the memory figure",
+          "[kernel][observe][compare]") {
+  REQUIRE_CGROUPS();
+  const Device board = make_device("board", 1, 1.0, "128MiB");
+  const Workload broken{"broken", workload({"exit", "3"})};
+  const Workload small{"small", workload({"touch", "16"})};
+  const Workload large{"large", workload({"touch", "64"})};
+  CompareOptions o;
+  o.repeat = 1;
+  // Nothing on the device succeeded: a failed workload was ranked 1, tied, the best.
+  const Comparison failed = compare({broken, {"broken too", broken.command}}, {board}, o);
+  CAPTURE(to_text(failed));
+  REQUIRE(failed.rows.size() == 2);
+  for (const ComparisonRow& r : failed.rows) {
+    CHECK(r.rank == 0);
+    CHECK_FALSE(r.tied);
+    CHECK_FALSE(r.pareto);
+  }
+  CHECK(to_text(failed).find("FAILED") != std::string::npos);
+  CHECK(to_text(failed).find(" 1=") == std::string::npos);
+  // A metric the runs lack (no such phase): not ranked, but not failed either.
+  o.metric = "phase.never-marked.wall_time_s";
+  const Comparison lacking = compare({small}, {board}, o);
+  REQUIRE(lacking.rows.size() == 1);
+  CHECK(lacking.rows[0].rank == 0);
+  CHECK(lacking.rows[0].result.all_ok());
+  CHECK_THAT(to_text(lacking), Catch::Contains("ok, but no phase.never-marked.wall_time_s") &&
+                                   !Catch::Contains("FAILED"));
+  // A memory figure the runs lack (the peak where the kernel keeps none): ranked on the metric
+  // all the same, memory n/a, no front (every row was NaN, unranked, "1=").
+  o.metric = "peak_memory_bytes";
+  o.memory_metric = "phase.never-marked.memory_net_peak_bytes";
+  o.repeat = 5;
+  const Comparison no_memory = compare({large, small}, {board}, o);
+  CAPTURE(to_text(no_memory));
+  REQUIRE(no_memory.rows.size() == 2);
+  CHECK(no_memory.rows[0].workload == "small");
+  CHECK(no_memory.rows[0].rank == 1);
+  CHECK(no_memory.rows[1].rank == 2);
+  for (const ComparisonRow& r : no_memory.rows) {
+    CHECK(std::isnan(r.memory));
+    CHECK_FALSE(std::isnan(r.value));
+    CHECK_FALSE(r.pareto);
+  }
 }
 
 TEST_CASE("slices alive at the same time get CPUs of their own while there are enough",

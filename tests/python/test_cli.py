@@ -421,6 +421,10 @@ def test_compare_ranks_commands_and_projects(tmp_path):
         # A misspelled figure is refused before any run (it ranked every workload last, n/a).
         (["compare", "-w", "a=true", "--repeat", "1", "--metric", "nope"],
          "compare's metric 'nope' is not a figure"),
+        # A command that is not there, or a device larger than the host, is refused before
+        # any run (once found at its first run, after every pair before it, the table lost).
+        (["compare", "-w", "a=true", "-w", "b=edgeprof-no-such-program", "--repeat", "1"],
+         "cannot execute 'edgeprof-no-such-program': not found in PATH"),
         (["calibrate-speed", "-w", "a=true", "-m", "a=1", "--figure", "wal_time_s"],
          "figure 'wal_time_s' is not a figure"),
         # An empty value is refused, not read as the option left out (`--json ''` wrote
@@ -966,6 +970,8 @@ def test_compare_json_has_null_for_a_failed_row(tmp_path):
     by_name = {r["workload"]: r for r in rows}
     assert by_name["bad"]["value"] is None and by_name["bad"]["memory"] is None
     assert by_name["good"]["value"] > 0
+    # Not ranked: no rank (it was last, and 1 where nothing on the device succeeded).
+    assert by_name["bad"]["rank"] is None and by_name["good"]["rank"] == 1
 
 
 def test_outputs_are_checked_before_any_run(tmp_path):
@@ -1047,6 +1053,49 @@ def test_a_report_that_cannot_be_read_is_named(tmp_path):
     assert p.returncode == 2 and f"{empty}: " in p.stderr, p.stderr
     p = edgeprof("project", str(report), "--calibrations", str(calibrations))
     assert p.returncode == 2 and f"{calibrations}: " in p.stderr, p.stderr
+
+
+def test_project_takes_the_targets_that_apply_and_fit_replaces_an_alias_entry(tmp_path):
+    """A target calibrated for one family only made `project` without --target fail for every
+    target; a calibration saved under an alias was neither found by project's target list nor
+    replaced by a new fit (which project and compare then never used)."""
+    api = edgeprof_api.analysis
+    report = tmp_path / "r.json"
+    report.write_text(captured_report_text())  # a run on the device "custom"
+    wall = api.Projection.fit([0.01, 0.02, 0.04, 0.08], [0.021, 0.039, 0.081, 0.16],
+                              model="linear", features=["wall_time_s"],
+                              target="device_wall_time_s")
+    memory = api.Projection.fit([1e8, 2e8, 4e8], [1.1e8, 2.3e8, 4.2e8], model="linear",
+                                features=["peak_memory_bytes"],
+                                target="device_peak_memory_bytes")
+    cal = tmp_path / "cal.json"
+    api.save_calibrations(cal, [api.Calibration("custom", wall),
+                                api.Calibration("custom", memory, family="mobilenet")])
+    p = edgeprof("project", str(report), "--calibrations", str(cal), "--json")
+    assert p.returncode == 0, p.stderr
+    assert {o["target"] for o in json.loads(p.stdout)} == {"device_wall_time_s"}
+    p = edgeprof("project", str(report), "--calibrations", str(cal), "--family", "mobilenet",
+                 "--json")
+    assert p.returncode == 0, p.stderr
+    assert {o["target"] for o in json.loads(p.stdout)} == {"device_wall_time_s",
+                                                           "device_peak_memory_bytes"}
+    p = edgeprof("project", str(report), "--calibrations", str(cal), "--target",
+                 "device_peak_memory_bytes")
+    assert p.returncode == 2
+    assert ("has no calibration of 'device_peak_memory_bytes' for device 'custom'; it has: "
+            "device_peak_memory_bytes for custom (family mobilenet); device_wall_time_s for "
+            "custom (a family's is used with --family FAMILY)") in p.stderr, p.stderr
+
+    # An entry saved under an alias is the device's: a new fit replaces it.
+    aliased = tmp_path / "aliased.json"
+    api.save_calibrations(aliased, [api.Calibration("raspberry-pi-4", wall)])
+    data = tmp_path / "cal.csv"
+    data.write_text("wall_time_s,device_wall_time_s\n0.01,0.03\n0.02,0.06\n0.04,0.12\n")
+    fit = edgeprof("fit", str(data), "--x", "wall_time_s", "--y", "device_wall_time_s",
+                   "--device", "raspberry-pi-4", "--model", "origin", "-o", str(aliased))
+    assert fit.returncode == 0, fit.stderr
+    [kept] = api.load_calibrations(aliased)
+    assert kept.device == "raspberry-pi-4b-4gb" and kept.projection.model == "origin"
 
 
 def test_compare_target_needs_calibrations_that_have_it(tmp_path):

@@ -241,6 +241,13 @@ def test_compare_and_score_from_python(tmp_path):
                          memory_metric="cpu_user_s")
     cell = f"<td style='text-align:left'>{c.rows[0].memory:.4g}</td>"
     assert cell in c._repr_html_() and " B<" not in c._repr_html_()
+    # Nothing succeeded: no workload is the best (a failed one was ranked 1), none has a rank.
+    c = edgeprof.compare({"a": "false", "b": "false"}, board, repeat=1, progress=False)
+    assert [r.rank for r in c.rows] == [0, 0]
+    assert repr(c).endswith("best: none ranked>")
+    assert c._repr_html_().count("<td style='text-align:left'>-</td>") == 2
+    frame = c.to_pandas()
+    assert frame["rank"].isna().all() and str(frame["rank"].dtype) == "Int64"
     # An unclosed quote names the workload, before any run.
     with pytest.raises(edgeprof.Error, match="workload 'q': its command"):
         edgeprof.compare({"q": 'python3 -c "print(1)'}, board, progress=False)

@@ -382,6 +382,39 @@ def test_ctrl_c_kills_the_workload_and_removes_the_slice(tmp_path):
 
 
 @requires_cgroups
+def test_ctrl_c_stops_a_run_in_another_thread_too(tmp_path):
+    """Python runs signal handlers on the main thread only: a run in a worker thread (Optuna's
+    n_jobs=2) went on to its end after the main thread's KeyboardInterrupt."""
+    pidfile = tmp_path / "pid"
+    script = textwrap.dedent(f"""
+        import concurrent.futures, edgeprof, sys
+        def trial():
+            return edgeprof.run(
+                ["sh", "-c", "echo $$ > {pidfile}; echo started; exec sleep 3600"],
+                device=edgeprof.Device(name="d", cores=1, core_speed=0.5, memory="128MiB"))
+        pool = concurrent.futures.ThreadPoolExecutor(1)
+        future = pool.submit(trial)
+        try:
+            future.result()
+        except KeyboardInterrupt:
+            error = future.exception(timeout={HANG_S})
+            print("interrupted", type(error).__name__)
+            sys.exit(0)
+        sys.exit(1)
+    """)
+    proc = subprocess.Popen([PY, "-c", script], stdout=subprocess.PIPE, text=True)
+    ready, _, _ = select.select([proc.stdout], [], [], HANG_S)
+    assert ready and proc.stdout.readline() == "started\n", "the workload never started"
+    workload = int(pidfile.read_text())
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=2 * HANG_S)
+    assert proc.returncode == 0 and out.strip() == "interrupted KeyboardInterrupt"
+    with pytest.raises(ProcessLookupError):
+        os.kill(workload, 0)
+    assert our_slices(proc.pid) == []
+
+
+@requires_cgroups
 def test_a_callers_sigterm_handler_unwinds_a_run_as_ctrl_c_does(tmp_path):
     """docs/getting-started.md: a handler that raises (sys.exit) kills the workload and removes
     the slice on the way out, as Ctrl-C does."""
