@@ -75,7 +75,8 @@ using CompareProgress =
 /// int counts, and UnsupportedError for a device of several cores that core emulation
 /// "projected" cannot project (project_threads()), and DeviceError for a device without an nn
 /// speed when PlanOptions::speed_kind is nn (for_speed_kind()). Also before any run:
-/// SpawnError for a command that cannot be executed (not in PATH, not an executable file),
+/// SpawnError for a command that cannot be executed (not in PATH, not an executable file: a
+/// program an earlier workload would build is refused too),
 /// DeviceError for an invalid device (Device::validate()) and UnsupportedError for a device
 /// with more memory than this host. A workload that fails keeps its row (its result says so),
 /// not ranked (rank 0). Errors that prevent a later run (from Slice or Slice::spawn())

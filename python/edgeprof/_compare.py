@@ -198,7 +198,10 @@ def comparison_plot(self: "_core.Comparison", ax: Any = None) -> Any:
     devices = list(dict.fromkeys(r.device for r in self.rows))
     scale, unit = (2**20, "MiB") if _core.is_size_figure(self.memory_metric) else (1, "")
     for i, d in enumerate(devices):
-        rows = [r for r in self.rows if r.device == d and r.value == r.value]
+        # Both figures: a row that lacks one (a failed run, a kernel that keeps no peak) has no
+        # point to draw.
+        rows = [r for r in self.rows
+                if r.device == d and r.value == r.value and r.memory == r.memory]
         ax.scatter([r.value for r in rows], [r.memory / scale for r in rows], color=f"C{i}",
                    label=_plain(d))
         for r in rows:

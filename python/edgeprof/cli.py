@@ -935,7 +935,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
                      "low": r.projected.low, "high": r.projected.high,
                      "confidence": r.projected.confidence, "provenance": "projected"},
                  "result": json.loads(r.result.to_json())} for r in comparison.rows]
-        _write(args.json, json.dumps({"schema": "edgeprof.comparison", "schema_version": 1,
+        # 2: "rank" is null for a workload not ranked (it was the last rank, 1 where none ran).
+        _write(args.json, json.dumps({"schema": "edgeprof.comparison", "schema_version": 2,
                                       "rows": rows}))
     if args.json != "-":
         print(str(comparison), end="")
@@ -1036,11 +1037,15 @@ def cmd_fit(args: argparse.Namespace) -> int:
                                                 core_emulation=args.core_emulation or "")
     kept = []
     if args.output and os.path.exists(args.output):
-        # The same device by any of its names: an entry saved under an alias (from Python, or
-        # an older fit) stayed, and project and compare went on finding it first.
-        kept = [c for c in edgeprof.analysis.load_calibrations(args.output)
-                if (_device_name(c.device), c.family, c.projection.target, c.core_emulation) !=
-                (device, args.family or "", args.y, calibration.core_emulation)]
+        # The same device by any of its names, as project and compare find it: an entry saved
+        # under an alias (from Python, or an older fit) stayed, and they went on finding it.
+        def same(c: "edgeprof.analysis.Calibration") -> bool:
+            return ((c.family, c.projection.target, c.core_emulation) ==
+                    (args.family or "", args.y, calibration.core_emulation) and
+                    edgeprof.analysis.find_calibration([c], device, args.y, c.family,
+                                                       c.core_emulation) is not None)
+
+        kept = [c for c in edgeprof.analysis.load_calibrations(args.output) if not same(c)]
     if args.output:
         edgeprof.analysis.save_calibrations(args.output, kept + [calibration])
     if args.json:

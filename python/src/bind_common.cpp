@@ -122,46 +122,49 @@ namespace {
 // only (PyErr_CheckSignals does nothing elsewhere), so a run in a worker thread (Optuna's
 // n_jobs=2, a ThreadPoolExecutor) went on to its end after the main thread's
 // KeyboardInterrupt. While Python's handler is its default one (KeyboardInterrupt), SIGINT is
-// counted by a handler that then calls Python's; a run in another thread stops once the count
-// moved since it started.
+// counted by a handler that then calls Python's own C handler; a run in another thread stops
+// once the count moved since it started.
 std::atomic<unsigned> g_sigints{0};
-std::atomic<void (*)(int)> g_next_handler{nullptr};
-std::atomic<void (*)(int, siginfo_t*, void*)> g_next_action{nullptr};
+// Python's C handler, recorded the first time it was found behind default_int_handler: the
+// only one called next, and the only one replaced (another library's handler that chains to
+// whatever it found, ours, would otherwise call ours, which called it, for ever).
+std::atomic<void (*)(int)> g_python_handler{nullptr};
 std::mutex g_install_mutex;
 
-void count_sigint(int sig, siginfo_t* info, void* context) {
+void count_sigint(int sig, siginfo_t*, void*) {
   const int saved = errno;
   g_sigints.fetch_add(1);
-  if (auto action = g_next_action.load()) {
-    action(sig, info, context);
-  } else if (auto handler = g_next_handler.load()) {
-    handler(sig);
-  }
+  if (auto handler = g_python_handler.load()) handler(sig);
   errno = saved;
 }
 
-// The count of SIGINTs now, the counting handler in front of Python's; nullopt where Python's
-// handler for SIGINT is not its default one (the program's own handler decides what Ctrl-C
-// does) or no handler of Python's is installed.
-std::optional<unsigned> watch_sigint() {
+bool counting_now() {
+  struct sigaction now {};
+  return ::sigaction(SIGINT, nullptr, &now) == 0 && (now.sa_flags & SA_SIGINFO) != 0 &&
+         now.sa_sigaction == count_sigint;
+}
+
+// The counting handler in front of Python's, where Python's handler for SIGINT is its default
+// one; false where it is not (the program's own handler decides what Ctrl-C does), no handler
+// of Python's is installed, or another C handler is. Called again by a run's checks: Python
+// installs its handler again whenever signal.signal() is called (asyncio.run() and notebook
+// kernels do, around their work), which took ours away. The GIL is held.
+bool count_sigint_now() {
   py::module_ signal = py::module_::import("signal");
   if (!signal.attr("getsignal")(signal.attr("SIGINT")).is(signal.attr("default_int_handler"))) {
-    return std::nullopt;
+    return false;
   }
   const std::lock_guard<std::mutex> lock(g_install_mutex);
   struct sigaction now {};
-  if (::sigaction(SIGINT, nullptr, &now) != 0) return std::nullopt;
-  const bool info = (now.sa_flags & SA_SIGINFO) != 0;
-  if (info && now.sa_sigaction == count_sigint) return g_sigints.load();
-  if (!info && (now.sa_handler == SIG_DFL || now.sa_handler == SIG_IGN)) return std::nullopt;
-  // Python's handler (installed again by signal.signal() since, perhaps): called next.
-  g_next_action.store(info ? now.sa_sigaction : nullptr);
-  g_next_handler.store(info ? nullptr : now.sa_handler);
+  if (::sigaction(SIGINT, nullptr, &now) != 0) return false;
+  if ((now.sa_flags & SA_SIGINFO) != 0) return now.sa_sigaction == count_sigint;
+  if (now.sa_handler == SIG_DFL || now.sa_handler == SIG_IGN) return false;
+  if (!g_python_handler.load()) g_python_handler.store(now.sa_handler);
+  if (now.sa_handler != g_python_handler.load()) return false;
   struct sigaction ours = now;
   ours.sa_flags = now.sa_flags | SA_SIGINFO;
   ours.sa_sigaction = count_sigint;
-  if (::sigaction(SIGINT, &ours, nullptr) != 0) return std::nullopt;
-  return g_sigints.load();
+  return ::sigaction(SIGINT, &ours, nullptr) == 0;
 }
 
 bool on_main_thread() {
@@ -179,13 +182,24 @@ InterruptCheck python_signals() {
       if (PyErr_CheckSignals() != 0) throw py::error_already_set();
     };
   }
-  const std::optional<unsigned> since = watch_sigint();
-  if (!since) return {};
-  return [since = *since] {
-    if (g_sigints.load() == since) return;
-    py::gil_scoped_acquire gil;
-    PyErr_SetNone(PyExc_KeyboardInterrupt);
-    throw py::error_already_set();
+  const unsigned since = g_sigints.load();
+  count_sigint_now();
+  // The count at the start: a SIGINT counted since is this run's. Where the handler was taken
+  // away, put back (at most once a second: it takes the GIL) while Python's default one is in
+  // place again.
+  return [since, tried = std::chrono::steady_clock::time_point()]() mutable {
+    if (g_sigints.load() != since) {
+      py::gil_scoped_acquire gil;
+      PyErr_SetNone(PyExc_KeyboardInterrupt);
+      throw py::error_already_set();
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (now - tried < std::chrono::seconds(1)) return;
+    tried = now;
+    if (!counting_now()) {
+      py::gil_scoped_acquire gil;
+      count_sigint_now();
+    }
   };
 }
 

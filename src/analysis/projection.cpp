@@ -281,11 +281,25 @@ Projection Projection::fit_one(const std::vector<std::vector<double>>& x,
   MatrixXd Z = X;
   MatrixXd T = MatrixXd::Identity(cols, cols);
   for (Eigen::Index j = first; j < cols; ++j) {
+    // A feature equal at every point up to rounding (0.3 and 0.30000000000000004) tells
+    // nothing: scaled to unit spread it was fitted, with a slope of 1e16.
+    double least = std::numeric_limits<double>::infinity(), most = -least, largest = 0;
+    for (const std::vector<double>& row : x) {
+      const double v = row[static_cast<size_t>(j - first)];
+      least = std::min(least, v);
+      most = std::max(most, v);
+      largest = std::max(largest, std::fabs(v));
+    }
+    const bool flat = intercept ? !(most - least > 1e-10 * largest) : largest == 0;
     const double mean = intercept ? X.col(j).mean() : 0.0;
     const double spread =
         std::sqrt((X.col(j).array() - mean).square().sum() / double(std::max<size_t>(n - 1, 1)));
     const double scale = spread > 0 ? spread : 1.0;
-    Z.col(j) = (X.col(j).array() - mean) / scale;
+    if (flat) {
+      Z.col(j).setZero();  // the rank test below refuses it
+    } else {
+      Z.col(j) = (X.col(j).array() - mean) / scale;
+    }
     T(j, j) = 1.0 / scale;
     if (intercept) T(0, j) = -mean / scale;
   }
@@ -571,10 +585,21 @@ std::vector<Calibration> calibrations_from_json(std::string_view text) {
       // Only multi applies a ridge: files written before the ridge was refused with another
       // model (it was dropped then) load as they did.
       o.ridge = o.model == FitModel::multi ? c.at("ridge").get<double>() : 0.0;
+      const auto xs = c.at("x").get<std::vector<std::vector<double>>>();
+      const auto ys = c.at("y").get<std::vector<double>>();
       Calibration cal{c.at("device").get<std::string>(), c.at("family").get<std::string>(),
-                      Projection::fit(c.at("x").get<std::vector<std::vector<double>>>(),
-                                      c.at("y").get<std::vector<double>>(), o),
+                      Projection::fit(xs, ys, o),
                       c.value("core_emulation", std::string())};  // older files lack it
+      // A model auto picked: picked again, with the leave-one-out errors that decided, where
+      // auto still picks it (it read "as asked" once loaded).
+      if (const auto reason = c.find("reason");
+          reason != c.end() && reason->is_string() &&
+          reason->get<std::string>().rfind("picked ", 0) == 0) {
+        FitOptions automatic = o;
+        automatic.model = FitModel::automatic;
+        Projection again = Projection::fit(xs, ys, automatic);
+        if (again.model() == o.model) cal.projection = std::move(again);
+      }
       if (!cal.core_emulation.empty()) {
         check_core_emulation(cal.core_emulation,
                              fmt::format("the calibration for {} ({})", cal.device,

@@ -230,7 +230,10 @@ Device read_device(const json& j, const std::string& origin, const DeviceLoadOpt
     Reader c = r.object("cpu");
     d.cpu.model = c.string("model");
     d.cpu.soc = c.string("soc");
-    d.cpu.clock_mhz = c.number("clock_mhz", detail::kClockMhzRange).value_or(0.0);
+    // 0 is unknown, as Device::validate and docs/devices.md say (it was refused here, and a
+    // file written with it could not be read back).
+    d.cpu.clock_mhz = c.number("clock_mhz", {0.0, detail::kClockMhzRange.max}).value_or(0.0);
+    if (d.cpu.clock_mhz != 0) c.number("clock_mhz", detail::kClockMhzRange);  // 0 < MHz < 1
     d.cpu.architecture = c.string("architecture");
     d.cpu.layout = c.string("layout");
     c.no_unknown_fields();

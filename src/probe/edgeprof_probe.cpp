@@ -1,7 +1,7 @@
 // edgeprof-probe: run on a real device, it measures the device's cores, memory and per-core
 // speed and writes a device file that edgeprof imports on the development machine
 // (docs/probe-a-device.md). Needs nothing but the C and C++ runtimes.
-#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -31,7 +31,7 @@ constexpr const char* kUsage =
     "    edgeprof run --device FILE ...\n"
     "\n"
     "  --name NAME    the device's name in the file (default: the host name)\n"
-    "  --output FILE  write the device file to FILE (default: stdout)\n"
+    "  --output FILE  write the device file to FILE, a name ending in .json (default: stdout)\n"
     "  --quick        shorter timed runs (about 1 s instead of about 4 s): noisier scores\n"
     "  --vector-unit UNIT\n"
     "                 the vector kernel's unit instead of the best (this CPU has: UNITS)\n"
@@ -58,33 +58,32 @@ int usage_error(const std::string& message) {
   return 2;
 }
 
-// Writes `text` to `path` through a temporary file and rename(2): an interrupted probe never
-// leaves half a device file behind. "" on success, else the message.
-std::string write_file(const std::string& path, const std::string& text) {
-  const std::string temp = path + ".tmp";
-  edgeprof::detail::UniqueFd fd(
-      ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-  if (fd.get() < 0)
-    return edgeprof::detail::sys_message(errno, "cannot create", temp, "choose another --output");
-  for (std::size_t done = 0; done < text.size();) {
-    const ssize_t n = ::write(fd.get(), text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int err = n < 0 ? errno : EIO;
-      ::unlink(temp.c_str());
-      return edgeprof::detail::sys_message(err, "cannot write", temp, "is the disk full?");
-    }
-    done += static_cast<std::size_t>(n);
+// The directory `path` is in ("." for a bare name).
+std::string directory_of(const std::string& path) {
+  const std::size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// Why the device file cannot be written to `path`, before the suite runs (a mistyped
+// directory threw the measurement away at the end); "" when it can be tried.
+std::string output_problem(const std::string& path) {
+  constexpr std::string_view kJson = ".json";
+  if (path.size() <= kJson.size() || path.substr(path.size() - kJson.size()) != kJson) {
+    // Read by its extension: pi.toml was read as TOML, and a name without one as a device's
+    // name (a device directory takes only .json files).
+    return "--output " + path + ": give a file name ending in .json (the file is JSON, and "
+           "edgeprof reads a device file by its extension)";
   }
-  if (::fsync(fd.get()) != 0 || ::close(fd.release()) != 0) {
-    const int err = errno;
-    ::unlink(temp.c_str());
-    return edgeprof::detail::sys_message(err, "cannot write", temp, "is the disk full?");
+  const std::string dir = directory_of(path);
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return "--output " + path + ": the directory " + dir + " does not exist: create it, or "
+           "choose another --output";
   }
-  if (::rename(temp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(temp.c_str());
-    return edgeprof::detail::sys_message(err, "cannot rename the device file to", path, "");
+  if (::access(dir.c_str(), W_OK) != 0) {
+    return edgeprof::detail::sys_message(errno, "cannot write into", dir,
+                                         "choose another --output");
   }
   return {};
 }
@@ -133,6 +132,12 @@ int main(int argc, char** argv) {
     }
   }
 
+  if (!output.empty() && output != "-") {
+    if (const std::string problem = output_problem(output); !problem.empty()) {
+      std::fprintf(stderr, "edgeprof-probe: %s\n", problem.c_str());
+      return 2;
+    }
+  }
   options.progress = [](const std::string& line) {
     std::fprintf(stderr, "edgeprof-probe: %s\n", line.c_str());
   };
@@ -146,15 +151,20 @@ int main(int argc, char** argv) {
         return 1;
       }
     } else {
-      const std::string failed = write_file(output, text);
+      // A temporary file of its own, synced, then renamed: an interrupted probe never leaves
+      // half a device file, nor overwrites a file that happens to be named FILE.tmp.
+      const std::string failed = edgeprof::detail::replace_file(directory_of(output), output,
+                                                                text, "choose another --output");
       if (!failed.empty()) {
         std::fprintf(stderr, "edgeprof-probe: %s\n", failed.c_str());
         return 1;
       }
+      // A bare name would be looked up as a device's name, not read as a file.
+      const std::string shown = output.find('/') == std::string::npos ? "./" + output : output;
       std::fprintf(stderr,
                    "edgeprof-probe: wrote %s; copy it to the edgeprof machine and run "
                    "`edgeprof run --device %s ...`\n",
-                   output.c_str(), output.c_str());
+                   output.c_str(), shown.c_str());
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "edgeprof-probe: %s\n", e.what());

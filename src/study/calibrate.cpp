@@ -158,17 +158,36 @@ class PeriodRun {
       fit.workloads[i].device_value = workloads_[i].device_value;
     }
     for (double s : speeds) measure_all(s, fit);
-    std::vector<std::string> first_notes;  // of a solution the points measured next replace
-    double speed = solve(fit, first_notes);
+    double speed = solve(fit);
     // Verify at the solved speed; when the new points move the solution by more than 2%,
     // measure there once more. The residuals are those of the last speed measured.
     measure_all(speed, fit);
-    const double again = solve(fit, fit.notes);
+    const double again = solve(fit);
     if (std::abs(again / speed - 1) > 0.02) {
       speed = again;
       measure_all(speed, fit);
     }
     fit.core_speed = speed;
+    // Of the speed reported (a cap the first solution hit and the second did not is not this
+    // speed's) and the last solution's workloads.
+    if (speed >= hi_ * 0.999) {
+      fit.notes.push_back(fmt::format(
+          "the device's workloads call for a core speed at or above {:.4g}, the fastest this "
+          "host can emulate for {} cores: the device is as fast as this host or faster, and the "
+          "speed is capped there",
+          hi_, device_.cores));
+    }
+    if (speed <= lo_ * 1.001) {
+      fit.notes.push_back(fmt::format("the speed hit the lower bound {:.4g}", lo_));
+    }
+    for (const WorkloadSpeedFit& w : fit.workloads) {
+      if (!w.speed_sensitive) {
+        fit.notes.push_back(fmt::format("workload '{}' hardly depends on the CPU speed (under 5% "
+                                        "of its figure): left out of the solution, its residual "
+                                        "still reported",
+                                        w.name));
+      }
+    }
     double sum = 0;
     for (WorkloadSpeedFit& w : fit.workloads) {
       w.emulated = w.points.back().second;
@@ -210,7 +229,7 @@ class PeriodRun {
     return detail::median_of(std::move(values));
   }
 
-  double solve(PeriodSpeedFit& fit, std::vector<std::string>& notes) {
+  double solve(PeriodSpeedFit& fit) {
     std::vector<SpeedModel> models;
     std::vector<double> targets;
     for (WorkloadSpeedFit& w : fit.workloads) {
@@ -231,25 +250,7 @@ class PeriodRun {
                   "between the speeds measured): the workloads cannot calibrate it; use "
                   "CPU-bound ones");
     }
-    const double s = solve_core_speed(models, targets, lo_, hi_);
-    auto note = [&](std::string text) {
-      if (std::find(notes.begin(), notes.end(), text) == notes.end()) notes.push_back(text);
-    };
-    if (s >= hi_ * 0.999) {
-      note(fmt::format("the device's workloads call for a core speed at or above {:.4g}, the "
-                       "fastest this host can emulate for {} cores: the device is as fast as "
-                       "this host or faster, and the speed is capped there",
-                       hi_, device_.cores));
-    }
-    if (s <= lo_ * 1.001) note(fmt::format("the speed hit the lower bound {:.4g}", lo_));
-    for (const WorkloadSpeedFit& w : fit.workloads) {
-      if (!w.speed_sensitive) {
-        note(fmt::format("workload '{}' hardly depends on the CPU speed (under 5% of its "
-                         "figure): left out of the solution, its residual still reported",
-                         w.name));
-      }
-    }
-    return s;
+    return solve_core_speed(models, targets, lo_, hi_);
   }
 
   const Device& device_;

@@ -774,7 +774,8 @@ mode_t current_umask() {
 
 }  // namespace
 
-std::string replace_file(const std::string& dir, const std::string& path, std::string_view text) {
+std::string replace_file(const std::string& dir, const std::string& path, std::string_view text,
+                         const char* remedy) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) {
@@ -785,10 +786,10 @@ std::string replace_file(const std::string& dir, const std::string& path, std::s
   // each other's file, and one's rename then found none), on the file system of `path`.
   std::string temp = path + ".tmp.XXXXXX";
   UniqueFd fd(::mkostemp(temp.data(), O_CLOEXEC));
-  if (fd.get() < 0) return sys_message(errno, "cannot create", temp, "not cached");
+  if (fd.get() < 0) return sys_message(errno, "cannot create", temp, remedy);
   const auto failed = [&](int err, const char* what) {
     ::unlink(temp.c_str());
-    return sys_message(err, what, temp, "not cached");
+    return sys_message(err, what, temp, remedy);
   };
   // mkstemp's file is 0600: the mode open(0644) gave, less the umask; best effort (a file
   // system that refuses chmod keeps 0600, and the cache still works).
@@ -807,7 +808,7 @@ std::string replace_file(const std::string& dir, const std::string& path, std::s
   if (::rename(temp.c_str(), path.c_str()) != 0) {
     const int err = errno;
     ::unlink(temp.c_str());
-    return sys_message(err, "cannot rename the new cache file to", path, "not cached");
+    return sys_message(err, "cannot rename the new file to", path, remedy);
   }
   return {};
 }
@@ -973,10 +974,17 @@ ProbeFacts read_probe_facts(const Fs& fs, std::vector<int> cpus, std::string arc
   f.architecture = std::move(architecture);
   f.hostname = std::move(hostname);
   if (auto meminfo = fs.read(files::kProcMeminfo)) {
-    const std::size_t at = meminfo->find("MemTotal:");  // "MemTotal:  3884356 kB"
-    if (at != std::string::npos) {
-      f.memory_bytes = leading_number(std::string_view(*meminfo).substr(at + 9)).value_or(0) * 1024;
-    }
+    // "MemTotal:  3884356 kB", "SwapTotal:  2029696 kB"
+    const auto kib = [&](std::string_view field) -> std::uint64_t {
+      const std::size_t at = meminfo->find(field);
+      if (at == std::string::npos) return 0;
+      return leading_number(std::string_view(*meminfo).substr(at + field.size())).value_or(0) *
+             1024;
+    };
+    f.memory_bytes = kib("MemTotal:");
+    // The device's swap, zram included (a Jetson's by default, a phone's): without it a
+    // probed device got no swap, and a workload that pages on the board was OOM-killed here.
+    f.swap_bytes = kib("SwapTotal:");
   }
   f.cpuinfo = parse_cpuinfo(fs.read(files::kProcCpuinfo).value_or(""));
   for (int cpu : f.cpus) {
@@ -1096,7 +1104,8 @@ std::string probe_json(const ProbeFacts& facts, const SuiteRun& run, const std::
   // ordered_json: the file is for people too, so its fields keep the schema's order.
   using ordered = nlohmann::ordered_json;
   ordered cpu = {{"model", model}};
-  if (khz) cpu["clock_mhz"] = static_cast<double>(*khz) / 1000.0;
+  // Below 1 MHz (a cpufreq file reading 0) is no clock: left out, as unknown.
+  if (khz && *khz >= 1000) cpu["clock_mhz"] = static_cast<double>(*khz) / 1000.0;
   cpu["architecture"] = facts.architecture;
   const std::string cores_layout = layout(facts);
   if (!cores_layout.empty()) cpu["layout"] = cores_layout;
@@ -1108,6 +1117,7 @@ std::string probe_json(const ProbeFacts& facts, const SuiteRun& run, const std::
       {"description", description},
       {"cores", facts.cpus.size()},
       {"memory", facts.memory_bytes},
+      {"swap", facts.swap_bytes},
       {"cpu", cpu},
       {"scores",
        {{"suite", run.scores.suite},
@@ -1120,6 +1130,8 @@ std::string probe_json(const ProbeFacts& facts, const SuiteRun& run, const std::
       {"sources",
        {{"cores", {{"status", "measured"}, {"source", by + ": sched_getaffinity"}}},
         {"memory", {{"status", "measured"}, {"source", by + ": /proc/meminfo MemTotal"}}},
+        {"swap",
+         {{"status", "measured"}, {"source", by + ": /proc/meminfo SwapTotal (zram included)"}}},
         {"cpu", {{"status", "measured"}, {"source", by + ": /proc/cpuinfo"}}},
         {"scores",
          {{"status", "measured"}, {"source", by + ": per-core micro-benchmark suite"}}}}}};

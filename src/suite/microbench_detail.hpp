@@ -253,13 +253,15 @@ std::optional<std::string> read_host_cache(const std::string& path, std::string_
 
 // Writes `text` to `path` through a temporary file of its own (synced) and rename(2), creating
 // `dir` first: a reader never sees half a file, whatever other writers or a crash do. "" on
-// success, else why not (with the errno).
-std::string replace_file(const std::string& dir, const std::string& path, std::string_view text);
+// success, else why not (with the errno), ending in `remedy`.
+std::string replace_file(const std::string& dir, const std::string& path, std::string_view text,
+                         const char* remedy = "not cached");
 
 // What edgeprof-probe reports about the machine, read once.
 struct ProbeFacts {
   std::vector<int> cpus;           // CPUs this process may use
   std::uint64_t memory_bytes = 0;  // MemTotal
+  std::uint64_t swap_bytes = 0;    // SwapTotal (zram included: a Jetson's, a phone's)
   CpuInfo cpuinfo;
   std::vector<std::optional<std::uint64_t>> max_khz;   // cpuinfo_max_freq, per entry of cpus
   std::vector<std::optional<std::uint64_t>> capacity;  // cpu_capacity (arm64), per entry of cpus

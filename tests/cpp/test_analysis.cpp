@@ -221,6 +221,12 @@ TEST_CASE("projection: features in bytes fit as in gigabytes; a refit that fails
   o.model = FitModel::linear;
   CHECK_THROWS_WITH(Projection::fit({5e9, 5e9, 5e9}, {1, 2, 3}, o),
                     Catch::Contains("all measured inputs are equal"));
+  // And equal up to rounding: not a slope of 1e16.
+  for (FitModel model : {FitModel::linear, FitModel::theil_sen, FitModel::loglog}) {
+    o.model = model;
+    CHECK_THROWS_WITH(Projection::fit({0.3, 0.3, 0.30000000000000004}, {1, 2, 3}, o),
+                      Catch::Contains("all measured inputs are equal"));
+  }
 
   // Without the point at 2, x is {1, 1}: that refit fails, an infinite error. Its median was
   // NaN (inf * 0), and auto kept linear over origin's finite one.
@@ -318,6 +324,20 @@ TEST_CASE("calibrations survive JSON and project results", "[analysis][projectio
   CHECK(back[0].device == "lg-g6");
   CHECK(back[0].projection.coefficients() == c.projection.coefficients());
   CHECK(back[0].projection.loo_ape() == c.projection.loo_ape());
+  CHECK(back[0].projection.reason() == "linear as asked");
+  {
+    // A model auto picked keeps why once read back (it read "theil_sen as asked").
+    FitOptions a = o;
+    a.model = FitModel::automatic;
+    const Calibration picked{"lg-g6", "", Projection::fit(std::vector<double>{1, 2, 3, 4, 5},
+                                                          {2.1, 3.9, 6.2, 7.8, 10.1}, a)};
+    REQUIRE_THAT(picked.projection.reason(), Catch::StartsWith("picked "));
+    const auto read = calibrations_from_json(calibrations_to_json({picked}));
+    REQUIRE(read.size() == 1);
+    CHECK(read[0].projection.model() == picked.projection.model());
+    CHECK(read[0].projection.reason() == picked.projection.reason());
+    CHECK(read[0].projection.coefficients() == picked.projection.coefficients());
+  }
   {
     // A file written when a ridge with another model than multi was accepted (and dropped)
     // loads as it did, now that fit() refuses one.

@@ -100,6 +100,9 @@ TEST_CASE("bad device files name the file, the field and the problem", "[device-
       {base + "}", {}},  // valid
       {base + R"(, "coers": 4})", {"test.json", "'coers'", "unknown field"}},
       {base + R"(, "cpu": {"clock_mhz": "fast"}})", {"'cpu.clock_mhz'", "expected a number", "fast"}},
+      // 0 is unknown, as Device::validate says (refused once); between 0 and 1 MHz is not.
+      {base + R"(, "cpu": {"clock_mhz": 0}})", {}},
+      {base + R"(, "cpu": {"clock_mhz": 0.5}})", {"'cpu.clock_mhz'", "out of range"}},
       {R"({"edgeprof_device": 1, "name": "b", "cores": 0, "core_speed": 0.5, "memory": "1GiB"})",
        {"'cores'", "out of range"}},
       {R"({"edgeprof_device": 1, "name": "b", "cores": 2, "memory": "1GiB"})",

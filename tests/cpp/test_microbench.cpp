@@ -450,7 +450,8 @@ struct FakePi {
   FakeTree tree;
   FakePi() {
     tree.file("/proc/cpuinfo", fixture("cpuinfo/aarch64-raspberry-pi-4"));
-    tree.file(files::kProcMeminfo, "MemTotal:        3884356 kB\nMemFree:          123456 kB\n");
+    tree.file(files::kProcMeminfo, "MemTotal:        3884356 kB\nMemFree:          123456 kB\n"
+                                   "SwapTotal:        102396 kB\nSwapFree:         102396 kB\n");
     for (int c = 0; c < 4; ++c) {
       tree.file("/sys/devices/system/cpu/cpu" + std::to_string(c) + "/cpufreq/cpuinfo_max_freq",
                 "1800000\n");
@@ -475,6 +476,7 @@ TEST_CASE("the probe's device file", "[microbench]") {
   FakePi pi;
   const ProbeFacts facts = read_probe_facts(Fs(pi.tree.root()), {0, 1, 2, 3}, "aarch64", "pi4");
   CHECK(facts.memory_bytes == 3884356ull * 1024);
+  CHECK(facts.swap_bytes == 102396ull * 1024);  // was left out: a probed device had no swap
   REQUIRE(facts.max_khz.size() == 4);
   CHECK(facts.max_khz[2] == 1800000u);
   CHECK_FALSE(facts.capacity[2]);
@@ -485,6 +487,7 @@ TEST_CASE("the probe's device file", "[microbench]") {
   CHECK(j.at("name") == "my-pi");
   CHECK(j.at("cores") == 4);
   CHECK(j.at("memory") == 3884356ull * 1024);
+  CHECK(j.at("swap") == 102396ull * 1024);
   CHECK(j.at("cpu").at("model") == "Cortex-A72");
   CHECK(j.at("cpu").at("clock_mhz") == 1800.0);
   CHECK(j.at("cpu").at("architecture") == "aarch64");
@@ -505,13 +508,26 @@ TEST_CASE("the probe's device file", "[microbench]") {
                                             " on 2025-01-31T12:00:00Z") &&
                               Catch::Contains("CPU 3 (Cortex-A72, 1800 MHz)") &&
                               Catch::Contains("Raspberry Pi 4 Model B Rev 1.4"));
-  for (const char* figure : {"cores", "memory", "cpu", "scores"}) {
+  for (const char* figure : {"cores", "memory", "swap", "cpu", "scores"}) {
     INFO(figure);
     CHECK(j.at("sources").at(figure).at("status") == "measured");
     CHECK_THAT(j.at("sources").at(figure).at("source").get<std::string>(),
                Catch::StartsWith("edgeprof-probe "));
   }
-  CHECK(j.size() == 8);  // nothing the schema does not know
+  CHECK(j.size() == 9);  // nothing the schema does not know
+  // The file loads as the device the probe saw.
+  const Device loaded = parse_device_json(j.dump(), "pi4.json");
+  CHECK(loaded.memory_bytes == 3884356ull * 1024);
+  CHECK(loaded.swap_bytes == 102396ull * 1024);
+  CHECK(loaded.cpu.clock_mhz == 1800.0);
+
+  // A cpufreq file reading 0 (or under 1000 kHz) is no clock: left out, not written as 0,
+  // which the loader refused.
+  ProbeFacts zero = facts;
+  zero.max_khz.assign(4, std::uint64_t{0});
+  const json no_clock = json::parse(probe_json(zero, made_up_run(3), "my-pi", "now"));
+  CHECK_FALSE(no_clock.at("cpu").contains("clock_mhz"));
+  CHECK(parse_device_json(no_clock.dump(), "pi4.json").cpu.clock_mhz == 0);
 }
 
 TEST_CASE("the probe runs on the fastest core of a big.LITTLE device", "[microbench]") {
@@ -608,6 +624,13 @@ TEST_CASE("edgeprof-probe runs in a slice at core_speed 0.5 and writes positive 
   REQUIRE(result.ok());
   CHECK(result.cpu_user_s + result.cpu_system_s > 0);  // it ran inside the slice
   const json j = json::parse(FakeTree::slurp(out));
+  // Through a temporary file of its own, renamed: nothing else left beside it.
+  std::vector<std::string> left;
+  for (const auto& e : std::filesystem::directory_iterator(tmp.root())) {
+    left.push_back(e.path().filename().string());
+  }
+  std::sort(left.begin(), left.end());
+  CHECK(left == std::vector<std::string>{"probe.err", "probe.json"});
   CHECK(j.at("name") == "under-test");
   CHECK(j.at("cores") == 1);  // the slice's cpuset
   const json& s = j.at("scores");
@@ -625,6 +648,35 @@ TEST_CASE("edgeprof-probe runs in a slice at core_speed 0.5 and writes positive 
   probed.vector_kernel = s.at("vector_kernel");
   CHECK(speed_from_scores(probed, probed) == Approx(1.0));
   CHECK(nn_speed_from_scores(probed, probed).core_speed == Approx(1.0));
+}
+
+TEST_CASE("edgeprof-probe refuses an --output it could not write or edgeprof could not read, "
+          "before the suite runs",
+          "[microbench]") {
+  if (probe_program().empty()) {
+    WARN("skipped: edgeprof-probe was not built (EDGEPROF_BUILD_PROBE=OFF)");
+    return;
+  }
+  FakeTree tmp;
+  const std::string err = tmp.root() + "/probe.err";
+  const auto probe = [&](const std::string& output) {
+    // Refused at once: the suite (seconds) never runs, so no --quick is needed to be quick.
+    const int status = std::system(
+        (probe_program() + " --output '" + output + "' 2> '" + err + "'").c_str());
+    return std::pair<int, std::string>{WIFEXITED(status) ? WEXITSTATUS(status) : -1,
+                                       FakeTree::slurp(err)};
+  };
+  // Read by its extension: a .toml name was read as TOML, a bare name as a device's name.
+  for (const std::string name : {"/pi.toml", "/pi4"}) {
+    const auto [code, said] = probe(tmp.root() + name);
+    CHECK(code == 2);
+    CHECK_THAT(said, Catch::Contains("give a file name ending in .json"));
+  }
+  // A directory that is not there: found at the end, the measurement lost.
+  const auto [code, said] = probe(tmp.root() + "/no/such/dir/pi.json");
+  CHECK(code == 2);
+  CHECK_THAT(said, Catch::Contains("the directory " + tmp.root() + "/no/such/dir does not exist"));
+  CHECK_FALSE(std::filesystem::exists(tmp.root() + "/pi.toml"));
 }
 
 // A cache path that is a FIFO (or a device) blocked the open for ever; it is refused at once,

@@ -382,18 +382,40 @@ def test_ctrl_c_kills_the_workload_and_removes_the_slice(tmp_path):
 
 
 @requires_cgroups
-def test_ctrl_c_stops_a_run_in_another_thread_too(tmp_path):
+@pytest.mark.parametrize("handler_set_again", [False, True])
+def test_ctrl_c_stops_a_run_in_another_thread_too(tmp_path, handler_set_again):
     """Python runs signal handlers on the main thread only: a run in a worker thread (Optuna's
-    n_jobs=2) went on to its end after the main thread's KeyboardInterrupt."""
+    n_jobs=2) went on to its end after the main thread's KeyboardInterrupt. And when the
+    program sets Python's handler again during the run (asyncio.run() and notebook kernels do),
+    the run puts its counting handler back in front of it."""
     pidfile = tmp_path / "pid"
     script = textwrap.dedent(f"""
-        import concurrent.futures, edgeprof, sys
+        import concurrent.futures, ctypes, edgeprof, os, signal, sys, time
+        libc = ctypes.CDLL(None, use_errno=True)
+        def c_handler():  # SIGINT's handler as the kernel has it (struct sigaction's first field)
+            action = ctypes.create_string_buffer(256)
+            assert libc.sigaction(signal.SIGINT, None, action) == 0
+            return action.raw[:ctypes.sizeof(ctypes.c_void_p)]
         def trial():
             return edgeprof.run(
-                ["sh", "-c", "echo $$ > {pidfile}; echo started; exec sleep 3600"],
+                ["sh", "-c", "echo $$ > {pidfile}.new; mv {pidfile}.new {pidfile}; "
+                 "exec sleep 3600"],
                 device=edgeprof.Device(name="d", cores=1, core_speed=0.5, memory="128MiB"))
         pool = concurrent.futures.ThreadPoolExecutor(1)
         future = pool.submit(trial)
+        while not os.path.exists("{pidfile}"):
+            time.sleep(0.01)
+        if {handler_set_again}:
+            counting = c_handler()
+            signal.signal(signal.SIGINT, signal.default_int_handler)  # Python's C handler again
+            python = c_handler()
+            assert python != counting
+            deadline = time.monotonic() + {HANG_S}
+            while c_handler() == python:  # until the run's check puts the counting one back
+                if time.monotonic() > deadline:
+                    os._exit(2)
+                time.sleep(0.01)
+        print("ready", flush=True)
         try:
             future.result()
         except KeyboardInterrupt:
@@ -404,7 +426,7 @@ def test_ctrl_c_stops_a_run_in_another_thread_too(tmp_path):
     """)
     proc = subprocess.Popen([PY, "-c", script], stdout=subprocess.PIPE, text=True)
     ready, _, _ = select.select([proc.stdout], [], [], HANG_S)
-    assert ready and proc.stdout.readline() == "started\n", "the workload never started"
+    assert ready and proc.stdout.readline() == "ready\n", "the workload never started"
     workload = int(pidfile.read_text())
     proc.send_signal(signal.SIGINT)
     out, _ = proc.communicate(timeout=2 * HANG_S)
