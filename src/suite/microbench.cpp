@@ -585,6 +585,23 @@ CpuInfo parse_cpuinfo(std::string_view text) {
       }
     }
   }
+  // ARM kernels before 3.8 list every CPU with its BogoMIPS only, then the CPU's fields once
+  // (after the global "Processor" line): they are every CPU's. Read as the last CPU's, they
+  // made a quad-core Cortex-A7 "1x ARMv7 Processor + 1x Cortex-A7", a big.LITTLE layout.
+  if (!info.legacy_processor.empty() && info.cpus.size() > 1) {
+    const CpuInfoEntry last = info.cpus.back();
+    const bool bare =
+        std::all_of(info.cpus.begin(), info.cpus.end() - 1, [](const CpuInfoEntry& c) {
+          return !c.implementer && !c.part && c.model_name.empty();
+        });
+    if (bare && (last.implementer || last.part || !last.model_name.empty())) {
+      for (CpuInfoEntry& c : info.cpus) {
+        c.implementer = last.implementer;
+        c.part = last.part;
+        c.model_name = last.model_name;
+      }
+    }
+  }
   return info;
 }
 

@@ -211,6 +211,15 @@ TEST_CASE("cpuinfo of ARM boards names the core, not the generic model name", "[
     CHECK(cpu_model(info) == "Cortex-A53");
     CHECK(info.model == "Raspberry Pi 3 Model B Rev 1.2");
   }
+  SECTION("an ARM kernel before 3.8: the CPU's fields once, after every processor") {
+    // Read as the last CPU's, they made "1x ARMv7 Processor rev 4 (v7l) + 1x Cortex-A7".
+    const CpuInfo info = parse_cpuinfo(fixture("cpuinfo/armv7-allwinner-a20-linux-3.4"));
+    REQUIRE(info.cpus.size() == 2);
+    CHECK(core_model(info.cpus[0], info) == "Cortex-A7");
+    CHECK(core_model(info.cpus[1], info) == "Cortex-A7");
+    CHECK(cpu_model(info) == "Cortex-A7");
+    CHECK(info.hardware == "sun7i");
+  }
   SECTION("a big.LITTLE phone: each kind of core with its count") {
     const CpuInfo info = parse_cpuinfo(fixture("cpuinfo/aarch64-snapdragon-865"));
     REQUIRE(info.cpus.size() == 8);
