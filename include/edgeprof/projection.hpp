@@ -55,6 +55,8 @@ struct Prediction {
   std::string provenance = "projected";  ///< how the figure was obtained
 };
 
+struct Calibration;
+
 /// A fitted projection. Every figure is computed from the points (leave-one-out refits them n
 /// times, exactly).
 class Projection {
@@ -126,6 +128,9 @@ class Projection {
   std::string to_text() const;
 
  private:
+  // Gives a model auto picked its reason back (it is not fitted again to say why).
+  friend std::vector<Calibration> calibrations_from_json(std::string_view json);
+
   FitModel model_ = FitModel::linear;
   std::string reason_;
   FitOptions options_;

@@ -1,6 +1,7 @@
 // The conversions that several bind_*.cpp files share; bind_common.hpp says what each does.
 #include "bind_common.hpp"
 
+#include <dlfcn.h>
 #include <signal.h>
 
 #include <atomic>
@@ -125,10 +126,18 @@ namespace {
 // counted by a handler that then calls Python's own C handler; a run in another thread stops
 // once the count moved since it started.
 std::atomic<unsigned> g_sigints{0};
-// Python's C handler, recorded the first time it was found behind default_int_handler: the
-// only one called next, and the only one replaced (another library's handler that chains to
-// whatever it found, ours, would otherwise call ours, which called it, for ever).
+// Python's C handler, the one called next: only a handler in CPython's own code is replaced
+// (another library's handler that chains to whatever it found, ours, would call ours, which
+// called it, for ever; one recorded as Python's was never replaced again once Python's own
+// came back).
 std::atomic<void (*)(int)> g_python_handler{nullptr};
+
+bool in_python(void (*handler)(int)) {
+  Dl_info theirs{}, python{};
+  return ::dladdr(reinterpret_cast<void*>(handler), &theirs) != 0 &&
+         ::dladdr(reinterpret_cast<void*>(&PyErr_CheckSignals), &python) != 0 &&
+         theirs.dli_fbase == python.dli_fbase;
+}
 std::mutex g_install_mutex;
 
 void count_sigint(int sig, siginfo_t*, void*) {
@@ -159,8 +168,8 @@ bool count_sigint_now() {
   if (::sigaction(SIGINT, nullptr, &now) != 0) return false;
   if ((now.sa_flags & SA_SIGINFO) != 0) return now.sa_sigaction == count_sigint;
   if (now.sa_handler == SIG_DFL || now.sa_handler == SIG_IGN) return false;
-  if (!g_python_handler.load()) g_python_handler.store(now.sa_handler);
-  if (now.sa_handler != g_python_handler.load()) return false;
+  if (!in_python(now.sa_handler)) return false;
+  g_python_handler.store(now.sa_handler);
   struct sigaction ours = now;
   ours.sa_flags = now.sa_flags | SA_SIGINFO;
   ours.sa_sigaction = count_sigint;

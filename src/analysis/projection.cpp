@@ -585,20 +585,26 @@ std::vector<Calibration> calibrations_from_json(std::string_view text) {
       // Only multi applies a ridge: files written before the ridge was refused with another
       // model (it was dropped then) load as they did.
       o.ridge = o.model == FitModel::multi ? c.at("ridge").get<double>() : 0.0;
-      const auto xs = c.at("x").get<std::vector<std::vector<double>>>();
-      const auto ys = c.at("y").get<std::vector<double>>();
-      Calibration cal{c.at("device").get<std::string>(), c.at("family").get<std::string>(),
-                      Projection::fit(xs, ys, o),
+      const std::string device = c.at("device").get<std::string>();
+      Projection fitted;
+      try {
+        fitted = Projection::fit(c.at("x").get<std::vector<std::vector<double>>>(),
+                                 c.at("y").get<std::vector<double>>(), o);
+      } catch (const Error& e) {
+        // Named, not one anonymous error for the whole file (fit -o, which reads the file
+        // first, could not even replace the entry).
+        throw Error(fmt::format("the calibration for {} ({}) cannot be fitted again from its "
+                                "points: {}; fit it again, or remove it from the file",
+                                device, o.target, e.what()));
+      }
+      Calibration cal{device, c.at("family").get<std::string>(), std::move(fitted),
                       c.value("core_emulation", std::string())};  // older files lack it
-      // A model auto picked: picked again, with the leave-one-out errors that decided, where
-      // auto still picks it (it read "as asked" once loaded).
+      // Why auto picked the model (it read "as asked" once loaded).
       if (const auto reason = c.find("reason");
           reason != c.end() && reason->is_string() &&
-          reason->get<std::string>().rfind("picked ", 0) == 0) {
-        FitOptions automatic = o;
-        automatic.model = FitModel::automatic;
-        Projection again = Projection::fit(xs, ys, automatic);
-        if (again.model() == o.model) cal.projection = std::move(again);
+          reason->get<std::string>().rfind(std::string("picked ") + to_string(o.model) + ":", 0) ==
+              0) {
+        cal.projection.reason_ = reason->get<std::string>();
       }
       if (!cal.core_emulation.empty()) {
         check_core_emulation(cal.core_emulation,

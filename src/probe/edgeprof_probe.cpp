@@ -70,20 +70,31 @@ std::string directory_of(const std::string& path) {
 std::string output_problem(const std::string& path) {
   constexpr std::string_view kJson = ".json";
   if (path.size() <= kJson.size() || path.substr(path.size() - kJson.size()) != kJson) {
-    // Read by its extension: pi.toml was read as TOML, and a name without one as a device's
-    // name (a device directory takes only .json files).
+    // Read by its extension: pi.toml was read as TOML, a name without one looked up as a
+    // device's name, and a device directory takes only .json files.
     return "--output " + path + ": give a file name ending in .json (the file is JSON, and "
            "edgeprof reads a device file by its extension)";
   }
   const std::string dir = directory_of(path);
   struct stat st {};
-  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    return "--output " + path + ": the directory " + dir + " does not exist: create it, or "
-           "choose another --output";
+  if (::stat(dir.c_str(), &st) != 0) {
+    if (errno == ENOENT) {
+      return "--output " + path + ": the directory " + dir + " does not exist: create it, or "
+             "choose another --output";
+    }
+    return edgeprof::detail::sys_message(errno, "cannot use the directory", dir,
+                                         "choose another --output");
   }
-  if (::access(dir.c_str(), W_OK) != 0) {
+  if (!S_ISDIR(st.st_mode)) {
+    return "--output " + path + ": " + dir + " is not a directory: choose another --output";
+  }
+  // Write and search: a new file is made in it, then renamed.
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) {
     return edgeprof::detail::sys_message(errno, "cannot write into", dir,
                                          "choose another --output");
+  }
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    return "--output " + path + " is a directory: give the file's name";
   }
   return {};
 }
@@ -159,12 +170,10 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "edgeprof-probe: %s\n", failed.c_str());
         return 1;
       }
-      // A bare name would be looked up as a device's name, not read as a file.
-      const std::string shown = output.find('/') == std::string::npos ? "./" + output : output;
       std::fprintf(stderr,
                    "edgeprof-probe: wrote %s; copy it to the edgeprof machine and run "
                    "`edgeprof run --device %s ...`\n",
-                   output.c_str(), shown.c_str());
+                   output.c_str(), output.c_str());
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "edgeprof-probe: %s\n", e.what());

@@ -21,7 +21,10 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <map>
+#include <mutex>
 #include <new>
+#include <utility>
 #include <nlohmann/json.hpp>
 
 #include "edgeprof/error.hpp"
@@ -748,8 +751,22 @@ std::string identity_change(const HostIdentity& then, const HostIdentity& now) {
 }
 
 std::string host_cache_dir() {
-  return calibration_cache_dir(std::getenv("EDGEPROF_CACHE_DIR"), std::getenv("XDG_CACHE_HOME"),
-                               std::getenv("HOME"));
+  const std::string dir = calibration_cache_dir(
+      std::getenv("EDGEPROF_CACHE_DIR"), std::getenv("XDG_CACHE_HOME"), std::getenv("HOME"));
+  if (dir.empty() || dir.front() == '/') return dir;
+  // A relative EDGEPROF_CACHE_DIR (or HOME): against the working directory this process had
+  // when it first used it, so that a later chdir (os.chdir in a notebook) does not move the
+  // cache (every rating measured again, a minute each) and notes name one place.
+  static std::mutex mutex;
+  static std::map<std::string, std::string> resolved;  // by the value given
+  const std::lock_guard<std::mutex> lock(mutex);
+  auto [at, first] = resolved.try_emplace(dir);
+  if (first) {
+    std::error_code ec;
+    const std::filesystem::path absolute = std::filesystem::absolute(dir, ec);
+    at->second = ec ? dir : absolute.lexically_normal().string();
+  }
+  return at->second;
 }
 
 std::optional<std::string> read_host_cache(const std::string& path, std::string_view what,
@@ -999,9 +1016,29 @@ ProbeFacts read_probe_facts(const Fs& fs, std::vector<int> cpus, std::string arc
              1024;
     };
     f.memory_bytes = kib("MemTotal:");
-    // The device's swap, zram included (a Jetson's by default, a phone's): without it a
-    // probed device got no swap, and a workload that pages on the board was OOM-killed here.
     f.swap_bytes = kib("SwapTotal:");
+  }
+  // The device's swap on disk (a Raspberry Pi OS swap file): without it a probed device got
+  // none, and a workload that pages on the board was OOM-killed here. zram (a Jetson's by
+  // default, a phone's) is compressed RAM: counted as swap on top of MemTotal it would let a
+  // workload use more memory than the board has, so it is only said.
+  if (auto swaps = fs.read(files::kProcSwaps)) {
+    std::uint64_t disk = 0;
+    std::string_view text = *swaps;
+    text.remove_prefix(std::min(text.find('\n'), text.size()));  // "Filename Type Size ..."
+    while (!text.empty()) {
+      text.remove_prefix(1);  // the '\n'
+      const std::string_view line = text.substr(0, text.find('\n'));
+      text.remove_prefix(line.size());
+      const std::size_t name_end = line.find_first_of(" \t");
+      if (name_end == std::string_view::npos) continue;
+      const std::string_view name = line.substr(0, name_end);
+      std::string_view rest = trim(line.substr(name_end));
+      rest = trim(rest.substr(std::min(rest.find_first_of(" \t"), rest.size())));  // the type
+      const std::uint64_t bytes = leading_number(rest).value_or(0) * 1024;
+      (name.substr(0, 9) == "/dev/zram" ? f.zram_bytes : disk) += bytes;
+    }
+    f.swap_bytes = disk;
   }
   f.cpuinfo = parse_cpuinfo(fs.read(files::kProcCpuinfo).value_or(""));
   for (int cpu : f.cpus) {
@@ -1010,7 +1047,10 @@ ProbeFacts read_probe_facts(const Fs& fs, std::vector<int> cpus, std::string arc
       auto text = fs.read(path);
       return text ? leading_number(*text) : std::nullopt;
     };
-    f.max_khz.push_back(number(dir + "/cpufreq/cpuinfo_max_freq"));
+    // Below 1 MHz (a cpufreq file reading 0) is no clock: unknown, as where there is none.
+    std::optional<std::uint64_t> khz = number(dir + "/cpufreq/cpuinfo_max_freq");
+    if (khz && *khz < 1000) khz.reset();
+    f.max_khz.push_back(khz);
     f.capacity.push_back(number(dir + "/cpu_capacity"));
   }
   return f;
@@ -1121,8 +1161,7 @@ std::string probe_json(const ProbeFacts& facts, const SuiteRun& run, const std::
   // ordered_json: the file is for people too, so its fields keep the schema's order.
   using ordered = nlohmann::ordered_json;
   ordered cpu = {{"model", model}};
-  // Below 1 MHz (a cpufreq file reading 0) is no clock: left out, as unknown.
-  if (khz && *khz >= 1000) cpu["clock_mhz"] = static_cast<double>(*khz) / 1000.0;
+  if (khz) cpu["clock_mhz"] = static_cast<double>(*khz) / 1000.0;
   cpu["architecture"] = facts.architecture;
   const std::string cores_layout = layout(facts);
   if (!cores_layout.empty()) cpu["layout"] = cores_layout;
@@ -1148,7 +1187,12 @@ std::string probe_json(const ProbeFacts& facts, const SuiteRun& run, const std::
        {{"cores", {{"status", "measured"}, {"source", by + ": sched_getaffinity"}}},
         {"memory", {{"status", "measured"}, {"source", by + ": /proc/meminfo MemTotal"}}},
         {"swap",
-         {{"status", "measured"}, {"source", by + ": /proc/meminfo SwapTotal (zram included)"}}},
+         {{"status", "measured"},
+          {"source", by + (facts.zram_bytes
+                               ? fmt::format(": /proc/swaps without zram ({:.0f} MiB of "
+                                             "zram, compressed RAM, left out)",
+                                             double(facts.zram_bytes) / 1048576.0)
+                               : std::string(": /proc/swaps"))}}},
         {"cpu", {{"status", "measured"}, {"source", by + ": /proc/cpuinfo"}}},
         {"scores",
          {{"status", "measured"}, {"source", by + ": per-core micro-benchmark suite"}}}}}};

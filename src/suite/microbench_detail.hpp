@@ -232,7 +232,8 @@ HostIdentity host_identity();
 // that differs (CPU model, kernel, host name); "" when they are the same host.
 std::string identity_change(const HostIdentity& then, const HostIdentity& now);
 
-// calibration_cache_dir() of this process's environment.
+// calibration_cache_dir() of this process's environment; a relative one made absolute against
+// the working directory this process had when it first used it.
 std::string host_cache_dir();
 // Why host_cache_dir() is "", for the notes of what could not be cached (an XDG_CACHE_HOME
 // that is not absolute is ignored, as the XDG specification says: it was called unset).
@@ -261,7 +262,8 @@ std::string replace_file(const std::string& dir, const std::string& path, std::s
 struct ProbeFacts {
   std::vector<int> cpus;           // CPUs this process may use
   std::uint64_t memory_bytes = 0;  // MemTotal
-  std::uint64_t swap_bytes = 0;    // SwapTotal (zram included: a Jetson's, a phone's)
+  std::uint64_t swap_bytes = 0;    // /proc/swaps without zram (else SwapTotal)
+  std::uint64_t zram_bytes = 0;    // the zram devices' swap (a Jetson's, a phone's)
   CpuInfo cpuinfo;
   std::vector<std::optional<std::uint64_t>> max_khz;   // cpuinfo_max_freq, per entry of cpus
   std::vector<std::optional<std::uint64_t>> capacity;  // cpu_capacity (arm64), per entry of cpus

@@ -22,6 +22,7 @@ inline constexpr const char* kProcSelfStat = "/proc/self/stat";
 inline constexpr const char* kProcSelfStatus = "/proc/self/status";
 inline constexpr const char* kProcSelfNsPid = "/proc/self/ns/pid";
 inline constexpr const char* kProcMeminfo = "/proc/meminfo";
+inline constexpr const char* kProcSwaps = "/proc/swaps";
 inline constexpr const char* kProcPartitions = "/proc/partitions";
 inline constexpr const char* kProcCpuinfo = "/proc/cpuinfo";
 // The host's pressure stall information (cgroup v1 has none of its own).

@@ -337,6 +337,24 @@ TEST_CASE("the calibration cache directory follows EDGEPROF_CACHE_DIR, then XDG,
   CHECK_THAT(why, Catch::Contains("XDG_CACHE_HOME is unset or not an absolute path"));
 }
 
+TEST_CASE("a relative EDGEPROF_CACHE_DIR stays where it was when the working directory changes",
+          "[microbench]") {
+  // Taken as is, it moved with every chdir (os.chdir in a notebook): every rating measured
+  // again, a minute each.
+  FakeTree tmp;
+  const std::filesystem::path before = std::filesystem::current_path();
+  std::filesystem::current_path(tmp.root());
+  struct Back {
+    std::filesystem::path to;
+    ~Back() { std::filesystem::current_path(to); }
+  } back{before};
+  test::ScopedEnv own("EDGEPROF_CACHE_DIR", "edgeprof-relative-cache-test/./x");
+  const std::string first = host_cache_dir();
+  CHECK(first == tmp.root() + "/edgeprof-relative-cache-test/x");
+  std::filesystem::current_path("/");
+  CHECK(host_cache_dir() == first);
+}
+
 TEST_CASE("a cache file written by two threads at once is always one of them, whole",
           "[microbench]") {
   // The temporary file was named by the process: two threads truncated each other's, a reader
@@ -460,7 +478,12 @@ struct FakePi {
   FakePi() {
     tree.file("/proc/cpuinfo", fixture("cpuinfo/aarch64-raspberry-pi-4"));
     tree.file(files::kProcMeminfo, "MemTotal:        3884356 kB\nMemFree:          123456 kB\n"
-                                   "SwapTotal:        102396 kB\nSwapFree:         102396 kB\n");
+                                   "SwapTotal:        614396 kB\nSwapFree:         614396 kB\n");
+    // Raspberry Pi OS's swap file (dphys-swapfile's 100 MiB) and a zram device.
+    tree.file(files::kProcSwaps,
+              "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n"
+              "/var/swap                               file\t\t102396\t\t0\t\t-2\n"
+              "/dev/zram0                              partition\t512000\t\t0\t\t100\n");
     for (int c = 0; c < 4; ++c) {
       tree.file("/sys/devices/system/cpu/cpu" + std::to_string(c) + "/cpufreq/cpuinfo_max_freq",
                 "1800000\n");
@@ -485,7 +508,9 @@ TEST_CASE("the probe's device file", "[microbench]") {
   FakePi pi;
   const ProbeFacts facts = read_probe_facts(Fs(pi.tree.root()), {0, 1, 2, 3}, "aarch64", "pi4");
   CHECK(facts.memory_bytes == 3884356ull * 1024);
-  CHECK(facts.swap_bytes == 102396ull * 1024);  // was left out: a probed device had no swap
+  // The swap file, not zram (compressed RAM): left out, a probed device had no swap.
+  CHECK(facts.swap_bytes == 102396ull * 1024);
+  CHECK(facts.zram_bytes == 512000ull * 1024);
   REQUIRE(facts.max_khz.size() == 4);
   CHECK(facts.max_khz[2] == 1800000u);
   CHECK_FALSE(facts.capacity[2]);
@@ -517,6 +542,9 @@ TEST_CASE("the probe's device file", "[microbench]") {
                                             " on 2025-01-31T12:00:00Z") &&
                               Catch::Contains("CPU 3 (Cortex-A72, 1800 MHz)") &&
                               Catch::Contains("Raspberry Pi 4 Model B Rev 1.4"));
+  CHECK_THAT(j.at("sources").at("swap").at("source").get<std::string>(),
+             Catch::EndsWith("/proc/swaps without zram (500 MiB of zram, compressed RAM, left "
+                             "out)"));
   for (const char* figure : {"cores", "memory", "swap", "cpu", "scores"}) {
     INFO(figure);
     CHECK(j.at("sources").at(figure).at("status") == "measured");
@@ -531,11 +559,17 @@ TEST_CASE("the probe's device file", "[microbench]") {
   CHECK(loaded.cpu.clock_mhz == 1800.0);
 
   // A cpufreq file reading 0 (or under 1000 kHz) is no clock: left out, not written as 0,
-  // which the loader refused.
-  ProbeFacts zero = facts;
-  zero.max_khz.assign(4, std::uint64_t{0});
-  const json no_clock = json::parse(probe_json(zero, made_up_run(3), "my-pi", "now"));
+  // which the loader refused, nor "@ 0 MHz" in the layout.
+  FakePi zero;
+  for (int c = 0; c < 4; ++c) {
+    zero.tree.file("/sys/devices/system/cpu/cpu" + std::to_string(c) + "/cpufreq/cpuinfo_max_freq",
+                   "0\n");
+  }
+  const ProbeFacts no_khz = read_probe_facts(Fs(zero.tree.root()), {0, 1, 2, 3}, "armv7l", "pi");
+  const json no_clock = json::parse(probe_json(no_khz, made_up_run(3), "my-pi", "now"));
   CHECK_FALSE(no_clock.at("cpu").contains("clock_mhz"));
+  CHECK(no_clock.at("cpu").value("layout", "").find("MHz") == std::string::npos);
+  CHECK(no_clock.at("description").get<std::string>().find("0 MHz") == std::string::npos);
   CHECK(parse_device_json(no_clock.dump(), "pi4.json").cpu.clock_mhz == 0);
 }
 
@@ -625,6 +659,8 @@ TEST_CASE("edgeprof-probe runs in a slice at core_speed 0.5 and writes positive 
   CHECK(held.period_us == slice.plan().cpu_period_us);
   Command command;
   const std::string out = tmp.root() + "/probe.json";
+  // A file of the user's named as the probe's temporary file was once: it stays.
+  tmp.file("/probe.json.tmp", "mine\n");
   command.argv = {probe_program(), "--quick", "--name", "under-test", "--output", out};
   command.stderr_stream = Stdio::file(tmp.root() + "/probe.err");
   // The timeout only ends a probe that hangs; --quick takes about a second on the host.
@@ -639,7 +675,8 @@ TEST_CASE("edgeprof-probe runs in a slice at core_speed 0.5 and writes positive 
     left.push_back(e.path().filename().string());
   }
   std::sort(left.begin(), left.end());
-  CHECK(left == std::vector<std::string>{"probe.err", "probe.json"});
+  CHECK(left == std::vector<std::string>{"probe.err", "probe.json", "probe.json.tmp"});
+  CHECK(FakeTree::slurp(tmp.root() + "/probe.json.tmp") == "mine\n");
   CHECK(j.at("name") == "under-test");
   CHECK(j.at("cores") == 1);  // the slice's cpuset
   const json& s = j.at("scores");
@@ -681,10 +718,15 @@ TEST_CASE("edgeprof-probe refuses an --output it could not write or edgeprof cou
     CHECK(code == 2);
     CHECK_THAT(said, Catch::Contains("give a file name ending in .json"));
   }
-  // A directory that is not there: found at the end, the measurement lost.
+  // A directory that is not there, or a directory where the file would be: found at the end,
+  // the measurement lost.
   const auto [code, said] = probe(tmp.root() + "/no/such/dir/pi.json");
   CHECK(code == 2);
   CHECK_THAT(said, Catch::Contains("the directory " + tmp.root() + "/no/such/dir does not exist"));
+  std::filesystem::create_directory(tmp.root() + "/taken.json");
+  const auto [taken_code, taken_said] = probe(tmp.root() + "/taken.json");
+  CHECK(taken_code == 2);
+  CHECK_THAT(taken_said, Catch::Contains("is a directory: give the file's name"));
   CHECK_FALSE(std::filesystem::exists(tmp.root() + "/pi.toml"));
 }
 
