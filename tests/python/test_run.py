@@ -415,8 +415,10 @@ def test_ctrl_c_stops_a_run_in_another_thread_too(tmp_path, handler_set_again):
                 if time.monotonic() > deadline:
                     os._exit(2)
                 time.sleep(0.01)
-        print("ready", flush=True)
         try:
+            # Inside the try: Ctrl-C may come as soon as the line is out (in the VM it came
+            # before the try was entered, and went uncaught).
+            print("ready", flush=True)
             future.result()
         except KeyboardInterrupt:
             error = future.exception(timeout={HANG_S})
