@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -23,6 +22,7 @@
 #include "nn/runtime_table.hpp"
 #include "nn/runtimes.hpp"
 #include "suite/microbench_detail.hpp"
+#include "sys/spawn.hpp"
 #include "sys/stats.hpp"
 
 namespace edgeprof {
@@ -107,7 +107,7 @@ HostDrift measure_host_drift(const NnRating& rating, const DriftOptions& options
   // while it is there, unless one is named.
   o.python = options.python;
   if (!ncnn && o.python.empty() && !rating.command.empty() &&
-      ::access(rating.command.c_str(), X_OK) == 0) {
+      detail::may_execute(rating.command) == 0) {
     o.python = rating.command;
   }
   // Another runtime's probe: the graphs asked for, else (ncnn's default four, which int8's

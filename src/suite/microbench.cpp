@@ -577,6 +577,13 @@ CpuInfo parse_cpuinfo(std::string_view text) {
       info.hardware = value;
     } else if (key == "Processor") {
       info.legacy_processor = value;
+    } else if (key == "Features") {
+      for (std::string_view rest = value; !rest.empty();) {
+        const std::size_t end = std::min(rest.find_first_of(" \t"), rest.size());
+        const std::string_view flag = rest.substr(0, end);
+        if (flag == "neon" || flag == "asimd") info.simd = true;
+        rest = trim(rest.substr(end));
+      }
     } else if (!info.cpus.empty()) {
       CpuInfoEntry& cpu = info.cpus.back();
       if (key == "model name") {
@@ -812,10 +819,7 @@ std::string replace_file(const std::string& dir, const std::string& path, std::s
                          const char* remedy) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  if (ec) {
-    return fmt::format("cannot create the cache directory {}: {} (errno {})", dir, ec.message(),
-                       ec.value());
-  }
+  if (ec) return sys_message(ec.value(), "cannot create the directory", dir, remedy);
   // A name of its own per call (two threads of one process writing the same cache truncated
   // each other's file, and one's rename then found none), on the file system of `path`.
   std::string temp = path + ".tmp.XXXXXX";
@@ -1039,6 +1043,7 @@ ProbeFacts read_probe_facts(const Fs& fs, std::vector<int> cpus, std::string arc
       (name.substr(0, 9) == "/dev/zram" ? f.zram_bytes : disk) += bytes;
     }
     f.swap_bytes = disk;
+    f.swap_from_swaps = true;
   }
   f.cpuinfo = parse_cpuinfo(fs.read(files::kProcCpuinfo).value_or(""));
   for (int cpu : f.cpus) {
@@ -1141,6 +1146,17 @@ std::string choice(const ProbeFacts& f, int cpu) {
   return fmt::format("one of the {} fastest of the {} usable CPUs", equal, f.cpus.size());
 }
 
+// Where the swap figure came from, after "edgeprof-probe <version>".
+std::string swap_source(const ProbeFacts& f) {
+  if (!f.swap_from_swaps) {
+    return ": /proc/meminfo SwapTotal (/proc/swaps could not be read: zram, compressed RAM, is "
+           "counted if the device has any)";
+  }
+  if (f.zram_bytes == 0) return ": /proc/swaps";
+  return fmt::format(": /proc/swaps without zram ({:.0f} MiB of zram, compressed RAM, left out)",
+                     double(f.zram_bytes) / 1048576.0);
+}
+
 }  // namespace
 
 std::string probe_json(const ProbeFacts& facts, const SuiteRun& run, const std::string& name,
@@ -1157,6 +1173,9 @@ std::string probe_json(const ProbeFacts& facts, const SuiteRun& run, const std::
     if (!why.empty()) description += "; " + why;
   }
   if (!facts.cpuinfo.model.empty()) description += "; " + facts.cpuinfo.model;
+  if (!vector_unit_warning(facts.cpuinfo, run.scores.vector_unit).empty()) {
+    description += "; vector score of scalar code: this probe was built without the CPU's NEON";
+  }
 
   // ordered_json: the file is for people too, so its fields keep the schema's order.
   using ordered = nlohmann::ordered_json;
@@ -1188,11 +1207,7 @@ std::string probe_json(const ProbeFacts& facts, const SuiteRun& run, const std::
         {"memory", {{"status", "measured"}, {"source", by + ": /proc/meminfo MemTotal"}}},
         {"swap",
          {{"status", "measured"},
-          {"source", by + (facts.zram_bytes
-                               ? fmt::format(": /proc/swaps without zram ({:.0f} MiB of "
-                                             "zram, compressed RAM, left out)",
-                                             double(facts.zram_bytes) / 1048576.0)
-                               : std::string(": /proc/swaps"))}}},
+          {"source", by + swap_source(facts)}}},
         {"cpu", {{"status", "measured"}, {"source", by + ": /proc/cpuinfo"}}},
         {"scores",
          {{"status", "measured"}, {"source", by + ": per-core micro-benchmark suite"}}}}}};
@@ -1204,6 +1219,14 @@ std::string probe_json(const ProbeFacts& facts, const SuiteRun& run, const std::
 }  // namespace detail
 
 namespace detail {
+
+std::string vector_unit_warning(const CpuInfo& info, const std::string& vector_unit) {
+  if (vector_unit != "generic" || !info.simd) return {};
+  return "the CPU has NEON (/proc/cpuinfo Features) but this build of edgeprof-probe has none: "
+         "its vector score is scalar code's, low by the width NEON gives ncnn and TFLite on this "
+         "device; build the probe with NEON (32-bit ARM: -march=armv7-a -mfpu=neon in "
+         "CMAKE_CXX_FLAGS) or use a 64-bit OS and the aarch64 build (docs/probe-a-device.md)";
+}
 
 std::string probe_device_json(const ProbeOptions& options) {
   const utsname u = uname_or_empty();
@@ -1231,6 +1254,10 @@ std::string probe_device_json(const ProbeOptions& options) {
   suite.vector_unit = options.vector_unit;
   suite.progress = options.progress;
   const SuiteRun run = run_suite_detailed(suite);
+  if (const std::string warning = vector_unit_warning(facts.cpuinfo, run.scores.vector_unit);
+      !warning.empty() && options.progress) {
+    options.progress("warning: " + warning);
+  }
   return detail::probe_json(facts, run, name, detail::utc_now());
 }
 

@@ -175,6 +175,7 @@ struct CpuInfo {
   std::string model;             // "Model" (Raspberry Pi boards): the board, "" when absent
   std::string hardware;          // "Hardware" (32-bit and vendor ARM kernels), "" when absent
   std::string legacy_processor;  // "Processor" of kernels before 3.8 (32-bit ARM), global
+  bool simd = false;             // a "Features" line lists neon (32-bit ARM) or asimd (arm64)
 };
 
 // Parses /proc/cpuinfo text (x86, arm64, arm). Never throws: unknown lines are skipped.
@@ -258,12 +259,17 @@ std::optional<std::string> read_host_cache(const std::string& path, std::string_
 std::string replace_file(const std::string& dir, const std::string& path, std::string_view text,
                          const char* remedy = "not cached");
 
+// Why the probe's vector score is low, or "": a build without NEON ran scalar code ("generic")
+// on a CPU whose /proc/cpuinfo lists NEON (a 32-bit ARM compiler's default).
+std::string vector_unit_warning(const CpuInfo& info, const std::string& vector_unit);
+
 // What edgeprof-probe reports about the machine, read once.
 struct ProbeFacts {
   std::vector<int> cpus;           // CPUs this process may use
   std::uint64_t memory_bytes = 0;  // MemTotal
   std::uint64_t swap_bytes = 0;    // /proc/swaps without zram (else SwapTotal)
   std::uint64_t zram_bytes = 0;    // the zram devices' swap (a Jetson's, a phone's)
+  bool swap_from_swaps = false;    // swap_bytes is /proc/swaps's (zram left out), not SwapTotal
   CpuInfo cpuinfo;
   std::vector<std::optional<std::uint64_t>> max_khz;   // cpuinfo_max_freq, per entry of cpus
   std::vector<std::optional<std::uint64_t>> capacity;  // cpu_capacity (arm64), per entry of cpus

@@ -35,7 +35,7 @@ std::string tail(std::string_view text, int n) {
 
 std::optional<std::string> find_on_path(const std::string& name) {
   if (name.find('/') != std::string::npos) {
-    return ::access(name.c_str(), X_OK) == 0 ? std::optional(name) : std::nullopt;
+    return may_execute(name) == 0 ? std::optional(name) : std::nullopt;
   }
   const char* path = std::getenv("PATH");
   std::string found =

@@ -165,8 +165,7 @@ class Pipe {
 
 bool is_executable_file(const std::string& path) {
   struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
-         ::access(path.c_str(), X_OK) == 0;
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && may_execute(path) == 0;
 }
 
 const char* const kStreamNames[] = {"stdin", "stdout", "stderr"};
@@ -205,6 +204,10 @@ int open_stdio(const Stdio& s, int index) {
 }
 
 }  // namespace
+
+int may_execute(const std::string& path) {
+  return ::faccessat(AT_FDCWD, path.c_str(), X_OK, AT_EACCESS) == 0 ? 0 : errno;
+}
 
 std::string find_in_path(const std::string& program, std::string_view search, bool* denied) {
   for (size_t start = 0; start <= search.size();) {
@@ -288,8 +291,8 @@ void check_runnable(const Command& command) {
     err = errno;
   } else if (S_ISDIR(st.st_mode)) {
     throw SpawnError(fmt::format("cannot execute '{}': it is a directory", path), EACCES, path);
-  } else if (::access(path.c_str(), X_OK) != 0) {
-    err = errno;
+  } else {
+    err = may_execute(path);
   }
   if (err != 0) {
     throw SpawnError(

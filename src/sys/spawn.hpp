@@ -19,6 +19,11 @@ namespace edgeprof::detail {
 
 using Clock = std::chrono::steady_clock;
 
+// 0 when exec may run `path` as far as its permissions go, else the errno. Asked for the
+// effective user and groups, as exec checks them (access() asks for the real ones: a setuid
+// caller's or a setresuid one's answer differs).
+int may_execute(const std::string& path);
+
 // The first executable regular file named `program` in the ':'-separated directories of
 // `search` (an empty entry is "."); "" when there is none, with *denied set when a file of that
 // name exists but is not executable.

@@ -463,7 +463,7 @@ TEST_CASE("a cache directory that cannot be created is not fatal", "[microbench]
   const HostCalibration h = host_calibration(false, quick_suite());
   CHECK_FALSE(h.from_cache);
   CHECK(h.scores.integer > 0);
-  CHECK_THAT(h.note, Catch::Contains("cannot create the cache directory") &&
+  CHECK_THAT(h.note, Catch::Contains("cannot create the directory") &&
                          Catch::Contains("/proc/edgeprof-cannot-be-here") &&
                          Catch::Contains("measures again"));
 }
@@ -571,6 +571,42 @@ TEST_CASE("the probe's device file", "[microbench]") {
   CHECK(no_clock.at("cpu").value("layout", "").find("MHz") == std::string::npos);
   CHECK(no_clock.at("description").get<std::string>().find("0 MHz") == std::string::npos);
   CHECK(parse_device_json(no_clock.dump(), "pi4.json").cpu.clock_mhz == 0);
+
+  // Without /proc/swaps the figure is SwapTotal, zram and all, and says so (it named
+  // /proc/swaps, whose zram it says it leaves out).
+  FakePi no_swaps;
+  std::filesystem::remove(no_swaps.tree.root() + files::kProcSwaps);
+  const ProbeFacts total = read_probe_facts(Fs(no_swaps.tree.root()), {0, 1, 2, 3}, "aarch64", "pi");
+  CHECK(total.swap_bytes == 614396ull * 1024);
+  const json from_total = json::parse(probe_json(total, made_up_run(3), "my-pi", "now"));
+  CHECK(from_total.at("swap") == 614396ull * 1024);
+  CHECK_THAT(from_total.at("sources").at("swap").at("source").get<std::string>(),
+             Catch::Contains("/proc/meminfo SwapTotal") && !Catch::Contains("without zram"));
+}
+
+TEST_CASE("a probe built without NEON on a CPU with it says its vector score is scalar code's",
+          "[microbench]") {
+  const CpuInfo pi3 = parse_cpuinfo(fixture("cpuinfo/armv7-raspberry-pi-3"));
+  CHECK(pi3.simd);
+  CHECK(parse_cpuinfo(fixture("cpuinfo/aarch64-raspberry-pi-4")).simd);
+  CHECK_FALSE(parse_cpuinfo(fixture("cpuinfo/x86_64-amd-epyc")).simd);
+  CHECK_FALSE(parse_cpuinfo("processor : 0\nFeatures : half thumb vfp neonx\n").simd);
+  CHECK_THAT(vector_unit_warning(pi3, "generic"),
+             Catch::Contains("has NEON") && Catch::Contains("-mfpu=neon"));
+  CHECK(vector_unit_warning(pi3, "neon").empty());
+  CHECK(vector_unit_warning(CpuInfo{}, "generic").empty());  // an ARMv6 without it: no warning
+
+  FakePi pi;
+  pi.tree.file("/proc/cpuinfo", fixture("cpuinfo/armv7-raspberry-pi-3"));
+  const ProbeFacts facts = read_probe_facts(Fs(pi.tree.root()), {0, 1, 2, 3}, "armv7l", "pi3");
+  SuiteRun scalar = made_up_run(3);
+  scalar.scores.vector_unit = "generic";
+  CHECK_THAT(json::parse(probe_json(facts, scalar, "pi3", "now")).at("description").get<std::string>(),
+             Catch::Contains("built without the CPU's NEON"));
+  CHECK(json::parse(probe_json(facts, made_up_run(3), "pi3", "now"))
+            .at("description")
+            .get<std::string>()
+            .find("NEON") == std::string::npos);
 }
 
 TEST_CASE("the probe runs on the fastest core of a big.LITTLE device", "[microbench]") {

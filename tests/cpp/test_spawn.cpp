@@ -2,6 +2,7 @@
 // this kernel so that path stays tested where the fast path is the default.
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,6 +22,7 @@ using edgeprof::test::can_create_slices;
 using edgeprof::test::FakeTree;
 using edgeprof::test::helper;
 using edgeprof::test::our_slices;
+using edgeprof::test::program;
 
 namespace {
 
@@ -185,6 +187,41 @@ TEST_CASE("a NUL byte in the program, an argument, the environment or the direct
   refused(c, "the working directory holds a NUL byte");
   c.cwd.clear();
   PreparedCommand fine(c);  // the same command without them
+}
+
+// exec checks the effective user; access() asked about the real one, so a caller whose two
+// differ (setuid, setresuid) was told a program it may run could not be executed.
+TEST_CASE("a program is checked for the effective user, as exec checks it", "[spawn]") {
+  if (::geteuid() != 0) {
+    WARN("skipped: needs root to give the real and effective uids two values");
+    return;
+  }
+  FakeTree dir;  // mode 0700, the root's: the real uid given below may not even search it
+  dir.file("/tool", "#!/bin/sh\nexit 0\n");
+  REQUIRE(::chmod((dir.root() + "/tool").c_str(), 0700) == 0);
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    int code = 0;
+    if (::setresuid(65534, 0, 0) != 0) ::_exit(10);
+    try {
+      check_runnable(program(dir.root() + "/tool"));
+    } catch (...) {
+      code |= 1;
+    }
+    if (find_in_path("tool", dir.root()) != dir.root() + "/tool") code |= 2;
+    if (may_execute(dir.root() + "/tool") != 0) code |= 4;
+    ::_exit(code);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);  // 10: setresuid failed; 1, 2, 4: a check said no
+  // A file with no execute bit stays refused, for root too.
+  dir.file("/data", "x\n");
+  REQUIRE(::chmod((dir.root() + "/data").c_str(), 0644) == 0);
+  CHECK(may_execute(dir.root() + "/data") == EACCES);
+  CHECK_THROWS_AS(check_runnable(program(dir.root() + "/data")), SpawnError);
 }
 
 // Stdio::file("/tmp/out\0.txt") wrote /tmp/out.
