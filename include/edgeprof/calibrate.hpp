@@ -56,7 +56,9 @@ struct SpeedFitOptions {
   RunOptions run;  ///< how each run's slice is made and observed (period and CPUs, timeout)
 };
 
-/// Called as calibrate_speed() goes: (runs done, runs planned so far, workload, speed, period).
+/// Called as calibrate_speed() goes: (runs done, runs planned, workload, speed, period). The
+/// runs planned are known from the start (each speed and the check at the solution, per period)
+/// and grow only by a round of re-measuring when a check moved a period's solution by over 2%.
 using SpeedFitProgress =
     std::function<void(int, int, const std::string&, double, std::uint64_t)>;
 
@@ -66,11 +68,13 @@ struct WorkloadSpeedFit {
   double device_value = 0;    ///< measured on the device
   /// Measured here: (speed, median of the figure over `repeat` runs), in the order run.
   std::vector<std::pair<double, double>> points;
-  SpeedModel model;           ///< fitted to the points
+  /// The fit the calibrated speed was solved with: of every point but the last round's, which
+  /// was measured at that speed after it was solved.
+  SpeedModel model;
   double emulated = 0;        ///< measured here at the calibrated speed (median)
   double residual = 0;        ///< emulated / device_value - 1, measured
-  /// Whether the part that scales with 1 / speed is at least 5% of the figure at the slowest
-  /// speed measured; workloads that are not are left out of the solution.
+  /// Whether the part that scales with 1 / speed is at least 5% of `model`'s figure at the
+  /// slowest speed measured; workloads that are not were left out of the solution reported.
   bool speed_sensitive = true;
 };
 
@@ -80,7 +84,7 @@ struct PeriodSpeedFit {
   double core_speed = 0;                   ///< solved at this period
   double rms_residual = 0;                 ///< root mean square of the workloads' residuals
   std::vector<WorkloadSpeedFit> workloads; ///< one per DeviceMeasurement, in order
-  std::vector<std::string> notes;          ///< of this period's last solution: limits hit,
+  std::vector<std::string> notes;          ///< of the solution reported: limits hit,
                                            ///< workloads left out
 };
 
@@ -100,14 +104,18 @@ struct SpeedCalibration {
 /// Measures each workload here at a few core speeds, fits value = a / speed + b per workload,
 /// solves for the core speed that makes the emulated figures match the device's, then runs every
 /// workload again at that speed and reports the measured residuals (refitting and solving once
-/// more with those runs when the speed moves by more than 2%). The device's cores, memory and
+/// more with those runs when the speed moves by more than 2%). What it reports at a period is of
+/// one solution: the speed, each workload's model and speed_sensitive flag it was solved with,
+/// the notes, and the residuals of the runs at that speed. The device's cores, memory and
 /// the rest stay as given; its speed schedule is not applied while calibrating. Throws, before
 /// any run, DeviceError for a device validate() refuses and on bad input (no workloads, two
 /// workloads of one name, speed_kind nn (each run is at a speed it tries), a workload without
 /// a command or whose device_value is not positive and finite, repeat < 1, a
 /// speed outside what this host can emulate, fewer than two distinct speeds, a period in
 /// periods_us outside kMinCpuPeriodUs..kMaxCpuPeriodUs (0 allowed: the plan's), core emulation
-/// "projected" with a figure that is neither an all_cores_ nor a projected_ one, "auto" with a
+/// "projected" for a device of several cores (its scaling is of the published CNN times a
+/// calibrated speed replaces), "projected" for one core with a figure that is neither an
+/// all_cores_ nor a projected_ one, "auto" with a
 /// projected_ one) and Error for a figure that is no figure name (check_figure_name()); Error
 /// when a run fails (naming the workload, speed and outcome) or no workload's figure depends on
 /// the core speed. Errors that prevent a run (from Slice or Slice::spawn()) propagate.

@@ -124,14 +124,14 @@ class Child {
   /// The process id of the workload (the direct child).
   pid_t pid() const;
 
-  /// Waits for the workload to exit. With a timeout, kills everything in the slice when it
-  /// passes and reports timed_out. Waiting twice returns the same result. The timeout counts
+  /// Waits for the workload to exit. With a timeout, kills everything in the slice, and the
+  /// workload itself if it moved out of the slice, when it passes and reports timed_out. Waiting twice returns the same result. The timeout counts
   /// from the workload's release to exec (infinite or a century or more: none); zero, a
   /// negative one or NaN throws Error and leaves the workload running. `check` is called while
   /// waiting (InterruptCheck). Throws SpawnError when the workload's exit status was lost
   /// (reaped by another waitpid(-1) in this process, or SIGCHLD ignored since the spawn); the
-  /// slice is cleaned up as after an interrupt, and a later wait() gives a result with neither
-  /// exit code nor signal. Threads waiting on one Child take turns: the first makes the
+  /// slice's other workloads run on, and a later wait() gives a result with neither exit code
+  /// nor signal. Threads waiting on one Child take turns: the first makes the
   /// result, the others get it once it is made (their own timeouts wait for the first's).
   Result wait(std::optional<std::chrono::duration<double>> timeout = std::nullopt,
               const InterruptCheck& check = {}) &;
@@ -175,8 +175,10 @@ class Slice {
 
   /// Starts the command inside the slice: the child is in the cgroup before it executes its
   /// first instruction. Throws SpawnError when the command cannot be executed (or holds a NUL
-  /// byte), or when SIGCHLD is ignored in this process (SIG_IGN or SA_NOCLDWAIT: the workload's
-  /// exit status would be lost), Error when the slice is closed or the sampling interval is out
+  /// byte), when SIGCHLD is ignored in this process (SIG_IGN or SA_NOCLDWAIT: the workload's
+  /// exit status would be lost), or when no process could be made (EAGAIN: a process limit
+  /// reached, the device's pids_max where the child is born in the slice, ulimit -u, the
+  /// host's), Error when the slice is closed or the sampling interval is out
   /// of range, and PermissionDenied when isolate_network lacks CAP_SYS_ADMIN.
   Child spawn(const Command& command, const SpawnOptions& options = {});
 

@@ -1273,7 +1273,7 @@ class PeriodSpeedFit:
     @property
     def workloads(self) -> list[WorkloadSpeedFit]: ...
     @property
-    def notes(self) -> list[str]: ...  # of this period's last solution
+    def notes(self) -> list[str]: ...  # of this period's solution reported
 
 class SpeedCalibration:
     @property

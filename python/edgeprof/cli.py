@@ -872,6 +872,11 @@ def cmd_calibrate_speed(args: argparse.Namespace) -> int:
         print(str(cal), end="", file=out)
         if args.save and args.save != "-":
             print(f"saved the calibrated device to {args.save}")
+    if args.save and args.periods_ms:
+        # A device file has no period: runs of it take the plan's unless told.
+        print(f"edgeprof: the speed is calibrated at a {cal.period_us / 1000:g} ms period: run "
+              f"the saved device with --cpu-period-us {cal.period_us} to emulate it as "
+              "calibrated", file=sys.stderr)
     return 0
 
 

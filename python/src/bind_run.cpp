@@ -93,7 +93,8 @@ void bind_run(py::module_& m) {
           },
           py::arg("timeout") = py::none(),
           "Waits for the workload to exit and returns its Result. After `timeout` seconds it "
-          "kills everything in the slice and reports timed_out. Ctrl-C kills the workload and "
+          "kills everything in the slice (and the workload itself if it left the slice) and "
+          "reports timed_out. Ctrl-C kills the workload and "
           "raises KeyboardInterrupt. The GIL is released while waiting. Waiting again gives "
           "the same Result; two threads waiting at once take turns (the second gets the "
           "first's Result, and its timeout is the first's).");

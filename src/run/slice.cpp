@@ -678,6 +678,18 @@ struct Child::State {
     reaped = true;
     return e;
   }
+  // SIGKILL to the workload itself, before it is reaped (by its pidfd while it has one: the
+  // pid may name another process once reaped elsewhere). The slice's kill misses a workload
+  // that moved itself out of it (systemd-run --scope, cgexec): its reap then waited for it to
+  // end on its own, past the timeout or the Ctrl-C.
+  void kill_direct() noexcept {
+    if (reaped) return;
+    if (process.pidfd.get() >= 0) {
+      ::syscall(SYS_pidfd_send_signal, process.pidfd.get(), SIGKILL, nullptr, 0);
+    } else {
+      ::kill(process.pid, SIGKILL);
+    }
+  }
 
   // wait(): the stored result, after waiting if it was not waited for yet.
   Result& await(std::optional<std::chrono::duration<double>> timeout, const InterruptCheck& check);
@@ -712,12 +724,7 @@ Child::~Child() {
     return;
   }
   if (!state_->reaped) {
-    // By its pidfd while it has one: the pid may name another process once reaped elsewhere.
-    if (state_->process.pidfd.get() >= 0) {
-      ::syscall(SYS_pidfd_send_signal, state_->process.pidfd.get(), SIGKILL, nullptr, 0);
-    } else {
-      ::kill(state_->process.pid, SIGKILL);
-    }
+    state_->kill_direct();
     detail::reap(state_->process);
   }
   state_->close_pidfd();
@@ -1357,6 +1364,7 @@ Result& Child::State::await(std::optional<std::chrono::duration<double>> timeout
     // the child is reaped so the destructor has nothing left to do.
     scan_runtimes();
     if (slice->cgroup) slice->cgroup->kill_all();
+    kill_direct();
     result = finish(reap(), false);
     throw;
   }
@@ -1365,6 +1373,7 @@ Result& Child::State::await(std::optional<std::chrono::duration<double>> timeout
     timed_out = true;
     scan_runtimes();
     if (slice->cgroup) slice->cgroup->kill_all();
+    kill_direct();
     exit = reap();
   }
   reaped = true;  // by wait_exit() when it gave an exit

@@ -13,6 +13,7 @@
 #include "edgeprof/plan.hpp"
 #include "edgeprof/rank.hpp"
 #include "edgeprof/result.hpp"
+#include "study/calibrate_detail.hpp"
 #include "sys/text.hpp"
 #include "sys/stats.hpp"
 
@@ -136,135 +137,131 @@ void forget_nn(Device& d) {
   d.nn_missing = "the core speed was calibrated against the device";
 }
 
-
-// The share of a workload's figure, at the slowest speed measured, that must scale with 1 /
-// speed for the workload to take part in solving for the speed.
-constexpr double kSensitiveShare = 0.05;
-
-// Runs the calibration at one period; `run` carries that period.
-class PeriodRun {
- public:
-  PeriodRun(const Device& device, const std::vector<DeviceMeasurement>& workloads,
-            const SpeedFitOptions& options, RunOptions run, double lo, double hi,
-            const SpeedFitProgress& progress, int& done, int& planned)
-      : device_(device), workloads_(workloads), options_(options), run_(std::move(run)),
-        lo_(lo), hi_(hi), progress_(progress), done_(done), planned_(planned) {}
-
-  PeriodSpeedFit operator()(const std::vector<double>& speeds) {
-    PeriodSpeedFit fit;
-    fit.workloads.resize(workloads_.size());
-    for (std::size_t i = 0; i < workloads_.size(); ++i) {
-      fit.workloads[i].name = workloads_[i].name;
-      fit.workloads[i].device_value = workloads_[i].device_value;
-    }
-    for (double s : speeds) measure_all(s, fit);
-    double speed = solve(fit);
-    // Verify at the solved speed; when the new points move the solution by more than 2%,
-    // measure there once more. The residuals are those of the last speed measured.
-    measure_all(speed, fit);
-    const double again = solve(fit);
-    if (std::abs(again / speed - 1) > 0.02) {
-      speed = again;
-      measure_all(speed, fit);
-    }
-    fit.core_speed = speed;
-    // Of the speed reported (a cap the first solution hit and the second did not is not this
-    // speed's) and the last solution's workloads.
-    if (speed >= hi_ * 0.999) {
-      fit.notes.push_back(fmt::format(
-          "the device's workloads call for a core speed at or above {:.4g}, the fastest this "
-          "host can emulate for {} cores: the device is as fast as this host or faster, and the "
-          "speed is capped there",
-          hi_, device_.cores));
-    }
-    if (speed <= lo_ * 1.001) {
-      fit.notes.push_back(fmt::format("the speed hit the lower bound {:.4g}", lo_));
-    }
-    for (const WorkloadSpeedFit& w : fit.workloads) {
-      if (!w.speed_sensitive) {
-        fit.notes.push_back(fmt::format("workload '{}' hardly depends on the CPU speed (under 5% "
-                                        "of its figure): left out of the solution, its residual "
-                                        "still reported",
-                                        w.name));
-      }
-    }
-    double sum = 0;
-    for (WorkloadSpeedFit& w : fit.workloads) {
-      w.emulated = w.points.back().second;
-      w.residual = w.emulated / w.device_value - 1;
-      sum += w.residual * w.residual;
-    }
-    fit.rms_residual = std::sqrt(sum / double(fit.workloads.size()));
-    fit.period_us = period_us_;
-    return fit;
-  }
-
- private:
-  void measure_all(double speed, PeriodSpeedFit& fit) {
-    planned_ += int(workloads_.size()) * options_.repeat;
-    for (std::size_t i = 0; i < workloads_.size(); ++i) {
-      fit.workloads[i].points.emplace_back(speed, measure(workloads_[i], speed));
-    }
-  }
-
-  double measure(const DeviceMeasurement& w, double speed) {
-    Device d = device_;
-    d.core_speed = speed;
-    d.speed_schedule.clear();
-    forget_nn(d);
-    std::vector<double> values;
-    for (int k = 0; k < options_.repeat; ++k) {
-      const Result r = edgeprof::run(w.command, d, run_);
-      if (!r.ok()) {
-        throw Error(fmt::format(
-            "calibrating {}: workload '{}' failed at core speed {:.4f}: {}; every workload "
-            "must succeed under emulation (more memory? a longer timeout?)",
-            device_.name, w.name, speed, exit_text(r)));
-      }
-      values.push_back(figure(r, options_.figure));
-      period_us_ = r.plan.cpu_period_us;
-      ++done_;
-      if (progress_) progress_(done_, planned_, w.name, speed, period_us_);
-    }
-    return detail::median_of(std::move(values));
-  }
-
-  double solve(PeriodSpeedFit& fit) {
-    std::vector<SpeedModel> models;
-    std::vector<double> targets;
-    for (WorkloadSpeedFit& w : fit.workloads) {
-      w.model = fit_speed_model(w.points);
-      // Sensitive when the speed-dependent part is at least 5% of the value at the slowest
-      // speed measured: a sleep's fit has a small a of either sign from noise alone.
-      double slowest = w.points.front().first;
-      for (const auto& pt : w.points) slowest = std::min(slowest, pt.first);
-      w.speed_sensitive =
-          w.model.a > 0 && w.model.a / slowest >= kSensitiveShare * w.model.at(slowest);
-      if (w.speed_sensitive) {
-        models.push_back(w.model);
-        targets.push_back(w.device_value);
-      }
-    }
-    if (models.empty()) {
-      throw Error("no workload's figure depends on the core speed (each changes by less than 5% "
-                  "between the speeds measured): the workloads cannot calibrate it; use "
-                  "CPU-bound ones");
-    }
-    return solve_core_speed(models, targets, lo_, hi_);
-  }
-
-  const Device& device_;
-  const std::vector<DeviceMeasurement>& workloads_;
-  const SpeedFitOptions& options_;
-  RunOptions run_;
-  double lo_, hi_;
-  const SpeedFitProgress& progress_;
-  int& done_;
-  int& planned_;
-  std::uint64_t period_us_ = 0;
-};
-
 }  // namespace
+
+namespace detail {
+
+PeriodRun::PeriodRun(const std::vector<DeviceMeasurement>& workloads, int cores, double lo,
+                     double hi, MeasureAtSpeed measure, std::function<void()> on_round,
+                     std::string figure)
+    : workloads_(workloads), cores_(cores), lo_(lo), hi_(hi), measure_(std::move(measure)),
+      on_round_(std::move(on_round)), figure_(std::move(figure)) {}
+
+PeriodSpeedFit PeriodRun::operator()(const std::vector<double>& speeds) {
+  PeriodSpeedFit fit;
+  fit.workloads.resize(workloads_.size());
+  for (std::size_t i = 0; i < workloads_.size(); ++i) {
+    fit.workloads[i].name = workloads_[i].name;
+    fit.workloads[i].device_value = workloads_[i].device_value;
+  }
+  for (double s : speeds) measure_all(s, fit);
+  // Verify at the solved speed; when the new points move the solution by more than 2%,
+  // measure there once more. The residuals are those of the last speed measured.
+  Solution solution = solve(fit);
+  measure_all(solution.speed, fit);
+  Solution again = solve(fit);
+  if (std::abs(again.speed / solution.speed - 1) > 0.02) {
+    solution = std::move(again);
+    measure_all(solution.speed, fit);
+  }
+  // The models and flags of the solution reported: the second solve's, kept beside the
+  // first's speed, left a workload at the 5% edge out of a solution that used it.
+  for (std::size_t i = 0; i < fit.workloads.size(); ++i) {
+    fit.workloads[i].model = solution.models[i];
+    fit.workloads[i].speed_sensitive = solution.sensitive[i];
+  }
+  const double speed = solution.speed;
+  fit.core_speed = speed;
+  // Of the speed reported (a cap the first solution hit and the second did not is not this
+  // speed's) and of the workloads its solution used.
+  if (speed >= hi_ * 0.999) {
+    // Below 1 the cap is the host's CPUs shared by more device cores, not a host core's speed.
+    fit.notes.push_back(
+        hi_ >= 1 ? fmt::format("the device's workloads call for a core speed at or above 1, a "
+                               "host core's: the device is as fast as this host or faster, and "
+                               "the speed is capped there")
+                 : fmt::format("the device's workloads call for a core speed at or above "
+                               "{:.4g}, the fastest this host's CPUs can give each of {} device "
+                               "cores: the speed is capped there, and the emulated device is "
+                               "slower than the real one",
+                               hi_, cores_));
+    // A workload whose figure at any speed is above the device's: no speed matches it.
+    for (std::size_t i = 0; i < fit.workloads.size(); ++i) {
+      const WorkloadSpeedFit& w = fit.workloads[i];
+      if (solution.sensitive[i] && w.model.b >= w.device_value) {
+        fit.notes.push_back(fmt::format(
+            "workload '{}' takes {:.4g} here even at unbounded speed, more than the device's "
+            "{:.4g}: no core speed matches it; is the device's figure of the same scope (a "
+            "phase against the whole run, a warm run against a cold one)?",
+            w.name, w.model.b, w.device_value));
+      }
+    }
+  }
+  if (speed <= lo_ * 1.001 && lo_ < hi_) {
+    fit.notes.push_back(fmt::format(
+        "the speed hit the lower bound {:.4g} of a host core: check that the device's figures "
+        "are in the figure's unit (seconds, not milliseconds) and of the same scope",
+        lo_));
+  }
+  for (const WorkloadSpeedFit& w : fit.workloads) {
+    if (!w.speed_sensitive) {
+      fit.notes.push_back(fmt::format("workload '{}' hardly depends on the CPU speed (under 5% "
+                                      "of its figure): left out of the solution, its residual "
+                                      "still reported",
+                                      w.name));
+    }
+  }
+  double sum = 0;
+  for (WorkloadSpeedFit& w : fit.workloads) {
+    w.emulated = w.points.back().second;
+    w.residual = w.emulated / w.device_value - 1;
+    sum += w.residual * w.residual;
+  }
+  fit.rms_residual = std::sqrt(sum / double(fit.workloads.size()));
+  fit.period_us = period_us_;
+  return fit;
+}
+
+void PeriodRun::measure_all(double speed, PeriodSpeedFit& fit) {
+  if (on_round_) on_round_();
+  for (std::size_t i = 0; i < workloads_.size(); ++i) {
+    const SpeedSample m = measure_(workloads_[i], speed);
+    period_us_ = m.period_us;
+    fit.workloads[i].points.emplace_back(speed, m.value);
+  }
+}
+
+PeriodRun::Solution PeriodRun::solve(const PeriodSpeedFit& fit) const {
+  Solution out;
+  std::vector<SpeedModel> models;
+  std::vector<double> targets;
+  for (const WorkloadSpeedFit& w : fit.workloads) {
+    const SpeedModel m = fit_speed_model(w.points);
+    // Sensitive when the speed-dependent part is at least 5% of the value at the slowest
+    // speed measured: a sleep's fit has a small a of either sign from noise alone.
+    double slowest = w.points.front().first;
+    for (const auto& pt : w.points) slowest = std::min(slowest, pt.first);
+    const bool sensitive = m.a > 0 && m.a / slowest >= kSensitiveShare * m.at(slowest);
+    out.models.push_back(m);
+    out.sensitive.push_back(sensitive);
+    if (sensitive) {
+      models.push_back(m);
+      targets.push_back(w.device_value);
+    }
+  }
+  if (models.empty()) {
+    throw Error(fmt::format(
+        "no workload's {} depends on the core speed (in none is the part that scales with 1 / "
+        "speed 5% of the figure at the slowest speed measured): the workloads cannot calibrate "
+        "it; use CPU-bound workloads and a figure that grows as the CPU slows (wall_time_s or "
+        "a phase's wall time, not cpu_time_s, which a quota does not change)",
+        figure_));
+  }
+  out.speed = solve_core_speed(models, targets, lo_, hi_);
+  return out;
+}
+
+}  // namespace detail
 
 SpeedCalibration calibrate_speed(const Device& device,
                                  const std::vector<DeviceMeasurement>& workloads,
@@ -295,6 +292,16 @@ SpeedCalibration calibrate_speed(const Device& device,
     if (w.command.argv.empty()) {
       throw DeviceError(fmt::format("calibrate_speed: workload '{}' has no command", w.name));
     }
+  }
+  // Its scaling comes from the device's published CNN times, which a calibrated speed replaces
+  // (every run would have been refused, "cannot be projected from one core").
+  if (options.run.slice.plan.cores == CoreEmulation::projected && device.cores > 1) {
+    throw DeviceError(fmt::format(
+        "calibrate_speed: core emulation 'projected' cannot be calibrated: its scaling from one "
+        "core to {}'s {} comes from the device's published CNN inference times, and a core "
+        "speed calibrated here replaces them; calibrate with core emulation 'pooled' (what "
+        "'auto' runs a calibrated device as) or 'per-core'",
+        device.name, device.cores));
   }
   const bool all_cores = options.figure.find("all_cores_") != std::string::npos;
   if (options.run.slice.plan.cores == CoreEmulation::projected && !all_cores &&
@@ -347,9 +354,13 @@ SpeedCalibration calibrate_speed(const Device& device,
   }
 
   SpeedCalibration out;
-  int done = 0, planned = 0;
   std::vector<std::uint64_t> periods = options.periods_us;
   if (periods.empty()) periods.push_back(0);  // 0: as options.run.slice.plan says
+  // Every run known from the start: each speed asked and the check at the solution, per
+  // period; a period whose check moves the solution by more than 2% adds a round. (The total
+  // grew as rounds began: the first progress line said [1/2] of a dozen runs.)
+  const int per_round = int(workloads.size()) * options.repeat;
+  int done = 0, planned = int(periods.size()) * int(speeds.size() + 1) * per_round;
   for (std::uint64_t p : periods) {
     RunOptions run = options.run;
     // The calibration runs at the speeds it measures: a count of the workload's activations
@@ -359,7 +370,51 @@ SpeedCalibration calibrate_speed(const Device& device,
       run.slice.plan.cpu_period_us = p;
       run.slice.plan.iteration_time_us = 0;
     }
-    PeriodRun calibrate(device, workloads, options, run, lo, hi, progress, done, planned);
+    // Each workload `repeat` times under emulation at the speed; their median.
+    const auto measure = [&](const DeviceMeasurement& w, double speed) {
+      Device d = device;
+      d.core_speed = speed;
+      d.speed_schedule.clear();
+      forget_nn(d);
+      std::vector<double> values;
+      detail::SpeedSample sample;
+      for (int k = 0; k < options.repeat; ++k) {
+        const Result r = edgeprof::run(w.command, d, run);
+        if (!r.ok()) {
+          throw Error(fmt::format(
+              "calibrating {}: workload '{}' failed at core speed {:.4f}: {}; every workload "
+              "must succeed under emulation (more memory? a longer timeout?)",
+              device.name, w.name, speed, exit_text(r)));
+        }
+        double value = 0;
+        try {
+          value = figure(r, options.figure);
+        } catch (const Error& e) {
+          throw Error(fmt::format("calibrating {}: workload '{}' at core speed {:.4f}: {}",
+                                  device.name, w.name, speed, e.what()));
+        }
+        // A 0 (no throttling at full speed, an empty phase) or NaN cannot be fitted as
+        // a / speed + b, nor be a residual: the fit failed naming no workload, or a NaN rms
+        // residual spoiled the choice of period.
+        if (!(value > 0) || !std::isfinite(value)) {
+          throw Error(fmt::format(
+              "calibrating {}: workload '{}' gave {} = {} at core speed {:.4f}; the figure must "
+              "be positive and finite in every run: choose a figure the workload always has "
+              "(wall_time_s, a phase it always runs)",
+              device.name, w.name, options.figure, value, speed));
+        }
+        values.push_back(value);
+        sample.period_us = r.plan.cpu_period_us;
+        ++done;
+        if (progress) progress(done, planned, w.name, speed, sample.period_us);
+      }
+      sample.value = detail::median_of(std::move(values));
+      return sample;
+    };
+    std::size_t round = 0;
+    detail::PeriodRun calibrate(workloads, device.cores, lo, hi, measure, [&] {
+      if (++round > speeds.size() + 1) planned += per_round;
+    }, options.figure);
     out.periods.push_back(calibrate(speeds));
   }
   const auto best = std::min_element(

@@ -1222,6 +1222,10 @@ namespace detail {
 
 std::string vector_unit_warning(const CpuInfo& info, const std::string& vector_unit) {
   if (vector_unit != "generic" || !info.simd) return {};
+  // A build with NEON ran scalar code because it was asked to (--vector-unit generic).
+  for (const VectorUnit& u : vector_units()) {
+    if (std::string_view(u.name) == "neon") return {};
+  }
   return "the CPU has NEON (/proc/cpuinfo Features) but this build of edgeprof-probe has none: "
          "its vector score is scalar code's, low by the width NEON gives ncnn and TFLite on this "
          "device; build the probe with NEON (32-bit ARM: -march=armv7-a -mfpu=neon in "

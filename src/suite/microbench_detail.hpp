@@ -259,8 +259,9 @@ std::optional<std::string> read_host_cache(const std::string& path, std::string_
 std::string replace_file(const std::string& dir, const std::string& path, std::string_view text,
                          const char* remedy = "not cached");
 
-// Why the probe's vector score is low, or "": a build without NEON ran scalar code ("generic")
-// on a CPU whose /proc/cpuinfo lists NEON (a 32-bit ARM compiler's default).
+// Why the probe's vector score is low, or "": a build without NEON (a 32-bit ARM compiler's
+// default) ran scalar code ("generic") on a CPU whose /proc/cpuinfo lists NEON. A build with
+// NEON that was asked for scalar code gets none.
 std::string vector_unit_warning(const CpuInfo& info, const std::string& vector_unit);
 
 // What edgeprof-probe reports about the machine, read once.

@@ -12,6 +12,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <thread>
 #include <cstdlib>
 #include <cstring>
 
@@ -134,8 +136,27 @@ ChildOutput run_child(const std::vector<std::string>& argv, std::chrono::seconds
                            std::chrono::duration<double>(now - started).count()));
     }
   }
+  // The end of its output is not its end (a child that closed or redirected its stdout and
+  // stderr and went on, or hung): waited for until the timeout too, then killed. A blocking
+  // wait here outlived the timeout for as long as the child ran.
   int reaped;
-  while ((reaped = ::waitpid(pid, &out.status, 0)) < 0 && errno == EINTR) {
+  auto pause = std::chrono::milliseconds(1);
+  while ((reaped = ::waitpid(pid, &out.status, timed_out ? 0 : WNOHANG)) <= 0) {
+    if (reaped < 0 && errno != EINTR) break;
+    if (reaped < 0) continue;
+    const auto now = std::chrono::steady_clock::now();
+    if (now - started > timeout) {
+      ::kill(pid, SIGKILL);  // our own child, by pid, not reaped yet
+      timed_out = true;
+      continue;
+    }
+    if (progress && now - last_note >= std::chrono::seconds(10)) {
+      last_note = now;
+      progress(fmt::format("  {} running: {:.0f} s", what,
+                           std::chrono::duration<double>(now - started).count()));
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::milliseconds(50));
   }
   const int wait_errno = errno;
   reaper.pid = -1;

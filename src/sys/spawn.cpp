@@ -197,7 +197,15 @@ int open_stdio(const Stdio& s, int index) {
   // Keep it clear of 0-2 so dup2 in the child never aliases.
   if (fd < 3) {
     int high = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    const int err = errno;
     ::close(fd);
+    // -1 is "inherit": the workload's output went to ours, not to the file, silently.
+    if (high < 0) {
+      throw SpawnError(fmt::format("cannot use {} file '{}': no descriptor above 2 is free: {} "
+                                   "(errno {})",
+                                   kStreamNames[index], path, std::strerror(err), err),
+                       err, path);
+    }
     fd = high;
   }
   return fd;
@@ -206,7 +214,31 @@ int open_stdio(const Stdio& s, int index) {
 }  // namespace
 
 int may_execute(const std::string& path) {
-  return ::faccessat(AT_FDCWD, path.c_str(), X_OK, AT_EACCESS) == 0 ? 0 : errno;
+  if (::getuid() == ::geteuid() && ::getgid() == ::getegid()) {
+    return ::access(path.c_str(), X_OK) == 0 ? 0 : errno;
+  }
+  // exec's rule for the effective ids, from the mode bits (ACLs aside): faccessat's AT_EACCESS
+  // needs faccessat2 (Linux 5.8), without which glibc asks for the real ids all the same. The
+  // stat itself searches the path as the effective user.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return errno;
+  const uid_t euid = ::geteuid();
+  if (euid == 0) return st.st_mode & (S_IXUSR | S_IXGRP | S_IXOTH) ? 0 : EACCES;
+  mode_t bit = S_IXOTH;
+  if (st.st_uid == euid) {
+    bit = S_IXUSR;
+  } else {
+    bool member = st.st_gid == ::getegid();
+    const int n = ::getgroups(0, nullptr);
+    if (!member && n > 0) {
+      std::vector<gid_t> groups(static_cast<std::size_t>(n));
+      const int got = ::getgroups(n, groups.data());
+      member = got > 0 && std::find(groups.begin(), groups.begin() + got, st.st_gid) !=
+                              groups.begin() + got;
+    }
+    if (member) bit = S_IXGRP;
+  }
+  return st.st_mode & bit ? 0 : EACCES;
 }
 
 std::string find_in_path(const std::string& program, std::string_view search, bool* denied) {
@@ -412,19 +444,13 @@ struct Spawner {
       clone3_unusable.store(true, std::memory_order_relaxed);  // kernel older than 5.7 / 5.3
       return false;
     }
-    if (rc < 0) {
-      const int err = static_cast<int>(-rc);
-      throw Error(fmt::format("cannot start a process {}: clone3: {} (errno {})",
-                              placement.cgroup_fd >= 0 ? "inside the cgroup" : "",
-                              std::strerror(err), err),
-                  err);
-    }
+    if (rc < 0) start_failed(c, "clone3", static_cast<int>(-rc), placement.cgroup_fd >= 0);
     // CLONE_VFORK: we run again once the child has exec'd or exited.
     out.pid = static_cast<pid_t>(rc);
     out.pidfd.reset(pidfd);
     out.placement = placement.cgroup_fd >= 0 ? "clone3" : "vfork+attach";
     if (ctx.failed_stage != Stage::none) {
-      ::waitpid(out.pid, nullptr, 0);
+      reap_failed(out.pid);
       out.pidfd.reset();
       fail(c, ChildError{ctx.failed_stage, ctx.failed_errno});
     }
@@ -448,17 +474,14 @@ struct Spawner {
       errors.close_read();
       child_main(&ctx);
     }
-    if (pid < 0) {
-      int err = errno;
-      throw Error(fmt::format("cannot fork: {} (errno {})", std::strerror(err), err), err);
-    }
+    if (pid < 0) start_failed(c, "fork", errno, false);
     release.close_read();
     errors.close_write();
     try {
       placement.attach(pid);
     } catch (...) {
       ::kill(pid, SIGKILL);
-      ::waitpid(pid, nullptr, 0);
+      reap_failed(pid);
       throw;
     }
     out.pid = pid;
@@ -474,7 +497,7 @@ struct Spawner {
       n = ::read(errors.read_end(), &failure, sizeof failure);
     } while (n < 0 && errno == EINTR);
     if (n > 0) {
-      ::waitpid(out.pid, nullptr, 0);
+      reap_failed(out.pid);
       out.pidfd.reset();
       fail(c, failure);
     }
@@ -494,6 +517,33 @@ struct Spawner {
                                    "SA_NOCLDWAIT) before running workloads",
                                    c.path_, ignored ? "ignored (SIG_IGN)" : "flagged SA_NOCLDWAIT"),
                        0, "");
+    }
+  }
+
+  // No process was made: a SpawnError (it was a plain Error) saying what limit to look at.
+  // `in_slice`: the child was to be born in the slice (clone3 CLONE_INTO_CGROUP), whose
+  // pids.max then counts it; elsewhere it is made in the caller's cgroup and moved in.
+  [[noreturn]] static void start_failed(const PreparedCommand& c, const char* call, int err,
+                                        bool in_slice) {
+    std::string why;
+    if (err == EAGAIN) {
+      why = fmt::format(
+          ": a process limit is reached: {}this user's (ulimit -u), or the host's "
+          "(/proc/sys/kernel/pid_max, threads-max); end processes or raise the limit",
+          in_slice ? "the slice's (the device's pids_max, counting what earlier workloads left "
+                     "running in it: Slice::kill() ends them), "
+                   : "");
+    } else if (err == ENOMEM) {
+      why = ": the host is out of memory";
+    }
+    throw SpawnError(fmt::format("cannot start '{}': {}: {} (errno {}){}", c.path_, call,
+                                 std::strerror(err), err, why),
+                     err, c.path_);
+  }
+
+  // A child that failed before its exec, reaped (the status is of no use).
+  static void reap_failed(pid_t pid) {
+    while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
     }
   }
 

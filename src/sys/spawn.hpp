@@ -21,7 +21,8 @@ using Clock = std::chrono::steady_clock;
 
 // 0 when exec may run `path` as far as its permissions go, else the errno. Asked for the
 // effective user and groups, as exec checks them (access() asks for the real ones: a setuid
-// caller's or a setresuid one's answer differs).
+// caller's or a setresuid one's answer differs); where they differ from the real ones, from
+// the mode bits (ACLs are not read).
 int may_execute(const std::string& path);
 
 // The first executable regular file named `program` in the ':'-separated directories of

@@ -8,6 +8,7 @@
 #include "edgeprof/calibrate.hpp"
 #include "edgeprof/error.hpp"
 #include "helpers.hpp"
+#include "study/calibrate_detail.hpp"
 
 using namespace edgeprof;
 using namespace edgeprof::test;
@@ -44,6 +45,132 @@ TEST_CASE("solve_core_speed finds the speed that matches every workload", "[cali
   CHECK_THROWS_WITH(solve_core_speed({{inf, 0}}, {1.0}, 0.01, 1.0), Catch::Contains("model 0"));
   CHECK_THROWS_WITH(solve_core_speed({{1, std::nan("")}}, {1.0}, 0.01, 1.0),
                     Catch::Contains("model 0"));
+}
+
+namespace {
+
+// The speed the solver gives for a period's fits as reported: those flagged speed-sensitive,
+// against their device values.
+double solved_from_reported(const PeriodSpeedFit& fit, double lo, double hi) {
+  std::vector<SpeedModel> models;
+  std::vector<double> targets;
+  for (const WorkloadSpeedFit& w : fit.workloads) {
+    if (w.speed_sensitive) {
+      models.push_back(w.model);
+      targets.push_back(w.device_value);
+    }
+  }
+  return solve_core_speed(models, targets, lo, hi);
+}
+
+}  // namespace
+
+TEST_CASE("a period's calibration reports one solution: its speed, fits, flags and notes",
+          "[calibrate]") {
+  // Figures given here, not run. 'cpu' is all CPU: 1 / speed, 2 on the device (speed 0.5).
+  // 'edge' barely depends on the speed: 0.027 / speed + 1, whose a / speed is 5.1% of it at
+  // 0.5 (sensitive); its device value, 1.1, pulls the solution a little below 0.5. The check
+  // round (the third) reads 'edge' 0.004 lower: refitted with it, 'edge' is under 5% and left
+  // out, and the second solution, 'cpu''s alone (0.5), is within 2% of the first, which is
+  // reported. It was reported with the second solve's fits and flags: 'edge' noted "left out
+  // of the solution" that used it, and the speed not the solver's answer for the fits shown.
+  const std::vector<DeviceMeasurement> workloads = {{"cpu", {}, 2.0}, {"edge", {}, 1.1}};
+  int rounds = 0;
+  const detail::MeasureAtSpeed measure = [&](const DeviceMeasurement& w, double s) {
+    const double value =
+        w.name == "cpu" ? 1 / s : 0.027 / s + 1.0 - (rounds == 3 ? 0.004 : 0.0);
+    return detail::SpeedSample{value, 10000};
+  };
+  const PeriodSpeedFit fit =
+      detail::PeriodRun(workloads, 1, 0.01, 1.0, measure, [&] { ++rounds; })({1.0, 0.5});
+  CAPTURE(fit.notes);
+  REQUIRE(rounds == 3);  // the check round moved the solution by under 2%: no fourth
+  REQUIRE(fit.workloads.size() == 2);
+  CHECK(fit.core_speed > 0.49);
+  CHECK(fit.core_speed < 0.5);  // 'edge' took part
+  CHECK(solved_from_reported(fit, 0.01, 1.0) == Approx(fit.core_speed).epsilon(1e-9));
+  // 'edge' as that solution had it: the fit of the two speeds asked for, sensitive, unnoted.
+  const WorkloadSpeedFit& edge = fit.workloads[1];
+  CHECK(edge.speed_sensitive);
+  CHECK(edge.model.a == Approx(0.027));
+  CHECK(edge.model.b == Approx(1.0));
+  CHECK(fit.notes.empty());
+  // The residuals: of the check round's runs, at the speed reported.
+  for (const WorkloadSpeedFit& w : fit.workloads) {
+    CAPTURE(w.name);
+    REQUIRE(w.points.size() == 3);
+    CHECK(w.points.back().first == fit.core_speed);
+    CHECK(w.emulated == w.points.back().second);
+    CHECK(w.residual == Approx(w.emulated / w.device_value - 1));
+  }
+  CHECK(fit.rms_residual == Approx(std::sqrt(
+      (std::pow(fit.workloads[0].residual, 2) + std::pow(fit.workloads[1].residual, 2)) / 2)));
+  CHECK(fit.period_us == 10000);
+}
+
+TEST_CASE("a check round that moves the solution by more than 2% is measured at the second one",
+          "[calibrate]") {
+  // 'cpu' reads 1.25 / speed from the check round on (1 / speed before): refitted, the
+  // solution moves from 0.5 by about 7%, every workload runs at the new one, and what is
+  // reported is that solution's: fits of the first three rounds, the speed their answer.
+  const std::vector<DeviceMeasurement> workloads = {{"cpu", {}, 2.0}, {"mixed", {}, 0.5}};
+  int rounds = 0;
+  const detail::MeasureAtSpeed measure = [&](const DeviceMeasurement& w, double s) {
+    const double value = w.name == "cpu" ? (rounds < 3 ? 1.0 : 1.25) / s : 0.2 / s + 0.1;
+    return detail::SpeedSample{value, 20000};
+  };
+  const PeriodSpeedFit fit =
+      detail::PeriodRun(workloads, 1, 0.01, 1.0, measure, [&] { ++rounds; })({1.0, 0.5});
+  CAPTURE(fit.notes);
+  REQUIRE(rounds == 4);
+  for (const WorkloadSpeedFit& w : fit.workloads) {
+    CAPTURE(w.name);
+    REQUIRE(w.points.size() == 4);
+    CHECK(w.points[2].first == Approx(0.5).epsilon(1e-6));  // the first solution
+    CHECK(w.points[3].first == fit.core_speed);
+    const SpeedModel m = fit_speed_model(
+        std::vector<std::pair<double, double>>(w.points.begin(), w.points.begin() + 3));
+    CHECK(w.model.a == Approx(m.a));
+    CHECK(w.model.b == Approx(m.b));
+    CHECK(w.speed_sensitive);
+    CHECK(w.emulated == w.points.back().second);
+  }
+  CHECK(std::abs(fit.core_speed / 0.5 - 1) > 0.02);
+  CHECK(solved_from_reported(fit, 0.01, 1.0) == Approx(fit.core_speed).epsilon(1e-9));
+  CHECK(fit.period_us == 20000);
+}
+
+TEST_CASE("a period's notes say why a speed stopped at a bound, and what to check",
+          "[calibrate]") {
+  const auto notes_of = [](const std::vector<DeviceMeasurement>& workloads, int cores, double hi,
+                           const detail::MeasureAtSpeed& measure) {
+    return detail::PeriodRun(workloads, cores, 0.01, hi, measure)({hi, hi / 3}).notes;
+  };
+  // 0.5 s at any speed against the device's 0.4: no speed matches it, and the note said only
+  // that the device was as fast as this host.
+  const auto fixed = [](const DeviceMeasurement&, double s) {
+    return detail::SpeedSample{0.1 / s + 0.5, 10000};
+  };
+  std::vector<std::string> notes = notes_of({{"fixed", {}, 0.4}}, 1, 1.0, fixed);
+  CAPTURE(notes);
+  CHECK(has_note(notes, "at or above 1, a host core's"));
+  CHECK(has_note(notes, "workload 'fixed' takes 0.5 here even at unbounded speed"));
+  // Four device cores on two host CPUs: the cap is 0.5, not a host core's speed.
+  notes = notes_of({{"cpu", {}, 0.5}}, 4, 0.5,
+                   [](const DeviceMeasurement&, double s) { return detail::SpeedSample{1 / s, 1}; });
+  CHECK(has_note(notes, "each of 4 device cores"));
+  CHECK_FALSE(has_note(notes, "as fast as this host"));
+  // Device figures in milliseconds: the speed hits the lower bound, and the note says to check.
+  notes = notes_of({{"cpu", {}, 1000.0}}, 1, 1.0,
+                   [](const DeviceMeasurement&, double s) { return detail::SpeedSample{1 / s, 1}; });
+  CHECK(has_note(notes, "seconds, not milliseconds"));
+  // A figure no quota changes: the error names it and the kind of figure to use.
+  CHECK_THROWS_WITH(
+      detail::PeriodRun({{"w", {}, 1.0}}, 1, 0.01, 1.0,
+                        [](const DeviceMeasurement&, double) { return detail::SpeedSample{1, 1}; },
+                        {}, "cpu_time_s")({1.0, 0.5}),
+      Catch::Contains("no workload's cpu_time_s depends on the core speed") &&
+          Catch::Contains("not cpu_time_s"));
 }
 
 TEST_CASE("calibrate_speed refuses what it cannot use, naming it", "[calibrate]") {
@@ -84,6 +211,37 @@ TEST_CASE("calibrate_speed refuses what it cannot use, naming it", "[calibrate]"
   o.run.slice.plan.speed_kind = SpeedKind::nn;
   CHECK_THROWS_WITH(calibrate_speed(d, {{"w", workload({"work", "0.1"}), 1.0}}, o),
                     Catch::Contains("speed_kind nn (--speed-kind nn or --runtime"));
+  // Projected cores scale by the published CNN times a calibrated speed replaces: every run was
+  // refused ("cannot be projected from one core"), after the checks above had passed.
+  o.run.slice.plan.speed_kind = SpeedKind::automatic;
+  o.run.slice.plan.cores = CoreEmulation::projected;
+  o.figure = "all_cores_wall_time_s";
+  runs = 0;
+  const auto count = [&](int, int, const std::string&, double, std::uint64_t) { ++runs; };
+  CHECK_THROWS_WITH(calibrate_speed(quad_board(), {{"w", workload({"work", "0.1"}), 1.0}}, o,
+                                    count),
+                    Catch::Contains("'projected' cannot be calibrated") &&
+                        Catch::Contains("'pooled'"));
+  CHECK(runs == 0);
+}
+
+TEST_CASE("a figure of 0 in a run stops the calibration, naming the workload and figure",
+          "[kernel][calibrate]") {
+  REQUIRE_CGROUPS();
+  // A sleep is never throttled: throttled_s is 0 at every speed. The fit of zeros failed with
+  // an error naming no workload, no figure and no way out.
+  SpeedFitOptions o;
+  o.repeat = 1;
+  o.figure = "throttled_s";
+  o.run.spawn.sample_interval = std::chrono::nanoseconds(0);
+  int runs = 0;
+  CHECK_THROWS_WITH(
+      calibrate_speed(make_device("board", 1, 0.5, "256MiB"),
+                      {{"nap", workload({"sleep", "0.01"}), 1.0}}, o,
+                      [&](int, int, const std::string&, double, std::uint64_t) { ++runs; }),
+      Catch::Contains("workload 'nap' gave throttled_s = 0") &&
+          Catch::Contains("positive and finite"));
+  CHECK(runs == 0);  // the first run's figure stopped it
 }
 
 TEST_CASE("calibrate_speed finds the core speed of a device from workloads measured on it",

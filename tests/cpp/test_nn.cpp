@@ -1222,8 +1222,7 @@ TEST_CASE("a rating that cannot be cached is measured once per process, and said
   o.nn_measure.progress = [&](const std::string& l) { lines.push_back(l); };
   CHECK(has_note(plan_emulation(pi, two_cpu_host(), o).notes, "speed: nn speed"));
   CHECK_FALSE(cached_nn_rating());
-  CHECK(has_note(lines, "this host's nn rating was not cached: cannot create the cache "
-                        "directory"));
+  CHECK(has_note(lines, "this host's nn rating was not cached: cannot create the directory"));
   CHECK(has_note(lines, "this process keeps it for its later runs"));
   // The next plan runs nothing (this interpreter does not exist) and has the same speed.
   lines.clear();

@@ -550,15 +550,18 @@ TEST_CASE("a projected run's interval carries the board's speed-up's spread; a p
   CHECK(p.device_interval->projection_log_sd == 0);
 }
 
-TEST_CASE("calibrating a speed under projection needs a projected figure", "[projected]") {
+TEST_CASE("a speed is not calibrated under projection", "[projected]") {
+  // The projection scales by the published CNN times a calibrated speed replaces: every run
+  // was refused, "cannot be projected from one core".
   SpeedFitOptions options;
   options.run.slice.plan = projected();
+  options.figure = "all_cores_wall_time_s";
   std::vector<DeviceMeasurement> workloads{{"w", workload({"exit", "0"}), 1.0}};
   try {
     calibrate_speed(quad(), workloads, options);
     FAIL("calibrated");
   } catch (const DeviceError& e) {
-    CHECK(std::string(e.what()).find("all_cores_wall_time_s") != std::string::npos);
+    CHECK(std::string(e.what()).find("'projected' cannot be calibrated") != std::string::npos);
   }
   // auto emulates a calibrated core speed pooled (no nn speed): a projected figure would be
   // missing from every run, so it is refused before the first.
