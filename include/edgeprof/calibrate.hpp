@@ -80,7 +80,8 @@ struct WorkloadSpeedFit {
 
 /// The calibration at one candidate period.
 struct PeriodSpeedFit {
-  std::uint64_t period_us = 0;             ///< the CFS period of every run
+  /// The CFS period of the runs (of the last where the plan gave some another: a note says)
+  std::uint64_t period_us = 0;
   double core_speed = 0;                   ///< solved at this period
   double rms_residual = 0;                 ///< root mean square of the workloads' residuals
   std::vector<WorkloadSpeedFit> workloads; ///< one per DeviceMeasurement, in order
@@ -95,6 +96,7 @@ struct SpeedCalibration {
   double rms_residual = 0;       ///< at that period, measured
   double max_abs_residual = 0;   ///< the largest |residual| at that period, measured
   std::vector<PeriodSpeedFit> periods;  ///< every candidate period, in the order given
+  std::size_t chosen = 0;               ///< the index in `periods` of the one taken
   /// The input device with core_speed replaced and sources["core_speed"] saying how it was
   /// calibrated ("measured").
   Device device;

@@ -1287,6 +1287,8 @@ class SpeedCalibration:
     @property
     def periods(self) -> list[PeriodSpeedFit]: ...
     @property
+    def chosen(self) -> int: ...  # the index in periods of the period taken
+    @property
     def device(self) -> Device: ...  # with the calibrated core_speed and its source
     @property
     def notes(self) -> list[str]: ...

@@ -853,7 +853,7 @@ def cmd_calibrate_speed(args: argparse.Namespace) -> int:
         _write(args.save, cal.device.to_json())
     if args.json:
         _write(args.json, json.dumps({
-            "core_speed": cal.core_speed, "period_us": cal.period_us,
+            "core_speed": cal.core_speed, "period_us": cal.period_us, "chosen": cal.chosen,
             "rms_residual": cal.rms_residual, "max_abs_residual": cal.max_abs_residual,
             "provenance": "measured", "notes": list(cal.notes),
             "periods": [{"period_us": p.period_us, "core_speed": p.core_speed,

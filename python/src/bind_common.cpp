@@ -184,7 +184,7 @@ bool on_main_thread() {
 }  // namespace
 
 InterruptCheck python_signals() {
-  py::gil_scoped_acquire gil;
+  py::gil_scoped_acquire held;
   if (on_main_thread()) {
     return [] {
       py::gil_scoped_acquire gil;

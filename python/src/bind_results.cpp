@@ -10,6 +10,7 @@
 #include <bitset>
 #include <cstdint>
 #include <edgeprof/energy.hpp>
+#include <edgeprof/error.hpp>
 #include <edgeprof/result.hpp>
 #include <edgeprof/series.hpp>
 #include <edgeprof/statistics.hpp>
@@ -54,6 +55,15 @@ Metric to_metric(const std::string& name) {
   throw py::key_error("no metric '" + name + "'; metrics: " + known);
 }
 
+// The report a pickled `what` carries (pickled by this release: one JSON text).
+std::string pickled_text(const py::tuple& state, const char* what) {
+  if (state.size() != 1 || !py::isinstance<py::str>(state[0])) {
+    throw Error(std::string("cannot unpickle this ") + what + ": it was pickled by another "
+                "edgeprof release; pickle it again with this one");
+  }
+  return state[0].cast<std::string>();
+}
+
 }  // namespace
 
 void bind_results(py::module_& m) {
@@ -94,9 +104,9 @@ void bind_results(py::module_& m) {
           "read_every",
           [](const TimeSeries& s) {
             std::map<std::string, std::uint32_t> every;
-            for (int m = 0; m < kMetricCount; ++m) {
-              if (s.available.test(static_cast<size_t>(m))) {
-                every[to_string(static_cast<Metric>(m))] = s.read_every[static_cast<size_t>(m)];
+            for (int i = 0; i < kMetricCount; ++i) {
+              if (s.available.test(static_cast<size_t>(i))) {
+                every[to_string(static_cast<Metric>(i))] = s.read_every[static_cast<size_t>(i)];
               }
             }
             return every;
@@ -358,6 +368,12 @@ void bind_results(py::module_& m) {
       .def("to_csv", [](const Result& r) { return to_csv(r); },
            "The time series as CSV text, after a first line naming the format (`# "
            "edgeprof.series schema_version=1 edgeprof_version=...`; pandas: comment=\"#\").")
+      // Pickled as its report (from_json gives an equal Result): a result comes back from a
+      // process pool's worker (joblib, concurrent.futures).
+      .def(py::pickle([](const Result& r) { return py::make_tuple(to_json(r)); },
+                      [](const py::tuple& state) {
+                        return result_from_json(pickled_text(state, "Result"));
+                      }))
       .def(py::self == py::self)
       .def("__str__", [](const Result& r) { return text(to_text(r)); });
 
@@ -396,6 +412,10 @@ void bind_results(py::module_& m) {
       .def_static("from_json",
                   [](const std::string& text) { return repeated_from_json(text); },
                   py::arg("text"))
+      .def(py::pickle([](const RepeatedResult& r) { return py::make_tuple(to_json(r)); },
+                      [](const py::tuple& state) {
+                        return repeated_from_json(pickled_text(state, "RepeatedResult"));
+                      }))
       .def(py::self == py::self)
       .def("__str__", [](const RepeatedResult& r) { return text(to_text(r)); });
 }

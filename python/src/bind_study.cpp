@@ -136,6 +136,8 @@ void bind_study(py::module_& m) {
       .def_readonly("rms_residual", &SpeedCalibration::rms_residual)
       .def_readonly("max_abs_residual", &SpeedCalibration::max_abs_residual)
       .def_readonly("periods", &SpeedCalibration::periods)
+      .def_readonly("chosen", &SpeedCalibration::chosen,
+                    "The index in periods of the period taken (the smallest rms residual).")
       .def_readonly("device", &SpeedCalibration::device,
                     "The device with the calibrated core_speed and its source.")
       .def_property_readonly("notes", texts_of(&SpeedCalibration::notes))

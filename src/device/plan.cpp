@@ -151,9 +151,11 @@ std::map<std::string, std::string> thread_env_defaults(int cores, bool throttled
   if (cores < 1) return env;
   for (const char* name : kThreadCountVariables) env[name] = std::to_string(cores);
   if (throttled) {
-    env["OMP_WAIT_POLICY"] = "PASSIVE";
-    env["GOMP_SPINCOUNT"] = "0";
-    env["KMP_BLOCKTIME"] = "0";
+    // Inserted whole: assigning the literals tripped GCC 12's -Wrestrict at -O3 (a false
+    // positive, GCC bug 105329).
+    env.insert_or_assign("OMP_WAIT_POLICY", std::string("PASSIVE"));
+    env.insert_or_assign("GOMP_SPINCOUNT", std::string("0"));
+    env.insert_or_assign("KMP_BLOCKTIME", std::string("0"));
   }
   return env;
 }

@@ -219,6 +219,14 @@ PeriodSpeedFit PeriodRun::operator()(const std::vector<double>& speeds) {
   }
   fit.rms_residual = std::sqrt(sum / double(fit.workloads.size()));
   fit.period_us = period_us_;
+  if (periods_seen_.size() > 1) {
+    std::vector<double> ms;
+    for (std::uint64_t p : periods_seen_) ms.push_back(double(p) / 1000);
+    fit.notes.push_back(fmt::format(
+        "the runs at this period ran at CFS periods of {} ms: the plan lengthens the period "
+        "where a speed's quota would be under a millisecond",
+        fmt::join(ms, ", ")));
+  }
   return fit;
 }
 
@@ -227,6 +235,7 @@ void PeriodRun::measure_all(double speed, PeriodSpeedFit& fit) {
   for (std::size_t i = 0; i < workloads_.size(); ++i) {
     const SpeedSample m = measure_(workloads_[i], speed);
     period_us_ = m.period_us;
+    periods_seen_.insert(m.period_us);
     fit.workloads[i].points.emplace_back(speed, m.value);
   }
 }
@@ -420,6 +429,7 @@ SpeedCalibration calibrate_speed(const Device& device,
   const auto best = std::min_element(
       out.periods.begin(), out.periods.end(),
       [](const PeriodSpeedFit& a, const PeriodSpeedFit& b) { return a.rms_residual < b.rms_residual; });
+  out.chosen = static_cast<std::size_t>(best - out.periods.begin());
   out.core_speed = best->core_speed;
   out.period_us = best->period_us;
   out.rms_residual = best->rms_residual;
@@ -455,8 +465,10 @@ std::string to_text(const SpeedCalibration& c) {
       "core speed    {:.4f} of one host core at a {:g} ms period   calibrated from measured runs\n"
       "residual      rms {:.1f}%, largest {:.1f}%   measured: emulated / device - 1 at that speed\n",
       c.core_speed, double(c.period_us) / 1000, 100 * c.rms_residual, 100 * c.max_abs_residual);
-  for (const PeriodSpeedFit& p : c.periods) {
-    const bool chosen = p.period_us == c.period_us && p.core_speed == c.core_speed;
+  for (std::size_t i = 0; i < c.periods.size(); ++i) {
+    const PeriodSpeedFit& p = c.periods[i];
+    // By index: two candidates can resolve to one period and one capped speed ("0" and "10").
+    const bool chosen = i == c.chosen;
     s += fmt::format("\nperiod {:g} ms{}: speed {:.4f}, rms residual {:.1f}%\n",
                      double(p.period_us) / 1000, chosen ? " (chosen)" : "", p.core_speed,
                      100 * p.rms_residual);

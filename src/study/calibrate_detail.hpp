@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,7 @@ class PeriodRun {
   std::function<void()> on_round_;
   std::string figure_;  // its name, for the errors
   std::uint64_t period_us_ = 0;
+  std::set<std::uint64_t> periods_seen_;  // the plan may lengthen a period at a low quota
 };
 
 }  // namespace edgeprof::detail

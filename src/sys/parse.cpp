@@ -158,9 +158,9 @@ std::optional<int> parse_stat_processor(std::string_view text) {
 }
 
 std::string format_slice_name(const SliceName& name) {
-  std::string out = "edgeprof-" + std::to_string(name.owner) + "-" +
-                    std::to_string(name.owner_start) + "-" + std::to_string(name.sequence);
-  if (name.pid_ns != 0) out += "-" + std::to_string(name.pid_ns);
+  std::string out =
+      fmt::format("edgeprof-{}-{}-{}", name.owner, name.owner_start, name.sequence);
+  if (name.pid_ns != 0) out += fmt::format("-{}", name.pid_ns);
   return out;
 }
 

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <atomic>
@@ -575,6 +576,22 @@ struct Spawner {
         throw SpawnError(fmt::format("the child could not enter the slice (writing its pid to "
                                      "cgroup.procs): {} (errno {})",
                                      std::strerror(err), err),
+                         err, c.path_);
+      case Stage::dup2:
+        throw SpawnError(fmt::format("the child could not take its stdin, stdout or stderr "
+                                     "before executing '{}' (dup2): {} (errno {})",
+                                     c.path_, std::strerror(err), err),
+                         err, c.path_);
+      case Stage::keep_fd:
+        throw SpawnError(fmt::format("the child could not keep descriptor {} open (the phase "
+                                     "pipe's write end) before executing '{}': {} (errno {})",
+                                     fmt::join(c.keep_fds_, ", "), c.path_, std::strerror(err),
+                                     err),
+                         err, c.path_);
+      case Stage::release:
+        throw SpawnError(fmt::format("the child was not released to execute '{}' (its release "
+                                     "pipe failed): {} (errno {})",
+                                     c.path_, std::strerror(err), err),
                          err, c.path_);
       default:
         throw SpawnError(fmt::format("the child failed before executing '{}': {} (errno {})",

@@ -173,6 +173,29 @@ TEST_CASE("a period's notes say why a speed stopped at a bound, and what to chec
           Catch::Contains("not cpu_time_s"));
 }
 
+TEST_CASE("the period taken is marked once, and runs the plan gave another period are noted",
+          "[calibrate]") {
+  // Candidates 0 (the plan's, 10 ms) and 10 ms resolve to one period and, capped, one speed:
+  // both were marked "(chosen)".
+  SpeedCalibration c;
+  PeriodSpeedFit p;
+  p.period_us = 10000;
+  p.core_speed = 1.0;
+  c.periods = {p, p};
+  c.chosen = 1;
+  c.period_us = 10000;
+  c.core_speed = 1.0;
+  const std::string text = to_text(c);
+  CHECK(text.find("(chosen)") == text.rfind("(chosen)"));
+  CHECK(text.find("(chosen)") > text.find("period 10 ms:"));
+  // The plan lengthens the period at a low speed's quota: the runs' periods are said.
+  const PeriodSpeedFit fit = detail::PeriodRun(
+      {{"cpu", {}, 2.0}}, 1, 0.01, 1.0, [](const DeviceMeasurement&, double s) {
+        return detail::SpeedSample{1 / s, s < 0.4 ? 20000u : 10000u};
+      })({1.0, 0.3});
+  CHECK(has_note(fit.notes, "CFS periods of 10, 20 ms"));
+}
+
 TEST_CASE("calibrate_speed refuses what it cannot use, naming it", "[calibrate]") {
   const Device d = make_device("board", 1, 0.5, "256MiB");
   CHECK_THROWS_AS(calibrate_speed(d, {}), DeviceError);

@@ -134,6 +134,30 @@ TEST_CASE("the fork fallback reports exec failures with errno and path", "[kerne
   CHECK_THROWS_WITH(spawn_process(prepared_ok, placement, false), "placement failed on purpose");
 }
 
+TEST_CASE("a descriptor the child cannot keep is named, on both paths", "[spawn]") {
+  // Each stage names itself: a failed fcntl on the kept descriptor said only "the child failed
+  // before executing".
+  const int closed = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  REQUIRE(closed >= 0);
+  ::close(closed);
+  Command ok;
+  ok.argv = {"/bin/true"};
+  for (const bool fast : {true, false}) {
+    CAPTURE(fast);
+    PreparedCommand prepared(ok);
+    prepared.keep_fd(closed);
+    Placement nowhere;
+    nowhere.attach = [](pid_t) {};
+    try {
+      spawn_process(prepared, nowhere, fast);
+      FAIL("spawned");
+    } catch (const SpawnError& e) {
+      CHECK(e.sys_errno() == EBADF);
+      CHECK_THAT(e.what(), Catch::Contains("could not keep descriptor " + std::to_string(closed)));
+    }
+  }
+}
+
 TEST_CASE("the fast path reports a failed self-attach", "[kernel][spawn]") {
   if (::geteuid() != 0) {
     WARN("skipped: needs root");

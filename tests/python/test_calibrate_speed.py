@@ -214,6 +214,7 @@ def test_the_command_line_saves_a_device_file_that_loads(tmp_path):
     # The period kept is the one with the smaller residual, and the speed is its speed.
     best = min(report["periods"], key=lambda q: q["rms_residual"])
     assert (report["period_us"], report["core_speed"]) == (best["period_us"], best["core_speed"])
+    assert report["periods"][report["chosen"]] == best
     dev = edgeprof.devices.load_device_file(saved)
     assert dev.core_speed == pytest.approx(report["core_speed"])
     assert dev.sources["core_speed"].status == "measured"

@@ -50,6 +50,24 @@ def test_an_empty_scheduled_column_reads_as_every_sample_scheduled():
     assert r.to_pandas()["scheduled"].all()
 
 
+def test_results_pickle_as_themselves():
+    """A result comes back from a process pool's worker (joblib, concurrent.futures): it was
+    "cannot pickle 'edgeprof._core.Result' object"."""
+    import pickle
+    r = edgeprof.Result.from_json(captured_report_text())
+    back = pickle.loads(pickle.dumps(r))
+    assert back == r and back.to_json() == r.to_json()
+    assert [p.name for p in back.phases] == [p.name for p in r.phases]
+    run = json.loads(captured_report_text())
+    doc = {"schema": "edgeprof.repeated", "schema_version": run["schema_version"],
+           "runs": [run, run], "warmups": [run], "stats": {}}
+    repeated = edgeprof.RepeatedResult.from_json(json.dumps(doc))
+    again = pickle.loads(pickle.dumps(repeated))
+    assert again == repeated and len(again.runs) == 2 and len(again.warmups) == 1
+    with pytest.raises(edgeprof.Error, match="pickled by another edgeprof release"):
+        edgeprof.Result.__new__(edgeprof.Result).__setstate__((1, 2))
+
+
 def test_a_repeated_report_without_runs_is_refused_when_read():
     """run_repeated makes at least one run; a report without (hand-made or cut) was read, and
     `edgeprof project` raised IndexError on it."""
