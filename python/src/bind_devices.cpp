@@ -212,24 +212,6 @@ void bind_devices(py::module_& m) {
            "than cores, a copy with that many cores at the same core speed (the CPU quota "
            "limits the slice, not each thread; docs/devices.md). Otherwise unchanged.")
       .def("to_json", &device_to_json, "This device as a device file (JSON).")
-      // Pickled as its device file and what the file does not hold (where it was loaded from,
-      // the kind of its speed): a Device goes to a process pool's workers (Optuna, joblib).
-      .def(py::pickle(
-          [](const Device& d) {
-            return py::make_tuple(1, device_to_json(d), fs_text(d.origin), d.speed_kind);
-          },
-          [](const py::tuple& state) {
-            if (state.size() != 4 || state[0].cast<int>() != 1) {
-              throw Error("cannot unpickle this Device: it was pickled by another edgeprof "
-                          "release; pickle it again with this one");
-            }
-            const std::string origin = fs_path(state[2], "a pickled Device's origin");
-            Device d = parse_device_json(state[1].cast<std::string>(),
-                                         origin.empty() ? "a pickled Device" : origin);
-            d.origin = origin;
-            d.speed_kind = state[3].cast<std::string>();
-            return d;
-          }))
       .def(py::self == py::self)
       .def("__hash__", [](const Device& d) { return py::hash(py::str(d.name)); });
 

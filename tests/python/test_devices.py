@@ -168,25 +168,6 @@ def test_to_json_is_a_device_file_that_loads_as_the_same_device(tmp_path, make):
         d.power.idle_watts, d.power.loaded_watts)
 
 
-def test_a_device_pickles_as_itself(tmp_path):
-    """A Device goes to a process pool's workers (Optuna, joblib, concurrent.futures): it was
-    "cannot pickle 'edgeprof._core.Device' object"."""
-    import pickle
-    made = [edgeprof.devices.load_device_file(write(tmp_path, "b.toml", BOARD_TOML)),
-            watts_device(speed_schedule=[edgeprof.devices.SpeedStep(0.2, 0.5)])]
-    for d in edgeprof.devices.catalog_devices():
-        made += [d, d.for_threads(1)]
-        if d.nn is not None:
-            made.append(d.for_speed_kind("nn"))  # speed_kind "nn", which its file leaves out
-    for d in made:
-        back = pickle.loads(pickle.dumps(d))
-        assert back == d, d.name
-        assert (back.origin, back.speed_kind, back.core_speed, back.speed_text) == (
-            d.origin, d.speed_kind, d.core_speed, d.speed_text), d.name
-    with pytest.raises(edgeprof.Error, match="pickled by another edgeprof release"):
-        edgeprof.Device.__new__(edgeprof.Device).__setstate__((2, "{}", "", ""))
-
-
 @pytest.mark.parametrize("name, text, fragments", [
     ("typo.toml", MINIMAL_TOML + "coers = 4\n", ["field 'coers'", "unknown field"]),
     ("typo.json", json.dumps({**BOARD_JSON, "coers": 4}), ["field 'coers'", "unknown field"]),
