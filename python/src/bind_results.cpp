@@ -368,8 +368,9 @@ void bind_results(py::module_& m) {
       .def("to_csv", [](const Result& r) { return to_csv(r); },
            "The time series as CSV text, after a first line naming the format (`# "
            "edgeprof.series schema_version=1 edgeprof_version=...`; pandas: comment=\"#\").")
-      // Pickled as its report (from_json gives an equal Result): a result comes back from a
-      // process pool's worker (joblib, concurrent.futures).
+      // Pickled as its report (from_json gives an equal Result; the device's nn details, as
+      // in a saved report, are not in it): a result comes back from a process pool's worker
+      // (joblib, concurrent.futures).
       .def(py::pickle([](const Result& r) { return py::make_tuple(to_json(r)); },
                       [](const py::tuple& state) {
                         return result_from_json(pickled_text(state, "Result"));

@@ -99,6 +99,7 @@ int child_main(void* arg) {
     do {
       n = ::read(c.release_fd, &byte, 1);
     } while (n < 0 && errno == EINTR);
+    if (n == 0) errno = EPIPE;  // closed by the parent (a stale errno said "Success"); fork path: own memory
     if (n != 1) child_fail(c, Stage::release);
   }
   // "0" is the writer: the child moves itself, with all its threads, into each hierarchy.
