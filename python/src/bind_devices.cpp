@@ -10,11 +10,14 @@
 #include <edgeprof/catalog.hpp>
 #include <edgeprof/device.hpp>
 #include <edgeprof/error.hpp>
+#include <edgeprof/nn.hpp>
+#include <edgeprof/microbench.hpp>
 #include <edgeprof/plan.hpp>
 #include <edgeprof/reference.hpp>
 #include <edgeprof/result.hpp>
 #include <edgeprof/slice.hpp>
 #include <limits>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -61,6 +64,36 @@ int to_cores(const py::object& value) {
                       " is invalid; a device has at least 1 core, and at most a few thousand");
   }
   return static_cast<int>(n);
+}
+
+// A Device's nn speed for its pickle, field by field, and back.
+py::tuple nn_state(const NnSpeed& n) {
+  return py::make_tuple(n.core_speed, n.ratios, n.loo_median_error, n.loo_worst_error,
+                        n.loo_log_sd, n.precision, n.basis, n.threads, n.one_core_factor,
+                        n.vector_units, n.memory_mb_per_ms, n.per_host_ms, n.ms_per_mb);
+}
+
+NnSpeed nn_from_state(const py::handle& state) {
+  const auto t = py::reinterpret_borrow<py::tuple>(state);
+  if (!py::isinstance<py::tuple>(state) || t.size() != 13) {
+    throw Error("cannot unpickle this Device's nn speed: it was pickled by another edgeprof "
+                "release; pickle it again with this one");
+  }
+  NnSpeed n;
+  n.core_speed = t[0].cast<double>();
+  n.ratios = t[1].cast<std::map<std::string, double>>();
+  n.loo_median_error = t[2].cast<double>();
+  n.loo_worst_error = t[3].cast<double>();
+  n.loo_log_sd = t[4].cast<double>();
+  n.precision = t[5].cast<std::string>();
+  n.basis = t[6].cast<std::string>();
+  n.threads = t[7].cast<int>();
+  n.one_core_factor = t[8].cast<double>();
+  n.vector_units = t[9].cast<std::string>();
+  n.memory_mb_per_ms = t[10].cast<double>();
+  n.per_host_ms = t[11].cast<double>();
+  n.ms_per_mb = t[12].cast<double>();
+  return n;
 }
 
 }  // namespace
@@ -212,6 +245,39 @@ void bind_devices(py::module_& m) {
            "than cores, a copy with that many cores at the same core speed (the CPU quota "
            "limits the slice, not each thread; docs/devices.md). Otherwise unchanged.")
       .def("to_json", &device_to_json, "This device as a device file (JSON).")
+      // Pickled as its device file and what the file does not hold (where it was loaded from,
+      // the kind of its speed, its nn speed as worked out here): a Device goes to a process
+      // pool's workers (Optuna, joblib). Nothing is worked out again on the other side: a
+      // PyTorch device's nn speed came back as its ncnn one, and a probed device measured the
+      // host there.
+      .def(py::pickle(
+          [](const Device& d) {
+            return py::make_tuple(1, device_to_json(d), fs_text(d.origin), d.speed_kind,
+                                  d.nn ? nn_state(*d.nn) : py::object(py::none()),
+                                  d.nn_missing);
+          },
+          [](const py::tuple& state) {
+            const auto refuse = [] {
+              return Error("cannot unpickle this Device: it was pickled by another edgeprof "
+                           "release; pickle it again with this one");
+            };
+            if (state.size() != 6 || !py::isinstance<py::int_>(state[0]) ||
+                state[0].cast<int>() != 1 || !py::isinstance<py::str>(state[1]) ||
+                !py::isinstance<py::str>(state[3]) || !py::isinstance<py::str>(state[5])) {
+              throw refuse();
+            }
+            const std::string origin = fs_path(state[2], "a pickled Device's origin");
+            DeviceLoadOptions load;
+            load.host_scores = CoreScores{};  // the speed is in the file; nn comes below
+            load.host_nn_ms = std::map<std::string, double>{};
+            Device d = parse_device_json(state[1].cast<std::string>(), "a pickled Device", load);
+            d.origin = origin;
+            d.speed_kind = state[3].cast<std::string>();
+            d.nn.reset();
+            if (!state[4].is_none()) d.nn = nn_from_state(state[4]);
+            d.nn_missing = state[5].cast<std::string>();
+            return d;
+          }))
       .def(py::self == py::self)
       .def("__hash__", [](const Device& d) { return py::hash(py::str(d.name)); });
 

@@ -134,6 +134,10 @@ void forget_nn(Device& d) {
   d.speed_kind.clear();
   d.sources.erase("nn");
   d.sources.erase("runtimes");
+  // A probed device's scores: loaded again, its file's vector score gave it an nn speed, which
+  // auto emulated in place of the calibrated one.
+  d.scores.reset();
+  d.sources.erase("scores");
   d.nn_missing = "the core speed was calibrated against the device";
 }
 

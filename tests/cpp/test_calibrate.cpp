@@ -4,8 +4,12 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <map>
+#include <string>
 
 #include "edgeprof/calibrate.hpp"
+#include "edgeprof/catalog.hpp"
+#include "edgeprof/microbench.hpp"
 #include "edgeprof/error.hpp"
 #include "helpers.hpp"
 #include "study/calibrate_detail.hpp"
@@ -319,6 +323,17 @@ TEST_CASE("calibrate_speed finds the core speed of a device from workloads measu
   torch_times.ms = {{"resnet18", 400.0}};
   board.runtime_ms["pytorch"] = torch_times;
   board.sources["runtimes"] = {"measured", "a benchmark"};
+  // And a probe's scores, whose vector score gives a loaded device file an nn speed.
+  CoreScores probed;
+  probed.suite = kSuiteVersion;
+  probed.integer = 75000;
+  probed.floating = 30000;
+  probed.memory = 2.5;
+  probed.vector = 9.5;
+  probed.vector_unit = "neon";
+  probed.vector_kernel = kVectorKernelVersion;
+  board.scores = probed;
+  board.sources["scores"] = {"measured", "edgeprof-probe"};
   const SpeedCalibration c =
       calibrate_speed(board, measured, o,
                       [&](int done, int planned, const std::string&, double, std::uint64_t) {
@@ -386,4 +401,16 @@ TEST_CASE("calibrate_speed finds the core speed of a device from workloads measu
   // PyTorch rating).
   CHECK(c.device.runtime_ms.empty());
   CHECK_FALSE(c.device.sources.count("runtimes"));
+  // Nor the probe's scores: saved and loaded again, the vector score made an nn speed, which
+  // auto emulated in place of the calibrated one (0.184 for a calibrated 0.2).
+  CHECK_FALSE(c.device.scores);
+  CoreScores host = probed;
+  host.vector = 40;
+  host.vector_unit = "avx512f";
+  DeviceLoadOptions load;
+  load.host_scores = host;
+  load.host_nn_ms = std::map<std::string, double>{};
+  const Device again = parse_device_json(device_to_json(c.device), "saved.json", load);
+  CHECK_FALSE(again.nn);
+  CHECK(again.core_speed == c.core_speed);
 }

@@ -4,6 +4,8 @@ schedules, the CFS period chosen from an iteration time, and the host's calibrat
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -166,6 +168,46 @@ def test_to_json_is_a_device_file_that_loads_as_the_same_device(tmp_path, make):
         (s.after_s, s.factor) for s in d.speed_schedule]
     assert (back.power.idle_watts, back.power.loaded_watts) == (
         d.power.idle_watts, d.power.loaded_watts)
+
+
+def test_a_device_pickles_as_itself(tmp_path):
+    """A Device goes to a process pool's workers (Optuna, joblib, concurrent.futures): it was
+    "cannot pickle 'edgeprof._core.Device' object"."""
+    import pickle
+    made = [edgeprof.devices.load_device_file(write(tmp_path, "b.toml", BOARD_TOML)),
+            watts_device(speed_schedule=[edgeprof.devices.SpeedStep(0.2, 0.5)])]
+    for d in edgeprof.devices.catalog_devices():
+        made += [d, d.for_threads(1)]
+        if d.nn is not None:
+            made.append(d.for_speed_kind("nn"))  # speed_kind "nn", which its file leaves out
+    def nn(d):
+        n = d.nn
+        return None if n is None else (n.core_speed, n.basis, n.precision, n.threads,
+                                       n.loo_log_sd, dict(n.ratios))
+
+    for d in made:
+        back = pickle.loads(pickle.dumps(d))
+        assert back == d, d.name
+        assert (back.origin, back.speed_kind, back.core_speed, back.speed_text, nn(back),
+                back.nn_missing) == (d.origin, d.speed_kind, d.core_speed, d.speed_text, nn(d),
+                                     d.nn_missing), d.name
+    # Unpickled where this host's nn rating is not cached, the nn speed is the sender's (it
+    # was worked out again there: none, or another runtime's).
+    with_nn = [d for d in made if d.nn is not None]
+    if with_nn:
+        sent = tmp_path / "devices.pickle"
+        sent.write_bytes(pickle.dumps(with_nn))
+        read = subprocess.run(
+            [sys.executable, "-c", "import pickle, sys; print([(d.nn.core_speed, d.nn.basis) "
+             "for d in pickle.load(open(sys.argv[1], 'rb'))])", str(sent)],
+            capture_output=True, text=True, timeout=HANG_S,
+            env={**os.environ, "EDGEPROF_CACHE_DIR": str(tmp_path / "empty"),
+                 "EDGEPROF_MEASURE_NN": "0"})
+        assert read.returncode == 0, read.stderr
+        assert read.stdout.strip() == str([(d.nn.core_speed, d.nn.basis) for d in with_nn])
+    for bad in [(2, "{}", "", "", None, ""), ("1", "{}", "", "", None, ""), (1, "{}")]:
+        with pytest.raises(edgeprof.Error, match="pickled by another edgeprof release"):
+            edgeprof.Device.__new__(edgeprof.Device).__setstate__(bad)
 
 
 @pytest.mark.parametrize("name, text, fragments", [

@@ -445,6 +445,37 @@ def test_a_device_at_its_pytorch_speed_from_python(tmp_path, monkeypatch):
     assert "PyTorch speed" in at.speed_text and "PyTorch speed" in str(at.nn)
 
 
+def test_a_device_at_its_pytorch_speed_pickles_at_that_speed(tmp_path, monkeypatch):
+    """A pickled Device keeps its nn speed: unpickled, it was parsed again from its file, and a
+    Pi 4 at its PyTorch speed came back at its ncnn one (3.3x faster)."""
+    import copy
+    import pickle
+    monkeypatch.setenv("EDGEPROF_CACHE_DIR", str(tmp_path))
+    edgeprof.nn.measure_nn_rating(python=str(_fake_python(tmp_path, ms=2.0)))
+    edgeprof.nn.measure_nn_rating(runtime="pytorch", python=str(_fake_torch_python(tmp_path)))
+    pi = edgeprof.find_device("raspberry-pi-4b-1gb")
+    at = pi.for_runtime("pytorch")
+    assert at.nn.basis == "pytorch" and pi.nn.basis != "pytorch"
+    assert at.core_speed != pytest.approx(pi.core_speed)
+    for d in (at, at.for_threads(1)):
+        plan = edgeprof.plan_emulation(d).cpu_quota_us
+        for back in (pickle.loads(pickle.dumps(d)), copy.copy(d), copy.deepcopy(d)):
+            assert (back.nn.basis, back.core_speed, back.speed_kind) == (
+                "pytorch", d.core_speed, "nn")
+            assert edgeprof.plan_emulation(back).cpu_quota_us == plan
+    # Where no rating is cached (a fresh worker), it is still the PyTorch speed.
+    sent = tmp_path / "device.pickle"
+    sent.write_bytes(pickle.dumps(at))
+    read = subprocess.run(
+        [sys.executable, "-c", "import pickle, sys; d = pickle.load(open(sys.argv[1], 'rb')); "
+         "print(d.nn.basis, repr(d.core_speed), d.nn.threads)", str(sent)],
+        capture_output=True, text=True, timeout=60,
+        env={**os.environ, "EDGEPROF_CACHE_DIR": str(tmp_path / "empty"),
+             "EDGEPROF_MEASURE_NN": "0"})
+    assert read.returncode == 0, read.stderr
+    assert read.stdout.split() == ["pytorch", repr(at.core_speed), str(at.nn.threads)]
+
+
 @requires_cgroups
 def test_run_with_runtime_pytorch_emulates_the_pytorch_speed(tmp_path, monkeypatch):
     monkeypatch.setenv("EDGEPROF_CACHE_DIR", str(tmp_path))
