@@ -98,7 +98,8 @@ struct SpeedCalibration {
   std::vector<PeriodSpeedFit> periods;  ///< every candidate period, in the order given
   std::size_t chosen = 0;               ///< the index in `periods` of the one taken
   /// The input device with core_speed replaced and sources["core_speed"] saying how it was
-  /// calibrated ("measured").
+  /// calibrated ("measured"), without what would replace that speed in a run: its nn and
+  /// runtime tables (nn, runtimes) and a probe's vector score.
   Device device;
   std::vector<std::string> notes;  ///< the chosen period's (PeriodSpeedFit::notes)
 };

@@ -252,31 +252,47 @@ void bind_devices(py::module_& m) {
       // host there.
       .def(py::pickle(
           [](const Device& d) {
-            return py::make_tuple(1, device_to_json(d), fs_text(d.origin), d.speed_kind,
-                                  d.nn ? nn_state(*d.nn) : py::object(py::none()),
-                                  d.nn_missing);
+            // Bytes, not str: a name or the nn_missing text (a cache path) need not be UTF-8.
+            return py::make_tuple(1, py::bytes(device_to_json(d)), fs_text(d.origin),
+                                  d.speed_kind, d.nn ? nn_state(*d.nn) : py::object(py::none()),
+                                  py::bytes(d.nn_missing));
           },
           [](const py::tuple& state) {
-            const auto refuse = [] {
-              return Error("cannot unpickle this Device: it was pickled by another edgeprof "
-                           "release; pickle it again with this one");
+            const auto refuse = [](const std::string& why) {
+              return Error("cannot unpickle this Device (" + why +
+                           "): it was pickled by another edgeprof release; pickle it again "
+                           "with this one");
             };
             if (state.size() != 6 || !py::isinstance<py::int_>(state[0]) ||
-                state[0].cast<int>() != 1 || !py::isinstance<py::str>(state[1]) ||
-                !py::isinstance<py::str>(state[3]) || !py::isinstance<py::str>(state[5])) {
-              throw refuse();
+                state[0].cast<int>() != 1) {
+              throw refuse("not a state of this release");
             }
-            const std::string origin = fs_path(state[2], "a pickled Device's origin");
-            DeviceLoadOptions load;
-            load.host_scores = CoreScores{};  // the speed is in the file; nn comes below
-            load.host_nn_ms = std::map<std::string, double>{};
-            Device d = parse_device_json(state[1].cast<std::string>(), "a pickled Device", load);
-            d.origin = origin;
-            d.speed_kind = state[3].cast<std::string>();
-            d.nn.reset();
-            if (!state[4].is_none()) d.nn = nn_from_state(state[4]);
-            d.nn_missing = state[5].cast<std::string>();
-            return d;
+            if (!py::isinstance<py::bytes>(state[1]) || !py::isinstance<py::str>(state[2]) ||
+                !py::isinstance<py::str>(state[3]) || !py::isinstance<py::bytes>(state[5])) {
+              throw refuse("a field of another type");
+            }
+            const std::string speed_kind = state[3].cast<std::string>();
+            if (!speed_kind.empty() && speed_kind != "nn") {
+              throw refuse("a speed kind other than '' or 'nn'");
+            }
+            try {
+              const std::string origin = fs_path(state[2], "a pickled Device's origin");
+              DeviceLoadOptions load;
+              load.host_scores = CoreScores{};  // the speed is in the file; nn comes below
+              load.host_nn_ms = std::map<std::string, double>{};
+              Device d =
+                  parse_device_json(state[1].cast<std::string>(), "a pickled Device", load);
+              d.origin = origin;
+              d.speed_kind = speed_kind;
+              d.nn.reset();
+              if (!state[4].is_none()) d.nn = nn_from_state(state[4]);
+              d.nn_missing = state[5].cast<std::string>();
+              return d;
+            } catch (const DeviceError& e) {
+              throw refuse(e.what());
+            } catch (const py::cast_error&) {
+              throw refuse("its nn speed has a field of another type");
+            }
           }))
       .def(py::self == py::self)
       .def("__hash__", [](const Device& d) { return py::hash(py::str(d.name)); });

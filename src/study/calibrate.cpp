@@ -130,14 +130,19 @@ void forget_nn(Device& d) {
   d.nn.reset();
   d.nn_ms.clear();
   d.nn_precision.clear();
+  d.nn_threads_ms.clear();  // a file keeps them only beside nn_ms
   d.runtime_ms.clear();
   d.speed_kind.clear();
   d.sources.erase("nn");
   d.sources.erase("runtimes");
-  // A probed device's scores: loaded again, its file's vector score gave it an nn speed, which
-  // auto emulated in place of the calibrated one.
-  d.scores.reset();
-  d.sources.erase("scores");
+  // A probed device's vector score: loaded again, its file's gave it an nn speed, which auto
+  // emulated in place of the calibrated one. The other scores are kept (measured).
+  if (d.scores) {
+    d.scores->vector = 0;
+    d.scores->vector_unit.clear();
+    d.scores->vector_kernel.clear();
+    d.scores->spread.erase("vector");
+  }
   d.nn_missing = "the core speed was calibrated against the device";
 }
 

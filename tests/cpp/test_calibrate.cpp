@@ -323,6 +323,7 @@ TEST_CASE("calibrate_speed finds the core speed of a device from workloads measu
   torch_times.ms = {{"resnet18", 400.0}};
   board.runtime_ms["pytorch"] = torch_times;
   board.sources["runtimes"] = {"measured", "a benchmark"};
+  board.nn_threads_ms[2] = {{"resnet18", 60.0}};  // a file keeps them only beside nn_ms
   // And a probe's scores, whose vector score gives a loaded device file an nn speed.
   CoreScores probed;
   probed.suite = kSuiteVersion;
@@ -403,7 +404,11 @@ TEST_CASE("calibrate_speed finds the core speed of a device from workloads measu
   CHECK_FALSE(c.device.sources.count("runtimes"));
   // Nor the probe's scores: saved and loaded again, the vector score made an nn speed, which
   // auto emulated in place of the calibrated one (0.184 for a calibrated 0.2).
-  CHECK_FALSE(c.device.scores);
+  REQUIRE(c.device.scores);
+  CHECK(c.device.scores->vector == 0);
+  CHECK(c.device.scores->vector_unit.empty());
+  CHECK(c.device.scores->integer == probed.integer);  // the other scores are kept
+  CHECK(c.device.nn_threads_ms.empty());
   CoreScores host = probed;
   host.vector = 40;
   host.vector_unit = "avx512f";
@@ -412,5 +417,6 @@ TEST_CASE("calibrate_speed finds the core speed of a device from workloads measu
   load.host_nn_ms = std::map<std::string, double>{};
   const Device again = parse_device_json(device_to_json(c.device), "saved.json", load);
   CHECK_FALSE(again.nn);
+  CHECK(again == c.device);
   CHECK(again.core_speed == c.core_speed);
 }

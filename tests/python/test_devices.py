@@ -205,9 +205,17 @@ def test_a_device_pickles_as_itself(tmp_path):
                  "EDGEPROF_MEASURE_NN": "0"})
         assert read.returncode == 0, read.stderr
         assert read.stdout.strip() == str([(d.nn.core_speed, d.nn.basis) for d in with_nn])
-    for bad in [(2, "{}", "", "", None, ""), ("1", "{}", "", "", None, ""), (1, "{}")]:
-        with pytest.raises(edgeprof.Error, match="pickled by another edgeprof release"):
+    good = made[0].__getstate__()
+    for bad in [(2, *good[1:]), ("1", *good[1:]), good[:2], (*good[:1], "{}", *good[2:]),
+                (*good[:3], "integer", *good[4:]), (*good[:1], b'{"coers": 4}', *good[2:]),
+                (*good[:4], (1.0,) * 13, *good[5:]), (*good[:2], None, *good[3:])]:
+        with pytest.raises(edgeprof.Error, match=r"cannot unpickle this Device \(.*\): it was "
+                                                 "pickled by another edgeprof release"):
             edgeprof.Device.__new__(edgeprof.Device).__setstate__(bad)
+    # Texts that are not UTF-8 (a cache path in nn_missing) pickle as they are.
+    odd = made[0].to_json().replace('"name": "', '"name": "caf\\u00e9-', 1)
+    assert pickle.loads(pickle.dumps(edgeprof.devices.load_device_file(
+        write(tmp_path, "odd.json", odd)))).name.startswith("café-")
 
 
 @pytest.mark.parametrize("name, text, fragments", [
