@@ -226,13 +226,17 @@ inline constexpr std::uint64_t kRootPidNamespace = 0xEFFFFFFCu;
 // another namespace (proc_numbers_own_pids).
 bool slice_owner_may_live(const Fs& fs, const SliceName& name, std::uint64_t own_pid_ns);
 
+// How kill_loop kills what it lists (those not killed before; every listed one again once a
+// second): empty, SIGKILL to each listed pid above 0; else this (v2: a write to cgroup.kill).
+using KillListed = std::function<void(const std::vector<pid_t>& pids)>;
+
 // Kills the processes listed by `list` until it comes back empty, with `freeze`/`thaw` around
 // each round that finds a process not killed before (so a fork bomb cannot outrun the loop,
 // while the killed are left to run their exits). Throws CgroupError naming `where` if
 // processes survive for `patience_ms`, with the state /proc (read through `fs`) gives the first.
 void kill_loop(const Fs& fs, const std::function<std::vector<pid_t>()>& list,
                const std::function<bool(bool)>& set_frozen, const std::string& where,
-               int patience_ms = 5000);
+               int patience_ms = 5000, const KillListed& kill = {});
 
 // Serialises a slice's CPU-limit writes (Cgroup::set_cpu_bandwidth) with a CpuLimitLift: a
 // write asked for while the limit is lifted (a core placer as the killed threads go, a speed

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <fmt/format.h>
 #include <mutex>
@@ -216,22 +217,37 @@ std::string describe_survivor(const Fs& fs, pid_t pid) {
 
 void kill_loop(const Fs& fs, const std::function<std::vector<pid_t>()>& list,
                const std::function<bool(bool)>& set_frozen, const std::string& where,
-               int patience_ms) {
+               int patience_ms, const KillListed& kill) {
   using Clock = std::chrono::steady_clock;
-  const auto deadline = Clock::now() + std::chrono::milliseconds(patience_ms);
+  const auto start = Clock::now();
+  const auto deadline = start + std::chrono::milliseconds(patience_ms);
+  auto again_at = start + std::chrono::seconds(1);
   std::set<pid_t> killed;
   for (int round = 0;; ++round) {
     // Freezing stops a forking task between its forks; it also stops a killed one on its way
-    // out, so rounds that find only the killed (exiting) leave the freezer alone.
+    // out, so rounds that find only the killed (exiting) leave the freezer alone. The killed
+    // are not signalled again: SIGKILL is pending for them already, and a pid signalled again
+    // after its process was reaped could be a stranger's. Once a second every listed one is
+    // (a pid reused in the slice, a tree killed while a task was moving in).
     std::vector<pid_t> pids = list();
-    const bool fresh = std::any_of(pids.begin(), pids.end(),
-                                   [&](pid_t pid) { return killed.count(pid) == 0; });
+    const bool again = Clock::now() >= again_at;
+    if (again) again_at = Clock::now() + std::chrono::seconds(1);
+    const auto is_fresh = [&](pid_t pid) { return again || killed.count(pid) == 0; };
+    const bool fresh = std::any_of(pids.begin(), pids.end(), is_fresh);
     const bool frozen = fresh && set_frozen && set_frozen(true);
     if (frozen) pids = list();  // what forked before the freeze took hold
-    for (pid_t pid : pids) {
-      if (pid <= 0) continue;  // kill(0) and kill(-n) would reach process groups, this one's too
-      ::kill(pid, SIGKILL);
-      killed.insert(pid);
+    std::vector<pid_t> to_kill;
+    std::copy_if(pids.begin(), pids.end(), std::back_inserter(to_kill), is_fresh);
+    if (!to_kill.empty()) {
+      if (kill) {
+        kill(to_kill);
+      } else {
+        for (pid_t pid : to_kill) {
+          // kill(0) and kill(-n) would reach process groups, this one's too.
+          if (pid > 0) ::kill(pid, SIGKILL);
+        }
+      }
+      killed.insert(to_kill.begin(), to_kill.end());
     }
     // SIGKILL is delivered to frozen tasks only once they thaw.
     if (frozen) set_frozen(false);

@@ -11,6 +11,8 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "cgroup/backend.hpp"
 #include "cgroup/files.hpp"
@@ -236,9 +238,15 @@ class V2Cgroup final : public Cgroup {
         std::move(weights));
     const std::string kill_file = join(dir_, files::v2::kKill);
     if (fs_.exists(kill_file)) {
-      // cgroup.kill (Linux 5.14) kills the whole subtree atomically; then wait for the exits.
+      // cgroup.kill (Linux 5.14) kills the whole subtree atomically, forks in flight too; then
+      // wait for the exits, writing it again (not signalling pids, which could be reused) for a
+      // process listed that was not listed before (moved in), and once a second.
       fs_.write_or_throw(kill_file, "1");
-      kill_loop(fs_, [this] { return procs(); }, {}, fs_.resolve(dir_));
+      bool first = true;  // what the first round lists, the write above killed
+      kill_loop(fs_, [this] { return procs(); }, {}, fs_.resolve(dir_), 5000,
+                [this, &kill_file, &first](const std::vector<pid_t>&) {
+                  if (!std::exchange(first, false)) fs_.write_or_throw(kill_file, "1");
+                });
       return;
     }
     const std::string freeze_file = join(dir_, files::v2::kFreeze);

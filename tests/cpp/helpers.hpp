@@ -47,6 +47,13 @@ class FakeTree {
     std::fstream f(root_ + path, std::ios::in | std::ios::out | std::ios::binary);
     f.write(content.data(), static_cast<std::streamsize>(content.size()));
   }
+  // Replaces the file at once (a new file renamed over it): a concurrent reader sees the old
+  // content or the new, never the empty file of a truncation.
+  void replace(const std::string& path, const std::string& content) const {
+    const std::string temp = root_ + path + ".new";
+    std::ofstream(temp) << content;
+    std::filesystem::rename(temp, root_ + path);
+  }
   void dir(const std::string& path) const { std::filesystem::create_directories(root_ + path); }
   std::string read(const std::string& path) const { return slurp(root_ + path); }
   bool exists(const std::string& path) const { return std::filesystem::exists(root_ + path); }

@@ -713,6 +713,83 @@ TEST_CASE("kill_loop never signals a process group", "[cgroup][kill]") {
         }) == "exit 0");
 }
 
+// A process is killed once, not again each round while it exits: a pid signalled after its
+// process was reaped could be a stranger's. Those still listed a second later are again.
+TEST_CASE("kill_loop kills each listed process once, and again only a second later",
+          "[cgroup][kill]") {
+  FakeTree tree;
+  std::vector<std::vector<pid_t>> kills;
+  int rounds = 0, freezes = 0;
+  const auto record = [&](const std::vector<pid_t>& pids) { kills.push_back(pids); };
+  const auto freeze = [&](bool on) {
+    freezes += on ? 1 : 0;
+    return true;
+  };
+  kill_loop(
+      Fs(tree.root()),
+      [&] {
+        ++rounds;  // two listings a round that kills (one before, one after the freeze)
+        if (rounds <= 8) return std::vector<pid_t>{101};
+        if (rounds <= 12) return std::vector<pid_t>{101, 102};
+        return std::vector<pid_t>{};
+      },
+      freeze, "a fake slice", 5000, record);
+  CHECK(kills == std::vector<std::vector<pid_t>>{{101}, {102}});
+  CHECK(freezes == 2);  // only the rounds that found a process not killed before
+
+  kills.clear();
+  rounds = 0;
+  kill_loop(
+      Fs(tree.root()),
+      [&] {
+        ++rounds;
+        return kills.size() < 2 && rounds < 5000 ? std::vector<pid_t>{101} : std::vector<pid_t>{};
+      },
+      {}, "a fake slice", 5000, record);
+  CHECK(kills == std::vector<std::vector<pid_t>>{{101}, {101}});
+}
+
+// v2: a process that moved in while the slice was killed is killed through cgroup.kill
+// written again (it was signalled by pid, and the loop waited on with the file written once).
+TEST_CASE("v2: a kill writes cgroup.kill again for a process listed after the first write",
+          "[cgroup][kill]") {
+  FakeTree tree;
+  const std::string own = "/sys/fs/cgroup/app.scope";
+  auto backend = fake_v2(tree, "/app.scope", "cpuset cpu io memory pids", "cpuset cpu memory pids");
+  auto cgroup = backend->create("edgeprof-1-2-3");
+  const std::string dir = own + "/edgeprof-1-2-3";
+  const std::string kill_file = join(dir, files::v2::kKill);
+  kernel_files(tree, dir, {files::v2::kCpuMax, files::v2::kCpuWeight, files::v2::kKill});
+  // Zombies of this test's own, which a signal would leave be.
+  pid_t zombies[2];
+  for (pid_t& z : zombies) {
+    z = ::fork();
+    REQUIRE(z >= 0);
+    if (z == 0) ::_exit(0);
+  }
+  tree.file(join(dir, files::kProcs), fmt::format("{}\n", zombies[0]));
+  int writes = 0;
+  std::thread kernel([&] {
+    for (int i = 0; i < 4000 && writes < 2; ++i) {
+      if (tree.read(kill_file) == "1") {
+        ++writes;
+        tree.file(kill_file, "");
+        // The first write killed the first; the second moved in after it, then the second
+        // write killed it. (Replaced, not truncated: an empty list read between would end
+        // the kill.)
+        tree.replace(join(dir, files::kProcs),
+                  writes == 1 ? fmt::format("{}\n{}\n", zombies[0], zombies[1]) : "");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    tree.file(join(dir, files::kProcs), "");
+  });
+  cgroup->kill_all();
+  kernel.join();
+  for (pid_t z : zombies) ::waitpid(z, nullptr, 0);
+  CHECK(writes == 2);
+}
+
 // v2: a slice listing only processes of another pid namespace is killed through cgroup.kill
 // when it is the caller's, and left alone by the stale sweep (its owner may live there).
 TEST_CASE("v2: processes listed as 0 are killed in the caller's slice, not swept", "[cgroup][kill]") {
