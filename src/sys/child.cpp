@@ -102,6 +102,13 @@ ChildOutput run_child(const std::vector<std::string>& argv, std::chrono::seconds
   } reaper{pid};
   ChildOutput out;
   auto last_note = started;
+  // Every 10 s while it runs, a progress note.
+  const auto note_running = [&](std::chrono::steady_clock::time_point now) {
+    if (!progress || now - last_note < std::chrono::seconds(10)) return;
+    last_note = now;
+    progress(fmt::format("  {} running: {:.0f} s", what,
+                         std::chrono::duration<double>(now - started).count()));
+  };
   bool timed_out = false;
   char buffer[4096];
   while (true) {
@@ -130,11 +137,7 @@ ChildOutput run_child(const std::vector<std::string>& argv, std::chrono::seconds
         }
       }
     }
-    if (progress && now - last_note >= std::chrono::seconds(10)) {
-      last_note = now;
-      progress(fmt::format("  {} running: {:.0f} s", what,
-                           std::chrono::duration<double>(now - started).count()));
-    }
+    note_running(now);
   }
   // The end of its output is not its end (a child that closed or redirected its stdout and
   // stderr and went on, or hung): waited for until the timeout too, then killed. A blocking
@@ -150,11 +153,7 @@ ChildOutput run_child(const std::vector<std::string>& argv, std::chrono::seconds
       timed_out = true;
       continue;
     }
-    if (progress && now - last_note >= std::chrono::seconds(10)) {
-      last_note = now;
-      progress(fmt::format("  {} running: {:.0f} s", what,
-                           std::chrono::duration<double>(now - started).count()));
-    }
+    note_running(now);
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::milliseconds(50));
   }

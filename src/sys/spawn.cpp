@@ -167,7 +167,7 @@ class Pipe {
 
 bool is_executable_file(const std::string& path) {
   struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && may_execute(path) == 0;
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && may_execute(path, &st) == 0;
 }
 
 const char* const kStreamNames[] = {"stdin", "stdout", "stderr"};
@@ -215,7 +215,7 @@ int open_stdio(const Stdio& s, int index) {
 
 }  // namespace
 
-int may_execute(const std::string& path) {
+int may_execute(const std::string& path, const struct stat* known) {
   if (::getuid() == ::geteuid() && ::getgid() == ::getegid()) {
     return ::access(path.c_str(), X_OK) == 0 ? 0 : errno;
   }
@@ -223,7 +223,11 @@ int may_execute(const std::string& path) {
   // needs faccessat2 (Linux 5.8), without which glibc asks for the real ids all the same. The
   // stat itself searches the path as the effective user.
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return errno;
+  if (known) {
+    st = *known;
+  } else if (::stat(path.c_str(), &st) != 0) {
+    return errno;
+  }
   const uid_t euid = ::geteuid();
   if (euid == 0) return st.st_mode & (S_IXUSR | S_IXGRP | S_IXOTH) ? 0 : EACCES;
   mode_t bit = S_IXOTH;
@@ -326,7 +330,7 @@ void check_runnable(const Command& command) {
   } else if (S_ISDIR(st.st_mode)) {
     throw SpawnError(fmt::format("cannot execute '{}': it is a directory", path), EACCES, path);
   } else {
-    err = may_execute(path);
+    err = may_execute(path, &st);
   }
   if (err != 0) {
     throw SpawnError(
@@ -551,54 +555,51 @@ struct Spawner {
 
   [[noreturn]] static void fail(const PreparedCommand& c, ChildError failure) {
     const int err = failure.err;
+    struct stat st{};
+    if (failure.stage == Stage::exec && err == EACCES && ::stat(c.path_.c_str(), &st) == 0 &&
+        S_ISDIR(st.st_mode)) {
+      throw SpawnError(fmt::format("cannot execute '{}': it is a directory, not a program "
+                                   "(errno {}, {}); name the program to run in it",
+                                   c.path_, err, std::strerror(err)),
+                       err, c.path_);
+    }
+    // What failed, by stage; then its errno.
+    std::string what;
+    std::string about = c.path_;
     switch (failure.stage) {
       case Stage::chdir:
-        throw SpawnError(fmt::format("cannot change to working directory '{}': {} (errno {})",
-                                     c.cwd_, std::strerror(err), err),
-                         err, c.cwd_);
-      case Stage::exec: {
-        struct stat st{};
-        if (err == EACCES && ::stat(c.path_.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
-          throw SpawnError(fmt::format("cannot execute '{}': it is a directory, not a program "
-                                       "(errno {}, {}); name the program to run in it",
-                                       c.path_, err, std::strerror(err)),
-                           err, c.path_);
-        }
-        throw SpawnError(fmt::format("cannot execute '{}': {} (errno {})", c.path_,
-                                     std::strerror(err), err),
-                         err, c.path_);
-      }
+        what = fmt::format("cannot change to working directory '{}'", c.cwd_);
+        about = c.cwd_;
+        break;
+      case Stage::exec:
+        what = fmt::format("cannot execute '{}'", c.path_);
+        break;
       case Stage::netns:
-        throw SpawnError(fmt::format("the child could not join its own network namespace "
-                                     "(setns): {} (errno {})",
-                                     std::strerror(err), err),
-                         err, c.path_);
+        what = "the child could not join its own network namespace (setns)";
+        break;
       case Stage::attach:
-        throw SpawnError(fmt::format("the child could not enter the slice (writing its pid to "
-                                     "cgroup.procs): {} (errno {})",
-                                     std::strerror(err), err),
-                         err, c.path_);
+        what = "the child could not enter the slice (writing its pid to cgroup.procs)";
+        break;
       case Stage::dup2:
-        throw SpawnError(fmt::format("the child could not take its stdin, stdout or stderr "
-                                     "before executing '{}' (dup2): {} (errno {})",
-                                     c.path_, std::strerror(err), err),
-                         err, c.path_);
+        what = fmt::format("the child could not take its stdin, stdout or stderr before "
+                           "executing '{}' (dup2)",
+                           c.path_);
+        break;
       case Stage::keep_fd:
-        throw SpawnError(fmt::format("the child could not keep descriptor {} open (the phase "
-                                     "pipe's write end) before executing '{}': {} (errno {})",
-                                     fmt::join(c.keep_fds_, ", "), c.path_, std::strerror(err),
-                                     err),
-                         err, c.path_);
+        what = fmt::format("the child could not keep descriptor {} open (the phase pipe's write "
+                           "end) before executing '{}'",
+                           fmt::join(c.keep_fds_, ", "), c.path_);
+        break;
       case Stage::release:
-        throw SpawnError(fmt::format("the child was not released to execute '{}' (its release "
-                                     "pipe failed): {} (errno {})",
-                                     c.path_, std::strerror(err), err),
-                         err, c.path_);
+        what = fmt::format("the child was not released to execute '{}' (its release pipe "
+                           "failed)",
+                           c.path_);
+        break;
       default:
-        throw SpawnError(fmt::format("the child failed before executing '{}': {} (errno {})",
-                                     c.path_, std::strerror(err), err),
-                         err, c.path_);
+        what = fmt::format("the child failed before executing '{}'", c.path_);
+        break;
     }
+    throw SpawnError(fmt::format("{}: {} (errno {})", what, std::strerror(err), err), err, about);
   }
 
   static Spawned spawn(const PreparedCommand& c, const Placement& placement, bool fast) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <chrono>
@@ -22,8 +23,8 @@ using Clock = std::chrono::steady_clock;
 // 0 when exec may run `path` as far as its permissions go, else the errno. Asked for the
 // effective user and groups, as exec checks them (access() asks for the real ones: a setuid
 // caller's or a setresuid one's answer differs); where they differ from the real ones, from
-// the mode bits (ACLs are not read).
-int may_execute(const std::string& path);
+// the mode bits (ACLs are not read), of `known` where the caller has stat()ed it already.
+int may_execute(const std::string& path, const struct stat* known = nullptr);
 
 // The first executable regular file named `program` in the ':'-separated directories of
 // `search` (an empty entry is "."); "" when there is none, with *denied set when a file of that
