@@ -92,9 +92,12 @@ struct Budget {
   std::optional<double> latency_s;             ///< limit on `latency_figure`, in seconds
   std::optional<double> memory_bytes;          ///< limit on `memory_figure`, in bytes
   /// Any figure() name, e.g. "phase.inference.all_cores_wall_time_s"; by default the run's
-  /// time with all the device's cores (Result::all_cores_s), projected or measured.
+  /// time with all the device's cores (Result::all_cores_s), projected or measured. With a
+  /// latency calibration, the latency is its projection instead (of its own target, from its
+  /// own features): this names only the figure scored without one.
   std::string latency_figure = "all_cores_wall_time_s";
-  std::string memory_figure = "peak_memory_bytes";  ///< any figure() name
+  /// Any figure() name; with a memory calibration, as latency_figure.
+  std::string memory_figure = "peak_memory_bytes";
 };
 
 /// One run scored by score().

@@ -224,7 +224,10 @@ void bind_study(py::module_& m) {
       py::arg("memory_figure") = "peak_memory_bytes",
       py::arg("latency_calibration") = py::none(), py::arg("memory_calibration") = py::none(),
       "Scores a run for an objective: latency and memory (projected through the calibrations "
-      "when given) against the budget (latency in the figure's unit, memory in bytes). "
+      "when given) against the budget (latency in the figure's unit, memory in bytes). With a "
+      "calibration, the figure is its projection of its own target from its own features, and "
+      "latency_figure/memory_figure are not used: give the calibration of the device the run "
+      "emulated (find_calibration). "
       "penalty = sum of relative overruns; a failed run has ok = fits = False and NaN latency "
       "and memory (its figures would measure the failure), which Optuna records as a failed "
       "trial.");
