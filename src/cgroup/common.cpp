@@ -234,23 +234,32 @@ void kill_loop(const Fs& fs, const std::function<std::vector<pid_t>()>& list,
     if (again) again_at = Clock::now() + std::chrono::seconds(1);
     const auto is_fresh = [&](pid_t pid) { return again || killed.count(pid) == 0; };
     const bool fresh = std::any_of(pids.begin(), pids.end(), is_fresh);
-    const bool frozen = fresh && set_frozen && set_frozen(true);
-    if (frozen) pids = list();  // what forked before the freeze took hold
-    std::vector<pid_t> to_kill;
-    std::copy_if(pids.begin(), pids.end(), std::back_inserter(to_kill), is_fresh);
-    if (!to_kill.empty()) {
-      if (kill) {
-        kill(to_kill);
-      } else {
-        for (pid_t pid : to_kill) {
-          // kill(0) and kill(-n) would reach process groups, this one's too.
-          if (pid > 0) ::kill(pid, SIGKILL);
+    {
+      // SIGKILL is delivered to frozen tasks only once they thaw: thawed at the end of the
+      // round, or when the kill throws.
+      struct Thaw {
+        const std::function<bool(bool)>* set_frozen;
+        ~Thaw() {
+          if (set_frozen) (*set_frozen)(false);
         }
+      };
+      const bool frozen = fresh && set_frozen && set_frozen(true);
+      const Thaw thaw{frozen ? &set_frozen : nullptr};
+      if (frozen) pids = list();  // what forked before the freeze took hold
+      std::vector<pid_t> to_kill;
+      std::copy_if(pids.begin(), pids.end(), std::back_inserter(to_kill), is_fresh);
+      if (!to_kill.empty()) {
+        if (kill) {
+          kill(to_kill);
+        } else {
+          for (pid_t pid : to_kill) {
+            // kill(0) and kill(-n) would reach process groups, this one's too.
+            if (pid > 0) ::kill(pid, SIGKILL);
+          }
+        }
+        killed.insert(to_kill.begin(), to_kill.end());
       }
-      killed.insert(to_kill.begin(), to_kill.end());
     }
-    // SIGKILL is delivered to frozen tasks only once they thaw.
-    if (frozen) set_frozen(false);
     if (pids.empty()) return;
     if (Clock::now() > deadline) {
       throw CgroupError(fmt::format("{} processes in {} survived SIGKILL for {} ms (for example {})",

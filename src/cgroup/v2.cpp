@@ -241,11 +241,12 @@ class V2Cgroup final : public Cgroup {
       // cgroup.kill (Linux 5.14) kills the whole subtree atomically, forks in flight too; then
       // wait for the exits, writing it again (not signalling pids, which could be reused) for a
       // process listed that was not listed before (moved in), and once a second.
+      // (Written before the first listing too: the listing drops processes of other pid
+      // namespaces, listed as 0.)
       fs_.write_or_throw(kill_file, "1");
-      bool first = true;  // what the first round lists, the write above killed
       kill_loop(fs_, [this] { return procs(); }, {}, fs_.resolve(dir_), 5000,
-                [this, &kill_file, &first](const std::vector<pid_t>&) {
-                  if (!std::exchange(first, false)) fs_.write_or_throw(kill_file, "1");
+                [this, &kill_file](const std::vector<pid_t>&) {
+                  fs_.write_or_throw(kill_file, "1");
                 });
       return;
     }
