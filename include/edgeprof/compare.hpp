@@ -133,6 +133,13 @@ struct Score {
 Score score(const Result& result, const Budget& budget = {},
             const std::optional<Calibration>& latency_calibration = std::nullopt,
             const std::optional<Calibration>& memory_calibration = std::nullopt);
+/// Scores repeated runs of one workload (run_repeated()) by their medians: each figure the
+/// median over the runs, and through a calibration its prediction at the median of each of its
+/// features (every run checked as project() checks it). ok when every run succeeded; when one
+/// failed, as a failed run. Throws as above, and Error for a RepeatedResult without runs.
+Score score(const RepeatedResult& runs, const Budget& budget = {},
+            const std::optional<Calibration>& latency_calibration = std::nullopt,
+            const std::optional<Calibration>& memory_calibration = std::nullopt);
 
 }  // namespace edgeprof
 EDGEPROF_API_END

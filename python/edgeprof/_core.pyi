@@ -1222,7 +1222,7 @@ class Score:
     def penalty(self) -> float: ...  # sum of the relative overruns of the limits
 
 def score(
-    result: Result,
+    result: Union[Result, RepeatedResult],  # repeated: by the runs' medians
     *,
     latency: Optional[float] = None,
     memory: Optional[float] = None,

@@ -26,6 +26,41 @@ namespace py = pybind11;
 using namespace edgeprof;
 using namespace edgeprof_py;
 
+namespace {
+
+// edgeprof.score for a Result or a RepeatedResult (overloads of one Python function).
+template <class Runs>
+void def_score(py::module_& m) {
+  m.def(
+      "score",
+      [](const Runs& r, std::optional<double> latency, std::optional<double> memory,
+         const std::string& latency_figure, const std::string& memory_figure,
+         const std::optional<Calibration>& latency_calibration,
+         const std::optional<Calibration>& memory_calibration) {
+        Budget b;
+        b.latency_s = latency;
+        if (memory) b.memory_bytes = *memory;
+        b.latency_figure = latency_figure;
+        b.memory_figure = memory_figure;
+        return score(r, b, latency_calibration, memory_calibration);
+      },
+      py::arg("result"), py::kw_only(), py::arg("latency") = py::none(),
+      py::arg("memory") = py::none(), py::arg("latency_figure") = "all_cores_wall_time_s",
+      py::arg("memory_figure") = "peak_memory_bytes",
+      py::arg("latency_calibration") = py::none(), py::arg("memory_calibration") = py::none(),
+      "Scores a run for an objective: latency and memory (projected through the calibrations "
+      "when given) against the budget (latency in the figure's unit, memory in bytes). With a "
+      "calibration, the figure is its projection of its own target from its own features, and "
+      "latency_figure/memory_figure are not used: give the calibration of the device the run "
+      "emulated (find_calibration). penalty = sum of relative overruns; a failed run has ok = "
+      "fits = False and NaN latency and memory (its figures would measure the failure), which "
+      "Optuna records as a failed trial. A RepeatedResult (run(..., repeat=N)) is scored by "
+      "its medians: each figure's, and a calibration's prediction at its features' medians; "
+      "not ok when a run failed.");
+}
+
+}  // namespace
+
 void bind_study(py::module_& m) {
   py::class_<ComparisonRow>(m, "ComparisonRow", "One workload on one device.")
       .def_readonly("workload", &ComparisonRow::workload)
@@ -206,29 +241,7 @@ void bind_study(py::module_& m) {
                "), fits=" + (s.fits ? "True" : "False") +
                ", penalty=" + py::repr(py::float_(s.penalty)).cast<std::string>() + ")";
       });
-  m.def(
-      "score",
-      [](const Result& r, std::optional<double> latency, std::optional<double> memory,
-         const std::string& latency_figure, const std::string& memory_figure,
-         const std::optional<Calibration>& latency_calibration,
-         const std::optional<Calibration>& memory_calibration) {
-        Budget b;
-        b.latency_s = latency;
-        if (memory) b.memory_bytes = *memory;
-        b.latency_figure = latency_figure;
-        b.memory_figure = memory_figure;
-        return score(r, b, latency_calibration, memory_calibration);
-      },
-      py::arg("result"), py::kw_only(), py::arg("latency") = py::none(),
-      py::arg("memory") = py::none(), py::arg("latency_figure") = "all_cores_wall_time_s",
-      py::arg("memory_figure") = "peak_memory_bytes",
-      py::arg("latency_calibration") = py::none(), py::arg("memory_calibration") = py::none(),
-      "Scores a run for an objective: latency and memory (projected through the calibrations "
-      "when given) against the budget (latency in the figure's unit, memory in bytes). With a "
-      "calibration, the figure is its projection of its own target from its own features, and "
-      "latency_figure/memory_figure are not used: give the calibration of the device the run "
-      "emulated (find_calibration). "
-      "penalty = sum of relative overruns; a failed run has ok = fits = False and NaN latency "
-      "and memory (its figures would measure the failure), which Optuna records as a failed "
-      "trial.");
+  // One run, or repeated runs by their medians: one function of Python's, two of C++'s.
+  def_score<Result>(m);
+  def_score<RepeatedResult>(m);
 }

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <set>
 
 #include "edgeprof/error.hpp"
@@ -256,11 +257,11 @@ std::string to_text(const Comparison& c) {
   return detail::printable_lines(out);
 }
 
-Score score(const Result& result, const Budget& budget,
-            const std::optional<Calibration>& latency_calibration,
-            const std::optional<Calibration>& memory_calibration) {
-  // Checked whatever the run's outcome: a typo or a bad limit was found only once a trial
-  // succeeded (a failed run skipped every check).
+namespace {
+
+// Refused whatever the run's outcome: a typo or a bad limit was found only once a trial
+// succeeded (a failed run skipped every check).
+void check_budget_inputs(const Budget& budget) {
   check_figure_name(budget.latency_figure, "score's latency figure");
   check_figure_name(budget.memory_figure, "score's memory figure");
   for (const auto& [limit, what] : {std::pair{budget.latency_s, "latency"},
@@ -270,6 +271,38 @@ Score score(const Result& result, const Budget& budget,
                               what, *limit));
     }
   }
+}
+
+// The limits checked against s's figures (or predictions): fits and penalty.
+void check_limits(Score& s, const Budget& budget) {
+  s.fits = s.ok;
+  if (budget.latency_s && s.ok) {
+    s.latency_check = s.latency_prediction ? check_budget(*s.latency_prediction, *budget.latency_s)
+                                           : check_budget(s.latency, *budget.latency_s);
+    s.fits = s.fits && s.latency_check->fits;
+    s.penalty += std::max(0.0, -s.latency_check->margin_fraction);
+  }
+  if (budget.memory_bytes && s.ok) {
+    s.memory_check = s.memory_prediction ? check_budget(*s.memory_prediction, *budget.memory_bytes)
+                                         : check_budget(s.memory, *budget.memory_bytes);
+    s.fits = s.fits && s.memory_check->fits;
+    s.penalty += std::max(0.0, -s.memory_check->margin_fraction);
+  }
+}
+
+// A figure of a run: figure() throws, naming the figures there are, for one it lacks.
+double figure_of(const Result& run, const std::map<std::string, double>& f,
+                 const std::string& name) {
+  auto it = f.find(name);
+  return it == f.end() ? figure(run, name) : it->second;
+}
+
+}  // namespace
+
+Score score(const Result& result, const Budget& budget,
+            const std::optional<Calibration>& latency_calibration,
+            const std::optional<Calibration>& memory_calibration) {
+  check_budget_inputs(budget);
   Score s;
   s.ok = result.ok();
   const auto f = figures(result);
@@ -277,10 +310,7 @@ Score score(const Result& result, const Budget& budget,
     // A failed run's figures measure the failure (the time to a crash, an OOM kill or the
     // timeout), not the workload: NaN, which an HPO search records as a failed trial (its
     // figures went into Optuna's front as real ones).
-    if (!s.ok) return std::nan("");
-    auto it = f.find(name);
-    if (it == f.end()) return figure(result, name);  // throws, naming the figures there are
-    return it->second;
+    return s.ok ? figure_of(result, f, name) : std::nan("");
   };
   s.latency = get(budget.latency_figure);
   s.memory = get(budget.memory_figure);
@@ -299,19 +329,71 @@ Score score(const Result& result, const Budget& budget,
     s.memory = s.memory_prediction->estimate;
     s.memory_provenance = "projected";
   }
-  s.fits = s.ok;
-  if (budget.latency_s && s.ok) {
-    s.latency_check = s.latency_prediction ? check_budget(*s.latency_prediction, *budget.latency_s)
-                                           : check_budget(s.latency, *budget.latency_s);
-    s.fits = s.fits && s.latency_check->fits;
-    s.penalty += std::max(0.0, -s.latency_check->margin_fraction);
+  check_limits(s, budget);
+  return s;
+}
+
+Score score(const RepeatedResult& runs, const Budget& budget,
+            const std::optional<Calibration>& latency_calibration,
+            const std::optional<Calibration>& memory_calibration) {
+  check_budget_inputs(budget);
+  if (runs.runs.empty()) {
+    throw Error("score: this RepeatedResult holds no runs; score a run_repeated() result");
   }
-  if (budget.memory_bytes && s.ok) {
-    s.memory_check = s.memory_prediction ? check_budget(*s.memory_prediction, *budget.memory_bytes)
-                                         : check_budget(s.memory, *budget.memory_bytes);
-    s.fits = s.fits && s.memory_check->fits;
-    s.penalty += std::max(0.0, -s.memory_check->margin_fraction);
+  Score s;
+  s.ok = runs.all_ok();
+  s.latency = s.memory = std::nan("");
+  if (!s.ok) {
+    check_limits(s, budget);
+    return s;
   }
+  std::vector<std::map<std::string, double>> f;
+  for (const Result& run : runs.runs) f.push_back(figures(run));
+  // The median over the runs of each figure named: finite in every run (a NaN has no place
+  // in an order), or an Error naming the run.
+  const auto median = [&](const std::string& name) {
+    std::vector<double> values;
+    for (std::size_t i = 0; i < runs.runs.size(); ++i) {
+      const auto which = [&] { return fmt::format("run {} of {}", i + 1, runs.runs.size()); };
+      double v = 0;
+      try {
+        v = figure_of(runs.runs[i], f[i], name);
+      } catch (const Error& e) {
+        throw Error(fmt::format("score: {}: {}", which(), e.what()));
+      }
+      if (!std::isfinite(v)) {
+        throw Error(fmt::format("score: {}: its {} is {}, which has no median with the others; "
+                                "score the runs that have it, or another figure",
+                                which(), name, v));
+      }
+      values.push_back(v);
+    }
+    return median_of(std::move(values));
+  };
+  // Through a calibration: each run checked as project() checks it, the prediction at the
+  // median of each feature.
+  const auto projected = [&](const Calibration& c) {
+    for (const Result& run : runs.runs) project(c, run);
+    std::vector<double> x;
+    for (const std::string& feature : c.projection.features()) x.push_back(median(feature));
+    return c.projection.predict(x);
+  };
+  const Result& first = runs.runs.front();
+  s.latency = median(budget.latency_figure);
+  s.memory = median(budget.memory_figure);
+  s.latency_provenance = figure_provenance(first, budget.latency_figure);
+  s.memory_provenance = figure_provenance(first, budget.memory_figure);
+  if (latency_calibration) {
+    s.latency_prediction = projected(*latency_calibration);
+    s.latency = s.latency_prediction->estimate;
+    s.latency_provenance = "projected";
+  }
+  if (memory_calibration) {
+    s.memory_prediction = projected(*memory_calibration);
+    s.memory = s.memory_prediction->estimate;
+    s.memory_provenance = "projected";
+  }
+  check_limits(s, budget);
   return s;
 }
 

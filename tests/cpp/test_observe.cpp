@@ -724,6 +724,40 @@ TEST_CASE("compare ranks workloads per device, marks the Pareto front, and proje
   // Its figures measured the failure and went into an HPO front as real ones: NaN now.
   CHECK(std::isnan(failed.latency));
   CHECK(std::isnan(failed.memory));
+  // The five runs by their medians: each figure's, and the projection at the median feature.
+  const RepeatedResult& five = c.rows[0].result;
+  REQUIRE(five.runs.size() == 5);
+  Budget plain;
+  Score medians = score(five, plain);
+  CHECK(medians.ok);
+  CHECK(medians.latency == Approx(five.stat("all_cores_wall_time_s").median));
+  CHECK(medians.memory == Approx(five.stat("peak_memory_bytes").median));
+  CHECK(medians.latency_provenance == "measured");
+  Budget tight;  // over it whatever the runs took
+  tight.latency_s = 1e-9;
+  Score projected = score(five, tight, o.calibrations[0]);
+  REQUIRE(projected.latency_prediction);
+  CHECK(projected.latency == Approx(o.calibrations[0]
+                                        .projection.predict(five.stat("wall_time_s").median)
+                                        .estimate));
+  CHECK(projected.latency_provenance == "projected");
+  CHECK_FALSE(projected.fits);
+  // One failed run: not ok, NaN figures; no runs at all: refused.
+  RepeatedResult one_failed = five;
+  one_failed.runs.push_back(c.rows[2].result.runs.front());
+  CHECK_FALSE(score(one_failed, budget).ok);
+  CHECK(std::isnan(score(one_failed, budget).latency));
+  CHECK_THROWS_WITH(score(RepeatedResult{}, budget), Catch::Contains("holds no runs"));
+  // A figure missing or not finite in one run is named with the run.
+  RepeatedResult nan_run = five;
+  nan_run.runs[3].wall_time_s = std::nan("");
+  Budget wall;
+  wall.latency_figure = "wall_time_s";
+  CHECK_THROWS_WITH(score(nan_run, wall), Catch::Contains("run 4 of 5") &&
+                                              Catch::Contains("wall_time_s is nan"));
+  Budget typo;
+  typo.latency_figure = "wal_time_s";
+  CHECK_THROWS_WITH(score(one_failed, typo), Catch::Contains("'wal_time_s' is not a figure"));
 }
 
 TEST_CASE("compare ranks none of the workloads that failed or lack the metric, and ranks without "

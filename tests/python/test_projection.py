@@ -235,6 +235,11 @@ def test_compare_and_score_from_python(tmp_path):
     # A latency limit twice the run's own, and memory above the device's 128 MiB (the kernel's
     # limit): it fits, whatever the run took.
     assert edgeprof.score(run, latency=2 * run.wall_time_s, memory=1e9).fits
+    # Repeated runs are scored by their medians (a RepeatedResult was a TypeError).
+    repeated = next(r for r in c.rows if r.workload == "fast").result
+    s = edgeprof.score(repeated, latency=1e6)
+    assert s.ok and s.fits
+    assert s.latency == pytest.approx(repeated.stat("all_cores_wall_time_s").median)
     # A memory figure that is not bytes is shown as a number (cpu_user_s as "0 B", a negative
     # net peak raised), in the table and the notebook's alike.
     c = edgeprof.compare({"a": "true"}, board, repeat=1, progress=False,
