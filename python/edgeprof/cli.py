@@ -40,6 +40,7 @@ examples:
   edgeprof show r.json
   edgeprof compare -w "small=python3 infer.py --model small" -w "big=python3 infer.py --model big" \
       --device raspberry-pi-4 --device jetson-nano --repeat 5
+  edgeprof figures runs/*.json --csv calibration.csv   # then add a device_wall_time_s column
   edgeprof fit calibration.csv --x wall_time_s --y device_wall_time_s --device lg-g6 -o cal.json
   edgeprof project r.json --calibrations cal.json
   edgeprof calibrate-speed --device raspberry-pi-4 -w "mobilenet=python3 infer.py mobilenet" \
@@ -1063,6 +1064,57 @@ def cmd_fit(args: argparse.Namespace) -> int:
     return 0
 
 
+# What `figures` writes by default: the times a calibration is fitted on, and memory.
+DEFAULT_FIGURES = ["wall_time_s", "all_cores_wall_time_s", "cpu_user_s", "peak_memory_bytes"]
+
+
+def cmd_figures(args: argparse.Namespace) -> int:
+    """Saved reports as one CSV row each (a repeated report's medians): the --x columns of
+    `edgeprof fit` once a column of the device's own figures is added."""
+    import csv
+    import io
+    names = args.figure or DEFAULT_FIGURES
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise edgeprof.Error(f"--figure {', '.join(twice)} given more than once: give each "
+                             "figure once")
+    for name in names:  # a typo fails before any file is read
+        edgeprof.results.check_figure_name(name, "--figure")
+    _check_outputs({"--csv": args.csv}, {f"report {i + 1}": path
+                                         for i, path in enumerate(args.reports)})
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["report", "device", "runs"] + names)
+    for path in args.reports:
+        report = _load_report(path)
+        repeated = isinstance(report, edgeprof.RepeatedResult)
+        runs = list(report.runs) if repeated else [report]
+        failed = sum(1 for r in runs if not r.ok)
+        if failed:
+            # Its figures would measure the failure (the time to a crash or a kill).
+            raise edgeprof.Error(f"{path}: {failed} of its {len(runs)} run(s) failed; its "
+                                 "figures measure the failure, not the workload: run it again")
+        # The path as given, its bytes that are not UTF-8 escaped (the CSV is UTF-8).
+        row: list[object] = [os.fsencode(path).decode("utf-8", "backslashreplace"),
+                             runs[0].device.name, len(runs)]
+        for name in names:
+            try:
+                value = (report.stat(name).median if repeated
+                         else edgeprof.results.figure(report, name))
+                if not math.isfinite(value):
+                    raise edgeprof.Error(f"its {name} is {value}: the report does not have it; "
+                                         "leave it out, or run it again")
+            except edgeprof.Error as e:
+                if not args.figure:  # a default one the run lacks (memory.peak before 5.19)
+                    row.append("")
+                    continue
+                raise edgeprof.Error(f"{path}: {e}") from None
+            row.append(repr(value))
+        writer.writerow(row)
+    _write(args.csv, out.getvalue())
+    return 0
+
+
 def cmd_project(args: argparse.Namespace) -> int:
     report = _load_report(args.report)
     runs = report.runs if isinstance(report, edgeprof.RepeatedResult) else [report]
@@ -1194,8 +1246,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "devices run at their speed on this host")
     p.add_argument("--nn", action="store_true",
                    help="measure this host's CNN inference speed: reference graphs with ncnn "
-                   "(`pip install ncnn`), one thread, about a minute; catalog devices with "
-                   "published ncnn times are then emulated at their nn speed (docs/fidelity.md)")
+                   "(`pip install ncnn`), one thread (8 s on an Intel Xeon), then this host's "
+                   "own share under a CPU quota with them (about a minute); catalog devices "
+                   "with published ncnn times are then emulated at their nn speed "
+                   "(docs/fidelity.md)")
     p.add_argument("--runtime", default="ncnn",
                    choices=[r.id for r in edgeprof.nn.nn_runtimes()],
                    help="with --nn, the runtime to measure: ncnn (default: its reference graphs, "
@@ -1316,6 +1370,18 @@ def build_parser() -> argparse.ArgumentParser:
                    "the same device, family, target and core emulation)")
     p.add_argument("--json", action="store_true", help="print the calibration as JSON")
     p.set_defaults(func=cmd_fit)
+
+    p = sub.add_parser("figures", help="saved reports' figures as CSV, one row per report (a "
+                       "repeated report's medians): add the device's column, then fit",
+                       epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("reports", nargs="+", help="JSON reports (edgeprof run --json FILE)")
+    p.add_argument("--figure", action="append",
+                   help="a figure to write (several times for several; default: "
+                   f"{', '.join(DEFAULT_FIGURES)}); any name edgeprof.results.figure takes, "
+                   "e.g. phase.inference.wall_time_s")
+    p.add_argument("--csv", default="-", metavar="FILE", help="where to write it (default: "
+                   "stdout)")
+    p.set_defaults(func=cmd_figures)
 
     p = sub.add_parser("project", help="apply saved calibrations to a report",
                        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)

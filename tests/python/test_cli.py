@@ -1098,6 +1098,63 @@ def test_project_takes_the_targets_that_apply_and_fit_replaces_an_alias_entry(tm
     assert kept.device == "raspberry-pi-4b-4gb" and kept.projection.model == "origin"
 
 
+def test_figures_writes_reports_as_the_csv_fit_reads(tmp_path):
+    """Saved reports became fit's CSV by hand: `figures` writes a row per report, a repeated
+    report's medians, and a typo or a failed run is refused naming it."""
+    run = json.loads(captured_report_text())
+    one = tmp_path / "one.json"
+    one.write_text(captured_report_text())
+    slower = {**run, "wall_time_s": run["wall_time_s"] * 3}
+    repeated = tmp_path / "rep.json"
+    repeated.write_text(json.dumps({"schema": "edgeprof.repeated",
+                                    "schema_version": run["schema_version"],
+                                    "runs": [run, slower, slower], "warmups": [], "stats": {}}))
+    two = tmp_path / "two.json"
+    two.write_text(json.dumps({**run, "wall_time_s": run["wall_time_s"] * 2}))
+    p = edgeprof("figures", str(one), str(repeated), str(two), "--figure", "wall_time_s",
+                 "--figure", "phase.infer.wall_time_s")
+    assert p.returncode == 0, p.stderr
+    import csv
+    rows = list(csv.DictReader(p.stdout.splitlines()))
+    assert [r["report"] for r in rows] == [str(one), str(repeated), str(two)]
+    assert [r["runs"] for r in rows] == ["1", "3", "1"]
+    assert rows[0]["device"] == run["device"]["name"]
+    assert float(rows[0]["wall_time_s"]) == run["wall_time_s"]
+    assert float(rows[1]["wall_time_s"]) == pytest.approx(3 * run["wall_time_s"])  # the median
+    assert float(rows[1]["phase.infer.wall_time_s"]) == pytest.approx(
+        float(rows[0]["phase.infer.wall_time_s"]))
+    # Its output is fit's input once the device's column is added.
+    lines = p.stdout.splitlines()
+    data = tmp_path / "cal.csv"
+    data.write_text("\n".join([lines[0] + ",device_wall_time_s"] + [
+        f"{line},{float(r['wall_time_s']) * 2.1}" for line, r in zip(lines[1:], rows)]) + "\n")
+    fit = edgeprof("fit", str(data), "--x", "wall_time_s", "--y", "device_wall_time_s",
+                   "--device", "custom", "--model", "origin", "-o", str(tmp_path / "cal.json"))
+    assert fit.returncode == 0, fit.stderr
+    [cal] = edgeprof_api.analysis.load_calibrations(tmp_path / "cal.json")
+    assert cal.projection.coefficients == pytest.approx([2.1])
+    default = edgeprof("figures", str(one), "--csv", str(tmp_path / "f.csv"))
+    assert default.returncode == 0, default.stderr
+    assert (tmp_path / "f.csv").read_text().splitlines()[0] == (
+        "report,device,runs,wall_time_s,all_cores_wall_time_s,cpu_user_s,peak_memory_bytes")
+    # A default figure a report lacks is an empty cell (fit reads only its --x columns); one
+    # asked for is refused, as is one that is not finite.
+    no_peak = tmp_path / "no-peak.json"
+    no_peak.write_text(json.dumps({**run, "peak_memory_bytes": None}))
+    empty = edgeprof("figures", str(no_peak))
+    assert empty.returncode == 0, empty.stderr
+    assert empty.stdout.splitlines()[1].endswith(",")
+    asked = edgeprof("figures", str(no_peak), "--figure", "peak_memory_bytes")
+    assert asked.returncode == 2 and f"{no_peak}: " in asked.stderr
+    typo = edgeprof("figures", str(one), "--figure", "wal_time_s")
+    assert typo.returncode == 2 and "'wal_time_s' is not a figure" in typo.stderr
+    failed = tmp_path / "failed.json"
+    failed.write_text(json.dumps({**run, "exit_code": 1, "ok": False}))
+    bad = edgeprof("figures", str(one), str(failed))
+    assert bad.returncode == 2 and f"{failed}: 1 of its 1 run(s) failed" in bad.stderr
+    assert "Traceback" not in typo.stderr + bad.stderr
+
+
 def test_compare_target_needs_calibrations_that_have_it(tmp_path):
     """--target without --calibrations was dropped, and a target no calibration has gave n/a
     in every row: both after every run."""
