@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <bitset>
 #include <cmath>
 #include <limits>
@@ -1333,11 +1334,15 @@ std::string to_text(const RepeatedResult& r) {
                            : std::string(),
                        r.all_ok() ? "all succeeded" : "SOME FAILED (see runs)");
   }
-  out += fmt::format("{:<34}{:>12}{:>12}{:>12}{:>27}{:>12}{:>12}\n", "figure", "median", "mean",
-                     "stddev", "95% CI of the mean", "min", "max");
+  // The names' column as wide as the longest (a phase's figure names run past 34).
+  std::size_t width = 34;
+  for (const auto& [name, s] : r.stats) width = std::max(width, name.size() + 1);
+  out += fmt::format("{:<{}}{:>12}{:>12}{:>12}{:>27}{:>12}{:>12}\n", "figure", width, "median",
+                     "mean", "stddev", "95% CI of the mean", "min", "max");
   for (const auto& [name, s] : r.stats) {
-    out += fmt::format("{:<34}{:>12.6g}{:>12.6g}{:>12.4g}{:>13.6g} .. {:<10.6g}{:>12.6g}{:>12.6g}\n",
-                       name, s.median, s.mean, s.stddev, s.ci95_low, s.ci95_high, s.min, s.max);
+    out += fmt::format("{:<{}}{:>12.6g}{:>12.6g}{:>12.4g}{:>13.6g} .. {:<10.6g}{:>12.6g}{:>12.6g}\n",
+                       name, width, s.median, s.mean, s.stddev, s.ci95_low, s.ci95_high, s.min,
+                       s.max);
   }
   return detail::printable_lines(out);
 }

@@ -222,6 +222,28 @@ TEST_CASE("a projected result divides its times by the speed-up, in text, JSON a
   RepeatedResult repeated;
   repeated.runs = {one_core};
   repeated.stats = describe_runs(repeated.runs);
+  {
+    // Every row's median under the header's, a phase's long figure names too (they pushed
+    // their rows' numbers to the right).
+    RepeatedResult named = repeated;
+    named.runs.front().phases.front().name = "inference";
+    named.stats = describe_runs(named.runs);
+    REQUIRE(named.stats.count("phase.inference.all_cores_wall_time_s"));
+    const std::string table = to_text(named);
+    const std::size_t header = table.find("\nfigure") + 1;
+    const std::size_t end = table.find("median", header) - header + 5;  // its last column
+    int rows = 0;
+    for (std::size_t at = table.find('\n', header) + 1; at < table.size();
+         at = table.find('\n', at) + 1) {
+      const std::string row = table.substr(at, table.find('\n', at) - at);
+      INFO(row);
+      REQUIRE(row.size() > end + 1);
+      CHECK(row[end] != ' ');
+      CHECK(row[end + 1] == ' ');
+      ++rows;
+    }
+    CHECK(rows == static_cast<int>(named.stats.size()));
+  }
   CHECK(to_text(repeated).find("on quad (one of its 4 cores ran: wall_time_s and the cpu "
                                "figures are that core's") != std::string::npos);
 
