@@ -402,8 +402,8 @@ Device with_measured_nn(const Device& device, const NnOptions& options) {
     if (options.progress) {
       options.progress(fmt::format(
           "{} is emulated at its CNN inference (nn) speed, and this host's nn rating is not "
-          "measured yet: measuring it now, once ({} graphs with ncnn, one thread, about a "
-          "minute; cached for later runs; `edgeprof calibrate-host --nn` does the same)",
+          "measured yet: measuring it now, once ({} graphs with ncnn, one thread, seconds on "
+          "a desktop CPU, up to a minute or two on a slow one; cached for later runs; `edgeprof calibrate-host --nn` does the same)",
           device.name, graphs));
     }
     try {
