@@ -1084,7 +1084,8 @@ def cmd_figures(args: argparse.Namespace) -> int:
                                          for i, path in enumerate(args.reports)})
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["report", "device", "runs"] + names)
+    writer.writerow(["report", "device", "core_emulation", "runs"] + names)
+    seen: dict[str, str] = {}  # (device, core emulation) -> the first report of it
     for path in args.reports:
         report = _load_report(path)
         repeated = isinstance(report, edgeprof.RepeatedResult)
@@ -1095,8 +1096,10 @@ def cmd_figures(args: argparse.Namespace) -> int:
             raise edgeprof.Error(f"{path}: {failed} of its {len(runs)} run(s) failed; its "
                                  "figures measure the failure, not the workload: run it again")
         # The path as given, its bytes that are not UTF-8 escaped (the CSV is UTF-8).
+        emulated = runs[0].plan.core_emulation
+        seen.setdefault(f"{runs[0].device.name} ({emulated})", path)
         row: list[object] = [os.fsencode(path).decode("utf-8", "backslashreplace"),
-                             runs[0].device.name, len(runs)]
+                             runs[0].device.name, emulated, len(runs)]
         for name in names:
             try:
                 value = (report.stat(name).median if repeated
@@ -1112,6 +1115,12 @@ def cmd_figures(args: argparse.Namespace) -> int:
             row.append(repr(value))
         writer.writerow(row)
     _write(args.csv, out.getvalue())
+    if len(seen) > 1:
+        # One calibration is fitted per device and core emulation (`fit --device D
+        # --core-emulation E`): rows of several mixed into one fit would be wrong for each.
+        print("edgeprof: warning: the reports are of several devices or core emulations: "
+              f"{'; '.join(f'{k}, e.g. {v}' for k, v in seen.items())}; fit each apart "
+              "(`edgeprof fit --device D --core-emulation E`)", file=sys.stderr)
     return 0
 
 
@@ -1242,7 +1251,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--remeasure", action="store_true", help="measure again, ignoring the cache")
     p.add_argument("--reference", action="store_true",
                    help="measure this host against the catalog's reference core with 7-Zip's "
-                   "single-thread benchmark (about 40 s; needs 7zz, 7z or 7za), so that catalog "
+                   "single-thread benchmark (40-60 s; needs 7zz, 7z or 7za), so that catalog "
                    "devices run at their speed on this host")
     p.add_argument("--nn", action="store_true",
                    help="measure this host's CNN inference speed: reference graphs with ncnn "

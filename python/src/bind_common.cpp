@@ -108,7 +108,7 @@ SliceOptions to_slice_options(const py::object& parent, std::uint64_t cpu_period
     o.plan.iteration_time_us = static_cast<std::uint64_t>(std::llround(*iteration_time * 1e6));
   }
   o.plan.cpus = cpus;
-  // A first run on a host without its nn rating measures it (about a minute): say so on
+  // A first run on a host without its nn rating measures it (seconds to a minute): say so on
   // sys.stderr, which notebooks show too.
   o.plan.nn_measure.progress = with_signal_check([](py::str line) {
     py::module_::import("sys").attr("stderr").attr("write")(py::str("edgeprof: {}\n").format(line));

@@ -212,7 +212,7 @@ void bind_microbench(py::module_& m) {
       },
       py::kw_only(), py::arg("program") = "", py::arg("cpu") = -1, py::arg("timeout_s") = 600.0,
       py::arg("progress") = py::none(),
-      "Runs 7-Zip's single-thread benchmark (`7zz b -mmt1`, about 40 s) pinned to one CPU and "
+      "Runs 7-Zip's single-thread benchmark (`7zz b -mmt1`, 40-60 s) pinned to one CPU and "
       "caches the rating, so that catalog devices loaded from then on have core speeds "
       "relative to this host. progress(line) is called as it goes. Error when no 7-Zip is "
       "installed or it fails.");
@@ -452,7 +452,7 @@ void bind_microbench(py::module_& m) {
       py::arg("timeout_s") = 900.0, py::arg("progress") = py::none(),
       "Runs the reference graphs with ncnn (the Python package, `pip install ncnn`), or the "
       "models of another runtime (runtime='pytorch': `pip install torch torchvision timm`), "
-      "one thread pinned to one CPU (about a minute), and caches the times when every graph "
+      "one thread pinned to one CPU (ncnn's seconds, another runtime's about a minute), and caches the times when every graph "
       "ran; ncnn's give catalog devices with published times an nn speed. Error when the "
       "runtime is unknown, Python or the runtime is missing, or it fails.");
 

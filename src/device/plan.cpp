@@ -683,7 +683,7 @@ EmulationPlan plan_emulation(const Device& described, const HostFacts& host,
         "core speed {:g} is relative to the catalog's reference core ({}), taken as this "
         "host's uncorrected: this host's speed relative to that core is not measured, so the "
         "device runs as much too fast or too slow as this host differs from it; run "
-        "`edgeprof calibrate-host --reference` (needs 7-Zip, about 40 s) once",
+        "`edgeprof calibrate-host --reference` (needs 7-Zip, 40-60 s) once",
         device.core_speed, kReferenceCore));
   }
   // cpu.max limits the slice, not each thread: one busy thread may use the whole quota, up to

@@ -51,7 +51,7 @@ constexpr RuntimeRatingSpec kNcnnRating{
     .share_args = {},
     .share_exports = false,
     .share_cache_name = "host-quota-share.json",
-    .share_seconds = 80,  // about 80 s on the EPYC, 40 s on the Xeon
+    .share_seconds = 80,  // about 80 s on the EPYC, 40-52 s on the Xeon
 };
 
 // PyTorch's and ONNX Runtime's ratings time their models in eight passes through them all

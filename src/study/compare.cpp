@@ -373,7 +373,13 @@ Score score(const RepeatedResult& runs, const Budget& budget,
   // Through a calibration: each run checked as project() checks it, the prediction at the
   // median of each feature.
   const auto projected = [&](const Calibration& c) {
-    for (const Result& run : runs.runs) project(c, run);
+    for (std::size_t i = 0; i < runs.runs.size(); ++i) {
+      try {
+        project(c, runs.runs[i]);
+      } catch (const Error& e) {
+        throw Error(fmt::format("score: run {} of {}: {}", i + 1, runs.runs.size(), e.what()));
+      }
+    }
     std::vector<double> x;
     for (const std::string& feature : c.projection.features()) x.push_back(median(feature));
     return c.projection.predict(x);

@@ -199,7 +199,7 @@ ReferenceRating measure_reference_rating(const ReferenceOptions& options) {
     detail::PinnedThread pin(options.cpu);  // posix_spawn's child inherits this affinity
     r.cpu = pin.cpu();
     if (options.progress) {
-      options.progress(fmt::format("running `{}` on CPU {} (about 40 s)", command, r.cpu));
+      options.progress(fmt::format("running `{}` on CPU {} (40-60 s)", command, r.cpu));
     }
     out = detail::run_child(argv, options.timeout, options.progress, "7-Zip benchmark");
   }

@@ -749,6 +749,23 @@ TEST_CASE("kill_loop kills each listed process once, and again only a second lat
   CHECK(kills == std::vector<std::vector<pid_t>>{{101}, {101}});
 }
 
+// A kill that throws while the slice is frozen thaws it on the way out (frozen, its processes
+// could not even exit).
+TEST_CASE("kill_loop thaws the slice when a kill throws", "[cgroup][kill]") {
+  FakeTree tree;
+  std::vector<bool> freezer;
+  CHECK_THROWS_WITH(kill_loop(
+                        Fs(tree.root()), [] { return std::vector<pid_t>{101}; },
+                        [&](bool on) {
+                          freezer.push_back(on);
+                          return true;
+                        },
+                        "a fake slice", 5000,
+                        [](const std::vector<pid_t>&) { throw CgroupError("cannot kill"); }),
+                    "cannot kill");
+  CHECK(freezer == std::vector<bool>{true, false});
+}
+
 // v2: a process that moved in while the slice was killed is killed through cgroup.kill
 // written again (it was signalled by pid, and the loop waited on with the file written once).
 TEST_CASE("v2: a kill writes cgroup.kill again for a process listed after the first write",

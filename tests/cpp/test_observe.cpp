@@ -755,6 +755,13 @@ TEST_CASE("compare ranks workloads per device, marks the Pareto front, and proje
   wall.latency_figure = "wall_time_s";
   CHECK_THROWS_WITH(score(nan_run, wall), Catch::Contains("run 4 of 5") &&
                                               Catch::Contains("wall_time_s is nan"));
+  // A calibration's feature a run lacks, likewise.
+  FitOptions absent = f;
+  absent.features = {"phase.absent.wall_time_s"};
+  const Calibration lacking{"board", "", Projection::fit(std::vector<double>{0.1, 0.2, 0.3, 0.4},
+                                                         {0.2, 0.41, 0.59, 0.8}, absent)};
+  CHECK_THROWS_WITH(score(five, wall, lacking), Catch::Contains("score: run 1 of 5: ") &&
+                                                    Catch::Contains("absent"));
   Budget typo;
   typo.latency_figure = "wal_time_s";
   CHECK_THROWS_WITH(score(one_failed, typo), Catch::Contains("'wal_time_s' is not a figure"));

@@ -233,8 +233,8 @@ TEST_CASE("a projected result divides its times by the speed-up, in text, JSON a
     const std::size_t header = table.find("\nfigure") + 1;
     const std::size_t end = table.find("median", header) - header + 5;  // its last column
     int rows = 0;
-    for (std::size_t at = table.find('\n', header) + 1; at < table.size();
-         at = table.find('\n', at) + 1) {
+    for (std::size_t at = table.find('\n', header) + 1; at > 0 && at < table.size();
+         at = table.find('\n', at) + 1) {  // npos + 1 is 0: the end
       const std::string row = table.substr(at, table.find('\n', at) - at);
       INFO(row);
       REQUIRE(row.size() > end + 1);

@@ -1118,6 +1118,7 @@ def test_figures_writes_reports_as_the_csv_fit_reads(tmp_path):
     rows = list(csv.DictReader(p.stdout.splitlines()))
     assert [r["report"] for r in rows] == [str(one), str(repeated), str(two)]
     assert [r["runs"] for r in rows] == ["1", "3", "1"]
+    assert {r["core_emulation"] for r in rows} == {"pooled"} and "warning" not in p.stderr
     assert rows[0]["device"] == run["device"]["name"]
     assert float(rows[0]["wall_time_s"]) == run["wall_time_s"]
     assert float(rows[1]["wall_time_s"]) == pytest.approx(3 * run["wall_time_s"])  # the median
@@ -1136,7 +1137,15 @@ def test_figures_writes_reports_as_the_csv_fit_reads(tmp_path):
     default = edgeprof("figures", str(one), "--csv", str(tmp_path / "f.csv"))
     assert default.returncode == 0, default.stderr
     assert (tmp_path / "f.csv").read_text().splitlines()[0] == (
-        "report,device,runs,wall_time_s,all_cores_wall_time_s,cpu_user_s,peak_memory_bytes")
+        "report,device,core_emulation,runs,wall_time_s,all_cores_wall_time_s,cpu_user_s,"
+        "peak_memory_bytes")
+    # Reports of two devices: a warning (one fit per device and core emulation).
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({**run, "device": {**run["device"], "name": "other-board"}}))
+    mixed = edgeprof("figures", str(one), str(other))
+    assert mixed.returncode == 0, mixed.stderr
+    assert "warning: the reports are of several devices" in mixed.stderr
+    assert "other-board (pooled)" in mixed.stderr
     # A default figure a report lacks is an empty cell (fit reads only its --x columns); one
     # asked for is refused, as is one that is not finite.
     no_peak = tmp_path / "no-peak.json"
