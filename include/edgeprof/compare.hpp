@@ -103,12 +103,15 @@ struct Budget {
 /// One run scored by score().
 struct Score {
   bool ok = false;  ///< the run succeeded (exit 0, not killed, not timed out)
-  double latency = 0;  ///< the figure, projected when a latency calibration is given; NaN
-                       ///< for a failed run
-  double memory = 0;   ///< the figure, projected when a memory calibration is given; NaN
-                       ///< for a failed run
-  std::string latency_provenance;  ///< "measured" or "projected"; "" for a failed run
-  std::string memory_provenance;   ///< "measured" or "projected"; "" for a failed run
+  /// The figure, projected when a latency calibration is given; NaN for a failed run, or where
+  /// the run lacks the figure when only the other figure's limit is given. A figure the run
+  /// lacks is an Error, naming the figures there are, when its limit is given or no limit is.
+  double latency = 0;
+  /// As latency, for memory: a budget of latency alone gets NaN where the kernel keeps no peak
+  /// (cgroup v2 before Linux 5.19); memory_figure "memory_sampled_peak_bytes" is sampled there.
+  double memory = 0;
+  std::string latency_provenance;  ///< "measured", "projected" or "estimated"; "" for NaN
+  std::string memory_provenance;   ///< "measured", "projected" or "estimated"; "" for NaN
   ///@{
   /// The projections, when a calibration was given and the run succeeded.
   std::optional<Prediction> latency_prediction, memory_prediction;

@@ -270,7 +270,7 @@ Device for_speed_kind(const Device& device, SpeedKind kind, std::vector<std::str
 
 /// The device with its nn speed on this host, when it has published CNN inference times
 /// (Device::nn_ms) but no nn speed only because this host's nn rating is not measured yet:
-/// measures the rating (measure_nn_rating(options): once per host, about a minute, cached for
+/// measures the rating (measure_nn_rating(options): once per host, seconds on a desktop CPU, cached for
 /// later runs and loads) and derives the speed from it; `options.progress` first hears why and
 /// how long, then each graph. Any other device: an unchanged copy, nothing measured. Throws
 /// Error when the rating cannot be measured, saying what to install or to emulate the device

@@ -116,7 +116,9 @@ struct HostCalibration {
   std::string kernel;       ///< kernel release (uname -r)
   std::string hostname;     ///< host name
   std::string measured_at;  ///< when the scores were measured, ISO 8601 UTC
-  bool from_cache = false;  ///< read from cache_file rather than measured by this call
+  /// Read from cache_file; false when measured by this call, or earlier in this process where
+  /// it could not be cached (`note` says which).
+  bool from_cache = false;
   /// The cache file: `$EDGEPROF_CACHE_DIR`, else `$XDG_CACHE_HOME/edgeprof`, else
   /// `~/.cache/edgeprof`, then `host-calibration.json`; "" when none of them is set.
   std::string cache_file;
@@ -127,8 +129,12 @@ struct HostCalibration {
 
 /// This host's calibration: read from the cache when it was measured by the same suite version
 /// on the same CPU model, kernel release and host name; otherwise (or with `remeasure`) measured
-/// with run_suite(options), which takes a few seconds, and cached. A cache that cannot be read
-/// or written is never fatal: `note` says what happened. Throws what run_suite throws.
+/// with run_suite(options), which takes a few seconds, and cached. With a vector_unit other than
+/// this CPU's best, measured and neither read from nor written to the cache (cache_file ""):
+/// the cache is the host's calibration every probed device's speed is divided by. A cache that
+/// cannot be read or written is never fatal: the calibration is kept for this process (later
+/// calls return it, `note` saying so) and `note` says what happened. Throws what run_suite
+/// throws.
 HostCalibration host_calibration(bool remeasure = false, const SuiteOptions& options = {});
 
 }  // namespace edgeprof

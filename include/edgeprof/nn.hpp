@@ -330,9 +330,9 @@ struct NnOptions {
 };
 
 /// Runs the reference graphs with ncnn (Python package `ncnn`, `pip install ncnn`), or
-/// NnOptions::runtime's models with it, one thread, pinned to one CPU (about a minute), and
-/// caches the result for cached_nn_rating() (and, for ncnn, the device loaders) when every
-/// model ran. Throws Error when the runtime is unknown, when Python or the runtime is missing
+/// NnOptions::runtime's models with it, one thread, pinned to one CPU (ncnn's in seconds on a
+/// desktop CPU, PyTorch's and ONNX Runtime's in about a minute), and caches the result for
+/// cached_nn_rating() (and, for ncnn, the device loaders) when every model ran. Throws Error when the runtime is unknown, when Python or the runtime is missing
 /// (saying what to install), when it fails or times out (with the end of its output).
 NnRating measure_nn_rating(const NnOptions& options = {});
 

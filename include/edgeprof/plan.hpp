@@ -190,10 +190,10 @@ struct PlanOptions {
   SpeedKind speed_kind = SpeedKind::automatic;
   /// A device with published CNN inference times (Device::nn_ms), emulated at its nn speed
   /// (speed_kind automatic or nn), on a host whose nn rating is not measured yet: measure the
-  /// rating first (with_measured_nn(): once per host, about a minute, cached). False: nothing
+  /// rating first (with_measured_nn(): once per host, seconds on a desktop CPU, cached). False: nothing
   /// is measured; an automatic plan then emulates the integer speed with a note saying the
   /// command that fixes it, an nn plan fails. Default: true unless the environment variable
-  /// EDGEPROF_MEASURE_NN is 0 (for test machines and CI that must not spend the minute).
+  /// EDGEPROF_MEASURE_NN is 0 (for test machines and CI that must not spend the time).
   bool measure_nn = measure_nn_by_default();
   /// How with_measured_nn() measures (its `progress` hears each graph).
   NnOptions nn_measure;

@@ -42,7 +42,8 @@ struct Summary {
   /// the whole run (summarize's cpu_period_s).
   std::size_t cpu_windows_carried = 0;
   ///@{
-  /// The same as a fraction of the emulated device's capacity (cores x speed).
+  /// The same as a fraction of the slice's capacity, EmulationPlan::capacity_cores() (cores x
+  /// speed x quota scale; one core's under projected core emulation).
   std::optional<double> cpu_capacity_avg, cpu_capacity_p95, cpu_capacity_peak;
   ///@}
   /// Measured: throttled periods / periods (cpu.stat).

@@ -138,8 +138,8 @@ CoreEmulation core_emulation_from_string(std::string_view text) {
   if (text == "per-core" || text == "per_core") return CoreEmulation::per_core;
   if (text == "projected") return CoreEmulation::projected;
   if (text == "auto" || text == "automatic") return CoreEmulation::automatic;
-  throw Error(fmt::format("cores = '{}' is not a way to emulate cores: use 'pooled' (one quota "
-                          "for the whole device), 'per-core' (a quota per device core), "
+  throw Error(fmt::format("core_emulation = '{}' is not a way to emulate cores: use 'pooled' "
+                          "(one quota for the whole device), 'per-core' (a quota per device core), "
                           "'projected' (one core, its times divided by the board's published "
                           "speed-up) or 'auto' (projected where the device's tables allow it, "
                           "else pooled)",
@@ -990,6 +990,22 @@ EmulationPlan plan_emulation(const Device& described, const HostFacts& host,
         "them",
         plan.cpus.size() == 1 ? "" : "s", format_cpu_list(plan.cpus),
         plan.cpus.size() == 1 ? "is" : "are"));
+  }
+  // Each step of the schedule as the scheduler will write it (each core group's bandwidth): one
+  // below the kernel's least (1 ms per 1 s) ran at that least, several times the speed asked,
+  // and said nothing.
+  const double per_group = plan.core_groups ? double(plan.core_quota_us) / double(plan.cpu_period_us)
+                                            : plan.capacity_cores();
+  for (const SpeedStep& step : device.speed_schedule) {
+    if (per_group * step.factor * static_cast<double>(kMaxCpuPeriodUs) <
+        static_cast<double>(kMinCpuQuotaUs)) {
+      throw UnsupportedError(fmt::format(
+          "{}'s speed_schedule step at {:g} s (x{:g}) leaves {:.4g} host cores{}, below what "
+          "CFS bandwidth control can express (1 ms per 1 s period = 0.001 cores): give it a "
+          "larger factor, or the device more core speed",
+          who, step.after_s, step.factor, per_group * step.factor,
+          plan.core_groups ? " per core" : ""));
+    }
   }
   return plan;
 }

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <bitset>
 #include <cmath>
 #include <limits>
@@ -1306,8 +1307,10 @@ const Statistic& RepeatedResult::stat(const std::string& name) const {
   if (it == stats.end()) {
     std::vector<std::string> names;
     for (const auto& [n, s] : stats) names.push_back(n);
-    throw Error(fmt::format("no statistic '{}' (present in every run: {})", name,
-                            fmt::join(names, ", ")));
+    throw Error(fmt::format("no statistic '{}': a repeated result describes the figures every "
+                            "run has ({}); name one of those, or a single run's figure from "
+                            "runs[i]",
+                            name, fmt::join(names, ", ")));
   }
   return it->second;
 }
@@ -1334,15 +1337,28 @@ std::string to_text(const RepeatedResult& r) {
                            : std::string(),
                        r.all_ok() ? "all succeeded" : "SOME FAILED (see runs)");
   }
-  // The names' column as wide as the longest (a phase's figure names run past 34).
-  std::size_t width = 34;
-  for (const auto& [name, s] : r.stats) width = std::max(width, name.size() + 1);
-  out += fmt::format("{:<{}}{:>12}{:>12}{:>12}{:>27}{:>12}{:>12}\n", "figure", width, "median",
-                     "mean", "stddev", "95% CI of the mean", "min", "max");
+  // Each column as wide as its widest cell, at least one space apart: a phase's figure names run
+  // past 34 characters and a value such as -2.29019e+07 past 11, which pushed rows out of line.
+  // Columns: name, median, mean, stddev, the interval's low and high (".." between), min, max.
+  std::vector<std::array<std::string, 8>> rows;
   for (const auto& [name, s] : r.stats) {
-    out += fmt::format("{:<{}}{:>12.6g}{:>12.6g}{:>12.4g}{:>13.6g} .. {:<10.6g}{:>12.6g}{:>12.6g}\n",
-                       name, width, s.median, s.mean, s.stddev, s.ci95_low, s.ci95_high, s.min,
-                       s.max);
+    const auto g = [](double v) { return fmt::format("{:.6g}", v); };
+    rows.push_back({name, g(s.median), g(s.mean), fmt::format("{:.4g}", s.stddev), g(s.ci95_low),
+                    g(s.ci95_high), g(s.min), g(s.max)});
+  }
+  std::array<std::size_t, 8> width = {34, 12, 12, 12, 13, 10, 12, 12};  // the least
+  for (const auto& row : rows) {
+    for (std::size_t c = 0; c < row.size(); ++c) {
+      width[c] = std::max(width[c], row[c].size() + (c == 5 ? 0 : 1));  // high: left-aligned
+    }
+  }
+  out += fmt::format("{:<{}}{:>{}}{:>{}}{:>{}}{:>{}}{:>{}}{:>{}}\n", "figure", width[0], "median",
+                     width[1], "mean", width[2], "stddev", width[3], "95% CI of the mean",
+                     width[4] + 4 + width[5], "min", width[6], "max", width[7]);
+  for (const auto& row : rows) {
+    out += fmt::format("{:<{}}{:>{}}{:>{}}{:>{}}{:>{}} .. {:<{}}{:>{}}{:>{}}\n", row[0], width[0],
+                       row[1], width[1], row[2], width[2], row[3], width[3], row[4], width[4],
+                       row[5], width[5], row[6], width[6], row[7], width[7]);
   }
   return detail::printable_lines(out);
 }

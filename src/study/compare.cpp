@@ -9,6 +9,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "edgeprof/error.hpp"
 #include "sys/spawn.hpp"
@@ -297,6 +298,43 @@ double figure_of(const Result& run, const std::map<std::string, double>& f,
   return it == f.end() ? figure(run, name) : it->second;
 }
 
+// Whether a score needs its figure of the run: unless a calibration projects it instead, to
+// check its limit, or when no limit is given (a multi-objective search reads both figures).
+bool needs_figure(const Budget& budget, const std::optional<double>& limit,
+                  const std::optional<Calibration>& c) {
+  return !c && (limit || (!budget.latency_s && !budget.memory_bytes));
+}
+
+// The figure `get` gives; NaN where the run lacks it and nothing needs it (the peak where the
+// kernel keeps none, cgroup v2 before Linux 5.19, failed every trial of a latency-only budget).
+template <class Get>
+double unless_unneeded(bool needed, Get get) {
+  if (needed) return get();
+  try {
+    return get();
+  } catch (const Error&) {
+    return std::nan("");
+  }
+}
+
+// Latency and memory through their calibrations, where given, then the limits: the last step of
+// either score(), `predict` giving a calibration's prediction for the run or runs scored.
+template <class Predict>
+void project_and_check(Score& s, const Budget& budget,
+                       const std::optional<Calibration>& latency_calibration,
+                       const std::optional<Calibration>& memory_calibration, Predict predict) {
+  for (auto [calibration, figure, prediction, provenance] :
+       {std::tuple{&latency_calibration, &s.latency, &s.latency_prediction, &s.latency_provenance},
+        std::tuple{&memory_calibration, &s.memory, &s.memory_prediction, &s.memory_provenance}}) {
+    if (*calibration && s.ok) {
+      *prediction = predict(**calibration);
+      *figure = (*prediction)->estimate;
+      *provenance = "projected";
+    }
+  }
+  check_limits(s, budget);
+}
+
 }  // namespace
 
 Score score(const Result& result, const Budget& budget,
@@ -306,30 +344,24 @@ Score score(const Result& result, const Budget& budget,
   Score s;
   s.ok = result.ok();
   const auto f = figures(result);
-  auto get = [&](const std::string& name) {
-    // A failed run's figures measure the failure (the time to a crash, an OOM kill or the
-    // timeout), not the workload: NaN, which an HPO search records as a failed trial (its
-    // figures went into Optuna's front as real ones).
-    return s.ok ? figure_of(result, f, name) : std::nan("");
-  };
-  s.latency = get(budget.latency_figure);
-  s.memory = get(budget.memory_figure);
+  // A failed run's figures measure the failure (the time to a crash, an OOM kill or the
+  // timeout), not the workload: NaN, which an HPO search records as a failed trial (its
+  // figures went into Optuna's front as real ones).
+  if (s.ok) {
+    s.latency = unless_unneeded(needs_figure(budget, budget.latency_s, latency_calibration),
+                                [&] { return figure_of(result, f, budget.latency_figure); });
+    s.memory = unless_unneeded(needs_figure(budget, budget.memory_bytes, memory_calibration),
+                               [&] { return figure_of(result, f, budget.memory_figure); });
+  } else {
+    s.latency = s.memory = std::nan("");
+  }
   // A projected_* figure, or an all_cores_* one of a projected run, is a one-core time
-  // projected to all the device's cores.
-  // (A failed run's NaN figures are neither.)
-  s.latency_provenance = s.ok ? figure_provenance(result, budget.latency_figure) : "";
-  s.memory_provenance = s.ok ? figure_provenance(result, budget.memory_figure) : "";
-  if (latency_calibration && s.ok) {
-    s.latency_prediction = project(*latency_calibration, result);
-    s.latency = s.latency_prediction->estimate;
-    s.latency_provenance = "projected";
-  }
-  if (memory_calibration && s.ok) {
-    s.memory_prediction = project(*memory_calibration, result);
-    s.memory = s.memory_prediction->estimate;
-    s.memory_provenance = "projected";
-  }
-  check_limits(s, budget);
+  // projected to all the device's cores. (A NaN figure is neither.)
+  s.latency_provenance =
+      std::isnan(s.latency) ? "" : figure_provenance(result, budget.latency_figure);
+  s.memory_provenance = std::isnan(s.memory) ? "" : figure_provenance(result, budget.memory_figure);
+  project_and_check(s, budget, latency_calibration, memory_calibration,
+                    [&](const Calibration& c) { return project(c, result); });
   return s;
 }
 
@@ -349,22 +381,24 @@ Score score(const RepeatedResult& runs, const Budget& budget,
   }
   std::vector<std::map<std::string, double>> f;
   for (const Result& run : runs.runs) f.push_back(figures(run));
+  const auto which = [&](std::size_t i) {
+    return fmt::format("score: run {} of {}", i + 1, runs.runs.size());
+  };
   // The median over the runs of each figure named: finite in every run (a NaN has no place
   // in an order), or an Error naming the run.
   const auto median = [&](const std::string& name) {
     std::vector<double> values;
     for (std::size_t i = 0; i < runs.runs.size(); ++i) {
-      const auto which = [&] { return fmt::format("run {} of {}", i + 1, runs.runs.size()); };
       double v = 0;
       try {
         v = figure_of(runs.runs[i], f[i], name);
       } catch (const Error& e) {
-        throw Error(fmt::format("score: {}: {}", which(), e.what()));
+        throw Error(fmt::format("{}: {}", which(i), e.what()));
       }
       if (!std::isfinite(v)) {
-        throw Error(fmt::format("score: {}: its {} is {}, which has no median with the others; "
-                                "score the runs that have it, or another figure",
-                                which(), name, v));
+        throw Error(fmt::format("{}: its {} is {}, which has no median with the others; score "
+                                "the runs that have it, or another figure",
+                                which(i), name, v));
       }
       values.push_back(v);
     }
@@ -377,7 +411,7 @@ Score score(const RepeatedResult& runs, const Budget& budget,
       try {
         project(c, runs.runs[i]);
       } catch (const Error& e) {
-        throw Error(fmt::format("score: run {} of {}: {}", i + 1, runs.runs.size(), e.what()));
+        throw Error(fmt::format("{}: {}", which(i), e.what()));
       }
     }
     std::vector<double> x;
@@ -385,21 +419,14 @@ Score score(const RepeatedResult& runs, const Budget& budget,
     return c.projection.predict(x);
   };
   const Result& first = runs.runs.front();
-  s.latency = median(budget.latency_figure);
-  s.memory = median(budget.memory_figure);
-  s.latency_provenance = figure_provenance(first, budget.latency_figure);
-  s.memory_provenance = figure_provenance(first, budget.memory_figure);
-  if (latency_calibration) {
-    s.latency_prediction = projected(*latency_calibration);
-    s.latency = s.latency_prediction->estimate;
-    s.latency_provenance = "projected";
-  }
-  if (memory_calibration) {
-    s.memory_prediction = projected(*memory_calibration);
-    s.memory = s.memory_prediction->estimate;
-    s.memory_provenance = "projected";
-  }
-  check_limits(s, budget);
+  s.latency = unless_unneeded(needs_figure(budget, budget.latency_s, latency_calibration),
+                              [&] { return median(budget.latency_figure); });
+  s.memory = unless_unneeded(needs_figure(budget, budget.memory_bytes, memory_calibration),
+                             [&] { return median(budget.memory_figure); });
+  s.latency_provenance =
+      std::isnan(s.latency) ? "" : figure_provenance(first, budget.latency_figure);
+  s.memory_provenance = std::isnan(s.memory) ? "" : figure_provenance(first, budget.memory_figure);
+  project_and_check(s, budget, latency_calibration, memory_calibration, projected);
   return s;
 }
 

@@ -960,6 +960,19 @@ std::string write_cache(const std::string& dir, const std::string& path, const H
   return detail::replace_file(dir, path, j.dump(2) + "\n");
 }
 
+// This process's calibration where it could not be cached, by cache file ("" for none), as the
+// cache would have held it (whatever SuiteOptions::cpu): each probed device file loaded measured
+// the suite again (seconds each), and gave the same device another speed at each load. Never
+// destroyed: a thread still in host_calibration() at exit must not find it gone.
+std::mutex& uncached_mutex() {
+  static auto* m = new std::mutex;
+  return *m;
+}
+std::map<std::string, HostCalibration>& uncached() {
+  static auto* m = new std::map<std::string, HostCalibration>;
+  return *m;
+}
+
 }  // namespace
 
 HostCalibration host_calibration(bool remeasure, const SuiteOptions& options) {
@@ -973,7 +986,18 @@ HostCalibration host_calibration(bool remeasure, const SuiteOptions& options) {
   const std::string dir = detail::host_cache_dir();
   if (!dir.empty()) h.cache_file = detail::join(dir, kCacheName);
 
-  if (h.cache_file.empty()) {
+  // The cache holds this host's calibration, the suite's with the best vector unit, by which
+  // every probed device's speed is divided: another unit's (sse2's vector score is a sixth of
+  // avx512f's) cached made every later probed speed that many times too fast.
+  const bool own_unit =
+      options.vector_unit.empty() || options.vector_unit == vector_units().front();
+  if (!own_unit) {
+    h.note = fmt::format("measured with the vector unit {}, not this CPU's best ({}): not "
+                         "cached{}",
+                         options.vector_unit, vector_units().front(),
+                         h.cache_file.empty() ? "" : ", and " + h.cache_file + " left as it was");
+    h.cache_file.clear();
+  } else if (h.cache_file.empty()) {
     h.note = fmt::format("{}: measured, not cached; set EDGEPROF_CACHE_DIR to keep the "
                          "calibration",
                          detail::kNoCacheDir);
@@ -988,14 +1012,31 @@ HostCalibration host_calibration(bool remeasure, const SuiteOptions& options) {
     }
     h.note = why;
   }
+  const std::string key = h.cache_file;
+  if (own_unit && !remeasure) {
+    const std::lock_guard lock(uncached_mutex());
+    if (auto it = uncached().find(key); it != uncached().end()) {
+      HostCalibration earlier = it->second;
+      earlier.note = "measured earlier in this process: " + earlier.note;
+      return earlier;
+    }
+  }
 
   const SuiteRun run = run_suite_detailed(options);
   h.scores = run.scores;
   h.measured_at = detail::utc_now();
+  bool kept = false;
   if (!h.cache_file.empty()) {
     const std::string failed = write_cache(dir, h.cache_file, h, run);
-    if (!failed.empty()) {
-      h.note += fmt::format("; {}, so the next call measures again", failed);
+    kept = failed.empty();
+    if (!kept) h.note += fmt::format("; {}, so it is kept for this process only", failed);
+  }
+  if (own_unit) {
+    const std::lock_guard lock(uncached_mutex());
+    if (kept) {
+      uncached().erase(key);
+    } else {
+      uncached()[key] = h;
     }
   }
   return h;

@@ -430,6 +430,24 @@ TEST_CASE("host_calibration measures once, then reads the cache", "[microbench]"
     CHECK(after.from_cache);
     CHECK(after.scores == again.scores);
   }
+  SECTION("another vector unit's scores are neither cached nor read from the cache") {
+    const auto units = edgeprof::vector_units();
+    if (units.size() > 1) {
+      SuiteOptions other = quick_suite();
+      other.vector_unit = units.back();  // sse2 here: not this CPU's best
+      const HostCalibration slower = host_calibration(false, other);
+      CHECK_FALSE(slower.from_cache);
+      CHECK(slower.cache_file.empty());
+      CHECK(slower.scores.vector_unit == units.back());
+      CHECK_THAT(slower.note, Catch::Contains(units.back()) && Catch::Contains("not cached"));
+      CHECK_FALSE(host_calibration(true, other).from_cache);
+      // The cache still holds the best unit's (it held the last call's unit, whatever it was).
+      const HostCalibration after = host_calibration(false, quick_suite());
+      CHECK(after.from_cache);
+      CHECK(after.scores == first.scores);
+      CHECK(after.scores.vector_unit == units.front());
+    }
+  }
   SECTION("a corrupt file is re-measured and rewritten") {
     std::ofstream(file) << "{\"edgeprof_host_calibration\": 1, \"scores\": ";
     const HostCalibration fixed = host_calibration(false, quick_suite());
@@ -465,7 +483,18 @@ TEST_CASE("a cache directory that cannot be created is not fatal", "[microbench]
   CHECK(h.scores.integer > 0);
   CHECK_THAT(h.note, Catch::Contains("cannot create the directory") &&
                          Catch::Contains("/proc/edgeprof-cannot-be-here") &&
-                         Catch::Contains("measures again"));
+                         Catch::Contains("for this process only"));
+  // Measured once per process: each probed device file loaded measured it again (seconds),
+  // and gave the same device another speed at each load.
+  const HostCalibration again = host_calibration(false, quick_suite());
+  CHECK_FALSE(again.from_cache);
+  CHECK(again.scores == h.scores);
+  CHECK(again.measured_at == h.measured_at);
+  CHECK_THAT(again.note, Catch::StartsWith("measured earlier in this process: ") &&
+                             Catch::Contains("cannot create the directory"));
+  // Asked to, it measures again, and keeps that.
+  const HostCalibration remeasured = host_calibration(true, quick_suite());
+  CHECK(host_calibration(false, quick_suite()).scores == remeasured.scores);
 }
 
 // edgeprof-probe's device file.

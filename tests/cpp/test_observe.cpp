@@ -765,6 +765,28 @@ TEST_CASE("compare ranks workloads per device, marks the Pareto front, and proje
   Budget typo;
   typo.latency_figure = "wal_time_s";
   CHECK_THROWS_WITH(score(one_failed, typo), Catch::Contains("'wal_time_s' is not a figure"));
+  // Where the kernel keeps no memory peak (cgroup v2 before Linux 5.19), a budget of latency
+  // alone is scored, its memory NaN (every trial of such a search threw); a memory limit, or
+  // none at all (both figures read), still says the figure is missing.
+  Result no_peak = run;
+  no_peak.peak_memory_bytes.reset();
+  RepeatedResult no_peaks = five;
+  for (Result& r : no_peaks.runs) r.peak_memory_bytes.reset();
+  Budget latency_only;
+  latency_only.latency_s = 10.0;
+  for (const Score& lat : {score(no_peak, latency_only), score(no_peaks, latency_only)}) {
+    CHECK(lat.ok);
+    CHECK(lat.fits);
+    CHECK(lat.latency > 0);
+    CHECK(std::isnan(lat.memory));
+    CHECK(lat.memory_provenance.empty());
+    CHECK(lat.latency_provenance == "measured");
+  }
+  Budget memory_too = latency_only;
+  memory_too.memory_bytes = 1e12;
+  CHECK_THROWS_WITH(score(no_peak, memory_too), Catch::Contains("peak_memory_bytes"));
+  CHECK_THROWS_WITH(score(no_peaks, memory_too), Catch::Contains("run 1 of 5"));
+  CHECK_THROWS_WITH(score(no_peak, Budget{}), Catch::Contains("peak_memory_bytes"));
 }
 
 TEST_CASE("compare ranks none of the workloads that failed or lack the metric, and ranks without "

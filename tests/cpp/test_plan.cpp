@@ -308,6 +308,21 @@ TEST_CASE("a plan that throttles keeps its CPUs warm unless asked not to, and sa
   CHECK(plan_emulation(hot, host(4)).keep_warm);
 }
 
+TEST_CASE("a speed schedule's step below what the kernel can express is refused when planned",
+          "[plan]") {
+  // 0.02 x 0.01 is 0.0002 cores: the scheduler wrote the kernel's least, 1 ms per 1 s (0.001),
+  // five times the speed asked, and said nothing.
+  Device slow = make_device("slow", 1, 0.02, "512MiB");
+  slow.speed_schedule = {{0.05, 0.01}};
+  CHECK_THROWS_AS(plan_emulation(slow, host(4)), UnsupportedError);
+  CHECK_THROWS_WITH(plan_emulation(slow, host(4)),
+                    Catch::Contains("device 'slow'") && Catch::Contains("step at 0.05 s") &&
+                        Catch::Contains("0.0002 host cores") && Catch::Contains("0.001 cores"));
+  // One the kernel can express (0.02 x 0.1 = 0.002 cores) is planned.
+  slow.speed_schedule = {{0.05, 0.1}};
+  CHECK_NOTHROW(plan_emulation(slow, host(4)));
+}
+
 TEST_CASE("keep-warm is off where each CPU waits less than 45% of every period", "[plan]") {
   // At 0.75 and 0.9 of a CPU the threads delayed the workload's return (+8% and up to +40% wall
   // time in single runs here) more than they saved; at 0.58, ncnn's +16% against +1%.

@@ -5,7 +5,9 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "analysis/metric_table.hpp"
 #include "analysis/short_phases.hpp"
@@ -664,7 +666,8 @@ TEST_CASE("repeated results: statistics per figure, JSON round trip", "[report][
   CHECK(rr.stat("cpu_time_s").mean == Approx(0.85));
   CHECK(rr.stat("phase.load.wall_time_s").n == 3);
   CHECK(rr.stats.count("io_read_bytes") == 0);  // not measured in these runs
-  CHECK_THROWS_WITH(rr.stat("nope"), Catch::Contains("wall_time_s"));
+  CHECK_THROWS_WITH(rr.stat("nope"),
+                    Catch::Contains("wall_time_s") && Catch::Contains("name one of those"));
   CHECK(rr.all_ok());
   CHECK(repeated_from_json(to_json(rr)) == rr);
   CHECK(to_text(rr).find("95% CI") != std::string::npos);
@@ -814,4 +817,45 @@ TEST_CASE("a report whose command is not UTF-8 is written, the byte replaced", "
   RepeatedResult rr;
   rr.runs = {r};
   CHECK(to_json(rr).find("a\xef\xbf\xbd" "b") != std::string::npos);
+}
+
+TEST_CASE("a repeated result's table keeps every column apart and in line, long values too",
+          "[report][repeated]") {
+  RepeatedResult rr;
+  Statistic wide;  // every cell 12 characters (the columns were 11 wide)
+  wide.n = 3;
+  wide.median = wide.mean = wide.ci95_low = wide.ci95_high = wide.min = wide.max = -2.29019e+07;
+  wide.stddev = -2.291e+07;
+  Statistic small;
+  small.n = 3;
+  small.median = small.mean = small.stddev = small.ci95_low = small.ci95_high = small.min =
+      small.max = 1.5;
+  rr.stats = {{"a", wide}, {"b", small}};
+  const std::string table = to_text(rr);
+  INFO(table);
+  std::vector<std::string> lines;
+  for (std::size_t at = 0; at < table.size();) {
+    const std::size_t end = table.find('\n', at);
+    lines.push_back(table.substr(at, end - at));
+    at = end + 1;
+  }
+  REQUIRE(lines.size() == 3);
+  // Every row is name, six numbers and '..' between the interval's ends, each apart (a
+  // value that filled its column ran into its neighbour's).
+  for (std::size_t i = 1; i < lines.size(); ++i) {
+    std::istringstream row(lines[i]);
+    std::vector<std::string> cells;
+    for (std::string cell; row >> cell;) cells.push_back(cell);
+    REQUIRE(cells.size() == 9);
+    CHECK(cells[5] == "..");
+  }
+  // The numbers' columns end where their header's do.
+  for (const std::string head : {"median", "mean", "stddev", "max"}) {
+    const std::size_t end = lines[0].find(" " + head) + head.size();
+    CHECK(lines[1][end] != ' ');
+    CHECK(lines[2][end] != ' ');
+    CHECK((end + 1 == lines[1].size() || lines[1][end + 1] == ' '));
+    CHECK((end + 1 == lines[2].size() || lines[2][end + 1] == ' '));
+  }
+  CHECK(lines[1].find(" .. ") == lines[2].find(" .. "));
 }
