@@ -128,8 +128,9 @@ def result_plot(self: "_core.Result", ax: Any = None) -> Any:
     plt = _pyplot()
     series = self.series
     if len(series) < 2:
-        raise ValueError("this result has no time series to plot (it was run with "
-                         "interval=None)")
+        raise _core.Error(f"this result has no time series to plot ({len(series)} sample(s); "
+                          "it was run with interval=None): run it with a sampling interval "
+                          "(the default, interval=0.01)")
     if ax is None:
         fig, (cpu_ax, mem_ax) = plt.subplots(2, 1, sharex=True, figsize=(8, 5))
     else:

@@ -39,6 +39,13 @@ class WorkerDied(_core.Error):
         super().__init__(message)
         self.report = report
 
+    def __reduce__(self) -> tuple:
+        # With its report: pickled as its args alone, it could not be made again (report is
+        # required), and a process pool whose task raised it broke. Its other attributes (and
+        # __notes__) travel as its state.
+        state = {k: v for k, v in self.__dict__.items() if k != "report"}
+        return (type(self), (str(self), self.report), state or None)
+
 
 # The caller's script while edgeprof's worker loads it to find a function of its __main__
 # (None otherwise).

@@ -873,8 +873,9 @@ def cmd_calibrate_speed(args: argparse.Namespace) -> int:
         print(str(cal), end="", file=out)
         if args.save and args.save != "-":
             print(f"saved the calibrated device to {args.save}")
-    if args.save and args.periods_ms:
-        # A device file has no period: runs of it take the plan's unless told.
+    if args.save and (args.periods_ms or args.cpu_period_us or args.iteration_time):
+        # A device file has no period: runs of it take the plan's unless told (a period given
+        # by --cpu-period-us or --iteration-time was not said either).
         print(f"edgeprof: the speed is calibrated at a {cal.period_us / 1000:g} ms period: run "
               f"the saved device with --cpu-period-us {cal.period_us} to emulate it as "
               "calibrated", file=sys.stderr)
@@ -1102,6 +1103,11 @@ def cmd_figures(args: argparse.Namespace) -> int:
                              runs[0].device.name, emulated, len(runs)]
         for name in names:
             try:
+                if repeated and name not in report.stats:
+                    raise edgeprof.Error(
+                        f"no figure {name} in every one of its runs (those all have "
+                        f"{', '.join(sorted(report.stats))}); leave --figure {name} out, or run "
+                        "it again where the figure is measured")
                 value = (report.stat(name).median if repeated
                          else edgeprof.results.figure(report, name))
                 if not math.isfinite(value):

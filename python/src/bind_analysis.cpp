@@ -36,12 +36,15 @@ void bind_analysis(py::module_& m) {
         "A run's figure as one sample; Error when the run failed.");
 
   py::class_<RankedItem>(m, "RankedItem", "One item of a ranking.")
-      .def_readonly("name", &RankedItem::name)
-      .def_readonly("index", &RankedItem::index)
-      .def_readonly("value", &RankedItem::value)
-      .def_readonly("n", &RankedItem::n)
-      .def_readonly("rank", &RankedItem::rank)
-      .def_readonly("tied", &RankedItem::tied)
+      .def_readonly("name", &RankedItem::name, "The item's name.")
+      .def_readonly("index", &RankedItem::index, "The item's position in the input.")
+      .def_readonly("value", &RankedItem::value, "The median of the item's samples.")
+      .def_readonly("n", &RankedItem::n, "The number of samples.")
+      .def_readonly("rank", &RankedItem::rank,
+                    "1 + the number of items significantly better than this one (competition "
+                    "ranking), never above an item with a better median; items the test cannot "
+                    "separate share a rank.")
+      .def_readonly("tied", &RankedItem::tied, "True when it shares its rank with another item.")
       .def("__repr__", [](const RankedItem& r) {
         return "RankedItem(rank=" + std::to_string(r.rank) + (r.tied ? " tied" : "") +
                ", name=" + py::repr(py::str(r.name)).cast<std::string>() +
@@ -68,14 +71,23 @@ void bind_analysis(py::module_& m) {
       },
       py::arg("names"), py::arg("samples"), py::arg("higher_is_better"), py::arg("test"),
       py::arg("alpha"));
-  m.def("mann_whitney_p", &mann_whitney_p, py::arg("a"), py::arg("b"));
-  m.def("welch_p", &welch_p, py::arg("a"), py::arg("b"));
+  m.def("mann_whitney_p", &mann_whitney_p, py::arg("a"), py::arg("b"),
+        "Two-sided p-value of the Mann-Whitney U test comparing two samples (as "
+        "scipy.stats.mannwhitneyu: exact when a sample has at most 8 values and there are no "
+        "ties). Raises edgeprof.Error when a sample is empty or holds NaN or an infinity.");
+  m.def("welch_p", &welch_p, py::arg("a"), py::arg("b"),
+        "Two-sided p-value of Welch's t test comparing two samples. Raises edgeprof.Error when "
+        "a sample has fewer than 2 values or holds NaN or an infinity.");
 
   py::class_<Agreement>(m, "Agreement", "Agreement between two orderings of the same items.")
-      .def_readonly("coefficient", &Agreement::coefficient)
-      .def_readonly("p_value", &Agreement::p_value)
-      .def_readonly("exact", &Agreement::exact)
-      .def_readonly("n", &Agreement::n)
+      .def_readonly("coefficient", &Agreement::coefficient, "Spearman's rho or Kendall's tau-b.")
+      .def_readonly("p_value", &Agreement::p_value,
+                    "Two-sided p-value against no association.")
+      .def_readonly("exact", &Agreement::exact,
+                    "True when p_value comes from the exact distribution (Kendall without ties "
+                    "up to 49 items, either coefficient up to 9 items); False when asymptotic, "
+                    "as scipy.stats does.")
+      .def_readonly("n", &Agreement::n, "The number of items.")
       .def("__repr__", [](const Agreement& a) {
         return "Agreement(coefficient=" + py::repr(py::float_(a.coefficient)).cast<std::string>() +
                ", p_value=" + py::repr(py::float_(a.p_value)).cast<std::string>() +
@@ -89,13 +101,19 @@ void bind_analysis(py::module_& m) {
         "metrics[m][i] = item i's value of metric m; returns one flag per item: on the front.");
 
   py::class_<BudgetCheck>(m, "BudgetCheck", "Whether a figure fits a budget, and by how much.")
-      .def_readonly("fits", &BudgetCheck::fits)
-      .def_readonly("value", &BudgetCheck::value)
-      .def_readonly("limit", &BudgetCheck::limit)
-      .def_readonly("margin", &BudgetCheck::margin)
-      .def_readonly("margin_fraction", &BudgetCheck::margin_fraction)
-      .def_readonly("confidence", &BudgetCheck::confidence)
-      .def_readonly("provenance", &BudgetCheck::provenance)
+      .def_readonly("fits", &BudgetCheck::fits, "True when value <= limit.")
+      .def_readonly("value", &BudgetCheck::value,
+                    "The figure (the estimate when projected), in the figure's unit.")
+      .def_readonly("limit", &BudgetCheck::limit, "The budget, in the figure's unit.")
+      .def_readonly("margin", &BudgetCheck::margin,
+                    "limit - value (negative: over budget).")
+      .def_readonly("margin_fraction", &BudgetCheck::margin_fraction,
+                    "margin / limit, a fraction.")
+      .def_readonly("confidence", &BudgetCheck::confidence,
+                    "The probability that the true figure is within the limit, from the "
+                    "prediction's t distribution when the figure is projected; None for a "
+                    "measured figure, or when the fit has no degrees of freedom left.")
+      .def_readonly("provenance", &BudgetCheck::provenance, "'measured' or 'projected'.")
       .def("__repr__", [](const BudgetCheck& c) {
         std::string conf = c.confidence
                                ? py::repr(py::float_(*c.confidence)).cast<std::string>()
@@ -107,12 +125,20 @@ void bind_analysis(py::module_& m) {
       });
 
   py::class_<Prediction>(m, "Prediction", "A projected figure with its prediction interval.")
-      .def_readonly("estimate", &Prediction::estimate)
-      .def_readonly("low", &Prediction::low)
-      .def_readonly("high", &Prediction::high)
-      .def_readonly("confidence", &Prediction::confidence)
-      .def_readonly("dof", &Prediction::dof)
-      .def_readonly("provenance", &Prediction::provenance)
+      .def_readonly("estimate", &Prediction::estimate, "The projected figure.")
+      .def_readonly("low", &Prediction::low,
+                    "The low end of the prediction interval at `confidence` (infinite when the "
+                    "fit has no degrees of freedom left).")
+      .def_readonly("high", &Prediction::high,
+                    "The high end of the prediction interval at `confidence` (infinite when the "
+                    "fit has no degrees of freedom left).")
+      .def_readonly("confidence", &Prediction::confidence,
+                    "The probability that the interval holds the true figure.")
+      .def_readonly("dof", &Prediction::dof,
+                    "The degrees of freedom of the estimate's t distribution (the fit's residual "
+                    "degrees of freedom), used for a budget's confidence.")
+      .def_readonly("provenance", &Prediction::provenance,
+                    "How the figure was obtained: 'projected'.")
       .def("__repr__", [](const Prediction& p) {
         return "Prediction(estimate=" + py::repr(py::float_(p.estimate)).cast<std::string>() +
                ", interval=(" + py::repr(py::float_(p.low)).cast<std::string>() + ", " +
@@ -120,9 +146,13 @@ void bind_analysis(py::module_& m) {
                py::repr(py::float_(p.confidence)).cast<std::string>() + ", projected)";
       });
   m.def("check_budget", py::overload_cast<double, double>(&check_budget), py::arg("value"),
-        py::arg("limit"));
+        py::arg("limit"),
+        "Whether a measured figure fits a budget (lower is better), as a BudgetCheck. Raises "
+        "edgeprof.Error unless the figure is finite and the limit finite and positive.");
   m.def("check_budget", py::overload_cast<const Prediction&, double>(&check_budget),
-        py::arg("prediction"), py::arg("limit"));
+        py::arg("prediction"), py::arg("limit"),
+        "As above, for a Prediction: fits when the estimate is within the limit; confidence is "
+        "the probability, under its t distribution, that the true figure is.");
 
   py::class_<Projection>(m, "Projection",
                          "device figure ~ f(what edgeprof measured), fitted on calibration "
@@ -153,21 +183,45 @@ void bind_analysis(py::module_& m) {
           "x: measured under emulation (one value per point, or one row of features per "
           "point); y: the device's figures. model: linear, origin, loglog, theil_sen, multi or "
           "auto (smallest leave-one-out error).")
-      .def_property_readonly("model", [](const Projection& p) { return to_string(p.model()); })
-      .def_property_readonly("reason", &Projection::reason)
-      .def_property_readonly("features", &Projection::features)
-      .def_property_readonly("target", &Projection::target)
-      .def_property_readonly("coefficients", &Projection::coefficients)
-      .def_property_readonly("standard_errors", &Projection::standard_errors)
-      .def_property_readonly("coefficient_names", &Projection::coefficient_names)
-      .def_property_readonly("r_squared", &Projection::r_squared)
-      .def_property_readonly("residual_standard_error", &Projection::residual_standard_error)
-      .def_property_readonly("dof", &Projection::dof)
-      .def_property_readonly("points", &Projection::points)
-      .def_property_readonly("loo_ape", &Projection::loo_ape)
-      .def_property_readonly("loo_ape_median", &Projection::loo_ape_median)
-      .def_property_readonly("loo_ape_max", &Projection::loo_ape_max)
-      .def_property_readonly("loo_within_10pct", &Projection::loo_within_10pct)
+      .def_property_readonly(
+          "model", [](const Projection& p) { return to_string(p.model()); },
+          "The model fitted ('linear', 'origin', 'loglog', 'theil_sen' or 'multi'); for 'auto', "
+          "the one picked.")
+      .def_property_readonly("reason", &Projection::reason,
+                             "Why this model: for 'auto', the leave-one-out errors that decided.")
+      .def_property_readonly("features", &Projection::features,
+                             "The feature names, one per column of x.")
+      .def_property_readonly("target", &Projection::target,
+                             "The name of the device figure predicted.")
+      .def_property_readonly("coefficients", &Projection::coefficients,
+                             "The coefficients, named in coefficient_names: for linear, "
+                             "theil_sen and multi [b, a...], for origin [a], for loglog "
+                             "[log_c, k].")
+      .def_property_readonly("standard_errors", &Projection::standard_errors,
+                             "Standard errors of the coefficients (OLS formulas; for theil_sen "
+                             "an approximation).")
+      .def_property_readonly("coefficient_names", &Projection::coefficient_names,
+                             "'b', 'a', 'a_<feature>', 'log_c' or 'k', one per coefficient.")
+      .def_property_readonly("r_squared", &Projection::r_squared,
+                             "R squared of the fit on its points (in log space for loglog).")
+      .def_property_readonly("residual_standard_error", &Projection::residual_standard_error,
+                             "The residual standard error, in the target's unit (in log of "
+                             "it for loglog).")
+      .def_property_readonly("dof", &Projection::dof,
+                             "Residual degrees of freedom: points - coefficients (for ridge, "
+                             "points - the trace of the hat matrix).")
+      .def_property_readonly("points", &Projection::points,
+                             "The number of calibration points.")
+      .def_property_readonly("loo_ape", &Projection::loo_ape,
+                             "Leave-one-out: the absolute percentage error of predicting each "
+                             "point from the others, as fractions (0.1 = 10%; infinite where "
+                             "the refit is impossible).")
+      .def_property_readonly("loo_ape_median", &Projection::loo_ape_median,
+                             "The median of loo_ape, a fraction.")
+      .def_property_readonly("loo_ape_max", &Projection::loo_ape_max,
+                             "The largest of loo_ape, a fraction.")
+      .def_property_readonly("loo_within_10pct", &Projection::loo_within_10pct,
+                             "The fraction of points whose loo_ape is within 10%.")
       .def(
           "predict",
           [](const Projection& p, const py::object& x, double confidence) {
@@ -188,16 +242,29 @@ void bind_analysis(py::module_& m) {
            }),
            py::arg("device"), py::arg("projection"), py::arg("family") = "",
            py::arg("core_emulation") = "")
-      .def_readonly("device", &Calibration::device)
-      .def_readonly("family", &Calibration::family)
-      .def_readonly("projection", &Calibration::projection)
+      .def_readonly("device", &Calibration::device,
+                    "The name of the device the figures were measured on.")
+      .def_readonly("family", &Calibration::family, "The model family; '' = any.")
+      .def_readonly("projection", &Calibration::projection,
+                    "The fit (a Projection); its target names the figure it predicts.")
       .def_readonly("core_emulation", &Calibration::core_emulation,
                     "How the runs its features came from emulated the device's cores "
                     "('projected', 'pooled', 'per-core'); '' when not recorded.");
-  m.def("calibrations_to_json", &calibrations_to_json, py::arg("calibrations"));
-  m.def("calibrations_from_json", &calibrations_from_json, py::arg("text"));
+  m.def("calibrations_to_json", &calibrations_to_json, py::arg("calibrations"),
+        "The calibrations as JSON (schema edgeprof.calibrations), each with its device, family, "
+        "model, features, target, ridge and points. Raises edgeprof.Error for a core_emulation "
+        "other than 'projected', 'pooled', 'per-core' or ''.");
+  m.def("calibrations_from_json", &calibrations_from_json, py::arg("text"),
+        "Reads what calibrations_to_json wrote (a list of Calibration), refitting each from its "
+        "points. Raises edgeprof.Error for text that is not a calibration file, a newer schema "
+        "version, a fit that fails, or coefficients the points no longer reproduce.");
   m.def("find_calibration", &find_calibration, py::arg("calibrations"), py::arg("device"),
-        py::arg("target"), py::arg("family") = "", py::arg("core_emulation") = "");
+        py::arg("target"), py::arg("family") = "", py::arg("core_emulation") = "",
+        "The calibration for (device, target, family): an exact family match first, then one "
+        "for any family; a device's alias matches its name. With core_emulation ('projected', "
+        "'pooled', 'per-core'), one fitted under it comes first, then one that did not record "
+        "it, then one fitted under another. None when there is none; raises edgeprof.Error for "
+        "an unknown core_emulation.");
   m.def("project", &project, py::arg("calibration"), py::arg("result"),
         py::arg("confidence") = 0.95,
         "The device figure a calibration projects from a result's figures.");

@@ -102,25 +102,33 @@ void bind_devices(py::module_& m) {
   py::class_<FigureSource>(m, "FigureSource", "Where one figure of a device comes from.")
       .def_readonly("status", &FigureSource::status,
                     "'specified', 'measured' or 'estimated'")
-      .def_property_readonly("source", text_of(&FigureSource::source))
+      .def_property_readonly("source", text_of(&FigureSource::source),
+                             "A URL, or a description of the measurement.")
       .def("__repr__", [](const FigureSource& f) {
         return "FigureSource(status='" + f.status + "', source=" +
                py::repr(text(f.source)).cast<std::string>() + ")";
       });
   py::class_<CpuDescription>(m, "CpuDescription", "The device's processor, described.")
-      .def_readonly("model", &CpuDescription::model)
-      .def_readonly("soc", &CpuDescription::soc)
-      .def_readonly("clock_mhz", &CpuDescription::clock_mhz)
-      .def_readonly("architecture", &CpuDescription::architecture)
-      .def_readonly("layout", &CpuDescription::layout);
+      .def_readonly("model", &CpuDescription::model, "The core type, e.g. 'Cortex-A72'.")
+      .def_readonly("soc", &CpuDescription::soc, "The SoC, e.g. 'BCM2711'.")
+      .def_readonly("clock_mhz", &CpuDescription::clock_mhz,
+                    "The maximum clock of the emulated cores, MHz; 0 when unknown.")
+      .def_readonly("architecture", &CpuDescription::architecture,
+                    "The architecture, e.g. 'aarch64'.")
+      .def_readonly("layout", &CpuDescription::layout,
+                    "Every core cluster, e.g. '4x Cortex-A76 @ 2400 MHz + 4x A55'.");
   py::class_<PowerDescription>(m, "PowerDescription", "Typical power draw of the device.")
-      .def_readonly("idle_watts", &PowerDescription::idle_watts)
-      .def_readonly("loaded_watts", &PowerDescription::loaded_watts);
+      .def_readonly("idle_watts", &PowerDescription::idle_watts,
+                    "Idle power draw of the whole device, in watts; None when not given.")
+      .def_readonly("loaded_watts", &PowerDescription::loaded_watts,
+                    "Power draw with all cores busy, in watts; None when not given.");
   py::class_<SpeedStep>(m, "SpeedStep", "From after_s seconds on, factor x core_speed.")
       .def(py::init([](double after_s, double factor) { return SpeedStep{after_s, factor}; }),
            py::arg("after_s"), py::arg("factor"))
-      .def_readonly("after_s", &SpeedStep::after_s)
-      .def_readonly("factor", &SpeedStep::factor)
+      .def_readonly("after_s", &SpeedStep::after_s,
+                    "From this many seconds after the workload started (0 to 1e7).")
+      .def_readonly("factor", &SpeedStep::factor,
+                    "The cores' speed from then on, as a fraction of core_speed (0.01 to 1).")
       .def("__repr__", [](const SpeedStep& st) {
         return "SpeedStep(after_s=" + py::repr(py::float_(st.after_s)).cast<std::string>() +
                ", factor=" + py::repr(py::float_(st.factor)).cast<std::string>() + ")";
@@ -175,21 +183,33 @@ void bind_devices(py::module_& m) {
            py::arg("speed_schedule") = std::vector<SpeedStep>{},
            py::arg("idle_watts") = py::none(), py::arg("loaded_watts") = py::none(),
            py::arg("reference_speed") = py::none(), py::arg("host_reference_speed") = py::none())
-      .def_readonly("name", &Device::name)
-      .def_readonly("cores", &Device::cores)
-      .def_readonly("core_speed", &Device::core_speed)
-      .def_readonly("memory_bytes", &Device::memory_bytes)
-      .def_readonly("swap_bytes", &Device::swap_bytes)
-      .def_readonly("io_read_bps", &Device::io_read_bps)
-      .def_readonly("io_write_bps", &Device::io_write_bps)
-      .def_readonly("pids_max", &Device::pids_max)
-      .def_readonly("description", &Device::description)
-      .def_readonly("source", &Device::source)
-      .def_readonly("aliases", &Device::aliases)
-      .def_readonly("cpu", &Device::cpu)
-      .def_readonly("storage", &Device::storage)
-      .def_readonly("power", &Device::power)
-      .def_readonly("scores", &Device::scores)
+      .def_readonly("name", &Device::name, "The device's name, e.g. 'raspberry-pi-4'.")
+      .def_readonly("cores", &Device::cores, "CPU cores, 1 to 4096.")
+      .def_readonly("core_speed", &Device::core_speed,
+                    "One device core / one host core, 1e-6 to 1000 (0.25: a quarter as fast).")
+      .def_readonly("memory_bytes", &Device::memory_bytes, "RAM, in bytes (at least 16 MiB).")
+      .def_readonly("swap_bytes", &Device::swap_bytes, "Swap, in bytes; 0 = none.")
+      .def_readonly("io_read_bps", &Device::io_read_bps,
+                    "Storage read bandwidth, bytes/s; None = not limited.")
+      .def_readonly("io_write_bps", &Device::io_write_bps,
+                    "Storage write bandwidth, bytes/s; None = not limited.")
+      .def_readonly("pids_max", &Device::pids_max,
+                    "The most tasks the workload may have; None = no limit.")
+      .def_readonly("description", &Device::description, "For people: processor, clock, memory.")
+      .def_readonly("source", &Device::source,
+                    "A free-text note on where the figures come from (each figure's: sources).")
+      .def_readonly("aliases", &Device::aliases, "Other names find_device() accepts.")
+      .def_readonly("cpu", &Device::cpu,
+                    "The processor, described (CpuDescription), for people and the record: "
+                    "emulation uses cores and core_speed.")
+      .def_readonly("storage", &Device::storage,
+                    "The storage kind, e.g. 'microSD'; its bandwidth is in io_read_bps and "
+                    "io_write_bps.")
+      .def_readonly("power", &Device::power,
+                    "Typical power draw (PowerDescription), for energy estimates.")
+      .def_readonly("scores", &Device::scores,
+                    "Per-core scores edgeprof-probe measured on the device (CoreScores), which "
+                    "core_speed comes from; None when it has none.")
       .def_readonly("reference_speed", &Device::reference_speed,
                     "One device core / the catalog's reference core, when the description gives "
                     "its speed that way (the catalog does); None otherwise.")
@@ -237,9 +257,16 @@ void bind_devices(py::module_& m) {
           py::arg("kind"),
           "The device with the core speed of `kind`: 'nn' (CNN inference), 'integer' (the "
           "described speed: the catalog's is 7-Zip's) or 'automatic' (nn where it has one).")
-      .def_readonly("speed_schedule", &Device::speed_schedule)
-      .def_readonly("sources", &Device::sources)
-      .def_property_readonly("origin", fs_text_of(&Device::origin))
+      .def_readonly("speed_schedule", &Device::speed_schedule,
+                    "Speed steps (SpeedStep) in increasing order of after_s; empty = full speed "
+                    "throughout.")
+      .def_readonly("sources", &Device::sources,
+                    "Where each figure comes from, by figure name ('cores', 'core_speed', "
+                    "'memory', 'cpu', 'storage', 'power', ...): a FigureSource, saying whether "
+                    "specified, measured or estimated.")
+      .def_property_readonly("origin", fs_text_of(&Device::origin),
+                             "Where the description was loaded from: 'catalog', a file path, or "
+                             "'' when built in code.")
       .def("for_threads", &for_threads, py::arg("threads"),
            "The device as a workload with `threads` busy threads sees it: with fewer threads "
            "than cores, a copy with that many cores at the same core speed (the CPU quota "
@@ -313,8 +340,12 @@ void bind_devices(py::module_& m) {
         "A device by name or alias (the catalog, then your device files), or from a file path.");
   py::class_<UserDevices>(m, "UserDevices", "The user's device files: those that loaded, and "
                                             "one message per file that did not.")
-      .def_readonly("devices", &UserDevices::devices)
-      .def_property_readonly("problems", texts_of(&UserDevices::problems));
+      .def_readonly("devices", &UserDevices::devices,
+                    "The devices whose files loaded, in path order.")
+      .def_property_readonly("problems", texts_of(&UserDevices::problems),
+                             "One message per file that did not load, or whose device "
+                             "find_device() cannot reach by name (a built-in device's name or "
+                             "alias, or one an earlier file's device answers to).");
   m.def("user_devices", [] { return user_devices(); },
         "The devices in the user's device directories (device_search_path()).");
   m.def("device_search_path", [] { return fs_texts(device_search_path()); },
@@ -329,11 +360,13 @@ void bind_devices(py::module_& m) {
       "format_size",
       [](double bytes) {
         if (!(bytes >= 0 && bytes <= 0x1p64))
-          throw py::value_error("format_size: a size must be a number of bytes from 0 to 2^64, "
-                                "got " + py::repr(py::float_(bytes)).cast<std::string>());
+          throw Error("format_size: a size must be a number of bytes from 0 to 2^64, got " +
+                      py::repr(py::float_(bytes)).cast<std::string>());
         return format_signed_size(bytes);
       },
-      py::arg("bytes"));
+      py::arg("bytes"),
+      "Bytes for people: '512 MiB', '1.50 GiB', '999 B' (a float rounded to whole bytes). "
+      "edgeprof.Error for a size that is not between 0 and 2^64.");
   m.def("format_signed_size", &format_signed_size, py::arg("bytes"),
         "A signed number of bytes as format_size writes its magnitude, '-' before a negative "
         "one (a phase's net peak); Error past 2^64.");
@@ -343,7 +376,9 @@ void bind_devices(py::module_& m) {
   py::class_<ThreadsProjection>(m, "ThreadsProjection",
                                 "Core emulation 'projected': how a one-core run's times become "
                                 "the device's with all its cores (Result.projected_s).")
-      .def_readonly("threads", &ThreadsProjection::threads)
+      .def_readonly("threads", &ThreadsProjection::threads,
+                    "The cores the projected times are for: the device's (fewer for a device "
+                    "narrowed by for_threads()).")
       .def_readonly("speedup", &ThreadsProjection::speedup,
                     "The divisor: the board's speed-up from 1 thread to `threads`, times "
                     "workload_factor.")
@@ -351,14 +386,22 @@ void bind_devices(py::module_& m) {
                     "The workload's own scaling the projection follows (PlanOptions::"
                     "workload_scaling, C++); 1 = the board's median graph.")
       .def_property_readonly("table_threads",
-                             [](const ThreadsProjection& p) { return p.scaling.threads; })
+                             [](const ThreadsProjection& p) { return p.scaling.threads; },
+                             "N: the thread count of the device's published table the speed-up "
+                             "is read from.")
       .def_property_readonly("table_speedup",
-                             [](const ThreadsProjection& p) { return p.scaling.speedup; })
-      .def_property_readonly("graphs", [](const ThreadsProjection& p) { return p.scaling.graphs; })
+                             [](const ThreadsProjection& p) { return p.scaling.speedup; },
+                             "The median one-thread time / table_threads-thread time over the "
+                             "graphs in both published tables.")
+      .def_property_readonly("graphs", [](const ThreadsProjection& p) { return p.scaling.graphs; },
+                             "How many graphs both published tables have.")
       .def_property_readonly("loo_median_error",
-                             [](const ThreadsProjection& p) { return p.scaling.loo_median_error; })
+                             [](const ThreadsProjection& p) { return p.scaling.loo_median_error; },
+                             "Leave-one-graph-out: |each graph's own speed-up over the median "
+                             "of the others' - 1|, median, as a fraction; 0 below 3 graphs.")
       .def_property_readonly("loo_worst_error",
-                             [](const ThreadsProjection& p) { return p.scaling.loo_worst_error; })
+                             [](const ThreadsProjection& p) { return p.scaling.loo_worst_error; },
+                             "The largest of those leave-one-graph-out errors; 0 below 3 graphs.")
       .def_property_readonly(
           "loo_log_sd", [](const ThreadsProjection& p) { return p.scaling.loo_log_sd; },
           "The spread of log(one graph's speed-up / the others' median): what the projection "
@@ -369,25 +412,38 @@ void bind_devices(py::module_& m) {
       });
 
   py::class_<EmulationPlan>(m, "EmulationPlan", "The cgroup settings that emulate a device.")
-      .def_readonly("cpus", &EmulationPlan::cpus)
+      .def_readonly("cpus", &EmulationPlan::cpus,
+                    "The host CPUs of the slice's cpuset (cpuset.cpus).")
       .def_property_readonly(
           "core_emulation",
           [](const EmulationPlan& p) { return std::string(to_string(p.core_emulation())); },
           "How the plan emulates the device's cores: 'projected', 'per-core' or 'pooled' (what "
           "'auto' resolved to).")
-      .def_readonly("cpu_period_us", &EmulationPlan::cpu_period_us)
-      .def_readonly("cpu_quota_us", &EmulationPlan::cpu_quota_us)
-      .def_readonly("memory_max_bytes", &EmulationPlan::memory_max_bytes)
-      .def_readonly("swap_max_bytes", &EmulationPlan::swap_max_bytes)
-      .def_readonly("pids_max", &EmulationPlan::pids_max)
-      .def_property_readonly("notes", texts_of(&EmulationPlan::notes))
+      .def_readonly("cpu_period_us", &EmulationPlan::cpu_period_us,
+                    "The CFS period, in us (cpu.max period / cpu.cfs_period_us).")
+      .def_readonly("cpu_quota_us", &EmulationPlan::cpu_quota_us,
+                    "The CFS quota per period, in us (cpu.max quota / cpu.cfs_quota_us): the "
+                    "device's whole capacity. With core groups, each group holds core_quota_us "
+                    "instead and the slice's own quota is left unlimited.")
+      .def_readonly("memory_max_bytes", &EmulationPlan::memory_max_bytes,
+                    "The memory limit, in bytes (memory.max / memory.limit_in_bytes).")
+      .def_readonly("swap_max_bytes", &EmulationPlan::swap_max_bytes,
+                    "Swap allowed on top of memory_max_bytes, in bytes.")
+      .def_readonly("pids_max", &EmulationPlan::pids_max,
+                    "The most tasks the workload may have (pids.max); None = no limit.")
+      .def_property_readonly("notes", texts_of(&EmulationPlan::notes),
+                             "Where the emulation differs from the device, and why.")
       .def_property_readonly("unapplied", texts_of(&EmulationPlan::unapplied),
                     "Limits of the device this host cannot apply, and why (a run lists them "
                     "in Result.unapplied).")
       .def_readonly("io_device", &EmulationPlan::io_device,
                     "The host disk (MAJ:MIN) whose bandwidth is limited; '' when none.")
-      .def_readonly("io_read_bps", &EmulationPlan::io_read_bps)
-      .def_readonly("io_write_bps", &EmulationPlan::io_write_bps)
+      .def_readonly("io_read_bps", &EmulationPlan::io_read_bps,
+                    "The read bandwidth limit on io_device, bytes/s (io.max rbps / blkio "
+                    "read_bps_device); None = not limited.")
+      .def_readonly("io_write_bps", &EmulationPlan::io_write_bps,
+                    "The write bandwidth limit on io_device, bytes/s (io.max wbps / blkio "
+                    "write_bps_device); None = not limited.")
       .def_readonly("keep_warm", &EmulationPlan::keep_warm,
                     "The slice's CPUs are kept busy while a throttled workload runs.")
       .def_readonly("core_groups", &EmulationPlan::core_groups,
@@ -418,7 +474,9 @@ void bind_devices(py::module_& m) {
                     "Variables the workload's environment gets where it does not set them "
                     "(the device's thread count; passive OpenMP waiting under a quota; glibc's "
                     "malloc thresholds settled, STEADY_MALLOC_ENV).")
-      .def_property_readonly("capacity_cores", &EmulationPlan::capacity_cores);
+      .def_property_readonly("capacity_cores", &EmulationPlan::capacity_cores,
+                             "The CPU capacity granted, in host cores: cpu_quota_us / "
+                             "cpu_period_us (quota_scale included).");
 
   m.def("device_interval", &device_interval, py::arg("speed"), py::arg("plan"),
         py::arg("level") = 0.9,

@@ -7,6 +7,7 @@
 #include <pybind11/operators.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <bitset>
 #include <cstdint>
 #include <edgeprof/energy.hpp>
@@ -96,10 +97,25 @@ void bind_results(py::module_& m) {
              return view(s[metric], self);
            },
            py::arg("metric"), "The column of a metric available in this run.")
+      .def(
+          "__contains__",
+          [](const TimeSeries& s, const py::object& name) {
+            if (!py::isinstance<py::str>(name)) return false;
+            const auto names = metric_names(s.available);
+            return std::find(names.begin(), names.end(), name.cast<std::string>()) != names.end();
+          },
+          py::arg("metric"),
+          "Whether the series has the metric's column (`'tasks' in r.series`); False for a "
+          "name that is no metric.")
       .def_property_readonly("available",
-                             [](const TimeSeries& s) { return metric_names(s.available); })
+                             [](const TimeSeries& s) { return metric_names(s.available); },
+                             "The metrics some source provided in this run (a list of names); "
+                             "indexing the series with another raises KeyError.")
       .def_property_readonly("complete",
-                             [](const TimeSeries& s) { return metric_names(s.complete); })
+                             [](const TimeSeries& s) { return metric_names(s.complete); },
+                             "The available metrics recorded in every row (a list of names); a "
+                             "source that failed mid-run repeats its last good value and is "
+                             "left out here.")
       .def_property_readonly(
           "read_every",
           [](const TimeSeries& s) {
@@ -124,52 +140,129 @@ void bind_results(py::module_& m) {
 
   py::class_<Summary>(m, "Summary",
                       "Figures derived from the samples; None = not available in this run.")
-      .def_readonly("cpu_cores_avg", &Summary::cpu_cores_avg)
-      .def_readonly("cpu_cores_p95", &Summary::cpu_cores_p95)
-      .def_readonly("cpu_cores_peak", &Summary::cpu_cores_peak)
-      .def_readonly("cpu_window_s", &Summary::cpu_window_s)
-      .def_readonly("cpu_windows_carried", &Summary::cpu_windows_carried)
-      .def_readonly("cpu_capacity_avg", &Summary::cpu_capacity_avg)
-      .def_readonly("cpu_capacity_p95", &Summary::cpu_capacity_p95)
-      .def_readonly("cpu_capacity_peak", &Summary::cpu_capacity_peak)
-      .def_readonly("throttled_fraction", &Summary::throttled_fraction)
-      .def_readonly("memory_avg_bytes", &Summary::memory_avg_bytes)
-      .def_readonly("memory_sampled_peak_bytes", &Summary::memory_sampled_peak_bytes)
-      .def_readonly("memory_anon_peak_bytes", &Summary::memory_anon_peak_bytes)
-      .def_readonly("memory_file_peak_bytes", &Summary::memory_file_peak_bytes)
-      .def_readonly("memory_swap_peak_bytes", &Summary::memory_swap_peak_bytes)
-      .def_readonly("major_faults", &Summary::major_faults)
-      .def_readonly("io_read_bytes", &Summary::io_read_bytes)
-      .def_readonly("io_write_bytes", &Summary::io_write_bytes)
-      .def_readonly("io_read_ops", &Summary::io_read_ops)
-      .def_readonly("io_write_ops", &Summary::io_write_ops)
-      .def_readonly("net_rx_bytes", &Summary::net_rx_bytes)
-      .def_readonly("net_tx_bytes", &Summary::net_tx_bytes)
-      .def_readonly("net_rx_packets", &Summary::net_rx_packets)
-      .def_readonly("net_tx_packets", &Summary::net_tx_packets)
-      .def_readonly("pressure_cpu_some_s", &Summary::pressure_cpu_some_s)
-      .def_readonly("pressure_memory_some_s", &Summary::pressure_memory_some_s)
-      .def_readonly("pressure_memory_full_s", &Summary::pressure_memory_full_s)
-      .def_readonly("pressure_io_some_s", &Summary::pressure_io_some_s)
-      .def_readonly("pressure_io_full_s", &Summary::pressure_io_full_s)
-      .def_readonly("pressure_host_wide", &Summary::pressure_host_wide)
-      .def_readonly("tasks_peak", &Summary::tasks_peak)
-      .def_readonly("samples", &Summary::samples)
-      .def_readonly("interval_s", &Summary::interval_s)
-      .def_readonly("interval_p50_s", &Summary::interval_p50_s)
-      .def_readonly("jitter_p50_s", &Summary::jitter_p50_s)
-      .def_readonly("jitter_p99_s", &Summary::jitter_p99_s)
-      .def_readonly("missed_deadlines", &Summary::missed_deadlines)
+      .def_readonly("cpu_cores_avg", &Summary::cpu_cores_avg,
+                    "Measured: CPU used over the run, in host cores (the CPU time counter's "
+                    "difference / time); None when not available.")
+      .def_readonly("cpu_cores_p95", &Summary::cpu_cores_p95,
+                    "Sampled: the 95th percentile of CPU used over windows of cpu_window_s, in "
+                    "host cores; None when not available.")
+      .def_readonly("cpu_cores_peak", &Summary::cpu_cores_peak,
+                    "Sampled: the highest CPU used over a window of cpu_window_s, in host cores; "
+                    "None when not available.")
+      .def_readonly("cpu_window_s", &Summary::cpu_window_s,
+                    "The length of the windows of cpu_cores_p95 and cpu_cores_peak, in seconds "
+                    "(100 ms, or the sampling interval if longer; 0 without CPU usage).")
+      .def_readonly("cpu_windows_carried", &Summary::cpu_windows_carried,
+                    "Windows that counted more CPU than the quota lets through (time the kernel "
+                    "charged at a tick's edge or beyond the quota); their excess is carried into "
+                    "the windows after them, so p95 and peak are rates the slice could have had. "
+                    "Only where a quota held for the whole run; else 0.")
+      .def_readonly("cpu_capacity_avg", &Summary::cpu_capacity_avg,
+                    "cpu_cores_avg as a fraction of the slice's capacity (plan.capacity_cores: "
+                    "cores x speed x quota scale, one core's under projected emulation); None "
+                    "when not available.")
+      .def_readonly("cpu_capacity_p95", &Summary::cpu_capacity_p95,
+                    "cpu_cores_p95 as a fraction of the slice's capacity (plan.capacity_cores: "
+                    "cores x speed x quota scale, one core's under projected emulation); None "
+                    "when not available.")
+      .def_readonly("cpu_capacity_peak", &Summary::cpu_capacity_peak,
+                    "cpu_cores_peak as a fraction of the slice's capacity (plan.capacity_cores: "
+                    "cores x speed x quota scale, one core's under projected emulation); None "
+                    "when not available.")
+      .def_readonly("throttled_fraction", &Summary::throttled_fraction,
+                    "Measured: throttled periods / periods (cpu.stat), a fraction; None when not "
+                    "available.")
+      .def_readonly("memory_avg_bytes", &Summary::memory_avg_bytes,
+                    "Sampled: the time-weighted average of the memory charged to the slice, in "
+                    "bytes; None when not available.")
+      .def_readonly("memory_sampled_peak_bytes", &Summary::memory_sampled_peak_bytes,
+                    "Sampled: the highest sample of the memory charged to the slice, in bytes; "
+                    "None when not available.")
+      .def_readonly("memory_anon_peak_bytes", &Summary::memory_anon_peak_bytes,
+                    "Sampled: the highest anonymous memory (heap, stacks) of the slice, in bytes; "
+                    "None when not available.")
+      .def_readonly("memory_file_peak_bytes", &Summary::memory_file_peak_bytes,
+                    "Sampled: the highest page cache of the slice, in bytes; None when not "
+                    "available.")
+      .def_readonly("memory_swap_peak_bytes", &Summary::memory_swap_peak_bytes,
+                    "Sampled: the most of the slice's memory in swap, in bytes; None when not "
+                    "available.")
+      .def_readonly("major_faults", &Summary::major_faults,
+                    "Measured: major page faults (ones that read from storage) over the run; None "
+                    "when not available.")
+      .def_readonly("io_read_bytes", &Summary::io_read_bytes,
+                    "Measured: bytes read from block devices over the run; None when not "
+                    "available.")
+      .def_readonly("io_write_bytes", &Summary::io_write_bytes,
+                    "Measured: bytes written to block devices over the run; None when not "
+                    "available.")
+      .def_readonly("io_read_ops", &Summary::io_read_ops,
+                    "Measured: read operations on block devices over the run; None when not "
+                    "available.")
+      .def_readonly("io_write_ops", &Summary::io_write_ops,
+                    "Measured: write operations on block devices over the run; None when not "
+                    "available.")
+      .def_readonly("net_rx_bytes", &Summary::net_rx_bytes,
+                    "Measured: network bytes received over the run; None unless the workload ran "
+                    "in its own network namespace.")
+      .def_readonly("net_tx_bytes", &Summary::net_tx_bytes,
+                    "Measured: network bytes sent over the run; None unless the workload ran in "
+                    "its own network namespace.")
+      .def_readonly("net_rx_packets", &Summary::net_rx_packets,
+                    "Measured: network packets received over the run; None unless the workload "
+                    "ran in its own network namespace.")
+      .def_readonly("net_tx_packets", &Summary::net_tx_packets,
+                    "Measured: network packets sent over the run; None unless the workload ran "
+                    "in its own network namespace.")
+      .def_readonly("pressure_cpu_some_s", &Summary::pressure_cpu_some_s,
+                    "Measured: PSI stall seconds in which some tasks waited for CPU; host-wide on "
+                    "cgroup v1 (pressure_host_wide); None when not available.")
+      .def_readonly("pressure_memory_some_s", &Summary::pressure_memory_some_s,
+                    "Measured: PSI stall seconds in which some tasks waited for memory; host-wide "
+                    "on cgroup v1 (pressure_host_wide); None when not available.")
+      .def_readonly("pressure_memory_full_s", &Summary::pressure_memory_full_s,
+                    "Measured: PSI stall seconds in which all tasks waited for memory; host-wide "
+                    "on cgroup v1 (pressure_host_wide); None when not available.")
+      .def_readonly("pressure_io_some_s", &Summary::pressure_io_some_s,
+                    "Measured: PSI stall seconds in which some tasks waited for I/O; host-wide on "
+                    "cgroup v1 (pressure_host_wide); None when not available.")
+      .def_readonly("pressure_io_full_s", &Summary::pressure_io_full_s,
+                    "Measured: PSI stall seconds in which all tasks waited for I/O; host-wide on "
+                    "cgroup v1 (pressure_host_wide); None when not available.")
+      .def_readonly("pressure_host_wide", &Summary::pressure_host_wide,
+                    "True when the pressure figures describe the whole host, not the slice "
+                    "(cgroup v1).")
+      .def_readonly("tasks_peak", &Summary::tasks_peak,
+                    "Sampled: the most tasks (threads) seen in the slice at once; None when not "
+                    "available.")
+      .def_readonly("samples", &Summary::samples, "How many samples were taken.")
+      .def_readonly("interval_s", &Summary::interval_s,
+                    "The sampling interval requested, in seconds (0 = no sampling).")
+      .def_readonly("interval_p50_s", &Summary::interval_p50_s,
+                    "The sampling interval achieved: the median gap between scheduled samples, "
+                    "in seconds; None with fewer than two scheduled samples or no sampling.")
+      .def_readonly("jitter_p50_s", &Summary::jitter_p50_s,
+                    "How late scheduled samples were, median, in seconds; None with fewer than "
+                    "two scheduled samples or no sampling.")
+      .def_readonly("jitter_p99_s", &Summary::jitter_p99_s,
+                    "How late scheduled samples were, 99th percentile, in seconds; None with "
+                    "fewer than two scheduled samples or no sampling.")
+      .def_readonly("missed_deadlines", &Summary::missed_deadlines,
+                    "Scheduled samples skipped because a sample took too long.")
       .def(py::self == py::self);
 
   py::class_<SpeedChange>(m, "SpeedChange", "A CPU bandwidth change during a run: a step of "
                                             "the device's speed schedule, or the switch to the "
                                             "speed of a runtime the workload loaded.")
       .def_readonly("t_s", &SpeedChange::t_s, "Measured: seconds since the workload's release.")
-      .def_readonly("factor", &SpeedChange::factor)
-      .def_readonly("cpu_quota_us", &SpeedChange::cpu_quota_us)
-      .def_readonly("cpu_period_us", &SpeedChange::cpu_period_us)
-      .def_property_readonly("error", text_of(&SpeedChange::error))
+      .def_readonly("factor", &SpeedChange::factor,
+                    "The step's fraction of the device's core_speed.")
+      .def_readonly("cpu_quota_us", &SpeedChange::cpu_quota_us,
+                    "The quota written (cpu.max / cpu.cfs_quota_us), in microseconds.")
+      .def_readonly("cpu_period_us", &SpeedChange::cpu_period_us,
+                    "The period written, in microseconds.")
+      .def_property_readonly("error", text_of(&SpeedChange::error),
+                             "Why the write failed; '' when it was applied.")
       .def_readonly("runtime", &SpeedChange::runtime,
                     "The runtime whose speed the device ran at from then on; '' for a schedule's "
                     "step.")
@@ -194,18 +287,36 @@ void bind_results(py::module_& m) {
       });
   m.def("estimate_energy_j", &estimate_energy_j, py::arg("power"), py::arg("wall_s"),
         py::arg("cpu_s"), py::arg("capacity_cores"),
-        "Estimated joules: idle W x wall_s + (loaded W - idle W) x cpu_s / capacity_cores.");
+        "Estimated joules: idle W x wall_s + (loaded W - idle W) x min(cpu_s / "
+        "capacity_cores, wall_s) (docs/energy.md).");
 
   py::class_<Phase>(m, "Phase", "A phase the workload marked, with its own figures.")
-      .def_readonly("name", &Phase::name)
-      .def_readonly("start_s", &Phase::start_s)
-      .def_readonly("end_s", &Phase::end_s)
-      .def_property_readonly("wall_time_s", &Phase::wall_time_s)
-      .def_readonly("ended_by_exit", &Phase::ended_by_exit)
-      .def_readonly("cpu_s", &Phase::cpu_s)
-      .def_readonly("memory_start_bytes", &Phase::memory_start_bytes)
-      .def_readonly("memory_peak_bytes", &Phase::memory_peak_bytes)
-      .def_readonly("memory_net_peak_bytes", &Phase::memory_net_peak_bytes)
+      .def_readonly("name", &Phase::name,
+                    "The name given to the mark, made printable: bytes that are not UTF-8 as "
+                    "\\xNN, control characters as \\u00NN, a backslash doubled.")
+      .def_readonly("start_s", &Phase::start_s,
+                    "Measured: the workload's monotonic clock at the phase's begin, in seconds "
+                    "since the workload was released to exec.")
+      .def_readonly("end_s", &Phase::end_s,
+                    "Measured: the same at the phase's end (the run's end when ended_by_exit), "
+                    "in seconds since the workload was released to exec.")
+      .def_property_readonly("wall_time_s", &Phase::wall_time_s,
+                             "end_s - start_s, in seconds.")
+      .def_readonly("ended_by_exit", &Phase::ended_by_exit,
+                    "True when the phase was still open when the workload exited.")
+      .def_readonly("cpu_s", &Phase::cpu_s,
+                    "Sampled: CPU seconds of the slice during the phase, interpolated between "
+                    "samples; None when CPU usage was not sampled throughout.")
+      .def_readonly("memory_start_bytes", &Phase::memory_start_bytes,
+                    "Sampled: memory of the slice at the last sample at or before the phase "
+                    "began, in bytes; None when memory was not sampled throughout.")
+      .def_readonly("memory_peak_bytes", &Phase::memory_peak_bytes,
+                    "Sampled: the highest sample of the slice's memory during the phase, in "
+                    "bytes; None when memory was not sampled throughout.")
+      .def_readonly("memory_net_peak_bytes", &Phase::memory_net_peak_bytes,
+                    "Sampled: memory_peak_bytes - memory_start_bytes, the phase's own footprint "
+                    "net of what was in use before, in bytes; None when memory was not sampled "
+                    "throughout.")
       .def_readonly("energy_j", &Phase::energy_j, "Estimated: the device's energy over the phase (J).")
       .def(py::self == py::self)
       .def("__repr__", [](const Phase& p) {
@@ -214,20 +325,28 @@ void bind_results(py::module_& m) {
       });
 
   py::class_<SourceStatus>(m, "SourceStatus", "One sampled file and how it fared in the run.")
-      .def_readonly("name", &SourceStatus::name)
-      .def_readonly("available", &SourceStatus::available)
-      .def_readonly("failed", &SourceStatus::failed)
-      .def_readonly("host_wide", &SourceStatus::host_wide)
-      .def_property_readonly("error", text_of(&SourceStatus::error))
+      .def_readonly("name", &SourceStatus::name,
+                    "The file (or pair of files): 'cpu.stat', 'memory.stat', "
+                    "'/proc/pressure/io', ...")
+      .def_readonly("available", &SourceStatus::available,
+                    "True when it was opened at the start of the run.")
+      .def_readonly("failed", &SourceStatus::failed,
+                    "True when it was disabled during the run after a read or parse failure.")
+      .def_readonly("host_wide", &SourceStatus::host_wide,
+                    "True when it describes the whole host, not the slice (v1 pressure).")
+      .def_property_readonly("error", text_of(&SourceStatus::error),
+                             "Why it is missing or failed.")
       .def_readonly("read_every", &SourceStatus::read_every,
                     "Read at every n-th scheduled sample (1 = every one).");
 
   py::class_<HostInfo>(m, "HostInfo", "The machine a report was measured on.")
-      .def_readonly("hostname", &HostInfo::hostname)
-      .def_readonly("kernel", &HostInfo::kernel)
-      .def_readonly("cpu_model", &HostInfo::cpu_model)
-      .def_readonly("cpus", &HostInfo::cpus)
-      .def_readonly("memory_bytes", &HostInfo::memory_bytes);
+      .def_readonly("hostname", &HostInfo::hostname, "The host's name (gethostname()).")
+      .def_readonly("kernel", &HostInfo::kernel, "The kernel release (uname).")
+      .def_readonly("cpu_model", &HostInfo::cpu_model,
+                    "The 'model name' of /proc/cpuinfo; '' when the kernel shows none.")
+      .def_readonly("cpus", &HostInfo::cpus, "The number of CPUs this process may use.")
+      .def_readonly("memory_bytes", &HostInfo::memory_bytes,
+                    "The host's memory (MemTotal), in bytes.");
   m.def("host_info", &host_info, "This machine (read once per process).");
 
   py::class_<Result>(m, "Result", "What happened to one workload, from kernel counters.")
@@ -379,14 +498,19 @@ void bind_results(py::module_& m) {
       .def("__str__", [](const Result& r) { return text(to_text(r)); });
 
   py::class_<Statistic>(m, "Statistic", "One figure over repeated runs.")
-      .def_readonly("n", &Statistic::n)
-      .def_readonly("median", &Statistic::median)
-      .def_readonly("mean", &Statistic::mean)
-      .def_readonly("stddev", &Statistic::stddev)
-      .def_readonly("ci95_low", &Statistic::ci95_low)
-      .def_readonly("ci95_high", &Statistic::ci95_high)
-      .def_readonly("min", &Statistic::min)
-      .def_readonly("max", &Statistic::max)
+      .def_readonly("n", &Statistic::n, "The number of values.")
+      .def_readonly("median", &Statistic::median, "The median of the values.")
+      .def_readonly("mean", &Statistic::mean, "The mean of the values.")
+      .def_readonly("stddev", &Statistic::stddev,
+                    "The sample standard deviation (n - 1); 0 for one value.")
+      .def_readonly("ci95_low", &Statistic::ci95_low,
+                    "The low end of the Student t 95% interval of the mean; the mean itself for "
+                    "one value.")
+      .def_readonly("ci95_high", &Statistic::ci95_high,
+                    "The high end of the Student t 95% interval of the mean; the mean itself for "
+                    "one value.")
+      .def_readonly("min", &Statistic::min, "The smallest value.")
+      .def_readonly("max", &Statistic::max, "The largest value.")
       .def(py::self == py::self)
       .def("__repr__", [](const Statistic& s) {
         return "Statistic(n=" + std::to_string(s.n) +
@@ -396,23 +520,38 @@ void bind_results(py::module_& m) {
       });
   m.def("statistics", &statistics, py::arg("values"),
         "n, median, mean, sample stddev, Student t 95% interval of the mean, min, max.");
-  m.def("student_t_quantile", &student_t_quantile, py::arg("p"), py::arg("dof"));
+  m.def("student_t_quantile", &student_t_quantile, py::arg("p"), py::arg("dof"),
+        "The t with P(T <= t) = p for Student's t with dof degrees of freedom (infinite dof: "
+        "the normal distribution's). Raises edgeprof.Error unless 0 < p < 1 and dof > 0.");
 
   py::class_<RepeatedResult>(m, "RepeatedResult",
                              "The runs of a repeated measurement and their statistics.")
-      .def_readonly("warmups", &RepeatedResult::warmups)
-      .def_readonly("runs", &RepeatedResult::runs)
-      .def_readonly("stats", &RepeatedResult::stats)
-      .def("stat", &RepeatedResult::stat, py::arg("name"), py::return_value_policy::copy)
-      .def_property_readonly("ok", &RepeatedResult::all_ok)
-      .def("to_json", [](const RepeatedResult& r) { return to_json(r); })
+      .def_readonly("warmups", &RepeatedResult::warmups,
+                    "The warm-up runs (a list of Result), run first and not counted.")
+      .def_readonly("runs", &RepeatedResult::runs,
+                    "The counted runs (a list of Result), in order.")
+      .def_readonly("stats", &RepeatedResult::stats,
+                    "A dict of figure name -> Statistic over the counted runs: only figures "
+                    "present and finite in every run ('wall_time_s', "
+                    "'phase.<name>.wall_time_s', ...).")
+      .def("stat", &RepeatedResult::stat, py::arg("name"), py::return_value_policy::copy,
+           "The Statistic of figure `name`; raises edgeprof.Error listing the names there are.")
+      .def_property_readonly("ok", &RepeatedResult::all_ok,
+                             "True when there are counted runs and every one is ok (warm-ups "
+                             "do not count).")
+      .def("to_json", [](const RepeatedResult& r) { return to_json(r); },
+           "The whole repeated result as JSON: the counts, all_ok, the statistics, and every run "
+           "and warm-up as Result.to_json writes it.")
       .def("to_csv", [](const RepeatedResult& r) { return to_csv(r); },
            "The runs' time series as one CSV with a leading run column, after a first line "
            "`# edgeprof.repeated_series schema_version=1 ...`; a metric some run lacks is "
            "empty in its rows.")
       .def_static("from_json",
                   [](const std::string& text) { return repeated_from_json(text); },
-                  py::arg("text"))
+                  py::arg("text"),
+                  "Reads what to_json wrote (the statistics as stored; those the text lacks are "
+                  "computed from its runs); raises edgeprof.Error when the text is not such a "
+                  "report.")
       .def(py::pickle([](const RepeatedResult& r) { return py::make_tuple(to_json(r)); },
                       [](const py::tuple& state) {
                         return repeated_from_json(pickled_text(state, "RepeatedResult"));

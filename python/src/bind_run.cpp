@@ -76,14 +76,19 @@ void bind_run(py::module_& m) {
   m.def("mark", [](const std::string& name) { edgeprof::mark(name); }, py::arg("name"),
         "Starts phase `name` (the previous mark's phase ends). A no-op outside edgeprof.");
   m.def("phase_begin", [](const std::string& name) { edgeprof::phase_begin(name); },
-        py::arg("name"));
+        py::arg("name"),
+        "Begins phase `name` explicitly (phases may nest; phase_end closes it). A no-op outside "
+        "edgeprof.");
   m.def("phase_end", [](const std::string& name) { edgeprof::phase_end(name); },
-        py::arg("name"));
+        py::arg("name"),
+        "Ends a phase explicitly: closes the latest open phase of that name. A no-op outside "
+        "edgeprof.");
   m.def("profiled", &edgeprof::profiled,
         "True when this process runs under edgeprof with a phase channel.");
 
   py::class_<Child>(m, "Child", "A workload started in a Slice.")
-      .def_property_readonly("pid", &Child::pid)
+      .def_property_readonly("pid", &Child::pid,
+                             "The process id of the workload (the direct child).")
       .def(
           "wait",
           [](Child& c, std::optional<double> timeout) {
@@ -102,7 +107,7 @@ void bind_run(py::module_& m) {
   py::class_<CpuLimit>(m, "CpuLimit",
                            "A CPU bandwidth limit as the kernel holds it (Slice.cpu_limit()).")
       .def_readonly("quota_us", &CpuLimit::quota_us, "CPU time per period; None: no limit")
-      .def_readonly("period_us", &CpuLimit::period_us)
+      .def_readonly("period_us", &CpuLimit::period_us, "The period, in microseconds.")
       .def("__eq__", [](const CpuLimit& a, const CpuLimit& b) { return a == b; },
            py::is_operator())
       .def("__repr__", [](const CpuLimit& b) {
@@ -135,28 +140,49 @@ void bind_run(py::module_& m) {
             SpawnOptions o;
             o.sample_interval = to_interval(interval);
             o.isolate_network = isolate_network;
-            py::gil_scoped_release release;
-            return s.spawn(c, o);
+            std::optional<Child> child;
+            {
+              py::gil_scoped_release release;
+              child.emplace(s.spawn(c, o));
+            }
+            // The Child keeps its Slice: `Slice(d).spawn(argv).wait()` collected the slice at
+            // once, which killed the workload. Kept here, not by py::keep_alive<0, 1>: pybind11
+            // (3.1) runs that after an argument that did not convert too, on no result, which
+            // crashed the interpreter (`spawn("true")`, a str for the list).
+            py::object result = py::cast(std::move(*child));
+            // s's own Python object (pybind11 finds the instance it registered for s).
+            py::detail::keep_alive_impl(result, py::cast(&s, py::return_value_policy::reference));
+            return result;
           },
           py::arg("argv"), py::kw_only(), py::arg("env") = py::none(), py::arg("cwd") = py::none(),
           py::arg("stdin") = py::none(), py::arg("stdout") = py::none(),
           py::arg("stderr") = py::none(),
           py::arg("interval") = double(kDefaultSampleIntervalNs) / 1e9,
           py::arg("isolate_network") = false,
-          // The Child keeps its Slice: `Slice(d).spawn(argv).wait()` collected the slice at
-          // once, which killed the workload.
-          py::keep_alive<0, 1>(),
           "Starts argv inside the slice (inside before its first instruction) and returns a "
           "Child. env replaces the whole environment; stdin/stdout/stderr take None (inherit), "
           "subprocess.DEVNULL, a file descriptor, an open file object or a file path. SpawnError (errno, path) when it cannot start.")
-      .def("kill", &Slice::kill, py::call_guard<py::gil_scoped_release>())
-      .def("close", &Slice::close, py::call_guard<py::gil_scoped_release>())
-      .def_property_readonly("closed", &Slice::closed)
-      .def_property_readonly("device", &Slice::device)
-      .def_property_readonly("plan", &Slice::plan)
-      .def_property_readonly("mode", [](const Slice& s) { return to_string(s.mode()); })
-      .def_property_readonly("unapplied", &Slice::unapplied)
-      .def_property_readonly("paths", &Slice::paths)
+      .def("kill", &Slice::kill, py::call_guard<py::gil_scoped_release>(),
+           "Kills every process in the slice (the slice itself stays). Raises edgeprof.Error "
+           "when the slice is closed.")
+      .def("close", &Slice::close, py::call_guard<py::gil_scoped_release>(),
+           "Kills everything in the slice and removes its cgroups now (as the end of a with "
+           "block does). Calling it again does nothing; spawn afterwards raises edgeprof.Error.")
+      .def_property_readonly("closed", &Slice::closed,
+                             "True once close() was called (also by the end of a with block).")
+      .def_property_readonly("device", &Slice::device, "The device emulated (a Device).")
+      .def_property_readonly("plan", &Slice::plan,
+                             "The cgroup settings applied (an EmulationPlan), with notes on "
+                             "where they differ from the device.")
+      .def_property_readonly("mode", [](const Slice& s) { return to_string(s.mode()); },
+                             "How this host mounts cgroups: 'unified' (v2), 'hybrid' (v1 "
+                             "controllers plus a cgroup2 mount) or 'legacy' (v1 only).")
+      .def_property_readonly("unapplied", &Slice::unapplied,
+                             "Limits of the device that were not applied (a list of str), each "
+                             "with the reason.")
+      .def_property_readonly("paths", &Slice::paths,
+                             "The slice's cgroup directories (one per v1 hierarchy, one on v2); "
+                             "empty once closed.")
       .def("cpu_limit", &Slice::cpu_limit,
            "The CPU bandwidth limit the kernel holds for the slice now (CpuLimit): the "
            "plan's after the start, another while a speed schedule or a followed runtime changed "

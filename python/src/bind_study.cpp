@@ -28,9 +28,10 @@ using namespace edgeprof_py;
 
 namespace {
 
-// edgeprof.score for a Result or a RepeatedResult (overloads of one Python function).
+// edgeprof.score for a Result or a RepeatedResult (overloads of one Python function: the
+// second's doc only says how it differs, as help() prints both).
 template <class Runs>
-void def_score(py::module_& m) {
+void def_score(py::module_& m, const char* doc) {
   m.def(
       "score",
       [](const Runs& r, std::optional<double> latency, std::optional<double> memory,
@@ -48,38 +49,51 @@ void def_score(py::module_& m) {
       py::arg("memory") = py::none(), py::arg("latency_figure") = "all_cores_wall_time_s",
       py::arg("memory_figure") = "peak_memory_bytes",
       py::arg("latency_calibration") = py::none(), py::arg("memory_calibration") = py::none(),
-      "Scores a run for an objective: latency and memory (projected through the calibrations "
-      "when given) against the budget (latency in the figure's unit, memory in bytes). With a "
-      "calibration, the figure is its projection of its own target from its own features, and "
-      "latency_figure/memory_figure are not used: give the calibration of the device the run "
-      "emulated (find_calibration). penalty = sum of relative overruns; a failed run has ok = "
-      "fits = False and NaN latency and memory (its figures would measure the failure), which "
-      "Optuna records as a failed trial. A RepeatedResult (run(..., repeat=N)) is scored by "
-      "its medians: each figure's, and a calibration's prediction at its features' medians; "
-      "not ok when a run failed.");
+      doc);
 }
 
 }  // namespace
 
 void bind_study(py::module_& m) {
   py::class_<ComparisonRow>(m, "ComparisonRow", "One workload on one device.")
-      .def_readonly("workload", &ComparisonRow::workload)
-      .def_readonly("device", &ComparisonRow::device)
-      .def_readonly("result", &ComparisonRow::result)
-      .def_readonly("value", &ComparisonRow::value)
-      .def_readonly("memory", &ComparisonRow::memory)
-      .def_readonly("rank", &ComparisonRow::rank)
-      .def_readonly("tied", &ComparisonRow::tied)
-      .def_readonly("pareto", &ComparisonRow::pareto)
-      .def_readonly("projected", &ComparisonRow::projected);
+      .def_readonly("workload", &ComparisonRow::workload, "The workload's name.")
+      .def_readonly("device", &ComparisonRow::device, "The device's name.")
+      .def_readonly("result", &ComparisonRow::result,
+                    "Its runs and their statistics (RepeatedResult).")
+      .def_readonly("value", &ComparisonRow::value,
+                    "The median of the ranked metric; NaN when a run failed or lacks it (a "
+                    "phase's figure where the workload marked no such phase).")
+      .def_readonly("memory", &ComparisonRow::memory,
+                    "The median of the memory metric; NaN when a run failed or lacks it (the peak "
+                    "where the kernel keeps none: cgroup v2 before Linux 5.19).")
+      .def_readonly("rank", &ComparisonRow::rank,
+                    "Among the workloads ranked on this device, 1 the best; 0 when this one is "
+                    "not ranked (a run failed, or lacks the metric), such rows coming after the "
+                    "ranked ones.")
+      .def_readonly("tied", &ComparisonRow::tied,
+                    "Whether it shares its rank with another workload on this device.")
+      .def_readonly("pareto", &ComparisonRow::pareto,
+                    "Whether it is on the (metric, memory) Pareto front of this device's rows "
+                    "that have both.")
+      .def_readonly("projected", &ComparisonRow::projected,
+                    "The calibration's Prediction for the run with the median metric; None "
+                    "without one (no projected_target, no calibration for this row, or no "
+                    "value).");
   py::class_<Comparison>(m, "Comparison", "Workloads compared on devices.")
-      .def_readonly("rows", &Comparison::rows)
-      .def_property_readonly("metric", [](const Comparison& c) { return c.options.metric; })
+      .def_readonly("rows", &Comparison::rows,
+                    "One ComparisonRow per workload and device: by device (in the order given), "
+                    "then rank.")
+      .def_property_readonly("metric", [](const Comparison& c) { return c.options.metric; },
+                             "The figure ranked on, lower is better.")
       .def_property_readonly("memory_metric",
-                             [](const Comparison& c) { return c.options.memory_metric; })
+                             [](const Comparison& c) { return c.options.memory_metric; },
+                             "The memory figure: the second axis of the Pareto front.")
       .def_property_readonly("projected_target",
-                             [](const Comparison& c) { return c.options.projected_target; })
-      .def_property_readonly("repeat", [](const Comparison& c) { return c.options.repeat; })
+                             [](const Comparison& c) { return c.options.projected_target; },
+                             "The figure projected through the calibrations, e.g. "
+                             "'device_wall_time_s'; '' = no projection.")
+      .def_property_readonly("repeat", [](const Comparison& c) { return c.options.repeat; },
+                             "Runs per workload and device, warm-ups not counted.")
       .def("__str__", [](const Comparison& c) { return text(to_text(c)); });
   m.def(
       "_compare",
@@ -138,7 +152,7 @@ void bind_study(py::module_& m) {
            py::arg("b"))
       .def_readonly("a", &SpeedModel::a, "The part that scales with 1 / speed.")
       .def_readonly("b", &SpeedModel::b, "The part that does not depend on the speed.")
-      .def("at", &SpeedModel::at, py::arg("speed"))
+      .def("at", &SpeedModel::at, py::arg("speed"), "The model's value at `speed`: a / speed + b.")
       .def("__repr__", [](const SpeedModel& sm) {
         return "SpeedModel(a=" + py::repr(py::float_(sm.a)).cast<std::string>() +
                ", b=" + py::repr(py::float_(sm.b)).cast<std::string>() + ")";
@@ -150,32 +164,50 @@ void bind_study(py::module_& m) {
         "The speed in [lo, hi] minimising the sum of squared log errors of the models against "
         "the targets; models with a <= 0 are left out.");
   py::class_<WorkloadSpeedFit>(m, "WorkloadSpeedFit", "One workload's part of a calibration.")
-      .def_readonly("name", &WorkloadSpeedFit::name)
-      .def_readonly("device_value", &WorkloadSpeedFit::device_value)
+      .def_readonly("name", &WorkloadSpeedFit::name, "The workload's name, as given.")
+      .def_readonly("device_value", &WorkloadSpeedFit::device_value,
+                    "The figure measured on the device (seconds for 'wall_time_s').")
       .def_readonly("points", &WorkloadSpeedFit::points,
                     "Measured here: (speed, median figure) in the order run.")
-      .def_readonly("model", &WorkloadSpeedFit::model)
+      .def_readonly("model", &WorkloadSpeedFit::model,
+                    "The fit (SpeedModel) the calibrated speed was solved with: of every point "
+                    "but the last round's, which was measured at that speed after it was solved.")
       .def_readonly("emulated", &WorkloadSpeedFit::emulated,
                     "Measured here at the calibrated speed (median).")
       .def_readonly("residual", &WorkloadSpeedFit::residual, "emulated / device_value - 1.")
-      .def_readonly("speed_sensitive", &WorkloadSpeedFit::speed_sensitive);
+      .def_readonly("speed_sensitive", &WorkloadSpeedFit::speed_sensitive,
+                    "Whether the part that scales with 1 / speed is at least 5% of model's "
+                    "figure at the slowest speed measured; workloads that are not were left out "
+                    "of the solution reported.");
   py::class_<PeriodSpeedFit>(m, "PeriodSpeedFit", "The calibration at one candidate period.")
-      .def_readonly("period_us", &PeriodSpeedFit::period_us)
-      .def_readonly("core_speed", &PeriodSpeedFit::core_speed)
-      .def_readonly("rms_residual", &PeriodSpeedFit::rms_residual)
-      .def_readonly("workloads", &PeriodSpeedFit::workloads)
-      .def_property_readonly("notes", texts_of(&PeriodSpeedFit::notes));
+      .def_readonly("period_us", &PeriodSpeedFit::period_us,
+                    "The CFS period of the runs, in us; where the plan lengthened it for some, "
+                    "the last run's (a note says so).")
+      .def_readonly("core_speed", &PeriodSpeedFit::core_speed,
+                    "The core speed solved at this period.")
+      .def_readonly("rms_residual", &PeriodSpeedFit::rms_residual,
+                    "Root mean square of the workloads' residuals (measured).")
+      .def_readonly("workloads", &PeriodSpeedFit::workloads,
+                    "One WorkloadSpeedFit per workload, in the order given.")
+      .def_property_readonly("notes", texts_of(&PeriodSpeedFit::notes),
+                             "Of the solution reported: limits hit, workloads left out.");
   py::class_<SpeedCalibration>(m, "SpeedCalibration", "What calibrate_speed() found.")
-      .def_readonly("core_speed", &SpeedCalibration::core_speed)
-      .def_readonly("period_us", &SpeedCalibration::period_us)
-      .def_readonly("rms_residual", &SpeedCalibration::rms_residual)
-      .def_readonly("max_abs_residual", &SpeedCalibration::max_abs_residual)
-      .def_readonly("periods", &SpeedCalibration::periods)
+      .def_readonly("core_speed", &SpeedCalibration::core_speed,
+                    "The calibrated core speed (one device core / one host core), at period_us.")
+      .def_readonly("period_us", &SpeedCalibration::period_us,
+                    "The candidate CFS period with the smallest residual, in us.")
+      .def_readonly("rms_residual", &SpeedCalibration::rms_residual,
+                    "Root mean square of the workloads' residuals at that period (measured).")
+      .def_readonly("max_abs_residual", &SpeedCalibration::max_abs_residual,
+                    "The largest |residual| at that period (measured).")
+      .def_readonly("periods", &SpeedCalibration::periods,
+                    "Every candidate period's PeriodSpeedFit, in the order given.")
       .def_readonly("chosen", &SpeedCalibration::chosen,
                     "The index in periods of the period taken (the smallest rms residual).")
       .def_readonly("device", &SpeedCalibration::device,
                     "The device with the calibrated core_speed and its source.")
-      .def_property_readonly("notes", texts_of(&SpeedCalibration::notes))
+      .def_property_readonly("notes", texts_of(&SpeedCalibration::notes),
+                             "The chosen period's notes (PeriodSpeedFit.notes).")
       .def("__str__", [](const SpeedCalibration& c) { return text(to_text(c)); });
   m.def(
       "calibrate_speed",
@@ -222,17 +254,40 @@ void bind_study(py::module_& m) {
       "CFS periods, the best kept. progress(done, planned, workload, speed, period_us).");
 
   py::class_<Score>(m, "Score", "What an objective function needs from one run.")
-      .def_readonly("ok", &Score::ok)
-      .def_readonly("latency", &Score::latency)
-      .def_readonly("memory", &Score::memory)
-      .def_readonly("latency_provenance", &Score::latency_provenance)
-      .def_readonly("memory_provenance", &Score::memory_provenance)
-      .def_readonly("latency_prediction", &Score::latency_prediction)
-      .def_readonly("memory_prediction", &Score::memory_prediction)
-      .def_readonly("latency_check", &Score::latency_check)
-      .def_readonly("memory_check", &Score::memory_check)
-      .def_readonly("fits", &Score::fits)
-      .def_readonly("penalty", &Score::penalty)
+      .def_readonly("ok", &Score::ok,
+                    "True when the run succeeded (exit 0, not killed, not timed out); for a "
+                    "RepeatedResult, when every run did.")
+      .def_readonly("latency", &Score::latency,
+                    "The latency figure (score()'s latency_figure, in its unit), or its "
+                    "projection when a latency calibration is given; NaN for a failed run, or "
+                    "where the run lacks the figure and only memory's limit is given.")
+      .def_readonly("memory", &Score::memory,
+                    "The memory figure (score()'s memory_figure: bytes by default), or its "
+                    "projection when a memory calibration is given; NaN for a failed run, or "
+                    "where the run lacks the figure and only latency's limit is given (the peak "
+                    "where the kernel keeps none: cgroup v2 before Linux 5.19).")
+      .def_readonly("latency_provenance", &Score::latency_provenance,
+                    "How latency was obtained: 'measured' or 'projected' ('estimated' for an "
+                    "energy figure); '' where latency is NaN.")
+      .def_readonly("memory_provenance", &Score::memory_provenance,
+                    "How memory was obtained, as latency_provenance; '' where memory is NaN.")
+      .def_readonly("latency_prediction", &Score::latency_prediction,
+                    "The latency calibration's Prediction; None without a latency calibration or "
+                    "for a failed run.")
+      .def_readonly("memory_prediction", &Score::memory_prediction,
+                    "The memory calibration's Prediction; None without a memory calibration or "
+                    "for a failed run.")
+      .def_readonly("latency_check", &Score::latency_check,
+                    "The BudgetCheck against the latency limit; None without a limit or for a "
+                    "failed run.")
+      .def_readonly("memory_check", &Score::memory_check,
+                    "The BudgetCheck against the memory limit; None without a limit or for a "
+                    "failed run.")
+      .def_readonly("fits", &Score::fits, "True when ok and within every limit given.")
+      .def_readonly("penalty", &Score::penalty,
+                    "Sum of the relative overruns of the limits, 0 within them (objective = "
+                    "accuracy - penalty, say); 0 for a failed run, whose limits were not checked: "
+                    "test ok first.")
       .def("__repr__", [](const Score& s) {
         return std::string("Score(ok=") + (s.ok ? "True" : "False") +
                ", latency=" + py::repr(py::float_(s.latency)).cast<std::string>() + " (" +
@@ -242,6 +297,20 @@ void bind_study(py::module_& m) {
                ", penalty=" + py::repr(py::float_(s.penalty)).cast<std::string>() + ")";
       });
   // One run, or repeated runs by their medians: one function of Python's, two of C++'s.
-  def_score<Result>(m);
-  def_score<RepeatedResult>(m);
+  def_score<Result>(
+      m,
+      "Scores a run for an objective: latency and memory (projected through the calibrations "
+      "when given) against the budget (latency in the figure's unit, memory in bytes). With a "
+      "calibration, the figure is its projection of its own target from its own features, and "
+      "latency_figure/memory_figure are not used: give the calibration of the device the run "
+      "emulated (find_calibration). penalty = sum of relative overruns; a failed run has ok = "
+      "fits = False and NaN latency and memory (its figures would measure the failure), which "
+      "Optuna records as a failed trial. A figure the run lacks raises edgeprof.Error when its "
+      "limit is given or no limit is; with only the other's limit it is NaN (memory where the "
+      "kernel keeps no peak: cgroup v2 before Linux 5.19).");
+  def_score<RepeatedResult>(
+      m,
+      "As above, for a RepeatedResult (run(..., repeat=N)): scored by its medians, each "
+      "figure's, and a calibration's prediction at its features' medians; not ok when a run "
+      "failed.");
 }

@@ -236,3 +236,32 @@ def test_the_command_line_refuses_to_count_activations_while_calibrating():
     assert p.returncode != 0
     assert "calibrate-speed runs each workload at the speeds it measures at" in p.stderr
     assert "Traceback" not in p.stderr
+
+
+def test_the_period_to_run_the_saved_device_at_is_said_whatever_chose_it(tmp_path, monkeypatch,
+                                                                         capsys):
+    """Only --periods-ms had the saved device's period said: a speed calibrated at
+    --cpu-period-us 20000 (or an --iteration-time's) was saved without it, and the file ran at
+    the plan's own period."""
+    from edgeprof import cli
+
+    class Calibrated:  # what calibrate_speed returns, as far as the command reads it
+        core_speed = 0.4
+        period_us = 20000
+        device = edgeprof.Device(name="calibrated", cores=1, core_speed=0.4, memory="256MiB")
+
+        def __str__(self) -> str:
+            return "core speed 0.4 at a 20 ms period\n"
+
+    monkeypatch.setattr(edgeprof.speed, "calibrate_speed", lambda *a, **k: Calibrated())
+    for given in (["--cpu-period-us", "20000"], ["--iteration-time", "20ms"], []):
+        saved = tmp_path / "board.json"
+        code = cli.main(["calibrate-speed", "--cores", "1", "--speed", "0.9", "--memory",
+                         "256MiB", "-w", "a=true", "--measured", "a=1", *given, "--save",
+                         str(saved)])
+        err = capsys.readouterr().err
+        assert code == 0 and saved.exists()
+        if given:
+            assert "run the saved device with --cpu-period-us 20000" in err, (given, err)
+        else:  # the plan's own period: a run of the file takes it again
+            assert "--cpu-period-us" not in err

@@ -1155,13 +1155,24 @@ def test_figures_writes_reports_as_the_csv_fit_reads(tmp_path):
     assert empty.stdout.splitlines()[1].endswith(",")
     asked = edgeprof("figures", str(no_peak), "--figure", "peak_memory_bytes")
     assert asked.returncode == 2 and f"{no_peak}: " in asked.stderr
+    # A repeated report one of whose runs lacks it: said so, with what to do.
+    partly = tmp_path / "partly.json"
+    partly.write_text(json.dumps({"schema": "edgeprof.repeated",
+                                  "schema_version": run["schema_version"],
+                                  "runs": [run, {**run, "peak_memory_bytes": None}],
+                                  "warmups": [], "stats": {}}))
+    lacking = edgeprof("figures", str(partly), "--figure", "peak_memory_bytes")
+    assert lacking.returncode == 2
+    assert (f"{partly}: no figure peak_memory_bytes in every one of its runs" in lacking.stderr
+            and "wall_time_s" in lacking.stderr and "leave --figure peak_memory_bytes out"
+            in lacking.stderr), lacking.stderr
     typo = edgeprof("figures", str(one), "--figure", "wal_time_s")
     assert typo.returncode == 2 and "'wal_time_s' is not a figure" in typo.stderr
     failed = tmp_path / "failed.json"
     failed.write_text(json.dumps({**run, "exit_code": 1, "ok": False}))
     bad = edgeprof("figures", str(one), str(failed))
     assert bad.returncode == 2 and f"{failed}: 1 of its 1 run(s) failed" in bad.stderr
-    assert "Traceback" not in typo.stderr + bad.stderr
+    assert "Traceback" not in typo.stderr + bad.stderr + lacking.stderr
 
 
 def test_compare_target_needs_calibrations_that_have_it(tmp_path):

@@ -73,7 +73,7 @@ def test_sizes():
     assert edgeprof.devices.format_size(512 << 20) == "512 MiB"
     # Averages and projections are floats: they format too, and nonsense is refused.
     assert edgeprof.devices.format_size(float(512 << 20)) == "512 MiB"
-    with pytest.raises(ValueError, match="got -1.0"):
+    with pytest.raises(edgeprof.Error, match="got -1.0"):
         edgeprof.devices.format_size(-1.0)
     with pytest.raises(edgeprof.DeviceError, match="parsecs"):
         edgeprof.devices.parse_size("12 parsecs")

@@ -22,6 +22,13 @@ def test_the_committed_notebook_has_no_outputs():
             assert cell["outputs"] == [] and cell["execution_count"] is None, cell["source"]
 
 
+def test_the_notebook_says_the_install_it_needs():
+    # `pip install .` left out pandas, matplotlib and cloudpickle, which its cells use.
+    nb = json.loads(NOTEBOOK.read_text())
+    first = "".join(next(c for c in nb["cells"] if c["cell_type"] == "markdown")["source"])
+    assert 'pip install ".[notebook]"' in first
+
+
 def _dead_owner_slices() -> list[str]:
     """edgeprof slices whose creating process (edgeprof-<pid>-...) no longer exists."""
     left = []

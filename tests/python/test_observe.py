@@ -260,7 +260,7 @@ def test_results_show_as_html_and_plot(one_core, tmp_path):
     fig.savefig(tmp_path / "plot.png")
     assert (tmp_path / "plot.png").stat().st_size > 1000
     quiet = edgeprof.run(["true"], device=one_core, interval=None)
-    with pytest.raises(ValueError, match="no time series"):
+    with pytest.raises(edgeprof.Error, match="no time series.*interval=None"):
         quiet.plot()
 
 

@@ -180,6 +180,34 @@ def test_an_unreadable_result_is_worker_died_with_the_report(monkeypatch):
     assert info.value.report is report
 
 
+def _raise_worker_died(report_text: str) -> None:
+    raise edgeprof.WorkerDied("the worker was killed (timeout)",
+                              edgeprof.Result.from_json(report_text))
+
+
+def test_worker_died_pickles_with_its_report_and_crosses_a_process_pool():
+    """It could not be unpickled (its report is required, and only its message was pickled): a
+    process pool whose task raised it broke (BrokenProcessPool) and lost every other task."""
+    import concurrent.futures
+    import multiprocessing
+    import pickle
+
+    from conftest import captured_report_text
+    died = edgeprof.WorkerDied("the worker was killed (timeout)",
+                               edgeprof.Result.from_json(captured_report_text()))
+    died.add_note("trial 7")
+    back = pickle.loads(pickle.dumps(died))
+    assert type(back) is edgeprof.WorkerDied and str(back) == str(died)
+    assert back.__notes__ == ["trial 7"]
+    assert back.report.wall_time_s == died.report.wall_time_s
+    with concurrent.futures.ProcessPoolExecutor(
+            1, mp_context=multiprocessing.get_context("forkserver")) as pool:
+        with pytest.raises(edgeprof.WorkerDied, match="killed") as info:
+            pool.submit(_raise_worker_died, captured_report_text()).result(timeout=HANG_S)
+        assert info.value.report.wall_time_s == died.report.wall_time_s
+        assert pool.submit(int, "7").result(timeout=HANG_S) == 7  # the pool still works
+
+
 # A script's own classes and functions, as an HPO script or a notebook has them: the function's
 # value and exception are of the caller's classes, and an argument refers to the caller's
 # function (a partial of it).

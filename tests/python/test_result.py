@@ -1,6 +1,8 @@
 """edgeprof.Result as Python sees it, without running a workload."""
 
+import inspect
 import json
+import re
 
 import numpy as np
 import pytest
@@ -9,15 +11,54 @@ import edgeprof
 from conftest import captured_report_text, cli
 
 
-def test_every_result_member_has_a_docstring():
+def _descriptions(function) -> list:
+    """A bound function's docstring past its signature, one per overload (a Python function's,
+    such as to_pandas, is all docstring)."""
+    doc = function.__doc__ or ""
+    if inspect.isfunction(function) or inspect.ismethod(function):
+        return [doc.strip()]
+    if "Overloaded function." in doc:
+        parts = re.split(r"\n\d+\. ", doc)[1:]
+    else:
+        parts = [doc]
+    return [part.split("\n", 1)[1].strip() if "\n" in part else "" for part in parts]
+
+
+def test_every_public_member_of_the_core_has_a_docstring():
     # pybind11 makes each def_readonly / def_property_readonly a property of the class, whose
-    # __doc__ is the docstring given in python/src/bind_*.cpp ("" when none was). Methods are not checked.
-    members = {name: attr for name, attr in vars(edgeprof.Result).items()
-               if not name.startswith("_") and isinstance(attr, property)}
-    assert {"wall_time_s", "ok", "cgroup_mode"} <= set(members)  # the properties are found at all
-    undocumented = sorted(name for name, prop in members.items()
-                          if not (prop.__doc__ or "").strip())
+    # __doc__ is the docstring given in python/src/bind_*.cpp ("" when none was); a function's
+    # __doc__ starts with its signature, then the docstring (each overload's, numbered).
+    undocumented, repeated, members = [], [], set()
+    for name, value in vars(edgeprof._core).items():
+        if name.startswith("_"):
+            continue
+        if inspect.isclass(value):
+            if not (value.__doc__ or "").strip():
+                undocumented.append(name)
+            for member, attr in vars(value).items():
+                if member.startswith("_"):
+                    continue
+                members.add(f"{name}.{member}")
+                if isinstance(attr, property):
+                    docs = [(attr.__doc__ or "").strip()]
+                elif callable(getattr(value, member)):
+                    docs = _descriptions(getattr(value, member))
+                else:
+                    continue
+                if not all(docs):
+                    undocumented.append(f"{name}.{member}")
+                if len(set(docs)) < len(docs):
+                    repeated.append(f"{name}.{member}")
+        elif callable(value):
+            members.add(name)
+            docs = _descriptions(value)
+            if not all(docs):
+                undocumented.append(name)
+            if len(set(docs)) < len(docs):  # help() printed the same text once per overload
+                repeated.append(name)
+    assert {"Result.wall_time_s", "Summary.cpu_cores_avg", "score", "check_budget"} <= members
     assert undocumented == []
+    assert repeated == []
 
 
 def _edited(path: list, value) -> str:
@@ -48,6 +89,16 @@ def test_an_empty_scheduled_column_reads_as_every_sample_scheduled():
     assert list(r.series.scheduled) == [1] * len(r.series)
     pytest.importorskip("pandas")
     assert r.to_pandas()["scheduled"].all()
+
+
+def test_in_tells_whether_a_series_has_a_metric():
+    """`'tasks' in r.series` raised pybind11's "incompatible function arguments" (no
+    __contains__: Python tried the rows 0, 1, ... through __getitem__)."""
+    series = edgeprof.Result.from_json(captured_report_text()).series
+    assert "memory_current_bytes" in series and "memory_current_bytes" in series.available
+    missing = [m for m in edgeprof.results.METRICS if m not in series.available]
+    assert missing and all(m not in series for m in missing)
+    assert "no_such_metric" not in series and 3 not in series and None not in series
 
 
 def test_results_pickle_as_themselves():
@@ -98,7 +149,7 @@ def test_the_net_peak_of_the_lowest_int64_prints_without_overflow():
 
 def test_format_size_refuses_what_it_cannot_show():
     assert edgeprof.devices.format_size(2**64 - 1).endswith("TiB")  # arrives as 2^64
-    with pytest.raises(ValueError, match="0 to 2\\^64"):
+    with pytest.raises(edgeprof.Error, match="0 to 2\\^64"):
         edgeprof.devices.format_size(1e30)  # was shown as 8388608 TiB
 
 

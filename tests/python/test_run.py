@@ -286,6 +286,27 @@ def test_slice_context_manager_runs_several_children(half_core):
         s.spawn(["true"])
 
 
+def test_spawn_refuses_arguments_of_the_wrong_type_without_crashing():
+    """spawn("true") (a str for the list), a list holding an int, or a str interval crashed
+    the interpreter (SIGSEGV: pybind11 ran the Child's keep-alive of its Slice on a call whose
+    arguments did not convert), so a notebook's kernel died; run() raised TypeError."""
+    code = textwrap.dedent("""\
+        import edgeprof
+        s = edgeprof.Slice(edgeprof.Device(name="d", cores=1, core_speed=0.5, memory="256MiB"))
+        for args, kwargs in [(("true",), {}), ((["true", 3],), {}),
+                             ((["true"],), {"interval": "5ms"})]:
+            try:
+                s.spawn(*args, **kwargs)
+            except TypeError as e:
+                print("TypeError:", e)
+        print("ok", s.spawn(["true"]).wait().ok)
+    """)
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, (p.returncode, p.stderr)
+    assert p.stdout.count("TypeError: Slice.spawn()") == 3, p.stdout
+    assert p.stdout.rstrip().endswith("ok True")
+
+
 def test_a_child_keeps_its_slice_and_threads_waiting_on_it_share_one_result(half_core):
     # The temporary slice was collected at once, killing the workload (signal 9 in 2 ms).
     r = edgeprof.emulation.Slice(half_core).spawn(["sleep", "0.2"]).wait()
