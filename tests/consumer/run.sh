@@ -275,6 +275,11 @@ if ((installed)); then
 else
   fail "config and version file checks" "skipped: the install failed"
 fi
+# The config of a shared library needs no libcgroup (it links it itself); a static one's does.
+step "without libcgroup, a shared library's config is found and a static one's is not" \
+  env PKG_CONFIG_LIBDIR=/nonexistent PKG_CONFIG_PATH= \
+  cmake -S "$here/config" -B "$work/config-template" "${generator[@]}" "${no_registry[@]}" \
+    -DCHECK=template -DTEMPLATE="$src/cmake/edgeprofConfig.cmake.in" || true
 # The build tree is a package directory too (its config included a targets file only the
 # install wrote).
 if [[ -n ${EDGEPROF_INSTALL_FROM:-} ]]; then
