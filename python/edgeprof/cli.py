@@ -481,8 +481,8 @@ def cmd_calibrate_host(args: argparse.Namespace) -> int:
         rating = edgeprof.speed.cached_reference_rating()
         note = "" if rating is not None else _not_cached(
             edgeprof.speed.why_not_cached_reference_rating(),
-            "not measured on this host yet: `edgeprof calibrate-host --reference` (7-Zip, about "
-            "40 s); until then catalog speeds are used uncorrected",
+            "not measured on this host yet: `edgeprof calibrate-host --reference` (7-Zip, "
+            "40-60 s); until then catalog speeds are used uncorrected",
             "edgeprof calibrate-host --reference")
     cal = edgeprof.speed.host_calibration(remeasure=args.remeasure)
     s = cal.scores
@@ -711,8 +711,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.repeat < 1 or args.warmup < 0:
         raise edgeprof.Error("--repeat must be at least 1 and --warmup 0 or more")
     _check_outputs({"--json": args.json, "--csv": args.csv})
-    json_to_stdout = args.json == "-"
-    report_to_stdout = json_to_stdout or args.csv == "-"
+    report_to_stdout = args.json == "-" or args.csv == "-"
     repeated = args.repeat > 1 or args.warmup > 0
 
     said = [True]  # stderr took the lines so far (on a full disk: the runs go on unsaid)
@@ -736,12 +735,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         _write(args.json, result.to_json())
     if args.csv:
         _write(args.csv, result.to_csv())
-    if not json_to_stdout:
-        if repeated:
-            print(str(runs[-1]), end="", file=sys.stderr)
-            print(f"\n{result}", end="", file=sys.stderr)
-        else:
-            print(str(result), end="", file=sys.stderr)
+    # The summary on stderr whatever went to stdout (with the JSON there it went nowhere, and
+    # its warnings, an OOM kill or throttling with it).
+    if repeated:
+        print(str(runs[-1]), end="", file=sys.stderr)
+        print(f"\n{result}", end="", file=sys.stderr)
+    else:
+        print(str(result), end="", file=sys.stderr)
     for r in runs:
         if not r.ok:
             return _exit_status(r)
@@ -1012,6 +1012,26 @@ def _device_name(text: str) -> str:
         return text
 
 
+def _fit_core_emulation(args: argparse.Namespace, rows: list) -> str:
+    """The core emulation a fit is for: --core-emulation, else the CSV's `core_emulation`
+    column (`edgeprof figures` writes it), which a fit took no notice of: its calibration
+    recorded none, and project applied it to runs of any core emulation (a pooled run
+    projected by a projected run's fit is off by the board's speed-up). Rows of several are
+    refused; so is a column that disagrees with --core-emulation."""
+    column = sorted({r.get("core_emulation") or "" for _, r in rows} - {""})
+    if len(column) > 1:
+        raise edgeprof.Error(f"{args.csv}: its rows are of the core emulations "
+                             f"{', '.join(column)}, each of which needs its own fit: give the "
+                             "rows of one (edgeprof figures of that core emulation's reports)")
+    if args.core_emulation:
+        if column and column[0] != args.core_emulation:
+            raise edgeprof.Error(f"--core-emulation {args.core_emulation}, but {args.csv}'s "
+                                 f"core_emulation column says {column[0]}: give the rows of "
+                                 f"{args.core_emulation} runs, or leave the option out")
+        return args.core_emulation
+    return column[0] if column else ""
+
+
 def cmd_fit(args: argparse.Namespace) -> int:
     if args.output == "-":
         raise edgeprof.Error("--output -: calibrations are saved to a file (kept with those it "
@@ -1036,12 +1056,13 @@ def cmd_fit(args: argparse.Namespace) -> int:
                              f"{', '.join(rows[0][1])}")
     for c in args.x:  # project() reads each from a run's figures: another could never be used
         edgeprof.results.check_figure_name(c, "--x")
+    core_emulation = _fit_core_emulation(args, rows)
     x = [[_csv_number(args.csv, line, c, r[c], device=False) for c in args.x] for line, r in rows]
     y = [_csv_number(args.csv, line, args.y, r[args.y], device=True) for line, r in rows]
     fit = edgeprof.analysis.Projection.fit(x, y, model=args.model, ridge=args.ridge,
                                            features=args.x, target=args.y)
     calibration = edgeprof.analysis.Calibration(device, fit, family=args.family or "",
-                                                core_emulation=args.core_emulation or "")
+                                                core_emulation=core_emulation)
     kept = []
     if args.output and os.path.exists(args.output):
         # The same device by any of its names, as project and compare find it: an entry saved
@@ -1187,6 +1208,12 @@ def _provenance(row: "edgeprof.analysis.ComparisonRow", figure: str) -> str:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     device = _device(args)
+    if device.nn is None and device.nn_ms and args.speed_kind != "integer":
+        # This host's nn rating, which the first run would measure, measured before the header
+        # (with its progress), so the header says the speed the runs emulate: it said the
+        # integer speed, and the runs then ran at the nn speed.
+        edgeprof.plan_emulation(device, speed_kind=args.speed_kind)
+        device = _device(args)
     shown = device.for_speed_kind(args.speed_kind)  # the speed the runs emulate
     rows = []
     print(f"edgeprof demo: {len(WORKLOADS)} example workloads on {device.name} "
@@ -1273,7 +1300,7 @@ def build_parser() -> argparse.ArgumentParser:
                        f"{r.precision}, random weights; `{r.install}`)"
                        for r in edgeprof.nn.nn_runtimes() if r.id != "ncnn"))
     p.add_argument("--python", help="the Python interpreter that has the runtime (default: "
-                   "$EDGEPROF_PYTHON, else python3)")
+                   "$EDGEPROF_PYTHON, else for ncnn this one, edgeprof's, else python3)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_calibrate_host)
 

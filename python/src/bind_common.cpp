@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <edgeprof/catalog.hpp>
 #include <edgeprof/device.hpp>
 #include <edgeprof/error.hpp>
@@ -55,6 +56,14 @@ py::list fs_texts(const std::vector<std::string>& v) {
   py::list out;
   for (const std::string& s : v) out.append(fs_text(s));
   return out;
+}
+
+std::string nn_python_or_this(const std::string& given, const std::string& runtime) {
+  if (!given.empty() || runtime != "ncnn") return given;
+  const char* env = std::getenv("EDGEPROF_PYTHON");
+  if (env && *env) return "";
+  const py::object executable = py::module_::import("sys").attr("executable");
+  return executable.is_none() ? std::string() : fs_path(executable, "sys.executable");
 }
 
 std::string fs_path(const py::handle& value, std::string_view what) {

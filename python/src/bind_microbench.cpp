@@ -21,6 +21,7 @@
 namespace py = pybind11;
 using namespace edgeprof;
 using edgeprof_py::fs_path;
+using edgeprof_py::nn_python_or_this;
 using edgeprof_py::fs_text_of;
 using edgeprof_py::text;
 using edgeprof_py::text_of;
@@ -453,7 +454,8 @@ void bind_microbench(py::module_& m) {
          const std::optional<std::function<void(py::str)>>& progress) {
         NnOptions options;
         options.runtime = runtime;
-        options.python = fs_path(python, "measure_nn_rating's python");
+        options.python =
+            nn_python_or_this(fs_path(python, "measure_nn_rating's python"), runtime);
         options.graphs = graphs;
         options.warmup = warmup;
         options.loops = loops;
@@ -506,7 +508,8 @@ void bind_microbench(py::module_& m) {
          int rounds, int warmup, int loops, double timeout_s,
          const std::optional<std::function<void(py::str)>>& progress) {
         HostScalingOptions options;
-        options.python = fs_path(python, "measure_host_scaling's python");
+        options.python =
+            nn_python_or_this(fs_path(python, "measure_host_scaling's python"), runtime);
         options.runtime = runtime;
         options.graphs = graphs;
         options.threads = threads;
@@ -633,7 +636,8 @@ void bind_microbench(py::module_& m) {
          const std::optional<std::function<void(py::str)>>& progress) {
         QuotaShareOptions options;
         options.runtime = runtime;
-        options.python = fs_path(python, "measure_quota_share's python");
+        options.python =
+            nn_python_or_this(fs_path(python, "measure_quota_share's python"), runtime);
         if (graphs) options.graphs = *graphs;
         if (speeds) options.speeds = *speeds;
         options.rounds = rounds;

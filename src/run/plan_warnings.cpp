@@ -11,9 +11,12 @@ namespace {
 
 // How the notes a run repeats as warnings begin (src/device/plan.cpp writes them; the run
 // layer may not include the device layer's device_json.hpp, which names the probe's).
+// "this host's own share was measured at a": the quota scale left out for another period or
+// keep-warm setting than the share's, which made such runs about the scale slower, unsaid.
 constexpr const char* kWarningNotes[] = {"host drift not corrected", "host CPU shared",
                                          "probe scores spread", "quota scale short",
-                                         "own share moved", "own share not checked"};
+                                         "own share moved", "own share not checked",
+                                         "this host's own share was measured at a"};
 
 bool is_warning_note(const std::string& note) {
   if (note.rfind("host drift not corrected", 0) == 0 &&

@@ -364,6 +364,12 @@ TEST_CASE("an nn speed's plan takes the host's own share as its quota scale, and
   const EmulationPlan l = plan_emulation(test::nn_device(0.2), host, longer);
   CHECK(l.quota_scale == 1.0);
   CHECK(test::has_note(l.notes, "measured at a 10 ms period with keep-warm and this plan asks for 100 ms"));
+  // A warning of the result too: such a run is about the scale slower (the plan's note alone
+  // went unseen, and period.md recommends giving the iteration time).
+  CHECK(test::has_note(detail::plan_warnings(l, test::nn_device(0.2)),
+                       "measured at a 10 ms period with keep-warm and this plan asks for 100 ms"));
+  CHECK(detail::plan_warnings(plan_emulation(test::nn_device(0.2), host), test::nn_device(0.2))
+            .empty());
   PlanOptions cold;
   cold.keep_warm = false;
   CHECK(plan_emulation(test::nn_device(0.2), host, cold).quota_scale == 1.0);

@@ -85,6 +85,8 @@ def test_run_json_keeps_stdout_for_the_json():
     data = json.loads(p.stdout)
     assert data["exit_code"] == 0 and data["device"]["cores"] == 1
     assert "noise" in p.stderr
+    # The summary goes to stderr as without --json (it went nowhere, its warnings with it).
+    assert "wall time" in p.stderr
 
 
 @requires_cgroups
@@ -1134,6 +1136,19 @@ def test_figures_writes_reports_as_the_csv_fit_reads(tmp_path):
     assert fit.returncode == 0, fit.stderr
     [cal] = edgeprof_api.analysis.load_calibrations(tmp_path / "cal.json")
     assert cal.projection.coefficients == pytest.approx([2.1])
+    # The CSV's core emulation is the fit's (it recorded none, and project applied it to runs
+    # of any core emulation); rows of two, or a column the option contradicts, are refused.
+    assert cal.core_emulation == "pooled"
+    text = data.read_text().splitlines()
+    mixed_rows = tmp_path / "mixed.csv"
+    mixed_rows.write_text("\n".join(text[:3] + [text[3].replace(",pooled,", ",projected,")])
+                          + "\n")
+    fit_args = ["--x", "wall_time_s", "--y", "device_wall_time_s", "--device", "custom",
+                "--model", "origin"]
+    two = edgeprof("fit", str(mixed_rows), *fit_args, "--json")
+    assert two.returncode == 2 and "core emulations pooled, projected" in two.stderr, two.stderr
+    other = edgeprof("fit", str(data), *fit_args, "--core-emulation", "projected", "--json")
+    assert other.returncode == 2 and "core_emulation column says pooled" in other.stderr
     default = edgeprof("figures", str(one), "--csv", str(tmp_path / "f.csv"))
     assert default.returncode == 0, default.stderr
     assert (tmp_path / "f.csv").read_text().splitlines()[0] == (

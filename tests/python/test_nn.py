@@ -791,3 +791,49 @@ def test_a_run_counts_a_pytorch_workloads_activations_by_default_and_the_switch_
             path = out.read()
         assert r.ok and (counting in " ".join(r.plan.notes)) == said, count
         assert ("edgeprof-count-" in path) == said, (count, path)
+
+
+def test_demo_says_the_speed_its_runs_emulate_where_the_rating_is_measured_first(
+        tmp_path, monkeypatch, capsys):
+    """Without this host's nn rating the demo's header said the Pi 4's integer speed, and its
+    first run then measured the rating and every run emulated the nn speed."""
+    from edgeprof import cli
+    monkeypatch.setenv("EDGEPROF_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("EDGEPROF_PYTHON", str(_fake_python(tmp_path)))
+    monkeypatch.setenv("EDGEPROF_MEASURE_NN", "1")
+    assert edgeprof.find_device("raspberry-pi-4").nn is None  # no rating cached here yet
+
+    class Stop(Exception):
+        pass
+
+    def first_run(*args, **kwargs):  # the header is printed: no workload needs to run
+        raise Stop
+
+    monkeypatch.setattr(edgeprof, "run", first_run)
+    with pytest.raises(Stop):
+        cli.main(["demo"])
+    header = capsys.readouterr().err
+    pi = edgeprof.find_device("raspberry-pi-4")
+    assert pi.nn is not None  # measured (by the stand-in) before the header
+    assert f"speed {pi.for_speed_kind('automatic').speed_text}" in header, header
+    assert "nn speed" in header
+
+
+def test_ncnn_is_rated_in_this_interpreter_where_none_is_named(tmp_path, monkeypatch):
+    """The rating ran python3 from PATH, which may not be the interpreter with edgeprof and
+    ncnn (a venv's edgeprof run without activating it, a notebook kernel, cron): it failed
+    with "pip install ncnn" though ncnn was installed."""
+    pytest.importorskip("ncnn")
+    shim = tmp_path / "bin"
+    shim.mkdir()
+    (shim / "python3").write_text("#!/bin/sh\necho 'error: not this one' >&2\nexit 3\n")
+    (shim / "python3").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{shim}:{os.environ['PATH']}")
+    monkeypatch.delenv("EDGEPROF_PYTHON", raising=False)
+    monkeypatch.setenv("EDGEPROF_CACHE_DIR", str(tmp_path))
+    rating = edgeprof.nn.measure_nn_rating(graphs=["squeezenet"], warmup=0, loops=1)
+    assert rating.command == sys.executable and "squeezenet" in rating.host_ms
+    # Named, the interpreter is used as it is (the shim's failure says so).
+    with pytest.raises(edgeprof.Error, match="not this one"):
+        edgeprof.nn.measure_nn_rating(python=str(shim / "python3"), graphs=["squeezenet"],
+                                      warmup=0, loops=1)
