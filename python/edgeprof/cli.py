@@ -1067,13 +1067,21 @@ def cmd_fit(args: argparse.Namespace) -> int:
     if args.output and os.path.exists(args.output):
         # The same device by any of its names, as project and compare find it: an entry saved
         # under an alias (from Python, or an older fit) stayed, and they went on finding it.
+        # One without a core emulation (fitted before fit recorded it) is replaced by one with:
+        # find_calibration takes an unlabelled one before one of another core emulation, so
+        # the stale fit went on being applied to runs of other core emulations.
         def same(c: "edgeprof.analysis.Calibration") -> bool:
-            return ((c.family, c.projection.target, c.core_emulation) ==
-                    (args.family or "", args.y, calibration.core_emulation) and
-                    edgeprof.analysis.find_calibration([c], device, args.y, c.family,
-                                                       c.core_emulation) is not None)
+            replaced = (c.core_emulation == calibration.core_emulation or
+                        (calibration.core_emulation != "" and c.core_emulation == ""))
+            return ((c.family, c.projection.target) == (args.family or "", args.y) and replaced
+                    and edgeprof.analysis.find_calibration([c], device, args.y, c.family,
+                                                           c.core_emulation) is not None)
 
-        kept = [c for c in edgeprof.analysis.load_calibrations(args.output) if not same(c)]
+        loaded = edgeprof.analysis.load_calibrations(args.output)
+        kept = [c for c in loaded if not same(c)]
+        if calibration.core_emulation and any(same(c) and not c.core_emulation for c in loaded):
+            print(f"edgeprof: replaced {args.output}'s calibration of {device} for {args.y} "
+                  "that recorded no core emulation", file=sys.stderr)
     if args.output:
         edgeprof.analysis.save_calibrations(args.output, kept + [calibration])
     if args.json:
@@ -1147,7 +1155,8 @@ def cmd_figures(args: argparse.Namespace) -> int:
         # --core-emulation E`): rows of several mixed into one fit would be wrong for each.
         print("edgeprof: warning: the reports are of several devices or core emulations: "
               f"{'; '.join(f'{k}, e.g. {v}' for k, v in seen.items())}; fit each apart "
-              "(`edgeprof fit --device D --core-emulation E`)", file=sys.stderr)
+              "(`edgeprof figures` of one device's and core emulation's reports, then "
+              "`edgeprof fit --device D`)", file=sys.stderr)
     return 0
 
 
@@ -1208,16 +1217,21 @@ def _provenance(row: "edgeprof.analysis.ComparisonRow", figure: str) -> str:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     device = _device(args)
-    if device.nn is None and device.nn_ms and args.speed_kind != "integer":
+    unrated = device.nn is None and device.nn_ms and args.speed_kind != "integer"
+    if unrated:
         # This host's nn rating, which the first run would measure, measured before the header
         # (with its progress), so the header says the speed the runs emulate: it said the
         # integer speed, and the runs then ran at the nn speed.
         edgeprof.plan_emulation(device, speed_kind=args.speed_kind)
         device = _device(args)
     shown = device.for_speed_kind(args.speed_kind)  # the speed the runs emulate
+    # Measured but not cached (a CPU shared while it ran, a cache that cannot be written):
+    # the runs measure it again, and emulate what they measure.
+    speed = ("the nn speed each run measures (this host's nn rating is not cached)"
+             if unrated and device.nn is None else shown.speed_text)
     rows = []
     print(f"edgeprof demo: {len(WORKLOADS)} example workloads on {device.name} "
-          f"({device.cores} cores x speed {shown.speed_text}, "
+          f"({device.cores} cores x speed {speed}, "
           f"{edgeprof.devices.format_size(device.memory_bytes)}), "
           f"cgroup mode {edgeprof.emulation.cgroup_mode()}",
           file=sys.stderr)
@@ -1407,9 +1421,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="how the runs of the --x columns emulated the device's cores (what the "
                    "reports' text says: projected, pooled or per-core): recorded, so that "
                    "project refuses a report emulated otherwise unless every feature is an "
-                   "all_cores_* or memory figure")
+                   "all_cores_* or memory figure (default: the CSV's core_emulation column, "
+                   "which edgeprof figures writes)")
     p.add_argument("-o", "--output", help="calibration file to add it to (replacing one for "
-                   "the same device, family, target and core emulation)")
+                   "the same device, family, target and core emulation, and one that recorded "
+                   "no core emulation)")
     p.add_argument("--json", action="store_true", help="print the calibration as JSON")
     p.set_defaults(func=cmd_fit)
 

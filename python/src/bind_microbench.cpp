@@ -472,8 +472,10 @@ void bind_microbench(py::module_& m) {
       "Runs the reference graphs with ncnn (the Python package, `pip install ncnn`), or the "
       "models of another runtime (runtime='pytorch': `pip install torch torchvision timm`), "
       "one thread pinned to one CPU (ncnn's seconds, another runtime's about a minute), and caches the times when every graph "
-      "ran; ncnn's give catalog devices with published times an nn speed. Error when the "
-      "runtime is unknown, Python or the runtime is missing, or it fails.");
+      "ran; ncnn's give catalog devices with published times an nn speed. python: the "
+      "interpreter with the runtime; by default $EDGEPROF_PYTHON, else for ncnn this one "
+      "(sys.executable), else python3 on PATH. Error when the runtime is unknown, Python or the "
+      "runtime is missing, or it fails.");
 
   py::class_<HostScaling>(m, "HostScaling",
                           "How this host's CNN inference speeds up from one thread to N, graph "

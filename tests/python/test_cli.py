@@ -1149,6 +1149,19 @@ def test_figures_writes_reports_as_the_csv_fit_reads(tmp_path):
     assert two.returncode == 2 and "core emulations pooled, projected" in two.stderr, two.stderr
     other = edgeprof("fit", str(data), *fit_args, "--core-emulation", "projected", "--json")
     assert other.returncode == 2 and "core_emulation column says pooled" in other.stderr
+    # Refitted, a file's calibration that recorded no core emulation (the same CSV fitted
+    # before) is replaced: find_calibration took it before the new one for projected runs.
+    table = list(csv.reader(data.read_text().splitlines()))
+    at = table[0].index("core_emulation")
+    bare = tmp_path / "bare.csv"
+    with bare.open("w", newline="") as f:
+        csv.writer(f, lineterminator="\n").writerows(r[:at] + r[at + 1:] for r in table)
+    both = tmp_path / "both.json"
+    assert edgeprof("fit", str(bare), *fit_args, "-o", str(both)).returncode == 0
+    assert [c.core_emulation for c in edgeprof_api.analysis.load_calibrations(both)] == [""]
+    refit = edgeprof("fit", str(data), *fit_args, "-o", str(both))
+    assert refit.returncode == 0 and "recorded no core emulation" in refit.stderr, refit.stderr
+    assert [c.core_emulation for c in edgeprof_api.analysis.load_calibrations(both)] == ["pooled"]
     default = edgeprof("figures", str(one), "--csv", str(tmp_path / "f.csv"))
     assert default.returncode == 0, default.stderr
     assert (tmp_path / "f.csv").read_text().splitlines()[0] == (
