@@ -53,13 +53,17 @@ def chld_pending(pid):
     return any(m & bit for m in masks.values())
 
 
-def wait_until(pred, what, timeout=20.0):
+def wait_until(pred, what, timeout=20.0, required=True):
+    """pred()'s first true value (or None); past the timeout an exit naming `what`, or False
+    where not `required`."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         v = pred()
         if v or v is None:
             return v
         time.sleep(0.005)
+    if not required:
+        return False
     sys.exit(f"test_report.py: timed out waiting until {what}")
 
 
@@ -79,9 +83,13 @@ def main():
         state = wait_until(lambda: blocked_in_write(sh.pid), "the shell blocks in write(2)")
         if state:  # blocked: interrupt it, let it go back to a blocking write or move on
             os.kill(sh.pid, signal.SIGCHLD)
-            interrupted += 1
-            wait_until(lambda: chld_pending(sh.pid) is not True, "the shell takes the signal")
-            wait_until(lambda: blocked_in_write(sh.pid), "the shell blocks again")
+            # A signal the shell holds blocked for the moment (once in CI, under load, it was
+            # still pending 20 s later) is taken after the write this read lets finish: that
+            # write is not interrupted, and the line must arrive all the same.
+            if wait_until(lambda: chld_pending(sh.pid) is not True, "the shell takes the signal",
+                          timeout=5.0, required=False) is not False:
+                interrupted += 1
+                wait_until(lambda: blocked_in_write(sh.pid), "the shell blocks again")
         chunk = os.read(r, 4096)
         if not chunk:
             break
@@ -91,6 +99,8 @@ def main():
     if lines != WANT:
         sys.exit(f"test_report.py: after {interrupted} interrupted writes the reader got "
                  f"{lines!r}, want {WANT!r}")
+    if interrupted == 0:  # nothing tested: each line's write waited out its signal
+        sys.exit("test_report.py: no write was interrupted by its signal")
     print(f"test_report.py: {len(WANT)} protocol lines arrived, {interrupted} writes interrupted")
 
 
