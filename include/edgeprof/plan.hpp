@@ -412,6 +412,13 @@ struct EmulationPlan {
   double capacity_cores() const {
     return cpu_period_us ? double(cpu_quota_us) / double(cpu_period_us) : 0.0;
   }
+
+  /// The CPU capacity one quota holds, in host cores: each core group's (core_quota_us /
+  /// cpu_period_us) with core groups, else capacity_cores(). A speed schedule's step scales it.
+  double quota_group_cores() const {
+    if (!core_groups) return capacity_cores();
+    return cpu_period_us ? double(core_quota_us) / double(cpu_period_us) : 0.0;
+  }
 };
 
 /// Every field equal.

@@ -994,8 +994,7 @@ EmulationPlan plan_emulation(const Device& described, const HostFacts& host,
   // Each step of the schedule as the scheduler will write it (each core group's bandwidth): one
   // below the kernel's least (1 ms per 1 s) ran at that least, several times the speed asked,
   // and said nothing.
-  const double per_group = plan.core_groups ? double(plan.core_quota_us) / double(plan.cpu_period_us)
-                                            : plan.capacity_cores();
+  const double per_group = plan.quota_group_cores();
   for (const SpeedStep& step : device.speed_schedule) {
     if (per_group * step.factor * static_cast<double>(kMaxCpuPeriodUs) <
         static_cast<double>(kMinCpuQuotaUs)) {

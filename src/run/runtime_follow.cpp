@@ -332,9 +332,7 @@ CountDivisor count_divisor(const CountingBasis& basis, const EmulationPlan& plan
   // The quota the counted thread ran under, in CPUs: a core's, or the whole quota, which a
   // pool over several CPUs throttles one thread by as one CPU's would (the plan takes no share
   // there for several threads, which ran too fast scaled).
-  const double applied =
-      plan.core_groups ? double(plan.core_quota_us) / double(plan.cpu_period_us)
-                       : double(plan.cpu_quota_us) / double(plan.cpu_period_us);
+  const double applied = plan.quota_group_cores();
   if (applied >= 1) {
     // Not throttled: no share.
   } else if (basis.options.quota_scale) {

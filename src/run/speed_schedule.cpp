@@ -41,9 +41,8 @@ void SpeedScheduler::run() {
     // Per-core emulation: each core's bandwidth, its period lengthened as a core's quota
     // needs; the quota written for the device is the cores' together.
     const std::uint64_t groups = plan_.core_groups ? plan_.core_groups : 1;
-    const double per_group = plan_.core_groups ? double(plan_.core_quota_us) / double(plan_.cpu_period_us)
-                                               : plan_.capacity_cores();
-    const CpuBandwidth b = cpu_bandwidth(per_group * step.factor, plan_.cpu_period_us);
+    const CpuBandwidth b = cpu_bandwidth(plan_.quota_group_cores() * step.factor,
+                                         plan_.cpu_period_us);
     change.cpu_quota_us = b.quota_us * groups;
     change.cpu_period_us = b.period_us;
     const int err = cgroup_.set_cpu_bandwidth(change.cpu_quota_us, change.cpu_period_us);
