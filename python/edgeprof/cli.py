@@ -16,6 +16,7 @@ import json
 import math
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -38,15 +39,29 @@ examples:
   edgeprof run --device raspberry-pi-4 --interval 1ms --json r.json --csv r.csv -- ./infer
   edgeprof run --device raspberry-pi-4 --repeat 5 --warmup 1 -- python3 infer.py
   edgeprof show r.json
-  edgeprof compare -w "small=python3 infer.py --model small" -w "big=python3 infer.py --model big" \
+  edgeprof show r.json --csv r.csv
+  edgeprof compare -w "small=python3 infer.py --model small" -w "big=python3 infer.py --model big" \\
       --device raspberry-pi-4 --device jetson-nano --repeat 5
   edgeprof figures runs/*.json --csv calibration.csv   # then add a device_wall_time_s column
-  edgeprof fit calibration.csv --x wall_time_s --y device_wall_time_s --device lg-g6 -o cal.json
+  edgeprof fit calibration.csv --x wall_time_s --y device_wall_time_s -o cal.json
   edgeprof project r.json --calibrations cal.json
-  edgeprof calibrate-speed --device raspberry-pi-4 -w "mobilenet=python3 infer.py mobilenet" \
+  edgeprof calibrate-speed --device raspberry-pi-4 -w "mobilenet=python3 infer.py mobilenet" \\
       --measured mobilenet=0.84 --save my-pi4.json
+  edgeprof calibrate-host --nn
   edgeprof demo --device raspberry-pi-3b
 """
+
+
+def _examples(command: str) -> str:
+    """EXAMPLES' lines of one command (each with its continuation lines), as its --help's
+    epilog: every command printed the whole list, and show, demo and calibrate-host none."""
+    lines, keep = [], False
+    for line in EXAMPLES.splitlines()[1:]:
+        if not line.startswith("      "):  # a continuation line is indented further
+            keep = (line.strip() + " ").startswith(f"edgeprof {command} ")
+        if keep:
+            lines.append(line)
+    return "examples:\n" + "\n".join(lines) if lines else ""
 
 
 def _device(args: argparse.Namespace) -> edgeprof.Device:
@@ -125,7 +140,7 @@ def _add_device_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("device (a name, a device file, or a custom one)")
     g.add_argument("--device", help="a device name from `edgeprof devices`, or the path of a "
                    "device file (.toml or .json; default: raspberry-pi-4)")
-    g.add_argument("--cores", type=_whole, help="custom device: number of cores")
+    g.add_argument("--cores", type=_count, help="custom device: number of cores")
     g.add_argument("--speed", type=float, help="custom device: core speed relative to a host core")
     g.add_argument("--reference-speed", type=float, metavar="SPEED",
                    help="custom device: core speed relative to the catalog's reference core, "
@@ -133,7 +148,7 @@ def _add_device_options(p: argparse.ArgumentParser) -> None:
                    "calibrate-host --reference`)")
     g.add_argument("--memory", help="custom device: memory, e.g. 512MiB")
     g.add_argument("--swap", help="custom device: swap, e.g. 256MiB (default 0)")
-    g.add_argument("--threads", type=_whole, metavar="N",
+    g.add_argument("--threads", type=_count, metavar="N",
                    help="the workload's busy threads: with fewer than the device's cores, "
                    "emulate N of them (1: one core; more: pooled, or projected from one core "
                    "where auto projects; docs/threads.md)")
@@ -162,10 +177,11 @@ def _add_emulation_options(p: argparse.ArgumentParser) -> None:
     e.add_argument("--allow-missing", action="store_true",
                    help="run even if a cgroup controller is missing; the result lists the "
                    "limits that were not applied")
-    e.add_argument("--speed-kind", choices=["automatic", "nn", "integer"], default="automatic",
+    e.add_argument("--speed-kind", type=_speed_kind, default="automatic",
+                   metavar="{automatic,nn,integer}",
                    help="the kind of speed to emulate: nn (CNN inference, from published ncnn "
                    "times and this host's; `edgeprof calibrate-host --nn`), integer (7-Zip's "
-                   "rating) or automatic (default: nn where the device has it; "
+                   "rating) or automatic (auto; default: nn where the device has it; "
                    "docs/fidelity.md)")
     e.add_argument("--no-keep-warm", dest="keep_warm", action="store_false",
                    help="do not keep the slice's CPUs busy while a throttled workload runs "
@@ -239,6 +255,16 @@ def _run_options(args: argparse.Namespace) -> dict:
                 core_scaling=args.core_scaling, quota_scale=args.quota_scale,
                 drift_check=args.drift_check, workload_scaling=args.workload_scaling,
                 count_activations=args.count_activations)
+
+
+def _plan_options(args: argparse.Namespace) -> dict:
+    """The options of _run_options that plan_emulation takes, without the drift probe (tens of
+    seconds at some runtimes' speeds): a plan made before any run checks them."""
+    options = _run_options(args)
+    for run_only in ("parent", "allow_missing_controllers", "count_activations"):
+        del options[run_only]
+    options["drift_check"] = False
+    return options
 
 
 def _figure(d: edgeprof.Device, figure: str) -> str:
@@ -584,16 +610,20 @@ def _iteration_time(text: str) -> float:
 
 
 def _timeout(text: str) -> float:
-    """Positive seconds, or inf (no limit): checked as the options are read, before a command
-    prints anything (demo's header came before the run that refused it)."""
+    """Positive seconds (60, 60s, 500ms, as --interval reads a time), or inf (no limit):
+    checked as the options are read, before a command prints anything (demo's header came
+    before the run that refused it). `60s` was refused, though --interval takes it."""
     try:
         seconds = float(text)
     except ValueError:
-        seconds = math.nan
+        try:
+            seconds = _interval(text) or math.nan
+        except argparse.ArgumentTypeError:
+            seconds = math.nan
     if not seconds > 0:
         raise argparse.ArgumentTypeError(
-            f"invalid timeout {text!r}: give a positive number of seconds, or inf for no "
-            "limit")
+            f"invalid timeout {text!r}: give a positive time (e.g. 60, 60s or 500ms; a bare "
+            "number is seconds), or inf for no limit")
     return seconds
 
 
@@ -613,6 +643,57 @@ def _whole(text: str) -> int:
         raise argparse.ArgumentTypeError(
             f"invalid number {text!r}: give a whole number from 0 to {2**31 - 1}")
     return value
+
+
+def _count(text: str) -> int:
+    """A whole number from 1 (cores, threads, runs): 0 passed _whole and was refused later by
+    the library under its own field name, or taken as "not given"."""
+    value = _whole(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"invalid number {text!r}: give a whole number of at "
+                                         "least 1")
+    return value
+
+
+def _fraction(text: str) -> float:
+    """A number between 0 and 1, exclusive (--alpha, --confidence): 95 for 0.95 was refused by
+    the library as "confidence" (not the option typed)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value < 1:
+        try:
+            percent = float(text.strip().rstrip("%"))
+        except ValueError:
+            percent = math.nan
+        hint = f" ({percent / 100:g}, not {text.strip()}?)" if 1 <= percent < 100 else ""
+        raise argparse.ArgumentTypeError(f"invalid fraction {text!r}: give a number between 0 "
+                                         f"and 1, e.g. 0.95{hint}")
+    return value
+
+
+def _non_negative(text: str) -> float:
+    """A finite number of 0 or more (--ridge)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 <= value < math.inf:
+        raise argparse.ArgumentTypeError(f"invalid number {text!r}: give 0 or a positive "
+                                         "number")
+    return value
+
+
+def _speed_kind(text: str) -> str:
+    """automatic, nn or integer; 'auto' is automatic, as --core-emulation and --quota-scale
+    spell it."""
+    kind = text.strip().lower()
+    kind = "automatic" if kind == "auto" else kind
+    if kind not in ("automatic", "nn", "integer"):
+        raise argparse.ArgumentTypeError(f"invalid speed kind {text!r}: give automatic (auto), "
+                                         "nn or integer")
+    return kind
 
 
 def _not_a_directory(path: str, label: str, what: str) -> None:
@@ -678,6 +759,14 @@ def _check_outputs(outputs: dict[str, Optional[str]],
             raise edgeprof.Error(f"{option} {path} cannot be written (permission denied)")
 
 
+def _device_files(names: "str | list[str] | None") -> dict[str, str]:
+    """The --device values that name files, as inputs of _check_outputs: `run --device b.json
+    --json b.json` overwrote the device file with a report."""
+    names = [names] if isinstance(names, str) else names or []
+    return {f"--device {i + 1}" if len(names) > 1 else "--device": n
+            for i, n in enumerate(names) if os.path.isfile(n)}
+
+
 def _load_report(path: str) -> "edgeprof.Result | edgeprof.RepeatedResult":
     """A run's or repeated runs' report, or an edgeprof.Error that names the file."""
     text = _read_text(path, path, "a JSON report's file (edgeprof run --json FILE)")
@@ -702,15 +791,23 @@ def _write(path: str, text: str) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    separated = args.command[:1] == ["--"]
+    command = args.command[1:] if separated else args.command
     if not command:
         raise edgeprof.Error("no command given: edgeprof run [options] -- COMMAND [ARGS...]")
+    if (not separated and args.json not in (None, "-") and not os.path.exists(args.json)
+            and shutil.which(args.json) and not shutil.which(command[0])
+            and not os.access(command[0], os.X_OK)):
+        # `run --json python3 infer.py` took python3 for the report's file and ran infer.py.
+        raise edgeprof.Error(f"--json {args.json}: is {args.json} the command? write "
+                             f"`--json -- {args.json} ...` (the report on stdout) or `--json "
+                             f"FILE -- {args.json} ...`")
     # As bytes: an argument that is not UTF-8 (Python holds it with surrogate escapes) reaches
     # the workload as the bytes it was given.
     command = [os.fsencode(a) for a in command]
     if args.repeat < 1 or args.warmup < 0:
         raise edgeprof.Error("--repeat must be at least 1 and --warmup 0 or more")
-    _check_outputs({"--json": args.json, "--csv": args.csv})
+    _check_outputs({"--json": args.json, "--csv": args.csv}, _device_files(args.device))
     report_to_stdout = args.json == "-" or args.csv == "-"
     repeated = args.repeat > 1 or args.warmup > 0
 
@@ -791,8 +888,13 @@ def _workloads(args: argparse.Namespace) -> list[tuple[str, str]]:
 
 def cmd_calibrate_speed(args: argparse.Namespace) -> int:
     _check_outputs({"--save": args.save, "--json": args.json}, {"--file": args.file})
+    # --save may write the calibrated device over its own file; the report may not.
+    _check_outputs({"--json": args.json}, _device_files(args.device))
     if (args.cores is not None or args.memory is not None) and args.speed is None \
             and args.reference_speed is None:
+        if args.device is None and (args.cores is None or args.memory is None):
+            raise edgeprof.DeviceError("a custom device needs --cores and --memory (its speed "
+                                       "is what the calibration finds)")
         # The core speed is what the calibration finds: a custom device needs none (it was
         # required, then replaced by the speeds tried).
         args.speed = 1.0
@@ -913,7 +1015,8 @@ def _projected_target(args: argparse.Namespace,
 
 def cmd_compare(args: argparse.Namespace) -> int:
     _check_outputs({"--json": args.json},
-                   {"--calibrations": args.calibrations, "--file": args.file})
+                   {"--calibrations": args.calibrations, "--file": args.file,
+                    **_device_files(args.device)})
     calibrations = _load_calibrations(args.calibrations) if args.calibrations else []
     target = _projected_target(args, calibrations)
     devices = args.device or ["raspberry-pi-4"]
@@ -1012,6 +1115,38 @@ def _device_name(text: str) -> str:
         return text
 
 
+def _fit_device(args: argparse.Namespace, rows: list) -> str:
+    """The device a fit is for: --device (an alias or a file resolved to the name runs record),
+    else the CSV's `device` column (`edgeprof figures` writes it). Rows of several devices, or
+    a --device the column contradicts, are refused: a typo or another board was saved without
+    a word, and project then never found the calibration, or applied another board's fit."""
+    column = sorted({r.get("device") or "" for _, r in rows} - {""})
+    if len(column) > 1:
+        raise edgeprof.Error(f"{args.csv}: its rows are of the devices {', '.join(column)}, "
+                             "each of which needs its own fit: give the rows of one")
+    column = [_device_name(c) for c in column]  # a hand-written alias, as --device's
+    if args.device is None:
+        if not column:
+            raise edgeprof.Error(f"{args.csv} has no device column: give --device, the device "
+                                 "its runs emulated (edgeprof devices)")
+        return column[0]
+    # A name find_device does not know is kept: runs record "custom", "<device>-1-thread" and
+    # the names of devices made in Python, and project and compare look calibrations up by it.
+    device = _device_name(args.device)
+    if column and column[0] != device:
+        raise edgeprof.Error(f"--device {args.device} is {device}, but {args.csv}'s device "
+                             f"column says {column[0]}: give the device its runs emulated, or "
+                             "leave --device out")
+    if device == args.device and not column and device != "custom" and "-thread" not in device:
+        try:
+            edgeprof.find_device(args.device)
+        except edgeprof.DeviceError:
+            print(f"edgeprof: warning: --device {args.device} is not a device edgeprof knows "
+                  "(edgeprof devices): the calibration is saved under that name, and only a "
+                  "run that recorded it finds it", file=sys.stderr)
+    return device
+
+
 def _fit_core_emulation(args: argparse.Namespace, rows: list) -> str:
     """The core emulation a fit is for: --core-emulation, else the CSV's `core_emulation`
     column (`edgeprof figures` writes it), which a fit took no notice of: its calibration
@@ -1043,9 +1178,6 @@ def cmd_fit(args: argparse.Namespace) -> int:
     if args.y in args.x:
         raise edgeprof.Error(f"--y {args.y} is also an --x: --y names the column measured on "
                              "the device, --x the columns edgeprof measured")
-    # A name find_device does not know is kept: runs record "custom", "<device>-1-thread" and
-    # the names of devices made in Python, and project and compare look calibrations up by it.
-    device = _device_name(args.device)
     _check_outputs({"--output": args.output}, {"input": args.csv})
     rows = _read_csv(args.csv, args.x + [args.y])
     if not rows:
@@ -1056,6 +1188,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
                              f"{', '.join(rows[0][1])}")
     for c in args.x:  # project() reads each from a run's figures: another could never be used
         edgeprof.results.check_figure_name(c, "--x")
+    device = _fit_device(args, rows)
     core_emulation = _fit_core_emulation(args, rows)
     x = [[_csv_number(args.csv, line, c, r[c], device=False) for c in args.x] for line, r in rows]
     y = [_csv_number(args.csv, line, args.y, r[args.y], device=True) for line, r in rows]
@@ -1156,7 +1289,7 @@ def cmd_figures(args: argparse.Namespace) -> int:
         print("edgeprof: warning: the reports are of several devices or core emulations: "
               f"{'; '.join(f'{k}, e.g. {v}' for k, v in seen.items())}; fit each apart "
               "(`edgeprof figures` of one device's and core emulation's reports, then "
-              "`edgeprof fit --device D`)", file=sys.stderr)
+              "`edgeprof fit`)", file=sys.stderr)
     return 0
 
 
@@ -1218,11 +1351,13 @@ def _provenance(row: "edgeprof.analysis.ComparisonRow", figure: str) -> str:
 def cmd_demo(args: argparse.Namespace) -> int:
     device = _device(args)
     unrated = device.nn is None and device.nn_ms and args.speed_kind != "integer"
+    # The emulation options checked, and this host's nn rating, which the first run would
+    # measure, measured before the header (with its progress), so the header says the speed the
+    # runs emulate: it said the integer speed, and the runs then ran at the nn speed; and an
+    # option the plan refuses (--cpu-period-us 500) was refused after the header and the first
+    # workload's line.
+    edgeprof.plan_emulation(device, **_plan_options(args))
     if unrated:
-        # This host's nn rating, which the first run would measure, measured before the header
-        # (with its progress), so the header says the speed the runs emulate: it said the
-        # integer speed, and the runs then ran at the nn speed.
-        edgeprof.plan_emulation(device, speed_kind=args.speed_kind)
         device = _device(args)
     shown = device.for_speed_kind(args.speed_kind)  # the speed the runs emulate
     # Measured but not cached (a CPU shared while it ran, a cache that cannot be written):
@@ -1242,14 +1377,16 @@ def cmd_demo(args: argparse.Namespace) -> int:
                               **_run_options(args))
         rows.append((name, result))
     rows.sort(key=lambda row: (not row[1].ok, row[1].all_cores_s(row[1].wall_time_s)))
+    # A failed workload has no rank (compare's rule): its time is the failure's.
+    ranks = [i if r.ok else None for i, (_, r) in enumerate(rows, 1)]
     if args.json:
-        print(json.dumps([{"workload": n, "rank": i, **json.loads(r.to_json())}
-                          for i, (n, r) in enumerate(rows, 1)], indent=2))
+        print(json.dumps([{"workload": n, "rank": rank, **json.loads(r.to_json())}
+                          for rank, (n, r) in zip(ranks, rows)], indent=2))
         return 0 if all(r.ok for _, r in rows) else 1
     print(f"\nmeasured on {device.name} (emulated); ranked by wall time with all its cores")
     print(f"{'rank':>4}  {'workload':<10} {'wall s':>8} {'infer s':>8} {'cpu s':>7} "
           f"{'peak memory':>12} {'model mem':>10} {'throttled':>9}  outcome")
-    for i, (name, r) in enumerate(rows, 1):
+    for rank, (name, r) in zip(ranks, rows):
         peak = edgeprof.devices.format_size(r.peak_memory_bytes) if r.peak_memory_bytes else "n/a"
         phases = {p.name: p for p in r.phases}
         infer = phases.get("inference")
@@ -1264,7 +1401,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
                  if load and load.memory_net_peak_bytes is not None else "n/a")
         outcome = "ok" if r.ok else ("OOM-killed" if r.oom_killed else
                                      "timed out" if r.timed_out else f"failed ({r.exit_code})")
-        print(f"{i:>4}  {name:<10} {wall_s:>8} {infer_s:>8} "
+        print(f"{rank or '-':>4}  {name:<10} {wall_s:>8} {infer_s:>8} "
               f"{r.cpu_user_s + r.cpu_system_s:>7.3f} {peak:>12} {model:>10} "
               f"{r.throttled_s:>8.3f}s  {outcome}")
     print("\nwall, infer (the inference phase): monotonic clock, measured; cpu and peak memory: "
@@ -1289,20 +1426,25 @@ def build_parser() -> argparse.ArgumentParser:
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("what", nargs="*", metavar="show NAME",
                    help="show one device (a name or a device file) with every figure's source")
-    p.add_argument("--json", action="store_true", help="print device files (JSON)")
+    p.add_argument("--json", action="store_true",
+                   help="print the devices as JSON (as device files hold them)")
     p.set_defaults(func=cmd_devices)
 
     p = sub.add_parser("calibrate-host", help="measure (or show the cached) per-core scores of "
                        "this host, against which probed devices' speeds are computed, and its "
-                       "speed relative to the catalog's reference core")
-    p.add_argument("--remeasure", action="store_true", help="measure again, ignoring the cache")
+                       "speed relative to the catalog's reference core",
+                       epilog=_examples("calibrate-host"),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--remeasure", action="store_true",
+                   help="measure this host's per-core scores again, ignoring their cache "
+                   "(--reference and --nn always measure theirs)")
     p.add_argument("--reference", action="store_true",
                    help="measure this host against the catalog's reference core with 7-Zip's "
                    "single-thread benchmark (40-60 s; needs 7zz, 7z or 7za), so that catalog "
                    "devices run at their speed on this host")
     p.add_argument("--nn", action="store_true",
                    help="measure this host's CNN inference speed: reference graphs with ncnn "
-                   "(`pip install ncnn`), one thread (8 s on an Intel Xeon), then this host's "
+                   "(installed with edgeprof), one thread (8 s on an Intel Xeon), then this host's "
                    "own share under a CPU quota with them (about a minute); catalog devices "
                    "with published ncnn times are then emulated at their nn speed "
                    "(docs/fidelity.md)")
@@ -1319,7 +1461,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_calibrate_host)
 
     p = sub.add_parser("calibrate-speed", help="find the core speed that reproduces figures "
-                       "measured on the real device", epilog=EXAMPLES,
+                       "measured on the real device", epilog=_examples("calibrate-speed"),
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_device_options(p)
     p.add_argument("-w", "--workload", action="append", metavar="NAME=COMMAND",
@@ -1329,12 +1471,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="what workload NAME measured on the device (its --figure)")
     p.add_argument("--figure", default="wall_time_s",
                    help="the figure compared (default wall_time_s)")
-    p.add_argument("--repeat", type=_whole, default=3,
+    p.add_argument("--repeat", type=_count, default=3,
                    help="runs per workload and speed; their median counts (default 3)")
     p.add_argument("--periods-ms", metavar="MS,MS,...",
                    help="candidate CFS periods; the one with the smallest residual wins "
                    "(default: the --cpu-period-us or --iteration-time one)")
-    p.add_argument("--timeout", type=_timeout, help="kill a run after this many seconds")
+    p.add_argument("--timeout", type=_timeout, help="kill a run after this long (e.g. 60, 60s, 500ms; a bare number is seconds; inf: no limit)")
     p.add_argument("--save", metavar="FILE",
                    help="write the device with the calibrated speed as a device file (JSON)")
     p.add_argument("--json", nargs="?", const="-", metavar="FILE",
@@ -1343,13 +1485,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_calibrate_speed)
 
     p = sub.add_parser("run", help="run a command on an emulated device",
-                       epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       epilog=_examples("run"), formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_device_options(p)
-    p.add_argument("--timeout", type=_timeout, help="kill the workload after this many seconds")
+    p.add_argument("--timeout", type=_timeout, help="kill the workload after this long "
+                   "(e.g. 60, 60s, 500ms; a bare number is seconds; inf: no limit)")
     m = p.add_argument_group("measurement")
     m.add_argument("--interval", type=_interval, default=edgeprof.emulation.DEFAULT_INTERVAL_S,
-                   help="sampling interval, 1ms to 60s, or 'off' (default 10ms)")
-    m.add_argument("--repeat", type=_whole, default=1,
+                   help="sampling interval, 1ms to 60s (e.g. 10ms, 0.5s; a bare number is "
+                   "seconds), or 'off' (default 10ms)")
+    m.add_argument("--repeat", type=_count, default=1,
                    help="run N times, each in a fresh slice, and print statistics")
     m.add_argument("--warmup", type=_whole, default=0,
                    help="runs before the counted ones, reported apart (default 0)")
@@ -1364,25 +1508,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND [ARGS...]")
     p.set_defaults(func=cmd_run)
 
-    p = sub.add_parser("show", help="print a saved JSON report (edgeprof run --json FILE)")
+    p = sub.add_parser("show", help="print a saved JSON report (edgeprof run --json FILE)",
+                       epilog=_examples("show"),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("file", help="the JSON file")
     p.add_argument("--csv", metavar="FILE", help="also write its time series as CSV")
     p.set_defaults(func=cmd_show)
 
     p = sub.add_parser("compare", help="run several commands on one or more devices and rank them",
-                       epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       epilog=_examples("compare"), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("-w", "--workload", action="append", metavar="NAME=COMMAND",
                    help="a workload to compare (give it several times)")
     p.add_argument("--file", help="a file of workloads, one 'NAME: COMMAND' per line")
     p.add_argument("--device", action="append",
                    help="a device: a built-in name, a user device or a device file (several "
                    "times for several; default raspberry-pi-4)")
-    p.add_argument("--threads", type=_whole, metavar="N",
+    p.add_argument("--threads", type=_count, metavar="N",
                    help="the workloads' busy threads: emulate at most N cores of each device "
-                   "(docs/devices.md)")
+                   "(docs/threads.md)")
     p.add_argument("--runtime", choices=[r.id for r in edgeprof.nn.nn_runtimes()],
                    help=_RUNTIME_HELP)
-    p.add_argument("--repeat", type=_whole, default=5, help="runs per workload and device (5)")
+    p.add_argument("--repeat", type=_count, default=5, help="runs per workload and device (5)")
     p.add_argument("--warmup", type=_whole, default=0, help="warm-up runs, not counted (0)")
     p.add_argument("--metric", default="all_cores_wall_time_s",
                    help="figure to rank by, lower is better (default all_cores_wall_time_s: "
@@ -1390,33 +1536,38 @@ def build_parser() -> argparse.ArgumentParser:
                    "wall_time_s, phase.inference.all_cores_wall_time_s)")
     p.add_argument("--test", choices=["mann-whitney", "welch"], default="mann-whitney",
                    help="test deciding ties (default mann-whitney)")
-    p.add_argument("--alpha", type=float, default=0.05, help="significance level (0.05)")
+    p.add_argument("--alpha", type=_fraction, default=0.05, help="significance level (0.05)")
     p.add_argument("--calibrations", help="calibration file (edgeprof fit) to project with")
     p.add_argument("--target", help="with --calibrations, the calibrated figure to project "
                    f"(default {_DEFAULT_TARGET})")
     p.add_argument("--interval", type=_interval, default=edgeprof.emulation.DEFAULT_INTERVAL_S,
-                   help="sampling interval (default 10ms)")
-    p.add_argument("--timeout", type=_timeout, help="per run, in seconds")
-    p.add_argument("--quiet", action="store_true", help="no progress")
+                   help="sampling interval (e.g. 10ms, 0.5s; a bare number is seconds; "
+                   "default 10ms)")
+    p.add_argument("--timeout", type=_timeout, help="kill a run after this long (e.g. 60, 60s, 500ms; a bare number is seconds; inf: no limit)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     p.add_argument("--json", nargs="?", const="-", metavar="FILE",
                    help="write the comparison (every run included) as JSON")
     _add_emulation_options(p)
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("fit", help="fit a projection from a CSV of emulated vs device figures",
-                       epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       epilog=_examples("fit"), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("csv", help="one row per calibration workload, with a header")
     p.add_argument("--x", action="append", required=True,
                    help="column measured by edgeprof (several times for several features)")
     p.add_argument("--y", required=True, help="column measured on the device")
-    p.add_argument("--device", required=True,
+    p.add_argument("--device",
                    help="the device the --x columns' runs emulated, by the name they recorded "
                    "(an alias or a device file is resolved to it; project and compare look "
-                   "calibrations up by it)")
+                   "calibrations up by it; default: the CSV's device column, which edgeprof "
+                   "figures writes)")
     p.add_argument("--family", help="model family the calibration is for (default: any)")
     p.add_argument("--model", default="auto",
-                   choices=["auto", "linear", "origin", "loglog", "theil_sen", "multi"])
-    p.add_argument("--ridge", type=float, default=0.0, help="ridge penalty (multi only)")
+                   choices=["auto", "linear", "origin", "loglog", "theil_sen", "multi"],
+                   help="the projection's model (default auto: with one --x, the one of the "
+                   "least median leave-one-out error; with several, multi; docs/projection.md)")
+    p.add_argument("--ridge", type=_non_negative, default=0.0,
+                   help="ridge penalty, 0 or more (multi only; default 0)")
     p.add_argument("--core-emulation", choices=["projected", "pooled", "per-core"],
                    help="how the runs of the --x columns emulated the device's cores (what the "
                    "reports' text says: projected, pooled or per-core): recorded, so that "
@@ -1431,7 +1582,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("figures", help="saved reports' figures as CSV, one row per report (a "
                        "repeated report's medians): add the device's column, then fit",
-                       epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       epilog=_examples("figures"), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("reports", nargs="+", help="JSON reports (edgeprof run --json FILE)")
     p.add_argument("--figure", action="append",
                    help="a figure to write (several times for several; default: "
@@ -1442,21 +1593,28 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_figures)
 
     p = sub.add_parser("project", help="apply saved calibrations to a report",
-                       epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       epilog=_examples("project"), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("report", help="a JSON report (edgeprof run --json FILE)")
     p.add_argument("--calibrations", required=True, help="the calibration file (edgeprof fit)")
     p.add_argument("--device", help="the device to project to (default: the report's)")
     p.add_argument("--family", help="model family (default: a calibration for any family)")
     p.add_argument("--target", help="only this calibrated figure (default: every one)")
-    p.add_argument("--confidence", type=float, default=0.95, help="of the interval (0.95)")
+    p.add_argument("--confidence", type=_fraction, default=0.95,
+                   help="of the interval, a fraction (0.95)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_project)
 
-    p = sub.add_parser("demo", help="profile the bundled example workloads and rank them")
+    p = sub.add_parser("demo", help="profile the bundled example workloads and rank them",
+                       epilog=_examples("demo"),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_device_options(p)
-    p.add_argument("--timeout", type=_timeout, default=300.0, help="per workload (default 300 s)")
+    p.add_argument("--timeout", type=_timeout, default=300.0, help="per workload (default 300 s; e.g. 60, 60s, inf)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_demo)
+    # `edgeprof COMMAND --help` said nothing of what COMMAND does: its line of the list.
+    for action in sub._choices_actions:
+        command = sub.choices[action.dest]
+        command.description = command.description or action.help
     # Every option that takes a free text (a file, a device, a figure, a workload) refuses an
     # empty one, which would otherwise read as not given (`--json ''` wrote nothing).
     for p in [parser, *sub.choices.values()]:

@@ -484,6 +484,20 @@ def test_a_bad_file_exits_2_naming_it(tmp_path, name, content, args, fragment):
     (["run", "--interval", "inf", "--", "true"], "invalid interval 'inf'"),
     (["run", "--interval=-1s", "--", "true"], "invalid interval"),
     (["run", "--interval", "nan", "--", "true"], "invalid interval"),
+    # 0 passed and was refused by the library under its field's name ("cores = 0").
+    (["run", "--cores", "0", "--speed", "1", "--memory", "1GiB", "--", "true"],
+     "argument --cores: invalid number '0': give a whole number of at least 1"),
+    (["run", "--threads", "0", "--", "true"], "argument --threads: invalid number '0'"),
+    (["compare", "-w", "a=true", "--repeat", "0"], "argument --repeat: invalid number '0'"),
+    # A percentage for a fraction was refused as the library's "confidence" / "rank.alpha".
+    (["project", "r.json", "--calibrations", "c.json", "--confidence", "95"],
+     "argument --confidence: invalid fraction '95': give a number between 0 and 1, e.g. 0.95 "
+     "(0.95, not 95?)"),
+    (["compare", "-w", "a=true", "--alpha", "5%"], "invalid fraction '5%': give a number "
+     "between 0 and 1, e.g. 0.95 (0.05, not 5%?)"),
+    (["compare", "-w", "a=true", "--alpha", "2"], "argument --alpha: invalid fraction '2'"),
+    (["fit", "d.csv", "--x", "a", "--y", "b", "--ridge=-1"], "argument --ridge: invalid number"),
+    (["run", "--speed-kind", "fast", "--", "true"], "invalid speed kind 'fast': give automatic"),
 ])
 def test_numbers_out_of_range_are_refused_by_name(args, fragment):
     p = edgeprof(*args)
@@ -498,7 +512,7 @@ def test_an_argument_that_is_not_utf8_reaches_the_workload_as_given(tmp_path, re
     out = tmp_path / "out"
     p = subprocess.run([sys.executable, "-m", "edgeprof", "run", *repeat,
                         "--json", str(tmp_path / "r.json"), "--", "sh", "-c", 'printf %s "$1" > "$2"', "sh", b"a\xffb", str(out)],
-                       capture_output=True, timeout=120)
+                       capture_output=True, timeout=HANG_S)
     assert p.returncode == 0 and b"Traceback" not in p.stderr, p.stderr
     assert out.read_bytes() == b"a\xffb"
     report = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
@@ -524,7 +538,7 @@ PLAIN_DEVICE = ('{"edgeprof_device": 1, "name": "plain", "cores": 1, "core_speed
 def _cli_bytes(*args, env=None):
     """The CLI with arguments given as bytes, its output as bytes (paths that are not UTF-8)."""
     return subprocess.run([sys.executable, "-m", "edgeprof", *args], capture_output=True,
-                          timeout=120, env={**os.environ, **(env or {})})
+                          timeout=HANG_S, env={**os.environ, **(env or {})})
 
 
 def test_a_device_path_that_is_not_utf8_is_read(tmp_path):
@@ -555,7 +569,7 @@ def test_a_cache_or_home_that_is_not_utf8_is_named_in_notes_not_raised(tmp_path)
     code = ("import edgeprof; d = edgeprof.find_device('raspberry-pi-4'); "
             "notes = edgeprof.plan_emulation(d).notes; "
             "print(len(notes), [s.source for s in d.sources.values()][:1])")
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=120,
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=HANG_S,
                        env={**os.environ, "EDGEPROF_CACHE_DIR": cache, "EDGEPROF_MEASURE_NN": "0"})
     assert p.returncode == 0 and b"Traceback" not in p.stderr, p.stderr
     shown = _cli_bytes("devices", "show", "raspberry-pi-4",
@@ -564,7 +578,7 @@ def test_a_cache_or_home_that_is_not_utf8_is_named_in_notes_not_raised(tmp_path)
     home = os.path.join(os.fsencode(tmp_path), b"h\xffome")
     env = {"HOME": home, "EDGEPROF_MEASURE_NN": "0"}
     listed = subprocess.run([sys.executable, "-m", "edgeprof", "devices"], capture_output=True,
-                            timeout=120, env={k: v for k, v in {**os.environ, **env}.items()
+                            timeout=HANG_S, env={k: v for k, v in {**os.environ, **env}.items()
                                               if k not in ("XDG_CONFIG_HOME", "XDG_CACHE_HOME",
                                                            "EDGEPROF_CACHE_DIR",
                                                            "EDGEPROF_DEVICE_PATH")})
@@ -1259,6 +1273,109 @@ def test_fit_refuses_what_no_calibration_could_use_and_names_a_bad_cells_line(tm
         assert "Traceback" not in p.stderr
 
 
+def test_a_timeout_takes_a_unit_as_the_interval_does():
+    # `--timeout 60s` was refused ("invalid timeout"), though --interval 0.5s is taken.
+    from edgeprof import cli
+    parser = cli.build_parser()
+    for text, seconds in [("60", 60.0), ("60s", 60.0), ("500ms", 0.5), ("inf", float("inf"))]:
+        args = parser.parse_args(["run", "--timeout", text, "--", "true"])
+        assert args.timeout == seconds, text
+    assert parser.parse_args(["run", "--speed-kind", "auto", "--", "true"]).speed_kind \
+        == "automatic"
+
+
+def test_every_command_says_what_it_does_and_shows_its_own_examples():
+    # `edgeprof run --help` never said what run does, and printed every command's examples
+    # (show, demo and calibrate-host none); a continued example lost its backslash.
+    for command in ("run", "show", "demo", "compare", "fit", "calibrate-host", "devices"):
+        p = edgeprof(command, "--help")
+        assert p.returncode == 0, p.stderr
+        head, _, examples = p.stdout.partition("examples:\n")
+        assert head.split("\n\n")[1].strip(), (command, head)  # the description
+        lines = [line.strip() for line in examples.splitlines() if line.strip()]
+        assert lines, command
+        starts = [line for line in lines if line.startswith("edgeprof ")]
+        assert starts and all((line + " ").startswith(f"edgeprof {command} ") for line in starts), lines
+    compare = edgeprof("compare", "--help").stdout
+    assert '--model big" \\\n      --device' in compare
+
+
+def test_run_asks_whether_the_json_option_took_the_command():
+    # `run --json python3 infer.py` took python3 for the report's file and ran infer.py.
+    # (sh: on PATH in the cgroup v2 VM too.)
+    p = edgeprof("run", "--json", "sh", "infer.sh")
+    assert p.returncode == 2 and "--json sh: is sh the command?" in p.stderr, p.stderr
+    assert "`--json -- sh ...`" in p.stderr
+
+
+def test_a_report_is_not_written_over_the_device_file_it_runs(tmp_path):
+    # `run --device board.json --json board.json` overwrote the device file with a report.
+    board = tmp_path / "board.json"
+    board.write_text(json.dumps({"name": "b", "cores": 1, "core_speed": 0.5,
+                                 "memory": "256MiB"}))
+    before = board.read_text()
+    for args in (["run", "--device", str(board), "--json", str(board), "--", "true"],
+                 ["compare", "-w", "a=true", "--device", "jetson-nano", "--device", str(board),
+                  "--json", str(board)],
+                 ["calibrate-speed", "--device", str(board), "-w", "a=true", "-m", "a=1",
+                  "--json", str(board)]):
+        p = edgeprof(*args)
+        assert p.returncode == 2 and "is the same file as --device" in p.stderr, (args, p.stderr)
+        assert board.read_text() == before
+
+
+def test_calibrate_speed_asks_a_custom_device_for_no_speed():
+    # It asked for "--speed (or --reference-speed)", the figure the calibration finds.
+    p = edgeprof("calibrate-speed", "--cores", "4", "-w", "a=true", "-m", "a=1")
+    assert p.returncode == 2, p.stderr
+    assert "a custom device needs --cores and --memory (its speed is what" in p.stderr
+
+
+def test_fit_takes_the_device_from_the_csv_and_refuses_another(tmp_path):
+    # --device was required and taken as given: a typo or another board was saved without a
+    # word, and project never found the calibration, or applied another board's fit.
+    data = tmp_path / "d.csv"
+    rows = "".join(f"r{i}.json,jetson-nano,pooled,1,{x},{2 * x}\n" for i, x in
+                   enumerate([0.01, 0.02, 0.04, 0.08]))
+    data.write_text("report,device,core_emulation,runs,wall_time_s,y\n" + rows)
+    fit = ["fit", str(data), "--x", "wall_time_s", "--y", "y", "--json"]
+    p = edgeprof(*fit)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["calibrations"][0]["device"] == "jetson-nano"
+    assert edgeprof(*fit, "--device", "jetson-nano").returncode == 0
+    # A hand-written alias in the column is the device's name, as --device's is.
+    alias = tmp_path / "alias.csv"
+    alias.write_text(data.read_text().replace("jetson-nano", "raspberry-pi-4"))
+    p = edgeprof("fit", str(alias), "--x", "wall_time_s", "--y", "y", "--json", "--device",
+                 "raspberry-pi-4")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["calibrations"][0]["device"] == "raspberry-pi-4b-4gb"
+    other = edgeprof(*fit, "--device", "raspberry-pi-4")
+    assert other.returncode == 2, other.stderr
+    assert ("--device raspberry-pi-4 is raspberry-pi-4b-4gb, but " in other.stderr
+            and "device column says jetson-nano" in other.stderr)
+    data.write_text("report,device,core_emulation,runs,wall_time_s,y\n" + rows
+                    + "r9.json,lg-g6,pooled,1,0.16,0.32\n")
+    two = edgeprof(*fit)
+    assert two.returncode == 2 and "of the devices jetson-nano, lg-g6" in two.stderr, two.stderr
+    bare = tmp_path / "bare.csv"
+    bare.write_text("wall_time_s,y\n0.01,0.02\n0.02,0.04\n0.04,0.08\n")
+    none = edgeprof("fit", str(bare), "--x", "wall_time_s", "--y", "y")
+    assert none.returncode == 2 and "has no device column: give --device" in none.stderr
+    typo = edgeprof("fit", str(bare), "--x", "wall_time_s", "--y", "y", "--device",
+                    "raspbery-pi-4", "--json")
+    assert typo.returncode == 0, typo.stderr
+    assert "warning: --device raspbery-pi-4 is not a device edgeprof knows" in typo.stderr
+
+
+def test_demo_checks_its_emulation_options_before_it_prints_anything():
+    # A period the plan refuses was refused by the first run, after the header and the first
+    # workload's line.
+    p = edgeprof("demo", "--cpu-period-us", "500")
+    assert p.returncode == 2 and "cpu_period_us" in p.stderr, p.stderr
+    assert "example workloads" not in p.stderr and "[1/" not in p.stderr
+
+
 def test_demo_checks_its_timeout_before_it_prints_anything():
     # Its header and first workload's line came before the run that refused the timeout.
     p = edgeprof("demo", "--timeout=-5")
@@ -1284,6 +1401,6 @@ def test_an_ignored_sigchld_from_the_parent_does_not_lose_the_workloads_exit_cod
     # library now refuses to start one then; the command resets it for itself.
     p = subprocess.run([sys.executable, "-m", "edgeprof", "run", "--cores", "1", "--speed", "1",
                         "--memory", "256MiB", "--interval", "off", "--", "sh", "-c", "exit 3"],
-                       capture_output=True, text=True, timeout=120,
+                       capture_output=True, text=True, timeout=HANG_S,
                        preexec_fn=lambda: signal.signal(signal.SIGCHLD, signal.SIG_IGN))
     assert p.returncode == 3, p.stderr
