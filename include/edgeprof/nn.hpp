@@ -231,6 +231,18 @@ const std::vector<NnRuntime>& nn_runtimes();
 /// The runtime with this id; throws Error listing the ids for any other.
 const NnRuntime& nn_runtime(std::string_view id);
 
+/// The Python interpreter ncnn's measurements run in where none is named (NnOptions::python,
+/// QuotaShareOptions::python, DriftOptions::python, PlanOptions::nn_measure.python all "") and
+/// $EDGEPROF_PYTHON is unset or empty: `path`, or python3 on PATH while it is "" (the default).
+/// Only ncnn's: another runtime's interpreter is the one its package was installed in. The
+/// Python bindings set it to the interpreter that imports edgeprof, which has ncnn (a
+/// dependency of the Python package), so that a first run measuring the rating uses it too.
+/// Thread-safe.
+void set_default_ncnn_python(std::string path);
+
+/// The interpreter set_default_ncnn_python() gave; "" = none (python3 on PATH).
+std::string default_ncnn_python();
+
 /// This host's CNN inference times: the reference graphs run with ncnn (or another runtime's
 /// models with it: NnOptions::runtime), one thread.
 struct NnRating {
@@ -297,8 +309,8 @@ std::optional<NnRating> cached_nn_rating(std::string* why = nullptr,
 struct NnOptions {
   /// The runtime (NnRuntime::id): "ncnn" (the reference graphs) or "pytorch" (its models).
   std::string runtime = "ncnn";
-  /// The Python interpreter with the runtime's package; "" = $EDGEPROF_PYTHON, else python3 on
-  /// PATH.
+  /// The Python interpreter with the runtime's package; "" = $EDGEPROF_PYTHON, else (ncnn)
+  /// default_ncnn_python(), else python3 on PATH.
   std::string python;
   /// Graphs (models) to run, by name; empty = all. A subset is measured but not cached.
   std::vector<std::string> graphs;
@@ -472,7 +484,8 @@ struct QuotaShareOptions {
   /// graphs, or another runtime's models built by its runner (PyTorch's own share under a
   /// quota was 1.15-1.35 times ncnn's for small models here, docs/fidelity.md).
   std::string runtime = "ncnn";
-  /// The Python interpreter with the runtime's package; "" = $EDGEPROF_PYTHON, else python3.
+  /// The Python interpreter with the runtime's package; "" = $EDGEPROF_PYTHON, else (ncnn)
+  /// default_ncnn_python(), else python3.
   std::string python;
   /// The reference graphs (or the runtime's models) to run; empty = the runtime's three, of
   /// small, medium and large cost (ncnn: mobilenet_v2, regnety_400m, squeezenet, and the
@@ -567,7 +580,8 @@ inline constexpr double kProbeWaitingShared = 1.15;
 /// How measure_host_drift probes.
 struct DriftOptions {
   /// The Python interpreter with the `ncnn` package (or the rating's runtime); "" =
-  /// $EDGEPROF_PYTHON, else python3 (another runtime's: the interpreter its rating ran in).
+  /// $EDGEPROF_PYTHON, else default_ncnn_python() or python3 (another runtime's: the
+  /// interpreter its rating ran in).
   std::string python;
   /// The rating's graphs the probe runs: small ones of different kinds (depthwise, grouped,
   /// plain convolutions), about 0.1 s of inference here.

@@ -26,9 +26,17 @@ what is Pythonic (pandas frames, the phase context manager, the command line).
 """
 
 import importlib as _importlib
+import sys as _sys
 import warnings as _warnings
 
 from edgeprof import _args, _core
+
+# ncnn's measurements (this host's rating, its own share, drift probes), where no interpreter is
+# named and $EDGEPROF_PYTHON is unset, run in this interpreter, which has ncnn (a dependency of
+# this package): python3 on PATH may be another (a venv's edgeprof run without activating it, a
+# notebook kernel, cron), where a first run measuring the rating failed with "pip install ncnn".
+if _sys.executable:
+    _core.set_default_ncnn_python(_sys.executable)
 
 # Before anything takes a name from _core: a call with a misspelled keyword or a value of the
 # wrong type names the argument instead of dumping the signature.

@@ -388,6 +388,8 @@ class NnRuntime:
     def share_duration(self) -> str: ...  # share_seconds as notes say it: "about 80 s"
 
 def nn_runtimes() -> list[NnRuntime]: ...
+def set_default_ncnn_python(path: Union[str, bytes, os.PathLike]) -> None: ...  # edgeprof sets sys.executable on import
+def default_ncnn_python() -> str: ...  # "" = python3 on PATH
 
 class NnRating:
     @property

@@ -58,14 +58,6 @@ py::list fs_texts(const std::vector<std::string>& v) {
   return out;
 }
 
-std::string nn_python_or_this(const std::string& given, const std::string& runtime) {
-  if (!given.empty() || runtime != "ncnn") return given;
-  const char* env = std::getenv("EDGEPROF_PYTHON");
-  if (env && *env) return "";
-  const py::object executable = py::module_::import("sys").attr("executable");
-  return executable.is_none() ? std::string() : fs_path(executable, "sys.executable");
-}
-
 std::string fs_path(const py::handle& value, std::string_view what) {
   if (!py::isinstance<py::str>(value) && !py::isinstance<py::bytes>(value) &&
       !py::hasattr(value, "__fspath__")) {

@@ -49,13 +49,6 @@ auto texts_of(std::vector<std::string> C::*member) {
 // type is a TypeError naming `what` ("find_device's name_or_path").
 std::string fs_path(const pybind11::handle& value, std::string_view what = "a path");
 
-// The interpreter ncnn's runner runs in when a measurement of `runtime` is asked for from
-// Python: `given`, else "" where $EDGEPROF_PYTHON is set (the library reads it) or for another
-// runtime (in its own venv), else this one (sys.executable), where edgeprof and ncnn, its
-// dependency, are installed: python3 on PATH may be another (a venv's edgeprof run without
-// activating the venv, a notebook kernel, cron), which failed with "pip install ncnn".
-std::string nn_python_or_this(const std::string& given, const std::string& runtime);
-
 // A Device, the name or alias of one (find_device), or the path of a device file (str or
 // os.PathLike).
 edgeprof::Device to_device(const pybind11::object& value);

@@ -21,7 +21,7 @@
 namespace py = pybind11;
 using namespace edgeprof;
 using edgeprof_py::fs_path;
-using edgeprof_py::nn_python_or_this;
+using edgeprof_py::fs_text;
 using edgeprof_py::fs_text_of;
 using edgeprof_py::text;
 using edgeprof_py::text_of;
@@ -397,6 +397,17 @@ void bind_microbench(py::module_& m) {
       .def("__repr__", [](const NnRuntime& r) { return "NnRuntime(id=" + repr_str(r.id) + ")"; });
   m.def("nn_runtimes", &nn_runtimes, py::return_value_policy::copy,
         "Every runtime an nn rating can be measured with, ncnn first.");
+  m.def(
+      "set_default_ncnn_python",
+      [](const py::object& path) {
+        set_default_ncnn_python(fs_path(path, "set_default_ncnn_python's path"));
+      },
+      py::arg("path"),
+        "The interpreter ncnn's measurements run in where none is named and $EDGEPROF_PYTHON "
+        "is unset; '' = python3 on PATH. edgeprof sets it to sys.executable on import.");
+  m.def(
+      "default_ncnn_python", [] { return fs_text(default_ncnn_python()); },
+        "The interpreter set_default_ncnn_python() gave; '' = none (python3 on PATH).");
   py::class_<NnRating>(m, "NnRating", "This host's CNN inference times: the reference graphs "
                                       "run with ncnn (or another runtime's models), one thread, "
                                       "pinned to one CPU.")
@@ -455,7 +466,7 @@ void bind_microbench(py::module_& m) {
         NnOptions options;
         options.runtime = runtime;
         options.python =
-            nn_python_or_this(fs_path(python, "measure_nn_rating's python"), runtime);
+            fs_path(python, "measure_nn_rating's python");
         options.graphs = graphs;
         options.warmup = warmup;
         options.loops = loops;
@@ -511,7 +522,7 @@ void bind_microbench(py::module_& m) {
          const std::optional<std::function<void(py::str)>>& progress) {
         HostScalingOptions options;
         options.python =
-            nn_python_or_this(fs_path(python, "measure_host_scaling's python"), runtime);
+            fs_path(python, "measure_host_scaling's python");
         options.runtime = runtime;
         options.graphs = graphs;
         options.threads = threads;
@@ -639,7 +650,7 @@ void bind_microbench(py::module_& m) {
         QuotaShareOptions options;
         options.runtime = runtime;
         options.python =
-            nn_python_or_this(fs_path(python, "measure_quota_share's python"), runtime);
+            fs_path(python, "measure_quota_share's python");
         if (graphs) options.graphs = *graphs;
         if (speeds) options.speeds = *speeds;
         options.rounds = rounds;

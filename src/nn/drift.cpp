@@ -191,7 +191,7 @@ HostFacts with_measured_drift(HostFacts host, const Device& device, const PlanOp
                                 HostDrift>
       recent;
   const auto key = std::make_tuple(cpu, runtime, rating->measured_at,
-                                   detail::nn_python_name(options.nn_measure.python));
+                                   detail::nn_python_name(options.nn_measure.python, runtime));
   if (auto reading = recent.find(key)) {
     host.drift = std::move(reading);
     return host;

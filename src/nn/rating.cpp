@@ -16,6 +16,7 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <mutex>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -212,14 +213,18 @@ void write_file(const std::string& path, std::string_view text) {
 
 namespace detail {
 
-std::string nn_python_name(const std::string& given) {
+std::string nn_python_name(const std::string& given, std::string_view runtime) {
   if (!given.empty()) return given;
   const char* env = std::getenv("EDGEPROF_PYTHON");
-  return env && *env ? env : "python3";
+  if (env && *env) return env;
+  if (runtime == "ncnn") {
+    if (std::string set = default_ncnn_python(); !set.empty()) return set;
+  }
+  return "python3";
 }
 
 std::string nn_python(const std::string& given, std::string_view runtime) {
-  const std::string name = nn_python_name(given);
+  const std::string name = nn_python_name(given, runtime);
   auto found = detail::find_on_path(name);
   if (!found) {
     const NnRuntime& r = runtime_entry(runtime).info;
@@ -358,6 +363,27 @@ const std::vector<NnRuntime>& nn_runtimes() {
 }
 
 const NnRuntime& nn_runtime(std::string_view id) { return runtime_entry(id).info; }
+
+namespace {
+std::mutex& default_ncnn_python_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::string& default_ncnn_python_path() {
+  static std::string path;
+  return path;
+}
+}  // namespace
+
+void set_default_ncnn_python(std::string path) {
+  const std::lock_guard<std::mutex> lock(default_ncnn_python_mutex());
+  default_ncnn_python_path() = std::move(path);
+}
+
+std::string default_ncnn_python() {
+  const std::lock_guard<std::mutex> lock(default_ncnn_python_mutex());
+  return default_ncnn_python_path();
+}
 
 bool is_nn_precision(std::string_view precision) {
   return precision == "fp32" || precision == "fp16" || precision == "int8";

@@ -19,11 +19,12 @@ namespace edgeprof::detail {
 // hypervisor's steal had part of it (kProbeWaitingShared).
 std::vector<double> wall_over_cpu(const NnRating& r);
 
-// The name of the interpreter that runs the nn runner, not yet looked up: `given`, else
-// $EDGEPROF_PYTHON (when set and not empty), else "python3". It keys readings that depend on it.
-std::string nn_python_name(const std::string& given);
+// The name of the interpreter that runs `runtime`'s runner, not yet looked up: `given`, else
+// $EDGEPROF_PYTHON (when set and not empty), else for ncnn default_ncnn_python() where set,
+// else "python3". It keys readings that depend on it.
+std::string nn_python_name(const std::string& given, std::string_view runtime = "ncnn");
 
-// The Python interpreter that runs the nn runner: nn_python_name(given), found on PATH. Throws Error saying what to install for `runtime` (an NnRuntime id) when there
+// The Python interpreter that runs the nn runner: nn_python_name(given, runtime), found on PATH. Throws Error saying what to install for `runtime` (an NnRuntime id) when there
 // is none.
 std::string nn_python(const std::string& given, std::string_view runtime = "ncnn");
 

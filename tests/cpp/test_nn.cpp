@@ -1206,6 +1206,42 @@ TEST_CASE("a catalog device's first plan measures this host's nn rating, once", 
   CHECK(lines.empty());
 }
 
+TEST_CASE("ncnn's interpreter where none is named: the one set for the process, not another "
+          "runtime's", "[nn][catalog]") {
+  // A first plan measuring the rating took python3 from PATH, though the Python package set
+  // only its own measure_* calls to the interpreter that has ncnn: a venv's edgeprof run
+  // without activating the venv failed with "pip install ncnn".
+  const test::FakeTree cache;
+  test::ScopedEnv env("EDGEPROF_CACHE_DIR", cache.root());
+  test::ScopedEnv named("EDGEPROF_PYTHON", "");  // empty: not set
+  const test::FakeTree bin;
+  test::ScopedEnv path("PATH", bin.root());  // no python3 here
+  struct Restore {
+    std::string was = default_ncnn_python();
+    ~Restore() { set_default_ncnn_python(was); }
+  } restore;
+  const std::string fake = fake_python(bin, 10.0);
+  set_default_ncnn_python(fake);
+  CHECK(default_ncnn_python() == fake);
+  const Device pi = for_threads(find_device("raspberry-pi-4b-8gb"), 1);
+  PlanOptions o;
+  o.measure_nn = true;
+  CHECK(has_note(plan_emulation(pi, two_cpu_host(), o).notes, "speed: nn speed"));
+  REQUIRE(cached_nn_rating());
+  CHECK(cached_nn_rating()->command == fake);
+  // Another runtime's is not ncnn's: python3 on PATH (none here), named in the error.
+  NnOptions torch;
+  torch.runtime = "pytorch";
+  CHECK_THROWS_WITH(measure_nn_rating(torch), Contains("no Python interpreter 'python3'"));
+  // $EDGEPROF_PYTHON still comes first.
+  test::ScopedEnv given("EDGEPROF_PYTHON", bin.root() + "/named-python");
+  NnOptions ncnn;
+  CHECK_THROWS_WITH(measure_nn_rating(ncnn), Contains("named-python"));
+  // Unset, python3 on PATH again.
+  set_default_ncnn_python("");
+  CHECK(default_ncnn_python().empty());
+}
+
 TEST_CASE("a rating that cannot be cached is measured once per process, and said so",
           "[nn][catalog]") {
   // With no writable cache directory every plan measured this host's nn rating again (a

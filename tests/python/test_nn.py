@@ -16,7 +16,7 @@ import pytest
 
 import edgeprof
 from conftest import cli as edgeprof_cli
-from conftest import requires_cgroups
+from conftest import HANG_S, requires_cgroups
 
 
 def _fake_python(tmp_path, ms=10.0, cpu_ms=None):
@@ -469,7 +469,7 @@ def test_a_device_at_its_pytorch_speed_pickles_at_that_speed(tmp_path, monkeypat
     read = subprocess.run(
         [sys.executable, "-c", "import pickle, sys; d = pickle.load(open(sys.argv[1], 'rb')); "
          "print(d.nn.basis, repr(d.core_speed), d.nn.threads)", str(sent)],
-        capture_output=True, text=True, timeout=60,
+        capture_output=True, text=True, timeout=HANG_S,
         env={**os.environ, "EDGEPROF_CACHE_DIR": str(tmp_path / "empty"),
              "EDGEPROF_MEASURE_NN": "0"})
     assert read.returncode == 0, read.stderr
@@ -680,7 +680,7 @@ def test_the_graph_benchmark_runs_edgeprofs_graphs_against_a_models_directory(tm
     empty = tmp_path / "empty"
     empty.mkdir()
     refused = subprocess.run([sys.executable, str(script), "--ncnn-models", str(empty)],
-                             capture_output=True, text=True, timeout=120)
+                             capture_output=True, text=True, timeout=HANG_S)
     assert refused.returncode == 2 and "no graph to compare" in refused.stderr
 
 
@@ -833,6 +833,9 @@ def test_ncnn_is_rated_in_this_interpreter_where_none_is_named(tmp_path, monkeyp
     monkeypatch.setenv("EDGEPROF_CACHE_DIR", str(tmp_path))
     rating = edgeprof.nn.measure_nn_rating(graphs=["squeezenet"], warmup=0, loops=1)
     assert rating.command == sys.executable and "squeezenet" in rating.host_ms
+    # The library's default, set on import: a first run's rating takes it too (it took python3
+    # from PATH, the shim here).
+    assert edgeprof.nn.default_ncnn_python() == sys.executable
     # Named, the interpreter is used as it is (the shim's failure says so).
     with pytest.raises(edgeprof.Error, match="not this one"):
         edgeprof.nn.measure_nn_rating(python=str(shim / "python3"), graphs=["squeezenet"],
