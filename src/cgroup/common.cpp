@@ -20,6 +20,7 @@
 #include "cgroup/backend.hpp"
 #include "cgroup/files.hpp"
 #include "sys/parse.hpp"
+#include "sys/stderr.hpp"
 
 namespace edgeprof::detail {
 
@@ -292,12 +293,18 @@ void put_back_saved(const Fs& fs, std::vector<std::pair<std::string, std::string
                     const char* consequence) {
   const auto texts = std::move(saved);
   saved.clear();
-  for (const auto& [file, text] : texts) {
-    if (int err = fs.write(file, text)) {
-      fmt::print(stderr, "edgeprof: could not put '{}' back into {} after a kill ({}, errno {}): "
-                         "the slice's next workload would run {}\n",
-                 text, fs.resolve(file), std::strerror(err), err, consequence);
-    }
+  // Every text put back before anything is said: a message that could not be formatted
+  // skipped the rest.
+  std::vector<std::pair<std::size_t, int>> failed;  // index in texts, errno
+  for (std::size_t i = 0; i < texts.size(); ++i) {
+    if (int err = fs.write(texts[i].first, texts[i].second)) failed.emplace_back(i, err);
+  }
+  for (const auto& [i, err] : failed) {
+    const auto& [file, text] = texts[i];
+    detail::say_on_stderr(fmt::format(
+        "could not put '{}' back into {} after a kill ({}, errno {}): the slice's next "
+        "workload would run {}",
+        text, fs.resolve(file), std::strerror(err), err, consequence));
   }
 }
 
@@ -325,8 +332,7 @@ CpuLimitLift::~CpuLimitLift() {
 }
 
 void CpuLimitLift::put_back() {
-  // The limits first: a message that cannot be written (an exception) skips what comes after it,
-  // and a workload without its limit is worse off than one at a higher weight.
+  // The limits first: a workload without its limit is worse off than one at a higher weight.
   put_back_limits();
   put_back_saved(fs_, gate_.saved_weights, "at a higher CPU weight");
 }
@@ -337,9 +343,10 @@ void CpuLimitLift::put_back_limits() {
     const auto [quota, period] = *gate_.held;
     gate_.held.reset();
     if (int err = write_(quota, period)) {
-      fmt::print(stderr, "edgeprof: could not set the slice's CPU limit to {} us per {} us after "
-                         "a kill ({}, errno {}): the slice's next workload would run without it\n",
-                 quota, period, std::strerror(err), err);
+      detail::say_on_stderr(fmt::format(
+          "could not set the slice's CPU limit to {} us per {} us after a kill ({}, errno {}): "
+          "the slice's next workload would run without it",
+          quota, period, std::strerror(err), err));
     }
     return;
   }

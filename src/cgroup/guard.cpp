@@ -197,6 +197,15 @@ SliceGuard& SliceGuard::operator=(SliceGuard&& other) noexcept {
   return *this;
 }
 
+void SliceGuard::detach() noexcept {
+  if (pid_ > 0 && ::getpid() == owner_) {
+    (void)fd_.release();  // open until this process ends: then the guard removes the slice
+  }
+  pid_ = -1;
+  pidfd_.reset();
+  fd_.reset();
+}
+
 void SliceGuard::dismiss() noexcept {
   // In a process forked from the owner, the guard is the owner's: only our copy of the pipe
   // goes.

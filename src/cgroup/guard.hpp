@@ -47,6 +47,10 @@ class SliceGuard {
   // The slice was removed by this process (or is about to be): ends the guard (SIGKILL, then
   // reaped) without its touching anything.
   void dismiss() noexcept;
+  // The slice could not be removed (a process survived, a group beneath it): the guard is left
+  // to remove it when this process ends, its pipe's write end kept open, on purpose, until
+  // then (dismissed, nothing removed the slice until a later slice beneath the same parent).
+  void detach() noexcept;
   pid_t pid() const { return pid_; }
   explicit operator bool() const { return pid_ > 0; }
 

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <limits>
 #include <map>
 #include <set>
 #include <thread>
@@ -190,7 +191,13 @@ class V1Cgroup final : public Cgroup {
                          std::to_string(plan.memory_max_bytes));
       std::string memsw = join(d->path, files::v1::kMemoryMemswLimitInBytes);
       if (fs_.exists(memsw)) {
-        fs_.write_or_throw(memsw, std::to_string(plan.memory_max_bytes + plan.swap_max_bytes));
+        // Memory and swap together; past 2^64 (a swap given as "unlimited"), no limit: the sum
+        // wrapped to less than the memory limit, which the kernel refused with EINVAL.
+        const std::uint64_t most = std::numeric_limits<std::uint64_t>::max();
+        fs_.write_or_throw(memsw, plan.swap_max_bytes > most - plan.memory_max_bytes
+                                      ? std::string("-1")
+                                      : std::to_string(plan.memory_max_bytes +
+                                                       plan.swap_max_bytes));
       } else if (host_swap_bytes(fs_) > 0) {
         unapplied.push_back(
             "swap limit (memory.memsw.limit_in_bytes is missing: boot the kernel with "

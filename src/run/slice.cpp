@@ -34,6 +34,8 @@
 #include "cgroup/files.hpp"
 #include "edgeprof/error.hpp"
 #include "sys/parse.hpp"
+#include "sys/stderr.hpp"
+#include "sys/text.hpp"
 #include "run/core_placer.hpp"
 #include "run/cpu_ledger.hpp"
 #include "nn/runner_dir.hpp"
@@ -94,10 +96,34 @@ const detail::Layout& layout() {
   return cached;
 }
 
+// The parent cgroup slices are made beneath: SliceOptions::parent, else
+// $EDGEPROF_CGROUP_PARENT. A path in the cgroup filesystem (/sys/fs/cgroup/mine, a likely slip
+// for /mine) was joined onto the mount again, and the error named
+// /sys/fs/cgroup/sys/fs/cgroup/mine/cgroup.controllers and neither setting; ".." climbed out.
 std::string parent_from(const SliceOptions& options) {
-  if (!options.parent.empty()) return options.parent;
-  if (const char* env = std::getenv("EDGEPROF_CGROUP_PARENT"); env && *env) return env;
-  return {};
+  const char* env = std::getenv("EDGEPROF_CGROUP_PARENT");
+  const bool given = !options.parent.empty();
+  std::string parent = given ? options.parent : env && *env ? env : "";
+  const char* from = given ? "the parent cgroup (SliceOptions::parent, parent=, --parent)"
+                           : "EDGEPROF_CGROUP_PARENT";
+  const std::string_view mount = "/sys/fs/cgroup";
+  if (parent.rfind(mount, 0) == 0 && (parent.size() == mount.size() || parent[mount.size()] == '/')) {
+    throw Error(fmt::format(
+        "{} is '{}', a path in the cgroup filesystem: give the cgroup's own path, as "
+        "/proc/self/cgroup shows it (without {} and, on cgroup v1, the hierarchy's directory: "
+        "/mine for /sys/fs/cgroup/cpu/mine)",
+        from, detail::printable(parent), mount));
+  }
+  for (std::size_t at = 0; at <= parent.size();) {
+    const std::size_t end = std::min(parent.find('/', at), parent.size());
+    if (parent.compare(at, end - at, "..") == 0) {
+      throw Error(fmt::format("{} is '{}': a cgroup path without '..' components, as "
+                              "/proc/self/cgroup shows it",
+                              from, detail::printable(parent)));
+    }
+    at = end + 1;
+  }
+  return parent;
 }
 
 // Removes slices whose owner died (kill -9) before it could clean up. A slice is left alone
@@ -389,18 +415,27 @@ struct Slice::Impl {
     try {
       cgroup->kill_all();
     } catch (const std::exception& e) {
-      fmt::print(stderr, "edgeprof: {}\n", e.what());
+      detail::say_on_stderr(e.what());
     }
     retired_marks.clear();  // their writers are gone
     // Named before removal: remove() forgets its directories whether or not they went.
     const std::vector<std::string> paths = cgroup->paths();
-    if (!cgroup->remove()) {
-      fmt::print(stderr, "edgeprof: could not remove {}; it is removed the next time a slice "
-                         "is created beneath the same parent\n",
-                 detail::describe_unremoved(fs, paths));
+    const bool removed = cgroup->remove();
+    if (!removed) {
+      try {
+        detail::say_on_stderr(fmt::format("could not remove {}; it is removed when this "
+                                          "process ends, or the next time a slice is created "
+                                          "beneath the same parent",
+                                          detail::describe_unremoved(fs, paths)));
+      } catch (...) {  // out of memory while saying it: the slice stays, unsaid
+      }
     }
     cgroup.reset();
-    guard.dismiss();
+    if (removed) {
+      guard.dismiss();
+    } else {
+      guard.detach();
+    }
     // The CPUs are free once the workload is gone, not before.
     cpus = detail::CpuLease();
   }

@@ -189,6 +189,8 @@ int open_stdio(const Stdio& s, int index) {
   const std::string path = s.kind == Stdio::Kind::discard ? "/dev/null" : s.path;
   int flags = O_CLOEXEC | (input ? O_RDONLY : O_WRONLY);
   if (!input && s.kind == Stdio::Kind::file) flags |= O_CREAT | (s.append ? O_APPEND : O_TRUNC);
+  // Not retried on EINTR: a FIFO's open waits for its other end, and Ctrl-C (Python's handler,
+  // without SA_RESTART) must end that wait.
   int fd = ::open(path.c_str(), flags, 0644);
   if (fd < 0) {
     int err = errno;

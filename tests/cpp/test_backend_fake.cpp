@@ -285,6 +285,16 @@ TEST_CASE("v1: one directory per hierarchy, each under the caller's cgroup there
   }
   // memsw limits memory + swap together.
   CHECK(tree.read(join(mem_dir, files::v1::kMemoryMemswLimitInBytes)) == "83886080");
+  {
+    // A swap given as "unlimited" (2^64 - 1): no limit, not the sum wrapped to less than the
+    // memory (which the kernel refuses).
+    EmulationPlan unlimited = sample_plan();
+    unlimited.swap_max_bytes = std::numeric_limits<std::uint64_t>::max();
+    std::vector<std::string> ignored;
+    cgroup->apply(unlimited, false, ignored);
+    CHECK(tree.read(join(mem_dir, files::v1::kMemoryMemswLimitInBytes)) == "-1");
+    cgroup->apply(sample_plan(), false, ignored);
+  }
   CHECK(tree.read(join(pids_dir, files::v1::kPidsMax)) == "100");
   cgroup->attach(777);
   CHECK(tree.read(join(mem_dir, files::kProcs)) == "777");

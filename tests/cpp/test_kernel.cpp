@@ -223,9 +223,10 @@ TEST_CASE("a throttled run's sampled CPU peak is one its quota could hold", "[ke
   CAPTURE(*r.summary.cpu_cores_peak, bound, r.summary.cpu_windows_carried);
   CHECK(*r.summary.cpu_cores_peak <= bound);
   // The windows were clipped from what the kernel counted, not made up: the slice's average
-  // (the counter's whole difference) is its quota's, within the ±25% a test may assert.
+  // (the counter's whole difference) is its quota's, within the ±25% a test may assert; not in
+  // the cgroup v2 VM, whose vCPU stalls are charged as CPU time (check_held_to's reason).
   REQUIRE(r.summary.cpu_cores_avg);
-  CHECK(*r.summary.cpu_cores_avg <= capacity * 1.25);
+  if (std::getenv("EDGEPROF_IN_VM") == nullptr) CHECK(*r.summary.cpu_cores_avg <= capacity * 1.25);
 }
 
 TEST_CASE("two threads on a 2-core x 0.25 device share half a host core", "[kernel]") {
@@ -515,12 +516,16 @@ TEST_CASE("a slice closed while a child with a speed schedule runs stops the sch
   Device d = half_core();
   d.speed_schedule = {{0.2, 0.5}};
   Slice slice(d);
+  const auto spawned = std::chrono::steady_clock::now();
   Child c = slice.spawn(workload({"sleep", "2"}));
   slice.close();
+  const auto closed = std::chrono::steady_clock::now();
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   const Result r = c.wait();
   CHECK_FALSE(r.ok());  // close() ended it
-  CHECK(r.speed_changes.empty());  // the step was not due before the slice went
+  // The step was not due before the slice went (where close() came within 0.2 s of the
+  // spawn: a loaded host may take longer, and then the step was rightly applied first).
+  if (closed - spawned < std::chrono::milliseconds(200)) CHECK(r.speed_changes.empty());
 }
 
 #if defined(__x86_64__)
@@ -887,6 +892,61 @@ TEST_CASE("a slice's guard removes it, grandchildren and all, when the profiler 
   CHECK(eventually([&] { return all_gone(leaked); }));
 }
 
+TEST_CASE("a slice whose removal fails closes without a word it cannot write", "[kernel]") {
+  // close() is noexcept, and said a failed removal with fmt::print, which throws when stderr
+  // cannot be written (a closed pipe, a hung-up terminal): std::terminate, SIGABRT.
+  REQUIRE_CGROUPS();
+  const test::FakeTree out;
+  const std::string paths_file = out.root() + "/paths";
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    const int read_only = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (read_only < 0 || ::dup2(read_only, STDERR_FILENO) < 0) ::_exit(3);
+    try {
+      Slice slice(half_core());
+      std::ofstream list(paths_file);
+      for (const std::string& p : slice.paths()) {
+        list << p << "\n";
+        // remove() takes the slice's own child groups (per-core's), not theirs: EBUSY.
+        std::filesystem::create_directories(p + "/held/deeper");
+      }
+      list.close();
+      slice.close();
+    } catch (...) {
+      ::_exit(2);
+    }
+    ::_exit(0);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  // The slice the child left (its removal failed, as the test meant): its guard, left when
+  // the removal failed (it was dismissed), removes it once the child has ended and what held
+  // it is gone (it tries for about 10 s).
+  std::ifstream list(paths_file);
+  std::vector<std::string> left;
+  for (std::string p; std::getline(list, p);) {
+    std::filesystem::remove(p + "/held/deeper");
+    std::filesystem::remove(p + "/held");
+    left.push_back(p);
+  }
+  REQUIRE_FALSE(left.empty());
+  const bool by_guard = test::eventually(
+      [&] {
+        return std::none_of(left.begin(), left.end(),
+                            [](const std::string& p) { return std::filesystem::exists(p); });
+      },
+      std::chrono::seconds(60));
+  for (const std::string& p : left) {
+    std::error_code ignored;
+    std::filesystem::remove(p, ignored);
+  }
+  CHECK(by_guard);
+  CAPTURE(status);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+}
+
 TEST_CASE("a slice has one guard while it exists, and none once closed", "[kernel][guard]") {
   REQUIRE_CGROUPS();
   const std::size_t before = our_guards().size();
@@ -894,7 +954,8 @@ TEST_CASE("a slice has one guard while it exists, and none once closed", "[kerne
   // posix_spawn returns once the exec began; its arguments are readable a moment later.
   CHECK(eventually([&] { return our_guards().size() == before + 1; }));
   const std::vector<pid_t> guards = our_guards();
-  CHECK(guards_wait_on_their_pipe());
+  // Its command line shows before its shell reaches the read (trap, cd / first).
+  CHECK(eventually([] { return guards_wait_on_their_pipe(); }));
   // Its own process group: a terminal's Ctrl-C goes to the profiler, which removes the slice.
   for (pid_t pid : guards) CHECK(::getpgid(pid) == pid);
   slice.close();
@@ -1077,6 +1138,26 @@ TEST_CASE("EDGEPROF_CGROUP_PARENT puts slices beneath the cgroup it names", "[ke
   ::unsetenv("EDGEPROF_CGROUP_PARENT");
   CHECK(all_gone(paths));
   CHECK(::rmdir(dir.c_str()) == 0);
+}
+
+TEST_CASE("a parent cgroup given as a path in the cgroup filesystem, or with '..', is refused "
+          "by name", "[kernel]") {
+  // /sys/fs/cgroup/mine was joined onto the mount again: "cannot read
+  // /sys/fs/cgroup/sys/fs/cgroup/mine/cgroup.controllers", naming neither setting.
+  REQUIRE_CGROUPS();
+  SliceOptions o;
+  o.parent = "/sys/fs/cgroup/mine";
+  CHECK_THROWS_WITH(Slice(half_core(), o),
+                    Catch::Contains("SliceOptions::parent") &&
+                        Catch::Contains("is '/sys/fs/cgroup/mine', a path in the cgroup "
+                                        "filesystem") &&
+                        Catch::Contains("as /proc/self/cgroup shows it (without "
+                                        "/sys/fs/cgroup"));
+  o.parent = "/mine/../../etc";
+  CHECK_THROWS_WITH(Slice(half_core(), o), Catch::Contains("without '..' components"));
+  test::ScopedEnv env("EDGEPROF_CGROUP_PARENT", "/sys/fs/cgroup/cpu/mine");
+  CHECK_THROWS_WITH(Slice(half_core()), Catch::Contains("EDGEPROF_CGROUP_PARENT is "
+                                                        "'/sys/fs/cgroup/cpu/mine'"));
 }
 
 TEST_CASE("a device too big for the host runs as the cores that fit, and its result says so",
