@@ -27,6 +27,11 @@ using test::FakeTree;
 
 namespace {
 
+// How long a workload that sent a count stays: the count sets this run's speed only if the
+// sampler read it before the workload exited (else it is "read as it exited", the next run's).
+// 3 s: 0.5 s was a few of the VM's ticks under load.
+constexpr const char* kAfterCount = "; sleep 3";
+
 // A shell command's words that write `line` on the workload's phase channel, as the counter
 // does (the pipe reopened through /proc: a shell's >&N takes one digit in some shells).
 std::string send(const std::string& line) {
@@ -407,7 +412,7 @@ TEST_CASE("a PyTorch int8 workload's count sets the slice's int8 speed, named",
   Command int8;
   int8.argv = {"/bin/sh", "-c",
                "echo \"$EDGEPROF_COUNT_RUNTIMES\" > '" + out.root() + "/runtimes'; " +
-                   send("1 A 40 10 5 pytorch-int8") + "; sleep 0.5"};
+                   send("1 A 40 10 5 pytorch-int8") + kAfterCount};
   const Result r = slice.spawn(int8).wait();
   REQUIRE(r.speed_changes.size() == 1);
   check_counted(r, r.speed_changes[0], "pytorch-int8", 8.0);
@@ -416,7 +421,7 @@ TEST_CASE("a PyTorch int8 workload's count sets the slice's int8 speed, named",
   CHECK(FakeTree::slurp(out.root() + "/runtimes") == "pytorch-int8\n");
   // An fp32 count in the int8 slice is refused: the slice does not count fp32 workloads.
   Command fp32;
-  fp32.argv = {"/bin/sh", "-c", send("1 A 40 10 5 pytorch") + "; sleep 0.5"};
+  fp32.argv = {"/bin/sh", "-c", send("1 A 40 10 5 pytorch") + kAfterCount};
   const Result refused = slice.spawn(fp32).wait();
   REQUIRE(refused.speed_changes.size() == 1);
   CHECK_FALSE(refused.speed_changes[0].error.empty());
@@ -435,7 +440,7 @@ TEST_CASE("an ONNX Runtime workload's count sets the slice's ONNX Runtime speed"
                                      "(its ONNX graph's nodes'"));
   // A count of PyTorch's: the slice counts no PyTorch workload (its speed is ONNX Runtime's).
   Command torch;
-  torch.argv = {"/bin/sh", "-c", send("1 A 40 10 5 pytorch") + "; sleep 0.5"};
+  torch.argv = {"/bin/sh", "-c", send("1 A 40 10 5 pytorch") + kAfterCount};
   const Result refused = slice.spawn(torch).wait();
   REQUIRE(refused.speed_changes.size() == 1);
   CHECK_THAT(refused.speed_changes[0].error,
@@ -450,7 +455,7 @@ TEST_CASE("an ONNX Runtime workload's count sets the slice's ONNX Runtime speed"
               "echo \"$EDGEPROF_COUNT_MEMORY_BYTES\" > '" + out.root() + "/memory'; "
               "cat \"$EDGEPROF_COUNT_MEMORY_USAGE\" > '" + out.root() + "/usage'; "
               "cat \"$EDGEPROF_COUNT_MEMORY_STAT\" > '" + out.root() + "/stat'; " +
-              send("1 A 40 10 5 onnxruntime") + "; sleep 0.5"};
+              send("1 A 40 10 5 onnxruntime") + kAfterCount};
   const Result r = slice.spawn(ort).wait();
   REQUIRE(r.speed_changes.size() == 1);
   check_counted(r, r.speed_changes[0], "onnxruntime", 8.0);
@@ -467,7 +472,7 @@ TEST_CASE("an ONNX Runtime workload's count sets the slice's ONNX Runtime speed"
   Command skipped;
   skipped.argv = {"/bin/sh", "-c",
                   send("1 A skip onnxruntime memory 100000000 300000000 268435456") +
-                      "; sleep 0.5"};
+                      kAfterCount};
   const Result s = slice.spawn(skipped).wait();
   CHECK(s.speed_changes.empty());
   CHECK(test::has_note(s.warnings, "the workload's ONNX Runtime model was not counted: a copy "

@@ -191,8 +191,8 @@ TEST_CASE("phase marks land in their phases", "[kernel][observe][phase]") {
   CHECK(idle.name == "idle");
   CAPTURE(to_text(r));
   // load touches 32 MiB: its own footprint, net of the process's baseline. (Not all 32: the
-  // sample that opens the phase may be read a moment after the mark, when the workload has
-  // begun touching.)
+  // sample that opens the phase may be read a moment after the mark; the workload sleeps
+  // 50 ms before it touches.)
   CHECK(*load.memory_net_peak_bytes >= (28 << 20));
   CHECK(*load.memory_net_peak_bytes <= (40 << 20));
   // The phases' wall times, from the workload's own clock at the marks: at least what it slept

@@ -51,13 +51,25 @@ std::string fake_python(const test::FakeTree& dir, double cpu_ms = 0) {
   return path;
 }
 
-// A stand-in whose MobileNet is real work: the wall time of a fixed shell loop, as throttled as
-// its slice is, where every other graph takes 10 ms however throttled (fake_python's): each
-// graph's own share tells them apart.
-std::string fake_spinning_python(const test::FakeTree& dir) {
+// A stand-in whose MobileNet takes as long as its slice's quota makes it, where every other
+// graph takes 10 ms however throttled (fake_python's): each graph's own share tells them apart.
+std::string fake_throttled_python(const test::FakeTree& dir) {
+  // mobilenet: 10 ms x period / quota of the CPU cgroup the stand-in runs in (v1's
+  // cpu.cfs_quota_us / cfs_period_us, v2's cpu.max), as a loop throttled to that share would
+  // take with the CPU to itself; 10 ms unthrottled. From the quota, not a clock: a loop timed
+  // beside a busy build ran its unthrottled runs slower and its share below the bound.
   std::string body =
-      "#!/bin/sh\necho 'runtime ncnn 1.0.test (stand-in)'\ns=$(date +%s%N)\ni=0\n"
-      "while [ $i -lt 50000 ]; do i=$((i+1)); done\ne=$(date +%s%N)\nus=$(((e-s)/1000))\n";
+      "#!/bin/sh\necho 'runtime ncnn 1.0.test (stand-in)'\nquota=-1; period=1\n"
+      "while IFS=: read -r id ctl path; do\n"
+      "  case \",$ctl,\" in\n"
+      "    *,cpu,*) d=/sys/fs/cgroup/$ctl$path\n"
+      "      quota=$(cat $d/cpu.cfs_quota_us); period=$(cat $d/cpu.cfs_period_us);;\n"
+      "    ,,) if [ -f /sys/fs/cgroup$path/cpu.max ]; then\n"
+      "        read -r quota period < /sys/fs/cgroup$path/cpu.max; fi;;\n"
+      "  esac\n"
+      "done < /proc/$$/cgroup\n"
+      "case $quota in max|-1) quota=$period;; esac\n"
+      "us=$((10000 * period / quota))\n";
   for (const auto& g : reference_graphs()) {
     body += g.name == "mobilenet" ? "ms=$(printf '%d.%03d' $((us/1000)) $((us%1000)))\n"
                                     "echo \"mobilenet $ms $ms $ms\"\n"
@@ -773,14 +785,11 @@ TEST_CASE("measuring the own share refuses what it cannot measure", "[quota_shar
 }
 
 TEST_CASE("each graph's own share is its own, not another's", "[quota_share][kernel]") {
-  // The stand-in times itself with GNU date's nanoseconds, which the cgroup v2 VM's busybox
-  // date lacks; what it checks (which graph a sample is booked to) is the same on v1 and v2.
-  if (std::getenv("EDGEPROF_IN_VM") != nullptr) return;
   const test::FakeTree cache;
   test::ScopedEnv env("EDGEPROF_CACHE_DIR", cache.root());
   const test::FakeTree bin;
   QuotaShareOptions o;
-  o.python = fake_spinning_python(bin);
+  o.python = fake_throttled_python(bin);
   o.graphs = {"squeezenet", "mobilenet"};
   o.speeds = {0.25};
   o.rounds = 1;
@@ -789,8 +798,6 @@ TEST_CASE("each graph's own share is its own, not another's", "[quota_share][ker
   REQUIRE(q.points[0].by_graph.size() == 2);
   // SqueezeNet's time ignores the quota: emulated x speed / unthrottled is the speed exactly.
   CHECK(q.points[0].by_graph.at("squeezenet") == Approx(0.25));
-  // MobileNet's loop is throttled to a quarter of a CPU: about 4 times as long, a share about
-  // 1; a busy process beside the unthrottled runs would take it to 1 / the contention (0.5 with
-  // one), still apart from SqueezeNet's.
-  CHECK(q.points[0].by_graph.at("mobilenet") > 0.4);
+  // MobileNet's time follows the quota, a quarter of a CPU: 4 times as long, a share of 1.
+  CHECK(q.points[0].by_graph.at("mobilenet") == Approx(1.0).epsilon(0.02));
 }

@@ -17,6 +17,7 @@ PHASED = textwrap.dedent("""
     import time, edgeprof
     print("profiled", edgeprof.profiled(), flush=True)
     with edgeprof.phase("load"):
+        time.sleep(0.05)  # the baseline sample may be read a moment after its stamp
         buf = bytearray(48 << 20)
         for i in range(0, len(buf), 4096):
             buf[i] = 1

@@ -22,9 +22,29 @@ pytestmark = requires_cgroups
 
 PY = sys.executable
 SPIN = "import time\nt = time.monotonic()\nwhile time.monotonic() - t < {}: pass"
+# The same, then on until the kernel has throttled its CPU cgroup (its own cpu.stat), at most
+# 300 s: a fixed spin beside a busy build may never reach the quota (the scheduler gave it a
+# third of the CPU, under its half), and the test that wanted throttling failed.
+SPIN_UNTIL_THROTTLED = SPIN + """
+def throttled():
+    for line in open('/proc/self/cgroup'):
+        _, ctl, path = line.rstrip('\\n').split(':', 2)
+        d = ('/sys/fs/cgroup/' + ctl + path if 'cpu' in ctl.split(',') else
+             '/sys/fs/cgroup' + path if ctl == '' else None)
+        try:
+            for kv in open(d + '/cpu.stat'):
+                if kv.split()[0] == 'nr_throttled' and int(kv.split()[1]) > 0:
+                    return True
+        except (OSError, TypeError):
+            pass
+    return False
+while not throttled() and time.monotonic() - t < 300:
+    u = time.monotonic()
+    while time.monotonic() - u < 0.01: pass
+"""
 # The same, first printing the cgroups it runs in (from its own /proc), so that a test sees
 # where it ran without racing its exit.
-WHERE_AND_SPIN = "print(open('/proc/self/cgroup').read(), flush=True)\n" + SPIN
+WHERE_AND_SPIN = "print(open('/proc/self/cgroup').read(), flush=True)\n" + SPIN_UNTIL_THROTTLED
 
 
 def test_cpu_bound_child_gets_half_a_core(half_core, tmp_path):
@@ -163,7 +183,7 @@ def test_keep_warm_is_on_by_default_for_a_throttled_slice_and_can_be_turned_off(
     for keep_warm in (True, False):
         with edgeprof.Slice(half_core, keep_warm=keep_warm) as s:
             names[keep_warm] = os.path.basename(s.paths[0])
-            child = s.spawn([PY, "-c", SPIN.format(0.5)])
+            child = s.spawn([PY, "-c", SPIN_UNTIL_THROTTLED.format(0.5)])
             warm[keep_warm] = idle_threads()  # held from the spawn until the wait below
             results[keep_warm] = child.wait()
     on, off = results[True], results[False]
@@ -301,7 +321,8 @@ def test_spawn_refuses_arguments_of_the_wrong_type_without_crashing():
                 print("TypeError:", e)
         print("ok", s.spawn(["true"]).wait().ok)
     """)
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=HANG_S)
     assert p.returncode == 0, (p.returncode, p.stderr)
     assert p.stdout.count("TypeError: Slice.spawn()") == 3, p.stdout
     assert p.stdout.rstrip().endswith("ok True")

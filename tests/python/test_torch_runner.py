@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 import fake_onnxruntime
+from conftest import HANG_S
 
 RUNNER = Path(__file__).resolve().parents[2] / "src" / "nn" / "torch_runner.py"
 if not RUNNER.is_file():  # the cgroup v2 VM gets tests/ without src/: these need no cgroup
@@ -35,7 +36,7 @@ def run_with_modules(tmp_path, modules, *args, env_extra=None):
                FAKE_ORT_SHAPE="x".join(map(str, IMAGE)),
                FAKE_TORCH_LOG=str(tmp_path / "torch.log"), **(env_extra or {}))
     return subprocess.run([sys.executable, str(RUNNER), *args], capture_output=True, text=True,
-                          env=env, timeout=60, check=False)
+                          env=env, timeout=HANG_S, check=False)
 
 
 def run_runner(tmp_path, *args):
