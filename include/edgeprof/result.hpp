@@ -274,8 +274,9 @@ bool is_size_figure(std::string_view name);
 
 /// "projected" for a figure of `result` that its plan's projection made (a projected_* figure,
 /// an all_cores_* figure of a projected run, its energy included), "estimated" for the other
-/// energies (energy_j, all_cores_energy_j), else "measured" (for a summary figure, sampled in
-/// fact; its name says so: docs/repeats-and-reports.md).
+/// energies (energy_j, all_cores_energy_j), "sampled" for one read from the samples
+/// (cpu_cores_p95, cpu_cores_peak, memory_avg_bytes, memory_sampled_peak_bytes, tasks_peak, a
+/// phase's cpu_s and memory_net_peak_bytes: the report's provenance table), else "measured".
 const char* figure_provenance(const Result& result, const std::string& name);
 
 /// Computes `stats` from the runs (a pure function): every figure present and finite in every

@@ -511,6 +511,14 @@ const char* figure_provenance(const Result& result, const std::string& name) {
   // An all-core energy of a projected run is both: the projection is what a ranking must say.
   if (own.rfind("all_cores_", 0) == 0 && result.plan.threads_projection) return "projected";
   if (own == "energy_j" || own == "all_cores_energy_j") return "estimated";
+  // Read from the samples, as the report's provenance table says (a ranking by one was
+  // headed "measured").
+  const bool phase = own.size() < name.size();
+  if (own == "cpu_cores_p95" || own == "cpu_cores_peak" || own == "memory_avg_bytes" ||
+      own == "memory_sampled_peak_bytes" || own == "tasks_peak" ||
+      (phase && (own == "cpu_s" || own == "memory_net_peak_bytes"))) {
+    return "sampled";
+  }
   return "measured";
 }
 

@@ -198,10 +198,12 @@ void Device::validate() const {
     }
   }
   if (memory_bytes < kMinDeviceMemory) {
-    fail(fmt::format("memory = {} is below the floor of {}; give the device's RAM, for example "
-                     "\"512MiB\"",
-                     memory_bytes == 0 ? "0" : format_size(memory_bytes),
-                     format_size(kMinDeviceMemory)));
+    // In bytes as well: 16777215 rounds to "16 MiB", and the floor read "16 MiB is below the
+    // floor of 16 MiB".
+    fail(fmt::format("memory = {} ({} bytes) is below the floor of {} ({} bytes); give the "
+                     "device's RAM, for example \"512MiB\"",
+                     memory_bytes == 0 ? "0" : format_size(memory_bytes), memory_bytes,
+                     format_size(kMinDeviceMemory), kMinDeviceMemory));
   }
   if (pids_max && (*pids_max < 1 || *pids_max > detail::kMaxPids)) {
     fail(fmt::format("pids_max = {} is invalid; it must be between 1 and {}", *pids_max,

@@ -31,6 +31,7 @@
 #include "edgeprof/microbench.hpp"
 #include "edgeprof/reference.hpp"
 #include "sys/fs.hpp"
+#include "sys/json_unique.hpp"
 #include "suite/microbench_detail.hpp"
 #include "sys/parse.hpp"
 #include "sys/text.hpp"
@@ -306,7 +307,16 @@ Device read_device(const json& j, const std::string& origin, const DeviceLoadOpt
     if (d.nn_precision != "fp32" && d.nn_precision != "fp16") {
       n.fail("precision", fmt::format("'{}' is not fp32 or fp16", d.nn_precision));
     }
-    n.integer("threads", 1, 1, false);  // the times in `ms` are of one thread
+    // The times in `ms` are of one thread; several threads' go in threads_ms.
+    if (n.has("threads")) {
+      const json& threads = n.at("threads");
+      if (!threads.is_number_integer() || threads.get<std::int64_t>() != 1) {
+        n.fail("threads", fmt::format("is {}: the times in nn.ms are one thread's (1); give "
+                                      "several threads' times in nn.threads_ms, by thread "
+                                      "count (\"4\" = {{...}})",
+                                      threads.dump()));
+      }
+    }
     if (!n.has("ms")) n.fail("ms", "is required: the published ms per inference by graph name");
     // One precision per table: int8 graphs' times (benchncnn's `_int8` names) beside fp32 or
     // fp16 ones would mix precisions in one speed, and are refused by name.
@@ -343,9 +353,12 @@ Device read_device(const json& j, const std::string& origin, const DeviceLoadOpt
       for (const auto& [key, times] : by_threads.items()) {
         int count = 0;
         const auto res = std::from_chars(key.data(), key.data() + key.size(), count);
+        // Written as a count is ("04" and "4" were one table, merged silently).
         if (res.ec != std::errc() || res.ptr != key.data() + key.size() || count < 2 ||
-            count > detail::kMaxDeviceCores) {
-          check.fail(key, "expected a thread count of 2 or more as the key");
+            count > detail::kMaxDeviceCores || key != std::to_string(count)) {
+          check.fail(key, fmt::format("expected a thread count from 2 to {} as the key, written "
+                                      "as a number (\"4\")",
+                                      detail::kMaxDeviceCores));
         }
         read_times(Reader(times, origin, "nn.threads_ms." + key), d.nn_threads_ms[count]);
       }
@@ -641,7 +654,7 @@ class Catalog {
     std::vector<Device> out;
     std::string text;
     for (const char* piece : detail::kCatalogJsonPieces) text += piece;
-    const json doc = json::parse(text);
+    const json doc = detail::parse_json_unique(text);  // a key given twice: a build's bug
     const DeviceLoadOptions defaults;  // no probe scores; this host's cached 7-Zip rating
     for (const json& entry : doc.at("devices")) {
       const std::string name = entry.value("name", std::string("?"));
@@ -844,10 +857,15 @@ Device parse_device_json(std::string_view text, const std::string& origin,
                          const DeviceLoadOptions& options) {
   json j;
   try {
-    j = json::parse(text);
+    j = detail::parse_json_unique(text);
   } catch (const json::exception& e) {  // a syntax error, or a number past a double's range
     throw DeviceError(fmt::format("{}: not valid JSON ({}); check the syntax or write TOML",
                                   origin, e.what()));
+  } catch (const detail::DuplicateJsonKey& d) {
+    // The parser kept the last ({"cores": 4, "cores": 1} was a 1-core device); TOML refuses it.
+    throw DeviceError(fmt::format("{}: {} is given twice (a JSON object's keys are unique): "
+                                  "keep the one you mean",
+                                  origin, detail::printable(d.path)));
   }
   return read_device(j, origin, options);
 }

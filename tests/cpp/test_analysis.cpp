@@ -536,6 +536,18 @@ TEST_CASE("energy with all the device's cores from a run on one of them", "[anal
   CHECK(f.at("phase.infer.all_cores_energy_j") == Approx(2 * 4.0));  // each: 2 x 1 + 4 x 0.5
   CHECK(std::string(figure_provenance(r, "all_cores_energy_j")) == "projected");
   CHECK(std::string(figure_provenance(r, "phase.infer.energy_j")) == "estimated");
+  // Read from the samples, as the report's provenance table says (they were "measured").
+  for (const char* sampled : {"cpu_cores_p95", "cpu_cores_peak", "memory_avg_bytes",
+                              "memory_sampled_peak_bytes", "tasks_peak", "phase.infer.cpu_s",
+                              "phase.infer.memory_net_peak_bytes"}) {
+    CAPTURE(sampled);
+    CHECK(std::string(figure_provenance(r, sampled)) == "sampled");
+  }
+  for (const char* measured : {"wall_time_s", "cpu_user_s", "peak_memory_bytes",
+                               "cpu_cores_avg", "phase.infer.wall_time_s"}) {
+    CAPTURE(measured);
+    CHECK(std::string(figure_provenance(r, measured)) == "measured");
+  }
   // In the report, derived and labelled.
   const std::string json = to_json(r);
   CHECK(json.find("\"all_cores_energy_j\":8.0") != std::string::npos);

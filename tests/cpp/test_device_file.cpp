@@ -125,6 +125,17 @@ TEST_CASE("bad device files name the file, the field and the problem", "[device-
        R"("memory": "1GiB"})",
        {"'name'", "my/board"}},
       {"{not json", {"test.json", "not valid JSON"}},
+      // A key given twice: the parser kept the last (a 1-core device here), silently.
+      {base + R"(, "cores": 1})", {"test.json", "cores is given twice", "keep the one"}},
+      {base + R"(, "nn": {"ms": {"squeezenet": 10}, "threads": 4}})",
+       {"'nn.threads'", "is 4", "nn.threads_ms"}},
+      // "04" and "4" were one table, merged.
+      {base + R"(, "nn": {"ms": {"squeezenet": 10}, "threads_ms": {"04": {"squeezenet": 5}}}})",
+       {"04", "from 2 to", "written as a number"}},
+      // The floor in bytes: "16 MiB is below the floor of 16 MiB".
+      {R"({"edgeprof_device": 1, "name": "b", "cores": 2, "core_speed": 0.5, )"
+       R"("memory": 16777215})",
+       {"16777215 bytes", "16777216 bytes"}},
   };
   for (const Case& c : cases) {
     CAPTURE(c.text);

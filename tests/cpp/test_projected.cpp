@@ -265,9 +265,11 @@ TEST_CASE("a projected result divides its times by the speed-up, in text, JSON a
   CHECK(figure_provenance(r, "all_cores_wall_time_s") == std::string("projected"));
   CHECK(figure_provenance(r, "wall_time_s") == std::string("measured"));
   CHECK(figure_provenance(r, "phase.infer.projected_wall_time_s") == std::string("projected"));
-  // A phase's name is not the figure's: a phase called "projected_x" has a measured cpu_s.
-  CHECK(figure_provenance(r, "phase.projected_x.cpu_s") == std::string("measured"));
-  CHECK(figure_provenance(r, "phase.all_cores_x.cpu_s") == std::string("measured"));
+  // A phase's name is not the figure's: a phase called "projected_x" has a measured wall time
+  // and a sampled cpu_s (as every phase's), neither projected.
+  CHECK(figure_provenance(r, "phase.projected_x.wall_time_s") == std::string("measured"));
+  CHECK(figure_provenance(r, "phase.projected_x.cpu_s") == std::string("sampled"));
+  CHECK(figure_provenance(r, "phase.all_cores_x.cpu_s") == std::string("sampled"));
   CHECK(json.find("\"all_cores_wall_time_s\":1.5") != std::string::npos);
 
   // Scored on the projected figure: projected, not measured.
