@@ -7,7 +7,14 @@ import shlex
 import sys
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
-from edgeprof import _core
+from edgeprof import _args, _core
+
+# The core's compare, its refusal of an argument of the wrong type said by compare()'s name and
+# the argument's (it was pybind11's "incompatible function arguments" with every positional
+# value of the call): _args.install leaves names starting with "_" alone.
+_signature = _args._signature(_core._compare.__doc__)
+_core_compare = (_args._explained(_core._compare, "compare()", _signature[1], False, __name__,
+                                  "_core_compare") if _signature else _core._compare)
 
 _Devices = Union[str, "_core.Device", Sequence[Union[str, "_core.Device"]]]
 
@@ -132,13 +139,16 @@ def compare(workloads: Union[Mapping[str, Union[str, Sequence[str]]], Iterable[t
     pairs = list(workloads.items()) if isinstance(workloads, Mapping) else list(workloads)
     names = [str(n) for n, _ in pairs]
     # As bytes: an argument that is not UTF-8 (a surrogate escape) reaches the workload as given.
+    # A command given as bytes is split as a str is; a path is one program (iterated, bytes
+    # became their numbers, a path raised "not iterable").
     argvs = [[os.fsencode(a if isinstance(a, (bytes, os.PathLike)) else str(a))
-              for a in (_split(n, c) if isinstance(c, str) else c)] for n, c in pairs]
+              for a in (_split(n, os.fsdecode(c)) if isinstance(c, (str, bytes))
+                        else [c] if isinstance(c, os.PathLike) else c)] for n, c in pairs]
     if isinstance(devices, (str, _core.Device)):
         devices = [devices]
     bar = _Progress(progress)
     try:
-        return _core._compare(names, argvs, list(devices), repeat, warmup, metric, memory_metric,
+        return _core_compare(names, argvs, list(devices), repeat, warmup, metric, memory_metric,
                               test, alpha, list(calibrations or []), projected_target, interval,
                               timeout, bar, parent=parent, cpu_period_us=cpu_period_us,
                               allow_missing_controllers=allow_missing_controllers,
@@ -213,12 +223,20 @@ def comparison_plot(self: "_core.Comparison", ax: Any = None) -> Any:
             if r.pareto:
                 ax.scatter([r.value], [r.memory / scale], s=160, facecolors="none",
                            edgecolors=f"C{i}")
-    made = {r.result.runs[0].figure_provenance(self.metric) for r in self.rows if r.result.runs}
-    ax.set_xlabel(_plain(f"{self.metric} (median, {' and '.join(sorted(made)) or 'measured'})"))
-    ax.set_ylabel(_plain(f"{self.memory_metric} (median{', ' + unit if unit else ''})"))
+    ax.set_xlabel(_plain(f"{self.metric} (median, {_made(self, self.metric)})"))
+    ax.set_ylabel(_plain(f"{self.memory_metric} (median, {_made(self, self.memory_metric)}"
+                         f"{', ' + unit if unit else ''})"))
     ax.set_title("circled: Pareto front per device", fontsize=9)
     ax.legend(fontsize=8)
     return fig
+
+
+def _made(self: "_core.Comparison", figure: str) -> str:
+    """How the rows' `figure` was made: "measured", "sampled", "projected" or "estimated" (the
+    memory figure's was not said; a sampled one was called measured)."""
+    made = sorted({r.result.runs[0].figure_provenance(figure)
+                   for r in self.rows if r.result.runs})
+    return " and ".join(made) or "measured"
 
 
 def _value_text(v: float, ok: bool = False) -> str:
@@ -247,10 +265,9 @@ def comparison_repr(self: "_core.Comparison") -> str:
 def comparison_html(self: "_core.Comparison") -> str:
     """The ranking per device as a table: rank, ties, Pareto front, medians."""
     import html
-    made = sorted({r.result.runs[0].figure_provenance(self.metric)
-                   for r in self.rows if r.result.runs}) or ["measured"]
-    cols = ["device", "rank", "workload", f"{self.metric} (median, {' and '.join(made)})",
-            f"{self.memory_metric} (median)", "tied", "Pareto"]
+    cols = ["device", "rank", "workload", f"{self.metric} (median, {_made(self, self.metric)})",
+            f"{self.memory_metric} (median, {_made(self, self.memory_metric)})", "tied",
+            "Pareto"]
     if self.projected_target:
         cols.append(f"{self.projected_target} (projected)")
     head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)

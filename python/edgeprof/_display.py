@@ -25,13 +25,16 @@ def result_html(self: "_core.Result") -> str:
     s = self.summary
     outcome = _outcome(self)
     d = self.device
+    proj = self.plan.threads_projection
+    # Projected, the device as run is one core of the board's (it read "1 cores", where the
+    # text report says one core of its 4 ran).
+    cores = (f"1 core of its {proj.threads} ran (projected to all)" if proj is not None
+             else f"{d.cores} core{'' if d.cores == 1 else 's'}")
     rows = [
-        _row("device", f"{d.name}: {d.cores} cores x speed {d.speed_text}, "
-             f"{_size(d.memory_bytes)}"),
+        _row("device", f"{d.name}: {cores} x speed {d.speed_text}, {_size(d.memory_bytes)}"),
         _row("outcome", outcome),
         _row("wall time", f"{self.wall_time_s:.4f} s", "measured"),
     ]
-    proj = self.plan.threads_projection
     if proj is not None:
         rows.append(_row("projected", f"{self.projected_s(self.wall_time_s):.4f} s with all "
                          f"{proj.threads} cores (/ {proj.speedup:.3g}, the board's speed-up)",
@@ -39,7 +42,9 @@ def result_html(self: "_core.Result") -> str:
     rows += [
         _row("cpu time", f"{self.cpu_user_s:.3f} s user + {self.cpu_system_s:.3f} s system",
              "measured"),
-        _row("peak memory", _size(self.peak_memory_bytes), "measured"),
+        _row("peak memory", _size(self.peak_memory_bytes),
+             f"measured ({self.peak_memory_source})" if self.peak_memory_source
+             else "measured"),
         _row("throttled", f"{self.throttled_s:.3f} s", "measured"),
     ]
     if s.cpu_cores_avg is not None:
@@ -66,16 +71,24 @@ def result_html(self: "_core.Result") -> str:
 
 def repeated_html(self: "_core.RepeatedResult") -> str:
     head = ("<tr><th>figure</th><th>median</th><th>mean</th><th>stddev</th>"
-            "<th>95% CI of the mean</th><th>min</th><th>max</th></tr>")
+            "<th>95% CI of the mean</th><th>min</th><th>max</th><th>how</th></tr>")
+    first = self.runs[0] if self.runs else None
+    # How each figure was made, as the text report and rankings say (measured, sampled,
+    # projected, estimated): the table gave none.
     rows = "".join(
         f"<tr><td style='text-align:left'>{html.escape(name)}</td><td>{s.median:.6g}</td>"
         f"<td>{s.mean:.6g}</td><td>{s.stddev:.3g}</td><td>{s.ci95_low:.6g} .. "
-        f"{s.ci95_high:.6g}</td><td>{s.min:.6g}</td><td>{s.max:.6g}</td></tr>"
+        f"{s.ci95_high:.6g}</td><td>{s.min:.6g}</td><td>{s.max:.6g}</td>"
+        f"<td style='color:#777'>{first.figure_provenance(name) if first else ''}</td></tr>"
         for name, s in self.stats.items())
     ok = "all succeeded" if self.ok else "SOME FAILED"
+    proj = first.plan.threads_projection if first else None
+    caption = "" if proj is None else (
+        f"; one core of the device's {proj.threads} ran: wall_time_s and the cpu figures are "
+        f"that core's, all_cores_* projected to all {proj.threads}")
     return (f"<table style='font-size:90%'><caption style='text-align:left'>edgeprof: "
-            f"{len(self.runs)} runs (+{len(self.warmups)} warm-up), {ok}</caption>{head}{rows}"
-            "</table>")
+            f"{len(self.runs)} runs (+{len(self.warmups)} warm-up), {ok}"
+            f"{html.escape(caption)}</caption>{head}{rows}</table>")
 
 
 def _pyplot() -> Any:
@@ -163,7 +176,7 @@ def result_plot(self: "_core.Result", ax: Any = None) -> Any:
             cpu_ax.step(ts[e][1:], cores, where="pre",
                         label=f"cpu (sampled, {window * 1e3:.3g} ms windows)")
         cpu_ax.axhline(self.plan.capacity_cores, color="red", linestyle="--",
-                       label=f"device capacity ({self.plan.capacity_cores:g} cores)")
+                       label=f"slice CPU quota ({self.plan.capacity_cores:g} host cores)")
     cpu_ax.set_ylabel("host cores")
     cpu_ax.set_ylim(bottom=0)
     if "memory_current_bytes" in series.available:

@@ -21,7 +21,11 @@ def series_to_pandas(self: "_core.TimeSeries") -> Any:
     """One row per sample: ``t_s`` (seconds since the workload was released), ``scheduled``,
     every metric available in the run (int64: a difference of a falling gauge is negative;
     float64 for a column past 2^63), and ``cpu_cores`` (CPU used since the previous sample,
-    in host cores; NaN in the first row)."""
+    in host cores; NaN in the first row). ``cpu_cores`` is the raw rate over each gap: the
+    kernel charges CPU time at its ticks, so over a gap of microseconds (a phase mark's row,
+    ``scheduled`` False, beside a timed sample) it can read tens of cores. For a rate to
+    show, difference ``cpu_usage_ns`` over the scheduled rows or wider windows, as
+    ``Result.plot`` does."""
     import numpy as np  # here, not at import: `import edgeprof` (and the CLI) stays fast
 
     pd = _pandas()

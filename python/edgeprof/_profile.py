@@ -4,7 +4,6 @@ its report."""
 from __future__ import annotations
 
 import functools
-import io
 import os
 import pickle
 import sys
@@ -52,8 +51,10 @@ class WorkerDied(_core.Error):
 _loading_main: Optional[str] = None
 
 
-class _UnguardedMain(_core.Error):
-    """profile() called while the worker loaded the caller's script."""
+class _UnguardedMain(BaseException):
+    """profile() called while the worker loaded the caller's script. Not an Exception: the
+    script's own `except Exception` around its profile() call caught it, and the rest of the
+    script then ran in the slice, counted in every report."""
 
 
 def _main_source() -> Optional[tuple[str, str]]:
@@ -72,7 +73,9 @@ def _main_source() -> Optional[tuple[str, str]]:
 
 
 def _pickled_call(fn: Callable, args: tuple, kwargs: dict) -> dict:
-    payload: dict[str, Any] = {"sys_path": list(sys.path)}
+    # sys.argv too, as multiprocessing's spawn restores it: the worker's own (the call's and the
+    # result's paths) broke a script that reads its arguments as it loads.
+    payload: dict[str, Any] = {"sys_path": list(sys.path), "argv": list(sys.argv)}
     main = _main_source()
     if main is not None:
         # The worker loads it when the call names anything of __main__: the function, or an
@@ -86,7 +89,7 @@ def _pickled_call(fn: Callable, args: tuple, kwargs: dict) -> dict:
     if not interactive_fn:
         try:
             call = pickle.dumps((fn, args, kwargs))
-        except (pickle.PicklingError, AttributeError, TypeError) as e:
+        except Exception as e:  # noqa: BLE001 - ValueError (ctypes), RecursionError, ...
             error = e
         else:
             # (A string "__main__" among the arguments also sends them by value: no harm.)
@@ -110,7 +113,15 @@ def _pickled_call(fn: Callable, args: tuple, kwargs: dict) -> dict:
         ) from error
     # By value, the decorator's wrapper would bring its options too (a Device does not pickle):
     # the function it wraps is what the worker calls.
-    payload["call"] = cloudpickle.dumps((getattr(fn, "__edgeprof_wrapped__", fn), args, kwargs))
+    try:
+        payload["call"] = cloudpickle.dumps((getattr(fn, "__edgeprof_wrapped__", fn), args,
+                                             kwargs))
+    except Exception as e:  # noqa: BLE001 - a lock, a socket, an open file: cloudpickle's own
+        raise TypeError(
+            f"edgeprof.profile runs the function in a fresh process and needs to pickle it "
+            f"and its arguments: {type(e).__name__}: {e}. Pass what the function needs to "
+            f"build such objects itself (a path, not an open file; no locks or sockets)"
+        ) from e
     return payload
 
 
@@ -132,8 +143,15 @@ class _Unpickler(pickle.Unpickler):
         return super().find_class(module, name)
 
 
-def _loads(data: bytes, before_main: Optional[Callable[[], None]] = None) -> Any:
-    return _Unpickler(io.BytesIO(data), before_main).load()
+def _write_call(path: str, payload: dict) -> None:
+    """The call's file for the worker: the header, then the call's own pickle as it is, which
+    the worker unpickles from the file as it reads. Pickled inside the header, the worker held
+    its bytes and the objects made from them at once, in the slice: twice the arguments' size
+    counted in the peak, and a call that fitted was OOM-killed."""
+    header = {k: v for k, v in payload.items() if k != "call"}
+    with open(path, "wb") as f:
+        pickle.dump(header, f)
+        f.write(payload["call"])
 
 
 def _dump(value: Any, f: BinaryIO) -> None:
@@ -200,8 +218,7 @@ def _run(fn: Callable, args: tuple, kwargs: dict, *, device: Union[str, "_core.D
     with tempfile.TemporaryDirectory(prefix="edgeprof-profile-") as tmp:
         call_path = os.path.join(tmp, "call.pickle")
         result_path = os.path.join(tmp, "result.pickle")
-        with open(call_path, "wb") as f:
-            pickle.dump(payload, f)
+        _write_call(call_path, payload)
         report = _core.run([sys.executable, "-m", "edgeprof._worker", call_path, result_path],
                            device=device, timeout=timeout, interval=interval,
                            isolate_network=isolate_network, core_emulation=core_emulation,
@@ -230,6 +247,14 @@ def _run(fn: Callable, args: tuple, kwargs: dict, *, device: Union[str, "_core.D
                     + (f"\n{text}" if text else "")), report) from None
     if kind == "ok":
         return Profiled(value, report)
+    if kind == "error" and isinstance(value, SystemExit):
+        # The function called sys.exit() (a click command, an argparse main): re-raised here it
+        # ended the caller (an Optuna study, whose catch= takes no BaseException) without a
+        # word.
+        raise _with_report(_core.Error(
+            f"{name} called sys.exit({value.code!r}) in the edgeprof worker: profile a function "
+            f"that returns (call the command's own function, not its entry point)"),
+            report) from RemoteTraceback(text)
     if kind == "error":
         raise _with_report(value, report) from RemoteTraceback(text)
     if kind == "refused":

@@ -32,12 +32,15 @@ def _load_main(kind, where):
 
 
 def _load(path):
+    """The header (sys.path, argv, the caller's __main__), then the call, unpickled from the
+    file as it is read (its bytes are never held whole beside the objects they make)."""
+    from edgeprof import _profile
     with open(path, "rb") as f:
         payload = pickle.load(f)
-    sys.path[:] = payload["sys_path"]
-    main = payload.get("main")
-    from edgeprof import _profile
-    return _profile._loads(payload["call"], (lambda: _load_main(*main)) if main else None)
+        sys.path[:] = payload["sys_path"]
+        sys.argv[:] = payload.get("argv", sys.argv)
+        main = payload.get("main")
+        return _profile._Unpickler(f, (lambda: _load_main(*main)) if main else None).load()
 
 
 def main(call_path, result_path):
@@ -76,6 +79,14 @@ def main(call_path, result_path):
             pickle.dump(("unpicklable", text), f)
             pickle.dump(f"the {what} of the function cannot be pickled: {e}", f)
     os.replace(result_path + ".part", result_path)
+    # What the function printed: os._exit drops Python's buffers, and stdout to a file or a
+    # pipe is block-buffered (`| tee log`, CI, capture_output lost it all).
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except Exception:  # noqa: BLE001 - a closed or full stream: nothing more to do
+            pass
     os._exit(0)  # no interpreter teardown in the measurement
 
 

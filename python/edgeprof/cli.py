@@ -136,6 +136,12 @@ _RUNTIME_HELP = (f"emulate the device at its speed with the workload's runtime: 
                  "the workload's libraries are the same, so name it)")
 
 
+_MEMORY_HELP = ("with --runtime (not ncnn): the workload's activations in MB per ms of this "
+                "host's one-thread time with it (edgeprof.nn.memory_intensity): its own speed "
+                "by the board's memory term, a multiple of this host's time plus a cost per MB, "
+                "fitted to the board's published times (estimated; docs/devices.md)")
+
+
 def _add_device_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("device (a name, a device file, or a custom one)")
     g.add_argument("--device", help="a device name from `edgeprof devices`, or the path of a "
@@ -154,12 +160,7 @@ def _add_device_options(p: argparse.ArgumentParser) -> None:
                    "where auto projects; docs/threads.md)")
     g.add_argument("--runtime", choices=[r.id for r in edgeprof.nn.nn_runtimes()],
                    help=_RUNTIME_HELP)
-    g.add_argument("--memory-mb-per-ms", type=float, metavar="M",
-                   help="with --runtime (not ncnn): the workload's activations in MB per ms "
-                   "of this host's one-thread time with it (edgeprof.nn.memory_intensity): "
-                   "its own speed by the board's memory term, a multiple of this host's time "
-                   "plus a cost per MB, fitted to the board's published times (estimated; "
-                   "docs/devices.md)")
+    g.add_argument("--memory-mb-per-ms", type=float, metavar="M", help=_MEMORY_HELP)
     _add_emulation_options(p)
 
 
@@ -1528,6 +1529,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "(docs/threads.md)")
     p.add_argument("--runtime", choices=[r.id for r in edgeprof.nn.nn_runtimes()],
                    help=_RUNTIME_HELP)
+    p.add_argument("--memory-mb-per-ms", type=float, metavar="M",
+                   help=_MEMORY_HELP + "; every workload compared gets it: compare one "
+                   "workload's models, or run each apart")
     p.add_argument("--repeat", type=_count, default=5, help="runs per workload and device (5)")
     p.add_argument("--warmup", type=_whole, default=0, help="warm-up runs, not counted (0)")
     p.add_argument("--metric", default="all_cores_wall_time_s",

@@ -6,6 +6,7 @@ import select
 import signal
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -498,6 +499,9 @@ def test_a_bad_file_exits_2_naming_it(tmp_path, name, content, args, fragment):
     (["compare", "-w", "a=true", "--alpha", "2"], "argument --alpha: invalid fraction '2'"),
     (["fit", "d.csv", "--x", "a", "--y", "b", "--ridge=-1"], "argument --ridge: invalid number"),
     (["run", "--speed-kind", "fast", "--", "true"], "invalid speed kind 'fast': give automatic"),
+    # compare takes a workload's own memory term as run does (it had no such option).
+    (["compare", "-w", "a=true", "--memory-mb-per-ms", "5"],
+     "--memory-mb-per-ms 5 chooses a workload's own speed with a runtime other than ncnn"),
 ])
 def test_numbers_out_of_range_are_refused_by_name(args, fragment):
     p = edgeprof(*args)
@@ -968,6 +972,38 @@ def test_fit_refuses_a_header_naming_a_column_twice_and_writes_only_files(tmp_pa
     calibration = edgeprof_api.analysis.Calibration("d", fit)
     with pytest.raises(edgeprof_api.Error, match="cannot write calibrations to .*errno 2"):
         edgeprof_api.analysis.save_calibrations(tmp_path / "no" / "cal.json", [calibration])
+
+
+def test_a_failed_save_leaves_the_calibration_file_whole(tmp_path):
+    """Written in place, a full disk (here: a file size limit) mid-write left the file of
+    every earlier calibration truncated."""
+    path = tmp_path / "cal.json"
+    code = textwrap.dedent(f"""
+        import resource, signal, edgeprof
+        api = edgeprof.analysis
+        fit = api.Projection.fit([1.0, 2.0, 3.0], [2.0, 4.0, 6.5])
+        api.save_calibrations({str(path)!r}, [api.Calibration("old", fit)])
+        before = open({str(path)!r}).read()
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG instead of a kill
+        resource.setrlimit(resource.RLIMIT_FSIZE, (100, 100))
+        try:
+            api.save_calibrations({str(path)!r}, [api.Calibration(f"d{{i}}", fit)
+                                                  for i in range(50)])
+            print("saved")
+        except edgeprof.Error as e:
+            print("refused", "errno 27" in str(e))
+        print("same", open({str(path)!r}).read() == before)
+        print([c.device for c in api.load_calibrations({str(path)!r})])
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=HANG_S)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["refused True", "same True", "['old']"], out.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cal.json"]  # no part file left
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(edgeprof_api.Error, match="not a regular file"):
+        edgeprof_api.analysis.save_calibrations(fifo, [])
 
 
 @requires_cgroups

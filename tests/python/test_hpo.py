@@ -154,15 +154,8 @@ def test_a_budget_that_is_not_a_positive_time_is_refused_before_any_study(budget
 import glob
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
-
-
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture
@@ -178,7 +171,9 @@ def postgres():
     os.makedirs(sock)
     shutil.chown(home, "postgres")
     shutil.chown(sock, "postgres")
-    port = _free_port()
+    # A Unix socket in a directory of its own, no TCP port: a free port found and closed could
+    # be taken by another process before the server bound it, failing the fixture.
+    port = 5432
 
     def as_postgres(*cmd):
         return subprocess.run(["runuser", "-u", "postgres", "--", *cmd], capture_output=True,
@@ -189,12 +184,12 @@ def postgres():
         r = as_postgres(f"{bindir}/initdb", "-D", data, "-A", "trust", "-U", "postgres")
         assert r.returncode == 0, r.stderr
         r = as_postgres(f"{bindir}/pg_ctl", "-D", data, "-w", "-l", os.path.join(home, "log"),
-                        "-o", f"-p {port} -k {sock} -c listen_addresses=127.0.0.1", "start")
+                        "-o", f"-p {port} -k {sock} -c listen_addresses=''", "start")
         assert r.returncode == 0, r.stderr
         started = True
-        r = as_postgres(f"{bindir}/createdb", "-h", "127.0.0.1", "-p", str(port), "hpo")
+        r = as_postgres(f"{bindir}/createdb", "-h", sock, "-p", str(port), "hpo")
         assert r.returncode == 0, r.stderr
-        yield f"postgresql+psycopg2://postgres@127.0.0.1:{port}/hpo"
+        yield f"postgresql+psycopg2://postgres@/hpo?host={sock}&port={port}"
     finally:
         if started:
             as_postgres(f"{bindir}/pg_ctl", "-D", data, "-m", "immediate", "stop")

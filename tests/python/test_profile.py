@@ -128,6 +128,53 @@ def test_a_script_without_the_main_guard_is_told_what_to_do(tmp_path):
 
 
 @requires_cgroups
+def test_a_script_catching_exception_around_an_unguarded_call_is_still_refused(tmp_path):
+    # The refusal was an Exception: the script's own `except Exception` caught it in the
+    # worker, and the rest of the script ran in the slice.
+    script = tmp_path / "unguarded.py"
+    script.write_text("import edgeprof\n"
+                      "def double(x):\n"
+                      "    return 2 * x\n"
+                      "try:\n"
+                      "    value, report = edgeprof.profile(double, 21, device='raspberry-pi-4')\n"
+                      "    print(value)\n"
+                      "except Exception as e:\n"
+                      "    print('caught', type(e).__name__)\n")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=HANG_S)
+    assert out.stdout.split() == ["caught", "Error"], (out.stdout, out.stderr)
+
+
+@requires_cgroups
+def test_a_function_that_calls_sys_exit_is_an_error_not_the_callers_exit(board):
+    # SystemExit came back as it was raised and ended the caller (an HPO study) unsaid.
+    with pytest.raises(edgeprof.Error, match=r"called sys.exit\(2\)") as caught:
+        edgeprof.profile(sys.exit, 2, device=board)
+    assert caught.value.edgeprof_report.ok
+
+
+@requires_cgroups
+def test_a_script_keeps_its_arguments_and_its_printed_lines(tmp_path):
+    # The worker loaded the script with its own arguments (the call's and result's paths), so
+    # `float(sys.argv[1])` at load failed; and what the function printed to a pipe was lost
+    # (os._exit dropped the buffer).
+    script = tmp_path / "args.py"
+    script.write_text("import sys, edgeprof\n"
+                      "SCALE = float(sys.argv[1])\n"
+                      "def scaled(x):\n"
+                      "    print('from-fn', x * SCALE)\n"
+                      "    return x * SCALE\n"
+                      "if __name__ == '__main__':\n"
+                      "    value, report = edgeprof.profile(scaled, 2, device='raspberry-pi-4')\n"
+                      "    print('value', value)\n")
+    out = subprocess.run([sys.executable, str(script), "2.5"], capture_output=True, text=True,
+                         timeout=HANG_S)
+    assert out.returncode == 0, out.stderr
+    assert "from-fn 5.0" in out.stdout.splitlines(), out.stdout
+    assert "value 5.0" in out.stdout.splitlines(), out.stdout
+
+
+@requires_cgroups
 def test_projected_core_emulation_runs_the_function_on_one_core(monkeypatch):
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     pi = edgeprof.find_device("raspberry-pi-4b-1gb")
@@ -147,11 +194,11 @@ def test_a_worker_killed_while_writing_its_result_leaves_none(tmp_path):
     """The result is written whole or not at all: a worker stopped mid-write (here by the file
     size limit, as a timeout or the OOM killer would) left a truncated pickle that the caller
     unpickled into an UnpicklingError instead of WorkerDied with the report."""
-    import pickle
     import resource
 
     call = tmp_path / "call.pickle"
-    call.write_bytes(pickle.dumps(edgeprof._profile._pickled_call(funcs.big_value, (4,), {})))
+    edgeprof._profile._write_call(str(call),
+                                  edgeprof._profile._pickled_call(funcs.big_value, (4,), {}))
     result = tmp_path / "result.pickle"
 
     def limit() -> None:
@@ -314,6 +361,16 @@ def test_phase_names_holding_bytes_that_are_not_utf8_are_escaped(board):
 def test_a_function_with_a_parameter_named_fn_takes_it_as_a_keyword(board):
     # profile() took fn=... as its own function: "got multiple values for argument 'fn'".
     assert edgeprof.profile(funcs.apply, fn=abs, x=-3, device=board).value == 3
+
+
+@requires_cgroups
+def test_large_arguments_are_not_held_twice_in_the_slice():
+    # The worker read the call's pickle whole and made the arguments from it while it still
+    # held it: 128 MiB of arguments on a 256 MiB device, which fit, were OOM-killed.
+    device = edgeprof.Device(name="board", cores=1, core_speed=1.0, memory="256MiB")
+    value, report = edgeprof.profile(len, b"\x01" * (128 << 20), device=device)
+    assert report.ok and not report.oom_killed
+    assert value == 128 << 20
 
 
 @requires_cgroups

@@ -202,6 +202,23 @@ def test_rank_agreement_on_published_panels():
     assert "| LG G6" in auptimizer.markdown(DATA)
 
 
+def test_compare_names_a_wrong_type_and_takes_commands_as_bytes_and_paths():
+    # pybind11's "incompatible function arguments" listed every positional value of the core's
+    # call; a bytes command became its numbers' argv, a path raised "not iterable".
+    with pytest.raises(TypeError, match=r"^compare\(\): repeat='5' \(str\) is not an int"):
+        edgeprof.compare({"a": "true"}, "jetson-nano", repeat="5")
+    conftest = pytest.importorskip("conftest")
+    if not conftest.CAN_CREATE:
+        pytest.skip(f"cannot create cgroups: {conftest.WHY_NOT}")
+    import pathlib
+    board = edgeprof.Device(name="board", cores=1, core_speed=1.0, memory="128MiB")
+    c = edgeprof.compare({"bytes": b"sh -c true", "path": pathlib.Path("/bin/true")}, board,
+                         repeat=1, progress=False)
+    assert {r.workload: r.result.ok for r in c.rows} == {"bytes": True, "path": True}
+    assert {r.workload: r.result.runs[0].command for r in c.rows} == {
+        "bytes": ["sh", "-c", "true"], "path": ["/bin/true"]}
+
+
 def test_compare_and_score_from_python(tmp_path):
     conftest = pytest.importorskip("conftest")
     if not conftest.CAN_CREATE:

@@ -81,6 +81,29 @@ def test_to_pandas_columns_are_signed_so_freed_memory_is_negative():
     assert memory.diff().max() < 1 << 40
 
 
+def test_a_projected_run_shows_as_one_core_of_the_board_with_each_figure_labelled():
+    """Projected, the notebook table read "custom-1-thread: 1 cores", the repeated table gave
+    no provenance, and the peak memory's source was left out."""
+    doc = json.loads(captured_report_text())
+    doc["plan"]["threads_projection"] = {
+        "threads": 4, "speedup": 2.5, "table_threads": 4, "table_speedup": 2.5, "graphs": 14,
+        "contention": 0.1, "loo_median_error": 0.05, "loo_worst_error": 0.1, "loo_log_sd": 0.05,
+        "workload_factor": 1.0}
+    r = edgeprof.Result.from_json(json.dumps(doc))
+    page = r._repr_html_()
+    assert "1 core of its 4 ran (projected to all)" in page and "1 cores" not in page, page
+    assert f"measured ({r.peak_memory_source})" in page
+    run = json.loads(r.to_json())
+    rr = edgeprof.RepeatedResult.from_json(json.dumps({
+        "schema": "edgeprof.repeated", "schema_version": 1, "edgeprof_version": "0.1.0",
+        "repeat": 2, "warmup": 0, "all_ok": True, "stats": {}, "runs": [run, run],
+        "warmups": []}))
+    table = rr._repr_html_()
+    assert "one core of the device&#x27;s 4 ran" in table, table
+    assert "<td style='color:#777'>projected</td>" in table  # all_cores_wall_time_s
+    assert "<td style='color:#777'>sampled</td>" in table  # cpu_cores_p95, memory_avg_bytes
+
+
 def test_an_empty_scheduled_column_reads_as_every_sample_scheduled():
     """A report whose series.scheduled is [] (every sample scheduled, as to_csv and summarize
     read it) loaded, but to_pandas() raised on the columns' lengths and plot() lost its CPU

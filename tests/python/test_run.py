@@ -220,7 +220,7 @@ def test_keep_warm_is_on_by_default_for_a_throttled_slice_and_can_be_turned_off(
     assert len(os.listdir("/proc/self/task")) == threads_before
 
 
-def test_per_core_emulation_spreads_a_pythons_threads_over_the_devices_cores():
+def test_per_core_emulation_spreads_a_pythons_threads_over_the_devices_cores(tmp_path):
     quad = edgeprof.Device(name="quad", cores=4, core_speed=0.25, memory="256MiB")
     plan = edgeprof.plan_emulation(quad, core_emulation="per-core")
     assert plan.core_groups == 4 and plan.core_quota_us * 4 == plan.cpu_quota_us
@@ -238,7 +238,7 @@ def test_per_core_emulation_spreads_a_pythons_threads_over_the_devices_cores():
         for t in ts: t.start()
         for t in ts: t.join()
     """)
-    stop = f"/tmp/edgeprof-test-stop-{os.getpid()}"
+    stop = str(tmp_path / "stop")  # not /tmp's shared namespace, where another pid may match
     try:
         with edgeprof.Slice(quad, core_emulation="per-core") as s:
             child = s.spawn([PY, "-c", code, stop])
