@@ -110,8 +110,9 @@ struct Score {
   /// As latency, for memory: a budget of latency alone gets NaN where the kernel keeps no peak
   /// (cgroup v2 before Linux 5.19); memory_figure "memory_sampled_peak_bytes" is sampled there.
   double memory = 0;
-  std::string latency_provenance;  ///< "measured", "projected" or "estimated"; "" for NaN
-  std::string memory_provenance;   ///< "measured", "projected" or "estimated"; "" for NaN
+  /// "measured", "sampled", "projected" or "estimated" (figure_provenance()); "" for NaN
+  std::string latency_provenance;
+  std::string memory_provenance;  ///< as latency_provenance
   ///@{
   /// The projections, when a calibration was given and the run succeeded.
   std::optional<Prediction> latency_prediction, memory_prediction;

@@ -97,9 +97,12 @@ struct BudgetCheck {
   double margin = 0;           ///< limit - value (negative: over budget)
   double margin_fraction = 0;  ///< margin / limit
   /// Probability that the true figure is within the limit: from the prediction's t
-  /// distribution when the figure is projected; unset for a measured figure.
+  /// distribution when a calibration projected the figure; unset otherwise (a measured figure,
+  /// or one projected from one core, whose speed-up has no t distribution).
   std::optional<double> confidence;
-  std::string provenance;  ///< "measured" or "projected"
+  /// "projected" for a projection's check; for a figure's, "measured" here and, in a Score,
+  /// as the figure was obtained ("measured", "sampled", "projected" or "estimated").
+  std::string provenance;
 };
 /// A measured figure against a limit. Throws Error unless the figure is finite and the limit
 /// finite and positive.

@@ -111,9 +111,13 @@ void bind_analysis(py::module_& m) {
                     "margin / limit, a fraction.")
       .def_readonly("confidence", &BudgetCheck::confidence,
                     "The probability that the true figure is within the limit, from the "
-                    "prediction's t distribution when the figure is projected; None for a "
-                    "measured figure, or when the fit has no degrees of freedom left.")
-      .def_readonly("provenance", &BudgetCheck::provenance, "'measured' or 'projected'.")
+                    "prediction's t distribution when a calibration projected the figure; None "
+                    "otherwise (a measured figure, one projected from one core), or when the "
+                    "fit has no degrees of freedom left.")
+      .def_readonly("provenance", &BudgetCheck::provenance,
+                    "'projected' for a prediction's check; for a figure's, 'measured', and in a "
+                    "Score as the figure was obtained ('measured', 'sampled', 'projected' or "
+                    "'estimated').")
       .def("__repr__", [](const BudgetCheck& c) {
         std::string conf = c.confidence
                                ? py::repr(py::float_(*c.confidence)).cast<std::string>()

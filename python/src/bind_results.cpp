@@ -479,7 +479,8 @@ void bind_results(py::module_& m) {
       .def("figure_provenance",
            [](const Result& r, const std::string& name) { return figure_provenance(r, name); },
            py::arg("name"),
-           "'projected', 'estimated' or 'measured': how figure NAME of this run was made.")
+           "'measured', 'sampled', 'projected' or 'estimated': how figure NAME of this "
+           "run was made.")
       .def("to_json", [](const Result& r) { return to_json(r); },
            "The whole result as JSON (schema_version REPORT_SCHEMA_VERSION).")
       .def_static("from_json", [](const std::string& text) { return result_from_json(text); },

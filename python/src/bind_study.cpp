@@ -267,8 +267,8 @@ void bind_study(py::module_& m) {
                     "where the run lacks the figure and only latency's limit is given (the peak "
                     "where the kernel keeps none: cgroup v2 before Linux 5.19).")
       .def_readonly("latency_provenance", &Score::latency_provenance,
-                    "How latency was obtained: 'measured' or 'projected' ('estimated' for an "
-                    "energy figure); '' where latency is NaN.")
+                    "How latency was obtained: 'measured', 'sampled', 'projected' or 'estimated' "
+                    "(Result.figure_provenance); '' where latency is NaN.")
       .def_readonly("memory_provenance", &Score::memory_provenance,
                     "How memory was obtained, as latency_provenance; '' where memory is NaN.")
       .def_readonly("latency_prediction", &Score::latency_prediction,

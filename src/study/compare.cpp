@@ -194,11 +194,12 @@ std::string to_text(const Comparison& c) {
   const auto made = [&](const ComparisonRow& row) {
     if (row.result.runs.empty()) return std::string();
     const Result& first = row.result.runs.front();
-    std::vector<std::string> projected_names, estimated_names;
+    std::vector<std::string> projected_names, estimated_names, sampled_names;
     for (const std::string& name : {c.options.metric, c.options.memory_metric}) {
       const std::string how = figure_provenance(first, name);
       if (how == "projected") projected_names.push_back(name);
       if (how == "estimated") estimated_names.push_back(name);
+      if (how == "sampled") sampled_names.push_back(name);
     }
     std::vector<std::string> parts;
     if (first.plan.threads_projection) {
@@ -208,10 +209,14 @@ std::string to_text(const Comparison& c) {
               ? fmt::format("{} projected from one of its {} cores",
                             fmt::join(projected_names, ", "), cores)
               : fmt::format("one of its {} cores ran{}", cores,
-                            estimated_names.empty() ? ", measured" : ""));
+                            estimated_names.empty() && sampled_names.empty() ? ", measured"
+                                                                             : ""));
     }
     if (!estimated_names.empty()) {
       parts.push_back(fmt::format("{} estimated", fmt::join(estimated_names, ", ")));
+    }
+    if (!sampled_names.empty()) {
+      parts.push_back(fmt::format("{} sampled", fmt::join(sampled_names, ", ")));
     }
     return parts.empty() ? std::string() : fmt::format(" ({})", fmt::join(parts, "; "));
   };
@@ -280,12 +285,16 @@ void check_limits(Score& s, const Budget& budget) {
   if (budget.latency_s && s.ok) {
     s.latency_check = s.latency_prediction ? check_budget(*s.latency_prediction, *budget.latency_s)
                                            : check_budget(s.latency, *budget.latency_s);
+    // A projection's check says "projected"; a figure's says how the figure was obtained (a
+    // sampled or projected figure was checked as "measured").
+    if (!s.latency_prediction) s.latency_check->provenance = s.latency_provenance;
     s.fits = s.fits && s.latency_check->fits;
     s.penalty += std::max(0.0, -s.latency_check->margin_fraction);
   }
   if (budget.memory_bytes && s.ok) {
     s.memory_check = s.memory_prediction ? check_budget(*s.memory_prediction, *budget.memory_bytes)
                                          : check_budget(s.memory, *budget.memory_bytes);
+    if (!s.memory_prediction) s.memory_check->provenance = s.memory_provenance;
     s.fits = s.fits && s.memory_check->fits;
     s.penalty += std::max(0.0, -s.memory_check->margin_fraction);
   }

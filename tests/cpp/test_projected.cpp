@@ -278,6 +278,18 @@ TEST_CASE("a projected result divides its times by the speed-up, in text, JSON a
   const Score sc = score(r, budget);
   CHECK(sc.latency == Approx(1.5));
   CHECK(sc.latency_provenance == "projected");
+  {
+    // Its check against a limit says so too (every figure's check said "measured").
+    Budget limited = budget;
+    limited.latency_s = 10.0;
+    const Score checked = score(r, limited);
+    REQUIRE(checked.latency_check);
+    CHECK(checked.latency_check->provenance == "projected");
+    limited.latency_figure = "wall_time_s";
+    const Score measured = score(r, limited);
+    REQUIRE(measured.latency_check);
+    CHECK(measured.latency_check->provenance == "measured");
+  }
   // By default a budget holds the device's all-core time: the projected one here.
   CHECK(score(r).latency == Approx(1.5));
   CHECK(score(r).latency_provenance == "projected");
@@ -363,6 +375,12 @@ TEST_CASE("a comparison's table says which device's figures were projected", "[p
   c.options.metric = "wall_time_s";
   CHECK(to_text(c).find("ranked by median wall_time_s (one of its 4 cores ran, measured)") !=
         std::string::npos);
+  // A sampled figure is said to be sampled, not measured (it was headed "measured").
+  c.options.memory_metric = "memory_sampled_peak_bytes";
+  CHECK(to_text(c).find("ranked by median wall_time_s (one of its 4 cores ran; "
+                        "memory_sampled_peak_bytes sampled)") != std::string::npos);
+  CHECK(to_text(c).find("plain (emulated), 5 runs each; ranked by median wall_time_s "
+                        "(memory_sampled_peak_bytes sampled)") != std::string::npos);
 }
 
 TEST_CASE("compare projected by name refuses a device it cannot project before any run",
