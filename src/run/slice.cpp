@@ -726,6 +726,22 @@ struct Child::State {
     }
   }
 
+  // The slice's processes killed on a timeout or an interrupt. A kill that fails (a process
+  // in uninterruptible sleep outlives SIGKILL past the kill's 5 s) is said in the result's
+  // warnings: thrown, it replaced the caller's interrupt, and a timed-out run lost its result.
+  // The slice's removal tries again.
+  std::string kill_error;
+  void kill_slice() noexcept {
+    if (!slice->cgroup) return;
+    try {
+      slice->cgroup->kill_all();
+    } catch (const std::exception& e) {
+      kill_error = fmt::format("could not end every process of the slice after the "
+                               "workload's timeout or interrupt: {}",
+                               e.what());
+    }
+  }
+
   // wait(): the stored result, after waiting if it was not waited for yet.
   Result& await(std::optional<std::chrono::duration<double>> timeout, const InterruptCheck& check);
   Result finish(const detail::Exit& exit, bool timed_out);
@@ -1000,6 +1016,7 @@ Result Child::State::finish(const detail::Exit& exit, bool timed_out) {
   // The workload has ended: its CPUs need no keeping warm.
   r.keep_warm_cpu_s = warm.cpu_seconds();
   if (!warm.error().empty()) r.warnings.push_back(warm.error());
+  if (!kill_error.empty()) r.warnings.push_back(kill_error);
   warm.release();
   observe(r, exit);
   if (WIFEXITED(exit.status)) r.exit_code = WEXITSTATUS(exit.status);
@@ -1398,7 +1415,7 @@ Result& Child::State::await(std::optional<std::chrono::duration<double>> timeout
     // Interrupted (Ctrl-C in Python, or the caller's own check): nothing keeps running, and
     // the child is reaped so the destructor has nothing left to do.
     scan_runtimes();
-    if (slice->cgroup) slice->cgroup->kill_all();
+    kill_slice();
     kill_direct();
     result = finish(reap(), false);
     throw;
@@ -1407,7 +1424,7 @@ Result& Child::State::await(std::optional<std::chrono::duration<double>> timeout
   if (!exit) {
     timed_out = true;
     scan_runtimes();
-    if (slice->cgroup) slice->cgroup->kill_all();
+    kill_slice();
     kill_direct();
     exit = reap();
   }

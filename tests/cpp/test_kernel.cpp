@@ -689,6 +689,54 @@ TEST_CASE("a timeout kills the whole slice and reports timed_out", "[kernel]") {
   CHECK(all_gone(paths));
 }
 
+// A process the kill cannot end (here: frozen in a freezer cgroup of its own, as one in
+// uninterruptible sleep outlives SIGKILL): the kill's error replaced the timed-out result.
+TEST_CASE("a timeout whose kill cannot end every process still gives the timed-out result",
+          "[kernel]") {
+  REQUIRE_CGROUPS();
+  Slice slice(half_core());
+  std::string freezer;
+  for (const std::string& p : slice.paths()) {
+    if (p.find("/freezer/") != std::string::npos) freezer = p;
+  }
+  if (freezer.empty()) {
+    WARN("skipped: needs a cgroup v1 freezer hierarchy (a v2 kill ends frozen processes)");
+    return;
+  }
+  Command both;
+  both.argv = {"/bin/sh", "-c", "sleep 60 & exec sleep 60"};
+  Child child = slice.spawn(both);
+  const std::string held = freezer + "/held";
+  REQUIRE(::mkdir(held.c_str(), 0755) == 0);
+  struct Thaw {  // whatever the test's outcome: the held process dies and its group goes
+    std::string dir;
+    ~Thaw() {
+      std::ofstream(dir + "/freezer.state") << "THAWED";
+      for (int i = 0; i < 500 && ::rmdir(dir.c_str()) != 0; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+    }
+  } thaw{held};
+  // The background sleep (the shell's child) into a frozen group of its own.
+  pid_t background = 0;
+  REQUIRE(eventually([&] {
+    std::istringstream procs(FakeTree::slurp(freezer + "/cgroup.procs"));
+    for (pid_t pid = 0; procs >> pid;) {
+      if (pid != child.pid()) background = pid;
+    }
+    return background != 0;
+  }));
+  std::ofstream(held + "/cgroup.procs") << background;
+  std::ofstream(held + "/freezer.state") << "FROZEN";
+  const Result r = child.wait(std::chrono::milliseconds(300));
+  CHECK(r.timed_out);
+  CHECK(r.signal == SIGKILL);
+  CAPTURE(r.warnings);
+  CHECK(std::any_of(r.warnings.begin(), r.warnings.end(), [](const std::string& w) {
+    return w.find("could not end every process of the slice") != std::string::npos;
+  }));
+}
+
 // Once, inf and 1e300 s overflowed the clock's conversion to a deadline already past: the
 // workload was killed at once.
 TEST_CASE("an infinite or huge timeout waits for ever; a bad one is refused", "[kernel]") {
