@@ -89,33 +89,7 @@ def save_calibrations(path: Union[str, os.PathLike], calibrations: Sequence["_co
     """Writes calibrations (with their points) to a JSON file. One that cannot be written (a
     core_emulation that is not projected, pooled or per-core) raises before the file is opened."""
     text = _core.calibrations_to_json(list(calibrations))
-    # Whole or not at all: written beside it, then renamed over it. Written in place, a full
-    # disk or a Ctrl-C mid-write left the file holding every earlier calibration (measured on
-    # real devices) truncated.
-    name = os.fsdecode(os.fspath(path))
-    target = os.path.realpath(name)  # a link's file is replaced, not the link
-    if os.path.exists(target) and not os.path.isfile(target):
-        raise _core.Error(f"cannot write calibrations to {name}: not a regular file (a "
-                          "directory, FIFO or device); give a file")
-    part = f"{target}.{os.getpid()}.part"  # created with the umask's permissions, as open() does
-    try:
-        with open(part, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        if os.path.exists(target):
-            os.chmod(part, os.stat(target).st_mode & 0o7777)
-        os.replace(part, target)
-        part = None
-    except OSError as e:
-        raise _core.Error(f"cannot write calibrations to {name}: {e.strerror} "
-                          f"(errno {e.errno})") from e
-    finally:
-        if part is not None:
-            try:
-                os.unlink(part)
-            except OSError:
-                pass
+    _files.write_text(path, text, "calibrations to")  # whole or not at all
 
 
 def load_calibrations(path: Union[str, os.PathLike]) -> list["_core.Calibration"]:

@@ -251,19 +251,24 @@ def _explained(fn: Callable, label: str, params: list[_Param], method: bool,
 
 # Called inside a workload's loops, where a Python frame more is a cost to measure.
 _UNWRAPPED = frozenset({"mark", "phase_begin", "phase_end"})
+# Private functions of the core that a Python function passes its caller's arguments to: named
+# by that function's name (compare()'s wrong-typed argument was pybind11's "incompatible
+# function arguments" with every positional value of the call).
+_PRIVATE_AS = {"_compare": "compare()"}
 
 
 def install(module: types.ModuleType) -> None:
     """Wraps `module`'s functions and its classes' constructors and methods (pybind11's, not
     overloaded)."""
     for attr, value in list(vars(module).items()):
-        if attr.startswith("_") or attr in _UNWRAPPED:
+        if attr.startswith("_") and attr not in _PRIVATE_AS or attr in _UNWRAPPED:
             continue
         if isinstance(value, types.BuiltinFunctionType):
             sig = _signature(value.__doc__)
             if sig and sig[1]:  # one without parameters has no argument to name
-                setattr(module, attr, _explained(value, f"{attr}()", sig[1], False,
-                                                 module.__name__, attr))
+                label = _PRIVATE_AS.get(attr, f"{attr}()")
+                setattr(module, attr, _explained(value, label, sig[1], False, module.__name__,
+                                                 attr))
         elif isinstance(value, type):
             _install_class(value, attr, module.__name__)
 

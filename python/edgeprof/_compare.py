@@ -7,14 +7,7 @@ import shlex
 import sys
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
-from edgeprof import _args, _core
-
-# The core's compare, its refusal of an argument of the wrong type said by compare()'s name and
-# the argument's (it was pybind11's "incompatible function arguments" with every positional
-# value of the call): _args.install leaves names starting with "_" alone.
-_signature = _args._signature(_core._compare.__doc__)
-_core_compare = (_args._explained(_core._compare, "compare()", _signature[1], False, __name__,
-                                  "_core_compare") if _signature else _core._compare)
+from edgeprof import _core
 
 _Devices = Union[str, "_core.Device", Sequence[Union[str, "_core.Device"]]]
 
@@ -148,16 +141,14 @@ def compare(workloads: Union[Mapping[str, Union[str, Sequence[str]]], Iterable[t
         devices = [devices]
     bar = _Progress(progress)
     try:
-        return _core_compare(names, argvs, list(devices), repeat, warmup, metric, memory_metric,
-                              test, alpha, list(calibrations or []), projected_target, interval,
-                              timeout, bar, parent=parent, cpu_period_us=cpu_period_us,
-                              allow_missing_controllers=allow_missing_controllers,
-                              iteration_time=iteration_time, keep_warm=keep_warm,
-                              speed_kind=speed_kind, thread_env=thread_env,
-                              core_emulation=core_emulation, core_scaling=core_scaling,
-                              quota_scale=quota_scale, drift_check=drift_check,
-                              workload_scaling=workload_scaling,
-                              count_activations=count_activations)
+        return _core._compare(  # wrong types named as compare()'s by _args.install
+            names, argvs, list(devices), repeat, warmup, metric, memory_metric, test, alpha,
+            list(calibrations or []), projected_target, interval, timeout, bar, parent=parent,
+            cpu_period_us=cpu_period_us, allow_missing_controllers=allow_missing_controllers,
+            iteration_time=iteration_time, keep_warm=keep_warm, speed_kind=speed_kind,
+            thread_env=thread_env, core_emulation=core_emulation, core_scaling=core_scaling,
+            quota_scale=quota_scale, drift_check=drift_check, workload_scaling=workload_scaling,
+            count_activations=count_activations)
     finally:
         bar.close()
 

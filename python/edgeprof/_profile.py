@@ -57,6 +57,10 @@ class _UnguardedMain(BaseException):
     script then ran in the slice, counted in every report."""
 
 
+class _WorkerMismatch(Exception):
+    """The worker's edgeprof is not the caller's: the call file may not read the same."""
+
+
 def _main_source() -> Optional[tuple[str, str]]:
     """How the worker can load the caller's ``__main__``: ``("module", name)`` for ``python -m
     name`` (run as a module, so its relative imports work), ``("path", file)`` for a script,
@@ -75,7 +79,10 @@ def _main_source() -> Optional[tuple[str, str]]:
 def _pickled_call(fn: Callable, args: tuple, kwargs: dict) -> dict:
     # sys.argv too, as multiprocessing's spawn restores it: the worker's own (the call's and the
     # result's paths) broke a script that reads its arguments as it loads.
-    payload: dict[str, Any] = {"sys_path": list(sys.path), "argv": list(sys.argv)}
+    # The caller's edgeprof version: a worker of another version (another environment's
+    # interpreter) may read the file otherwise, and said only that the call could not be run.
+    payload: dict[str, Any] = {"edgeprof": _core.__version__, "sys_path": list(sys.path),
+                               "argv": list(sys.argv)}
     main = _main_source()
     if main is not None:
         # The worker loads it when the call names anything of __main__: the function, or an
@@ -117,10 +124,17 @@ def _pickled_call(fn: Callable, args: tuple, kwargs: dict) -> dict:
         payload["call"] = cloudpickle.dumps((getattr(fn, "__edgeprof_wrapped__", fn), args,
                                              kwargs))
     except Exception as e:  # noqa: BLE001 - a lock, a socket, an open file: cloudpickle's own
+        if isinstance(e, RecursionError) or "recursion" in str(e):  # cloudpickle's own words
+            hint = ("an argument is nested too deep to pickle (pass it flatter, or what the "
+                    "function needs to build it)")
+        elif isinstance(e, TypeError) and "pickle" in str(e):
+            hint = ("pass what the function needs to build such objects itself (a path, not "
+                    "an open file; no locks or sockets)")
+        else:  # an object's own __reduce__ or __getstate__ raised it
+            hint = "the object named in the traceback above could not be pickled"
         raise TypeError(
             f"edgeprof.profile runs the function in a fresh process and needs to pickle it "
-            f"and its arguments: {type(e).__name__}: {e}. Pass what the function needs to "
-            f"build such objects itself (a path, not an open file; no locks or sockets)"
+            f"and its arguments: {type(e).__name__}: {e}. {hint[0].upper()}{hint[1:]}"
         ) from e
     return payload
 
@@ -189,7 +203,8 @@ def profile(fn: Callable, /, *args: Any, device: Union[str, "_core.Device"] = "r
     classes. The report's phase ``function`` covers the call alone, without the interpreter's
     start-up. An exception in ``fn`` is raised here as the original type, with the worker's
     traceback as its ``__cause__`` and the report as its ``edgeprof_report`` (also when the
-    value cannot be sent back). If the worker dies (out of memory, timeout), ``WorkerDied``
+    value cannot be sent back); a ``sys.exit()`` in ``fn`` is an ``edgeprof.Error`` carrying
+    the report, not the caller's exit. If the worker dies (out of memory, timeout), ``WorkerDied``
     carries the report. ``core_emulation`` is ``run()``'s:
     ``"projected"`` runs ``fn`` on one of the device's cores and adds its all-core times to the
     report (``report.projected_s()``, docs/threads.md). ``count_activations`` is ``run()``'s too:

@@ -34,9 +34,17 @@ def _load_main(kind, where):
 def _load(path):
     """The header (sys.path, argv, the caller's __main__), then the call, unpickled from the
     file as it is read (its bytes are never held whole beside the objects they make)."""
-    from edgeprof import _profile
+    from edgeprof import _core, _profile
     with open(path, "rb") as f:
         payload = pickle.load(f)
+        theirs = payload.get("edgeprof") if isinstance(payload, dict) else None
+        if theirs != _core.__version__:
+            caller = (f"edgeprof {theirs}" if theirs else
+                      "an older edgeprof (its call file names no version)")
+            raise _profile._WorkerMismatch(
+                f"the worker, started with the caller's Python, imported edgeprof "
+                f"{_core.__version__}, but the caller runs {caller}: was edgeprof upgraded "
+                f"since the caller imported it? Restart the notebook's kernel or the program")
         sys.path[:] = payload["sys_path"]
         sys.argv[:] = payload.get("argv", sys.argv)
         main = payload.get("main")
@@ -49,7 +57,7 @@ def main(call_path, result_path):
         fn, args, kwargs = _load(call_path)
         fn = getattr(fn, "__edgeprof_wrapped__", fn)  # the decorator form
     except BaseException as e:  # noqa: BLE001 - reported to the caller, whatever it is
-        if type(e).__name__ == "_UnguardedMain":  # says all the caller needs
+        if type(e).__name__ in ("_UnguardedMain", "_WorkerMismatch"):  # says all it needs
             outcome = ("refused", str(e), "")
         else:
             outcome = ("load-error", f"{type(e).__name__}: {e}", traceback.format_exc())
@@ -87,6 +95,11 @@ def main(call_path, result_path):
                 stream.flush()
         except Exception:  # noqa: BLE001 - a closed or full stream: nothing more to do
             pass
+    try:  # and C's stdio (an extension's printf), which os._exit drops as well
+        import ctypes
+        ctypes.CDLL(None).fflush(None)
+    except Exception:  # noqa: BLE001 - no libc to load: nothing more to do
+        pass
     os._exit(0)  # no interpreter teardown in the measurement
 
 

@@ -735,14 +735,16 @@ def _check_outputs(outputs: dict[str, Optional[str]],
     is stdout ('-'). A run's report that could not be written was lost after the run (and its
     exit code with it)."""
     given = {option: path for option, path in outputs.items() if path}
-    on_stdout = [option for option, path in given.items() if path == "-"]
+    # /dev/stdout is stdout too (written to the descriptor itself, as '-').
+    on_stdout = [option for option, path in given.items()
+                 if path == "-" or _files._descriptor(path) == 1]
     if len(on_stdout) > 1:
         raise edgeprof.Error(f"{' and '.join(on_stdout)} both write to stdout ('-'): give one "
                              "of them a file")
     seen: dict[str, str] = {os.path.realpath(p): f"{option} {p}"
                             for option, p in (inputs or {}).items() if p}
     for option, path in given.items():
-        if path == "-":
+        if path == "-" or _files._descriptor(path) is not None:
             continue
         real = os.path.realpath(path)
         # /dev/null and other files that are not regular may be given twice.
@@ -784,11 +786,7 @@ def _write(path: str, text: str) -> None:
     if path == "-":
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
         return
-    try:
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
-    except OSError as e:
-        raise edgeprof.Error(f"cannot write {path}: {e.strerror} (errno {e.errno})") from e
+    _files.write_text(path, text)  # a report overwritten is whole or not at all
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -3,6 +3,7 @@
 import json
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -1000,10 +1001,95 @@ def test_a_failed_save_leaves_the_calibration_file_whole(tmp_path):
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == ["refused True", "same True", "['old']"], out.stdout
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cal.json"]  # no part file left
+    with pytest.raises(edgeprof_api.Error, match="a directory"):
+        edgeprof_api.analysis.save_calibrations(tmp_path, [])
+
+
+def test_save_calibrations_writes_what_the_user_may_write(tmp_path):
+    """Written beside and renamed, a read-only file was replaced, a writable file in a folder
+    the user may not create files in was refused, /dev/stdout was refused (then, as a file,
+    renamed over: what the program printed before went with the old file), a FIFO was refused
+    and a long name failed (its part file's name passed NAME_MAX)."""
+    import threading
+
+    api = edgeprof_api.analysis
+    fit = api.Projection.fit([1.0, 2.0, 3.0], [2.0, 4.0, 6.5])
+    long = tmp_path / ("c" * 250 + ".json")
+    api.save_calibrations(os.fsencode(long), [api.Calibration("d", fit)])  # bytes too
+    assert [c.device for c in api.load_calibrations(long)] == ["d"]
+    long.chmod(0o640)
+    api.save_calibrations(long, [api.Calibration("e", fit)])
+    assert long.stat().st_mode & 0o777 == 0o640  # its mode kept
+    assert sorted(p.name for p in tmp_path.iterdir()) == [long.name]
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
-    with pytest.raises(edgeprof_api.Error, match="not a regular file"):
-        edgeprof_api.analysis.save_calibrations(fifo, [])
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text()))
+    reader.start()
+    api.save_calibrations(fifo, [api.Calibration("through-a-pipe", fit)])
+    reader.join(HANG_S)
+    assert '"through-a-pipe"' in got[0]
+    fifo.unlink()
+    code = textwrap.dedent("""
+        import edgeprof
+        api = edgeprof.analysis
+        fit = api.Projection.fit([1.0, 2.0, 3.0], [2.0, 4.0, 6.5])
+        print("before", flush=True)
+        api.save_calibrations("/dev/stdout", [api.Calibration("on-stdout", fit)])
+        print("after")
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=HANG_S)
+    assert out.returncode == 0 and '"on-stdout"' in out.stdout, out.stderr
+    log = tmp_path / "log"
+    log.write_text("earlier\n")
+    with open(log, "a") as appended:
+        out = subprocess.run([sys.executable, "-c", code], stdout=appended, stderr=subprocess.PIPE,
+                             text=True, timeout=HANG_S)
+    assert out.returncode == 0, out.stderr
+    lines = log.read_text().splitlines()
+    assert lines[:2] == ["earlier", "before"] and lines[-1] == "after", lines
+    assert any('"on-stdout"' in line for line in lines)
+    log.unlink()
+
+    read_only = tmp_path / "read-only.json"
+    read_only.write_text("[]\n")
+    read_only.chmod(0o444)
+    folder = tmp_path / "locked"
+    folder.mkdir()
+    in_locked = folder / "cal.json"
+    in_locked.write_text("[]\n")
+    folder.chmod(0o555)
+    code = textwrap.dedent(f"""
+        import edgeprof
+        caps = int(open("/proc/self/status").read().split("CapEff:")[1].split()[0], 16)
+        assert not caps & 2, "CAP_DAC_OVERRIDE kept: this user may write anything"
+        api = edgeprof.analysis
+        fit = api.Projection.fit([1.0, 2.0, 3.0], [2.0, 4.0, 6.5])
+        try:
+            api.save_calibrations({str(read_only)!r}, [api.Calibration("d", fit)])
+            print("replaced")
+        except edgeprof.Error as e:
+            print("refused", "errno 13" in str(e))
+        api.save_calibrations({str(in_locked)!r}, [api.Calibration("in-place", fit)])
+        print([c.device for c in api.load_calibrations({str(in_locked)!r})])
+    """)
+    # As a user who may not write them: root without CAP_DAC_OVERRIDE (it may write anything).
+    drop = ["setpriv", "--inh-caps", "-dac_override,-dac_read_search", "--bounding-set",
+            "-dac_override,-dac_read_search"]
+    try:
+        if os.geteuid() != 0:
+            drop = []
+        elif not shutil.which("setpriv") or subprocess.run(
+                drop + ["true"], capture_output=True, timeout=HANG_S).returncode != 0:
+            pytest.skip("as root, needs setpriv (util-linux) to drop CAP_DAC_OVERRIDE")
+        out = subprocess.run(drop + [sys.executable, "-c", code], capture_output=True,
+                             text=True, timeout=HANG_S)
+    finally:
+        folder.chmod(0o755)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["refused True", "['in-place']"], out.stdout
+    assert read_only.read_text() == "[]\n"
 
 
 @requires_cgroups
@@ -1037,6 +1123,8 @@ def test_outputs_are_checked_before_any_run(tmp_path):
          f"the directory {tmp_path / 'no'} does not exist"),
         (["run", "--json", str(tmp_path), "--", "true"], "is a directory"),
         (["run", "--json", "-", "--csv", "-", "--", "true"], "--json and --csv both write to stdout"),
+        (["run", "--json", "/dev/stdout", "--csv", "-", "--", "true"],
+         "--json and --csv both write to stdout"),  # mixed on stdout
         (["run", "--json", str(tmp_path / "x"), "--csv", str(tmp_path / "x"), "--", "true"],
          "is the same file as --json"),
         (["show", str(report), "--csv", str(report)], f"is the same file as input {report}"),

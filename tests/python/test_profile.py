@@ -163,6 +163,8 @@ def test_a_script_keeps_its_arguments_and_its_printed_lines(tmp_path):
                       "SCALE = float(sys.argv[1])\n"
                       "def scaled(x):\n"
                       "    print('from-fn', x * SCALE)\n"
+                      "    import ctypes\n"  # C's stdio too (an extension's printf)
+                      "    ctypes.CDLL(None).printf(b'from-c\\n')\n"
                       "    return x * SCALE\n"
                       "if __name__ == '__main__':\n"
                       "    value, report = edgeprof.profile(scaled, 2, device='raspberry-pi-4')\n"
@@ -171,6 +173,7 @@ def test_a_script_keeps_its_arguments_and_its_printed_lines(tmp_path):
                          timeout=HANG_S)
     assert out.returncode == 0, out.stderr
     assert "from-fn 5.0" in out.stdout.splitlines(), out.stdout
+    assert "from-c" in out.stdout.splitlines(), out.stdout
     assert "value 5.0" in out.stdout.splitlines(), out.stdout
 
 
@@ -208,6 +211,51 @@ def test_a_worker_killed_while_writing_its_result_leaves_none(tmp_path):
                           preexec_fn=limit, capture_output=True, timeout=HANG_S)
     assert done.returncode != 0  # SIGXFSZ, or the write's error
     assert not result.exists()
+
+
+def test_a_worker_of_another_edgeprof_version_says_so(tmp_path):
+    """The call file names the caller's edgeprof: a worker of another version (another
+    environment's interpreter) said only that the call could not be run, or misread it."""
+    import pickle
+
+    payload = edgeprof._profile._pickled_call(funcs.allocate, (1,), {})
+    assert payload["edgeprof"] == edgeprof.__version__
+    payload["edgeprof"] = "0.0.1"
+    call, result = tmp_path / "call.pickle", tmp_path / "result.pickle"
+    edgeprof._profile._write_call(str(call), payload)
+    done = subprocess.run([sys.executable, "-m", "edgeprof._worker", str(call), str(result)],
+                          capture_output=True, timeout=HANG_S)
+    assert done.returncode == 0, done.stderr
+    with open(result, "rb") as f:
+        kind, _ = pickle.load(f)
+        message = pickle.load(f)
+    assert kind == "refused"
+    assert f"imported edgeprof {edgeprof.__version__}, but the caller runs edgeprof 0.0.1" \
+        in message and "Restart" in message
+
+
+class _Unreducible:
+    def __reduce__(self):
+        raise ValueError("holds a device handle")
+
+
+def test_what_cannot_be_pickled_gets_the_hint_for_its_cause():
+    """cloudpickle's failure was always blamed on locks or sockets (its TypeError), also for an
+    object whose own __reduce__ raised or an argument nested too deep."""
+    pytest.importorskip("cloudpickle")
+    import threading
+
+    with pytest.raises(TypeError, match="no locks or sockets"):
+        edgeprof._profile._pickled_call(funcs.allocate, (threading.Lock(),), {})
+    with pytest.raises(TypeError, match="holds a device handle. The object named") as info:
+        edgeprof._profile._pickled_call(funcs.allocate, (_Unreducible(),), {})
+    assert "sockets" not in str(info.value)
+    deep: list = []
+    for _ in range(100_000):
+        deep = [deep]
+    with pytest.raises(TypeError, match="nested too deep") as info:
+        edgeprof._profile._pickled_call(funcs.allocate, (deep,), {})
+    assert "sockets" not in str(info.value)
 
 
 def test_an_unreadable_result_is_worker_died_with_the_report(monkeypatch):
