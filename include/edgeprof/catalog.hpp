@@ -33,6 +33,12 @@ struct DeviceLoadOptions {
   /// into its nn speed. Unset = cached_nn_rating() (nn.hpp; never measured here); empty = not
   /// known: the device has no nn speed, and says why.
   std::optional<std::map<std::string, double>> host_nn_ms;
+  /// A core_speed that edgeprof derived from reference_speed when it wrote the file (equal to
+  /// reference_speed / host_reference_speed, or to reference_speed uncorrected without a
+  /// host_reference_speed) is derived again on this host, as the catalog's speeds are: one
+  /// written on another host, or before `edgeprof calibrate-host --reference`, was kept. True:
+  /// kept as written (a report's device, a pickled one: the speed the run had).
+  bool speed_as_written = false;
 };
 
 /// Parses a device file's JSON text. `origin` (the file name) starts every error message, which
@@ -46,7 +52,8 @@ Device parse_device_toml(std::string_view text, const std::string& origin,
 /// naming the file (with the errno when it cannot be read), the field and the problem.
 Device load_device_file(const std::string& path, const DeviceLoadOptions& options = {});
 /// A device as a device file (JSON, schema kDeviceSchemaVersion) that load_device_file reads
-/// back to an equal device.
+/// back to an equal device on this host (a core speed derived from reference_speed is derived
+/// again on another: DeviceLoadOptions::speed_as_written).
 std::string device_to_json(const Device& device);
 
 /// The built-in catalog: real devices, each figure with its source and status (docs/devices.md).

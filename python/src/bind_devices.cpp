@@ -307,6 +307,7 @@ void bind_devices(py::module_& m) {
               DeviceLoadOptions load;
               load.host_scores = CoreScores{};  // the speed is in the file; nn comes below
               load.host_nn_ms = std::map<std::string, double>{};
+              load.speed_as_written = true;
               Device d =
                   parse_device_json(state[1].cast<std::string>(), "a pickled Device", load);
               d.origin = origin;

@@ -33,6 +33,7 @@
 #include "sys/fs.hpp"
 #include "sys/json_unique.hpp"
 #include "suite/microbench_detail.hpp"
+#include "suite/reference_detail.hpp"
 #include "sys/parse.hpp"
 #include "sys/text.hpp"
 
@@ -443,7 +444,21 @@ Device read_device(const json& j, const std::string& origin, const DeviceLoadOpt
     }
     return *host_scores;
   };
-  if (speed) {
+  // A core_speed edgeprof derived from reference_speed (a file it wrote: `devices show --json`)
+  // is derived again here: kept, a speed for another host (or one left uncorrected before this
+  // host's rating was measured) stayed. The writer's doubles read back exactly, and the
+  // division repeats bit for bit, so a speed given by hand is told apart by its value.
+  const bool derived =
+      speed && d.reference_speed && !options.speed_as_written &&
+      *speed == (host_reference ? *d.reference_speed / *host_reference : *d.reference_speed);
+  if (derived) {
+    const auto said = d.sources.find("core_speed");
+    if (said != d.sources.end() &&
+        said->second.source.rfind(detail::kReferenceSpeedSource, 0) == 0) {
+      d.sources.erase(said);  // the other host's (or the uncorrected) derivation
+    }
+    apply_reference_speed(d, *d.reference_speed, options.host_reference_speed);
+  } else if (speed) {
     d.core_speed = *speed;
     d.host_reference_speed = host_reference;
   } else if (d.scores) {

@@ -1,6 +1,7 @@
 // What a device may hold: one rule for Device::validate (device.cpp) and the device-file reader
 // (device_file.cpp), so that every device validate() accepts is written by device_to_json() and
-// read back by load_device_file() to an equal one (reports embed devices the same way).
+// read back by load_device_file() to an equal one on this host (reports embed devices the
+// same way, read back with their speed as written).
 #pragma once
 
 #include <cstddef>

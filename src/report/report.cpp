@@ -271,7 +271,9 @@ Device device_from(const Field& f) {
     file.erase("speed");
     file.erase("speed_runtime");
     // The device file's reader names the field itself (a DeviceError), after this origin.
-    Device d = detail::device_from_file_object(file, "the report's " + f.path());
+    DeviceLoadOptions as_run;
+    as_run.speed_as_written = true;  // the speed the run had, on whatever host reads it
+    Device d = detail::device_from_file_object(file, "the report's " + f.path(), as_run);
     d.origin = origin;
     if (kind == "nn") d.speed_kind = "nn";
     const auto runtime = f.find("speed_runtime");

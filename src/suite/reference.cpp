@@ -19,6 +19,7 @@
 #include "edgeprof/version.hpp"
 #include "sys/fs.hpp"
 #include "suite/microbench_detail.hpp"
+#include "suite/reference_detail.hpp"
 #include "sys/text.hpp"
 #include "sys/spawn.hpp"
 #include "sys/child.hpp"
@@ -272,15 +273,16 @@ void apply_reference_speed(Device& device, double reference_speed,
     device.core_speed = reference_speed / host;
     device.host_reference_speed = host;
     source.source = fmt::format(
-        "reference_speed {:g} / {:.3f}, this host's speed relative to the reference core ({})",
-        reference_speed, host, rating ? describe(*rating) : std::string("given by the caller"));
+        "{}{:g} / {:.3f}, this host's speed relative to the reference core ({})",
+        detail::kReferenceSpeedSource, reference_speed, host,
+        rating ? describe(*rating) : std::string("given by the caller"));
   } else {
     device.core_speed = reference_speed;
     device.host_reference_speed.reset();
     source.source = fmt::format(
-        "reference_speed {:g} taken as this host's, uncorrected: {}. Run `edgeprof "
-        "calibrate-host --reference` (needs 7-Zip) to correct it",
-        reference_speed,
+        "{}{:g} taken as this host's, uncorrected: {}. Run `edgeprof calibrate-host "
+        "--reference` (needs 7-Zip) to correct it",
+        detail::kReferenceSpeedSource, reference_speed,
         // `why` may name the cache file: its bytes that are not UTF-8 as \xNN, as device text
         // must be UTF-8 (a cache directory whose path is not UTF-8 made every catalog device
         // refused).

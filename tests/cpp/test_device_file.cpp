@@ -499,10 +499,28 @@ TEST_CASE("a device file may give its speed relative to the reference core", "[d
   CHECK(d.sources.at("core_speed").status == "estimated");
   CHECK(contains(d.sources.at("core_speed").source, "0.4 / 0.500"));
   CHECK(describe_core_speed(d) == "0.8 of a host core (0.4 of the reference core / this host's 0.500)");
-  // Written with the core speed it was derived to, and the host it was derived on: read back
-  // anywhere, it is the same device.
-  Device back = parse_device_json(device_to_json(d), "b.json");
-  CHECK(back == d);
+  // Written with the core speed it was derived to, and the host it was derived on: read back as
+  // written where the speed a run had must stay (a report's device, a pickled one), the same
+  // device on this host, and derived again on another (that host's speed was kept).
+  DeviceLoadOptions as_written;
+  as_written.speed_as_written = true;
+  as_written.host_reference_speed = 0.25;
+  CHECK(parse_device_json(device_to_json(d), "b.json", as_written) == d);
+  CHECK(parse_device_json(device_to_json(d), "b.json", at_half) == d);
+  DeviceLoadOptions at_quarter;
+  at_quarter.host_reference_speed = 0.25;
+  const Device elsewhere = parse_device_json(device_to_json(d), "b.json", at_quarter);
+  CHECK(elsewhere.core_speed == Approx(1.6));
+  CHECK(elsewhere.host_reference_speed == 0.25);
+  CHECK(contains(elsewhere.sources.at("core_speed").source, "0.4 / 0.250"));
+  CHECK_FALSE(contains(elsewhere.sources.at("core_speed").source, "0.500"));
+  // A core_speed given by hand (not what reference_speed gives) is the file's speed.
+  std::string edited = device_to_json(d);
+  const std::size_t at = edited.find("\"core_speed\": ");
+  REQUIRE(at != std::string::npos);
+  const std::size_t end = edited.find(',', at);
+  edited.replace(at, end - at, "\"core_speed\": 0.7");
+  CHECK(parse_device_json(edited, "b.json", at_quarter).core_speed == 0.7);
 
   DeviceLoadOptions unknown;
   unknown.host_reference_speed = 0;
@@ -511,6 +529,14 @@ TEST_CASE("a device file may give its speed relative to the reference core", "[d
   CHECK(u.reference_uncorrected());
   CHECK(contains(u.sources.at("core_speed").source, "uncorrected"));
   CHECK(describe_core_speed(u) == "0.4 of the reference core, uncorrected for this host");
+  // Saved uncorrected, then read once this host's rating is known: corrected (it stayed
+  // uncorrected), its source no longer the uncorrected one's.
+  const Device corrected = parse_device_json(device_to_json(u), "b.json", at_half);
+  CHECK(corrected.core_speed == Approx(0.8));
+  CHECK_FALSE(corrected.reference_uncorrected());
+  CHECK_FALSE(contains(corrected.sources.at("core_speed").source, "uncorrected"));
+  unknown.speed_as_written = true;
+  CHECK(parse_device_json(device_to_json(u), "b.json", unknown) == u);
   CHECK(describe_core_speed(make_device("m", 1, 0.25, "1GiB")) == "0.25 of a host core");
 
   // A given core_speed wins; host_reference_speed only records where it was derived.

@@ -631,6 +631,11 @@ def test_catalog_speeds_follow_this_hosts_7zip_rating(tmp_path, monkeypatch):
     assert p.returncode == 0 and "UNCORRECTED for this host" in p.stdout, p.stdout
     p = cli("calibrate-host", "--json", env_extra=env)
     assert p.returncode == 0 and json.loads(p.stdout)["reference"] is None, p.stderr
+    # A device file saved before this host's rating is known (uncorrected then).
+    saved = tmp_path / "pi4.json"
+    p = cli("devices", "show", "raspberry-pi-4", "--json", env_extra=env)
+    assert p.returncode == 0, p.stderr
+    saved.write_text(p.stdout)
 
     captured = Path(__file__).parent.parent / "fixtures" / "7zip" / "7zz-26.02-b-mmt1.txt"
     fake = write(tmp_path, "7zz", f"#!/bin/sh\ncat '{captured}'\n")
@@ -658,6 +663,10 @@ def test_catalog_speeds_follow_this_hosts_7zip_rating(tmp_path, monkeypatch):
     assert p.returncode == 0, p.stderr
     assert ("0.4358 of a host core (0.373 of the reference core / this host's 0.856)"
             in p.stdout and "reference speed" in p.stdout), p.stdout
+    # Read again now: corrected as the catalog's device is (it stayed uncorrected).
+    again = edgeprof.devices.load_device_file(str(saved))
+    assert again.core_speed == pytest.approx(0.373 * 4448 / 3807)
+    assert not again.reference_uncorrected
     p = cli("calibrate-host", "--json", env_extra=env)
     shown = json.loads(p.stdout)["reference"]
     assert shown["host_mips"] == 3807 and shown["reference_mips"] == 4448
