@@ -736,9 +736,27 @@ struct Child::State {
     try {
       slice->cgroup->kill_all();
     } catch (const std::exception& e) {
-      kill_error = fmt::format("could not end every process of the slice after the "
-                               "workload's timeout or interrupt: {}",
-                               e.what());
+      try {
+        kill_error = fmt::format("could not end every process of the slice after the "
+                                 "workload's timeout or interrupt: {}",
+                                 e.what());
+      } catch (...) {
+        kill_error = "could not end every process of the slice";
+      }
+    }
+  }
+  // The killed workload, reaped. After a kill that failed, the workload itself may be what
+  // survived SIGKILL (uninterruptible sleep): waited for a few seconds, not for ever (a reap
+  // blocked, beyond any timeout or Ctrl-C); nullopt while it lives.
+  std::optional<detail::Exit> reap_killed() {
+    if (kill_error.empty()) return reap();
+    try {
+      std::optional<detail::Exit> e = detail::wait_exit(
+          process, Clock::now() + std::chrono::seconds(5), [] {}, std::chrono::milliseconds(50));
+      if (e) reaped = true;
+      return e;
+    } catch (const detail::StatusLost&) {
+      return reap();  // reaped elsewhere: its status is lost
     }
   }
 
@@ -1417,7 +1435,8 @@ Result& Child::State::await(std::optional<std::chrono::duration<double>> timeout
     scan_runtimes();
     kill_slice();
     kill_direct();
-    result = finish(reap(), false);
+    // The interrupt stands either way; a workload that outlived its kill stays the Child's.
+    if (const std::optional<detail::Exit> killed = reap_killed()) result = finish(*killed, false);
     throw;
   }
   bool timed_out = false;
@@ -1426,7 +1445,12 @@ Result& Child::State::await(std::optional<std::chrono::duration<double>> timeout
     scan_runtimes();
     kill_slice();
     kill_direct();
-    exit = reap();
+    exit = reap_killed();
+    if (!exit) {
+      throw CgroupError(fmt::format("{}; the workload itself (pid {}) outlived SIGKILL too, so "
+                                    "its timeout gives no result",
+                                    kill_error, process.pid));
+    }
   }
   reaped = true;  // by wait_exit() when it gave an exit
   result = finish(*exit, timed_out);

@@ -691,14 +691,42 @@ TEST_CASE("a timeout kills the whole slice and reports timed_out", "[kernel]") {
 
 // A process the kill cannot end (here: frozen in a freezer cgroup of its own, as one in
 // uninterruptible sleep outlives SIGKILL): the kill's error replaced the timed-out result.
+// Skipped where there is no v1 freezer (a v2 kill ends frozen processes).
+namespace {
+
+// A v1 freezer group "held" in the slice's freezer hierarchy, frozen with `pid` in it; on
+// destruction the pid is killed, thawed (it dies) and the group removed.
+struct Held {
+  std::string dir;
+  pid_t pid = 0;
+  Held(const std::string& freezer, pid_t held) : dir(freezer + "/held"), pid(held) {
+    REQUIRE(::mkdir(dir.c_str(), 0755) == 0);
+    REQUIRE(bool(std::ofstream(dir + "/cgroup.procs") << pid << std::flush));
+    REQUIRE(bool(std::ofstream(dir + "/freezer.state") << "FROZEN" << std::flush));
+  }
+  ~Held() {
+    ::kill(pid, SIGKILL);  // delivered once thawed, whether or not the slice's kill sent it
+    std::ofstream(dir + "/freezer.state") << "THAWED";
+    for (int i = 0; i < 500 && ::rmdir(dir.c_str()) != 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+};
+
+std::string freezer_of(const Slice& slice) {
+  for (const std::string& p : slice.paths()) {
+    if (p.find("/freezer/") != std::string::npos) return p;
+  }
+  return {};
+}
+
+}  // namespace
+
 TEST_CASE("a timeout whose kill cannot end every process still gives the timed-out result",
           "[kernel]") {
   REQUIRE_CGROUPS();
   Slice slice(half_core());
-  std::string freezer;
-  for (const std::string& p : slice.paths()) {
-    if (p.find("/freezer/") != std::string::npos) freezer = p;
-  }
+  const std::string freezer = freezer_of(slice);
   if (freezer.empty()) {
     WARN("skipped: needs a cgroup v1 freezer hierarchy (a v2 kill ends frozen processes)");
     return;
@@ -706,18 +734,7 @@ TEST_CASE("a timeout whose kill cannot end every process still gives the timed-o
   Command both;
   both.argv = {"/bin/sh", "-c", "sleep 60 & exec sleep 60"};
   Child child = slice.spawn(both);
-  const std::string held = freezer + "/held";
-  REQUIRE(::mkdir(held.c_str(), 0755) == 0);
-  struct Thaw {  // whatever the test's outcome: the held process dies and its group goes
-    std::string dir;
-    ~Thaw() {
-      std::ofstream(dir + "/freezer.state") << "THAWED";
-      for (int i = 0; i < 500 && ::rmdir(dir.c_str()) != 0; ++i) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      }
-    }
-  } thaw{held};
-  // The background sleep (the shell's child) into a frozen group of its own.
+  // The background sleep (the shell's child), frozen in a group of its own.
   pid_t background = 0;
   REQUIRE(eventually([&] {
     std::istringstream procs(FakeTree::slurp(freezer + "/cgroup.procs"));
@@ -726,8 +743,7 @@ TEST_CASE("a timeout whose kill cannot end every process still gives the timed-o
     }
     return background != 0;
   }));
-  std::ofstream(held + "/cgroup.procs") << background;
-  std::ofstream(held + "/freezer.state") << "FROZEN";
+  const Held held(freezer, background);
   const Result r = child.wait(std::chrono::milliseconds(300));
   CHECK(r.timed_out);
   CHECK(r.signal == SIGKILL);
@@ -735,6 +751,26 @@ TEST_CASE("a timeout whose kill cannot end every process still gives the timed-o
   CHECK(std::any_of(r.warnings.begin(), r.warnings.end(), [](const std::string& w) {
     return w.find("could not end every process of the slice") != std::string::npos;
   }));
+}
+
+TEST_CASE("a timeout whose workload itself outlives SIGKILL is an error, not a wait for ever",
+          "[kernel]") {
+  REQUIRE_CGROUPS();
+  Slice slice(half_core());
+  const std::string freezer = freezer_of(slice);
+  if (freezer.empty()) {
+    WARN("skipped: needs a cgroup v1 freezer hierarchy (a v2 kill ends frozen processes)");
+    return;
+  }
+  Child child = slice.spawn(workload({"sleep", "60"}));
+  {
+    const Held held(freezer, child.pid());
+    // The reap after the failed kill blocked for as long as the workload lived.
+    CHECK_THROWS_WITH(child.wait(std::chrono::milliseconds(300)),
+                      Catch::Contains("outlived SIGKILL too") &&
+                          Catch::Contains("could not end every process"));
+  }
+  // Thawed, it has died: the Child reaps it as it goes.
 }
 
 // Once, inf and 1e300 s overflowed the clock's conversion to a deadline already past: the
