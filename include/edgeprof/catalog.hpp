@@ -52,8 +52,9 @@ Device parse_device_toml(std::string_view text, const std::string& origin,
 /// naming the file (with the errno when it cannot be read), the field and the problem.
 Device load_device_file(const std::string& path, const DeviceLoadOptions& options = {});
 /// A device as a device file (JSON, schema kDeviceSchemaVersion) that load_device_file reads
-/// back to an equal device on this host (a core speed derived from reference_speed is derived
-/// again on another: DeviceLoadOptions::speed_as_written).
+/// back to an equal device, except that a core speed it derived from reference_speed is
+/// derived again with the reading host's reference rating (DeviceLoadOptions::
+/// speed_as_written keeps it).
 std::string device_to_json(const Device& device);
 
 /// The built-in catalog: real devices, each figure with its source and status (docs/devices.md).

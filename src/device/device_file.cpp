@@ -446,17 +446,16 @@ Device read_device(const json& j, const std::string& origin, const DeviceLoadOpt
   };
   // A core_speed edgeprof derived from reference_speed (a file it wrote: `devices show --json`)
   // is derived again here: kept, a speed for another host (or one left uncorrected before this
-  // host's rating was measured) stayed. The writer's doubles read back exactly, and the
-  // division repeats bit for bit, so a speed given by hand is told apart by its value.
+  // host's rating was measured) stayed. Told from a speed given by hand by its source, which
+  // edgeprof wrote, and its value: the writer's doubles read back exactly, and the division
+  // repeats bit for bit (an edited speed, or a hand-written file giving both speeds, is kept).
+  const auto said = d.sources.find("core_speed");
   const bool derived =
-      speed && d.reference_speed && !options.speed_as_written &&
+      speed && d.reference_speed && !options.speed_as_written && said != d.sources.end() &&
+      said->second.source.rfind(detail::kReferenceSpeedSource, 0) == 0 &&
       *speed == (host_reference ? *d.reference_speed / *host_reference : *d.reference_speed);
   if (derived) {
-    const auto said = d.sources.find("core_speed");
-    if (said != d.sources.end() &&
-        said->second.source.rfind(detail::kReferenceSpeedSource, 0) == 0) {
-      d.sources.erase(said);  // the other host's (or the uncorrected) derivation
-    }
+    d.sources.erase(said);  // the other host's (or the uncorrected) derivation
     apply_reference_speed(d, *d.reference_speed, options.host_reference_speed);
   } else if (speed) {
     d.core_speed = *speed;

@@ -521,6 +521,11 @@ TEST_CASE("a device file may give its speed relative to the reference core", "[d
   const std::size_t end = edited.find(',', at);
   edited.replace(at, end - at, "\"core_speed\": 0.7");
   CHECK(parse_device_json(edited, "b.json", at_quarter).core_speed == 0.7);
+  // So is a hand-written file's that gives both speeds, equal, without edgeprof's source.
+  CHECK(parse_device_json(R"({"edgeprof_device": 1, "name": "b", "cores": 2, "core_speed": 0.4,
+                               "reference_speed": 0.4, "memory": "1GiB"})",
+                          "b.json", at_quarter)
+            .core_speed == 0.4);
 
   DeviceLoadOptions unknown;
   unknown.host_reference_speed = 0;
