@@ -3,11 +3,15 @@ its report."""
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import os
 import pickle
+import select
+import struct
 import sys
 import tempfile
+import threading
 from typing import Any, BinaryIO, Callable, NamedTuple, Optional, Union
 
 from edgeprof import _core
@@ -157,6 +161,145 @@ class _Unpickler(pickle.Unpickler):
         return super().find_class(module, name)
 
 
+class _Deframer:
+    """The caller's side of _Records: the records in the bytes fed, a record dropped or cut
+    short left out. A frame's data goes into its record as it comes (waiting for a whole frame
+    of up to 1 GiB held it three times over)."""
+
+    def __init__(self) -> None:
+        self.records: list[bytearray] = []
+        self._record = bytearray()
+        self._header = bytearray()  # of the next frame, until its 4 bytes are in
+        self._left = 0  # bytes of the current frame's data still to come
+
+    def feed(self, chunk: bytes) -> None:
+        view = memoryview(chunk)
+        while view:
+            if self._left:
+                take = min(self._left, len(view))
+                self._record += view[:take]
+                self._left -= take
+                view = view[take:]
+                continue
+            take = 4 - len(self._header)
+            self._header += view[:take]
+            view = view[take:]
+            if len(self._header) < 4:
+                return
+            (length,) = struct.unpack("<I", self._header)
+            self._header.clear()
+            if length == _Records.END:
+                self.records.append(self._record)
+                self._record = bytearray()
+            elif length == _Records.DROP:
+                self._record = bytearray()
+            else:
+                self._left = length
+
+
+class _PipeReader:
+    """Reads a FIFO into `records` (_Deframer) on a thread while the worker writes it. It holds
+    a write end of its own while the `with` block runs, so that the worker's open never waits;
+    at the block's end (the worker reaped, its writes all in the pipe) it reads what is left
+    and stops, whoever else may hold a write end (a fork of the caller's, a process that left
+    the slice). An error of the reader is raised there; the pipe is drained meanwhile, so that
+    the worker never blocks on it."""
+
+    def __init__(self, path: str) -> None:
+        self._frames = _Deframer()
+        self.records = self._frames.records
+        self._error: Optional[BaseException] = None
+        # Non-blocking, the read end opens without a writer; then its own write end.
+        self._read = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        self._hold = self._wake_read = self._wake_write = -1
+        try:
+            self._hold = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+            self._wake_read, self._wake_write = os.pipe2(os.O_CLOEXEC)
+            try:  # fewer wake-ups of this thread (each takes the GIL): best effort
+                fcntl.fcntl(self._read, getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)
+            except OSError:
+                pass
+            self._thread = threading.Thread(target=self._drain, name="edgeprof-profile-result",
+                                            daemon=True)
+            self._thread.start()
+        except BaseException:
+            self._close()
+            raise
+
+    def _drain(self) -> None:
+        poller = select.poll()
+        poller.register(self._read, select.POLLIN)
+        poller.register(self._wake_read, select.POLLIN)
+        stopping = False
+        while True:
+            if not stopping:
+                stopping = any(fd == self._wake_read for fd, _ in poller.poll())
+            try:
+                chunk = os.read(self._read, 1 << 20)
+            except BlockingIOError:  # all read
+                if stopping:
+                    return
+                continue
+            except OSError as e:
+                self._error = e
+                return
+            if not chunk:
+                return
+            if self._error is None:
+                try:
+                    self._frames.feed(chunk)
+                except BaseException as e:  # noqa: BLE001 - raised by __exit__; read on
+                    self._error = e
+                    self._frames.records.clear()
+
+    def __enter__(self) -> "_PipeReader":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            os.write(self._wake_write, b"x")
+            self._thread.join()
+        finally:
+            if not self._thread.is_alive():  # (a Ctrl-C in the join: left to the thread)
+                self._close()
+        if self._error is not None and exc[0] is None:
+            raise _core.Error(f"edgeprof.profile could not read the worker's result: "
+                              f"{type(self._error).__name__}: {self._error}") from self._error
+
+    def _close(self) -> None:
+        for fd in (self._read, self._hold, self._wake_read, self._wake_write):
+            if fd >= 0:
+                os.close(fd)
+        self._read = self._hold = self._wake_read = self._wake_write = -1
+
+
+class _ReadOnly:
+    """A file over bytes already in memory, for the unpickler (io.BytesIO copies a bytearray:
+    a large result twice in the caller's memory)."""
+
+    def __init__(self, data: bytearray) -> None:
+        self._view = memoryview(data)
+        self._at = 0
+
+    def read(self, n: int = -1) -> bytes:
+        end = len(self._view) if n < 0 else min(len(self._view), self._at + n)
+        out = bytes(self._view[self._at:end])
+        self._at = end
+        return out
+
+    def readinto(self, buffer: Any) -> int:
+        target = memoryview(buffer).cast("B")
+        n = min(len(target), len(self._view) - self._at)
+        target[:n] = self._view[self._at:self._at + n]
+        self._at += n
+        return n
+
+    def readline(self) -> bytes:
+        rest = self._view[self._at:]
+        end = bytes(rest[:1 << 16]).find(b"\n")  # pickle's text lines (protocol 0) are short
+        return self.read(end + 1 if end >= 0 else len(rest))
+
+
 def _write_call(path: str, payload: dict) -> None:
     """The call's file for the worker: the header, then the call's own pickle as it is, which
     the worker unpickles from the file as it reads. Pickled inside the header, the worker held
@@ -168,24 +311,49 @@ def _write_call(path: str, payload: dict) -> None:
         f.write(payload["call"])
 
 
-def _dump(value: Any, f: BinaryIO) -> None:
-    """Pickles ``value`` into ``f`` as it goes (a large value is not copied whole into memory
-    first: in the worker that memory is the slice's); by value (cloudpickle) what pickle cannot
-    find by name: a class of the caller's notebook that the call brought by value, whose
+class _Records:
+    """The worker's side of the result pipe: records of length-framed bytes, each ended by
+    end() or dropped by drop() (a value that did not pickle after all: a pipe cannot be
+    truncated as the result file was). Frames hold at most 1 GiB each."""
+
+    END, DROP = 0, 0xFFFFFFFF
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self._raw = raw
+
+    def write(self, data: Any) -> int:
+        # A PickleBuffer (protocol 5's out-of-band data) in C or Fortran order alike.
+        view = data.raw() if isinstance(data, pickle.PickleBuffer) else memoryview(data).cast("B")
+        for at in range(0, len(view), 1 << 30):
+            part = view[at:at + (1 << 30)]
+            self._raw.write(struct.pack("<I", len(part)))
+            self._raw.write(part)
+        return len(view)
+
+    def end(self) -> None:
+        self._raw.write(struct.pack("<I", self.END))
+
+    def drop(self) -> None:
+        self._raw.write(struct.pack("<I", self.DROP))
+
+
+def _dump(value: Any, records: _Records) -> None:
+    """Pickles ``value`` into a record as it goes (a large value is not copied whole into
+    memory first: in the worker that memory is the slice's); by value (cloudpickle) what pickle
+    cannot find by name: a class of the caller's notebook that the call brought by value, whose
     instance the function returns or raises. cloudpickle gives the caller its own class back."""
-    start = f.tell()
     try:
-        pickle.dump(value, f, protocol=pickle.HIGHEST_PROTOCOL)
-    except OSError:  # the file's, not the value's
+        pickle.dump(value, records, protocol=pickle.HIGHEST_PROTOCOL)
+    except OSError:  # the pipe's, not the value's
         raise
     except Exception as e:  # noqa: BLE001 - whatever pickle raises, cloudpickle may manage
         try:
             import cloudpickle
         except ImportError:
             raise e from None
-        f.seek(start)
-        f.truncate()
-        cloudpickle.dump(value, f, protocol=pickle.HIGHEST_PROTOCOL)
+        records.drop()
+        cloudpickle.dump(value, records, protocol=pickle.HIGHEST_PROTOCOL)
+    records.end()
 
 
 def profile(fn: Callable, /, *args: Any, device: Union[str, "_core.Device"] = "raspberry-pi-4",
@@ -232,34 +400,43 @@ def _run(fn: Callable, args: tuple, kwargs: dict, *, device: Union[str, "_core.D
     payload = _pickled_call(fn, args, kwargs)
     with tempfile.TemporaryDirectory(prefix="edgeprof-profile-") as tmp:
         call_path = os.path.join(tmp, "call.pickle")
-        result_path = os.path.join(tmp, "result.pickle")
+        # The result comes back through a pipe: written to a file, its pages were the slice's
+        # (a 64 MiB return value raised the report's peak by 64 MiB; on a tmpfs /tmp they
+        # cannot be reclaimed, and a value that fitted was OOM-killed after the function
+        # returned).
+        result_path = os.path.join(tmp, "result.fifo")
+        os.mkfifo(result_path, 0o600)
         _write_call(call_path, payload)
-        report = _core.run([sys.executable, "-m", "edgeprof._worker", call_path, result_path],
-                           device=device, timeout=timeout, interval=interval,
-                           isolate_network=isolate_network, core_emulation=core_emulation,
-                           count_activations=count_activations)
+        with _PipeReader(result_path) as reader:
+            report = _core.run([sys.executable, "-m", "edgeprof._worker", call_path,
+                                result_path], device=device, timeout=timeout, interval=interval,
+                               isolate_network=isolate_network, core_emulation=core_emulation,
+                               count_activations=count_activations)
         name = getattr(fn, "__qualname__", repr(fn))
         what = ("was killed by the out-of-memory killer" if report.oom_killed else
                 "timed out" if report.timed_out else
                 f"ended by signal {report.signal}" if report.signal is not None else
                 f"exited with code {report.exit_code} without a result")
-        if not os.path.exists(result_path):
+        # The value's record, then the header's (kind, text): without the header, the worker
+        # was cut short as it wrote (its timeout, the OOM killer), and there is no result.
+        if len(reader.records) < 2:
             raise WorkerDied(f"the edgeprof worker running {name} {what} on {report.device.name}",
                              report)
-        with open(result_path, "rb") as f:
-            try:
-                kind, text = pickle.load(f)
-            except Exception as e:  # noqa: BLE001 - a result the worker did not finish writing
-                raise WorkerDied(f"the edgeprof worker running {name} on {report.device.name} "
-                                 f"left a result that cannot be read ({e})"
-                                 + ("" if report.ok else f"; it {what}"), report) from None
-            try:
-                value = _Unpickler(f).load()
-            except Exception as e:  # noqa: BLE001 - e.g. an exception class whose __init__ differs
-                what = "return value" if kind == "ok" else "exception"
-                raise _with_report(_core.Error(
-                    f"edgeprof.profile ran {name}, but its {what} cannot be unpickled here: {e}"
-                    + (f"\n{text}" if text else "")), report) from None
+        value_bytes, header = reader.records[0], reader.records[1]
+        reader.records.clear()  # value_bytes alone holds the value's bytes
+        try:
+            kind, text = pickle.loads(header)
+        except Exception as e:  # noqa: BLE001 - not what a worker of this edgeprof writes
+            raise WorkerDied(f"the edgeprof worker running {name} on {report.device.name} left "
+                             f"a result that cannot be read ({e})", report) from None
+        try:
+            value = _Unpickler(_ReadOnly(value_bytes)).load()
+        except Exception as e:  # noqa: BLE001 - e.g. an exception class whose __init__ differs
+            what = "return value" if kind == "ok" else "exception"
+            raise _with_report(_core.Error(
+                f"edgeprof.profile ran {name}, but its {what} cannot be unpickled here: {e}"
+                + (f"\n{text}" if text else "")), report) from None
+        del value_bytes
     if kind == "ok":
         return Profiled(value, report)
     if kind == "error" and isinstance(value, SystemExit):

@@ -69,24 +69,25 @@ def main(call_path, result_path):
             outcome = ("ok", value, "")
         except BaseException as e:  # noqa: BLE001
             outcome = ("error", e, traceback.format_exc())
-    # The kind and the traceback's text first, then the value (or exception) on its own: the
-    # caller still gets them when the value does not unpickle there. Whole or not at all: a
-    # worker killed mid-write (its timeout, the OOM killer) leaves no result, not a truncated
-    # one.
+    # Into the caller's pipe: the value (or exception) as one record, then the kind and the
+    # traceback's text as another. The caller takes the kind even when the value does not
+    # unpickle there, and a result without it as none (a worker killed mid-write: its timeout,
+    # the OOM killer).
     kind, value, text = outcome
-    with open(result_path + ".part", "wb") as f:
-        pickle.dump((kind, text), f)
+    with open(result_path, "wb") as f:
+        records = _profile._Records(f)
         try:
-            _profile._dump(value, f)
+            _profile._dump(value, records)
         except OSError:
             raise
         except Exception as e:  # noqa: BLE001
             what = "return value" if kind == "ok" else "exception"
-            f.seek(0)
-            f.truncate()
-            pickle.dump(("unpicklable", text), f)
-            pickle.dump(f"the {what} of the function cannot be pickled: {e}", f)
-    os.replace(result_path + ".part", result_path)
+            records.drop()
+            kind = "unpicklable"
+            pickle.dump(f"the {what} of the function cannot be pickled: {e}", records)
+            records.end()
+        pickle.dump((kind, text), records)
+        records.end()
     # What the function printed: os._exit drops Python's buffers, and stdout to a file or a
     # pipe is block-buffered (`| tee log`, CI, capture_output lost it all).
     for stream in (sys.stdout, sys.stderr):

@@ -56,8 +56,10 @@ def omp_threads():
     return os.environ.get("OMP_NUM_THREADS")
 
 
-def big_value(mib):
-    return bytes(mib << 20)
+def touched_bytes(mib, give_back):
+    """MIB of bytes in memory (every page written); returned, or only their count."""
+    data = b"\x01" * (mib << 20)
+    return data if give_back else len(data)
 
 
 def lock():

@@ -1,5 +1,7 @@
 """edgeprof.profile: a Python function on an emulated device, in a fresh worker process."""
 
+import os
+import pickle
 import subprocess
 import sys
 import threading
@@ -193,24 +195,112 @@ def test_projected_core_emulation_runs_the_function_on_one_core(monkeypatch):
         edgeprof.profile(funcs.omp_threads, device=pi, core_emulation="spread")
 
 
-def test_a_worker_killed_while_writing_its_result_leaves_none(tmp_path):
-    """The result is written whole or not at all: a worker stopped mid-write (here by the file
-    size limit, as a timeout or the OOM killer would) left a truncated pickle that the caller
-    unpickled into an UnpicklingError instead of WorkerDied with the report."""
-    import resource
+def _records(path) -> list:
+    """The records a worker wrote to `path` (a regular file here, the caller's pipe in use)."""
+    frames = edgeprof._profile._Deframer()
+    with open(path, "rb") as f:
+        frames.feed(f.read())
+    return frames.records
 
-    call = tmp_path / "call.pickle"
-    edgeprof._profile._write_call(str(call),
-                                  edgeprof._profile._pickled_call(funcs.big_value, (4,), {}))
-    result = tmp_path / "result.pickle"
 
-    def limit() -> None:
-        resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
+def test_a_worker_cut_short_while_writing_its_result_leaves_none(monkeypatch):
+    """The result is whole or not at all: a worker stopped mid-write (its timeout, the OOM
+    killer) left a truncated pickle that the caller unpickled into an UnpicklingError instead of
+    WorkerDied with the report. Here the value's record is whole and the header's cut short."""
+    from conftest import captured_report_text
+    report = edgeprof.Result.from_json(captured_report_text())
 
-    done = subprocess.run([sys.executable, "-m", "edgeprof._worker", str(call), str(result)],
-                          preexec_fn=limit, capture_output=True, timeout=HANG_S)
-    assert done.returncode != 0  # SIGXFSZ, or the write's error
-    assert not result.exists()
+    def run(argv, **kwargs):  # the worker's run, cut short after the value
+        with open(os.fsdecode(argv[-1]), "wb") as f:
+            records = edgeprof._profile._Records(f)
+            edgeprof._profile._dump(b"x" * 100_000, records)
+            pickle.dump(("ok", ""), records)  # no end(): cut short
+        return report
+
+    monkeypatch.setattr(edgeprof._profile._core, "run", run)
+    with pytest.raises(edgeprof.WorkerDied, match="without a result") as info:
+        edgeprof.profile(funcs.allocate, 1, device=report.device)
+    assert info.value.report is report
+
+
+def test_a_dropped_record_is_left_out_and_frames_are_read_across_chunks():
+    """A value that did not pickle after all is dropped (a pipe cannot be truncated as the
+    result file was), whatever the chunks the pipe gives the reader."""
+    import io
+
+    out = io.BytesIO()
+    records = edgeprof._profile._Records(out)
+    records.write(b"partial value")
+    records.drop()
+    pickle.dump("the value", records)
+    records.end()
+    pickle.dump(("ok", ""), records)
+    records.end()
+    records.write(b"cut short")
+    data = out.getvalue()
+    import random
+    rng = random.Random(7)
+    for size in (1, 3, 4, 5, len(data), None, None, None):
+        frames = edgeprof._profile._Deframer()
+        at = 0
+        while at < len(data):
+            step = size or rng.randint(1, 40)
+            frames.feed(data[at:at + step])
+            at += step
+        assert [pickle.loads(r) for r in frames.records] == ["the value", ("ok", "")]
+
+
+def test_a_reader_that_fails_drains_the_pipe_and_says_so(monkeypatch):
+    """The reader thread's error was lost (threading's excepthook) and the pipe no longer read:
+    the worker blocked on it for ever (no timeout by default)."""
+    from conftest import captured_report_text
+    report = edgeprof.Result.from_json(captured_report_text())
+    fed = []
+
+    def feed(self, chunk):
+        fed.append(len(chunk))
+        raise MemoryError("no room for the result")
+
+    def run(argv, **kwargs):  # the worker's run: 8 MiB, far more than the pipe holds
+        with open(os.fsdecode(argv[-1]), "wb") as f:
+            records = edgeprof._profile._Records(f)
+            edgeprof._profile._dump(b"x" * (8 << 20), records)
+            pickle.dump(("ok", ""), records)
+            records.end()
+        return report
+
+    monkeypatch.setattr(edgeprof._profile._Deframer, "feed", feed)
+    monkeypatch.setattr(edgeprof._profile._core, "run", run)
+    done = []
+    thread = threading.Thread(target=lambda: done.append(_outcome(funcs.allocate)), daemon=True)
+    thread.start()
+    thread.join(HANG_S)
+    assert done, "the write blocked: the pipe was not drained"
+    assert isinstance(done[0], edgeprof.Error)
+    assert "could not read the worker's result: MemoryError: no room" in str(done[0])
+    assert len(fed) == 1
+
+
+def _outcome(fn):
+    try:
+        return edgeprof.profile(fn, 1, device="raspberry-pi-4")
+    except Exception as e:  # noqa: BLE001 - what the test looks at
+        return e
+
+
+@requires_cgroups
+def test_a_returned_value_is_not_counted_in_the_workers_memory_twice():
+    """Written to a result file, the value's pickle was page cache charged to the slice: a 64
+    MiB return value raised the report's peak by 64 MiB (141 MiB against 75 MiB on an Intel
+    Xeon host, 2026-12-07), and on a tmpfs /tmp it could not be reclaimed."""
+    board = edgeprof.Device(name="board", cores=1, core_speed=1.0, memory="512MiB")
+    kept = edgeprof.profile(funcs.touched_bytes, 64, False, device=board)
+    returned = edgeprof.profile(funcs.touched_bytes, 64, True, device=board)
+    assert kept.value == 64 << 20 and len(returned.value) == 64 << 20
+    if kept.report.peak_memory_bytes is None:
+        pytest.skip("the kernel keeps no peak (cgroup v2 before Linux 5.19)")
+    assert returned.report.peak_memory_bytes < kept.report.peak_memory_bytes + (24 << 20), (
+        returned.report.peak_memory_bytes >> 20, kept.report.peak_memory_bytes >> 20)
 
 
 def test_a_worker_of_another_edgeprof_version_says_so(tmp_path):
@@ -226,9 +316,8 @@ def test_a_worker_of_another_edgeprof_version_says_so(tmp_path):
     done = subprocess.run([sys.executable, "-m", "edgeprof._worker", str(call), str(result)],
                           capture_output=True, timeout=HANG_S)
     assert done.returncode == 0, done.stderr
-    with open(result, "rb") as f:
-        kind, _ = pickle.load(f)
-        message = pickle.load(f)
+    message, header = (pickle.loads(r) for r in _records(result))
+    kind, _ = header
     assert kind == "refused"
     assert f"imported edgeprof {edgeprof.__version__}, but the caller runs edgeprof 0.0.1" \
         in message and "Restart" in message
@@ -264,9 +353,12 @@ def test_an_unreadable_result_is_worker_died_with_the_report(monkeypatch):
     from conftest import captured_report_text
     report = edgeprof.Result.from_json(captured_report_text())
 
-    def run(argv, **kwargs):  # the worker's run, its result cut short
+    def run(argv, **kwargs):  # the worker's run, its header not a pickle
         with open(os.fsdecode(argv[-1]), "wb") as f:
-            f.write(b"\x80\x04\x95")
+            records = edgeprof._profile._Records(f)
+            edgeprof._profile._dump(1, records)
+            records.write(b"\x80\x04\x95")
+            records.end()
         return report
 
     monkeypatch.setattr(edgeprof._profile._core, "run", run)
