@@ -15,6 +15,7 @@
 #include <bitset>
 #include <cerrno>
 #include <cmath>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -387,6 +388,45 @@ struct Slice::Impl {
     if (!cgroup) throw Error("this slice is closed: create a new Slice");
   }
 
+  // Child::wait()s running on this slice's workloads, in any thread: a close() or kill() from
+  // another thread let them finish (they read the cgroup, placer and CPU lease that destroy()
+  // frees) before it went on.
+  std::mutex waits_mutex;
+  std::condition_variable waits_done;
+  int waits = 0;
+  static inline thread_local int waits_in_this_thread = 0;
+  struct Waiting {  // one wait(), counted while it runs
+    Impl& impl;
+    explicit Waiting(Impl& i) : impl(i) {
+      const std::lock_guard<std::mutex> lock(impl.waits_mutex);
+      ++impl.waits;
+      ++waits_in_this_thread;
+    }
+    ~Waiting() {
+      {
+        const std::lock_guard<std::mutex> lock(impl.waits_mutex);
+        --impl.waits;
+        --waits_in_this_thread;
+      }
+      impl.waits_done.notify_all();
+    }
+  };
+  // Waits for other threads' wait()s to end, their workloads killed first (or they could run
+  // for ever). Not from inside a wait() (a callback of its sampler): that wait would be waited
+  // for by itself.
+  void let_waits_finish() noexcept {
+    std::unique_lock<std::mutex> lock(waits_mutex);
+    if (waits == 0 || waits_in_this_thread > 0) return;
+    lock.unlock();
+    try {
+      cgroup->kill_all();
+    } catch (const std::exception& e) {
+      detail::say_on_stderr(e.what());
+    }
+    lock.lock();
+    waits_done.wait(lock, [this] { return waits == 0; });
+  }
+
   void destroy() noexcept {
     if (!cgroup) {
       cpus = detail::CpuLease();
@@ -402,6 +442,7 @@ struct Slice::Impl {
       cpus = detail::CpuLease();
       return;
     }
+    let_waits_finish();
     for (const std::weak_ptr<detail::SpeedScheduler>& w : schedulers) {
       if (const std::shared_ptr<detail::SpeedScheduler> scheduler = w.lock()) scheduler->stop();
     }
@@ -1406,6 +1447,7 @@ Result& Child::State::await(std::optional<std::chrono::duration<double>> timeout
     std::atomic<std::thread::id>& w;
     ~Release() { w.store(std::thread::id{}); }
   } release{waiter};
+  const Slice::Impl::Waiting counted(*slice);
   if (result_given_away) {
     throw Error("this Child's result was moved out by an earlier wait() on it as an rvalue: "
                 "keep that result, or wait() on the Child as an lvalue to keep a copy in it");

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -771,6 +772,39 @@ TEST_CASE("a timeout whose workload itself outlives SIGKILL is an error, not a w
                           Catch::Contains("could not end every process"));
   }
   // Thawed, it has died: the Child reaps it as it goes.
+}
+
+// Closed from one thread while another waits for its workload: the wait's end read the
+// cgroup, placer and CPU lease that the close freed (no lock between them). The close now
+// kills the workload and lets the wait finish first.
+TEST_CASE("a slice closed while another thread waits for its workload lets that wait finish",
+          "[kernel]") {
+  REQUIRE_CGROUPS();
+  Slice slice(half_core());
+  Child child = slice.spawn(workload({"sleep", "30"}));
+  std::atomic<bool> waiting_now{false}, done{false};
+  Result r;
+  std::thread waiting([&] {
+    // Its check is called between the wait's polls: here it takes a while, as a Python
+    // caller's Ctrl-C check may, so that a close not waiting for the wait returns first.
+    r = child.wait(std::nullopt, [&] {
+      waiting_now = true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    });
+    done = true;
+  });
+  struct Join {
+    std::thread& t;
+    ~Join() {
+      if (t.joinable()) t.join();
+    }
+  } join{waiting};
+  REQUIRE(eventually([&] { return waiting_now.load(); }));
+  slice.close();
+  CHECK(done);  // ended before the close went on (it returned with the wait still finishing)
+  waiting.join();
+  CHECK(r.signal == SIGKILL);
+  CHECK_FALSE(r.ok());
 }
 
 // Once, inf and 1e300 s overflowed the clock's conversion to a deadline already past: the
