@@ -723,7 +723,8 @@ std::string freezer_of(const Slice& slice) {
 
 }  // namespace
 
-TEST_CASE("a timeout whose kill cannot end every process still gives the timed-out result",
+TEST_CASE("a timeout whose kill cannot end every process gives the timed-out result, or an "
+          "error when the workload itself survives",
           "[kernel]") {
   REQUIRE_CGROUPS();
   Slice slice(half_core());
@@ -732,46 +733,39 @@ TEST_CASE("a timeout whose kill cannot end every process still gives the timed-o
     WARN("skipped: needs a cgroup v1 freezer hierarchy (a v2 kill ends frozen processes)");
     return;
   }
-  Command both;
-  both.argv = {"/bin/sh", "-c", "sleep 60 & exec sleep 60"};
-  Child child = slice.spawn(both);
-  // The background sleep (the shell's child), frozen in a group of its own.
-  pid_t background = 0;
-  REQUIRE(eventually([&] {
-    std::istringstream procs(FakeTree::slurp(freezer + "/cgroup.procs"));
-    for (pid_t pid = 0; procs >> pid;) {
-      if (pid != child.pid()) background = pid;
+  SECTION("a process beside the workload survives: the result, with a warning") {
+    Command both;
+    both.argv = {"/bin/sh", "-c", "sleep 60 & exec sleep 60"};
+    Child child = slice.spawn(both);
+    // The background sleep (the shell's child), frozen in a group of its own.
+    pid_t background = 0;
+    REQUIRE(eventually([&] {
+      std::istringstream procs(FakeTree::slurp(freezer + "/cgroup.procs"));
+      for (pid_t pid = 0; procs >> pid;) {
+        if (pid != child.pid()) background = pid;
+      }
+      return background != 0;
+    }));
+    const Held held(freezer, background);
+    const Result r = child.wait(std::chrono::milliseconds(300));
+    CHECK(r.timed_out);
+    CHECK(r.signal == SIGKILL);
+    CAPTURE(r.warnings);
+    CHECK(std::any_of(r.warnings.begin(), r.warnings.end(), [](const std::string& w) {
+      return w.find("could not end every process of the slice") != std::string::npos;
+    }));
+  }
+  SECTION("the workload itself survives: an error after a few seconds, not a wait for ever") {
+    Child child = slice.spawn(workload({"sleep", "60"}));
+    {
+      const Held held(freezer, child.pid());
+      // The reap after the failed kill blocked for as long as the workload lived.
+      CHECK_THROWS_WITH(child.wait(std::chrono::milliseconds(300)),
+                        Catch::Contains("outlived SIGKILL too") &&
+                            Catch::Contains("could not end every process"));
     }
-    return background != 0;
-  }));
-  const Held held(freezer, background);
-  const Result r = child.wait(std::chrono::milliseconds(300));
-  CHECK(r.timed_out);
-  CHECK(r.signal == SIGKILL);
-  CAPTURE(r.warnings);
-  CHECK(std::any_of(r.warnings.begin(), r.warnings.end(), [](const std::string& w) {
-    return w.find("could not end every process of the slice") != std::string::npos;
-  }));
-}
-
-TEST_CASE("a timeout whose workload itself outlives SIGKILL is an error, not a wait for ever",
-          "[kernel]") {
-  REQUIRE_CGROUPS();
-  Slice slice(half_core());
-  const std::string freezer = freezer_of(slice);
-  if (freezer.empty()) {
-    WARN("skipped: needs a cgroup v1 freezer hierarchy (a v2 kill ends frozen processes)");
-    return;
+    // Thawed, it has died: the Child reaps it as it goes.
   }
-  Child child = slice.spawn(workload({"sleep", "60"}));
-  {
-    const Held held(freezer, child.pid());
-    // The reap after the failed kill blocked for as long as the workload lived.
-    CHECK_THROWS_WITH(child.wait(std::chrono::milliseconds(300)),
-                      Catch::Contains("outlived SIGKILL too") &&
-                          Catch::Contains("could not end every process"));
-  }
-  // Thawed, it has died: the Child reaps it as it goes.
 }
 
 // Closed from one thread while another waits for its workload: the wait's end read the
